@@ -1,0 +1,88 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tai-dev/tai/builtin"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/preset"
+)
+
+// AgentInfo is one row of `tai agents`.
+type AgentInfo struct {
+	preset.Preset
+	Installed bool     `json:"installed"`
+	Path      string   `json:"path,omitempty"`
+	Command   []string `json:"command,omitempty"`
+}
+
+// Agents lists the presets and whether each is installed here.
+func Agents(w io.Writer, asJSON bool) int {
+	var rows []AgentInfo
+	for _, p := range preset.All() {
+		path, ok := p.Installed()
+		argv, _ := p.Command()
+		rows = append(rows, AgentInfo{Preset: p, Installed: ok, Path: path, Command: argv})
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(rows)
+		return 0
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tDRIVER\tINSTALLED\tCOMMAND")
+	for _, r := range rows {
+		inst := "no"
+		if r.Installed {
+			inst = "yes"
+		}
+		cmd := strings.Join(r.Command, " ")
+		if r.Builtin {
+			cmd = "tai agent builtin"
+		}
+		if cmd == "" {
+			cmd = strings.Join(append([]string{r.Binary}, r.Args...), " ") + "  (not found)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Driver, inst, cmd)
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+// BuiltinAgent runs tai's built-in agent on stdin/stdout.
+func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, std IO) int {
+	if printScript {
+		_, _ = std.Out.Write(builtin.DefaultScriptSource())
+		return 0
+	}
+	opts := builtin.Options{Logger: newLogger(std.Err, os.Getenv("TAI_DEBUG") != "")}
+	if scriptPath != "" {
+		s, err := builtin.LoadScript(scriptPath)
+		if err != nil {
+			fmt.Fprintln(std.Err, "tai agent builtin:", err)
+			return int(exitcode.Usage)
+		}
+		opts.Script = s
+	}
+	err := builtin.Serve(ctx, std.In, std.Out, opts)
+	if err == nil {
+		return 0
+	}
+	var ce *builtin.CrashError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	fmt.Fprintln(std.Err, "tai agent builtin:", err)
+	return int(exitcode.AgentError)
+}
+
+// AgentNames returns the preset names, for completion.
+func AgentNames() []string { return preset.Names() }

@@ -1,0 +1,80 @@
+package app
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
+)
+
+// Manifest is what `tai --cap-manifest` prints: what this build can do.
+// cap.md documents every field; its drift tests keep the two in step.
+type Manifest struct {
+	Name           string              `json:"name"`
+	Version        string              `json:"version"`
+	Protocols      map[string][]string `json:"protocols"`
+	Drivers        []DriverInfo        `json:"drivers"`
+	Presets        []PresetInfo        `json:"presets"`
+	PolicyModes    []string            `json:"policy_modes"`
+	NonInteractive []string            `json:"non_interactive"`
+	Outputs        []string            `json:"outputs"`
+	FrameTypes     []string            `json:"frame_types"`
+	ExitCodes      []exitcode.Info     `json:"exit_codes"`
+}
+
+// DriverInfo is one driver and its features.
+type DriverInfo struct {
+	Name     string   `json:"name"`
+	Features []string `json:"features"`
+}
+
+// PresetInfo is one known agent.
+type PresetInfo struct {
+	Name   string `json:"name"`
+	Driver string `json:"driver"`
+}
+
+// ResultFrameType is the type of the last frame of a run.
+const ResultFrameType = "result"
+
+// BuildManifest describes this build.
+func BuildManifest() Manifest {
+	m := Manifest{
+		Name:    "tai",
+		Version: Version,
+		Protocols: map[string][]string{
+			"acp": {"1"},
+		},
+		Drivers: []DriverInfo{{Name: "acp", Features: []string{
+			"initialize", "authenticate", "session/new", "session/load", "session/resume", "session/list", "session/close",
+			"session/prompt", "session/cancel", "session/set_mode", "session/set_config_option",
+			"fs/read_text_file", "fs/write_text_file", "terminal", "request_permission", "mcp_servers",
+			"resource", "resource_link", "$/cancel_request",
+		}}},
+		NonInteractive: []string{string(policy.NonInteractiveDeny), string(policy.NonInteractiveFail)},
+		Outputs:        []string{OutputText, OutputJSON, OutputStreamJSON},
+		ExitCodes:      exitcode.All,
+	}
+	for _, p := range preset.All() {
+		m.Presets = append(m.Presets, PresetInfo{Name: p.Name, Driver: p.Driver})
+	}
+	for _, mo := range policy.Modes {
+		m.PolicyModes = append(m.PolicyModes, string(mo))
+	}
+	for _, t := range driver.EventTypes {
+		m.FrameTypes = append(m.FrameTypes, string(t))
+	}
+	m.FrameTypes = append(m.FrameTypes, ResultFrameType)
+	return m
+}
+
+// PrintManifest writes the manifest as indented JSON.
+func PrintManifest(w io.Writer) int {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(BuildManifest())
+	return 0
+}

@@ -1,0 +1,395 @@
+// Package app holds what tai's commands do, so that cmd/tai is only cobra
+// wiring: it resolves an agent, builds the policy and the output, runs the
+// session and turns the outcome into stdout and an exit code.
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/jsonrpc"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/redact"
+	"github.com/tai-dev/tai/render"
+	"github.com/tai-dev/tai/runner"
+)
+
+// Version is tai's version, set at build time.
+var Version = "0.1.0-dev"
+
+// IO is the process's standard streams.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// RunFlags are `tai run`'s flags.
+type RunFlags struct {
+	Agent          string
+	AgentCmd       string
+	Driver         string
+	Cwd            string
+	Approve        string
+	NonInteractive string
+	AllowDenials   bool
+	Mode           string
+	Model          string
+	Set            []string
+	Resume         string
+	Auth           string
+	MCP            []string
+	Files          []string
+	EmbedFiles     bool
+	Timeout        time.Duration
+	CancelGrace    time.Duration
+	Output         string
+	Trace          string
+	Verbose        bool
+	MaxLineBytes   int64
+	Env            []string
+}
+
+// Outputs.
+const (
+	OutputText       = "text"
+	OutputJSON       = "json"
+	OutputStreamJSON = "stream-json"
+)
+
+// Run runs `tai run`. It returns the exit code; what went wrong has been
+// reported on the streams.
+func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
+	logger := newLogger(std.Err, f.Verbose)
+	opts, cleanup, err := buildRun(f, args, std, logger)
+	defer cleanup()
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai:", err)
+		return int(exitcode.Of(err))
+	}
+	var frames *render.Frames
+	switch f.Output {
+	case OutputText, "":
+		opts.Sinks = append(opts.Sinks, render.NewText(std.Out, colorOn(std.Out)))
+	case OutputStreamJSON:
+		frames = render.NewFrames(std.Out)
+		opts.Sinks = append(opts.Sinks, frames)
+	}
+	res, runErr := runner.Run(ctx, opts)
+	switch f.Output {
+	case OutputJSON:
+		enc := json.NewEncoder(std.Out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+	case OutputStreamJSON:
+		_ = frames.Write(runner.ResultFrame{Type: "result", Seq: res.LastSeq + 1, Time: time.Now().UTC(), Result: res})
+	default:
+		if runErr != nil || res.ExitCode != 0 {
+			fmt.Fprintf(std.Err, "tai: %s (exit %d, %s)\n", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())
+		}
+	}
+	return res.ExitCode
+}
+
+func newLogger(w io.Writer, verbose bool) *slog.Logger {
+	level := slog.LevelWarn
+	if verbose {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// colorOn: colour only on a terminal, and never with NO_COLOR.
+func colorOn(w io.Writer) bool {
+	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func isTTY(r any) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// buildRun turns flags into runner options. cleanup is always safe to call.
+func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Options, func(), error) {
+	var closers []func()
+	cleanup := func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	o := runner.Options{Logger: logger, Version: Version, Timeout: f.Timeout, CancelGrace: f.CancelGrace,
+		AllowDenials: f.AllowDenials, Mode: f.Mode, Model: f.Model, ResumeID: f.Resume, AuthMethod: f.Auth,
+		MaxLineBytes: f.MaxLineBytes, Driver: f.Driver}
+	switch f.Output {
+	case "", OutputText, OutputJSON, OutputStreamJSON:
+	default:
+		return o, cleanup, exitcode.Usagef("--output must be text, json or stream-json, not %q", f.Output)
+	}
+
+	// Agent.
+	var p preset.Preset
+	switch {
+	case f.AgentCmd != "":
+		cp, argv, err := preset.Custom(f.AgentCmd)
+		if err != nil {
+			return o, cleanup, exitcode.With(exitcode.Usage, err)
+		}
+		if f.Agent != "" && f.Agent != "builtin" {
+			// A preset name plus a command: the command, with the preset's quirks.
+			if known, ok := preset.Lookup(f.Agent); ok {
+				cp.Quirks, cp.Name = known.Quirks, known.Name
+			}
+		}
+		p, o.Argv = cp, argv
+	default:
+		name := f.Agent
+		if name == "" {
+			name = "builtin"
+		}
+		known, ok := preset.Lookup(name)
+		if !ok {
+			return o, cleanup, exitcode.Usagef("unknown agent %q (known: %s; or pass --agent-cmd)", name, strings.Join(preset.Names(), ", "))
+		}
+		argv, err := known.Command()
+		if err != nil {
+			return o, cleanup, exitcode.With(exitcode.Usage, err)
+		}
+		p, o.Argv = known, argv
+	}
+	if o.Driver == "" {
+		o.Driver = p.Driver
+	}
+	o.Agent, o.NoClientFS, o.IgnoresStdinEOF = p.Name, p.Quirks.NoClientFS, p.Quirks.IgnoresStdinEOF
+	if len(f.Env) > 0 {
+		o.Env = append(os.Environ(), f.Env...)
+	}
+
+	// Workspace.
+	cwd := f.Cwd
+	if cwd == "" {
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return o, cleanup, exitcode.Usagef("working directory: %v", err)
+		}
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return o, cleanup, exitcode.Usagef("--cwd: %v", err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return o, cleanup, exitcode.Usagef("--cwd %s is not a directory", abs)
+	}
+	o.Cwd = abs
+
+	// Prompt.
+	text := strings.Join(args, " ")
+	if text == "-" {
+		b, err := io.ReadAll(std.In)
+		if err != nil {
+			return o, cleanup, exitcode.Usagef("reading the prompt from stdin: %v", err)
+		}
+		text = string(b)
+	}
+	if text != "" {
+		o.Prompt = append(o.Prompt, driver.TextContent(text))
+	}
+	for _, path := range f.Files {
+		c, err := fileContent(abs, path, f.EmbedFiles)
+		if err != nil {
+			return o, cleanup, exitcode.With(exitcode.Usage, err)
+		}
+		o.Prompt = append(o.Prompt, c)
+	}
+	if len(o.Prompt) == 0 && f.Resume == "" {
+		return o, cleanup, exitcode.Usagef("no prompt: pass it as arguments, or - to read it from stdin")
+	}
+
+	for _, kv := range f.Set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return o, cleanup, exitcode.Usagef("--set wants id=value, not %q", kv)
+		}
+		o.Config = append(o.Config, [2]string{k, v})
+	}
+	for _, m := range f.MCP {
+		servers, err := parseMCP(m)
+		if err != nil {
+			return o, cleanup, exitcode.With(exitcode.Usage, err)
+		}
+		o.MCPServers = append(o.MCPServers, servers...)
+	}
+
+	// Policy.
+	mode, err := policy.ParseMode(f.Approve)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	ni, err := policy.ParseNonInteractive(f.NonInteractive)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	var prompter policy.Prompter
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON {
+		closers = append(closers, func() { tty.Close() })
+		prompter = &policy.TTYPrompter{In: tty, Out: tty}
+	}
+	o.Decider = policy.New(mode, ni, prompter)
+
+	// Agent stderr: shown live with --verbose; always kept for crash reports.
+	if f.Verbose {
+		o.StderrTo = prefixWriter(std.Err, "["+p.Name+"] ")
+	}
+
+	if f.Trace != "" {
+		tw, closeTrace, err := traceWriter(f.Trace, o.Env)
+		if err != nil {
+			return o, cleanup, exitcode.With(exitcode.Usage, err)
+		}
+		closers = append(closers, closeTrace)
+		o.Trace = tw
+	}
+	return o, cleanup, nil
+}
+
+// fileContent turns --file into a prompt block: embedded text when asked
+// (and the agent can take it), else a link the agent reads itself.
+func fileContent(cwd, path string, embed bool) (driver.Content, error) {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cwd, path)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return driver.Content{}, fmt.Errorf("--file: %w", err)
+	}
+	c := driver.Content{Type: "resource_link", URI: "file://" + path, Name: filepath.Base(path), Size: st.Size(),
+		MimeType: mime.TypeByExtension(filepath.Ext(path))}
+	if embed {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return driver.Content{}, fmt.Errorf("--file: %w", err)
+		}
+		c.Type, c.Text = "resource", string(b)
+		if c.MimeType == "" {
+			c.MimeType = "text/plain"
+		}
+	}
+	return c, nil
+}
+
+// parseMCP reads --mcp: a JSON object (one server), a JSON array, or @FILE
+// holding either.
+func parseMCP(s string) ([]driver.MCPServer, error) {
+	data := []byte(s)
+	if strings.HasPrefix(s, "@") {
+		b, err := os.ReadFile(s[1:])
+		if err != nil {
+			return nil, fmt.Errorf("--mcp: %w", err)
+		}
+		data = b
+	}
+	data = []byte(strings.TrimSpace(string(data)))
+	var list []driver.MCPServer
+	if len(data) > 0 && data[0] == '[' {
+		if err := json.Unmarshal(data, &list); err != nil {
+			return nil, fmt.Errorf("--mcp: %w", err)
+		}
+	} else {
+		var one driver.MCPServer
+		if err := json.Unmarshal(data, &one); err != nil {
+			return nil, fmt.Errorf("--mcp wants a JSON server object ({\"name\":..., \"command\":...}) or @file: %w", err)
+		}
+		list = append(list, one)
+	}
+	for i, m := range list {
+		if m.Name == "" {
+			return nil, fmt.Errorf("--mcp: server %d has no name", i)
+		}
+		if (m.Type == "" || m.Type == "stdio") && m.Command == "" {
+			return nil, fmt.Errorf("--mcp: stdio server %q has no command", m.Name)
+		}
+		if (m.Type == "http" || m.Type == "sse") && m.URL == "" {
+			return nil, fmt.Errorf("--mcp: %s server %q has no url", m.Type, m.Name)
+		}
+	}
+	return list, nil
+}
+
+// traceWriter writes the raw wire transcript as JSONL, secrets redacted:
+// {"ts":..., "dir":"in"|"out", "line": <the message>}.
+func traceWriter(path string, env []string) (func(jsonrpc.Direction, []byte), func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--trace: %w", err)
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env)})
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("--trace: %w", err)
+	}
+	var mu sync.Mutex
+	write := func(dir jsonrpc.Direction, line []byte) {
+		clean := red.Bytes(line)
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(f, `{"ts":%q,"dir":%q,"line":`, time.Now().UTC().Format(time.RFC3339Nano), dir.String())
+		if json.Valid(clean) {
+			f.Write(clean)
+		} else {
+			b, _ := json.Marshal(string(clean))
+			f.Write(b)
+		}
+		f.Write([]byte("}\n"))
+	}
+	return write, func() { f.Close() }, nil
+}
+
+// prefixWriter prefixes each line, for the agent's stderr in our log.
+func prefixWriter(w io.Writer, prefix string) io.Writer {
+	return &prefixed{w: w, prefix: prefix, bol: true}
+}
+
+type prefixed struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	bol    bool
+}
+
+func (p *prefixed) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []byte
+	for _, c := range b {
+		if p.bol {
+			out = append(out, p.prefix...)
+			p.bol = false
+		}
+		out = append(out, c)
+		if c == '\n' {
+			p.bol = true
+		}
+	}
+	_, err := p.w.Write(out)
+	return len(b), err
+}

@@ -1,0 +1,232 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// Filter selects entries for Render and RenderJSON. Zero fields match
+// everything.
+type Filter struct {
+	// Session matches entries whose session equals it or starts with it (so
+	// the short form Render prints works).
+	Session string
+	// Kinds matches entries whose kind equals one of them, or is below one
+	// of them ("permission" matches "permission.request" and
+	// "permission.decision").
+	Kinds []string
+}
+
+// Match reports whether e passes the filter.
+func (f Filter) Match(e Entry) bool {
+	if f.Session != "" && !strings.HasPrefix(e.Session, f.Session) {
+		return false
+	}
+	if len(f.Kinds) == 0 {
+		return true
+	}
+	for _, k := range f.Kinds {
+		if e.Kind == k || strings.HasPrefix(e.Kind, k+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// Render writes one human-readable line per matching entry:
+//
+//	2025-01-02T03:04:05.123Z     12  8f2c01ab  permission.decision  allow option=allow_once by rule:git-ro reason="read-only git"
+//
+// Strings from the log are quoted when they contain spaces or control
+// characters, so agent-controlled text cannot inject terminal escapes. Lines
+// that do not decode are skipped; Render does not verify (see Verify).
+func Render(w io.Writer, r io.Reader, f Filter) error {
+	bw := bufio.NewWriter(w)
+	err := scan(r, func(_ int, _ []byte, e *Entry) error {
+		if !f.Match(*e) {
+			return nil
+		}
+		sess := e.Session
+		if len(sess) > 8 {
+			sess = sess[:8]
+		}
+		if sess == "" {
+			sess = "-"
+		}
+		_, err := fmt.Fprintf(bw, "%s %6d  %-8s  %-19s  %s\n",
+			e.Time.UTC().Format("2006-01-02T15:04:05.000Z"), e.Seq, clean(sess), clean(e.Kind), summary(e))
+		return err
+	})
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// RenderJSON writes matching lines verbatim (JSONL), e.g. for jq.
+func RenderJSON(w io.Writer, r io.Reader, f Filter) error {
+	bw := bufio.NewWriter(w)
+	err := scan(r, func(_ int, raw []byte, e *Entry) error {
+		if !f.Match(*e) {
+			return nil
+		}
+		bw.Write(raw)
+		return bw.WriteByte('\n')
+	})
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// summary renders an entry's data compactly, by kind.
+func summary(e *Entry) string {
+	if len(e.Data) == 0 {
+		return ""
+	}
+	var m map[string]any
+	d := json.NewDecoder(bytes.NewReader(e.Data))
+	d.UseNumber()
+	if err := d.Decode(&m); err != nil || m == nil {
+		return truncate(string(e.Data), 160)
+	}
+	var parts []string
+	add := func(s string) {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	kv := func(k string) string {
+		if v, ok := m[k]; ok && v != nil && v != "" {
+			delete(m, k)
+			return k + "=" + scalar(v)
+		}
+		delete(m, k)
+		return ""
+	}
+	str := func(k string) string {
+		v, ok := m[k]
+		delete(m, k)
+		if !ok || v == nil {
+			return ""
+		}
+		return scalar(v)
+	}
+	switch e.Kind {
+	case KindPermissionDecision:
+		add(str("decision"))
+		add(kv("option"))
+		if by := str("decided_by"); by != "" {
+			add("by " + by)
+		}
+		add(kv("reason"))
+		delete(m, "request")
+	case KindPermissionRequest:
+		add(str("title"))
+		add(kv("tool"))
+		add(kv("options"))
+		delete(m, "request")
+	case KindFileWrite:
+		add(str("path"))
+		if s := str("size"); s != "" {
+			add(s + "B")
+		}
+		before, after := short(str("hash_before")), short(str("hash_after"))
+		if before == "" {
+			before = "new"
+		}
+		add(before + "→" + after)
+	case KindTerminalStart, KindTerminal:
+		cmd := str("command")
+		if args, ok := m["args"].([]any); ok {
+			for _, a := range args {
+				cmd += " " + scalar(a)
+			}
+			delete(m, "args")
+		}
+		add("$ " + cmd)
+		if s := str("exit_status"); s != "" {
+			add("→ exit " + s)
+		}
+		add(kv("signal"))
+		add(kv("cwd"))
+	case KindModeChange:
+		add(str("from") + "→" + str("to"))
+		add(kv("by"))
+	case KindPrompt:
+		if t, ok := m["text"].(string); ok {
+			delete(m, "text")
+			add(clean(truncate(t, 100)))
+		}
+	case KindError:
+		add(str("error"))
+	}
+	// Remaining fields, sorted, for everything else.
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		add(clean(k) + "=" + scalar(m[k]))
+	}
+	return truncate(strings.Join(parts, " "), 240)
+}
+
+// scalar formats a JSON value for a summary: strings quoted if needed,
+// composites as compact JSON.
+func scalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return clean(x)
+	case json.Number:
+		return x.String()
+	case bool:
+		return strconv.FormatBool(x)
+	case nil:
+		return "null"
+	default:
+		b, _ := json.Marshal(x)
+		return truncate(string(b), 80)
+	}
+}
+
+// clean quotes s if it contains spaces, quotes or non-printable characters.
+func clean(s string) string {
+	if s == "" {
+		return `""`
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) || r == '"' || r == '=' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+func short(hash string) string {
+	if len(hash) > 12 {
+		return hash[:12]
+	}
+	return hash
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary.
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

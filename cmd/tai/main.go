@@ -1,0 +1,166 @@
+// Command tai orchestrates AI coding agents. This file is cobra wiring
+// only; what each command does lives in package app.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tai-dev/tai/app"
+	"github.com/tai-dev/tai/exitcode"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+// exitErr carries a command's exit code out of cobra.
+type exitErr struct{ code int }
+
+func (e exitErr) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	std := app.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+	root := newRoot(std)
+	root.SetArgs(os.Args[1:])
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	if e, ok := err.(exitErr); ok {
+		return e.code
+	}
+	fmt.Fprintln(os.Stderr, "tai:", err)
+	return int(exitcode.Usage)
+}
+
+func code(c int) error {
+	if c == 0 {
+		return nil
+	}
+	return exitErr{c}
+}
+
+func newRoot(std app.IO) *cobra.Command {
+	var manifest bool
+	root := &cobra.Command{
+		Use:   "tai",
+		Short: "tai orchestrates AI coding agents (ACP, PTY, stream-json, A2A)",
+		Long: "tai drives coding agents (Claude Code, Codex, Gemini CLI, Qwen Code, OpenCode, Copilot, ...)\n" +
+			"through one policy engine, workspace-confined host services and exact exit codes.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       app.Version,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if manifest {
+				return code(app.PrintManifest(std.Out))
+			}
+			return cmd.Help()
+		},
+	}
+	root.Flags().BoolVar(&manifest, "cap-manifest", false, "print this build's capability manifest as JSON")
+	root.SetOut(std.Out)
+	root.SetErr(std.Err)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		fmt.Fprintf(std.Err, "tai: %v\n", err)
+		return exitErr{int(exitcode.Usage)}
+	})
+	root.AddCommand(newRun(std), newAgents(std), newAgent(std), newVersion(std))
+	return root
+}
+
+func newRun(std app.IO) *cobra.Command {
+	var f app.RunFlags
+	c := &cobra.Command{
+		Use:   "run [flags] PROMPT...",
+		Short: "Run one prompt turn against an agent and stream it",
+		Long: "Run one prompt turn against an agent. Without --agent, tai's built-in agent runs a scripted demo\n" +
+			"of every feature, needing no model or API key. Use - as the prompt to read it from stdin.",
+		Example: "  tai run \"show me what you can do\"\n" +
+			"  tai run --agent qwen --approve all \"add a README\"\n" +
+			"  tai run --agent-cmd 'npx -y @agentclientprotocol/claude-agent-acp' --output json \"fix the tests\"",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.Run(cmd.Context(), f, args, std))
+		},
+	}
+	fl := c.Flags()
+	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset (see `tai agents`)")
+	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "launch this command instead of a preset (split like a shell, not run by one)")
+	fl.StringVar(&f.Driver, "driver", "", "driver to use (acp)")
+	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
+	fl.StringVar(&f.Approve, "approve", "reads", "permission policy: all | reads | ask | deny")
+	fl.StringVar(&f.NonInteractive, "non-interactive", "deny", "what ask becomes with no terminal: deny | fail")
+	fl.BoolVar(&f.AllowDenials, "allow-denials", false, "exit 0 even if a permission was denied")
+	fl.StringVar(&f.Mode, "mode", "", "start the session in this mode")
+	fl.StringVar(&f.Model, "model", "", "select this model (the agent's config option of category model)")
+	fl.StringArrayVar(&f.Set, "set", nil, "set a config option, id=value (repeatable)")
+	fl.StringVar(&f.Resume, "resume", "", "resume (or load) this session id instead of starting a new one")
+	fl.StringVar(&f.Auth, "auth", "", "authenticate with this method if the agent needs it")
+	fl.StringArrayVar(&f.MCP, "mcp", nil, "MCP server for the agent: JSON object or array, or @file (repeatable)")
+	fl.StringArrayVarP(&f.Files, "file", "f", nil, "attach a file to the prompt (repeatable)")
+	fl.BoolVar(&f.EmbedFiles, "embed", false, "embed --file contents in the prompt instead of linking them")
+	fl.DurationVar(&f.Timeout, "timeout", 0, "cancel the run after this long (exit 3)")
+	fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
+	fl.StringVarP(&f.Output, "output", "o", "text", "output: text | json | stream-json")
+	fl.StringVar(&f.Trace, "trace", "", "write the raw wire transcript (secrets redacted) to this file")
+	fl.BoolVarP(&f.Verbose, "verbose", "v", false, "log debug detail and the agent's stderr to stderr")
+	fl.Int64Var(&f.MaxLineBytes, "max-line-bytes", 256<<20, "largest protocol line accepted; longer ones are skipped")
+	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
+	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = c.RegisterFlagCompletionFunc("approve", cobra.FixedCompletions([]string{"all", "reads", "ask", "deny"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "stream-json"}, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+func newAgents(std app.IO) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "agents",
+		Short: "List the known agents and whether each is installed",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.Agents(std.Out, asJSON))
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func newAgent(std app.IO) *cobra.Command {
+	parent := &cobra.Command{Use: "agent", Short: "Run an agent that tai itself provides"}
+	var script string
+	var printScript bool
+	b := &cobra.Command{
+		Use:   "builtin",
+		Short: "Run tai's built-in ACP agent on stdin/stdout (no model needed)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.BuiltinAgent(cmd.Context(), script, printScript, std))
+		},
+	}
+	b.Flags().StringVar(&script, "script", "", "play this script (YAML or JSON) instead of the default")
+	b.Flags().BoolVar(&printScript, "print-script", false, "print the default script and exit")
+	parent.AddCommand(b)
+	return parent
+}
+
+func newVersion(std app.IO) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print tai's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintln(std.Out, "tai", app.Version)
+			return nil
+		},
+	}
+}

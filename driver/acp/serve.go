@@ -1,0 +1,212 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/jsonrpc"
+	schema "github.com/tai-dev/tai/protocol/acp"
+)
+
+// handler serves the agent's side of the connection.
+type handler struct{ s *Session }
+
+func (h handler) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
+	switch method {
+	case schema.MethodSessionUpdate:
+		h.s.onUpdate(params)
+	default:
+		// Unknown notifications (extensions such as qwen's
+		// qwen/notify/...) must be ignored.
+		h.s.log.Debug("ignored notification", "method", method)
+	}
+}
+
+func (h handler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	s := h.s
+	switch method {
+	case schema.MethodSessionRequestPermission:
+		return s.requestPermission(ctx, params)
+	case schema.MethodFsReadTextFile:
+		if !s.fsOffered {
+			break
+		}
+		var r schema.ReadTextFileRequest
+		if err := decode(params, &r); err != nil {
+			return nil, err
+		}
+		content, err := s.cfg.Host.Files.ReadTextFile(ctx, r.Path, deref(r.Line), deref(r.Limit))
+		if err != nil {
+			return nil, s.hostError(method, r.Path, err)
+		}
+		return schema.ReadTextFileResponse{Content: content}, nil
+	case schema.MethodFsWriteTextFile:
+		if !s.fsOffered {
+			break
+		}
+		var r schema.WriteTextFileRequest
+		if err := decode(params, &r); err != nil {
+			return nil, err
+		}
+		if err := s.cfg.Host.Files.WriteTextFile(ctx, r.Path, r.Content); err != nil {
+			return nil, s.hostError(method, r.Path, err)
+		}
+		return schema.WriteTextFileResponse{}, nil
+	case schema.MethodTerminalCreate:
+		if !s.termOffered {
+			break
+		}
+		var r schema.CreateTerminalRequest
+		if err := decode(params, &r); err != nil {
+			return nil, err
+		}
+		req := driver.TerminalRequest{Command: r.Command, Args: r.Args, Cwd: deref(r.Cwd), OutputByteLimit: deref(r.OutputByteLimit)}
+		if req.Cwd == "" {
+			req.Cwd = s.cfg.Cwd
+		}
+		if len(r.Env) > 0 {
+			req.Env = map[string]string{}
+			for _, e := range r.Env {
+				req.Env[e.Name] = e.Value
+			}
+		}
+		id, err := s.cfg.Host.Terminals.CreateTerminal(ctx, req)
+		if err != nil {
+			return nil, s.hostError(method, req.Cwd, err)
+		}
+		return schema.CreateTerminalResponse{TerminalId: id}, nil
+	case schema.MethodTerminalOutput:
+		if !s.termOffered {
+			break
+		}
+		var r schema.TerminalOutputRequest
+		if err := decode(params, &r); err != nil {
+			return nil, err
+		}
+		out, err := s.cfg.Host.Terminals.TerminalOutput(ctx, r.TerminalId)
+		if err != nil {
+			return nil, s.hostError(method, r.TerminalId, err)
+		}
+		resp := schema.TerminalOutputResponse{Output: out.Output, Truncated: out.Truncated}
+		if out.Exit != nil {
+			resp.ExitStatus = &schema.TerminalExitStatus{ExitCode: out.Exit.ExitCode, Signal: nonEmpty(out.Exit.Signal)}
+		}
+		return resp, nil
+	case schema.MethodTerminalWaitForExit:
+		if !s.termOffered {
+			break
+		}
+		var r schema.WaitForTerminalExitRequest
+		if err := decode(params, &r); err != nil {
+			return nil, err
+		}
+		st, err := s.cfg.Host.Terminals.WaitForTerminalExit(ctx, r.TerminalId)
+		if err != nil {
+			return nil, s.hostError(method, r.TerminalId, err)
+		}
+		return schema.WaitForTerminalExitResponse{ExitCode: st.ExitCode, Signal: nonEmpty(st.Signal)}, nil
+	case schema.MethodTerminalKill:
+		if !s.termOffered {
+			break
+		}
+		var r schema.KillTerminalRequest
+		if err := decode(params, &r); err != nil {
+			return nil, err
+		}
+		if err := s.cfg.Host.Terminals.KillTerminal(ctx, r.TerminalId); err != nil {
+			return nil, s.hostError(method, r.TerminalId, err)
+		}
+		return schema.KillTerminalResponse{}, nil
+	case schema.MethodTerminalRelease:
+		if !s.termOffered {
+			break
+		}
+		var r schema.ReleaseTerminalRequest
+		if err := decode(params, &r); err != nil {
+			return nil, err
+		}
+		if err := s.cfg.Host.Terminals.ReleaseTerminal(ctx, r.TerminalId); err != nil {
+			return nil, s.hostError(method, r.TerminalId, err)
+		}
+		return schema.ReleaseTerminalResponse{}, nil
+	}
+	// Includes fs/terminal when not offered, elicitation (not offered yet)
+	// and extension requests such as qwen's craft/drainMidTurnQueue.
+	return nil, jsonrpc.ErrMethodNotFound(method)
+}
+
+func decode(params json.RawMessage, v any) error {
+	if err := json.Unmarshal(params, v); err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: " + err.Error()}
+	}
+	return nil
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// hostError maps a host service failure onto a JSON-RPC error the agent can
+// act on, and reports refusals so the user sees them.
+func (s *Session) hostError(method, subject string, err error) error {
+	switch {
+	case errors.Is(err, driver.ErrOutsideWorkspace):
+		s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "outside_workspace",
+			Message: fmt.Sprintf("refused %s: %v", method, err)}})
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	case errors.Is(err, fs.ErrNotExist):
+		return &jsonrpc.Error{Code: jsonrpc.CodeResourceNotFound, Message: fmt.Sprintf("Resource not found: %s (%v)", subject, err)}
+	case errors.Is(err, context.Canceled):
+		return &jsonrpc.Error{Code: jsonrpc.CodeRequestCancelled, Message: "request cancelled"}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+func (s *Session) requestPermission(ctx context.Context, params json.RawMessage) (any, error) {
+	var r schema.RequestPermissionRequest
+	if err := decode(params, &r); err != nil {
+		return nil, err
+	}
+	id, _ := jsonrpc.RequestID(ctx)
+	// The tool_call that preceded this request has been applied (ordered
+	// dispatch), so the stored state fills in what the request omits.
+	s.applyMu.Lock()
+	tc := driver.ToolCall{ID: r.ToolCall.ToolCallId, Kind: driver.KindOther}
+	if known, ok := s.tools[r.ToolCall.ToolCallId]; ok {
+		tc = *known
+	}
+	patchToolCall(&tc, &r.ToolCall)
+	s.applyMu.Unlock()
+	req := driver.PermissionRequest{ID: id.String(), Session: s.ID(), ToolCall: tc}
+	for _, o := range r.Options {
+		req.Options = append(req.Options, driver.PermissionOption{ID: o.OptionId, Name: o.Name, Kind: string(o.Kind)})
+	}
+	s.emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &req})
+
+	// The decision is abandoned when the agent withdraws the request
+	// ($/cancel_request) or the turn is cancelled.
+	dctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.turn.Load().ctx, cancel)
+	defer stop()
+	d, err := s.cfg.Host.Decider.Decide(dctx, req)
+	if err != nil {
+		s.log.Warn("permission decision failed; answering cancelled", "err", err)
+		d.Outcome, d.Verdict = driver.OutcomeCancelled, driver.VerdictCancelled
+	}
+	if d.RequestID == "" {
+		d.RequestID = req.ID
+	}
+	s.emit(driver.Event{Type: driver.EventPermissionDecided, Decision: &d})
+	if d.Outcome == driver.OutcomeCancelled || d.OptionID == "" {
+		return schema.CancelPermission(), nil
+	}
+	return schema.SelectPermission(d.OptionID), nil
+}

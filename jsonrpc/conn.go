@@ -1,0 +1,702 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+)
+
+// Handler serves the peer's messages.
+type Handler interface {
+	// HandleNotification is called in wire order on one dispatch goroutine.
+	// It must not block on Conn.Call: the response would be queued behind
+	// this very notification.
+	HandleNotification(ctx context.Context, method string, params json.RawMessage)
+	// HandleRequest is called on its own goroutine, only after every
+	// notification that preceded the request on the wire has been handled.
+	// Returning an *Error sends it verbatim; any other error becomes -32603
+	// with its message (or -32800 if it is ctx's cancellation). ctx is
+	// cancelled by an inbound $/cancel_request for this request, or when the
+	// conn closes; [RequestID] gives the peer's id.
+	HandleRequest(ctx context.Context, method string, params json.RawMessage) (result any, err error)
+}
+
+// Direction tells a Trace hook which way a line went.
+type Direction uint8
+
+const (
+	In  Direction = iota // read from the peer
+	Out                  // written to the peer
+)
+
+func (d Direction) String() string {
+	if d == In {
+		return "in"
+	}
+	return "out"
+}
+
+// ProblemKind classifies input the connection skipped.
+type ProblemKind uint8
+
+const (
+	ProblemOversize        ProblemKind = iota + 1 // line longer than MaxLineBytes
+	ProblemGarbage                                // line is not JSON
+	ProblemInvalid                                // JSON, but not a JSON-RPC message
+	ProblemUnknownResponse                        // response to no pending Call (including ones cancelled or timed out)
+)
+
+func (k ProblemKind) String() string {
+	switch k {
+	case ProblemOversize:
+		return "oversize"
+	case ProblemGarbage:
+		return "garbage"
+	case ProblemInvalid:
+		return "invalid"
+	case ProblemUnknownResponse:
+		return "unknown-response"
+	}
+	return fmt.Sprintf("ProblemKind(%d)", uint8(k))
+}
+
+// Problem describes one skipped inbound line.
+type Problem struct {
+	Kind   ProblemKind
+	Bytes  int64  // length of the line
+	Sample string // first ~200 bytes of the line
+	Err    error  // why it was skipped
+}
+
+// Options configures a Conn. The zero value is usable.
+type Options struct {
+	// MaxLineBytes bounds one inbound line (excluding its '\n'); default
+	// 256 MiB. A longer line
+	// is read and discarded up to its newline (never buffered whole),
+	// reported via OnProblem, and the connection goes on.
+	MaxLineBytes int64
+	// Logger receives debug/warn records about skipped input; default:
+	// discard.
+	Logger *slog.Logger
+	// OnProblem, if set, is called for every skipped line and unknown
+	// response. It may be called from the reader and dispatch goroutines and
+	// must not block or call into the Conn.
+	OnProblem func(Problem)
+	// Trace, if set, is called with every full line read (In) or written
+	// (Out), without the newline, in wire order per direction. Oversize
+	// lines are not traced. It must not retain line or call into the Conn
+	// (Out is called under the write lock).
+	Trace func(dir Direction, line []byte)
+}
+
+// Stats are cumulative counters of a Conn.
+type Stats struct {
+	LinesIn          int64 // non-blank lines read, including skipped ones but not oversize ones
+	LinesOut         int64 // messages written
+	Garbage          int64 // non-JSON lines
+	Oversize         int64 // lines over MaxLineBytes
+	Invalid          int64 // JSON lines that are not JSON-RPC messages
+	UnknownResponses int64 // responses matching no pending Call
+}
+
+// Conn is one JSON-RPC connection over a pair of NDJSON streams. All methods
+// are safe for concurrent use.
+type Conn struct {
+	r       io.Reader
+	w       io.Writer
+	h       Handler
+	opts    Options
+	log     *slog.Logger
+	nextID  atomic.Int64
+	wlock   chan struct{} // write mutex; a channel so waiting honours ctx
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	done    chan struct{}
+	q       queue
+	readErr error // set by the reader before q.finish
+
+	mu       sync.Mutex
+	closed   bool
+	cause    error
+	pending  map[int64]chan *envelope  // our calls awaiting a response
+	inflight map[wireID][]*inflightReq // peer's requests being served
+
+	linesIn, linesOut, garbage, oversize, invalid, unknown atomic.Int64
+}
+
+type inflightReq struct {
+	cancel context.CancelFunc
+}
+
+// NewConn starts a connection reading from r and writing to w, serving the
+// peer with h (nil answers every request with -32601 and ignores
+// notifications). It starts a reader and a dispatcher goroutine; they end
+// when r reports EOF or an error, or on Close.
+func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = defaultMaxLineBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Conn{
+		r:        r,
+		w:        w,
+		h:        h,
+		opts:     opts,
+		log:      log,
+		wlock:    make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		pending:  make(map[int64]chan *envelope),
+		inflight: make(map[wireID][]*inflightReq),
+	}
+	c.q.wake = make(chan struct{}, 1)
+	c.ctx, c.cancel = context.WithCancelCause(context.Background())
+	go c.readLoop()
+	go c.dispatchLoop()
+	return c
+}
+
+// Call sends a request and waits for its response, decoding the result into
+// result (which may be nil; a null result leaves it untouched).
+//
+// If the peer answers with an error, Call returns it as *Error. If ctx is
+// done first, Call sends $/cancel_request, forgets the request and returns
+// an error wrapping ctx.Err(). If the connection ends first, the error wraps
+// a *ClosedError carrying the cause.
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("jsonrpc: call %s: %w", method, err)
+	}
+	id := c.nextID.Add(1) - 1 // first id is 0, like most agents use
+	ch := make(chan *envelope, 1)
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("jsonrpc: call %s: %w", method, c.closedErr())
+	}
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	if err := c.write(ctx, &outRequest{JSONRPC: "2.0", ID: &id, Method: method, Params: params}); err != nil {
+		c.forget(id)
+		return fmt.Errorf("jsonrpc: call %s: %w", method, err)
+	}
+
+	var resp *envelope
+	select {
+	case resp = <-ch:
+	case <-ctx.Done():
+		c.forget(id)
+		select {
+		case resp = <-ch: // answered meanwhile: prefer the answer
+		default:
+			go c.sendCancel(id)
+			return fmt.Errorf("jsonrpc: call %s (id %d): %w", method, id, ctx.Err())
+		}
+	case <-c.done:
+		select {
+		case resp = <-ch:
+		default:
+			return fmt.Errorf("jsonrpc: call %s: %w", method, c.closedErr())
+		}
+	}
+	if resp.rpcErr != nil {
+		return resp.rpcErr
+	}
+	if result != nil && !isNull(resp.Result) {
+		if err := json.Unmarshal(resp.Result, result); err != nil {
+			return fmt.Errorf("jsonrpc: call %s: decode result: %w", method, err)
+		}
+	}
+	return nil
+}
+
+// Notify sends a notification. It returns once the line is written; ctx
+// bounds only the wait for the write lock, since a started Write cannot be
+// abandoned without corrupting the stream (Close unblocks it by closing w).
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	if err := c.write(ctx, &outRequest{JSONRPC: "2.0", Method: method, Params: params}); err != nil {
+		return fmt.Errorf("jsonrpc: notify %s: %w", method, err)
+	}
+	return nil
+}
+
+// Close ends the connection: every pending Call fails at once with a
+// *ClosedError carrying cause, handler contexts are cancelled, queued inbound
+// messages are dropped, and r and w are closed if they implement io.Closer
+// (which unblocks the reader goroutine). An explicit cause wins over any
+// later EOF. Close is idempotent; only the first call can return an error
+// (from closing r or w).
+func (c *Conn) Close(cause error) error {
+	return c.shutdown(cause)
+}
+
+// Done is closed when the connection has ended: the peer's stream ended and
+// everything already queued was dispatched, or Close was called, or a write
+// failed.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection ended (nil while it is open): the cause
+// given to Close (ErrClosed if none), ErrPeerClosed on EOF, or the read or
+// write error.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		return nil
+	}
+	if c.cause == nil {
+		return ErrClosed
+	}
+	return c.cause
+}
+
+// Stats returns a snapshot of the connection's counters.
+func (c *Conn) Stats() Stats {
+	return Stats{
+		LinesIn:          c.linesIn.Load(),
+		LinesOut:         c.linesOut.Load(),
+		Garbage:          c.garbage.Load(),
+		Oversize:         c.oversize.Load(),
+		Invalid:          c.invalid.Load(),
+		UnknownResponses: c.unknown.Load(),
+	}
+}
+
+func (c *Conn) closedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &ClosedError{Cause: c.cause}
+}
+
+func (c *Conn) forget(id int64) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// shutdown ends the connection once; the first cause wins.
+func (c *Conn) shutdown(cause error) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.cause = cause
+	clear(c.pending) // waiting Calls observe done
+	c.mu.Unlock()
+
+	c.cancel(&ClosedError{Cause: cause})
+	close(c.done)
+	return c.closeStreams()
+}
+
+func (c *Conn) closeStreams() error {
+	var errs []error
+	wc, wok := c.w.(io.Closer)
+	if wok {
+		if err := wc.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("jsonrpc: close writer: %w", err))
+		}
+	}
+	if rc, ok := c.r.(io.Closer); ok {
+		// Avoid closing a ReadWriteCloser twice (comparing interfaces holding
+		// uncomparable types would panic).
+		same := wok && reflect.TypeOf(rc).Comparable() && reflect.TypeOf(wc).Comparable() && rc == wc
+		if !same {
+			if err := rc.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("jsonrpc: close reader: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// write encodes v and writes it as one line.
+func (c *Conn) write(ctx context.Context, v any) error {
+	buf, err := encodeLine(v)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	defer putBuf(buf)
+	return c.writeLine(ctx, buf.Bytes())
+}
+
+// writeLine writes one encoded line (ending in '\n') with a single Write
+// under the write lock. A write error ends the connection with that cause.
+func (c *Conn) writeLine(ctx context.Context, line []byte) error {
+	select {
+	case <-c.done:
+		return c.closedErr()
+	default:
+	}
+	select {
+	case c.wlock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return c.closedErr()
+	}
+	_, err := c.w.Write(line)
+	if err == nil {
+		c.linesOut.Add(1)
+		if c.opts.Trace != nil {
+			c.opts.Trace(Out, line[:len(line)-1])
+		}
+	}
+	<-c.wlock
+	if err != nil {
+		c.shutdown(fmt.Errorf("jsonrpc: write: %w", err))
+		return c.closedErr()
+	}
+	return nil
+}
+
+func (c *Conn) sendCancel(id int64) {
+	err := c.write(context.Background(), &outRequest{
+		JSONRPC: "2.0",
+		Method:  CancelRequestMethod,
+		Params:  map[string]int64{"requestId": id},
+	})
+	if err != nil {
+		c.log.Debug("jsonrpc: send cancel", "id", id, "err", err)
+	}
+}
+
+// reply sends the response to one of the peer's requests. After close it is
+// dropped silently.
+func (c *Conn) reply(ctx context.Context, id ID, result any, err error) {
+	var msg any
+	if err == nil {
+		msg = &outResult{JSONRPC: "2.0", ID: id, Result: result}
+	} else {
+		msg = &outError{JSONRPC: "2.0", ID: id, Error: toError(ctx, err)}
+	}
+	buf, encErr := encodeLine(msg)
+	if encErr != nil {
+		// The result could not be encoded; the peer still needs an answer.
+		buf, encErr = encodeLine(&outError{JSONRPC: "2.0", ID: id, Error: &Error{
+			Code: CodeInternalError, Message: "encode result: " + encErr.Error(),
+		}})
+		if encErr != nil { // only if err's Data is broken
+			buf, _ = encodeLine(&outError{JSONRPC: "2.0", ID: id, Error: &Error{
+				Code: CodeInternalError, Message: "encode error: " + encErr.Error(),
+			}})
+		}
+	}
+	defer putBuf(buf)
+	if werr := c.writeLine(context.Background(), buf.Bytes()); werr != nil && !errors.Is(werr, ErrClosed) {
+		c.log.Warn("jsonrpc: reply", "id", id.String(), "err", werr)
+	}
+}
+
+func toError(ctx context.Context, err error) *Error {
+	var rpcErr *Error
+	switch {
+	case errors.As(err, &rpcErr):
+		return rpcErr
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		return &Error{Code: CodeRequestCancelled, Message: "request cancelled"}
+	default:
+		return &Error{Code: CodeInternalError, Message: err.Error()}
+	}
+}
+
+// readLoop is the single reader: it parses lines and queues messages in
+// wire order. It never blocks on the dispatcher.
+func (c *Conn) readLoop() {
+	lr := lineReader{br: bufio.NewReaderSize(c.r, readBufSize), max: c.opts.MaxLineBytes}
+	for {
+		line, skipped, sample, err := lr.next()
+		if skipped > 0 {
+			c.oversize.Add(1)
+			c.problem(Problem{Kind: ProblemOversize, Bytes: skipped, Sample: sample,
+				Err: fmt.Errorf("line of %d bytes exceeds MaxLineBytes %d", skipped, c.opts.MaxLineBytes)})
+		}
+		if line != nil {
+			c.handleLine(line)
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				c.readErr = ErrPeerClosed
+			} else {
+				c.readErr = fmt.Errorf("jsonrpc: read: %w", err)
+			}
+			c.q.finish()
+			return
+		}
+	}
+}
+
+// handleLine decodes one line and queues it; line is only valid during the
+// call.
+func (c *Conn) handleLine(line []byte) {
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	msg := bytes.TrimSpace(line)
+	if len(msg) == 0 {
+		return // blank lines are harmless
+	}
+	select {
+	case <-c.done:
+		return // closed but r is still being drained: queue nothing
+	default:
+	}
+	c.linesIn.Add(1)
+	if c.opts.Trace != nil {
+		c.opts.Trace(In, line)
+	}
+	if msg[0] != '{' {
+		switch {
+		case !json.Valid(msg):
+			c.skipGarbage(msg, errors.New("not JSON"))
+		case msg[0] == '[':
+			c.skipInvalid(msg, errors.New("batches are not supported"))
+		default:
+			c.skipInvalid(msg, errors.New("not a JSON object"))
+		}
+		return
+	}
+	env := new(envelope)
+	if err := json.Unmarshal(msg, env); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			c.skipGarbage(msg, err)
+		} else {
+			c.skipInvalid(msg, err)
+		}
+		return
+	}
+	switch {
+	case env.Method.present:
+		if env.Method.name == "" {
+			c.skipInvalid(msg, errors.New(`"method" is not a non-empty string`))
+			if env.ID.present() && env.ID.valid() {
+				go c.reply(c.ctx, ID{raw: string(env.ID)}, nil,
+					&Error{Code: CodeInvalidRequest, Message: "invalid request: method must be a non-empty string"})
+			}
+			return
+		}
+		if !env.ID.present() {
+			env.kind = kindNotification
+			break
+		}
+		if !env.ID.valid() {
+			c.skipInvalid(msg, errors.New(`request "id" is not a number or a string`))
+			return
+		}
+		env.kind = kindRequest
+	case !isNull(env.Error) || env.Result != nil:
+		if !env.ID.valid() || env.ID == "null" {
+			c.skipInvalid(msg, errors.New(`response without a usable "id"`))
+			return
+		}
+		env.kind = kindResponse
+		if !isNull(env.Error) {
+			env.rpcErr = new(Error)
+			if err := json.Unmarshal(env.Error, env.rpcErr); err != nil {
+				env.rpcErr = &Error{Code: CodeInternalError, Message: "malformed error object", Data: env.Error}
+			}
+		}
+	default:
+		c.skipInvalid(msg, errors.New(`neither "method" nor "result"/"error"`))
+		return
+	}
+	c.q.push(env)
+}
+
+func (c *Conn) skipGarbage(line []byte, err error) {
+	c.garbage.Add(1)
+	c.problem(Problem{Kind: ProblemGarbage, Bytes: int64(len(line)), Sample: makeSample(line, nil), Err: err})
+}
+
+func (c *Conn) skipInvalid(line []byte, err error) {
+	c.invalid.Add(1)
+	c.problem(Problem{Kind: ProblemInvalid, Bytes: int64(len(line)), Sample: makeSample(line, nil), Err: err})
+}
+
+func (c *Conn) problem(p Problem) {
+	level := slog.LevelWarn
+	if p.Kind == ProblemGarbage || p.Kind == ProblemUnknownResponse {
+		level = slog.LevelDebug // agents routinely log to stdout and answer late
+	}
+	c.log.Log(c.ctx, level, "jsonrpc: skipped input", "kind", p.Kind.String(), "bytes", p.Bytes, "sample", p.Sample, "err", p.Err)
+	if c.opts.OnProblem != nil {
+		c.opts.OnProblem(p)
+	}
+}
+
+// dispatchLoop is the single dispatcher: it pops messages in wire order.
+// Once the reader is finished and the queue drained, it ends the connection
+// with the reader's cause (unless Close got there first).
+func (c *Conn) dispatchLoop() {
+	var spare []*envelope
+	for {
+		batch, finished := c.q.take(spare)
+		if len(batch) == 0 {
+			spare = batch
+			if finished {
+				c.shutdown(c.readErr)
+				return
+			}
+			select {
+			case <-c.q.wake:
+				continue
+			case <-c.done:
+				return
+			}
+		}
+		for i, env := range batch {
+			select {
+			case <-c.done:
+				return // closed: drop the rest
+			default:
+			}
+			c.dispatch(env)
+			batch[i] = nil // let params be collected
+		}
+		spare = batch[:0]
+	}
+}
+
+func (c *Conn) dispatch(env *envelope) {
+	switch env.kind {
+	case kindNotification:
+		if env.Method.name == CancelRequestMethod {
+			c.cancelInbound(env.Params)
+			return
+		}
+		if c.h != nil {
+			c.h.HandleNotification(c.ctx, env.Method.name, env.Params)
+		}
+	case kindRequest:
+		c.serve(env)
+	case kindResponse:
+		id := ID{raw: string(env.ID)}
+		var ch chan *envelope
+		if n, ok := id.int64Value(); ok {
+			c.mu.Lock()
+			ch = c.pending[n]
+			delete(c.pending, n)
+			c.mu.Unlock()
+		}
+		if ch == nil {
+			c.unknown.Add(1)
+			c.problem(Problem{Kind: ProblemUnknownResponse, Sample: "id " + id.String(),
+				Err: fmt.Errorf("response id %s matches no pending call", id)})
+			return
+		}
+		ch <- env // buffered and used once: never blocks
+	}
+}
+
+// serve runs HandleRequest on its own goroutine, registering the request
+// first so that a $/cancel_request later on the wire finds it.
+func (c *Conn) serve(env *envelope) {
+	id := ID{raw: string(env.ID)}
+	ctx, cancel := context.WithCancel(context.WithValue(c.ctx, requestIDKey{}, id))
+	req := &inflightReq{cancel: cancel}
+	c.mu.Lock()
+	c.inflight[env.ID] = append(c.inflight[env.ID], req)
+	c.mu.Unlock()
+	go func() {
+		defer c.finishInflight(env.ID, req)
+		var result any
+		var err error
+		if c.h == nil {
+			err = ErrMethodNotFound(env.Method.name)
+		} else {
+			result, err = c.h.HandleRequest(ctx, env.Method.name, env.Params)
+		}
+		c.reply(ctx, id, result, err)
+	}()
+}
+
+func (c *Conn) finishInflight(key wireID, req *inflightReq) {
+	req.cancel()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	reqs := c.inflight[key]
+	for i, r := range reqs {
+		if r == req {
+			reqs = append(reqs[:i], reqs[i+1:]...)
+			break
+		}
+	}
+	if len(reqs) == 0 {
+		delete(c.inflight, key)
+	} else {
+		c.inflight[key] = reqs
+	}
+}
+
+// cancelInbound cancels the peer's in-flight request(s) with the given id.
+// A buggy peer may reuse an id concurrently; all of them are cancelled.
+func (c *Conn) cancelInbound(params json.RawMessage) {
+	var p cancelParams
+	if err := json.Unmarshal(params, &p); err != nil || !p.RequestID.valid() {
+		c.log.Debug("jsonrpc: malformed $/cancel_request", "params", makeSample(params, nil))
+		return
+	}
+	c.mu.Lock()
+	reqs := c.inflight[p.RequestID]
+	c.mu.Unlock()
+	for _, r := range reqs {
+		r.cancel()
+	}
+}
+
+// queue is the unbounded, ordered hand-off from reader to dispatcher. It
+// never drops and never blocks the reader.
+type queue struct {
+	mu       sync.Mutex
+	items    []*envelope
+	finished bool
+	wake     chan struct{} // capacity 1: a pending wake-up is never lost
+}
+
+func (q *queue) push(env *envelope) {
+	q.mu.Lock()
+	wasEmpty := len(q.items) == 0
+	q.items = append(q.items, env)
+	q.mu.Unlock()
+	// The dispatcher only waits after taking an empty queue, so waking it on
+	// the empty→non-empty transition is enough.
+	if wasEmpty {
+		q.signal()
+	}
+}
+
+func (q *queue) finish() {
+	q.mu.Lock()
+	q.finished = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *queue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take swaps out everything queued, handing back spare for reuse.
+func (q *queue) take(spare []*envelope) (batch []*envelope, finished bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	batch, q.items = q.items, spare[:0]
+	return batch, q.finished
+}

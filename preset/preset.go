@@ -1,0 +1,147 @@
+// Package preset knows the coding agents tai can launch by name: the command
+// that starts each one speaking a given protocol, and the quirks tai works
+// around for it.
+package preset
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/shlex"
+)
+
+// Preset is a known agent.
+type Preset struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Driver      string   `json:"driver"`
+	Binary      string   `json:"binary"`         // looked up in PATH to decide "installed"
+	Args        []string `json:"args,omitempty"` // arguments after Binary
+	Fallback    []string `json:"fallback,omitempty"`
+	Package     string   `json:"package,omitempty"` // npm package, for the install hint
+	Quirks      Quirks   `json:"quirks"`
+	// Builtin marks tai's own agent, launched by re-executing tai.
+	Builtin bool `json:"builtin,omitempty"`
+}
+
+// Quirks are fixes tai applies for an agent. They live here, with the
+// preset, so every caller (run, fleet, tests) gets them.
+type Quirks struct {
+	// NoClientFS: do not offer fs/* to the agent. gemini-cli fails to create
+	// new files through the client's fs (it mistakes the not-found error),
+	// and writes them itself when fs is not offered.
+	NoClientFS bool `json:"no_client_fs,omitempty"`
+	// IgnoresStdinEOF: the agent does not exit when stdin closes, so tai
+	// signals its process group right away instead of waiting.
+	IgnoresStdinEOF bool `json:"ignores_stdin_eof,omitempty"`
+}
+
+// All returns the presets, sorted by name.
+func All() []Preset {
+	out := []Preset{
+		{Name: "builtin", Description: "tai's built-in scripted agent (no model, no API key)", Driver: "acp", Builtin: true},
+		{Name: "claude", Description: "Claude Code through the ACP adapter", Driver: "acp", Binary: "claude-agent-acp",
+			Fallback: []string{"npx", "-y", "@agentclientprotocol/claude-agent-acp"}, Package: "@agentclientprotocol/claude-agent-acp",
+			Quirks: Quirks{IgnoresStdinEOF: true}},
+		{Name: "codex", Description: "OpenAI Codex through codex-acp", Driver: "acp", Binary: "codex-acp",
+			Fallback: []string{"npx", "-y", "@agentclientprotocol/codex-acp"}, Package: "@agentclientprotocol/codex-acp",
+			Quirks: Quirks{IgnoresStdinEOF: true}},
+		{Name: "gemini", Description: "Gemini CLI", Driver: "acp", Binary: "gemini", Args: []string{"--acp"},
+			Fallback: []string{"npx", "-y", "@google/gemini-cli", "--acp"}, Package: "@google/gemini-cli",
+			Quirks: Quirks{NoClientFS: true}},
+		{Name: "qwen", Description: "Qwen Code", Driver: "acp", Binary: "qwen", Args: []string{"--acp"},
+			Fallback: []string{"npx", "-y", "@qwen-code/qwen-code", "--acp"}, Package: "@qwen-code/qwen-code"},
+		{Name: "opencode", Description: "OpenCode", Driver: "acp", Binary: "opencode", Args: []string{"acp"},
+			Fallback: []string{"npx", "-y", "opencode-ai", "acp"}, Package: "opencode-ai"},
+		{Name: "copilot", Description: "GitHub Copilot CLI", Driver: "acp", Binary: "copilot", Args: []string{"--acp", "--stdio"},
+			Fallback: []string{"npx", "-y", "@github/copilot", "--acp", "--stdio"}, Package: "@github/copilot"},
+		{Name: "goose", Description: "Block's goose", Driver: "acp", Binary: "goose", Args: []string{"acp"}},
+		{Name: "kimi", Description: "Moonshot Kimi CLI", Driver: "acp", Binary: "kimi", Args: []string{"acp"}},
+		{Name: "cursor", Description: "Cursor agent CLI", Driver: "acp", Binary: "cursor-agent", Args: []string{"acp"}},
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Names returns the preset names.
+func Names() []string {
+	var n []string
+	for _, p := range All() {
+		n = append(n, p.Name)
+	}
+	return n
+}
+
+// Lookup finds a preset by name.
+func Lookup(name string) (Preset, bool) {
+	for _, p := range All() {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Preset{}, false
+}
+
+// Installed reports whether the preset's binary is on PATH, and where.
+func (p Preset) Installed() (string, bool) {
+	if p.Builtin {
+		exe, err := os.Executable()
+		return exe, err == nil
+	}
+	path, err := exec.LookPath(p.Binary)
+	return path, err == nil
+}
+
+// Command returns the argv that launches the agent: the installed binary if
+// there is one, else the fallback (usually npx), else an error saying how to
+// install it.
+func (p Preset) Command() ([]string, error) {
+	if p.Builtin {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("locating the tai binary for the built-in agent: %w", err)
+		}
+		return []string{exe, "agent", "builtin"}, nil
+	}
+	if path, ok := p.Installed(); ok {
+		return append([]string{path}, p.Args...), nil
+	}
+	if len(p.Fallback) > 0 {
+		if _, err := exec.LookPath(p.Fallback[0]); err == nil {
+			return append([]string(nil), p.Fallback...), nil
+		}
+	}
+	hint := ""
+	if p.Package != "" {
+		hint = fmt.Sprintf(" (npm install -g %s)", p.Package)
+	}
+	return nil, fmt.Errorf("agent %q is not installed: %s not found in PATH%s", p.Name, p.Binary, hint)
+}
+
+// Custom returns a preset for an arbitrary command line
+// (--agent-cmd 'npx -y some-agent --acp'). The command is split like a shell
+// would, but never run through one: a login shell's profile output would
+// corrupt the protocol on stdout.
+func Custom(cmdline string) (Preset, []string, error) {
+	argv, err := shlex.Split(cmdline)
+	if err != nil {
+		return Preset{}, nil, fmt.Errorf("parsing --agent-cmd: %w", err)
+	}
+	if len(argv) == 0 {
+		return Preset{}, nil, fmt.Errorf("--agent-cmd is empty")
+	}
+	name := filepath.Base(argv[0])
+	if name == "npx" || name == "node" || name == "uvx" {
+		for _, a := range argv[1:] {
+			if !strings.HasPrefix(a, "-") {
+				name = a
+				break
+			}
+		}
+	}
+	return Preset{Name: name, Description: "custom command", Driver: "acp", Binary: argv[0]}, argv, nil
+}

@@ -1,0 +1,345 @@
+// Package render turns a session's events into what a person or a program
+// reads on stdout: streamed text with colour on a terminal, or one JSON frame
+// per event (--output stream-json).
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// ANSI styles. Only used when colour is on.
+const (
+	reset  = "\x1b[0m"
+	bold   = "\x1b[1m"
+	dim    = "\x1b[2m"
+	italic = "\x1b[3m"
+	red    = "\x1b[31m"
+	green  = "\x1b[32m"
+	yellow = "\x1b[33m"
+	blue   = "\x1b[34m"
+	cyan   = "\x1b[36m"
+)
+
+// maxDiffLines bounds a diff shown inline; the file is on disk anyway.
+const maxDiffLines = 40
+
+// Text renders events as readable, streamed text.
+type Text struct {
+	W     io.Writer
+	Color bool
+
+	mu        sync.Mutex
+	inMessage driver.Role // role of the message being streamed, "" if none
+	atBOL     bool        // the cursor is at the start of a line
+	tools     map[string]string
+	lastPlan  string
+}
+
+// NewText returns a text renderer.
+func NewText(w io.Writer, color bool) *Text {
+	return &Text{W: w, Color: color, atBOL: true, tools: map[string]string{}}
+}
+
+func (t *Text) style(s, text string) string {
+	if !t.Color || text == "" {
+		return text
+	}
+	return s + text + reset
+}
+
+// endMessage closes a streamed message so the next item starts on its own
+// line.
+func (t *Text) endMessage() {
+	if !t.atBOL {
+		fmt.Fprintln(t.W)
+		t.atBOL = true
+	}
+	t.inMessage = ""
+}
+
+func (t *Text) line(format string, args ...any) {
+	t.endMessage()
+	fmt.Fprintf(t.W, format+"\n", args...)
+}
+
+// Emit renders one event.
+func (t *Text) Emit(ev driver.Event) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch ev.Type {
+	case driver.EventSessionStarted:
+		s := ev.Started
+		who := s.Agent
+		if s.AgentName != "" {
+			who = fmt.Sprintf("%s (%s %s)", s.Agent, s.AgentName, s.AgentVersion)
+		}
+		verb := "session"
+		if s.Resumed {
+			verb = "resumed session"
+		}
+		t.line("%s", t.style(dim, fmt.Sprintf("● %s %s · %s · %s", who, verb, ev.Session, s.Cwd)))
+		if s.CurrentMode != "" {
+			t.line("%s", t.style(dim, "  mode: "+s.CurrentMode+modeList(s.Modes)))
+		}
+	case driver.EventMessage:
+		t.message(ev.Message)
+	case driver.EventToolCall:
+		t.toolCall(ev.ToolCall)
+	case driver.EventPlan:
+		t.plan(ev.Plan)
+	case driver.EventPermissionAsked:
+		p := ev.Permission
+		t.line("%s %s", t.style(yellow+bold, "? permission:"), describeCall(p.ToolCall))
+	case driver.EventPermissionDecided:
+		d := ev.Decision
+		verdict := d.Verdict
+		col := green
+		if d.Verdict != driver.VerdictAllow {
+			col = red
+		}
+		opt := d.OptionID
+		if opt == "" {
+			opt = d.Outcome
+		}
+		t.line("  %s %s", t.style(col+bold, "→ "+verdict), t.style(dim, fmt.Sprintf("(%s; by %s: %s)", opt, d.DecidedBy, d.Reason)))
+	case driver.EventModeChanged:
+		t.line("%s", t.style(cyan, "◆ mode → "+ev.Mode.ID))
+	case driver.EventCommands:
+		names := make([]string, 0, len(ev.Commands))
+		for _, c := range ev.Commands {
+			names = append(names, "/"+c.Name)
+		}
+		t.line("%s", t.style(dim, "◆ commands: "+strings.Join(names, " ")))
+	case driver.EventConfigOptions:
+		var parts []string
+		for _, o := range ev.Config {
+			v := strings.Trim(string(o.CurrentValue), `"`)
+			parts = append(parts, o.ID+"="+v)
+		}
+		t.line("%s", t.style(dim, "◆ config: "+strings.Join(parts, " ")))
+	case driver.EventSessionInfo:
+		if ev.Info.Title != nil {
+			t.line("%s", t.style(dim, "◆ title: "+*ev.Info.Title))
+		}
+	case driver.EventUsage:
+		u := ev.Usage
+		s := fmt.Sprintf("◆ context %d/%d tokens", u.ContextUsed, u.ContextSize)
+		if u.CostAmount > 0 {
+			s += fmt.Sprintf(" · cost %.4f %s", u.CostAmount, u.Currency)
+		}
+		t.line("%s", t.style(dim, s))
+	case driver.EventStatus:
+		t.line("%s", t.style(dim, "◆ "+ev.Status.State))
+	case driver.EventScreenDelta:
+		t.endMessage()
+		for _, l := range ev.Screen.Lines {
+			fmt.Fprintln(t.W, l)
+		}
+	case driver.EventFileWritten:
+		f := ev.File
+		verb := "wrote"
+		if f.Created {
+			verb = "created"
+		}
+		t.line("  %s", t.style(green, fmt.Sprintf("✎ %s %s (%d bytes)", verb, f.Path, f.Size)))
+	case driver.EventTerminalExited:
+		x := ev.Terminal
+		st := "exit ?"
+		if x.ExitCode != nil {
+			st = fmt.Sprintf("exit %d", *x.ExitCode)
+		}
+		if x.Signal != "" {
+			st = x.Signal
+		}
+		t.line("  %s", t.style(dim, fmt.Sprintf("$ %s → %s (%d ms)", strings.Join(append([]string{x.Command}, x.Args...), " "), st, x.DurationMS)))
+	case driver.EventTurnEnded:
+		t.line("%s", t.style(dim, "■ turn ended: "+ev.Turn.StopReason))
+	case driver.EventError:
+		t.line("%s %s", t.style(red+bold, "✗ "+ev.Error.Code+":"), ev.Error.Message)
+	case driver.EventProcessExited:
+		p := ev.Process
+		st := "?"
+		if p.ExitCode != nil {
+			st = fmt.Sprint(*p.ExitCode)
+		}
+		if p.Signal != "" {
+			st = p.Signal
+		}
+		t.line("%s", t.style(dim, fmt.Sprintf("◆ agent process %d exited (%s)", p.Pid, st)))
+	case driver.EventRaw:
+		t.line("%s", t.style(dim, "◆ (unknown update "+ev.Raw.Kind+")"))
+	}
+}
+
+func modeList(modes []driver.ModeInfo) string {
+	if len(modes) == 0 {
+		return ""
+	}
+	ids := make([]string, len(modes))
+	for i, m := range modes {
+		ids[i] = m.ID
+	}
+	return " (available: " + strings.Join(ids, ", ") + ")"
+}
+
+func (t *Text) message(m *driver.MessageChunk) {
+	if t.inMessage != m.Role {
+		t.endMessage()
+		t.inMessage = m.Role
+		switch m.Role {
+		case driver.RoleThought:
+			fmt.Fprint(t.W, t.style(dim+italic, "thinking: "))
+		case driver.RoleUser:
+			fmt.Fprint(t.W, t.style(blue+bold, "you: "))
+		}
+	}
+	text := m.Text
+	if text == "" && len(m.Content) > 0 {
+		text = "[" + blockType(m.Content) + "]"
+	}
+	if text == "" {
+		return
+	}
+	if m.Role == driver.RoleThought {
+		text = t.style(dim+italic, text)
+	}
+	fmt.Fprint(t.W, text)
+	t.atBOL = strings.HasSuffix(m.Text, "\n")
+}
+
+func blockType(raw json.RawMessage) string {
+	var b struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(raw, &b)
+	if b.Type == "" {
+		return "content"
+	}
+	return b.Type
+}
+
+func describeCall(tc driver.ToolCall) string {
+	s := tc.Title
+	if s == "" {
+		s = tc.ID
+	}
+	if tc.Kind != "" {
+		s = "[" + tc.Kind + "] " + s
+	}
+	for _, l := range tc.Locations {
+		if l.Line > 0 {
+			s += fmt.Sprintf(" %s:%d", l.Path, l.Line)
+		} else {
+			s += " " + l.Path
+		}
+	}
+	return s
+}
+
+func (t *Text) toolCall(tc *driver.ToolCall) {
+	prev, seen := t.tools[tc.ID]
+	state := tc.Status
+	if seen && prev == state {
+		return // a content-only patch; shown when the status moves
+	}
+	t.tools[tc.ID] = state
+	col := yellow
+	mark := "⏺"
+	switch state {
+	case "completed":
+		col, mark = green, "✓"
+	case "failed":
+		col, mark = red, "✗"
+	case "in_progress":
+		mark = "…"
+	}
+	if !seen {
+		t.line("%s %s %s", t.style(col, mark), describeCall(*tc), t.style(dim, state))
+	} else {
+		t.line("%s %s %s", t.style(col, mark), t.style(dim, tc.Title), t.style(dim, state))
+	}
+	if state != "completed" && state != "failed" {
+		if !seen {
+			t.contents(tc, true)
+		}
+		return
+	}
+	t.contents(tc, false)
+}
+
+// contents shows diffs when a call is first seen (what is about to change)
+// and text output when it finishes.
+func (t *Text) contents(tc *driver.ToolCall, diffs bool) {
+	for _, c := range tc.Content {
+		switch {
+		case c.Type == "diff" && diffs:
+			t.diff(c)
+		case c.Type == "text" && !diffs:
+			for i, l := range strings.Split(strings.TrimRight(c.Text, "\n"), "\n") {
+				if i == 8 {
+					fmt.Fprintln(t.W, t.style(dim, "    …"))
+					break
+				}
+				fmt.Fprintln(t.W, t.style(dim, "    "+l))
+			}
+		case c.Type == "terminal" && !diffs:
+			fmt.Fprintln(t.W, t.style(dim, "    [terminal "+c.TerminalID+"]"))
+		}
+	}
+}
+
+func (t *Text) diff(c driver.ToolContent) {
+	header := "    --- " + c.Path
+	if c.OldText == nil {
+		header += " (new file)"
+	}
+	fmt.Fprintln(t.W, t.style(bold, header))
+	n := 0
+	emit := func(prefix, col, text string) {
+		if text == "" {
+			return
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+			if n == maxDiffLines {
+				fmt.Fprintln(t.W, t.style(dim, "    …"))
+				n++
+				return
+			}
+			if n > maxDiffLines {
+				return
+			}
+			fmt.Fprintln(t.W, t.style(col, "    "+prefix+l))
+			n++
+		}
+	}
+	if c.OldText != nil {
+		emit("-", red, *c.OldText)
+	}
+	emit("+", green, c.NewText)
+}
+
+func (t *Text) plan(p *driver.Plan) {
+	var b strings.Builder
+	for _, e := range p.Entries {
+		box := "[ ]"
+		switch e.Status {
+		case "in_progress":
+			box = "[~]"
+		case "completed":
+			box = "[x]"
+		}
+		fmt.Fprintf(&b, "    %s %s\n", box, e.Content)
+	}
+	if b.String() == t.lastPlan {
+		return
+	}
+	t.lastPlan = b.String()
+	t.line("%s", t.style(cyan, "◆ plan"))
+	fmt.Fprint(t.W, b.String())
+}

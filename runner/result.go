@@ -1,0 +1,116 @@
+package runner
+
+import (
+	"sync"
+	"time"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// Result is the one document `tai run --output json` prints, and the last
+// frame of --output stream-json (with "type":"result").
+type Result struct {
+	Status       string                      `json:"status"` // ok | denied | error | timeout | interrupted | no_session | usage
+	StopReason   string                      `json:"stop_reason,omitempty"`
+	SessionID    string                      `json:"session_id,omitempty"`
+	Agent        string                      `json:"agent"`
+	Driver       string                      `json:"driver"`
+	Cwd          string                      `json:"cwd,omitempty"`
+	Message      string                      `json:"message"` // the agent's text of the last turn
+	Usage        *driver.Usage               `json:"usage,omitempty"`
+	Permissions  []driver.PermissionDecision `json:"permissions"`
+	Denials      []driver.PermissionDecision `json:"denials"`
+	FilesWritten []driver.FileWrite          `json:"files_written"`
+	Terminals    []driver.TerminalExit       `json:"terminals"`
+	Errors       []driver.ErrorInfo          `json:"errors"`
+	DurationMS   int64                       `json:"duration_ms"`
+	ExitCode     int                         `json:"exit_code"`
+	Error        string                      `json:"error,omitempty"`
+
+	// LastSeq is the sequence number of the last event, so that the result
+	// frame can follow it.
+	LastSeq uint64 `json:"-"`
+}
+
+// ResultFrame is Result as a stream-json frame.
+type ResultFrame struct {
+	Type string    `json:"type"`
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"ts"`
+	Result
+}
+
+// collector is the sink that builds the Result as events go by.
+type collector struct {
+	mu      sync.Mutex
+	res     Result
+	message []byte // agent text since the last turn began
+}
+
+func newCollector() *collector {
+	return &collector{res: Result{
+		Permissions: []driver.PermissionDecision{}, Denials: []driver.PermissionDecision{},
+		FilesWritten: []driver.FileWrite{}, Terminals: []driver.TerminalExit{}, Errors: []driver.ErrorInfo{},
+	}}
+}
+
+func (c *collector) Emit(ev driver.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch ev.Type {
+	case driver.EventSessionStarted:
+		c.res.SessionID = ev.Session
+	case driver.EventMessage:
+		if ev.Message.Role == driver.RoleAgent {
+			c.message = append(c.message, ev.Message.Text...)
+		}
+	case driver.EventPermissionDecided:
+		d := *ev.Decision
+		c.res.Permissions = append(c.res.Permissions, d)
+		if d.Denied() {
+			c.res.Denials = append(c.res.Denials, d)
+		}
+	case driver.EventFileWritten:
+		c.res.FilesWritten = append(c.res.FilesWritten, *ev.File)
+	case driver.EventTerminalExited:
+		c.res.Terminals = append(c.res.Terminals, *ev.Terminal)
+	case driver.EventUsage:
+		u := c.usage()
+		u.ContextUsed, u.ContextSize = ev.Usage.ContextUsed, ev.Usage.ContextSize
+		if ev.Usage.CostAmount > 0 {
+			u.CostAmount, u.Currency = ev.Usage.CostAmount, ev.Usage.Currency
+		}
+	case driver.EventTurnEnded:
+		c.res.StopReason = ev.Turn.StopReason
+		if tu := ev.Turn.Usage; tu != nil {
+			u := c.usage()
+			u.InputTokens += tu.InputTokens
+			u.OutputTokens += tu.OutputTokens
+			u.TotalTokens += tu.TotalTokens
+		}
+	case driver.EventError:
+		c.res.Errors = append(c.res.Errors, *ev.Error)
+	}
+}
+
+func (c *collector) usage() *driver.Usage {
+	if c.res.Usage == nil {
+		c.res.Usage = &driver.Usage{}
+	}
+	return c.res.Usage
+}
+
+// newTurn starts collecting the message of a new turn.
+func (c *collector) newTurn() {
+	c.mu.Lock()
+	c.message = c.message[:0]
+	c.mu.Unlock()
+}
+
+func (c *collector) result() Result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.res
+	r.Message = string(c.message)
+	return r
+}

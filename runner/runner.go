@@ -1,0 +1,312 @@
+// Package runner runs one agent session end to end: it starts the driver
+// with tai's host services and policy, sends the prompt, supervises the turn
+// (timeout, Ctrl-C, a dying agent) and produces the run's Result and exit
+// code. `tai run` is a thin shell around it.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/coder/quartz"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/driver/acp"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/host"
+	"github.com/tai-dev/tai/jsonrpc"
+	"github.com/tai-dev/tai/policy"
+)
+
+// Options configure a run.
+type Options struct {
+	Agent  string   // label of the agent (preset name or command)
+	Argv   []string // command that starts it
+	Env    []string // its environment; nil = tai's
+	Driver string   // only "acp" for now
+
+	NoClientFS      bool
+	IgnoresStdinEOF bool
+
+	Cwd        string
+	Prompt     []driver.Content
+	Mode       string
+	Model      string
+	Config     [][2]string // --set id=value, in order
+	ResumeID   string
+	AuthMethod string
+	MCPServers []driver.MCPServer
+
+	Decider      driver.PermissionDecider
+	AllowDenials bool
+
+	// Timeout bounds the whole run; 0 = none.
+	Timeout time.Duration
+	// CancelGrace is how long a cancelled turn gets to end before the agent
+	// is killed. Default 3s.
+	CancelGrace time.Duration
+	// LateWindow is how long tai keeps listening after the turn ends, for
+	// updates agents send after their prompt response. Default 150ms.
+	LateWindow time.Duration
+
+	Sinks        []driver.Sink
+	Logger       *slog.Logger
+	Trace        func(dir jsonrpc.Direction, line []byte)
+	StderrTo     io.Writer
+	MaxLineBytes int64
+	Version      string
+	Clock        quartz.Clock
+}
+
+// Run runs the session. ctx being cancelled means the user interrupted.
+// The Result is always filled in, also on error; its ExitCode is final.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if o.Clock == nil {
+		o.Clock = quartz.NewReal()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.CancelGrace <= 0 {
+		o.CancelGrace = 3 * time.Second
+	}
+	if o.LateWindow <= 0 {
+		o.LateWindow = 150 * time.Millisecond
+	}
+	start := o.Clock.Now()
+	col := newCollector()
+	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col)}
+	r := &run{o: o, col: col, st: st}
+	err := r.run(ctx)
+	res := r.finish(err)
+	res.DurationMS = o.Clock.Since(start).Milliseconds()
+	res.LastSeq = st.nextSeq() - 1
+	if res.ExitCode != 0 && err == nil {
+		err = exitcode.With(exitcode.Code(res.ExitCode), errors.New(res.Error))
+	}
+	return res, err
+}
+
+type run struct {
+	o   Options
+	col *collector
+	st  *stamper
+
+	mu         sync.Mutex
+	promptFail error // the policy could not ask and was told to fail
+	cause      func() error
+}
+
+// decider wraps the policy so that an ask that cannot be answered stops the
+// run instead of being silently denied.
+type decider struct {
+	inner  driver.PermissionDecider
+	onFail func(error)
+}
+
+func (d decider) Decide(ctx context.Context, req driver.PermissionRequest) (driver.PermissionDecision, error) {
+	dec, err := d.inner.Decide(ctx, req)
+	if errors.Is(err, policy.ErrPromptUnavailable) {
+		d.onFail(err)
+		return dec, nil
+	}
+	return dec, err
+}
+
+func (r *run) run(ctx context.Context) error {
+	o := r.o
+	if o.Driver != "" && o.Driver != acp.Name {
+		return exitcode.Usagef("driver %q is not available in this build (available: acp)", o.Driver)
+	}
+	cwd, err := filepath.Abs(o.Cwd)
+	if err != nil {
+		return exitcode.Usagef("workspace: %v", err)
+	}
+	r.col.res.Agent, r.col.res.Driver, r.col.res.Cwd = o.Agent, acp.Name, cwd
+	svc, err := host.New([]string{cwd}, r.st, o.Logger)
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
+	defer svc.Close()
+
+	runCtx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	r.cause = func() error { return context.Cause(runCtx) }
+	if o.Timeout > 0 {
+		t := o.Clock.AfterFunc(o.Timeout, func() {
+			cancelRun(fmt.Errorf("%w after %s", exitcode.ErrTimeout, o.Timeout))
+		}, "runner", "timeout")
+		defer t.Stop()
+	}
+	dec := decider{inner: o.Decider, onFail: func(err error) {
+		r.mu.Lock()
+		r.promptFail = err
+		r.mu.Unlock()
+		cancelRun(exitcode.With(exitcode.PermissionDenied, err))
+	}}
+
+	sess, err := acp.Start(runCtx, acp.Config{
+		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
+		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc},
+		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID,
+		NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF,
+		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
+		StderrTo: o.StderrTo, Clock: o.Clock,
+	})
+	if err != nil {
+		return r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err))
+	}
+	defer sess.Close(context.Background())
+
+	if err := r.configure(runCtx, sess); err != nil {
+		return r.interrupted(runCtx, err)
+	}
+	if len(o.Prompt) == 0 {
+		return nil
+	}
+	return r.turn(runCtx, sess)
+}
+
+// interrupted prefers the interrupt or timeout as the reason a step failed.
+func (r *run) interrupted(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	return err
+}
+
+func (r *run) configure(ctx context.Context, sess *acp.Session) error {
+	o := r.o
+	if o.Mode != "" && o.Mode != sess.CurrentMode() {
+		if err := sess.SetMode(ctx, o.Mode); err != nil {
+			return err
+		}
+	}
+	if o.Model != "" {
+		if err := sess.SetModel(ctx, o.Model); err != nil {
+			return fmt.Errorf("--model: %w", err)
+		}
+	}
+	for _, kv := range o.Config {
+		if err := sess.SetConfigOption(ctx, kv[0], kv[1]); err != nil {
+			return fmt.Errorf("--set %s=%s: %w", kv[0], kv[1], err)
+		}
+	}
+	return nil
+}
+
+type turnOutcome struct {
+	res driver.TurnResult
+	err error
+}
+
+func (r *run) turn(ctx context.Context, sess *acp.Session) error {
+	r.col.newTurn()
+	done := make(chan turnOutcome, 1)
+	go func() {
+		res, err := sess.Prompt(context.Background(), r.o.Prompt)
+		done <- turnOutcome{res, err}
+	}()
+	var out turnOutcome
+	select {
+	case out = <-done:
+	case <-ctx.Done():
+		// Ctrl-C or timeout: session/cancel (pending permissions are
+		// answered cancelled), a grace period, then the process group dies.
+		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if err := sess.Cancel(cctx); err != nil {
+			r.o.Logger.Debug("session/cancel failed", "err", err)
+		}
+		cancel()
+		t := r.o.Clock.NewTimer(r.o.CancelGrace, "runner", "cancel-grace")
+		select {
+		case out = <-done:
+		case <-t.C:
+			r.o.Logger.Warn("agent did not stop after session/cancel; killing it", "grace", r.o.CancelGrace)
+			_ = sess.Close(context.Background())
+			out = <-done
+		}
+		t.Stop()
+		return context.Cause(ctx)
+	}
+	if out.err != nil {
+		return out.err
+	}
+	r.lateWindow(sess)
+	return nil
+}
+
+// lateWindow keeps the session open briefly after the turn: some agents
+// send their last updates after the prompt response, and they belong to
+// this turn.
+func (r *run) lateWindow(sess *acp.Session) {
+	deadline := r.o.Clock.Now().Add(4 * r.o.LateWindow)
+	for {
+		quiet := r.o.Clock.Since(r.st.lastEvent())
+		if quiet >= r.o.LateWindow || !r.o.Clock.Now().Before(deadline) {
+			return
+		}
+		t := r.o.Clock.NewTimer(r.o.LateWindow-quiet, "runner", "late")
+		select {
+		case <-t.C:
+		case <-sess.Exited():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// finish turns how the run ended into the Result's status and exit code.
+func (r *run) finish(err error) Result {
+	res := r.col.result()
+	r.mu.Lock()
+	promptFail := r.promptFail
+	r.mu.Unlock()
+	code := exitcode.Of(err)
+	switch {
+	case promptFail != nil:
+		code = exitcode.PermissionDenied
+		res.Status = "denied"
+		err = promptFail
+	case err != nil:
+		res.Status = statusOf(code)
+	case res.StopReason == driver.StopRefusal:
+		code, res.Status = exitcode.AgentError, "refused"
+		err = errors.New("the agent refused the prompt")
+	case res.StopReason == driver.StopCancelled:
+		code, res.Status = exitcode.Interrupted, "cancelled"
+		err = errors.New("the agent cancelled the turn")
+	case len(res.Denials) > 0 && !r.o.AllowDenials:
+		code, res.Status = exitcode.PermissionDenied, "denied"
+		err = fmt.Errorf("%d permission request(s) denied (pass --allow-denials to accept)", len(res.Denials))
+	default:
+		code, res.Status = exitcode.OK, "ok"
+	}
+	res.ExitCode = int(code)
+	if err != nil {
+		res.Error = err.Error()
+	}
+	return res
+}
+
+func statusOf(c exitcode.Code) string {
+	switch c {
+	case exitcode.Timeout:
+		return "timeout"
+	case exitcode.Interrupted:
+		return "interrupted"
+	case exitcode.NoSession:
+		return "no_session"
+	case exitcode.Usage:
+		return "usage"
+	case exitcode.PermissionDenied:
+		return "denied"
+	}
+	return "error"
+}
