@@ -63,7 +63,7 @@ func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, std 
 		_, _ = std.Out.Write(builtin.DefaultScriptSource())
 		return 0
 	}
-	opts := builtin.Options{Logger: newLogger(std.Err, os.Getenv("TAI_DEBUG") != "")}
+	opts := builtin.Options{Logger: newLogger(std.Err, os.Getenv("TAI_DEBUG") != ""), Stderr: std.Err, Version: Version}
 	if scriptPath != "" {
 		s, err := builtin.LoadScript(scriptPath)
 		if err != nil {

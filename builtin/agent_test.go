@@ -1,9 +1,11 @@
 package builtin
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -699,5 +701,97 @@ func TestResponseIDParsing(t *testing.T) {
 			t.Errorf("responseID(%s) = %q, want %q", line, got, want)
 		}
 	}
-	var _ = json.Valid
+}
+
+// A client that stops reading must not wedge Serve: cancelling ctx still
+// ends it, even with a big chunk half written.
+func TestServeStopsWhenClientStopsReading(t *testing.T) {
+	agentIn, toAgent := io.Pipe()
+	fromAgent, agentOut := io.Pipe()
+	defer fromAgent.Close()
+	defer toAgent.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, agentIn, agentOut, Options{Stderr: discard{}, Script: mustScript(t, "- big: {bytes: 10485760}\n")})
+	}()
+	br := bufio.NewReader(fromAgent)
+	send := func(s string) {
+		if _, err := io.WriteString(toAgent, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}`)
+	var sessionID string
+	for sessionID == "" {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp struct {
+			Result struct {
+				SessionID string `json:"sessionId"`
+			} `json:"result"`
+		}
+		_ = json.Unmarshal(line, &resp)
+		sessionID = resp.Result.SessionID
+	}
+	send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"` + sessionID + `","prompt":[{"type":"text","text":"go"}]}}`)
+	time.Sleep(50 * time.Millisecond) // let the big write start and block
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Serve = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve wedged on a client that stopped reading")
+	}
+}
+
+func TestSwitchModeRejectAndUnaskedWrite(t *testing.T) {
+	reject := func(req acp.RequestPermissionRequest) (string, bool) {
+		return req.Options[len(req.Options)-1].OptionId, false // the reject option comes last
+	}
+	c := startAgent(t, clientOpts{choose: reject, script: mustScript(t, `
+- write: {path: quiet.txt, content: q, ask: false}
+- switch_mode: accept-edits
+`)})
+	c.initialize(fullCaps)
+	sess := c.newSession()
+	if err := c.call(acp.MethodSessionSetMode, acp.SetSessionModeRequest{SessionId: sess.SessionId, ModeId: "plan"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.prompt(sess.SessionId, "go"); got != acp.StopEndTurn {
+		t.Fatalf("stopReason = %q", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.root, "quiet.txt")); err != nil || string(b) != "q" {
+		t.Errorf("quiet.txt = %q, %v", b, err)
+	}
+	c.mu.Lock()
+	perms := append([]acp.RequestPermissionRequest(nil), c.permissions...)
+	c.mu.Unlock()
+	if len(perms) != 1 || *perms[0].ToolCall.Title != "Exit plan mode: switch to Accept edits" {
+		t.Fatalf("permissions = %+v", perms)
+	}
+	var ids []string
+	for _, o := range perms[0].Options {
+		ids = append(ids, o.OptionId)
+	}
+	if got := strings.Join(ids, ","); got != "accept-edits,default,reject" {
+		t.Errorf("switch_mode options = %s", got)
+	}
+	if text := c.messageText(); !strings.Contains(text, "Staying in Plan mode.") {
+		t.Errorf("text = %q", text)
+	}
+	modes := 0
+	for _, u := range c.updates() {
+		if u.CurrentModeUpdate != nil {
+			modes++
+		}
+	}
+	if modes != 1 { // only the set_mode request's
+		t.Errorf("current_mode_update count = %d, want 1", modes)
+	}
 }

@@ -112,6 +112,9 @@ var (
 	ErrUnsupported = errors.New("not supported by this agent")
 	// ErrNoSession: the session to resume or load does not exist.
 	ErrNoSession = errors.New("no such session")
+	// ErrBadValue: a value the agent does not offer (a mode, a model, a
+	// config value) was asked for.
+	ErrBadValue = errors.New("invalid value")
 	// ErrProtocol: the agent broke the protocol.
 	ErrProtocol = errors.New("protocol error")
 )

@@ -109,7 +109,7 @@ func Of(err error) Code {
 		return Timeout
 	case errors.Is(err, driver.ErrNoSession):
 		return NoSession
-	case errors.Is(err, driver.ErrUnsupported):
+	case errors.Is(err, driver.ErrUnsupported), errors.Is(err, driver.ErrBadValue):
 		return Usage
 	}
 	return AgentError

@@ -138,7 +138,7 @@ func Custom(cmdline string) (Preset, []string, error) {
 	if name == "npx" || name == "node" || name == "uvx" {
 		for _, a := range argv[1:] {
 			if !strings.HasPrefix(a, "-") {
-				name = a
+				name = strings.TrimSuffix(filepath.Base(a), ".js")
 				break
 			}
 		}

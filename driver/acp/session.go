@@ -448,6 +448,7 @@ func (s *Session) openSession(ctx context.Context) error {
 	if len(config) > 0 {
 		s.caps.ConfigOptions = true
 		started.Config = convertConfig(config)
+		s.config = started.Config
 	}
 	started.Capabilities = s.caps
 	s.emitLocked(driver.Event{Type: driver.EventSessionStarted, Started: started})
@@ -628,7 +629,7 @@ func (s *Session) SetConfigOption(ctx context.Context, id, value string) error {
 	case "boolean":
 		b := value == "true" || value == "on" || value == "1" || value == "yes"
 		if !b && value != "false" && value != "off" && value != "0" && value != "no" {
-			return fmt.Errorf("config option %s is a boolean; %q is not", opt.ID, value)
+			return fmt.Errorf("%w: config option %s is a boolean; %q is not", driver.ErrBadValue, opt.ID, value)
 		}
 		req = schema.SetConfigBoolean(s.ID(), opt.ID, b)
 	default:
@@ -643,7 +644,7 @@ func (s *Session) SetConfigOption(ctx context.Context, id, value string) error {
 			for _, v := range opt.Values {
 				vals = append(vals, v.Value)
 			}
-			return fmt.Errorf("config option %s has no value %q (choose from: %s)", opt.ID, value, strings.Join(vals, ", "))
+			return fmt.Errorf("%w: config option %s has no value %q (choose from: %s)", driver.ErrBadValue, opt.ID, value, strings.Join(vals, ", "))
 		}
 		req = schema.SetConfigSelect(s.ID(), opt.ID, value)
 	}

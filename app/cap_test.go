@@ -1,0 +1,176 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/runner"
+)
+
+// These drift tests keep cap.md true: its examples must decode into the
+// code's types, and everything the code emits must be documented.
+
+func readCap(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../cap.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// blocks returns the fenced code blocks whose info string is "json <tag>".
+func blocks(doc, tag string) []string {
+	re := regexp.MustCompile("(?s)```json " + tag + "\n(.*?)\n```")
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(doc, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func strict(data string, v any) error {
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func TestCapFrameExamples(t *testing.T) {
+	doc := readCap(t)
+	known := map[string]bool{}
+	for _, ft := range BuildManifest().FrameTypes {
+		known[ft] = true
+	}
+	seen := map[string]bool{}
+	for _, b := range blocks(doc, "frame") {
+		var ev driver.Event
+		if err := strict(b, &ev); err != nil {
+			t.Errorf("frame example does not decode into driver.Event: %v\n%s", err, b)
+			continue
+		}
+		if !known[string(ev.Type)] {
+			t.Errorf("cap.md documents frame type %q that the code does not emit", ev.Type)
+		}
+		if ev.Seq == 0 || ev.Time.IsZero() || ev.Session == "" {
+			t.Errorf("frame %q lacks seq, ts or session", ev.Type)
+		}
+		// Exactly the payload field named in the table must be set.
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal([]byte(b), &m)
+		payloads := 0
+		for k := range m {
+			switch k {
+			case "type", "seq", "ts", "session":
+			default:
+				payloads++
+			}
+		}
+		if payloads != 1 {
+			t.Errorf("frame %q has %d payload fields, want 1", ev.Type, payloads)
+		}
+		seen[string(ev.Type)] = true
+	}
+	res := blocks(doc, "result")
+	if len(res) != 1 {
+		t.Fatalf("want one result example, found %d", len(res))
+	}
+	var rf runner.ResultFrame
+	if err := strict(res[0], &rf); err != nil {
+		t.Fatalf("result example does not decode into runner.ResultFrame: %v", err)
+	}
+	if rf.Type != ResultFrameType {
+		t.Fatalf("result frame type %q", rf.Type)
+	}
+	seen[ResultFrameType] = true
+	for ft := range known {
+		if !seen[ft] {
+			t.Errorf("frame type %q is emitted by the code but has no example in cap.md", ft)
+		}
+		if !strings.Contains(doc, "| `"+ft+"` |") {
+			t.Errorf("frame type %q is not in cap.md's frame table", ft)
+		}
+	}
+}
+
+// Every field of the result document is documented, and the documented
+// example carries every field.
+func TestCapResultFields(t *testing.T) {
+	doc := readCap(t)
+	full, _ := json.Marshal(runner.Result{Error: "x", Usage: &driver.Usage{}})
+	var m map[string]any
+	_ = json.Unmarshal(full, &m)
+	for k := range m {
+		if !strings.Contains(doc, "`"+k+"`") {
+			t.Errorf("result field %q is not documented in cap.md", k)
+		}
+	}
+	var ex map[string]any
+	_ = json.Unmarshal([]byte(blocks(doc, "result")[0]), &ex)
+	for k := range m {
+		if _, ok := ex[k]; !ok {
+			t.Errorf("result example lacks field %q", k)
+		}
+	}
+}
+
+func TestCapManifest(t *testing.T) {
+	doc := readCap(t)
+	ex := blocks(doc, "manifest")
+	if len(ex) != 1 {
+		t.Fatalf("want one manifest example, found %d", len(ex))
+	}
+	var mf Manifest
+	if err := strict(ex[0], &mf); err != nil {
+		t.Fatalf("manifest example does not decode: %v", err)
+	}
+	var exKeys, codeKeys map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(ex[0]), &exKeys)
+	b, _ := json.Marshal(BuildManifest())
+	_ = json.Unmarshal(b, &codeKeys)
+	for k := range codeKeys {
+		if _, ok := exKeys[k]; !ok {
+			t.Errorf("manifest field %q missing from cap.md's example", k)
+		}
+		if !strings.Contains(doc, "| `"+k+"`") && !strings.Contains(doc, ", `"+k+"`") {
+			t.Errorf("manifest field %q not described in cap.md", k)
+		}
+	}
+	var out bytes.Buffer
+	PrintManifest(&out)
+	var printed Manifest
+	if err := strict(out.String(), &printed); err != nil {
+		t.Fatalf("--cap-manifest output does not decode: %v", err)
+	}
+}
+
+func TestCapExitCodes(t *testing.T) {
+	doc := readCap(t)
+	re := regexp.MustCompile(`(?m)^\| (\d+) \| (\w+) \| (.+) \|$`)
+	documented := map[int]string{}
+	for _, m := range re.FindAllStringSubmatch(doc[strings.Index(doc, "## 5. Exit codes"):], -1) {
+		n, _ := strconv.Atoi(m[1])
+		documented[n] = m[2]
+	}
+	for _, c := range exitcode.All {
+		if documented[int(c.Code)] != c.Name {
+			t.Errorf("exit code %d (%s) documented as %q", c.Code, c.Name, documented[int(c.Code)])
+		}
+		delete(documented, int(c.Code))
+	}
+	var extra []int
+	for n := range documented {
+		extra = append(extra, n)
+	}
+	sort.Ints(extra)
+	if len(extra) > 0 {
+		t.Errorf("cap.md documents exit codes the code does not have: %v", extra)
+	}
+}

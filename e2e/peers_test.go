@@ -1,0 +1,80 @@
+package e2e
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// peer finds a third-party ACP agent installed by scripts/install-peers.sh.
+// In CI a missing peer is a failure; elsewhere the test is skipped, saying
+// why.
+func peer(t *testing.T, env string) string {
+	t.Helper()
+	p := os.Getenv(env)
+	if p == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s is not set: .ci/run must install the ACP peers (scripts/install-peers.sh)", env)
+		}
+		t.Skipf("skipping: %s not set; run scripts/install-peers.sh and export its output", env)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s=%s: %v", env, p, err)
+	}
+	return p
+}
+
+func TestPeers(t *testing.T) {
+	t.Parallel()
+	peers := []struct {
+		name, env, launcher string
+		skipText            string // what the agent says on its reject path
+	}{
+		{"typescript-sdk", "TAI_TS_AGENT", "node ", "skip"},
+		{"go-sdk", "TAI_GO_AGENT", "", "skip"},
+	}
+	for _, p := range peers {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := p.launcher + peer(t, p.env)
+			t.Run("approved", func(t *testing.T) {
+				t.Parallel()
+				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "all", "-o", "json", "Hello agent")
+				r := jsonResult(t, o)
+				if o.code != 0 || r.Status != "ok" || r.StopReason != "end_turn" || r.SessionID == "" {
+					t.Fatalf("exit %d %+v\n%s", o.code, r, o.stderr)
+				}
+				if len(r.Permissions) != 1 || r.Permissions[0].Verdict != "allow" || r.Permissions[0].OptionID != "allow" {
+					t.Fatalf("permission %+v", r.Permissions)
+				}
+				if !strings.Contains(r.Message, "successfully updated") {
+					t.Fatalf("agent did not take its allowed path: %q", r.Message)
+				}
+			})
+			t.Run("rejected", func(t *testing.T) {
+				t.Parallel()
+				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "deny", "-o", "json", "Hello agent")
+				r := jsonResult(t, o)
+				if o.code != 5 || r.Status != "denied" || r.StopReason != "end_turn" {
+					t.Fatalf("exit %d %+v\n%s", o.code, r, o.stderr)
+				}
+				if len(r.Denials) != 1 || r.Denials[0].OptionID != "reject" {
+					t.Fatalf("denials %+v", r.Denials)
+				}
+				if !strings.Contains(strings.ToLower(r.Message), p.skipText) {
+					t.Fatalf("agent did not take its skip path: %q", r.Message)
+				}
+			})
+			t.Run("stream", func(t *testing.T) {
+				t.Parallel()
+				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "all", "-o", "stream-json", "Hello agent")
+				types := frameTypes(frames(t, o.stdout))
+				for _, want := range []string{"session.started", "message.chunk", "tool_call", "permission.asked", "permission.decided", "turn.ended", "result"} {
+					if types[want] == 0 {
+						t.Errorf("no %s frame: %v", want, types)
+					}
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the third-party ACP peers tai's e2e tests run against, pinned, into
+# a cache directory outside the clone (default ~/.cache/tai-peers). A second
+# run reuses the cache. Prints the env lines the tests read.
+set -euo pipefail
+CACHE="${TAI_PEERS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tai-peers}"
+mkdir -p "$CACHE"
+
+# TypeScript SDK example agent (1.9.0 is the last release that ships examples).
+TS_DIR="$CACHE/acp-ts-1.9.0"
+TS_AGENT="$TS_DIR/node_modules/@agentclientprotocol/sdk/dist/examples/agent.js"
+if [ ! -f "$TS_AGENT" ]; then
+  mkdir -p "$TS_DIR"
+  (cd "$TS_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm install --no-audit --no-fund --loglevel=error @agentclientprotocol/sdk@1.9.0 >&2)
+fi
+
+# Go SDK example agent.
+GO_AGENT="$CACHE/acp-go-0.13.0/agent"
+if [ ! -x "$GO_AGENT" ]; then
+  mkdir -p "$CACHE/acp-go-0.13.0"
+  GOBIN="$CACHE/acp-go-0.13.0" go install github.com/coder/acp-go-sdk/example/agent@v0.13.0 >&2
+fi
+
+echo "TAI_TS_AGENT=$TS_AGENT"
+echo "TAI_GO_AGENT=$GO_AGENT"

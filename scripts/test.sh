@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Runs tai's whole test suite: vet, unit tests with the race detector, and
+# the end-to-end tests against the real tai binary (built with -race) and the
+# pinned third-party ACP peers (installed into a cache outside the clone).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+eval "$(./scripts/install-peers.sh | sed 's/^/export /')"
+go vet ./...
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "gofmt needed:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+TAI_E2E_RACE=1 go test -race -count=1 -timeout 20m ./...
