@@ -72,7 +72,7 @@ func newRoot(std app.IO) *cobra.Command {
 		fmt.Fprintf(std.Err, "tai: %v\n", err)
 		return exitErr{int(exitcode.Usage)}
 	})
-	root.AddCommand(newRun(std), newAgents(std), newAgent(std), newVersion(std))
+	root.AddCommand(newRun(std), newAgents(std), newAgent(std), newModel(std), newVersion(std))
 	return root
 }
 
@@ -163,4 +163,25 @@ func newVersion(std app.IO) *cobra.Command {
 			return nil
 		},
 	}
+}
+
+func newModel(std app.IO) *cobra.Command {
+	parent := &cobra.Command{Use: "model", Short: "A scripted model server for offline, deterministic agent runs"}
+	var f app.ModelServeFlags
+	serve := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve OpenAI, Anthropic and Gemini APIs from a script, printing the base URL",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.ModelServe(cmd.Context(), f, std))
+		},
+	}
+	serve.Flags().StringVar(&f.Script, "script", "", "script of turns (JSON or YAML)")
+	serve.Flags().StringVar(&f.Addr, "addr", "127.0.0.1:0", "listen address (port 0 picks a free one)")
+	serve.Flags().StringVar(&f.Log, "log", "", "append one JSON line per request to this file")
+	serve.Flags().StringVar(&f.Cwd, "cwd", "", "value of {{CWD}} in the script (default: the current directory)")
+	serve.Flags().StringVar(&f.PortFile, "url-file", "", "also write the base URL to this file (atomically)")
+	serve.Flags().BoolVarP(&f.Verbose, "verbose", "v", false, "debug logs")
+	parent.AddCommand(serve)
+	return parent
 }

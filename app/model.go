@@ -1,0 +1,65 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/modelserver"
+)
+
+// ModelServeFlags are `tai model serve`'s flags.
+type ModelServeFlags struct {
+	Script   string
+	Addr     string
+	Log      string
+	Cwd      string
+	PortFile string
+	Verbose  bool
+}
+
+// ModelServe runs the scripted model server until interrupted. It prints
+// the base URL on stdout (and to --port-file), so scripts can point agents
+// at it.
+func ModelServe(ctx context.Context, f ModelServeFlags, std IO) int {
+	opts := modelserver.Options{ScriptPath: f.Script, Cwd: f.Cwd, Logger: newLogger(std.Err, f.Verbose)}
+	if f.Script != "" {
+		s, err := modelserver.LoadScript(f.Script)
+		if err != nil {
+			fmt.Fprintln(std.Err, "tai model serve:", err)
+			return int(exitcode.Usage)
+		}
+		opts.Script = s
+	}
+	if f.Log != "" {
+		lf, err := os.OpenFile(f.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintln(std.Err, "tai model serve:", err)
+			return int(exitcode.Usage)
+		}
+		defer lf.Close()
+		opts.Log = lf
+	}
+	srv, err := modelserver.New(opts)
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai model serve:", err)
+		return int(exitcode.Usage)
+	}
+	defer srv.Close()
+	url, err := srv.Start(ctx, f.Addr)
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai model serve:", err)
+		return int(exitcode.Usage)
+	}
+	fmt.Fprintln(std.Out, url)
+	if f.PortFile != "" {
+		tmp := f.PortFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(url+"\n"), 0o644); err == nil {
+			_ = os.Rename(tmp, filepath.Clean(f.PortFile))
+		}
+	}
+	<-ctx.Done()
+	return 0
+}
