@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/jsonrpc"
@@ -61,6 +63,8 @@ type RunFlags struct {
 	Verbose        bool
 	MaxLineBytes   int64
 	Env            []string
+	Audit          string
+	NoAudit        bool
 }
 
 // Outputs.
@@ -253,6 +257,37 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	o.Decider = policy.New(mode, ni, prompter)
 
+	// Audit log: every run has one unless --no-audit.
+	o.RunID = newRunID()
+	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
+		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": f.Resume, "timeout": f.Timeout.String(), "output": f.Output}
+	if !f.NoAudit {
+		path := f.Audit
+		if path == "" {
+			path = audit.DefaultPath(o.RunID)
+		}
+		var env []string
+		if o.Env != nil {
+			env = o.Env
+		} else {
+			env = os.Environ()
+		}
+		red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env)})
+		if err != nil {
+			return o, cleanup, exitcode.With(exitcode.Usage, err)
+		}
+		log, err := audit.Open(path, audit.Options{Run: o.RunID, Redactor: red, Logger: logger})
+		if err != nil {
+			return o, cleanup, exitcode.With(exitcode.Usage, fmt.Errorf("--audit: %w", err))
+		}
+		closers = append(closers, func() {
+			if err := log.Close(); err != nil {
+				logger.Error("closing the audit log", "path", path, "err", err)
+			}
+		})
+		o.Audit = log
+	}
+
 	// Agent stderr: shown live with --verbose; always kept for crash reports.
 	if f.Verbose {
 		o.StderrTo = prefixWriter(std.Err, "["+p.Name+"] ")
@@ -392,4 +427,11 @@ func (p *prefixed) Write(b []byte) (int, error) {
 	}
 	_, err := p.w.Write(out)
 	return len(b), err
+}
+
+// newRunID names a run: sortable by time, unique enough across processes.
+func newRunID() string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("run-%s-%x", time.Now().UTC().Format("20060102-150405"), b)
 }

@@ -14,6 +14,7 @@ const (
 	KindSessionStart       = "session.start"
 	KindSessionEnd         = "session.end"
 	KindPrompt             = "prompt"
+	KindTurnEnd            = "turn.end"
 	KindPermissionRequest  = "permission.request"
 	KindPermissionDecision = "permission.decision"
 	KindFileWrite          = "file.write"

@@ -17,7 +17,10 @@ import (
 	"time"
 )
 
-var taiBin string
+var (
+	taiBin   string
+	stateDir string // XDG_STATE_HOME of every tai the tests run
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "tai-e2e-bin-")
@@ -26,6 +29,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	taiBin = filepath.Join(dir, "tai")
+	stateDir = filepath.Join(dir, "state")
 	args := []string{"build", "-o", taiBin}
 	if os.Getenv("TAI_E2E_RACE") != "" {
 		// The binary under test carries the race detector too.
@@ -93,7 +97,7 @@ func taiB(t testing.TB, dir string, args ...string) outcome {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, taiBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "XDG_STATE_HOME="+stateDir)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

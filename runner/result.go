@@ -11,6 +11,8 @@ import (
 // frame of --output stream-json (with "type":"result").
 type Result struct {
 	Status       string                      `json:"status"` // ok | denied | error | timeout | interrupted | no_session | usage
+	RunID        string                      `json:"run_id,omitempty"`
+	Audit        string                      `json:"audit,omitempty"` // the audit log's path
 	StopReason   string                      `json:"stop_reason,omitempty"`
 	SessionID    string                      `json:"session_id,omitempty"`
 	Agent        string                      `json:"agent"`

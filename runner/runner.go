@@ -11,11 +11,13 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/quartz"
 
+	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/driver/acp"
 	"github.com/tai-dev/tai/exitcode"
@@ -55,7 +57,13 @@ type Options struct {
 	// updates agents send after their prompt response. Default 150ms.
 	LateWindow time.Duration
 
-	Sinks        []driver.Sink
+	Sinks []driver.Sink
+	// Audit, if set, receives the run's accountable events. RunID and
+	// RunInfo (the settings worth recording: policy, flags) go into its
+	// run.start entry.
+	Audit        *audit.Log
+	RunID        string
+	RunInfo      any
 	Logger       *slog.Logger
 	Trace        func(dir jsonrpc.Direction, line []byte)
 	StderrTo     io.Writer
@@ -83,9 +91,37 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	col := newCollector()
 	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col)}
 	r := &run{o: o, col: col, st: st}
+	if o.Audit != nil {
+		r.audit = &auditSink{log: o.Audit}
+		st.sinks = append(st.sinks, r.audit)
+		r.audit.append(audit.KindRunStart, "", map[string]any{
+			"run": o.RunID, "agent": o.Agent, "argv": o.Argv, "driver": o.Driver, "cwd": o.Cwd,
+			"version": o.Version, "settings": o.RunInfo,
+		})
+	}
 	err := r.run(ctx)
 	res := r.finish(err)
 	res.DurationMS = o.Clock.Since(start).Milliseconds()
+	res.RunID = o.RunID
+	if o.Audit != nil {
+		res.Audit = o.Audit.Path()
+		r.audit.append(audit.KindRunEnd, res.SessionID, map[string]any{
+			"status": res.Status, "exit_code": res.ExitCode, "stop_reason": res.StopReason, "error": res.Error,
+			"duration_ms": res.DurationMS, "denials": len(res.Denials), "files_written": len(res.FilesWritten),
+		})
+		if serr := o.Audit.Sync(); serr != nil {
+			r.audit.fail(serr)
+		}
+		if aerr := r.audit.failed(); aerr != nil {
+			// The record is incomplete: CI must not mistake this run for a
+			// clean one.
+			res.Errors = append(res.Errors, driver.ErrorInfo{Code: "audit_write_failed", Message: aerr.Error()})
+			if res.ExitCode == 0 {
+				res.ExitCode, res.Status = int(exitcode.AgentError), "error"
+				res.Error = "audit log write failed: " + aerr.Error()
+			}
+		}
+	}
 	res.LastSeq = st.nextSeq() - 1
 	if res.ExitCode != 0 && err == nil {
 		err = exitcode.With(exitcode.Code(res.ExitCode), errors.New(res.Error))
@@ -94,9 +130,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 }
 
 type run struct {
-	o   Options
-	col *collector
-	st  *stamper
+	o     Options
+	col   *collector
+	st    *stamper
+	audit *auditSink
 
 	mu         sync.Mutex
 	promptFail error // the policy could not ask and was told to fail
@@ -162,7 +199,15 @@ func (r *run) run(ctx context.Context) error {
 	if err != nil {
 		return r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err))
 	}
-	defer sess.Close(context.Background())
+	if r.audit != nil {
+		r.audit.append(audit.KindProcessStart, sess.ID(), audit.Process{Name: o.Agent, Path: o.Argv[0], Args: o.Argv[1:], PID: sess.Pid()})
+	}
+	defer func() {
+		_ = sess.Close(context.Background())
+		if r.audit != nil {
+			r.audit.append(audit.KindSessionEnd, sess.ID(), nil)
+		}
+	}()
 
 	if err := r.configure(runCtx, sess); err != nil {
 		return r.interrupted(runCtx, err)
@@ -208,6 +253,9 @@ type turnOutcome struct {
 
 func (r *run) turn(ctx context.Context, sess *acp.Session) error {
 	r.col.newTurn()
+	if r.audit != nil {
+		r.audit.append(audit.KindPrompt, sess.ID(), promptText(r.o.Prompt))
+	}
 	done := make(chan turnOutcome, 1)
 	go func() {
 		res, err := sess.Prompt(context.Background(), r.o.Prompt)
@@ -309,4 +357,23 @@ func statusOf(c exitcode.Code) string {
 		return "denied"
 	}
 	return "error"
+}
+
+// promptText is what the audit log records of a prompt: its text and the
+// files it links or embeds (by name, not content).
+func promptText(p []driver.Content) map[string]any {
+	var text []string
+	var files []string
+	for _, c := range p {
+		if c.Type == "text" {
+			text = append(text, c.Text)
+		} else {
+			files = append(files, c.URI)
+		}
+	}
+	m := map[string]any{"text": strings.Join(text, "\n")}
+	if len(files) > 0 {
+		m["files"] = files
+	}
+	return m
 }

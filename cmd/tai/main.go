@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tai-dev/tai/app"
+	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 )
 
@@ -72,7 +73,7 @@ func newRoot(std app.IO) *cobra.Command {
 		fmt.Fprintf(std.Err, "tai: %v\n", err)
 		return exitErr{int(exitcode.Usage)}
 	})
-	root.AddCommand(newRun(std), newAgents(std), newAgent(std), newModel(std), newVersion(std))
+	root.AddCommand(newRun(std), newAgents(std), newAgent(std), newModel(std), newAudit(std), newVersion(std))
 	return root
 }
 
@@ -113,6 +114,8 @@ func newRun(std app.IO) *cobra.Command {
 	fl.BoolVarP(&f.Verbose, "verbose", "v", false, "log debug detail and the agent's stderr to stderr")
 	fl.Int64Var(&f.MaxLineBytes, "max-line-bytes", 256<<20, "largest protocol line accepted; longer ones are skipped")
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
+	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
+	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -183,5 +186,32 @@ func newModel(std app.IO) *cobra.Command {
 	serve.Flags().StringVar(&f.PortFile, "url-file", "", "also write the base URL to this file (atomically)")
 	serve.Flags().BoolVarP(&f.Verbose, "verbose", "v", false, "debug logs")
 	parent.AddCommand(serve)
+	return parent
+}
+
+func newAudit(std app.IO) *cobra.Command {
+	parent := &cobra.Command{Use: "audit", Short: "Verify and read tai's hash-chained audit logs"}
+	verify := &cobra.Command{
+		Use:   "verify FILE",
+		Short: "Check a log's hash chain; name the first bad line (non-zero exit on failure)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.AuditVerify(args[0], std))
+		},
+	}
+	var f audit.Filter
+	var asJSON bool
+	show := &cobra.Command{
+		Use:   "show FILE",
+		Short: "Render a log readably, filtered by session and kind",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.AuditShow(args[0], f, asJSON, std))
+		},
+	}
+	show.Flags().StringVar(&f.Session, "session", "", "only this session (a prefix is enough)")
+	show.Flags().StringSliceVar(&f.Kinds, "kind", nil, "only these kinds (permission matches permission.request and permission.decision)")
+	show.Flags().BoolVar(&asJSON, "json", false, "pass the matching lines through as JSON")
+	parent.AddCommand(verify, show)
 	return parent
 }

@@ -1,0 +1,97 @@
+package runner
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
+)
+
+// auditSink writes the events that matter for accountability into the
+// audit log: decisions with their provenance, file writes, commands, mode
+// changes, process exits and errors. A write failure (a full disk) is kept
+// and reported at the end of the run; it never blocks or kills the agent.
+type auditSink struct {
+	log *audit.Log
+
+	mu   sync.Mutex
+	mode string
+	err  error
+}
+
+func (a *auditSink) append(kind, session string, data any) {
+	if err := a.log.Append(kind, session, data); err != nil {
+		a.fail(err)
+	}
+}
+
+func (a *auditSink) fail(err error) {
+	a.mu.Lock()
+	if a.err == nil {
+		a.err = err
+	}
+	a.mu.Unlock()
+}
+
+// failed returns the first write error.
+func (a *auditSink) failed() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}
+
+func (a *auditSink) Emit(ev driver.Event) {
+	switch ev.Type {
+	case driver.EventSessionStarted:
+		a.mu.Lock()
+		a.mode = ev.Started.CurrentMode
+		a.mu.Unlock()
+		a.append(audit.KindSessionStart, ev.Session, ev.Started)
+	case driver.EventPermissionAsked:
+		req, _ := json.Marshal(ev.Permission)
+		var opts []string
+		for _, o := range ev.Permission.Options {
+			opts = append(opts, o.ID+"("+o.Kind+")")
+		}
+		a.append(audit.KindPermissionRequest, ev.Session, audit.PermissionRequest{
+			RequestID: ev.Permission.ID, Tool: ev.Permission.ToolCall.Kind, Title: ev.Permission.ToolCall.Title,
+			Options: opts, Request: req,
+		})
+	case driver.EventPermissionDecided:
+		d := ev.Decision
+		full, _ := json.Marshal(d)
+		a.append(audit.KindPermissionDecision, ev.Session, audit.PermissionDecision{
+			RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: d.DecidedBy,
+			Reason: d.Reason, Request: full,
+		})
+	case driver.EventFileWritten:
+		f := ev.File
+		a.append(audit.KindFileWrite, ev.Session, audit.FileWrite{Path: f.Path, Size: f.Size, HashBefore: f.HashBefore, HashAfter: f.HashAfter})
+	case driver.EventTerminalExited:
+		a.append(audit.KindTerminal, ev.Session, ev.Terminal)
+	case driver.EventModeChanged:
+		a.mu.Lock()
+		from := a.mode
+		a.mode = ev.Mode.ID
+		a.mu.Unlock()
+		a.append(audit.KindModeChange, ev.Session, audit.ModeChange{From: from, To: ev.Mode.ID, By: "agent"})
+	case driver.EventProcessExited:
+		p := ev.Process
+		a.append(audit.KindProcessExit, ev.Session, audit.Process{PID: p.Pid, ExitStatus: p.ExitCode, Signal: p.Signal})
+	case driver.EventError:
+		a.append(audit.KindError, ev.Session, audit.Error{Error: ev.Error.Message, Op: ev.Error.Code})
+	case driver.EventTurnEnded:
+		a.append(audit.KindTurnEnd, ev.Session, ev.Turn)
+	}
+}
+
+func optionLabel(d *driver.PermissionDecision) string {
+	if d.OptionID == "" {
+		return d.Outcome
+	}
+	if d.OptionKind != "" {
+		return d.OptionID + " (" + d.OptionKind + ")"
+	}
+	return d.OptionID
+}
