@@ -38,7 +38,7 @@ type Text struct {
 	inMessage driver.Role // role of the message being streamed, "" if none
 	atBOL     bool        // the cursor is at the start of a line
 	tools     map[string]string
-	lastPlan  string
+	shownPlan []driver.PlanEntry // as last shown
 }
 
 // NewText returns a text renderer.
@@ -325,21 +325,40 @@ func (t *Text) diff(c driver.ToolContent) {
 }
 
 func (t *Text) plan(p *driver.Plan) {
-	var b strings.Builder
-	for _, e := range p.Entries {
-		box := "[ ]"
+	box := func(e driver.PlanEntry) string {
 		switch e.Status {
 		case "in_progress":
-			box = "[~]"
+			return "[~]"
 		case "completed":
-			box = "[x]"
+			return "[x]"
 		}
-		fmt.Fprintf(&b, "    %s %s\n", box, e.Content)
+		return "[ ]"
 	}
-	if b.String() == t.lastPlan {
-		return
+	// The same entries with some statuses moved: show just the moves, so a
+	// long plan does not scroll the conversation away.
+	if len(t.shownPlan) == len(p.Entries) && len(p.Entries) > 0 {
+		same := true
+		var moved []driver.PlanEntry
+		for i, e := range p.Entries {
+			if e.Content != t.shownPlan[i].Content {
+				same = false
+				break
+			}
+			if e.Status != t.shownPlan[i].Status {
+				moved = append(moved, e)
+			}
+		}
+		if same {
+			for _, e := range moved {
+				t.line("%s", t.style(cyan, "◆ plan "+box(e)+" "+e.Content))
+			}
+			t.shownPlan = append(t.shownPlan[:0], p.Entries...)
+			return
+		}
 	}
-	t.lastPlan = b.String()
+	t.shownPlan = append(t.shownPlan[:0], p.Entries...)
 	t.line("%s", t.style(cyan, "◆ plan"))
-	fmt.Fprint(t.W, b.String())
+	for _, e := range p.Entries {
+		fmt.Fprintf(t.W, "    %s %s\n", box(e), e.Content)
+	}
 }

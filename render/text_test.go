@@ -1,0 +1,94 @@
+package render
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+func ptr[T any](v T) *T { return &v }
+
+// session is a fixed event sequence covering every event type.
+func session() []driver.Event {
+	code0 := 0
+	old := "old line\n"
+	return []driver.Event{
+		{Type: driver.EventSessionStarted, Session: "s1", Started: &driver.SessionStarted{Agent: "builtin", AgentName: "tai-builtin", AgentVersion: "1.0", Cwd: "/ws", CurrentMode: "default", Modes: []driver.ModeInfo{{ID: "plan"}, {ID: "default"}}}},
+		{Type: driver.EventCommands, Commands: []driver.Command{{Name: "echo"}, {Name: "help"}}},
+		{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleThought, Text: "Let me think."}},
+		{Type: driver.EventPlan, Plan: &driver.Plan{Entries: []driver.PlanEntry{{Content: "Edit a.txt", Status: "pending"}, {Content: "Run tests", Status: "pending"}}}},
+		{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, Text: "Hello "}},
+		{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, Text: "world."}},
+		{Type: driver.EventPlan, Plan: &driver.Plan{Entries: []driver.PlanEntry{{Content: "Edit a.txt", Status: "in_progress"}, {Content: "Run tests", Status: "pending"}}}},
+		{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "t1", Title: "Edit a.txt", Kind: "edit", Status: "pending",
+			Locations: []driver.Location{{Path: "/ws/a.txt", Line: 3}},
+			Content:   []driver.ToolContent{{Type: "diff", Path: "/ws/a.txt", OldText: &old, NewText: "new line\n"}}}},
+		{Type: driver.EventPermissionAsked, Permission: &driver.PermissionRequest{ID: "0", ToolCall: driver.ToolCall{ID: "t1", Title: "Edit a.txt", Kind: "edit", Locations: []driver.Location{{Path: "/ws/a.txt"}}}}},
+		{Type: driver.EventPermissionDecided, Decision: &driver.PermissionDecision{Verdict: "allow", OptionID: "allow", DecidedBy: "default", Reason: "mode approve-all allows every request"}},
+		{Type: driver.EventFileWritten, File: &driver.FileWrite{Path: "/ws/a.txt", Size: 9}},
+		{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "t1", Title: "Edit a.txt", Kind: "edit", Status: "completed"}},
+		{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "t2", Title: "Run tests", Kind: "execute", Status: "in_progress"}},
+		{Type: driver.EventTerminalExited, Terminal: &driver.TerminalExit{Command: "go", Args: []string{"test", "./..."}, Cwd: "/ws", ExitCode: &code0, DurationMS: 12}},
+		{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "t2", Title: "Run tests", Kind: "execute", Status: "failed", Content: []driver.ToolContent{{Type: "text", Text: "FAIL x\nFAIL y"}}}},
+		{Type: driver.EventPermissionDecided, Decision: &driver.PermissionDecision{Verdict: "deny", OptionID: "reject", DecidedBy: "rule:no-push", Reason: "pushing is not allowed"}},
+		{Type: driver.EventModeChanged, Mode: &driver.Mode{ID: "plan"}},
+		{Type: driver.EventConfigOptions, Config: []driver.ConfigOption{{ID: "model", Type: "select", CurrentValue: []byte(`"m1"`)}}},
+		{Type: driver.EventSessionInfo, Info: &driver.SessionInfo{Title: ptr("A title")}},
+		{Type: driver.EventUsage, Usage: &driver.Usage{ContextUsed: 100, ContextSize: 1000, CostAmount: 0.25, Currency: "USD"}},
+		{Type: driver.EventStatus, Status: &driver.Status{State: "idle"}},
+		{Type: driver.EventScreenDelta, Screen: &driver.ScreenDelta{From: 3, Lines: []string{"screen line"}}},
+		{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "outside_workspace", Message: "refused /etc/passwd"}},
+		{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: "subagent_update"}},
+		{Type: driver.EventTurnEnded, Turn: &driver.TurnEnded{StopReason: "end_turn"}},
+		{Type: driver.EventProcessExited, Process: &driver.ProcessExit{Pid: 42, ExitCode: &code0}},
+	}
+}
+
+func TestTextGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		color bool
+	}{{"text", false}, {"text-color", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			r := NewText(&b, tc.color)
+			for _, ev := range session() {
+				r.Emit(ev)
+			}
+			golden := filepath.Join("testdata", tc.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update)", err)
+			}
+			if !bytes.Equal(b.Bytes(), want) {
+				t.Fatalf("output differs from %s (run with -update to accept):\n%s", golden, b.String())
+			}
+			if !tc.color && bytes.Contains(b.Bytes(), []byte("\x1b[")) {
+				t.Fatal("colour codes with colour off")
+			}
+		})
+	}
+}
+
+func TestFramesOnePerLine(t *testing.T) {
+	var b bytes.Buffer
+	f := NewFrames(&b)
+	evs := session()
+	for _, ev := range evs {
+		f.Emit(ev)
+	}
+	if n := bytes.Count(b.Bytes(), []byte("\n")); n != len(evs) {
+		t.Fatalf("%d lines for %d events", n, len(evs))
+	}
+}
