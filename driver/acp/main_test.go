@@ -59,7 +59,24 @@ func fakeAgent(mode string) {
 		_ = json.Unmarshal(in.Bytes(), &msg)
 		switch msg.Method {
 		case "initialize":
-			send(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{},"agentInfo":{"name":"fake","version":"1"}}}`, msg.ID)
+			caps := `{}`
+			switch mode {
+			case "load":
+				caps = `{"loadSession":true}`
+			case "resume":
+				caps = `{"loadSession":true,"sessionCapabilities":{"resume":{}}}`
+			}
+			send(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":%s,"agentInfo":{"name":"fake","version":"1"}}}`, msg.ID, caps)
+		case "session/load":
+			if !strings.Contains(in.Text(), `"sessionId":"s1"`) {
+				send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32002,"message":"Resource not found"}}`, msg.ID)
+				continue
+			}
+			update(`{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"replayed question"}}`)
+			update(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"replayed answer"}}`)
+			send(`{"jsonrpc":"2.0","id":%s,"result":null}`, msg.ID)
+		case "session/resume":
+			send(`{"jsonrpc":"2.0","id":%s,"result":{"modes":{"currentModeId":"plan","availableModes":[{"id":"plan","name":"Plan"}]}}}`, msg.ID)
 		case "session/new":
 			update(`{"sessionUpdate":"available_commands_update","availableCommands":[{"name":"early","description":"sent before the response"}]}`)
 			send(`{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1","modes":{"currentModeId":"default","availableModes":[{"id":"default","name":"Default"},{"id":"plan","name":"Plan"}]}}}`, msg.ID)
@@ -240,4 +257,48 @@ func TestCloseEscalatesToKill(t *testing.T) {
 	if err := syscall.Kill(-s.Pid(), 0); !errors.Is(err, syscall.ESRCH) {
 		t.Fatalf("process group still alive: %v", err)
 	}
+}
+
+// --resume: session/resume when offered, else session/load with the
+// replayed history kept out of the new run's output.
+func TestResume(t *testing.T) {
+	for _, mode := range []string{"load", "resume"} {
+		t.Run(mode, func(t *testing.T) {
+			rec := &recorder{allow: true}
+			exe, _ := os.Executable()
+			s, err := Start(context.Background(), Config{
+				Argv: []string{exe}, Env: append(os.Environ(), "TAI_FAKE_AGENT="+mode), Cwd: t.TempDir(),
+				Host: driver.Host{Sink: rec, Decider: rec}, ResumeID: "s1", StopGrace: time.Second,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close(context.Background())
+			if s.ID() != "s1" {
+				t.Fatalf("session id %q", s.ID())
+			}
+			for _, e := range rec.events {
+				if e.Type == driver.EventMessage {
+					t.Fatalf("replayed history re-emitted: %+v", e.Message)
+				}
+				if e.Type == driver.EventSessionStarted && !e.Started.Resumed {
+					t.Fatal("session.started not marked resumed")
+				}
+			}
+			if res, err := s.Prompt(context.Background(), []driver.Content{driver.TextContent("go on")}); err != nil || res.StopReason != "end_turn" {
+				t.Fatalf("prompt after resume: %+v %v", res, err)
+			}
+		})
+	}
+	t.Run("unknown session", func(t *testing.T) {
+		exe, _ := os.Executable()
+		rec := &recorder{}
+		_, err := Start(context.Background(), Config{
+			Argv: []string{exe}, Env: append(os.Environ(), "TAI_FAKE_AGENT=load"), Cwd: t.TempDir(),
+			Host: driver.Host{Sink: rec, Decider: rec}, ResumeID: "nope", StopGrace: time.Second,
+		})
+		if !errors.Is(err, driver.ErrNoSession) {
+			t.Fatalf("err = %v, want ErrNoSession", err)
+		}
+	})
 }

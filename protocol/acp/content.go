@@ -211,7 +211,7 @@ func (b *ContentBlock) UnmarshalJSON(data []byte) error {
 	if isNull(data) {
 		return nil
 	}
-	tag, ok, _, err := peekTag(data, "type")
+	tag, ok, err := peekTagFast(data, "type")
 	if err != nil {
 		return err
 	}

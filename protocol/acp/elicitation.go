@@ -104,7 +104,7 @@ func (r *CreateElicitationRequest) UnmarshalJSON(data []byte) error {
 	if isNull(data) {
 		return nil
 	}
-	tag, ok, _, err := peekTag(data, "mode")
+	tag, ok, err := peekTagFast(data, "mode")
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (r *CreateElicitationResponse) UnmarshalJSON(data []byte) error {
 	if isNull(data) {
 		return nil
 	}
-	tag, ok, _, err := peekTag(data, "action")
+	tag, ok, err := peekTagFast(data, "action")
 	if err != nil {
 		return err
 	}

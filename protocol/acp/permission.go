@@ -119,7 +119,7 @@ func (o *RequestPermissionOutcome) UnmarshalJSON(data []byte) error {
 	if isNull(data) {
 		return nil
 	}
-	tag, ok, _, err := peekTag(data, "outcome")
+	tag, ok, err := peekTagFast(data, "outcome")
 	if err != nil {
 		return err
 	}

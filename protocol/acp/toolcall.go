@@ -150,7 +150,7 @@ func (c *ToolCallContent) UnmarshalJSON(data []byte) error {
 	if isNull(data) {
 		return nil
 	}
-	tag, ok, _, err := peekTag(data, "type")
+	tag, ok, err := peekTagFast(data, "type")
 	if err != nil {
 		return err
 	}

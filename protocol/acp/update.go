@@ -335,7 +335,7 @@ func (u *SessionUpdate) UnmarshalJSON(data []byte) error {
 	if isNull(data) {
 		return nil
 	}
-	tag, ok, _, err := peekTag(data, "sessionUpdate")
+	tag, ok, err := peekTagFast(data, "sessionUpdate")
 	if err != nil {
 		return err
 	}
