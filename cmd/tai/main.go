@@ -92,7 +92,7 @@ func newRun(std app.IO) *cobra.Command {
 		},
 	}
 	fl := c.Flags()
-	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset (see `tai agents`)")
+	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
 	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "launch this command instead of a preset (split like a shell, not run by one)")
 	fl.StringVar(&f.Driver, "driver", "", "driver to use (acp)")
 	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
