@@ -155,8 +155,10 @@ func (s *Session) spawn() error {
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	// Its own process group, so that the whole tree can be stopped.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, so that the whole tree can be stopped; and
+	// Pdeathsig, so that an agent ignoring stdin EOF does not outlive a tai
+	// that was killed -9.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// Our own stdout pipe: exec's StdoutPipe is closed by Wait, which would
 	// drop the last lines of an agent that crashes mid-turn.
 	outR, outW, err := os.Pipe()

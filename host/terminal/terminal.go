@@ -236,7 +236,8 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (string, error)
 		Stdout: pw, // an *os.File: the child writes to the pipe directly,
 		Stderr: pw, // so Wait never waits on copying goroutines.
 		// Own process group, so Kill reaches background children too.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		// Pdeathsig: a command must not outlive a tai that was killed -9.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 
 	// Hold the lock across Start so Close cannot miss a process.
