@@ -89,7 +89,7 @@ func fakeAgent(mode string) {
 				fmt.Fprintln(os.Stderr, "panic: model backend unreachable")
 				os.Exit(7)
 			case "stubborn":
-				select {} // never answers, ignores EOF and SIGTERM
+				time.Sleep(time.Hour) // never answers, ignores EOF and SIGTERM
 			}
 			update(`{"sessionUpdate":"tool_call","toolCallId":"c1","title":"Write a.txt","kind":"edit","status":"pending","locations":[{"path":"/ws/a.txt"}]}`)
 			// Our own request uses id 0 too: the client must not confuse it
@@ -113,7 +113,7 @@ func fakeAgent(mode string) {
 		}
 	}
 	if mode == "stubborn" {
-		select {} // like codex-acp: stdin EOF does not end it
+		time.Sleep(time.Hour) // like codex-acp: stdin EOF does not end it
 	}
 }
 
