@@ -65,6 +65,11 @@ type RunFlags struct {
 	Env            []string
 	Audit          string
 	NoAudit        bool
+	Policy         string
+	Allow          []string
+	Ask            []string
+	Deny           []string
+	Remember       string
 }
 
 // Outputs.
@@ -241,12 +246,9 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		o.MCPServers = append(o.MCPServers, servers...)
 	}
 
-	// Policy.
-	mode, err := policy.ParseMode(f.Approve)
-	if err != nil {
-		return o, cleanup, exitcode.With(exitcode.Usage, err)
-	}
-	ni, err := policy.ParseNonInteractive(f.NonInteractive)
+	// Policy: the policy file (--policy, else the user's default one; never
+	// one from the workspace, which an agent's repo could plant), then flags.
+	eng, err := buildPolicy(f, abs)
 	if err != nil {
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
@@ -255,11 +257,24 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		closers = append(closers, func() { tty.Close() })
 		prompter = &policy.TTYPrompter{In: tty, Out: tty}
 	}
-	o.Decider = policy.New(mode, ni, prompter)
+	engine, err := eng.build(prompter)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	o.Decider, o.Modes = engine, engine
+	if o.Mode == "" {
+		o.Mode = engine.DefaultMode()
+	}
+	mode := engine.Mode()
+	ni := eng.ni
+	if ni == "" {
+		ni = eng.cfg.NonInteractive
+	}
 
 	// Audit log: every run has one unless --no-audit.
 	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
+		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
 		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": f.Resume, "timeout": f.Timeout.String(), "output": f.Output}
 	if !f.NoAudit {
 		path := f.Audit
@@ -434,4 +449,61 @@ func newRunID() string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("run-%s-%x", time.Now().UTC().Format("20060102-150405"), b)
+}
+
+// policySetup is a loaded policy waiting for its prompter.
+type policySetup struct {
+	cfg       policy.Config
+	ni        policy.NonInteractive
+	workspace string
+}
+
+func buildPolicy(f RunFlags, workspace string) (policySetup, error) {
+	var cfg policy.Config
+	path := f.Policy
+	if path == "" {
+		if p, err := policy.DefaultPath(); err == nil {
+			if _, err := os.Stat(p); err == nil {
+				path = p
+			}
+		}
+	}
+	if path != "" {
+		var err error
+		if cfg, err = policy.Load(path); err != nil {
+			return policySetup{}, fmt.Errorf("--policy: %w", err)
+		}
+	}
+	cfg, err := cfg.WithFlags(policy.Flags{Approve: f.Approve, Allow: f.Allow, Ask: f.Ask, Deny: f.Deny})
+	if err != nil {
+		return policySetup{}, err
+	}
+	if f.Remember != "" {
+		sc, err := policy.ParseScope(f.Remember)
+		if err != nil {
+			return policySetup{}, fmt.Errorf("--remember: %w", err)
+		}
+		cfg.Remember = sc
+	}
+	var ni policy.NonInteractive
+	if f.NonInteractive != "" {
+		if ni, err = policy.ParseNonInteractive(f.NonInteractive); err != nil {
+			return policySetup{}, err
+		}
+	}
+	return policySetup{cfg: cfg, ni: ni, workspace: workspace}, nil
+}
+
+func (p policySetup) build(prompter policy.Prompter) (*policy.Engine, error) {
+	var mem *policy.Memory
+	switch p.cfg.Remember {
+	case policy.ScopeRun:
+		mem = policy.NewMemory(policy.ScopeRun)
+	case policy.ScopeWorkspace:
+		var err error
+		if mem, err = policy.OpenWorkspaceMemory(p.workspace); err != nil {
+			return nil, fmt.Errorf("policy memory: %w", err)
+		}
+	}
+	return policy.NewEngine(p.cfg, policy.Options{Workspace: p.workspace, Prompter: prompter, NonInteractive: p.ni, Memory: mem})
 }

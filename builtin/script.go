@@ -132,6 +132,11 @@ type RunStep struct {
 type PermissionStep struct {
 	Title string `yaml:"title"`
 	Kind  string `yaml:"kind"` // ToolKind, default "other"
+	// Command and Path describe what the request is about (rawInput.command
+	// and a location), so policies that match commands and paths can be
+	// exercised without the agent doing anything.
+	Command string `yaml:"command"`
+	Path    string `yaml:"path"`
 }
 
 // SwitchModeStep proposes switching the session to mode To.

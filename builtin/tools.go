@@ -377,11 +377,19 @@ func (t *turn) permission(ps *PermissionStep) error {
 	if kind == "" {
 		kind = acp.ToolKindOther
 	}
-	if err := t.toolCall(acp.ToolCall{ToolCallId: id, Title: ps.Title, Kind: kind, Status: acp.ToolCallPending, Name: "permission"}); err != nil {
+	call := acp.ToolCall{ToolCallId: id, Title: ps.Title, Kind: kind, Status: acp.ToolCallPending, Name: "permission"}
+	if ps.Command != "" {
+		call.RawInput, _ = json.Marshal(map[string]string{"command": ps.Command})
+	}
+	if ps.Path != "" {
+		call.Locations = []acp.ToolCallLocation{{Path: t.s.abs(ps.Path)}}
+	}
+	if err := t.toolCall(call); err != nil {
 		return err
 	}
 	opt, err := t.askPermission(acp.ToolCallUpdate{
 		ToolCallId: id, Title: acp.Ptr(ps.Title), Kind: acp.Ptr(kind), Status: acp.Ptr(acp.ToolCallPending),
+		RawInput: call.RawInput, Locations: call.Locations,
 	}, standardOptions)
 	if errors.Is(err, errCancelled) {
 		return t.finishCancelled(id)

@@ -1,19 +1,20 @@
-// Package policy is tai's permission decider: the one place that answers an
-// agent's permission requests, whatever driver carried them, and records who
-// or what decided and why.
 package policy
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tai-dev/tai/driver"
 )
 
-// Mode is the default stance of the engine.
+// Mode is the default stance of the engine: what a request no rule matched
+// gets.
 type Mode string
 
 // Modes.
@@ -22,13 +23,16 @@ const (
 	ApproveReads Mode = "approve-reads"
 	Ask          Mode = "ask"
 	DenyAll      Mode = "deny-all"
+	// Yolo allows everything the built-in floor does not deny. Unlike
+	// approve-all it says so in its name; both keep the floor.
+	Yolo Mode = "yolo"
 )
 
 // Modes lists the modes in a stable order.
-var Modes = []Mode{ApproveAll, ApproveReads, Ask, DenyAll}
+var Modes = []Mode{ApproveAll, ApproveReads, Ask, DenyAll, Yolo}
 
 // ParseMode accepts a mode name or the short --approve spellings
-// (all, reads, ask, deny).
+// (all, reads, ask, deny, yolo).
 func ParseMode(s string) (Mode, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "all", "approve-all", "yes":
@@ -39,8 +43,10 @@ func ParseMode(s string) (Mode, error) {
 		return Ask, nil
 	case "deny", "deny-all", "no":
 		return DenyAll, nil
+	case "yolo":
+		return Yolo, nil
 	}
-	return "", fmt.Errorf("unknown approval mode %q (want all, reads, ask or deny)", s)
+	return "", fmt.Errorf("unknown approval mode %q (want all, reads, ask, deny or yolo)", s)
 }
 
 // NonInteractive says what an "ask" becomes when nobody can be asked.
@@ -67,6 +73,10 @@ func ParseNonInteractive(s string) (NonInteractive, error) {
 // --non-interactive fail is in force. The run stops.
 var ErrPromptUnavailable = errors.New("permission prompt unavailable: policy says ask and there is no terminal (--non-interactive fail)")
 
+// ErrNoAnswer is what an Answerer returns to abstain: the request goes on to
+// the human, or to the non-interactive rule.
+var ErrNoAnswer = errors.New("no answer")
+
 // Answer is a human's answer to a prompt.
 type Answer int
 
@@ -78,34 +88,193 @@ const (
 	DenyAlways
 )
 
+func (a Answer) allows() bool { return a == AllowOnce || a == AllowAlways }
+
+func (a Answer) always() bool { return a == AllowAlways || a == DenyAlways }
+
 // Prompter asks a human. It is nil when there is no TTY.
 type Prompter interface {
 	Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error)
 }
 
-// Provenance values for decided_by.
+// Provenance values for decided_by. Rules, the user's and the built-in
+// floor's alike, decide as "rule:<id>"; floor rule ids start with "floor-".
 const (
-	ByDefault    = "default"
-	ByHuman      = "human"
-	ByRemembered = "remembered"
-	ByCancel     = "cancel"
+	ByDefault    = "default"    // the mode's default
+	ByHuman      = "human"      // answered at the terminal
+	ByAnswerer   = "answerer"   // answered by Options.Answerer
+	ByRemembered = "remembered" // an earlier "always" answer
+	ByCancel     = "cancel"     // the turn was cancelled, or nobody could be asked (--non-interactive fail)
 )
 
-// Engine decides permission requests. It is safe for concurrent use: ACP
-// agents may have several requests outstanding.
-type Engine struct {
-	Mode           Mode
-	NonInteractive NonInteractive
-	Prompter       Prompter
+// ByRule is the provenance of a rule: "rule:<id>".
+func ByRule(id string) string { return "rule:" + id }
 
-	mu       sync.Mutex
-	remember map[string]bool // key → allowed
-	askMu    sync.Mutex      // one prompt on screen at a time
+// Options are what an engine needs besides its policy.
+type Options struct {
+	// Workspace is the workspace root. Relative path globs, the
+	// approve-reads "inside" test and floor-write-outside need it; with
+	// none, relative globs match only relative paths and nothing is
+	// "outside".
+	Workspace string
+	// Prompter asks a human; nil when there is no terminal.
+	Prompter Prompter
+	// Answerer, if set, is asked before the human (a supervisor agent, a
+	// judge). It returns ErrNoAnswer to pass; any other error denies.
+	// Its "always" answers are not remembered.
+	Answerer Prompter
+	// NonInteractive overrides the policy's when not "".
+	NonInteractive NonInteractive
+	// Memory holds "always" answers. Nil: a private one (scope session).
+	// Share one among engines for a fleet run; use OpenWorkspaceMemory to
+	// persist them.
+	Memory *Memory
+	// Now stamps remembered answers; nil = time.Now.
+	Now func() time.Time
+	// Home is the home directory for ~ and the floor; "" = $HOME.
+	Home string
 }
 
-// New returns an engine.
+// Engine decides permission requests. It is safe for concurrent use: ACP
+// agents may have several requests outstanding, and fleets share engines'
+// memories.
+type Engine struct {
+	cfg      Config
+	mode     Mode
+	ni       NonInteractive
+	prompter Prompter
+	answerer Prompter
+	mem      *Memory
+	now      func() time.Time
+	ws       workspace
+	floor    *floor // nil: off
+
+	deny, ask, allow []*rule
+
+	mu       sync.Mutex
+	modes    map[string]string              // session → current mode
+	expected map[string]map[string]expected // session → mode → why it is expected
+}
+
+// New returns an engine with no rules, no workspace and the built-in floor
+// (the commands part; with no workspace nothing is "outside"). It is the
+// simple path; NewEngine is the full one.
 func New(mode Mode, ni NonInteractive, p Prompter) *Engine {
-	return &Engine{Mode: mode, NonInteractive: ni, Prompter: p, remember: map[string]bool{}}
+	e, err := NewEngine(Config{Mode: mode, NonInteractive: ni}, Options{Prompter: p})
+	if err != nil {
+		// A Config without rules, paths or write roots cannot fail.
+		panic(err)
+	}
+	return e
+}
+
+// NewEngine compiles a policy. Errors name the rule at fault.
+func NewEngine(cfg Config, o Options) (*Engine, error) {
+	if cfg.Mode == "" {
+		cfg.Mode = ApproveReads
+	}
+	if _, err := ParseMode(string(cfg.Mode)); err != nil {
+		return nil, err
+	}
+	ni := cfg.NonInteractive
+	if o.NonInteractive != "" {
+		ni = o.NonInteractive
+	}
+	ni, err := ParseNonInteractive(string(ni))
+	if err != nil {
+		return nil, err
+	}
+	home := o.Home
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	ws, err := newWorkspace(o.Workspace, home, cfg.WriteRoots)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		cfg: cfg, mode: cfg.Mode, ni: ni, prompter: o.Prompter, answerer: o.Answerer, mem: o.Memory, now: o.Now, ws: ws,
+		modes: map[string]string{}, expected: map[string]map[string]expected{},
+	}
+	if e.mem == nil {
+		e.mem = NewMemory(ScopeSession)
+	} else if e.mem.turn == nil {
+		return nil, errors.New("policy: Options.Memory must come from NewMemory, OpenMemory or OpenWorkspaceMemory")
+	}
+	if e.now == nil {
+		e.now = time.Now
+	}
+	if !cfg.NoFloor {
+		fl := &floor{off: map[string]bool{}}
+		for _, id := range cfg.FloorDisable {
+			if !floorKnown(id) {
+				return nil, fmt.Errorf("floor_disable: no floor rule %q (have %s)", id, floorIDs())
+			}
+			fl.off[id] = true
+		}
+		branches := cfg.ProtectedBranches
+		if branches == nil {
+			branches = DefaultProtectedBranches
+		}
+		for _, b := range branches {
+			p, err := compileTextPattern(b, false)
+			if err != nil {
+				return nil, fmt.Errorf("protected_branches: %v", err)
+			}
+			fl.protected = append(fl.protected, p)
+		}
+		for _, f := range []string{cfg.Path, e.mem.Path()} {
+			if abs, err := filepath.Abs(f); f != "" && err == nil {
+				fl.files = append(fl.files, filepath.Clean(abs), resolveExisting(abs))
+			}
+		}
+		e.floor = fl
+	}
+	ids := map[string]bool{}
+	for i, r := range cfg.Rules {
+		if r.ID == "" {
+			r.ID = fmt.Sprintf("rule-%d", i+1)
+		}
+		if ids[r.ID] {
+			return nil, fmt.Errorf("rule %q (%s): the id is used twice", r.ID, r.Source)
+		}
+		ids[r.ID] = true
+		c, err := compile(r, home)
+		if err != nil {
+			where := r.Source
+			if where == "" {
+				where = fmt.Sprintf("rule #%d", i+1)
+			}
+			return nil, fmt.Errorf("rule %q (%s): %v", r.ID, where, err)
+		}
+		switch r.Effect {
+		case EffectDeny:
+			e.deny = append(e.deny, c)
+		case EffectAsk:
+			e.ask = append(e.ask, c)
+		default:
+			e.allow = append(e.allow, c)
+		}
+	}
+	return e, nil
+}
+
+// Mode returns the engine's default stance.
+func (e *Engine) Mode() Mode { return e.mode }
+
+// Memory returns the memory the engine remembers "always" answers in.
+func (e *Engine) Memory() *Memory { return e.mem }
+
+// Decision is a PermissionDecision plus what the runner needs beyond it.
+type Decision struct {
+	driver.PermissionDecision
+	// NextMode is the mode to move the session to once the agent has acted
+	// on this approved request ("" = none): set when an exit from plan
+	// mode was approved, mode_after_plan is configured and the option
+	// chosen does not already say so. See ModeAfterApproval.
+	NextMode string
+	// Key is the request's memory key.
+	Key string
 }
 
 // readKinds are the tool kinds approve-reads lets through: they cannot
@@ -115,57 +284,174 @@ var readKinds = map[string]bool{driver.KindRead: true, driver.KindSearch: true, 
 // Decide answers one request. It never invents an option: the answer is
 // always one the agent offered, or "cancelled" when the context is done.
 func (e *Engine) Decide(ctx context.Context, req driver.PermissionRequest) (driver.PermissionDecision, error) {
-	d := driver.PermissionDecision{RequestID: req.ID, ToolCallID: req.ToolCall.ID, Title: req.ToolCall.Title, ToolKind: req.ToolCall.Kind}
+	d, err := e.Evaluate(ctx, req)
+	return d.PermissionDecision, err
+}
+
+// Evaluate is Decide with the extras of Decision. Precedence, first hit
+// wins:
+//
+//  1. the built-in floor (rule:floor-...), then deny rules (rule:<id>);
+//  2. a remembered "always deny" (remembered);
+//  3. ask rules (rule:<id>), answered by a remembered "always allow", the
+//     answerer, the human, or --non-interactive;
+//  4. allow rules (rule:<id>);
+//  5. the mode's default (default), whose asks are answered as in 3.
+//
+// Within a level the first matching rule in order decides.
+func (e *Engine) Evaluate(ctx context.Context, req driver.PermissionRequest) (Decision, error) {
+	return e.evaluate(ctx, req, nil)
+}
+
+// evaluate is Evaluate; adjust, if set, corrects the facts of a request tai
+// made up itself.
+func (e *Engine) evaluate(ctx context.Context, req driver.PermissionRequest, adjust func(*facts)) (Decision, error) {
+	d := Decision{PermissionDecision: driver.PermissionDecision{
+		RequestID: req.ID, ToolCallID: req.ToolCall.ID, Title: req.ToolCall.Title, ToolKind: req.ToolCall.Kind,
+	}}
 	if ctx.Err() != nil {
 		return cancelled(d, "the turn was cancelled"), nil
 	}
-	key := memoryKey(req.ToolCall)
-	e.mu.Lock()
-	allowed, remembered := e.remember[key]
-	e.mu.Unlock()
-	if remembered {
-		return e.finish(d, req, allowed, ByRemembered, "an earlier always-answer for this kind of request")
+	f := e.facts(req)
+	if adjust != nil {
+		adjust(f)
 	}
+	d.Key = memoryKey(f)
 
-	kind := req.ToolCall.Kind
-	switch e.Mode {
+	if id, why := e.floorCheck(f); id != "" {
+		return e.finish(d, req, f, false, ByRule(id), why), nil
+	}
+	for _, r := range e.deny {
+		if r.match(f) {
+			return e.finish(d, req, f, false, ByRule(r.ID), r.describe()), nil
+		}
+	}
+	if m, ok := e.mem.Lookup(d.Key); ok && !m.Allow {
+		return e.finish(d, req, f, false, ByRemembered, e.rememberedReason(m)), nil
+	}
+	for _, r := range e.ask {
+		if r.match(f) {
+			return e.askFor(ctx, d, req, f, ByRule(r.ID), r.describe())
+		}
+	}
+	for _, r := range e.allow {
+		if r.match(f) {
+			return e.finish(d, req, f, true, ByRule(r.ID), r.describe()), nil
+		}
+	}
+	verdict, why := e.modeDefault(f)
+	switch verdict {
+	case driver.VerdictAllow:
+		return e.finish(d, req, f, true, ByDefault, why), nil
+	case driver.VerdictDeny:
+		return e.finish(d, req, f, false, ByDefault, why), nil
+	}
+	return e.askFor(ctx, d, req, f, ByDefault, why)
+}
+
+// modeDefault is the mode's answer to a request no rule matched: allow,
+// deny, or "" for ask.
+func (e *Engine) modeDefault(f *facts) (verdict, why string) {
+	if e.mode == DenyAll {
+		return driver.VerdictDeny, "mode deny-all denies every request"
+	}
+	if f.kind == driver.KindSwitchMode && !f.planExit && isPlanLike(f.mode) {
+		return driver.VerdictAllow, fmt.Sprintf("switching to %s only restricts the agent", f.mode)
+	}
+	switch e.mode {
 	case ApproveAll:
-		return e.finish(d, req, true, ByDefault, "mode approve-all allows every request")
-	case DenyAll:
-		return e.finish(d, req, false, ByDefault, "mode deny-all denies every request")
+		return driver.VerdictAllow, "mode approve-all allows every request"
+	case Yolo:
+		return driver.VerdictAllow, "mode yolo allows every request the floor does not deny"
 	case ApproveReads:
-		if readKinds[kind] {
-			return e.finish(d, req, true, ByDefault, fmt.Sprintf("mode approve-reads allows %s", kind))
+		if readKinds[f.kind] {
+			for _, p := range f.paths {
+				if p.outside {
+					return "", fmt.Sprintf("mode approve-reads asks for a %s outside the workspace (%s)", f.kind, p.raw)
+				}
+			}
+			return driver.VerdictAllow, fmt.Sprintf("mode approve-reads allows %s", f.kind)
+		}
+		return "", fmt.Sprintf("mode approve-reads asks for %s", f.kind)
+	}
+	return "", fmt.Sprintf("mode %s asks for every request", e.mode)
+}
+
+// askFor answers an ask: from memory, the answerer, the human, or the
+// non-interactive rule. by and why say who asked for the ask.
+func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRequest, f *facts, by, why string) (Decision, error) {
+	if m, ok := e.mem.Lookup(d.Key); ok {
+		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
+	}
+	if e.answerer != nil {
+		ans, err := e.answerer.Ask(ctx, req)
+		switch {
+		case errors.Is(err, ErrNoAnswer):
+		case err != nil && ctx.Err() != nil:
+			return cancelled(d, "the turn was cancelled"), nil
+		case err != nil:
+			// A judge that cannot judge must not let things through.
+			return e.finish(d, req, f, false, ByAnswerer, fmt.Sprintf("%s; the answerer failed: %v", why, err)), nil
+		default:
+			return e.finish(d, req, f, ans.allows(), ByAnswerer, "answered by the answerer; asked because "+why), nil
 		}
 	}
-	// Ask: a human if there is one, else the non-interactive rule.
-	if e.Prompter == nil {
-		if e.NonInteractive == NonInteractiveFail {
-			return cancelled(d, "no terminal to ask on (--non-interactive fail)"), ErrPromptUnavailable
+	if e.prompter == nil {
+		if e.ni == NonInteractiveFail {
+			return cancelled(d, why+"; no terminal to ask on (--non-interactive fail)"), ErrPromptUnavailable
 		}
-		return e.finish(d, req, false, ByDefault, fmt.Sprintf("mode %s asks, no terminal to ask on: denied (--non-interactive deny)", e.Mode))
+		return e.finish(d, req, f, false, by, why+"; no terminal to ask on: denied (--non-interactive deny)"), nil
 	}
-	e.askMu.Lock()
-	ans, err := e.Prompter.Ask(ctx, req)
-	e.askMu.Unlock()
+	// One engine at a time asks the human; whoever waited looks at the
+	// memory again, since the answer it needs may have just been given.
+	if err := e.mem.acquireTurn(ctx); err != nil {
+		return cancelled(d, "the turn was cancelled"), nil
+	}
+	defer e.mem.releaseTurn()
+	if m, ok := e.mem.Lookup(d.Key); ok {
+		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
+	}
+	ans, err := e.prompter.Ask(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return cancelled(d, "the turn was cancelled"), nil
 		}
 		return cancelled(d, "prompt failed"), fmt.Errorf("asking for permission: %w", err)
 	}
-	switch ans {
-	case AllowAlways, DenyAlways:
-		e.mu.Lock()
-		e.remember[key] = ans == AllowAlways
-		e.mu.Unlock()
+	reason := "answered at the terminal; asked because " + why
+	if ans.always() {
+		m := Remembered{Allow: ans.allows(), At: e.now().UTC(), Title: req.ToolCall.Title, Session: req.Session}
+		if err := e.mem.Remember(d.Key, m); err != nil {
+			reason += fmt.Sprintf("; kept in memory but not saved for the %s: %v", e.mem.Scope(), err)
+		} else {
+			reason += fmt.Sprintf("; remembered for the %s as %q", e.mem.Scope(), d.Key)
+		}
 	}
-	return e.finish(d, req, ans == AllowOnce || ans == AllowAlways, ByHuman, "answered at the terminal")
+	return e.finish(d, req, f, ans.allows(), ByHuman, reason), nil
 }
 
-func (e *Engine) finish(d driver.PermissionDecision, req driver.PermissionRequest, allow bool, by, reason string) (driver.PermissionDecision, error) {
+func (e *Engine) rememberedReason(m Remembered) string {
+	verb := "denied"
+	if m.Allow {
+		verb = "allowed"
+	}
+	where := string(e.mem.Scope())
+	if p := e.mem.Path(); p != "" {
+		where += " (" + p + ")"
+	}
+	return fmt.Sprintf("%s always by a human at %s, remembered for the %s", verb, m.At.UTC().Format(time.RFC3339), where)
+}
+
+// finish picks the option that carries the verdict.
+func (e *Engine) finish(d Decision, req driver.PermissionRequest, f *facts, allow bool, by, reason string) Decision {
 	d.DecidedBy, d.Reason = by, reason
-	opt, ok := ChooseOption(req.Options, allow)
+	var opt driver.PermissionOption
+	ok := false
+	if allow && f.kind == driver.KindSwitchMode {
+		opt, ok = e.switchOption(req, f)
+	} else {
+		opt, ok = ChooseOption(req.Options, allow)
+	}
 	if !ok {
 		if allow {
 			// Nothing to allow with: refusing is the only honest answer.
@@ -175,7 +461,7 @@ func (e *Engine) finish(d driver.PermissionDecision, req driver.PermissionReques
 		if !ok {
 			d.Reason += "; the agent offered no reject option, so the request was answered cancelled"
 			d.Outcome, d.Verdict = driver.OutcomeCancelled, driver.VerdictDeny
-			return d, nil
+			return d
 		}
 		allow = false
 	}
@@ -183,21 +469,17 @@ func (e *Engine) finish(d driver.PermissionDecision, req driver.PermissionReques
 	d.Verdict = driver.VerdictDeny
 	if allow {
 		d.Verdict = driver.VerdictAllow
+		if f.kind == driver.KindSwitchMode {
+			e.approved(req, f, &d)
+		}
 	}
-	return d, nil
-}
-
-func cancelled(d driver.PermissionDecision, reason string) driver.PermissionDecision {
-	d.Outcome, d.Verdict, d.DecidedBy, d.Reason = driver.OutcomeCancelled, driver.VerdictCancelled, ByCancel, reason
 	return d
 }
 
-func memoryKey(tc driver.ToolCall) string {
-	name := tc.Name
-	if name == "" {
-		name = tc.Title
-	}
-	return tc.Kind + "\x00" + name
+func cancelled(d Decision, reason string) Decision {
+	d.Outcome, d.Verdict, d.DecidedBy, d.Reason = driver.OutcomeCancelled, driver.VerdictCancelled, ByCancel, reason
+	d.OptionID, d.OptionKind = "", ""
+	return d
 }
 
 // ChooseOption picks the option to answer with by its kind: allow_once over

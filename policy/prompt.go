@@ -6,31 +6,63 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/tai-dev/tai/driver"
 )
 
 // TTYPrompter asks at a terminal: it shows the tool call (title, kind,
-// locations, diff) and reads one of allow once / allow always / deny once /
-// deny always.
+// command, locations, diff) and reads one of allow once / allow always /
+// deny once / deny always. One TTYPrompter may serve several engines: it
+// shows one question at a time.
 type TTYPrompter struct {
 	In  io.Reader // the terminal (/dev/tty), not stdin: stdin may hold the prompt
 	Out io.Writer // the terminal
-	rd  *bufio.Reader
+
+	mu    sync.Mutex // one question on screen at a time
+	start sync.Once
+	lines chan lineOrErr
+}
+
+type lineOrErr struct {
+	line string
+	err  error
+}
+
+// readLines reads the terminal for the prompter's whole life, so that a
+// question abandoned by a cancel does not swallow the next answer.
+func (p *TTYPrompter) readLines() {
+	rd := bufio.NewReader(p.In)
+	for {
+		line, err := rd.ReadString('\n')
+		if err != nil && line == "" {
+			p.lines <- lineOrErr{err: err}
+			close(p.lines)
+			return
+		}
+		p.lines <- lineOrErr{line: line}
+	}
 }
 
 // Ask shows the request and waits for an answer. A context that ends first
 // (the turn was cancelled) abandons the question.
 func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error) {
-	if p.rd == nil {
-		p.rd = bufio.NewReader(p.In)
-	}
+	p.start.Do(func() {
+		p.lines = make(chan lineOrErr)
+		go p.readLines()
+	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+
 	tc := req.ToolCall
 	fmt.Fprintf(p.Out, "\n\x1b[1;33m? The agent asks to %s\x1b[0m", strings.TrimSpace(orDefault(tc.Title, tc.ID)))
 	if tc.Kind != "" {
 		fmt.Fprintf(p.Out, " [%s]", tc.Kind)
 	}
 	fmt.Fprintln(p.Out)
+	if c := Command(tc); c != "" && !strings.Contains(tc.Title, c) {
+		fmt.Fprintf(p.Out, "    $ %s\n", c)
+	}
 	for _, l := range tc.Locations {
 		fmt.Fprintf(p.Out, "    %s\n", l.Path)
 	}
@@ -48,41 +80,31 @@ func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (An
 			fmt.Fprintf(p.Out, "    \x1b[32m+%s\x1b[0m\n", l)
 		}
 	}
-	type answer struct {
-		a   Answer
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		for {
-			fmt.Fprint(p.Out, "  [y] allow once  [a] allow always  [n] deny once  [d] deny always > ")
-			line, err := p.rd.ReadString('\n')
-			if err != nil {
-				ch <- answer{DenyOnce, fmt.Errorf("reading the answer: %w", err)}
-				return
+	for {
+		fmt.Fprint(p.Out, "  [y] allow once  [a] allow always  [n] deny once  [d] deny always > ")
+		select {
+		case l, ok := <-p.lines:
+			if !ok || l.err != nil {
+				err := io.EOF
+				if ok {
+					err = l.err
+				}
+				return DenyOnce, fmt.Errorf("reading the answer: %w", err)
 			}
-			switch strings.ToLower(strings.TrimSpace(line)) {
+			switch strings.ToLower(strings.TrimSpace(l.line)) {
 			case "y", "yes":
-				ch <- answer{AllowOnce, nil}
-				return
+				return AllowOnce, nil
 			case "a", "always":
-				ch <- answer{AllowAlways, nil}
-				return
+				return AllowAlways, nil
 			case "n", "no":
-				ch <- answer{DenyOnce, nil}
-				return
+				return DenyOnce, nil
 			case "d", "never":
-				ch <- answer{DenyAlways, nil}
-				return
+				return DenyAlways, nil
 			}
+		case <-ctx.Done():
+			fmt.Fprintln(p.Out, "\n  (cancelled)")
+			return DenyOnce, ctx.Err()
 		}
-	}()
-	select {
-	case a := <-ch:
-		return a.a, a.err
-	case <-ctx.Done():
-		fmt.Fprintln(p.Out, "\n  (cancelled)")
-		return DenyOnce, ctx.Err()
 	}
 }
 

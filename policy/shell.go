@@ -14,9 +14,9 @@ import (
 
 // segment is one simple command of a command line.
 type segment struct {
-	text string // as written, whitespace collapsed
-	pipe bool   // its output is piped into the next segment
-	sub  bool   // it came from a substitution or an sh -c script
+	text  string // as written, whitespace collapsed
+	pipe  bool   // its output is piped into the next segment
+	depth int    // 0 at the top; more inside substitutions and sh -c scripts
 }
 
 // maxShellDepth bounds the recursion into substitutions and sh -c scripts.
@@ -37,7 +37,7 @@ func splitDepth(line string, depth int) []segment {
 		t := collapse(cur.String())
 		cur.Reset()
 		if t != "" {
-			out = append(out, segment{text: t, pipe: pipe, sub: depth > 0})
+			out = append(out, segment{text: t, pipe: pipe, depth: depth})
 		}
 		for _, s := range subs {
 			if depth < maxShellDepth {
@@ -123,6 +123,9 @@ func splitDepth(line string, depth int) []segment {
 		var more []segment
 		for _, s := range out {
 			more = append(more, s)
+			if s.depth != depth {
+				continue // nested: expanded by the call that made it
+			}
 			if script, ok := shellScript(normalizeWords(shellWords(s.text))); ok {
 				more = append(more, splitDepth(script, depth+1)...)
 			}
@@ -366,8 +369,8 @@ func hasOutputRedirect(s string) bool {
 		for j < len(s) && s[j] == ' ' {
 			j++
 		}
-		if strings.HasPrefix(s[j:], "/dev/null") {
-			i = j + len("/dev/null") - 1
+		if end := j + len("/dev/null"); strings.HasPrefix(s[j:], "/dev/null") && (end == len(s) || strings.IndexByte(" \t;&|)", s[end]) >= 0) {
+			i = end - 1
 			continue
 		}
 		return true

@@ -47,6 +47,9 @@ type Options struct {
 
 	Decider      driver.PermissionDecider
 	AllowDenials bool
+	// Modes, if set, decides mode changes too (usually the same policy
+	// engine as Decider).
+	Modes ModePolicy
 
 	// Timeout bounds the whole run; 0 = none.
 	Timeout time.Duration
@@ -134,6 +137,7 @@ type run struct {
 	col   *collector
 	st    *stamper
 	audit *auditSink
+	modes *modeGuard
 
 	mu         sync.Mutex
 	promptFail error // the policy could not ask and was told to fail
@@ -141,10 +145,12 @@ type run struct {
 }
 
 // decider wraps the policy so that an ask that cannot be answered stops the
-// run instead of being silently denied.
+// run instead of being silently denied, and so that the mode guard hears of
+// approvals.
 type decider struct {
 	inner  driver.PermissionDecider
 	onFail func(error)
+	modes  *modeGuard
 }
 
 func (d decider) Decide(ctx context.Context, req driver.PermissionRequest) (driver.PermissionDecision, error) {
@@ -152,6 +158,9 @@ func (d decider) Decide(ctx context.Context, req driver.PermissionRequest) (driv
 	if errors.Is(err, policy.ErrPromptUnavailable) {
 		d.onFail(err)
 		return dec, nil
+	}
+	if err == nil && d.modes != nil {
+		d.modes.approved(req, dec)
 	}
 	return dec, err
 }
@@ -181,12 +190,18 @@ func (r *run) run(ctx context.Context) error {
 		}, "runner", "timeout")
 		defer t.Stop()
 	}
-	dec := decider{inner: o.Decider, onFail: func(err error) {
+	onFail := func(err error) {
 		r.mu.Lock()
 		r.promptFail = err
 		r.mu.Unlock()
 		cancelRun(exitcode.With(exitcode.PermissionDenied, err))
-	}}
+	}
+	if o.Modes != nil {
+		r.modes = newModeGuard(o.Modes, r.st.Emit, onFail)
+		r.st.add(r.modes)
+		defer r.modes.stop()
+	}
+	dec := decider{inner: o.Decider, onFail: onFail, modes: r.modes}
 
 	sess, err := acp.Start(runCtx, acp.Config{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
@@ -198,6 +213,9 @@ func (r *run) run(ctx context.Context) error {
 	})
 	if err != nil {
 		return r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err))
+	}
+	if r.modes != nil {
+		r.modes.start(runCtx, sess)
 	}
 	if r.audit != nil {
 		r.audit.append(audit.KindProcessStart, sess.ID(), audit.Process{Name: o.Agent, Path: o.Argv[0], Args: o.Argv[1:], PID: sess.Pid()})
@@ -229,6 +247,9 @@ func (r *run) interrupted(ctx context.Context, err error) error {
 func (r *run) configure(ctx context.Context, sess *acp.Session) error {
 	o := r.o
 	if o.Mode != "" && o.Mode != sess.CurrentMode() {
+		if r.modes != nil {
+			r.modes.expect(sess.ID(), o.Mode)
+		}
 		if err := sess.SetMode(ctx, o.Mode); err != nil {
 			return err
 		}
@@ -327,12 +348,14 @@ func (r *run) finish(err error) Result {
 	case res.StopReason == driver.StopRefusal:
 		code, res.Status = exitcode.AgentError, "refused"
 		err = errors.New("the agent refused the prompt")
+	case len(res.Denials) > 0 && !r.o.AllowDenials:
+		// Before the agent's own cancel: codex-acp's only reject option
+		// ("abort") ends the turn with stop reason cancelled.
+		code, res.Status = exitcode.PermissionDenied, "denied"
+		err = fmt.Errorf("%d permission request(s) denied (pass --allow-denials to accept)", len(res.Denials))
 	case res.StopReason == driver.StopCancelled:
 		code, res.Status = exitcode.Interrupted, "cancelled"
 		err = errors.New("the agent cancelled the turn")
-	case len(res.Denials) > 0 && !r.o.AllowDenials:
-		code, res.Status = exitcode.PermissionDenied, "denied"
-		err = fmt.Errorf("%d permission request(s) denied (pass --allow-denials to accept)", len(res.Denials))
 	default:
 		code, res.Status = exitcode.OK, "ok"
 	}

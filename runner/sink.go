@@ -48,3 +48,10 @@ func (s *stamper) lastEvent() time.Time {
 	defer s.mu.Unlock()
 	return s.last
 }
+
+// add appends a sink.
+func (s *stamper) add(k driver.Sink) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sinks = append(s.sinks, k)
+}

@@ -96,8 +96,13 @@ func newRun(std app.IO) *cobra.Command {
 	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "launch this command instead of a preset (split like a shell, not run by one)")
 	fl.StringVar(&f.Driver, "driver", "", "driver to use (acp)")
 	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
-	fl.StringVar(&f.Approve, "approve", "reads", "permission policy: all | reads | ask | deny")
-	fl.StringVar(&f.NonInteractive, "non-interactive", "deny", "what ask becomes with no terminal: deny | fail")
+	fl.StringVar(&f.Approve, "approve", "", "permission mode: all | reads | ask | deny | yolo (default: the policy file's, else reads)")
+	fl.StringVar(&f.NonInteractive, "non-interactive", "", "what ask becomes with no terminal: deny | fail (default: the policy file's, else deny)")
+	fl.StringVar(&f.Policy, "policy", "", "policy file, TOML (default: $XDG_CONFIG_HOME/tai/policy.toml if it exists)")
+	fl.StringArrayVar(&f.Allow, "allow", nil, "allow rule KIND[,KIND][:PATTERN] or tool=NAME, e.g. 'execute:go test *' (repeatable)")
+	fl.StringArrayVar(&f.Ask, "ask", nil, "ask rule, same syntax, e.g. 'execute:git push*' (repeatable)")
+	fl.StringArrayVar(&f.Deny, "deny", nil, "deny rule, same syntax, e.g. 'edit:**/.env' (repeatable)")
+	fl.StringVar(&f.Remember, "remember", "", "how far an 'always' answer reaches: session | run | workspace")
 	fl.BoolVar(&f.AllowDenials, "allow-denials", false, "exit 0 even if a permission was denied")
 	fl.StringVar(&f.Mode, "mode", "", "start the session in this mode")
 	fl.StringVar(&f.Model, "model", "", "select this model (the agent's config option of category model)")
@@ -119,7 +124,7 @@ func newRun(std app.IO) *cobra.Command {
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
 	})
-	_ = c.RegisterFlagCompletionFunc("approve", cobra.FixedCompletions([]string{"all", "reads", "ask", "deny"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("approve", cobra.FixedCompletions([]string{"all", "reads", "ask", "deny", "yolo"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "stream-json"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }

@@ -1,0 +1,164 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// claudeExitPlan is claude-agent-acp's ExitPlanMode request.
+func claudeExitPlan() driver.PermissionRequest {
+	return driver.PermissionRequest{ID: "7", Session: "s1", ToolCall: driver.ToolCall{ID: "tc", Kind: "switch_mode", Title: "Ready to code?",
+		RawInput: rawJSON(map[string]string{"plan": "1. do it"})},
+		Options: []driver.PermissionOption{
+			{ID: "bypassPermissions", Name: "Yes, and bypass permissions", Kind: "allow_always"},
+			{ID: "acceptEdits", Name: "Yes, and auto-accept edits", Kind: "allow_always"},
+			{ID: "default", Name: "Yes, and manually approve edits", Kind: "allow_once"},
+			{ID: "plan", Name: "No, keep planning", Kind: "reject_once"},
+		}}
+}
+
+// builtinSwitch is tai's built-in agent's switch_mode request.
+func builtinSwitch(from, to string) driver.PermissionRequest {
+	return driver.PermissionRequest{ID: "8", Session: "s1", ToolCall: driver.ToolCall{ID: "mode-1", Kind: "switch_mode", Name: "switch_mode",
+		Title: "Exit plan mode: switch to Accept edits", RawInput: rawJSON(map[string]string{"from": from, "to": to})},
+		Options: []driver.PermissionOption{
+			{ID: to, Name: "Yes, switch", Kind: "allow_once"},
+			{ID: "default", Name: "Yes, switch to Default", Kind: "allow_once"},
+			{ID: "reject", Name: "No, stay", Kind: "reject_once"},
+		}}
+}
+
+func TestModeSwitch(t *testing.T) {
+	tests := []struct {
+		name       string
+		cfg        Config
+		flags      Flags
+		prompter   Prompter
+		req        driver.PermissionRequest
+		wantVerd   string
+		wantBy     string
+		wantOption string
+		wantNext   string
+	}{
+		{"leaving plan asks by default (headless: deny)", Config{}, Flags{}, nil, claudeExitPlan(), "deny", ByDefault, "plan", ""},
+		{"ask mode asks", Config{Mode: Ask}, Flags{}, nil, claudeExitPlan(), "deny", ByDefault, "plan", ""},
+		{"approve-all allows; never picks bypass", Config{Mode: ApproveAll}, Flags{}, nil, claudeExitPlan(), "allow", ByDefault, "default", ""},
+		{"mode_after_plan offered: chosen", Config{Mode: ApproveAll, ModeAfterPlan: "acceptEdits"}, Flags{}, nil, claudeExitPlan(), "allow", ByDefault, "acceptEdits", ""},
+		{"mode_after_plan not offered: runner moves", Config{Mode: ApproveAll, ModeAfterPlan: "auto"}, Flags{}, nil, claudeExitPlan(), "allow", ByDefault, "default", "auto"},
+		{"human approves, mode after plan", Config{ModeAfterPlan: "acceptEdits"}, Flags{}, &countingPrompter{ans: AllowOnce}, claudeExitPlan(), "allow", ByHuman, "acceptEdits", ""},
+		{"deny-all denies", Config{Mode: DenyAll}, Flags{}, nil, claudeExitPlan(), "deny", ByDefault, "plan", ""},
+		{"allow rule on the target mode", Config{ModeAfterPlan: "acceptEdits"}, Flags{Allow: []string{"switch_mode:acceptEdits"}}, nil, claudeExitPlan(), "allow", "rule:flag-1", "acceptEdits", ""},
+		{"deny rule on the target mode beats approve-all", Config{Mode: ApproveAll}, Flags{Deny: []string{"switch_mode:accept*"}}, nil, builtinSwitch("plan", "accept-edits"), "deny", "rule:flag-1", "reject", ""},
+		{"builtin: target from raw_input", Config{Mode: Yolo}, Flags{}, nil, builtinSwitch("plan", "accept-edits"), "allow", ByDefault, "accept-edits", ""},
+		{"builtin: mode_after_plan offered", Config{Mode: Yolo, ModeAfterPlan: "default"}, Flags{}, nil, builtinSwitch("plan", "accept-edits"), "allow", ByDefault, "default", ""},
+		{"entering plan restricts: allowed", Config{}, Flags{}, nil, builtinSwitch("default", "plan"), "allow", ByDefault, "plan", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := engine(t, tt.cfg, tt.flags, Options{Prompter: tt.prompter})
+			d, err := e.Evaluate(context.Background(), tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Verdict != tt.wantVerd || d.DecidedBy != tt.wantBy || d.OptionID != tt.wantOption || d.NextMode != tt.wantNext {
+				t.Fatalf("got %s by %s option %q next %q (%s)", d.Verdict, d.DecidedBy, d.OptionID, d.NextMode, d.Reason)
+			}
+			if got := e.ModeAfterApproval(tt.req, d.PermissionDecision); got != tt.wantNext {
+				t.Fatalf("ModeAfterApproval = %q, want %q", got, tt.wantNext)
+			}
+		})
+	}
+}
+
+func TestPlanExitFromObservedMode(t *testing.T) {
+	// No raw_input, no telling option: the session's observed mode says.
+	req := driver.PermissionRequest{ID: "1", Session: "s", ToolCall: driver.ToolCall{Kind: "switch_mode", Title: "Start coding"},
+		Options: []driver.PermissionOption{{ID: "code", Kind: "allow_once"}, {ID: "no", Kind: "reject_once"}}}
+	e := engine(t, Config{Mode: ApproveAll, ModeAfterPlan: "acceptEdits"}, Flags{}, Options{})
+	if d, _ := e.Evaluate(context.Background(), req); d.NextMode != "" {
+		t.Fatalf("not in plan mode, yet NextMode %q", d.NextMode)
+	}
+	e.ObserveMode("s", "plan")
+	if d, _ := e.Evaluate(context.Background(), req); d.NextMode != "acceptEdits" || d.OptionID != "code" {
+		t.Fatalf("in plan mode: %+v", d)
+	}
+}
+
+func TestCheckModeChange(t *testing.T) {
+	ctx := context.Background()
+	e := engine(t, Config{ModeAfterPlan: "acceptEdits"}, Flags{}, Options{})
+	// The agent switched itself out of plan mode with nobody asked: headless deny.
+	d, err := e.CheckModeChange(ctx, "s1", "plan", "bypassPermissions")
+	if err != nil || d.Verdict != driver.VerdictDeny || d.DecidedBy != ByDefault || d.OptionID != "reject" {
+		t.Fatalf("unasked change: %+v %v", d, err)
+	}
+	// Into plan mode: allowed.
+	if d, _ := e.CheckModeChange(ctx, "s1", "default", "plan"); d.Verdict != driver.VerdictAllow {
+		t.Fatalf("into plan: %+v", d)
+	}
+	// tai's own change is expected.
+	e.ExpectMode("s1", "default")
+	if d, _ := e.CheckModeChange(ctx, "s1", "plan", "default"); d.Verdict != driver.VerdictAllow || !strings.Contains(d.Reason, "tai set") {
+		t.Fatalf("expected change: %+v", d)
+	}
+	// A change that follows an approved switch_mode request is explained by it.
+	ea := engine(t, Config{ModeAfterPlan: "acceptEdits"}, Flags{}, Options{Prompter: &countingPrompter{ans: AllowOnce}})
+	if d, _ := ea.Evaluate(ctx, claudeExitPlan()); d.Verdict != driver.VerdictAllow {
+		t.Fatalf("%+v", d)
+	}
+	d, _ = ea.CheckModeChange(ctx, "s1", "plan", "acceptEdits")
+	if d.Verdict != driver.VerdictAllow || d.DecidedBy != ByHuman || !strings.Contains(d.Reason, "approved request 7") {
+		t.Fatalf("approved change: %+v", d)
+	}
+	// ...once.
+	d, _ = ea.CheckModeChange(ctx, "s1", "default", "acceptEdits")
+	if d.DecidedBy == ByHuman && strings.Contains(d.Reason, "approved request") {
+		t.Fatalf("approval reused: %+v", d)
+	}
+	// Rules apply to mode changes too.
+	er := engine(t, Config{}, Flags{Allow: []string{"switch_mode:acceptEdits"}}, Options{})
+	if d, _ := er.CheckModeChange(ctx, "s", "plan", "acceptEdits"); d.Verdict != driver.VerdictAllow || d.DecidedBy != "rule:flag-1" {
+		t.Fatalf("rule: %+v", d)
+	}
+	// Headless fail.
+	ef := engine(t, Config{NonInteractive: NonInteractiveFail}, Flags{}, Options{})
+	if _, err := ef.CheckModeChange(ctx, "s", "plan", "yolo"); !errors.Is(err, ErrPromptUnavailable) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestAnswerer(t *testing.T) {
+	ws, home := testWS(t)
+	human := &countingPrompter{ans: AllowOnce}
+	judge := answererFunc(func(ctx context.Context, req driver.PermissionRequest) (Answer, error) {
+		switch Command(req.ToolCall) {
+		case "make lint":
+			return AllowAlways, nil
+		case "make deploy":
+			return DenyOnce, nil
+		case "make broken":
+			return AllowOnce, errors.New("model timed out")
+		}
+		return 0, ErrNoAnswer
+	})
+	e := engine(t, Config{}, Flags{}, Options{Workspace: ws, Home: home, Answerer: judge, Prompter: human})
+	check(t, e, execReq("make lint"), want{"allow", ByAnswerer})
+	check(t, e, execReq("make lint"), want{"allow", ByAnswerer}) // an answerer's always is not remembered
+	check(t, e, execReq("make deploy"), want{"deny", ByAnswerer})
+	check(t, e, execReq("make broken"), want{"deny", ByAnswerer}) // fails closed
+	check(t, e, execReq("make other"), want{"allow", ByHuman})    // abstained: the human
+	check(t, e, execReq("rm -rf /"), want{"deny", "rule:floor-rm-root"})
+	if human.asked.Load() != 1 {
+		t.Fatalf("human asked %d times", human.asked.Load())
+	}
+}
+
+type answererFunc func(ctx context.Context, req driver.PermissionRequest) (Answer, error)
+
+func (f answererFunc) Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error) {
+	return f(ctx, req)
+}

@@ -1,0 +1,160 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/policy"
+)
+
+// ModePolicy is what the runner needs from a policy that also decides mode
+// changes (policy.Engine implements it).
+type ModePolicy interface {
+	ObserveMode(session, mode string)
+	ExpectMode(session, mode string)
+	CheckModeChange(ctx context.Context, session, from, to string) (driver.PermissionDecision, error)
+	ModeAfterApproval(req driver.PermissionRequest, d driver.PermissionDecision) string
+}
+
+// modeSetter is the part of a session the guard moves between modes.
+type modeSetter interface {
+	SetMode(ctx context.Context, modeID string) error
+}
+
+// modeGuard puts every mode change through policy: changes the agent makes
+// on its own are decided (and reverted when denied), and an approved exit
+// from plan mode moves the session on to the configured mode. Decisions can
+// prompt, so they run on the guard's own goroutine, never in the event
+// path.
+type modeGuard struct {
+	pol    ModePolicy
+	emit   func(driver.Event)
+	onFail func(error)
+
+	mu      sync.Mutex
+	sess    modeSetter
+	current map[string]string // session → mode
+	next    map[string]string // session → mode to move to after an approved exit from plan mode
+	ours    map[string]string // session → mode tai itself is moving it to
+	closed  bool
+	queue   chan modeChange
+	done    chan struct{}
+}
+
+type modeChange struct{ session, from, to string }
+
+func newModeGuard(pol ModePolicy, emit func(driver.Event), onFail func(error)) *modeGuard {
+	g := &modeGuard{pol: pol, emit: emit, onFail: onFail, current: map[string]string{}, next: map[string]string{}, ours: map[string]string{},
+		queue: make(chan modeChange, 64), done: make(chan struct{})}
+	return g
+}
+
+// start begins deciding changes for sess.
+func (g *modeGuard) start(ctx context.Context, sess modeSetter) {
+	g.mu.Lock()
+	g.sess = sess
+	g.mu.Unlock()
+	go g.loop(ctx)
+}
+
+// stop ends the guard once queued changes are decided.
+func (g *modeGuard) stop() {
+	g.mu.Lock()
+	started := g.sess != nil
+	g.closed = true
+	close(g.queue)
+	g.mu.Unlock()
+	if started {
+		<-g.done
+	}
+}
+
+// expect tells the policy tai itself is moving the session to mode.
+func (g *modeGuard) expect(session, mode string) {
+	g.mu.Lock()
+	g.ours[session] = mode
+	g.mu.Unlock()
+	g.pol.ExpectMode(session, mode)
+}
+
+// approved is called with every permission decision: an approved exit from
+// plan mode may name where the session goes next.
+func (g *modeGuard) approved(req driver.PermissionRequest, d driver.PermissionDecision) {
+	if next := g.pol.ModeAfterApproval(req, d); next != "" {
+		g.mu.Lock()
+		g.next[req.Session] = next
+		g.mu.Unlock()
+	}
+}
+
+// Emit watches the event stream (it is a Sink).
+func (g *modeGuard) Emit(ev driver.Event) {
+	switch ev.Type {
+	case driver.EventSessionStarted:
+		g.mu.Lock()
+		g.current[ev.Session] = ev.Started.CurrentMode
+		g.mu.Unlock()
+		g.pol.ObserveMode(ev.Session, ev.Started.CurrentMode)
+	case driver.EventModeChanged:
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		from := g.current[ev.Session]
+		g.current[ev.Session] = ev.Mode.ID
+		if from == ev.Mode.ID || g.closed {
+			return
+		}
+		select {
+		case g.queue <- modeChange{ev.Session, from, ev.Mode.ID}:
+		default:
+			// A flood of mode changes: the policy still sees the mode.
+			g.pol.ObserveMode(ev.Session, ev.Mode.ID)
+		}
+	}
+}
+
+func (g *modeGuard) loop(ctx context.Context) {
+	defer close(g.done)
+	for c := range g.queue {
+		g.decide(ctx, c)
+	}
+}
+
+func (g *modeGuard) decide(ctx context.Context, c modeChange) {
+	g.mu.Lock()
+	next := g.next[c.session]
+	delete(g.next, c.session)
+	ours := g.ours[c.session] == c.to
+	if ours {
+		delete(g.ours, c.session)
+	}
+	sess := g.sess
+	g.mu.Unlock()
+	d, err := g.pol.CheckModeChange(ctx, c.session, c.from, c.to)
+	if errors.Is(err, policy.ErrPromptUnavailable) {
+		g.onFail(err)
+		return
+	}
+	if err != nil || ctx.Err() != nil {
+		return
+	}
+	// A change nothing explains (tai did not make it, no approved
+	// switch_mode request asked for it) was decided just now: on the record
+	// with the other decisions. Explained changes come back without a tool
+	// call id.
+	if !ours && d.ToolCallID != "" {
+		g.emit(driver.Event{Type: driver.EventPermissionDecided, Session: c.session, Decision: &d})
+	}
+	if d.Verdict == driver.VerdictDeny {
+		if c.from != "" && sess != nil {
+			g.pol.ExpectMode(c.session, c.from)
+			_ = sess.SetMode(ctx, c.from)
+		}
+		return
+	}
+	if next != "" && next != c.to && sess != nil {
+		g.pol.ExpectMode(c.session, next)
+		_ = sess.SetMode(ctx, next)
+	}
+}
