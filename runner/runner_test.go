@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/coder/quartz"
+	"go.uber.org/goleak"
+
+	"github.com/tai-dev/tai/builtin"
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/policy"
+)
+
+// The test binary is also the agent: with TAI_RUNNER_AGENT set it runs
+// tai's built-in agent with that script.
+func TestMain(m *testing.M) {
+	if scr := os.Getenv("TAI_RUNNER_AGENT"); scr != "" {
+		s, err := builtin.LoadScript(scr)
+		if err != nil {
+			os.Exit(2)
+		}
+		_ = builtin.Serve(context.Background(), os.Stdin, os.Stdout, builtin.Options{Script: s})
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+func agent(t *testing.T, script string) ([]string, []string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(p, []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	return []string{exe}, append(os.Environ(), "TAI_RUNNER_AGENT="+p)
+}
+
+// A wedged agent: the timeout fires on the injected clock, session/cancel
+// is sent, the grace period runs out, and the agent is killed. No real
+// time passes in either wait.
+func TestTimeoutThenGraceThenKill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	clk := quartz.NewMock(t)
+	timeoutTrap := clk.Trap().AfterFunc("runner", "timeout")
+	defer timeoutTrap.Close()
+	graceTrap := clk.Trap().NewTimer("runner", "cancel-grace")
+	defer graceTrap.Close()
+
+	argv, env := agent(t, "steps:\n  - text: working\n  - hang: true\n")
+	working := make(chan struct{})
+	var seen bool
+	sink := sinkFunc(func(ev driver.Event) {
+		if ev.Type == driver.EventMessage && !seen {
+			seen = true
+			close(working)
+		}
+	})
+	type out struct {
+		res Result
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := Run(context.Background(), Options{
+			Agent: "hang", Argv: argv, Env: env, Cwd: t.TempDir(),
+			Prompt:  []driver.Content{driver.TextContent("go")},
+			Decider: policy.New(policy.ApproveAll, policy.NonInteractiveDeny, nil),
+			Timeout: 10 * time.Minute, CancelGrace: time.Hour, Clock: clk, Sinks: []driver.Sink{sink},
+		})
+		done <- out{res, err}
+	}()
+	timeoutTrap.MustWait(ctx).MustRelease(ctx)
+	<-working // the turn is under way, and the agent is wedged
+	// The whole 10 minutes, at once.
+	clk.Advance(10 * time.Minute).MustWait(ctx)
+	graceTrap.MustWait(ctx).MustRelease(ctx)
+	clk.Advance(time.Hour).MustWait(ctx)
+	o := <-done
+	if o.res.ExitCode != int(exitcode.Timeout) || o.res.Status != "timeout" {
+		t.Fatalf("result %+v err %v", o.res, o.err)
+	}
+}
+
+// Ctrl-C (the parent context) with an agent that honours session/cancel:
+// the turn ends cancelled within the grace period, exit 130.
+func TestInterruptCancelsCleanly(t *testing.T) {
+	argv, env := agent(t, "steps:\n  - text: working\n  - delay: 3600\n")
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	var once bool
+	sink := sinkFunc(func(ev driver.Event) {
+		if ev.Type == driver.EventMessage && !once {
+			once = true
+			close(started)
+		}
+	})
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := Run(ctx, Options{
+			Agent: "slow", Argv: argv, Env: env, Cwd: t.TempDir(),
+			Prompt:  []driver.Content{driver.TextContent("go")},
+			Decider: policy.New(policy.ApproveAll, policy.NonInteractiveDeny, nil),
+			Sinks:   []driver.Sink{sink},
+		})
+		done <- res
+	}()
+	<-started
+	cancel()
+	res := <-done
+	if res.ExitCode != int(exitcode.Interrupted) || res.StopReason != driver.StopCancelled {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+type sinkFunc func(driver.Event)
+
+func (f sinkFunc) Emit(ev driver.Event) { f(ev) }
