@@ -22,7 +22,6 @@ import (
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
-	"github.com/tai-dev/tai/jsonrpc"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/redact"
@@ -384,7 +383,7 @@ func parseMCP(s string) ([]driver.MCPServer, error) {
 
 // traceWriter writes the raw wire transcript as JSONL, secrets redacted:
 // {"ts":..., "dir":"in"|"out", "line": <the message>}.
-func traceWriter(path string, env []string) (func(jsonrpc.Direction, []byte), func(), error) {
+func traceWriter(path string, env []string) (func(string, []byte), func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--trace: %w", err)
@@ -398,11 +397,11 @@ func traceWriter(path string, env []string) (func(jsonrpc.Direction, []byte), fu
 		return nil, nil, fmt.Errorf("--trace: %w", err)
 	}
 	var mu sync.Mutex
-	write := func(dir jsonrpc.Direction, line []byte) {
+	write := func(dir string, line []byte) {
 		clean := red.Bytes(line)
 		mu.Lock()
 		defer mu.Unlock()
-		fmt.Fprintf(f, `{"ts":%q,"dir":%q,"line":`, time.Now().UTC().Format(time.RFC3339Nano), dir.String())
+		fmt.Fprintf(f, `{"ts":%q,"dir":%q,"line":`, time.Now().UTC().Format(time.RFC3339Nano), dir)
 		if json.Valid(clean) {
 			f.Write(clean)
 		} else {

@@ -19,10 +19,8 @@ import (
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
-	"github.com/tai-dev/tai/driver/acp"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/host"
-	"github.com/tai-dev/tai/jsonrpc"
 	"github.com/tai-dev/tai/policy"
 )
 
@@ -68,7 +66,7 @@ type Options struct {
 	RunID        string
 	RunInfo      any
 	Logger       *slog.Logger
-	Trace        func(dir jsonrpc.Direction, line []byte)
+	Trace        func(dir string, line []byte)
 	StderrTo     io.Writer
 	MaxLineBytes int64
 	Version      string
@@ -167,14 +165,14 @@ func (d decider) Decide(ctx context.Context, req driver.PermissionRequest) (driv
 
 func (r *run) run(ctx context.Context) error {
 	o := r.o
-	if o.Driver != "" && o.Driver != acp.Name {
-		return exitcode.Usagef("driver %q is not available in this build (available: acp)", o.Driver)
+	if !known(r.driverName()) {
+		return exitcode.Usagef("driver %q is not available in this build (available: %s)", o.Driver, strings.Join(Drivers(), ", "))
 	}
 	cwd, err := filepath.Abs(o.Cwd)
 	if err != nil {
 		return exitcode.Usagef("workspace: %v", err)
 	}
-	r.col.res.Agent, r.col.res.Driver, r.col.res.Cwd = o.Agent, acp.Name, cwd
+	r.col.res.Agent, r.col.res.Driver, r.col.res.Cwd = o.Agent, r.driverName(), cwd
 	svc, err := host.New([]string{cwd}, r.st, o.Logger)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
@@ -203,11 +201,11 @@ func (r *run) run(ctx context.Context) error {
 	}
 	dec := decider{inner: o.Decider, onFail: onFail, modes: r.modes}
 
-	sess, err := acp.Start(runCtx, acp.Config{
+	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
 		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc},
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID,
-		NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF,
+		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
 		StderrTo: o.StderrTo, Clock: o.Clock,
 	})
@@ -244,7 +242,7 @@ func (r *run) interrupted(ctx context.Context, err error) error {
 	return err
 }
 
-func (r *run) configure(ctx context.Context, sess *acp.Session) error {
+func (r *run) configure(ctx context.Context, sess Session) error {
 	o := r.o
 	if o.Mode != "" && o.Mode != sess.CurrentMode() {
 		if r.modes != nil {
@@ -272,7 +270,7 @@ type turnOutcome struct {
 	err error
 }
 
-func (r *run) turn(ctx context.Context, sess *acp.Session) error {
+func (r *run) turn(ctx context.Context, sess Session) error {
 	r.col.newTurn()
 	if r.audit != nil {
 		r.audit.append(audit.KindPrompt, sess.ID(), promptText(r.o.Prompt))
@@ -314,7 +312,7 @@ func (r *run) turn(ctx context.Context, sess *acp.Session) error {
 // lateWindow keeps the session open briefly after the turn: some agents
 // send their last updates after the prompt response, and they belong to
 // this turn.
-func (r *run) lateWindow(sess *acp.Session) {
+func (r *run) lateWindow(sess Session) {
 	deadline := r.o.Clock.Now().Add(4 * r.o.LateWindow)
 	for {
 		quiet := r.o.Clock.Since(r.st.lastEvent())

@@ -23,6 +23,11 @@ CACHE="${TAI_AGENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tai-agents}"
 JOBS="${TAI_AGENTS_JOBS:-2}"
 mkdir -p "$CACHE"
 CACHE="$(cd "$CACHE" && pwd -P)"
+# One install at a time per cache (two test runs on one machine share it).
+if command -v flock >/dev/null; then
+  exec 9>"$CACHE/.lock"
+  flock 9
+fi
 
 NODE22_VERSION=22.23.5
 # name|version|npm spec|executable, relative to the install directory

@@ -431,7 +431,14 @@ func (s *Session) openSession(ctx context.Context) error {
 		s.id = r.SessionId
 		s.applyMu.Unlock()
 	}
+	s.opened(modes, config, resumed)
+	return nil
+}
 
+// opened records the session's modes and config once session/new (or
+// resume, load) answered, emits session.started, and applies the updates
+// held until then. The wire replay test calls it too.
+func (s *Session) opened(modes *schema.SessionModeState, config schema.ConfigOptionList, resumed bool) {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	s.awaiting = false
@@ -451,6 +458,10 @@ func (s *Session) openSession(ctx context.Context) error {
 		s.caps.ConfigOptions = true
 		started.Config = convertConfig(config)
 		s.config = started.Config
+		if modes == nil {
+			s.mode = configMode(started.Config)
+			started.CurrentMode = s.mode
+		}
 	}
 	started.Capabilities = s.caps
 	s.emitLocked(driver.Event{Type: driver.EventSessionStarted, Started: started})
@@ -463,7 +474,6 @@ func (s *Session) openSession(ctx context.Context) error {
 		}
 	}
 	s.buffered = nil
-	return nil
 }
 
 // sessionError turns session/* failures into the typed errors callers
@@ -701,6 +711,12 @@ func (s *Session) Close(ctx context.Context) error {
 		alive = false
 	default:
 	}
+	// The agent's process tree, taken while it is alive: what it started
+	// outside its process group (setsid shells) is stopped at the end too.
+	var tree []proc
+	if alive {
+		tree = descendants(s.cmd.Process.Pid)
+	}
 	if alive && s.caps.CloseSession && s.id != "" {
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
 		if err := s.call(cctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionId: s.id}, nil); err != nil {
@@ -721,8 +737,10 @@ func (s *Session) Close(ctx context.Context) error {
 			<-s.exited
 		}
 	}
-	// Whatever the agent left in its group (MCP servers, shells) goes too.
+	// Whatever the agent left in its group (MCP servers, shells) goes too,
+	// and what it started in groups of their own.
 	signalGroup(s.cmd, syscall.SIGKILL)
+	killEscaped(tree, s.cmd.Process.Pid)
 	s.conn.Close(errClosedByTai)
 	<-s.conn.Done()
 	return nil
@@ -776,3 +794,18 @@ func deref[T any](p *T) T {
 }
 
 var _ driver.Session = (*Session)(nil)
+
+// Launch starts a session from the driver-neutral launch settings.
+func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
+	cfg := Config{
+		Argv: l.Argv, Env: l.Env, Cwd: l.Cwd, Agent: l.Agent, Host: l.Host, MCPServers: l.MCPServers,
+		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, NoClientFS: l.Quirks.NoClientFS,
+		IgnoresStdinEOF: l.Quirks.IgnoresStdinEOF, ClientVersion: l.ClientVersion, Logger: l.Logger,
+		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock,
+	}
+	if l.Trace != nil {
+		trace := l.Trace
+		cfg.Trace = func(d jsonrpc.Direction, line []byte) { trace(d.String(), line) }
+	}
+	return Start(ctx, cfg)
+}

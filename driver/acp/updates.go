@@ -105,15 +105,27 @@ func (s *Session) apply(u schema.SessionUpdate) {
 func (s *Session) setConfigLocked(opts []driver.ConfigOption) {
 	s.caps.ConfigOptions = len(opts) > 0 || s.caps.ConfigOptions
 	s.config = opts
-	for _, o := range opts {
-		if o.Category == "mode" {
-			var v string
-			if json.Unmarshal(o.CurrentValue, &v) == nil && v != "" && v != s.mode && !s.caps.Modes {
-				s.mode = v
-			}
-		}
+	changed := false
+	if v := configMode(opts); v != "" && v != s.mode && !s.caps.Modes {
+		s.mode, changed = v, true
 	}
 	s.emitLocked(driver.Event{Type: driver.EventConfigOptions, Config: opts})
+	if changed {
+		// Agents whose modes are only a config option (opencode): the mode
+		// changed all the same.
+		s.emitLocked(driver.Event{Type: driver.EventModeChanged, Mode: &driver.Mode{ID: s.mode}})
+	}
+}
+
+// configMode is the current value of the config option of category mode.
+func configMode(opts []driver.ConfigOption) string {
+	for _, o := range opts {
+		var v string
+		if o.Category == "mode" && json.Unmarshal(o.CurrentValue, &v) == nil {
+			return v
+		}
+	}
+	return ""
 }
 
 func (s *Session) findConfig(id string) (driver.ConfigOption, bool) {

@@ -1,0 +1,81 @@
+//go:build linux
+
+package acp
+
+import (
+	"bufio"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// An agent that starts a command with setsid (as Claude Code does for its
+// Bash tool) puts it outside its process group: killing the group misses
+// it, killEscaped does not.
+func TestKillEscaped(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `setsid sleep 600 & echo $!; exec sleep 600`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the escaped pid: %v", err)
+	}
+	escaped, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The background child calls setsid after it was forked: wait for it
+	// to have left the group.
+	var tree []proc
+	poll(func() bool {
+		tree = descendants(cmd.Process.Pid)
+		for _, p := range tree {
+			if p.pid == escaped && p.pgid != cmd.Process.Pid {
+				return true
+			}
+		}
+		return false
+	})
+	if !slices.ContainsFunc(tree, func(p proc) bool { return p.pid == escaped && p.pgid != cmd.Process.Pid }) {
+		t.Fatalf("process %d is not among the descendants outside the group: %+v", escaped, tree)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	killEscaped(tree, cmd.Process.Pid)
+	for _, p := range tree {
+		if p.pgid == cmd.Process.Pid {
+			continue
+		}
+		// Killed processes linger as zombies until reaped; they are dead.
+		alive := func() bool {
+			_, now, state, ok := statOf(p.pid)
+			return ok && now.start == p.start && state != 'Z'
+		}
+		poll(func() bool { return !alive() })
+		if alive() {
+			t.Errorf("process %d (group %d) outside the agent's group survived", p.pid, p.pgid)
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// poll waits for another process to get somewhere: up to 10 s, checking
+// every 10 ms. Callers check the condition again afterwards.
+func poll(cond func() bool) {
+	for range 1000 {
+		if cond() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

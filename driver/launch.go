@@ -1,0 +1,40 @@
+package driver
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/coder/quartz"
+)
+
+// Launch is what any driver needs to start a session with an agent
+// process: what to run, where, and the host services that answer it.
+type Launch struct {
+	Argv  []string // the agent command; never run through a shell
+	Env   []string // its environment; nil means tai's own
+	Cwd   string   // the workspace, absolute
+	Agent string   // a label for events and errors
+
+	Host       Host
+	MCPServers []MCPServer
+	AuthMethod string
+	ResumeID   string
+	Quirks     Quirks
+
+	ClientVersion string
+	Logger        *slog.Logger
+	// Trace receives every raw protocol line, dir "in" (from the agent) or
+	// "out" (to it).
+	Trace        func(dir string, line []byte)
+	MaxLineBytes int64
+	StderrTo     io.Writer
+	Clock        quartz.Clock
+}
+
+// Quirks are agent-specific fixes a preset asks the driver to apply.
+type Quirks struct {
+	// NoClientFS: do not offer file access even though the host has it.
+	NoClientFS bool
+	// IgnoresStdinEOF: the agent does not exit when stdin closes.
+	IgnoresStdinEOF bool
+}
