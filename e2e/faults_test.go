@@ -100,7 +100,7 @@ func TestFaultBigLine(t *testing.T) {
 	}
 	o = tai(t, t.TempDir(), "run", "--agent-cmd", builtinWith(script("big.yaml")), "--max-line-bytes", "1048576", "-o", "json", "go")
 	r = jsonResult(t, o)
-	if o.code != 0 || r.Message != "before the big lineafter the big line" {
+	if o.code != 0 || r.Message != "before the big line\n\nafter the big line" {
 		t.Fatalf("exit %d message %.100q", o.code, r.Message)
 	}
 	if len(r.Errors) != 1 || r.Errors[0].Code != "oversize_line" {
@@ -136,7 +136,7 @@ func TestFaultGarbage(t *testing.T) {
 	t.Parallel()
 	o := tai(t, t.TempDir(), "run", "--agent-cmd", builtinWith(script("garbage.yaml")), "-o", "json", "go")
 	r := jsonResult(t, o)
-	if o.code != 0 || r.Message != "still speaking ACP after garbage" {
+	if o.code != 0 || r.Message != "still speaking ACP\n\n after garbage" {
 		t.Fatalf("exit %d message %q stderr %s", o.code, r.Message, o.stderr)
 	}
 	if !strings.Contains(o.stderr, "non-JSON") {

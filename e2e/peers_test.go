@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -37,9 +38,24 @@ func TestPeers(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
 			cmd := p.launcher + peer(t, p.env)
-			t.Run("approved", func(t *testing.T) {
+			// The example agents edit /home/user/project/config.json, outside
+			// any workspace: the built-in floor denies that even under
+			// --approve all, unless a policy file names it a write root.
+			pol := filepath.Join(t.TempDir(), "policy.toml")
+			if err := os.WriteFile(pol, []byte("write_roots = [\"/home/user/project\"]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Run("floor", func(t *testing.T) {
 				t.Parallel()
 				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "all", "-o", "json", "Hello agent")
+				r := jsonResult(t, o)
+				if o.code != 5 || len(r.Denials) != 1 || r.Denials[0].DecidedBy != "rule:floor-write-outside" {
+					t.Fatalf("exit %d %+v", o.code, r.Permissions)
+				}
+			})
+			t.Run("approved", func(t *testing.T) {
+				t.Parallel()
+				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "all", "--policy", pol, "-o", "json", "Hello agent")
 				r := jsonResult(t, o)
 				if o.code != 0 || r.Status != "ok" || r.StopReason != "end_turn" || r.SessionID == "" {
 					t.Fatalf("exit %d %+v\n%s", o.code, r, o.stderr)
@@ -67,7 +83,7 @@ func TestPeers(t *testing.T) {
 			})
 			t.Run("stream", func(t *testing.T) {
 				t.Parallel()
-				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "all", "-o", "stream-json", "Hello agent")
+				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "all", "--policy", pol, "-o", "stream-json", "Hello agent")
 				types := frameTypes(frames(t, o.stdout))
 				for _, want := range []string{"session.started", "message.chunk", "tool_call", "permission.asked", "permission.decided", "turn.ended", "result"} {
 					if types[want] == 0 {

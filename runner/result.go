@@ -47,6 +47,8 @@ type collector struct {
 	mu      sync.Mutex
 	res     Result
 	message []byte // agent text since the last turn began
+	lastID  string // message id of the last agent chunk
+	broken  bool   // something other than agent text came since the last chunk
 }
 
 func newCollector() *collector {
@@ -63,9 +65,20 @@ func (c *collector) Emit(ev driver.Event) {
 	case driver.EventSessionStarted:
 		c.res.SessionID = ev.Session
 	case driver.EventMessage:
-		if ev.Message.Role == driver.RoleAgent {
-			c.message = append(c.message, ev.Message.Text...)
+		if ev.Message.Role != driver.RoleAgent {
+			c.broken = true
+			break
 		}
+		// Separate messages, so that "…first." and "Now…" do not run
+		// together: a new message id, or text resumed after a tool call.
+		newMsg := ev.Message.MessageID != "" && c.lastID != "" && ev.Message.MessageID != c.lastID
+		if (newMsg || c.broken) && len(c.message) > 0 && c.message[len(c.message)-1] != '\n' {
+			c.message = append(c.message, "\n\n"...)
+		}
+		c.lastID, c.broken = ev.Message.MessageID, false
+		c.message = append(c.message, ev.Message.Text...)
+	case driver.EventToolCall, driver.EventPermissionAsked:
+		c.broken = true
 	case driver.EventPermissionDecided:
 		d := *ev.Decision
 		c.res.Permissions = append(c.res.Permissions, d)
@@ -105,7 +118,7 @@ func (c *collector) usage() *driver.Usage {
 // newTurn starts collecting the message of a new turn.
 func (c *collector) newTurn() {
 	c.mu.Lock()
-	c.message = c.message[:0]
+	c.message, c.lastID, c.broken = c.message[:0], "", false
 	c.mu.Unlock()
 }
 

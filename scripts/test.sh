@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 eval "$(./scripts/install-peers.sh | sed 's/^/export /')"
+# The real coding agents, pinned, into ~/.cache/tai-agents (a no-op when cached).
+eval "$(./scripts/install-agents.sh | sed 's/^/export /')"
 go vet ./...
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then

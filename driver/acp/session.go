@@ -22,6 +22,7 @@ import (
 	"github.com/coder/quartz"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/procattr"
 	"github.com/tai-dev/tai/jsonrpc"
 	schema "github.com/tai-dev/tai/protocol/acp"
 )
@@ -158,7 +159,7 @@ func (s *Session) spawn() error {
 	// Its own process group, so that the whole tree can be stopped; and
 	// Pdeathsig, so that an agent ignoring stdin EOF does not outlive a tai
 	// that was killed -9.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = procattr.Group()
 	// Our own stdout pipe: exec's StdoutPipe is closed by Wait, which would
 	// drop the last lines of an agent that crashes mid-turn.
 	outR, outW, err := os.Pipe()

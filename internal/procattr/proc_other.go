@@ -1,0 +1,9 @@
+//go:build !linux
+
+package procattr
+
+import "syscall"
+
+// setParentDeathSignal has no equivalent outside Linux; tai's own exit
+// handling still stops the group.
+func setParentDeathSignal(*syscall.SysProcAttr) {}
