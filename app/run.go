@@ -69,6 +69,7 @@ type RunFlags struct {
 	Ask            []string
 	Deny           []string
 	Remember       string
+	Redact         []string
 }
 
 // Outputs.
@@ -286,9 +287,9 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		} else {
 			env = os.Environ()
 		}
-		red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env)})
+		red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env), Patterns: f.Redact})
 		if err != nil {
-			return o, cleanup, exitcode.With(exitcode.Usage, err)
+			return o, cleanup, exitcode.With(exitcode.Usage, fmt.Errorf("--redact: %w", err))
 		}
 		log, err := audit.Open(path, audit.Options{Run: o.RunID, Redactor: red, Logger: logger})
 		if err != nil {
@@ -308,7 +309,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 
 	if f.Trace != "" {
-		tw, closeTrace, err := traceWriter(f.Trace, o.Env)
+		tw, closeTrace, err := traceWriter(f.Trace, o.Env, f.Redact)
 		if err != nil {
 			return o, cleanup, exitcode.With(exitcode.Usage, err)
 		}
@@ -383,7 +384,7 @@ func parseMCP(s string) ([]driver.MCPServer, error) {
 
 // traceWriter writes the raw wire transcript as JSONL, secrets redacted:
 // {"ts":..., "dir":"in"|"out", "line": <the message>}.
-func traceWriter(path string, env []string) (func(string, []byte), func(), error) {
+func traceWriter(path string, env, patterns []string) (func(string, []byte), func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--trace: %w", err)
@@ -391,7 +392,7 @@ func traceWriter(path string, env []string) (func(string, []byte), func(), error
 	if env == nil {
 		env = os.Environ()
 	}
-	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env)})
+	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env), Patterns: patterns})
 	if err != nil {
 		f.Close()
 		return nil, nil, fmt.Errorf("--trace: %w", err)

@@ -145,11 +145,15 @@ func TestAuditRedactsSecrets(t *testing.T) {
 	t.Parallel()
 	const secret = "sk-test-abcdefghijklmnopqrstuvwxyz0123456789"
 	log := filepath.Join(t.TempDir(), "run.jsonl")
-	o := tai(t, t.TempDir(), "run", "-e", "OPENAI_API_KEY="+secret, "--audit", log, "-o", "json", "/echo my key is "+secret)
+	o := tai(t, t.TempDir(), "run", "-e", "OPENAI_API_KEY="+secret, "--audit", log, "--redact", `ticket-(?P<secret>\d+)`,
+		"-o", "json", "/echo my key is "+secret+" and my ticket-12345")
 	if o.code != 0 {
 		t.Fatalf("exit %d %s", o.code, o.stderr)
 	}
 	b, _ := os.ReadFile(log)
+	if strings.Contains(string(b), "12345") || !strings.Contains(string(b), "ticket-[REDACTED]") {
+		t.Fatalf("--redact pattern not applied:\n%s", b)
+	}
 	if strings.Contains(string(b), secret) || !strings.Contains(string(b), "[REDACTED]") {
 		t.Fatalf("secret not redacted in the audit log:\n%s", b)
 	}

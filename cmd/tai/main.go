@@ -121,6 +121,7 @@ func newRun(std app.IO) *cobra.Command {
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
 	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
+	fl.StringArrayVar(&f.Redact, "redact", nil, "also redact matches of this regexp in the audit log and trace; a (?P<secret>...) group limits it (repeatable)")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
 	})
