@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/driver/pty"
+	"github.com/tai-dev/tai/driver/streamjson"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
@@ -46,14 +48,15 @@ func BuildManifest() Manifest {
 		Name:    "tai",
 		Version: Version,
 		Protocols: map[string][]string{
-			"acp": {"1"},
+			"acp":           {"1"},
+			streamjson.Name: streamjson.Dialects(),
 		},
 		Drivers: []DriverInfo{{Name: "acp", Features: []string{
 			"initialize", "authenticate", "session/new", "session/load", "session/resume", "session/list", "session/close",
 			"session/prompt", "session/cancel", "session/set_mode", "session/set_config_option",
 			"fs/read_text_file", "fs/write_text_file", "terminal", "request_permission", "mcp_servers",
 			"resource", "resource_link", "$/cancel_request",
-		}}},
+		}}, {Name: streamjson.Name, Features: streamjson.Features}, {Name: pty.Name, Features: pty.Features}},
 		NonInteractive: []string{string(policy.NonInteractiveDeny), string(policy.NonInteractiveFail)},
 		Outputs:        []string{OutputText, OutputJSON, OutputStreamJSON},
 		ExitCodes:      exitcode.All,

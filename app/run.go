@@ -177,7 +177,9 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		if !ok {
 			return o, cleanup, exitcode.Usagef("unknown agent %q (known: %s; or pass --agent-cmd)", name, strings.Join(preset.Names(), ", "))
 		}
-		argv, err := known.Command()
+		// The driver picks the command: claude over ACP is claude-agent-acp,
+		// over stream-json the claude CLI itself.
+		argv, err := known.CommandFor(f.Driver)
 		if err != nil {
 			return o, cleanup, exitcode.With(exitcode.Usage, err)
 		}

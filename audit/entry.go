@@ -15,6 +15,7 @@ const (
 	KindSessionEnd         = "session.end"
 	KindPrompt             = "prompt"
 	KindTurnEnd            = "turn.end"
+	KindScreenFinal        = "screen.final"
 	KindPermissionRequest  = "permission.request"
 	KindPermissionDecision = "permission.decision"
 	KindFileWrite          = "file.write"

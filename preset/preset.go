@@ -26,6 +26,34 @@ type Preset struct {
 	Quirks      Quirks   `json:"quirks"`
 	// Builtin marks tai's own agent, launched by re-executing tai.
 	Builtin bool `json:"builtin,omitempty"`
+	// Drivers are the agent's commands for drivers other than Driver (the
+	// default): the binary (looked up in PATH) and its arguments.
+	Drivers map[string][]string `json:"drivers,omitempty"`
+}
+
+// streamJSON is the stream-json driver's name (package driver/streamjson).
+const streamJSON = "stream-json"
+
+// ptyDriver is the PTY driver's name (package driver/pty): the agent's
+// interactive TUI, driven through a pseudo-terminal.
+const ptyDriver = "pty"
+
+// CommandFor returns the argv that launches the agent for the named driver:
+// Command for its default driver, else the binary of its Drivers entry
+// found in PATH.
+func (p Preset) CommandFor(driver string) ([]string, error) {
+	if driver == "" || driver == p.Driver {
+		return p.Command()
+	}
+	argv, ok := p.Drivers[driver]
+	if !ok {
+		return nil, fmt.Errorf("agent %q has no %s command", p.Name, driver)
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("agent %q (%s driver) is not installed: %s not found in PATH", p.Name, driver, argv[0])
+	}
+	return append([]string{path}, argv[1:]...), nil
 }
 
 // Quirks are fixes tai applies for an agent. They live here, with the
@@ -46,22 +74,31 @@ func All() []Preset {
 		{Name: "builtin", Description: "tai's built-in scripted agent (no model, no API key)", Driver: "acp", Builtin: true},
 		{Name: "claude", Description: "Claude Code through the ACP adapter", Driver: "acp", Binary: "claude-agent-acp",
 			Fallback: []string{"npx", "-y", "@agentclientprotocol/claude-agent-acp"}, Package: "@agentclientprotocol/claude-agent-acp",
-			Quirks: Quirks{IgnoresStdinEOF: true}},
+			Quirks: Quirks{IgnoresStdinEOF: true},
+			Drivers: map[string][]string{streamJSON: {"claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"},
+				ptyDriver: {"claude"}}},
 		{Name: "codex", Description: "OpenAI Codex through codex-acp", Driver: "acp", Binary: "codex-acp",
 			Fallback: []string{"npx", "-y", "@agentclientprotocol/codex-acp"}, Package: "@agentclientprotocol/codex-acp",
-			Quirks: Quirks{IgnoresStdinEOF: true}},
+			Quirks:  Quirks{IgnoresStdinEOF: true},
+			Drivers: map[string][]string{streamJSON: {"codex", "exec", "--json"}, ptyDriver: {"codex"}}},
 		{Name: "gemini", Description: "Gemini CLI", Driver: "acp", Binary: "gemini", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@google/gemini-cli", "--acp"}, Package: "@google/gemini-cli",
-			Quirks: Quirks{NoClientFS: true}},
+			Quirks:  Quirks{NoClientFS: true},
+			Drivers: map[string][]string{streamJSON: {"gemini", "--output-format", "stream-json"}, ptyDriver: {"gemini"}}},
 		{Name: "qwen", Description: "Qwen Code", Driver: "acp", Binary: "qwen", Args: []string{"--acp"},
-			Fallback: []string{"npx", "-y", "@qwen-code/qwen-code", "--acp"}, Package: "@qwen-code/qwen-code"},
+			Fallback: []string{"npx", "-y", "@qwen-code/qwen-code", "--acp"}, Package: "@qwen-code/qwen-code",
+			Drivers: map[string][]string{streamJSON: {"qwen", "--input-format", "stream-json", "--output-format", "stream-json", "--approval-mode", "default"},
+				ptyDriver: {"qwen", "--approval-mode", "default"}}},
 		{Name: "opencode", Description: "OpenCode", Driver: "acp", Binary: "opencode", Args: []string{"acp"},
-			Fallback: []string{"npx", "-y", "opencode-ai", "acp"}, Package: "opencode-ai"},
+			Fallback: []string{"npx", "-y", "opencode-ai", "acp"}, Package: "opencode-ai",
+			Drivers: map[string][]string{streamJSON: {"opencode", "run", "--format", "json"}, ptyDriver: {"opencode"}}},
 		{Name: "copilot", Description: "GitHub Copilot CLI", Driver: "acp", Binary: "copilot", Args: []string{"--acp", "--stdio"},
-			Fallback: []string{"npx", "-y", "@github/copilot", "--acp", "--stdio"}, Package: "@github/copilot"},
+			Fallback: []string{"npx", "-y", "@github/copilot", "--acp", "--stdio"}, Package: "@github/copilot",
+			Drivers: map[string][]string{ptyDriver: {"copilot"}}},
 		{Name: "goose", Description: "Block's goose", Driver: "acp", Binary: "goose", Args: []string{"acp"}},
 		{Name: "kimi", Description: "Moonshot Kimi CLI", Driver: "acp", Binary: "kimi", Args: []string{"acp"}},
-		{Name: "cursor", Description: "Cursor agent CLI", Driver: "acp", Binary: "cursor-agent", Args: []string{"acp"}},
+		{Name: "cursor", Description: "Cursor agent CLI", Driver: "acp", Binary: "cursor-agent", Args: []string{"acp"},
+			Drivers: map[string][]string{streamJSON: {"cursor-agent", "-p", "--output-format", "stream-json"}}},
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

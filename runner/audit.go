@@ -81,6 +81,12 @@ func (a *auditSink) Emit(ev driver.Event) {
 		a.append(audit.KindProcessExit, ev.Session, audit.Process{PID: p.Pid, ExitStatus: p.ExitCode, Signal: p.Signal})
 	case driver.EventError:
 		a.append(audit.KindError, ev.Session, audit.Error{Error: ev.Error.Message, Op: ev.Error.Code})
+	case driver.EventRaw:
+		// A screen-based agent's last screen: the scrollback users lose
+		// when a TUI dies is kept with the run's record.
+		if ev.Raw.Kind == "pty.final_screen" {
+			a.append(audit.KindScreenFinal, ev.Session, ev.Raw.Data)
+		}
 	case driver.EventTurnEnded:
 		a.append(audit.KindTurnEnd, ev.Session, ev.Turn)
 	}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/driver/acp"
+	"github.com/tai-dev/tai/driver/pty"
+	"github.com/tai-dev/tai/driver/streamjson"
 )
 
 // Session is what the runner needs of a live session, whatever the driver.
@@ -17,7 +19,7 @@ type Session interface {
 }
 
 // Drivers lists the drivers this build can run.
-func Drivers() []string { return []string{acp.Name} }
+func Drivers() []string { return []string{acp.Name, streamjson.Name, pty.Name} }
 
 func known(name string) bool {
 	for _, d := range Drivers() {
@@ -38,6 +40,10 @@ func (r *run) driverName() string {
 // startDriver starts a session with the named driver.
 func startDriver(ctx context.Context, name string, l driver.Launch) (Session, error) {
 	switch name {
+	case streamjson.Name:
+		return streamjson.Launch(ctx, l)
+	case pty.Name:
+		return pty.Launch(ctx, l)
 	default:
 		return acp.Launch(ctx, l)
 	}

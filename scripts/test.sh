@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 eval "$(./scripts/install-peers.sh | sed 's/^/export /')"
 # The real coding agents, pinned, into ~/.cache/tai-agents (a no-op when cached).
 eval "$(./scripts/install-agents.sh | sed 's/^/export /')"
+# The claude CLI for the stream-json driver (400 MB, so a script of its own).
+eval "$(./scripts/install-claude.sh | sed 's/^/export /')"
 go vet ./...
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then

@@ -1,0 +1,210 @@
+// Command faketui is a scripted TUI for the PTY driver's tests: it draws
+// qwen/gemini-style chrome (a header, a transcript, a spinner row saying
+// "esc to cancel", an input box between rules and a status row), takes
+// input by bracketed paste or keystrokes, and answers prompts by keyword:
+//
+//	"write"  a permission picker (arrows + Enter), then writes hello.txt
+//	"slow"   works until Esc ("Request cancelled.")
+//	"crtwice" ignores the first CR (the driver must retry)
+//	else     "Hello from the fake TUI."
+//
+// It runs in real time (it is the agent, not the test), with short frames.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+)
+
+type ui struct {
+	transcript []string
+	draft      string
+	working    string // spinner text, "" when idle
+	frame      int
+	picker     []string
+	sel        int
+	eatCR      bool
+}
+
+var spin = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
+
+func (u *ui) draw() {
+	var b strings.Builder
+	b.WriteString("\x1b[H\x1b[2J")
+	b.WriteString("FakeTUI 1.0 (tai test agent)\r\n\r\n")
+	for _, l := range u.transcript {
+		b.WriteString(l + "\r\n")
+	}
+	if u.picker != nil {
+		for i, o := range u.picker {
+			mark := "  "
+			if i == u.sel {
+				mark = "› "
+			}
+			fmt.Fprintf(&b, "   %s%d. %s\r\n", mark, i+1, o)
+		}
+		b.WriteString("  " + string(spin[u.frame%len(spin)]) + " Waiting for user confirmation...\r\n")
+		os.Stdout.WriteString(b.String())
+		return
+	}
+	if u.working != "" {
+		fmt.Fprintf(&b, "  %c %s (%ds · esc to cancel)\r\n", spin[u.frame%len(spin)], u.working, u.frame/10)
+	}
+	rule := strings.Repeat("─", 60)
+	b.WriteString(rule + "\r\n")
+	if u.draft == "" {
+		b.WriteString(">   Type your message or @path/to/file\r\n")
+	} else {
+		b.WriteString("> " + u.draft + "\r\n")
+	}
+	b.WriteString(rule + "\r\n")
+	b.WriteString("  ➜ fake · ⏸ Ask permissions\r\n")
+	os.Stdout.WriteString(b.String())
+}
+
+func main() {
+	old, err := term.MakeRaw(0)
+	if err == nil {
+		defer term.Restore(0, old)
+	}
+	os.Stdout.WriteString("\x1b[?2004h")
+	defer os.Stdout.WriteString("\x1b[?2004l")
+	u := &ui{}
+	keys := make(chan []byte)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := os.Stdin.Read(buf)
+			if err != nil {
+				close(keys)
+				return
+			}
+			keys <- append([]byte(nil), buf[:n]...)
+		}
+	}()
+	tick := time.NewTicker(40 * time.Millisecond)
+	defer tick.Stop()
+	var job func(ui *ui, key string) // the running prompt, fed keys
+	var steps int
+	u.draw()
+	pasting := false
+	for {
+		select {
+		case k, ok := <-keys:
+			if !ok {
+				return
+			}
+			s := string(k)
+			for len(s) > 0 {
+				switch {
+				case strings.HasPrefix(s, "\x1b[200~"):
+					pasting, s = true, s[6:]
+				case strings.HasPrefix(s, "\x1b[201~"):
+					pasting, s = false, s[6:]
+				case strings.HasPrefix(s, "\x1b[A"), strings.HasPrefix(s, "\x1bOA"):
+					if job != nil {
+						job(u, "up")
+					}
+					s = s[3:]
+				case strings.HasPrefix(s, "\x1b[B"), strings.HasPrefix(s, "\x1bOB"):
+					if job != nil {
+						job(u, "down")
+					}
+					s = s[3:]
+				case s[0] == 0x1b:
+					if job != nil {
+						job(u, "esc")
+					}
+					s = s[1:]
+				case s[0] == 3: // ctrl-c
+					return
+				case s[0] == '\r' && !pasting:
+					s = s[1:]
+					if job != nil {
+						job(u, "enter")
+						break
+					}
+					if u.draft == "" {
+						break
+					}
+					if strings.Contains(u.draft, "crtwice") && !u.eatCR {
+						u.eatCR = true
+						break
+					}
+					job, steps = start(u), 0
+				default:
+					r := []rune(s)[0]
+					if job == nil {
+						u.draft += string(r)
+					}
+					s = s[len(string(r)):]
+				}
+			}
+			u.draw()
+		case <-tick.C:
+			if job != nil {
+				u.frame++
+				steps++
+				job(u, fmt.Sprintf("tick%d", steps))
+				if u.working == "" && u.picker == nil {
+					job = nil
+				}
+				u.draw()
+			}
+		}
+	}
+}
+
+// start begins a turn for the draft and returns its state machine.
+func start(u *ui) func(*ui, string) {
+	prompt := u.draft
+	u.draft = ""
+	u.transcript = append(u.transcript, "  > "+prompt)
+	u.working, u.frame = "Thinking...", 0
+	switch {
+	case strings.Contains(prompt, "write"):
+		return func(u *ui, key string) {
+			switch {
+			case key == "tick5" && u.picker == nil:
+				u.working = ""
+				u.transcript = append(u.transcript, "  ◆ I'll create hello.txt.", "  ? WriteFile Writing to hello.txt ←", "   Apply this change?")
+				u.picker, u.sel = []string{"Yes, allow once", "Yes, allow always", "No, suggest changes (esc)"}, 0
+			case u.picker != nil && key == "up" && u.sel > 0:
+				u.sel--
+			case u.picker != nil && key == "down" && u.sel < len(u.picker)-1:
+				u.sel++
+			case u.picker != nil && (key == "enter" || key == "esc"):
+				choice := u.sel
+				if key == "esc" {
+					choice = 2
+				}
+				u.picker = nil
+				u.transcript = u.transcript[:len(u.transcript)-2]
+				if choice < 2 {
+					_ = os.WriteFile("hello.txt", []byte("hello\n"), 0o644)
+					u.transcript = append(u.transcript, "  ✓ WriteFile Writing to hello.txt", "  ◆ Created hello.txt.")
+				} else {
+					u.transcript = append(u.transcript, "  - WriteFile Writing to hello.txt", "  ◆ The write was declined.")
+				}
+			}
+		}
+	case strings.Contains(prompt, "slow"):
+		return func(u *ui, key string) {
+			if key == "esc" {
+				u.working = ""
+				u.transcript = append(u.transcript, "  ◆ Request cancelled.")
+			}
+		}
+	default:
+		return func(u *ui, key string) {
+			if key == "tick8" {
+				u.working = ""
+				u.transcript = append(u.transcript, "  ◆ Hello from the fake TUI.", "    It spans two lines.")
+			}
+		}
+	}
+}

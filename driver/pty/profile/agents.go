@@ -1,0 +1,319 @@
+package profile
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+var rx = regexp.MustCompile
+
+// spinner is a braille or star spinner frame at the start of a row.
+const spinner = `^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷✻✽✶✳✢·◐◓◑◒]\s+\S`
+
+var rule = rx(`^\s*[─━═╌-]{8,}\s*$`)
+
+// gemini-family (gemini-cli and its fork qwen-code, Ink): the composer is
+// a row "> hint" between two rules, the spinner row says "esc to cancel",
+// a picker carries "Waiting for user confirmation" or a question with
+// "● 1. Allow once" / "› 1. Yes, allow once".
+func geminiFamily(name, reply string) *Profile {
+	return &Profile{
+		Name:              name,
+		Working:           []*regexp.Regexp{rx(`esc to cancel`), rx(spinner + `.*\(\d+[ms]`)},
+		Composer:          rx(`^(?:[│|] )?>\s+(.*?)\s*[│|]?\s*$`),
+		ComposerUnderRule: true,
+		Placeholder:       rx(`^Type your message`),
+		PickerHint:        []*regexp.Regexp{rx(`Waiting for user confirmation`), rx(`Apply this change\?`), rx(`Allow execution`), rx(`Do you want to proceed`), rx(`(?i)trust this folder`)},
+		TrustHint:         []*regexp.Regexp{rx(`(?i)do you trust this folder`), rx(`(?i)trust folder`)},
+		ToolLine:          rx(`^\s*[│|]?\s*[?⊷]\s+(\S.*?)\s*(?:←)?\s*[│|]?\s*$`),
+		Marker:            "›●❯>",
+		CancelKeys:        "\x1b",
+		ReplyPrefix:       []string{reply},
+		EchoPrefix:        "> ",
+		Chrome: []*regexp.Regexp{rx(`^\s*Tips`), rx(`^\s*[✓✔?x✗⊷]\s+\w+`), rx(`^\s*[●△]︎?\s`), rx(`^\s*⏸|shift \+ tab`),
+			rx(`git:\(`), rx(`no sandbox`), rx(`^\s*[╭╰│]`)},
+	}
+}
+
+// Builtin returns the profile of a known agent by name.
+func Builtin(name string) (*Profile, bool) {
+	p, ok := builtins()[name]
+	return p, ok
+}
+
+// Names lists the built-in profiles.
+func Names() []string {
+	var out []string
+	for n := range builtins() {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func builtins() map[string]*Profile {
+	return map[string]*Profile{
+		// qwen-code 0.24: fixtures testdata/qwen/0.24.4.
+		"qwen": geminiFamily("qwen", "◆︎ "),
+		// faketui: driver/pty/internal/faketui, the e2e tests' agent.
+		"faketui": geminiFamily("faketui", "◆ "),
+		// gemini-cli 0.61: reply rows start with ✦.
+		"gemini": geminiFamily("gemini", "✦ "),
+		// Claude Code: "esc to interrupt" under a star spinner; the composer
+		// is "> " (older: inside │ │); pickers "❯ 1. Yes"; replies "⏺ ".
+		"claude": {
+			Name:        "claude",
+			Working:     []*regexp.Regexp{rx(`esc to interrupt`), rx(`^\s*[✻✽✶✳✢·*]\s+\w+…`)},
+			Composer:    rx(`^\s*[│|]?\s*[>❯]\s?(.*?)\s*[│|]?\s*$`),
+			Placeholder: rx(`^Try "`),
+			PickerHint:  []*regexp.Regexp{rx(`Do you want to`), rx(`(?i)do you trust`), rx(`Esc to cancel`)},
+			TrustHint:   []*regexp.Regexp{rx(`(?i)do you trust the files`), rx(`(?i)one you trust`)},
+			ToolLine:    rx(`^\s*[│|]?\s*(?:⏺\s+)?((?:Bash|Write|Edit|Create|Update|Read|Fetch|MultiEdit)\b.*?)\s*[│|]?\s*$`),
+			Marker:      "❯>",
+			CancelKeys:  "\x1b",
+			ReplyPrefix: []string{"⏺ "},
+			EchoPrefix:  "> ",
+			Chrome:      []*regexp.Regexp{rx(`^\s*[⎿]`), rx(`\? for shortcuts`), rx(`^\s*[╭╰│]`)},
+		},
+		// Codex CLI (ratatui, inline): "Working (3s • esc to interrupt)";
+		// composer "› "; replies "• ".
+		"codex": {
+			Name:        "codex",
+			Working:     []*regexp.Regexp{rx(`esc to interrupt`), rx(`^\s*[•◦]\s+Working`)},
+			Composer:    rx(`^\s*›\s?(.*?)\s*$`),
+			Placeholder: rx(`^(Ask Codex|Implement|Find and fix|Explain this|Write tests|Improve documentation|Summarize|Run /review)`),
+			PickerHint:  []*regexp.Regexp{rx(`Would you like to`), rx(`(?i)do you trust`), rx(`Press enter to confirm`)},
+			TrustHint:   []*regexp.Regexp{rx(`(?i)do you trust the contents`), rx(`(?i)trust this (folder|directory)`)},
+			Marker:      "›>",
+			CancelKeys:  "\x1b",
+			ReplyPrefix: []string{"• "},
+			EchoPrefix:  "› ",
+			Chrome:      []*regexp.Regexp{rx(`context left`), rx(`^\s*⏎`), rx(`^\s*└`)},
+		},
+		// OpenCode (alternate screen): "esc interrupt" while working.
+		"opencode": {
+			Name:        "opencode",
+			Working:     []*regexp.Regexp{rx(`esc\s+interrupt`), rx(`(?i)working\.\.\.`)},
+			Composer:    rx(`^\s*[┃│]\s*(.*?)\s*[┃│]?\s*$`),
+			Placeholder: rx(`^(Ask anything|Type|Build|Plan)`),
+			PickerHint:  []*regexp.Regexp{rx(`(?i)permission required`), rx(`(?i)allow once`)},
+			Marker:      "›>●",
+			CancelKeys:  "\x1b\x1b",
+			Chrome:      []*regexp.Regexp{rx(`(?i)ctrl\+p`), rx(`(?i)tab\s+(build|plan)`)},
+		},
+		// GitHub Copilot CLI: "Esc to cancel" while thinking; pickers
+		// "❯ 1. Yes"; composer "> ".
+		"copilot": {
+			Name:        "copilot",
+			Working:     []*regexp.Regexp{rx(`(?i)esc to (cancel|interrupt|stop)`), rx(spinner)},
+			Composer:    rx(`^\s*[│|]?\s*[>❯]\s?(.*?)\s*[│|]?\s*$`),
+			Placeholder: rx(`^(Enter @|Type @|Ask)`),
+			PickerHint:  []*regexp.Regexp{rx(`Do you want to`), rx(`(?i)confirm`), rx(`(?i)do you trust`)},
+			TrustHint:   []*regexp.Regexp{rx(`(?i)trust the files`), rx(`(?i)do you trust`)},
+			Marker:      "❯>",
+			CancelKeys:  "\x1b",
+			ReplyPrefix: []string{"● "},
+			EchoPrefix:  "> ",
+		},
+		// generic is for --agent-cmd with no known profile: nothing is
+		// recognised structurally unless configured, so idle comes from
+		// quiescence and a marked numbered list is a picker.
+		"generic": Generic(GenericConfig{}),
+	}
+}
+
+// GenericConfig configures the regex-driven profile (for any TUI).
+type GenericConfig struct {
+	Working     []string      // rows that mean working
+	Composer    string        // the input row; group 1 the draft
+	Placeholder string        // a draft that is really the hint of an empty box
+	PickerHint  []string      // rows that confirm a picker
+	TrustHint   []string      // rows that make a picker a trust dialog
+	CancelKeys  string        // default ESC
+	Quiet       time.Duration // quiescence window
+}
+
+// Generic builds a profile from regexps; it panics on a bad one, so use
+// CompileGeneric for user input.
+func Generic(c GenericConfig) *Profile {
+	p, err := CompileGeneric(c)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// CompileGeneric builds a profile from regexps.
+func CompileGeneric(c GenericConfig) (*Profile, error) {
+	p := &Profile{Name: "generic", Quiet: c.Quiet, CancelKeys: c.CancelKeys, EchoPrefix: "> "}
+	if p.CancelKeys == "" {
+		p.CancelKeys = "\x1b"
+	}
+	comp := func(ss []string) ([]*regexp.Regexp, error) {
+		var out []*regexp.Regexp
+		for _, s := range ss {
+			re, err := regexp.Compile(s)
+			if err != nil {
+				return nil, fmt.Errorf("profile regexp %q: %w", s, err)
+			}
+			out = append(out, re)
+		}
+		return out, nil
+	}
+	var err error
+	if p.Working, err = comp(c.Working); err != nil {
+		return nil, err
+	}
+	if p.PickerHint, err = comp(c.PickerHint); err != nil {
+		return nil, err
+	}
+	if p.TrustHint, err = comp(c.TrustHint); err != nil {
+		return nil, err
+	}
+	for _, s := range []struct {
+		src string
+		dst **regexp.Regexp
+	}{{c.Composer, &p.Composer}, {c.Placeholder, &p.Placeholder}} {
+		if s.src == "" {
+			continue
+		}
+		re, err := regexp.Compile(s.src)
+		if err != nil {
+			return nil, fmt.Errorf("profile regexp %q: %w", s.src, err)
+		}
+		*s.dst = re
+	}
+	return p, nil
+}
+
+// Body is the transcript part of a screen: the rows above the live area
+// (the composer and the rule over it; or a picker's options), trailing
+// blank rows dropped. screen.delta frames and replies come from it.
+func (p *Profile) Body(lines []string) []string {
+	end := len(lines)
+	for end > 0 && strings.TrimSpace(lines[end-1]) == "" {
+		end--
+	}
+	region, base := p.region(lines[:end])
+	if p.Composer != nil {
+		for i := len(region) - 1; i >= 0; i-- {
+			if p.Composer.MatchString(region[i]) && (i == 0 || rule.MatchString(region[i-1]) || !rule.MatchString(region[i])) {
+				cut := base + i
+				for cut > 0 && (rule.MatchString(lines[cut-1]) || strings.TrimSpace(lines[cut-1]) == "") {
+					cut--
+				}
+				// Working rows sit just above the box.
+				for cut > 0 && p.isWorking(lines[cut-1]) {
+					cut--
+				}
+				return lines[:cut]
+			}
+		}
+	}
+	return lines[:end]
+}
+
+func (p *Profile) isWorking(l string) bool {
+	for _, re := range p.Working {
+		if re.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+// Reply extracts the agent's text of a turn from the transcript before
+// the prompt was sent and after the turn: rows not in the earlier
+// transcript, from the first such row on, without the echoed prompt and
+// chrome. With ReplyPrefix set only the agent's text blocks are kept
+// (a prefixed row and the indented rows under it), markers stripped.
+func (p *Profile) Reply(before, after []string, prompt string) string {
+	seen := map[string]int{}
+	for _, l := range before {
+		seen[strings.TrimSpace(l)]++
+	}
+	first := -1
+	for i, l := range after {
+		k := strings.TrimSpace(l)
+		if seen[k] > 0 {
+			seen[k]--
+			continue
+		}
+		if k != "" {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return ""
+	}
+	rows := after[first:]
+	echo := strings.TrimSpace(firstLine(prompt))
+	var out []string
+	inReply := len(p.ReplyPrefix) == 0
+	for _, l := range rows {
+		t := strings.TrimSpace(l)
+		if p.EchoPrefix != "" && echo != "" && strings.HasPrefix(t, strings.TrimSpace(p.EchoPrefix)) &&
+			strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(t, strings.TrimSpace(p.EchoPrefix))), prefixRunes(echo, 12)) {
+			inReply = len(p.ReplyPrefix) == 0 && false
+			continue
+		}
+		if len(p.ReplyPrefix) > 0 {
+			if body, ok := cutAnyPrefix(t, p.ReplyPrefix); ok {
+				out = append(out, body)
+				inReply = true
+				continue
+			}
+			// A continuation row is indented text under a reply row.
+			if inReply && t != "" && strings.HasPrefix(l, "    ") && !p.chrome(l) {
+				out = append(out, t)
+				continue
+			}
+			if inReply && t == "" {
+				out = append(out, "")
+				continue
+			}
+			inReply = false
+			continue
+		}
+		if p.chrome(l) || rule.MatchString(l) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+func (p *Profile) chrome(l string) bool {
+	for _, re := range p.Chrome {
+		if re.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}
+
+func cutAnyPrefix(s string, prefixes []string) (string, bool) {
+	for _, pre := range prefixes {
+		if strings.HasPrefix(s, strings.TrimSpace(pre)) {
+			return strings.TrimSpace(strings.TrimPrefix(s, strings.TrimSpace(pre))), true
+		}
+	}
+	return "", false
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func prefixRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) > n {
+		r = r[:n]
+	}
+	return string(r)
+}

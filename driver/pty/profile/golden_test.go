@@ -1,0 +1,87 @@
+package profile
+
+import (
+	"go.uber.org/goleak"
+
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestGoldenScreens reads every testdata/<agent>/<version>/<case>.screen
+// (captured from the real TUI by testdata/capture.sh, or written by hand
+// for the fake TUI) and checks the profile's verdict against <case>.want:
+// key=value lines for state, composer, picker, options, selected,
+// toolkind, title, path.
+func TestGoldenScreens(t *testing.T) {
+	screens, err := filepath.Glob("../testdata/*/*/*.screen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(screens) == 0 {
+		t.Fatal("no golden screens")
+	}
+	for _, path := range screens {
+		rel, _ := filepath.Rel("../testdata", path)
+		parts := strings.Split(rel, string(filepath.Separator))
+		agent := parts[0]
+		t.Run(strings.TrimSuffix(rel, ".screen"), func(t *testing.T) {
+			p, ok := Builtin(agent)
+			if !ok {
+				t.Fatalf("no profile %q", agent)
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantB, err := os.ReadFile(strings.TrimSuffix(path, ".screen") + ".want")
+			if err != nil {
+				t.Fatalf("every screen needs its verdict: %v", err)
+			}
+			v := p.Parse(strings.Split(string(b), "\n"))
+			got := map[string]string{"state": string(v.State), "composer": string(v.Composer)}
+			if v.Picker != nil {
+				var kinds []string
+				for _, o := range v.Picker.Options {
+					kinds = append(kinds, o.Kind)
+				}
+				got["picker"] = string(v.Picker.Kind)
+				got["options"] = strings.Join(kinds, ",")
+				got["selected"] = strconv.Itoa(v.Picker.Selected)
+				got["toolkind"] = v.Picker.ToolKind
+				got["title"] = v.Picker.Title
+				got["path"] = v.Picker.Path
+			}
+			for _, line := range strings.Split(strings.TrimSpace(string(wantB)), "\n") {
+				k, want, _ := strings.Cut(line, "=")
+				if got[k] != want {
+					t.Errorf("%s = %q, want %q (why: %s)", k, got[k], want, v.Why)
+				}
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct{ label, want string }{
+		{"Yes, allow once", "allow_once"},
+		{"Yes, allow always", "allow_always"},
+		{"No, suggest changes (esc)", "reject_once"},
+		{"Allow for this session", "allow_always"},
+		{"Trust folder (repo)", "allow_once"},
+		{"Trust parent folder", "allow_always"},
+		{"Don't trust (esc)", "reject_once"},
+		{"Yes, proceed (y)", "allow_once"},
+		{"Yes, and don't ask again for this command (a)", "allow_always"},
+		{"No, and tell Codex what to do differently (esc)", "reject_once"},
+		{"Blue", ""},
+	} {
+		if got := classify(tc.label); got != tc.want {
+			t.Errorf("classify(%q) = %q, want %q", tc.label, got, tc.want)
+		}
+	}
+}
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,0 +1,786 @@
+// Package pty is tai's driver for agents that only have a terminal UI. It
+// runs the TUI in a pseudo-terminal (package term: creack/pty + vt10x),
+// reads the screen with the agent's profile (package profile) to know
+// whether it is working, idle or waiting on a picker, types the prompt
+// (bracketed paste when the app enabled it, a pause, then CR, confirmed by
+// the agent starting to work), answers pickers through Host.Decider with
+// exact keystrokes, and turns the screen into message and screen.delta
+// events. Timing runs on the injected quartz clock.
+package pty
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coder/quartz"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/driver/pty/profile"
+	"github.com/tai-dev/tai/driver/pty/term"
+)
+
+// Name is this driver's name in presets and the capability manifest.
+const Name = "pty"
+
+// Features are what the capability manifest lists for this driver.
+var Features = []string{
+	"tui", "status", "screen.delta", "bracketed_paste", "permission_picker", "trust_dialog",
+	"cancel", "final_screen", "profiles:" + strings.Join(profile.Names(), ","),
+}
+
+// FinalScreenKind is the raw event carrying the last screen when the
+// session ends (the runner can put it in the audit log).
+const FinalScreenKind = "pty.final_screen"
+
+// Config is a Launch plus the PTY driver's own knobs; zero values take
+// the defaults.
+type Config struct {
+	driver.Launch
+	Profile *profile.Profile // nil: by Agent name, else generic
+	Cols    int
+	Rows    int
+	// Frame is how long the output must pause before the screen is read
+	// (a half-drawn frame is not a state), capped by MaxFrame under a
+	// continuous stream. agentapi: 16 ms / 48 ms.
+	Frame    time.Duration
+	MaxFrame time.Duration
+	// Ready bounds the wait for the TUI's first idle screen.
+	Ready time.Duration
+	// Confirm is how long after a CR the driver waits for the agent to
+	// take the prompt before pressing CR again, at most Retries times.
+	Confirm time.Duration
+	Retries int
+	// StopGrace is the wait after SIGTERM before SIGKILL.
+	StopGrace time.Duration
+	// Record, if set, receives the raw output as a recording (see
+	// ReadRecording).
+	Record io.Writer
+}
+
+func (c *Config) defaults() {
+	if c.Clock == nil {
+		c.Clock = quartz.NewReal()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Agent == "" && len(c.Argv) > 0 {
+		c.Agent = filepath.Base(c.Argv[0])
+	}
+	if c.Profile == nil {
+		if p, ok := profile.Builtin(c.Agent); ok {
+			c.Profile = p
+		} else {
+			c.Profile, _ = profile.Builtin("generic")
+		}
+	}
+	setDur := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	setDur(&c.Frame, 16*time.Millisecond)
+	setDur(&c.MaxFrame, 48*time.Millisecond)
+	setDur(&c.Ready, 120*time.Second)
+	setDur(&c.Confirm, 3*time.Second)
+	setDur(&c.StopGrace, 2*time.Second)
+	if c.Retries <= 0 {
+		c.Retries = 3
+	}
+}
+
+// Session is a live TUI agent.
+type Session struct {
+	cfg   Config
+	prof  *profile.Profile
+	clock quartz.Clock
+	log   *slog.Logger
+	id    string
+	proc  *term.Process
+	start time.Time
+
+	sig      chan struct{} // output arrived
+	promptCh chan *turn
+	cancelCh chan struct{}
+	stop     chan struct{} // Close was called
+	stopOnce sync.Once
+	exited   chan struct{} // the process is gone and the loop has ended
+	ready    chan struct{}
+	readyErr error
+
+	mu      sync.Mutex
+	lastOut time.Time
+	final   term.Snapshot
+	exitErr *driver.AgentExitError
+	recMu   sync.Mutex
+
+	// Loop state (only the loop goroutine touches these).
+	set       settler
+	status    string
+	verdict   profile.Verdict
+	lastBody  []string
+	answered  string // signature of the picker last answered, until it goes
+	reqSeq    int
+	isReady   bool
+	cur       *turn
+	pending   bool      // output not yet read into a verdict
+	firstPend time.Time // when the pending output began
+}
+
+// turn is one prompt in flight.
+type turn struct {
+	text      string
+	done      chan turnResult
+	phase     int // 0 wait idle, 1 pasted (CR due), 2 submitted, 3 running
+	due       time.Time
+	crAt      time.Time
+	crs       int
+	echoed    bool
+	before    []string
+	cancelled bool
+}
+
+const (
+	phaseWait = iota
+	phaseCR
+	phaseSubmitted
+	phaseRunning
+)
+
+type turnResult struct {
+	res driver.TurnResult
+	err error
+}
+
+// Launch starts the agent's TUI and returns once its first idle screen is
+// up (trust dialogs on the way are decided by policy), so that Prompt can
+// type at once.
+func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
+	cfg := Config{Launch: l}
+	if p := os.Getenv("TAI_PTY_RECORD"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return nil, fmt.Errorf("pty: TAI_PTY_RECORD: %w", err)
+		}
+		cfg.Record = f
+	}
+	return Start(ctx, cfg)
+}
+
+// Start is Launch with the driver's own settings.
+func Start(ctx context.Context, cfg Config) (*Session, error) {
+	if len(cfg.Argv) == 0 {
+		return nil, errors.New("pty: no agent command")
+	}
+	cfg.defaults()
+	s := &Session{
+		cfg: cfg, prof: cfg.Profile, clock: cfg.Clock, log: cfg.Logger.With("agent", cfg.Agent, "driver", Name),
+		sig: make(chan struct{}, 1), promptCh: make(chan *turn), cancelCh: make(chan struct{}, 1),
+		stop: make(chan struct{}), exited: make(chan struct{}), ready: make(chan struct{}),
+		status: StatusUnknown,
+	}
+	s.set.quiet = s.prof.QuietWindow()
+	s.id = cfg.Agent + "-" + randomID()
+	s.start = s.clock.Now()
+	if cfg.Record != nil {
+		fmt.Fprintf(cfg.Record, "# tai pty recording v1 cols=%d rows=%d argv0=%s\n", cfg.Cols, cfg.Rows, filepath.Base(cfg.Argv[0]))
+	}
+	proc, err := term.Start(term.Options{
+		Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Cols: cfg.Cols, Rows: cfg.Rows,
+		Output: s.output,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pty: %w", err)
+	}
+	s.proc = proc
+	s.log.Debug("agent started in a pty", "pid", proc.Pid(), "argv", cfg.Argv, "profile", s.prof.Name)
+	s.emit(driver.Event{Type: driver.EventSessionStarted, Started: &driver.SessionStarted{
+		Agent: cfg.Agent, Driver: Name, Cwd: cfg.Cwd, AgentName: s.prof.Name, Protocol: "pty",
+	}})
+	go s.loop()
+	t := s.clock.NewTimer(cfg.Ready, "pty", "ready")
+	defer t.Stop()
+	select {
+	case <-s.ready:
+		if s.readyErr != nil {
+			_ = s.Close(context.Background())
+			return nil, s.readyErr
+		}
+		return s, nil
+	case <-s.exited:
+		return nil, s.exitError()
+	case <-t.C:
+		snap := s.proc.Screen.Snapshot()
+		_ = s.Close(context.Background())
+		return nil, fmt.Errorf("pty: %s showed no idle screen within %s; last screen:\n%s", cfg.Agent, cfg.Ready, lastRows(snap.Lines, 15))
+	case <-ctx.Done():
+		_ = s.Close(context.Background())
+		return nil, fmt.Errorf("pty: waiting for %s to be ready: %w", cfg.Agent, context.Cause(ctx))
+	}
+}
+
+func randomID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// output runs on the PTY reader goroutine for every chunk.
+func (s *Session) output(p []byte) {
+	now := s.clock.Now()
+	s.mu.Lock()
+	s.lastOut = now
+	s.mu.Unlock()
+	s.record("o", p)
+	select {
+	case s.sig <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Session) record(kind string, p []byte) {
+	if s.cfg.Record == nil {
+		return
+	}
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	fmt.Fprintf(s.cfg.Record, "%d %s %s\n", s.clock.Since(s.start).Microseconds(), kind, base64.StdEncoding.EncodeToString(p))
+}
+
+func (s *Session) emit(ev driver.Event) {
+	ev.Session = s.id
+	if s.cfg.Host.Sink != nil {
+		s.cfg.Host.Sink.Emit(ev)
+	}
+}
+
+// send writes keystrokes to the TUI.
+func (s *Session) send(b string) error {
+	s.record("i", []byte(b))
+	_, err := s.proc.Write([]byte(b))
+	return err
+}
+
+// loop owns the session's state: it reads the screen after each frame of
+// output, follows the turn, answers pickers and notices the exit.
+func (s *Session) loop() {
+	defer close(s.exited)
+	wake := s.clock.NewTimer(time.Hour, "pty", "wake")
+	defer wake.Stop()
+	for {
+		select {
+		case <-s.sig:
+			now := s.clock.Now()
+			if !s.pending {
+				s.pending, s.firstPend = true, now
+			}
+		case <-wake.C:
+		case t := <-s.promptCh:
+			if s.cur != nil {
+				t.done <- turnResult{err: errors.New("pty: a turn is already running")}
+				break
+			}
+			s.cur = t
+		case <-s.cancelCh:
+			if s.cur != nil && !s.cur.cancelled {
+				s.cur.cancelled = true
+				if s.cur.phase >= phaseSubmitted {
+					_ = s.send(s.prof.CancelKeys)
+				}
+			}
+		case <-s.proc.Done():
+			s.finish()
+			return
+		}
+		s.step()
+		if next, ok := s.nextWake(); ok {
+			wake.Reset(max(next.Sub(s.clock.Now()), time.Millisecond), "pty", "wake")
+		}
+	}
+}
+
+// step does whatever is due now.
+func (s *Session) step() {
+	now := s.clock.Now()
+	s.mu.Lock()
+	lastOut := s.lastOut
+	s.mu.Unlock()
+	s.set.output(lastOut)
+	if s.pending {
+		// Read the screen once the output pauses for a frame, or after
+		// MaxFrame of continuous output.
+		if now.Sub(lastOut) < s.cfg.Frame && now.Sub(s.firstPend) < s.cfg.MaxFrame {
+			return
+		}
+		s.pending = false
+	}
+	s.evaluate(now)
+}
+
+func (s *Session) nextWake() (time.Time, bool) {
+	var next time.Time
+	add := func(t time.Time) {
+		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+			next = t
+		}
+	}
+	if s.pending {
+		s.mu.Lock()
+		lo := s.lastOut
+		s.mu.Unlock()
+		add(minTime(lo.Add(s.cfg.Frame), s.firstPend.Add(s.cfg.MaxFrame)))
+	}
+	if s.status == StatusUnknown && !s.set.lastOut.IsZero() {
+		add(s.set.quietAt())
+	}
+	if s.cur != nil && (s.cur.phase == phaseCR || s.cur.phase == phaseSubmitted) {
+		add(s.cur.due)
+		if s.cur.echoed {
+			add(s.set.quietAt())
+		}
+	}
+	return next, !next.IsZero()
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// evaluate reads the screen and acts on it.
+func (s *Session) evaluate(now time.Time) {
+	snap := s.proc.Screen.Snapshot()
+	v := s.prof.Parse(snap.Lines)
+	st := s.set.status(now, v)
+	s.verdict = v
+	if st != s.status {
+		s.status = st
+		s.log.Debug("status", "state", st, "why", v.Why)
+		s.emit(driver.Event{Type: driver.EventStatus, Status: &driver.Status{State: st}})
+	}
+	body := s.prof.Body(snap.Lines)
+	s.delta(body)
+
+	if v.Picker == nil {
+		s.answered = ""
+	} else if sig := v.Picker.Signature(); sig != s.answered {
+		s.answerPicker(v.Picker, snap)
+		s.answered = sig
+		return
+	} else {
+		return // answered; waiting for it to go
+	}
+
+	if !s.isReady && st == StatusIdle {
+		s.isReady = true
+		close(s.ready)
+	}
+	t := s.cur
+	if t == nil {
+		return
+	}
+	switch t.phase {
+	case phaseWait:
+		if t.cancelled {
+			s.endTurn(driver.StopCancelled, "", nil)
+			return
+		}
+		if st != StatusIdle {
+			return
+		}
+		paste := t.text
+		if snap.BracketedPaste {
+			paste = "\x1b[200~" + paste + "\x1b[201~"
+		} else {
+			// Without bracketed paste a newline would submit early.
+			paste = strings.ReplaceAll(paste, "\n", " ")
+		}
+		if err := s.send(paste); err != nil {
+			s.endTurn("", "", err)
+			return
+		}
+		t.phase, t.due = phaseCR, now.Add(s.prof.SubmitWait())
+	case phaseCR:
+		if now.Before(t.due) {
+			return
+		}
+		t.before = body
+		if err := s.send("\r"); err != nil {
+			s.endTurn("", "", err)
+			return
+		}
+		t.crs++
+		t.phase, t.crAt, t.due = phaseSubmitted, now, now.Add(s.cfg.Confirm)
+	case phaseSubmitted:
+		if st == StatusWorking || st == StatusWaiting {
+			t.phase = phaseRunning
+			return
+		}
+		// The prompt left the composer and the transcript changed, but no
+		// working screen was seen: either the turn was faster than a
+		// frame, or the agent has not started yet (the echo comes before
+		// the spinner). Only quiescence can tell these apart, so an idle
+		// screen ends the turn only after the quiet window.
+		if v.Composer != profile.ComposerDraft && !equalLines(body, t.before) {
+			t.echoed = true
+			if st == StatusIdle && now.Sub(s.set.lastOut) >= s.set.quiet {
+				s.maybeEnd(st, body)
+			}
+			return
+		}
+		if now.Before(t.due) {
+			return
+		}
+		if t.crs > s.cfg.Retries {
+			s.endTurn("", "", fmt.Errorf("pty: %s did not take the prompt after %d CRs; last screen:\n%s", s.cfg.Agent, t.crs, lastRows(snap.Lines, 15)))
+			return
+		}
+		// Not taken: the CR was eaten (it arrived inside a paste, or the
+		// app was busy). Press it again.
+		if err := s.send("\r"); err != nil {
+			s.endTurn("", "", err)
+			return
+		}
+		t.crs++
+		t.due = now.Add(s.cfg.Confirm)
+	case phaseRunning:
+		s.maybeEnd(st, body)
+	}
+}
+
+func (s *Session) maybeEnd(st string, body []string) {
+	t := s.cur
+	if st != StatusIdle || s.verdict.Composer == profile.ComposerDraft {
+		return
+	}
+	stop := driver.StopEndTurn
+	if t.cancelled {
+		stop = driver.StopCancelled
+	}
+	reply := s.prof.Reply(t.before, body, t.text)
+	s.endTurn(stop, reply, nil)
+}
+
+func (s *Session) endTurn(stop, reply string, err error) {
+	t := s.cur
+	s.cur = nil
+	if err != nil {
+		t.done <- turnResult{err: err}
+		return
+	}
+	if reply != "" {
+		s.emit(driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, Text: reply}})
+	}
+	s.emit(driver.Event{Type: driver.EventTurnEnded, Turn: &driver.TurnEnded{StopReason: stop}})
+	t.done <- turnResult{res: driver.TurnResult{StopReason: stop}}
+}
+
+// delta emits the transcript rows that changed since the last frame.
+func (s *Session) delta(body []string) {
+	from := 0
+	for from < len(body) && from < len(s.lastBody) && body[from] == s.lastBody[from] {
+		from++
+	}
+	if from == len(body) && len(body) == len(s.lastBody) {
+		return
+	}
+	lines := append([]string{}, body[from:]...)
+	s.lastBody = append(s.lastBody[:0], body...)
+	s.emit(driver.Event{Type: driver.EventScreenDelta, Screen: &driver.ScreenDelta{From: from, Lines: lines}})
+}
+
+// answerPicker asks the policy and presses the keys of the chosen option.
+// A question (options neither allow nor deny) cannot be decided by policy:
+// the turn fails, saying what was asked, instead of hanging.
+func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
+	if pk.Kind == profile.PickerQuestion {
+		msg := fmt.Sprintf("%s asks a question tai cannot answer by policy: %s", s.cfg.Agent, pk.Title)
+		s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "unanswerable_picker", Message: msg}})
+		if s.cur != nil {
+			s.endTurn("", "", errors.New("pty: "+msg))
+		} else if !s.isReady {
+			s.readyErr = errors.New("pty: " + msg)
+			s.isReady = true
+			close(s.ready)
+		}
+		return
+	}
+	s.reqSeq++
+	reqID := strconv.Itoa(s.reqSeq)
+	tc := driver.ToolCall{ID: "pty-" + reqID, Title: pk.Title, Kind: pk.ToolKind, Status: "pending"}
+	if pk.Kind == profile.PickerTrust {
+		tc.Title = "Trust folder " + s.cfg.Cwd
+		if pk.Title != "" {
+			tc.Title += " (" + pk.Title + ")"
+		}
+		tc.Locations = []driver.Location{{Path: s.cfg.Cwd}}
+	} else if pk.Path != "" {
+		p := pk.Path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.cfg.Cwd, p)
+		}
+		tc.Locations = []driver.Location{{Path: p}}
+	}
+	if len(pk.Context) > 0 {
+		raw, _ := json.Marshal(map[string]any{"screen": pk.Context, "picker": string(pk.Kind)})
+		tc.RawInput = raw
+	}
+	req := driver.PermissionRequest{ID: reqID, Session: s.id, ToolCall: tc}
+	for _, o := range pk.Options {
+		if o.Kind == "" {
+			continue
+		}
+		req.Options = append(req.Options, driver.PermissionOption{ID: o.Number, Name: o.Label, Kind: o.Kind})
+	}
+	s.emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &req})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	dec, err := s.cfg.Host.Decider.Decide(ctx, req)
+	cancel()
+	if err != nil {
+		dec = driver.PermissionDecision{RequestID: reqID, Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictCancelled,
+			DecidedBy: "default", Reason: err.Error()}
+	}
+	dec.RequestID, dec.ToolCallID, dec.Title, dec.ToolKind = reqID, tc.ID, tc.Title, tc.Kind
+	// A cancelled decision picks the picker's own way out: its reject.
+	target := -1
+	for i, o := range pk.Options {
+		if dec.Outcome == driver.OutcomeSelected && o.Number == dec.OptionID && o.Number != "" {
+			target = i
+		}
+	}
+	if target < 0 {
+		for i, o := range pk.Options {
+			if target < 0 && (o.Kind == driver.OptionRejectOnce || o.Kind == driver.OptionRejectAlways) {
+				target = i
+			}
+		}
+	}
+	s.emit(driver.Event{Type: driver.EventPermissionDecided, Decision: &dec})
+	if target < 0 {
+		return
+	}
+	_ = s.send(pickKeys(pk.Selected, target, snap.AppCursor))
+}
+
+// pickKeys moves the highlight from the selected option to the target
+// with arrow keys and confirms with Enter: the same keystrokes for
+// numbered and arrow-only lists, and no digit that an app might read as
+// "select and confirm" differently.
+func pickKeys(selected, target int, appCursor bool) string {
+	up, down := "\x1b[A", "\x1b[B"
+	if appCursor {
+		up, down = "\x1bOA", "\x1bOB"
+	}
+	var b strings.Builder
+	for i := selected; i < target; i++ {
+		b.WriteString(down)
+	}
+	for i := selected; i > target; i-- {
+		b.WriteString(up)
+	}
+	b.WriteString("\r")
+	return b.String()
+}
+
+func equalLines(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func lastRows(lines []string, n int) string {
+	end := len(lines)
+	for end > 0 && strings.TrimSpace(lines[end-1]) == "" {
+		end--
+	}
+	return strings.Join(lines[max(0, end-n):end], "\n")
+}
+
+// finish runs when the process is gone: the turn in flight ends (cancelled
+// if tai cancelled it, else with the exit as its error), the exit and the
+// final screen are emitted.
+func (s *Session) finish() {
+	ps, _ := s.proc.ExitState()
+	code, sig := -1, ""
+	if ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			sig = ws.Signal().String()
+		} else {
+			code = ps.ExitCode()
+		}
+	}
+	snap := s.proc.Screen.Snapshot()
+	s.mu.Lock()
+	s.final = snap
+	s.exitErr = &driver.AgentExitError{ExitCode: code, Signal: sig, Stderr: lastRows(snap.Lines, 20)}
+	s.mu.Unlock()
+	if t := s.cur; t != nil {
+		if t.cancelled {
+			s.endTurn(driver.StopCancelled, "", nil)
+		} else {
+			s.endTurn("", "", s.exitErr)
+		}
+	}
+	pe := &driver.ProcessExit{Pid: s.proc.Pid(), Signal: sig}
+	if sig == "" {
+		pe.ExitCode = &code
+	}
+	s.emit(driver.Event{Type: driver.EventProcessExited, Process: pe})
+	raw, _ := json.Marshal(map[string]any{"cols": snap.Cols, "rows": snap.Rows, "cursor": []int{snap.CursorX, snap.CursorY},
+		"alt_screen": snap.AltScreen, "text": snap.Text()})
+	s.emit(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: FinalScreenKind, Data: raw}})
+	if !s.isReady {
+		s.isReady = true
+		close(s.ready)
+	}
+}
+
+func (s *Session) exitError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.exitErr == nil {
+		return errors.New("pty: agent exited")
+	}
+	return s.exitErr
+}
+
+// ID is the session id (tai's own: a TUI has none to offer).
+func (s *Session) ID() string { return s.id }
+
+// Capabilities: a TUI offers none of ACP's session features.
+func (s *Session) Capabilities() driver.Capabilities { return driver.Capabilities{} }
+
+// Prompt types the prompt when the agent is idle and returns when the
+// agent is idle again (or the turn was cancelled, or the agent died).
+func (s *Session) Prompt(ctx context.Context, prompt []driver.Content) (driver.TurnResult, error) {
+	var parts []string
+	for _, c := range prompt {
+		switch c.Type {
+		case "text":
+			parts = append(parts, c.Text)
+		default:
+			// A TUI takes @path mentions for files.
+			if p, ok := strings.CutPrefix(c.URI, "file://"); ok {
+				parts = append(parts, "@"+p)
+			}
+		}
+	}
+	text := strings.TrimSpace(strings.Join(parts, " "))
+	if text == "" {
+		return driver.TurnResult{}, fmt.Errorf("pty: %w: empty prompt", driver.ErrBadValue)
+	}
+	t := &turn{text: text, done: make(chan turnResult, 1)}
+	select {
+	case s.promptCh <- t:
+	case <-s.exited:
+		return driver.TurnResult{}, s.exitError()
+	case <-ctx.Done():
+		return driver.TurnResult{}, ctx.Err()
+	}
+	select {
+	case r := <-t.done:
+		return r.res, r.err
+	case <-ctx.Done():
+		_ = s.Cancel(context.Background())
+		r := <-t.done
+		return r.res, r.err
+	}
+}
+
+// Cancel presses the profile's cancel keys (Esc for most) during a turn.
+func (s *Session) Cancel(ctx context.Context) error {
+	select {
+	case s.cancelCh <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// SetMode is not supported: TUI modes are keystroke cycles (shift+tab)
+// whose state tai cannot read reliably.
+func (s *Session) SetMode(ctx context.Context, modeID string) error {
+	return fmt.Errorf("pty: set mode %q: %w", modeID, driver.ErrUnsupported)
+}
+
+// SetModel is not supported: pass the agent's own flag in its command.
+func (s *Session) SetModel(ctx context.Context, model string) error {
+	return fmt.Errorf("pty: set model %q: %w", model, driver.ErrUnsupported)
+}
+
+// SetConfigOption is not supported.
+func (s *Session) SetConfigOption(ctx context.Context, id, value string) error {
+	return fmt.Errorf("pty: set %s: %w", id, driver.ErrUnsupported)
+}
+
+// CurrentMode is unknown for a TUI.
+func (s *Session) CurrentMode() string { return "" }
+
+// Exited is closed once the agent process is gone.
+func (s *Session) Exited() <-chan struct{} { return s.exited }
+
+// Pid is the agent's pid, also its process group.
+func (s *Session) Pid() int { return s.proc.Pid() }
+
+// FinalScreen is the screen as the agent left it (valid after Exited).
+func (s *Session) FinalScreen() term.Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.final
+}
+
+// Screen is the current screen.
+func (s *Session) Screen() term.Snapshot { return s.proc.Screen.Snapshot() }
+
+// Close stops the agent: SIGHUP and SIGTERM to its process group (a TUI
+// whose terminal goes away gets SIGHUP anyway), SIGKILL after StopGrace,
+// then waits for the loop to emit the exit and the final screen.
+func (s *Session) Close(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stop) })
+	select {
+	case <-s.exited:
+		return nil
+	default:
+	}
+	s.proc.Signal(syscall.SIGHUP)
+	s.proc.Signal(syscall.SIGTERM)
+	t := s.clock.NewTimer(s.cfg.StopGrace, "pty", "stop-grace")
+	defer t.Stop()
+	select {
+	case <-s.exited:
+		return nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	s.proc.Signal(syscall.SIGKILL)
+	<-s.exited
+	return nil
+}

@@ -1,0 +1,163 @@
+package term
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+
+	"github.com/creack/pty"
+)
+
+// Options start a TUI in a pseudo-terminal.
+type Options struct {
+	Argv []string
+	Env  []string // nil: os.Environ(); TERM is always set to Term
+	Dir  string
+	Cols int // default DefaultCols
+	Rows int // default DefaultRows
+	Term string
+	// Output, if set, receives every chunk the application wrote, after the
+	// screen has applied it: the driver's change signal and the recorder.
+	Output func(p []byte)
+}
+
+// Process is a TUI running in a PTY, its output feeding a Screen.
+type Process struct {
+	Screen *Screen
+	cmd    *exec.Cmd
+	ptmx   *os.File
+	wmu    sync.Mutex
+	done   chan struct{} // closed when the process has exited and output is drained
+	outEOF chan struct{}
+	state  *os.ProcessState
+	err    error
+}
+
+// Start runs the application in a new PTY, in its own session and
+// process group (Setsid makes the PTY its controlling terminal and the
+// child the group leader), so that the whole tree can be signalled.
+func Start(o Options) (*Process, error) {
+	if len(o.Argv) == 0 {
+		return nil, errors.New("pty: no command")
+	}
+	if o.Cols <= 0 {
+		o.Cols = DefaultCols
+	}
+	if o.Rows <= 0 {
+		o.Rows = DefaultRows
+	}
+	if o.Term == "" {
+		o.Term = DefaultTERM
+	}
+	env := o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	env = setEnv(env, "TERM", o.Term)
+	env = setEnv(env, "COLUMNS", "")
+	env = setEnv(env, "LINES", "")
+	cmd := exec.Command(o.Argv[0], o.Argv[1:]...)
+	cmd.Dir, cmd.Env = o.Dir, env
+	// Pdeathsig: a TUI never sees stdin EOF, so if tai is killed -9 the
+	// agent must not live on.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Pdeathsig: syscall.SIGKILL}
+	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}, cmd.SysProcAttr)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s in a pty: %w", o.Argv[0], err)
+	}
+	p := &Process{cmd: cmd, ptmx: ptmx, done: make(chan struct{}), outEOF: make(chan struct{})}
+	p.Screen = NewScreen(o.Cols, o.Rows, writerFunc(p.Write))
+	go p.read(o.Output)
+	go p.wait()
+	return p, nil
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func setEnv(env []string, k, v string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if len(e) > len(k) && e[:len(k)+1] == k+"=" {
+			continue
+		}
+		out = append(out, e)
+	}
+	if v != "" {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func (p *Process) read(out func([]byte)) {
+	defer close(p.outEOF)
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := p.ptmx.Read(buf)
+		if n > 0 {
+			_, _ = p.Screen.Write(buf[:n])
+			if out != nil {
+				out(buf[:n])
+			}
+		}
+		if err != nil {
+			return // EIO once the last process holding the slave is gone
+		}
+	}
+}
+
+func (p *Process) wait() {
+	p.err = p.cmd.Wait()
+	p.state = p.cmd.ProcessState
+	// The output is drained when the slave side closes; a grandchild that
+	// keeps the PTY open must not hold the driver, so the group is killed
+	// first (the leader is gone, its group is orphaned anyway).
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.outEOF
+	_ = p.ptmx.Close()
+	close(p.done)
+}
+
+// Write sends keystrokes (or a paste) to the application.
+func (p *Process) Write(b []byte) (int, error) {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	n, err := p.ptmx.Write(b)
+	if err != nil {
+		return n, fmt.Errorf("writing to the pty: %w", err)
+	}
+	return n, nil
+}
+
+// Resize changes the size of the PTY (the application gets SIGWINCH) and
+// of the emulated screen.
+func (p *Process) Resize(cols, rows int) error {
+	p.Screen.Resize(cols, rows)
+	if err := pty.Setsize(p.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
+		return fmt.Errorf("resizing the pty: %w", err)
+	}
+	return nil
+}
+
+// Pid is the application's pid, also its process group id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed when the application has exited and its output is read.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// ExitState is how the application ended; valid after Done.
+func (p *Process) ExitState() (*os.ProcessState, error) { return p.state, p.err }
+
+// Signal signals the application's whole process group.
+func (p *Process) Signal(sig syscall.Signal) {
+	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
+var _ io.Writer = (*Process)(nil)

@@ -1,0 +1,173 @@
+package streamjson
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+var update = flag.Bool("update", false, "rewrite the decoder golden files (testdata/<dialect>/*.golden.json)")
+
+// goldenFrame is a Frame as the golden files record it.
+type goldenFrame struct {
+	Line     int            `json:"line"`
+	Events   []driver.Event `json:"events,omitempty"`
+	Init     *Init          `json:"init,omitempty"`
+	Mode     string         `json:"mode,omitempty"`
+	Result   *Result        `json:"result,omitempty"`
+	Control  string         `json:"control,omitempty"`
+	CancelID string         `json:"cancel_id,omitempty"`
+	Response string         `json:"response,omitempty"`
+}
+
+// TestDecodeGolden decodes every wire capture in testdata/<dialect>/
+// (claude's captured from the real CLI by e2e/streamjson -update-wire;
+// the others from the documented shapes) and compares the common events
+// that come out with the golden file next to it.
+func TestDecodeGolden(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*", "*.jsonl"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures: %v", err)
+	}
+	for _, file := range files {
+		dialect := filepath.Base(filepath.Dir(file))
+		t.Run(dialect+"/"+strings.TrimSuffix(filepath.Base(file), ".jsonl"), func(t *testing.T) {
+			if _, ok := LookupDialect(dialect); !ok {
+				t.Fatalf("no dialect %q", dialect)
+			}
+			f, err := os.Open(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			d := newDecoder(dialect)
+			var got []goldenFrame
+			r := bufio.NewReader(f)
+			for n := 1; ; n++ {
+				line, err := r.ReadBytes('\n')
+				if len(line) > 0 {
+					fr := d.decode(line)
+					g := goldenFrame{Line: n, Events: fr.Events, Init: fr.Init, Mode: fr.Mode, Result: fr.Result, CancelID: fr.CancelID}
+					if fr.Control != nil {
+						g.Control = fr.Control.Subtype + " " + fr.Control.ID
+					}
+					if fr.Response != nil {
+						g.Response = fr.Response.ID
+					}
+					for i := range g.Events {
+						if g.Events[i].Type == driver.EventRaw {
+							// Raw payloads are whole lines: the kind is enough.
+							g.Events[i].Raw = &driver.RawUpdate{Kind: g.Events[i].Raw.Kind, Data: json.RawMessage(`"…"`)}
+						}
+					}
+					got = append(got, g)
+				}
+				if err != nil {
+					break
+				}
+			}
+			out, err := json.MarshalIndent(got, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, '\n')
+			golden := strings.TrimSuffix(file, ".jsonl") + ".golden.json"
+			if *update {
+				if err := os.WriteFile(golden, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update)", err)
+			}
+			if !bytes.Equal(out, want) {
+				t.Errorf("decoding %s differs from %s (run go test -update and review the diff):\n%s", file, golden, firstDiff(string(want), string(out)))
+			}
+		})
+	}
+}
+
+func firstDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(al) && i < len(bl); i++ {
+		if al[i] != bl[i] {
+			return "line " + itoa(i+1) + ":\n- " + al[i] + "\n+ " + bl[i]
+		}
+	}
+	return "lengths differ"
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+// TestDecodeStopReasons pins the result mapping, the part exit codes hang on.
+func TestDecodeStopReasons(t *testing.T) {
+	tests := []struct {
+		name, line string
+		stop       string
+		isError    bool
+	}{
+		{"success", `{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn","terminal_reason":"completed"}`, driver.StopEndTurn, false},
+		{"api error as success", `{"type":"result","subtype":"success","is_error":true,"terminal_reason":"api_error","api_error_status":529}`, StopError, true},
+		{"max turns", `{"type":"result","subtype":"error_max_turns","is_error":true,"terminal_reason":"max_turns","stop_reason":"tool_use"}`, driver.StopMaxTurnRequests, true},
+		{"aborted", `{"type":"result","subtype":"error_during_execution","is_error":true,"terminal_reason":"aborted_streaming"}`, driver.StopCancelled, true},
+		{"budget", `{"type":"result","subtype":"error_max_budget_usd","is_error":false}`, StopError, true},
+		{"max tokens", `{"type":"result","subtype":"success","is_error":false,"stop_reason":"max_tokens"}`, driver.StopMaxTokens, false},
+		{"refusal", `{"type":"result","subtype":"success","is_error":false,"stop_reason":"refusal"}`, driver.StopRefusal, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := DecodeLine(DialectClaude, []byte(tt.line)).Result
+			if r == nil || r.StopReason != tt.stop || r.IsError != tt.isError {
+				t.Fatalf("result = %+v, want stop %s is_error %v", r, tt.stop, tt.isError)
+			}
+		})
+	}
+}
+
+// FuzzDecodeLine: no line, in any dialect, panics the decoder or is
+// silently dropped when it is not JSON.
+func FuzzDecodeLine(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*", "*.jsonl"))
+	for _, file := range files {
+		b, _ := os.ReadFile(file)
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if len(line) < 4096 {
+				f.Add(line)
+			}
+		}
+	}
+	f.Add([]byte("not json"))
+	f.Add([]byte(`{"type":`))
+	f.Add([]byte(`{"type":"result","modelUsage":{"m":{"inputTokens":-1}}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		for _, d := range Dialects() {
+			dec := newDecoder(d)
+			fr := dec.decode(line)
+			fr2 := dec.decode(line) // stateful paths: the same line twice
+			trimmed := bytes.TrimSpace(line)
+			if len(trimmed) > 0 && !json.Valid(trimmed) {
+				if len(fr.Events) != 1 || fr.Events[0].Type != driver.EventRaw {
+					t.Fatalf("%s: a non-JSON line gave %+v, want one raw event", d, fr.Events)
+				}
+			}
+			for _, ev := range append(fr.Events, fr2.Events...) {
+				if _, err := json.Marshal(ev); err != nil && utf8.Valid(line) {
+					t.Fatalf("%s: event does not marshal: %v", d, err)
+				}
+			}
+		}
+	})
+}

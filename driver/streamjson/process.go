@@ -1,0 +1,254 @@
+package streamjson
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coder/quartz"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// process is one agent process: its own process group (so the whole tree
+// can be stopped), Pdeathsig (so it does not outlive a killed tai), a tail
+// of its stderr, and an exit watcher.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  *os.File // nil when the prompt was given up front
+	out    *bufio.Reader
+	outF   *os.File
+	stderr *tail
+	tree   []proc // its descendants, taken when stopping began
+
+	exited  chan struct{}
+	exitErr *driver.AgentExitError
+}
+
+// startProcess spawns argv. With keepStdin the caller writes to stdin;
+// otherwise stdinData (possibly empty) is written and stdin closed.
+func startProcess(argv, env []string, cwd string, keepStdin bool, stdinData []byte, stderrTo io.Writer) (*process, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("stream-json: no agent command")
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = cwd
+	cmd.Env = env
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Our own stdout pipe: exec's StdoutPipe is closed by Wait, which would
+	// drop the last lines of an agent that exits right after writing them.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stream-json: stdout pipe: %w", err)
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("stream-json: stdin pipe: %w", err)
+	}
+	p := &process{cmd: cmd, stderr: &tail{max: 64 << 10}, exited: make(chan struct{})}
+	if stderrTo != nil {
+		p.stderr.fwd = func(b []byte) { _, _ = stderrTo.Write(b) }
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
+	if err := cmd.Start(); err != nil {
+		for _, f := range []*os.File{outR, outW, inR, inW} {
+			f.Close()
+		}
+		return nil, fmt.Errorf("starting agent %s: %w", argv[0], err)
+	}
+	outW.Close()
+	inR.Close()
+	p.outF, p.out = outR, bufio.NewReaderSize(outR, 64<<10)
+	if keepStdin {
+		p.stdin = inW
+	} else {
+		go func() {
+			_, _ = inW.Write(stdinData)
+			inW.Close()
+		}()
+	}
+	go p.wait()
+	return p, nil
+}
+
+func (p *process) wait() {
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	errors.As(err, &ee)
+	code, sig := exitInfo(ee, err)
+	p.exitErr = &driver.AgentExitError{ExitCode: code, Signal: sig, Stderr: lastLines(p.stderr.String(), 20)}
+	close(p.exited)
+}
+
+// pid is the process id.
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// exitEvent describes the process's end for a process.exited event.
+func (p *process) exitEvent(quiet bool) *driver.ProcessExit {
+	pe := &driver.ProcessExit{Pid: p.pid(), Signal: p.exitErr.Signal}
+	if p.exitErr.Signal == "" {
+		c := p.exitErr.ExitCode
+		pe.ExitCode = &c
+	}
+	if !quiet {
+		pe.Stderr = p.exitErr.Stderr
+	}
+	return pe
+}
+
+// readLine reads one line of at most max bytes. An over-long line is
+// skipped whole and reported by oversize > 0.
+func (p *process) readLine(max int64) (line []byte, oversize int64, err error) {
+	for {
+		frag, err := p.out.ReadSlice('\n')
+		if int64(len(line))+int64(len(frag)) > max {
+			oversize += int64(len(line)) + int64(len(frag))
+			line = line[:0]
+		} else if oversize == 0 {
+			line = append(line, frag...)
+		} else {
+			oversize += int64(len(frag))
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if oversize > 0 && err == nil {
+			return nil, oversize, nil
+		}
+		return line, oversize, err
+	}
+}
+
+// stop ends the process: stdin closed (the graceful shutdown), then
+// SIGTERM and SIGKILL to the process group, each after grace; then what
+// it left in its group, and what it started in groups of its own, is
+// killed too.
+func (p *process) stop(clock quartz.Clock, grace time.Duration, signalAtOnce bool) {
+	alive := true
+	select {
+	case <-p.exited:
+		alive = false
+	default:
+	}
+	if alive {
+		p.tree = descendants(p.pid())
+	}
+	if p.stdin != nil {
+		_ = p.stdin.Close()
+	}
+	if signalAtOnce {
+		signalGroup(p.cmd, syscall.SIGTERM)
+	}
+	if !p.waitExit(clock, grace) {
+		signalGroup(p.cmd, syscall.SIGTERM)
+		if !p.waitExit(clock, grace) {
+			signalGroup(p.cmd, syscall.SIGKILL)
+			<-p.exited
+		}
+	}
+	signalGroup(p.cmd, syscall.SIGKILL)
+	killEscaped(p.tree, p.pid())
+}
+
+func (p *process) waitExit(clock quartz.Clock, d time.Duration) bool {
+	t := clock.NewTimer(d, "streamjson", "stop")
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// tail keeps the last max bytes written to it: the agent's stderr, shown
+// when it dies.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+	fwd func([]byte)
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	t.buf = append(t.buf, p...)
+	if over := len(t.buf) - t.max; over > 0 {
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	fwd := t.fwd
+	t.mu.Unlock()
+	if fwd != nil {
+		fwd(p)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
+
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
+	if cmd.Process == nil {
+		return
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		_ = cmd.Process.Signal(sig)
+	}
+}
+
+func exitInfo(state *exec.ExitError, err error) (code int, signal string) {
+	if err == nil {
+		return 0, ""
+	}
+	if state == nil {
+		return -1, ""
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return -1, "SIG" + strings.ToUpper(strings.TrimPrefix(unixSignalName(ws.Signal()), "SIG"))
+	}
+	return state.ExitCode(), ""
+}
+
+func unixSignalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGKILL:
+		return "KILL"
+	case syscall.SIGTERM:
+		return "TERM"
+	case syscall.SIGINT:
+		return "INT"
+	case syscall.SIGHUP:
+		return "HUP"
+	case syscall.SIGPIPE:
+		return "PIPE"
+	case syscall.SIGSEGV:
+		return "SEGV"
+	case syscall.SIGABRT:
+		return "ABRT"
+	}
+	return fmt.Sprintf("%d", int(s))
+}
+
+func lastLines(s string, n int) string {
+	s = strings.TrimRight(s, "\n")
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

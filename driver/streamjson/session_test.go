@@ -1,0 +1,268 @@
+package streamjson
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+type sink struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	events []driver.Event
+}
+
+func newSink() *sink {
+	k := &sink{}
+	k.cond = sync.NewCond(&k.mu)
+	return k
+}
+
+func (s *sink) Emit(ev driver.Event) {
+	s.mu.Lock()
+	s.events = append(s.events, ev)
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// wait blocks until n events of type t were emitted.
+func (s *sink) wait(t driver.EventType, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		c := 0
+		for _, ev := range s.events {
+			if ev.Type == t {
+				c++
+			}
+		}
+		if c >= n {
+			return
+		}
+		s.cond.Wait()
+	}
+}
+
+func (s *sink) of(t driver.EventType) []driver.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []driver.Event
+	for _, ev := range s.events {
+		if ev.Type == t {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// decider answers by verdict; "block" waits until the request is abandoned.
+type decider struct {
+	verdict string
+	asked   chan struct{}
+}
+
+func (d decider) Decide(ctx context.Context, req driver.PermissionRequest) (driver.PermissionDecision, error) {
+	if d.asked != nil {
+		close(d.asked)
+	}
+	if d.verdict == "block" {
+		<-ctx.Done()
+		return driver.PermissionDecision{}, ctx.Err()
+	}
+	opt := req.Options[0]
+	if d.verdict == driver.VerdictDeny {
+		opt = req.Options[2]
+	}
+	return driver.PermissionDecision{RequestID: req.ID, ToolCallID: req.ToolCall.ID, Outcome: driver.OutcomeSelected, OptionID: opt.ID,
+		OptionKind: opt.Kind, Verdict: d.verdict, DecidedBy: "test", Reason: "because"}, nil
+}
+
+func start(t *testing.T, mode string, dec driver.PermissionDecider) (*Session, *sink) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := newSink()
+	s, err := Start(context.Background(), driver.Launch{
+		Argv: []string{exe}, Env: append(os.Environ(), "TAI_FAKE_CLI="+mode), Cwd: t.TempDir(), Agent: "claude",
+		Host: driver.Host{Sink: k, Decider: dec},
+	}, Options{NewID: func() string { return "tai-chosen-id" }})
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	return s, k
+}
+
+// closeAndCheck closes the session and checks the fake exited 0: it saw
+// nothing that breaks the protocol.
+func closeAndCheck(t *testing.T, s *Session, k *sink) {
+	t.Helper()
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	exits := k.of(driver.EventProcessExited)
+	if len(exits) != 1 || exits[0].Process.ExitCode == nil || *exits[0].Process.ExitCode != 0 {
+		t.Fatalf("process.exited = %+v, want one with exit code 0", exits)
+	}
+}
+
+func TestPermission(t *testing.T) {
+	tests := []struct {
+		name    string
+		verdict string
+		want    string // in the tool result the fake echoes
+		status  string
+	}{
+		{"allow", driver.VerdictAllow, `"updatedInput":{"content":"x","file_path":"/w/a.txt"}`, "completed"},
+		{"deny", driver.VerdictDeny, `"message":"tai's policy denied this: because (decided by test)"`, "failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, k := start(t, "claude", decider{verdict: tt.verdict})
+			res, err := s.Prompt(context.Background(), []driver.Content{driver.TextContent("use a tool")})
+			if err != nil || res.StopReason != driver.StopEndTurn {
+				t.Fatalf("Prompt = %+v, %v", res, err)
+			}
+			asked, decided := k.of(driver.EventPermissionAsked), k.of(driver.EventPermissionDecided)
+			if len(asked) != 1 || len(decided) != 1 || decided[0].Decision.Verdict != tt.verdict {
+				t.Fatalf("asked %d, decided %+v", len(asked), decided)
+			}
+			if tc := asked[0].Permission.ToolCall; tc.Kind != driver.KindEdit || len(tc.Locations) != 1 || tc.Locations[0].Path != "/w/a.txt" {
+				t.Errorf("asked about %+v", tc)
+			}
+			calls := k.of(driver.EventToolCall)
+			last := calls[len(calls)-1].ToolCall
+			if last.Status != tt.status || len(last.Content) != 1 || !strings.Contains(last.Content[0].Text, tt.want) {
+				t.Errorf("tool call = %+v, want status %s and %s", last, tt.status, tt.want)
+			}
+			closeAndCheck(t, s, k)
+		})
+	}
+}
+
+func TestWithdrawnPermission(t *testing.T) {
+	asked := make(chan struct{})
+	s, k := start(t, "claude", decider{verdict: "block", asked: asked})
+	res, err := s.Prompt(context.Background(), []driver.Content{driver.TextContent("withdraw it")})
+	if err != nil || res.StopReason != driver.StopEndTurn {
+		t.Fatalf("Prompt = %+v, %v", res, err)
+	}
+	<-asked
+	k.wait(driver.EventPermissionDecided, 1)
+	closeAndCheck(t, s, k)
+	dec := *k.of(driver.EventPermissionDecided)[0].Decision
+	if dec.Verdict != driver.VerdictCancelled || dec.Reason != "withdrawn by the agent" {
+		t.Errorf("decision = %+v", dec)
+	}
+}
+
+func TestMultiTurnUsageAndModes(t *testing.T) {
+	s, k := start(t, "claude", decider{verdict: driver.VerdictAllow})
+	if s.ID() != "tai-chosen-id" || s.CurrentMode() != "default" {
+		t.Fatalf("id %q mode %q", s.ID(), s.CurrentMode())
+	}
+	if err := s.SetMode(context.Background(), "bogus"); !errors.Is(err, driver.ErrBadValue) {
+		t.Errorf("SetMode(bogus) = %v, want ErrBadValue", err)
+	}
+	if err := s.SetMode(context.Background(), "acceptEdits"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetModel(context.Background(), "opus"); err != nil {
+		t.Fatal(err)
+	}
+	for i, cost := range []float64{1.5, 1} {
+		res, err := s.Prompt(context.Background(), []driver.Content{driver.TextContent("hello")})
+		if err != nil || res.StopReason != driver.StopEndTurn {
+			t.Fatalf("turn %d: %+v, %v", i, res, err)
+		}
+		// Cumulative 10n in / 2n out and $n.5: each turn gets its delta.
+		if res.Usage == nil || res.Usage.TotalTokens != 12 || res.Usage.CostAmount != cost {
+			t.Errorf("turn %d usage = %+v, want 12 tokens and $%v", i, res.Usage, cost)
+		}
+	}
+	if m := k.of(driver.EventModeChanged); len(m) != 1 || m[0].Mode.ID != "acceptEdits" {
+		t.Errorf("mode.changed = %+v", m)
+	}
+	if got := k.of(driver.EventMessage); len(got) != 4 || got[0].Message.Role != driver.RoleThought || got[1].Message.Text != "echo: hello" {
+		t.Errorf("messages = %+v", got)
+	}
+	if raw := k.of(driver.EventRaw); len(raw) != 2 || raw[0].Raw.Kind != "system/from_the_future" {
+		t.Errorf("raw = %+v", raw)
+	}
+	if st := k.of(driver.EventSessionStarted); len(st) != 1 || st[0].Session != "tai-chosen-id" || st[0].Started.AgentVersion != "9.9.9" {
+		t.Errorf("session.started = %+v", st)
+	}
+	closeAndCheck(t, s, k)
+}
+
+func TestInterrupt(t *testing.T) {
+	s, k := start(t, "claude", decider{verdict: driver.VerdictAllow})
+	done := make(chan struct{})
+	var res driver.TurnResult
+	var err error
+	go func() {
+		defer close(done)
+		res, err = s.Prompt(context.Background(), []driver.Content{driver.TextContent("be slow")})
+	}()
+	// Cancel once the turn is under way (its first message arrived).
+	k.wait(driver.EventMessage, 1)
+	if cerr := s.Cancel(context.Background()); cerr != nil {
+		t.Fatal(cerr)
+	}
+	<-done
+	if err != nil || res.StopReason != driver.StopCancelled {
+		t.Fatalf("Prompt = %+v, %v; want cancelled", res, err)
+	}
+	closeAndCheck(t, s, k)
+}
+
+func TestErrors(t *testing.T) {
+	t.Run("api error reported as success", func(t *testing.T) {
+		s, k := start(t, "claude", decider{verdict: driver.VerdictAllow})
+		res, err := s.Prompt(context.Background(), []driver.Content{driver.TextContent("apierr")})
+		var te *TurnError
+		if !errors.As(err, &te) || te.APIErrorStatus != 500 || res.StopReason != StopError {
+			t.Fatalf("Prompt = %+v, %v; want a TurnError", res, err)
+		}
+		if e := k.of(driver.EventError); len(e) != 1 || e[0].Error.Code != "api_error" {
+			t.Errorf("errors = %+v", e)
+		}
+		if m := k.of(driver.EventMessage); len(m) != 0 {
+			t.Errorf("the synthetic API error became agent text: %+v", m)
+		}
+		closeAndCheck(t, s, k)
+	})
+	t.Run("denials the CLI made itself", func(t *testing.T) {
+		s, k := start(t, "claude", decider{verdict: driver.VerdictAllow})
+		if _, err := s.Prompt(context.Background(), []driver.Content{driver.TextContent("autodeny")}); err != nil {
+			t.Fatal(err)
+		}
+		d := k.of(driver.EventPermissionDecided)
+		if len(d) != 1 || d[0].Decision.Verdict != driver.VerdictDeny || d[0].Decision.DecidedBy != "agent" {
+			t.Errorf("decisions = %+v, want one deny by the agent (deduplicated)", d)
+		}
+		closeAndCheck(t, s, k)
+	})
+	t.Run("startup failure on stderr", func(t *testing.T) {
+		exe, _ := os.Executable()
+		_, err := Start(context.Background(), driver.Launch{Argv: []string{exe}, Env: append(os.Environ(), "TAI_FAKE_CLI=diestart"),
+			Cwd: t.TempDir(), Agent: "claude", Host: driver.Host{Sink: newSink(), Decider: decider{}}}, Options{})
+		var exit *driver.AgentExitError
+		if !errors.As(err, &exit) || exit.ExitCode != 1 || !strings.Contains(err.Error(), "requires --verbose") {
+			t.Fatalf("Start = %v; want the exit status with the stderr tail", err)
+		}
+	})
+	t.Run("no dialect", func(t *testing.T) {
+		_, err := Start(context.Background(), driver.Launch{Argv: []string{"/bin/true"}, Agent: "mystery"}, Options{})
+		if !errors.Is(err, driver.ErrUnsupported) {
+			t.Fatalf("Start = %v, want ErrUnsupported", err)
+		}
+	})
+}

@@ -1,0 +1,103 @@
+//go:build linux
+
+package streamjson
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// proc identifies one process across pid reuse: its start time (in clock
+// ticks since boot) changes when the pid is recycled.
+type proc struct {
+	pid, pgid int
+	start     uint64
+}
+
+// statOf reads a process's parent, group, start time and state from
+// /proc/PID/stat.
+func statOf(pid int) (ppid int, p proc, state byte, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, proc{}, 0, false
+	}
+	// "pid (comm) state ppid pgrp session ... starttime(22nd) ...": comm
+	// may hold spaces and parentheses, so split after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, proc{}, 0, false
+	}
+	f := bytes.Fields(b[i+2:])
+	if len(f) < 20 {
+		return 0, proc{}, 0, false
+	}
+	ppid, err1 := strconv.Atoi(string(f[1]))
+	pgid, err2 := strconv.Atoi(string(f[2]))
+	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, proc{}, 0, false
+	}
+	return ppid, proc{pid: pid, pgid: pgid, start: start}, f[0][0], true
+}
+
+// descendants lists the processes below root (children, grandchildren,
+// ...), read from /proc. Agents such as Claude Code start their shells
+// with setsid, outside the agent's process group, so signalling the group
+// alone leaves those shells (and what they run) behind.
+func descendants(root int) []proc {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]proc{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, p, _, ok := statOf(pid); ok {
+			children[ppid] = append(children[ppid], p)
+		}
+	}
+	var out []proc
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, c := range children[pid] {
+			out = append(out, c)
+			queue = append(queue, c.pid)
+		}
+	}
+	return out
+}
+
+// killEscaped SIGKILLs the processes of tree that left the agent's process
+// group (agentPgid, which the caller kills as a whole) and are still alive.
+// A group whose leader is in tree is killed whole, so that what an escaped
+// shell started later goes too; any other escaped process alone. tai's own
+// group is never signalled.
+func killEscaped(tree []proc, agentPgid int) {
+	own := syscall.Getpgrp()
+	leaders := map[int]bool{}
+	for _, p := range tree {
+		if p.pid == p.pgid {
+			leaders[p.pgid] = true
+		}
+	}
+	for _, p := range tree {
+		if p.pgid == agentPgid {
+			continue
+		}
+		_, now, state, ok := statOf(p.pid)
+		if !ok || now.start != p.start || state == 'Z' {
+			continue // gone, reused, or dead and waiting to be reaped
+		}
+		if leaders[now.pgid] && now.pgid != own && now.pgid != agentPgid {
+			_ = syscall.Kill(-now.pgid, syscall.SIGKILL)
+		}
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+}

@@ -1,0 +1,211 @@
+// Package pty runs the real tai binary with --driver pty: against the
+// scripted fake TUI (driver/pty/internal/faketui) always, and against the
+// real agent TUIs (qwen first) when scripts/install-agents.sh has
+// installed them; otherwise those skip, saying why, unless CI is set.
+//
+//	go test ./e2e/pty
+//	eval "$(scripts/install-agents.sh | sed 's/^/export /')" && go test ./e2e/pty -run Real -v
+package pty
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var taiBin, fakeBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tai-e2e-pty-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	taiBin, fakeBin = filepath.Join(dir, "tai"), filepath.Join(dir, "faketui")
+	for _, b := range [][2]string{{taiBin, "../../cmd/tai"}, {fakeBin, "../../driver/pty/internal/faketui"}} {
+		args := []string{"build", "-o", b[0]}
+		if os.Getenv("TAI_E2E_RACE") != "" {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, b[1])...)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building", b[1], err)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type outcome struct {
+	stdout, stderr string
+	code           int
+}
+
+type result struct {
+	Status      string `json:"status"`
+	StopReason  string `json:"stop_reason"`
+	Driver      string `json:"driver"`
+	Message     string `json:"message"`
+	ExitCode    int    `json:"exit_code"`
+	Error       string `json:"error"`
+	Permissions []struct {
+		OptionID   string `json:"option_id"`
+		OptionKind string `json:"option_kind"`
+		Verdict    string `json:"verdict"`
+		ToolKind   string `json:"tool_kind"`
+	} `json:"permissions"`
+}
+
+// tai runs the binary to its end. The context only guards against a hang
+// in tai itself; nothing asserts on time.
+func tai(t *testing.T, dir string, env []string, args ...string) outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, taiBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(env, "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(dir, ".state"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running tai: %v", err)
+	}
+	return outcome{out.String(), errb.String(), code}
+}
+
+func parse(t *testing.T, o outcome) result {
+	t.Helper()
+	var r result
+	if err := json.Unmarshal([]byte(o.stdout), &r); err != nil {
+		t.Fatalf("stdout is not one JSON result (%v):\n%s\nstderr:\n%s", err, o.stdout, o.stderr)
+	}
+	if r.ExitCode != o.code {
+		t.Fatalf("JSON exit_code %d but tai exited %d", r.ExitCode, o.code)
+	}
+	return r
+}
+
+// The fake TUI through the whole driver: text, a write allowed and denied
+// by policy through the picker, a CR that is eaten and retried, and a
+// cancelled (timed-out) turn.
+func TestFakeTUI(t *testing.T) {
+	for _, tc := range []struct {
+		name, prompt string
+		args         []string
+		code         int
+		status, stop string
+		message      string
+		file         bool
+		verdict      string
+	}{
+		{name: "text", prompt: "say hi", code: 0, status: "ok", stop: "end_turn", message: "Hello from the fake TUI.\nIt spans two lines."},
+		{name: "write-allowed", prompt: "please write hello", args: []string{"--approve", "all"}, code: 0, status: "ok", stop: "end_turn",
+			message: "I'll create hello.txt.\nCreated hello.txt.", file: true, verdict: "allow"},
+		{name: "write-denied", prompt: "please write hello", args: []string{"--approve", "deny"}, code: 5, status: "denied", stop: "end_turn",
+			message: "I'll create hello.txt.\nThe write was declined.", verdict: "deny"},
+		{name: "cr-retried", prompt: "crtwice please", code: 0, status: "ok", stop: "end_turn", message: "Hello from the fake TUI.\nIt spans two lines."},
+		{name: "timeout-cancels", prompt: "be slow", args: []string{"--timeout", "3s"}, code: 3, status: "timeout",
+			message: "Request cancelled."}, // the Esc reached it: the agent says so
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			args := append([]string{"run", "--agent-cmd", fakeBin, "--driver", "pty", "-o", "json"}, tc.args...)
+			o := tai(t, dir, os.Environ(), append(args, tc.prompt)...)
+			r := parse(t, o)
+			if o.code != tc.code || r.Status != tc.status || r.Driver != "pty" {
+				t.Fatalf("exit %d status %q driver %q error %q; want %d %q pty\nstderr:\n%s", o.code, r.Status, r.Driver, r.Error, tc.code, tc.status, o.stderr)
+			}
+			if tc.stop != "" && r.StopReason != tc.stop {
+				t.Errorf("stop reason %q, want %q", r.StopReason, tc.stop)
+			}
+			if r.Message != tc.message {
+				t.Errorf("message %q, want %q", r.Message, tc.message)
+			}
+			_, err := os.Stat(filepath.Join(dir, "hello.txt"))
+			if (err == nil) != tc.file {
+				t.Errorf("hello.txt exists = %v, want %v", err == nil, tc.file)
+			}
+			if tc.verdict != "" {
+				if len(r.Permissions) != 1 || r.Permissions[0].Verdict != tc.verdict || r.Permissions[0].ToolKind != "edit" {
+					t.Errorf("permissions %+v, want one %s of an edit", r.Permissions, tc.verdict)
+				}
+			}
+		})
+	}
+}
+
+// stream-json carries the PTY-only frames: status (working, waiting, idle)
+// and screen.delta, and the decision of the picker.
+func TestFakeTUIFrames(t *testing.T) {
+	dir := t.TempDir()
+	o := tai(t, dir, os.Environ(), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--approve", "all", "-o", "stream-json", "please write hello")
+	if o.code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+	}
+	states := map[string]bool{}
+	types := map[string]int{}
+	var screen []string
+	sc := bufio.NewScanner(strings.NewReader(o.stdout))
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var f struct {
+			Type   string          `json:"type"`
+			Status json.RawMessage `json:"status"`
+			Screen *struct {
+				From  int      `json:"from"`
+				Lines []string `json:"lines"`
+			} `json:"screen"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &f); err != nil {
+			t.Fatalf("frame is not JSON: %v", err)
+		}
+		types[f.Type]++
+		if f.Type == "status" {
+			var st struct {
+				State string `json:"state"`
+			}
+			if err := json.Unmarshal(f.Status, &st); err != nil {
+				t.Fatalf("status frame: %v", err)
+			}
+			states[st.State] = true
+		}
+		if f.Screen != nil {
+			// Apply the delta: the transcript as a reader rebuilds it.
+			if f.Screen.From > len(screen) {
+				t.Fatalf("delta from %d past the transcript's %d lines", f.Screen.From, len(screen))
+			}
+			screen = append(screen[:f.Screen.From], f.Screen.Lines...)
+		}
+	}
+	for _, s := range []string{"working", "waiting", "idle"} {
+		if !states[s] {
+			t.Errorf("no status %q frame; got %v", s, states)
+		}
+	}
+	for _, ty := range []string{"session.started", "permission.asked", "permission.decided", "message.chunk", "turn.ended", "screen.delta", "result"} {
+		if types[ty] == 0 {
+			t.Errorf("no %s frame; got %v", ty, types)
+		}
+	}
+	if got := strings.Join(screen, "\n"); !strings.Contains(got, "◆ Created hello.txt.") {
+		t.Errorf("the rebuilt transcript lacks the reply:\n%s", got)
+	}
+}
