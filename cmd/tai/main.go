@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -74,6 +75,7 @@ func newRoot(std app.IO) *cobra.Command {
 		return exitErr{int(exitcode.Usage)}
 	})
 	root.AddCommand(newRun(std), newAgents(std), newAgent(std), newModel(std), newAudit(std), newVersion(std))
+	root.AddCommand(newFleet(std), newWorktree(std))
 	return root
 }
 
@@ -219,5 +221,104 @@ func newAudit(std app.IO) *cobra.Command {
 	show.Flags().StringSliceVar(&f.Kinds, "kind", nil, "only these kinds (permission matches permission.request and permission.decision)")
 	show.Flags().BoolVar(&asJSON, "json", false, "pass the matching lines through as JSON")
 	parent.AddCommand(verify, show)
+	return parent
+}
+
+func newFleet(std app.IO) *cobra.Command {
+	parent := &cobra.Command{Use: "fleet", Short: "Run a plan of agent tasks in git worktrees, under one budget"}
+	var f app.FleetFlags
+	addRunFlags := func(c *cobra.Command) {
+		fl := c.Flags()
+		fl.IntVarP(&f.Concurrency, "concurrency", "j", 0, "tasks at a time (default: the plan's, else 4)")
+		fl.BoolVar(&f.FailFast, "fail-fast", false, "stop every task once one fails (default: the plan's)")
+		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout)")
+		fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
+		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
+		fl.BoolVarP(&f.Verbose, "verbose", "v", false, "log debug detail to stderr")
+	}
+	run := &cobra.Command{
+		Use:   "run [flags] PLAN.yaml",
+		Short: "Run a plan's tasks, each in its own worktree, and merge the results back",
+		Long: "Run a plan's tasks as a DAG, each with its agent in its own git worktree (branch tai/RUN/TASK),\n" +
+			"at most --concurrency at a time, under the plan's budget. Finished branches are rebased and\n" +
+			"fast-forwarded into the plan's target branch one at a time, never through your checkout.\n" +
+			"Exit 0 if every task merged; 1 a task failed; 6 a budget ran out; 7 a merge conflict; 130 interrupted.",
+		Example: "  tai fleet run plan.yaml\n  tai fleet run -j 8 --output json --junit fleet.xml plan.yaml",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.FleetRun(cmd.Context(), f, args[0], std))
+		},
+	}
+	addRunFlags(run)
+	run.Flags().StringVar(&f.RunID, "run-id", "", "name the run (default: fleet-DATE-TIME-RANDOM)")
+	run.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the plan file's directory)")
+	resume := &cobra.Command{
+		Use:   "resume [flags] RUN",
+		Short: "Continue an interrupted fleet run without redoing finished tasks",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.FleetResume(cmd.Context(), f, args[0], std))
+		},
+	}
+	addRunFlags(resume)
+	var asJSON bool
+	status := &cobra.Command{
+		Use:   "status RUN",
+		Short: "Show where a fleet run stands",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.FleetStatus(args[0], asJSON, std))
+		},
+	}
+	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	var pf app.FleetPlanFlags
+	plan := &cobra.Command{
+		Use:   "plan [flags] GOAL...",
+		Short: "Ask an agent for a plan, validate it and save it for review",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.FleetPlan(cmd.Context(), pf, strings.Join(args, " "), std))
+		},
+	}
+	plan.Flags().StringVarP(&pf.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
+	plan.Flags().StringVar(&pf.AgentCmd, "agent-cmd", "", "launch this command instead of a preset")
+	plan.Flags().StringVarP(&pf.Out, "out", "O", "plan.yaml", "save the plan here")
+	plan.Flags().StringVarP(&pf.Cwd, "cwd", "C", "", "workspace the agent may read (default: the current directory)")
+	plan.Flags().StringVar(&pf.Approve, "approve", "reads", "permission mode for the planning agent")
+	plan.Flags().DurationVar(&pf.Timeout, "timeout", 0, "cancel the planning run after this long")
+	parent.AddCommand(run, resume, status, plan)
+	return parent
+}
+
+func newWorktree(std app.IO) *cobra.Command {
+	parent := &cobra.Command{Use: "worktree", Short: "List and garbage-collect tai's git worktrees"}
+	var f app.WorktreeFlags
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List tai's worktrees with their state (in-use, merged, unmerged, dirty, orphan)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.WorktreeList(cmd.Context(), f, std))
+		},
+	}
+	list.Flags().BoolVar(&f.JSON, "json", false, "print JSON")
+	list.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the current directory)")
+	gc := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove worktrees and branches whose work is merged (also squash-merged) or pushed",
+		Long: "Remove tai's worktrees and their branches when nothing would be lost: never one in use,\n" +
+			"never a branch with commits that are neither merged (by ancestry, cherry-pick or squash) nor pushed,\n" +
+			"never uncommitted changes, unless --force (which still spares worktrees in use).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.WorktreeGC(cmd.Context(), f, std))
+		},
+	}
+	gc.Flags().BoolVarP(&f.DryRun, "dry-run", "n", false, "only say what would be removed")
+	gc.Flags().BoolVar(&f.Force, "force", false, "also remove unmerged or dirty worktrees (never one in use)")
+	gc.Flags().DurationVar(&f.OlderThan, "older-than", 0, "keep worktrees younger than this")
+	gc.Flags().BoolVar(&f.JSON, "json", false, "print JSON")
+	gc.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the current directory)")
+	parent.AddCommand(list, gc)
 	return parent
 }

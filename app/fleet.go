@@ -1,0 +1,353 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/redact"
+	"github.com/tai-dev/tai/runner"
+)
+
+// FleetFlags are `tai fleet run` and `tai fleet resume`'s flags.
+type FleetFlags struct {
+	Concurrency int
+	FailFast    bool
+	Output      string // text | json
+	JUnit       string
+	RunID       string
+	Repo        string
+	Verbose     bool
+	CancelGrace time.Duration
+}
+
+// FleetRun runs `tai fleet run PLAN`.
+func FleetRun(ctx context.Context, f FleetFlags, planPath string, std IO) int {
+	plan, err := fleet.LoadPlan(planPath)
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai fleet run:", err)
+		return int(exitcode.Usage)
+	}
+	id := f.RunID
+	if id == "" {
+		id = "fleet-" + strings.TrimPrefix(newRunID(), "run-")
+	}
+	return runFleet(ctx, f, fleet.Options{Plan: plan, RunID: id, Command: "tai fleet run " + planPath}, std)
+}
+
+// FleetResume runs `tai fleet resume RUN`.
+func FleetResume(ctx context.Context, f FleetFlags, run string, std IO) int {
+	return runFleet(ctx, f, fleet.Options{RunID: run, Resume: true, Command: "tai fleet resume " + run}, std)
+}
+
+func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
+	switch f.Output {
+	case "", OutputText, OutputJSON:
+	default:
+		fmt.Fprintf(std.Err, "tai fleet: --output must be text or json, not %q\n", f.Output)
+		return int(exitcode.Usage)
+	}
+	logger := newLogger(std.Err, f.Verbose)
+	o.Dir = fleet.RunDir(o.RunID)
+	o.Repo, o.Concurrency, o.FailFast, o.CancelGrace = f.Repo, f.Concurrency, f.FailFast, f.CancelGrace
+	o.Version, o.Logger = Version, logger
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		fmt.Fprintln(std.Err, "tai fleet:", err)
+		return int(exitcode.Usage)
+	}
+	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(os.Environ())})
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai fleet:", err)
+		return int(exitcode.Usage)
+	}
+	// One audit log per fleet run; a resume continues its chain (repairing
+	// a last line cut by kill -9).
+	log, err := audit.Open(filepath.Join(o.Dir, "audit.jsonl"), audit.Options{Run: o.RunID, Redactor: red, Logger: logger, TruncatePartial: true})
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai fleet: audit log:", err)
+		return int(exitcode.Usage)
+	}
+	defer func() {
+		if err := log.Close(); err != nil {
+			logger.Error("closing the audit log", "err", err)
+		}
+	}()
+	o.Audit = log
+
+	// A human, when there is a terminal: permission asks (one "always"
+	// answers every task of the run) and questions nobody else could answer.
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) {
+		defer tty.Close()
+		h := newHuman(tty)
+		o.Prompter, o.AskHuman = h, h.askQuestion
+	}
+
+	var table *fleet.Table
+	progressOut := std.Out
+	if f.Output == OutputJSON {
+		progressOut = std.Err
+	}
+	if f.Output != OutputJSON && isTTY(std.Out) {
+		table = &fleet.Table{W: std.Out, Now: time.Now}
+		o.Progress = table.Event
+		tick := time.NewTicker(time.Second)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-tick.C:
+					table.Tick()
+				case <-stop:
+					return
+				}
+			}
+		}()
+		defer func() { tick.Stop(); close(stop); wg.Wait() }()
+	} else {
+		o.Progress = fleet.Lines(progressOut)
+	}
+
+	st, err := fleet.Run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai fleet:", err)
+		return int(exitcode.Of(err))
+	}
+	if f.JUnit != "" {
+		jf, err := os.Create(f.JUnit)
+		if err == nil {
+			err = fleet.JUnit(jf, *st)
+			if cerr := jf.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(std.Err, "tai fleet: --junit:", err)
+		}
+	}
+	if f.Output == OutputJSON {
+		writeSummary(std.Out, st, log.Path())
+	} else {
+		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d) — state %s, audit %s, results on branch %s\n",
+			st.Run, st.Status, st.ExitCode, filepath.Join(o.Dir, "state.json"), log.Path(), st.Target)
+		for _, id := range st.Order {
+			ts := st.Tasks[id]
+			if ts.Status == fleet.StatusConflict {
+				fmt.Fprintf(std.Err, "tai fleet: task %s: merge conflict in %s (branch %s kept)\n", id, strings.Join(ts.ConflictFiles, ", "), ts.Branch)
+			} else if ts.Status != fleet.StatusMerged && ts.Status != fleet.StatusDone {
+				fmt.Fprintf(std.Err, "tai fleet: task %s %s: %s\n", id, ts.Status, ts.Reason)
+			}
+		}
+	}
+	return st.ExitCode
+}
+
+// Summary is `tai fleet run --output json`'s document.
+type Summary struct {
+	Run      string             `json:"run"`
+	Status   string             `json:"status"`
+	ExitCode int                `json:"exit_code"`
+	Target   string             `json:"target"`
+	Base     string             `json:"base"`
+	State    string             `json:"state"`
+	Audit    string             `json:"audit"`
+	Usage    fleet.Usage        `json:"usage"`
+	Tasks    []*fleet.TaskState `json:"tasks"`
+	Counts   map[string]int     `json:"counts"`
+}
+
+func writeSummary(w io.Writer, st *fleet.State, auditPath string) {
+	s := Summary{Run: st.Run, Status: st.Status, ExitCode: st.ExitCode, Target: st.Target, Base: st.Base,
+		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[string]int{}}
+	for _, id := range st.Order {
+		s.Tasks = append(s.Tasks, st.Tasks[id])
+		s.Counts[st.Tasks[id].Status]++
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(s)
+}
+
+// FleetStatus runs `tai fleet status RUN`.
+func FleetStatus(run string, asJSON bool, std IO) int {
+	st, err := fleet.LoadState(fleet.RunDir(run))
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai fleet status:", err)
+		return int(exitcode.Usage)
+	}
+	if asJSON {
+		writeSummary(std.Out, st, filepath.Join(fleet.RunDir(run), "audit.jsonl"))
+		return 0
+	}
+	status := st.Status
+	if status == "running" && st.PID != 0 && !alive(st.PID) {
+		status = "interrupted (resume with: tai fleet resume " + run + ")"
+	}
+	fmt.Fprintf(std.Out, "fleet %s: %s; target %s; used %d tokens, %d turns, %.4g cost; updated %s\n",
+		st.Run, status, st.Target, st.Usage.Tokens, st.Usage.Turns, st.Usage.Cost, st.Updated.Format(time.RFC3339))
+	for _, r := range fleet.TableRows(*st, time.Now()) {
+		fmt.Fprintln(std.Out, r)
+	}
+	return 0
+}
+
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	return p.Signal(syscall.Signal(0)) == nil
+}
+
+// human asks at the terminal. Permission asks go through policy's
+// TTYPrompter; questions are read from the same line stream, one at a time.
+type human struct {
+	mu     sync.Mutex
+	out    io.Writer
+	lines  chan string
+	prompt *policy.TTYPrompter
+}
+
+func newHuman(tty *os.File) *human {
+	h := &human{out: tty, lines: make(chan string)}
+	go func() {
+		rd := bufio.NewReader(tty)
+		for {
+			l, err := rd.ReadString('\n')
+			if l != "" {
+				h.lines <- l
+			}
+			if err != nil {
+				close(h.lines)
+				return
+			}
+		}
+	}()
+	h.prompt = &policy.TTYPrompter{In: &chanReader{ch: h.lines}, Out: tty}
+	return h
+}
+
+func (h *human) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.prompt.Ask(ctx, req)
+}
+
+func (h *human) askQuestion(ctx context.Context, task, q string) (string, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fmt.Fprintf(h.out, "\n[tai fleet] task %s asks:\n%s\nyour answer (empty = leave it blocked): ", task, q)
+	select {
+	case l, ok := <-h.lines:
+		if !ok {
+			return "", io.EOF
+		}
+		return strings.TrimSpace(l), nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+type chanReader struct {
+	ch  chan string
+	buf string
+}
+
+func (c *chanReader) Read(p []byte) (int, error) {
+	if c.buf == "" {
+		l, ok := <-c.ch
+		if !ok {
+			return 0, io.EOF
+		}
+		c.buf = l
+	}
+	n := copy(p, c.buf)
+	c.buf = c.buf[n:]
+	return n, nil
+}
+
+// FleetPlanFlags are `tai fleet plan`'s flags.
+type FleetPlanFlags struct {
+	Agent    string
+	AgentCmd string
+	Out      string
+	Cwd      string
+	Approve  string
+	Timeout  time.Duration
+}
+
+// planPrompt asks an agent for a plan.
+const planPrompt = `Split the following goal into a plan of tasks for parallel coding agents.
+Reply with only a YAML document (optionally in a yaml code fence) of this shape:
+
+name: <short-name>
+goal: <the goal>
+tasks:
+  - id: <letters, digits, - or _>
+    prompt: <what this agent must do; {{ .Tasks.<dep>.Message }}, .Diff and .Branch give a dependency's result>
+    depends_on: [<ids of tasks whose result this one needs>]
+    owns: [<files or globs this task alone changes>]
+
+Give each file to one task only; tasks that touch the same files must depend on one another.
+
+Goal: `
+
+var fenceRE = regexp.MustCompile("(?s)```(?:ya?ml)?\\s*\\n(.*?)```")
+
+// FleetPlan runs `tai fleet plan "goal"`: an agent drafts the plan, tai
+// validates it against the plan schema and saves it for review.
+func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) int {
+	rf := RunFlags{Agent: f.Agent, AgentCmd: f.AgentCmd, Cwd: f.Cwd, Approve: f.Approve, NonInteractive: "deny",
+		AllowDenials: true, Timeout: f.Timeout, NoAudit: true}
+	if rf.Approve == "" {
+		rf.Approve = "reads"
+	}
+	logger := newLogger(std.Err, false)
+	opts, cleanup, err := buildRun(rf, []string{planPrompt + goal}, std, logger)
+	defer cleanup()
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai fleet plan:", err)
+		return int(exitcode.Of(err))
+	}
+	res, err := runner.Run(ctx, opts)
+	if err != nil || res.ExitCode != 0 {
+		fmt.Fprintf(std.Err, "tai fleet plan: the agent failed: %s\n", res.Error)
+		return res.ExitCode
+	}
+	text := res.Message
+	if m := fenceRE.FindStringSubmatch(text); m != nil {
+		text = m[1]
+	}
+	out := f.Out
+	if out == "" {
+		out = "plan.yaml"
+	}
+	abs, _ := filepath.Abs(out)
+	if _, err := fleet.ParsePlan([]byte(text), abs); err != nil {
+		fmt.Fprintf(std.Err, "tai fleet plan: the agent's plan is not valid:\n%v\n--- the agent said:\n%s\n", err, res.Message)
+		return int(exitcode.AgentError)
+	}
+	if err := os.WriteFile(out, []byte(strings.TrimSpace(text)+"\n"), 0o644); err != nil {
+		fmt.Fprintln(std.Err, "tai fleet plan:", err)
+		return int(exitcode.Usage)
+	}
+	fmt.Fprintf(std.Out, "plan saved to %s: review it, then run: tai fleet run %s\n", out, out)
+	return 0
+}

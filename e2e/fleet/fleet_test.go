@@ -1,0 +1,336 @@
+// Package fleet_test runs the real tai binary's fleet and worktree commands
+// on real git repositories, with the built-in agent.
+package fleet_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+var (
+	taiBin   string
+	stateDir string
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tai-e2e-fleet-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	taiBin = filepath.Join(dir, "tai")
+	build := exec.Command("go", "build", "-o", taiBin, "../../cmd/tai")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building tai:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// gitRepo makes a repository, and a fresh state directory for the test's
+// fleet runs (tests do not run in parallel).
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	stateDir = t.TempDir()
+	dir := t.TempDir()
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		git(t, dir, a...)
+	}
+	write(t, filepath.Join(dir, "README"), "hi\n")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "init")
+	return dir
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tai(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command(taiBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "NO_COLOR=1")
+	return cmd
+}
+
+func runTai(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := tai(dir, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), cmd.ProcessState.ExitCode()
+}
+
+type summary struct {
+	Status   string         `json:"status"`
+	ExitCode int            `json:"exit_code"`
+	Target   string         `json:"target"`
+	Audit    string         `json:"audit"`
+	Counts   map[string]int `json:"counts"`
+	Tasks    []struct {
+		ID            string   `json:"id"`
+		Status        string   `json:"status"`
+		Attempts      int      `json:"attempts"`
+		Branch        string   `json:"branch"`
+		ConflictFiles []string `json:"conflict_files"`
+	} `json:"tasks"`
+}
+
+// A 20-task DAG (a binary tree of dependencies plus joins), 4 at a time,
+// each task writing its own file through the built-in agent: all merged
+// into the target in dependency order; JSON summary and JUnit for CI.
+func TestTwentyTaskDAG(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	var plan strings.Builder
+	plan.WriteString("name: twenty\npolicy: {approve: all}\nconcurrency: 4\nbudget: {tokens: 100000, turns: 40}\ntasks:\n")
+	for i := range 20 {
+		write(t, filepath.Join(pd, fmt.Sprintf("t%02d.yaml", i)), fmt.Sprintf(
+			"steps:\n  - text: \"task %02d\"\n  - write: {path: f%02d.txt, content: \"file %02d\\n\"}\n  - usage: {used: 50, size: 1000}\n", i, i, i))
+		fmt.Fprintf(&plan, "  - id: t%02d\n    script: t%02d.yaml\n", i, i)
+		var deps []string
+		if i > 0 {
+			deps = append(deps, fmt.Sprintf("t%02d", (i-1)/2))
+		}
+		if i >= 15 {
+			deps = append(deps, fmt.Sprintf("t%02d", i-5))
+		}
+		if len(deps) > 0 {
+			fmt.Fprintf(&plan, "    depends_on: [%s]\n    prompt: \"after {{ .Tasks.%s.Diff }}\"\n", strings.Join(deps, ", "), deps[0])
+		} else {
+			plan.WriteString("    prompt: root\n")
+		}
+	}
+	write(t, filepath.Join(pd, "plan.yaml"), plan.String())
+	junit := filepath.Join(pd, "fleet.xml")
+	out, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "dag20", "-C", repo, "--output", "json", "--junit", junit, filepath.Join(pd, "plan.yaml"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var s summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if s.Counts["merged"] != 20 || s.Status != "done" {
+		t.Fatalf("summary %+v", s)
+	}
+	files := git(t, repo, "ls-tree", "--name-only", s.Target)
+	if n := strings.Count(files, ".txt"); n != 20 {
+		t.Fatalf("%d files on %s:\n%s", n, s.Target, files)
+	}
+	// Each task's commit comes after its dependencies' on the target.
+	pos := map[string]int{}
+	for i, l := range strings.Split(git(t, repo, "log", "--reverse", "--format=%s", s.Target), "\n") {
+		pos[strings.TrimPrefix(l, "tai fleet dag20: task ")] = i
+	}
+	for i := 1; i < 20; i++ {
+		if pos[fmt.Sprintf("t%02d", i)] < pos[fmt.Sprintf("t%02d", (i-1)/2)] {
+			t.Fatalf("t%02d merged before its dependency", i)
+		}
+	}
+	if st := git(t, repo, "status", "--porcelain"); st != "" {
+		t.Fatalf("user's checkout changed: %s", st)
+	}
+	// JUnit XML is well-formed and counts every task.
+	b, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var suite struct {
+		XMLName  xml.Name `xml:"testsuite"`
+		Tests    int      `xml:"tests,attr"`
+		Failures int      `xml:"failures,attr"`
+		Cases    []struct {
+			Name string `xml:"name,attr"`
+		} `xml:"testcase"`
+	}
+	if err := xml.Unmarshal(b, &suite); err != nil || suite.Tests != 20 || suite.Failures != 0 || len(suite.Cases) != 20 {
+		t.Fatalf("junit: %v %+v", err, suite)
+	}
+	if o, e, c := runTai(t, repo, "audit", "verify", s.Audit); c != 0 || strings.Contains(o, "no run.end") {
+		t.Fatalf("audit verify: %s %s", o, e)
+	}
+	// Everything is merged: gc may remove all of it.
+	o, _, c := runTai(t, repo, "worktree", "gc", "--dry-run")
+	if c != 0 || strings.Count(o, "would remove") != 20 {
+		t.Fatalf("gc dry run:\n%s", o)
+	}
+}
+
+// kill -9 in the middle, then resume: no finished task runs again, no
+// worktree or branch is lost.
+func TestKill9ThenResume(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	counts := t.TempDir()
+	var plan strings.Builder
+	plan.WriteString("name: kill\npolicy: {approve: all}\nconcurrency: 6\ntasks:\n")
+	for i := range 5 {
+		id := fmt.Sprintf("q%d", i)
+		write(t, filepath.Join(pd, id+".yaml"), fmt.Sprintf(
+			"steps:\n  - run: {command: sh, args: [\"-c\", \"echo x >> %s/%s\"]}\n  - write: {path: %s.txt, content: \"%s\\n\"}\n  - text: done\n", counts, id, id, id))
+		fmt.Fprintf(&plan, "  - {id: %s, script: %s.yaml, prompt: go}\n", id, id)
+	}
+	// slow: the first time it writes, then works "forever"; the second time it finishes.
+	// It tells the test it has done its partial work through a FIFO
+	// (blocking, so no sleeping or polling).
+	fifo := filepath.Join(counts, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(pd, "hang.yaml"), fmt.Sprintf("steps:\n  - write: {path: slow-partial.txt, content: \"partial\\n\"}\n  - run: {command: sh, args: [\"-c\", \"echo x >> %s/slow; echo ready > %s\"]}\n  - delay: 3600\n", counts, fifo))
+	write(t, filepath.Join(pd, "finish.yaml"), fmt.Sprintf("steps:\n  - run: {command: sh, args: [\"-c\", \"echo x >> %s/slow\"]}\n  - write: {path: slow.txt, content: \"slow\\n\"}\n  - text: done\n", counts))
+	write(t, filepath.Join(pd, "last.yaml"), "steps:\n  - write: {path: last.txt, content: \"last\\n\"}\n")
+	marker := filepath.Join(counts, "slow-started")
+	fmt.Fprintf(&plan, "  - id: slow\n    agent_cmd: \"sh -c 'if [ -e %s ]; then exec %s agent builtin --script %s; else touch %s; exec %s agent builtin --script %s; fi'\"\n    prompt: go\n  - {id: last, script: last.yaml, prompt: \"after {{ .Tasks.slow.Message }}\", depends_on: [slow, q1]}\n",
+		marker, taiBin, filepath.Join(pd, "finish.yaml"), marker, taiBin, filepath.Join(pd, "hang.yaml"))
+	write(t, filepath.Join(pd, "plan.yaml"), plan.String())
+
+	cmd := tai(repo, "fleet", "run", "--run-id", "kill9", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait (by reading its progress, no sleeping) until the five quick
+	// tasks are merged and slow is working.
+	merged, slowStarted := 0, false
+	sc := bufio.NewScanner(stdout)
+	for (merged < 5 || !slowStarted) && sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 3 && f[2] == "merged" {
+			merged++
+		}
+		if len(f) >= 3 && f[1] == "slow" && f[2] == "started" {
+			slowStarted = true
+		}
+	}
+	if merged < 5 || !slowStarted {
+		t.Fatalf("run ended early: merged %d, slow started %v", merged, slowStarted)
+	}
+	// slow's agent has written its partial file once it says so.
+	if b, err := os.ReadFile(fifo); err != nil || strings.TrimSpace(string(b)) != "ready" {
+		t.Fatalf("fifo: %q %v", b, err)
+	}
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	// The agents lose their stdin and go; kill the group to be sure.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+
+	o, _, _ := runTai(t, repo, "fleet", "status", "kill9")
+	if !strings.Contains(o, "interrupted (resume with: tai fleet resume kill9)") {
+		t.Fatalf("status:\n%s", o)
+	}
+	out, errOut, code := runTai(t, repo, "fleet", "resume", "kill9", "--output", "json")
+	if code != 0 {
+		t.Fatalf("resume exit %d\n%s\n%s", code, out, errOut)
+	}
+	var s summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Counts["merged"] != 7 {
+		t.Fatalf("counts %v", s.Counts)
+	}
+	for i := range 5 {
+		b, _ := os.ReadFile(filepath.Join(counts, fmt.Sprintf("q%d", i)))
+		if n := strings.Count(string(b), "x"); n != 1 {
+			t.Fatalf("q%d ran %d times", i, n)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join(counts, "slow"))
+	if n := strings.Count(string(b), "x"); n != 2 {
+		t.Fatalf("slow ran %d times, want 2 (killed, then resumed)", n)
+	}
+	// Its partial work from before the kill was kept in its worktree and merged.
+	files := git(t, repo, "ls-tree", "--name-only", s.Target)
+	for _, f := range []string{"q0.txt", "q4.txt", "slow.txt", "slow-partial.txt"} {
+		if !strings.Contains(files, f) {
+			t.Fatalf("%s missing on target:\n%s", f, files)
+		}
+	}
+	branches := git(t, repo, "branch", "--list", "tai/kill9/*")
+	if strings.Count(branches, "tai/kill9/") != 7 {
+		t.Fatalf("branches:\n%s", branches)
+	}
+}
+
+// A conflict: exit 7, files named; the conflicting branch is kept, gc
+// refuses to delete it, and allows it once squash-merged.
+func TestConflictExit7AndGC(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	for _, id := range []string{"x", "y"} {
+		write(t, filepath.Join(pd, id+".yaml"), fmt.Sprintf("steps:\n  - write: {path: same.txt, content: \"from %s\\n\"}\n", id))
+	}
+	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: x, script: x.yaml, prompt: x}\n  - {id: y, script: y.yaml, prompt: y}\n")
+	_, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "conf", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	if code != 7 || !strings.Contains(errOut, "merge conflict in same.txt") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	st, _, _ := runTai(t, repo, "fleet", "status", "conf", "--json")
+	var s summary
+	if err := json.Unmarshal([]byte(st), &s); err != nil {
+		t.Fatal(err)
+	}
+	var loser string
+	for _, ts := range s.Tasks {
+		if ts.Status == "conflict" {
+			loser = ts.ID
+		}
+	}
+	if loser == "" {
+		t.Fatalf("no conflict in %s", st)
+	}
+	o, _, _ := runTai(t, repo, "worktree", "gc")
+	if !strings.Contains(o, "kept "+filepath.Join(repo, ".tai", "worktrees", "conf", loser)) || !strings.Contains(o, "neither merged nor pushed") {
+		t.Fatalf("gc:\n%s", o)
+	}
+	if !strings.Contains(git(t, repo, "branch", "--list", "tai/conf/"+loser), loser) {
+		t.Fatal("gc deleted unmerged work")
+	}
+	// The user squash-merges it into main by hand: now gc may remove it.
+	git(t, repo, "merge", "-q", "--squash", "tai/conf/"+loser)
+	git(t, repo, "commit", "-q", "-m", "take "+loser)
+	o, _, _ = runTai(t, repo, "worktree", "gc")
+	if !strings.Contains(o, "removed "+filepath.Join(repo, ".tai", "worktrees", "conf", loser)) {
+		t.Fatalf("gc after squash:\n%s", o)
+	}
+	if git(t, repo, "branch", "--list", "tai/conf/"+loser) != "" {
+		t.Fatal("squash-merged branch not removed")
+	}
+}

@@ -1,0 +1,940 @@
+// Package fleet runs a plan of agent tasks as a DAG: each task in its own
+// git worktree, at most N at a time, under one budget, with the results of
+// finished tasks routed into their dependents' prompts, agents' questions
+// routed to an answerer agent (then a human), and finished branches merged
+// back in dependency order through a fast-forward-only merge queue. Its
+// state is persisted atomically after every step, so a run killed even by
+// SIGKILL resumes without redoing finished tasks.
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/quartz"
+	"github.com/gofrs/flock"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/worktree"
+)
+
+// Options configure a fleet run.
+type Options struct {
+	Plan  *Plan  // nil on resume: the run directory's copy is used
+	RunID string // required
+	Dir   string // run directory; default RunDir(RunID)
+	Repo  string // a directory in the repository; default the plan's directory
+	// Concurrency overrides the plan's (0 = the plan's, else 4).
+	Concurrency int
+	FailFast    bool // or the plan's
+	// Resume continues an existing run.
+	Resume bool
+
+	Audit    *audit.Log      // every fleet event and every task's run events; required
+	Progress func(Event)     // progress events, called serially
+	Prompter policy.Prompter // a human for permission asks; nil = headless
+	// AskHuman asks a human a question an agent asked and the answerer
+	// could not answer; nil = headless (the task ends blocked).
+	AskHuman func(ctx context.Context, task, question string) (string, error)
+	// Command records who owns the worktrees ("tai fleet run plan.yaml").
+	Command     string
+	Version     string
+	CancelGrace time.Duration
+	Clock       quartz.Clock
+	Logger      *slog.Logger
+	// Exe is the tai binary for the built-in agent; default os.Executable.
+	Exe string
+}
+
+// Event is a progress event.
+type Event struct {
+	Time   time.Time `json:"ts"`
+	Kind   string    `json:"event"` // started | finished | failed | refused | asked | answered | merged | conflict | skipped | budget | retry | blocked
+	Task   string    `json:"task,omitempty"`
+	Detail string    `json:"detail,omitempty"`
+	State  State     `json:"-"` // snapshot, for live tables
+}
+
+// Fleet is a run in progress.
+type fleet struct {
+	o      Options
+	plan   *Plan
+	st     *store
+	wt     *worktree.Manager
+	meter  *Meter
+	memory *policy.Memory
+	clock  quartz.Clock
+	log    *slog.Logger
+
+	evMu    sync.Mutex
+	mergeMu sync.Mutex // the merge queue: one branch at a time
+	done    map[string]chan struct{}
+	humanMu sync.Mutex
+}
+
+// Run runs (or resumes) a fleet. The returned State is final; its
+// ExitCode is the process's: 0, 1 (a task failed), 6 (budget), 7 (merge
+// conflict), 130 (interrupted), 2 (usage).
+func Run(ctx context.Context, o Options) (*State, error) {
+	if o.Clock == nil {
+		o.Clock = quartz.NewReal()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Dir == "" {
+		o.Dir = RunDir(o.RunID)
+	}
+	if !worktree.ValidName(o.RunID) {
+		return nil, exitcode.Usagef("invalid run id %q", o.RunID)
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	lk := flock.New(filepath.Join(o.Dir, "run.lock"))
+	got, err := lk.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %w", err)
+	}
+	if !got {
+		return nil, exitcode.Usagef("fleet run %s is already running in another process", o.RunID)
+	}
+	defer func() { _ = lk.Unlock() }()
+
+	f := &fleet{o: o, clock: o.Clock, log: o.Logger, memory: policy.NewMemory(policy.ScopeRun), done: map[string]chan struct{}{}}
+	if err := f.init(ctx); err != nil {
+		return nil, err
+	}
+	return f.run(ctx)
+}
+
+func (f *fleet) init(ctx context.Context) error {
+	o := f.o
+	statePath := filepath.Join(o.Dir, "state.json")
+	planCopy := filepath.Join(o.Dir, "plan.yaml")
+	f.st = &store{path: statePath, now: func() time.Time { return f.clock.Now() }}
+	if o.Resume {
+		st, err := LoadState(o.Dir)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		plan, err := LoadPlan(planCopy)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		plan.Dir = filepath.Dir(st.PlanFrom)
+		f.plan = plan
+		f.st.st = st
+	} else {
+		if _, err := os.Stat(statePath); err == nil {
+			return exitcode.Usagef("fleet run %s exists already (use tai fleet resume %s)", o.RunID, o.RunID)
+		}
+		f.plan = o.Plan
+	}
+	repo := o.Repo
+	if repo == "" {
+		if f.st.st != nil {
+			repo = f.st.st.Repo
+		} else {
+			repo = f.plan.Dir
+		}
+	}
+	wt, err := worktree.Open(ctx, repo)
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
+	f.wt = wt
+	if !o.Resume {
+		// Prompt files were inlined by LoadPlan: the copy is self-contained.
+		b, err := marshalPlan(f.plan)
+		if err != nil {
+			return err
+		}
+		if err := worktree.WriteFileAtomic(planCopy, b, 0o600); err != nil {
+			return err
+		}
+		base := f.plan.Base
+		if base == "" {
+			base = "HEAD"
+		}
+		sha, err := wt.RevParse(ctx, base)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, fmt.Errorf("base: %w", err))
+		}
+		target := f.plan.Target
+		if target == "" {
+			target = "tai-fleet/" + o.RunID
+		}
+		if p, ok, err := wt.CheckedOut(ctx, target); err != nil {
+			return err
+		} else if ok {
+			return exitcode.Usagef("target branch %s is checked out in %s: tai merges only into branches no checkout has open (set target: to another branch, e.g. tai-fleet/%s)", target, p, o.RunID)
+		}
+		if err := wt.EnsureBranch(ctx, target, sha); err != nil {
+			return err
+		}
+		st := &State{Version: 1, Run: o.RunID, Plan: planCopy, PlanFrom: f.plan.File, Repo: wt.Repo, Base: sha, Target: target,
+			Created: f.clock.Now().UTC(), Order: f.plan.Order(), Tasks: map[string]*TaskState{}}
+		for _, t := range f.plan.Tasks {
+			st.Tasks[t.ID] = &TaskState{ID: t.ID, Agent: f.agentLabel(t.AgentSpec), Status: StatusPending}
+		}
+		f.st.st = st
+	}
+	conc := o.Concurrency
+	if conc == 0 {
+		conc = f.plan.Concurrency
+	}
+	if conc == 0 {
+		conc = 4
+	}
+	f.plan.Concurrency = conc
+	f.plan.FailFast = f.plan.FailFast || o.FailFast
+	return f.st.update(func(st *State) {
+		st.Status, st.PID, st.ExitCode = "running", os.Getpid(), 0
+		if o.Resume {
+			st.Resumes++
+		}
+		for _, t := range st.Tasks {
+			// What was in flight when the run stopped starts over (in its
+			// kept worktree); what finished stays finished.
+			if !succeeded(t.Status) {
+				t.Status, t.Reason, t.ExitCode = StatusPending, "", 0
+			}
+		}
+	})
+}
+
+func (f *fleet) agentLabel(a AgentSpec) string {
+	a = f.merged(a)
+	if a.AgentCmd != "" {
+		return a.AgentCmd
+	}
+	return a.Agent
+}
+
+// merged fills a task's agent spec from the plan's defaults.
+func (f *fleet) merged(a AgentSpec) AgentSpec {
+	d := f.plan.Defaults
+	if a.Agent == "" && a.AgentCmd == "" {
+		a.Agent, a.AgentCmd = d.Agent, d.AgentCmd
+		if a.Script == "" {
+			a.Script = d.Script
+		}
+	}
+	if a.Agent == "" && a.AgentCmd == "" {
+		a.Agent = "builtin"
+	}
+	if a.Driver == "" {
+		a.Driver = d.Driver
+	}
+	if a.Model == "" {
+		a.Model = d.Model
+	}
+	if a.Mode == "" {
+		a.Mode = d.Mode
+	}
+	return a
+}
+
+// emit records a fleet event in the audit log and tells the progress sink.
+func (f *fleet) emit(kind, task, detail string, data map[string]any) {
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["event"], data["task"] = kind, task
+	if detail != "" {
+		data["detail"] = detail
+	}
+	auditKind := audit.KindFleet
+	if kind == "budget" {
+		auditKind = audit.KindBudget
+	}
+	if err := f.o.Audit.Append(auditKind, "", data); err != nil {
+		f.log.Error("audit", "err", err)
+	}
+	f.evMu.Lock()
+	defer f.evMu.Unlock()
+	if f.o.Progress != nil {
+		f.o.Progress(Event{Time: f.clock.Now(), Kind: kind, Task: task, Detail: detail, State: f.st.snapshot()})
+	}
+}
+
+func (f *fleet) setTask(id string, fn func(t *TaskState)) {
+	if err := f.st.update(func(st *State) { fn(st.Tasks[id]) }); err != nil {
+		f.log.Error("saving fleet state", "err", err)
+	}
+}
+
+func (f *fleet) run(ctx context.Context) (*State, error) {
+	st := f.st.snapshot()
+	f.meter = NewMeter(f.plan.Budget, f.plan.Concurrency, st.Usage, func(dim string, used, limit float64) {
+		f.emit("budget", "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim),
+			map[string]any{"level": "soft", "dimension": dim, "used": used, "limit": limit})
+	})
+	f.emit("run.start", "", fmt.Sprintf("%d task(s), concurrency %d, target %s", len(st.Tasks), f.plan.Concurrency, st.Target),
+		map[string]any{"run": st.Run, "resume": f.o.Resume, "plan": st.PlanFrom, "base": st.Base, "target": st.Target})
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if wall := f.meter.WallTime(); wall > 0 {
+		t := f.clock.AfterFunc(wall, func() {
+			f.emit("budget", "", "fleet wall time "+wall.String()+" used up", map[string]any{"level": "hard", "dimension": "wall_time"})
+			cancel(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: the fleet's wall time of %s is used up", ErrBudget, wall)))
+		}, "fleet", "wall")
+		defer t.Stop()
+	}
+	for _, id := range st.Order {
+		f.done[id] = make(chan struct{})
+	}
+	sem := semaphore.NewWeighted(int64(f.plan.Concurrency))
+	var g errgroup.Group
+	for _, id := range st.Order {
+		g.Go(func() error {
+			defer close(f.done[id])
+			f.schedule(runCtx, cancel, sem, id)
+			return nil
+		})
+	}
+	_ = g.Wait()
+
+	final := f.finish(ctx, runCtx)
+	return final, nil
+}
+
+// schedule waits for a task's dependencies, then runs and merges it.
+func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, sem *semaphore.Weighted, id string) {
+	t := f.plan.Task(id)
+	if succeeded(f.st.task(id).Status) {
+		// Finished before an interruption: only a pending merge is left.
+		if f.st.task(id).Status == StatusDone {
+			f.merge(ctx, t)
+		}
+		return
+	}
+	for _, d := range t.DependsOn {
+		select {
+		case <-f.done[d]:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			f.setTask(id, func(ts *TaskState) { ts.Status, ts.Reason = StatusCanceled, causeText(ctx) })
+			return
+		}
+		if ds := f.st.task(d); !succeeded(ds.Status) {
+			f.setTask(id, func(ts *TaskState) {
+				ts.Status, ts.Reason = StatusSkipped, fmt.Sprintf("dependency %s %s", d, ds.Status)
+			})
+			f.emit("skipped", id, "dependency "+d+" "+ds.Status, nil)
+			return
+		}
+	}
+	f.setTask(id, func(ts *TaskState) { ts.Status = StatusWaiting })
+	res, err := f.meter.Reserve(ctx, id, t.Budget)
+	if err != nil {
+		if errors.Is(err, ErrBudget) {
+			f.setTask(id, func(ts *TaskState) {
+				ts.Status, ts.Reason, ts.ExitCode = StatusRefused, err.Error(), int(exitcode.BudgetExceeded)
+			})
+			f.emit("budget", id, "refused: "+err.Error(), map[string]any{"level": "refused", "reason": err.Error()})
+			f.emit("refused", id, err.Error(), nil)
+		} else {
+			f.setTask(id, func(ts *TaskState) { ts.Status, ts.Reason = StatusCanceled, err.Error() })
+		}
+		f.failFast(cancel, id)
+		return
+	}
+	if err := sem.Acquire(ctx, 1); err != nil {
+		res.Release(Usage{})
+		f.setTask(id, func(ts *TaskState) { ts.Status, ts.Reason = StatusCanceled, causeText(ctx) })
+		return
+	}
+	spent := f.runTask(ctx, t, res)
+	sem.Release(1)
+	res.Release(spent)
+	_ = f.st.update(func(st *State) { st.Usage = f.meter.Used() })
+	if f.st.task(id).Status == StatusDone {
+		f.merge(ctx, t)
+	}
+	if !succeeded(f.st.task(id).Status) {
+		f.failFast(cancel, id)
+	}
+}
+
+func (f *fleet) failFast(cancel context.CancelCauseFunc, id string) {
+	if f.plan.FailFast {
+		cancel(fmt.Errorf("fail-fast: task %s did not succeed", id))
+	}
+}
+
+func causeText(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil {
+		return c.Error()
+	}
+	return "cancelled"
+}
+
+// runTask runs a task's turns in its worktree: the prompt, then the
+// answers to its questions, with retries. It returns what it spent.
+func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
+	id := t.ID
+	prev := f.st.task(id)
+	spent := Usage{}
+	start := f.clock.Now()
+	f.setTask(id, func(ts *TaskState) {
+		ts.Status, ts.Started, ts.Finished, ts.Questions, ts.Reason = StatusRunning, start.UTC(), time.Time{}, nil, ""
+	})
+	fail := func(status string, code exitcode.Code, reason string) Usage {
+		f.setTask(id, func(ts *TaskState) {
+			ts.Status, ts.ExitCode, ts.Reason = status, int(code), reason
+			ts.Finished = f.clock.Now().UTC()
+			ts.ElapsedMS = f.clock.Since(start).Milliseconds()
+			ts.Usage = prev.Usage.add(spent)
+		})
+		kind := "failed"
+		switch status {
+		case StatusBudget:
+			f.emit("budget", id, reason, map[string]any{"level": "hard", "reason": reason})
+		case StatusBlocked:
+			kind = "blocked"
+		case StatusCanceled:
+			kind = "cancelled"
+		}
+		f.emit(kind, id, reason, map[string]any{"exit_code": int(code)})
+		return spent
+	}
+
+	// Workspace.
+	cwd, h, err := f.workspace(ctx, t)
+	if err != nil {
+		return fail(StatusFailed, exitcode.AgentError, err.Error())
+	}
+	if h != nil {
+		defer func() { _ = h.Release(context.WithoutCancel(ctx)) }()
+		f.setTask(id, func(ts *TaskState) { ts.Branch, ts.Worktree, ts.Base = h.Branch, h.Path, h.Base })
+	}
+	results := map[string]TaskResult{}
+	for _, d := range t.DependsOn {
+		results[d] = f.result(ctx, d)
+	}
+	prompt, err := RenderPrompt(t, f.plan, results)
+	if err != nil {
+		return fail(StatusFailed, exitcode.Usage, err.Error())
+	}
+	f.emit("started", id, fmt.Sprintf("agent %s in %s", f.agentLabel(t.AgentSpec), cwd), map[string]any{"worktree": cwd, "attempt": prev.Attempts + 1})
+
+	taskCtx, cancelTask := context.WithCancelCause(ctx)
+	defer cancelTask(nil)
+	if wall := time.Duration(t.Budget.WallTime); wall > 0 {
+		tm := f.clock.AfterFunc(wall, func() {
+			cancelTask(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: task %s ran for its wall time of %s", ErrBudget, id, wall)))
+		}, "fleet", "task-wall")
+		defer tm.Stop()
+	}
+
+	maxQ := f.plan.MaxQuestions
+	if maxQ == 0 {
+		maxQ = 3
+	}
+	next := prompt
+	attempts := 0
+	var last runner.Result
+	for {
+		if err := res.CanTurn(spent); err != nil {
+			return fail(StatusBudget, exitcode.BudgetExceeded, err.Error())
+		}
+		attempts++
+		f.setTask(id, func(ts *TaskState) { ts.Attempts++; ts.Status = StatusRunning })
+		r, turnSpent, err := f.turn(taskCtx, cancelTask, t, res, spent, cwd, next, attempts)
+		spent = spent.add(turnSpent)
+		last = r
+		f.setTask(id, func(ts *TaskState) {
+			ts.Usage, ts.SessionID, ts.Message, ts.ExitCode = prev.Usage.add(spent), r.SessionID, r.Message, r.ExitCode
+		})
+		if err != nil || r.ExitCode != 0 {
+			code := exitcode.Code(r.ExitCode)
+			if code == 0 {
+				code = exitcode.Of(err)
+			}
+			reason := r.Error
+			if reason == "" && err != nil {
+				reason = err.Error()
+			}
+			if cause := context.Cause(taskCtx); cause != nil && errors.Is(cause, ErrBudget) {
+				return fail(StatusBudget, exitcode.BudgetExceeded, cause.Error())
+			}
+			if ctx.Err() != nil {
+				return fail(StatusCanceled, exitcode.Interrupted, causeText(ctx))
+			}
+			if attempts <= t.Retries {
+				f.emit("retry", id, fmt.Sprintf("attempt %d failed (%s); retrying", attempts, reason), nil)
+				next = prompt
+				continue
+			}
+			return fail(StatusFailed, code, reason)
+		}
+		q := strings.TrimSpace(r.Message)
+		if !strings.HasSuffix(q, "?") {
+			break
+		}
+		// The agent asked something: the answerer, then a human.
+		if len(f.st.task(id).Questions) >= maxQ {
+			return fail(StatusBlocked, exitcode.AgentError, fmt.Sprintf("still asking after %d answered question(s): %s", maxQ, lastLine(q)))
+		}
+		f.setTask(id, func(ts *TaskState) { ts.Status = StatusAsking })
+		f.emit("asked", id, lastLine(q), map[string]any{"question": q})
+		ans, by, aspent, err := f.answer(taskCtx, t, cwd, h, q)
+		spent = spent.add(aspent)
+		if err != nil {
+			return fail(StatusBlocked, exitcode.AgentError, fmt.Sprintf("the agent asked %q and %v", lastLine(q), err))
+		}
+		f.setTask(id, func(ts *TaskState) { ts.Questions = append(ts.Questions, QA{Question: q, Answer: ans, DecidedBy: by}) })
+		f.emit("answered", id, by+": "+lastLine(ans), map[string]any{"question": q, "answer": ans, "decided_by": by})
+		next = fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", prompt, q, by, ans)
+	}
+
+	// Keep the work: commit it on the task's branch.
+	if h != nil || strings.HasPrefix(t.Worktree, "shared:") {
+		head, _, err := f.wt.Commit(context.WithoutCancel(ctx), cwd, fmt.Sprintf("tai fleet %s: task %s\n\n%s", f.o.RunID, id, truncate(last.Message, 2000)))
+		if err != nil {
+			return fail(StatusFailed, exitcode.AgentError, err.Error())
+		}
+		base := f.st.task(id).Base
+		d, err := f.wt.Diff(context.WithoutCancel(ctx), cwd, base)
+		if err != nil {
+			return fail(StatusFailed, exitcode.AgentError, err.Error())
+		}
+		f.setTask(id, func(ts *TaskState) { ts.Head, ts.Diff = head, &d })
+	}
+	f.setTask(id, func(ts *TaskState) {
+		ts.Status, ts.ExitCode = StatusDone, 0
+		ts.Finished = f.clock.Now().UTC()
+		ts.ElapsedMS = f.clock.Since(start).Milliseconds()
+	})
+	ts := f.st.task(id)
+	diff := "no worktree"
+	if ts.Diff != nil {
+		diff = ts.Diff.Summary()
+	}
+	f.emit("finished", id, diff, map[string]any{"usage": ts.Usage, "branch": ts.Branch, "head": ts.Head})
+	return spent
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return truncate(s, 200)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// workspace gives a task its directory: a new worktree, another task's, or
+// a scratch directory.
+func (f *fleet) workspace(ctx context.Context, t *Task) (string, *worktree.Handle, error) {
+	st := f.st.snapshot()
+	owner := worktree.Owner{PID: os.Getpid(), Command: f.o.Command}
+	switch {
+	case t.Worktree == "none":
+		dir := filepath.Join(f.o.Dir, "scratch", t.ID)
+		return dir, nil, os.MkdirAll(dir, 0o700)
+	case strings.HasPrefix(t.Worktree, "shared:"):
+		other := strings.TrimPrefix(t.Worktree, "shared:")
+		h, err := f.wt.Create(ctx, f.o.RunID, other, st.Target, st.Target, owner)
+		if err != nil {
+			return "", nil, err
+		}
+		// The branch is the other task's; diffs count from where it is now.
+		base, err := f.wt.RevParseIn(ctx, h.Path, "HEAD")
+		if err != nil {
+			_ = h.Release(ctx)
+			return "", nil, err
+		}
+		h.Base = base
+		return h.Path, h, nil
+	default:
+		// New tasks start from the target as it is now: their dependencies
+		// are merged into it already.
+		h, err := f.wt.Create(ctx, f.o.RunID, t.ID, "refs/heads/"+st.Target, st.Target, owner)
+		if err != nil {
+			return "", nil, err
+		}
+		return h.Path, h, nil
+	}
+}
+
+// result is what a finished task gives its dependents.
+func (f *fleet) result(ctx context.Context, id string) TaskResult {
+	ts := f.st.task(id)
+	r := TaskResult{Message: ts.Message, Branch: ts.Branch, Status: ts.Status, Diff: "no changes"}
+	if ts.Diff != nil {
+		r.Diff = ts.Diff.Summary()
+		for _, fs := range ts.Diff.Files {
+			r.Files = append(r.Files, fs.Path)
+		}
+	}
+	if ts.Branch != "" && ts.Base != "" {
+		if p, err := f.wt.Patch(ctx, f.wt.Repo, ts.Base+".."+"refs/heads/"+ts.Branch, 16<<10); err == nil {
+			r.Patch = p
+		}
+	}
+	return r
+}
+
+// turn runs one agent session in cwd with prompt, stopping it when the
+// task goes over its budget.
+func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t *Task, res *Reservation, before Usage, cwd, prompt string, attempt int) (runner.Result, Usage, error) {
+	spec := f.merged(t.AgentSpec)
+	opts, err := f.agentOptions(spec, cwd)
+	if err != nil {
+		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
+	}
+	eng, pol, err := f.engine(t.Policy, cwd)
+	if err != nil {
+		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
+	}
+	opts.Decider, opts.Modes = eng, eng
+	opts.AllowDenials = pol.AllowDenials
+	if opts.Mode == "" {
+		opts.Mode = eng.DefaultMode()
+	}
+	opts.Prompt = []driver.Content{driver.TextContent(prompt)}
+	opts.Audit = f.o.Audit
+	opts.RunID = fmt.Sprintf("%s/%s/%d", f.o.RunID, t.ID, attempt)
+	opts.RunInfo = map[string]any{"fleet": f.o.RunID, "task": t.ID, "approve": string(eng.Mode()), "attempt": attempt}
+	meter := &liveMeter{res: res, before: before.add(Usage{Turns: 1}), stop: func(err error) {
+		cancelTask(exitcode.With(exitcode.BudgetExceeded, err))
+	}}
+	opts.Sinks = append(opts.Sinks, meter)
+	if err := res.CanTurn(before); err != nil {
+		return runner.Result{ExitCode: int(exitcode.BudgetExceeded), Error: err.Error()}, Usage{}, err
+	}
+	r, err := runner.Run(ctx, opts)
+	u := Usage{Turns: 1, Tokens: tokensOf(r.Usage)}
+	if r.Usage != nil {
+		u.Cost = r.Usage.CostAmount
+	}
+	if over := res.Update(before.add(u)); over != nil && r.ExitCode == 0 {
+		// Over the limit at the end of the turn: the work is kept, the
+		// task stops here.
+		cancelTask(exitcode.With(exitcode.BudgetExceeded, over))
+		r.ExitCode, r.Error = int(exitcode.BudgetExceeded), over.Error()
+	}
+	return r, u, err
+}
+
+// liveMeter watches a running turn's usage and stops the task when it goes
+// over its limits (the runner then cancels the turn: the safe boundary).
+type liveMeter struct {
+	res    *Reservation
+	before Usage
+	stop   func(error)
+
+	mu   sync.Mutex
+	u    driver.Usage
+	once sync.Once
+}
+
+func (l *liveMeter) Emit(ev driver.Event) {
+	l.mu.Lock()
+	switch ev.Type {
+	case driver.EventUsage:
+		l.u.ContextUsed = ev.Usage.ContextUsed
+		if ev.Usage.CostAmount > 0 {
+			l.u.CostAmount = ev.Usage.CostAmount
+		}
+	case driver.EventTurnEnded:
+		if tu := ev.Turn.Usage; tu != nil {
+			l.u.InputTokens += tu.InputTokens
+			l.u.OutputTokens += tu.OutputTokens
+			l.u.TotalTokens += tu.TotalTokens
+		}
+	default:
+		l.mu.Unlock()
+		return
+	}
+	u := l.before.add(Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount})
+	l.mu.Unlock()
+	if err := l.res.Update(u); err != nil {
+		l.once.Do(func() { l.stop(err) })
+	}
+}
+
+// agentOptions resolves an agent spec like tai run does.
+func (f *fleet) agentOptions(a AgentSpec, cwd string) (runner.Options, error) {
+	o := runner.Options{Cwd: cwd, Driver: a.Driver, Model: a.Model, Mode: a.Mode, Version: f.o.Version,
+		Clock: f.clock, Logger: f.log, CancelGrace: f.o.CancelGrace}
+	var p preset.Preset
+	switch {
+	case a.AgentCmd != "":
+		cp, argv, err := preset.Custom(a.AgentCmd)
+		if err != nil {
+			return o, err
+		}
+		if known, ok := preset.Lookup(a.Agent); ok && a.Agent != "" && a.Agent != "builtin" {
+			cp.Quirks, cp.Name = known.Quirks, known.Name
+		}
+		p, o.Argv = cp, argv
+	default:
+		known, ok := preset.Lookup(a.Agent)
+		if !ok {
+			return o, fmt.Errorf("unknown agent %q (known: %s; or set agent_cmd)", a.Agent, strings.Join(preset.Names(), ", "))
+		}
+		if known.Builtin {
+			exe := f.o.Exe
+			if exe == "" {
+				var err error
+				if exe, err = os.Executable(); err != nil {
+					return o, fmt.Errorf("locating tai for the built-in agent: %w", err)
+				}
+			}
+			o.Argv = []string{exe, "agent", "builtin"}
+			if a.Script != "" {
+				o.Argv = append(o.Argv, "--script", f.plan.path(a.Script))
+			}
+		} else {
+			argv, err := known.Command()
+			if err != nil {
+				return o, err
+			}
+			o.Argv = argv
+		}
+		p = known
+	}
+	if o.Driver == "" {
+		o.Driver = p.Driver
+	}
+	o.Agent, o.NoClientFS, o.IgnoresStdinEOF = p.Name, p.Quirks.NoClientFS, p.Quirks.IgnoresStdinEOF
+	return o, nil
+}
+
+// engine builds a task's policy: the plan's, then the task's overrides;
+// "always" answers are shared by every task of the run.
+func (f *fleet) engine(tp *Policy, cwd string) (*policy.Engine, Policy, error) {
+	p := f.plan.Policy
+	if tp != nil {
+		if tp.Approve != "" {
+			p.Approve = tp.Approve
+		}
+		if tp.NonInteractive != "" {
+			p.NonInteractive = tp.NonInteractive
+		}
+		p.Allow = append(append([]string{}, tp.Allow...), p.Allow...)
+		p.Ask = append(append([]string{}, tp.Ask...), p.Ask...)
+		p.Deny = append(append([]string{}, tp.Deny...), p.Deny...)
+		p.AllowDenials = p.AllowDenials || tp.AllowDenials
+	}
+	var cfg policy.Config
+	cfg, err := cfg.WithFlags(policy.Flags{Approve: p.Approve, Allow: p.Allow, Ask: p.Ask, Deny: p.Deny})
+	if err != nil {
+		return nil, p, fmt.Errorf("policy: %w", err)
+	}
+	var ni policy.NonInteractive
+	if p.NonInteractive != "" {
+		if ni, err = policy.ParseNonInteractive(p.NonInteractive); err != nil {
+			return nil, p, fmt.Errorf("policy: %w", err)
+		}
+	}
+	eng, err := policy.NewEngine(cfg, policy.Options{Workspace: cwd, Prompter: f.o.Prompter, NonInteractive: ni, Memory: f.memory})
+	if err != nil {
+		return nil, p, fmt.Errorf("policy: %w", err)
+	}
+	return eng, p, nil
+}
+
+// errUnanswered is a question nobody could answer.
+var errUnanswered = errors.New("nobody could answer it")
+
+// CannotAnswer is what the answerer replies when it does not know.
+const CannotAnswer = "CANNOT_ANSWER"
+
+// answer routes a question: to the plan's answerer agent (with the plan's
+// context and the task's diff), then to a human.
+func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Handle, q string) (string, string, Usage, error) {
+	var spent Usage
+	if a := f.plan.Answerer; a != nil {
+		diff := "(no worktree)"
+		if h != nil {
+			if p, err := f.wt.Patch(ctx, cwd, h.Base, 16<<10); err == nil {
+				diff = p
+			}
+		}
+		var b strings.Builder
+		if a.Prompt != "" {
+			b.WriteString(a.Prompt + "\n\n")
+		}
+		fmt.Fprintf(&b, "You answer questions from agents working on a plan; they never talk to each other.\nPlan: %s\nGoal: %s\n\nTask %q (its prompt was:\n%s\n) asks:\n%s\n\nIts changes so far:\n%s\n\nAnswer the question directly. If you cannot answer it, reply exactly %s.",
+			f.plan.Name, f.plan.Goal, t.ID, truncate(t.Prompt, 4000), q, diff, CannotAnswer)
+		spec := f.merged(a.AgentSpec)
+		opts, err := f.agentOptions(spec, cwd)
+		if err != nil {
+			return "", "", spent, err
+		}
+		// The answerer reads; it never writes in the task's worktree.
+		eng, _, err := f.engine(&Policy{Approve: "reads", NonInteractive: "deny", Deny: []string{"edit", "delete", "move", "execute"}}, cwd)
+		if err != nil {
+			return "", "", spent, err
+		}
+		opts.Decider, opts.Modes, opts.AllowDenials = eng, eng, true
+		opts.Prompt = []driver.Content{driver.TextContent(b.String())}
+		opts.Audit = f.o.Audit
+		opts.RunID = fmt.Sprintf("%s/%s/answerer", f.o.RunID, t.ID)
+		r, err := runner.Run(ctx, opts)
+		spent.Turns, spent.Tokens = 1, tokensOf(r.Usage)
+		if r.Usage != nil {
+			spent.Cost = r.Usage.CostAmount
+		}
+		ans := strings.TrimSpace(r.Message)
+		if err == nil && r.ExitCode == 0 && ans != "" && !strings.Contains(ans, CannotAnswer) {
+			return ans, audit.DecidedByAnswerer, spent, nil
+		}
+		f.emit("answerer.pass", t.ID, "the answerer could not answer", map[string]any{"question": q, "exit_code": r.ExitCode})
+	}
+	if f.o.AskHuman != nil {
+		f.humanMu.Lock()
+		ans, err := f.o.AskHuman(ctx, t.ID, q)
+		f.humanMu.Unlock()
+		if err == nil && strings.TrimSpace(ans) != "" {
+			return strings.TrimSpace(ans), audit.DecidedByHuman, spent, nil
+		}
+	}
+	return "", "", spent, fmt.Errorf("%w (no answerer could, and no terminal to ask a human)", errUnanswered)
+}
+
+// merge integrates a finished task's branch into the target: one at a
+// time, rebase in the task's worktree, check, fast-forward only.
+func (f *fleet) merge(ctx context.Context, t *Task) {
+	ts := f.st.task(t.ID)
+	if ts.Branch == "" {
+		f.setTask(t.ID, func(x *TaskState) { x.Status = StatusMerged })
+		return
+	}
+	f.mergeMu.Lock()
+	defer f.mergeMu.Unlock()
+	ctx = context.WithoutCancel(ctx) // a merge is short and must not stop half-way
+	st := f.st.snapshot()
+	owner := worktree.Owner{PID: os.Getpid(), Command: f.o.Command}
+	wtTask := t.ID
+	if s, ok := strings.CutPrefix(t.Worktree, "shared:"); ok {
+		wtTask = s
+	}
+	h, err := f.wt.Create(ctx, f.o.RunID, wtTask, st.Target, st.Target, owner)
+	if err != nil {
+		f.setTask(t.ID, func(x *TaskState) {
+			x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
+		})
+		f.emit("failed", t.ID, "merge: "+err.Error(), nil)
+		return
+	}
+	defer func() { _ = h.Release(ctx) }()
+	var check func(ctx context.Context, dir string) error
+	if f.plan.Check != "" {
+		check = func(ctx context.Context, dir string) error {
+			cmd := exec.CommandContext(ctx, "sh", "-c", f.plan.Check)
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%s: %w: %s", f.plan.Check, err, truncate(strings.TrimSpace(string(out)), 2000))
+			}
+			return nil
+		}
+	}
+	head, err := f.wt.Integrate(ctx, h.Record, st.Target, check)
+	var ce *worktree.ConflictError
+	switch {
+	case errors.As(err, &ce):
+		f.setTask(t.ID, func(x *TaskState) {
+			x.Status, x.ConflictFiles, x.ExitCode = StatusConflict, ce.Files, int(exitcode.MergeConflict)
+			x.Reason = ce.Error()
+		})
+		f.emit("conflict", t.ID, strings.Join(ce.Files, ", "), map[string]any{"files": ce.Files, "branch": ts.Branch, "target": st.Target})
+	case err != nil:
+		f.setTask(t.ID, func(x *TaskState) {
+			x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
+		})
+		f.emit("failed", t.ID, "merge: "+err.Error(), nil)
+	default:
+		f.setTask(t.ID, func(x *TaskState) { x.Status, x.Head = StatusMerged, head })
+		f.emit("merged", t.ID, fmt.Sprintf("%s -> %s at %.12s", ts.Branch, st.Target, head), map[string]any{"branch": ts.Branch, "target": st.Target, "head": head})
+	}
+}
+
+// finish computes the run's outcome and saves it.
+func (f *fleet) finish(ctx, runCtx context.Context) *State {
+	code := exitcode.OK
+	status := "done"
+	st := f.st.snapshot()
+	rank := func(c exitcode.Code) int {
+		switch c {
+		case exitcode.Interrupted:
+			return 4
+		case exitcode.MergeConflict:
+			return 3
+		case exitcode.BudgetExceeded:
+			return 2
+		case exitcode.OK:
+			return 0
+		}
+		return 1
+	}
+	for _, id := range st.Order {
+		ts := st.Tasks[id]
+		var c exitcode.Code
+		switch ts.Status {
+		case StatusMerged, StatusDone:
+			continue
+		case StatusConflict:
+			c = exitcode.MergeConflict
+		case StatusRefused, StatusBudget:
+			c = exitcode.BudgetExceeded
+		case StatusSkipped:
+			c = exitcode.AgentError
+		case StatusCanceled, StatusPending, StatusWaiting:
+			c = exitcode.Of(context.Cause(runCtx))
+			if c == exitcode.OK {
+				c = exitcode.Interrupted
+			}
+		default:
+			c = exitcode.AgentError
+		}
+		if rank(c) > rank(code) {
+			code = c
+		}
+	}
+	if ctx.Err() != nil {
+		code, status = exitcode.Interrupted, "interrupted"
+	} else if code != exitcode.OK {
+		status = "failed"
+	}
+	_ = f.st.update(func(s *State) {
+		s.Status, s.ExitCode, s.PID, s.Usage = status, int(code), 0, f.meter.Used()
+	})
+	f.emit("run.end", "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
+	// The log of a fleet run ends like a single run's, so audit verify
+	// sees it complete.
+	if err := f.o.Audit.Append(audit.KindRunEnd, "", map[string]any{"fleet": f.o.RunID, "status": status, "exit_code": int(code)}); err != nil {
+		f.log.Error("audit", "err", err)
+	}
+	final := f.st.snapshot()
+	return &final
+}

@@ -1,0 +1,604 @@
+package fleet
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tai-dev/tai/worktree"
+)
+
+// Plan is a fleet plan file (YAML):
+//
+//	name: demo
+//	goal: "Add a CLI"              # context for the answerer
+//	base: HEAD                     # commit the first tasks start from
+//	target: tai-fleet/demo         # branch results are fast-forwarded into (never a checked-out one)
+//	check: "go test ./..."         # run in each task's worktree after rebasing, before merging
+//	concurrency: 4
+//	fail_fast: false
+//	max_questions: 3
+//	defaults: {agent: builtin, driver: acp, approve: all}
+//	policy: {approve: all, allow: [...], ask: [...], deny: [...]}
+//	budget: {tokens: 100000, turns: 50, wall_time: 30m, cost: 5, soft: 0.8}
+//	answerer: {agent: claude, prompt: "You are the research assistant of ..."}
+//	tasks:
+//	  - id: build
+//	    agent: builtin              # preset, or agent_cmd: "..."; script: F for the built-in agent
+//	    prompt: "Build it"          # or prompt_file: build.md; Go template over .Tasks.<dep>
+//	    depends_on: [setup]
+//	    worktree: new               # new | none | shared:<task>
+//	    policy: {approve: reads, allow: ["execute:go test *"]}
+//	    budget: {tokens: 2000, turns: 3}
+//	    retries: 1
+type Plan struct {
+	Name         string    `yaml:"name" json:"name"`
+	Goal         string    `yaml:"goal" json:"goal,omitempty"`
+	Base         string    `yaml:"base" json:"base,omitempty"`
+	Target       string    `yaml:"target" json:"target,omitempty"`
+	Check        string    `yaml:"check" json:"check,omitempty"`
+	Concurrency  int       `yaml:"concurrency" json:"concurrency,omitempty"`
+	FailFast     bool      `yaml:"fail_fast" json:"fail_fast,omitempty"`
+	MaxQuestions int       `yaml:"max_questions" json:"max_questions,omitempty"`
+	Defaults     AgentSpec `yaml:"defaults" json:"defaults"`
+	Policy       Policy    `yaml:"policy" json:"policy"`
+	Budget       Limits    `yaml:"budget" json:"budget"`
+	Answerer     *Answerer `yaml:"answerer" json:"answerer,omitempty"`
+	Tasks        []Task    `yaml:"tasks" json:"tasks"`
+
+	// Dir is the plan file's directory: prompt_file and script are relative
+	// to it.
+	Dir  string `yaml:"-" json:"-"`
+	File string `yaml:"-" json:"-"`
+}
+
+// AgentSpec says which agent runs and how.
+type AgentSpec struct {
+	Agent    string `yaml:"agent" json:"agent,omitempty"`
+	AgentCmd string `yaml:"agent_cmd" json:"agent_cmd,omitempty"`
+	Script   string `yaml:"script" json:"script,omitempty"` // built-in agent script
+	Driver   string `yaml:"driver" json:"driver,omitempty"`
+	Model    string `yaml:"model" json:"model,omitempty"`
+	Mode     string `yaml:"mode" json:"mode,omitempty"`
+}
+
+// Policy is a plan's or task's permission policy.
+type Policy struct {
+	Approve        string   `yaml:"approve" json:"approve,omitempty"`
+	NonInteractive string   `yaml:"non_interactive" json:"non_interactive,omitempty"`
+	Allow          []string `yaml:"allow" json:"allow,omitempty"`
+	Ask            []string `yaml:"ask" json:"ask,omitempty"`
+	Deny           []string `yaml:"deny" json:"deny,omitempty"`
+	AllowDenials   bool     `yaml:"allow_denials" json:"allow_denials,omitempty"`
+}
+
+// Answerer is the agent that answers the questions tasks ask.
+type Answerer struct {
+	AgentSpec `yaml:",inline"`
+	Prompt    string `yaml:"prompt" json:"prompt,omitempty"`
+}
+
+// Task is one unit of a plan.
+type Task struct {
+	ID         string `yaml:"id" json:"id"`
+	AgentSpec  `yaml:",inline"`
+	Prompt     string   `yaml:"prompt" json:"prompt,omitempty"`
+	PromptFile string   `yaml:"prompt_file" json:"prompt_file,omitempty"`
+	DependsOn  []string `yaml:"depends_on" json:"depends_on,omitempty"`
+	Worktree   string   `yaml:"worktree" json:"worktree,omitempty"`
+	Owns       []string `yaml:"owns" json:"owns,omitempty"` // files the task owns (documentation, overlap check)
+	Policy     *Policy  `yaml:"policy" json:"policy,omitempty"`
+	Budget     Limits   `yaml:"budget" json:"budget"`
+	Retries    int      `yaml:"retries" json:"retries,omitempty"`
+
+	Line int `yaml:"-" json:"-"`
+}
+
+// Limits are budget limits; zero means none.
+type Limits struct {
+	Tokens   int64    `yaml:"tokens" json:"tokens,omitempty"`
+	Turns    int      `yaml:"turns" json:"turns,omitempty"`
+	WallTime Duration `yaml:"wall_time" json:"wall_time,omitempty"`
+	Cost     float64  `yaml:"cost" json:"cost,omitempty"`
+	// Soft is the fraction of a fleet limit at which a warning is emitted
+	// (default 0.8).
+	Soft float64 `yaml:"soft" json:"soft,omitempty"`
+}
+
+// Duration is a time.Duration written as "30m" in YAML and JSON.
+type Duration time.Duration
+
+// UnmarshalYAML reads "90s", "30m".
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: duration %q: %w", n.Line, n.Value, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes "30m0s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads "30m".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
+}
+
+// PlanError is a plan validation error, with the line it is about.
+type PlanError struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *PlanError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.File, e.Msg)
+}
+
+// PlanErrors is every problem found in a plan.
+type PlanErrors []*PlanError
+
+func (es PlanErrors) Error() string {
+	var b strings.Builder
+	for i, e := range es {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+var keys = map[string][]string{
+	"plan":     {"name", "goal", "base", "target", "check", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "answerer", "tasks"},
+	"agent":    {"agent", "agent_cmd", "script", "driver", "model", "mode"},
+	"answerer": {"agent", "agent_cmd", "script", "driver", "model", "mode", "prompt"},
+	"policy":   {"approve", "non_interactive", "allow", "ask", "deny", "allow_denials"},
+	"budget":   {"tokens", "turns", "wall_time", "cost", "soft"},
+	"task":     {"id", "agent", "agent_cmd", "script", "driver", "model", "mode", "prompt", "prompt_file", "depends_on", "worktree", "owns", "policy", "budget", "retries"},
+}
+
+// LoadPlan reads and validates a plan file.
+func LoadPlan(path string) (*Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	abs, _ := filepath.Abs(path)
+	return ParsePlan(b, abs)
+}
+
+// ParsePlan parses and validates a plan; file names it in errors and
+// anchors relative paths.
+func ParsePlan(data []byte, file string) (*Plan, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &PlanError{File: file, Msg: err.Error()}
+	}
+	if len(doc.Content) == 0 {
+		return nil, &PlanError{File: file, Msg: "empty plan"}
+	}
+	root := doc.Content[0]
+	var errs PlanErrors
+	add := func(line int, f string, a ...any) {
+		errs = append(errs, &PlanError{File: file, Line: line, Msg: fmt.Sprintf(f, a...)})
+	}
+	checkKeys(root, "plan", "", add)
+	p := &Plan{File: file, Dir: filepath.Dir(file)}
+	if err := root.Decode(p); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			for _, m := range te.Errors {
+				add(0, "%s", m)
+			}
+			return nil, errs
+		}
+		add(root.Line, "%v", err)
+		return nil, errs
+	}
+	// Task lines.
+	if tn := mapValue(root, "tasks"); tn != nil && tn.Kind == yaml.SequenceNode {
+		for i, n := range tn.Content {
+			if i < len(p.Tasks) {
+				p.Tasks[i].Line = n.Line
+			}
+		}
+	}
+	p.validate(add)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return p, nil
+}
+
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// checkKeys reports unknown keys, with a suggestion, recursively.
+func checkKeys(n *yaml.Node, kind, where string, add func(int, string, ...any)) {
+	if n.Kind != yaml.MappingNode {
+		if kind == "plan" {
+			add(n.Line, "a plan is a mapping (name:, tasks:, ...)")
+		}
+		return
+	}
+	allowed := keys[kind]
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !contains(allowed, k.Value) {
+			msg := fmt.Sprintf("%sunknown key %q", where, k.Value)
+			if s := closest(k.Value, allowed); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			add(k.Line, "%s", msg)
+			continue
+		}
+		switch {
+		case kind == "plan" && k.Value == "defaults":
+			checkKeys(v, "agent", "defaults: ", add)
+		case k.Value == "policy":
+			checkKeys(v, "policy", where+"policy: ", add)
+		case k.Value == "budget":
+			checkKeys(v, "budget", where+"budget: ", add)
+		case kind == "plan" && k.Value == "answerer":
+			checkKeys(v, "answerer", "answerer: ", add)
+		case kind == "plan" && k.Value == "tasks":
+			if v.Kind != yaml.SequenceNode {
+				add(v.Line, "tasks must be a list")
+				continue
+			}
+			for j, t := range v.Content {
+				id := ""
+				if idn := mapValue(t, "id"); idn != nil {
+					id = idn.Value
+				}
+				checkKeys(t, "task", fmt.Sprintf("task %d %q: ", j+1, id), add)
+			}
+		}
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func closest(s string, l []string) string {
+	best, bd := "", 3
+	for _, c := range l {
+		if d := lev(s, c); d < bd {
+			best, bd = c, d
+		}
+	}
+	return best
+}
+
+func lev(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := 1
+			if a[i-1] == b[j-1] {
+				c = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+var taskRefRE = regexp.MustCompile(`\.Tasks\.([A-Za-z0-9_]+)|index\s+\.Tasks\s+"([^"]+)"`)
+
+func (p *Plan) validate(add func(int, string, ...any)) {
+	if p.Name == "" {
+		p.Name = strings.TrimSuffix(filepath.Base(p.File), filepath.Ext(p.File))
+	}
+	if p.Concurrency < 0 {
+		add(0, "concurrency must be >= 0")
+	}
+	if p.Target != "" && !validRef(p.Target) {
+		add(0, "target %q is not a valid branch name", p.Target)
+	}
+	if len(p.Tasks) == 0 {
+		add(0, "no tasks")
+	}
+	checkLimits := func(line int, where string, l Limits) {
+		if l.Tokens < 0 || l.Turns < 0 || l.WallTime < 0 || l.Cost < 0 || l.Soft < 0 || l.Soft > 1 {
+			add(line, "%sbudget: limits must be >= 0 and soft in [0,1]", where)
+		}
+	}
+	checkLimits(0, "", p.Budget)
+	checkAgent := func(line int, where string, a AgentSpec) {
+		if a.Agent != "" && a.AgentCmd != "" && a.Agent != "builtin" && a.Script != "" {
+			add(line, "%sscript is only for the built-in agent", where)
+		}
+		if a.Script != "" && a.AgentCmd != "" {
+			add(line, "%sscript and agent_cmd are exclusive", where)
+		}
+	}
+	checkAgent(0, "defaults: ", p.Defaults)
+	if p.Answerer != nil {
+		checkAgent(0, "answerer: ", p.Answerer.AgentSpec)
+	}
+	byID := map[string]*Task{}
+	for i := range p.Tasks {
+		t := &p.Tasks[i]
+		where := fmt.Sprintf("task %q: ", t.ID)
+		switch {
+		case t.ID == "":
+			add(t.Line, "task %d has no id", i+1)
+			continue
+		case !worktree.ValidName(t.ID):
+			add(t.Line, "task id %q: use letters, digits, _, - and . (it names a branch and a directory)", t.ID)
+		case byID[t.ID] != nil:
+			add(t.Line, "task id %q is used twice (first at line %d)", t.ID, byID[t.ID].Line)
+			continue
+		}
+		byID[t.ID] = t
+		if (t.Prompt == "") == (t.PromptFile == "") {
+			add(t.Line, "%sexactly one of prompt and prompt_file is needed", where)
+		}
+		if t.PromptFile != "" {
+			b, err := os.ReadFile(p.path(t.PromptFile))
+			if err != nil {
+				add(t.Line, "%sprompt_file: %v", where, err)
+			} else {
+				t.Prompt, t.PromptFile = string(b), ""
+			}
+		}
+		if _, err := template.New(t.ID).Option("missingkey=error").Parse(t.Prompt); err != nil {
+			add(t.Line, "%sprompt template: %v", where, err)
+		}
+		checkAgent(t.Line, where, t.AgentSpec)
+		checkLimits(t.Line, where, t.Budget)
+		if t.Retries < 0 {
+			add(t.Line, "%sretries must be >= 0", where)
+		}
+		switch wt := t.Worktree; {
+		case wt == "" || wt == "new" || wt == "none":
+		case strings.HasPrefix(wt, "shared:"):
+		default:
+			add(t.Line, "%sworktree must be new, none or shared:<task>, not %q", where, wt)
+		}
+	}
+	for i := range p.Tasks {
+		t := &p.Tasks[i]
+		if t.ID == "" {
+			continue
+		}
+		where := fmt.Sprintf("task %q: ", t.ID)
+		for _, d := range t.DependsOn {
+			if byID[d] == nil {
+				add(t.Line, "%sdepends_on %q: no such task%s", where, d, suggest(d, byID))
+			} else if d == t.ID {
+				add(t.Line, "%sdepends on itself", where)
+			}
+		}
+		if s, ok := strings.CutPrefix(t.Worktree, "shared:"); ok {
+			o := byID[s]
+			switch {
+			case o == nil:
+				add(t.Line, "%sworktree shared:%s: no such task%s", where, s, suggest(s, byID))
+			case !p.reaches(t.ID, s, byID):
+				// Sharing a directory is only safe if the two never run at once.
+				add(t.Line, "%sworktree shared:%s needs %q in its depends_on (directly or not), so they never run at once", where, s, s)
+			case o.Worktree == "none" || strings.HasPrefix(o.Worktree, "shared:"):
+				add(t.Line, "%sworktree shared:%s: that task has no worktree of its own", where, s)
+			}
+		}
+		for _, m := range taskRefRE.FindAllStringSubmatch(t.Prompt, -1) {
+			ref := m[1] + m[2]
+			if !contains(t.DependsOn, ref) {
+				add(t.Line, "%sprompt uses the result of %q, which is not in its depends_on", where, ref)
+			}
+		}
+	}
+	if cyc := p.cycle(byID); len(cyc) > 0 {
+		add(byID[cyc[0]].Line, "dependency cycle: %s", strings.Join(cyc, " -> "))
+	}
+}
+
+func suggest(s string, byID map[string]*Task) string {
+	ids := make([]string, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	if c := closest(s, ids); c != "" {
+		return fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	return ""
+}
+
+func validRef(s string) bool {
+	return s != "" && !strings.ContainsAny(s, " ~^:?*[\\") && !strings.Contains(s, "..") && !strings.HasPrefix(s, "-") && !strings.HasSuffix(s, "/") && !strings.HasSuffix(s, ".lock")
+}
+
+// reaches: from depends (transitively) on to.
+func (p *Plan) reaches(from, to string, byID map[string]*Task) bool {
+	seen := map[string]bool{}
+	var walk func(string) bool
+	walk = func(id string) bool {
+		if seen[id] {
+			return false
+		}
+		seen[id] = true
+		t := byID[id]
+		if t == nil {
+			return false
+		}
+		for _, d := range t.DependsOn {
+			if d == to || walk(d) {
+				return true
+			}
+		}
+		return false
+	}
+	return walk(from)
+}
+
+// cycle returns a dependency cycle, or nil.
+func (p *Plan) cycle(byID map[string]*Task) []string {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var found []string
+	var visit func(id string) bool
+	visit = func(id string) bool {
+		color[id] = grey
+		stack = append(stack, id)
+		for _, d := range byID[id].DependsOn {
+			if byID[d] == nil {
+				continue
+			}
+			switch color[d] {
+			case grey:
+				for i, s := range stack {
+					if s == d {
+						found = append(append([]string{}, stack[i:]...), d)
+					}
+				}
+				return true
+			case white:
+				if visit(d) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[id] = black
+		return false
+	}
+	for _, t := range p.Tasks {
+		if byID[t.ID] != nil && color[t.ID] == white && visit(t.ID) {
+			return found
+		}
+	}
+	return nil
+}
+
+func (p *Plan) path(rel string) string {
+	if filepath.IsAbs(rel) {
+		return rel
+	}
+	return filepath.Join(p.Dir, rel)
+}
+
+// Order returns the task ids in a dependency order (plan order among
+// independent tasks).
+func (p *Plan) Order() []string {
+	done := map[string]bool{}
+	var out []string
+	for len(out) < len(p.Tasks) {
+		progress := false
+		for _, t := range p.Tasks {
+			if done[t.ID] {
+				continue
+			}
+			ready := true
+			for _, d := range t.DependsOn {
+				ready = ready && done[d]
+			}
+			if ready {
+				done[t.ID] = true
+				out = append(out, t.ID)
+				progress = true
+			}
+		}
+		if !progress {
+			break // a cycle; validate reports it
+		}
+	}
+	return out
+}
+
+// Task returns the task with id.
+func (p *Plan) Task(id string) *Task {
+	for i := range p.Tasks {
+		if p.Tasks[i].ID == id {
+			return &p.Tasks[i]
+		}
+	}
+	return nil
+}
+
+func marshalPlan(p *Plan) ([]byte, error) {
+	b, err := yaml.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("plan: %w", err)
+	}
+	return append([]byte("# the plan of this run, as it was started (prompt files inlined)\n"), b...), nil
+}
+
+// TaskResult is what a finished task gives its dependents' prompt
+// templates: {{ .Tasks.build.Message }}, .Branch, .Diff, .Status, .Files.
+type TaskResult struct {
+	Message string
+	Branch  string
+	Diff    string // summary: files changed, +/-
+	Patch   string // the unified diff, cut
+	Status  string
+	Files   []string
+}
+
+// RenderPrompt fills a task's prompt template.
+func RenderPrompt(t *Task, plan *Plan, results map[string]TaskResult) (string, error) {
+	tpl, err := template.New(t.ID).Option("missingkey=error").Parse(t.Prompt)
+	if err != nil {
+		return "", fmt.Errorf("task %s: prompt template: %w", t.ID, err)
+	}
+	var b bytes.Buffer
+	data := map[string]any{"Tasks": results, "Task": map[string]any{"ID": t.ID}, "Plan": map[string]any{"Name": plan.Name, "Goal": plan.Goal}}
+	if err := tpl.Execute(&b, data); err != nil {
+		return "", fmt.Errorf("task %s: prompt template: %w", t.ID, err)
+	}
+	return b.String(), nil
+}
+
+// sortedIDs is for deterministic output.
+func sortedIDs[M ~map[string]V, V any](m M) []string {
+	ids := make([]string, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}

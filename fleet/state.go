@@ -1,0 +1,165 @@
+package fleet
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tai-dev/tai/worktree"
+)
+
+// Task statuses.
+const (
+	StatusPending  = "pending"
+	StatusWaiting  = "waiting"  // ready, waiting for a slot or its budget reservation
+	StatusRunning  = "running"  // the agent is working
+	StatusAsking   = "asking"   // the agent asked a question; the answerer or a human is on it
+	StatusDone     = "done"     // the agent finished; not merged yet
+	StatusMerged   = "merged"   // its branch is in the target
+	StatusFailed   = "failed"   // the agent failed, or the check
+	StatusConflict = "conflict" // its branch could not be rebased onto the target
+	StatusRefused  = "refused"  // its budget reservation was refused
+	StatusBudget   = "budget"   // stopped at its hard budget limit (partial work kept)
+	StatusBlocked  = "blocked"  // asked a question nobody could answer
+	StatusSkipped  = "skipped"  // a dependency did not succeed
+	StatusCanceled = "cancelled"
+)
+
+// finished reports whether a status is final for this run attempt.
+func finished(s string) bool {
+	switch s {
+	case StatusPending, StatusWaiting, StatusRunning, StatusAsking:
+		return false
+	}
+	return true
+}
+
+// succeeded: dependents may start.
+func succeeded(s string) bool { return s == StatusMerged || s == StatusDone }
+
+// QA is one question a task asked and its answer.
+type QA struct {
+	Question  string `json:"question"`
+	Answer    string `json:"answer,omitempty"`
+	DecidedBy string `json:"decided_by"` // answerer | human | none
+}
+
+// TaskState is one task's persisted state.
+type TaskState struct {
+	ID            string             `json:"id"`
+	Agent         string             `json:"agent"`
+	Status        string             `json:"status"`
+	Reason        string             `json:"reason,omitempty"`
+	ExitCode      int                `json:"exit_code"`
+	Attempts      int                `json:"attempts"`
+	Usage         Usage              `json:"usage"`
+	Branch        string             `json:"branch,omitempty"`
+	Worktree      string             `json:"worktree,omitempty"`
+	Base          string             `json:"base,omitempty"`
+	Head          string             `json:"head,omitempty"`
+	SessionID     string             `json:"session_id,omitempty"`
+	Message       string             `json:"message,omitempty"`
+	Diff          *worktree.DiffStat `json:"diff,omitempty"`
+	Questions     []QA               `json:"questions,omitempty"`
+	ConflictFiles []string           `json:"conflict_files,omitempty"`
+	Started       time.Time          `json:"started,omitzero"`
+	Finished      time.Time          `json:"finished,omitzero"`
+	ElapsedMS     int64              `json:"elapsed_ms"`
+}
+
+// State is a fleet run's persisted state: $XDG_STATE_HOME/tai/fleet/<run>/state.json.
+type State struct {
+	Version  int                   `json:"version"`
+	Run      string                `json:"run"`
+	Plan     string                `json:"plan"` // the copy in the run directory
+	PlanFrom string                `json:"plan_from"`
+	Repo     string                `json:"repo"`
+	Base     string                `json:"base"`
+	Target   string                `json:"target"`
+	Status   string                `json:"status"` // running | done | failed | interrupted
+	ExitCode int                   `json:"exit_code"`
+	PID      int                   `json:"pid"`
+	Created  time.Time             `json:"created"`
+	Updated  time.Time             `json:"updated"`
+	Resumes  int                   `json:"resumes"`
+	Usage    Usage                 `json:"usage"`
+	Order    []string              `json:"order"`
+	Tasks    map[string]*TaskState `json:"tasks"`
+}
+
+// RunDir is where a fleet run keeps its state, plan copy and audit log:
+// $XDG_STATE_HOME/tai/fleet/<run> (~/.local/state when unset or relative).
+func RunDir(run string) string {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" || !filepath.IsAbs(base) {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			base = filepath.Join(os.TempDir(), "tai-state")
+		} else {
+			base = filepath.Join(home, ".local", "state")
+		}
+	}
+	return filepath.Join(base, "tai", "fleet", filepath.Base(run))
+}
+
+// store saves a State atomically on every change.
+type store struct {
+	path string
+	now  func() time.Time
+	mu   sync.Mutex
+	st   *State
+}
+
+func (s *store) update(fn func(st *State)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fn(s.st)
+	s.st.Updated = s.now().UTC()
+	b, err := json.MarshalIndent(s.st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("fleet state: %w", err)
+	}
+	if err := worktree.WriteFileAtomic(s.path, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("fleet state: %w", err)
+	}
+	return nil
+}
+
+// task returns a copy of a task's state.
+func (s *store) task(id string) TaskState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return *s.st.Tasks[id]
+}
+
+func (s *store) snapshot() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := *s.st
+	c.Tasks = map[string]*TaskState{}
+	for k, v := range s.st.Tasks {
+		t := *v
+		c.Tasks[k] = &t
+	}
+	return c
+}
+
+// LoadState reads a run's state.
+func LoadState(dir string) (*State, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("fleet run %s: no state (%w)", filepath.Base(dir), err)
+		}
+		return nil, fmt.Errorf("fleet state: %w", err)
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("fleet state %s: %w", dir, err)
+	}
+	return &st, nil
+}

@@ -1,0 +1,433 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Unmerged returns the commits of branch that would be lost if it were
+// deleted: those reachable from no target and no remote-tracking branch,
+// minus those with a patch-id-equivalent commit on a target (git cherry),
+// and none at all if the branch's whole change since its merge base with a
+// target has the patch id of a single commit on that target (a squash merge).
+func (m *Manager) Unmerged(ctx context.Context, branch string, targets []string) ([]string, error) {
+	var valid []string
+	for _, t := range targets {
+		if t != "" && t != branch && m.refExists(ctx, t) {
+			valid = append(valid, t)
+		}
+	}
+	args := []string{"rev-list", "refs/heads/" + branch, "--not", "--remotes"}
+	args = append(args, valid...)
+	out, err := m.git(ctx, m.Repo, args...)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	left := map[string]bool{}
+	for _, c := range strings.Fields(out) {
+		left[c] = true
+	}
+	if len(left) == 0 {
+		return nil, nil
+	}
+	for _, t := range valid {
+		// "- sha": an equivalent change is already on t.
+		out, err := m.git(ctx, m.Repo, "cherry", t, "refs/heads/"+branch)
+		if err != nil {
+			return nil, fmt.Errorf("worktree: %w", err)
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if sha, ok := strings.CutPrefix(l, "- "); ok {
+				delete(left, strings.TrimSpace(sha))
+			}
+		}
+		if len(left) == 0 {
+			return nil, nil
+		}
+		squashed, err := m.squashMerged(ctx, branch, t)
+		if err != nil {
+			return nil, err
+		}
+		if squashed {
+			return nil, nil
+		}
+	}
+	res := make([]string, 0, len(left))
+	for c := range left {
+		res = append(res, c)
+	}
+	sort.Strings(res)
+	return res, nil
+}
+
+func (m *Manager) refExists(ctx context.Context, ref string) bool {
+	_, err := m.git(ctx, m.Repo, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+	return err == nil
+}
+
+// squashMerged: the branch's diff from its merge base with target has the
+// same patch id as one commit on target since that merge base.
+func (m *Manager) squashMerged(ctx context.Context, branch, target string) (bool, error) {
+	mb, err := m.git(ctx, m.Repo, "merge-base", target, "refs/heads/"+branch)
+	if err != nil {
+		return false, nil // unrelated histories: nothing to compare
+	}
+	mb = strings.TrimSpace(mb)
+	diff, err := m.git(ctx, m.Repo, "diff", "--no-color", "--full-index", mb, "refs/heads/"+branch)
+	if err != nil || strings.TrimSpace(diff) == "" {
+		return false, err
+	}
+	want, err := m.patchIDs(ctx, diff)
+	if err != nil || len(want) == 0 {
+		return false, err
+	}
+	log, err := m.git(ctx, m.Repo, "log", "-p", "--no-color", "--full-index", "--no-merges", mb+".."+target)
+	if err != nil {
+		return false, fmt.Errorf("worktree: %w", err)
+	}
+	have, err := m.patchIDs(ctx, log)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range have {
+		if id == want[0] {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (m *Manager) patchIDs(ctx context.Context, patch string) ([]string, error) {
+	out, err := m.gitIn(ctx, m.Repo, []byte(patch), "patch-id", "--stable")
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	var ids []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			ids = append(ids, f[0])
+		}
+	}
+	return ids, nil
+}
+
+// targets are the branches a tai branch counts as merged into: its
+// recorded target and the main worktree's current branch.
+func (m *Manager) targets(ctx context.Context, rec Record, extra []string) []string {
+	t := append([]string{}, extra...)
+	if rec.Target != "" {
+		t = append(t, rec.Target)
+	}
+	if cur := m.CurrentBranch(ctx); cur != "" {
+		t = append(t, cur)
+	}
+	return t
+}
+
+// RemoveOptions tune Remove.
+type RemoveOptions struct {
+	// Force removes even with uncommitted changes or unmerged commits. It
+	// never removes a worktree a live process holds.
+	Force bool
+	// Targets are more branches that count as "merged into".
+	Targets []string
+}
+
+// Remove deletes a worktree and its branch, if that loses nothing.
+func (m *Manager) Remove(ctx context.Context, rec Record, o RemoveOptions) error {
+	mu := m.pathMu(rec.Path)
+	mu.Lock()
+	defer mu.Unlock()
+	lk, err := m.tryLock(rec.Run, rec.Task)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = lk.Unlock() }()
+	if _, err := os.Stat(rec.Path); err == nil && !o.Force {
+		dirty, err := m.Dirty(ctx, rec.Path)
+		if err != nil {
+			return err
+		}
+		if dirty {
+			return fmt.Errorf("%s: %w (commit it, or use --force)", rec.Path, ErrDirty)
+		}
+	}
+	if m.branchExists(ctx, rec.Branch) && !o.Force {
+		left, err := m.Unmerged(ctx, rec.Branch, m.targets(ctx, rec, o.Targets))
+		if err != nil {
+			return err
+		}
+		if len(left) > 0 {
+			return fmt.Errorf("%s: %w: %d commit(s), e.g. %s (merge or push them, or use --force)", rec.Branch, ErrUnmerged, len(left), short(left[0]))
+		}
+	}
+	regs, err := m.registered(ctx)
+	if err != nil {
+		return err
+	}
+	if _, ok := regs[rec.Path]; ok {
+		_, _ = m.git(ctx, m.Repo, "worktree", "unlock", rec.Path)
+		if _, err := m.git(ctx, m.Repo, "worktree", "remove", "--force", rec.Path); err != nil {
+			return fmt.Errorf("worktree: %w", err)
+		}
+	} else if _, err := os.Stat(rec.Path); err == nil {
+		if err := os.RemoveAll(rec.Path); err != nil {
+			return fmt.Errorf("worktree: %w", err)
+		}
+	}
+	if _, err := m.git(ctx, m.Repo, "worktree", "prune"); err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	if m.branchExists(ctx, rec.Branch) {
+		if _, err := m.git(ctx, m.Repo, "branch", "-D", rec.Branch); err != nil {
+			return fmt.Errorf("worktree: %w", err)
+		}
+	}
+	_ = os.Remove(m.recordPath(rec.Run, rec.Task))
+	_ = os.Remove(m.lockPath(rec.Run, rec.Task))
+	for _, d := range []string{filepath.Dir(rec.Path), filepath.Dir(m.recordPath(rec.Run, rec.Task)), filepath.Dir(m.lockPath(rec.Run, rec.Task))} {
+		_ = os.Remove(d) // only if empty
+	}
+	return nil
+}
+
+func short(c string) string {
+	if len(c) > 12 {
+		return c[:12]
+	}
+	return c
+}
+
+// Info is one worktree as `tai worktree list` shows it.
+type Info struct {
+	Record
+	Registered bool   `json:"registered"`
+	DirExists  bool   `json:"dir_exists"`
+	GitLocked  bool   `json:"git_locked"`
+	InUse      bool   `json:"in_use"`
+	Dirty      bool   `json:"dirty"`
+	Unmerged   int    `json:"unmerged_commits"`
+	State      string `json:"state"` // in-use | active | merged | unmerged | dirty | orphan-dir | missing-dir | no-branch
+}
+
+// List returns tai's worktrees: every record, every registered worktree on
+// a tai/ branch or under Root, and every directory under Root.
+func (m *Manager) List(ctx context.Context) ([]Info, error) {
+	regs, err := m.registered(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byPath := map[string]*Info{}
+	add := func(r Record) *Info {
+		if i, ok := byPath[r.Path]; ok {
+			return i
+		}
+		i := &Info{Record: r}
+		byPath[r.Path] = i
+		return i
+	}
+	recRoot := filepath.Join(m.CommonDir, "tai", "worktrees")
+	runs, _ := os.ReadDir(recRoot)
+	for _, run := range runs {
+		files, _ := os.ReadDir(filepath.Join(recRoot, run.Name()))
+		for _, f := range files {
+			if task, ok := strings.CutSuffix(f.Name(), ".json"); ok && !strings.HasPrefix(f.Name(), ".") {
+				if r, err := m.readRecord(run.Name(), task); err == nil {
+					add(r)
+				}
+			}
+		}
+	}
+	for p, reg := range regs {
+		br := strings.TrimPrefix(reg.Branch, "refs/heads/")
+		if !strings.HasPrefix(p, m.Root+string(filepath.Separator)) && !strings.HasPrefix(br, BranchPrefix) {
+			continue
+		}
+		run, task := runTask(m.Root, p)
+		add(Record{Run: run, Task: task, Branch: br, Path: p})
+	}
+	dirs, _ := os.ReadDir(m.Root)
+	for _, run := range dirs {
+		tasks, _ := os.ReadDir(filepath.Join(m.Root, run.Name()))
+		for _, t := range tasks {
+			if t.IsDir() {
+				p := filepath.Join(m.Root, run.Name(), t.Name())
+				add(Record{Run: run.Name(), Task: t.Name(), Branch: Branch(run.Name(), t.Name()), Path: p})
+			}
+		}
+	}
+	var list []Info
+	for p, i := range byPath {
+		reg, ok := regs[p]
+		i.Registered, i.GitLocked = ok, ok && reg.Locked
+		_, err := os.Stat(p)
+		i.DirExists = err == nil
+		i.InUse = ValidName(i.Run) && ValidName(i.Task) && m.inUse(i.Run, i.Task)
+		if i.DirExists && i.Registered {
+			i.Dirty, _ = m.Dirty(ctx, p)
+		}
+		hasBranch := i.Branch != "" && m.branchExists(ctx, i.Branch)
+		if hasBranch {
+			left, err := m.Unmerged(ctx, i.Branch, m.targets(ctx, i.Record, nil))
+			if err != nil {
+				return nil, err
+			}
+			i.Unmerged = len(left)
+		}
+		switch {
+		case i.InUse:
+			i.State = "in-use"
+		case i.DirExists && !i.Registered:
+			i.State = "orphan-dir"
+		case i.Registered && !i.DirExists:
+			i.State = "missing-dir"
+		case i.Dirty:
+			i.State = "dirty"
+		case !hasBranch:
+			i.State = "no-branch"
+		case i.Unmerged > 0:
+			i.State = "unmerged"
+		default:
+			i.State = "merged"
+		}
+		list = append(list, *i)
+	}
+	sort.Slice(list, func(a, b int) bool { return list[a].Path < list[b].Path })
+	return list, nil
+}
+
+func runTask(root, p string) (string, string) {
+	rel, err := filepath.Rel(root, p)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return "", filepath.Base(p)
+	}
+	run, task, _ := strings.Cut(rel, string(filepath.Separator))
+	return run, task
+}
+
+// GCOptions tune GC.
+type GCOptions struct {
+	DryRun bool
+	// Force also removes dirty worktrees and unmerged branches (never one in use).
+	Force bool
+	// OlderThan keeps worktrees created more recently (0 = any age).
+	OlderThan time.Duration
+	Targets   []string
+}
+
+// GCAction is what GC did (or, dry, would do) with one worktree.
+type GCAction struct {
+	Path   string `json:"path"`
+	Branch string `json:"branch"`
+	Action string `json:"action"` // remove | keep | prune
+	Reason string `json:"reason"`
+}
+
+// GC removes tai's worktrees whose work is safe elsewhere: merged (also by
+// squash) or pushed, clean and not in use. Registrations whose directory
+// is gone are pruned.
+func (m *Manager) GC(ctx context.Context, o GCOptions) ([]GCAction, error) {
+	list, err := m.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var acts []GCAction
+	for _, i := range list {
+		a := GCAction{Path: i.Path, Branch: i.Branch, Action: "keep"}
+		switch {
+		case i.InUse:
+			a.Reason = fmt.Sprintf("in use (pid %d)", i.Owner.PID)
+		case o.OlderThan > 0 && !i.Created.IsZero() && m.Clock.Since(i.Created) < o.OlderThan:
+			a.Reason = "younger than " + o.OlderThan.String()
+		case i.State == "dirty" && !o.Force:
+			a.Reason = "uncommitted changes (use --force)"
+		case i.State == "orphan-dir" && !o.Force:
+			a.Reason = "directory unknown to git, may hold uncommitted work (use --force)"
+		case i.Unmerged > 0 && !o.Force:
+			a.Reason = fmt.Sprintf("%d commit(s) neither merged nor pushed (use --force)", i.Unmerged)
+		default:
+			a.Action = "remove"
+			a.Reason = i.State
+			if o.Force && (i.Unmerged > 0 || i.Dirty) {
+				a.Reason += " (forced)"
+			}
+		}
+		if a.Action == "remove" && !o.DryRun {
+			if err := m.Remove(ctx, i.Record, RemoveOptions{Force: o.Force, Targets: o.Targets}); err != nil {
+				if errors.Is(err, ErrInUse) || errors.Is(err, ErrUnmerged) || errors.Is(err, ErrDirty) {
+					a.Action, a.Reason = "keep", err.Error()
+				} else {
+					return acts, err
+				}
+			}
+		}
+		acts = append(acts, a)
+	}
+	if !o.DryRun {
+		if _, err := m.git(ctx, m.Repo, "worktree", "prune"); err != nil {
+			return acts, fmt.Errorf("worktree: %w", err)
+		}
+	}
+	return acts, nil
+}
+
+// ConflictError is a rebase that stopped on conflicts.
+type ConflictError struct {
+	Branch, Target string
+	Files          []string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("merge conflict rebasing %s onto %s in %s", e.Branch, e.Target, strings.Join(e.Files, ", "))
+}
+
+// Integrate brings the worktree's branch onto target without touching any
+// checkout of target: it rebases the branch inside its own worktree onto
+// target, runs check (if any) in the worktree, verifies that the result
+// fast-forwards target and moves target's ref with a compare-and-swap
+// update-ref. It refuses a target checked out in any worktree (moving it
+// would leave that checkout's files stale). It returns the new target
+// commit. A conflict is a *ConflictError naming the files; the rebase is
+// aborted, so the worktree is as it was.
+func (m *Manager) Integrate(ctx context.Context, rec Record, target string, check func(ctx context.Context, dir string) error) (string, error) {
+	if p, ok, err := m.CheckedOut(ctx, target); err != nil {
+		return "", err
+	} else if ok {
+		return "", fmt.Errorf("worktree: target branch %s is checked out in %s; tai never moves a checked-out branch (use another target)", target, p)
+	}
+	old, err := m.RevParse(ctx, "refs/heads/"+target)
+	if err != nil {
+		return "", err
+	}
+	if _, err := m.git(ctx, rec.Path, append(append([]string{}, m.identity...), "rebase", "--no-autostash", old)...); err != nil {
+		out, _ := m.git(ctx, rec.Path, "diff", "--name-only", "--diff-filter=U")
+		files := strings.Fields(out)
+		_, _ = m.git(ctx, rec.Path, "rebase", "--abort")
+		if len(files) == 0 {
+			return "", fmt.Errorf("worktree: rebase: %w", err)
+		}
+		return "", &ConflictError{Branch: rec.Branch, Target: target, Files: files}
+	}
+	if check != nil {
+		if err := check(ctx, rec.Path); err != nil {
+			return "", fmt.Errorf("check failed on %s: %w", rec.Branch, err)
+		}
+	}
+	head, err := m.RevParseIn(ctx, rec.Path, "HEAD")
+	if err != nil {
+		return "", err
+	}
+	if _, err := m.git(ctx, m.Repo, "merge-base", "--is-ancestor", old, head); err != nil {
+		return "", fmt.Errorf("worktree: %s does not fast-forward %s: %w", rec.Branch, target, err)
+	}
+	if _, err := m.git(ctx, m.Repo, "update-ref", "-m", "tai: fast-forward "+target+" to "+rec.Branch, "refs/heads/"+target, head, old); err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	return head, nil
+}

@@ -1,0 +1,611 @@
+// Package worktree creates, locks, inspects and removes the git worktrees
+// tai's agents work in, safely.
+//
+// # Names
+//
+// A worktree for task T of run R lives on branch tai/R/T at
+// <repo>/.tai/worktrees/R/T. The path is inside the repository on purpose:
+// it is on the same filesystem (git links objects instead of copying), it is
+// found by anyone who looks at the repository, it is stable (agents such as
+// Claude Code key their history by cwd, so a moved worktree would orphan
+// it), and "/.tai/" is added to .git/info/exclude so the user's checkout does
+// not show it as untracked. tai's own records (base commit, owner, target)
+// live in the git common directory, <git-dir>/tai/worktrees/R/T.json, so they
+// survive the worktree directory being deleted by hand.
+//
+// # Safety
+//
+//   - A worktree in use is `git worktree lock`ed (so `git worktree prune`
+//     and other tools leave it alone) and holds a cross-process flock
+//     (<git-dir>/tai/locks/R/T.lock); the kernel drops the flock when its
+//     process dies, even by SIGKILL, which is how "in use" is told from
+//     "left locked by a crash".
+//   - A branch is never deleted while it holds a commit that is neither
+//     reachable from a target branch or a remote-tracking branch, nor
+//     equivalent by patch id to a commit on a target (a cherry-pick or
+//     rebase, via git cherry), nor part of a squash merge (the branch's whole
+//     diff has the patch id of one commit on the target). Remove and GC refuse
+//     such a branch without Force, and never touch a worktree in use.
+//   - Orphans are reconciled: a registration whose directory is gone is
+//     pruned; a directory without registration is moved aside (never
+//     deleted) when a worktree must be created in its place.
+//   - Every git command runs as git -C <dir> from the repository's top level,
+//     after checking that <dir> exists: never from a deleted directory.
+package worktree
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/quartz"
+	"github.com/gofrs/flock"
+)
+
+// BranchPrefix starts every branch tai creates.
+const BranchPrefix = "tai/"
+
+// ErrInUse is returned for a worktree another live process (or this one)
+// holds.
+var ErrInUse = errors.New("worktree in use")
+
+// ErrUnmerged is returned when removing a branch would lose commits.
+var ErrUnmerged = errors.New("branch has commits that are neither merged nor pushed")
+
+// ErrDirty is returned when removing a worktree would lose uncommitted changes.
+var ErrDirty = errors.New("worktree has uncommitted changes")
+
+// Owner says who created a worktree.
+type Owner struct {
+	PID     int    `json:"pid"`
+	Host    string `json:"host,omitempty"`
+	Command string `json:"command,omitempty"` // e.g. "tai fleet run plan.yaml"
+}
+
+// Record is what tai keeps about a worktree it made.
+type Record struct {
+	Run     string    `json:"run"`
+	Task    string    `json:"task"`
+	Branch  string    `json:"branch"`
+	Path    string    `json:"path"`
+	Base    string    `json:"base"`             // commit the branch started from
+	Target  string    `json:"target,omitempty"` // branch it is meant to be merged into
+	Owner   Owner     `json:"owner"`
+	Created time.Time `json:"created"`
+}
+
+// Manager manages tai's worktrees of one repository. It is safe for
+// concurrent use.
+type Manager struct {
+	Repo      string // top level of the main worktree
+	CommonDir string // the git common directory
+	Root      string // where worktrees go: <Repo>/.tai/worktrees
+	Clock     quartz.Clock
+
+	identity []string // -c user.name/-c user.email when the repo has none
+
+	mu    sync.Mutex
+	paths map[string]*sync.Mutex
+}
+
+// Open finds the repository containing dir.
+func Open(ctx context.Context, dir string) (*Manager, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	m := &Manager{Repo: abs, Clock: quartz.NewReal(), paths: map[string]*sync.Mutex{}}
+	out, err := m.git(ctx, abs, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %s is not in a git repository: %w", abs, err)
+	}
+	m.CommonDir = strings.TrimSpace(out)
+	bare, _ := m.git(ctx, abs, "rev-parse", "--is-bare-repository")
+	if strings.TrimSpace(bare) == "true" {
+		return nil, fmt.Errorf("worktree: %s is a bare repository", abs)
+	}
+	// The main worktree is the common dir's parent (…/.git).
+	m.Repo = filepath.Dir(m.CommonDir)
+	if filepath.Base(m.CommonDir) != ".git" {
+		top, err := m.git(ctx, abs, "rev-parse", "--show-toplevel")
+		if err != nil {
+			return nil, fmt.Errorf("worktree: %w", err)
+		}
+		m.Repo = strings.TrimSpace(top)
+	}
+	m.Root = filepath.Join(m.Repo, ".tai", "worktrees")
+	if v, _ := m.git(ctx, m.Repo, "config", "user.email"); strings.TrimSpace(v) == "" {
+		m.identity = []string{"-c", "user.name=tai", "-c", "user.email=tai@localhost"}
+	}
+	return m, nil
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
+
+// ValidName reports whether s can be a run or task name: it becomes a path
+// element and a branch name component.
+func ValidName(s string) bool {
+	return nameRE.MatchString(s) && !strings.Contains(s, "..") && !strings.HasSuffix(s, ".lock") && !strings.HasSuffix(s, ".")
+}
+
+// Branch is the branch of task's worktree in run.
+func Branch(run, task string) string { return BranchPrefix + run + "/" + task }
+
+// Path is the directory of task's worktree in run.
+func (m *Manager) Path(run, task string) string { return filepath.Join(m.Root, run, task) }
+
+func (m *Manager) recordPath(run, task string) string {
+	return filepath.Join(m.CommonDir, "tai", "worktrees", run, task+".json")
+}
+
+func (m *Manager) lockPath(run, task string) string {
+	return filepath.Join(m.CommonDir, "tai", "locks", run, task+".lock")
+}
+
+// pathMu serialises this process's operations on one worktree.
+func (m *Manager) pathMu(p string) *sync.Mutex {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mu, ok := m.paths[p]
+	if !ok {
+		mu = &sync.Mutex{}
+		m.paths[p] = mu
+	}
+	return mu
+}
+
+// Handle is a worktree held by this process. Release it when done.
+type Handle struct {
+	Record
+	m    *Manager
+	lock *flock.Flock
+	once sync.Once
+}
+
+// Release unlocks the worktree (git and flock). The worktree and its branch
+// stay.
+func (h *Handle) Release(ctx context.Context) error {
+	var err error
+	h.once.Do(func() {
+		if _, statErr := os.Stat(h.Path); statErr == nil {
+			if _, e := h.m.git(ctx, h.m.Repo, "worktree", "unlock", h.Path); e != nil && !strings.Contains(e.Error(), "not locked") {
+				err = fmt.Errorf("worktree unlock: %w", e)
+			}
+		}
+		if e := h.lock.Unlock(); e != nil && err == nil {
+			err = fmt.Errorf("worktree flock: %w", e)
+		}
+	})
+	return err
+}
+
+// Create makes (or, for a run being resumed, takes back) the worktree of
+// task in run, on a new branch from base (a commit-ish), and locks it.
+// target is recorded as the branch the work is meant for (may be "").
+func (m *Manager) Create(ctx context.Context, run, task, base, target string, owner Owner) (*Handle, error) {
+	if !ValidName(run) || !ValidName(task) {
+		return nil, fmt.Errorf("worktree: invalid run or task name %q/%q", run, task)
+	}
+	path, branch := m.Path(run, task), Branch(run, task)
+	mu := m.pathMu(path)
+	mu.Lock()
+	defer mu.Unlock()
+
+	if err := m.ensureExcluded(); err != nil {
+		return nil, err
+	}
+	lk, err := m.tryLock(run, task)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handle{m: m, lock: lk}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = lk.Unlock()
+		}
+	}()
+
+	regs, err := m.registered(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reg, isReg := regs[path]
+	_, statErr := os.Stat(path)
+	dirExists := statErr == nil
+	rec, recErr := m.readRecord(run, task)
+
+	switch {
+	case isReg && dirExists:
+		// Resuming: the worktree is there; keep it and its partial work.
+		if reg.Branch != "refs/heads/"+branch {
+			return nil, fmt.Errorf("worktree: %s is registered on %s, not %s", path, reg.Branch, branch)
+		}
+	case isReg && !dirExists:
+		// Registered but the directory is gone: prune the registration.
+		if _, err := m.git(ctx, m.Repo, "worktree", "unlock", path); err != nil && !strings.Contains(err.Error(), "not locked") {
+			return nil, fmt.Errorf("worktree: %w", err)
+		}
+		if _, err := m.git(ctx, m.Repo, "worktree", "prune"); err != nil {
+			return nil, fmt.Errorf("worktree: %w", err)
+		}
+		isReg = false
+	case !isReg && dirExists:
+		// A directory git does not know: move it aside, never delete it.
+		aside := fmt.Sprintf("%s.orphan-%d", path, m.Clock.Now().UnixNano())
+		if err := os.Rename(path, aside); err != nil {
+			return nil, fmt.Errorf("worktree: moving the orphan directory %s aside: %w", path, err)
+		}
+	}
+	if !isReg {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return nil, fmt.Errorf("worktree: %w", err)
+		}
+		exists := m.branchExists(ctx, branch)
+		if exists {
+			// The branch survived its directory: check it out again, with
+			// its commits.
+			if _, err := m.git(ctx, m.Repo, "worktree", "add", path, branch); err != nil {
+				return nil, fmt.Errorf("worktree: %w", err)
+			}
+		} else {
+			if _, err := m.git(ctx, m.Repo, "worktree", "add", "-b", branch, path, base+"^{commit}"); err != nil {
+				return nil, fmt.Errorf("worktree: %w", err)
+			}
+			recErr = os.ErrNotExist
+		}
+	}
+	if recErr != nil {
+		sha, err := m.RevParse(ctx, base)
+		if err != nil {
+			return nil, err
+		}
+		host, _ := os.Hostname()
+		if owner.Host == "" {
+			owner.Host = host
+		}
+		rec = Record{Run: run, Task: task, Branch: branch, Path: path, Base: sha, Target: target, Owner: owner, Created: m.Clock.Now().UTC()}
+	} else {
+		rec.Owner = owner
+	}
+	if err := m.writeRecord(rec); err != nil {
+		return nil, err
+	}
+	// A crash may have left it locked; lock it again with our reason.
+	_, _ = m.git(ctx, m.Repo, "worktree", "unlock", path)
+	reason := fmt.Sprintf("tai run %s task %s (pid %d)", run, task, owner.PID)
+	if _, err := m.git(ctx, m.Repo, "worktree", "lock", "--reason", reason, path); err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	h.Record = rec
+	ok = true
+	return h, nil
+}
+
+func (m *Manager) tryLock(run, task string) (*flock.Flock, error) {
+	p := m.lockPath(run, task)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	lk := flock.New(p)
+	got, err := lk.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("worktree: lock %s: %w", p, err)
+	}
+	if !got {
+		return nil, fmt.Errorf("worktree %s/%s: %w by another process", run, task, ErrInUse)
+	}
+	return lk, nil
+}
+
+// inUse reports whether a process holds the worktree's flock.
+func (m *Manager) inUse(run, task string) bool {
+	lk := flock.New(m.lockPath(run, task))
+	got, err := lk.TryLock()
+	if err != nil || !got {
+		return err == nil
+	}
+	_ = lk.Unlock()
+	return false
+}
+
+// ensureExcluded keeps .tai/ out of the user's `git status`.
+func (m *Manager) ensureExcluded() error {
+	p := filepath.Join(m.CommonDir, "info", "exclude")
+	b, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(l) == "/.tai/" {
+			return nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	f, err := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	prefix := ""
+	if len(b) > 0 && !strings.HasSuffix(string(b), "\n") {
+		prefix = "\n"
+	}
+	_, err = f.WriteString(prefix + "# tai's worktrees\n/.tai/\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	return nil
+}
+
+func (m *Manager) readRecord(run, task string) (Record, error) {
+	b, err := os.ReadFile(m.recordPath(run, task))
+	if err != nil {
+		return Record{}, err
+	}
+	var r Record
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Record{}, fmt.Errorf("worktree record %s: %w", m.recordPath(run, task), err)
+	}
+	return r, nil
+}
+
+func (m *Manager) writeRecord(r Record) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFileAtomic(m.recordPath(r.Run, r.Task), append(b, '\n'), 0o644)
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory, fsynced and renamed over path, then fsyncs the directory: a
+// reader sees the old or the new content, never a mix, even after a crash.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%x", filepath.Base(path), rnd))
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
+
+// registration is one entry of `git worktree list --porcelain`.
+type registration struct {
+	Path     string
+	Head     string
+	Branch   string // refs/heads/...
+	Locked   bool
+	Prunable bool
+}
+
+func (m *Manager) registered(ctx context.Context) (map[string]registration, error) {
+	out, err := m.git(ctx, m.Repo, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	regs := map[string]registration{}
+	var cur *registration
+	flush := func() {
+		if cur != nil {
+			regs[cur.Path] = *cur
+		}
+		cur = nil
+	}
+	for _, line := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch k {
+		case "worktree":
+			flush()
+			cur = &registration{Path: filepath.Clean(v)}
+		case "HEAD":
+			cur.Head = v
+		case "branch":
+			cur.Branch = v
+		case "locked":
+			cur.Locked = true
+		case "prunable":
+			cur.Prunable = true
+		}
+	}
+	flush()
+	return regs, nil
+}
+
+// CheckedOut returns the worktree where branch is checked out, if any.
+func (m *Manager) CheckedOut(ctx context.Context, branch string) (string, bool, error) {
+	regs, err := m.registered(ctx)
+	if err != nil {
+		return "", false, err
+	}
+	for _, r := range regs {
+		if r.Branch == "refs/heads/"+branch {
+			return r.Path, true, nil
+		}
+	}
+	return "", false, nil
+}
+
+func (m *Manager) branchExists(ctx context.Context, branch string) bool {
+	_, err := m.git(ctx, m.Repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
+	return err == nil
+}
+
+// RevParse resolves rev to a commit id.
+func (m *Manager) RevParse(ctx context.Context, rev string) (string, error) {
+	out, err := m.git(ctx, m.Repo, "rev-parse", "--verify", rev+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// CurrentBranch is the branch checked out in the main worktree ("" if
+// detached).
+func (m *Manager) CurrentBranch(ctx context.Context) string {
+	out, err := m.git(ctx, m.Repo, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}
+
+// EnsureBranch creates branch at rev if it does not exist.
+func (m *Manager) EnsureBranch(ctx context.Context, branch, rev string) error {
+	if m.branchExists(ctx, branch) {
+		return nil
+	}
+	if _, err := m.git(ctx, m.Repo, "branch", branch, rev); err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	return nil
+}
+
+// Commit stages everything in the worktree at dir and commits it. It
+// returns the new HEAD and whether a commit was made.
+func (m *Manager) Commit(ctx context.Context, dir, message string) (string, bool, error) {
+	if _, err := m.git(ctx, dir, "add", "-A"); err != nil {
+		return "", false, fmt.Errorf("worktree: %w", err)
+	}
+	made := false
+	if _, err := m.git(ctx, dir, "diff", "--cached", "--quiet"); err != nil {
+		if exitCode(err) != 1 {
+			return "", false, fmt.Errorf("worktree: %w", err)
+		}
+		args := append(append([]string{}, m.identity...), "commit", "--no-verify", "-q", "-m", message)
+		if _, err := m.git(ctx, dir, args...); err != nil {
+			return "", false, fmt.Errorf("worktree: %w", err)
+		}
+		made = true
+	}
+	head, err := m.RevParseIn(ctx, dir, "HEAD")
+	return head, made, err
+}
+
+// RevParseIn resolves rev in the worktree at dir.
+func (m *Manager) RevParseIn(ctx context.Context, dir, rev string) (string, error) {
+	out, err := m.git(ctx, dir, "rev-parse", "--verify", rev+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// FileStat is one file's change.
+type FileStat struct {
+	Path    string `json:"path"`
+	Added   int    `json:"added"`
+	Deleted int    `json:"deleted"`
+}
+
+// DiffStat is a worktree's change against its base.
+type DiffStat struct {
+	Files      []FileStat `json:"files"`
+	Insertions int        `json:"insertions"`
+	Deletions  int        `json:"deletions"`
+}
+
+// Summary is "3 files changed, +10 -2: a.go, b.go, c.go".
+func (d DiffStat) Summary() string {
+	if len(d.Files) == 0 {
+		return "no changes"
+	}
+	names := make([]string, 0, len(d.Files))
+	for _, f := range d.Files {
+		names = append(names, f.Path)
+	}
+	return fmt.Sprintf("%d file(s) changed, +%d -%d: %s", len(d.Files), d.Insertions, d.Deletions, strings.Join(names, ", "))
+}
+
+// Diff returns the change of the worktree at dir (committed, staged,
+// unstaged and untracked) against base.
+func (m *Manager) Diff(ctx context.Context, dir, base string) (DiffStat, error) {
+	var d DiffStat
+	out, err := m.git(ctx, dir, "diff", "--numstat", "--no-renames", base)
+	if err != nil {
+		return d, fmt.Errorf("worktree: %w", err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) != 3 {
+			continue
+		}
+		a, _ := strconv.Atoi(f[0])
+		del, _ := strconv.Atoi(f[1])
+		d.Files = append(d.Files, FileStat{Path: f[2], Added: a, Deleted: del})
+		d.Insertions += a
+		d.Deletions += del
+	}
+	out, err = m.git(ctx, dir, "ls-files", "--others", "--exclude-standard")
+	if err != nil {
+		return d, fmt.Errorf("worktree: %w", err)
+	}
+	for _, p := range strings.Fields(out) {
+		n := 0
+		if b, err := os.ReadFile(filepath.Join(dir, p)); err == nil {
+			n = strings.Count(string(b), "\n")
+		}
+		d.Files = append(d.Files, FileStat{Path: p, Added: n})
+		d.Insertions += n
+	}
+	return d, nil
+}
+
+// Patch returns the unified diff of the worktree at dir against base,
+// cut to max bytes (0 = no cut).
+func (m *Manager) Patch(ctx context.Context, dir, base string, max int) (string, error) {
+	out, err := m.git(ctx, dir, "diff", "--no-color", base)
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	if max > 0 && len(out) > max {
+		out = out[:max] + "\n[... diff cut at " + strconv.Itoa(max) + " bytes]\n"
+	}
+	return out, nil
+}
+
+// Dirty reports whether the worktree at dir has uncommitted changes.
+func (m *Manager) Dirty(ctx context.Context, dir string) (bool, error) {
+	out, err := m.git(ctx, dir, "status", "--porcelain", "--untracked-files=normal")
+	if err != nil {
+		return false, fmt.Errorf("worktree: %w", err)
+	}
+	return strings.TrimSpace(out) != "", nil
+}

@@ -1,0 +1,328 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// newRepo makes a repository with one commit on main.
+func newRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	sh(t, dir, "git", "init", "-q", "-b", "main")
+	sh(t, dir, "git", "config", "user.email", "t@example.com")
+	sh(t, dir, "git", "config", "user.name", "T")
+	write(t, filepath.Join(dir, "README"), "hello\n")
+	sh(t, dir, "git", "add", "-A")
+	sh(t, dir, "git", "commit", "-q", "-m", "init")
+	return dir
+}
+
+func sh(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func open(t *testing.T, dir string) *Manager {
+	t.Helper()
+	m, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestCreateNamesLockAndRecord(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, filepath.Join(repo))
+	h, err := m.Create(ctx, "r1", "build", "HEAD", "main", Owner{PID: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Branch != "tai/r1/build" || h.Path != filepath.Join(repo, ".tai", "worktrees", "r1", "build") {
+		t.Fatalf("names: %+v", h.Record)
+	}
+	if h.Base != sh(t, repo, "git", "rev-parse", "HEAD") {
+		t.Fatalf("base %s", h.Base)
+	}
+	// The user's checkout does not see .tai as untracked.
+	if st := sh(t, repo, "git", "status", "--porcelain"); st != "" {
+		t.Fatalf("status: %q", st)
+	}
+	// Locked for git, and held across processes.
+	if out := sh(t, repo, "git", "worktree", "list", "--porcelain"); !strings.Contains(out, "locked tai run r1 task build") {
+		t.Fatalf("not git-locked:\n%s", out)
+	}
+	if _, err := m.Create(ctx, "r1", "build", "HEAD", "main", Owner{PID: 43}); !errors.Is(err, ErrInUse) {
+		t.Fatalf("second create: %v", err)
+	}
+	m2 := open(t, repo)
+	if err := m2.Remove(ctx, h.Record, RemoveOptions{Force: true}); !errors.Is(err, ErrInUse) {
+		t.Fatalf("remove in use even with force: %v", err)
+	}
+	write(t, filepath.Join(h.Path, "a.txt"), "one\ntwo\n")
+	d, err := m.Diff(ctx, h.Path, h.Base)
+	if err != nil || len(d.Files) != 1 || d.Insertions != 2 {
+		t.Fatalf("diff %+v %v", d, err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Resume: the same worktree comes back with its partial work.
+	h2, err := m2.Create(ctx, "r1", "build", "HEAD", "main", Owner{PID: 44})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(h2.Path, "a.txt")); err != nil || h2.Base != h.Base {
+		t.Fatalf("partial work lost: %v %+v", err, h2.Record)
+	}
+	_ = h2.Release(ctx)
+}
+
+func TestOrphansReconciled(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		break_ func(t *testing.T, m *Manager, h *Handle)
+		check  func(t *testing.T, m *Manager, h *Handle)
+	}{
+		{"directory deleted, registration left", func(t *testing.T, m *Manager, h *Handle) {
+			if err := os.RemoveAll(h.Path); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, m *Manager, h *Handle) {
+			// The branch and its commit survive.
+			if _, err := os.Stat(filepath.Join(h.Path, "c.txt")); err != nil {
+				t.Fatal("committed work lost")
+			}
+		}},
+		{"registration deleted, directory left", func(t *testing.T, m *Manager, h *Handle) {
+			write(t, filepath.Join(h.Path, "uncommitted.txt"), "keep me")
+			_ = os.RemoveAll(filepath.Join(m.CommonDir, "worktrees", "build"))
+		}, func(t *testing.T, m *Manager, h *Handle) {
+			matches, _ := filepath.Glob(h.Path + ".orphan-*/uncommitted.txt")
+			if len(matches) != 1 {
+				t.Fatal("the orphan directory was not kept aside")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := newRepo(t)
+			m := open(t, repo)
+			h, err := m.Create(ctx, "r", "build", "HEAD", "main", Owner{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(h.Path, "c.txt"), "c\n")
+			if _, _, err := m.Commit(ctx, h.Path, "c"); err != nil {
+				t.Fatal(err)
+			}
+			_ = h.Release(ctx)
+			tt.break_(t, m, h)
+			h2, err := m.Create(ctx, "r", "build", "HEAD", "main", Owner{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h2.Release(ctx)
+			tt.check(t, m, h2)
+		})
+	}
+}
+
+func TestRemoveRefusesUnmergedAllowsSquash(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		land    func(t *testing.T, repo string, h *Handle) // what happens to the work
+		force   bool
+		wantErr error
+	}{
+		{"unmerged", func(t *testing.T, repo string, h *Handle) {}, false, ErrUnmerged},
+		{"unmerged forced", func(t *testing.T, repo string, h *Handle) {}, true, nil},
+		{"fast-forward merged", func(t *testing.T, repo string, h *Handle) {
+			sh(t, repo, "git", "merge", "-q", "--ff-only", h.Branch)
+		}, false, nil},
+		{"squash merged", func(t *testing.T, repo string, h *Handle) {
+			sh(t, repo, "git", "merge", "-q", "--squash", h.Branch)
+			sh(t, repo, "git", "commit", "-q", "-m", "squashed")
+		}, false, nil},
+		{"cherry-picked", func(t *testing.T, repo string, h *Handle) {
+			write(t, filepath.Join(repo, "other"), "x")
+			sh(t, repo, "git", "add", "-A")
+			sh(t, repo, "git", "commit", "-q", "-m", "moved on")
+			sh(t, repo, "git", "cherry-pick", h.Branch+"~1")
+			sh(t, repo, "git", "cherry-pick", h.Branch)
+		}, false, nil},
+		{"pushed", func(t *testing.T, repo string, h *Handle) {
+			remote := t.TempDir()
+			sh(t, remote, "git", "init", "-q", "--bare")
+			sh(t, repo, "git", "remote", "add", "origin", remote)
+			sh(t, repo, "git", "push", "-q", "origin", h.Branch)
+		}, false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo := newRepo(t)
+			m := open(t, repo)
+			h, err := m.Create(ctx, "r", "t1", "HEAD", "main", Owner{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, s := range []string{"a", "b"} {
+				write(t, filepath.Join(h.Path, s+".txt"), strings.Repeat(s+"\n", i+1))
+				if _, _, err := m.Commit(ctx, h.Path, "add "+s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = h.Release(ctx)
+			tt.land(t, repo, h)
+			err = m.Remove(ctx, h.Record, RemoveOptions{Force: tt.force})
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			exists := m.branchExists(ctx, h.Branch)
+			if exists != (tt.wantErr != nil) {
+				t.Fatalf("branch exists = %v", exists)
+			}
+		})
+	}
+}
+
+func TestGCDryRunAndList(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, repo)
+	var hs []*Handle
+	for _, task := range []string{"merged", "unmerged", "busy"} {
+		h, err := m.Create(ctx, "r", task, "HEAD", "main", Owner{PID: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(h.Path, task+".txt"), task+"\n")
+		if _, _, err := m.Commit(ctx, h.Path, task); err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	_ = hs[0].Release(ctx)
+	_ = hs[1].Release(ctx)
+	defer hs[2].Release(ctx)
+	sh(t, repo, "git", "merge", "-q", "--squash", hs[0].Branch)
+	sh(t, repo, "git", "commit", "-q", "-m", "squash merged")
+
+	list, err := m.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, i := range list {
+		states[i.Task] = i.State
+	}
+	want := map[string]string{"merged": "merged", "unmerged": "unmerged", "busy": "in-use"}
+	for k, v := range want {
+		if states[k] != v {
+			t.Errorf("%s: state %q, want %q", k, states[k], v)
+		}
+	}
+	for _, dry := range []bool{true, false} {
+		acts, err := m.GC(ctx, GCOptions{DryRun: dry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, a := range acts {
+			got[filepath.Base(a.Path)] = a.Action
+		}
+		if dry || got["merged"] != "" {
+			if got["merged"] != "remove" || got["unmerged"] != "keep" || got["busy"] != "keep" {
+				t.Fatalf("dry=%v: %+v", dry, acts)
+			}
+		}
+		_, err = os.Stat(hs[0].Path)
+		if dry != (err == nil) {
+			t.Fatalf("dry=%v: merged worktree exists=%v", dry, err == nil)
+		}
+	}
+	if !m.branchExists(ctx, hs[1].Branch) || !m.branchExists(ctx, hs[2].Branch) {
+		t.Fatal("gc deleted work")
+	}
+}
+
+func TestIntegrate(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, repo)
+	if err := m.EnsureBranch(ctx, "integ", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(task, file, content string) *Handle {
+		h, err := m.Create(ctx, "r", task, "integ", "integ", Owner{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, filepath.Join(h.Path, file), content)
+		if _, _, err := m.Commit(ctx, h.Path, task); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	a, b, c := mk("a", "x.txt", "from a\n"), mk("b", "x.txt", "from b\n"), mk("c", "y.txt", "c\n")
+	defer a.Release(ctx)
+	defer b.Release(ctx)
+	defer c.Release(ctx)
+	if _, err := m.Integrate(ctx, a.Record, "integ", nil); err != nil {
+		t.Fatal(err)
+	}
+	var ce *ConflictError
+	if _, err := m.Integrate(ctx, b.Record, "integ", nil); !errors.As(err, &ce) || ce.Files[0] != "x.txt" {
+		t.Fatalf("want conflict on x.txt, got %v", err)
+	}
+	if d, _ := m.Dirty(ctx, b.Path); d {
+		t.Fatal("rebase not aborted")
+	}
+	checked := ""
+	head, err := m.Integrate(ctx, c.Record, "integ", func(ctx context.Context, dir string) error { checked = dir; return nil })
+	if err != nil || checked != c.Path {
+		t.Fatal(err)
+	}
+	if got := sh(t, repo, "git", "rev-parse", "integ"); got != head {
+		t.Fatal("target not moved")
+	}
+	if sh(t, repo, "git", "show", "integ:x.txt") != "from a" || sh(t, repo, "git", "show", "integ:y.txt") != "c" {
+		t.Fatal("content")
+	}
+	// The user's checkout was not touched, and main cannot be a target.
+	if st := sh(t, repo, "git", "status", "--porcelain"); st != "" {
+		t.Fatal(st)
+	}
+	if _, err := m.Integrate(ctx, c.Record, "main", nil); err == nil || !strings.Contains(err.Error(), "checked out") {
+		t.Fatalf("main: %v", err)
+	}
+}
