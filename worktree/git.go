@@ -43,7 +43,10 @@ func (m *Manager) gitIn(ctx context.Context, dir string, stdin []byte, args ...s
 	}
 	full := append([]string{"-C", dir,
 		// tai's own git calls never run the user's hooks or pager.
-		"-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat", "-c", "advice.detachedHead=false"}, args...)
+		"-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat", "-c", "advice.detachedHead=false",
+		// No automatic gc in the middle of a fleet: it repacks refs other
+		// tasks are updating.
+		"-c", "gc.auto=0", "-c", "maintenance.auto=false"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = m.Repo
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "LC_ALL=C", "GIT_OPTIONAL_LOCKS=0")

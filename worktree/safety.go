@@ -144,6 +144,11 @@ func (m *Manager) Remove(ctx context.Context, rec Record, o RemoveOptions) error
 	mu := m.pathMu(rec.Path)
 	mu.Lock()
 	defer mu.Unlock()
+	unlock, err := m.lockRepo(ctx)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	lk, err := m.tryLock(rec.Run, rec.Task)
 	if err != nil {
 		return err

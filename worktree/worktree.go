@@ -93,8 +93,31 @@ type Manager struct {
 
 	identity []string // -c user.name/-c user.email when the repo has none
 
-	mu    sync.Mutex
-	paths map[string]*sync.Mutex
+	mu     sync.Mutex
+	paths  map[string]*sync.Mutex
+	repoMu sync.Mutex // with <git-dir>/tai/repo.lock: one change to the repo's worktree set at a time
+}
+
+// lockRepo serialises changes to the repository's shared state (worktree
+// registrations, branches, info/exclude) across goroutines and processes:
+// git itself does not make `worktree add` safe against a concurrent
+// `worktree prune` or a concurrent read-modify-write of info/exclude.
+func (m *Manager) lockRepo(ctx context.Context) (func(), error) {
+	m.repoMu.Lock()
+	path := filepath.Join(m.CommonDir, "tai", "repo.lock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		m.repoMu.Unlock()
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	lk := flock.New(path)
+	if _, err := lk.TryLockContext(ctx, 10*time.Millisecond); err != nil {
+		m.repoMu.Unlock()
+		return nil, fmt.Errorf("worktree: locking %s: %w", path, err)
+	}
+	return func() {
+		_ = lk.Unlock()
+		m.repoMu.Unlock()
+	}, nil
 }
 
 // Open finds the repository containing dir.
@@ -199,6 +222,11 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 	mu := m.pathMu(path)
 	mu.Lock()
 	defer mu.Unlock()
+	unlock, err := m.lockRepo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 
 	if err := m.ensureExcluded(); err != nil {
 		return nil, err

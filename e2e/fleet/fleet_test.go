@@ -222,14 +222,24 @@ func TestKill9ThenResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A file, not a pipe: agents that outlive the kill hold their stderr
+	// open, and Wait would wait for them.
+	stderr, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// Wait (by reading its progress, no sleeping) until the five quick
 	// tasks are merged and slow is working.
 	merged, slowStarted := 0, false
+	var seen []string
 	sc := bufio.NewScanner(stdout)
 	for (merged < 5 || !slowStarted) && sc.Scan() {
+		seen = append(seen, sc.Text())
 		f := strings.Fields(sc.Text())
 		if len(f) >= 3 && f[2] == "merged" {
 			merged++
@@ -239,7 +249,9 @@ func TestKill9ThenResume(t *testing.T) {
 		}
 	}
 	if merged < 5 || !slowStarted {
-		t.Fatalf("run ended early: merged %d, slow started %v", merged, slowStarted)
+		_ = cmd.Wait()
+		errText, _ := os.ReadFile(stderr.Name())
+		t.Fatalf("run ended early: merged %d, slow started %v\nprogress:\n%s\nstderr:\n%s", merged, slowStarted, strings.Join(seen, "\n"), errText)
 	}
 	// slow's agent has written its partial file once it says so.
 	if b, err := os.ReadFile(fifo); err != nil || strings.TrimSpace(string(b)) != "ready" {
