@@ -44,6 +44,13 @@ type world struct {
 // with the given model script (a path).
 func newWorld(t *testing.T, a agent, exe, scenario, script string) *world {
 	t.Helper()
+	return newWorldAt(t, a, exe, scenario, script, "")
+}
+
+// newWorldAt is newWorld with the model's {{CWD}} set to cwd, a path under
+// the repo (a fleet task's worktree), instead of the repo itself.
+func newWorldAt(t *testing.T, a agent, exe, scenario, script, cwd string) *world {
+	t.Helper()
 	dir := t.TempDir()
 	w := &world{t: t, a: a, exe: exe,
 		paths: paths{dir: dir, home: filepath.Join(dir, "home"), repo: filepath.Join(dir, "repo")},
@@ -71,7 +78,12 @@ func newWorld(t *testing.T, a agent, exe, scenario, script string) *world {
 	// Cleanups run last-in first-out: the report and the process sweep
 	// run before the temp dir goes.
 	t.Cleanup(w.report)
-	w.startModel(script)
+	if cwd == "" {
+		cwd = w.repo
+	} else {
+		cwd = filepath.Join(w.repo, cwd)
+	}
+	w.startModel(script, cwd)
 	w.env = w.baseEnv()
 	w.env = append(w.env, a.configure(t, w.paths, w.url, scenario)...)
 	return w
@@ -102,11 +114,11 @@ func (w *world) baseEnv() []string {
 }
 
 // startModel runs `tai model serve` as a real process and waits for its URL.
-func (w *world) startModel(script string) {
+func (w *world) startModel(script, cwd string) {
 	t := w.t
 	urlFile := filepath.Join(w.dir, "model.url")
 	var stderr bytes.Buffer
-	cmd := exec.Command(taiBin, "model", "serve", "--script", script, "--log", w.mlog, "--cwd", w.repo, "--url-file", urlFile)
+	cmd := exec.Command(taiBin, "model", "serve", "--script", script, "--log", w.mlog, "--cwd", cwd, "--url-file", urlFile)
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting tai model serve: %v", err)
