@@ -7,7 +7,8 @@
 #   scripts/install-agents.sh [agent...]     # default: all of them
 #   eval "$(scripts/install-agents.sh | sed 's/^/export /')"
 #
-# Agents: node22 qwen gemini codex opencode claude copilot. Progress goes to
+# Agents: node22 qwen gemini codex codex-cli opencode claude copilot (codex
+# is codex-acp; codex-cli is the codex CLI, for `codex exec --json`). Progress goes to
 # stderr; stdout is only KEY=VALUE lines the tests read:
 #   TAI_AGENTS_DIR   the cache directory
 #   TAI_NODE22_BIN   the bin directory of Node 22 (put first in PATH for qwen)
@@ -39,6 +40,8 @@ PINS=(
   "opencode|1.18.33|opencode-ai@1.18.33|node_modules/opencode-linux-x64/bin/opencode"
   "claude|0.23.1|@zed-industries/claude-agent-acp@0.23.1|node_modules/.bin/claude-agent-acp"
   "copilot|1.0.102|@github/copilot@1.0.102|node_modules/@github/copilot-linux-x64/copilot"
+  # The codex CLI itself (codex exec --json), the native binary, apart from codex-acp.
+  "codex-cli|0.171.0|@openai/codex@0.171.0|node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
 )
 
 pin() { # pin NAME -> sets P_VERSION P_SPEC P_EXE P_DIR
@@ -50,7 +53,7 @@ pin() { # pin NAME -> sets P_VERSION P_SPEC P_EXE P_DIR
       return 0
     fi
   done
-  echo "install-agents: unknown agent $1 (known: node22 qwen gemini codex opencode claude copilot)" >&2
+  echo "install-agents: unknown agent $1 (known: node22 qwen gemini codex codex-cli opencode claude copilot)" >&2
   return 1
 }
 
@@ -81,7 +84,7 @@ install_one() { # install_one NAME [PATH prefix]
 }
 
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(node22 qwen gemini codex opencode claude copilot)
+[ ${#want[@]} -gt 0 ] || want=(node22 qwen gemini codex codex-cli opencode claude copilot)
 for a in "${want[@]}"; do pin "$a" >/dev/null; done
 # qwen 0.24 runs (and must be installed: npm checks engines) on Node 22.
 for a in "${want[@]}"; do
@@ -126,6 +129,6 @@ for a in "${want[@]}"; do
   if [ "$a" = node22 ]; then
     echo "TAI_NODE22_BIN=$(dirname "$P_DIR/$P_EXE")"
   else
-    echo "TAI_AGENT_$(echo "$a" | tr '[:lower:]' '[:upper:]')=$P_DIR/$P_EXE"
+    echo "TAI_AGENT_$(echo "$a" | tr '[:lower:]-' '[:upper:]_')=$P_DIR/$P_EXE"
   fi
 done

@@ -900,6 +900,15 @@ func (d *decoder) opencode(line []byte, typ string, f *Frame) {
 			Title  string          `json:"title"`
 		}
 		_ = json.Unmarshal(l.Part.State, &st)
+		defer func() {
+			// opencode run cannot ask: a permission set to "ask" is
+			// rejected on the spot (and one set to "deny" refused by
+			// rule); the tool call fails with that text and the run
+			// stops. It is the CLI's own denial.
+			if msg := errorText(st.Error); st.Status == "error" && isOpenCodeRejection(msg) {
+				d.denied(f, l.Part.CallID, l.Part.Tool, "rejected by opencode: "+msg)
+			}
+		}()
 		d.upsert(f, l.Part.CallID, func(tc *driver.ToolCall) {
 			toolCall(tc, l.Part.Tool, st.Input)
 			if st.Title != "" {
@@ -958,6 +967,14 @@ func (d *decoder) opencode(line []byte, typ string, f *Frame) {
 	default:
 		f.raw(typ, line)
 	}
+}
+
+// isOpenCodeRejection: the error opencode gives a tool call its
+// permission rules refused (1.18: "The user rejected permission to use
+// this specific tool call.", "The user has specified a rule which prevents
+// you from using this specific tool call.").
+func isOpenCodeRejection(msg string) bool {
+	return strings.Contains(msg, "rejected permission") || strings.Contains(msg, "specified a rule which prevents")
 }
 
 // errorText is the message of an error given as a string or as

@@ -29,8 +29,9 @@ type goldenFrame struct {
 }
 
 // TestDecodeGolden decodes every wire capture in testdata/<dialect>/
-// (claude's captured from the real CLI by e2e/streamjson -update-wire;
-// the others from the documented shapes) and compares the common events
+// (the <scenario>.jsonl of claude, qwen, gemini, codex and opencode
+// captured from the real CLIs by e2e/streamjson -update-wire; each doc.jsonl
+// from the documented shapes) and compares the common events
 // that come out with the golden file next to it.
 func TestDecodeGolden(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*", "*.jsonl"))

@@ -35,7 +35,10 @@ func (w *world) saveWire(dialect, name string) {
 		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Dir != "in" {
 			continue
 		}
-		out.WriteString(strings.ReplaceAll(string(e.Line), w.dir, "/tmp/w") + "\n")
+		// opencode titles give the path without its leading slash.
+		line := strings.ReplaceAll(string(e.Line), w.dir, "/tmp/w")
+		line = strings.ReplaceAll(line, strings.TrimPrefix(w.dir, "/"), "tmp/w")
+		out.WriteString(line + "\n")
 	}
 	dir := filepath.Join("..", "..", "driver", "streamjson", "testdata", dialect)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -1,8 +1,9 @@
 // Package streamjson runs the real tai binary with the stream-json driver
-// against real agent CLIs (Claude Code headless, Qwen Code), each talking
+// against real agent CLIs (Claude Code headless, Qwen Code, and the one-shot
+// gemini -p, codex exec --json and opencode run --format json), each talking
 // to tai's scripted model server (`tai model serve`) as a real process: no
 // network, no keys. The pinned Claude Code comes from
-// scripts/install-claude.sh; qwen from scripts/install-agents.sh. Without
+// scripts/install-claude.sh; the others from scripts/install-agents.sh. Without
 // them the tests skip, saying why, unless CI is set.
 //
 //	eval "$(scripts/install-claude.sh | sed 's/^/export /')"

@@ -72,3 +72,33 @@ func TestQwen(t *testing.T) {
 		})
 	}
 }
+
+// TestQwenEnds: a turn cut short by --timeout (interrupt over the control
+// channel, then the process tree ended) and one the API fails. qwen 0.24
+// retries the 500 with its own backoff (about 80 s here; its
+// generationConfig.maxRetries setting does not shorten it).
+func TestQwenEnds(t *testing.T) {
+	tests := []struct {
+		name, script string
+		args         []string
+		code         int
+		status       string
+	}{
+		{"interrupt", slowScript, []string{"--timeout", "5s", "take your time"}, 3, "timeout"},
+		{"api-error", errorScript, []string{"fail please"}, 1, "error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, exe := qwenWorld(t, tt.script)
+			cmd := exe + " --input-format stream-json --output-format stream-json --approval-mode default"
+			args := append([]string{"--agent", "qwen", "--driver", "stream-json", "--agent-cmd", cmd, "--output", "json"}, tt.args...)
+			o := w.run(args...)
+			r := w.result(o)
+			if o.code != tt.code || r.Status != tt.status {
+				t.Fatalf("exit %d status %q, want %d %q (error %q)", o.code, r.Status, tt.code, tt.status, r.Error)
+			}
+			w.checkNoLeftovers()
+			w.saveWire("qwen", tt.name)
+		})
+	}
+}
