@@ -31,6 +31,12 @@ func replay(t testing.TB, p *profile.Profile, chunks []Chunk) replayed {
 	const frame, maxFrame, quiet = 16 * time.Millisecond, 48 * time.Millisecond, 2 * time.Second
 	scr := term.NewScreen(term.DefaultCols, term.DefaultRows, nil)
 	set := settler{quiet: p.QuietWindow()}
+	for i, c := range chunks {
+		if c.Kind == "m" && string(c.Data) == "end" {
+			chunks = chunks[:i] // the app's exit is not part of the turn
+			break
+		}
+	}
 	var submit time.Duration = -1
 	r := replayed{profileIdle: -1, quietIdle: -1}
 	var outs []time.Duration
@@ -59,7 +65,7 @@ func replay(t testing.TB, p *profile.Profile, chunks []Chunk) replayed {
 	}
 	finalBody := strings.Join(p.Body(final.Snapshot().Lines), "\n")
 	probe := term.NewScreen(term.DefaultCols, term.DefaultRows, nil)
-	done := time.Duration(-1)
+	done, busyEnd := time.Duration(-1), time.Duration(-1)
 	for _, c := range chunks {
 		if c.Kind != "o" {
 			continue
@@ -71,8 +77,15 @@ func replay(t testing.TB, p *profile.Profile, chunks []Chunk) replayed {
 		if done < 0 && strings.Join(p.Body(probe.Snapshot().Lines), "\n") == finalBody {
 			done = c.At
 		}
+		// The agent may keep its working indicator up a little after its
+		// last text (opencode: ~140 ms): the turn is over when both are.
+		if st := p.Parse(probe.Snapshot().Lines).State; st == profile.Working || st == profile.Waiting {
+			busyEnd = -1
+		} else if busyEnd < 0 {
+			busyEnd = c.At
+		}
 	}
-	r.lastOut = done
+	r.lastOut = max(done, busyEnd)
 	base := time.Unix(0, 0)
 	taken := false
 	var pendSince time.Duration = -1

@@ -344,7 +344,7 @@ func (s *Session) nextWake() (time.Time, bool) {
 		s.mu.Unlock()
 		add(minTime(lo.Add(s.cfg.Frame), s.firstPend.Add(s.cfg.MaxFrame)))
 	}
-	if s.status == StatusUnknown && !s.set.lastOut.IsZero() {
+	if (s.status == StatusUnknown || !s.isReady && s.prof.ReadyQuiet) && !s.set.lastOut.IsZero() {
 		add(s.set.quietAt())
 	}
 	if s.cur != nil && (s.cur.phase == phaseCR || s.cur.phase == phaseSubmitted) {
@@ -387,7 +387,8 @@ func (s *Session) evaluate(now time.Time) {
 		return // answered; waiting for it to go
 	}
 
-	if !s.isReady && st == StatusIdle {
+	if !s.isReady && st == StatusIdle && (!s.prof.ReadyOnScreen || v.State == profile.Idle) &&
+		(!s.prof.ReadyQuiet || now.Sub(s.set.lastOut) >= s.set.quiet) {
 		s.isReady = true
 		close(s.ready)
 	}
@@ -582,17 +583,20 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 	if target < 0 {
 		return
 	}
-	_ = s.send(pickKeys(pk.Selected, target, snap.AppCursor))
+	_ = s.send(pickKeys(pk.Selected, target, snap.AppCursor, pk.Horizontal))
 }
 
 // pickKeys moves the highlight from the selected option to the target
 // with arrow keys and confirms with Enter: the same keystrokes for
 // numbered and arrow-only lists, and no digit that an app might read as
 // "select and confirm" differently.
-func pickKeys(selected, target int, appCursor bool) string {
+func pickKeys(selected, target int, appCursor, horizontal bool) string {
 	up, down := "\x1b[A", "\x1b[B"
+	if horizontal {
+		up, down = "\x1b[D", "\x1b[C"
+	}
 	if appCursor {
-		up, down = "\x1bOA", "\x1bOB"
+		up, down = "\x1bO"+up[2:], "\x1bO"+down[2:]
 	}
 	var b strings.Builder
 	for i := selected; i < target; i++ {

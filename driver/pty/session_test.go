@@ -22,7 +22,7 @@ func TestPickKeys(t *testing.T) {
 		{2, 0, false, "\x1b[A\x1b[A\r"},
 		{0, 1, true, "\x1bOB\r"},
 	} {
-		if got := pickKeys(tc.sel, tc.target, tc.app); got != tc.want {
+		if got := pickKeys(tc.sel, tc.target, tc.app, false); got != tc.want {
 			t.Errorf("pickKeys(%d,%d,%v) = %q, want %q", tc.sel, tc.target, tc.app, got, tc.want)
 		}
 	}

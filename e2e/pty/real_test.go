@@ -11,32 +11,92 @@ import (
 	"time"
 )
 
-// realQwen sets up qwen-code's TUI against `tai model serve` with script
-// (a path under modelserver/testdata/scripts): a throw-away HOME with the
-// settings of e2e/realagents, a git repo, the model server. It skips when
-// qwen is not installed and CI is unset.
-func realQwen(t *testing.T, script string) (repo string, env []string, cmd string) {
-	t.Helper()
-	exe, node := os.Getenv("TAI_AGENT_QWEN"), os.Getenv("TAI_NODE22_BIN")
-	if exe == "" || node == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal(`qwen is not installed: TAI_AGENT_QWEN/TAI_NODE22_BIN unset; .ci/run must eval "$(scripts/install-agents.sh | sed 's/^/export /')"`)
-		}
-		t.Skip(`skipping: qwen is not installed (TAI_AGENT_QWEN unset); run eval "$(scripts/install-agents.sh | sed 's/^/export /')"`)
-	}
-	dir := t.TempDir()
-	home, repo := filepath.Join(dir, "home"), filepath.Join(dir, "repo")
-	for _, d := range []string{filepath.Join(home, "tmp"), filepath.Join(home, ".qwen"), repo} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(home, ".qwen", "settings.json"), []byte(`{
+// realAgent is one real TUI agent set up against `tai model serve`: its
+// installed binary (environment variable bin), the files of a throw-away
+// HOME (the settings of e2e/realagents), its environment given the model
+// server's URL, and its command line.
+type realAgent struct {
+	name, bin string
+	node      bool // needs TAI_NODE22_BIN first in PATH
+	files     func(url string) map[string]string
+	env       func(url string) []string
+	args      string
+	// tai flags every scenario adds.
+	flags []string
+}
+
+var realAgents = map[string]realAgent{
+	"qwen": {
+		name: "qwen", bin: "TAI_AGENT_QWEN", node: true,
+		files: func(string) map[string]string {
+			return map[string]string{".qwen/settings.json": `{
   "security": {"auth": {"selectedType": "openai"}}, "model": {"name": "fake-model"},
   "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
   "ui": {"enableFollowupSuggestions": false}, "memory": {"enableManagedAutoMemory": false},
-  "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}}`), 0o644); err != nil {
-		t.Fatal(err)
+  "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}}`}
+		},
+		env: func(url string) []string {
+			return []string{"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=sk-fake", "OPENAI_MODEL=fake-model"}
+		},
+		args: " --approval-mode default",
+	},
+	"gemini": {
+		// The workspace is not trusted: gemini asks first ("Do you trust
+		// the files in this folder?"), tai answers by policy, and gemini
+		// restarts itself when trusted.
+		name: "gemini", bin: "TAI_AGENT_GEMINI",
+		files: func(string) map[string]string {
+			return map[string]string{".gemini/settings.json": `{
+  "security": {"auth": {"selectedType": "gemini-api-key"}},
+  "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+  "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}}`}
+		},
+		// The SDK appends /v1beta itself.
+		env:  func(url string) []string { return []string{"GEMINI_API_KEY=fake-key", "GOOGLE_GEMINI_BASE_URL=" + url} },
+		args: " -m gemini-2.5-flash",
+		// The trust dialog is a tool call of kind other: allowed in every
+		// scenario, so that the outcome is the write's.
+		flags: []string{"--allow", "other"},
+	},
+	"opencode": {
+		// Without the permission block opencode never asks.
+		name: "opencode", bin: "TAI_AGENT_OPENCODE",
+		files: func(url string) map[string]string {
+			return map[string]string{".config/opencode/opencode.json": `{
+  "autoupdate": false, "share": "disabled", "model": "fake/fake-model", "small_model": "fake/fake-model",
+  "permission": {"edit": "ask", "bash": "ask"},
+  "provider": {"fake": {"npm": "@ai-sdk/openai-compatible", "name": "tai modelserver",
+    "options": {"baseURL": "` + url + `/v1", "apiKey": "sk-fake"},
+    "models": {"fake-model": {"name": "fake-model", "tool_call": true}}}}}`}
+		},
+		env: func(string) []string {
+			return []string{"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+				// It installs its plugin package with npm in the background
+				// at every start; offline, it does without.
+				"npm_config_offline=true"}
+		},
+	},
+}
+
+// setup prepares the agent's TUI against `tai model serve` with script
+// (a path under modelserver/testdata/scripts): a throw-away HOME, a git
+// repo, the model server. It skips when the agent is not installed and
+// CI is unset.
+func (a realAgent) setup(t *testing.T, script string) (repo string, env []string, cmd string) {
+	t.Helper()
+	exe, node := os.Getenv(a.bin), os.Getenv("TAI_NODE22_BIN")
+	if exe == "" || (a.node && node == "") {
+		if os.Getenv("CI") != "" {
+			t.Fatalf(`%s is not installed: %s/TAI_NODE22_BIN unset; .ci/run must eval "$(scripts/install-agents.sh | sed 's/^/export /')"`, a.name, a.bin)
+		}
+		t.Skipf(`skipping: %s is not installed (%s unset); run eval "$(scripts/install-agents.sh | sed 's/^/export /')"`, a.name, a.bin)
+	}
+	dir := t.TempDir()
+	home, repo := filepath.Join(dir, "home"), filepath.Join(dir, "repo")
+	for _, d := range []string{filepath.Join(home, "tmp"), repo} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	git := exec.Command("git", "init", "-q", "-b", "main")
 	git.Dir = repo
@@ -67,17 +127,34 @@ func realQwen(t *testing.T, script string) (repo string, env []string, cmd strin
 	if url == "" {
 		t.Fatal("tai model serve wrote no URL")
 	}
-	env = []string{
-		"HOME=" + home, "TMPDIR=" + filepath.Join(home, "tmp"), "LANG=C.UTF-8", "SHELL=/bin/bash",
-		"PATH=" + node + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=sk-fake", "OPENAI_MODEL=fake-model",
+	for name, body := range a.files(url) {
+		p := filepath.Join(home, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	return repo, env, exe + " --approval-mode default"
+	path := os.Getenv("PATH")
+	if a.node {
+		path = node + string(os.PathListSeparator) + path
+	}
+	env = append([]string{
+		"HOME=" + home, "TMPDIR=" + filepath.Join(home, "tmp"), "LANG=C.UTF-8", "SHELL=/bin/bash", "PATH=" + path,
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
+	}, a.env(url)...)
+	return repo, env, exe + a.args
 }
 
-// qwen's TUI through tai: a text turn, a write allowed and denied by
-// policy through its "Apply this change?" picker, and a cancelled turn.
-func TestRealQwen(t *testing.T) {
+// The real TUIs through tai: a text turn, a write allowed and denied by
+// policy through the agent's permission picker, and a cancelled turn.
+func TestRealQwen(t *testing.T)     { testReal(t, realAgents["qwen"]) }
+func TestRealGemini(t *testing.T)   { testReal(t, realAgents["gemini"]) }
+func TestRealOpencode(t *testing.T) { testReal(t, realAgents["opencode"]) }
+
+func testReal(t *testing.T, a realAgent) {
 	for _, tc := range []struct {
 		name, script, prompt string
 		args                 []string
@@ -91,10 +168,19 @@ func TestRealQwen(t *testing.T) {
 		{"cancel", "../../../e2e/realagents/testdata/slow-model.json", "Take your time.", []string{"--timeout", "8s"}, 3, "timeout", "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			repo, env, cmd := realQwen(t, tc.script)
-			args := append([]string{"run", "--agent", "qwen", "--agent-cmd", cmd, "--driver", "pty", "-C", repo, "-o", "json"}, tc.args...)
+			repo, env, cmd := a.setup(t, tc.script)
+			args := append([]string{"run", "--agent", a.name, "--agent-cmd", cmd, "--driver", "pty", "-C", repo, "-o", "json"}, a.flags...)
+			args = append(args, tc.args...)
+			// TAI_E2E_DEBUG=DIR keeps each run's PTY recording in DIR and
+			// logs tai's output.
+			if d := os.Getenv("TAI_E2E_DEBUG"); d != "" {
+				env = append(env, "TAI_PTY_RECORD="+filepath.Join(d, a.name+"-"+tc.name+".rec"))
+			}
 			o := tai(t, repo, env, append(args, tc.prompt)...)
 			r := parse(t, o)
+			if os.Getenv("TAI_E2E_DEBUG") != "" {
+				t.Logf("stdout:\n%s\nstderr:\n%s", o.stdout, o.stderr)
+			}
 			if o.code != tc.code || r.Status != tc.status {
 				t.Fatalf("exit %d status %q error %q; want %d %q\nstderr:\n%s", o.code, r.Status, r.Error, tc.code, tc.status, o.stderr)
 			}

@@ -38,6 +38,25 @@ func geminiFamily(name, reply string) *Profile {
 	}
 }
 
+// gemini-cli 0.61 (captured): reply rows start with "✦ "; the composer
+// " >   Type your message or @path/to/file" has a space before the ">"
+// and sits under the rule with the mode line "Shift+Tab to accept edits"
+// and a blank row between; pickers and the trust dialog are boxed
+// ("│ ● 1. Allow once │"); the spinner row is "⠋ Thinking... (esc to
+// cancel, 0s)". The first start asks "Do you trust the files in this
+// folder?" and restarts itself without clearing the screen, so stale
+// rows of the dialog stay below the live area. Its first idle composer is
+// drawn just before that dialog pops up: ReadyQuiet.
+func gemini() *Profile {
+	p := geminiFamily("gemini", "✦ ")
+	p.Composer = rx(`^\s*(?:[│|] )?>\s+(.*?)\s*[│|]?\s*$`)
+	p.ComposerHeader = rx(`^\s*Shift\+Tab to accept edits`)
+	p.PickerHint = append(p.PickerHint, rx(`(?i)do you trust the files in this folder`))
+	p.TrustHint = append(p.TrustHint, rx(`(?i)do you trust the files in this folder`))
+	p.ReadyQuiet = true
+	return p
+}
+
 // Builtin returns the profile of a known agent by name.
 func Builtin(name string) (*Profile, bool) {
 	p, ok := builtins()[name]
@@ -60,8 +79,8 @@ func builtins() map[string]*Profile {
 		"qwen": geminiFamily("qwen", "◆︎ "),
 		// faketui: driver/pty/internal/faketui, the e2e tests' agent.
 		"faketui": geminiFamily("faketui", "◆ "),
-		// gemini-cli 0.61: reply rows start with ✦.
-		"gemini": geminiFamily("gemini", "✦ "),
+		// gemini-cli 0.61: fixtures testdata/gemini/0.61.0.
+		"gemini": gemini(),
 		// Claude Code: "esc to interrupt" under a star spinner; the composer
 		// is "> " (older: inside │ │); pickers "❯ 1. Yes"; replies "⏺ ".
 		"claude": {
@@ -94,15 +113,28 @@ func builtins() map[string]*Profile {
 			Chrome:      []*regexp.Regexp{rx(`context left`), rx(`^\s*⏎`), rx(`^\s*└`)},
 		},
 		// OpenCode (alternate screen): "esc interrupt" while working.
+		// OpenCode 1.18 (alternate screen, captured: testdata/opencode/
+		// 1.18.33): the input box is "┃" rows closed by the footer
+		// "┃  Build · model provider" and "╹▀▀▀"; the home screen's
+		// placeholder is "Ask anything…", the session view's box is blank;
+		// "■■⬝⬝  esc interrupt" under it while working. The permission
+		// picker is "△ Permission required", "→ Edit hello.txt", the diff,
+		// and the options side by side (highlight by colour only). Replies
+		// are rows indented 5 spaces; a sidebar starts at column 160.
 		"opencode": {
-			Name:        "opencode",
-			Working:     []*regexp.Regexp{rx(`esc\s+interrupt`), rx(`(?i)working\.\.\.`)},
-			Composer:    rx(`^\s*[┃│]\s*(.*?)\s*[┃│]?\s*$`),
-			Placeholder: rx(`^(Ask anything|Type|Build|Plan)`),
-			PickerHint:  []*regexp.Regexp{rx(`(?i)permission required`), rx(`(?i)allow once`)},
-			Marker:      "›>●",
-			CancelKeys:  "\x1b\x1b",
-			Chrome:      []*regexp.Regexp{rx(`(?i)ctrl\+p`), rx(`(?i)tab\s+(build|plan)`)},
+			Name:          "opencode",
+			Bottom:        60, // the home screen's box is mid-screen
+			ReadyOnScreen: true,
+			Working:       []*regexp.Regexp{rx(`esc\s+interrupt`)},
+			ComposerBox:   rx(`^\s*┃\s+(?:Build|Plan)\s+·\s`),
+			Placeholder:   rx(`^Ask anything…`),
+			PickerHint:    []*regexp.Regexp{rx(`^\s*┃\s+△ Permission required`)},
+			InlinePicker:  rx(`^\s*┃\s+(\S.*?)\s{3,}(?:ctrl\+f fullscreen\s+)?⇆ select\s+enter confirm`),
+			ToolLine:      rx(`^\s*┃\s+→\s+(\S.*?)\s*$`),
+			CancelKeys:    "\x1b\x1b",
+			ReplyIndent:   "     ",
+			PaneGap:       20,
+			Chrome:        []*regexp.Regexp{rx(`^\s*[┃╹▣←→■⬝]`), rx(`(?i)ctrl\+p`), rx(`esc\s+interrupt`)},
 		},
 		// GitHub Copilot CLI: "Esc to cancel" while thinking; pickers
 		// "❯ 1. Yes"; composer "> ".
@@ -198,10 +230,25 @@ func (p *Profile) Body(lines []string) []string {
 		end--
 	}
 	region, base := p.region(lines[:end])
+	if p.ComposerBox != nil {
+		for i := len(region) - 2; i >= 0; i-- {
+			if p.ComposerBox.MatchString(region[i]) && boxBottom.MatchString(region[i+1]) {
+				cut := base + i
+				for cut > 0 && strings.HasPrefix(strings.TrimSpace(lines[cut-1]), "┃") {
+					cut--
+				}
+				return lines[:cut]
+			}
+		}
+		return lines[:end]
+	}
 	if p.Composer != nil {
 		for i := len(region) - 1; i >= 0; i-- {
-			if p.Composer.MatchString(region[i]) && (i == 0 || rule.MatchString(region[i-1]) || !rule.MatchString(region[i])) {
+			if p.Composer.MatchString(region[i]) && p.underRule(region, i) {
 				cut := base + i
+				for cut > 0 && (strings.TrimSpace(lines[cut-1]) == "" || p.ComposerHeader != nil && p.ComposerHeader.MatchString(lines[cut-1])) {
+					cut--
+				}
 				for cut > 0 && (rule.MatchString(lines[cut-1]) || strings.TrimSpace(lines[cut-1]) == "") {
 					cut--
 				}
@@ -231,6 +278,9 @@ func (p *Profile) isWorking(l string) bool {
 // chrome. With ReplyPrefix set only the agent's text blocks are kept
 // (a prefixed row and the indented rows under it), markers stripped.
 func (p *Profile) Reply(before, after []string, prompt string) string {
+	if p.PaneGap > 0 {
+		before, after = p.cutPane(before), p.cutPane(after)
+	}
 	seen := map[string]int{}
 	for _, l := range before {
 		seen[strings.TrimSpace(l)]++
@@ -256,6 +306,12 @@ func (p *Profile) Reply(before, after []string, prompt string) string {
 	inReply := len(p.ReplyPrefix) == 0
 	for _, l := range rows {
 		t := strings.TrimSpace(l)
+		if p.ReplyIndent != "" {
+			if strings.HasPrefix(l, p.ReplyIndent) && !strings.HasPrefix(l, p.ReplyIndent+" ") && t != "" && !p.chrome(l) {
+				out = append(out, t)
+			}
+			continue
+		}
 		if p.EchoPrefix != "" && echo != "" && strings.HasPrefix(t, strings.TrimSpace(p.EchoPrefix)) &&
 			strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(t, strings.TrimSpace(p.EchoPrefix))), prefixRunes(echo, 12)) {
 			inReply = len(p.ReplyPrefix) == 0 && false
@@ -276,6 +332,11 @@ func (p *Profile) Reply(before, after []string, prompt string) string {
 				out = append(out, "")
 				continue
 			}
+			// The block ended (a tool row): its trailing blank rows are
+			// not part of the text.
+			for inReply && len(out) > 0 && out[len(out)-1] == "" {
+				out = out[:len(out)-1]
+			}
 			inReply = false
 			continue
 		}
@@ -285,6 +346,20 @@ func (p *Profile) Reply(before, after []string, prompt string) string {
 		out = append(out, t)
 	}
 	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+// cutPane drops what stands after a PaneGap run of spaces in each row.
+func (p *Profile) cutPane(lines []string) []string {
+	gap := strings.Repeat(" ", p.PaneGap)
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		t := strings.TrimLeft(l, " ")
+		if k := strings.Index(t, gap); k >= 0 {
+			t = t[:k]
+		}
+		out[i] = strings.TrimRight(l[:len(l)-len(strings.TrimLeft(l, " "))]+t, " ")
+	}
+	return out
 }
 
 func (p *Profile) chrome(l string) bool {

@@ -65,7 +65,12 @@ type Picker struct {
 	Selected int // index into Options of the highlighted one
 	ToolKind driver.ToolKind
 	Path     string // a file the picker names, if any
+	// Horizontal: the options stand side by side; left and right arrows
+	// move the highlight.
+	Horizontal bool
 }
+
+var inlineSep = regexp.MustCompile(`\s{2,}`)
 
 // Option is one choice of a picker.
 type Option struct {
@@ -117,6 +122,66 @@ type Profile struct {
 	// ComposerUnderRule: the composer row sits right under a horizontal
 	// rule; an echoed "> prompt" in the transcript does not.
 	ComposerUnderRule bool
+	// ComposerHeader matches rows that may sit between that rule and the
+	// composer (gemini's mode line "Shift+Tab to accept edits"); blank
+	// rows may too. Any other row there means it is not the composer.
+	ComposerHeader *regexp.Regexp
+	// ReadyQuiet: the first idle screen means ready only once the output
+	// has been quiet for the window too. gemini draws an idle composer
+	// ~150 ms before its trust dialog pops up over it; a prompt typed
+	// into that frame lands in the dialog.
+	ReadyQuiet bool
+	// ReadyOnScreen: only the profile's own idle verdict means ready, not
+	// quiescence: opencode is silent for over 2 s before its first frame.
+	ReadyOnScreen bool
+	// ComposerBox, when set, finds the composer instead of Composer: the
+	// last row matching it is the footer inside the input box (opencode's
+	// "┃  Build · model"), the box's bottom edge right under it; the box's
+	// rows above it ("┃  text") hold the draft, the first non-empty one.
+	ComposerBox *regexp.Regexp
+	// InlinePicker matches a row of options side by side (opencode's
+	// "┃   Allow once   Allow always   Reject   ⇆ select"); group 1 holds
+	// them, two or more spaces apart. It is a picker only with a
+	// PickerHint row; the first option is the highlighted one (the
+	// highlight is a colour the screen text does not carry), and left and
+	// right arrows move it.
+	InlinePicker *regexp.Regexp
+	// ReplyIndent: the agent's text rows are the rows indented by exactly
+	// this (opencode's 5 spaces), chrome excluded; blank rows are dropped.
+	ReplyIndent string
+	// PaneGap: text after a run of this many spaces belongs to another
+	// pane (opencode's sidebar) and is cut from transcript rows.
+	PaneGap int
+}
+
+var boxBottom = regexp.MustCompile(`^\s*[╹└╰┗][▀─━]{8,}`)
+
+// boxComposer is the composer of a ComposerBox profile: found, its draft
+// (placeholder included) and the row that decided.
+func (p *Profile) boxComposer(region []string) (bool, string, string) {
+	for i := len(region) - 2; i >= 0; i-- {
+		if !p.ComposerBox.MatchString(region[i]) || !boxBottom.MatchString(region[i+1]) {
+			continue
+		}
+		draft := ""
+		for k := i - 1; k >= 0; k-- {
+			t := strings.TrimSpace(region[k])
+			if !strings.HasPrefix(t, "┃") {
+				break
+			}
+			// The input starts two columns in; text far to the right
+			// (the workspace path) is the footer's, not a draft.
+			c := strings.TrimPrefix(t, "┃")
+			if lead := len(c) - len(strings.TrimLeft(c, " ")); lead > 0 && lead < 8 {
+				if k := strings.Index(c[lead:], "        "); k >= 0 {
+					c = c[:lead+k]
+				}
+				draft = strings.TrimSpace(c)
+			}
+		}
+		return true, draft, strings.TrimSpace(region[i])
+	}
+	return false, "", ""
 }
 
 // Defaults.
@@ -158,10 +223,21 @@ func (p *Profile) Parse(lines []string) Verdict {
 			}
 		}
 	}
+	if p.ComposerBox != nil {
+		ok, draft, why := p.boxComposer(region)
+		if !ok {
+			return Verdict{State: Unknown, Composer: ComposerUnknown}
+		}
+		v := Verdict{State: Idle, Composer: ComposerEmpty, Why: why}
+		if draft != "" && (p.Placeholder == nil || !p.Placeholder.MatchString(draft)) {
+			v.Composer, v.Draft = ComposerDraft, draft
+		}
+		return v
+	}
 	if p.Composer != nil {
 		for i := len(region) - 1; i >= 0; i-- {
 			m := p.Composer.FindStringSubmatch(region[i])
-			if m == nil || (p.ComposerUnderRule && (i == 0 || !rule.MatchString(region[i-1]))) {
+			if m == nil || !p.underRule(region, i) {
 				continue
 			}
 			v := Verdict{State: Idle, Composer: ComposerEmpty, Why: strings.TrimSpace(region[i])}
@@ -179,11 +255,21 @@ func (p *Profile) Parse(lines []string) Verdict {
 }
 
 func (p *Profile) composer(region []string) Composer {
+	if p.ComposerBox != nil {
+		ok, draft, _ := p.boxComposer(region)
+		switch {
+		case !ok:
+			return ComposerUnknown
+		case draft != "" && (p.Placeholder == nil || !p.Placeholder.MatchString(draft)):
+			return ComposerDraft
+		}
+		return ComposerEmpty
+	}
 	if p.Composer == nil {
 		return ComposerUnknown
 	}
 	for i := len(region) - 1; i >= 0; i-- {
-		if m := p.Composer.FindStringSubmatch(region[i]); m != nil && (!p.ComposerUnderRule || (i > 0 && rule.MatchString(region[i-1]))) {
+		if m := p.Composer.FindStringSubmatch(region[i]); m != nil && p.underRule(region, i) {
 			if len(m) > 1 && strings.TrimSpace(m[1]) != "" && (p.Placeholder == nil || !p.Placeholder.MatchString(strings.TrimSpace(m[1]))) {
 				return ComposerDraft
 			}
@@ -191,6 +277,37 @@ func (p *Profile) composer(region []string) Composer {
 		}
 	}
 	return ComposerUnknown
+}
+
+// underRule says whether region[i] may be the composer: always, unless
+// ComposerUnderRule, when a rule must be above it with only blank rows
+// and ComposerHeader rows between.
+func (p *Profile) underRule(region []string, i int) bool {
+	if !p.ComposerUnderRule || rule.MatchString(region[i]) {
+		return !rule.MatchString(region[i])
+	}
+	for k := i - 1; k >= 0; k-- {
+		switch l := region[k]; {
+		case rule.MatchString(l):
+			return true
+		case strings.TrimSpace(l) == "", p.ComposerHeader != nil && p.ComposerHeader.MatchString(l):
+			continue
+		}
+		return false
+	}
+	return false
+}
+
+// unbox strips the borders of the boxes a row sits in ("│ ● 1. Allow │").
+func unbox(s string) string {
+	for {
+		t := strings.TrimSpace(s)
+		t = strings.TrimSpace(strings.TrimRight(strings.TrimLeft(t, "│┃|"), "│┃|"))
+		if t == strings.TrimSpace(s) {
+			return t
+		}
+		s = t
+	}
 }
 
 // region is the live area: the last Bottom rows up to the last non-blank.
@@ -212,12 +329,30 @@ func (p *Profile) region(lines []string) ([]string, int) {
 // reply have no marker, so they never read as a picker; a list with a
 // marker needs a confirming hint row too, or the composer gone.
 func (p *Profile) picker(region []string) *Picker {
+	if p.InlinePicker != nil && p.hinted(region) {
+		for i := len(region) - 1; i >= 0; i-- {
+			m := p.InlinePicker.FindStringSubmatch(region[i])
+			if m == nil {
+				continue
+			}
+			var opts []Option
+			for _, l := range inlineSep.Split(strings.TrimSpace(m[1]), -1) {
+				opts = append(opts, Option{Label: l, Number: itoa(len(opts) + 1), Kind: classify(l)})
+			}
+			if len(opts) < 2 {
+				return nil
+			}
+			pk := &Picker{Kind: PickerPermission, Options: opts, Selected: 0, Horizontal: true}
+			p.describe(pk, region, i)
+			return pk
+		}
+	}
 	markers := p.Marker
 	if markers == "" {
 		markers = defaultMarkerChars
 	}
 	for i := len(region) - 1; i >= 0; i-- {
-		m := optionRow.FindStringSubmatch(region[i])
+		m := optionRow.FindStringSubmatch(unbox(region[i]))
 		if m == nil {
 			continue
 		}
@@ -225,7 +360,7 @@ func (p *Profile) picker(region []string) *Picker {
 		end := i
 		start := i
 		for start > 0 {
-			if optionRow.MatchString(region[start-1]) {
+			if optionRow.MatchString(unbox(region[start-1])) {
 				start--
 				continue
 			}
@@ -234,7 +369,7 @@ func (p *Profile) picker(region []string) *Picker {
 		var opts []Option
 		selected, marks := -1, 0
 		for k := start; k <= end; k++ {
-			mm := optionRow.FindStringSubmatch(region[k])
+			mm := optionRow.FindStringSubmatch(unbox(region[k]))
 			if mm[2] != itoa(len(opts)+1) {
 				opts = nil
 				break
@@ -273,14 +408,18 @@ func (p *Profile) hinted(region []string) bool {
 func (p *Profile) describe(pk *Picker, region []string, optStart int) {
 	title, question := "", ""
 	var context []string
-	for k := optStart - 1; k >= 0 && k >= optStart-12; k-- {
-		l := strings.TrimSpace(region[k])
-		if l == "" {
+	lookback := 12
+	if pk.Horizontal {
+		lookback = 24 // opencode shows the diff between the tool line and the options
+	}
+	for k := optStart - 1; k >= 0 && k >= optStart-lookback; k-- {
+		l := unbox(region[k])
+		if strings.Trim(l, "╭╮╰╯─━═ ") == "" {
 			continue
 		}
 		if p.ToolLine != nil {
 			if m := p.ToolLine.FindStringSubmatch(region[k]); m != nil {
-				title = strings.TrimSpace(m[len(m)-1])
+				title = strings.Join(strings.Fields(m[len(m)-1]), " ")
 				break
 			}
 		}

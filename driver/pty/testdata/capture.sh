@@ -56,7 +56,7 @@ opencode)
  "provider":{"fake":{"npm":"@ai-sdk/openai-compatible","name":"tai modelserver",
    "options":{"baseURL":"$url/v1","apiKey":"sk-fake"},"models":{"fake-model":{"name":"fake-model","tool_call":true}}}}}
 J
-  env+=(OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_LSP_DOWNLOAD=1)
+  env+=(OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_LSP_DOWNLOAD=1 npm_config_offline=true)
   argv=("$TAI_AGENT_OPENCODE")
   ;;
 *) echo "unknown agent $agent" >&2; exit 2 ;;

@@ -13,7 +13,9 @@
 //	dump NAME        write the screen to DIR/NAME.screen
 //	type TEXT        type TEXT (bracketed if the app enabled it)
 //	key NAME         enter, esc, up, down, tab, ctrl-c, or a literal string
-//	mark NAME        write a marker into the recording
+//	mark NAME        write a marker into the recording ("submit" starts
+//	                 the turn the replays measure; "end" is written
+//	                 before the app is stopped)
 //	sleep DURATION
 package main
 
@@ -78,6 +80,9 @@ func run(dir, recName string, cols, rows int, argv []string) error {
 		return err
 	}
 	defer func() {
+		// What the app writes as it exits (opencode leaves the alternate
+		// screen) is not part of the last turn: replays stop here.
+		record("m", []byte("end"))
 		p.Signal(syscall.SIGTERM)
 		select {
 		case <-p.Done():
