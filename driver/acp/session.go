@@ -16,13 +16,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/coder/quartz"
 
 	"github.com/tai-dev/tai/driver"
-	"github.com/tai-dev/tai/internal/procattr"
+	"github.com/tai-dev/tai/internal/agentproc"
 	"github.com/tai-dev/tai/jsonrpc"
 	schema "github.com/tai-dev/tai/protocol/acp"
 )
@@ -69,7 +68,7 @@ type Session struct {
 	cmd    *exec.Cmd
 	stdin  io.Closer
 	conn   *jsonrpc.Conn
-	stderr *tail
+	stderr *agentproc.Tail
 
 	exited  chan struct{}
 	exitErr *driver.AgentExitError
@@ -132,11 +131,11 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	s := &Session{
 		cfg: cfg, log: cfg.Logger.With("agent", cfg.Agent), clock: cfg.Clock,
-		stderr: &tail{max: 64 << 10}, exited: make(chan struct{}), tools: map[string]*driver.ToolCall{},
+		stderr: &agentproc.Tail{Max: 64 << 10}, exited: make(chan struct{}), tools: map[string]*driver.ToolCall{},
 	}
 	if cfg.StderrTo != nil {
 		w := cfg.StderrTo
-		s.stderr.fwd = func(p []byte) { _, _ = w.Write(p) }
+		s.stderr.Fwd = func(p []byte) { _, _ = w.Write(p) }
 	}
 	s.turn.Store(&turnState{ctx: context.Background(), cancel: func() {}})
 	if err := s.spawn(); err != nil {
@@ -159,7 +158,7 @@ func (s *Session) spawn() error {
 	// Its own process group, so that the whole tree can be stopped; and
 	// Pdeathsig, so that an agent ignoring stdin EOF does not outlive a tai
 	// that was killed -9.
-	cmd.SysProcAttr = procattr.Group()
+	cmd.SysProcAttr = agentproc.Group()
 	// Our own stdout pipe: exec's StdoutPipe is closed by Wait, which would
 	// drop the last lines of an agent that crashes mid-turn.
 	outR, outW, err := os.Pipe()
@@ -200,8 +199,8 @@ func (s *Session) wait() {
 	err := s.cmd.Wait()
 	var ee *exec.ExitError
 	errors.As(err, &ee)
-	code, sig := exitInfo(ee, err)
-	s.exitErr = &driver.AgentExitError{ExitCode: code, Signal: sig, Stderr: lastLines(s.stderr.String(), 20)}
+	code, sig := agentproc.ExitInfo(ee, err)
+	s.exitErr = &driver.AgentExitError{ExitCode: code, Signal: sig, Stderr: agentproc.LastLines(s.stderr.String(), 20)}
 	// Let the reader drain what the agent wrote before it died.
 	t := s.clock.NewTimer(500*time.Millisecond, "acp", "drain")
 	select {
@@ -223,15 +222,6 @@ func (s *Session) wait() {
 	}
 	s.emit(driver.Event{Type: driver.EventProcessExited, Process: pe})
 	close(s.exited)
-}
-
-func lastLines(s string, n int) string {
-	s = strings.TrimRight(s, "\n")
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 func (s *Session) problem(p jsonrpc.Problem) {
@@ -714,9 +704,9 @@ func (s *Session) Close(ctx context.Context) error {
 	}
 	// The agent's process tree, taken while it is alive: what it started
 	// outside its process group (setsid shells) is stopped at the end too.
-	var tree []proc
+	var tree []agentproc.Proc
 	if alive {
-		tree = descendants(s.cmd.Process.Pid)
+		tree = agentproc.Descendants(s.cmd.Process.Pid)
 	}
 	if alive && s.caps.CloseSession && s.id != "" {
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
@@ -726,36 +716,13 @@ func (s *Session) Close(ctx context.Context) error {
 		cancel()
 	}
 	s.closing.Store(true)
-	_ = s.stdin.Close()
-	if s.cfg.IgnoresStdinEOF {
-		signalGroup(s.cmd, syscall.SIGTERM)
-	}
-	if !s.waitExit(s.cfg.StopGrace) {
-		signalGroup(s.cmd, syscall.SIGTERM)
-		if !s.waitExit(s.cfg.StopGrace) {
-			s.log.Warn("agent ignored SIGTERM; killing it", "pid", s.cmd.Process.Pid)
-			signalGroup(s.cmd, syscall.SIGKILL)
-			<-s.exited
-		}
-	}
-	// Whatever the agent left in its group (MCP servers, shells) goes too,
-	// and what it started in groups of their own.
-	signalGroup(s.cmd, syscall.SIGKILL)
-	killEscaped(tree, s.cmd.Process.Pid)
+	// stdin closed, then the group signalled; whatever the agent left in
+	// its group (MCP servers, shells) goes too, and what it started in
+	// groups of their own.
+	agentproc.Stop(s.clock, s.cmd, s.exited, s.cfg.StopGrace, s.cfg.IgnoresStdinEOF, func() { _ = s.stdin.Close() }, tree)
 	s.conn.Close(errClosedByTai)
 	<-s.conn.Done()
 	return nil
-}
-
-func (s *Session) waitExit(d time.Duration) bool {
-	t := s.clock.NewTimer(d, "acp", "stop")
-	defer t.Stop()
-	select {
-	case <-s.exited:
-		return true
-	case <-t.C:
-		return false
-	}
 }
 
 // Exited is closed when the agent process has ended.

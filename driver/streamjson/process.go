@@ -7,14 +7,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/coder/quartz"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/agentproc"
 )
 
 // process is one agent process: its own process group (so the whole tree
@@ -25,8 +23,8 @@ type process struct {
 	stdin  *os.File // nil when the prompt was given up front
 	out    *bufio.Reader
 	outF   *os.File
-	stderr *tail
-	tree   []proc // its descendants, taken when stopping began
+	stderr *agentproc.Tail
+	tree   []agentproc.Proc // its descendants, taken when stopping began
 
 	exited  chan struct{}
 	exitErr *driver.AgentExitError
@@ -44,7 +42,7 @@ func startProcess(argv, env []string, cwd string, keepStdin bool, stdinData []by
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = agentproc.Group()
 	// Our own stdout pipe: exec's StdoutPipe is closed by Wait, which would
 	// drop the last lines of an agent that exits right after writing them.
 	outR, outW, err := os.Pipe()
@@ -57,9 +55,9 @@ func startProcess(argv, env []string, cwd string, keepStdin bool, stdinData []by
 		outW.Close()
 		return nil, fmt.Errorf("stream-json: stdin pipe: %w", err)
 	}
-	p := &process{cmd: cmd, stderr: &tail{max: 64 << 10}, exited: make(chan struct{})}
+	p := &process{cmd: cmd, stderr: &agentproc.Tail{Max: 64 << 10}, exited: make(chan struct{})}
 	if stderrTo != nil {
-		p.stderr.fwd = func(b []byte) { _, _ = stderrTo.Write(b) }
+		p.stderr.Fwd = func(b []byte) { _, _ = stderrTo.Write(b) }
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
 	if err := cmd.Start(); err != nil {
@@ -87,8 +85,8 @@ func (p *process) wait() {
 	err := p.cmd.Wait()
 	var ee *exec.ExitError
 	errors.As(err, &ee)
-	code, sig := exitInfo(ee, err)
-	p.exitErr = &driver.AgentExitError{ExitCode: code, Signal: sig, Stderr: lastLines(p.stderr.String(), 20)}
+	code, sig := agentproc.ExitInfo(ee, err)
+	p.exitErr = &driver.AgentExitError{ExitCode: code, Signal: sig, Stderr: agentproc.LastLines(p.stderr.String(), 20)}
 	close(p.exited)
 }
 
@@ -136,119 +134,14 @@ func (p *process) readLine(max int64) (line []byte, oversize int64, err error) {
 // it left in its group, and what it started in groups of its own, is
 // killed too.
 func (p *process) stop(clock quartz.Clock, grace time.Duration, signalAtOnce bool) {
-	alive := true
 	select {
 	case <-p.exited:
-		alive = false
 	default:
+		p.tree = agentproc.Descendants(p.pid())
 	}
-	if alive {
-		p.tree = descendants(p.pid())
-	}
+	var closeInput func()
 	if p.stdin != nil {
-		_ = p.stdin.Close()
+		closeInput = func() { _ = p.stdin.Close() }
 	}
-	if signalAtOnce {
-		signalGroup(p.cmd, syscall.SIGTERM)
-	}
-	if !p.waitExit(clock, grace) {
-		signalGroup(p.cmd, syscall.SIGTERM)
-		if !p.waitExit(clock, grace) {
-			signalGroup(p.cmd, syscall.SIGKILL)
-			<-p.exited
-		}
-	}
-	signalGroup(p.cmd, syscall.SIGKILL)
-	killEscaped(p.tree, p.pid())
-}
-
-func (p *process) waitExit(clock quartz.Clock, d time.Duration) bool {
-	t := clock.NewTimer(d, "streamjson", "stop")
-	defer t.Stop()
-	select {
-	case <-p.exited:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// tail keeps the last max bytes written to it: the agent's stderr, shown
-// when it dies.
-type tail struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-	fwd func([]byte)
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	fwd := t.fwd
-	t.mu.Unlock()
-	if fwd != nil {
-		fwd(p)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
-}
-
-func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
-	if cmd.Process == nil {
-		return
-	}
-	if err := syscall.Kill(-cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		_ = cmd.Process.Signal(sig)
-	}
-}
-
-func exitInfo(state *exec.ExitError, err error) (code int, signal string) {
-	if err == nil {
-		return 0, ""
-	}
-	if state == nil {
-		return -1, ""
-	}
-	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return -1, "SIG" + strings.ToUpper(strings.TrimPrefix(unixSignalName(ws.Signal()), "SIG"))
-	}
-	return state.ExitCode(), ""
-}
-
-func unixSignalName(s syscall.Signal) string {
-	switch s {
-	case syscall.SIGKILL:
-		return "KILL"
-	case syscall.SIGTERM:
-		return "TERM"
-	case syscall.SIGINT:
-		return "INT"
-	case syscall.SIGHUP:
-		return "HUP"
-	case syscall.SIGPIPE:
-		return "PIPE"
-	case syscall.SIGSEGV:
-		return "SEGV"
-	case syscall.SIGABRT:
-		return "ABRT"
-	}
-	return fmt.Sprintf("%d", int(s))
-}
-
-func lastLines(s string, n int) string {
-	s = strings.TrimRight(s, "\n")
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	agentproc.Stop(clock, p.cmd, p.exited, grace, signalAtOnce, closeInput, p.tree)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/agentproc"
 )
 
 // Name is this driver's name in presets and the capability manifest.
@@ -735,7 +736,7 @@ func (s *Session) Cancel(ctx context.Context) error {
 		p := s.proc
 		s.procMu.Unlock()
 		if p != nil {
-			signalGroup(p.cmd, syscall.SIGINT)
+			agentproc.SignalGroup(p.cmd, syscall.SIGINT)
 		}
 		return nil
 	}

@@ -31,7 +31,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tai-dev/tai/host/files"
-	"github.com/tai-dev/tai/internal/procattr"
+	"github.com/tai-dev/tai/internal/agentproc"
 )
 
 // DefaultOutputByteLimit is the output retained per terminal when the
@@ -238,7 +238,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (string, error)
 		Stderr: pw, // so Wait never waits on copying goroutines.
 		// Own process group, so Kill reaches background children too.
 		// Pdeathsig: a command must not outlive a tai that was killed -9.
-		SysProcAttr: procattr.Group(),
+		SysProcAttr: agentproc.Group(),
 	}
 
 	// Hold the lock across Start so Close cannot miss a process.

@@ -1,6 +1,8 @@
 package term
 
 import (
+	"github.com/tai-dev/tai/internal/agentproc"
+
 	"errors"
 	"fmt"
 	"io"
@@ -64,7 +66,7 @@ func Start(o Options) (*Process, error) {
 	cmd.Dir, cmd.Env = o.Dir, env
 	// Pdeathsig: a TUI never sees stdin EOF, so if tai is killed -9 the
 	// agent must not live on.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = agentproc.Session()
 	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}, cmd.SysProcAttr)
 	if err != nil {
 		return nil, fmt.Errorf("starting %s in a pty: %w", o.Argv[0], err)
@@ -155,9 +157,7 @@ func (p *Process) ExitState() (*os.ProcessState, error) { return p.state, p.err 
 
 // Signal signals the application's whole process group.
 func (p *Process) Signal(sig syscall.Signal) {
-	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		_ = p.cmd.Process.Signal(sig)
-	}
+	agentproc.SignalGroup(p.cmd, sig)
 }
 
 var _ io.Writer = (*Process)(nil)

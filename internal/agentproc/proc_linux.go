@@ -1,4 +1,4 @@
-package procattr
+package agentproc
 
 import "syscall"
 

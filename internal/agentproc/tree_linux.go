@@ -1,6 +1,6 @@
 //go:build linux
 
-package acp
+package agentproc
 
 import (
 	"bytes"
@@ -9,49 +9,49 @@ import (
 	"syscall"
 )
 
-// proc identifies one process across pid reuse: its start time (in clock
+// Proc identifies one process across pid reuse: its start time (in clock
 // ticks since boot) changes when the pid is recycled.
-type proc struct {
+type Proc struct {
 	pid, pgid int
 	start     uint64
 }
 
 // statOf reads a process's parent, group, start time and state from
 // /proc/PID/stat.
-func statOf(pid int) (ppid int, p proc, state byte, ok bool) {
+func statOf(pid int) (ppid int, p Proc, state byte, ok bool) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, proc{}, 0, false
+		return 0, Proc{}, 0, false
 	}
 	// "pid (comm) state ppid pgrp session ... starttime(22nd) ...": comm
 	// may hold spaces and parentheses, so split after the last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
-		return 0, proc{}, 0, false
+		return 0, Proc{}, 0, false
 	}
 	f := bytes.Fields(b[i+2:])
 	if len(f) < 20 {
-		return 0, proc{}, 0, false
+		return 0, Proc{}, 0, false
 	}
 	ppid, err1 := strconv.Atoi(string(f[1]))
 	pgid, err2 := strconv.Atoi(string(f[2]))
 	start, err3 := strconv.ParseUint(string(f[19]), 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil {
-		return 0, proc{}, 0, false
+		return 0, Proc{}, 0, false
 	}
-	return ppid, proc{pid: pid, pgid: pgid, start: start}, f[0][0], true
+	return ppid, Proc{pid: pid, pgid: pgid, start: start}, f[0][0], true
 }
 
-// descendants lists the processes below root (children, grandchildren,
+// Descendants lists the processes below root (children, grandchildren,
 // ...), read from /proc. Agents such as Claude Code start their shells
 // with setsid, outside the agent's process group, so signalling the group
 // alone leaves those shells (and what they run) behind.
-func descendants(root int) []proc {
+func Descendants(root int) []Proc {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	children := map[int][]proc{}
+	children := map[int][]Proc{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -61,7 +61,7 @@ func descendants(root int) []proc {
 			children[ppid] = append(children[ppid], p)
 		}
 	}
-	var out []proc
+	var out []Proc
 	queue := []int{root}
 	for len(queue) > 0 {
 		pid := queue[0]
@@ -74,12 +74,12 @@ func descendants(root int) []proc {
 	return out
 }
 
-// killEscaped SIGKILLs the processes of tree that left the agent's process
+// KillEscaped SIGKILLs the processes of tree that left the agent's process
 // group (agentPgid, which the caller kills as a whole) and are still alive.
 // A group whose leader is in tree is killed whole, so that what an escaped
 // shell started later goes too; any other escaped process alone. tai's own
 // group is never signalled.
-func killEscaped(tree []proc, agentPgid int) {
+func KillEscaped(tree []Proc, agentPgid int) {
 	own := syscall.Getpgrp()
 	leaders := map[int]bool{}
 	for _, p := range tree {

@@ -1,7 +1,9 @@
-// Package procattr holds the process attributes tai starts agents and their
-// commands with, so that every child can be stopped as a group and none
-// outlives tai.
-package procattr
+// Package agentproc is how tai starts and stops the processes it runs for
+// agents (the agents themselves, their TUIs, the commands they ask for):
+// each in a process group of its own that can be stopped whole, none
+// outliving tai, and their exit and stderr described the same way by every
+// driver.
+package agentproc
 
 import "syscall"
 

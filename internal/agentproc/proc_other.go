@@ -1,6 +1,6 @@
 //go:build !linux
 
-package procattr
+package agentproc
 
 import "syscall"
 

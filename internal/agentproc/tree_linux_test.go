@@ -1,6 +1,6 @@
 //go:build linux
 
-package acp
+package agentproc
 
 import (
 	"bufio"
@@ -15,7 +15,7 @@ import (
 
 // An agent that starts a command with setsid (as Claude Code does for its
 // Bash tool) puts it outside its process group: killing the group misses
-// it, killEscaped does not.
+// it, KillEscaped does not.
 func TestKillEscaped(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `setsid sleep 600 & echo $!; exec sleep 600`)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -36,9 +36,9 @@ func TestKillEscaped(t *testing.T) {
 	}
 	// The background child calls setsid after it was forked: wait for it
 	// to have left the group.
-	var tree []proc
+	var tree []Proc
 	poll(func() bool {
-		tree = descendants(cmd.Process.Pid)
+		tree = Descendants(cmd.Process.Pid)
 		for _, p := range tree {
 			if p.pid == escaped && p.pgid != cmd.Process.Pid {
 				return true
@@ -46,12 +46,12 @@ func TestKillEscaped(t *testing.T) {
 		}
 		return false
 	})
-	if !slices.ContainsFunc(tree, func(p proc) bool { return p.pid == escaped && p.pgid != cmd.Process.Pid }) {
+	if !slices.ContainsFunc(tree, func(p Proc) bool { return p.pid == escaped && p.pgid != cmd.Process.Pid }) {
 		t.Fatalf("process %d is not among the descendants outside the group: %+v", escaped, tree)
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	_ = cmd.Wait()
-	killEscaped(tree, cmd.Process.Pid)
+	KillEscaped(tree, cmd.Process.Pid)
 	for _, p := range tree {
 		if p.pgid == cmd.Process.Pid {
 			continue
