@@ -1,8 +1,6 @@
 package term
 
 import (
-	"github.com/tai-dev/tai/internal/agentproc"
-
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/creack/pty"
+
+	"github.com/tai-dev/tai/internal/agentproc"
 )
 
 // Options start a TUI in a pseudo-terminal.
