@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tai-dev/tai/e2e/internal/build"
 )
 
 var (
@@ -23,24 +25,13 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tai-e2e-bin-")
+	dir, bins, err := build.Binaries("tai-e2e-bin-", build.Tai)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	taiBin = filepath.Join(dir, "tai")
+	taiBin = bins[0]
 	stateDir = filepath.Join(dir, "state")
-	args := []string{"build", "-o", taiBin}
-	if os.Getenv("TAI_E2E_RACE") != "" {
-		// The binary under test carries the race detector too.
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "../cmd/tai")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building tai:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/tai-dev/tai/e2e/internal/build"
 )
 
 var (
@@ -23,18 +25,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tai-e2e-fleet-")
+	dir, bins, err := build.Binaries("tai-e2e-fleet-", build.Tai)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	taiBin = filepath.Join(dir, "tai")
-	build := exec.Command("go", "build", "-o", taiBin, "../../cmd/tai")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building tai:", err)
-		os.Exit(1)
-	}
+	taiBin = bins[0]
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -20,29 +20,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tai-dev/tai/e2e/internal/build"
 )
 
 var taiBin, fakeBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tai-e2e-pty-")
+	dir, bins, err := build.Binaries("tai-e2e-pty-", build.Tai, "github.com/tai-dev/tai/driver/pty/internal/faketui")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	taiBin, fakeBin = filepath.Join(dir, "tai"), filepath.Join(dir, "faketui")
-	for _, b := range [][2]string{{taiBin, "../../cmd/tai"}, {fakeBin, "../../driver/pty/internal/faketui"}} {
-		args := []string{"build", "-o", b[0]}
-		if os.Getenv("TAI_E2E_RACE") != "" {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, b[1])...)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building", b[1], err)
-			os.Exit(1)
-		}
-	}
+	taiBin, fakeBin = bins[0], bins[1]
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -16,9 +16,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tai-dev/tai/e2e/internal/build"
 )
 
 var (
@@ -43,22 +44,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "realagents: skipping:", skipAll)
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "tai-realagents-bin-")
+	dir, bins, err := build.Binaries("tai-realagents-bin-", build.Tai)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	taiBin = filepath.Join(dir, "tai")
-	args := []string{"build", "-o", taiBin}
-	if os.Getenv("TAI_E2E_RACE") != "" {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "../../cmd/tai")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building tai:", err)
-		os.Exit(1)
-	}
+	taiBin = bins[0]
 	help, err := exec.Command(taiBin, "run", "--help").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "tai run --help: %v\n%s", err, help)

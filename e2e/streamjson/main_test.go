@@ -13,9 +13,10 @@ package streamjson
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/tai-dev/tai/e2e/internal/build"
 )
 
 // ClaudeCodeVersion is the pinned @anthropic-ai/claude-code these tests
@@ -25,22 +26,12 @@ const ClaudeCodeVersion = "2.1.332"
 var taiBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tai-e2e-streamjson-")
+	dir, bins, err := build.Binaries("tai-e2e-streamjson-", build.Tai)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	taiBin = filepath.Join(dir, "tai")
-	args := []string{"build", "-o", taiBin}
-	if os.Getenv("TAI_E2E_RACE") != "" {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "../../cmd/tai")...)
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building tai:", err)
-		os.Exit(1)
-	}
+	taiBin = bins[0]
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
