@@ -150,6 +150,8 @@ func (a realAgent) setup(t *testing.T, script string) (repo string, env []string
 
 // The real TUIs through tai: a text turn, a write allowed and denied by
 // policy through the agent's permission picker, and a cancelled turn.
+// Further agents register themselves in realAgents from their own files
+// (real_<agent>_test.go) with their own Test function.
 func TestRealQwen(t *testing.T)     { testReal(t, realAgents["qwen"]) }
 func TestRealGemini(t *testing.T)   { testReal(t, realAgents["gemini"]) }
 func TestRealOpencode(t *testing.T) { testReal(t, realAgents["opencode"]) }

@@ -80,38 +80,10 @@ func builtins() map[string]*Profile {
 		// faketui: driver/pty/internal/faketui, the e2e tests' agent.
 		"faketui": geminiFamily("faketui", "◆ "),
 		// gemini-cli 0.61: fixtures testdata/gemini/0.61.0.
-		"gemini": gemini(),
-		// Claude Code: "esc to interrupt" under a star spinner; the composer
-		// is "> " (older: inside │ │); pickers "❯ 1. Yes"; replies "⏺ ".
-		"claude": {
-			Name:        "claude",
-			Working:     []*regexp.Regexp{rx(`esc to interrupt`), rx(`^\s*[✻✽✶✳✢·*]\s+\w+…`)},
-			Composer:    rx(`^\s*[│|]?\s*[>❯]\s?(.*?)\s*[│|]?\s*$`),
-			Placeholder: rx(`^Try "`),
-			PickerHint:  []*regexp.Regexp{rx(`Do you want to`), rx(`(?i)do you trust`), rx(`Esc to cancel`)},
-			TrustHint:   []*regexp.Regexp{rx(`(?i)do you trust the files`), rx(`(?i)one you trust`)},
-			ToolLine:    rx(`^\s*[│|]?\s*(?:⏺\s+)?((?:Bash|Write|Edit|Create|Update|Read|Fetch|MultiEdit)\b.*?)\s*[│|]?\s*$`),
-			Marker:      "❯>",
-			CancelKeys:  "\x1b",
-			ReplyPrefix: []string{"⏺ "},
-			EchoPrefix:  "> ",
-			Chrome:      []*regexp.Regexp{rx(`^\s*[⎿]`), rx(`\? for shortcuts`), rx(`^\s*[╭╰│]`)},
-		},
-		// Codex CLI (ratatui, inline): "Working (3s • esc to interrupt)";
-		// composer "› "; replies "• ".
-		"codex": {
-			Name:        "codex",
-			Working:     []*regexp.Regexp{rx(`esc to interrupt`), rx(`^\s*[•◦]\s+Working`)},
-			Composer:    rx(`^\s*›\s?(.*?)\s*$`),
-			Placeholder: rx(`^(Ask Codex|Implement|Find and fix|Explain this|Write tests|Improve documentation|Summarize|Run /review)`),
-			PickerHint:  []*regexp.Regexp{rx(`Would you like to`), rx(`(?i)do you trust`), rx(`Press enter to confirm`)},
-			TrustHint:   []*regexp.Regexp{rx(`(?i)do you trust the contents`), rx(`(?i)trust this (folder|directory)`)},
-			Marker:      "›>",
-			CancelKeys:  "\x1b",
-			ReplyPrefix: []string{"• "},
-			EchoPrefix:  "› ",
-			Chrome:      []*regexp.Regexp{rx(`context left`), rx(`^\s*⏎`), rx(`^\s*└`)},
-		},
+		"gemini":  gemini(),
+		"claude":  claude(),
+		"codex":   codex(),
+		"copilot": copilot(),
 		// OpenCode (alternate screen): "esc interrupt" while working.
 		// OpenCode 1.18 (alternate screen, captured: testdata/opencode/
 		// 1.18.33): the input box is "┃" rows closed by the footer
@@ -135,20 +107,6 @@ func builtins() map[string]*Profile {
 			ReplyIndent:   "     ",
 			PaneGap:       20,
 			Chrome:        []*regexp.Regexp{rx(`^\s*[┃╹▣←→■⬝]`), rx(`(?i)ctrl\+p`), rx(`esc\s+interrupt`)},
-		},
-		// GitHub Copilot CLI: "Esc to cancel" while thinking; pickers
-		// "❯ 1. Yes"; composer "> ".
-		"copilot": {
-			Name:        "copilot",
-			Working:     []*regexp.Regexp{rx(`(?i)esc to (cancel|interrupt|stop)`), rx(spinner)},
-			Composer:    rx(`^\s*[│|]?\s*[>❯]\s?(.*?)\s*[│|]?\s*$`),
-			Placeholder: rx(`^(Enter @|Type @|Ask)`),
-			PickerHint:  []*regexp.Regexp{rx(`Do you want to`), rx(`(?i)confirm`), rx(`(?i)do you trust`)},
-			TrustHint:   []*regexp.Regexp{rx(`(?i)trust the files`), rx(`(?i)do you trust`)},
-			Marker:      "❯>",
-			CancelKeys:  "\x1b",
-			ReplyPrefix: []string{"● "},
-			EchoPrefix:  "> ",
 		},
 		// generic is for --agent-cmd with no known profile: nothing is
 		// recognised structurally unless configured, so idle comes from
