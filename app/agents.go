@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/tai-dev/tai/builtin"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/sessions"
 )
 
 // AgentInfo is one row of `tai agents`.
@@ -63,7 +65,8 @@ func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, std 
 		_, _ = std.Out.Write(builtin.DefaultScriptSource())
 		return 0
 	}
-	opts := builtin.Options{Logger: newLogger(std.Err, os.Getenv("TAI_DEBUG") != ""), Stderr: std.Err, Version: Version}
+	opts := builtin.Options{Logger: newLogger(std.Err, os.Getenv("TAI_DEBUG") != ""), Stderr: std.Err, Version: Version,
+		StateDir: filepath.Join(filepath.Dir(sessions.DefaultDir()), "builtin")}
 	if scriptPath != "" {
 		s, err := builtin.LoadScript(scriptPath)
 		if err != nil {

@@ -51,6 +51,7 @@ type RunFlags struct {
 	Model          string
 	Set            []string
 	Resume         string
+	Continue       bool
 	Auth           string
 	MCP            []string
 	Files          []string
@@ -98,6 +99,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 		opts.Sinks = append(opts.Sinks, frames)
 	}
 	res, runErr := runner.Run(ctx, opts)
+	recordSession(context.WithoutCancel(ctx), opts, res, logger)
 	switch f.Output {
 	case OutputJSON:
 		enc := json.NewEncoder(std.Out)
@@ -210,6 +212,19 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	o.Cwd = abs
 
+	// --continue: the last resumable session of this agent, driver and
+	// workspace, as kept by earlier runs.
+	if f.Continue {
+		if f.Resume != "" {
+			return o, cleanup, exitcode.Usagef("--continue and --resume both name the session; pass one")
+		}
+		id, err := continueSession(context.Background(), abs, p.Name, o.Driver)
+		if err != nil {
+			return o, cleanup, err
+		}
+		o.ResumeID = id
+	}
+
 	// Prompt.
 	text := strings.Join(args, " ")
 	if text == "-" {
@@ -229,7 +244,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		}
 		o.Prompt = append(o.Prompt, c)
 	}
-	if len(o.Prompt) == 0 && f.Resume == "" {
+	if len(o.Prompt) == 0 && o.ResumeID == "" {
 		return o, cleanup, exitcode.Usagef("no prompt: pass it as arguments, or - to read it from stdin")
 	}
 
@@ -277,7 +292,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
-		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": f.Resume, "timeout": f.Timeout.String(), "output": f.Output}
+		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output}
 	if !f.NoAudit {
 		path := f.Audit
 		if path == "" {

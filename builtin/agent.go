@@ -33,6 +33,9 @@ type Options struct {
 	Stderr io.Writer
 	// Version is agentInfo.version; empty means "dev".
 	Version string
+	// StateDir, if set, keeps sessions on disk so that a later process
+	// can resume or load them; empty keeps them in memory only.
+	StateDir string
 }
 
 // CrashError is returned by Serve when a crash step ran. Serve has already
@@ -345,6 +348,17 @@ func (a *agent) mustSession(id string) (*session, error) {
 	if s := a.session(id); s != nil {
 		return s, nil
 	}
+	if s, err := a.loadSaved(id); err == nil {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if cur := a.sessions[id]; cur != nil { // loaded concurrently
+			return cur, nil
+		}
+		a.sessions[id] = s
+		return s, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		a.log.Warn("builtin agent: saved session unreadable", "session", id, "err", err)
+	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeResourceNotFound, Message: fmt.Sprintf("session %q not found", id)}
 }
 
@@ -390,6 +404,7 @@ func (a *agent) newSession(ctx context.Context, params json.RawMessage) (any, er
 	a.sessions[s.id] = s
 	a.mu.Unlock()
 	a.log.Info("builtin agent: new session", "session", s.id, "cwd", s.cwd)
+	a.save(s)
 
 	sendCommands := func() {
 		if err := a.send(s, s.commandsUpdate()); err != nil {

@@ -41,6 +41,7 @@ func (a *agent) prompt(ctx context.Context, params json.RawMessage) (any, error)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "a prompt is already running in session " + s.id}
 	}
 	defer s.endTurn()
+	defer a.save(s) // after the turn's history, before the response
 
 	// The prompt becomes part of the history that session/load replays.
 	var text strings.Builder

@@ -41,7 +41,7 @@ var All = []Info{
 	{AgentError, "agent_error", "the agent crashed, broke the protocol or answered with an error"},
 	{Usage, "usage", "bad flags, arguments, configuration or an unknown agent"},
 	{Timeout, "timeout", "--timeout expired; the turn was cancelled and the agent stopped"},
-	{NoSession, "no_session", "the session to resume does not exist"},
+	{NoSession, "no_session", "the session to resume does not exist (or --continue found none in the workspace)"},
 	{PermissionDenied, "permission_denied", "a permission was denied (unless --allow-denials), or an ask could not be answered"},
 	{BudgetExceeded, "budget_exceeded", "a token, turn, time or cost budget ran out"},
 	{MergeConflict, "merge_conflict", "a fleet branch could not be merged back"},

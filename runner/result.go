@@ -15,6 +15,7 @@ type Result struct {
 	Audit        string                      `json:"audit,omitempty"` // the audit log's path
 	StopReason   string                      `json:"stop_reason,omitempty"`
 	SessionID    string                      `json:"session_id,omitempty"`
+	Resumable    bool                        `json:"resumable"` // the agent can load or resume SessionID later
 	Agent        string                      `json:"agent"`
 	Driver       string                      `json:"driver"`
 	Cwd          string                      `json:"cwd,omitempty"`
@@ -64,6 +65,9 @@ func (c *collector) Emit(ev driver.Event) {
 	switch ev.Type {
 	case driver.EventSessionStarted:
 		c.res.SessionID = ev.Session
+		if st := ev.Started; st != nil {
+			c.res.Resumable = st.Capabilities.LoadSession || st.Capabilities.ResumeSession
+		}
 	case driver.EventMessage:
 		if ev.Message.Role != driver.RoleAgent {
 			c.broken = true

@@ -75,7 +75,7 @@ func newRoot(std app.IO) *cobra.Command {
 		return exitErr{int(exitcode.Usage)}
 	})
 	root.AddCommand(newRun(std), newAgents(std), newAgent(std), newModel(std), newAudit(std), newVersion(std))
-	root.AddCommand(newFleet(std), newWorktree(std))
+	root.AddCommand(newFleet(std), newWorktree(std), newSessions(std))
 	return root
 }
 
@@ -96,7 +96,7 @@ func newRun(std app.IO) *cobra.Command {
 	fl := c.Flags()
 	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
 	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "launch this command instead of a preset (split like a shell, not run by one)")
-	fl.StringVar(&f.Driver, "driver", "", "driver to use (acp)")
+	fl.StringVar(&f.Driver, "driver", "", "driver: acp | stream-json | pty (default: the preset's)")
 	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
 	fl.StringVar(&f.Approve, "approve", "", "permission mode: all | reads | ask | deny | yolo (default: the policy file's, else reads)")
 	fl.StringVar(&f.NonInteractive, "non-interactive", "", "what ask becomes with no terminal: deny | fail (default: the policy file's, else deny)")
@@ -110,6 +110,7 @@ func newRun(std app.IO) *cobra.Command {
 	fl.StringVar(&f.Model, "model", "", "select this model (the agent's config option of category model)")
 	fl.StringArrayVar(&f.Set, "set", nil, "set a config option, id=value (repeatable)")
 	fl.StringVar(&f.Resume, "resume", "", "resume (or load) this session id instead of starting a new one")
+	fl.BoolVarP(&f.Continue, "continue", "c", false, "resume the last resumable session of this agent and driver in this workspace")
 	fl.StringVar(&f.Auth, "auth", "", "authenticate with this method if the agent needs it")
 	fl.StringArrayVar(&f.MCP, "mcp", nil, "MCP server for the agent: JSON object or array, or @file (repeatable)")
 	fl.StringArrayVarP(&f.Files, "file", "f", nil, "attach a file to the prompt (repeatable)")
@@ -321,4 +322,25 @@ func newWorktree(std app.IO) *cobra.Command {
 	gc.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the current directory)")
 	parent.AddCommand(list, gc)
 	return parent
+}
+
+func newSessions(std app.IO) *cobra.Command {
+	var f app.SessionsFlags
+	c := &cobra.Command{
+		Use:   "sessions",
+		Short: "List the agent sessions tai ran in a workspace, newest first",
+		Long: "List the agent sessions tai ran in a workspace, newest first. `tai run --continue` resumes the\n" +
+			"newest resumable one of its agent and driver; `tai run --resume ID` any listed one.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.Sessions(cmd.Context(), f, std))
+		},
+	}
+	fl := c.Flags()
+	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
+	fl.StringVarP(&f.Agent, "agent", "a", "", "only this agent's sessions")
+	fl.IntVarP(&f.Limit, "limit", "n", 0, "at most this many (0: all)")
+	fl.BoolVar(&f.JSON, "json", false, "print them as a JSON array")
+	fl.BoolVarP(&f.IDOnly, "quiet", "q", false, "print only the session ids")
+	return c
 }

@@ -20,7 +20,7 @@ func TestHelpGolden(t *testing.T) {
 		{"--help"}, {"run", "--help"}, {"agents", "--help"}, {"agent", "builtin", "--help"},
 		{"model", "serve", "--help"}, {"audit", "verify", "--help"}, {"audit", "show", "--help"}, {"version"},
 		{"fleet", "--help"}, {"fleet", "run", "--help"}, {"fleet", "resume", "--help"}, {"fleet", "status", "--help"},
-		{"fleet", "plan", "--help"}, {"worktree", "list", "--help"}, {"worktree", "gc", "--help"},
+		{"fleet", "plan", "--help"}, {"worktree", "list", "--help"}, {"worktree", "gc", "--help"}, {"sessions", "--help"},
 	} {
 		name := strings.ReplaceAll(strings.Join(args, "_"), "-", "")
 		t.Run(name, func(t *testing.T) {

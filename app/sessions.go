@@ -1,0 +1,156 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/redact"
+	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/sessions"
+)
+
+// sessionStore is where runs keep their session ids: TAI_SESSIONS_DIR if
+// set (tests, sandboxes), else the state directory.
+func sessionStore() *sessions.Store {
+	if d := os.Getenv("TAI_SESSIONS_DIR"); d != "" {
+		return sessions.Open(d)
+	}
+	return sessions.Open(sessions.DefaultDir())
+}
+
+// continueSession finds the session --continue resumes: the newest
+// resumable one of this agent over this driver in this workspace.
+func continueSession(ctx context.Context, workspace, agent, drv string) (string, error) {
+	r, err := sessionStore().Last(ctx, workspace, agent, drv)
+	if errors.Is(err, sessions.ErrNone) {
+		return "", exitcode.With(exitcode.NoSession, fmt.Errorf("--continue: no resumable %s session (driver %s) in %s; `tai sessions` lists what there is",
+			agent, drv, workspace))
+	}
+	if err != nil {
+		return "", exitcode.With(exitcode.NoSession, fmt.Errorf("--continue: %w", err))
+	}
+	return r.SessionID, nil
+}
+
+// recordSession keeps the run's session with its workspace. A store that
+// cannot be written costs the --continue of later runs, not this run's
+// result: it is logged.
+func recordSession(ctx context.Context, o runner.Options, res runner.Result, logger *slog.Logger) {
+	if res.SessionID == "" {
+		return
+	}
+	r := sessions.Record{
+		Time: time.Now().UTC(), Workspace: o.Cwd, Agent: o.Agent, Driver: res.Driver, SessionID: res.SessionID,
+		RunID: o.RunID, Resumable: res.Resumable, Resumed: o.ResumeID, Status: res.Status, ExitCode: res.ExitCode,
+		Prompt: promptExcerpt(o.Prompt, o.Env), Audit: res.Audit,
+	}
+	if r.Driver == "" {
+		r.Driver = o.Driver
+	}
+	if err := sessionStore().Add(ctx, r); err != nil {
+		logger.Warn("could not keep the session id with the workspace; --continue will not find it", "err", err)
+	}
+}
+
+// promptExcerpt is the prompt's first words with secrets of the
+// environment masked, to tell sessions apart in a listing.
+func promptExcerpt(prompt []driver.Content, env []string) string {
+	var text string
+	for _, c := range prompt {
+		if c.Type == "text" {
+			text = c.Text
+			break
+		}
+	}
+	text = strings.Join(strings.Fields(text), " ")
+	if env == nil {
+		env = os.Environ()
+	}
+	if red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env)}); err == nil {
+		text = red.String(text)
+	}
+	if r := []rune(text); len(r) > 80 {
+		text = string(r[:79]) + "…"
+	}
+	return text
+}
+
+// SessionsFlags are `tai sessions`' flags.
+type SessionsFlags struct {
+	Cwd    string
+	Agent  string
+	JSON   bool
+	Limit  int
+	IDOnly bool
+}
+
+// Sessions lists the sessions tai ran in a workspace, newest first.
+func Sessions(ctx context.Context, f SessionsFlags, std IO) int {
+	ws := f.Cwd
+	if ws == "" {
+		var err error
+		if ws, err = os.Getwd(); err != nil {
+			fmt.Fprintln(std.Err, "tai sessions:", err)
+			return int(exitcode.Usage)
+		}
+	}
+	ws, err := filepath.Abs(ws)
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai sessions:", err)
+		return int(exitcode.Usage)
+	}
+	recs, bad, err := sessionStore().List(ctx, ws)
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai sessions:", err)
+		return int(exitcode.AgentError)
+	}
+	if bad > 0 {
+		fmt.Fprintf(std.Err, "tai sessions: skipped %d damaged line(s) in the store\n", bad)
+	}
+	out := make([]sessions.Record, 0, len(recs))
+	for i := len(recs) - 1; i >= 0; i-- {
+		if f.Agent == "" || recs[i].Agent == f.Agent {
+			out = append(out, recs[i])
+		}
+		if f.Limit > 0 && len(out) == f.Limit {
+			break
+		}
+	}
+	switch {
+	case f.JSON:
+		enc := json.NewEncoder(std.Out)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
+	case f.IDOnly:
+		for _, r := range out {
+			fmt.Fprintln(std.Out, r.SessionID)
+		}
+	default:
+		if len(out) == 0 {
+			fmt.Fprintf(std.Err, "no sessions in %s\n", ws)
+			return 0
+		}
+		tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "WHEN\tAGENT\tDRIVER\tSESSION\tSTATUS\tRESUMABLE\tPROMPT")
+		for _, r := range out {
+			res := "no"
+			if r.Resumable {
+				res = "yes"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04"), r.Agent, r.Driver,
+				r.SessionID, r.Status, res, r.Prompt)
+		}
+		tw.Flush()
+	}
+	return 0
+}
