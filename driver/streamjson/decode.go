@@ -32,6 +32,18 @@ type Frame struct {
 	CancelID string
 	// Response: the agent answered a control request of tai's.
 	Response *ControlResponse
+	// Wrote: files a tool call of the agent's wrote, reported once its
+	// result came back without an error. Paths are as the agent gave them
+	// (possibly relative to its cwd); the session confines and hashes them.
+	Wrote []Written
+}
+
+// Written is a file an agent's own tool wrote.
+type Written struct {
+	Path string `json:"path"`
+	// Created: the agent said the file is new (Claude's tool_use_result
+	// type "create", codex's change kind "add").
+	Created bool `json:"created,omitempty"`
 }
 
 // Init is what an agent says about its session.
@@ -91,11 +103,16 @@ type decoder struct {
 	// opencode sums a turn's steps.
 	stepUsage *driver.Usage
 	sawInit   bool
+	// wrote: tool call ids whose writes were reported; created: the
+	// tool id and path (joined by NUL) of files the agent said it created.
+	wrote   map[string]bool
+	created map[string]bool
 }
 
 func newDecoder(dialect string) *decoder {
 	return &decoder{dialect: dialect, tools: map[string]*driver.ToolCall{}, decided: map[string]bool{},
-		streamed: map[string]bool{}, itemText: map[string]string{}, lastTokens: map[string][2]int64{}}
+		streamed: map[string]bool{}, itemText: map[string]string{}, lastTokens: map[string][2]int64{},
+		wrote: map[string]bool{}, created: map[string]bool{}}
 }
 
 // DecodeLine decodes one line of dialect's output with a fresh decoder. It
@@ -181,6 +198,17 @@ func (d *decoder) upsert(f *Frame, id string, change func(*driver.ToolCall)) {
 	c.Locations = append([]driver.Location(nil), tc.Locations...)
 	c.Content = append([]driver.ToolContent(nil), tc.Content...)
 	f.emit(driver.Event{Type: driver.EventToolCall, ToolCall: &c})
+	// Every dialect's write tools (Write, Edit, write_file, replace, edit,
+	// write, file_change...) are of kind edit and name their files as
+	// locations; a completed one wrote them. A failed or denied call never
+	// gets here, and each call is reported once, however often it is
+	// upserted after.
+	if c.Status == "completed" && c.Kind == driver.KindEdit && !d.wrote[id] && len(c.Locations) > 0 {
+		d.wrote[id] = true
+		for _, l := range c.Locations {
+			f.Wrote = append(f.Wrote, Written{Path: l.Path, Created: d.created[id+"\x00"+l.Path]})
+		}
+	}
 }
 
 // toolCall fills a tool call's name, kind, title, locations and input.
@@ -337,9 +365,17 @@ func (d *decoder) claude(line []byte, typ, subtype string, f *Frame) {
 		if json.Unmarshal(m.Content, &blocks) != nil {
 			return // a plain user text (our own prompt echoed, a synthetic note)
 		}
+		var res struct {
+			Type     string `json:"type"`
+			FilePath string `json:"filePath"`
+		}
+		_ = json.Unmarshal(l.ToolUseResult, &res)
 		for _, b := range blocks {
 			if b.Type != "tool_result" {
 				continue
+			}
+			if res.Type == "create" && res.FilePath != "" && !b.IsError {
+				d.created[b.ToolUseID+"\x00"+res.FilePath] = true
 			}
 			d.upsert(f, b.ToolUseID, func(tc *driver.ToolCall) {
 				tc.Status = "completed"
@@ -806,6 +842,9 @@ func (d *decoder) codexItem(phase string, it codexItem, f *Frame) {
 			tc.Locations = nil
 			for _, c := range it.Changes {
 				tc.Locations = append(tc.Locations, driver.Location{Path: c.Path})
+				if c.Kind == "add" {
+					d.created[it.ID+"\x00"+c.Path] = true
+				}
 			}
 			if len(it.Changes) > 0 {
 				tc.Title = "file_change: " + it.Changes[0].Path

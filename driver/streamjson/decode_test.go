@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -26,6 +27,7 @@ type goldenFrame struct {
 	Control  string         `json:"control,omitempty"`
 	CancelID string         `json:"cancel_id,omitempty"`
 	Response string         `json:"response,omitempty"`
+	Wrote    []Written      `json:"wrote,omitempty"`
 }
 
 // TestDecodeGolden decodes every wire capture in testdata/<dialect>/
@@ -56,7 +58,7 @@ func TestDecodeGolden(t *testing.T) {
 				line, err := r.ReadBytes('\n')
 				if len(line) > 0 {
 					fr := d.decode(line)
-					g := goldenFrame{Line: n, Events: fr.Events, Init: fr.Init, Mode: fr.Mode, Result: fr.Result, CancelID: fr.CancelID}
+					g := goldenFrame{Line: n, Events: fr.Events, Init: fr.Init, Mode: fr.Mode, Result: fr.Result, CancelID: fr.CancelID, Wrote: fr.Wrote}
 					if fr.Control != nil {
 						g.Control = fr.Control.Subtype + " " + fr.Control.ID
 					}
@@ -171,4 +173,74 @@ func FuzzDecodeLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDecodeFileWrites: each dialect's write tools report their files once
+// their result came back without an error, and only then.
+func TestDecodeFileWrites(t *testing.T) {
+	tests := []struct {
+		dialect string
+		name    string
+		lines   []string
+		want    []Written
+	}{
+		{DialectClaude, "write", []string{
+			`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"/w/a.txt","content":"x"}}]}}`,
+			`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"tool_use_result":{"type":"create","filePath":"/w/a.txt"}}`,
+		}, []Written{{Path: "/w/a.txt", Created: true}}},
+		{DialectClaude, "edit", []string{
+			`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1","name":"Edit","input":{"file_path":"/w/a.txt","old_string":"x","new_string":"y"}}]}}`,
+			`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]},"tool_use_result":{"filePath":"/w/a.txt"}}`,
+		}, []Written{{Path: "/w/a.txt"}}},
+		{DialectClaude, "failed write", []string{
+			`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1","name":"Write","input":{"file_path":"/w/a.txt","content":"x"}}]}}`,
+			`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"denied","is_error":true}]}}`,
+		}, nil},
+		{DialectClaude, "not a write", []string{
+			`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/w/a.txt"}}]}}`,
+			`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"x"}]}}`,
+		}, nil},
+		{DialectQwen, "write_file", []string{
+			`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"c1","name":"write_file","input":{"file_path":"/w/a.txt","content":"x"}}]}}`,
+			`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","is_error":false,"content":"ok"}]}}`,
+		}, []Written{{Path: "/w/a.txt"}}},
+		{DialectQwen, "edit twice upserted", []string{
+			`{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"c1","name":"edit","input":{"file_path":"/w/a.txt"}}]}}`,
+			`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","is_error":false,"content":"ok"}]}}`,
+			`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","is_error":false,"content":"ok"}]}}`,
+		}, []Written{{Path: "/w/a.txt"}}},
+		{DialectGemini, "write_file", []string{
+			`{"type":"tool_use","tool_name":"write_file","tool_id":"w1","parameters":{"file_path":"/w/a.txt","content":"x"}}`,
+			`{"type":"tool_result","tool_id":"w1","status":"success","output":"ok"}`,
+		}, []Written{{Path: "/w/a.txt"}}},
+		{DialectGemini, "failed replace", []string{
+			`{"type":"tool_use","tool_name":"replace","tool_id":"w1","parameters":{"file_path":"/w/a.txt"}}`,
+			`{"type":"tool_result","tool_id":"w1","status":"error","error":{"type":"x","message":"no match"}}`,
+		}, nil},
+		{DialectCodex, "file_change", []string{
+			`{"type":"item.started","item":{"id":"i1","type":"file_change","changes":[{"path":"/w/a.txt","kind":"add"},{"path":"/w/b.txt","kind":"update"}],"status":"in_progress"}}`,
+			`{"type":"item.completed","item":{"id":"i1","type":"file_change","changes":[{"path":"/w/a.txt","kind":"add"},{"path":"/w/b.txt","kind":"update"}],"status":"completed"}}`,
+		}, []Written{{Path: "/w/a.txt", Created: true}, {Path: "/w/b.txt"}}},
+		{DialectCodex, "failed file_change", []string{
+			`{"type":"item.completed","item":{"id":"i1","type":"file_change","changes":[{"path":"/w/a.txt","kind":"add"}],"status":"failed"}}`,
+		}, nil},
+		{DialectOpenCode, "write", []string{
+			`{"type":"tool_use","sessionID":"s","part":{"tool":"write","callID":"c1","state":{"status":"completed","input":{"filePath":"/w/a.txt","content":"x"},"output":"ok"}}}`,
+		}, []Written{{Path: "/w/a.txt"}}},
+		{DialectOpenCode, "rejected edit", []string{
+			`{"type":"tool_use","sessionID":"s","part":{"tool":"edit","callID":"c1","state":{"status":"error","input":{"filePath":"/w/a.txt"},"error":"The user rejected permission to use this specific tool call."}}}`,
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dialect+"/"+tt.name, func(t *testing.T) {
+			d := newDecoder(tt.dialect)
+			var got []Written
+			for _, l := range tt.lines {
+				got = append(got, d.decode([]byte(l)).Wrote...)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("wrote %+v, want %+v", got, tt.want)
+			}
+		})
+	}
 }

@@ -29,6 +29,10 @@ func TestMain(m *testing.M) {
 //	withdraw a can_use_tool, then control_cancel_request for it
 //	slow     nothing until an interrupt arrives
 //	apierr   result subtype success with is_error true
+//	hooked   a Bash call the CLI allows by itself: the PreToolUse hook tai
+//	         registered (if any) decides, then the Stop hook runs
+//	write    a Write the CLI allows by itself, creating written.txt in its
+//	         cwd, and one outside it
 //	other    a text answer
 //
 // Exit status 3 means tai broke the protocol (answered a withdrawn
@@ -47,6 +51,7 @@ func fakeCLI(mode string) int {
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<24)
 	withdrawn := ""
+	hooks := map[string]string{} // hook event → the callback id tai registered
 	turn := 0
 	mode2 := "default"
 	waitFor := func(pred func(map[string]any) bool) map[string]any {
@@ -74,6 +79,10 @@ func fakeCLI(mode string) int {
 				Subtype string `json:"subtype"`
 				Mode    string `json:"mode"`
 				Model   string `json:"model"`
+				Hooks   map[string][]struct {
+					Matcher *string  `json:"matcher"`
+					IDs     []string `json:"hookCallbackIds"`
+				} `json:"hooks"`
 			} `json:"request"`
 			Response struct {
 				RequestID string `json:"request_id"`
@@ -95,6 +104,12 @@ func fakeCLI(mode string) int {
 		case "control_request":
 			switch msg.Request.Subtype {
 			case "initialize":
+				for ev, ms := range msg.Request.Hooks {
+					if len(ms) != 1 || ms[0].Matcher != nil || len(ms[0].IDs) != 1 {
+						return 3
+					}
+					hooks[ev] = ms[0].IDs[0]
+				}
 				send(`{"type":"control_response","response":{"subtype":"success","request_id":%q,"response":{"current_permission_mode":%q,"claude_code_version":"9.9.9"}}}`, msg.RequestID, mode2)
 			case "set_permission_mode":
 				if msg.Request.Mode == "bogus" {
@@ -142,6 +157,59 @@ func fakeCLI(mode string) int {
 			case strings.Contains(text, "apierr"):
 				send(`{"type":"assistant","message":{"id":"m3","model":"<synthetic>","content":[{"type":"text","text":"API Error: 500 boom"}]},"error":"server_error",%s}`, sid)
 				send(`{"type":"result","subtype":"success","is_error":true,"api_error_status":500,"terminal_reason":"api_error","result":"API Error: 500 boom",%s}`, sid)
+			case strings.Contains(text, "hooked"):
+				input := `{"command":"rm notes.txt","description":"tidy up"}`
+				send(`{"type":"assistant","message":{"id":"m4","model":"fake","content":[{"type":"tool_use","id":"tu4","name":"Bash","input":%s}]},%s}`, input, sid)
+				// Claude 2.1.332's shapes; the hook's answer decides.
+				reason := ""
+				if cb, ok := hooks["PreToolUse"]; ok {
+					send(`{"type":"control_request","request_id":"hook-1","request":{"subtype":"hook_callback","callback_id":%q,"input":{%s,"transcript_path":"/fake/transcript.jsonl","cwd":"/w","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":%s,"tool_use_id":"tu4"},"tool_use_id":"tu4"}}`, cb, sid, input)
+					var r struct {
+						Response struct {
+							Subtype   string `json:"subtype"`
+							RequestID string `json:"request_id"`
+							Response  struct {
+								Out struct {
+									Event    string `json:"hookEventName"`
+									Decision string `json:"permissionDecision"`
+									Reason   string `json:"permissionDecisionReason"`
+								} `json:"hookSpecificOutput"`
+							} `json:"response"`
+						} `json:"response"`
+					}
+					b, _ := json.Marshal(waitFor(func(m map[string]any) bool { return m["type"] == "control_response" }))
+					if json.Unmarshal(b, &r) != nil || r.Response.Subtype != "success" || r.Response.RequestID != "hook-1" {
+						return 3
+					}
+					if r.Response.Response.Out.Decision == "deny" && r.Response.Response.Out.Event == "PreToolUse" {
+						reason = r.Response.Response.Out.Reason
+					}
+				}
+				denials := ""
+				if reason != "" {
+					send(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":%q,"is_error":true,"tool_use_id":"tu4"}]},%s}`, "PreToolUse:Bash hook error: "+reason, sid)
+					denials = `,"permission_denials":[{"tool_name":"Bash","tool_use_id":"tu4","tool_input":` + input + `}]`
+				} else {
+					send(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"","is_error":false,"tool_use_id":"tu4"}]},%s}`, sid)
+				}
+				if cb, ok := hooks["Stop"]; ok {
+					send(`{"type":"control_request","request_id":"hook-2","request":{"subtype":"hook_callback","callback_id":%q,"input":{%s,"transcript_path":"/fake/transcript.jsonl","cwd":"/w","permission_mode":"default","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"done"},"tool_use_id":"x"}}`, cb, sid)
+					r := waitFor(func(m map[string]any) bool { return m["type"] == "control_response" })
+					if resp, _ := r["response"].(map[string]any); resp["subtype"] != "success" {
+						return 3
+					}
+				}
+				result(denials)
+			case strings.Contains(text, "write"):
+				cwd, _ := os.Getwd()
+				if os.WriteFile("written.txt", []byte("hello\n"), 0o644) != nil {
+					return 3
+				}
+				for i, p := range []string{cwd + "/written.txt", "/elsewhere/out.txt"} {
+					send(`{"type":"assistant","message":{"id":"m5","model":"fake","content":[{"type":"tool_use","id":"tw%d","name":"Write","input":{"file_path":%q,"content":"hello\n"}}]},%s}`, i, p, sid)
+					send(`{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":"File created","tool_use_id":"tw%d"}]},"tool_use_result":{"type":"create","filePath":%q},%s}`, i, p, sid)
+				}
+				result("")
 			case strings.Contains(text, "autodeny"):
 				send(`{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"tu9","message":"dontAsk",%s}`, sid)
 				result(`,"permission_denials":[{"tool_name":"Bash","tool_use_id":"tu9","tool_input":{}}]`)

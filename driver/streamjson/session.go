@@ -204,7 +204,7 @@ func (s *Session) startDuplex(ctx context.Context) error {
 		s.emit(driver.Event{Type: driver.EventProcessExited, Process: p.exitEvent(quiet)})
 		close(s.exited)
 	}()
-	resp, err := s.request(ctx, "initialize", map[string]any{"hooks": nil})
+	resp, err := s.request(ctx, "initialize", map[string]any{"hooks": s.hooks()})
 	if err != nil {
 		return s.startupError(fmt.Errorf("initialize: %w", err))
 	}
@@ -348,6 +348,11 @@ func (s *Session) handle(line []byte) {
 		ev.Session = id
 		s.l.Host.Sink.Emit(ev)
 	}
+	for _, w := range f.Wrote {
+		if fw := s.fileWritten(w); fw != nil {
+			s.l.Host.Sink.Emit(driver.Event{Type: driver.EventFileWritten, Session: id, File: fw})
+		}
+	}
 	if changed != "" {
 		s.emit(driver.Event{Type: driver.EventModeChanged, Mode: &driver.Mode{ID: changed}})
 	}
@@ -458,12 +463,22 @@ func (s *Session) deathError(what string) error {
 
 // serveControl answers a request from the CLI.
 func (s *Session) serveControl(c ControlRequest) {
-	{
-		// hook_callback, mcp_message, elicitation...: tai registered none.
-		s.log.Debug("refused control request", "subtype", c.Subtype)
+	if c.Subtype == "hook_callback" {
+		out, err := s.hookCallback(c)
+		if err == nil {
+			_ = s.send(map[string]any{"type": "control_response", "response": map[string]any{
+				"subtype": "success", "request_id": c.ID, "response": out}})
+			return
+		}
+		s.log.Debug("hook callback refused", "err", err)
 		_ = s.send(map[string]any{"type": "control_response", "response": map[string]any{
-			"subtype": "error", "request_id": c.ID, "error": "tai does not support " + c.Subtype}})
+			"subtype": "error", "request_id": c.ID, "error": err.Error()}})
+		return
 	}
+	// mcp_message, elicitation...: tai registered none.
+	s.log.Debug("refused control request", "subtype", c.Subtype)
+	_ = s.send(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "error", "request_id": c.ID, "error": "tai does not support " + c.Subtype}})
 }
 
 // permission options tai offers for a can_use_tool: the CLI has none of
@@ -560,14 +575,7 @@ func (s *Session) canUseTool(c ControlRequest, pp *pendingPerm, ctx context.Cont
 	if d.Verdict == driver.VerdictAllow && d.Outcome == driver.OutcomeSelected {
 		resp = map[string]any{"behavior": "allow", "updatedInput": r.Input}
 	} else {
-		msg := "tai's policy denied this"
-		if d.Reason != "" {
-			msg += ": " + d.Reason
-		}
-		if d.DecidedBy != "" {
-			msg += " (decided by " + d.DecidedBy + ")"
-		}
-		resp = map[string]any{"behavior": "deny", "message": msg, "interrupt": d.Outcome == driver.OutcomeCancelled}
+		resp = map[string]any{"behavior": "deny", "message": denyMessage(d), "interrupt": d.Outcome == driver.OutcomeCancelled}
 	}
 	_ = s.send(map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "success", "request_id": c.ID, "response": resp}})

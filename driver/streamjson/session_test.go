@@ -2,8 +2,10 @@ package streamjson
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -265,4 +267,124 @@ func TestErrors(t *testing.T) {
 			t.Fatalf("Start = %v, want ErrUnsupported", err)
 		}
 	})
+}
+
+// vetoer is a decider that can veto without asking: "deny" vetoes every
+// call, anything else objects to none. Decide is never expected.
+type vetoer struct {
+	veto  string
+	asked chan driver.PermissionRequest
+}
+
+func (v vetoer) Decide(ctx context.Context, req driver.PermissionRequest) (driver.PermissionDecision, error) {
+	return decider{verdict: driver.VerdictAllow}.Decide(ctx, req)
+}
+
+func (v vetoer) Veto(ctx context.Context, req driver.PermissionRequest) (driver.PermissionDecision, bool) {
+	v.asked <- req
+	if v.veto != driver.VerdictDeny {
+		return driver.PermissionDecision{}, false
+	}
+	return driver.PermissionDecision{Outcome: driver.OutcomeSelected, OptionID: "deny", Verdict: driver.VerdictDeny,
+		DecidedBy: "rule:no-rm", Reason: "rm is off limits"}, true
+}
+
+// TestHooks: a tool call the CLI would run without asking goes through the
+// PreToolUse hook to the decider's veto; only a veto is enforced, and it
+// counts once although the CLI lists the call again in its denials. The
+// Stop hook becomes a raw event with the CLI's transcript.
+func TestHooks(t *testing.T) {
+	tests := []struct {
+		name    string
+		dec     func(chan driver.PermissionRequest) driver.PermissionDecider
+		vetoed  int    // requests the veto saw
+		status  string // of the tool call
+		decided string // the one decision's decided_by ("": none)
+	}{
+		{"veto", func(c chan driver.PermissionRequest) driver.PermissionDecider {
+			return vetoer{veto: driver.VerdictDeny, asked: c}
+		},
+			1, "failed", "rule:no-rm"},
+		{"no objection", func(c chan driver.PermissionRequest) driver.PermissionDecider { return vetoer{asked: c} },
+			1, "completed", ""},
+		// A decider that cannot veto gets no PreToolUse hook registered.
+		{"no vetoer", func(chan driver.PermissionRequest) driver.PermissionDecider {
+			return decider{verdict: driver.VerdictAllow}
+		},
+			0, "completed", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			asked := make(chan driver.PermissionRequest, 4)
+			s, k := start(t, "claude", tt.dec(asked))
+			res, err := s.Prompt(context.Background(), []driver.Content{driver.TextContent("hooked")})
+			if err != nil || res.StopReason != driver.StopEndTurn {
+				t.Fatalf("Prompt = %+v, %v", res, err)
+			}
+			closeAndCheck(t, s, k)
+			close(asked)
+			var reqs []driver.PermissionRequest
+			for r := range asked {
+				reqs = append(reqs, r)
+			}
+			if len(reqs) != tt.vetoed {
+				t.Fatalf("veto saw %d requests, want %d", len(reqs), tt.vetoed)
+			}
+			if len(reqs) == 1 {
+				tc := reqs[0].ToolCall
+				if tc.ID != "tu4" || tc.Kind != driver.KindExecute || !strings.Contains(string(tc.RawInput), "rm notes.txt") || reqs[0].Session != "tai-chosen-id" {
+					t.Errorf("veto asked about %+v", reqs[0])
+				}
+			}
+			if a := k.of(driver.EventPermissionAsked); len(a) != 0 {
+				t.Errorf("a hook asked: %+v", a)
+			}
+			decided := k.of(driver.EventPermissionDecided)
+			switch {
+			case tt.decided == "" && len(decided) != 0:
+				t.Errorf("decisions = %+v, want none", decided)
+			case tt.decided != "" && (len(decided) != 1 || decided[0].Decision.DecidedBy != tt.decided || decided[0].Decision.ToolCallID != "tu4"):
+				t.Errorf("decisions = %+v, want one by %s for tu4", decided, tt.decided)
+			}
+			calls := k.of(driver.EventToolCall)
+			if last := calls[len(calls)-1].ToolCall; last.Status != tt.status {
+				t.Errorf("tool call %+v, want %s", last, tt.status)
+			} else if tt.decided != "" && !strings.Contains(last.Content[0].Text, "rm is off limits (decided by rule:no-rm)") {
+				t.Errorf("the agent was not told why: %q", last.Content[0].Text)
+			}
+			raw := k.of(driver.EventRaw)
+			var stop map[string]any
+			for _, ev := range raw {
+				if ev.Raw.Kind == RawStopHook {
+					if stop != nil {
+						t.Errorf("two Stop hook events")
+					}
+					_ = json.Unmarshal(ev.Raw.Data, &stop)
+				}
+			}
+			if stop["transcript_path"] != "/fake/transcript.jsonl" || stop["stop_hook_active"] != false || stop["session_id"] != "fake-session" {
+				t.Errorf("Stop hook event = %v", stop)
+			}
+		})
+	}
+}
+
+// TestFileWrites: a write the CLI's own tool made inside the workspace is
+// reported with its size and hash; one outside is not.
+func TestFileWrites(t *testing.T) {
+	s, k := start(t, "claude", decider{verdict: driver.VerdictAllow})
+	if _, err := s.Prompt(context.Background(), []driver.Content{driver.TextContent("write it")}); err != nil {
+		t.Fatal(err)
+	}
+	closeAndCheck(t, s, k)
+	w := k.of(driver.EventFileWritten)
+	if len(w) != 1 {
+		t.Fatalf("file writes = %+v, want one", w)
+	}
+	f := w[0].File
+	// sha256("hello\n")
+	want := "sha256:5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
+	if f.Path != filepath.Join(s.l.Cwd, "written.txt") || f.Size != 6 || !f.Created || f.HashAfter != want || w[0].Session != "tai-chosen-id" {
+		t.Errorf("file write = %+v", f)
+	}
 }

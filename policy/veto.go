@@ -1,0 +1,40 @@
+package policy
+
+import (
+	"context"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// Veto checks a tool call the agent may run without asking (a CLI that
+// allows it by its own settings or mode) against what tai refuses no
+// matter what: the built-in floor, deny rules and a remembered "always
+// deny". It never asks anyone and never allows: ok is false unless one of
+// those denies, and then the decision carries its provenance like
+// Decide's. Asks, allow rules and the mode's default are left to the
+// agent's own permission request, so nobody is asked twice.
+func (e *Engine) Veto(ctx context.Context, req driver.PermissionRequest) (driver.PermissionDecision, bool) {
+	if ctx.Err() != nil {
+		return driver.PermissionDecision{}, false
+	}
+	d := Decision{PermissionDecision: driver.PermissionDecision{
+		RequestID: req.ID, ToolCallID: req.ToolCall.ID, Title: req.ToolCall.Title, ToolKind: req.ToolCall.Kind,
+	}}
+	f := e.facts(req)
+	d.Key = memoryKey(f)
+	deny := func(by, why string) (driver.PermissionDecision, bool) {
+		return e.finish(d, req, f, false, by, why).PermissionDecision, true
+	}
+	if id, why := e.floorCheck(f); id != "" {
+		return deny(ByRule(id), why)
+	}
+	for _, r := range e.deny {
+		if r.match(f) {
+			return deny(ByRule(r.ID), r.describe())
+		}
+	}
+	if m, ok := e.mem.Lookup(d.Key); ok && !m.Allow {
+		return deny(ByRemembered, e.rememberedReason(m))
+	}
+	return driver.PermissionDecision{}, false
+}
