@@ -6,6 +6,7 @@ import (
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/driver/streamjson"
 )
 
 // auditSink writes the events that matter for accountability into the
@@ -86,6 +87,11 @@ func (a *auditSink) Emit(ev driver.Event) {
 		// when a TUI dies is kept with the run's record.
 		if ev.Raw.Kind == "pty.final_screen" {
 			a.append(audit.KindScreenFinal, ev.Session, ev.Raw.Data)
+		}
+		// A stream-json CLI's turn end, with where it keeps its own
+		// transcript of the session.
+		if ev.Raw.Kind == streamjson.RawStopHook {
+			a.append("agent.stop", ev.Session, ev.Raw.Data)
 		}
 	case driver.EventTurnEnded:
 		a.append(audit.KindTurnEnd, ev.Session, ev.Turn)
