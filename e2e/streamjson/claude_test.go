@@ -110,6 +110,7 @@ func TestClaude(t *testing.T) {
 				if len(r.Permissions) != 1 || r.Permissions[0].Verdict != "allow" || r.Permissions[0].ToolKind != "edit" {
 					t.Errorf("permissions = %+v, want one allowed edit", r.Permissions)
 				}
+				w.wrote(r, "hello.txt")
 			}}},
 		{name: "deny", script: writeScript, args: []string{"--approve", "deny", "--output", "json", "create hello.txt"}, code: 5, status: "denied",
 			checks: []check{hello(false), func(t *testing.T, w *world, o outcome) {
@@ -117,20 +118,26 @@ func TestClaude(t *testing.T) {
 				if len(r.Denials) != 1 || r.Denials[0].Verdict != "deny" {
 					t.Errorf("denials = %+v, want one", r.Denials)
 				}
+				w.wrote(r)
 			}}},
 		{name: "mode", script: writeScript, args: []string{"--mode", "acceptEdits", "--output", "stream-json", "create hello.txt"}, code: 0,
 			// In acceptEdits Claude writes without asking: the file proves
 			// the mode is in effect, the frame that the CLI confirmed it.
 			checks: []check{hello(true), func(t *testing.T, w *world, o outcome) {
 				var modes []string
-				asked := 0
+				asked, written := 0, 0
 				for _, f := range w.frames(o.stdout) {
 					switch f["type"] {
 					case "mode.changed":
 						modes = append(modes, f["mode"].(map[string]any)["id"].(string))
 					case "permission.asked":
 						asked++
+					case "file.written":
+						written++
 					}
+				}
+				if written != 1 {
+					t.Errorf("%d file.written frames, want 1", written)
 				}
 				if len(modes) != 1 || modes[0] != "acceptEdits" {
 					t.Errorf("mode.changed frames = %v, want [acceptEdits]", modes)
@@ -147,7 +154,8 @@ func TestClaude(t *testing.T) {
 				}
 			}}},
 		{name: "max-turns", script: writeScript, cliArgs: []string{"--max-turns", "1"}, args: []string{"--approve", "all", "--output", "json", "create hello.txt"},
-			code: 0, status: "ok", stop: "max_turn_requests"},
+			code: 0, status: "ok", stop: "max_turn_requests",
+			checks: []check{func(t *testing.T, w *world, o outcome) { w.wrote(w.result(o), "hello.txt") }}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,5 +203,113 @@ func TestClaudeResume(t *testing.T) {
 	missing := w.run(append(claudeArgs(exe), "--resume", "00000000-0000-4000-8000-000000000000", "--output", "json", "x")...)
 	if missing.code != 4 {
 		t.Errorf("resuming an unknown session: exit %d, want 4 (no session)\n%s", missing.code, tailStr(missing.stdout, 2000))
+	}
+}
+
+const rmScript = `{"turns":[
+  {"text":"Tidying up.","tool":{"Bash":{"command":"rm notes.txt","description":"Remove the notes"}}},
+  {"text":"Removed notes.txt."}],"default":{"text":"Done."}}`
+
+// TestClaudeHooks: tools Claude runs without asking tai (allowed by the
+// user's own ~/.claude/settings.json, or by acceptEdits) still meet tai's
+// deny rules, through the PreToolUse hook tai registers: the call is
+// refused, the denial is in the result and tai exits 5. A call tai does not
+// object to runs without anyone being asked, is listed in files_written,
+// and the Stop hook puts the CLI's own transcript in the audit log.
+func TestClaudeHooks(t *testing.T) {
+	exe := claudeExe(t)
+	tests := []struct {
+		name     string
+		script   string
+		settings string // ~/.claude/settings.json
+		args     []string
+		code     int
+		// kept: the file the call would have created or removed exists
+		// afterwards.
+		file string
+		kept bool
+	}{
+		{name: "settings-allow-write", script: writeScript, settings: `{"permissions":{"allow":["Write"]}}`,
+			args: []string{"--approve", "all", "--deny", "edit:**/hello.txt"}, code: 5, file: "hello.txt", kept: false},
+		{name: "settings-allow-rm", script: rmScript, settings: `{"permissions":{"allow":["Bash(rm:*)"]}}`,
+			args: []string{"--approve", "all", "--deny", "execute:rm *"}, code: 5, file: "notes.txt", kept: true},
+		{name: "accept-edits", script: writeScript,
+			args: []string{"--mode", "acceptEdits", "--deny", "edit:**/hello.txt"}, code: 5, file: "hello.txt", kept: false},
+		{name: "no-objection", script: writeScript, settings: `{"permissions":{"allow":["Write"]}}`,
+			args: []string{"--approve", "all"}, code: 0, file: "hello.txt", kept: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t, tt.script)
+			w.claudeEnv()
+			w.audit = filepath.Join(w.dir, "audit.jsonl")
+			if tt.settings != "" {
+				writeFile(t, filepath.Join(w.home, ".claude", "settings.json"), tt.settings)
+			}
+			writeFile(t, filepath.Join(w.repo, "notes.txt"), "notes\n")
+			o := w.run(append(append(claudeArgs(exe), tt.args...), "--output", "json", "do it")...)
+			if o.code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s", o.code, tt.code, tailStr(o.stdout, 3000))
+			}
+			r := w.result(o)
+			// The hook decided: Claude never asked.
+			if n := w.wire("in", `"callback_id":"tai_pre_tool_use"`); n != 1 {
+				t.Errorf("%d PreToolUse hook callbacks, want 1", n)
+			}
+			if n := w.wire("in", `"subtype":"can_use_tool"`); n != 0 {
+				t.Errorf("Claude asked %d times: the case does not test the hook", n)
+			}
+			if _, err := os.Stat(filepath.Join(w.repo, tt.file)); (err == nil) != tt.kept {
+				t.Errorf("%s exists = %v, want %v", tt.file, err == nil, tt.kept)
+			}
+			if tt.code == 5 {
+				if r.Status != "denied" || len(r.Denials) != 1 || !strings.HasPrefix(r.Denials[0].DecidedBy, "rule:") {
+					t.Errorf("status %q denials %+v, want one by a rule", r.Status, r.Denials)
+				}
+				w.wrote(r)
+			} else {
+				if len(r.Permissions) != 0 {
+					t.Errorf("permissions = %+v, want none", r.Permissions)
+				}
+				w.wrote(r, "hello.txt")
+			}
+			w.checkAuditStop()
+			w.saveWire("claude", "hook-"+tt.name)
+		})
+	}
+}
+
+// checkAuditStop: the audit log has the turn's Stop hook, naming the CLI's
+// transcript file, which exists.
+func (w *world) checkAuditStop() {
+	w.t.Helper()
+	b, err := os.ReadFile(w.audit)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	stops := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e struct {
+			Kind string `json:"kind"`
+			Data struct {
+				TranscriptPath string `json:"transcript_path"`
+				StopHookActive *bool  `json:"stop_hook_active"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			w.t.Fatalf("audit line: %v", err)
+		}
+		if e.Kind != "agent.stop" {
+			continue
+		}
+		stops++
+		if e.Data.StopHookActive == nil || !strings.HasPrefix(e.Data.TranscriptPath, w.home) {
+			w.t.Errorf("agent.stop entry %s", line)
+		} else if _, err := os.Stat(e.Data.TranscriptPath); err != nil {
+			w.t.Errorf("the transcript the CLI named: %v", err)
+		}
+	}
+	if stops != 1 {
+		w.t.Errorf("%d agent.stop entries in the audit log, want 1", stops)
 	}
 }

@@ -133,6 +133,8 @@ type writeCase struct {
 	// ("": the CLI reports no tool call at all).
 	tool    string
 	denials int
+	// written: file.written frames (the CLI's own write tool completed).
+	written int
 }
 
 // writeCases: tai has no channel to answer a one-shot CLI's permission
@@ -144,19 +146,20 @@ var writeCases = map[string][]writeCase{
 	// not a denial); --yolo registers and runs it.
 	"gemini": {
 		{name: "write", code: 0, status: "ok", tool: "failed"},
-		{name: "write-yolo", yolo: true, code: 0, status: "ok", hello: true, tool: "completed"},
+		{name: "write-yolo", yolo: true, code: 0, status: "ok", hello: true, tool: "completed", written: 1},
 	},
 	// opencode run allows edits by default; with "edit": "ask" it rejects
 	// the call on the spot and stops: tai reports the CLI's denial (exit 5).
 	"opencode": {
-		{name: "write", code: 0, status: "ok", hello: true, tool: "completed"},
+		{name: "write", code: 0, status: "ok", hello: true, tool: "completed", written: 1},
 		{name: "write-ask", ask: true, code: 5, status: "denied", tool: "failed", denials: 1},
 	},
 	// codex exec runs in its read-only sandbox by default: the write fails
 	// inside it ("Read-only file system", told to the model only) and
 	// --json reports no command item at all. With the sandbox bypassed the
 	// command runs (codex 0.171 with an unknown model offers exec_command,
-	// not apply_patch).
+	// not apply_patch), so it is no file_change and no file.written: the
+	// shell wrote the file.
 	"codex": {
 		{name: "write", code: 0, status: "ok"},
 		{name: "write-yolo", yolo: true, code: 0, status: "ok", hello: true, tool: "completed"},
@@ -198,7 +201,7 @@ func TestOneShot(t *testing.T) {
 						t.Fatalf("exit %d, want %d\nstdout: %s", o.code, c.code, tailStr(o.stdout, 3000))
 					}
 					var status, tool string
-					var denials, asked int
+					var denials, asked, written int
 					for _, f := range w.frames(o.stdout) {
 						switch f["type"] {
 						case "tool_call":
@@ -207,6 +210,10 @@ func TestOneShot(t *testing.T) {
 							}
 						case "permission.asked":
 							asked++
+						case "file.written":
+							if fw, ok := f["file"].(map[string]any); ok && fw["path"] == filepath.Join(w.repo, "hello.txt") {
+								written++
+							}
 						case "permission.decided":
 							if d, ok := f["decision"].(map[string]any); ok && d["verdict"] == "deny" {
 								denials++
@@ -215,9 +222,9 @@ func TestOneShot(t *testing.T) {
 							status, _ = f["status"].(string)
 						}
 					}
-					if status != c.status || tool != c.tool || denials != c.denials || asked != 0 {
-						t.Errorf("status %q, tool call %q, %d denials, %d asked; want %q, %q, %d, 0",
-							status, tool, denials, asked, c.status, c.tool, c.denials)
+					if status != c.status || tool != c.tool || denials != c.denials || asked != 0 || written != c.written {
+						t.Errorf("status %q, tool call %q, %d denials, %d asked, %d written; want %q, %q, %d, 0, %d",
+							status, tool, denials, asked, written, c.status, c.tool, c.denials, c.written)
 					}
 					_, err := os.Stat(filepath.Join(w.repo, "hello.txt"))
 					if got := err == nil; got != c.hello {

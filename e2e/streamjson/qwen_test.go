@@ -67,6 +67,11 @@ func TestQwen(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(w.repo, "hello.txt")); (err == nil) != tt.hello {
 				t.Errorf("hello.txt exists = %v, want %v", err == nil, tt.hello)
 			}
+			if tt.hello {
+				w.wrote(r, "hello.txt")
+			} else {
+				w.wrote(r)
+			}
 			w.checkNoLeftovers()
 			w.saveWire("qwen", tt.name)
 		})

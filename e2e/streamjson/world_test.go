@@ -23,6 +23,9 @@ type world struct {
 	url                   string
 	env                   []string
 	lastStderr            string
+	// audit, if set, is where tai writes the run's audit log (else
+	// --no-audit).
+	audit string
 }
 
 func newWorld(t *testing.T, script string) *world {
@@ -105,7 +108,11 @@ func (w *world) run(args ...string) outcome {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	all := append([]string{"run", "-v", "--no-audit", "-C", w.repo, "--trace", filepath.Join(w.dir, "trace.jsonl")}, args...)
+	auditArgs := []string{"--no-audit"}
+	if w.audit != "" {
+		auditArgs = []string{"--audit", w.audit}
+	}
+	all := append(append([]string{"run", "-v", "-C", w.repo, "--trace", filepath.Join(w.dir, "trace.jsonl")}, auditArgs...), args...)
 	cmd := exec.CommandContext(ctx, taiBin, all...)
 	cmd.Dir, cmd.Env = w.repo, w.env
 	var out, errb bytes.Buffer
@@ -137,7 +144,13 @@ type result struct {
 	Denials []struct {
 		Verdict   string `json:"verdict"`
 		DecidedBy string `json:"decided_by"`
+		Reason    string `json:"reason"`
 	} `json:"denials"`
+	FilesWritten []struct {
+		Path      string `json:"path"`
+		Size      int64  `json:"size"`
+		HashAfter string `json:"hash_after"`
+	} `json:"files_written"`
 	Usage *struct {
 		OutputTokens int64   `json:"output_tokens"`
 		Cost         float64 `json:"cost"`
@@ -154,6 +167,47 @@ func (w *world) result(o outcome) result {
 		w.t.Fatalf("JSON exit_code %d but tai exited %d", r.ExitCode, o.code)
 	}
 	return r
+}
+
+// wrote checks that the run's files_written is exactly the workspace
+// files named, each with its size and hash.
+func (w *world) wrote(r result, names ...string) {
+	w.t.Helper()
+	var got []string
+	for _, f := range r.FilesWritten {
+		got = append(got, f.Path)
+		if f.Size == 0 || !strings.HasPrefix(f.HashAfter, "sha256:") {
+			w.t.Errorf("file write %+v lacks its size or hash", f)
+		}
+	}
+	var want []string
+	for _, n := range names {
+		want = append(want, filepath.Join(w.repo, n))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		w.t.Errorf("files_written = %q, want %q", got, want)
+	}
+}
+
+// wire counts the lines the agent printed (dir "in") or tai sent it
+// ("out") that contain s, from the run's trace.
+func (w *world) wire(dir, s string) int {
+	w.t.Helper()
+	b, err := os.ReadFile(filepath.Join(w.dir, "trace.jsonl"))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		var e struct {
+			Dir  string          `json:"dir"`
+			Line json.RawMessage `json:"line"`
+		}
+		if json.Unmarshal([]byte(line), &e) == nil && e.Dir == dir && strings.Contains(string(e.Line), s) {
+			n++
+		}
+	}
+	return n
 }
 
 // frames parses --output stream-json.
