@@ -93,7 +93,9 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	var frames *render.Frames
 	switch f.Output {
 	case OutputText, "":
-		opts.Sinks = append(opts.Sinks, render.NewText(std.Out, colorOn(std.Out)))
+		if opts.Attach == nil { // attached, the screen is the TUI's
+			opts.Sinks = append(opts.Sinks, render.NewText(std.Out, colorOn(std.Out)))
+		}
 	case OutputStreamJSON:
 		frames = render.NewFrames(std.Out)
 		opts.Sinks = append(opts.Sinks, frames)
@@ -245,7 +247,19 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		o.Prompt = append(o.Prompt, c)
 	}
 	if len(o.Prompt) == 0 && o.ResumeID == "" {
-		return o, cleanup, exitcode.Usagef("no prompt: pass it as arguments, or - to read it from stdin")
+		// No prompt on a terminal, with a terminal UI: the user takes the
+		// TUI over (tai still decides what shows up after a detach).
+		ut, tty := attachTerminal(std.In, std.Out)
+		switch {
+		case o.Driver != "pty":
+			return o, cleanup, exitcode.Usagef("no prompt: pass it as arguments, or - to read it from stdin (or use --driver pty on a terminal to attach to the agent's TUI)")
+		case !tty:
+			return o, cleanup, exitcode.Usagef("no prompt: pass it as arguments, or - to read it from stdin; attaching to the TUI needs a terminal on stdin and stdout")
+		case f.Output != "" && f.Output != OutputText:
+			return o, cleanup, exitcode.Usagef("attaching to the TUI (no prompt) takes --output text, not %s", f.Output)
+		}
+		closers = append(closers, ut.close)
+		o.Attach = ut.attach(driver.DefaultDetachKey, std, p.Name)
 	}
 
 	for _, kv := range f.Set {

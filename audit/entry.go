@@ -16,6 +16,8 @@ const (
 	KindPrompt             = "prompt"
 	KindTurnEnd            = "turn.end"
 	KindScreenFinal        = "screen.final"
+	KindAttach             = "tty.attach" // a user took over a terminal UI
+	KindDetach             = "tty.detach" // ...and gave it back, or it exited
 	KindPermissionRequest  = "permission.request"
 	KindPermissionDecision = "permission.decision"
 	KindFileWrite          = "file.write"

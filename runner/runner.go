@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/quartz"
@@ -42,6 +43,9 @@ type Options struct {
 	ResumeID   string
 	AuthMethod string
 	MCPServers []driver.MCPServer
+	// Attach, if set, hands the session to the user's terminal instead of
+	// sending a prompt (terminal-UI drivers only).
+	Attach *driver.Attach
 
 	Decider      driver.PermissionDecider
 	AllowDenials bool
@@ -228,10 +232,71 @@ func (r *run) run(ctx context.Context) error {
 	if err := r.configure(runCtx, sess); err != nil {
 		return r.interrupted(runCtx, err)
 	}
+	if o.Attach != nil {
+		return r.attach(runCtx, sess)
+	}
 	if len(o.Prompt) == 0 {
 		return nil
 	}
 	return r.turn(runCtx, sess)
+}
+
+// attacher is a session a user's terminal can take over.
+type attacher interface {
+	Attach(ctx context.Context, a driver.Attach) (driver.AttachEnd, error)
+}
+
+// attach gives the session to the user until they detach (and the agent
+// is idle again) or the agent exits. Quitting the TUI normally is a clean
+// end; a crash is the agent's error.
+func (r *run) attach(ctx context.Context, sess Session) error {
+	at, ok := sess.(attacher)
+	if !ok {
+		return exitcode.Usagef("the %s driver has no terminal UI to attach to: pass a prompt, or use --driver pty", r.driverName())
+	}
+	a := *r.o.Attach
+	var detached atomic.Bool
+	if r.audit != nil {
+		r.audit.append(audit.KindAttach, sess.ID(), map[string]any{"detach": detachKeyName(a.DetachKey)})
+		// The detach is recorded when the user detaches, so that what tai
+		// decides after it (pickers the user left open) follows it in the
+		// log.
+		onDetach := a.OnDetach
+		a.OnDetach = func() {
+			detached.Store(true)
+			r.audit.append(audit.KindDetach, sess.ID(), map[string]any{"end": string(driver.AttachDetached)})
+			if onDetach != nil {
+				onDetach()
+			}
+		}
+	}
+	end, err := at.Attach(ctx, a)
+	if r.audit != nil && !detached.Load() {
+		d := map[string]any{"end": string(end)}
+		if err != nil {
+			d["error"] = err.Error()
+		}
+		r.audit.append(audit.KindDetach, sess.ID(), d)
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	var exit *driver.AgentExitError
+	if end == driver.AttachExited && errors.As(err, &exit) && exit.ExitCode == 0 {
+		return nil
+	}
+	return err
+}
+
+// detachKeyName spells a control key the way users type it: ^].
+func detachKeyName(k byte) string {
+	if k == 0 {
+		k = driver.DefaultDetachKey
+	}
+	if k < 0x20 {
+		return "^" + string(rune(k+0x40))
+	}
+	return string(rune(k))
 }
 
 // interrupted prefers the interrupt or timeout as the reason a step failed.

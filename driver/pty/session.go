@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,7 +40,7 @@ const Name = "pty"
 // Features are what the capability manifest lists for this driver.
 var Features = []string{
 	"tui", "status", "screen.delta", "bracketed_paste", "permission_picker", "trust_dialog",
-	"cancel", "final_screen", "profiles:" + strings.Join(profile.Names(), ","),
+	"cancel", "final_screen", "attach", "profiles:" + strings.Join(profile.Names(), ","),
 }
 
 // FinalScreenKind is the raw event carrying the last screen when the
@@ -127,6 +128,18 @@ type Session struct {
 	final   term.Snapshot
 	exitErr *driver.AgentExitError
 	recMu   sync.Mutex
+	// pubStatus is the loop's status for other goroutines; statusCh is
+	// closed and replaced at every change.
+	pubStatus string
+	statusCh  chan struct{}
+
+	// An attached user's terminal gets a copy of the output, and the loop
+	// leaves pickers to them.
+	mirrorMu sync.Mutex
+	mirror   io.Writer
+	attached atomic.Bool
+	// The size tai runs the TUI at when nobody is attached.
+	homeCols, homeRows int
 
 	// Loop state (only the loop goroutine touches these).
 	set       settler
@@ -191,7 +204,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		cfg: cfg, prof: cfg.Profile, clock: cfg.Clock, log: cfg.Logger.With("agent", cfg.Agent, "driver", Name),
 		sig: make(chan struct{}, 1), promptCh: make(chan *turn), cancelCh: make(chan struct{}, 1),
 		stop: make(chan struct{}), exited: make(chan struct{}), ready: make(chan struct{}),
-		status: StatusUnknown,
+		status: StatusUnknown, pubStatus: StatusUnknown, statusCh: make(chan struct{}),
 	}
 	s.set.quiet = s.prof.QuietWindow()
 	s.id = cfg.Agent + "-" + randomID()
@@ -207,6 +220,9 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		return nil, fmt.Errorf("pty: %w", err)
 	}
 	s.proc = proc
+	if snap := proc.Screen.Snapshot(); snap.Cols > 0 {
+		s.homeCols, s.homeRows = snap.Cols, snap.Rows
+	}
 	s.log.Debug("agent started in a pty", "pid", proc.Pid(), "argv", cfg.Argv, "profile", s.prof.Name)
 	s.emit(driver.Event{Type: driver.EventSessionStarted, Started: &driver.SessionStarted{
 		Agent: cfg.Agent, Driver: Name, Cwd: cfg.Cwd, AgentName: s.prof.Name, Protocol: "pty",
@@ -246,10 +262,12 @@ func (s *Session) output(p []byte) {
 	s.lastOut = now
 	s.mu.Unlock()
 	s.record("o", p)
-	select {
-	case s.sig <- struct{}{}:
-	default:
+	s.mirrorMu.Lock()
+	if s.mirror != nil {
+		_, _ = s.mirror.Write(p)
 	}
+	s.mirrorMu.Unlock()
+	s.wake()
 }
 
 func (s *Session) record(kind string, p []byte) {
@@ -373,12 +391,15 @@ func (s *Session) evaluate(now time.Time) {
 		s.status = st
 		s.log.Debug("status", "state", st, "why", v.Why)
 		s.emit(driver.Event{Type: driver.EventStatus, Status: &driver.Status{State: st}})
+		s.publishStatus(st)
 	}
 	body := s.prof.Body(snap.Lines)
 	s.delta(body)
 
 	if v.Picker == nil {
 		s.answered = ""
+	} else if s.attached.Load() {
+		return // the user answers it
 	} else if sig := v.Picker.Signature(); sig != s.answered {
 		s.answerPicker(v.Picker, snap)
 		s.answered = sig

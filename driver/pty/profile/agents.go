@@ -276,13 +276,26 @@ func (p *Profile) Reply(before, after []string, prompt string) string {
 			continue
 		}
 		if len(p.ReplyPrefix) > 0 {
-			if body, ok := cutAnyPrefix(t, p.ReplyPrefix); ok {
+			// With ContinueIndent set, an indented row under a reply row
+			// continues it even if it starts with the marker: codex's
+			// list items ("  • item") keep their bullets.
+			if inReply && p.ContinueIndent != "" && t != "" && strings.HasPrefix(l, p.ContinueIndent) && !p.chrome(l) {
+				out = append(out, t)
+				continue
+			}
+			// A chrome row with the reply's marker (codex's "• Ran cmd"
+			// tool cells) is no reply either.
+			if body, ok := cutAnyPrefix(t, p.ReplyPrefix); ok && !p.chrome(l) {
 				out = append(out, body)
 				inReply = true
 				continue
 			}
 			// A continuation row is indented text under a reply row.
-			if inReply && t != "" && strings.HasPrefix(l, "    ") && !p.chrome(l) {
+			indent := p.ContinueIndent
+			if indent == "" {
+				indent = "    "
+			}
+			if inReply && t != "" && strings.HasPrefix(l, indent) && !p.chrome(l) {
 				out = append(out, t)
 				continue
 			}

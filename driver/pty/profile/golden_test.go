@@ -76,6 +76,9 @@ func TestClassify(t *testing.T) {
 		{"Yes, proceed (y)", "allow_once"},
 		{"Yes, and don't ask again for this command (a)", "allow_always"},
 		{"No, and tell Codex what to do differently (esc)", "reject_once"},
+		{"Trust and continue", "allow_once"},
+		{"Back to Agent Command Center", "reject_once"},
+		{"Backup the file", ""},
 		{"Blue", ""},
 	} {
 		if got := classify(tc.label); got != tc.want {

@@ -152,6 +152,16 @@ type Profile struct {
 	// PaneGap: text after a run of this many spaces belongs to another
 	// pane (opencode's sidebar) and is cut from transcript rows.
 	PaneGap int
+	// ContinueIndent is the indent of a reply block's further rows
+	// ("" means four spaces); codex indents them by two.
+	ContinueIndent string
+	// TurnOpen and TurnDone: when the lowest transcript row above the
+	// composer that matches either matches TurnOpen (the echoed prompt, the
+	// agent's text), a turn is still running though no spinner shows:
+	// codex drops its status row for a frame between its text and the
+	// tool call that follows. The verdict is then Unknown, not Idle, so
+	// only the agent's end-of-turn row (TurnDone) or quiescence ends it.
+	TurnOpen, TurnDone []*regexp.Regexp
 }
 
 var boxBottom = regexp.MustCompile(`^\s*[╹└╰┗][▀─━]{8,}`)
@@ -212,7 +222,7 @@ var optionRow = regexp.MustCompile(`^\s*(?:([^\s\w])\s*)?(\d{1,2})[.)]\s+(\S.*?)
 
 // Parse reads one screen (rows, trailing blanks allowed).
 func (p *Profile) Parse(lines []string) Verdict {
-	region, _ := p.region(lines)
+	region, base := p.region(lines)
 	if pk := p.picker(region); pk != nil {
 		return Verdict{State: Waiting, Composer: ComposerUnknown, Picker: pk, Why: "picker: " + pk.Title}
 	}
@@ -248,10 +258,32 @@ func (p *Profile) Parse(lines []string) Verdict {
 			if draft != "" && (p.Placeholder == nil || !p.Placeholder.MatchString(draft)) {
 				v.Composer, v.Draft = ComposerDraft, draft
 			}
+			if row, open := p.turnOpen(lines[:base+i]); open {
+				v.State, v.Why = Unknown, "turn open: "+row
+			}
 			return v
 		}
 	}
 	return Verdict{State: Unknown, Composer: ComposerUnknown}
+}
+
+// turnOpen reports whether the transcript's last turn row opens a turn
+// (see Profile.TurnOpen), and the row.
+func (p *Profile) turnOpen(transcript []string) (string, bool) {
+	for k := len(transcript) - 1; k >= 0 && len(p.TurnOpen) > 0; k-- {
+		l := transcript[k]
+		for _, re := range p.TurnDone {
+			if re.MatchString(l) {
+				return "", false
+			}
+		}
+		for _, re := range p.TurnOpen {
+			if re.MatchString(l) {
+				return strings.TrimSpace(l), true
+			}
+		}
+	}
+	return "", false
 }
 
 func (p *Profile) composer(region []string) Composer {
@@ -462,7 +494,7 @@ func (p *Profile) describe(pk *Picker, region []string, optStart int) {
 }
 
 var (
-	rejectRe = regexp.MustCompile(`(?i)^(no\b|deny|reject|don'?t|do not|cancel|abort|decline|exit|quit|skip)|\(esc\)`)
+	rejectRe = regexp.MustCompile(`(?i)^(no\b|deny|reject|don'?t|do not|cancel|abort|decline|exit|quit|skip|back\b)|\(esc\)`)
 	alwaysRe = regexp.MustCompile(`(?i)(always|don'?t ask again|for (this|the) session|all (edits|commands|tools)|remember|parent folder)`)
 	allowRe  = regexp.MustCompile(`(?i)^(yes|allow|approve|proceed|accept|trust|run|ok\b|continue|apply|execute)`)
 	pathRe   = regexp.MustCompile(`(?:[Ww]rit(?:e|ing) to|[Ee]dit(?:ing)?|[Cc]reat(?:e|ing)|[Rr]ead(?:ing)?|[Pp]atch(?:ing)?|file)\s+([\w./~-]+\.\w+)`)

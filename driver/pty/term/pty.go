@@ -32,7 +32,8 @@ type Process struct {
 	Screen *Screen
 	cmd    *exec.Cmd
 	ptmx   *os.File
-	wmu    sync.Mutex
+	wmu    sync.Mutex // guards writes, resizes and the close of ptmx
+	closed bool
 	done   chan struct{} // closed when the process has exited and output is drained
 	outEOF chan struct{}
 	state  *os.ProcessState
@@ -121,7 +122,10 @@ func (p *Process) wait() {
 	// first (the leader is gone, its group is orphaned anyway).
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	<-p.outEOF
+	p.wmu.Lock()
+	p.closed = true
 	_ = p.ptmx.Close()
+	p.wmu.Unlock()
 	close(p.done)
 }
 
@@ -139,6 +143,13 @@ func (p *Process) Write(b []byte) (int, error) {
 // Resize changes the size of the PTY (the application gets SIGWINCH) and
 // of the emulated screen.
 func (p *Process) Resize(cols, rows int) error {
+	// Under wmu: the PTY may be closing (the app exited), and Setsize
+	// takes its raw fd.
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.closed {
+		return fmt.Errorf("resizing the pty: %w", os.ErrClosed)
+	}
 	p.Screen.Resize(cols, rows)
 	if err := pty.Setsize(p.ptmx, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)}); err != nil {
 		return fmt.Errorf("resizing the pty: %w", err)

@@ -3,7 +3,7 @@
 # offline, against `tai model serve` (the recipes of
 # e2e/realagents/agents_test.go). Needs the agents installed:
 #   eval "$(scripts/install-agents.sh | sed 's/^/export /')"
-#   driver/pty/testdata/capture.sh qwen|gemini|opencode
+#   driver/pty/testdata/capture.sh qwen|gemini|opencode|codex
 # Writes driver/pty/testdata/<agent>/<version>/*.{screen,rec}; the .want
 # verdicts are written by hand after looking at the screens.
 set -euo pipefail
@@ -58,6 +58,28 @@ opencode)
 J
   env+=(OPENCODE_DISABLE_MODELS_FETCH=1 OPENCODE_DISABLE_AUTOUPDATE=1 OPENCODE_DISABLE_LSP_DOWNLOAD=1 npm_config_offline=true)
   argv=("$TAI_AGENT_OPENCODE")
+  ;;
+codex)
+  version=0.171.0
+  # The e2e/realagents recipe: a known model slug, the model server as a
+  # Responses provider. On request in the read-only sandbox: the model's
+  # command that asks to leave the sandbox (write.json) gets the approval
+  # picker. The folder is not trusted: the trust dialog comes first.
+  mkdir -p "$home/.codex"
+  cat >"$home/.codex/config.toml" <<T
+model = "gpt-5.3-codex"
+model_provider = "fake"
+
+[model_providers.fake]
+name = "tai modelserver"
+base_url = "$url/v1"
+wire_api = "responses"
+env_key = "FAKE_API_KEY"
+T
+  env+=(CODEX_HOME=$home/.codex FAKE_API_KEY=sk-fake)
+  # --no-daemon: by default it starts a shared app server that outlives
+  # the TUI.
+  argv=("$TAI_AGENT_CODEX_CLI" -a on-request -s read-only --no-daemon)
   ;;
 *) echo "unknown agent $agent" >&2; exit 2 ;;
 esac

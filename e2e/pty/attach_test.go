@@ -1,0 +1,260 @@
+package pty
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// userTTY is tai started the way a user starts it: in a terminal of its
+// own (a real PTY), with what it prints collected as the user's screen.
+type userTTY struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	ptmx *os.File
+	mu   sync.Mutex
+	seen bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+func startInTerminal(t *testing.T, dir string, args ...string) *userTTY {
+	t.Helper()
+	cmd := exec.Command(taiBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(dir, ".state"))
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 120, Rows: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &userTTY{t: t, cmd: cmd, ptmx: ptmx, done: make(chan struct{})}
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := ptmx.Read(buf)
+			u.mu.Lock()
+			u.seen.Write(buf[:n])
+			u.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		u.err = cmd.Wait()
+		close(u.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-u.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-u.done
+		}
+		ptmx.Close()
+	})
+	return u
+}
+
+// waitFor waits until the user's screen has shown s. The deadline only
+// guards against a hang; nothing asserts on time.
+func (u *userTTY) waitFor(s string) {
+	u.t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		u.mu.Lock()
+		ok := strings.Contains(u.seen.String(), s)
+		u.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-u.done:
+			u.mu.Lock()
+			ok = strings.Contains(u.seen.String(), s)
+			u.mu.Unlock()
+			if !ok {
+				u.t.Fatalf("tai exited (%v) before the screen showed %q; it showed:\n%s", u.err, s, u.screen())
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	u.t.Fatalf("the screen never showed %q; it showed:\n%s", s, u.screen())
+}
+
+func (u *userTTY) screen() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := u.seen.String()
+	if len(s) > 4000 {
+		s = "…" + s[len(s)-4000:]
+	}
+	return s
+}
+
+func (u *userTTY) typ(s string) {
+	u.t.Helper()
+	if _, err := io.WriteString(u.ptmx, s); err != nil {
+		u.t.Fatal(err)
+	}
+}
+
+// exit waits for tai to end and returns its exit code.
+func (u *userTTY) exit() int {
+	u.t.Helper()
+	select {
+	case <-u.done:
+	case <-time.After(90 * time.Second):
+		u.t.Fatalf("tai did not exit; the screen:\n%s", u.screen())
+	}
+	var ee *exec.ExitError
+	if errors.As(u.err, &ee) {
+		return ee.ExitCode()
+	}
+	if u.err != nil {
+		u.t.Fatal(u.err)
+	}
+	return 0
+}
+
+type auditEntry struct {
+	Seq  int             `json:"seq"`
+	Kind string          `json:"kind"`
+	Data json.RawMessage `json:"data"`
+}
+
+func (e auditEntry) String() string { return fmt.Sprintf("%d %s %s", e.Seq, e.Kind, e.Data) }
+
+func readAudit(t *testing.T, path string) []auditEntry {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []auditEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var e auditEntry
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("audit line: %v", err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func firstOf(entries []auditEntry, kind string) (auditEntry, bool) {
+	for _, e := range entries {
+		if e.Kind == kind {
+			return e, true
+		}
+	}
+	return auditEntry{}, false
+}
+
+// `tai run --driver pty` with no prompt, on a terminal, hands the TUI to
+// the user: what they type reaches the agent, what it draws reaches them,
+// and Ctrl-] gives it back.
+func TestAttachTypeAndDetach(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "audit.jsonl")
+	u := startInTerminal(t, dir, "run", "--agent-cmd", fakeBin, "--driver", "pty", "--audit", log)
+	u.waitFor("press Ctrl-] to detach")
+	u.typ("say hi")
+	u.waitFor("say hi")
+	u.typ("\r")
+	u.waitFor("Hello from the fake TUI.")
+	u.typ("\x1d")
+	u.waitFor("detached from")
+	if code := u.exit(); code != 0 {
+		t.Fatalf("exit %d after a detach; screen:\n%s", code, u.screen())
+	}
+	entries := readAudit(t, log)
+	at, ok1 := firstOf(entries, "tty.attach")
+	de, ok2 := firstOf(entries, "tty.detach")
+	if !ok1 || !ok2 || at.Seq > de.Seq || !strings.Contains(string(de.Data), `"end":"detached"`) {
+		t.Fatalf("audit lacks tty.attach then tty.detach (detached): %+v", entries)
+	}
+	if _, ok := firstOf(entries, "screen.final"); !ok {
+		t.Error("audit lacks the final screen")
+	}
+	checkNoLeftovers(t, dir)
+}
+
+// While the user is attached, a picker is theirs: tai answers nothing. A
+// picker still open when they detach goes to the policy, which the audit
+// shows deciding after the detach.
+func TestAttachPickerAfterDetachGoesToPolicy(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "audit.jsonl")
+	u := startInTerminal(t, dir, "run", "--agent-cmd", fakeBin, "--driver", "pty", "--approve", "all", "--audit", log)
+	u.waitFor("press Ctrl-] to detach")
+	u.typ("please write hello")
+	u.waitFor("please write hello")
+	u.typ("\r")
+	u.waitFor("Apply this change?")
+	u.typ("\x1d")
+	if code := u.exit(); code != 0 {
+		t.Fatalf("exit %d; screen:\n%s", code, u.screen())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "hello.txt")); err != nil {
+		t.Errorf("the policy allowed the write after the detach, but: %v", err)
+	}
+	entries := readAudit(t, log)
+	de, _ := firstOf(entries, "tty.detach")
+	dec, ok := firstOf(entries, "permission.decision")
+	if !ok || de.Seq == 0 || dec.Seq < de.Seq || strings.Contains(string(dec.Data), `"decided_by":"user"`) || !strings.Contains(string(dec.Data), `"decision":"allow"`) {
+		t.Fatalf("want the policy's allow after the detach (detach seq %d); audit: %+v", de.Seq, entries)
+	}
+	checkNoLeftovers(t, dir)
+}
+
+// The user quitting the TUI while attached ends the run cleanly.
+func TestAttachAgentQuits(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "audit.jsonl")
+	u := startInTerminal(t, dir, "run", "--agent-cmd", fakeBin, "--driver", "pty", "--audit", log)
+	u.waitFor("press Ctrl-] to detach")
+	u.typ("\x03") // raw mode: Ctrl-C is the TUI's key, and faketui quits on it
+	if code := u.exit(); code != 0 {
+		t.Fatalf("exit %d after the TUI quit; screen:\n%s", code, u.screen())
+	}
+	de, ok := firstOf(readAudit(t, log), "tty.detach")
+	if !ok || !strings.Contains(string(de.Data), `"end":"exited"`) {
+		t.Fatalf("tty.detach %s, want end exited", de.Data)
+	}
+}
+
+func TestNoPromptWithoutATerminal(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"pty", []string{"run", "--agent-cmd", fakeBin, "--driver", "pty"}, "attaching to the TUI needs a terminal"},
+		{"acp", []string{"run"}, "use --driver pty on a terminal to attach"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tai(t, dir, os.Environ(), tc.args...)
+			if o.code != 2 || !strings.Contains(o.stderr, tc.want) {
+				t.Fatalf("exit %d, stderr %q; want 2 and %q", o.code, o.stderr, tc.want)
+			}
+		})
+	}
+}
