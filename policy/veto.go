@@ -12,11 +12,10 @@ import (
 // deny". It never asks anyone and never allows: ok is false unless one of
 // those denies, and then the decision carries its provenance like
 // Decide's. Asks, allow rules and the mode's default are left to the
-// agent's own permission request, so nobody is asked twice.
-func (e *Engine) Veto(ctx context.Context, req driver.PermissionRequest) (driver.PermissionDecision, bool) {
-	if ctx.Err() != nil {
-		return driver.PermissionDecision{}, false
-	}
+// agent's own permission request, so nobody is asked twice. It waits for
+// nothing, so a cancelled ctx changes nothing: a tool call must not slip
+// past the floor because the turn is being interrupted.
+func (e *Engine) Veto(_ context.Context, req driver.PermissionRequest) (driver.PermissionDecision, bool) {
 	d := Decision{PermissionDecision: driver.PermissionDecision{
 		RequestID: req.ID, ToolCallID: req.ToolCall.ID, Title: req.ToolCall.Title, ToolKind: req.ToolCall.Kind,
 	}}

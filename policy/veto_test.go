@@ -80,8 +80,8 @@ func TestVeto(t *testing.T) {
 			}
 		})
 	}
-	if _, veto := New(ApproveAll, NonInteractiveDeny, nil).Veto(cancelledCtx(), tool(driver.KindExecute, "Bash", map[string]string{"command": "rm -rf /"})); veto {
-		t.Errorf("a cancelled context vetoed: the agent's turn is ending anyway")
+	if d, veto := New(ApproveAll, NonInteractiveDeny, nil).Veto(cancelledCtx(), tool(driver.KindExecute, "Bash", map[string]string{"command": "rm -rf /"})); !veto || d.DecidedBy != ByRule("floor-rm-root") {
+		t.Errorf("with the turn cancelled: %+v, %v; the floor must still hold", d, veto)
 	}
 }
 

@@ -51,6 +51,7 @@ var dialects = []Dialect{
 var Features = []string{
 	"initialize", "can_use_tool", "control_cancel_request", "interrupt", "set_permission_mode", "set_model",
 	"session_id", "resume", "multi_turn", "permission_denials", "usage", "one_shot_resume",
+	"hook_callback", "pre_tool_use_veto", "stop_hook", "files_written",
 }
 
 // Dialects lists the dialect names this driver speaks.

@@ -1,12 +1,15 @@
 // Package streamjson is tai's driver for agent CLIs that run headless and
 // print one JSON object per line: Claude Code and Qwen Code in full duplex
 // (NDJSON user lines and a control protocol on stdin: initialize,
-// can_use_tool, interrupt, set_permission_mode, set_model), and the
-// output-only CLIs (Gemini CLI, Codex exec, OpenCode run, Cursor, Amp),
-// run once per turn and resumed by id. Each CLI's flavour is a Dialect.
+// can_use_tool, hook_callback, interrupt, set_permission_mode, set_model),
+// and the output-only CLIs (Gemini CLI, Codex exec, OpenCode run, Cursor,
+// Amp), run once per turn and resumed by id. Each CLI's flavour is a
+// Dialect.
 // Like every driver it only translates: permissions are decided by the
-// Host's Decider, and the exit status is tai's, computed from what the CLI
-// reported (is_error, denials), never from the CLI's own exit code.
+// Host's Decider (and, for the tools a CLI runs without asking, its Veto:
+// see hooks.go), and the exit status is tai's, computed from what the CLI
+// reported (is_error, denials), never from the CLI's own exit code. Files
+// the CLI's own tools wrote are reported from their completed tool calls.
 package streamjson
 
 import (
