@@ -40,7 +40,7 @@ const Name = "pty"
 // Features are what the capability manifest lists for this driver.
 var Features = []string{
 	"tui", "status", "screen.delta", "bracketed_paste", "permission_picker", "trust_dialog",
-	"cancel", "final_screen", "attach", "profiles:" + strings.Join(profile.Names(), ","),
+	"cancel", "final_screen", "scrollback", "attach", "profiles:" + strings.Join(profile.Names(), ","),
 }
 
 // FinalScreenKind is the raw event carrying the last screen when the
@@ -146,6 +146,7 @@ type Session struct {
 	status    string
 	verdict   profile.Verdict
 	lastBody  []string
+	scroll    scrollback
 	answered  string // signature of the picker last answered, until it goes
 	reqSeq    int
 	isReady   bool
@@ -395,6 +396,7 @@ func (s *Session) evaluate(now time.Time) {
 	}
 	body := s.prof.Body(snap.Lines)
 	s.delta(body)
+	s.scroll.observe(body)
 
 	if v.Picker == nil {
 		s.answered = ""
@@ -680,8 +682,18 @@ func (s *Session) finish() {
 		pe.ExitCode = &code
 	}
 	s.emit(driver.Event{Type: driver.EventProcessExited, Process: pe})
-	raw, _ := json.Marshal(map[string]any{"cols": snap.Cols, "rows": snap.Rows, "cursor": []int{snap.CursorX, snap.CursorY},
-		"alt_screen": snap.AltScreen, "text": snap.Text()})
+	// The rows that scrolled off the top go with the last screen, so the
+	// record of a long session is whole.
+	s.scroll.observe(s.prof.Body(snap.Lines))
+	final := map[string]any{"cols": snap.Cols, "rows": snap.Rows, "cursor": []int{snap.CursorX, snap.CursorY},
+		"alt_screen": snap.AltScreen, "text": snap.Text()}
+	if len(s.scroll.lines) > 0 {
+		final["scrollback"] = s.scroll.lines
+	}
+	if s.scroll.dropped > 0 {
+		final["scrollback_dropped"] = s.scroll.dropped
+	}
+	raw, _ := json.Marshal(final)
 	s.emit(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: FinalScreenKind, Data: raw}})
 	if !s.isReady {
 		s.isReady = true

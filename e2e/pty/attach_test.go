@@ -258,3 +258,42 @@ func TestNoPromptWithoutATerminal(t *testing.T) {
 		})
 	}
 }
+
+// A reply longer than the screen scrolls rows off the emulator; the audit
+// log's final screen carries them as scrollback, so every row is kept,
+// once and in order.
+func TestScrollbackInAudit(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "audit.jsonl")
+	o := tai(t, dir, os.Environ(), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--audit", log, "-o", "json", "a long reply please")
+	if o.code != 0 {
+		t.Fatalf("exit %d\n%s", o.code, o.stderr)
+	}
+	fin, ok := firstOf(readAudit(t, log), "screen.final")
+	if !ok {
+		t.Fatal("no screen.final in the audit log")
+	}
+	var screen struct {
+		Text       string   `json:"text"`
+		Scrollback []string `json:"scrollback"`
+	}
+	if err := json.Unmarshal(fin.Data, &screen); err != nil {
+		t.Fatal(err)
+	}
+	if len(screen.Scrollback) == 0 {
+		t.Fatal("no scrollback kept, though the reply was longer than the screen")
+	}
+	all := strings.Join(screen.Scrollback, "\n") + "\n" + screen.Text
+	at := 0
+	for i := 1; i <= 150; i++ {
+		row := fmt.Sprintf("row %d of the long reply", i)
+		if c := strings.Count(all, row+"\n"); c != 1 {
+			t.Fatalf("%q appears %d times in scrollback + screen", row, c)
+		}
+		j := strings.Index(all, row+"\n")
+		if j < at {
+			t.Fatalf("%q is out of order", row)
+		}
+		at = j
+	}
+}

@@ -6,6 +6,7 @@
 //	"write"  a permission picker (arrows + Enter), then writes hello.txt
 //	"slow"   works until Esc ("Request cancelled.")
 //	"crtwice" ignores the first CR (the driver must retry)
+//	"long"   replies with 150 numbered rows, 7 per frame: more than a screen
 //	else     "Hello from the fake TUI."
 //
 // It runs in real time (it is the agent, not the test), with short frames.
@@ -190,6 +191,20 @@ func start(u *ui) func(*ui, string) {
 				} else {
 					u.transcript = append(u.transcript, "  - WriteFile Writing to hello.txt", "  ◆ The write was declined.")
 				}
+			}
+		}
+	case strings.Contains(prompt, "long"):
+		n := 0
+		return func(u *ui, key string) {
+			if !strings.HasPrefix(key, "tick") {
+				return
+			}
+			for i := 0; i < 7 && n < 150; i++ {
+				n++
+				u.transcript = append(u.transcript, fmt.Sprintf("  ◆ row %d of the long reply", n))
+			}
+			if n == 150 {
+				u.working = ""
 			}
 		}
 	case strings.Contains(prompt, "slow"):
