@@ -32,6 +32,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/driver/pty/profile"
 	"github.com/tai-dev/tai/driver/pty/term"
+	"github.com/tai-dev/tai/internal/agentproc"
 )
 
 // Name is this driver's name in presets and the capability manifest.
@@ -70,6 +71,9 @@ type Config struct {
 	// Record, if set, receives the raw output as a recording (see
 	// ReadRecording).
 	Record io.Writer
+	// CPU samples the agent's process tree, the process-state signal of
+	// the settle; nil reads /proc.
+	CPU func(pid int) (agentproc.CPU, bool)
 }
 
 func (c *Config) defaults() {
@@ -221,6 +225,11 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		return nil, fmt.Errorf("pty: %w", err)
 	}
 	s.proc = proc
+	cpu := cfg.CPU
+	if cpu == nil {
+		cpu = agentproc.CPUOf
+	}
+	s.set.probe = func() (agentproc.CPU, bool) { return cpu(proc.Pid()) }
 	if snap := proc.Screen.Snapshot(); snap.Cols > 0 {
 		s.homeCols, s.homeRows = snap.Cols, snap.Rows
 	}
@@ -363,13 +372,20 @@ func (s *Session) nextWake() (time.Time, bool) {
 		s.mu.Unlock()
 		add(minTime(lo.Add(s.cfg.Frame), s.firstPend.Add(s.cfg.MaxFrame)))
 	}
-	if (s.status == StatusUnknown || !s.isReady && s.prof.ReadyQuiet) && !s.set.lastOut.IsZero() {
-		add(s.set.quietAt())
+	// A quiet window already reached needs no wake-up (that evaluation
+	// ran); past it, the process probe sets the pace.
+	now := s.clock.Now()
+	quietAt := s.set.quietAt()
+	if (s.status == StatusUnknown || !s.isReady && s.prof.ReadyQuiet) && !s.set.lastOut.IsZero() && quietAt.After(now) {
+		add(quietAt)
+	}
+	if t, ok := s.set.probeDue(); ok {
+		add(t)
 	}
 	if s.cur != nil && (s.cur.phase == phaseCR || s.cur.phase == phaseSubmitted) {
 		add(s.cur.due)
-		if s.cur.echoed {
-			add(s.set.quietAt())
+		if s.cur.echoed && quietAt.After(now) {
+			add(quietAt)
 		}
 	}
 	return next, !next.IsZero()

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/tai-dev/tai/driver/pty/profile"
+	"github.com/tai-dev/tai/internal/agentproc"
 )
 
 // Status values of the `status` frame.
@@ -18,17 +19,41 @@ const (
 // structural verdict decides when it recognises the screen (idle is
 // declared the moment the profile sees an empty composer and no spinner,
 // not after a fixed window); a screen it does not recognise falls back to
-// quiescence (no output for the profile's window, agentapi's 2 s rule);
-// a dead process is never idle (the session reports the exit instead).
+// quiescence (no output for the profile's window, agentapi's 2 s rule),
+// confirmed by the process state: a quiet screen over a process tree that
+// still computes (a build, a test run that prints nothing) is working, not
+// idle; and a dead process is never idle (the session reports the exit).
 // It holds no goroutines or timers: the session and the replay tests feed
 // it times from the injected clock.
 type settler struct {
 	quiet   time.Duration
 	lastOut time.Time
+
+	// probe samples the agent's process tree; nil leaves quiescence
+	// alone.
+	probe    func() (agentproc.CPU, bool)
+	sampleAt time.Time // the last probe (zero: none since the output)
+	sample   agentproc.CPU
+	idle     bool // the probe found the tree at rest since the last output
 }
 
+// probeGap is the time between two CPU samples. The tree is busy if it
+// used busyTicks in that time (a tenth of a core: an idle Node or Go TUI
+// uses well under 1 %, a compiler or test run 100 %), or had a runnable
+// process at both samples (on a loaded machine a busy process may get
+// little CPU, but it stays runnable, where an idle TUI sleeps).
+const (
+	probeGap  = 500 * time.Millisecond
+	busyTicks = 5 // of 50 possible per core in probeGap
+)
+
 // output records that the application wrote at now.
-func (s *settler) output(now time.Time) { s.lastOut = now }
+func (s *settler) output(now time.Time) {
+	if now.After(s.lastOut) {
+		s.sampleAt, s.idle = time.Time{}, false
+	}
+	s.lastOut = now
+}
 
 // status is the combined verdict at now.
 func (s *settler) status(now time.Time, v profile.Verdict) string {
@@ -41,10 +66,44 @@ func (s *settler) status(now time.Time, v profile.Verdict) string {
 		return StatusIdle
 	}
 	if !s.lastOut.IsZero() && now.Sub(s.lastOut) >= s.quiet {
-		return StatusIdle
+		return s.byProcess(now)
 	}
 	return StatusUnknown
 }
 
+// byProcess settles a quiet, unrecognised screen by the process tree's
+// CPU use over probeGap.
+func (s *settler) byProcess(now time.Time) string {
+	if s.probe == nil || s.idle {
+		return StatusIdle
+	}
+	if !s.sampleAt.IsZero() && now.Sub(s.sampleAt) < probeGap {
+		return StatusUnknown
+	}
+	cur, ok := s.probe()
+	if !ok {
+		return StatusIdle // no figure (not Linux, or exiting): quiescence alone
+	}
+	if s.sampleAt.IsZero() {
+		s.sampleAt, s.sample = now, cur
+		return StatusUnknown
+	}
+	busy := cur.Ticks-s.sample.Ticks >= busyTicks || cur.Running > 0 && s.sample.Running > 0
+	s.sampleAt, s.sample = now, cur
+	if busy {
+		return StatusWorking
+	}
+	s.idle = true
+	return StatusIdle
+}
+
 // quietAt is when quiescence will be reached, for the wake-up timer.
 func (s *settler) quietAt() time.Time { return s.lastOut.Add(s.quiet) }
+
+// probeDue is when the next CPU sample is due, if one is.
+func (s *settler) probeDue() (time.Time, bool) {
+	if s.probe == nil || s.idle || s.sampleAt.IsZero() {
+		return time.Time{}, false
+	}
+	return s.sampleAt.Add(probeGap), true
+}

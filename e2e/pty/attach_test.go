@@ -297,3 +297,28 @@ func TestScrollbackInAudit(t *testing.T) {
 		at = j
 	}
 }
+
+// A TUI no profile knows, which computes for seconds without printing:
+// quiescence alone would call it idle halfway and cut the reply short;
+// the process-state signal (its CPU use) keeps the turn going until the
+// answer is on screen.
+func TestGenericSilentWorkIsNotIdle(t *testing.T) {
+	dir := t.TempDir()
+	tui := filepath.Join(dir, "silent-tui.sh")
+	script := `#!/bin/bash
+printf 'ready> '
+while IFS= read -r line; do
+  end=$((SECONDS+4)); while [ $SECONDS -lt $end ]; do :; done
+  printf 'computed: %s\n' "$line"
+  printf 'ready> '
+done
+`
+	if err := os.WriteFile(tui, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	o := tai(t, dir, os.Environ(), "run", "--agent-cmd", tui, "--driver", "pty", "-o", "json", "hello")
+	r := parse(t, o)
+	if o.code != 0 || !strings.Contains(r.Message, "computed: hello") {
+		t.Fatalf("exit %d, message %q; want the answer printed after the silent work\nstderr:\n%s", o.code, r.Message, o.stderr)
+	}
+}

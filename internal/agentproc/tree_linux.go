@@ -101,3 +101,66 @@ func KillEscaped(tree []Proc, agentPgid int) {
 		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
 }
+
+// CPU is a sample of a process tree's CPU use.
+type CPU struct {
+	// Ticks is the CPU time, in 1/100 s, that the tree has used so far,
+	// including children already reaped (the root's cutime and cstime).
+	Ticks uint64
+	// Running counts the tree's processes running or ready to run (state
+	// R) at the sample: on a loaded machine a busy process may get little
+	// CPU, but it is still runnable, where an idle TUI sleeps.
+	Running int
+}
+
+// CPUOf samples root and everything below it. Its growth, or a runnable
+// process, says a silent process tree is still computing.
+func CPUOf(root int) (CPU, bool) {
+	t, st, ok := cpuOf(root, true)
+	if !ok {
+		return CPU{}, false
+	}
+	c := CPU{Ticks: t}
+	if st == 'R' {
+		c.Running++
+	}
+	for _, p := range Descendants(root) {
+		if t, st, ok := cpuOf(p.pid, false); ok {
+			c.Ticks += t
+			if st == 'R' {
+				c.Running++
+			}
+		}
+	}
+	return c, true
+}
+
+func cpuOf(pid int, reaped bool) (uint64, byte, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, 0, false
+	}
+	f := bytes.Fields(b[i+2:])
+	if len(f) < 15 {
+		return 0, 0, false
+	}
+	// After the comm: state(0) ppid pgrp session tty tpgid flags minflt
+	// cminflt majflt cmajflt utime(11) stime(12) cutime(13) cstime(14).
+	n := 13
+	if reaped {
+		n = 15
+	}
+	var total uint64
+	for _, x := range f[11:n] {
+		v, err := strconv.ParseInt(string(x), 10, 64)
+		if err != nil || v < 0 {
+			return 0, 0, false
+		}
+		total += uint64(v)
+	}
+	return total, f[0][0], true
+}

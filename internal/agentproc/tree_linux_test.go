@@ -79,3 +79,43 @@ func poll(cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A silent tree whose grandchild computes shows its CPU time growing, and
+// a tree that only sleeps shows next to none: what the PTY driver reads as
+// "still working" when the screen says nothing.
+func TestCPUOf(t *testing.T) {
+	busy := exec.Command("sh", "-c", `sh -c 'while :; do :; done' & exec sleep 600`)
+	busy.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = syscall.Kill(-busy.Process.Pid, syscall.SIGKILL)
+		_ = busy.Wait()
+	}()
+	first, ok := CPUOf(busy.Process.Pid)
+	if !ok {
+		t.Fatal("no CPU figure for a live process")
+	}
+	grew, ran := false, false
+	poll(func() bool {
+		now, _ := CPUOf(busy.Process.Pid)
+		grew, ran = grew || now.Ticks > first.Ticks+5, ran || now.Running > 0
+		return grew && ran
+	})
+	if !grew || !ran {
+		t.Fatalf("a spinning grandchild: ticks grew %v, seen runnable %v", grew, ran)
+	}
+	idle := exec.Command("sleep", "600")
+	if err := idle.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = idle.Process.Kill(); _ = idle.Wait() }()
+	poll(func() bool { c, _ := CPUOf(idle.Process.Pid); return c.Running == 0 })
+	if c, _ := CPUOf(idle.Process.Pid); c.Running != 0 {
+		t.Errorf("a sleeping process counted as running: %+v", c)
+	}
+	if _, ok := CPUOf(1 << 30); ok {
+		t.Error("a process that does not exist has a CPU figure")
+	}
+}
