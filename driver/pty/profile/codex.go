@@ -19,6 +19,11 @@ import "regexp"
 // confirm or esc to cancel". An untrusted folder first gets "Trust this
 // folder? ..." with "1. Trust and continue", "2. Back to Agent Command
 // Center" and "enter continue · esc back"; the composer is gone meanwhile.
+//
+// The screens loading, starting, waiting-for-startup, between-cells and
+// denied are frames taken out of recordings (write-allow.rec and tai runs
+// kept by TAI_E2E_DEBUG): they last a frame or two, too short for the
+// capture steps to dump.
 func codex() *Profile {
 	return &Profile{
 		Name: "codex",
