@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
@@ -71,6 +72,12 @@ type RunFlags struct {
 	Deny           []string
 	Remember       string
 	Redact         []string
+	// InputFormat "stream-json" makes tai an agent its parent drives on
+	// stdin (cap.md's agent-side binding); "" or "text" is the prompt
+	// from the arguments.
+	InputFormat string
+
+	answerer policy.Prompter // the parent, under --input-format stream-json
 }
 
 // Outputs.
@@ -84,21 +91,42 @@ const (
 // reported on the streams.
 func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	logger := newLogger(std.Err, f.Verbose)
+	var frames *render.Frames
+	if f.Output == OutputStreamJSON {
+		frames = render.NewFrames(std.Out)
+	}
+	var conn *capspeak.Conn
+	switch f.InputFormat {
+	case "", "text":
+	case "stream-json":
+		if f.Output != OutputStreamJSON {
+			fmt.Fprintln(std.Err, "tai: --input-format stream-json needs --output stream-json (tai --cap-speak stream-json sets both)")
+			return int(exitcode.Usage)
+		}
+		conn = capspeak.New(frames, logger, Version)
+		f.answerer = conn
+	default:
+		fmt.Fprintf(std.Err, "tai: --input-format must be text or stream-json, not %q\n", f.InputFormat)
+		return int(exitcode.Usage)
+	}
 	opts, cleanup, err := buildRun(f, args, std, logger)
 	defer cleanup()
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai:", err)
 		return int(exitcode.Of(err))
 	}
-	var frames *render.Frames
 	switch f.Output {
 	case OutputText, "":
 		if opts.Attach == nil { // attached, the screen is the TUI's
 			opts.Sinks = append(opts.Sinks, render.NewText(std.Out, colorOn(std.Out)))
 		}
 	case OutputStreamJSON:
-		frames = render.NewFrames(std.Out)
 		opts.Sinks = append(opts.Sinks, frames)
+	}
+	if conn != nil {
+		stop := serveParent(ctx, conn, std.In, logger)
+		defer stop()
+		opts.Turns, opts.Interrupts = conn.Turns(), conn.Interrupts()
 	}
 	res, runErr := runner.Run(ctx, opts)
 	recordSession(context.WithoutCancel(ctx), opts, res, logger)
@@ -229,6 +257,9 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 
 	// Prompt.
 	text := strings.Join(args, " ")
+	if text == "-" && f.answerer != nil {
+		return o, cleanup, exitcode.Usagef("with --input-format stream-json, stdin carries the conversation: pass the first prompt as arguments, or none")
+	}
 	if text == "-" {
 		b, err := io.ReadAll(std.In)
 		if err != nil {
@@ -246,7 +277,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		}
 		o.Prompt = append(o.Prompt, c)
 	}
-	if len(o.Prompt) == 0 && o.ResumeID == "" {
+	if len(o.Prompt) == 0 && o.ResumeID == "" && f.answerer == nil {
 		// No prompt on a terminal, with a terminal UI: the user takes the
 		// TUI over (tai still decides what shows up after a detach).
 		ut, tty := attachTerminal(std.In, std.Out)
@@ -288,7 +319,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		closers = append(closers, func() { tty.Close() })
 		prompter = &policy.TTYPrompter{In: tty, Out: tty}
 	}
-	engine, err := eng.build(prompter)
+	engine, err := eng.build(prompter, f.answerer)
 	if err != nil {
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
@@ -525,7 +556,7 @@ func buildPolicy(f RunFlags, workspace string) (policySetup, error) {
 	return policySetup{cfg: cfg, ni: ni, workspace: workspace}, nil
 }
 
-func (p policySetup) build(prompter policy.Prompter) (*policy.Engine, error) {
+func (p policySetup) build(prompter, answerer policy.Prompter) (*policy.Engine, error) {
 	var mem *policy.Memory
 	switch p.cfg.Remember {
 	case policy.ScopeRun:
@@ -536,5 +567,5 @@ func (p policySetup) build(prompter policy.Prompter) (*policy.Engine, error) {
 			return nil, fmt.Errorf("policy memory: %w", err)
 		}
 	}
-	return policy.NewEngine(p.cfg, policy.Options{Workspace: p.workspace, Prompter: prompter, NonInteractive: p.ni, Memory: mem})
+	return policy.NewEngine(p.cfg, policy.Options{Workspace: p.workspace, Prompter: prompter, Answerer: answerer, NonInteractive: p.ni, Memory: mem})
 }

@@ -16,6 +16,7 @@ const (
 	KindPrompt             = "prompt"
 	KindTurnEnd            = "turn.end"
 	KindScreenFinal        = "screen.final"
+	KindAgentStop          = "agent.stop" // the agent's own end-of-turn hook (its transcript's path)
 	KindAttach             = "tty.attach" // a user took over a terminal UI
 	KindDetach             = "tty.detach" // ...and gave it back, or it exited
 	KindPermissionRequest  = "permission.request"

@@ -91,7 +91,7 @@ func (a *auditSink) Emit(ev driver.Event) {
 		// A stream-json CLI's turn end, with where it keeps its own
 		// transcript of the session.
 		if ev.Raw.Kind == streamjson.RawStopHook {
-			a.append("agent.stop", ev.Session, ev.Raw.Data)
+			a.append(audit.KindAgentStop, ev.Session, ev.Raw.Data)
 		}
 	case driver.EventTurnEnded:
 		a.append(audit.KindTurnEnd, ev.Session, ev.Turn)

@@ -46,6 +46,12 @@ type Options struct {
 	// Attach, if set, hands the session to the user's terminal instead of
 	// sending a prompt (terminal-UI drivers only).
 	Attach *driver.Attach
+	// Turns, if set, supplies the prompts of further turns of the same
+	// session (after Prompt, if any) until it is closed.
+	Turns <-chan []driver.Content
+	// Interrupts cancels the turn running when it fires (not the run:
+	// the next prompt from Turns still runs).
+	Interrupts <-chan struct{}
 
 	Decider      driver.PermissionDecider
 	AllowDenials bool
@@ -235,10 +241,28 @@ func (r *run) run(ctx context.Context) error {
 	if o.Attach != nil {
 		return r.attach(runCtx, sess)
 	}
-	if len(o.Prompt) == 0 {
-		return nil
+	if len(o.Prompt) > 0 {
+		if err := r.turn(runCtx, sess, o.Prompt); err != nil {
+			return err
+		}
 	}
-	return r.turn(runCtx, sess)
+	for o.Turns != nil {
+		select {
+		case p, ok := <-o.Turns:
+			if !ok {
+				return nil
+			}
+			if err := r.turn(runCtx, sess, p); err != nil {
+				return err
+			}
+		case <-o.Interrupts: // nothing running: nothing to interrupt
+		case <-sess.Exited():
+			return fmt.Errorf("%s exited between turns", o.Agent)
+		case <-runCtx.Done():
+			return context.Cause(runCtx)
+		}
+	}
+	return nil
 }
 
 // attacher is a session a user's terminal can take over.
@@ -335,19 +359,42 @@ type turnOutcome struct {
 	err error
 }
 
-func (r *run) turn(ctx context.Context, sess Session) error {
+func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content) error {
 	r.col.newTurn()
 	if r.audit != nil {
-		r.audit.append(audit.KindPrompt, sess.ID(), promptText(r.o.Prompt))
+		r.audit.append(audit.KindPrompt, sess.ID(), promptText(prompt))
 	}
 	done := make(chan turnOutcome, 1)
 	go func() {
-		res, err := sess.Prompt(context.Background(), r.o.Prompt)
+		res, err := sess.Prompt(context.Background(), prompt)
 		done <- turnOutcome{res, err}
 	}()
 	var out turnOutcome
+	interrupts := r.o.Interrupts
+wait:
 	select {
 	case out = <-done:
+	case <-interrupts:
+		// The parent stops this turn only: the agent's cancel, then its
+		// stop reason ends the turn; an agent that ignores it is killed
+		// after the grace, as for Ctrl-C.
+		if err := sess.Cancel(context.Background()); err != nil {
+			r.o.Logger.Debug("cancel failed", "err", err)
+		}
+		interrupts = nil
+		t := r.o.Clock.NewTimer(r.o.CancelGrace, "runner", "interrupt-grace")
+		select {
+		case out = <-done:
+			t.Stop()
+		case <-t.C:
+			r.o.Logger.Warn("agent did not stop after the interrupt; killing it", "grace", r.o.CancelGrace)
+			_ = sess.Close(context.Background())
+			out = <-done
+			return fmt.Errorf("%s did not stop within %s of the interrupt", r.o.Agent, r.o.CancelGrace)
+		case <-ctx.Done():
+			t.Stop()
+			goto wait
+		}
 	case <-ctx.Done():
 		// Ctrl-C or timeout: session/cancel (pending permissions are
 		// answered cancelled), a grace period, then the process group dies.

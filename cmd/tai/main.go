@@ -31,7 +31,7 @@ func run() int {
 	defer stop()
 	std := app.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
 	root := newRoot(std)
-	root.SetArgs(os.Args[1:])
+	root.SetArgs(capSpeakArgs(os.Args[1:]))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -43,6 +43,24 @@ func run() int {
 	return int(exitcode.Usage)
 }
 
+// capSpeakArgs spells `tai --cap-speak FORMAT [run flags] [PROMPT]` as the
+// run it is: tai as an agent, its parent's conversation on stdin and its
+// frames on stdout.
+func capSpeakArgs(args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	format, ok := strings.CutPrefix(args[0], "--cap-speak=")
+	rest := args[1:]
+	if !ok {
+		if args[0] != "--cap-speak" || len(args) < 2 {
+			return args
+		}
+		format, rest = args[1], args[2:]
+	}
+	return append([]string{"run", "--input-format", format, "--output", format}, rest...)
+}
+
 func code(c int) error {
 	if c == 0 {
 		return nil
@@ -52,6 +70,7 @@ func code(c int) error {
 
 func newRoot(std app.IO) *cobra.Command {
 	var manifest bool
+	var speak string
 	root := &cobra.Command{
 		Use:   "tai",
 		Short: "tai orchestrates AI coding agents (ACP, PTY, stream-json, A2A)",
@@ -64,10 +83,15 @@ func newRoot(std app.IO) *cobra.Command {
 			if manifest {
 				return code(app.PrintManifest(std.Out))
 			}
+			if speak != "" {
+				fmt.Fprintln(std.Err, "tai: --cap-speak comes first: tai --cap-speak stream-json [run flags] [PROMPT]")
+				return exitErr{int(exitcode.Usage)}
+			}
 			return cmd.Help()
 		},
 	}
 	root.Flags().BoolVar(&manifest, "cap-manifest", false, "print this build's capability manifest as JSON")
+	root.Flags().StringVar(&speak, "cap-speak", "", "be an agent that speaks this protocol (stream-json) on stdin/stdout; run flags follow")
 	root.SetOut(std.Out)
 	root.SetErr(std.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
@@ -110,6 +134,7 @@ func newRun(std app.IO) *cobra.Command {
 	fl.StringVar(&f.Model, "model", "", "select this model (the agent's config option of category model)")
 	fl.StringArrayVar(&f.Set, "set", nil, "set a config option, id=value (repeatable)")
 	fl.StringVar(&f.Resume, "resume", "", "resume (or load) this session id instead of starting a new one")
+	fl.StringVar(&f.InputFormat, "input-format", "text", "text (the prompt is the arguments) | stream-json (user messages and control requests on stdin; needs -o stream-json)")
 	fl.BoolVarP(&f.Continue, "continue", "c", false, "resume the last resumable session of this agent and driver in this workspace")
 	fl.StringVar(&f.Auth, "auth", "", "authenticate with this method if the agent needs it")
 	fl.StringArrayVar(&f.MCP, "mcp", nil, "MCP server for the agent: JSON object or array, or @file (repeatable)")

@@ -107,6 +107,8 @@ type decoder struct {
 	// tool id and path (joined by NUL) of files the agent said it created.
 	wrote   map[string]bool
 	created map[string]bool
+	// A child tai's permission.asked frames, until their decisions come.
+	childAsked []driver.Event
 }
 
 func newDecoder(dialect string) *decoder {
@@ -144,6 +146,8 @@ func (d *decoder) decode(line []byte) (f Frame) {
 		d.codex(line, head.Type, &f)
 	case DialectOpenCode:
 		d.opencode(line, head.Type, &f)
+	case DialectTai:
+		d.tai(line, head.Type, &f)
 	default:
 		d.claude(line, head.Type, head.Subtype, &f)
 	}

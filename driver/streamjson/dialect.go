@@ -17,6 +17,7 @@ const (
 	DialectOpenCode = "opencode"
 	DialectCursor   = "cursor"
 	DialectAmp      = "amp"
+	DialectTai      = "tai" // tai itself: tai --cap-speak stream-json
 )
 
 // Dialect is one CLI's flavour of stream-json: how it is launched, whether
@@ -33,6 +34,9 @@ type Dialect struct {
 	DefaultMode string
 	// SessionID: the CLI takes a session id chosen by tai (--session-id).
 	SessionID bool
+	// ChildID: the session id is the agent's own, announced once it has
+	// started (not chosen by tai).
+	ChildID bool
 }
 
 var dialects = []Dialect{
@@ -45,6 +49,7 @@ var dialects = []Dialect{
 	{Name: DialectOpenCode},
 	{Name: DialectCursor},
 	{Name: DialectAmp},
+	{Name: DialectTai, Duplex: true, ChildID: true},
 }
 
 // Features are what the driver does, for the capability manifest.
@@ -99,6 +104,9 @@ func DialectFor(agent string, argv []string) (Dialect, error) {
 		case c == "opencode-ai":
 			c = DialectOpenCode
 		}
+		if d, ok := LookupDialect(c); ok && d.Name == DialectTai && !isCapSpeak(argv) {
+			continue // tai as an agent only with --cap-speak
+		}
 		if d, ok := LookupDialect(c); ok {
 			return d, nil
 		}
@@ -118,6 +126,12 @@ func (d Dialect) launchArgs(argv []string, sessionID, resumeID string) []string 
 			}
 		}
 		return false
+	}
+	if d.Name == DialectTai {
+		if resumeID != "" {
+			out = append(out, "--resume", resumeID)
+		}
+		return out
 	}
 	if !has("--input-format") {
 		out = append(out, "--input-format", "stream-json")
@@ -178,4 +192,19 @@ func (d Dialect) turnArgs(argv []string, prompt, resumeID string) ([]string, []b
 		return out, []byte(prompt)
 	}
 	return append(out, arg), nil
+}
+
+// isCapSpeak: the command runs tai as an agent.
+func isCapSpeak(argv []string) bool {
+	for _, a := range argv {
+		if a == "--cap-speak" || strings.HasPrefix(a, "--cap-speak=") || a == "--input-format=stream-json" {
+			return true
+		}
+	}
+	for i := 0; i+1 < len(argv); i++ {
+		if argv[i] == "--input-format" && argv[i+1] == "stream-json" {
+			return true
+		}
+	}
+	return false
 }

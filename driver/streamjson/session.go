@@ -99,6 +99,7 @@ type Session struct {
 	dec         *decoder
 	id          string
 	started     bool
+	startedCh   chan struct{} // closed when session.started was emitted
 	mode        string
 	model       string
 	version     string
@@ -165,7 +166,7 @@ func Start(ctx context.Context, l driver.Launch, o Options) (*Session, error) {
 	}
 	s := &Session{l: l, o: o, d: d, log: l.Logger.With("agent", l.Agent, "dialect", d.Name), clock: l.Clock,
 		dec: newDecoder(d.Name), pending: map[string]chan ControlResponse{}, perms: map[string]*pendingPerm{},
-		exited: make(chan struct{}), readerDone: make(chan struct{}), mode: d.DefaultMode}
+		exited: make(chan struct{}), readerDone: make(chan struct{}), startedCh: make(chan struct{}), mode: d.DefaultMode}
 	s.turnCtx, s.turnCancel = context.WithCancel(context.Background())
 	if !d.Duplex {
 		close(s.readerDone)
@@ -185,7 +186,7 @@ func Start(ctx context.Context, l driver.Launch, o Options) (*Session, error) {
 func (s *Session) startDuplex(ctx context.Context) error {
 	resumed := s.l.ResumeID != ""
 	s.id = s.l.ResumeID
-	if !resumed {
+	if !resumed && !s.d.ChildID {
 		s.id = s.o.NewID()
 	}
 	argv := s.d.launchArgs(s.l.Argv, s.id, s.l.ResumeID)
@@ -222,8 +223,23 @@ func (s *Session) startDuplex(ctx context.Context) error {
 		s.mode = init.Mode
 	}
 	s.version = orDefault(init.Version, init.QVersion)
-	s.startedLocked(resumed)
+	if !s.d.ChildID {
+		s.startedLocked(resumed)
+	}
 	s.mu.Unlock()
+	if s.d.ChildID {
+		// The session is the child's: wait for it to say which.
+		select {
+		case <-s.startedCh:
+		case <-s.readerDone:
+			if derr := s.deathError("start"); derr != nil {
+				return s.startupError(derr)
+			}
+			return fmt.Errorf("%s exited before starting a session", s.l.Agent)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the session: %w", context.Cause(ctx))
+		}
+	}
 	return nil
 }
 
@@ -247,6 +263,7 @@ func (s *Session) startedLocked(resumed bool) {
 		return
 	}
 	s.started = true
+	close(s.startedCh)
 	st := &driver.SessionStarted{Agent: s.l.Agent, Driver: Name, Cwd: s.l.Cwd, AgentName: s.d.Name, AgentVersion: s.version,
 		Protocol: "stream-json/" + s.d.Name, Resumed: resumed, CurrentMode: s.mode,
 		Capabilities: driver.Capabilities{ResumeSession: true, Modes: len(s.d.Modes) > 0}}
@@ -301,7 +318,7 @@ func (s *Session) handle(line []byte) {
 	s.mu.Lock()
 	f := s.dec.decode(line)
 	if f.Init != nil {
-		if f.Init.SessionID != "" && (s.id == "" || !s.d.Duplex) {
+		if f.Init.SessionID != "" && (s.id == "" || !s.d.Duplex || s.d.ChildID) {
 			s.id = f.Init.SessionID
 		}
 		if f.Init.Model != "" {
@@ -314,7 +331,7 @@ func (s *Session) handle(line []byte) {
 			if f.Init.Mode != "" {
 				s.mode = f.Init.Mode
 			}
-			s.startedLocked(false)
+			s.startedLocked(s.d.ChildID && s.l.ResumeID != "")
 		}
 	}
 	var changed string
