@@ -200,6 +200,11 @@ func TestClaudeResume(t *testing.T) {
 	if !strings.Contains(second.Message, "Hello again.") {
 		t.Errorf("resumed message = %q", second.Message)
 	}
+	// tai kept the session with the workspace: --continue finds it.
+	third := w.result(w.run(append(claudeArgs(exe), "--continue", "--output", "json", "and again")...))
+	if third.Status != "ok" || third.SessionID != first.SessionID {
+		t.Fatalf("--continue: status %q session %q, want ok %q (error %q)", third.Status, third.SessionID, first.SessionID, third.Error)
+	}
 	missing := w.run(append(claudeArgs(exe), "--resume", "00000000-0000-4000-8000-000000000000", "--output", "json", "x")...)
 	if missing.code != 4 {
 		t.Errorf("resuming an unknown session: exit %d, want 4 (no session)\n%s", missing.code, tailStr(missing.stdout, 2000))
