@@ -172,7 +172,7 @@ func (e *Engine) expectLocked(session, mode string, why expected) {
 // runner should switch the session back to from (after ExpectMode(session,
 // from)). The decision's option ids are "allow" and "reject". It records to
 // as the session's current mode either way.
-func (e *Engine) CheckModeChange(ctx context.Context, session, from, to string) (driver.PermissionDecision, error) {
+func (e *Engine) CheckModeChange(ctx context.Context, session, from, to string) (ModeDecision, error) {
 	e.mu.Lock()
 	e.modes[session] = to
 	exp, ok := e.expected[session][to]
@@ -182,16 +182,16 @@ func (e *Engine) CheckModeChange(ctx context.Context, session, from, to string) 
 	e.mu.Unlock()
 	d := driver.PermissionDecision{RequestID: "mode-change", ToolKind: driver.KindSwitchMode,
 		Title: fmt.Sprintf("switch from mode %s to %s", from, to)}
-	allowed := func(by, reason string) (driver.PermissionDecision, error) {
+	explained := func(by, reason string) (ModeDecision, error) {
 		d.Outcome, d.OptionID, d.OptionKind, d.Verdict = driver.OutcomeSelected, "allow", driver.OptionAllowOnce, driver.VerdictAllow
 		d.DecidedBy, d.Reason = by, reason
-		return d, nil
+		return ModeDecision{PermissionDecision: d, Explained: true}, nil
 	}
 	switch {
 	case from == to:
-		return allowed(ByDefault, "the mode did not change")
+		return explained(ByDefault, "the mode did not change")
 	case ok:
-		return allowed(exp.by, exp.reason)
+		return explained(exp.by, exp.reason)
 	}
 	raw, _ := json.Marshal(map[string]string{"from": from, "to": to})
 	req := driver.PermissionRequest{
@@ -208,5 +208,14 @@ func (e *Engine) CheckModeChange(ctx context.Context, session, from, to string) 
 		// mode_after_plan says.
 		f.mode, f.synthetic = to, true
 	})
-	return dec.PermissionDecision, err
+	return ModeDecision{PermissionDecision: dec.PermissionDecision}, err
+}
+
+// ModeDecision is CheckModeChange's answer. Explained: the change was
+// expected (tai made it, an approved switch_mode request asked for it, or
+// nothing changed), so no fresh decision was taken and there is nothing
+// new to put on the record.
+type ModeDecision struct {
+	driver.PermissionDecision
+	Explained bool
 }

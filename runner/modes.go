@@ -14,7 +14,7 @@ import (
 type ModePolicy interface {
 	ObserveMode(session, mode string)
 	ExpectMode(session, mode string)
-	CheckModeChange(ctx context.Context, session, from, to string) (driver.PermissionDecision, error)
+	CheckModeChange(ctx context.Context, session, from, to string) (policy.ModeDecision, error)
 	ModeAfterApproval(req driver.PermissionRequest, d driver.PermissionDecision) string
 }
 
@@ -141,10 +141,9 @@ func (g *modeGuard) decide(ctx context.Context, c modeChange) {
 	}
 	// A change nothing explains (tai did not make it, no approved
 	// switch_mode request asked for it) was decided just now: on the record
-	// with the other decisions. Explained changes come back without a tool
-	// call id.
-	if !ours && d.ToolCallID != "" {
-		g.emit(driver.Event{Type: driver.EventPermissionDecided, Session: c.session, Decision: &d})
+	// with the other decisions.
+	if !ours && !d.Explained {
+		g.emit(driver.Event{Type: driver.EventPermissionDecided, Session: c.session, Decision: &d.PermissionDecision})
 	}
 	if d.Verdict == driver.VerdictDeny {
 		if c.from != "" && sess != nil {
