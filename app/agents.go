@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/tai-dev/tai/builtin"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/preset"
-	"github.com/tai-dev/tai/sessions"
 )
 
 // AgentInfo is one row of `tai agents`.
@@ -66,7 +65,7 @@ func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, std 
 		return 0
 	}
 	opts := builtin.Options{Logger: newLogger(std.Err, os.Getenv("TAI_DEBUG") != ""), Stderr: std.Err, Version: Version,
-		StateDir: filepath.Join(filepath.Dir(sessions.DefaultDir()), "builtin")}
+		StateDir: statedir.Dir("builtin")}
 	if scriptPath != "" {
 		s, err := builtin.LoadScript(scriptPath)
 		if err != nil {

@@ -69,6 +69,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/redact"
 )
 
@@ -174,19 +175,11 @@ type Log struct {
 // requires), and to the temp dir if there is no home directory. Path
 // separators in runID are replaced so it cannot escape the directory.
 func DefaultPath(runID string) string {
-	base := os.Getenv("XDG_STATE_HOME")
-	if !filepath.IsAbs(base) {
-		if home, err := os.UserHomeDir(); err == nil {
-			base = filepath.Join(home, ".local", "state")
-		} else {
-			base = filepath.Join(os.TempDir(), "tai-state")
-		}
-	}
 	name := strings.NewReplacer("/", "_", `\`, "_").Replace(runID)
 	if name == "" || name == "." || name == ".." {
 		name = "_" + name
 	}
-	return filepath.Join(base, "tai", "audit", name+".jsonl")
+	return statedir.Dir("audit", name+".jsonl")
 }
 
 // Open opens the log at path, creating it (mode 0600, parent directories

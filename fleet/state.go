@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -94,16 +95,7 @@ type State struct {
 // RunDir is where a fleet run keeps its state, plan copy and audit log:
 // $XDG_STATE_HOME/tai/fleet/<run> (~/.local/state when unset or relative).
 func RunDir(run string) string {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" || !filepath.IsAbs(base) {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			base = filepath.Join(os.TempDir(), "tai-state")
-		} else {
-			base = filepath.Join(home, ".local", "state")
-		}
-	}
-	return filepath.Join(base, "tai", "fleet", filepath.Base(run))
+	return statedir.Dir("fleet", filepath.Base(run))
 }
 
 // store saves a State atomically on every change.

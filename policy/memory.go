@@ -17,6 +17,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/statedir"
 )
 
 // Scope says how far a human's "always" answer reaches.
@@ -110,16 +111,8 @@ func WorkspaceMemoryPath(workspace string) (string, error) {
 		return "", err
 	}
 	abs = resolveExisting(filepath.Clean(abs))
-	state := os.Getenv("XDG_STATE_HOME")
-	if state == "" || !filepath.IsAbs(state) {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("persistent policy memory: %w", err)
-		}
-		state = filepath.Join(home, ".local", "state")
-	}
 	sum := sha256.Sum256([]byte(abs))
-	return filepath.Join(state, "tai", "policy-memory", hex.EncodeToString(sum[:8])+".json"), nil
+	return statedir.Dir("policy-memory", hex.EncodeToString(sum[:8])+".json"), nil
 }
 
 // OpenWorkspaceMemory opens the persistent memory of a workspace, at

@@ -19,6 +19,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/tai-dev/tai/internal/statedir"
 )
 
 // Record is one session as tai saw it end.
@@ -57,17 +59,7 @@ type Store struct{ dir string }
 func Open(dir string) *Store { return &Store{dir: dir} }
 
 // DefaultDir is $XDG_STATE_HOME/tai/sessions (else ~/.local/state/...).
-func DefaultDir() string {
-	base := os.Getenv("XDG_STATE_HOME")
-	if !filepath.IsAbs(base) {
-		if home, err := os.UserHomeDir(); err == nil {
-			base = filepath.Join(home, ".local", "state")
-		} else {
-			base = filepath.Join(os.TempDir(), "tai-state")
-		}
-	}
-	return filepath.Join(base, "tai", "sessions")
-}
+func DefaultDir() string { return statedir.Dir("sessions") }
 
 // path is the workspace's file: named by a hash of its absolute path, so
 // that any path (spaces, deep trees) maps to one flat name.

@@ -1,0 +1,24 @@
+// Package statedir says where tai keeps its state (audit logs, sessions,
+// fleet runs, policy memory, the built-in agent's sessions):
+// $XDG_STATE_HOME/tai, or ~/.local/state/tai when XDG_STATE_HOME is unset
+// or relative (as the XDG spec says to treat it). Never the workspace: an
+// agent writes the workspace, and must not steer what tai records.
+package statedir
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Dir is tai's state directory joined with elem.
+func Dir(elem ...string) string {
+	base := os.Getenv("XDG_STATE_HOME")
+	if !filepath.IsAbs(base) {
+		if home, err := os.UserHomeDir(); err == nil {
+			base = filepath.Join(home, ".local", "state")
+		} else {
+			base = filepath.Join(os.TempDir(), "tai-state")
+		}
+	}
+	return filepath.Join(append([]string{base, "tai"}, elem...)...)
+}
