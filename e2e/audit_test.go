@@ -1,40 +1,19 @@
 package e2e
 
 import (
-	"bufio"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/e2e/internal/auditlog"
 )
 
-type auditEntry struct {
-	Seq     int             `json:"seq"`
-	Kind    string          `json:"kind"`
-	Session string          `json:"session"`
-	Data    json.RawMessage `json:"data"`
-}
+type auditEntry = audit.Entry
 
-func readAudit(t *testing.T, path string) []auditEntry {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []auditEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		var e auditEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("audit line: %v", err)
-		}
-		out = append(out, e)
-	}
-	return out
-}
+func readAudit(t *testing.T, path string) []auditEntry { return auditlog.Read(t, path) }
 
 // Every kind of entry appears, the log verifies, is 0600, and records each
 // decision with its provenance.

@@ -1,7 +1,6 @@
 package pty
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,9 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/e2e/internal/auditlog"
 )
 
 // userTTY is tai started the way a user starts it: in a terminal of its
@@ -130,41 +132,16 @@ func (u *userTTY) exit() int {
 	return 0
 }
 
-type auditEntry struct {
-	Seq  int             `json:"seq"`
-	Kind string          `json:"kind"`
-	Data json.RawMessage `json:"data"`
-}
+func readAudit(t *testing.T, path string) []audit.Entry { return auditlog.Read(t, path) }
 
-func (e auditEntry) String() string { return fmt.Sprintf("%d %s %s", e.Seq, e.Kind, e.Data) }
+var firstOf = auditlog.First
 
-func readAudit(t *testing.T, path string) []auditEntry {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []auditEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var e auditEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("audit line: %v", err)
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
-func firstOf(entries []auditEntry, kind string) (auditEntry, bool) {
+func dump(entries []audit.Entry) string {
+	var b strings.Builder
 	for _, e := range entries {
-		if e.Kind == kind {
-			return e, true
-		}
+		fmt.Fprintf(&b, "%d %s %s\n", e.Seq, e.Kind, e.Data)
 	}
-	return auditEntry{}, false
+	return b.String()
 }
 
 // `tai run --driver pty` with no prompt, on a terminal, hands the TUI to
@@ -188,7 +165,7 @@ func TestAttachTypeAndDetach(t *testing.T) {
 	at, ok1 := firstOf(entries, "tty.attach")
 	de, ok2 := firstOf(entries, "tty.detach")
 	if !ok1 || !ok2 || at.Seq > de.Seq || !strings.Contains(string(de.Data), `"end":"detached"`) {
-		t.Fatalf("audit lacks tty.attach then tty.detach (detached): %+v", entries)
+		t.Fatalf("audit lacks tty.attach then tty.detach (detached):\n%s", dump(entries))
 	}
 	if _, ok := firstOf(entries, "screen.final"); !ok {
 		t.Error("audit lacks the final screen")
@@ -219,7 +196,7 @@ func TestAttachPickerAfterDetachGoesToPolicy(t *testing.T) {
 	de, _ := firstOf(entries, "tty.detach")
 	dec, ok := firstOf(entries, "permission.decision")
 	if !ok || de.Seq == 0 || dec.Seq < de.Seq || strings.Contains(string(dec.Data), `"decided_by":"user"`) || !strings.Contains(string(dec.Data), `"decision":"allow"`) {
-		t.Fatalf("want the policy's allow after the detach (detach seq %d); audit: %+v", de.Seq, entries)
+		t.Fatalf("want the policy's allow after the detach (detach seq %d); audit:\n%s", de.Seq, dump(entries))
 	}
 	checkNoLeftovers(t, dir)
 }
