@@ -6,9 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/tai-dev/tai/e2e/internal/modelsrv"
 )
 
 // realAgent is one real TUI agent set up against `tai model serve`: its
@@ -107,26 +107,7 @@ func (a realAgent) setup(t *testing.T, script string) (repo string, env []string
 	if err != nil {
 		t.Fatal(err)
 	}
-	urlFile := filepath.Join(dir, "url")
-	model := exec.Command(taiBin, "model", "serve", "--script", abs, "--cwd", repo, "--url-file", urlFile)
-	if err := model.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = model.Process.Signal(syscall.SIGTERM)
-		_ = model.Wait()
-	})
-	var url string
-	for range 3000 { // the server writes the file atomically; 30 s at most
-		if b, err := os.ReadFile(urlFile); err == nil {
-			url = strings.TrimSpace(string(b))
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if url == "" {
-		t.Fatal("tai model serve wrote no URL")
-	}
+	url := modelsrv.Start(t, taiBin, abs, repo, "").URL
 	for name, body := range a.files(url) {
 		p := filepath.Join(home, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

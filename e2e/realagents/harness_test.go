@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tai-dev/tai/e2e/internal/modelsrv"
 )
 
 // notesMarker is in the repo's notes.txt: a request to the model that
@@ -26,16 +28,16 @@ const notesMarker = "n0tes-marker-42"
 // committed, the agent's settings, and a `tai model serve` process with
 // the scenario's script. It is torn down with the test.
 type world struct {
-	t     *testing.T
-	a     agent
-	paths        // dir, home, repo
-	exe   string // the agent's executable
-	env   []string
-	url   string // the model server's base URL
-	mlog  string // its request log
-	model *exec.Cmd
-	trace string // tai --trace
-	audit string // tai --audit
+	t        *testing.T
+	a        agent
+	paths           // dir, home, repo
+	exe      string // the agent's executable
+	env      []string
+	url      string // the model server's base URL
+	mlog     string // its request log
+	modelPid int    // the model server, which is not the agent's leftover
+	trace    string // tai --trace
+	audit    string // tai --audit
 	// stderr of the last tai run, for failure reports.
 	lastStderr string
 }
@@ -115,40 +117,8 @@ func (w *world) baseEnv() []string {
 
 // startModel runs `tai model serve` as a real process and waits for its URL.
 func (w *world) startModel(script, cwd string) {
-	t := w.t
-	urlFile := filepath.Join(w.dir, "model.url")
-	var stderr bytes.Buffer
-	cmd := exec.Command(taiBin, "model", "serve", "--script", script, "--log", w.mlog, "--cwd", cwd, "--url-file", urlFile)
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting tai model serve: %v", err)
-	}
-	w.model = cmd
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	// Wait for the URL file (written atomically), or the server's death.
-	for range 3000 {
-		if b, err := os.ReadFile(urlFile); err == nil {
-			w.url = strings.TrimSpace(string(b))
-			return
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("tai model serve exited: %v\n%s", err, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	t.Fatalf("tai model serve wrote no URL in 30s\n%s", stderr.String())
+	srv := modelsrv.Start(w.t, taiBin, script, cwd, w.mlog)
+	w.url, w.modelPid = srv.URL, srv.Pid
 }
 
 // outcome is a finished tai run.
@@ -405,7 +375,7 @@ func (w *world) leftovers(agentPgid int) []leftover {
 	self := os.Getpid()
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self || (w.model != nil && pid == w.model.Process.Pid) {
+		if err != nil || pid == self || pid == w.modelPid {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))

@@ -10,9 +10,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tai-dev/tai/e2e/internal/modelsrv"
 )
 
 // world is one run's setting: a temp HOME and workspace, and a `tai model
@@ -64,37 +65,7 @@ func (w *world) claudeEnv() {
 }
 
 func (w *world) startModel(script string) {
-	t := w.t
-	urlFile := filepath.Join(w.dir, "model.url")
-	var stderr bytes.Buffer
-	cmd := exec.Command(taiBin, "model", "serve", "--script", script, "--log", w.mlog, "--cwd", w.repo, "--url-file", urlFile)
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting tai model serve: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	for range 3000 {
-		if b, err := os.ReadFile(urlFile); err == nil {
-			w.url = strings.TrimSpace(string(b))
-			return
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("tai model serve exited: %v\n%s", err, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	t.Fatalf("tai model serve wrote no URL in 30s\n%s", stderr.String())
+	w.url = modelsrv.Start(w.t, taiBin, script, w.repo, w.mlog).URL
 }
 
 type outcome struct {
