@@ -151,7 +151,9 @@ type Session struct {
 	verdict   profile.Verdict
 	lastBody  []string
 	scroll    scrollback
-	answered  string // signature of the picker last answered, until it goes
+	answered  string    // signature of the picker last answered, until it goes
+	pickSig   string    // signature of the picker on screen
+	pickSeen  time.Time // when it was first seen (for Profile.PickerDelay)
 	reqSeq    int
 	isReady   bool
 	cur       *turn
@@ -376,10 +378,13 @@ func (s *Session) nextWake() (time.Time, bool) {
 	// ran); past it, the process probe sets the pace.
 	now := s.clock.Now()
 	quietAt := s.set.quietAt()
-	if (s.status == StatusUnknown || !s.isReady && s.prof.ReadyQuiet) && !s.set.lastOut.IsZero() && quietAt.After(now) {
+	if (s.status == StatusUnknown || !s.isReady && (s.prof.ReadyQuiet || s.prof.StartQuiet)) && !s.set.lastOut.IsZero() && quietAt.After(now) {
 		add(quietAt)
 	}
 	if t, ok := s.set.probeDue(); ok {
+	if s.pickSig != "" && s.pickSig != s.answered && s.pickSeen.Add(s.prof.PickerDelay).After(now) {
+		add(s.pickSeen.Add(s.prof.PickerDelay))
+	}
 		add(t)
 	}
 	if s.cur != nil && (s.cur.phase == phaseCR || s.cur.phase == phaseSubmitted) {
@@ -415,11 +420,18 @@ func (s *Session) evaluate(now time.Time) {
 	s.scroll.observe(body)
 
 	if v.Picker == nil {
-		s.answered = ""
+		s.answered, s.pickSig = "", ""
 	} else if s.attached.Load() {
 		return // the user answers it
 	} else if sig := v.Picker.Signature(); sig != s.answered {
 		s.answerPicker(v.Picker, snap)
+		if sig != s.pickSig {
+			s.pickSig, s.pickSeen = sig, now
+		}
+		if !s.isReady && s.prof.StartQuiet && now.Sub(s.set.lastOut) < s.set.quiet ||
+			now.Sub(s.pickSeen) < s.prof.PickerDelay {
+			return // keys now may be lost
+		}
 		s.answered = sig
 		return
 	} else {

@@ -131,6 +131,17 @@ type Profile struct {
 	// ~150 ms before its trust dialog pops up over it; a prompt typed
 	// into that frame lands in the dialog.
 	ReadyQuiet bool
+	// StartQuiet: a picker shown before the first idle screen is answered
+	// only once the output has been quiet for the window. Claude Code
+	// draws its trust dialog before its input is set up and redraws it
+	// ~200 ms later with the first option highlighted again: an arrow
+	// typed before is undone, and the Enter after it picks "No, exit".
+	StartQuiet bool
+	// PickerDelay is how long a picker must have been on screen before it
+	// is answered: Claude Code ignores keys for ~150 ms after it shows a
+	// permission dialog (a guard against keystrokes meant for the
+	// composer), so an Enter sent at once is lost and the turn hangs.
+	PickerDelay time.Duration
 	// ReadyOnScreen: only the profile's own idle verdict means ready, not
 	// quiescence: opencode is silent for over 2 s before its first frame.
 	ReadyOnScreen bool
@@ -146,6 +157,12 @@ type Profile struct {
 	// highlight is a colour the screen text does not carry), and left and
 	// right arrows move it.
 	InlinePicker *regexp.Regexp
+	// ArrowList: a picker may also be a list without numbers, one row
+	// marked and the others indented to the marked row's label (claude's
+	// trust dialog "❯ No, exit" / "  Yes, I trust this folder"). It is a
+	// picker only with a PickerHint row; options are numbered by position
+	// for the decision and chosen with arrows.
+	ArrowList bool
 	// ReplyIndent: the agent's text rows are the rows indented by exactly
 	// this (opencode's 5 spaces), chrome excluded; blank rows are dropped.
 	ReplyIndent string
@@ -418,6 +435,61 @@ func (p *Profile) picker(region []string) *Picker {
 			return nil
 		}
 		pk := &Picker{Kind: PickerPermission, Options: opts, Selected: selected}
+		p.describe(pk, region, start)
+		return pk
+	}
+	if p.ArrowList && p.hinted(region) {
+		return p.arrowPicker(region, markers)
+	}
+	return nil
+}
+
+// arrowPicker finds an ArrowList picker: the last marked row that is not
+// the composer, with the rows right above and below it that start at the
+// column of its label (no blank row between). Fewer than two options is
+// no picker.
+func (p *Profile) arrowPicker(region []string, markers string) *Picker {
+	for i := len(region) - 1; i >= 0; i-- {
+		r := []rune(unbox(region[i]))
+		if len(r) < 3 || !strings.ContainsRune(markers, r[0]) || r[1] != ' ' {
+			continue
+		}
+		if p.Composer != nil && p.Composer.MatchString(region[i]) && p.underRule(region, i) {
+			continue
+		}
+		raw := []rune(region[i])
+		col := 0
+		for col < len(raw) && raw[col] == ' ' {
+			col++
+		}
+		col++ // the marker
+		for col < len(raw) && raw[col] == ' ' {
+			col++
+		}
+		sibling := func(k int) bool {
+			l := []rune(region[k])
+			lead := 0
+			for lead < len(l) && l[lead] == ' ' {
+				lead++
+			}
+			return lead == col && lead < len(l)
+		}
+		start, end := i, i
+		for start > 0 && sibling(start-1) {
+			start--
+		}
+		for end < len(region)-1 && sibling(end+1) {
+			end++
+		}
+		if start == end {
+			return nil
+		}
+		var opts []Option
+		for k := start; k <= end; k++ {
+			label := strings.TrimSpace(string([]rune(region[k])[col:]))
+			opts = append(opts, Option{Label: label, Number: itoa(len(opts) + 1), Kind: classify(label)})
+		}
+		pk := &Picker{Kind: PickerPermission, Options: opts, Selected: i - start}
 		p.describe(pk, region, start)
 		return pk
 	}

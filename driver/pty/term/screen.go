@@ -65,6 +65,7 @@ type Screen struct {
 	vt      vt10x.Terminal
 	partial []byte // an incomplete UTF-8 sequence held for the next write
 	scan    modeScanner
+	filter  csiFilter
 	replies io.Writer
 }
 
@@ -95,7 +96,7 @@ func (s *Screen) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	n := len(p)
 	s.scan.feed(p)
-	buf := p
+	buf := s.filter.feed(p)
 	if len(s.partial) > 0 {
 		buf = append(s.partial, p...)
 		s.partial = nil
@@ -110,6 +111,74 @@ func (s *Screen) Write(p []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// csiFilter drops the CSI sequences whose leading "<", "=" or ">"
+// (private parameter prefixes: XTVERSION "> q", modifyOtherKeys "> 4 m",
+// the kitty keyboard protocol's push "> 1 u" and pop "< u") and "? u"
+// (the kitty keyboard query) vt10x does not know: it ignores the prefix
+// and runs the plain sequence, and a plain "CSI u" restores the saved
+// cursor. Claude Code sends "CSI ? u" after its first frame; the cursor
+// jumped to the top and every relative redraw after it landed there. None
+// of these change what is on screen in a real terminal. A sequence split
+// across writes is held until its final byte.
+type csiFilter struct {
+	pending []byte // ESC, or ESC [ and parameters, not yet passed on
+	out     []byte
+}
+
+func (f *csiFilter) feed(p []byte) []byte {
+	f.out = f.out[:0]
+	for _, b := range p {
+		switch {
+		case len(f.pending) == 0:
+			if b == 0x1b {
+				f.pending = append(f.pending, b)
+			} else {
+				f.out = append(f.out, b)
+			}
+		case len(f.pending) == 1:
+			if b == '[' {
+				f.pending = append(f.pending, b)
+				continue
+			}
+			f.out = append(f.out, f.pending...)
+			f.pending = f.pending[:0]
+			if b == 0x1b {
+				f.pending = append(f.pending, b)
+			} else {
+				f.out = append(f.out, b)
+			}
+		default:
+			f.pending = append(f.pending, b)
+			if b >= 0x40 && b <= 0x7e {
+				if !f.drop() {
+					f.out = append(f.out, f.pending...)
+				}
+				f.pending = f.pending[:0]
+			} else if b < 0x20 || len(f.pending) > 64 {
+				// Not a sequence this filter judges: pass it on as is.
+				f.out = append(f.out, f.pending...)
+				f.pending = f.pending[:0]
+			}
+		}
+	}
+	return f.out
+}
+
+// drop says whether the complete sequence in pending is one to drop.
+func (f *csiFilter) drop() bool {
+	params, final := f.pending[2:len(f.pending)-1], f.pending[len(f.pending)-1]
+	if len(params) == 0 {
+		return false
+	}
+	switch params[0] {
+	case '<', '=', '>':
+		return true
+	case '?':
+		return final == 'u'
+	}
+	return false
 }
 
 // completePrefix is the length of buf without a trailing incomplete UTF-8

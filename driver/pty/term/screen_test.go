@@ -27,6 +27,10 @@ func TestModesAndReplies(t *testing.T) {
 		{name: "DA2 ignored", writes: []string{"\x1b[>c"}},
 		{name: "utf8 split", writes: []string{"h\xe2\x9c", "\xa6 hi"}, text: "h✦ hi"},
 		{name: "cursor position report", writes: []string{"ab\x1b[6n"}, reply: "\x1b[1;3R", text: "ab"},
+		// Claude Code's kitty keyboard query after its first frame: vt10x
+		// took it for "restore cursor" and the next row landed on top.
+		{name: "kitty query is not restore cursor", writes: []string{"\x1b7\x1b8x\r\n", "\x1b[?", "u\x1b[>0q\x1b[>4mab\x1b[<u"}, text: "x"},
+		{name: "plain CSI kept", writes: []string{"a\x1b[", "3Cb\x1b[2Dc"}, text: "a  cb"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var replies bytes.Buffer

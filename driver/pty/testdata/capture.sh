@@ -3,7 +3,8 @@
 # offline, against `tai model serve` (the recipes of
 # e2e/realagents/agents_test.go). Needs the agents installed:
 #   eval "$(scripts/install-agents.sh | sed 's/^/export /')"
-#   driver/pty/testdata/capture.sh qwen|gemini|opencode|codex
+#   eval "$(scripts/install-claude.sh | sed 's/^/export /')"
+#   driver/pty/testdata/capture.sh qwen|gemini|opencode|codex|claude
 # Writes driver/pty/testdata/<agent>/<version>/*.{screen,rec}; the .want
 # verdicts are written by hand after looking at the screens.
 set -euo pipefail
@@ -80,6 +81,24 @@ T
   # --no-daemon: by default it starts a shared app server that outlives
   # the TUI.
   argv=("$TAI_AGENT_CODEX_CLI" -a on-request -s read-only --no-daemon)
+  ;;
+claude)
+  # The first-run screens are answered in ~/.claude.json the way a user
+  # who set Claude Code up would have: onboarding done, a theme, the API
+  # key approved (by its last 20 characters), and the diff side panel,
+  # which opens by itself on a wide terminal once a file changed, off.
+  # The folder-trust dialog is left for tai's policy to answer. The
+  # default permission mode is "auto" (it writes without asking):
+  # --permission-mode default makes it ask.
+  version=2.1.332
+  key=sk-ant-api03-tai-offline-fake-key-0123456789
+  cat >"$home/.claude.json" <<J
+{"hasCompletedOnboarding":true,"theme":"dark","autoUpdates":false,"diffSidebarOpen":false,
+ "customApiKeyResponses":{"approved":["${key: -20}"],"rejected":[]}}
+J
+  env+=(ANTHROPIC_BASE_URL=$url ANTHROPIC_API_KEY=$key CLAUDE_CODE_MAX_RETRIES=0
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1)
+  argv=("$TAI_CLAUDE_CLI" --permission-mode default)
   ;;
 *) echo "unknown agent $agent" >&2; exit 2 ;;
 esac
