@@ -105,6 +105,10 @@ type MessageChunk struct {
 	MessageID string          `json:"message_id,omitempty"`
 	Text      string          `json:"text,omitempty"`
 	Content   json.RawMessage `json:"content,omitempty"`
+	// Replace: Text is the whole message, replacing the chunks sent before
+	// with the same MessageID. A reply read off a screen can change as the
+	// TUI redraws it; the last word is the final screen's.
+	Replace bool `json:"replace,omitempty"`
 }
 
 // ToolKind is an open set; these are the ACP kinds tai knows.

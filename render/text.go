@@ -37,6 +37,9 @@ type Text struct {
 	mu        sync.Mutex
 	inMessage driver.Role // role of the message being streamed, "" if none
 	atBOL     bool        // the cursor is at the start of a line
+	// printed is the text shown of the last message id, for a chunk that
+	// replaces it.
+	printedID, printed string
 	tools     map[string]string
 	shownPlan []driver.PlanEntry // as last shown
 }
@@ -200,17 +203,34 @@ func (t *Text) message(m *driver.MessageChunk) {
 		}
 	}
 	text := m.Text
+	if m.MessageID != t.printedID {
+		t.printedID, t.printed = m.MessageID, ""
+	}
+	if m.Replace {
+		// A terminal cannot take back what it showed: show what is new,
+		// or the whole message again if it changed.
+		if rest, ok := strings.CutPrefix(text, t.printed); ok {
+			text = rest
+		} else {
+			t.endMessage()
+			t.inMessage = m.Role
+		}
+		t.printed = m.Text
+	} else {
+		t.printed += m.Text
+	}
 	if text == "" && len(m.Content) > 0 {
 		text = "[" + blockType(m.Content) + "]"
 	}
 	if text == "" {
 		return
 	}
+	bol := strings.HasSuffix(text, "\n")
 	if m.Role == driver.RoleThought {
 		text = t.style(dim+italic, text)
 	}
 	fmt.Fprint(t.W, text)
-	t.atBOL = strings.HasSuffix(m.Text, "\n")
+	t.atBOL = bol
 }
 
 func blockType(raw json.RawMessage) string {

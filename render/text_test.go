@@ -92,3 +92,32 @@ func TestFramesOnePerLine(t *testing.T) {
 		t.Fatalf("%d lines for %d events", n, len(evs))
 	}
 }
+
+// A replace chunk shows only what is new when it extends what was shown,
+// and the whole message again when the TUI redrew it.
+func TestTextReplace(t *testing.T) {
+	msg := func(text string, replace bool) driver.Event {
+		return driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, MessageID: "p", Text: text, Replace: replace}}
+	}
+	for _, tc := range []struct {
+		name   string
+		events []driver.Event
+		want   string
+	}{
+		{"extends", []driver.Event{msg("a\n", false), msg("a\nb", true)}, "a\nb\n"},
+		{"redrawn", []driver.Event{msg("**a**\n", false), msg("a\nb", true)}, "**a**\na\nb\n"},
+		{"same", []driver.Event{msg("a\n", false), msg("a\n", true)}, "a\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			r := NewText(&b, false)
+			for _, ev := range tc.events {
+				r.Emit(ev)
+			}
+			r.Emit(driver.Event{Type: driver.EventTurnEnded, Turn: &driver.TurnEnded{StopReason: "end_turn"}})
+			if got := b.String(); got[:min(len(got), len(tc.want))] != tc.want {
+				t.Fatalf("shown %q, want it to start %q", got, tc.want)
+			}
+		})
+	}
+}

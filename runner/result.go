@@ -50,6 +50,9 @@ type collector struct {
 	message []byte // agent text since the last turn began
 	lastID  string // message id of the last agent chunk
 	broken  bool   // something other than agent text came since the last chunk
+	// starts: where each message id's text begins in message, for a
+	// chunk that replaces it.
+	starts map[string]int
 }
 
 func newCollector() *collector {
@@ -73,13 +76,26 @@ func (c *collector) Emit(ev driver.Event) {
 			c.broken = true
 			break
 		}
+		id := ev.Message.MessageID
+		if start, ok := c.starts[id]; ev.Message.Replace && ok {
+			// Everything from that message's first chunk on is replaced.
+			c.message = append(c.message[:start], ev.Message.Text...)
+			c.lastID, c.broken = id, false
+			break
+		}
 		// Separate messages, so that "…first." and "Now…" do not run
 		// together: a new message id, or text resumed after a tool call.
-		newMsg := ev.Message.MessageID != "" && c.lastID != "" && ev.Message.MessageID != c.lastID
+		newMsg := id != "" && c.lastID != "" && id != c.lastID
 		if (newMsg || c.broken) && len(c.message) > 0 && c.message[len(c.message)-1] != '\n' {
 			c.message = append(c.message, "\n\n"...)
 		}
-		c.lastID, c.broken = ev.Message.MessageID, false
+		if _, ok := c.starts[id]; id != "" && !ok {
+			if c.starts == nil {
+				c.starts = map[string]int{}
+			}
+			c.starts[id] = len(c.message)
+		}
+		c.lastID, c.broken = id, false
 		c.message = append(c.message, ev.Message.Text...)
 	case driver.EventToolCall, driver.EventPermissionAsked:
 		c.broken = true
@@ -122,7 +138,7 @@ func (c *collector) usage() *driver.Usage {
 // newTurn starts collecting the message of a new turn.
 func (c *collector) newTurn() {
 	c.mu.Lock()
-	c.message, c.lastID, c.broken = c.message[:0], "", false
+	c.message, c.lastID, c.broken, c.starts = c.message[:0], "", false, nil
 	c.mu.Unlock()
 }
 

@@ -172,6 +172,7 @@ type turn struct {
 	echoed    bool
 	before    []string
 	cancelled bool
+	stream    replyStream
 }
 
 const (
@@ -381,10 +382,10 @@ func (s *Session) nextWake() (time.Time, bool) {
 	if (s.status == StatusUnknown || !s.isReady && (s.prof.ReadyQuiet || s.prof.StartQuiet)) && !s.set.lastOut.IsZero() && quietAt.After(now) {
 		add(quietAt)
 	}
-	if t, ok := s.set.probeDue(); ok {
 	if s.pickSig != "" && s.pickSig != s.answered && s.pickSeen.Add(s.prof.PickerDelay).After(now) {
 		add(s.pickSeen.Add(s.prof.PickerDelay))
 	}
+	if t, ok := s.set.probeDue(); ok {
 		add(t)
 	}
 	if s.cur != nil && (s.cur.phase == phaseCR || s.cur.phase == phaseSubmitted) {
@@ -424,7 +425,6 @@ func (s *Session) evaluate(now time.Time) {
 	} else if s.attached.Load() {
 		return // the user answers it
 	} else if sig := v.Picker.Signature(); sig != s.answered {
-		s.answerPicker(v.Picker, snap)
 		if sig != s.pickSig {
 			s.pickSig, s.pickSeen = sig, now
 		}
@@ -432,6 +432,7 @@ func (s *Session) evaluate(now time.Time) {
 			now.Sub(s.pickSeen) < s.prof.PickerDelay {
 			return // keys now may be lost
 		}
+		s.answerPicker(v.Picker, snap)
 		s.answered = sig
 		return
 	} else {
@@ -512,6 +513,9 @@ func (s *Session) evaluate(now time.Time) {
 		t.crs++
 		t.due = now.Add(s.cfg.Confirm)
 	case phaseRunning:
+		if d := t.stream.next(s.prof.Reply(t.before, body, t.text)); d != "" {
+			s.emit(driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, MessageID: t.stream.id, Text: d}})
+		}
 		s.maybeEnd(st, body)
 	}
 }
@@ -536,8 +540,10 @@ func (s *Session) endTurn(stop, reply string, err error) {
 		t.done <- turnResult{err: err}
 		return
 	}
-	if reply != "" {
-		s.emit(driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, Text: reply}})
+	// What streamed during the turn, completed (or replaced) by the reply
+	// the final screen shows.
+	if text, replace := t.stream.final(reply); text != "" || replace {
+		s.emit(driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, MessageID: t.stream.id, Text: text, Replace: replace}})
 	}
 	s.emit(driver.Event{Type: driver.EventTurnEnded, Turn: &driver.TurnEnded{StopReason: stop}})
 	t.done <- turnResult{res: driver.TurnResult{StopReason: stop}}
@@ -763,7 +769,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []driver.Content) (driver.T
 	if text == "" {
 		return driver.TurnResult{}, fmt.Errorf("pty: %w: empty prompt", driver.ErrBadValue)
 	}
-	t := &turn{text: text, done: make(chan turnResult, 1)}
+	t := &turn{text: text, done: make(chan turnResult, 1), stream: replyStream{id: "pty-reply-" + randomID()}}
 	select {
 	case s.promptCh <- t:
 	case <-s.exited:

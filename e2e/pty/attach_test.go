@@ -246,6 +246,14 @@ func TestScrollbackInAudit(t *testing.T) {
 	if o.code != 0 {
 		t.Fatalf("exit %d\n%s", o.code, o.stderr)
 	}
+	// The reply streamed as it was written, so the message has the rows
+	// that scrolled off the screen before the turn ended too.
+	msg := parse(t, o).Message
+	for i := 1; i <= 150; i++ {
+		if row := fmt.Sprintf("row %d of the long reply", i); strings.Count(msg, row) != 1 {
+			t.Fatalf("the message has %q %d times; message:\n%s", row, strings.Count(msg, row), msg)
+		}
+	}
 	fin, ok := firstOf(readAudit(t, log), "screen.final")
 	if !ok {
 		t.Fatal("no screen.final in the audit log")
