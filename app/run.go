@@ -72,6 +72,8 @@ type RunFlags struct {
 	Deny           []string
 	Remember       string
 	Redact         []string
+	// PTYSize is COLSxROWS for the pty driver's screen.
+	PTYSize string
 	// InputFormat "stream-json" makes tai an agent its parent drives on
 	// stdin (cap.md's agent-side binding); "" or "text" is the prompt
 	// from the arguments.
@@ -293,6 +295,13 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		o.Attach = ut.attach(driver.DefaultDetachKey, std, p.Name)
 	}
 
+	if f.PTYSize != "" {
+		var cols, rows int
+		if n, err := fmt.Sscanf(f.PTYSize, "%dx%d", &cols, &rows); err != nil || n != 2 || cols < 20 || rows < 5 || cols > 1000 || rows > 10000 {
+			return o, cleanup, exitcode.Usagef("--pty-size wants COLSxROWS (at least 20x5), not %q", f.PTYSize)
+		}
+		o.Cols, o.Rows = cols, rows
+	}
 	for _, kv := range f.Set {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {

@@ -29,6 +29,8 @@ type Launch struct {
 	MaxLineBytes int64
 	StderrTo     io.Writer
 	Clock        quartz.Clock
+	// Cols and Rows size a terminal driver's screen; 0 takes its default.
+	Cols, Rows int
 }
 
 // Quirks are agent-specific fixes a preset asks the driver to apply.

@@ -79,8 +79,10 @@ type Options struct {
 	Trace        func(dir string, line []byte)
 	StderrTo     io.Writer
 	MaxLineBytes int64
-	Version      string
-	Clock        quartz.Clock
+	// Cols and Rows size a terminal driver's screen (0: its default).
+	Cols, Rows int
+	Version    string
+	Clock      quartz.Clock
 }
 
 // Run runs the session. ctx being cancelled means the user interrupted.
@@ -217,7 +219,7 @@ func (r *run) run(ctx context.Context) error {
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID,
 		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
-		StderrTo: o.StderrTo, Clock: o.Clock,
+		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows,
 	})
 	if err != nil {
 		return r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err))

@@ -134,6 +134,7 @@ func newRun(std app.IO) *cobra.Command {
 	fl.StringVar(&f.Model, "model", "", "select this model (the agent's config option of category model)")
 	fl.StringArrayVar(&f.Set, "set", nil, "set a config option, id=value (repeatable)")
 	fl.StringVar(&f.Resume, "resume", "", "resume (or load) this session id instead of starting a new one")
+	fl.StringVar(&f.PTYSize, "pty-size", "", "the pty driver's screen, COLSxROWS (default 200x100: tall, so replies stay on screen)")
 	fl.StringVar(&f.InputFormat, "input-format", "text", "text (the prompt is the arguments) | stream-json (user messages and control requests on stdin; needs -o stream-json)")
 	fl.BoolVarP(&f.Continue, "continue", "c", false, "resume the last resumable session of this agent and driver in this workspace")
 	fl.StringVar(&f.Auth, "auth", "", "authenticate with this method if the agent needs it")

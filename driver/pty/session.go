@@ -191,7 +191,7 @@ type turnResult struct {
 // up (trust dialogs on the way are decided by policy), so that Prompt can
 // type at once.
 func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
-	cfg := Config{Launch: l}
+	cfg := Config{Launch: l, Cols: l.Cols, Rows: l.Rows}
 	if p := os.Getenv("TAI_PTY_RECORD"); p != "" {
 		f, err := os.Create(p)
 		if err != nil {

@@ -307,3 +307,36 @@ done
 		t.Fatalf("exit %d, message %q; want the answer printed after the silent work\nstderr:\n%s", o.code, r.Message, o.stderr)
 	}
 }
+
+// --pty-size sets the screen the TUI runs in.
+func TestPTYSize(t *testing.T) {
+	dir := t.TempDir()
+	o := tai(t, dir, os.Environ(), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--pty-size", "80x30", "-o", "stream-json", "say hi")
+	if o.code != 0 {
+		t.Fatalf("exit %d\n%s", o.code, o.stderr)
+	}
+	var size string
+	for _, line := range strings.Split(o.stdout, "\n") {
+		var f struct {
+			Type string `json:"type"`
+			Raw  struct {
+				Kind string `json:"kind"`
+				Data struct {
+					Cols int `json:"cols"`
+					Rows int `json:"rows"`
+				} `json:"data"`
+			} `json:"raw"`
+		}
+		if json.Unmarshal([]byte(line), &f) == nil && f.Raw.Kind == "pty.final_screen" {
+			size = fmt.Sprintf("%dx%d", f.Raw.Data.Cols, f.Raw.Data.Rows)
+		}
+	}
+	if size != "80x30" {
+		t.Fatalf("final screen %q, want 80x30", size)
+	}
+	for _, bad := range []string{"80", "10x10", "ax b"} {
+		if o := tai(t, dir, os.Environ(), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--pty-size", bad, "hi"); o.code != 2 {
+			t.Errorf("--pty-size %s: exit %d, want 2", bad, o.code)
+		}
+	}
+}
