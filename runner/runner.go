@@ -372,48 +372,20 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content) e
 		done <- turnOutcome{res, err}
 	}()
 	var out turnOutcome
-	interrupts := r.o.Interrupts
-wait:
 	select {
 	case out = <-done:
-	case <-interrupts:
-		// The parent stops this turn only: the agent's cancel, then its
-		// stop reason ends the turn; an agent that ignores it is killed
-		// after the grace, as for Ctrl-C.
-		if err := sess.Cancel(context.Background()); err != nil {
-			r.o.Logger.Debug("cancel failed", "err", err)
-		}
-		interrupts = nil
-		t := r.o.Clock.NewTimer(r.o.CancelGrace, "runner", "interrupt-grace")
-		select {
-		case out = <-done:
-			t.Stop()
-		case <-t.C:
-			r.o.Logger.Warn("agent did not stop after the interrupt; killing it", "grace", r.o.CancelGrace)
-			_ = sess.Close(context.Background())
-			out = <-done
+	case <-r.o.Interrupts:
+		// The parent stops this turn only; the next prompt still runs.
+		var killed bool
+		if out, killed = r.stopTurn(sess, done); killed {
 			return fmt.Errorf("%s did not stop within %s of the interrupt", r.o.Agent, r.o.CancelGrace)
-		case <-ctx.Done():
-			t.Stop()
-			goto wait
+		}
+		if cause := context.Cause(ctx); cause != nil {
+			return cause
 		}
 	case <-ctx.Done():
-		// Ctrl-C or timeout: session/cancel (pending permissions are
-		// answered cancelled), a grace period, then the process group dies.
-		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		if err := sess.Cancel(cctx); err != nil {
-			r.o.Logger.Debug("session/cancel failed", "err", err)
-		}
-		cancel()
-		t := r.o.Clock.NewTimer(r.o.CancelGrace, "runner", "cancel-grace")
-		select {
-		case out = <-done:
-		case <-t.C:
-			r.o.Logger.Warn("agent did not stop after session/cancel; killing it", "grace", r.o.CancelGrace)
-			_ = sess.Close(context.Background())
-			out = <-done
-		}
-		t.Stop()
+		// Ctrl-C or timeout: the whole run ends.
+		r.stopTurn(sess, done)
 		return context.Cause(ctx)
 	}
 	if out.err != nil {
@@ -421,6 +393,27 @@ wait:
 	}
 	r.lateWindow(sess)
 	return nil
+}
+
+// stopTurn cancels the running turn (pending permissions are answered
+// cancelled) and waits for it to end; an agent that ignores the cancel is
+// killed after CancelGrace (killed).
+func (r *run) stopTurn(sess Session, done <-chan turnOutcome) (out turnOutcome, killed bool) {
+	cctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	if err := sess.Cancel(cctx); err != nil {
+		r.o.Logger.Debug("cancel failed", "err", err)
+	}
+	cancel()
+	t := r.o.Clock.NewTimer(r.o.CancelGrace, "runner", "cancel-grace")
+	defer t.Stop()
+	select {
+	case out = <-done:
+		return out, false
+	case <-t.C:
+		r.o.Logger.Warn("agent did not stop after the cancel; killing it", "grace", r.o.CancelGrace)
+		_ = sess.Close(context.Background())
+		return <-done, true
+	}
 }
 
 // lateWindow keeps the session open briefly after the turn: some agents
