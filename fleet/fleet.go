@@ -451,15 +451,17 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 		maxQ = 3
 	}
 	next := prompt
+	resume := "" // the session a follow-up continues, if the agent can resume it
 	attempts := 0
 	var last runner.Result
+	var fullFollowUp string // the answer with the whole task, for a fresh session
 	for {
 		if err := res.CanTurn(spent); err != nil {
 			return fail(StatusBudget, exitcode.BudgetExceeded, err.Error())
 		}
 		attempts++
 		f.setTask(id, func(ts *TaskState) { ts.Attempts++; ts.Status = StatusRunning })
-		r, turnSpent, err := f.turn(taskCtx, cancelTask, t, res, spent, cwd, next, attempts)
+		r, turnSpent, err := f.turn(taskCtx, cancelTask, t, res, spent, cwd, next, resume, attempts)
 		spent = spent.add(turnSpent)
 		last = r
 		f.setTask(id, func(ts *TaskState) {
@@ -480,9 +482,16 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 			if ctx.Err() != nil {
 				return fail(StatusCanceled, exitcode.Interrupted, causeText(ctx))
 			}
+			if resume != "" && code == exitcode.NoSession {
+				// The agent lost the session: the answer goes into a
+				// fresh one with the whole task again.
+				f.emit("retry", id, fmt.Sprintf("session %s could not be resumed; continuing in a new one", resume), nil)
+				next, resume = fullFollowUp, ""
+				continue
+			}
 			if attempts <= t.Retries {
 				f.emit("retry", id, fmt.Sprintf("attempt %d failed (%s); retrying", attempts, reason), nil)
-				next = prompt
+				next, resume = prompt, ""
 				continue
 			}
 			return fail(StatusFailed, code, reason)
@@ -504,7 +513,13 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 		}
 		f.setTask(id, func(ts *TaskState) { ts.Questions = append(ts.Questions, QA{Question: q, Answer: ans, DecidedBy: by}) })
 		f.emit("answered", id, by+": "+lastLine(ans), map[string]any{"question": q, "answer": ans, "decided_by": by})
-		next = fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", prompt, q, by, ans)
+		fullFollowUp = fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", prompt, q, by, ans)
+		next, resume = fullFollowUp, ""
+		if r.Resumable && r.SessionID != "" {
+			// The same session goes on: the agent has the task and its
+			// question in context, and needs only the answer.
+			next, resume = fmt.Sprintf("Answer (from the %s):\n%s\n\nContinue the task with this answer.", by, ans), r.SessionID
+		}
 	}
 
 	// Keep the work: commit it on the task's branch.
@@ -603,7 +618,7 @@ func (f *fleet) result(ctx context.Context, id string) TaskResult {
 
 // turn runs one agent session in cwd with prompt, stopping it when the
 // task goes over its budget.
-func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t *Task, res *Reservation, before Usage, cwd, prompt string, attempt int) (runner.Result, Usage, error) {
+func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t *Task, res *Reservation, before Usage, cwd, prompt, resume string, attempt int) (runner.Result, Usage, error) {
 	spec := f.merged(t.AgentSpec)
 	opts, err := f.agentOptions(spec, cwd)
 	if err != nil {
@@ -619,6 +634,7 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 		opts.Mode = eng.DefaultMode()
 	}
 	opts.Prompt = []driver.Content{driver.TextContent(prompt)}
+	opts.ResumeID = resume
 	opts.Audit = f.o.Audit
 	opts.RunID = fmt.Sprintf("%s/%s/%d", f.o.RunID, t.ID, attempt)
 	opts.RunInfo = map[string]any{"fleet": f.o.RunID, "task": t.ID, "approve": string(eng.Mode()), "attempt": attempt}

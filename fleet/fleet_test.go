@@ -25,11 +25,20 @@ func TestMain(m *testing.M) {
 	if len(os.Args) >= 3 && os.Args[1] == "agent" && os.Args[2] == "builtin" {
 		os.Exit(serveBuiltin(os.Args[3:]))
 	}
+	// The built-in agents the tests start keep their sessions here, as
+	// `tai agent builtin` does in the state directory: resumable.
+	state, err := os.MkdirTemp("", "tai-fleet-builtin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("TAI_TEST_BUILTIN_STATE", state)
+	defer os.RemoveAll(state)
 	goleak.VerifyTestMain(m)
 }
 
 func serveBuiltin(args []string) int {
-	opts := builtin.Options{}
+	opts := builtin.Options{StateDir: os.Getenv("TAI_TEST_BUILTIN_STATE")}
 	if len(args) == 2 && args[0] == "--script" {
 		s, err := builtin.LoadScript(args[1])
 		if err != nil {
@@ -282,6 +291,36 @@ tasks:
 				}
 				if ts.Usage.Turns != 3 { // ask, answerer, continue
 					t.Fatalf("turns %d", ts.Usage.Turns)
+				}
+				// The agent's session went on: it got the answer alone.
+				if strings.Contains(out.audit, `You asked:`) {
+					t.Fatal("the follow-up started a new session with the whole task, though the agent could resume")
+				}
+			},
+		},
+		{
+			name: "an answer whose session cannot be resumed goes into a new one with the whole task",
+			files: map[string]string{
+				"answerer.yaml": "steps:\n  - text: \"Use blue.\"\n",
+				"plan.yaml": `policy: {approve: all}
+answerer: {script: answerer.yaml}
+tasks:
+  - id: paint
+    agent_cmd: "sh -c 'if [ -e asked ]; then TAI_TEST_BUILTIN_STATE=\"$TAI_TEST_BUILTIN_STATE/elsewhere\" exec \"$0\" agent builtin --script done.yaml; else exec \"$0\" agent builtin --script ask.yaml; fi' EXE"
+    prompt: paint it
+`,
+				"ask.yaml":  "steps:\n  - write: {path: asked, content: \"1\\n\"}\n  - text: \"Which colour should I use?\"\n",
+				"done.yaml": "steps:\n  - write: {path: colour.txt, content: \"blue\\n\"}\n  - text: \"Painted it blue.\"\n",
+			},
+			wantExit: 0,
+			want:     map[string]string{"paint": StatusMerged},
+			check: func(t *testing.T, repo string, out runOut) {
+				var retried bool
+				for _, e := range out.events {
+					retried = retried || e.Kind == "retry" && strings.Contains(e.Detail, "could not be resumed")
+				}
+				if !retried || !strings.Contains(out.audit, `You asked:\nWhich colour should I use?`) {
+					t.Fatal("no fallback to a new session with the whole task")
 				}
 			},
 		},
