@@ -534,6 +534,21 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 			return fail(StatusFailed, exitcode.AgentError, err.Error())
 		}
 		f.setTask(id, func(ts *TaskState) { ts.Head, ts.Diff = head, &d })
+		// A task that changed files it does not own is not merged: its
+		// work stays on its branch, and the overlap is named.
+		if len(t.Owns) > 0 {
+			owns, _ := policy.CompilePathSet(t.Owns) // checked with the plan
+			var outside []string
+			for _, fs := range d.Files {
+				if !owns.Match(fs.Path) {
+					outside = append(outside, fs.Path)
+				}
+			}
+			if len(outside) > 0 {
+				return fail(StatusFailed, exitcode.AgentError, fmt.Sprintf("changed files outside its owns: %s (kept on branch %s, not merged)",
+					strings.Join(outside, ", "), f.st.task(id).Branch))
+			}
+		}
 	}
 	f.setTask(id, func(ts *TaskState) {
 		ts.Status, ts.ExitCode = StatusDone, 0

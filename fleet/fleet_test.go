@@ -222,6 +222,23 @@ func TestFleetOutcomes(t *testing.T) {
 			},
 		},
 		{
+			name: "a task that changes files outside its owns is not merged, its work kept",
+			files: map[string]string{
+				"in.yaml": writeScript("docs/guide.md", "guide\n"), "out.yaml": writeScript("src/main.go", "package main\n"),
+				"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: in, script: in.yaml, prompt: x, owns: [docs/]}\n  - {id: out, script: out.yaml, prompt: y, owns: [\"docs/**\", \"*.md\"]}\n",
+			},
+			wantExit: exitcode.AgentError,
+			want:     map[string]string{"in": StatusMerged, "out": StatusFailed},
+			check: func(t *testing.T, repo string, out runOut) {
+				if r := out.st.Tasks["out"].Reason; !strings.Contains(r, "changed files outside its owns: src/main.go") {
+					t.Fatalf("reason %q", r)
+				}
+				if run(t, repo, "git", "show", "tai/r/out:src/main.go") != "package main" {
+					t.Fatal("the work outside owns was lost")
+				}
+			},
+		},
+		{
 			name: "a reservation the fleet cannot give is refused",
 			files: map[string]string{
 				"s.yaml":    writeScript("s.txt", "s\n"),
@@ -380,6 +397,7 @@ func TestPlanValidation(t *testing.T) {
 		{"duplicate id", "tasks:\n  - {id: a, prompt: x}\n  - {id: a, prompt: y}\n", []string{`plan.yaml:3: task id "a" is used twice (first at line 2)`}},
 		{"bad template", "tasks:\n  - {id: a, prompt: \"{{ .Tasks\"}\n", []string{"prompt template"}},
 		{"no prompt", "tasks:\n  - {id: a}\n", []string{"exactly one of prompt and prompt_file"}},
+		{"owns outside the workspace", "tasks:\n  - {id: a, prompt: x, owns: [\"../other/**\"]}\n", []string{`plan.yaml:2: task "a": owns: path pattern "../other/**" leaves the workspace`}},
 		{"bad duration", "budget: {wall_time: soon}\ntasks:\n  - {id: a, prompt: x}\n", []string{`duration "soon"`}},
 		{"valid", "budget: {wall_time: 5m}\ntasks:\n  - {id: a, prompt: x}\n  - {id: b, prompt: \"{{ .Tasks.a.Diff }}\", depends_on: [a], worktree: \"shared:a\"}\n", nil},
 	}

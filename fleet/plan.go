@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -95,7 +96,7 @@ type Task struct {
 	PromptFile string   `yaml:"prompt_file" json:"prompt_file,omitempty"`
 	DependsOn  []string `yaml:"depends_on" json:"depends_on,omitempty"`
 	Worktree   string   `yaml:"worktree" json:"worktree,omitempty"`
-	Owns       []string `yaml:"owns" json:"owns,omitempty"` // files the task owns (documentation, overlap check)
+	Owns       []string `yaml:"owns" json:"owns,omitempty"` // globs of the files the task may change; others fail it before its merge
 	Policy     *Policy  `yaml:"policy" json:"policy,omitempty"`
 	Budget     Limits   `yaml:"budget" json:"budget"`
 	Retries    int      `yaml:"retries" json:"retries,omitempty"`
@@ -388,6 +389,9 @@ func (p *Plan) validate(add func(int, string, ...any)) {
 		checkLimits(t.Line, where, t.Budget)
 		if t.Retries < 0 {
 			add(t.Line, "%sretries must be >= 0", where)
+		}
+		if _, err := policy.CompilePathSet(t.Owns); err != nil {
+			add(t.Line, "%sowns: %v", where, err)
 		}
 		switch wt := t.Worktree; {
 		case wt == "" || wt == "new" || wt == "none":
