@@ -23,8 +23,11 @@ type Manifest struct {
 	PolicyModes    []string            `json:"policy_modes"`
 	NonInteractive []string            `json:"non_interactive"`
 	Outputs        []string            `json:"outputs"`
-	FrameTypes     []string            `json:"frame_types"`
-	ExitCodes      []exitcode.Info     `json:"exit_codes"`
+	// Inputs are --input-format's values: stream-json is tai as an agent
+	// (--cap-speak).
+	Inputs     []string        `json:"inputs"`
+	FrameTypes []string        `json:"frame_types"`
+	ExitCodes  []exitcode.Info `json:"exit_codes"`
 }
 
 // DriverInfo is one driver and its features.
@@ -59,6 +62,7 @@ func BuildManifest() Manifest {
 		}}, {Name: streamjson.Name, Features: streamjson.Features}, {Name: pty.Name, Features: pty.Features}},
 		NonInteractive: []string{string(policy.NonInteractiveDeny), string(policy.NonInteractiveFail)},
 		Outputs:        []string{OutputText, OutputJSON, OutputStreamJSON},
+		Inputs:         []string{"text", "stream-json"},
 		ExitCodes:      exitcode.All,
 	}
 	for _, p := range preset.All() {
