@@ -40,8 +40,8 @@ type Text struct {
 	// printed is the text shown of the last message id, for a chunk that
 	// replaces it.
 	printedID, printed string
-	tools     map[string]string
-	shownPlan []driver.PlanEntry // as last shown
+	tools              map[string]string
+	shownPlan          []driver.PlanEntry // as last shown
 }
 
 // NewText returns a text renderer.
