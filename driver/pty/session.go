@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,6 +155,7 @@ type Session struct {
 	answered  string    // signature of the picker last answered, until it goes
 	pickSig   string    // signature of the picker on screen
 	pickSeen  time.Time // when it was first seen (for Profile.PickerDelay)
+	confirm   int       // 1 + the option the highlight was moved to, to confirm once it shows there; 0 none
 	reqSeq    int
 	isReady   bool
 	cur       *turn
@@ -421,7 +423,7 @@ func (s *Session) evaluate(now time.Time) {
 	s.scroll.observe(body)
 
 	if v.Picker == nil {
-		s.answered, s.pickSig = "", ""
+		s.answered, s.pickSig, s.confirm = "", "", 0
 	} else if s.attached.Load() {
 		return // the user answers it
 	} else if sig := v.Picker.Signature(); sig != s.answered {
@@ -436,6 +438,11 @@ func (s *Session) evaluate(now time.Time) {
 		s.answered = sig
 		return
 	} else {
+		if s.confirm > 0 && v.Picker.Selected == s.confirm-1 {
+			// The highlight is on the chosen option now: confirm it.
+			s.confirm = 0
+			_ = s.send("\r")
+		}
 		return // answered; waiting for it to go
 	}
 
@@ -640,8 +647,29 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 	if target < 0 {
 		return
 	}
-	_ = s.send(pickKeys(pk.Selected, target, snap.AppCursor, pk.Horizontal))
+	if s.prof.EscOption && escLabel.MatchString(pk.Options[target].Label) {
+		_ = s.send("\x1b")
+		return
+	}
+	keys := pickKeys(pk.Selected, target, snap.AppCursor, pk.Horizontal)
+	if target == pk.Selected || pk.Horizontal {
+		// Nothing to move, or a highlight the screen text does not show
+		// (opencode's colour): keys and Enter at once.
+		_ = s.send(keys)
+		return
+	}
+	// The arrows now, the Enter once the screen shows the highlight on the
+	// target (evaluate): an Enter on an unverified highlight could pick
+	// another option than the policy chose (Claude Code, starting, redraws
+	// its trust dialog with the first option highlighted again, and an
+	// arrow typed before is lost).
+	s.confirm = target + 1
+	_ = s.send(strings.TrimSuffix(keys, "\r"))
 }
+
+// escLabel marks an option whose key is Esc: "No, and tell Copilot what
+// to do differently (Esc to stop)".
+var escLabel = regexp.MustCompile(`(?i)\(esc\b`)
 
 // pickKeys moves the highlight from the selected option to the target
 // with arrow keys and confirms with Enter: the same keystrokes for

@@ -2,19 +2,39 @@ package profile
 
 import "regexp"
 
-// GitHub Copilot CLI: "Esc to cancel" while thinking; pickers
-// "❯ 1. Yes"; composer "> ".
+// GitHub Copilot CLI 1.0 (captured: testdata/copilot/1.0.102, BYOK
+// against the model server). Alternate screen, laid out to the full
+// height: the transcript at the top ("❯ prompt" echoed with the time far
+// right, "● text" replies, "○ Create hello.txt" a pending tool call, "●
+// Create hello.txt +1" a finished edit, "● MCP Servers reloaded" and
+// other notices), at the bottom the workspace row, the composer "❯"
+// between two rules, and the footer: "← open sidebar · Interactive ·
+// Manual Approval · …" when idle, "● Working esc esc edit prompt" while
+// it works. Pickers are boxed ("│ ❯ 1. Yes │") with "↑/↓ to navigate ·
+// enter to select · esc to cancel"; the first start in a folder asks
+// "Confirm folder trust … Do you trust the files in this folder?".
 func copilot() *Profile {
 	return &Profile{
-		Name:        "copilot",
-		Working:     []*regexp.Regexp{rx(`(?i)esc to (cancel|interrupt|stop)`), rx(spinner)},
-		Composer:    rx(`^\s*[│|]?\s*[>❯]\s?(.*?)\s*[│|]?\s*$`),
-		Placeholder: rx(`^(Enter @|Type @|Ask)`),
-		PickerHint:  []*regexp.Regexp{rx(`Do you want to`), rx(`(?i)confirm`), rx(`(?i)do you trust`)},
-		TrustHint:   []*regexp.Regexp{rx(`(?i)trust the files`), rx(`(?i)do you trust`)},
-		Marker:      "❯>",
-		CancelKeys:  "\x1b",
+		Name:              "copilot",
+		Working:           []*regexp.Regexp{rx(`\besc\s+(?:esc\s+)?(?:interrupt|edit prompt)\b`)},
+		Composer:          rx(`^\s*[>❯]\s?(.*?)\s*$`),
+		ComposerUnderRule: true,
+		Placeholder:       rx(`^(Enter @|Type @|Ask)`),
+		PickerHint:        []*regexp.Regexp{rx(`Do you want to`), rx(`(?i)do you trust`), rx(`enter to select`)},
+		TrustHint:         []*regexp.Regexp{rx(`(?i)trust the files`), rx(`(?i)confirm folder trust`)},
+		Marker:            "❯",
+		// The footer says "esc esc interrupt".
+		CancelKeys: "\x1b\x1b",
+		// It prints notices ("● MCP Servers reloaded") a few seconds into
+		// its start, after the first idle composer: a prompt sent before
+		// would count them as its reply.
+		ReadyQuiet:  true,
+		EscOption:   true,
 		ReplyPrefix: []string{"● "},
-		EchoPrefix:  "> ",
+		EchoPrefix:  "❯ ",
+		// Rows with the reply's "●" that are not text: a finished edit
+		// ends in its diff stats ("● Create hello.txt +1"), and notices.
+		Chrome: []*regexp.Regexp{rx(`^\s*●\s+\S.*\s\+\d+(?:\s+-\d+)?\s*$`), rx(`^\s*●\s+(?:MCP Servers|Tip:|No copilot-instructions|Operation cancelled by user)`),
+			rx(`^\s*[○└│╭╰]`)},
 	}
 }

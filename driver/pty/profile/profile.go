@@ -142,6 +142,11 @@ type Profile struct {
 	// permission dialog (a guard against keystrokes meant for the
 	// composer), so an Enter sent at once is lost and the turn hangs.
 	PickerDelay time.Duration
+	// EscOption: an option labelled "(Esc …)" is chosen with Esc, not
+	// with arrows and Enter: Copilot's "No, and tell Copilot what to do
+	// differently (Esc to stop)" takes Enter as the start of a message to
+	// type and stays on screen.
+	EscOption bool
 	// ReadyOnScreen: only the profile's own idle verdict means ready, not
 	// quiescence: opencode is silent for over 2 s before its first frame.
 	ReadyOnScreen bool

@@ -4,7 +4,7 @@
 # e2e/realagents/agents_test.go). Needs the agents installed:
 #   eval "$(scripts/install-agents.sh | sed 's/^/export /')"
 #   eval "$(scripts/install-claude.sh | sed 's/^/export /')"
-#   driver/pty/testdata/capture.sh qwen|gemini|opencode|codex|claude
+#   driver/pty/testdata/capture.sh qwen|gemini|opencode|codex|claude|copilot
 # Writes driver/pty/testdata/<agent>/<version>/*.{screen,rec}; the .want
 # verdicts are written by hand after looking at the screens.
 set -euo pipefail
@@ -99,6 +99,13 @@ J
   env+=(ANTHROPIC_BASE_URL=$url ANTHROPIC_API_KEY=$key CLAUDE_CODE_MAX_RETRIES=0
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1)
   argv=("$TAI_CLAUDE_CLI" --permission-mode default)
+  ;;
+copilot)
+  # BYOK (the e2e/realagents recipe): the model server as an OpenAI
+  # provider, no GitHub login.
+  version=1.0.102
+  env+=(COPILOT_PROVIDER_BASE_URL=$url/v1 COPILOT_PROVIDER_API_KEY=sk-fake COPILOT_MODEL=fake-model)
+  argv=("$TAI_AGENT_COPILOT")
   ;;
 *) echo "unknown agent $agent" >&2; exit 2 ;;
 esac
