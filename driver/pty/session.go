@@ -496,10 +496,12 @@ func (s *Session) evaluate(now time.Time) {
 		// working screen was seen: either the turn was faster than a
 		// frame, or the agent has not started yet (the echo comes before
 		// the spinner). Only quiescence can tell these apart, so an idle
-		// screen ends the turn only after the quiet window.
+		// screen ends the turn only after the quiet window, with the
+		// agent's processes at rest: a TUI starved of CPU may not have
+		// drawn its spinner yet.
 		if v.Composer != profile.ComposerDraft && !equalLines(body, t.before) {
 			t.echoed = true
-			if st == StatusIdle && now.Sub(s.set.lastOut) >= s.set.quiet {
+			if st == StatusIdle && now.Sub(s.set.lastOut) >= s.set.quiet && s.set.byProcess(now) == StatusIdle {
 				s.maybeEnd(st, body)
 			}
 			return

@@ -29,6 +29,10 @@ func TestReplyStream(t *testing.T) {
 		{"scrolled off the top at the end",
 			[]string{"1\n2\n3\n4\n5\n6", "1\n2\n3\n4\n5\n6\n7"},
 			"3\n4\n5\n6\n7\n8", []string{"", "1\n2\n3\n4\n5\n"}, "6\n7\n8", false},
+		{"scrolls during the turn",
+			[]string{"1\n2\n3\n4\n5\n6", "1\n2\n3\n4\n5\n6\n7", "3\n4\n5\n6\n7\n8\n9", "3\n4\n5\n6\n7\n8\n9\n10"},
+			"3\n4\n5\n6\n7\n8\n9\n10", []string{"", "1\n2\n3\n4\n5\n", "", "6\n7\n8\n"}, "9\n10", false},
+		{"ends with the last row sent", []string{"a\nb", "a\nb\nc"}, "a", []string{"", "a\n"}, "a", true},
 		{"one row in common is not a scroll",
 			[]string{"a\nb", "a\nb\nc"},
 			"b\nz", []string{"", "a\n"}, "b\nz", true},
@@ -45,7 +49,7 @@ func TestReplyStream(t *testing.T) {
 			if last != tc.last || replace != tc.replace {
 				t.Fatalf("final: %q replace=%v, want %q %v", last, replace, tc.last, tc.replace)
 			}
-			if !replace && !strings.Contains(tc.name, "scrolled") && strings.Join(tc.sent, "")+last != tc.final {
+			if !replace && !strings.Contains(tc.name, "scroll") && strings.Join(tc.sent, "")+last != tc.final {
 				t.Fatalf("streamed + final = %q, want %q", strings.Join(tc.sent, "")+last, tc.final)
 			}
 		})

@@ -2,12 +2,14 @@ package pty
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tai-dev/tai/e2e/internal/auditlog"
 	"github.com/tai-dev/tai/e2e/internal/modelsrv"
 )
 
@@ -152,7 +154,8 @@ func testReal(t *testing.T, a realAgent) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			repo, env, cmd := a.setup(t, tc.script)
-			args := append([]string{"run", "--agent", a.name, "--agent-cmd", cmd, "--driver", "pty", "-C", repo, "-o", "json"}, a.flags...)
+			auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+			args := append([]string{"run", "--agent", a.name, "--agent-cmd", cmd, "--driver", "pty", "-C", repo, "-o", "json", "--audit", auditPath}, a.flags...)
 			args = append(args, tc.args...)
 			// TAI_E2E_DEBUG=DIR keeps each run's PTY recording in DIR and
 			// logs tai's output.
@@ -165,10 +168,10 @@ func testReal(t *testing.T, a realAgent) {
 				t.Logf("stdout:\n%s\nstderr:\n%s", o.stdout, o.stderr)
 			}
 			if o.code != tc.code || r.Status != tc.status {
-				t.Fatalf("exit %d status %q error %q; want %d %q\nstderr:\n%s", o.code, r.Status, r.Error, tc.code, tc.status, o.stderr)
+				t.Fatalf("exit %d status %q error %q; want %d %q\nstderr:\n%s\nlast screen:\n%s", o.code, r.Status, r.Error, tc.code, tc.status, o.stderr, finalScreen(t, auditPath))
 			}
 			if tc.message != "" && r.Message != tc.message {
-				t.Errorf("message %q, want %q", r.Message, tc.message)
+				t.Errorf("message %q, want %q\nlast screen:\n%s", r.Message, tc.message, finalScreen(t, auditPath))
 			}
 			if _, err := os.Stat(filepath.Join(repo, "hello.txt")); (err == nil) != tc.file {
 				t.Errorf("hello.txt exists = %v, want %v", err == nil, tc.file)
@@ -176,6 +179,19 @@ func testReal(t *testing.T, a realAgent) {
 			checkNoLeftovers(t, repo)
 		})
 	}
+}
+
+// finalScreen is the screen the audit log kept, for failure reports.
+func finalScreen(t *testing.T, auditPath string) string {
+	e, ok := auditlog.First(auditlog.Read(t, auditPath), "screen.final")
+	if !ok {
+		return "(none in the audit log)"
+	}
+	var sc struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(e.Data, &sc)
+	return sc.Text
 }
 
 // checkNoLeftovers fails if a process still runs in the repo after tai
