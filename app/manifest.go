@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/driver/a2a"
 	"github.com/tai-dev/tai/driver/pty"
 	"github.com/tai-dev/tai/driver/streamjson"
 	"github.com/tai-dev/tai/exitcode"
@@ -53,13 +54,14 @@ func BuildManifest() Manifest {
 		Protocols: map[string][]string{
 			"acp":           {"1"},
 			streamjson.Name: streamjson.Dialects(),
+			a2a.Name:        a2a.Dialects(),
 		},
 		Drivers: []DriverInfo{{Name: "acp", Features: []string{
 			"initialize", "authenticate", "session/new", "session/load", "session/resume", "session/list", "session/close",
 			"session/prompt", "session/cancel", "session/set_mode", "session/set_config_option",
 			"fs/read_text_file", "fs/write_text_file", "terminal", "request_permission", "mcp_servers",
 			"resource", "resource_link", "$/cancel_request",
-		}}, {Name: streamjson.Name, Features: streamjson.Features}, {Name: pty.Name, Features: pty.Features}},
+		}}, {Name: streamjson.Name, Features: streamjson.Features}, {Name: pty.Name, Features: pty.Features}, {Name: a2a.Name, Features: a2a.Features}},
 		NonInteractive: []string{string(policy.NonInteractiveDeny), string(policy.NonInteractiveFail)},
 		Outputs:        []string{OutputText, OutputJSON, OutputStreamJSON},
 		Inputs:         []string{"text", "stream-json"},

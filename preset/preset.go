@@ -5,6 +5,7 @@ package preset
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -170,6 +171,10 @@ func Custom(cmdline string) (Preset, []string, error) {
 	}
 	if len(argv) == 0 {
 		return Preset{}, nil, fmt.Errorf("--agent-cmd is empty")
+	}
+	// A URL is an A2A agent's endpoint, not a command.
+	if u, err := url.Parse(argv[0]); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return Preset{Name: u.Host, Description: "A2A agent at " + argv[0], Driver: "a2a", Binary: argv[0]}, argv, nil
 	}
 	name := filepath.Base(argv[0])
 	if name == "npx" || name == "node" || name == "uvx" {

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/driver/a2a"
 	"github.com/tai-dev/tai/driver/acp"
 	"github.com/tai-dev/tai/driver/pty"
 	"github.com/tai-dev/tai/driver/streamjson"
@@ -19,7 +20,7 @@ type Session interface {
 }
 
 // Drivers lists the drivers this build can run.
-func Drivers() []string { return []string{acp.Name, streamjson.Name, pty.Name} }
+func Drivers() []string { return []string{acp.Name, streamjson.Name, pty.Name, a2a.Name} }
 
 func known(name string) bool {
 	for _, d := range Drivers() {
@@ -44,6 +45,8 @@ func startDriver(ctx context.Context, name string, l driver.Launch) (Session, er
 		return streamjson.Launch(ctx, l)
 	case pty.Name:
 		return pty.Launch(ctx, l)
+	case a2a.Name:
+		return a2a.Launch(ctx, l)
 	default:
 		return acp.Launch(ctx, l)
 	}

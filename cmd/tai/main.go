@@ -119,8 +119,8 @@ func newRun(std app.IO) *cobra.Command {
 	}
 	fl := c.Flags()
 	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
-	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "launch this command instead of a preset (split like a shell, not run by one)")
-	fl.StringVar(&f.Driver, "driver", "", "driver: acp | stream-json | pty (default: the preset's)")
+	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "launch this command instead of a preset (split like a shell, not run by one), or an A2A agent's URL")
+	fl.StringVar(&f.Driver, "driver", "", "driver: acp | stream-json | pty | a2a (default: the preset's; a2a for an http(s) URL)")
 	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
 	fl.StringVar(&f.Approve, "approve", "", "permission mode: all | reads | ask | deny | yolo (default: the policy file's, else reads)")
 	fl.StringVar(&f.NonInteractive, "non-interactive", "", "what ask becomes with no terminal: deny | fail (default: the policy file's, else deny)")
