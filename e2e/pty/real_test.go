@@ -89,9 +89,9 @@ func (a realAgent) setup(t *testing.T, script string) (repo string, env []string
 	exe, node := os.Getenv(a.bin), os.Getenv("TAI_NODE22_BIN")
 	if exe == "" || (a.node && node == "") {
 		if os.Getenv("CI") != "" {
-			t.Fatalf(`%s is not installed: %s/TAI_NODE22_BIN unset; .ci/run must eval "$(scripts/install-agents.sh | sed 's/^/export /')"`, a.name, a.bin)
+			t.Fatalf(`%s is not installed: %s/TAI_NODE22_BIN unset; .ci/run must eval "$(scripts/%s | sed 's/^/export /')"`, a.name, a.bin, installer(a))
 		}
-		t.Skipf(`skipping: %s is not installed (%s unset); run eval "$(scripts/install-agents.sh | sed 's/^/export /')"`, a.name, a.bin)
+		t.Skipf(`skipping: %s is not installed (%s unset); run eval "$(scripts/%s | sed 's/^/export /')"`, a.name, a.bin, installer(a))
 	}
 	dir := t.TempDir()
 	home, repo := filepath.Join(dir, "home"), filepath.Join(dir, "repo")
@@ -179,6 +179,14 @@ func testReal(t *testing.T, a realAgent) {
 			checkNoLeftovers(t, repo)
 		})
 	}
+}
+
+// installer is the script that installs the agent.
+func installer(a realAgent) string {
+	if a.bin == "TAI_CLAUDE_CLI" {
+		return "install-claude.sh"
+	}
+	return "install-agents.sh"
 }
 
 // finalScreen is the screen the audit log kept, for failure reports.
