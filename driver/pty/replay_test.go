@@ -224,7 +224,7 @@ func BenchmarkEmulator(b *testing.B) {
 				n += int64(len(c.Data))
 			}
 		}
-		b.Run(strings.TrimSuffix(filepath.Base(path), ".rec"), func(b *testing.B) {
+		b.Run(filepath.Base(filepath.Dir(filepath.Dir(path)))+"/"+strings.TrimSuffix(filepath.Base(path), ".rec"), func(b *testing.B) {
 			b.SetBytes(n)
 			for b.Loop() {
 				scr := term.NewScreen(term.DefaultCols, term.DefaultRows, nil)

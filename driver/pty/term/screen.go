@@ -5,6 +5,7 @@
 package term
 
 import (
+	"bytes"
 	"io"
 	"strings"
 	"sync"
@@ -98,7 +99,7 @@ func (s *Screen) Write(p []byte) (int, error) {
 	s.scan.feed(p)
 	buf := s.filter.feed(p)
 	if len(s.partial) > 0 {
-		buf = append(s.partial, p...)
+		buf = append(s.partial, buf...)
 		s.partial = nil
 	}
 	cut := completePrefix(buf)
@@ -128,8 +129,22 @@ type csiFilter struct {
 }
 
 func (f *csiFilter) feed(p []byte) []byte {
+	if len(f.pending) == 0 && bytes.IndexByte(p, 0x1b) < 0 {
+		return p // most output: text with no escape at all
+	}
 	f.out = f.out[:0]
-	for _, b := range p {
+	for i := 0; i < len(p); i++ {
+		b := p[i]
+		if len(f.pending) == 0 && b != 0x1b {
+			// Copy the run up to the next escape in one go.
+			j := bytes.IndexByte(p[i:], 0x1b)
+			if j < 0 {
+				j = len(p) - i
+			}
+			f.out = append(f.out, p[i:i+j]...)
+			i += j - 1
+			continue
+		}
 		switch {
 		case len(f.pending) == 0:
 			if b == 0x1b {

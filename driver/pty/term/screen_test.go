@@ -30,6 +30,7 @@ func TestModesAndReplies(t *testing.T) {
 		// Claude Code's kitty keyboard query after its first frame: vt10x
 		// took it for "restore cursor" and the next row landed on top.
 		{name: "kitty query is not restore cursor", writes: []string{"\x1b7\x1b8x\r\n", "\x1b[?", "u\x1b[>0q\x1b[>4mab\x1b[<u"}, text: "x"},
+		{name: "kitty query after a split character", writes: []string{"\x1b7\x1b8x\xe2\x9c", "\xa6\r\n\x1b[?uab"}, text: "x✦"},
 		{name: "plain CSI kept", writes: []string{"a\x1b[", "3Cb\x1b[2Dc"}, text: "a  cb"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
