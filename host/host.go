@@ -73,6 +73,21 @@ func (s *Services) WriteTextFile(ctx context.Context, path, content string) erro
 	return nil
 }
 
+// RecordWrite reports a file the agent wrote with its own tools (a
+// stream-json CLI's Write or Edit): confined to the workspace and hashed
+// here, like the writes tai makes for an agent. A path outside it is an
+// error wrapping driver.ErrOutsideWorkspace, and nothing is reported.
+func (s *Services) RecordWrite(ctx context.Context, path string, created bool) error {
+	res, err := s.files.Observe(ctx, path)
+	if err != nil {
+		return confined(err)
+	}
+	s.sink.Emit(driver.Event{Type: driver.EventFileWritten, File: &driver.FileWrite{
+		Path: res.Path, Size: res.Size, Created: created, HashAfter: res.HashAfter,
+	}})
+	return nil
+}
+
 // CreateTerminal starts a command.
 func (s *Services) CreateTerminal(ctx context.Context, req driver.TerminalRequest) (string, error) {
 	cr := terminal.CreateRequest{Command: req.Command, Args: req.Args, Cwd: req.Cwd, OutputByteLimit: req.OutputByteLimit}

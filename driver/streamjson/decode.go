@@ -219,7 +219,7 @@ func (d *decoder) upsert(f *Frame, id string, change func(*driver.ToolCall)) {
 func toolCall(tc *driver.ToolCall, name string, input json.RawMessage) {
 	tc.Name = name
 	tc.Kind = toolKind(name)
-	if len(input) > 0 && string(input) != "null" {
+	if present(input) {
 		tc.RawInput = bytes.Clone(input)
 	}
 	var args map[string]any
@@ -237,6 +237,21 @@ func toolCall(tc *driver.ToolCall, name string, input json.RawMessage) {
 			tc.Title = name + ": " + firstLine(v)
 			break
 		}
+	}
+}
+
+// present: a JSON value that says something (not absent, not null).
+func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
+
+// setOutput records a tool's output: raw, and as text content when it
+// reads as text.
+func setOutput(tc *driver.ToolCall, out json.RawMessage) {
+	if !present(out) {
+		return
+	}
+	tc.RawOutput = bytes.Clone(out)
+	if text := contentText(out); text != "" {
+		tc.Content = []driver.ToolContent{{Type: "text", Text: text}}
 	}
 }
 
@@ -389,7 +404,7 @@ func (d *decoder) claude(line []byte, typ, subtype string, f *Frame) {
 				if text := contentText(b.Content); text != "" {
 					tc.Content = []driver.ToolContent{{Type: "text", Text: text}}
 				}
-				if len(l.ToolUseResult) > 0 && string(l.ToolUseResult) != "null" {
+				if present(l.ToolUseResult) {
 					tc.RawOutput = bytes.Clone(l.ToolUseResult)
 				} else if len(b.Content) > 0 {
 					tc.RawOutput = bytes.Clone(b.Content)
@@ -720,12 +735,7 @@ func (d *decoder) gemini(line []byte, typ string, f *Frame) {
 			if tc.Status == "failed" && len(l.Error) > 0 {
 				out = l.Error
 			}
-			if len(out) > 0 && string(out) != "null" {
-				tc.RawOutput = bytes.Clone(out)
-				if text := contentText(out); text != "" {
-					tc.Content = []driver.ToolContent{{Type: "text", Text: text}}
-				}
-			}
+			setOutput(tc, out)
 		})
 	case "error":
 		f.errorEvent("agent_"+orDefault(l.Severity, "error"), l.Message)
@@ -862,10 +872,10 @@ func (d *decoder) codexItem(phase string, it codexItem, f *Frame) {
 		d.upsert(f, it.ID, func(tc *driver.ToolCall) {
 			toolCall(tc, it.Server+"/"+it.Tool, it.Arguments)
 			tc.Status = status
-			if it.Status == "failed" || (len(it.Error) > 0 && string(it.Error) != "null") {
+			if it.Status == "failed" || present(it.Error) {
 				tc.Status = "failed"
 			}
-			if len(it.Result) > 0 && string(it.Result) != "null" {
+			if present(it.Result) {
 				tc.RawOutput = bytes.Clone(it.Result)
 			}
 		})
@@ -962,12 +972,7 @@ func (d *decoder) opencode(line []byte, typ string, f *Frame) {
 			if st.Status == "error" {
 				out = st.Error
 			}
-			if len(out) > 0 && string(out) != "null" {
-				tc.RawOutput = bytes.Clone(out)
-				if text := contentText(out); text != "" {
-					tc.Content = []driver.ToolContent{{Type: "text", Text: text}}
-				}
-			}
+			setOutput(tc, out)
 		})
 	case "step_finish":
 		t := l.Part.Tokens

@@ -2,14 +2,9 @@ package streamjson
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/tai-dev/tai/driver"
 )
@@ -154,50 +149,29 @@ func denyMessage(d driver.PermissionDecision) string {
 	return msg
 }
 
-// fileWritten describes a file the agent's own tool wrote, if it is a
-// regular file inside the workspace: the size and hash as they are now,
-// right after the tool's result. Files outside the workspace are not
-// reported (tai's floor denies writing there); a path that no longer
-// exists (a codex delete) wrote nothing.
-func (s *Session) fileWritten(w Written) *driver.FileWrite {
-	root := s.l.Cwd
-	if root == "" {
-		return nil
-	}
-	p := w.Path
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(root, p)
-	}
-	p = filepath.Clean(p)
-	inside := within(root, p)
-	if real, err := filepath.EvalSymlinks(root); !inside && err == nil {
-		inside = within(real, p)
-	}
-	if !inside {
-		s.log.Debug("agent wrote outside the workspace; not reported as a file write", "path", p)
-		return nil
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		s.log.Debug("written file not readable", "path", p, "err", err)
-		return nil
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil
-	}
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		s.log.Debug("hashing a written file", "path", p, "err", err)
-		return nil
-	}
-	return &driver.FileWrite{Path: p, Size: n, Created: w.Created, HashAfter: "sha256:" + hex.EncodeToString(h.Sum(nil))}
+// writeRecorder is the host service that records a file the agent wrote
+// with its own tools: confined to the workspace and hashed there, like the
+// writes tai makes for ACP agents (host.Services).
+type writeRecorder interface {
+	RecordWrite(ctx context.Context, path string, created bool) error
 }
 
-// within reports whether p is strictly below root.
-func within(root, p string) bool {
-	rel, err := filepath.Rel(filepath.Clean(root), p)
-	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
+// recordWrites reports the files the agent's own tools wrote, as they are
+// right after the tool's result. Files outside the workspace are not
+// reported (tai's floor denies writing there); a path that no longer exists
+// (a codex delete) wrote nothing.
+func (s *Session) recordWrites(ws []Written) {
+	rec, ok := s.l.Host.Files.(writeRecorder)
+	if !ok || s.l.Cwd == "" {
+		return
+	}
+	for _, w := range ws {
+		p := w.Path
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.l.Cwd, p)
+		}
+		if err := rec.RecordWrite(context.Background(), p, w.Created); err != nil {
+			s.log.Debug("the agent's write is not reported", "path", p, "err", err)
+		}
+	}
 }

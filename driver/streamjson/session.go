@@ -368,11 +368,7 @@ func (s *Session) handle(line []byte) {
 		ev.Session = id
 		s.l.Host.Sink.Emit(ev)
 	}
-	for _, w := range f.Wrote {
-		if fw := s.fileWritten(w); fw != nil {
-			s.l.Host.Sink.Emit(driver.Event{Type: driver.EventFileWritten, Session: id, File: fw})
-		}
-	}
+	s.recordWrites(f.Wrote)
 	if changed != "" {
 		s.emit(driver.Event{Type: driver.EventModeChanged, Mode: &driver.Mode{ID: changed}})
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/host"
 )
 
 type sink struct {
@@ -91,15 +92,36 @@ func start(t *testing.T, mode string, dec driver.PermissionDecider) (*Session, *
 		t.Fatal(err)
 	}
 	k := newSink()
+	cwd := t.TempDir()
+	// tai's real host services, whose events carry the session the way
+	// the runner's stamper gives it to them.
+	svc, err := host.New([]string{cwd}, sessionStamp{k, "tai-chosen-id"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
 	s, err := Start(context.Background(), driver.Launch{
-		Argv: []string{exe}, Env: append(os.Environ(), "TAI_FAKE_CLI="+mode), Cwd: t.TempDir(), Agent: "claude",
-		Host: driver.Host{Sink: k, Decider: dec},
+		Argv: []string{exe}, Env: append(os.Environ(), "TAI_FAKE_CLI="+mode), Cwd: cwd, Agent: "claude",
+		Host: driver.Host{Sink: k, Decider: dec, Files: svc},
 	}, Options{NewID: func() string { return "tai-chosen-id" }})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = s.Close(context.Background()) })
 	return s, k
+}
+
+// sessionStamp gives events without a session this one.
+type sessionStamp struct {
+	next driver.Sink
+	id   string
+}
+
+func (s sessionStamp) Emit(ev driver.Event) {
+	if ev.Session == "" {
+		ev.Session = s.id
+	}
+	s.next.Emit(ev)
 }
 
 // closeAndCheck closes the session and checks the fake exited 0: it saw

@@ -260,6 +260,32 @@ func (s *Service) Write(ctx context.Context, path string, content []byte) (Write
 	return res, nil
 }
 
+// Observe describes a regular file the agent wrote by other means (its own
+// tools): its real path, size and hash, confined like Read and Write. A
+// path outside the workspace fails with an *OutsideError.
+func (s *Service) Observe(ctx context.Context, path string) (WriteResult, error) {
+	if err := ctx.Err(); err != nil {
+		return WriteResult{}, err
+	}
+	root, real, rel, err := s.open(path)
+	if err != nil {
+		return WriteResult{}, err
+	}
+	defer root.Close()
+	fi, err := root.Lstat(rel)
+	if err != nil {
+		return WriteResult{}, fmt.Errorf("observe %q: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return WriteResult{}, fmt.Errorf("observe %q: not a regular file (%s)", path, fi.Mode().Type())
+	}
+	res := WriteResult{Path: real, Size: fi.Size()}
+	if res.HashAfter, err = hashFile(ctx, root, rel); err != nil {
+		return WriteResult{}, fmt.Errorf("observe %q: %w", path, err)
+	}
+	return res, nil
+}
+
 // writeTemp writes content to a new temporary file next to rel and returns
 // its name relative to root. os.Root has no CreateTemp, hence O_EXCL with a
 // random name.
