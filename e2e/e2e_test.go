@@ -4,17 +4,12 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
 )
@@ -25,16 +20,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, bins, err := build.Binaries("tai-e2e-bin-", build.Tai)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	taiBin = bins[0]
-	stateDir = filepath.Join(dir, "state")
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	build.Main(m, "tai-e2e-bin-", func(dir string, bins []string) {
+		taiBin, stateDir = bins[0], filepath.Join(dir, "state")
+	}, build.Tai)
 }
 
 // result mirrors the JSON result document.
@@ -84,22 +72,8 @@ func tai(t *testing.T, dir string, args ...string) outcome {
 
 func taiB(t testing.TB, dir string, args ...string) outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, taiBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "XDG_STATE_HOME="+stateDir)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running tai: %v", err)
-	}
-	return outcome{out.String(), errb.String(), code}
+	o := build.Run(t, taiBin, dir, append(os.Environ(), "NO_COLOR=1", "XDG_STATE_HOME="+stateDir), args...)
+	return outcome{o.Stdout, o.Stderr, o.Code}
 }
 
 func jsonResult(t *testing.T, o outcome) result {

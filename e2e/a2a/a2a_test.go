@@ -9,17 +9,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"iter"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
@@ -31,15 +27,7 @@ import (
 var taiBin string
 
 func TestMain(m *testing.M) {
-	dir, bins, err := build.Binaries("tai-e2e-a2a-", build.Tai)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	taiBin = bins[0]
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	build.Main(m, "tai-e2e-a2a-", func(_ string, bins []string) { taiBin = bins[0] }, build.Tai)
 }
 
 // agent is the peer's behaviour, by the prompt's first word:
@@ -172,29 +160,17 @@ type result struct {
 // tai runs the binary to its end; the deadline only guards against a hang.
 func tai(t *testing.T, args ...string) (result, int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	dir := t.TempDir()
-	cmd := exec.CommandContext(ctx, taiBin, append([]string{"run", "-C", dir, "--no-audit", "-o", "json"}, args...)...)
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+dir+"/state")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
+	o := build.Run(t, taiBin, dir, append(os.Environ(), "XDG_STATE_HOME="+dir+"/state"),
+		append([]string{"run", "-C", dir, "--no-audit", "-o", "json"}, args...)...)
 	var r result
-	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatalf("stdout is not one JSON result (%v):\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	if err := json.Unmarshal([]byte(o.Stdout), &r); err != nil {
+		t.Fatalf("stdout is not one JSON result (%v):\n%s\nstderr:\n%s", err, o.Stdout, o.Stderr)
 	}
-	if r.ExitCode != code {
-		t.Fatalf("JSON exit_code %d, process %d", r.ExitCode, code)
+	if r.ExitCode != o.Code {
+		t.Fatalf("JSON exit_code %d, process %d", r.ExitCode, o.Code)
 	}
-	return r, code, errb.String()
+	return r, o.Code, o.Stderr
 }
 
 func TestA2A(t *testing.T) {

@@ -25,15 +25,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, bins, err := build.Binaries("tai-e2e-fleet-", build.Tai)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	taiBin = bins[0]
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	build.Main(m, "tai-e2e-fleet-", func(_ string, bins []string) { taiBin = bins[0] }, build.Tai)
 }
 
 // gitRepo makes a repository, and a fresh state directory for the test's

@@ -9,17 +9,11 @@ package pty
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
 )
@@ -27,15 +21,8 @@ import (
 var taiBin, fakeBin string
 
 func TestMain(m *testing.M) {
-	dir, bins, err := build.Binaries("tai-e2e-pty-", build.Tai, "github.com/tai-dev/tai/driver/pty/internal/faketui")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	taiBin, fakeBin = bins[0], bins[1]
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	build.Main(m, "tai-e2e-pty-", func(_ string, bins []string) { taiBin, fakeBin = bins[0], bins[1] },
+		build.Tai, "github.com/tai-dev/tai/driver/pty/internal/faketui")
 }
 
 type outcome struct {
@@ -62,22 +49,8 @@ type result struct {
 // in tai itself; nothing asserts on time.
 func tai(t *testing.T, dir string, env []string, args ...string) outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, taiBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(env, "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(dir, ".state"))
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running tai: %v", err)
-	}
-	return outcome{out.String(), errb.String(), code}
+	o := build.Run(t, taiBin, dir, append(env, "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(dir, ".state")), args...)
+	return outcome{o.Stdout, o.Stderr, o.Code}
 }
 
 func parse(t *testing.T, o outcome) result {

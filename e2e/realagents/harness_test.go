@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/e2e/internal/modelsrv"
 )
 
@@ -152,11 +153,9 @@ func (w *world) command(ctx context.Context, extra ...string) (*exec.Cmd, *bytes
 // run runs tai to the end.
 func (w *world) run(extra ...string) outcome {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd, out, errb := w.command(ctx, extra...)
-	err := cmd.Run()
-	return w.finish(err, out, errb)
+	o := build.Run(w.t, taiBin, w.repo, w.env, w.taiArgs(extra...)...)
+	w.lastStderr = o.Stderr
+	return outcome{o.Stdout, o.Stderr, o.Code}
 }
 
 func (w *world) finish(err error, out, errb *bytes.Buffer) outcome {

@@ -44,21 +44,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "realagents: skipping:", skipAll)
 		os.Exit(m.Run())
 	}
-	dir, bins, err := build.Binaries("tai-realagents-bin-", build.Tai)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	taiBin = bins[0]
-	help, err := exec.Command(taiBin, "run", "--help").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "tai run --help: %v\n%s", err, help)
-		os.Exit(1)
-	}
-	hasAudit = strings.Contains(string(help), "--audit")
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	build.Main(m, "tai-realagents-bin-", func(_ string, bins []string) {
+		taiBin = bins[0]
+		help, err := exec.Command(taiBin, "run", "--help").CombinedOutput()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "tai run --help: %v\n%s", err, help)
+			os.Exit(1)
+		}
+		hasAudit = strings.Contains(string(help), "--audit")
+	}, build.Tai)
 }
 
 // need skips a test when the suite cannot run here.

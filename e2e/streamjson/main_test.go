@@ -26,15 +26,7 @@ const ClaudeCodeVersion = "2.1.332"
 var taiBin string
 
 func TestMain(m *testing.M) {
-	dir, bins, err := build.Binaries("tai-e2e-streamjson-", build.Tai)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	taiBin = bins[0]
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	build.Main(m, "tai-e2e-streamjson-", func(_ string, bins []string) { taiBin = bins[0] }, build.Tai)
 }
 
 func cacheDir() string {

@@ -2,17 +2,15 @@ package streamjson
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/e2e/internal/modelsrv"
 )
 
@@ -77,27 +75,14 @@ type outcome struct {
 // nothing asserts on time.
 func (w *world) run(args ...string) outcome {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	auditArgs := []string{"--no-audit"}
 	if w.audit != "" {
 		auditArgs = []string{"--audit", w.audit}
 	}
 	all := append(append([]string{"run", "-v", "-C", w.repo, "--trace", filepath.Join(w.dir, "trace.jsonl")}, auditArgs...), args...)
-	cmd := exec.CommandContext(ctx, taiBin, all...)
-	cmd.Dir, cmd.Env = w.repo, w.env
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	w.lastStderr = errb.String()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		w.t.Fatalf("running tai: %v", err)
-	}
-	return outcome{out.String(), errb.String(), code}
+	o := build.Run(w.t, taiBin, w.repo, w.env, all...)
+	w.lastStderr = o.Stderr
+	return outcome{o.Stdout, o.Stderr, o.Code}
 }
 
 type result struct {

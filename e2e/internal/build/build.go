@@ -1,13 +1,19 @@
-// Package build compiles the binaries tai's end-to-end tests run: the real
-// tai, and test programs, with the race detector when TAI_E2E_RACE is set.
+// Package build compiles the binaries tai's end-to-end tests run (the real
+// tai, and test programs, with the race detector when TAI_E2E_RACE is set)
+// and runs them to their end.
 package build
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"testing"
+	"time"
 )
 
 // Binaries builds each package (an import path) into a new temporary
@@ -38,3 +44,44 @@ func Binaries(prefix string, pkgs ...string) (dir string, bins []string, err err
 
 // Tai is the import path of the tai command.
 const Tai = "github.com/tai-dev/tai/cmd/tai"
+
+// Main is an e2e package's TestMain: it builds pkgs, hands the binaries to
+// use, runs the tests and removes the binaries.
+func Main(m *testing.M, prefix string, use func(dir string, bins []string), pkgs ...string) {
+	dir, bins, err := Binaries(prefix, pkgs...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	use(dir, bins)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Outcome is a finished run of a binary.
+type Outcome struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// Run runs bin with args in dir and env to its end. The deadline only
+// guards against a hang in the binary; no test asserts on time.
+func Run(t testing.TB, bin, dir string, env []string, args ...string) Outcome {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running %s: %v", filepath.Base(bin), err)
+	}
+	return Outcome{out.String(), errb.String(), code}
+}
