@@ -9,7 +9,7 @@
 package capspeak
 
 import (
-	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/lines"
 	"github.com/tai-dev/tai/policy"
 )
 
@@ -95,14 +96,13 @@ type userMessage struct {
 // parent may be newer than this tai.
 func (c *Conn) Serve(ctx context.Context, in io.Reader) error {
 	defer c.end()
-	r := bufio.NewReaderSize(in, 64<<10)
+	r := lines.New(in, 64<<10, MaxLine)
 	for {
-		line, err := readLine(r, MaxLine)
-		if errors.Is(err, errTooLong) {
-			c.log.Warn("cap-speak: input line over the limit skipped", "limit", MaxLine)
-			continue
+		line, skipped, _, err := r.Next()
+		if skipped > 0 {
+			c.log.Warn("cap-speak: input line over the limit skipped", "bytes", skipped, "limit", MaxLine)
 		}
-		if len(line) > 0 {
+		if len(bytes.TrimSpace(line)) > 0 {
 			if perr := c.handle(ctx, line); perr != nil {
 				return perr
 			}
@@ -304,33 +304,4 @@ func (c *Conn) end() {
 	}
 	c.mu.Unlock()
 	close(c.turns)
-}
-
-var errTooLong = errors.New("line too long")
-
-// readLine reads one line (without its newline) of at most max bytes; a
-// longer one is consumed and reported as errTooLong.
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line)+len(chunk) > max {
-			line = nil
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.ReadSlice('\n')
-			}
-			if err != nil && err != io.EOF {
-				return nil, err
-			}
-			return nil, errTooLong
-		}
-		line = append(line, chunk...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if n := len(line); n > 0 && line[n-1] == '\n' {
-			line = line[:n-1]
-		}
-		return line, err
-	}
 }

@@ -16,16 +16,16 @@ import (
 	"github.com/tai-dev/tai/policy"
 )
 
-// lines collects what the Conn writes.
-type lines struct {
+// outLines collects what the Conn writes.
+type outLines struct {
 	mu  sync.Mutex
 	out []map[string]any
 	got chan map[string]any
 }
 
-func newLines() *lines { return &lines{got: make(chan map[string]any, 64)} }
+func newOutLines() *outLines { return &outLines{got: make(chan map[string]any, 64)} }
 
-func (l *lines) Write(v any) error {
+func (l *outLines) Write(v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -63,7 +63,7 @@ func TestCapMdInputExamples(t *testing.T) {
 		t.Fatal("cap.md has no cap-speak-input block")
 	}
 	block, _, _ := strings.Cut(rest, "```")
-	out := newLines()
+	out := newOutLines()
 	w := &warnings{}
 	c := New(out, slog.New(w), "test")
 	go func() {
@@ -74,7 +74,7 @@ func TestCapMdInputExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w.n != 0 {
-		t.Fatalf("%d of cap.md's input lines were not understood", w.n)
+		t.Fatalf("%d of cap.md's input outLines were not understood", w.n)
 	}
 }
 
@@ -90,7 +90,7 @@ func TestServe(t *testing.T) {
 		`{"type":"control_request","request_id":"int","request":{"subtype":"interrupt"}}`,
 		strings.Repeat("x", 200) + "\n" + `{"type":"user","message":{"role":"user","content":"three"}}`,
 	}, "\n")
-	out := newLines()
+	out := newOutLines()
 	c := New(out, nil, "v1")
 	var turns []string
 	done := make(chan struct{})
@@ -125,7 +125,7 @@ func TestServe(t *testing.T) {
 func TestOversizedLineSkipped(t *testing.T) {
 	big := bytes.Repeat([]byte("y"), MaxLine+10)
 	in := io.MultiReader(bytes.NewReader(big), strings.NewReader("\n"+`{"type":"user","message":{"role":"user","content":"after"}}`+"\n"))
-	c := New(newLines(), nil, "v")
+	c := New(newOutLines(), nil, "v")
 	var got []string
 	done := make(chan struct{})
 	go func() {
@@ -158,7 +158,7 @@ func TestAsk(t *testing.T) {
 		{"nonsense", `{"subtype":"success","request_id":"tai-1","response":{"behavior":"maybe"}}`, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out := newLines()
+			out := newOutLines()
 			c := New(out, nil, "v")
 			pr, pw := io.Pipe()
 			go func() { _ = c.Serve(context.Background(), pr) }()
@@ -186,7 +186,7 @@ func TestAsk(t *testing.T) {
 		})
 	}
 	t.Run("input ended", func(t *testing.T) {
-		c := New(newLines(), nil, "v")
+		c := New(newOutLines(), nil, "v")
 		go func() {
 			for range c.Turns() {
 			}
@@ -197,7 +197,7 @@ func TestAsk(t *testing.T) {
 		}
 	})
 	t.Run("input ends while asking", func(t *testing.T) {
-		out := newLines()
+		out := newOutLines()
 		c := New(out, nil, "v")
 		pr, pw := io.Pipe()
 		go func() {

@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,6 +11,8 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tai-dev/tai/internal/lines"
 )
 
 // Handler serves the peer's messages.
@@ -416,9 +417,9 @@ func toError(ctx context.Context, err error) *Error {
 // readLoop is the single reader: it parses lines and queues messages in
 // wire order. It never blocks on the dispatcher.
 func (c *Conn) readLoop() {
-	lr := lineReader{br: bufio.NewReaderSize(c.r, readBufSize), max: c.opts.MaxLineBytes}
+	lr := lines.New(c.r, readBufSize, c.opts.MaxLineBytes)
 	for {
-		line, skipped, sample, err := lr.next()
+		line, skipped, sample, err := lr.Next()
 		if skipped > 0 {
 			c.oversize.Add(1)
 			c.problem(Problem{Kind: ProblemOversize, Bytes: skipped, Sample: sample,
@@ -519,12 +520,12 @@ func (c *Conn) handleLine(line []byte) {
 
 func (c *Conn) skipGarbage(line []byte, err error) {
 	c.garbage.Add(1)
-	c.problem(Problem{Kind: ProblemGarbage, Bytes: int64(len(line)), Sample: makeSample(line, nil), Err: err})
+	c.problem(Problem{Kind: ProblemGarbage, Bytes: int64(len(line)), Sample: lines.Sample(line, nil), Err: err})
 }
 
 func (c *Conn) skipInvalid(line []byte, err error) {
 	c.invalid.Add(1)
-	c.problem(Problem{Kind: ProblemInvalid, Bytes: int64(len(line)), Sample: makeSample(line, nil), Err: err})
+	c.problem(Problem{Kind: ProblemInvalid, Bytes: int64(len(line)), Sample: lines.Sample(line, nil), Err: err})
 }
 
 func (c *Conn) problem(p Problem) {
@@ -647,7 +648,7 @@ func (c *Conn) finishInflight(key wireID, req *inflightReq) {
 func (c *Conn) cancelInbound(params json.RawMessage) {
 	var p cancelParams
 	if err := json.Unmarshal(params, &p); err != nil || !p.RequestID.valid() {
-		c.log.Debug("jsonrpc: malformed $/cancel_request", "params", makeSample(params, nil))
+		c.log.Debug("jsonrpc: malformed $/cancel_request", "params", lines.Sample(params, nil))
 		return
 	}
 	c.mu.Lock()

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/tai-dev/tai/internal/lines"
 )
 
 func TestIDRoundTrip(t *testing.T) {
@@ -241,7 +243,7 @@ func TestLineSize(t *testing.T) {
 			if len(got) != 1 || got[0].Kind != ProblemOversize || got[0].Bytes != int64(tt.size) {
 				t.Fatalf("problems = %+v, want one oversize of %d bytes", got, tt.size)
 			}
-			if !strings.HasPrefix(got[0].Sample, `{"jsonrpc":"2.0","method":"big"`) || len(got[0].Sample) > sampleBytes {
+			if !strings.HasPrefix(got[0].Sample, `{"jsonrpc":"2.0","method":"big"`) || len(got[0].Sample) > lines.SampleBytes {
 				t.Errorf("sample = %q", got[0].Sample)
 			}
 			if s := c.Stats(); s.Oversize != 1 || s.LinesIn != 1 {

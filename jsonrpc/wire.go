@@ -1,22 +1,17 @@
 package jsonrpc
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
-	"strings"
 	"sync"
-	"unicode/utf8"
 )
 
 const (
 	defaultMaxLineBytes = 256 << 20
 	readBufSize         = 64 << 10
-	// keepAccBytes bounds the line accumulator kept between lines, so one
-	// 100 MiB line does not pin 100 MiB for the life of the connection.
+	// keepAccBytes bounds the pooled encode buffers, so one 100 MiB
+	// message does not pin 100 MiB for the life of the connection.
 	keepAccBytes = 1 << 20
-	sampleBytes  = 200
 )
 
 // envelope is the decoding target for every inbound line: one
@@ -157,76 +152,4 @@ func putBuf(buf *bytes.Buffer) {
 	if buf.Cap() <= keepAccBytes {
 		bufPool.Put(buf)
 	}
-}
-
-// lineReader splits a stream into lines of at most max bytes without ever
-// buffering a longer line whole.
-type lineReader struct {
-	br  *bufio.Reader
-	max int64
-	acc []byte // accumulates lines longer than the bufio buffer
-}
-
-// next returns the next line without its '\n'. The line is only valid until
-// the following call. A line longer than max is discarded through its
-// newline and reported as skipped (its length) with a sample of its start.
-// A final unterminated line is returned together with io.EOF.
-func (lr *lineReader) next() (line []byte, skipped int64, sample string, err error) {
-	if cap(lr.acc) > keepAccBytes {
-		lr.acc = nil
-	}
-	lr.acc = lr.acc[:0]
-	for {
-		frag, rerr := lr.br.ReadSlice('\n')
-		complete := rerr == nil
-		if complete {
-			frag = frag[:len(frag)-1]
-		}
-		if n := int64(len(lr.acc)) + int64(len(frag)); n > lr.max {
-			sample = makeSample(lr.acc, frag)
-			for rerr == bufio.ErrBufferFull {
-				frag, rerr = lr.br.ReadSlice('\n')
-				if rerr == nil {
-					frag = frag[:len(frag)-1]
-				}
-				n += int64(len(frag))
-			}
-			return nil, n, sample, rerr
-		}
-		if complete && len(lr.acc) == 0 {
-			return frag, 0, "", nil // common case: no copy
-		}
-		lr.acc = append(lr.acc, frag...)
-		switch {
-		case complete:
-			return lr.acc, 0, "", nil
-		case rerr == bufio.ErrBufferFull:
-			continue
-		case rerr == io.EOF && len(lr.acc) > 0:
-			return lr.acc, 0, "", io.EOF
-		default:
-			return nil, 0, "", rerr
-		}
-	}
-}
-
-// makeSample returns up to sampleBytes from the start of a+b as valid UTF-8.
-func makeSample(a, b []byte) string {
-	var s []byte
-	if len(a) >= sampleBytes {
-		s = a[:sampleBytes]
-	} else {
-		s = append(append(make([]byte, 0, sampleBytes), a...), b[:min(len(b), sampleBytes-len(a))]...)
-	}
-	if len(s) == sampleBytes { // drop a rune cut in half by the limit
-		for i := 1; i <= utf8.UTFMax && i <= len(s); i++ {
-			if utf8.RuneStart(s[len(s)-i]) {
-				if !utf8.FullRune(s[len(s)-i:]) {
-					s = s[:len(s)-i]
-				}
-				break
-			}
-		}
-	}
-	return strings.ToValidUTF8(string(s), "\uFFFD")
 }

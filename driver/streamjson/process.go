@@ -1,7 +1,6 @@
 package streamjson
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -21,8 +20,7 @@ import (
 type process struct {
 	cmd    *exec.Cmd
 	stdin  *os.File // nil when the prompt was given up front
-	out    *bufio.Reader
-	outF   *os.File
+	outF   *os.File // its stdout
 	stderr *agentproc.Tail
 	tree   []agentproc.Proc // its descendants, taken when stopping began
 
@@ -68,7 +66,7 @@ func startProcess(argv, env []string, cwd string, keepStdin bool, stdinData []by
 	}
 	outW.Close()
 	inR.Close()
-	p.outF, p.out = outR, bufio.NewReaderSize(outR, 64<<10)
+	p.outF = outR
 	if keepStdin {
 		p.stdin = inW
 	} else {
@@ -104,29 +102,6 @@ func (p *process) exitEvent(quiet bool) *driver.ProcessExit {
 		pe.Stderr = p.exitErr.Stderr
 	}
 	return pe
-}
-
-// readLine reads one line of at most max bytes. An over-long line is
-// skipped whole and reported by oversize > 0.
-func (p *process) readLine(max int64) (line []byte, oversize int64, err error) {
-	for {
-		frag, err := p.out.ReadSlice('\n')
-		if int64(len(line))+int64(len(frag)) > max {
-			oversize += int64(len(line)) + int64(len(frag))
-			line = line[:0]
-		} else if oversize == 0 {
-			line = append(line, frag...)
-		} else {
-			oversize += int64(len(frag))
-		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if oversize > 0 && err == nil {
-			return nil, oversize, nil
-		}
-		return line, oversize, err
-	}
 }
 
 // stop ends the process: stdin closed (the graceful shutdown), then

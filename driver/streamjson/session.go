@@ -13,6 +13,7 @@
 package streamjson
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/agentproc"
+	"github.com/tai-dev/tai/internal/lines"
 )
 
 // Name is this driver's name in presets and the capability manifest.
@@ -283,8 +285,11 @@ func (s *Session) read(p *process, duplex bool) {
 	if duplex {
 		defer close(s.readerDone)
 	}
+	lr := lines.New(p.outF, 64<<10, s.l.MaxLineBytes)
 	for {
-		line, over, err := p.readLine(s.l.MaxLineBytes)
+		line, over, _, err := lr.Next()
+		// The reader reuses its buffer; what is decoded must not.
+		line = bytes.Clone(line)
 		if over > 0 {
 			s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "oversize_line",
 				Message: fmt.Sprintf("skipped a %d-byte line from the agent (over the %d-byte limit)", over, s.l.MaxLineBytes)}})

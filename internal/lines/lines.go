@@ -1,0 +1,98 @@
+// Package lines splits a byte stream (an agent's stdout, a parent's stdin)
+// into lines of bounded length, without ever buffering a longer line
+// whole: the protocols tai speaks are one JSON value per line, and a
+// broken or hostile peer must not make tai allocate without end.
+package lines
+
+import (
+	"bufio"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+const (
+	// keepAccBytes bounds the line accumulator kept between lines, so one
+	// huge line does not pin its memory.
+	keepAccBytes = 1 << 20
+	// SampleBytes is the most a skipped line's sample holds.
+	SampleBytes = 200
+)
+
+// Reader splits a stream into lines of at most max bytes without ever
+// buffering a longer line whole.
+type Reader struct {
+	br  *bufio.Reader
+	max int64
+	acc []byte // accumulates lines longer than the bufio buffer
+}
+
+// New reads r through a buffer of bufSize bytes; lines over max bytes are
+// skipped.
+func New(r io.Reader, bufSize int, max int64) *Reader {
+	return &Reader{br: bufio.NewReaderSize(r, bufSize), max: max}
+}
+
+// Next returns the next line without its '\n'. The line is only valid until
+// the following call. A line longer than max is discarded through its
+// newline and reported as skipped (its length) with a sample of its start.
+// A final unterminated line is returned together with io.EOF.
+func (lr *Reader) Next() (line []byte, skipped int64, sample string, err error) {
+	if cap(lr.acc) > keepAccBytes {
+		lr.acc = nil
+	}
+	lr.acc = lr.acc[:0]
+	for {
+		frag, rerr := lr.br.ReadSlice('\n')
+		complete := rerr == nil
+		if complete {
+			frag = frag[:len(frag)-1]
+		}
+		if n := int64(len(lr.acc)) + int64(len(frag)); n > lr.max {
+			sample = Sample(lr.acc, frag)
+			for rerr == bufio.ErrBufferFull {
+				frag, rerr = lr.br.ReadSlice('\n')
+				if rerr == nil {
+					frag = frag[:len(frag)-1]
+				}
+				n += int64(len(frag))
+			}
+			return nil, n, sample, rerr
+		}
+		if complete && len(lr.acc) == 0 {
+			return frag, 0, "", nil // common case: no copy
+		}
+		lr.acc = append(lr.acc, frag...)
+		switch {
+		case complete:
+			return lr.acc, 0, "", nil
+		case rerr == bufio.ErrBufferFull:
+			continue
+		case rerr == io.EOF && len(lr.acc) > 0:
+			return lr.acc, 0, "", io.EOF
+		default:
+			return nil, 0, "", rerr
+		}
+	}
+}
+
+// Sample returns up to SampleBytes from the start of a+b as valid UTF-8.
+func Sample(a, b []byte) string {
+	var s []byte
+	if len(a) >= SampleBytes {
+		s = a[:SampleBytes]
+	} else {
+		s = append(append(make([]byte, 0, SampleBytes), a...), b[:min(len(b), SampleBytes-len(a))]...)
+	}
+	if len(s) == SampleBytes { // drop a rune cut in half by the limit
+		for i := 1; i <= utf8.UTFMax && i <= len(s); i++ {
+			if utf8.RuneStart(s[len(s)-i]) {
+				if !utf8.FullRune(s[len(s)-i:]) {
+					s = s[:len(s)-i]
+				}
+				break
+			}
+		}
+	}
+	return strings.ToValidUTF8(string(s), "\uFFFD")
+}
