@@ -174,26 +174,11 @@ func Parse(name string, data []byte) (Config, error) {
 				return c, errAt("version = %v: this tai reads version 1", v)
 			}
 		case "mode":
-			var s string
-			if s, err = p.str(v, errAt); err == nil {
-				if c.Mode, err = ParseMode(s); err != nil {
-					err = errAt("%v", err)
-				}
-			}
+			c.Mode, err = parseStr(p, v, errAt, ParseMode)
 		case "non_interactive":
-			var s string
-			if s, err = p.str(v, errAt); err == nil {
-				if c.NonInteractive, err = ParseNonInteractive(s); err != nil {
-					err = errAt("%v", err)
-				}
-			}
+			c.NonInteractive, err = parseStr(p, v, errAt, ParseNonInteractive)
 		case "remember":
-			var s string
-			if s, err = p.str(v, errAt); err == nil {
-				if c.Remember, err = ParseScope(s); err != nil {
-					err = errAt("%v", err)
-				}
-			}
+			c.Remember, err = parseStr(p, v, errAt, ParseScope)
 		case "default_mode":
 			c.DefaultMode, err = p.str(v, errAt)
 		case "mode_after_plan":
@@ -276,6 +261,21 @@ func (p *parser) str(v any, errAt func(string, ...any) error) (string, error) {
 		return "", errAt("want a string, not %s", tomlType(v))
 	}
 	return s, nil
+}
+
+// parseStr reads a string value and parses it, placing its error at the
+// key's line.
+func parseStr[T any](p *parser, v any, errAt func(string, ...any) error, parse func(string) (T, error)) (T, error) {
+	var zero T
+	s, err := p.str(v, errAt)
+	if err != nil {
+		return zero, err
+	}
+	t, err := parse(s)
+	if err != nil {
+		return zero, errAt("%v", err)
+	}
+	return t, nil
 }
 
 // list accepts a string or an array of strings.
