@@ -363,6 +363,10 @@ type turnOutcome struct {
 
 func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content) error {
 	r.col.newTurn()
+	// The turn's end is delivered when the turn closes here, after the late
+	// window, however the turn ends.
+	r.st.holdTurnEnd()
+	defer r.st.releaseTurnEnd()
 	if r.audit != nil {
 		r.audit.append(audit.KindPrompt, sess.ID(), promptText(prompt))
 	}

@@ -121,3 +121,64 @@ func TestInterruptCancelsCleanly(t *testing.T) {
 type sinkFunc func(driver.Event)
 
 func (f sinkFunc) Emit(ev driver.Event) { f(ev) }
+
+// Updates an agent sends after its prompt response belong to the turn:
+// turn.ended follows them, in sequence order, every time. The late window
+// runs on the injected clock and is let go only once the late updates are
+// in, so the order does not depend on the machine's speed.
+func TestTurnEndedFollowsLateUpdates(t *testing.T) {
+	const late = 3
+	argv, env := agent(t, "steps:\n  - text: main text\n  - late_updates: 3\n")
+	for i := range 6 {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		clk := quartz.NewMock(t)
+		lateTrap := clk.Trap().NewTimer("runner", "late")
+		var evs []driver.Event
+		var messages int
+		allIn := make(chan struct{})
+		sink := sinkFunc(func(ev driver.Event) {
+			evs = append(evs, ev)
+			if ev.Type == driver.EventMessage {
+				if messages++; messages == 1+late {
+					close(allIn)
+				}
+			}
+		})
+		done := make(chan Result, 1)
+		go func() {
+			res, _ := Run(context.Background(), Options{
+				Agent: "late", Argv: argv, Env: env, Cwd: t.TempDir(),
+				Prompt:  []driver.Content{driver.TextContent("go")},
+				Decider: policy.New(policy.ApproveAll, policy.NonInteractiveDeny, nil),
+				Clock:   clk, Sinks: []driver.Sink{sink},
+			})
+			done <- res
+		}()
+		lateTrap.MustWait(ctx).MustRelease(ctx)
+		<-allIn
+		clk.Advance(150 * time.Millisecond).MustWait(ctx)
+		res := <-done
+		lateTrap.Close()
+		cancel()
+		if res.ExitCode != 0 {
+			t.Fatalf("run %d: %+v", i, res)
+		}
+		ended := -1
+		for j, ev := range evs {
+			if j > 0 && ev.Seq <= evs[j-1].Seq {
+				t.Fatalf("run %d: seq %d after %d", i, ev.Seq, evs[j-1].Seq)
+			}
+			switch ev.Type {
+			case driver.EventTurnEnded:
+				ended = j
+			case driver.EventMessage:
+				if ended >= 0 {
+					t.Fatalf("run %d: a message (seq %d) after turn.ended (seq %d)", i, ev.Seq, evs[ended].Seq)
+				}
+			}
+		}
+		if ended < 0 {
+			t.Fatalf("run %d: no turn.ended", i)
+		}
+	}
+}

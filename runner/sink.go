@@ -10,6 +10,11 @@ import (
 )
 
 // stamper numbers events and fans them out, in one order, to every sink.
+//
+// A turn's end is held back while the turn is open (holdTurnEnd): agents
+// send updates after their prompt response, in the late window, and those
+// belong to the turn, so turn.ended is numbered and delivered only when the
+// runner closes the turn (releaseTurnEnd), after every update it owns.
 type stamper struct {
 	mu      sync.Mutex
 	clock   quartz.Clock
@@ -17,15 +22,27 @@ type stamper struct {
 	session string
 	sinks   []driver.Sink
 	last    time.Time // time of the last event, for the late-update window
+
+	holding bool
+	held    []driver.Event // turn.ended events waiting for the turn to close
 }
 
 func (s *stamper) Emit(ev driver.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.last = s.clock.Now().UTC()
+	if s.holding && ev.Type == driver.EventTurnEnded {
+		s.held = append(s.held, ev)
+		return
+	}
+	s.deliver(ev)
+}
+
+// deliver stamps ev and hands it to every sink; s.mu is held.
+func (s *stamper) deliver(ev driver.Event) {
 	s.seq++
 	ev.Seq = s.seq
 	ev.Time = s.clock.Now().UTC()
-	s.last = ev.Time
 	if ev.Session == "" {
 		ev.Session = s.session
 	} else if s.session == "" {
@@ -33,6 +50,26 @@ func (s *stamper) Emit(ev driver.Event) {
 	}
 	for _, k := range s.sinks {
 		k.Emit(ev)
+	}
+}
+
+// holdTurnEnd opens a turn: its turn.ended waits for releaseTurnEnd.
+func (s *stamper) holdTurnEnd() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding = true
+}
+
+// releaseTurnEnd closes the turn: the held turn.ended follows every update
+// delivered so far. Safe to call when nothing is held.
+func (s *stamper) releaseTurnEnd() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding = false
+	held := s.held
+	s.held = nil
+	for _, ev := range held {
+		s.deliver(ev)
 	}
 }
 
