@@ -43,6 +43,7 @@ type IO struct {
 type RunFlags struct {
 	Agent          string
 	AgentCmd       string
+	AgentCmdSet    bool // --agent-cmd was given (an empty one is refused)
 	Driver         string
 	Cwd            string
 	Approve        string
@@ -181,6 +182,9 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	o := runner.Options{Logger: logger, Version: Version, Timeout: f.Timeout, CancelGrace: f.CancelGrace,
 		AllowDenials: f.AllowDenials, Mode: f.Mode, Model: f.Model, ResumeID: f.Resume, AuthMethod: f.Auth,
 		MaxLineBytes: f.MaxLineBytes, Driver: f.Driver}
+	if err := checkRunFlags(f); err != nil {
+		return o, cleanup, err
+	}
 	switch f.Output {
 	case "", OutputText, OutputJSON, OutputStreamJSON:
 	default:
@@ -268,6 +272,9 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 			return o, cleanup, exitcode.Usagef("reading the prompt from stdin: %v", err)
 		}
 		text = string(b)
+	}
+	if err := checkPrompt(text, len(args) > 0); err != nil {
+		return o, cleanup, err
 	}
 	if text != "" {
 		o.Prompt = append(o.Prompt, driver.TextContent(text))

@@ -645,3 +645,74 @@ func TestReadTolerant(t *testing.T) {
 		t.Errorf("callback error not returned: %v", err)
 	}
 }
+
+func TestShortSession(t *testing.T) {
+	for in, want := range map[string]string{
+		"builtin-4d37a8dc4532e6f4":   "4d37a8dc",
+		"8f2c01ab-long-session-id":   "8f2c01ab",
+		"ses_abcdef0123":             "abcdef01",
+		"short":                      "short",
+		"":                           "",
+		"nohyphenbutlongerthaneight": "nohyphen",
+	} {
+		if got := ShortSession(in); got != want {
+			t.Errorf("ShortSession(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// A fleet task's entries name the task; the filter selects them, and the
+// rendering shows the task.
+func TestTaskEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a.jsonl")
+	l, err := Open(path, Options{Run: "fleet-1"})
+	must(t, err)
+	must(t, l.Append(KindRunStart, "", nil))
+	must(t, l.AppendTask(KindPrompt, "builtin-aaaa1111", "lint", map[string]any{"text": "lint it"}))
+	must(t, l.AppendTask(KindPrompt, "builtin-bbbb2222", "docs", map[string]any{"text": "write docs"}))
+	must(t, l.Close())
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	rep, err := Verify(f)
+	if err != nil || !rep.OK || rep.Entries != 3 || !rep.Started {
+		t.Fatalf("verify %+v %v", rep, err)
+	}
+	_, _ = f.Seek(0, 0)
+	var out strings.Builder
+	must(t, Render(&out, f, Filter{Task: "docs"}))
+	if got := out.String(); strings.Count(got, "\n") != 1 || !strings.Contains(got, "docs/bbbb2222") || !strings.Contains(got, "write docs") {
+		t.Fatalf("render --task docs:\n%s", got)
+	}
+}
+
+// Reading stops at a line longer than MaxLineSize rather than reading an
+// endless file to its end; a file that is not a log is named by its line.
+func TestBoundedReading(t *testing.T) {
+	rep, err := Verify(zeros{})
+	if err != nil || rep.OK || rep.FirstBad != 1 || !strings.Contains(rep.Problem, "longer than") {
+		t.Fatalf("verify of endless zeros: %+v %v", rep, err)
+	}
+	var bad *BadLineError
+	if err := Render(io.Discard, zeros{}, Filter{}); !errors.As(err, &bad) || bad.Line != 1 {
+		t.Fatalf("render of endless zeros: %v", err)
+	}
+	for in, want := range map[string]string{
+		"":                                  "line 1: no entries (the file is empty)",
+		"garbage\n":                         `line 1: not an audit entry: "garbage"`,
+		"garbage":                           `line 1: not an audit entry: "garbage"`,
+		`{"seq":1,"kind":"x"}` + "\nnope\n": `line 2: not an audit entry: "nope"`,
+	} {
+		err := Render(io.Discard, strings.NewReader(in), Filter{})
+		if err == nil || err.Error() != want {
+			t.Errorf("render %q: %v, want %s", in, err, want)
+		}
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(b []byte) (int, error) {
+	clear(b)
+	return len(b), nil
+}

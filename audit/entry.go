@@ -60,6 +60,7 @@ type Entry struct {
 	Kind    string          `json:"kind"`
 	Run     string          `json:"run,omitempty"`
 	Session string          `json:"session,omitempty"`
+	Task    string          `json:"task,omitempty"` // the fleet task whose session this is
 	Data    json.RawMessage `json:"data,omitempty"` // kind-specific payload, already redacted
 	Prev    string          `json:"prev"`
 	Hash    string          `json:"hash"`
@@ -70,7 +71,7 @@ const hashMember = len(`,"hash":"`) + 64 + len(`"}`)
 
 // appendBody appends the entry's encoding without the hash member and without
 // the closing brace: `{"seq":…,"prev":"…"`. data must be compact JSON.
-func appendBody(buf []byte, seq uint64, ts time.Time, kind, run, session string, data []byte, prev string) []byte {
+func appendBody(buf []byte, seq uint64, ts time.Time, kind, run, session, task string, data []byte, prev string) []byte {
 	buf = append(buf, `{"seq":`...)
 	buf = strconv.AppendUint(buf, seq, 10)
 	buf = append(buf, `,"ts":"`...)
@@ -84,6 +85,10 @@ func appendBody(buf []byte, seq uint64, ts time.Time, kind, run, session string,
 	if session != "" {
 		buf = append(buf, `,"session":`...)
 		buf = appendString(buf, session)
+	}
+	if task != "" {
+		buf = append(buf, `,"task":`...)
+		buf = appendString(buf, task)
 	}
 	if len(data) > 0 {
 		buf = append(buf, `,"data":`...)

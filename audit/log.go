@@ -318,11 +318,18 @@ func (l *Log) Head() (seq uint64, hash string) {
 // returns a write error, the sticky error of an earlier failure, ErrTooLarge
 // or ErrClosed.
 func (l *Log) Append(kind, session string, data any) error {
+	return l.AppendTask(kind, session, "", data)
+}
+
+// AppendTask is Append for an entry of a fleet task's session: the entry
+// names the task, so that a fleet's log, which holds every task's sessions,
+// can be read task by task.
+func (l *Log) AppendTask(kind, session, task string, data any) error {
 	raw, err := l.encodeData(data)
 	if err != nil {
 		return err
 	}
-	if len(raw)+len(kind)+len(session)+len(l.run)+512 > MaxLineSize {
+	if len(raw)+len(kind)+len(session)+len(task)+len(l.run)+512 > MaxLineSize {
 		return fmt.Errorf("%w: %d bytes", ErrTooLarge, len(raw))
 	}
 
@@ -337,7 +344,7 @@ func (l *Log) Append(kind, session string, data any) error {
 	seq := l.seq + 1
 	// Timestamp under the lock so ts never decreases in file order (unless
 	// the wall clock steps back).
-	buf := appendBody(l.buf[:0], seq, l.clock(), kind, l.run, session, raw, l.prev)
+	buf := appendBody(l.buf[:0], seq, l.clock(), kind, l.run, session, task, raw, l.prev)
 	sum := sha256.Sum256(append(buf, '}'))
 	buf = append(buf, `,"hash":"`...)
 	buf = hex.AppendEncode(buf, sum[:])

@@ -15,9 +15,11 @@ import (
 // Filter selects entries for Render and RenderJSON. Zero fields match
 // everything.
 type Filter struct {
-	// Session matches entries whose session equals it or starts with it (so
-	// the short form Render prints works).
+	// Session matches entries whose session equals it or starts with it,
+	// or whose short form (what Render prints) starts with it.
 	Session string
+	// Task matches the entries of this fleet task's sessions.
+	Task string
 	// Kinds matches entries whose kind equals one of them, or is below one
 	// of them ("permission" matches "permission.request" and
 	// "permission.decision").
@@ -26,7 +28,10 @@ type Filter struct {
 
 // Match reports whether e passes the filter.
 func (f Filter) Match(e Entry) bool {
-	if f.Session != "" && !strings.HasPrefix(e.Session, f.Session) {
+	if f.Session != "" && !strings.HasPrefix(e.Session, f.Session) && !strings.HasPrefix(ShortSession(e.Session), f.Session) {
+		return false
+	}
+	if f.Task != "" && e.Task != f.Task {
 		return false
 	}
 	if len(f.Kinds) == 0 {
@@ -44,21 +49,25 @@ func (f Filter) Match(e Entry) bool {
 //
 //	2025-01-02T03:04:05.123Z     12  8f2c01ab  permission.decision  allow option=allow_once by rule:git-ro reason="read-only git"
 //
+// An entry of a fleet task's session names the task before the session:
+// "lint/8f2c01ab".
+//
 // Strings from the log are quoted when they contain spaces or control
 // characters, so agent-controlled text cannot inject terminal escapes. Lines
-// that do not decode are skipped; Render does not verify (see Verify).
+// that are not entries are an error (*BadLineError); Render does not verify
+// hashes (see Verify).
 func Render(w io.Writer, r io.Reader, f Filter) error {
 	bw := bufio.NewWriter(w)
-	err := scan(r, func(_ int, _ []byte, e *Entry) error {
+	err := scan(r, true, func(_ int, _ []byte, e *Entry) error {
 		if !f.Match(*e) {
 			return nil
 		}
-		sess := e.Session
-		if len(sess) > 8 {
-			sess = sess[:8]
-		}
+		sess := ShortSession(e.Session)
 		if sess == "" {
 			sess = "-"
+		}
+		if e.Task != "" {
+			sess = e.Task + "/" + sess
 		}
 		_, err := fmt.Fprintf(bw, "%s %6d  %-8s  %-19s  %s\n",
 			e.Time.UTC().Format("2006-01-02T15:04:05.000Z"), e.Seq, clean(sess), clean(e.Kind), summary(e))
@@ -73,7 +82,7 @@ func Render(w io.Writer, r io.Reader, f Filter) error {
 // RenderJSON writes matching lines verbatim (JSONL), e.g. for jq.
 func RenderJSON(w io.Writer, r io.Reader, f Filter) error {
 	bw := bufio.NewWriter(w)
-	err := scan(r, func(_ int, raw []byte, e *Entry) error {
+	err := scan(r, true, func(_ int, raw []byte, e *Entry) error {
 		if !f.Match(*e) {
 			return nil
 		}
@@ -84,6 +93,20 @@ func RenderJSON(w io.Writer, r io.Reader, f Filter) error {
 		err = ferr
 	}
 	return err
+}
+
+// ShortSession is the 8 characters of a session id that tell sessions
+// apart: agents prefix their ids with a name ("builtin-4d37a8dc…",
+// "ses_…"), so a prefix that is not hex (a UUID's first group is) is
+// skipped.
+func ShortSession(id string) string {
+	if i := strings.IndexAny(id, "-_"); i > 0 && i < len(id)-1 && i <= 12 && strings.Trim(id[:i], "0123456789abcdefABCDEF") != "" {
+		id = id[i+1:]
+	}
+	if len(id) > 8 {
+		id = id[:8]
+	}
+	return id
 }
 
 // summary renders an entry's data compactly, by kind.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 )
 
 // Report is the result of Verify.
@@ -34,6 +35,9 @@ type Report struct {
 	Head    string
 	// Ended is true if the last verified entry is a run.end entry.
 	Ended bool
+	// Started is true if a run.start entry verified: a log tai wrote has
+	// one (an empty file verifies, with Entries 0, but records no run).
+	Started bool
 }
 
 // Verify reads a log and checks every line's hash, the prev chain and the
@@ -52,6 +56,7 @@ type verifier struct {
 	seq        uint64 // seq of the last verified entry
 	prev       string // hash of the last verified line
 	lastKind   string
+	started    bool  // a run.start entry verified
 	goodOffset int64 // byte offset just past the last verified, terminated line
 	bad        int
 	problem    string
@@ -73,18 +78,20 @@ func (v *verifier) run(br *bufio.Reader) error {
 			return nil // clean EOF
 		}
 		v.line++
+		if tooLong {
+			// Not read to its end: a log of tai's never has one, and
+			// /dev/zero has no end.
+			v.fail(fmt.Sprintf("line longer than %d bytes", MaxLineSize))
+			return nil
+		}
 		if !term {
 			v.partial = true
-			if !tooLong && v.check(b) == "" {
+			if v.check(b) == "" {
 				v.unterminated = true
 				v.fail("last line lacks its newline (entry itself verifies; write interrupted)")
 			} else {
 				v.fail("partial last line (truncated write)")
 			}
-			return nil
-		}
-		if tooLong {
-			v.fail(fmt.Sprintf("line longer than %d bytes", MaxLineSize))
 			return nil
 		}
 		if p := v.check(b); p != "" {
@@ -137,6 +144,7 @@ func (v *verifier) check(b []byte) string {
 	}
 	lh := sha256.Sum256(b)
 	v.seq, v.prev, v.lastKind = e.Seq, hex.EncodeToString(lh[:]), e.Kind
+	v.started = v.started || e.Kind == KindRunStart
 	v.entries++
 	return ""
 }
@@ -150,6 +158,7 @@ func (v *verifier) report() Report {
 		Partial:  v.partial,
 		LastSeq:  v.seq,
 		Ended:    v.lastKind == KindRunEnd,
+		Started:  v.started,
 	}
 	if v.entries > 0 {
 		r.Head = v.prev
@@ -158,32 +167,27 @@ func (v *verifier) report() Report {
 }
 
 // readLine reads one line into *buf (reused) and returns it without the
-// newline. term reports whether the newline was present. A line longer than
-// MaxLineSize is consumed but not returned (tooLong). err is io.EOF at the
-// end of input, possibly along with an unterminated last line.
+// newline. term reports whether the newline was present. Reading stops at a
+// line longer than MaxLineSize (tooLong), which is neither returned nor read
+// to its end. err is io.EOF at the end of input, possibly along with an
+// unterminated last line.
 func readLine(br *bufio.Reader, buf *[]byte) (line []byte, term, tooLong bool, err error) {
 	*buf = (*buf)[:0]
 	for {
 		frag, err := br.ReadSlice('\n')
-		if !tooLong {
-			if len(*buf)+len(frag) > MaxLineSize+1 {
-				tooLong = true
-				*buf = (*buf)[:0]
-			} else {
-				*buf = append(*buf, frag...)
-			}
+		if len(*buf)+len(frag) > MaxLineSize+1 {
+			*buf = (*buf)[:0]
+			return nil, false, true, nil
 		}
+		*buf = append(*buf, frag...)
 		switch {
 		case err == nil:
 			b := *buf
-			if !tooLong {
-				b = b[:len(b)-1]
-			}
-			return b, true, tooLong, nil
+			return b[:len(b)-1], true, false, nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		default:
-			return *buf, false, tooLong, err
+			return *buf, false, false, err
 		}
 	}
 }
@@ -193,27 +197,64 @@ func readLine(br *bufio.Reader, buf *[]byte) (line []byte, term, tooLong bool, e
 // decode (including a partial last line), so it works on damaged logs; use
 // Verify to check integrity. An error from fn stops Read and is returned.
 func Read(r io.Reader, fn func(line int, e Entry) error) error {
-	return scan(r, func(line int, _ []byte, e *Entry) error { return fn(line, *e) })
+	return scan(r, false, func(line int, _ []byte, e *Entry) error { return fn(line, *e) })
 }
 
-func scan(r io.Reader, fn func(line int, raw []byte, e *Entry) error) error {
+// BadLineError is a line of a file that is not an audit entry.
+type BadLineError struct {
+	Line    int
+	Problem string
+}
+
+func (e *BadLineError) Error() string {
+	return fmt.Sprintf("line %d: %s", e.Line, e.Problem)
+}
+
+// scan reads the log line by line, each line at most MaxLineSize. strict:
+// a complete line that is not an entry, an over-long line and a file with
+// no entries are *BadLineError (a partial last line, the mark of a crash in
+// mid-write, is still skipped); otherwise they are skipped.
+func scan(r io.Reader, strict bool, fn func(line int, raw []byte, e *Entry) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
+	entries := 0
 	for line := 1; ; line++ {
 		b, term, tooLong, err := readLine(br, &buf)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("audit: read line %d: %w", line, err)
 		}
-		if !tooLong && len(b) > 0 {
-			var e Entry
-			if json.Unmarshal(b, &e) == nil && e.Kind != "" {
-				if ferr := fn(line, b, &e); ferr != nil {
-					return ferr
-				}
+		if tooLong {
+			if strict {
+				return &BadLineError{line, fmt.Sprintf("longer than %d bytes: not an audit log", MaxLineSize)}
 			}
+			return nil
+		}
+		var e Entry
+		switch {
+		case len(b) > 0 && json.Unmarshal(b, &e) == nil && e.Kind != "":
+			entries++
+			if ferr := fn(line, b, &e); ferr != nil {
+				return ferr
+			}
+		case strict && term:
+			return &BadLineError{line, "not an audit entry: " + strconv.Quote(excerpt(b))}
 		}
 		if !term {
+			if strict && entries == 0 {
+				if len(b) > 0 {
+					return &BadLineError{line, "not an audit entry: " + strconv.Quote(excerpt(b))}
+				}
+				return &BadLineError{line, "no entries (the file is empty)"}
+			}
 			return nil
 		}
 	}
+}
+
+// excerpt is the start of a bad line, for the error.
+func excerpt(b []byte) string {
+	if len(b) > 60 {
+		return string(b[:60]) + "…"
+	}
+	return string(b)
 }

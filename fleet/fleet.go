@@ -650,7 +650,7 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 	}
 	opts.Prompt = []driver.Content{driver.TextContent(prompt)}
 	opts.ResumeID = resume
-	opts.Audit = f.o.Audit
+	opts.Audit, opts.AuditTask = f.o.Audit, t.ID
 	opts.RunID = fmt.Sprintf("%s/%s/%d", f.o.RunID, t.ID, attempt)
 	opts.RunInfo = map[string]any{"fleet": f.o.RunID, "task": t.ID, "approve": string(eng.Mode()), "attempt": attempt}
 	meter := &liveMeter{res: res, before: before.add(Usage{Turns: 1}), stop: func(err error) {
@@ -828,7 +828,7 @@ func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Han
 		}
 		opts.Decider, opts.Modes, opts.AllowDenials = eng, eng, true
 		opts.Prompt = []driver.Content{driver.TextContent(b.String())}
-		opts.Audit = f.o.Audit
+		opts.Audit, opts.AuditTask = f.o.Audit, t.ID
 		opts.RunID = fmt.Sprintf("%s/%s/answerer", f.o.RunID, t.ID)
 		r, err := runner.Run(ctx, opts)
 		spent.Turns, spent.Tokens = 1, tokensOf(r.Usage)

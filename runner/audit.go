@@ -14,7 +14,8 @@ import (
 // changes, process exits and errors. A write failure (a full disk) is kept
 // and reported at the end of the run; it never blocks or kills the agent.
 type auditSink struct {
-	log *audit.Log
+	log  *audit.Log
+	task string // the fleet task this run is, named in every entry
 
 	mu   sync.Mutex
 	mode string
@@ -22,7 +23,7 @@ type auditSink struct {
 }
 
 func (a *auditSink) append(kind, session string, data any) {
-	if err := a.log.Append(kind, session, data); err != nil {
+	if err := a.log.AppendTask(kind, session, a.task, data); err != nil {
 		a.fail(err)
 	}
 }

@@ -3,9 +3,13 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
 )
 
@@ -156,4 +160,25 @@ func (g *modeGuard) decide(ctx context.Context, c modeChange) {
 		g.pol.ExpectMode(c.session, next)
 		_ = sess.SetMode(ctx, next)
 	}
+}
+
+// UnknownModeError is --mode naming a mode the agent does not offer. It is a
+// usage error (exit 2), and it lists the modes there are.
+type UnknownModeError struct {
+	Mode      string
+	Available []string
+}
+
+func (e *UnknownModeError) Error() string {
+	return fmt.Sprintf("--mode %q: the agent has no such mode (modes: %s)", e.Mode, strings.Join(e.Available, ", "))
+}
+
+// checkMode refuses a mode the session did not offer; with no list (an
+// agent that keeps modes as a config option, or says nothing) the agent
+// decides.
+func checkMode(mode string, available []string) error {
+	if len(available) == 0 || slices.Contains(available, mode) {
+		return nil
+	}
+	return exitcode.With(exitcode.Usage, &UnknownModeError{Mode: mode, Available: available})
 }

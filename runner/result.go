@@ -53,6 +53,7 @@ type collector struct {
 	// starts: where each message id's text begins in message, for a
 	// chunk that replaces it.
 	starts map[string]int
+	modes  []string // the mode ids the session offers, as it started
 }
 
 func newCollector() *collector {
@@ -70,6 +71,10 @@ func (c *collector) Emit(ev driver.Event) {
 		c.res.SessionID = ev.Session
 		if st := ev.Started; st != nil {
 			c.res.Resumable = st.Capabilities.LoadSession || st.Capabilities.ResumeSession
+			c.modes = c.modes[:0]
+			for _, m := range st.Modes {
+				c.modes = append(c.modes, m.ID)
+			}
 		}
 	case driver.EventMessage:
 		if ev.Message.Role != driver.RoleAgent {
@@ -140,6 +145,13 @@ func (c *collector) newTurn() {
 	c.mu.Lock()
 	c.message, c.lastID, c.broken, c.starts = c.message[:0], "", false, nil
 	c.mu.Unlock()
+}
+
+// availableModes is what the session said it offers (nil: it did not say).
+func (c *collector) availableModes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.modes...)
 }
 
 func (c *collector) result() Result {

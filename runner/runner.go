@@ -73,6 +73,7 @@ type Options struct {
 	// RunInfo (the settings worth recording: policy, flags) go into its
 	// run.start entry.
 	Audit        *audit.Log
+	AuditTask    string // the fleet task this run is: its entries name it
 	RunID        string
 	RunInfo      any
 	Logger       *slog.Logger
@@ -105,7 +106,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col)}
 	r := &run{o: o, col: col, st: st}
 	if o.Audit != nil {
-		r.audit = &auditSink{log: o.Audit}
+		r.audit = &auditSink{log: o.Audit, task: o.AuditTask}
 		st.sinks = append(st.sinks, r.audit)
 		r.audit.append(audit.KindRunStart, "", map[string]any{
 			"run": o.RunID, "agent": o.Agent, "argv": o.Argv, "driver": o.Driver, "cwd": o.Cwd,
@@ -336,6 +337,9 @@ func (r *run) interrupted(ctx context.Context, err error) error {
 func (r *run) configure(ctx context.Context, sess Session) error {
 	o := r.o
 	if o.Mode != "" && o.Mode != sess.CurrentMode() {
+		if err := checkMode(o.Mode, r.col.availableModes()); err != nil {
+			return err
+		}
 		if r.modes != nil {
 			r.modes.expect(sess.ID(), o.Mode)
 		}

@@ -2,8 +2,10 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -179,6 +181,28 @@ func TestTurnEndedFollowsLateUpdates(t *testing.T) {
 		}
 		if ended < 0 {
 			t.Fatalf("run %d: no turn.ended", i)
+		}
+	}
+}
+
+func TestCheckMode(t *testing.T) {
+	for _, tc := range []struct {
+		mode      string
+		available []string
+		bad       bool
+	}{
+		{"plan", []string{"plan", "default"}, false},
+		{"nosuch", []string{"plan", "default"}, true},
+		{"anything", nil, false}, // the agent did not list its modes: it decides
+	} {
+		err := checkMode(tc.mode, tc.available)
+		var um *UnknownModeError
+		if got := errors.As(err, &um); got != tc.bad {
+			t.Errorf("%s in %v: err %v", tc.mode, tc.available, err)
+			continue
+		}
+		if tc.bad && (exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "plan, default")) {
+			t.Errorf("%s: %v (exit %d)", tc.mode, err, exitcode.Of(err))
 		}
 	}
 }

@@ -114,6 +114,7 @@ func newRun(std app.IO) *cobra.Command {
 			"  tai run --agent qwen --approve all \"add a README\"\n" +
 			"  tai run --agent-cmd 'npx -y @agentclientprotocol/claude-agent-acp' --output json \"fix the tests\"",
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.AgentCmdSet = cmd.Flags().Changed("agent-cmd")
 			return code(app.Run(cmd.Context(), f, args, std))
 		},
 	}
@@ -227,7 +228,7 @@ func newModel(std app.IO) *cobra.Command {
 func newAudit(std app.IO) *cobra.Command {
 	parent := &cobra.Command{Use: "audit", Short: "Verify and read tai's hash-chained audit logs"}
 	verify := &cobra.Command{
-		Use:   "verify FILE",
+		Use:   "verify FILE|RUN_ID",
 		Short: "Check a log's hash chain; name the first bad line (non-zero exit on failure)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -237,14 +238,15 @@ func newAudit(std app.IO) *cobra.Command {
 	var f audit.Filter
 	var asJSON bool
 	show := &cobra.Command{
-		Use:   "show FILE",
-		Short: "Render a log readably, filtered by session and kind",
+		Use:   "show FILE|RUN_ID",
+		Short: "Render a log readably, filtered by session, task and kind",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return code(app.AuditShow(args[0], f, asJSON, std))
 		},
 	}
 	show.Flags().StringVar(&f.Session, "session", "", "only this session (a prefix is enough)")
+	show.Flags().StringVar(&f.Task, "task", "", "only this fleet task's sessions")
 	show.Flags().StringSliceVar(&f.Kinds, "kind", nil, "only these kinds (permission matches permission.request and permission.decision)")
 	show.Flags().BoolVar(&asJSON, "json", false, "pass the matching lines through as JSON")
 	parent.AddCommand(verify, show)
