@@ -93,6 +93,9 @@ const (
 // Run runs `tai run`. It returns the exit code; what went wrong has been
 // reported on the streams.
 func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
+	ctx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
 	logger := newLogger(std.Err, f.Verbose)
 	var frames *render.Frames
 	if f.Output == OutputStreamJSON {

@@ -26,6 +26,10 @@ const (
 	BudgetExceeded   Code = 6
 	MergeConflict    Code = 7
 	Interrupted      Code = 130
+	// OutputClosed is 141, the code of a process killed by SIGPIPE, which
+	// is what shells and scripts expect of a writer whose reader left
+	// (`tai run … | head -3`); tai is not killed, it ends the run cleanly.
+	OutputClosed Code = 141
 )
 
 // Info documents one code.
@@ -46,6 +50,7 @@ var All = []Info{
 	{BudgetExceeded, "budget_exceeded", "a token, turn, time or cost budget ran out"},
 	{MergeConflict, "merge_conflict", "a fleet branch could not be merged back"},
 	{Interrupted, "interrupted", "interrupted by Ctrl-C or SIGTERM"},
+	{OutputClosed, "output_closed", "stdout was closed (its reader exited); the turn was cancelled and the audit log and session record finished"},
 }
 
 // Name returns the code's name, or "exit_N" for an unknown code.
@@ -92,6 +97,9 @@ var ErrInterrupted = errors.New("interrupted")
 // ErrTimeout marks a run stopped by its --timeout.
 var ErrTimeout = errors.New("timed out")
 
+// ErrOutputClosed marks a run stopped because its stdout was closed.
+var ErrOutputClosed = errors.New("stdout was closed")
+
 // Of maps an error onto its exit code. An explicit *Error wins; then the
 // typed errors of the packages tai is built from.
 func Of(err error) Code {
@@ -103,6 +111,8 @@ func Of(err error) Code {
 		return e.Code
 	}
 	switch {
+	case errors.Is(err, ErrOutputClosed):
+		return OutputClosed
 	case errors.Is(err, ErrInterrupted), errors.Is(err, context.Canceled):
 		return Interrupted
 	case errors.Is(err, ErrTimeout), errors.Is(err, context.DeadlineExceeded):

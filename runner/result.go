@@ -10,7 +10,7 @@ import (
 // Result is the one document `tai run --output json` prints, and the last
 // frame of --output stream-json (with "type":"result").
 type Result struct {
-	Status       string                      `json:"status"` // ok | denied | error | timeout | interrupted | no_session | usage
+	Status       string                      `json:"status"` // ok | denied | error | timeout | interrupted | output_closed | no_session | usage
 	RunID        string                      `json:"run_id,omitempty"`
 	Audit        string                      `json:"audit,omitempty"` // the audit log's path
 	StopReason   string                      `json:"stop_reason,omitempty"`

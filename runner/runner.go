@@ -485,6 +485,8 @@ func statusOf(c exitcode.Code) string {
 		return "timeout"
 	case exitcode.Interrupted:
 		return "interrupted"
+	case exitcode.OutputClosed:
+		return "output_closed"
 	case exitcode.NoSession:
 		return "no_session"
 	case exitcode.Usage:

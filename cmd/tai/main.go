@@ -29,6 +29,10 @@ func (e exitErr) Error() string { return fmt.Sprintf("exit %d", e.code) }
 func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A closed stdout is an EPIPE the command handles (app's closedOut),
+	// not a SIGPIPE that kills tai mid-turn. Notified, not ignored: an
+	// ignored signal would stay ignored in the agents tai starts.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	std := app.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
 	root := newRoot(std)
 	root.SetArgs(capSpeakArgs(os.Args[1:]))
