@@ -23,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/redact"
@@ -270,7 +271,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		return o, cleanup, exitcode.Usagef("with --input-format stream-json, stdin carries the conversation: pass the first prompt as arguments, or none")
 	}
 	if text == "-" {
-		b, err := io.ReadAll(std.In)
+		b, err := readlimit.Read(std.In, "the prompt on stdin", readlimit.Stdin)
 		if err != nil {
 			return o, cleanup, exitcode.Usagef("reading the prompt from stdin: %v", err)
 		}
@@ -430,7 +431,7 @@ func fileContent(cwd, path string, embed bool) (driver.Content, error) {
 func parseMCP(s string) ([]driver.MCPServer, error) {
 	data := []byte(s)
 	if strings.HasPrefix(s, "@") {
-		b, err := os.ReadFile(s[1:])
+		b, err := readlimit.ReadFile(s[1:], readlimit.Config)
 		if err != nil {
 			return nil, fmt.Errorf("--mcp: %w", err)
 		}

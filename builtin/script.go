@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tai-dev/tai/internal/readlimit"
 )
 
 // Script is what the built-in agent plays for every non-slash prompt.
@@ -430,7 +431,7 @@ func validatePlanEntry(e PlanEntry) error {
 // LoadScript reads and validates a YAML or JSON script file. Errors name the
 // file and, for a bad step, its index (steps[i], 0-based) and line.
 func LoadScript(path string) (*Script, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.ReadFile(path, readlimit.Script)
 	if err != nil {
 		return nil, fmt.Errorf("load script: %w", err)
 	}

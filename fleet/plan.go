@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -14,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/worktree"
 )
@@ -177,7 +177,7 @@ var keys = map[string][]string{
 
 // LoadPlan reads and validates a plan file.
 func LoadPlan(path string) (*Plan, error) {
-	b, err := os.ReadFile(path)
+	b, err := readlimit.ReadFile(path, readlimit.Plan)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
@@ -375,7 +375,7 @@ func (p *Plan) validate(add func(int, string, ...any)) {
 			add(t.Line, "%sexactly one of prompt and prompt_file is needed", where)
 		}
 		if t.PromptFile != "" {
-			b, err := os.ReadFile(p.path(t.PromptFile))
+			b, err := readlimit.ReadFile(p.path(t.PromptFile), readlimit.Plan)
 			if err != nil {
 				add(t.Line, "%sprompt_file: %v", where, err)
 			} else {

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tai-dev/tai/internal/readlimit"
 )
 
 // ConsumeMode says which requests use up scripted turns.
@@ -76,7 +77,7 @@ var DefaultModels = []string{
 // LoadScript reads a script file. Files ending in .yaml or .yml are YAML,
 // .json is JSON, anything else is sniffed.
 func LoadScript(path string) (*Script, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.ReadFile(path, readlimit.Script)
 	if err != nil {
 		return nil, fmt.Errorf("load script: %w", err)
 	}

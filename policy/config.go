@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/tai-dev/tai/internal/readlimit"
 )
 
 // Config is a policy: what a policy file says, plus the rule flags. The
@@ -126,7 +128,7 @@ func (e *ConfigError) Error() string {
 // Load reads a policy file (TOML; see the package documentation). Errors
 // are *ConfigError, naming the line and the rule.
 func Load(path string) (Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readlimit.ReadFile(path, readlimit.Config)
 	if err != nil {
 		return Config{}, fmt.Errorf("policy file: %w", err)
 	}
@@ -144,6 +146,9 @@ func Load(path string) (Config, error) {
 // Config.Path.
 func Parse(name string, data []byte) (Config, error) {
 	c := Config{Path: name}
+	if err := CheckDepth(name, data, MaxDepth); err != nil {
+		return c, err
+	}
 	text := string(data)
 	var raw map[string]any
 	if _, err := toml.Decode(text, &raw); err != nil {
