@@ -160,7 +160,7 @@ func (t *Text) Emit(ev driver.Event) {
 		if x.Signal != "" {
 			st = x.Signal
 		}
-		t.line("  %s", t.style(dim, fmt.Sprintf("$ %s → %s (%d ms)", strings.Join(append([]string{x.Command}, x.Args...), " "), st, x.DurationMS)))
+		t.line("  %s", t.style(dim, fmt.Sprintf("$ %s → %s (%d ms)", ShellLine(x.Command, x.Args), st, x.DurationMS)))
 	case driver.EventTurnEnded:
 		t.line("%s", t.style(dim, "■ turn ended: "+ev.Turn.StopReason))
 	case driver.EventError:
@@ -312,36 +312,6 @@ func (t *Text) contents(tc *driver.ToolCall, diffs bool) {
 			fmt.Fprintln(t.W, t.style(dim, "    [terminal "+c.TerminalID+"]"))
 		}
 	}
-}
-
-func (t *Text) diff(c driver.ToolContent) {
-	header := "    --- " + c.Path
-	if c.OldText == nil {
-		header += " (new file)"
-	}
-	fmt.Fprintln(t.W, t.style(bold, header))
-	n := 0
-	emit := func(prefix, col, text string) {
-		if text == "" {
-			return
-		}
-		for _, l := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
-			if n == maxDiffLines {
-				fmt.Fprintln(t.W, t.style(dim, "    …"))
-				n++
-				return
-			}
-			if n > maxDiffLines {
-				return
-			}
-			fmt.Fprintln(t.W, t.style(col, "    "+prefix+l))
-			n++
-		}
-	}
-	if c.OldText != nil {
-		emit("-", red, *c.OldText)
-	}
-	emit("+", green, c.NewText)
 }
 
 func (t *Text) plan(p *driver.Plan) {

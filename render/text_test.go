@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tai-dev/tai/driver"
@@ -17,7 +18,7 @@ func ptr[T any](v T) *T { return &v }
 // session is a fixed event sequence covering every event type.
 func session() []driver.Event {
 	code0 := 0
-	old := "old line\n"
+	old := "package a\n\nfunc A() {}\n\nfunc B() {}\n\nfunc C() {}\n\nfunc D() {}\n"
 	return []driver.Event{
 		{Type: driver.EventSessionStarted, Session: "s1", Started: &driver.SessionStarted{Agent: "builtin", AgentName: "tai-builtin", AgentVersion: "1.0", Cwd: "/ws", CurrentMode: "default", Modes: []driver.ModeInfo{{ID: "plan"}, {ID: "default"}}}},
 		{Type: driver.EventCommands, Commands: []driver.Command{{Name: "echo"}, {Name: "help"}}},
@@ -28,13 +29,14 @@ func session() []driver.Event {
 		{Type: driver.EventPlan, Plan: &driver.Plan{Entries: []driver.PlanEntry{{Content: "Edit a.txt", Status: "in_progress"}, {Content: "Run tests", Status: "pending"}}}},
 		{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "t1", Title: "Edit a.txt", Kind: "edit", Status: "pending",
 			Locations: []driver.Location{{Path: "/ws/a.txt", Line: 3}},
-			Content:   []driver.ToolContent{{Type: "diff", Path: "/ws/a.txt", OldText: &old, NewText: "new line\n"}}}},
+			Content:   []driver.ToolContent{{Type: "diff", Path: "/ws/a.txt", OldText: &old, NewText: strings.Replace(old, "func C() {}", "func C() { return }", 1)}}}},
 		{Type: driver.EventPermissionAsked, Permission: &driver.PermissionRequest{ID: "0", ToolCall: driver.ToolCall{ID: "t1", Title: "Edit a.txt", Kind: "edit", Locations: []driver.Location{{Path: "/ws/a.txt"}}}}},
 		{Type: driver.EventPermissionDecided, Decision: &driver.PermissionDecision{Verdict: "allow", OptionID: "allow", DecidedBy: "default", Reason: "mode approve-all allows every request"}},
 		{Type: driver.EventFileWritten, File: &driver.FileWrite{Path: "/ws/a.txt", Size: 9}},
 		{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "t1", Title: "Edit a.txt", Kind: "edit", Status: "completed"}},
 		{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "t2", Title: "Run tests", Kind: "execute", Status: "in_progress"}},
 		{Type: driver.EventTerminalExited, Terminal: &driver.TerminalExit{Command: "go", Args: []string{"test", "./..."}, Cwd: "/ws", ExitCode: &code0, DurationMS: 12}},
+		{Type: driver.EventTerminalExited, Terminal: &driver.TerminalExit{Command: "sh", Args: []string{"-c", "echo terminal-ok; ls"}, Cwd: "/ws", ExitCode: &code0, DurationMS: 3}},
 		{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "t2", Title: "Run tests", Kind: "execute", Status: "failed", Content: []driver.ToolContent{{Type: "text", Text: "FAIL x\nFAIL y"}}}},
 		{Type: driver.EventPermissionDecided, Decision: &driver.PermissionDecision{Verdict: "deny", OptionID: "reject", DecidedBy: "rule:no-push", Reason: "pushing is not allowed"}},
 		{Type: driver.EventModeChanged, Mode: &driver.Mode{ID: "plan"}},
@@ -119,5 +121,43 @@ func TestTextReplace(t *testing.T) {
 				t.Fatalf("shown %q, want it to start %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestShellLine(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		want string
+	}{
+		{"sh", []string{"-c", "echo terminal-ok; ls"}, `sh -c 'echo terminal-ok; ls'`},
+		{"go", []string{"test", "./..."}, "go test ./..."},
+		{"echo", []string{"it's", ""}, `echo "it's" ''`},
+		{"printf", []string{"a\nb"}, `printf $'a\nb'`},
+		{"x", []string{"nul\x00"}, `x "nul\x00"`},
+	} {
+		if got := ShellLine(tc.cmd, tc.args); got != tc.want {
+			t.Errorf("ShellLine(%q, %q) = %s, want %s", tc.cmd, tc.args, got, tc.want)
+		}
+	}
+}
+
+func TestUnifiedDiff(t *testing.T) {
+	old := "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n"
+	lines, err := UnifiedDiff(driver.ToolContent{Path: "/ws/a.txt", OldText: &old, NewText: strings.Replace(old, "five", "FIVE", 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(lines, "\n")
+	want := "--- a/ws/a.txt\n+++ b/ws/a.txt\n@@ -2,7 +2,7 @@\n two\n three\n four\n-five\n+FIVE\n six\n seven\n eight"
+	if got != want {
+		t.Fatalf("diff:\n%s\nwant:\n%s", got, want)
+	}
+	if lines, err := UnifiedDiff(driver.ToolContent{Path: "a", OldText: &old, NewText: old}); lines != nil || err != nil {
+		t.Errorf("no change: %q %v", lines, err)
+	}
+	big := strings.Repeat("x", maxDiffBytes)
+	if _, err := UnifiedDiff(driver.ToolContent{Path: "a", OldText: &big, NewText: big + "y"}); err == nil {
+		t.Error("a huge diff was computed")
 	}
 }
