@@ -123,10 +123,6 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 		return int(exitcode.Of(err))
 	}
 	switch f.Output {
-	case OutputText, "":
-		if opts.Attach == nil { // attached, the screen is the TUI's
-			opts.Sinks = append(opts.Sinks, render.NewText(std.Out, colorOn(std.Out)))
-		}
 	case OutputStreamJSON:
 		opts.Sinks = append(opts.Sinks, frames)
 	}
@@ -335,9 +331,19 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
 	var prompter policy.Prompter
+	var tp *policy.TTYPrompter
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON {
 		closers = append(closers, func() { tty.Close() })
-		prompter = &policy.TTYPrompter{In: tty, Out: tty}
+		tp = &policy.TTYPrompter{In: tty, Out: tty}
+		prompter = tp
+	}
+	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil { // attached, the screen is the TUI's
+		text := render.NewText(std.Out, colorOn(std.Out))
+		o.Sinks = append(o.Sinks, text)
+		if tp != nil && isTTY(std.Out) {
+			// The same screen: a diff tai's output showed is not asked again.
+			tp.Shown = text.ShownDiff
+		}
 	}
 	engine, err := eng.build(prompter, f.answerer)
 	if err != nil {

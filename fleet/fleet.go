@@ -639,7 +639,7 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 	if err != nil {
 		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
 	}
-	eng, pol, err := f.engine(t.Policy, cwd)
+	eng, pol, err := f.engine(t.Policy, cwd, "task "+t.ID)
 	if err != nil {
 		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
 	}
@@ -761,7 +761,7 @@ func (f *fleet) agentOptions(a AgentSpec, cwd string) (runner.Options, error) {
 
 // engine builds a task's policy: the plan's, then the task's overrides;
 // "always" answers are shared by every task of the run.
-func (f *fleet) engine(tp *Policy, cwd string) (*policy.Engine, Policy, error) {
+func (f *fleet) engine(tp *Policy, cwd, asker string) (*policy.Engine, Policy, error) {
 	p := f.plan.Policy
 	if tp != nil {
 		if tp.Approve != "" {
@@ -786,7 +786,7 @@ func (f *fleet) engine(tp *Policy, cwd string) (*policy.Engine, Policy, error) {
 			return nil, p, fmt.Errorf("policy: %w", err)
 		}
 	}
-	eng, err := policy.NewEngine(cfg, policy.Options{Workspace: cwd, Prompter: f.o.Prompter, NonInteractive: ni, Memory: f.memory})
+	eng, err := policy.NewEngine(cfg, policy.Options{Workspace: cwd, Prompter: f.o.Prompter, NonInteractive: ni, Memory: f.memory, Asker: asker})
 	if err != nil {
 		return nil, p, fmt.Errorf("policy: %w", err)
 	}
@@ -822,7 +822,7 @@ func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Han
 			return "", "", spent, err
 		}
 		// The answerer reads; it never writes in the task's worktree.
-		eng, _, err := f.engine(&Policy{Approve: "reads", NonInteractive: "deny", Deny: []string{"edit", "delete", "move", "execute"}}, cwd)
+		eng, _, err := f.engine(&Policy{Approve: "reads", NonInteractive: "deny", Deny: []string{"edit", "delete", "move", "execute"}}, cwd, "task "+t.ID+"'s answerer")
 		if err != nil {
 			return "", "", spent, err
 		}

@@ -133,6 +133,9 @@ type Options struct {
 	Now func() time.Time
 	// Home is the home directory for ~ and the floor; "" = $HOME.
 	Home string
+	// Asker names whose requests these are when several share the
+	// prompter (a fleet: "task lint"); the question shows it.
+	Asker string
 }
 
 // Engine decides permission requests. It is safe for concurrent use: ACP
@@ -144,6 +147,7 @@ type Engine struct {
 	ni       NonInteractive
 	prompter Prompter
 	answerer Prompter
+	asker    string
 	mem      *Memory
 	now      func() time.Time
 	ws       workspace
@@ -193,7 +197,7 @@ func NewEngine(cfg Config, o Options) (*Engine, error) {
 		return nil, err
 	}
 	e := &Engine{
-		cfg: cfg, mode: cfg.Mode, ni: ni, prompter: o.Prompter, answerer: o.Answerer, mem: o.Memory, now: o.Now, ws: ws,
+		cfg: cfg, mode: cfg.Mode, ni: ni, prompter: o.Prompter, answerer: o.Answerer, asker: o.Asker, mem: o.Memory, now: o.Now, ws: ws,
 		modes: map[string]string{}, expected: map[string]map[string]expected{},
 	}
 	if e.mem == nil {
@@ -411,7 +415,7 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	if m, ok := e.mem.Lookup(d.Key); ok {
 		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
 	}
-	ans, err := e.prompter.Ask(ctx, req)
+	ans, err := e.prompter.Ask(WithAsker(ctx, e.asker), req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return cancelled(d, "the turn was cancelled"), nil

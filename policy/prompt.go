@@ -1,61 +1,212 @@
 package policy
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/render"
 )
 
 // TTYPrompter asks at a terminal: it shows the tool call (title, kind,
 // command, locations, diff) and reads one of allow once / allow always /
 // deny once / deny always. One TTYPrompter may serve several engines: it
 // shows one question at a time.
+//
+// On a terminal the question is answered by one key (y, a, n, d), read
+// in raw mode while it is asked, and input typed before the question is
+// discarded so that it cannot answer it. Anything else (a pipe, fleet's
+// shared line stream) answers with a line: the key or its word (yes,
+// always, no, never). An answer that is not understood is asked again,
+// saying why.
 type TTYPrompter struct {
 	In  io.Reader // the terminal (/dev/tty), not stdin: stdin may hold the prompt
 	Out io.Writer // the terminal
+	// Shown, if set, reports whether the tool call's diff is already on
+	// the terminal (tai's own output shows it there): it is then not
+	// repeated.
+	Shown func(toolCallID string) bool
 
-	mu    sync.Mutex // one question on screen at a time
-	start sync.Once
-	lines chan lineOrErr
+	mu      sync.Mutex // one question on screen at a time
+	start   sync.Once
+	input   chan inputOrErr
+	pending []byte // line input read but not yet answered with
 }
 
-type lineOrErr struct {
-	line string
-	err  error
+type inputOrErr struct {
+	b   []byte
+	err error
 }
 
-// readLines reads the terminal for the prompter's whole life, so that a
+// askerKey carries who asks (fleet: the task) to the prompter.
+type askerKey struct{}
+
+// WithAsker names who a question is for ("task lint"), shown with it.
+func WithAsker(ctx context.Context, who string) context.Context {
+	if who == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, askerKey{}, who)
+}
+
+func askerOf(ctx context.Context) string {
+	s, _ := ctx.Value(askerKey{}).(string)
+	return s
+}
+
+// read reads the terminal for the prompter's whole life, so that a
 // question abandoned by a cancel does not swallow the next answer.
-func (p *TTYPrompter) readLines() {
-	rd := bufio.NewReader(p.In)
+func (p *TTYPrompter) read() {
+	buf := make([]byte, 256)
 	for {
-		line, err := rd.ReadString('\n')
-		if err != nil && line == "" {
-			p.lines <- lineOrErr{err: err}
-			close(p.lines)
+		n, err := p.In.Read(buf)
+		if n > 0 {
+			p.input <- inputOrErr{b: append([]byte(nil), buf[:n]...)}
+		}
+		if err != nil {
+			p.input <- inputOrErr{err: err}
+			close(p.input)
 			return
 		}
-		p.lines <- lineOrErr{line: line}
 	}
 }
+
+const choices = "  [y] allow once  [a] allow always  [n] deny once  [d] deny always > "
 
 // Ask shows the request and waits for an answer. A context that ends first
 // (the turn was cancelled) abandons the question.
 func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error) {
 	p.start.Do(func() {
-		p.lines = make(chan lineOrErr)
-		go p.readLines()
+		p.input = make(chan inputOrErr)
+		go p.read()
 	})
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.show(ctx, req)
 
+	// One key on a terminal: raw mode while the question is open.
+	var restore func()
+	if f, ok := p.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		fd := int(f.Fd())
+		if st, err := term.MakeRaw(fd); err == nil {
+			restore = func() { _ = term.Restore(fd, st) }
+			defer restore()
+			p.discardTypeAhead(fd)
+		}
+	}
+	raw := restore != nil
+	out := p.Out
+	if raw {
+		out = crlf{p.Out} // raw mode does not turn \n into \r\n
+	}
+	fmt.Fprint(out, choices)
+	for {
+		var in inputOrErr
+		var ok bool
+		select {
+		case in, ok = <-p.input:
+		case <-ctx.Done():
+			fmt.Fprintln(out, "\n  (cancelled)")
+			return DenyOnce, ctx.Err()
+		}
+		if !ok || in.err != nil {
+			err := io.EOF
+			if ok {
+				err = in.err
+			}
+			return DenyOnce, fmt.Errorf("reading the answer: %w", err)
+		}
+		if raw {
+			ans, done, err := p.key(out, in.b, restore)
+			if done {
+				return ans, err
+			}
+			continue
+		}
+		p.pending = append(p.pending, in.b...)
+		for {
+			i := strings.IndexByte(string(p.pending), '\n')
+			if i < 0 {
+				break
+			}
+			word := strings.ToLower(strings.TrimSpace(string(p.pending[:i])))
+			p.pending = p.pending[i+1:]
+			if ans, ok := parseAnswer(word); ok {
+				return ans, nil
+			}
+			if word == "" {
+				fmt.Fprintln(out, "  (no answer: type y, a, n or d, then Enter)")
+			} else {
+				fmt.Fprintf(out, "  %q is not an answer: type y, a, n or d (or yes, always, no, never)\n", word)
+			}
+			fmt.Fprint(out, choices)
+		}
+	}
+}
+
+// key handles keys typed in raw mode: the first answer key answers;
+// Ctrl-C interrupts tai as it would outside raw mode.
+func (p *TTYPrompter) key(out io.Writer, keys []byte, restore func()) (Answer, bool, error) {
+	for _, k := range keys {
+		switch k {
+		case '\r', '\n', ' ':
+			continue
+		case 0x03: // Ctrl-C: raw mode made it a key; make it the signal again
+			restore()
+			fmt.Fprintln(out, "^C")
+			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
+			return DenyOnce, true, fmt.Errorf("reading the answer: %w", context.Canceled)
+		case 0x04: // Ctrl-D
+			fmt.Fprintln(out)
+			return DenyOnce, true, fmt.Errorf("reading the answer: %w", io.EOF)
+		}
+		if ans, ok := parseAnswer(strings.ToLower(string(rune(k)))); ok {
+			fmt.Fprintln(out, answerWord(ans))
+			return ans, true, nil
+		}
+		shown := fmt.Sprintf("%q", string(rune(k)))
+		if k < 0x20 || k == 0x7f {
+			shown = fmt.Sprintf("^%c", k^0x40)
+		}
+		fmt.Fprintf(out, "\n  %s is not an answer: press y, a, n or d\n", shown)
+		fmt.Fprint(out, choices)
+		return 0, false, nil // the rest of this input was typed before the user saw why
+	}
+	return 0, false, nil
+}
+
+// discardTypeAhead drops what was typed before the question was on the
+// screen: a stray key must not answer a question nobody read.
+func (p *TTYPrompter) discardTypeAhead(fd int) {
+	_ = unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
+	for {
+		select {
+		case in, ok := <-p.input:
+			if !ok || in.err != nil {
+				return // the reader is done; Ask reports it
+			}
+		default:
+			p.pending = p.pending[:0]
+			return
+		}
+	}
+}
+
+func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 	tc := req.ToolCall
-	fmt.Fprintf(p.Out, "\n\x1b[1;33m? The agent asks to %s\x1b[0m", strings.TrimSpace(orDefault(tc.Title, tc.ID)))
+	who := ""
+	if a := askerOf(ctx); a != "" {
+		who = "[" + a + "] "
+	}
+	fmt.Fprintf(p.Out, "\n\x1b[1;33m? %sThe agent asks to %s\x1b[0m", who, strings.TrimSpace(orDefault(tc.Title, tc.ID)))
 	if tc.Kind != "" {
 		fmt.Fprintf(p.Out, " [%s]", tc.Kind)
 	}
@@ -70,42 +221,68 @@ func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (An
 		if c.Type != "diff" {
 			continue
 		}
-		fmt.Fprintf(p.Out, "    --- %s\n", c.Path)
-		if c.OldText != nil {
-			for _, l := range firstLines(*c.OldText, 20) {
-				fmt.Fprintf(p.Out, "    \x1b[31m-%s\x1b[0m\n", l)
-			}
+		if p.Shown != nil && p.Shown(tc.ID) {
+			fmt.Fprintf(p.Out, "    (the diff of %s is shown above)\n", c.Path)
+			continue
 		}
-		for _, l := range firstLines(c.NewText, 20) {
-			fmt.Fprintf(p.Out, "    \x1b[32m+%s\x1b[0m\n", l)
+		lines, err := render.UnifiedDiff(c)
+		if err != nil {
+			fmt.Fprintf(p.Out, "    %s: %v\n", c.Path, err)
+			continue
+		}
+		if len(lines) > maxPromptDiff {
+			lines = append(lines[:maxPromptDiff], fmt.Sprintf("… (%d more lines)", len(lines)-maxPromptDiff))
+		}
+		for _, l := range lines {
+			switch {
+			case strings.HasPrefix(l, "+") && !strings.HasPrefix(l, "+++"):
+				fmt.Fprintf(p.Out, "    \x1b[32m%s\x1b[0m\n", l)
+			case strings.HasPrefix(l, "-") && !strings.HasPrefix(l, "---"):
+				fmt.Fprintf(p.Out, "    \x1b[31m%s\x1b[0m\n", l)
+			default:
+				fmt.Fprintf(p.Out, "    %s\n", l)
+			}
 		}
 	}
-	for {
-		fmt.Fprint(p.Out, "  [y] allow once  [a] allow always  [n] deny once  [d] deny always > ")
-		select {
-		case l, ok := <-p.lines:
-			if !ok || l.err != nil {
-				err := io.EOF
-				if ok {
-					err = l.err
-				}
-				return DenyOnce, fmt.Errorf("reading the answer: %w", err)
-			}
-			switch strings.ToLower(strings.TrimSpace(l.line)) {
-			case "y", "yes":
-				return AllowOnce, nil
-			case "a", "always":
-				return AllowAlways, nil
-			case "n", "no":
-				return DenyOnce, nil
-			case "d", "never":
-				return DenyAlways, nil
-			}
-		case <-ctx.Done():
-			fmt.Fprintln(p.Out, "\n  (cancelled)")
-			return DenyOnce, ctx.Err()
-		}
+}
+
+// maxPromptDiff bounds the diff a question shows.
+const maxPromptDiff = 40
+
+func parseAnswer(word string) (Answer, bool) {
+	switch word {
+	case "y", "yes":
+		return AllowOnce, true
+	case "a", "always":
+		return AllowAlways, true
+	case "n", "no":
+		return DenyOnce, true
+	case "d", "never":
+		return DenyAlways, true
 	}
+	return 0, false
+}
+
+func answerWord(a Answer) string {
+	switch a {
+	case AllowOnce:
+		return "allow once"
+	case AllowAlways:
+		return "allow always"
+	case DenyAlways:
+		return "deny always"
+	}
+	return "deny once"
+}
+
+// crlf writes \n as \r\n, for a terminal in raw mode.
+type crlf struct{ w io.Writer }
+
+func (c crlf) Write(b []byte) (int, error) {
+	if _, err := c.w.Write([]byte(strings.ReplaceAll(string(b), "\n", "\r\n"))); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 func orDefault(s, d string) string {
@@ -113,12 +290,4 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
-}
-
-func firstLines(s string, n int) []string {
-	lines := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = append(lines[:n], fmt.Sprintf("… (%d more lines)", len(lines)-n))
-	}
-	return lines
 }

@@ -42,11 +42,12 @@ type Text struct {
 	printedID, printed string
 	tools              map[string]string
 	shownPlan          []driver.PlanEntry // as last shown
+	diffShown          map[string]bool    // tool call ids whose diff is on screen
 }
 
 // NewText returns a text renderer.
 func NewText(w io.Writer, color bool) *Text {
-	return &Text{W: w, Color: color, atBOL: true, tools: map[string]string{}}
+	return &Text{W: w, Color: color, atBOL: true, tools: map[string]string{}, diffShown: map[string]bool{}}
 }
 
 func (t *Text) style(s, text string) string {
@@ -293,6 +294,14 @@ func (t *Text) toolCall(tc *driver.ToolCall) {
 	t.contents(tc, false)
 }
 
+// ShownDiff reports whether the diff of tool call id was shown, so that a
+// permission question on the same screen need not repeat it.
+func (t *Text) ShownDiff(id string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.diffShown[id]
+}
+
 // contents shows diffs when a call is first seen (what is about to change)
 // and text output when it finishes.
 func (t *Text) contents(tc *driver.ToolCall, diffs bool) {
@@ -300,6 +309,7 @@ func (t *Text) contents(tc *driver.ToolCall, diffs bool) {
 		switch {
 		case c.Type == "diff" && diffs:
 			t.diff(c)
+			t.diffShown[tc.ID] = true
 		case c.Type == "text" && !diffs:
 			for i, l := range strings.Split(strings.TrimRight(c.Text, "\n"), "\n") {
 				if i == 8 {

@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -159,5 +160,15 @@ func TestUnifiedDiff(t *testing.T) {
 	big := strings.Repeat("x", maxDiffBytes)
 	if _, err := UnifiedDiff(driver.ToolContent{Path: "a", OldText: &big, NewText: big + "y"}); err == nil {
 		t.Error("a huge diff was computed")
+	}
+}
+
+func TestShownDiff(t *testing.T) {
+	r := NewText(io.Discard, false)
+	for _, ev := range session() {
+		r.Emit(ev)
+	}
+	if !r.ShownDiff("t1") || r.ShownDiff("t2") {
+		t.Fatalf("ShownDiff t1=%v t2=%v, want true false", r.ShownDiff("t1"), r.ShownDiff("t2"))
 	}
 }

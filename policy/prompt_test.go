@@ -1,0 +1,162 @@
+package policy
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// ptyScreen is the terminal side of a real PTY: what the prompter wrote,
+// and the keys the user types.
+type ptyScreen struct {
+	t      *testing.T
+	ptm    *os.File
+	chunks chan string
+	seen   strings.Builder
+}
+
+func newPTY(t *testing.T) (*ptyScreen, *os.File) {
+	ptm, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	s := &ptyScreen{t: t, ptm: ptm, chunks: make(chan string, 100)}
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := ptm.Read(buf)
+			if n > 0 {
+				s.chunks <- string(buf[:n])
+			}
+			if err != nil {
+				close(s.chunks)
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { tty.Close(); ptm.Close() })
+	return s, tty
+}
+
+// waitFor waits until the screen, since the last waitFor, shows want; it
+// returns that part of the screen. The deadline only guards a hang.
+func (s *ptyScreen) waitFor(want string) string {
+	s.t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		if i := strings.Index(s.seen.String(), want); i >= 0 {
+			got := s.seen.String()[:i+len(want)]
+			rest := s.seen.String()[i+len(want):]
+			s.seen.Reset()
+			s.seen.WriteString(rest)
+			return got
+		}
+		select {
+		case c, ok := <-s.chunks:
+			if !ok {
+				s.t.Fatalf("the pty closed; screen %q", s.seen.String())
+			}
+			s.seen.WriteString(c)
+		case <-deadline:
+			s.t.Fatalf("screen never showed %q; got %q", want, s.seen.String())
+		}
+	}
+}
+
+func (s *ptyScreen) typ(keys string) {
+	s.t.Helper()
+	if _, err := s.ptm.WriteString(keys); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// On a real terminal one key answers, without Enter; a key that is not an
+// answer is asked again, saying why; keys typed before the question do
+// not answer it; the asker is named; the terminal is left as it was.
+func TestTTYPrompterOneKeyInRawMode(t *testing.T) {
+	scr, tty := newPTY(t)
+	p := &TTYPrompter{In: tty, Out: tty}
+	old := "old line\n"
+	req := driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc", Kind: "edit", Title: "Edit a.go",
+		Content: []driver.ToolContent{{Type: "diff", Path: "/w/a.go", OldText: &old, NewText: "new line\n"}}}}
+	type result struct {
+		a   Answer
+		err error
+	}
+	ask := func(ctx context.Context) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			a, err := p.Ask(ctx, req)
+			ch <- result{a, err}
+		}()
+		return ch
+	}
+
+	// A stray key typed before the question (echoed: the terminal has it).
+	scr.typ("y")
+	scr.waitFor("y")
+	ch := ask(WithAsker(context.Background(), "task lint"))
+	got := scr.waitFor("deny always > ")
+	for _, s := range []string{"? [task lint] The agent asks to Edit a.go", "-old line", "+new line", "@@ -1 +1 @@"} {
+		if !strings.Contains(got, s) {
+			t.Errorf("question lacks %q:\n%s", s, got)
+		}
+	}
+	if strings.Count(got, "-old line") != 1 {
+		t.Errorf("diff shown %d times:\n%s", strings.Count(got, "-old line"), got)
+	}
+	scr.typ("x")
+	if got := scr.waitFor("deny always > "); !strings.Contains(got, `"x" is not an answer: press y, a, n or d`) {
+		t.Errorf("no reason for the re-prompt:\n%q", got)
+	}
+	scr.typ("a") // one key, no Enter
+	if r := <-ch; r.err != nil || r.a != AllowAlways {
+		t.Fatalf("got %v %v, want allow always (the stray y must not answer)", r.a, r.err)
+	}
+	scr.waitFor("allow always")
+	tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tio.Lflag&unix.ICANON == 0 || tio.Lflag&unix.ECHO == 0 {
+		t.Errorf("terminal left in raw mode: lflag %#x", tio.Lflag)
+	}
+
+	// When tai's output already showed the diff, the question does not.
+	p.Shown = func(id string) bool { return id == "tc" }
+	ch = ask(context.Background())
+	got = scr.waitFor("deny always > ")
+	if strings.Contains(got, "-old line") || !strings.Contains(got, "(the diff of /w/a.go is shown above)") {
+		t.Errorf("diff repeated:\n%s", got)
+	}
+	scr.typ("n")
+	if r := <-ch; r.err != nil || r.a != DenyOnce {
+		t.Fatalf("got %v %v, want deny once", r.a, r.err)
+	}
+}
+
+// Line input (not a terminal): the key or its word, then Enter; what is
+// not understood is asked again, saying why.
+func TestTTYPrompterLinesSayWhy(t *testing.T) {
+	var out strings.Builder
+	p := &TTYPrompter{In: strings.NewReader("huh?\n\nalways\n"), Out: &out}
+	a, err := p.Ask(context.Background(), driver.PermissionRequest{ToolCall: driver.ToolCall{Title: "deploy"}})
+	if err != nil || a != AllowAlways {
+		t.Fatalf("got %v %v", a, err)
+	}
+	for _, s := range []string{`"huh?" is not an answer: type y, a, n or d`, "(no answer: type y, a, n or d, then Enter)"} {
+		if !strings.Contains(out.String(), s) {
+			t.Errorf("screen lacks %q:\n%s", s, out.String())
+		}
+	}
+	if n := strings.Count(out.String(), choices); n != 3 {
+		t.Errorf("asked %d times, want 3:\n%s", n, out.String())
+	}
+}
