@@ -69,8 +69,7 @@ func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, std 
 	if scriptPath != "" {
 		s, err := builtin.LoadScript(scriptPath)
 		if err != nil {
-			fmt.Fprintln(std.Err, "tai agent builtin:", err)
-			return int(exitcode.Usage)
+			return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("agent builtin: %w", err)))
 		}
 		opts.Script = s
 	}
@@ -82,8 +81,7 @@ func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, std 
 	if errors.As(err, &ce) {
 		return ce.Code
 	}
-	fmt.Fprintln(std.Err, "tai agent builtin:", err)
-	return int(exitcode.AgentError)
+	return fail(std, exitcode.With(exitcode.AgentError, fmt.Errorf("agent builtin: %w", err)))
 }
 
 // AgentNames returns the preset names, for completion.

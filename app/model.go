@@ -28,30 +28,26 @@ func ModelServe(ctx context.Context, f ModelServeFlags, std IO) int {
 	if f.Script != "" {
 		s, err := modelserver.LoadScript(f.Script)
 		if err != nil {
-			fmt.Fprintln(std.Err, "tai model serve:", err)
-			return int(exitcode.Usage)
+			return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err)))
 		}
 		opts.Script = s
 	}
 	if f.Log != "" {
 		lf, err := os.OpenFile(f.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
-			fmt.Fprintln(std.Err, "tai model serve:", err)
-			return int(exitcode.Usage)
+			return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err)))
 		}
 		defer lf.Close()
 		opts.Log = lf
 	}
 	srv, err := modelserver.New(opts)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai model serve:", err)
-		return int(exitcode.Usage)
+		return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err)))
 	}
 	defer srv.Close()
 	url, err := srv.Start(ctx, f.Addr)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai model serve:", err)
-		return int(exitcode.Usage)
+		return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err)))
 	}
 	fmt.Fprintln(std.Out, url)
 	if f.PortFile != "" {

@@ -21,3 +21,8 @@ func Report(w io.Writer, err error) int {
 
 // fail is Report on the command's stderr.
 func fail(std IO, err error) int { return Report(std.Err, err) }
+
+// warn prints a warning the same way: it is not an error, the command goes on.
+func warn(std IO, format string, args ...any) {
+	fmt.Fprintf(std.Err, "tai: warning: "+format+"\n", args...)
+}

@@ -107,20 +107,17 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	case "", "text":
 	case "stream-json":
 		if f.Output != OutputStreamJSON {
-			fmt.Fprintln(std.Err, "tai: --input-format stream-json needs --output stream-json (tai --cap-speak stream-json sets both)")
-			return int(exitcode.Usage)
+			return fail(std, exitcode.Usagef("--input-format stream-json needs --output stream-json (tai --cap-speak stream-json sets both)"))
 		}
 		conn = capspeak.New(frames, logger, Version)
 		f.answerer = conn
 	default:
-		fmt.Fprintf(std.Err, "tai: --input-format must be text or stream-json, not %q\n", f.InputFormat)
-		return int(exitcode.Usage)
+		return fail(std, exitcode.Usagef("--input-format must be text or stream-json, not %q", f.InputFormat))
 	}
 	opts, cleanup, err := buildRun(f, args, std, logger)
 	defer cleanup()
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai:", err)
-		return int(exitcode.Of(err))
+		return fail(std, err)
 	}
 	switch f.Output {
 	case OutputStreamJSON:
@@ -143,7 +140,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 		_ = frames.Write(runner.ResultFrame{Type: "result", Seq: res.LastSeq + 1, Time: time.Now().UTC(), Result: res})
 	default:
 		if runErr != nil || res.ExitCode != 0 {
-			fmt.Fprintf(std.Err, "tai: %s (exit %d, %s)\n", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())
+			Report(std.Err, exitcode.With(exitcode.Code(res.ExitCode), fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())))
 		}
 	}
 	return res.ExitCode

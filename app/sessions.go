@@ -100,22 +100,19 @@ func Sessions(ctx context.Context, f SessionsFlags, std IO) int {
 	if ws == "" {
 		var err error
 		if ws, err = os.Getwd(); err != nil {
-			fmt.Fprintln(std.Err, "tai sessions:", err)
-			return int(exitcode.Usage)
+			return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("sessions: %w", err)))
 		}
 	}
 	ws, err := filepath.Abs(ws)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai sessions:", err)
-		return int(exitcode.Usage)
+		return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("sessions: %w", err)))
 	}
 	recs, bad, err := sessionStore().List(ctx, ws)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai sessions:", err)
-		return int(exitcode.AgentError)
+		return fail(std, exitcode.With(exitcode.AgentError, fmt.Errorf("sessions: %w", err)))
 	}
 	if bad > 0 {
-		fmt.Fprintf(std.Err, "tai sessions: skipped %d damaged line(s) in the store\n", bad)
+		warn(std, "sessions: skipped %d damaged line(s) in the store", bad)
 	}
 	out := make([]sessions.Record, 0, len(recs))
 	for i := len(recs) - 1; i >= 0; i-- {

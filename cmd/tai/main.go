@@ -43,8 +43,9 @@ func run() int {
 	if e, ok := err.(exitErr); ok {
 		return e.code
 	}
-	fmt.Fprintln(os.Stderr, "tai:", err)
-	return int(exitcode.Usage)
+	// What cobra itself refused (an unknown command, a bad argument
+	// count) is a usage error.
+	return app.Report(os.Stderr, exitcode.With(exitcode.Usage, err))
 }
 
 // capSpeakArgs spells `tai --cap-speak FORMAT [run flags] [PROMPT]` as the
@@ -72,9 +73,15 @@ func code(c int) error {
 	return exitErr{c}
 }
 
+// globals are the flags every command takes.
+type globals struct {
+	verbose bool
+}
+
 func newRoot(std app.IO) *cobra.Command {
 	var manifest bool
 	var speak string
+	g := &globals{}
 	root := &cobra.Command{
 		Use:   "tai",
 		Short: "tai orchestrates AI coding agents (ACP, PTY, stream-json, A2A)",
@@ -82,32 +89,34 @@ func newRoot(std app.IO) *cobra.Command {
 			"through one policy engine, workspace-confined host services and exact exit codes.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       app.Version,
+		Version:       app.ReadBuildInfo().String(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if manifest {
 				return code(app.PrintManifest(std.Out))
 			}
 			if speak != "" {
-				fmt.Fprintln(std.Err, "tai: --cap-speak comes first: tai --cap-speak stream-json [run flags] [PROMPT]")
-				return exitErr{int(exitcode.Usage)}
+				return code(app.Report(std.Err, exitcode.Usagef("--cap-speak comes first: tai --cap-speak stream-json [run flags] [PROMPT]")))
 			}
 			return cmd.Help()
 		},
 	}
 	root.Flags().BoolVar(&manifest, "cap-manifest", false, "print this build's capability manifest as JSON")
 	root.Flags().StringVar(&speak, "cap-speak", "", "be an agent that speaks this protocol (stream-json) on stdin/stdout; run flags follow")
+	// -v is --verbose on every command, also before the command's name
+	// (tai -v run …); the version is --version or tai version.
+	root.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "log debug detail (and an agent's stderr) to stderr")
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(std.Out)
 	root.SetErr(std.Err)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		fmt.Fprintf(std.Err, "tai: %v\n", err)
-		return exitErr{int(exitcode.Usage)}
+		return code(app.Report(std.Err, exitcode.With(exitcode.Usage, err)))
 	})
-	root.AddCommand(newRun(std), newAgents(std), newAgent(std), newModel(std), newAudit(std), newVersion(std))
-	root.AddCommand(newFleet(std), newWorktree(std), newSessions(std))
+	root.AddCommand(newRun(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
+	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std))
 	return root
 }
 
-func newRun(std app.IO) *cobra.Command {
+func newRun(std app.IO, g *globals) *cobra.Command {
 	var f app.RunFlags
 	c := &cobra.Command{
 		Use:   "run [flags] PROMPT...",
@@ -119,6 +128,7 @@ func newRun(std app.IO) *cobra.Command {
 			"  tai run --agent-cmd 'npx -y @agentclientprotocol/claude-agent-acp' --output json \"fix the tests\"",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.AgentCmdSet = cmd.Flags().Changed("agent-cmd")
+			f.Verbose = g.verbose
 			return code(app.Run(cmd.Context(), f, args, std))
 		},
 	}
@@ -150,7 +160,6 @@ func newRun(std app.IO) *cobra.Command {
 	fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
 	fl.StringVarP(&f.Output, "output", "o", "text", "output: text | json | stream-json")
 	fl.StringVar(&f.Trace, "trace", "", "write the raw wire transcript (secrets redacted) to this file")
-	fl.BoolVarP(&f.Verbose, "verbose", "v", false, "log debug detail and the agent's stderr to stderr")
 	fl.Int64Var(&f.MaxLineBytes, "max-line-bytes", 256<<20, "largest protocol line accepted; longer ones are skipped")
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
 	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
@@ -165,16 +174,16 @@ func newRun(std app.IO) *cobra.Command {
 }
 
 func newAgents(std app.IO) *cobra.Command {
-	var asJSON bool
+	var o outputFlag
 	c := &cobra.Command{
 		Use:   "agents",
 		Short: "List the known agents and whether each is installed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return code(app.Agents(std.Out, asJSON))
+			return code(app.Agents(std.Out, o.asJSON()))
 		},
 	}
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	o.add(c)
 	return c
 }
 
@@ -197,18 +206,20 @@ func newAgent(std app.IO) *cobra.Command {
 }
 
 func newVersion(std app.IO) *cobra.Command {
-	return &cobra.Command{
+	var o outputFlag
+	c := &cobra.Command{
 		Use:   "version",
-		Short: "Print tai's version",
+		Short: "Print tai's version: module version, commit, Go version, OS/arch",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintln(std.Out, "tai", app.Version)
-			return nil
+			return code(app.PrintVersion(std.Out, o.value()))
 		},
 	}
+	o.add(c)
+	return c
 }
 
-func newModel(std app.IO) *cobra.Command {
+func newModel(std app.IO, g *globals) *cobra.Command {
 	parent := &cobra.Command{Use: "model", Short: "A scripted model server for offline, deterministic agent runs"}
 	var f app.ModelServeFlags
 	serve := &cobra.Command{
@@ -216,6 +227,7 @@ func newModel(std app.IO) *cobra.Command {
 		Short: "Serve OpenAI, Anthropic and Gemini APIs from a script, printing the base URL",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.Verbose = g.verbose
 			return code(app.ModelServe(cmd.Context(), f, std))
 		},
 	}
@@ -224,7 +236,6 @@ func newModel(std app.IO) *cobra.Command {
 	serve.Flags().StringVar(&f.Log, "log", "", "append one JSON line per request to this file")
 	serve.Flags().StringVar(&f.Cwd, "cwd", "", "value of {{CWD}} in the script (default: the current directory)")
 	serve.Flags().StringVar(&f.PortFile, "url-file", "", "also write the base URL to this file (atomically)")
-	serve.Flags().BoolVarP(&f.Verbose, "verbose", "v", false, "debug logs")
 	parent.AddCommand(serve)
 	return parent
 }
@@ -240,24 +251,24 @@ func newAudit(std app.IO) *cobra.Command {
 		},
 	}
 	var f audit.Filter
-	var asJSON bool
+	var o outputFlag
 	show := &cobra.Command{
 		Use:   "show FILE|RUN_ID",
 		Short: "Render a log readably, filtered by session, task and kind",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return code(app.AuditShow(args[0], f, asJSON, std))
+			return code(app.AuditShow(args[0], f, o.asJSON(), std))
 		},
 	}
 	show.Flags().StringVar(&f.Session, "session", "", "only this session (a prefix is enough)")
 	show.Flags().StringVar(&f.Task, "task", "", "only this fleet task's sessions")
 	show.Flags().StringSliceVar(&f.Kinds, "kind", nil, "only these kinds (permission matches permission.request and permission.decision)")
-	show.Flags().BoolVar(&asJSON, "json", false, "pass the matching lines through as JSON")
+	o.add(show)
 	parent.AddCommand(verify, show)
 	return parent
 }
 
-func newFleet(std app.IO) *cobra.Command {
+func newFleet(std app.IO, g *globals) *cobra.Command {
 	parent := &cobra.Command{Use: "fleet", Short: "Run a plan of agent tasks in git worktrees, under one budget"}
 	var f app.FleetFlags
 	addRunFlags := func(c *cobra.Command) {
@@ -267,7 +278,6 @@ func newFleet(std app.IO) *cobra.Command {
 		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout)")
 		fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
 		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
-		fl.BoolVarP(&f.Verbose, "verbose", "v", false, "log debug detail to stderr")
 	}
 	run := &cobra.Command{
 		Use:   "run [flags] PLAN.yaml",
@@ -279,6 +289,7 @@ func newFleet(std app.IO) *cobra.Command {
 		Example: "  tai fleet run plan.yaml\n  tai fleet run -j 8 --output json --junit fleet.xml plan.yaml",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.Verbose = g.verbose
 			return code(app.FleetRun(cmd.Context(), f, args[0], std))
 		},
 	}
@@ -290,20 +301,21 @@ func newFleet(std app.IO) *cobra.Command {
 		Short: "Continue an interrupted fleet run without redoing finished tasks",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.Verbose = g.verbose
 			return code(app.FleetResume(cmd.Context(), f, args[0], std))
 		},
 	}
 	addRunFlags(resume)
-	var asJSON bool
+	var so outputFlag
 	status := &cobra.Command{
 		Use:   "status RUN",
 		Short: "Show where a fleet run stands",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return code(app.FleetStatus(args[0], asJSON, std))
+			return code(app.FleetStatus(args[0], so.asJSON(), std))
 		},
 	}
-	status.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	so.add(status)
 	var pf app.FleetPlanFlags
 	plan := &cobra.Command{
 		Use:   "plan [flags] GOAL...",
@@ -326,15 +338,17 @@ func newFleet(std app.IO) *cobra.Command {
 func newWorktree(std app.IO) *cobra.Command {
 	parent := &cobra.Command{Use: "worktree", Short: "List and garbage-collect tai's git worktrees"}
 	var f app.WorktreeFlags
+	var o outputFlag
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List tai's worktrees with their state (in-use, merged, unmerged, dirty, orphan)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.JSON = o.asJSON()
 			return code(app.WorktreeList(cmd.Context(), f, std))
 		},
 	}
-	list.Flags().BoolVar(&f.JSON, "json", false, "print JSON")
+	o.add(list)
 	list.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the current directory)")
 	gc := &cobra.Command{
 		Use:   "gc",
@@ -344,13 +358,14 @@ func newWorktree(std app.IO) *cobra.Command {
 			"never uncommitted changes, unless --force (which still spares worktrees in use).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.JSON = o.asJSON()
 			return code(app.WorktreeGC(cmd.Context(), f, std))
 		},
 	}
 	gc.Flags().BoolVarP(&f.DryRun, "dry-run", "n", false, "only say what would be removed")
 	gc.Flags().BoolVar(&f.Force, "force", false, "also remove unmerged or dirty worktrees (never one in use)")
 	gc.Flags().DurationVar(&f.OlderThan, "older-than", 0, "keep worktrees younger than this")
-	gc.Flags().BoolVar(&f.JSON, "json", false, "print JSON")
+	o.add(gc)
 	gc.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the current directory)")
 	parent.AddCommand(list, gc)
 	return parent
@@ -358,6 +373,7 @@ func newWorktree(std app.IO) *cobra.Command {
 
 func newSessions(std app.IO) *cobra.Command {
 	var f app.SessionsFlags
+	var o outputFlag
 	c := &cobra.Command{
 		Use:   "sessions",
 		Short: "List the agent sessions tai ran in a workspace, newest first",
@@ -365,6 +381,7 @@ func newSessions(std app.IO) *cobra.Command {
 			"newest resumable one of its agent and driver; `tai run --resume ID` any listed one.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.JSON = o.asJSON()
 			return code(app.Sessions(cmd.Context(), f, std))
 		},
 	}
@@ -372,7 +389,7 @@ func newSessions(std app.IO) *cobra.Command {
 	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
 	fl.StringVarP(&f.Agent, "agent", "a", "", "only this agent's sessions")
 	fl.IntVarP(&f.Limit, "limit", "n", 0, "at most this many (0: all)")
-	fl.BoolVar(&f.JSON, "json", false, "print them as a JSON array")
+	o.add(c)
 	fl.BoolVarP(&f.IDOnly, "quiet", "q", false, "print only the session ids")
 	return c
 }

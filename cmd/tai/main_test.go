@@ -18,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 func TestHelpGolden(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"run", "--help"}, {"agents", "--help"}, {"agent", "builtin", "--help"},
-		{"model", "serve", "--help"}, {"audit", "verify", "--help"}, {"audit", "show", "--help"}, {"version"},
+		{"model", "serve", "--help"}, {"audit", "verify", "--help"}, {"audit", "show", "--help"}, {"version", "--help"},
 		{"fleet", "--help"}, {"fleet", "run", "--help"}, {"fleet", "resume", "--help"}, {"fleet", "status", "--help"},
 		{"fleet", "plan", "--help"}, {"worktree", "list", "--help"}, {"worktree", "gc", "--help"}, {"sessions", "--help"},
 	} {

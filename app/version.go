@@ -1,0 +1,89 @@
+package app
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"runtime/debug"
+
+	"github.com/tai-dev/tai/exitcode"
+)
+
+// BuildInfo is `tai version`: what this binary is and how it was built.
+type BuildInfo struct {
+	Version   string `json:"version"`            // the module version (go install …@v1.2.3), else Version
+	Commit    string `json:"commit,omitempty"`   // vcs.revision
+	Modified  bool   `json:"modified,omitempty"` // vcs.modified: built from a tree with uncommitted changes
+	BuildTime string `json:"build_time,omitempty"`
+	Go        string `json:"go"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+}
+
+// ReadBuildInfo describes this binary, from debug.ReadBuildInfo.
+func ReadBuildInfo() BuildInfo {
+	bi, _ := debug.ReadBuildInfo()
+	return buildInfo(bi)
+}
+
+func buildInfo(bi *debug.BuildInfo) BuildInfo {
+	b := BuildInfo{Version: Version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if bi == nil {
+		return b
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		b.Version = v
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			b.Commit = s.Value
+		case "vcs.modified":
+			b.Modified = s.Value == "true"
+		case "vcs.time":
+			b.BuildTime = s.Value
+		}
+	}
+	return b
+}
+
+// String is the one-line form: tai v1.2.3 (abc123def456, modified) go1.26 linux/amd64.
+func (b BuildInfo) String() string {
+	s := "tai " + b.Version
+	switch {
+	case b.Commit != "" && b.Modified:
+		s += fmt.Sprintf(" (%s, modified)", short(b.Commit))
+	case b.Commit != "":
+		s += fmt.Sprintf(" (%s)", short(b.Commit))
+	}
+	return s + fmt.Sprintf(" %s %s/%s", b.Go, b.OS, b.Arch)
+}
+
+func short(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// PrintVersion prints the build info as text or JSON (-o json).
+func PrintVersion(w io.Writer, output string) int {
+	b := ReadBuildInfo()
+	if output == OutputJSON {
+		return printJSON(w, b)
+	}
+	fmt.Fprintln(w, b.String())
+	return 0
+}
+
+// printJSON is every command's -o json: indented, not HTML-escaped.
+func printJSON(w io.Writer, v any) int {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return int(exitcode.AgentError) // stdout is gone; nothing to say it on
+	}
+	return 0
+}

@@ -1,0 +1,41 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestBuildInfo(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string // String() without the Go version and platform
+	}{
+		{"no build info", nil, "tai " + Version},
+		{"devel", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "tai " + Version},
+		{"go install @v1.2.3", &debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "tai v1.2.3"},
+		{"from git", &debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+			{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}, "tai " + Version + " (0123456789ab, modified)"},
+	} {
+		b := buildInfo(tc.bi)
+		suffix := " " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
+		if got := b.String(); got != tc.want+suffix {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want+suffix)
+		}
+	}
+	var out bytes.Buffer
+	if code := PrintVersion(&out, OutputJSON); code != 0 {
+		t.Fatal(code)
+	}
+	var b BuildInfo
+	if err := json.Unmarshal(out.Bytes(), &b); err != nil || b.Go != runtime.Version() || b.OS == "" || b.Arch == "" || b.Version == "" {
+		t.Fatalf("version -o json: %v %s", err, out.String())
+	}
+	if strings.Contains(out.String(), `\u003c`) {
+		t.Error("HTML-escaped")
+	}
+}
