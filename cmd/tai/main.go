@@ -168,6 +168,12 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
 	})
+	_ = c.RegisterFlagCompletionFunc("driver", cobra.FixedCompletions(app.DriverNames(), cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("resume", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		ws, _ := cmd.Flags().GetString("cwd")
+		return app.SessionIDs(cmd.Context(), ws), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = c.RegisterFlagCompletionFunc("policy", tomlFiles)
 	_ = c.RegisterFlagCompletionFunc("approve", cobra.FixedCompletions([]string{"all", "reads", "ask", "deny", "yolo"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "stream-json"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
@@ -264,6 +270,10 @@ func newAudit(std app.IO) *cobra.Command {
 	show.Flags().StringVar(&f.Task, "task", "", "only this fleet task's sessions")
 	show.Flags().StringSliceVar(&f.Kinds, "kind", nil, "only these kinds (permission matches permission.request and permission.decision)")
 	o.add(show)
+	verify.ValidArgsFunction, show.ValidArgsFunction = auditLogs, auditLogs
+	_ = show.RegisterFlagCompletionFunc("session", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return app.SessionIDs(cmd.Context(), ""), cobra.ShellCompDirectiveNoFileComp
+	})
 	parent.AddCommand(verify, show)
 	return parent
 }
@@ -293,6 +303,7 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 			return code(app.FleetRun(cmd.Context(), f, args[0], std))
 		},
 	}
+	run.ValidArgsFunction = planFiles
 	addRunFlags(run)
 	run.Flags().StringVar(&f.RunID, "run-id", "", "name the run (default: fleet-DATE-TIME-RANDOM)")
 	run.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the plan file's directory)")
@@ -305,6 +316,7 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 			return code(app.FleetResume(cmd.Context(), f, args[0], std))
 		},
 	}
+	resume.ValidArgsFunction = fleetRuns
 	addRunFlags(resume)
 	var so outputFlag
 	status := &cobra.Command{
@@ -316,6 +328,7 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		},
 	}
 	so.add(status)
+	status.ValidArgsFunction = fleetRuns
 	var pf app.FleetPlanFlags
 	plan := &cobra.Command{
 		Use:   "plan [flags] GOAL...",
@@ -328,6 +341,7 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 	plan.Flags().StringVarP(&pf.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
 	plan.Flags().StringVar(&pf.AgentCmd, "agent-cmd", "", "launch this command instead of a preset")
 	plan.Flags().StringVarP(&pf.Out, "out", "O", "plan.yaml", "save the plan here")
+	_ = plan.RegisterFlagCompletionFunc("out", planFlagFiles)
 	plan.Flags().StringVarP(&pf.Cwd, "cwd", "C", "", "workspace the agent may read (default: the current directory)")
 	plan.Flags().StringVar(&pf.Approve, "approve", "reads", "permission mode for the planning agent")
 	plan.Flags().DurationVar(&pf.Timeout, "timeout", 0, "cancel the planning run after this long")
@@ -391,5 +405,42 @@ func newSessions(std app.IO) *cobra.Command {
 	fl.IntVarP(&f.Limit, "limit", "n", 0, "at most this many (0: all)")
 	o.add(c)
 	fl.BoolVarP(&f.IDOnly, "quiet", "q", false, "print only the session ids")
+	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
+	})
 	return c
+}
+
+// Completions that are not fixed lists.
+
+// planFiles completes a fleet plan: YAML files.
+func planFiles(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
+}
+
+func planFlagFiles(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
+}
+
+func tomlFiles(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+	return []string{"toml"}, cobra.ShellCompDirectiveFilterFileExt
+}
+
+// fleetRuns completes a fleet run id from the state directory.
+func fleetRuns(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return app.FleetRunIDs(), cobra.ShellCompDirectiveNoFileComp
+}
+
+// auditLogs completes a run id with a log, or a file.
+func auditLogs(_ *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return app.RunIDs(), cobra.ShellCompDirectiveDefault
 }
