@@ -21,6 +21,7 @@ import (
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/capspeak"
+	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/readlimit"
@@ -81,7 +82,12 @@ type RunFlags struct {
 	// from the arguments.
 	InputFormat string
 
+	// Changed reports whether a flag was given on the command line; the
+	// config's defaults fill the others. Nil: every field is as given.
+	Changed func(flag string) bool
+
 	answerer policy.Prompter // the parent, under --input-format stream-json
+	cfg      config.Config   // the user's and the project's configuration
 }
 
 // Outputs.
@@ -97,6 +103,10 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
+	f, err := applyConfig(f)
+	if err != nil {
+		return fail(std, err)
+	}
 	logger := newLogger(std.Err, f.Verbose)
 	var frames *render.Frames
 	if f.Output == OutputStreamJSON {
@@ -190,7 +200,14 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 
 	// Agent.
 	var p preset.Preset
+	custom, isCustom := f.cfg.Agent(f.Agent)
 	switch {
+	case f.AgentCmd == "" && isCustom:
+		cp, argv, err := configAgent(custom)
+		if err != nil {
+			return o, cleanup, exitcode.With(exitcode.Usage, err)
+		}
+		p, o.Argv = cp, argv
 	case f.AgentCmd != "":
 		cp, argv, err := preset.Custom(f.AgentCmd)
 		if err != nil {
@@ -210,7 +227,11 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		}
 		known, ok := preset.Lookup(name)
 		if !ok {
-			return o, cleanup, exitcode.Usagef("unknown agent %q (known: %s; or pass --agent-cmd)", name, strings.Join(preset.Names(), ", "))
+			known := preset.Names()
+			for _, a := range f.cfg.Agents {
+				known = append(known, a.Name)
+			}
+			return o, cleanup, exitcode.Usagef("unknown agent %q (known: %s; or pass --agent-cmd)", name, strings.Join(known, ", "))
 		}
 		// The driver picks the command: claude over ACP is claude-agent-acp,
 		// over stream-json the claude CLI itself.

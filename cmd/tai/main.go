@@ -112,7 +112,7 @@ func newRoot(std app.IO) *cobra.Command {
 		return code(app.Report(std.Err, exitcode.With(exitcode.Usage, err)))
 	})
 	root.AddCommand(newRun(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
-	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std))
+	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std))
 	return root
 }
 
@@ -128,6 +128,7 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 			"  tai run --agent-cmd 'npx -y @agentclientprotocol/claude-agent-acp' --output json \"fix the tests\"",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.AgentCmdSet = cmd.Flags().Changed("agent-cmd")
+			f.Changed = cmd.Flags().Changed
 			f.Verbose = g.verbose
 			return code(app.Run(cmd.Context(), f, args, std))
 		},
@@ -443,4 +444,41 @@ func auditLogs(_ *cobra.Command, args []string, _ string) ([]string, cobra.Shell
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return app.RunIDs(), cobra.ShellCompDirectiveDefault
+}
+
+func newConfig(std app.IO) *cobra.Command {
+	parent := &cobra.Command{Use: "config", Short: "Show tai's configuration: defaults and agent presets"}
+	var cwd string
+	var o outputFlag
+	show := &cobra.Command{
+		Use:   "show",
+		Short: "Show the configuration that applies here, and where each value came from",
+		Long: "Show the configuration that applies in a workspace: the user's $XDG_CONFIG_HOME/tai/config.toml\n" +
+			"(defaults for --agent, --driver, --approve, --output, and custom agent presets), then the project's\n" +
+			".tai/config.toml or .tai.toml, which may set only agent, driver and output.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.ConfigShow(cwd, o.asJSON(), std))
+		},
+	}
+	show.Flags().StringVarP(&cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
+	o.add(show)
+	parent.AddCommand(show)
+	return parent
+}
+
+func newDoctor(std app.IO) *cobra.Command {
+	var cwd string
+	var o outputFlag
+	c := &cobra.Command{
+		Use:   "doctor",
+		Short: "Say which agents and drivers work here, the Landlock ABI, tai's directories and stale worktrees",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.DoctorCmd(cmd.Context(), cwd, o.asJSON(), std))
+		},
+	}
+	c.Flags().StringVarP(&cwd, "cwd", "C", "", "the repository whose worktrees to look at (default: the current directory)")
+	o.add(c)
+	return c
 }

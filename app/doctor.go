@@ -1,0 +1,320 @@
+package app
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/creack/pty"
+	"golang.org/x/sys/unix"
+
+	"github.com/tai-dev/tai/config"
+	"github.com/tai-dev/tai/internal/statedir"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/sessions"
+	"github.com/tai-dev/tai/worktree"
+)
+
+// Doctor is `tai doctor`: what works here.
+type Doctor struct {
+	Tai       BuildInfo        `json:"tai"`
+	Agents    []DoctorAgent    `json:"agents"`
+	Drivers   []DoctorDriver   `json:"drivers"`
+	Landlock  DoctorLandlock   `json:"landlock"`
+	Dirs      []DoctorDir      `json:"dirs"`
+	Worktrees *DoctorWorktrees `json:"worktrees,omitempty"`
+}
+
+// DoctorAgent is one agent preset (or config agent) here.
+type DoctorAgent struct {
+	Name      string   `json:"name"`
+	Installed bool     `json:"installed"`
+	Path      string   `json:"path,omitempty"`
+	Version   string   `json:"version,omitempty"` // the first line of its --version
+	Drivers   []string `json:"drivers"`
+	Note      string   `json:"note,omitempty"`
+}
+
+// DoctorDriver is one driver and whether it can run here.
+type DoctorDriver struct {
+	Name  string `json:"name"`
+	Works bool   `json:"works"`
+	Note  string `json:"note,omitempty"`
+}
+
+// DoctorLandlock is the kernel's Landlock ABI (0: none).
+type DoctorLandlock struct {
+	ABI   int    `json:"abi"`
+	Error string `json:"error,omitempty"`
+}
+
+// DoctorDir is a directory or file tai reads or writes.
+type DoctorDir struct {
+	What     string `json:"what"`
+	Path     string `json:"path"`
+	Exists   bool   `json:"exists"`
+	Writable bool   `json:"writable"` // it, or the directory it would be created in
+	Optional bool   `json:"optional,omitempty"`
+}
+
+// DoctorWorktrees are tai's worktrees of the repository in the current
+// directory, and the stale ones among them (`tai worktree gc` removes
+// what is safe to).
+type DoctorWorktrees struct {
+	Repo  string          `json:"repo"`
+	Total int             `json:"total"`
+	Stale []worktree.Info `json:"stale"`
+	Error string          `json:"error,omitempty"`
+}
+
+// versionTimeout bounds one agent's --version.
+const versionTimeout = 10 * time.Second
+
+// RunDoctor finds out what works here.
+func RunDoctor(ctx context.Context, dir string) Doctor {
+	d := Doctor{Tai: ReadBuildInfo(), Agents: doctorAgents(ctx), Drivers: doctorDrivers()}
+	if abi, err := landlockABI(); err != nil {
+		d.Landlock.Error = err.Error()
+	} else {
+		d.Landlock.ABI = abi
+	}
+	d.Dirs = doctorDirs()
+	d.Worktrees = doctorWorktrees(ctx, dir)
+	return d
+}
+
+func doctorAgents(ctx context.Context) []DoctorAgent {
+	ps := preset.All()
+	out := make([]DoctorAgent, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		drivers := []string{p.Driver}
+		for d := range p.Drivers {
+			drivers = append(drivers, d)
+		}
+		sort.Strings(drivers[1:])
+		a := DoctorAgent{Name: p.Name, Drivers: drivers}
+		a.Path, a.Installed = p.Installed()
+		switch {
+		case p.Builtin:
+			a.Version = ReadBuildInfo().Version
+		case a.Installed:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[i].Version, out[i].Note = toolVersion(ctx, a.Path)
+			}()
+		default:
+			if argv, err := p.Command(); err == nil {
+				a.Note = "not installed; runs through " + argv[0]
+			} else {
+				a.Note = err.Error()
+			}
+		}
+		out[i] = a
+	}
+	wg.Wait()
+	if cfg, err := loadConfig(""); err == nil {
+		for _, c := range cfg.Agents {
+			a := DoctorAgent{Name: c.Name, Drivers: []string{c.Driver}, Note: "from " + c.From}
+			if p, argv, err := configAgent(c); err == nil {
+				a.Drivers = []string{p.Driver}
+				if path, err := exec.LookPath(argv[0]); err == nil {
+					a.Installed, a.Path = true, path
+				}
+			}
+			out = append(out, a)
+		}
+	} else {
+		out = append(out, DoctorAgent{Name: "(config)", Note: err.Error()})
+	}
+	return out
+}
+
+// toolVersion runs path --version and returns its first line.
+func toolVersion(ctx context.Context, path string) (version, note string) {
+	ctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.Stdin = nil
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	line, _, _ := strings.Cut(strings.TrimSpace(out.String()), "\n")
+	if len(line) > 80 {
+		line = line[:80] + "…"
+	}
+	switch {
+	case ctx.Err() != nil:
+		return "", fmt.Sprintf("--version did not answer within %s", versionTimeout)
+	case err != nil && line == "":
+		return "", "--version: " + err.Error()
+	}
+	return line, ""
+}
+
+func doctorDrivers() []DoctorDriver {
+	var out []DoctorDriver
+	for _, name := range runner.Drivers() {
+		d := DoctorDriver{Name: name, Works: true}
+		switch name {
+		case "pty":
+			if ptm, tty, err := pty.Open(); err != nil {
+				d.Works, d.Note = false, "no pseudo-terminal: "+err.Error()
+			} else {
+				ptm.Close()
+				tty.Close()
+			}
+		case "a2a":
+			d.Note = "needs the agent's URL reachable"
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func doctorDirs() []DoctorDir {
+	var out []DoctorDir
+	add := func(what, path string, optional bool) {
+		d := DoctorDir{What: what, Path: path, Optional: optional}
+		probe := path
+		if _, err := os.Stat(path); err == nil {
+			d.Exists = true
+		} else {
+			// Where it would be created: the nearest existing parent.
+			for probe = filepath.Dir(path); probe != filepath.Dir(probe); probe = filepath.Dir(probe) {
+				if _, err := os.Stat(probe); err == nil {
+					break
+				}
+			}
+		}
+		d.Writable = unix.Access(probe, unix.W_OK) == nil
+		out = append(out, d)
+	}
+	add("state", statedir.Dir(), false)
+	add("audit logs", statedir.Dir("audit"), false)
+	add("sessions", sessions.DefaultDir(), false)
+	add("fleet runs", statedir.Dir("fleet"), false)
+	if p, err := config.UserPath(); err == nil {
+		add("config", p, true)
+	}
+	if p, err := policy.DefaultPath(); err == nil {
+		add("policy", p, true)
+	}
+	return out
+}
+
+// doctorWorktrees lists, read-only, tai's worktrees of the repository dir
+// is in; nil when it is not in one.
+func doctorWorktrees(ctx context.Context, dir string) *DoctorWorktrees {
+	if dir == "" {
+		dir, _ = os.Getwd()
+	}
+	m, err := worktree.Open(ctx, dir)
+	if err != nil {
+		return nil // not a git repository: nothing to say
+	}
+	w := &DoctorWorktrees{Repo: dir, Stale: []worktree.Info{}}
+	list, err := m.List(ctx)
+	if err != nil {
+		w.Error = err.Error()
+		return w
+	}
+	w.Total = len(list)
+	for _, i := range list {
+		switch i.State {
+		case "in-use", "active":
+		default:
+			w.Stale = append(w.Stale, i)
+		}
+	}
+	return w
+}
+
+// DoctorCmd prints RunDoctor as text or JSON.
+func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) int {
+	d := RunDoctor(ctx, dir)
+	if asJSON {
+		return printJSON(std.Out, d)
+	}
+	w := bufio.NewWriter(std.Out)
+	defer w.Flush()
+	fmt.Fprintln(w, d.Tai.String())
+	fmt.Fprintln(w, "\nAgents:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  AGENT\tINSTALLED\tVERSION\tDRIVERS\tNOTE")
+	for _, a := range d.Agents {
+		inst := "no"
+		if a.Installed {
+			inst = "yes"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", a.Name, inst, orDash(a.Version), strings.Join(a.Drivers, ","), a.Note)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "\nDrivers:")
+	for _, dr := range d.Drivers {
+		st := "works"
+		if !dr.Works {
+			st = "does not work"
+		}
+		note := ""
+		if dr.Note != "" {
+			note = " (" + dr.Note + ")"
+		}
+		fmt.Fprintf(w, "  %-12s %s%s\n", dr.Name, st, note)
+	}
+	if d.Landlock.Error != "" {
+		fmt.Fprintf(w, "\nLandlock: none (%s)\n", d.Landlock.Error)
+	} else {
+		fmt.Fprintf(w, "\nLandlock: ABI %d\n", d.Landlock.ABI)
+	}
+	fmt.Fprintln(w, "\nDirectories:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, dir := range d.Dirs {
+		st := "missing (created when needed)"
+		if dir.Optional {
+			st = "none (optional)"
+		}
+		if dir.Exists {
+			st = "exists"
+		}
+		if !dir.Writable {
+			st += ", NOT WRITABLE"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", dir.What, dir.Path, st)
+	}
+	_ = tw.Flush()
+	if wt := d.Worktrees; wt != nil {
+		fmt.Fprintf(w, "\nWorktrees of %s: %d, %d stale", wt.Repo, wt.Total, len(wt.Stale))
+		if wt.Error != "" {
+			fmt.Fprintf(w, " (%s)", wt.Error)
+		}
+		fmt.Fprintln(w)
+		for _, i := range wt.Stale {
+			fmt.Fprintf(w, "  %s\t%s\t%s\n", i.State, i.Branch, i.Path)
+		}
+		if len(wt.Stale) > 0 {
+			fmt.Fprintln(w, "  (tai worktree gc removes those whose work is merged or pushed)")
+		}
+	}
+	return 0
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
