@@ -131,6 +131,39 @@ func TestFaultLateUpdates(t *testing.T) {
 	}
 }
 
+// The frames are in the session's order: turn.ended follows the late
+// updates the turn owns, run after run (it once did in 2-5 of 6).
+func TestFaultLateUpdatesBeforeTurnEnded(t *testing.T) {
+	t.Parallel()
+	for i := range 8 {
+		o := tai(t, t.TempDir(), "run", "--no-audit", "--agent-cmd", builtinWith(script("late.yaml")), "-o", "stream-json", "go")
+		if o.code != 0 {
+			t.Fatalf("run %d: exit %d\n%s", i, o.code, o.stderr)
+		}
+		ended, chunks := -1, 0
+		var last float64
+		for j, f := range frames(t, o.stdout) {
+			if seq, _ := f["seq"].(float64); seq <= last {
+				t.Fatalf("run %d: frame %d has seq %v after %v", i, j, seq, last)
+			} else {
+				last = seq
+			}
+			switch f["type"] {
+			case "turn.ended":
+				ended = j
+			case "message.chunk":
+				chunks++
+				if ended >= 0 {
+					t.Fatalf("run %d: a message chunk (frame %d) after turn.ended (frame %d)", i, j, ended)
+				}
+			}
+		}
+		if ended < 0 || chunks != 6 {
+			t.Fatalf("run %d: turn.ended at %d, %d chunks, want 6 (main text and 5 late)", i, ended, chunks)
+		}
+	}
+}
+
 // Garbage on stdout is skipped; the session goes on.
 func TestFaultGarbage(t *testing.T) {
 	t.Parallel()

@@ -334,3 +334,27 @@ func TestConflictExit7AndGC(t *testing.T) {
 		t.Fatal("squash-merged branch not removed")
 	}
 }
+
+// A fleet's audit log holds every task's sessions: each entry names its
+// task, `audit show --task` selects one, and the run id finds the log.
+func TestAuditEntriesNameTheTask(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	for _, id := range []string{"lint", "docs"} {
+		write(t, filepath.Join(pd, id+".yaml"), fmt.Sprintf("steps:\n  - text: \"%s done\"\n", id))
+	}
+	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: lint, script: lint.yaml, prompt: lint it}\n  - {id: docs, script: docs.yaml, prompt: write docs}\n")
+	if _, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "tasks", "-C", repo, filepath.Join(pd, "plan.yaml")); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	out, errOut, code := runTai(t, repo, "audit", "show", "--task", "docs", "--kind", "prompt", "tasks")
+	if code != 0 || !strings.Contains(out, "docs/") || !strings.Contains(out, "write docs") || strings.Contains(out, "lint") {
+		t.Fatalf("audit show --task docs: exit %d\n%s%s", code, out, errOut)
+	}
+	all, _, _ := runTai(t, repo, "audit", "show", "-o", "json", "--kind", "prompt", "tasks")
+	if strings.Count(all, `"task":"lint"`) != 1 || strings.Count(all, `"task":"docs"`) != 1 {
+		t.Fatalf("prompt entries without their task:\n%s", all)
+	}
+	if v, _, code := runTai(t, repo, "audit", "verify", "tasks"); code != 0 {
+		t.Fatalf("verify: exit %d %s", code, v)
+	}
+}
