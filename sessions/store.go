@@ -50,6 +50,10 @@ var ErrNone = errors.New("no earlier session")
 const (
 	maxBytes = 1 << 20
 	keep     = 500
+	// maxRead bounds what List reads of a file that grew past maxBytes
+	// anyway (Add was not the only writer).
+	maxRead = 16 << 20
+	maxLine = 1 << 20 // a record is far smaller
 )
 
 // Store is the state directory's sessions folder.
@@ -179,7 +183,16 @@ func (s *Store) List(ctx context.Context, workspace string) ([]Record, int, erro
 		return nil, 0, fmt.Errorf("sessions: %w", err)
 	}
 	defer f.Close()
-	recs, bad := decode(f)
+	var r io.Reader = f
+	if st, err := f.Stat(); err == nil && st.Size() > maxRead {
+		// Far past what Add lets the file grow to: read only its newest
+		// maxRead bytes (the cut first line counts as damaged).
+		if _, err := f.Seek(-maxRead, io.SeekEnd); err != nil {
+			return nil, 0, fmt.Errorf("sessions: %w", err)
+		}
+		r = io.LimitReader(f, maxRead)
+	}
+	recs, bad := decode(r)
 	// Two workspaces never share a file unless their hashes collide; keep
 	// only this one's records all the same.
 	out := recs[:0]
@@ -210,21 +223,29 @@ func (s *Store) Last(ctx context.Context, workspace, agent, driver string) (Reco
 func decode(r io.Reader) ([]Record, int) {
 	var recs []Record
 	bad := 0
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(line)+len(frag) <= maxLine {
+			line = append(line, frag...)
+		} else {
+			line = append(line[:0], "!"...) // over-long: damaged, skipped to its end
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		var rec Record
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil || rec.SessionID == "" {
-			bad++
-			continue
+		if b := bytes.TrimSpace(line); len(b) > 0 {
+			var rec Record
+			if json.Unmarshal(b, &rec) != nil || rec.SessionID == "" {
+				bad++
+			} else {
+				recs = append(recs, rec)
+			}
 		}
-		recs = append(recs, rec)
+		line = line[:0]
+		if err != nil {
+			return recs, bad
+		}
 	}
-	if sc.Err() != nil {
-		bad++
-	}
-	return recs, bad
 }

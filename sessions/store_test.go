@@ -1,7 +1,9 @@
 package sessions
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -118,5 +120,31 @@ func TestConcurrentAddsAndCompaction(t *testing.T) {
 	left, _ := filepath.Glob(filepath.Join(s.dir, ".compact-*"))
 	if len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// A store file far larger than Add lets it grow is read from its end only:
+// the newest records are listed, and memory stays bounded.
+func TestListReadsAHugeFileFromItsEnd(t *testing.T) {
+	dir, ws := t.TempDir(), t.TempDir()
+	s := Open(dir)
+	ctx := context.Background()
+	if err := s.Add(ctx, Record{Workspace: ws, Agent: "a", SessionID: "old"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(s.path(ws), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	junk := bytes.Repeat([]byte("x"), 1<<20)
+	for range (maxRead >> 20) + 2 {
+		f.Write(junk)
+	}
+	line, _ := json.Marshal(Record{Workspace: filepath.Clean(ws), Agent: "a", SessionID: "newest"})
+	f.Write(append(append([]byte("\n"), line...), '\n'))
+	f.Close()
+	recs, bad, err := s.List(ctx, ws)
+	if err != nil || len(recs) != 1 || recs[0].SessionID != "newest" || bad == 0 {
+		t.Fatalf("recs %+v bad %d err %v", recs, bad, err)
 	}
 }
