@@ -17,6 +17,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/statedir"
 )
 
@@ -282,6 +283,9 @@ func readMemoryFile(file string) (map[string]Remembered, fileStamp, error) {
 	if err != nil {
 		return nil, fileStamp{}, fmt.Errorf("policy memory: %w", err)
 	}
+	if st.Size() > readlimit.State {
+		return nil, fileStamp{}, fmt.Errorf("policy memory: %w (fix or delete the file)", &readlimit.TooLargeError{Name: file, Max: readlimit.State})
+	}
 	var mf memoryFile
 	if err := json.NewDecoder(f).Decode(&mf); err != nil {
 		return nil, fileStamp{}, fmt.Errorf("policy memory %s: %w (fix or delete the file)", file, err)
@@ -315,7 +319,7 @@ func (m *Memory) write(ctx context.Context, workspace string, changes map[string
 		}
 	}
 	if workspace == "" {
-		if b, err := os.ReadFile(m.file); err == nil {
+		if b, err := readlimit.ReadFile(m.file, readlimit.State); err == nil {
 			var old memoryFile
 			if json.Unmarshal(b, &old) == nil {
 				workspace = old.Workspace

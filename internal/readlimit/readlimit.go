@@ -18,6 +18,7 @@ const (
 	Plan   = 4 << 20  // fleet plans and their prompt files
 	Script = 16 << 20 // built-in agent and model server scripts
 	Stdin  = 64 << 20 // a prompt read from stdin (tai run -)
+	State  = 64 << 20 // state tai keeps for itself (policy memory)
 )
 
 // TooLargeError is a file over its limit.
