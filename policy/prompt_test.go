@@ -160,3 +160,24 @@ func TestTTYPrompterLinesSayWhy(t *testing.T) {
 		t.Errorf("asked %d times, want 3:\n%s", n, out.String())
 	}
 }
+
+type askerSeen struct{ who []string }
+
+func (a *askerSeen) Ask(ctx context.Context, _ driver.PermissionRequest) (Answer, error) {
+	a.who = append(a.who, askerOf(ctx))
+	return AllowOnce, nil
+}
+
+// An engine that shares its prompter (a fleet's tasks) names whose
+// question it is.
+func TestEngineNamesTheAsker(t *testing.T) {
+	ws, home := testWS(t)
+	p := &askerSeen{}
+	e := engine(t, Config{}, Flags{Approve: "ask"}, Options{Workspace: ws, Home: home, Prompter: p, Asker: "task lint"})
+	if d, err := e.Decide(context.Background(), execReq("make")); err != nil || d.DecidedBy != ByHuman {
+		t.Fatalf("%+v %v", d, err)
+	}
+	if len(p.who) != 1 || p.who[0] != "task lint" {
+		t.Fatalf("asker %q", p.who)
+	}
+}
