@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -229,5 +230,57 @@ func TestPolicyAskOnTTYRemembersAlways(t *testing.T) {
 	}
 	if strings.Join(by, ",") != "human,remembered,remembered" {
 		t.Fatalf("decided_by %v", by)
+	}
+}
+
+// The question takes one key on the terminal, no Enter; a key that is not
+// an answer is asked again, saying why.
+func TestPolicyAskOneKeyOnTTY(t *testing.T) {
+	t.Parallel()
+	scr := writeScript(t, "steps:\n  - permission: {title: \"deploy\", kind: execute, command: \"make deploy\"}\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "result.json")
+	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "-o", "json", "go")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "NO_COLOR=1")
+	resf, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resf.Close()
+	cmd.Stdout = resf
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	rd := bufio.NewReader(tty)
+	var screen strings.Builder
+	for keys := []string{"x", "y"}; len(keys) > 0; {
+		chunk, err := rd.ReadString('>')
+		screen.WriteString(chunk)
+		if err != nil {
+			t.Fatalf("%v; screen:\n%s", err, screen.String())
+		}
+		if strings.Contains(chunk, "deny always") {
+			if _, err := tty.Write([]byte(keys[0])); err != nil { // one key, no Enter
+				t.Fatal(err)
+			}
+			keys = keys[1:]
+		}
+	}
+	_, _ = io.Copy(&screen, rd)
+	_ = cmd.Wait()
+	if !strings.Contains(screen.String(), `"x" is not an answer: press y, a, n or d`) {
+		t.Errorf("no reason for the second question:\n%s", screen.String())
+	}
+	data, _ := os.ReadFile(out)
+	var r result
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("result: %v\n%s\nterminal:\n%s", err, data, screen.String())
+	}
+	if len(r.Permissions) != 1 || r.Permissions[0].Verdict != "allow" || r.Permissions[0].DecidedBy != "human" {
+		t.Fatalf("permissions %+v\nterminal:\n%s", r.Permissions, screen.String())
 	}
 }
