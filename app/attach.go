@@ -32,8 +32,8 @@ type userTerminal struct {
 // attachTerminal prepares stdin/stdout for an attach; ok is false when
 // they are not both terminals (then there is nothing to attach).
 func attachTerminal(in io.Reader, out io.Writer) (*userTerminal, bool) {
-	fi, ok1 := in.(*os.File)
-	fo, ok2 := out.(*os.File)
+	fi, ok1 := osFile(in)
+	fo, ok2 := osFile(out)
 	if !ok1 || !ok2 || !term.IsTerminal(int(fi.Fd())) || !term.IsTerminal(int(fo.Fd())) {
 		return nil, false
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"io"
+	"os"
 	"sync"
 	"syscall"
 )
@@ -34,4 +35,16 @@ func (c *closedOut) Write(b []byte) (int, error) {
 		go c.stop() // never under the renderer's lock
 	}
 	return n, err
+}
+
+// osFile is the file behind a standard stream, for terminal checks: stdout
+// is wrapped in a closedOut.
+func osFile(v any) (*os.File, bool) {
+	switch f := v.(type) {
+	case *os.File:
+		return f, true
+	case *closedOut:
+		return osFile(f.w)
+	}
+	return nil, false
 }

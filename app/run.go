@@ -169,12 +169,12 @@ func colorOn(w io.Writer) bool {
 	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
 		return false
 	}
-	f, ok := w.(*os.File)
+	f, ok := osFile(w)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func isTTY(r any) bool {
-	f, ok := r.(*os.File)
+	f, ok := osFile(r)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +54,17 @@ func TestCheckPrompt(t *testing.T) {
 		if err := checkPrompt(tc.text, tc.given); (err != nil) != tc.bad {
 			t.Errorf("%q given=%v: %v", tc.text, tc.given, err)
 		}
+	}
+}
+
+// The terminal checks see through the closed-stdout guard: colour,
+// attaching and the ask's "diff already shown" depend on them.
+func TestOSFileUnwrapsStdout(t *testing.T) {
+	out := &closedOut{w: os.Stdout}
+	if f, ok := osFile(out); !ok || f != os.Stdout {
+		t.Fatalf("osFile(closedOut) = %v %v", f, ok)
+	}
+	if _, ok := osFile(&strings.Builder{}); ok {
+		t.Fatal("a builder is not a file")
 	}
 }
