@@ -24,6 +24,9 @@ func UnifiedDiff(c driver.ToolContent) ([]string, error) {
 		old = *c.OldText
 	}
 	if old == c.NewText {
+		if c.OldText == nil {
+			return []string{"(an empty file)"}, nil
+		}
 		return nil, nil
 	}
 	if len(old)+len(c.NewText) > maxDiffBytes {

@@ -157,6 +157,13 @@ func TestUnifiedDiff(t *testing.T) {
 	if lines, err := UnifiedDiff(driver.ToolContent{Path: "a", OldText: &old, NewText: old}); lines != nil || err != nil {
 		t.Errorf("no change: %q %v", lines, err)
 	}
+	if lines, err := UnifiedDiff(driver.ToolContent{Path: "e", NewText: ""}); err != nil || len(lines) != 1 || lines[0] != "(an empty file)" {
+		t.Errorf("new empty file: %q %v", lines, err)
+	}
+	lines, err = UnifiedDiff(driver.ToolContent{Path: "/ws/n.txt", NewText: "a\nb\n"})
+	if err != nil || strings.Join(lines, "\n") != "--- /dev/null\n+++ b/ws/n.txt\n@@ -0,0 +1,2 @@\n+a\n+b" {
+		t.Errorf("new file: %q %v", lines, err)
+	}
 	big := strings.Repeat("x", maxDiffBytes)
 	if _, err := UnifiedDiff(driver.ToolContent{Path: "a", OldText: &big, NewText: big + "y"}); err == nil {
 		t.Error("a huge diff was computed")
