@@ -10,6 +10,7 @@ import (
 
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/runner"
 )
@@ -20,6 +21,27 @@ func loadConfig(workspace string) (config.Config, error) {
 	c, err := config.Load("", workspace)
 	if err != nil {
 		return c, exitcode.With(exitcode.Usage, fmt.Errorf("config: %w", err))
+	}
+	for _, v := range c.Values() {
+		if v.Value == "" {
+			continue
+		}
+		var bad error
+		switch v.Key {
+		case config.KeyOutput:
+			if !slices.Contains([]string{OutputText, OutputJSON, OutputStreamJSON}, v.Value) {
+				bad = fmt.Errorf("must be text, json or stream-json")
+			}
+		case config.KeyDriver:
+			if !slices.Contains(runner.Drivers(), v.Value) {
+				bad = fmt.Errorf("unknown driver (drivers: %s)", strings.Join(runner.Drivers(), ", "))
+			}
+		case config.KeyApprove:
+			_, bad = policy.ParseMode(v.Value)
+		}
+		if bad != nil {
+			return c, exitcode.Usagef("config: %s: %s = %q: %v", v.From, v.Key, v.Value, bad)
+		}
 	}
 	for _, a := range c.Agents {
 		if _, ok := preset.Lookup(a.Name); ok {
