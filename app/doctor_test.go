@@ -1,0 +1,68 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/tai-dev/tai/runner"
+)
+
+func TestDoctor(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	d := RunDoctor(context.Background(), t.TempDir())
+	if len(d.Drivers) != len(runner.Drivers()) {
+		t.Errorf("drivers %+v", d.Drivers)
+	}
+	var builtin bool
+	for _, a := range d.Agents {
+		if a.Name == "builtin" {
+			builtin = a.Installed && a.Version != ""
+		}
+	}
+	if !builtin {
+		t.Errorf("the built-in agent is not reported working: %+v", d.Agents)
+	}
+	if d.Worktrees != nil {
+		t.Errorf("worktrees outside a repository: %+v", d.Worktrees)
+	}
+	// Landlock: an ABI, or the kernel's reason for none.
+	if (d.Landlock.ABI > 0) == (d.Landlock.Error != "") {
+		t.Errorf("landlock %+v", d.Landlock)
+	}
+	if _, err := landlockABI(); err != nil && !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EOPNOTSUPP) {
+		t.Errorf("landlock: %v", err)
+	}
+	for _, dir := range d.Dirs {
+		if !dir.Writable {
+			t.Errorf("%s %s not writable", dir.What, dir.Path)
+		}
+	}
+}
+
+// In a repository, tai's worktrees are listed, and nothing is changed.
+func TestDoctorWorktreesReadOnly(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	repo := t.TempDir()
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.email=t@e", "-c", "user.name=T", "commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, a...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", a, err, out)
+		}
+	}
+	before, _ := os.ReadDir(filepath.Join(repo, ".git"))
+	w := doctorWorktrees(context.Background(), repo)
+	if w == nil || w.Error != "" || w.Total != 0 || len(w.Stale) != 0 {
+		t.Fatalf("worktrees %+v", w)
+	}
+	after, _ := os.ReadDir(filepath.Join(repo, ".git"))
+	if len(after) != len(before) {
+		t.Errorf("doctor changed .git: %d entries, then %d", len(before), len(after))
+	}
+}
