@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/a2aproject/a2a-go/v2 v2.3.1
+	github.com/aymanbagabas/go-udiff v0.4.2
 	github.com/coder/quartz v0.3.1
 	github.com/creack/pty v1.1.24
 	github.com/gofrs/flock v0.13.2
@@ -18,11 +19,11 @@ require (
 	golang.org/x/sync v0.25.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.48.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (
 	github.com/a2aproject/a2a-go v0.3.15 // indirect
-	github.com/aymanbagabas/go-udiff v0.4.2 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/mod v0.33.0 // indirect
@@ -33,5 +34,4 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260427160629-7cedc36a6bc4 // indirect
 	google.golang.org/grpc v1.80.0 // indirect
 	google.golang.org/protobuf v1.36.11 // indirect
-	mvdan.cc/sh/v3 v3.14.1 // indirect
 )
