@@ -57,14 +57,14 @@ func (a *auditSink) Emit(ev driver.Event) {
 		}
 		a.append(audit.KindPermissionRequest, ev.Session, audit.PermissionRequest{
 			RequestID: ev.Permission.ID, Tool: ev.Permission.ToolCall.Kind, Title: ev.Permission.ToolCall.Title,
-			Options: opts, Request: req,
+			Options: opts, Request: req, Unrequested: ev.Permission.Unrequested,
 		})
 	case driver.EventPermissionDecided:
 		d := ev.Decision
 		full, _ := json.Marshal(d)
 		a.append(audit.KindPermissionDecision, ev.Session, audit.PermissionDecision{
 			RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: d.DecidedBy,
-			Reason: d.Reason, Request: full,
+			Reason: d.Reason, Request: full, Unrequested: d.Unrequested,
 		})
 	case driver.EventFileWritten:
 		f := ev.File

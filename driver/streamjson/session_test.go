@@ -95,7 +95,7 @@ func start(t *testing.T, mode string, dec driver.PermissionDecider) (*Session, *
 	cwd := t.TempDir()
 	// tai's real host services, whose events carry the session the way
 	// the runner's stamper gives it to them.
-	svc, err := host.New([]string{cwd}, sessionStamp{k, "tai-chosen-id"}, nil)
+	svc, err := host.New(host.Options{Roots: []string{cwd}, Sink: sessionStamp{k, "tai-chosen-id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
