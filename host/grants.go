@@ -78,15 +78,12 @@ func (g *Grants) Decided(req driver.PermissionRequest, d driver.PermissionDecisi
 }
 
 // coversWrite reports whether a granted permission announced writing path.
-func (g *Grants) coversWrite(path string) bool { return g.covers(g.writes, path) }
+func (g *Grants) coversWrite(path string) bool { return g != nil && g.covers(g.writes, path) }
 
 // coversRead reports whether a granted permission named path.
-func (g *Grants) coversRead(path string) bool { return g.covers(g.reads, path) }
+func (g *Grants) coversRead(path string) bool { return g != nil && g.covers(g.reads, path) }
 
 func (g *Grants) covers(m map[string]bool, path string) bool {
-	if g == nil {
-		return false
-	}
 	keys := pathKeys(path, g.cwd)
 	g.mu.Lock()
 	defer g.mu.Unlock()
