@@ -13,6 +13,9 @@ const (
 	DecidedByAnswerer   = "answerer"
 	DecidedByRemembered = "remembered"
 	DecidedByDefault    = "default"
+	// DecidedByAudit: denied because the audit log could not be written
+	// (a decision that cannot be recorded is not granted).
+	DecidedByAudit = "audit"
 )
 
 // DecidedByRule returns the provenance string for a policy rule: "rule:<id>".

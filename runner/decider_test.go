@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/host"
 	"github.com/tai-dev/tai/policy"
@@ -34,8 +35,8 @@ func TestDeciderDeniesWhatCannotBeRecorded(t *testing.T) {
 		wantAsked   bool
 	}{
 		{"recorded", false, false, driver.VerdictAllow, policy.ByDefault, true},
-		{"failed before", true, false, driver.VerdictDeny, decidedByAudit, false},
-		{"failed while deciding", false, true, driver.VerdictDeny, decidedByAudit, true},
+		{"failed before", true, false, driver.VerdictDeny, audit.DecidedByAudit, false},
+		{"failed while deciding", false, true, driver.VerdictDeny, audit.DecidedByAudit, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var failed error

@@ -208,7 +208,7 @@ func (d decider) unrecorded(req driver.PermissionRequest) (driver.PermissionDeci
 	}
 	dec := driver.PermissionDecision{
 		RequestID: req.ID, ToolCallID: req.ToolCall.ID, Title: req.ToolCall.Title, ToolKind: req.ToolCall.Kind,
-		Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictDeny, DecidedBy: decidedByAudit,
+		Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictDeny, DecidedBy: audit.DecidedByAudit,
 		Reason: "the audit log cannot be written, and a decision that cannot be recorded is not granted: " + aerr.Error(),
 	}
 	if opt, ok := policy.ChooseOption(req.Options, false); ok {
@@ -216,9 +216,6 @@ func (d decider) unrecorded(req driver.PermissionRequest) (driver.PermissionDeci
 	}
 	return dec, true
 }
-
-// decidedByAudit is the provenance of a denial because the audit log failed.
-const decidedByAudit = "audit"
 
 func (r *run) run(ctx context.Context) error {
 	o := r.o
