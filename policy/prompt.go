@@ -55,7 +55,11 @@ func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (An
 	defer p.mu.Unlock()
 
 	tc := req.ToolCall
-	fmt.Fprintf(p.Out, "\n\x1b[1;33m? The agent asks to %s\x1b[0m", strings.TrimSpace(orDefault(tc.Title, tc.ID)))
+	verb := "asks to"
+	if req.Unrequested {
+		verb = "did not ask, but wants tai to" // a file or terminal call made without asking
+	}
+	fmt.Fprintf(p.Out, "\n\x1b[1;33m? The agent %s %s\x1b[0m", verb, strings.TrimSpace(orDefault(tc.Title, tc.ID)))
 	if tc.Kind != "" {
 		fmt.Fprintf(p.Out, " [%s]", tc.Kind)
 	}
