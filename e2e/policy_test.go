@@ -28,12 +28,11 @@ func TestPolicyModes(t *testing.T) {
 		decided int // calls made without asking, decided
 		by      string
 	}{
-		// Once the write of notes.txt is granted, the grant covers reading it.
-		{"all", 0, 0, 0, 3, "default"},
+		{"all", 0, 0, 0, 4, "default"},
 		{"reads", 5, 3, 1, 4, "default"}, // the command; reads inside the workspace are allowed
 		{"ask", 5, 3, 4, 4, "default"},
 		{"deny", 5, 3, 4, 4, "default"},
-		{"yolo", 0, 0, 0, 3, "default"},
+		{"yolo", 0, 0, 0, 4, "default"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.approve, func(t *testing.T) {

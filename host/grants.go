@@ -16,23 +16,33 @@ import (
 // they cover is served without a second decision; anything else is decided
 // as a request of its own.
 //
-// A tool call id does not bind: ACP's fs/* and terminal/* requests carry
-// none, and one an agent claimed would not tie the call to what was
-// decided. Only the path or the command line does.
+// A grant lasts while its tool call runs: it ends when the tool call is
+// reported completed or failed, when the turn ends, or when a later
+// request for the same path or command is denied. Its tool call id binds
+// nothing by itself: ACP's fs/* and terminal/* requests carry none, and one
+// an agent claimed would not tie the call to what was decided. Only the
+// path or the command line does.
+//
+// Grants is a driver.Sink: it hears of tool calls ending from the session's
+// events.
 type Grants struct {
 	cwd string // relative announced paths are under it
 
-	mu       sync.Mutex
-	writes   map[string]bool // path keys an edit, delete, move or other grant names
-	reads    map[string]bool // path keys any grant names
-	commands map[string]bool // command lines (policy.Command)
+	mu     sync.Mutex
+	grants []*grant
+}
+
+// grant is one allowed request.
+type grant struct {
+	toolCall string
+	writes   map[string]bool // path keys, when its kind covers writing them
+	reads    map[string]bool // path keys it names
+	command  string          // its command line (policy.Command), or ""
 }
 
 // NewGrants returns an empty set; relative paths a request names are taken
 // relative to cwd.
-func NewGrants(cwd string) *Grants {
-	return &Grants{cwd: cwd, writes: map[string]bool{}, reads: map[string]bool{}, commands: map[string]bool{}}
-}
+func NewGrants(cwd string) *Grants { return &Grants{cwd: cwd} }
 
 // grantWriteKinds are the tool kinds whose grant covers writing the paths
 // they name. A read or search grant never covers a write.
@@ -54,42 +64,87 @@ func (g *Grants) Decided(req driver.PermissionRequest, d driver.PermissionDecisi
 	}
 	tc := req.ToolCall
 	paths, diffs := announcedPaths(tc)
-	cmd := policy.Command(tc)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	set := func(m map[string]bool, k string) {
-		if allow {
-			m[k] = true
-		} else {
-			delete(m, k)
-		}
-	}
+	n := &grant{toolCall: tc.ID, writes: map[string]bool{}, reads: map[string]bool{}, command: policy.Command(tc)}
 	for _, p := range paths {
 		for _, k := range pathKeys(p, g.cwd) {
-			set(g.reads, k)
-			if grantWriteKinds[strings.ToLower(tc.Kind)] || diffs[p] || !allow {
-				set(g.writes, k)
+			n.reads[k] = true
+			if grantWriteKinds[strings.ToLower(tc.Kind)] || diffs[p] {
+				n.writes[k] = true
 			}
 		}
 	}
-	if cmd != "" {
-		set(g.commands, cmd)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if allow {
+		g.grants = append(g.grants, n)
+		return
+	}
+	// A denial withdraws every cover of what it names.
+	kept := g.grants[:0]
+	for _, old := range g.grants {
+		if !old.overlaps(n) {
+			kept = append(kept, old)
+		}
+	}
+	g.grants = kept
+}
+
+func (a *grant) overlaps(b *grant) bool {
+	if a.command != "" && a.command == b.command {
+		return true
+	}
+	for k := range b.reads {
+		if a.reads[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// Emit ends the grants of a tool call that completed or failed, and every
+// grant when the turn ends.
+func (g *Grants) Emit(ev driver.Event) {
+	switch {
+	case ev.Type == driver.EventTurnEnded:
+		g.mu.Lock()
+		g.grants = nil
+		g.mu.Unlock()
+	case ev.Type == driver.EventToolCall && ev.ToolCall != nil && ev.ToolCall.ID != "" &&
+		(ev.ToolCall.Status == "completed" || ev.ToolCall.Status == "failed"):
+		g.mu.Lock()
+		kept := g.grants[:0]
+		for _, old := range g.grants {
+			if old.toolCall != ev.ToolCall.ID {
+				kept = append(kept, old)
+			}
+		}
+		g.grants = kept
+		g.mu.Unlock()
 	}
 }
 
 // coversWrite reports whether a granted permission announced writing path.
-func (g *Grants) coversWrite(path string) bool { return g != nil && g.covers(g.writes, path) }
+func (g *Grants) coversWrite(path string) bool {
+	return g.covers(path, func(gr *grant, k string) bool { return gr.writes[k] })
+}
 
 // coversRead reports whether a granted permission named path.
-func (g *Grants) coversRead(path string) bool { return g != nil && g.covers(g.reads, path) }
+func (g *Grants) coversRead(path string) bool {
+	return g.covers(path, func(gr *grant, k string) bool { return gr.reads[k] })
+}
 
-func (g *Grants) covers(m map[string]bool, path string) bool {
+func (g *Grants) covers(path string, has func(*grant, string) bool) bool {
+	if g == nil {
+		return false
+	}
 	keys := pathKeys(path, g.cwd)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, k := range keys {
-		if m[k] {
-			return true
+	for _, gr := range g.grants {
+		for _, k := range keys {
+			if has(gr, k) {
+				return true
+			}
 		}
 	}
 	return false
@@ -103,7 +158,12 @@ func (g *Grants) coversCommand(line string) bool {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.commands[line]
+	for _, gr := range g.grants {
+		if gr.command == line {
+			return true
+		}
+	}
+	return false
 }
 
 // rawPathKeys are the raw_input fields that name the files a tool touches

@@ -248,6 +248,35 @@ func TestGrantsCoverAnnouncedCalls(t *testing.T) {
 	}
 }
 
+// A grant lasts while its tool call runs: its completion, its failure or
+// the end of the turn ends it, and only its own.
+func TestGrantsEndWithTheirToolCall(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ev      driver.Event
+		covered bool
+	}{
+		{"in progress", driver.Event{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "w1", Status: "in_progress"}}, true},
+		{"another tool call completed", driver.Event{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "w2", Status: "completed"}}, true},
+		{"completed", driver.Event{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "w1", Status: "completed"}}, false},
+		{"failed", driver.Event{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "w1", Status: "failed"}}, false},
+		{"turn ended", driver.Event{Type: driver.EventTurnEnded, Turn: &driver.TurnEnded{StopReason: "end_turn"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewGrants("/ws")
+			g.Decided(ask("w1", driver.KindEdit, "Write a", nil, "/ws/a.txt"), allowed)
+			g.Decided(ask("x1", driver.KindExecute, "Run", map[string]any{"command": "make"}), allowed)
+			g.Emit(tc.ev)
+			if got := g.coversWrite("/ws/a.txt"); got != tc.covered {
+				t.Errorf("write covered %v, want %v", got, tc.covered)
+			}
+			if got := g.coversCommand("make"); got != (tc.ev.Type != driver.EventTurnEnded) {
+				t.Errorf("the other grant covered %v", got)
+			}
+		})
+	}
+}
+
 func writeA(s *Services, ws string) error {
 	return s.WriteTextFile(context.Background(), filepath.Join(ws, "a.txt"), "a")
 }

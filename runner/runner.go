@@ -249,6 +249,7 @@ func (r *run) run(ctx context.Context) error {
 		defer r.modes.stop()
 	}
 	dec := decider{inner: o.Decider, onFail: onFail, modes: r.modes, grants: host.NewGrants(cwd)}
+	r.st.add(dec.grants) // a grant ends with its tool call, or the turn
 	if r.audit != nil {
 		dec.recorded = r.audit.failed
 	}
