@@ -1,13 +1,19 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/e2e/internal/build"
@@ -21,7 +27,7 @@ const unasked = `steps:
   - text: done
 `
 
-// auditDecisions returns the data of the log's permission entries of kind.
+// auditPermissions returns the data of the log's entries of kind.
 func auditPermissions(t *testing.T, path, kind string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
@@ -347,5 +353,80 @@ func TestAuditFullDenies(t *testing.T) {
 	}
 	if !strings.Contains(r.Message, "the audit log cannot be written") {
 		t.Errorf("the agent was not told: %q", r.Message)
+	}
+}
+
+// Under --approve ask on a terminal, a call the agent makes without asking
+// is put to the human, who sees that it was not asked for; the answer
+// decides whether it is served.
+func TestUnrequestedAskOnTTY(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	scr := writeScript(t, `steps:
+  - run: {command: sh, args: ["-c", "echo ran > ran.txt"]}
+  - write: {path: w.txt, content: "w\n", ask: false}
+  - text: done
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "result.json")
+	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "-o", "json", "go")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "NO_COLOR=1")
+	resf, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resf.Close()
+	cmd.Stdout = resf
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	// Allow the command; deny the write's read (for its diff) and the write.
+	answers := []string{"y\n", "n\n", "n\n"}
+	rd := bufio.NewReader(tty)
+	var screen strings.Builder
+	prompts := 0
+	for {
+		line, err := rd.ReadString('>')
+		screen.WriteString(line)
+		if strings.Contains(line, "[a] allow always") {
+			if prompts < len(answers) {
+				if _, err := tty.Write([]byte(answers[prompts])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			prompts++
+		}
+		if err != nil {
+			break
+		}
+	}
+	_ = cmd.Wait()
+	if prompts != 3 || strings.Count(screen.String(), "The agent did not ask, but wants tai to") != 3 {
+		t.Fatalf("prompted %d times, want 3 unrequested:\n%s", prompts, screen.String())
+	}
+	data, _ := os.ReadFile(out)
+	var r result
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatalf("result: %v\n%s\nterminal:\n%s", err, data, screen.String())
+	}
+	var got []string
+	for _, p := range r.Permissions {
+		got = append(got, p.ToolKind+":"+p.Verdict+":"+p.DecidedBy)
+		if !p.Unrequested {
+			t.Errorf("not marked unrequested: %+v", p)
+		}
+	}
+	if strings.Join(got, ",") != "execute:allow:human,read:deny:human,edit:deny:human" || r.ExitCode != 5 {
+		t.Fatalf("exit %d, decisions %v", r.ExitCode, got)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "ran.txt")); err != nil || string(b) != "ran\n" {
+		t.Errorf("the allowed command: %q, %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "w.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the denied write happened: %v", err)
 	}
 }
