@@ -298,21 +298,46 @@ func runEcho(s *Services, ws string) error {
 	return err
 }
 
-// The floor decides unrequested commands in every mode: a forced push to
-// main run without asking is denied under yolo.
+// The floor decides unrequested commands in every mode, on their full
+// command line: a forced push to main, or a wipe inside sh -c, run without
+// asking is denied under yolo.
 func TestUnrequestedCommandMeetsTheFloor(t *testing.T) {
-	eng := policy.New(policy.Yolo, policy.NonInteractiveDeny, nil)
-	s, k, ws := newServices(t, Options{Decider: eng, Grants: NewGrants("")})
-	_, err := s.CreateTerminal(context.Background(), driver.TerminalRequest{Command: "git", Args: []string{"push", "--force", "origin", "main"}, Cwd: ws})
-	if !errors.Is(err, driver.ErrDenied) || !strings.Contains(err.Error(), "floor-git-force-push") {
-		t.Fatalf("got %v, want a floor denial", err)
-	}
-	d := k.of(driver.EventPermissionDecided)
-	if len(d) != 1 || d[0].Decision.DecidedBy != "rule:floor-git-force-push" || !d[0].Decision.Unrequested {
-		t.Fatalf("decisions %+v", d)
-	}
-	if p := k.of(driver.EventPermissionAsked)[0].Permission; policy.Command(p.ToolCall) != "git push --force origin main" {
-		t.Fatalf("the request shows %q", policy.Command(p.ToolCall))
+	for _, tc := range []struct {
+		cmd  string
+		args []string
+		line string
+		rule string
+	}{
+		{"git", []string{"push", "--force", "origin", "main"}, "git push --force origin main", "rule:floor-git-force-push"},
+		{"sh", []string{"-c", "cd / && rm -rf *"}, "sh -c 'cd / && rm -rf *'", "rule:floor-rm-root"},
+	} {
+		t.Run(tc.cmd, func(t *testing.T) {
+			ws := t.TempDir()
+			eng, err := policy.NewEngine(policy.Config{Mode: policy.Yolo}, policy.Options{Workspace: ws})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := &sink{}
+			s, err := New(Options{Roots: []string{ws}, Sink: k, Decider: eng, Grants: NewGrants(ws)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			_, err = s.CreateTerminal(context.Background(), driver.TerminalRequest{Command: tc.cmd, Args: tc.args, Cwd: ws})
+			if !errors.Is(err, driver.ErrDenied) || !strings.Contains(err.Error(), tc.rule) {
+				t.Fatalf("got %v, want a denial by %s", err, tc.rule)
+			}
+			d := k.of(driver.EventPermissionDecided)
+			if len(d) != 1 || d[0].Decision.DecidedBy != tc.rule || !d[0].Decision.Unrequested {
+				t.Fatalf("decisions %+v", d)
+			}
+			if p := k.of(driver.EventPermissionAsked)[0].Permission; policy.Command(p.ToolCall) != tc.line {
+				t.Fatalf("the request shows %q, want %q", policy.Command(p.ToolCall), tc.line)
+			}
+			if n := len(k.of(driver.EventTerminalExited)); n != 0 {
+				t.Fatalf("%d commands ran", n)
+			}
+		})
 	}
 }
 
