@@ -169,6 +169,10 @@ type decider struct {
 	modes    *modeGuard
 	grants   *host.Grants
 	recorded func() error // nil: no audit log
+	// record writes an allow's audit entry before the allow is returned,
+	// so that one whose entry cannot be written is not granted. Nil: no
+	// audit log.
+	record func(req driver.PermissionRequest, d driver.PermissionDecision) error
 }
 
 func (d decider) Decide(ctx context.Context, req driver.PermissionRequest) (driver.PermissionDecision, error) {
@@ -184,7 +188,18 @@ func (d decider) Decide(ctx context.Context, req driver.PermissionRequest) (driv
 		return dec, err
 	}
 	if dec.Verdict == driver.VerdictAllow {
-		// The log may have failed while the policy was deciding.
+		// Its record first: the log may have failed while the policy was
+		// deciding, or fail on this very entry.
+		if dec.RequestID == "" {
+			dec.RequestID = req.ID
+		}
+		if dec.ToolCallID == "" {
+			dec.ToolCallID = req.ToolCall.ID
+		}
+		dec.Unrequested = req.Unrequested
+		if d.record != nil {
+			_ = d.record(req, dec) // a failure is sticky: unrecorded sees it
+		}
 		if denied, ok := d.unrecorded(req); ok {
 			return denied, nil
 		}
@@ -252,6 +267,13 @@ func (r *run) run(ctx context.Context) error {
 	r.st.add(dec.grants) // a grant ends with its tool call, or the turn
 	if r.audit != nil {
 		dec.recorded = r.audit.failed
+		dec.record = func(req driver.PermissionRequest, d driver.PermissionDecision) error {
+			session := req.Session
+			if session == "" {
+				session = r.st.sessionID()
+			}
+			return r.audit.decided(session, d)
+		}
 	}
 	// Every file and terminal call the agent makes is decided too: by the
 	// grants of what it asked for, else as a request of its own.
