@@ -29,6 +29,10 @@ func ConfigDir() string {
 	if dir, err := os.UserConfigDir(); err == nil {
 		return filepath.Join(dir, "tai")
 	}
+	// A relative XDG_CONFIG_HOME is to be ignored (the XDG spec).
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".config", "tai")
+	}
 	return filepath.Join(Dir(), "config")
 }
 
