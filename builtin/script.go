@@ -63,7 +63,7 @@ type Step struct {
 	PlanStatus *PlanStatusStep // plan_status: {entry, status} → plan with one entry's status changed
 	Read       *ReadStep       // read: {path, line?, limit?} → read tool call via fs/read_text_file
 	Write      *WriteStep      // write: {path, content, ask?} → edit tool call via permission + fs/write_text_file
-	Run        *RunStep        // run: {command, args?, cwd?, env?, output_limit?} → execute tool call via terminal/*
+	Run        *RunStep        // run: {command, args?, cwd?, env?, output_limit?, ask?} → execute tool call via terminal/*
 	Permission *PermissionStep // permission: {title, kind?} → bare session/request_permission
 	SwitchMode *SwitchModeStep // switch_mode: {to} → switch_mode tool call + permission + current_mode_update
 	Commands   *CommandsStep   // commands: [{name, description, hint?}] → available_commands_update
@@ -105,7 +105,7 @@ type PlanStatusStep struct {
 }
 
 // ReadStep reads Path (relative to the session cwd unless absolute) through
-// the client's fs/read_text_file.
+// the client's fs/read_text_file, without asking first.
 type ReadStep struct {
 	Path  string `yaml:"path"`
 	Line  int    `yaml:"line"`
@@ -114,14 +114,17 @@ type ReadStep struct {
 
 // WriteStep writes Content to Path through fs/write_text_file, after asking
 // permission unless Ask is false (or the session is in accept-edits mode).
+// It reads Path first (without asking) to show a diff.
 type WriteStep struct {
 	Path    string `yaml:"path"`
 	Content string `yaml:"content"`
 	Ask     *bool  `yaml:"ask"` // nil = true
 }
 
-// RunStep runs Command through the client's terminal/* service.
+// RunStep runs Command through the client's terminal/* service, without
+// asking first unless Ask is true.
 type RunStep struct {
+	Ask         bool              `yaml:"ask"` // ask permission (kind execute) first; a rejection skips the command
 	Command     string            `yaml:"command"`
 	Args        []string          `yaml:"args"`
 	Cwd         string            `yaml:"cwd"`          // default: session cwd; relative = under it
