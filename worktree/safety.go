@@ -275,7 +275,10 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		i.DirExists = err == nil
 		i.InUse = ValidName(i.Run) && ValidName(i.Task) && m.inUse(i.Run, i.Task)
 		if i.DirExists && i.Registered {
-			i.Dirty, _ = m.Dirty(ctx, p)
+			var err error
+			if i.Dirty, err = m.Dirty(ctx, p); err != nil {
+				i.Dirty = true // when in doubt (a rewritten .git), keep it
+			}
 		}
 		hasBranch := i.Branch != "" && m.branchExists(ctx, i.Branch)
 		if hasBranch {

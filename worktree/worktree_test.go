@@ -326,3 +326,108 @@ func TestIntegrate(t *testing.T) {
 		t.Fatalf("main: %v", err)
 	}
 }
+
+// An agent that can only edit files in its worktree rewrites the
+// worktree's .git to point at a gitdir it made, with core.fsmonitor set to
+// a command: tai's git calls there refuse to run, and the command never
+// runs. Config in the repository itself that would run a command is
+// overridden.
+func TestGitDirRedirectAndConfigCommandsRefused(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, repo)
+	h, err := m.Create(ctx, "r", "t", "HEAD", "main", Owner{PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Release(ctx) }()
+	marks := t.TempDir()
+	plant := func(dir, marker string) {
+		evil := filepath.Join(dir, "evil")
+		write(t, filepath.Join(evil, "HEAD"), "ref: refs/heads/main\n")
+		write(t, filepath.Join(evil, "config"), "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch "+marker+"\n")
+		for _, d := range []string{"objects", "refs"} {
+			if err := os.MkdirAll(filepath.Join(evil, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(t, filepath.Join(dir, ".git"), "gitdir: evil\n")
+	}
+	// The planted gitdir is a real attack: plain git in there runs it.
+	control := t.TempDir()
+	write(t, filepath.Join(control, "x"), "x\n")
+	plant(control, filepath.Join(marks, "control"))
+	cmd := exec.Command("git", "status", "--porcelain")
+	cmd.Dir = control
+	_ = cmd.Run()
+	if _, err := os.Stat(filepath.Join(marks, "control")); err != nil {
+		t.Fatalf("the planted fsmonitor did not run under plain git (the test proves nothing): %v", err)
+	}
+
+	marker := filepath.Join(marks, "pwned")
+	write(t, filepath.Join(h.Path, "work.txt"), "work\n")
+	plant(h.Path, marker)
+	calls := map[string]func() error{
+		"commit": func() error { _, _, err := m.Commit(ctx, h.Path, "x"); return err },
+		"diff":   func() error { _, err := m.Diff(ctx, h.Path, h.Base); return err },
+		"dirty":  func() error { _, err := m.Dirty(ctx, h.Path); return err },
+		"patch":  func() error { _, err := m.Patch(ctx, h.Path, h.Base, 0); return err },
+		"integrate": func() error {
+			_, err := m.Integrate(ctx, h.Record, "main-copy", nil)
+			return err
+		},
+	}
+	sh(t, repo, "git", "branch", "main-copy", "main")
+	for name, call := range calls {
+		err := call()
+		if !errors.Is(err, ErrGitDir) {
+			t.Errorf("%s: err = %v, want ErrGitDir", name, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), h.Path) {
+			t.Errorf("%s: error does not name the worktree: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("tai's git ran the agent's fsmonitor command")
+	}
+	// gc keeps the tampered worktree (its state is unknown).
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acts, err := m.GC(ctx, GCOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acts {
+		if a.Path == h.Path && a.Action != "keep" {
+			t.Fatalf("gc %+v", a)
+		}
+	}
+
+	// Commands in the repository's own config are off for tai's git.
+	m2 := open(t, newRepo(t))
+	h2, err := m2.Create(ctx, "r", "t", "HEAD", "main", Owner{PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h2.Release(ctx) }()
+	cfgMarker := filepath.Join(marks, "config")
+	sh(t, m2.Repo, "git", "config", "core.fsmonitor", "touch "+cfgMarker)
+	sh(t, m2.Repo, "git", "config", "diff.external", "touch "+cfgMarker+";")
+	write(t, filepath.Join(h2.Path, ".gitattributes"), "* diff=evil\n")
+	sh(t, m2.Repo, "git", "config", "diff.evil.textconv", "touch "+cfgMarker+"; cat")
+	sh(t, m2.Repo, "git", "config", "diff.evil.command", "touch "+cfgMarker)
+	write(t, filepath.Join(h2.Path, "README"), "changed\n")
+	if _, err := m2.Diff(ctx, h2.Path, h2.Base); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.Patch(ctx, h2.Path, h2.Base, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m2.Commit(ctx, h2.Path, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cfgMarker); err == nil {
+		t.Fatal("tai's git ran a command from the repository's config")
+	}
+}

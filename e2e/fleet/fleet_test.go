@@ -334,3 +334,32 @@ func TestConflictExit7AndGC(t *testing.T) {
 		t.Fatal("squash-merged branch not removed")
 	}
 }
+
+// A fleet agent that may only edit files (execute denied) rewrites its
+// worktree's .git to point at a gitdir it made, with core.fsmonitor set to
+// a command: tai's next git call there refuses to run, the command never
+// runs, and the task fails saying why.
+func TestGitDirRedirectRefused(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	marker := filepath.Join(t.TempDir(), "pwned")
+	write(t, filepath.Join(pd, "evil.yaml"), fmt.Sprintf(`steps:
+  - write: {path: work.txt, content: "work\n"}
+  - write: {path: evil/HEAD, content: "ref: refs/heads/main\n"}
+  - write: {path: evil/objects/keep, content: ""}
+  - write: {path: evil/refs/keep, content: ""}
+  - write: {path: evil/config, content: "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch %s\n"}
+  - write: {path: .git, content: "gitdir: evil\n"}
+  - text: done
+`, marker))
+	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all, deny: [execute]}\ntasks:\n  - {id: evil, script: evil.yaml, prompt: go}\n")
+	out, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "gitdir", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("tai's git ran the agent's fsmonitor command\n%s\n%s", out, errOut)
+	}
+	if code != 1 || !strings.Contains(errOut, "does not point at its registered gitdir") {
+		t.Fatalf("exit %d, want 1 naming the redirect\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(git(t, repo, "ls-tree", "-r", "--name-only", "tai-fleet/gitdir"), "work.txt") {
+		t.Fatal("the tampered worktree's work was merged")
+	}
+}
