@@ -13,9 +13,19 @@ import (
 
 // Unmerged returns the commits of branch that would be lost if it were
 // deleted: those reachable from no target and no remote-tracking branch,
-// minus those with a patch-id-equivalent commit on a target (git cherry),
-// and none at all if the branch's whole change since its merge base with a
-// target has the patch id of a single commit on that target (a squash merge).
+// unless a target holds the same work exactly. "Exactly" is by content,
+// whitespace included (git cherry and patch-id ignore whitespace, and an
+// indentation change is a different Python program):
+//   - a target's tree has, at every path the branch changed since its
+//     merge base with that target, the very blob (and mode) the branch has
+//     (it was merged, cherry-picked, rebased or squashed in, and not
+//     changed since); or
+//   - for each remaining commit, a commit on the target since the merge
+//     base makes the same change: the same paths from the same blobs to
+//     the same blobs; or
+//   - the branch's whole change is one commit on the target (a squash).
+//
+// When in doubt the commits count as unmerged: the branch is kept.
 func (m *Manager) Unmerged(ctx context.Context, branch string, targets []string) ([]string, error) {
 	var valid []string
 	for _, t := range targets {
@@ -23,7 +33,8 @@ func (m *Manager) Unmerged(ctx context.Context, branch string, targets []string)
 			valid = append(valid, t)
 		}
 	}
-	args := []string{"rev-list", "refs/heads/" + branch, "--not", "--remotes"}
+	ref := "refs/heads/" + branch
+	args := []string{"rev-list", ref, "--not", "--remotes"}
 	args = append(args, valid...)
 	out, err := m.git(ctx, m.Repo, args...)
 	if err != nil {
@@ -37,24 +48,43 @@ func (m *Manager) Unmerged(ctx context.Context, branch string, targets []string)
 		return nil, nil
 	}
 	for _, t := range valid {
-		// "- sha": an equivalent change is already on t.
-		out, err := m.git(ctx, m.Repo, "cherry", t, "refs/heads/"+branch)
+		mbOut, err := m.git(ctx, m.Repo, "merge-base", t, ref)
 		if err != nil {
-			return nil, fmt.Errorf("worktree: %w", err)
+			continue // unrelated histories: nothing to compare
 		}
-		for _, l := range strings.Split(out, "\n") {
-			if sha, ok := strings.CutPrefix(l, "- "); ok {
-				delete(left, strings.TrimSpace(sha))
-			}
-		}
-		if len(left) == 0 {
-			return nil, nil
-		}
-		squashed, err := m.squashMerged(ctx, branch, t)
+		mb := strings.TrimSpace(mbOut)
+		in, err := m.contentIn(ctx, mb, ref, t)
 		if err != nil {
 			return nil, err
 		}
-		if squashed {
+		if in {
+			return nil, nil
+		}
+		onTarget, err := m.changes(ctx, mb+".."+t)
+		if err != nil {
+			return nil, err
+		}
+		have := map[string]bool{}
+		for _, c := range onTarget {
+			have[c.change] = true
+		}
+		whole, err := m.change(ctx, mb, ref)
+		if err != nil {
+			return nil, err
+		}
+		if whole != "" && have[whole] {
+			return nil, nil // squash-merged
+		}
+		mine, err := m.changes(ctx, mb+".."+ref)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range mine {
+			if have[c.change] && c.change != "" {
+				delete(left, c.commit)
+			}
+		}
+		if len(left) == 0 {
 			return nil, nil
 		}
 	}
@@ -71,50 +101,90 @@ func (m *Manager) refExists(ctx context.Context, ref string) bool {
 	return err == nil
 }
 
-// squashMerged: the branch's diff from its merge base with target has the
-// same patch id as one commit on target since that merge base.
-func (m *Manager) squashMerged(ctx context.Context, branch, target string) (bool, error) {
-	mb, err := m.git(ctx, m.Repo, "merge-base", target, "refs/heads/"+branch)
-	if err != nil {
-		return false, nil // unrelated histories: nothing to compare
-	}
-	mb = strings.TrimSpace(mb)
-	diff, err := m.git(ctx, m.Repo, "diff", "--no-color", "--full-index", mb, "refs/heads/"+branch)
-	if err != nil || strings.TrimSpace(diff) == "" {
-		return false, err
-	}
-	want, err := m.patchIDs(ctx, diff)
-	if err != nil || len(want) == 0 {
-		return false, err
-	}
-	log, err := m.git(ctx, m.Repo, "log", "-p", "--no-color", "--full-index", "--no-merges", mb+".."+target)
+// contentIn: at every path that differs between from and branch, target's
+// tree has exactly branch's blob and mode (or, for a deletion, no file).
+func (m *Manager) contentIn(ctx context.Context, from, branch, target string) (bool, error) {
+	out, err := m.git(ctx, m.Repo, "diff", "--name-only", "-z", "--no-renames", from, branch)
 	if err != nil {
 		return false, fmt.Errorf("worktree: %w", err)
 	}
-	have, err := m.patchIDs(ctx, log)
+	paths := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
+	if len(paths) == 1 && paths[0] == "" {
+		return false, nil // no change of its own: the commits may still be lost history
+	}
+	mine, err := m.entries(ctx, branch, paths)
 	if err != nil {
 		return false, err
 	}
-	for _, id := range have {
-		if id == want[0] {
-			return true, nil
+	theirs, err := m.entries(ctx, target, paths)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range paths {
+		if mine[p] != theirs[p] {
+			return false, nil
 		}
 	}
-	return false, nil
+	return true, nil
 }
 
-func (m *Manager) patchIDs(ctx context.Context, patch string) ([]string, error) {
-	out, err := m.gitIn(ctx, m.Repo, []byte(patch), "patch-id", "--stable")
+// entries maps each of paths to "mode blob" in commit's tree ("" if absent).
+func (m *Manager) entries(ctx context.Context, commit string, paths []string) (map[string]string, error) {
+	out, err := m.git(ctx, m.Repo, append([]string{"ls-tree", "-z", "--full-tree", commit, "--"}, paths...)...)
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
 	}
-	var ids []string
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if f := strings.Fields(l); len(f) > 0 {
-			ids = append(ids, f[0])
+	res := map[string]string{}
+	for _, e := range strings.Split(out, "\x00") {
+		meta, path, ok := strings.Cut(e, "\t")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(meta) // mode type blob
+		if len(f) == 3 {
+			res[path] = f[0] + " " + f[2]
 		}
 	}
-	return ids, nil
+	return res, nil
+}
+
+type commitChange struct{ commit, change string }
+
+// changes lists each non-merge commit of rng with its exact change: the
+// sorted raw diff lines (modes, full blob ids, status, path).
+func (m *Manager) changes(ctx context.Context, rng string) ([]commitChange, error) {
+	out, err := m.git(ctx, m.Repo, "log", "--no-merges", "--raw", "--no-renames", "--no-abbrev", "-z", "--format=%x01%H", rng)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	var res []commitChange
+	for _, rec := range strings.Split(out, "\x01")[1:] {
+		sha, raw, _ := strings.Cut(rec, "\x00")
+		res = append(res, commitChange{commit: strings.TrimSpace(sha), change: rawSignature(raw)})
+	}
+	return res, nil
+}
+
+// change is the exact change from a to b (see changes).
+func (m *Manager) change(ctx context.Context, a, b string) (string, error) {
+	out, err := m.git(ctx, m.Repo, "diff", "--raw", "--no-renames", "--no-abbrev", "-z", a, b)
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	return rawSignature(out), nil
+}
+
+// rawSignature normalises `--raw -z` output (":mode mode blob blob S\0path\0"...)
+// into sorted "mode mode blob blob S path" lines.
+func rawSignature(raw string) string {
+	f := strings.Split(strings.Trim(raw, "\n\x00"), "\x00")
+	var lines []string
+	for i := 0; i+1 < len(f); i += 2 {
+		meta := strings.TrimPrefix(strings.TrimSpace(f[i]), ":")
+		lines = append(lines, meta+" "+f[i+1])
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 // targets are the branches a tai branch counts as merged into: its
@@ -224,7 +294,12 @@ type Info struct {
 // List returns tai's worktrees: every record, every registered worktree on
 // a tai/ branch or under Root, and every directory under Root.
 func (m *Manager) List(ctx context.Context) ([]Info, error) {
+	unlock, err := m.lockRepo(ctx)
+	if err != nil {
+		return nil, err
+	}
 	regs, err := m.registered(ctx)
+	unlock()
 	if err != nil {
 		return nil, err
 	}

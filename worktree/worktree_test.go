@@ -3,6 +3,7 @@ package worktree
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -429,5 +430,172 @@ func TestGitDirRedirectAndConfigCommandsRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(cfgMarker); err == nil {
 		t.Fatal("tai's git ran a command from the repository's config")
+	}
+}
+
+// commitOn adds a commit writing file=content on branch without a checkout
+// (as another task's merge would), and returns it.
+func commitOn(t *testing.T, repo, branch, file, content string) string {
+	t.Helper()
+	tmp := t.TempDir()
+	idx := filepath.Join(tmp, "index")
+	env := append(os.Environ(), "GIT_INDEX_FILE="+idx)
+	runEnv := func(stdin string, args ...string) string {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = repo, env
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	runEnv("", "read-tree", "refs/heads/"+branch)
+	blob := runEnv(content, "hash-object", "-w", "--stdin")
+	runEnv("", "update-index", "--add", "--cacheinfo", "100644,"+blob+","+file)
+	tree := runEnv("", "write-tree")
+	c := runEnv("", "commit-tree", tree, "-p", "refs/heads/"+branch, "-m", "add "+file)
+	runEnv("", "update-ref", "refs/heads/"+branch, c)
+	return c
+}
+
+// The target moves (another task merged) between the worktree being made
+// and its base being recorded: the recorded base is the commit the branch
+// started from, so the diff shows only the task's own change.
+func TestCreateRecordsTheBaseItStartedFrom(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, repo)
+	sh(t, repo, "git", "branch", "target", "main")
+	testHook = func(point string) {
+		if point == "created" {
+			commitOn(t, repo, "target", "other.txt", "another task's\n")
+		}
+	}
+	defer func() { testHook = nil }()
+	h, err := m.Create(ctx, "r", "x", "refs/heads/target", "target", Owner{PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Release(ctx) }()
+	head := sh(t, h.Path, "git", "rev-parse", "HEAD")
+	if h.Base != head {
+		t.Fatalf("recorded base %s, but the worktree started at %s", h.Base, head)
+	}
+	write(t, filepath.Join(h.Path, "x.txt"), "x\n")
+	d, err := m.Diff(ctx, h.Path, h.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Summary() != "1 file(s) changed, +1 -0: x.txt" {
+		t.Fatalf("diff shows other tasks' files: %s", d.Summary())
+	}
+}
+
+// A branch whose only difference from the target is indentation is not
+// merged (git cherry and patch-id would say it is): gc keeps it, and its
+// commit stays reachable.
+func TestUnmergedCountsWhitespace(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, repo)
+	h, err := m.Create(ctx, "r", "py", "HEAD", "main", Owner{PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(h.Path, "p.py"), "if x:\n    y()\n    z()\n")
+	mine, _, err := m.Commit(ctx, h.Path, "indented")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	commitOn(t, repo, "main", "p.py", "if x:\n    y()\nz()\n")
+	sh(t, repo, "git", "reset", "-q", "--hard")
+	if out := sh(t, repo, "git", "cherry", "main", "tai/r/py"); !strings.HasPrefix(out, "-") {
+		t.Fatalf("git cherry no longer ignores whitespace (%q): the test proves nothing", out)
+	}
+	left, err := m.Unmerged(ctx, "tai/r/py", []string{"main"})
+	if err != nil || len(left) != 1 || left[0] != mine {
+		t.Fatalf("unmerged = %v, %v; want [%s]", left, err, mine)
+	}
+	acts, err := m.GC(ctx, GCOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(acts) != 1 || acts[0].Action != "keep" {
+		t.Fatalf("gc: %+v", acts)
+	}
+	sh(t, repo, "git", "cat-file", "-e", mine)
+	// The exact same content on main: merged, gc removes it.
+	commitOn(t, repo, "main", "p.py", "if x:\n    y()\n    z()\n")
+	if left, err := m.Unmerged(ctx, "tai/r/py", []string{"main"}); err != nil || len(left) != 0 {
+		t.Fatalf("exact content on main: unmerged = %v, %v", left, err)
+	}
+}
+
+// Two processes create one new target at once: both succeed, and the
+// branch is where the first put it.
+func TestEnsureBranchIsAtomic(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m, other := open(t, repo), open(t, repo)
+	first := sh(t, repo, "git", "rev-parse", "HEAD")
+	second := commitOn(t, repo, "main", "b.txt", "b\n")
+	testHook = func(point string) {
+		if point == "ensure-branch" {
+			testHook = nil
+			if err := other.EnsureBranch(ctx, "tai-fleet/new", first); err != nil {
+				t.Errorf("other: %v", err)
+			}
+		}
+	}
+	defer func() { testHook = nil }()
+	if err := m.EnsureBranch(ctx, "tai-fleet/new", second); err != nil {
+		t.Fatalf("the second creator failed: %v", err)
+	}
+	if got := sh(t, repo, "git", "rev-parse", "tai-fleet/new"); got != first {
+		t.Fatalf("target moved to %s by the second creator, want %s", got, first)
+	}
+}
+
+// Worktrees made, listed, locked and released from many goroutines and
+// two managers (as two processes) at once: no git errors about the
+// transient files of another's operation.
+func TestConcurrentWorktreeOperations(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	ms := []*Manager{open(t, repo), open(t, repo)}
+	errs := make(chan error, 64)
+	done := make(chan struct{})
+	for i := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			m := ms[i%2]
+			for j := range 4 {
+				h, err := m.Create(ctx, "c", fmt.Sprintf("t%d-%d", i, j), "HEAD", "main", Owner{PID: 1})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if _, _, err := m.CheckedOut(ctx, "main"); err != nil {
+					errs <- err
+				}
+				if _, err := m.List(ctx); err != nil {
+					errs <- err
+				}
+				if err := h.Release(ctx); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
