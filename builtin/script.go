@@ -79,6 +79,10 @@ type Step struct {
 	LateUpdates *LateUpdatesStep // late_updates: N → N agent_message_chunks after the session/prompt response
 	Outside     *OutsideStep     // outside: {path} → fs/read_text_file outside the workspace; expects a refusal
 	Flood       *FloodStep       // flood: {count} → count mixed updates as fast as possible
+	// spend_after_cancel: {used, size} → wait for session/cancel, then send
+	// this usage_update anyway and hang like hang: (an agent that goes on
+	// spending after it was told to stop)
+	SpendAfterCancel *UsageStep
 }
 
 // TextStep streams Text as Chunks chunks (default 1).
@@ -222,6 +226,8 @@ const (
 	KindLateUpdates = "late_updates"
 	KindOutside     = "outside"
 	KindFlood       = "flood"
+	// KindSpendAfterCancel is the spend_after_cancel step.
+	KindSpendAfterCancel = "spend_after_cancel"
 )
 
 // Kind returns the kind name of the step ("" if no field is set; the first
@@ -261,6 +267,7 @@ func (s Step) kinds() []string {
 	add(s.LateUpdates != nil, KindLateUpdates)
 	add(s.Outside != nil, KindOutside)
 	add(s.Flood != nil, KindFlood)
+	add(s.SpendAfterCancel != nil, KindSpendAfterCancel)
 	return ks
 }
 
@@ -538,7 +545,7 @@ func stripLinePrefix(s string) string {
 var stepKinds = []string{
 	KindText, KindThought, KindPlan, KindPlanStatus, KindRead, KindWrite, KindRun, KindPermission,
 	KindSwitchMode, KindCommands, KindDelay, KindUsage, KindInfo, KindStop, KindCrash, KindHang,
-	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood,
+	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindSpendAfterCancel,
 }
 
 // parseStep decodes one step mapping. The returned Step has its kind set as
@@ -686,6 +693,9 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 			return decodeStrict(v, &st.Flood.Count)
 		}
 		return decodeStrict(v, st.Flood)
+	case KindSpendAfterCancel:
+		st.SpendAfterCancel = &UsageStep{}
+		return decodeStrict(v, st.SpendAfterCancel)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // Unmerged returns the commits of branch that would be lost if it were
@@ -470,23 +472,120 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("merge conflict rebasing %s onto %s in %s", e.Branch, e.Target, strings.Join(e.Files, ", "))
 }
 
+// ErrGitTooOld is a git without what tai needs (merge-tree --write-tree,
+// git 2.38).
+var ErrGitTooOld = errors.New("git is too old")
+
+// MergeTreeSupported reports whether this git has `merge-tree
+// --write-tree` (2.38 and later).
+func (m *Manager) MergeTreeSupported(ctx context.Context) bool {
+	m.versionOnce.Do(func() {
+		out, err := m.git(ctx, m.Repo, "version")
+		if err != nil {
+			return
+		}
+		var major, minor int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(out), "git version "), "%d.%d", &major, &minor); err == nil {
+			m.mergeTree = major > 2 || major == 2 && minor >= 38
+		}
+	})
+	return m.mergeTree
+}
+
+// Conflicts is a dry merge of branch into target with `git merge-tree
+// --write-tree`: the files that would conflict, found without touching
+// any worktree or ref. It fails with ErrGitTooOld on a git before 2.38.
+func (m *Manager) Conflicts(ctx context.Context, target, branch string) ([]string, error) {
+	if !m.MergeTreeSupported(ctx) {
+		return nil, fmt.Errorf("worktree: merge-tree pre-flight: %w (need 2.38 or later)", ErrGitTooOld)
+	}
+	out, err := m.git(ctx, m.Repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", target, branch)
+	if err == nil {
+		return nil, nil
+	}
+	if exitCode(err) != 1 {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	// <tree>\0<file>\0<file>\0 ... (then, without --no-messages, more)
+	f := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
+	var files []string
+	seen := map[string]bool{}
+	for _, p := range f[1:] {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			files = append(files, p)
+		}
+	}
+	return files, nil
+}
+
+// targetLock queues merges into one target across processes: two fleets
+// on one target take turns.
+func (m *Manager) targetLock(ctx context.Context, target string) (func(), error) {
+	name := strings.NewReplacer("/", "%2F", "%", "%25").Replace(target)
+	path := filepath.Join(m.CommonDir, "tai", "targets", name+".lock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	lk := flock.New(path)
+	if _, err := lk.TryLockContext(ctx, 10*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("worktree: locking %s: %w", path, err)
+	}
+	return func() { _ = lk.Unlock() }, nil
+}
+
 // Integrate brings the worktree's branch onto target without touching any
-// checkout of target: it rebases the branch inside its own worktree onto
-// target, runs check (if any) in the worktree, verifies that the result
-// fast-forwards target and moves target's ref with a compare-and-swap
-// update-ref. It refuses a target checked out in any worktree (moving it
-// would leave that checkout's files stale). It returns the new target
-// commit. A conflict is a *ConflictError naming the files; the rebase is
-// aborted, so the worktree is as it was.
+// checkout of target: behind every other merge into target (of this or
+// another process), it checks with merge-tree that the branch merges
+// cleanly (a conflict is named with its files, no worktree touched), then
+// rebases the branch inside its own worktree onto target, runs check (if
+// any) in the worktree, verifies that the result fast-forwards target and
+// moves target's ref with a compare-and-swap update-ref (retried from the
+// rebase if something else moved it meanwhile). It refuses a target
+// checked out in any worktree (moving it would leave that checkout's files
+// stale). It returns the new target commit. A conflict is a
+// *ConflictError naming the files; a rebase that stops is aborted, so the
+// worktree is as it was.
 func (m *Manager) Integrate(ctx context.Context, rec Record, target string, check func(ctx context.Context, dir string) error) (string, error) {
 	if p, ok, err := m.CheckedOut(ctx, target); err != nil {
 		return "", err
 	} else if ok {
 		return "", fmt.Errorf("worktree: target branch %s is checked out in %s; tai never moves a checked-out branch (use another target)", target, p)
 	}
+	// The worktree's .git is checked before anything else runs in it.
+	if _, err := m.worktreeGitDir(rec.Path); err != nil {
+		return "", err
+	}
+	unlock, err := m.targetLock(ctx, target)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	for attempt := 0; ; attempt++ {
+		head, err := m.integrateOnce(ctx, rec, target, check)
+		if errors.Is(err, errTargetMoved) && attempt < 5 {
+			continue
+		}
+		return head, err
+	}
+}
+
+// errTargetMoved: target's ref changed between the rebase and the update.
+var errTargetMoved = errors.New("target moved")
+
+func (m *Manager) integrateOnce(ctx context.Context, rec Record, target string, check func(ctx context.Context, dir string) error) (string, error) {
 	old, err := m.RevParse(ctx, "refs/heads/"+target)
 	if err != nil {
 		return "", err
+	}
+	if m.MergeTreeSupported(ctx) {
+		files, err := m.Conflicts(ctx, old, "refs/heads/"+rec.Branch)
+		if err != nil {
+			return "", err
+		}
+		if len(files) > 0 {
+			return "", &ConflictError{Branch: rec.Branch, Target: target, Files: files}
+		}
 	}
 	if _, err := m.git(ctx, rec.Path, append(append([]string{}, m.identity...), "rebase", "--no-autostash", old)...); err != nil {
 		out, _ := m.git(ctx, rec.Path, "diff", "--name-only", "--diff-filter=U")
@@ -510,6 +609,9 @@ func (m *Manager) Integrate(ctx context.Context, rec Record, target string, chec
 		return "", fmt.Errorf("worktree: %s does not fast-forward %s: %w", rec.Branch, target, err)
 	}
 	if _, err := m.git(ctx, m.Repo, "update-ref", "-m", "tai: fast-forward "+target+" to "+rec.Branch, "refs/heads/"+target, head, old); err != nil {
+		if now, e := m.RevParse(ctx, "refs/heads/"+target); e == nil && now != old {
+			return "", errTargetMoved
+		}
 		return "", fmt.Errorf("worktree: %w", err)
 	}
 	return head, nil

@@ -107,6 +107,9 @@ type Manager struct {
 
 	mu     sync.Mutex
 	paths  map[string]*sync.Mutex
+	versionOnce sync.Once
+	mergeTree   bool // git has merge-tree --write-tree
+
 	repoMu sync.Mutex // with <git-dir>/tai/repo.lock: one change to the repo's worktree set at a time
 }
 
@@ -410,6 +413,22 @@ func (m *Manager) ensureExcluded() error {
 		return fmt.Errorf("worktree: %w", err)
 	}
 	return nil
+}
+
+// Lookup returns tai's record of task's worktree in run.
+func (m *Manager) Lookup(run, task string) (Record, error) { return m.readRecord(run, task) }
+
+// HasCommits reports whether the repository's HEAD is a commit (a new
+// repository has none until the first commit).
+func (m *Manager) HasCommits(ctx context.Context) bool {
+	_, err := m.git(ctx, m.Repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	return err == nil
+}
+
+// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
+func (m *Manager) IsAncestor(ctx context.Context, a, b string) bool {
+	_, err := m.git(ctx, m.Repo, "merge-base", "--is-ancestor", a, b)
+	return err == nil
 }
 
 func (m *Manager) readRecord(run, task string) (Record, error) {

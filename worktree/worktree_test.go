@@ -302,8 +302,16 @@ func TestIntegrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ce *ConflictError
+	if !m.MergeTreeSupported(ctx) {
+		t.Fatal("this git has no merge-tree --write-tree (2.38+)")
+	}
+	reflog := sh(t, b.Path, "git", "reflog", "HEAD")
 	if _, err := m.Integrate(ctx, b.Record, "integ", nil); !errors.As(err, &ce) || ce.Files[0] != "x.txt" {
 		t.Fatalf("want conflict on x.txt, got %v", err)
+	}
+	// Found by the merge-tree pre-flight: b's worktree was never touched.
+	if now := sh(t, b.Path, "git", "reflog", "HEAD"); now != reflog {
+		t.Fatalf("the conflict check moved b's HEAD:\n%s", now)
 	}
 	if d, _ := m.Dirty(ctx, b.Path); d {
 		t.Fatal("rebase not aborted")
@@ -597,5 +605,50 @@ func TestConcurrentWorktreeOperations(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// Merges into one target from two processes take turns, and one that
+// finds the target moved since its rebase rebases again.
+func TestIntegrateQueuesBehindAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m, other := open(t, repo), open(t, repo)
+	if err := m.EnsureBranch(ctx, "integ", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	var hs []*Handle
+	for i, mm := range []*Manager{m, other} {
+		h, err := mm.Create(ctx, "q", fmt.Sprintf("t%d", i), "integ", "integ", Owner{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Release(ctx)
+		write(t, filepath.Join(h.Path, fmt.Sprintf("f%d.txt", i)), "x\n")
+		if _, _, err := mm.Commit(ctx, h.Path, "c"); err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	// The other process's merge lands while ours is checking.
+	moved := false
+	check := func(ctx context.Context, dir string) error {
+		if !moved {
+			moved = true
+			commitOn(t, repo, "integ", "outside.txt", "o\n")
+		}
+		return nil
+	}
+	if _, err := m.Integrate(ctx, hs[0].Record, "integ", check); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Integrate(ctx, hs[1].Record, "integ", nil); err != nil {
+		t.Fatal(err)
+	}
+	files := sh(t, repo, "git", "ls-tree", "--name-only", "integ")
+	for _, f := range []string{"f0.txt", "f1.txt", "outside.txt"} {
+		if !strings.Contains(files, f) {
+			t.Fatalf("%s missing from the target:\n%s", f, files)
+		}
 	}
 }
