@@ -105,8 +105,8 @@ type Manager struct {
 
 	identity []string // -c user.name/-c user.email when the repo has none
 
-	mu     sync.Mutex
-	paths  map[string]*sync.Mutex
+	mu          sync.Mutex
+	paths       map[string]*sync.Mutex
 	versionOnce sync.Once
 	mergeTree   bool // git has merge-tree --write-tree
 

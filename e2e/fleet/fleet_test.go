@@ -370,3 +370,111 @@ func TestGitDirRedirectRefused(t *testing.T) {
 		t.Fatal("the tampered worktree's work was merged")
 	}
 }
+
+// Eight independent tasks at -j 2, each owning only its own file, while
+// the others merge into the target: every task's diff is its own file
+// (the base it records is the commit it started from), so owns: passes
+// and every dependent sees only its dependency's file.
+func TestIndependentTasksSeeOnlyTheirOwnDiff(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	var plan strings.Builder
+	plan.WriteString("policy: {approve: all}\nconcurrency: 2\ntasks:\n")
+	for i := range 8 {
+		write(t, filepath.Join(pd, fmt.Sprintf("t%d.yaml", i)), fmt.Sprintf("steps:\n  - write: {path: f%d.txt, content: \"%d\\n\"}\n  - text: done %d\n", i, i, i))
+		fmt.Fprintf(&plan, "  - {id: t%d, script: t%d.yaml, prompt: go, owns: [f%d.txt]}\n", i, i, i)
+	}
+	write(t, filepath.Join(pd, "d.yaml"), "steps:\n  - write: {path: d.txt, content: \"d\\n\"}\n")
+	plan.WriteString("  - {id: d, script: d.yaml, depends_on: [t7], owns: [d.txt], prompt: \"saw {{ .Tasks.t7.Diff }}\"}\n")
+	write(t, filepath.Join(pd, "plan.yaml"), plan.String())
+	out, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "indep", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var s summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Counts["merged"] != 9 {
+		t.Fatalf("counts %v", s.Counts)
+	}
+	b, err := os.ReadFile(s.Audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "saw 1 file(s) changed, +1 -0: f7.txt") {
+		t.Fatal("d's prompt did not get exactly t7's diff")
+	}
+}
+
+// Two fleets started together on one new target: both succeed, their
+// merges take turns, and the target has the work of both.
+func TestTwoFleetsOneNewTarget(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	for _, f := range []string{"a", "b"} {
+		write(t, filepath.Join(pd, f+".yaml"), fmt.Sprintf("steps:\n  - write: {path: %s.txt, content: \"%s\\n\"}\n", f, f))
+		write(t, filepath.Join(pd, f+"-plan.yaml"), fmt.Sprintf("target: shared-target\npolicy: {approve: all}\ntasks:\n  - {id: %s1, script: %s.yaml, prompt: go}\n", f, f))
+	}
+	cmds := map[string]*exec.Cmd{}
+	outs := map[string]*bytes.Buffer{}
+	for _, f := range []string{"a", "b"} {
+		cmd := tai(repo, "fleet", "run", "--run-id", "two-"+f, "-C", repo, filepath.Join(pd, f+"-plan.yaml"))
+		var o bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &o
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[f], outs[f] = cmd, &o
+	}
+	for f, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("fleet %s: %v\n%s", f, err, outs[f])
+		}
+	}
+	files := git(t, repo, "ls-tree", "--name-only", "shared-target")
+	if !strings.Contains(files, "a.txt") || !strings.Contains(files, "b.txt") {
+		t.Fatalf("target:\n%s", files)
+	}
+}
+
+// A plan's problems are found when it is loaded: exit 2 with the file and
+// line, before any worktree is made.
+func TestPlanCheckedBeforeAnythingRuns(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	write(t, filepath.Join(pd, "ok.yaml"), "steps:\n  - text: ok\n")
+	plan := filepath.Join(pd, "plan.yaml")
+	write(t, plan, "policy: {approve: all}\ntasks:\n  - {id: ok, script: ok.yaml, prompt: go}\n  - {id: agent, agent: nosuch, prompt: go}\n  - {id: script, script: missing.yaml, prompt: go}\n  - id: pol\n    prompt: go\n    policy: {approve: sometimes}\n")
+	_, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "bad", "-C", repo, plan)
+	if code != 2 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	for _, w := range []string{plan + `:4: task "agent": unknown agent "nosuch"`, plan + `:5: task "script": script:`, plan + `:8: task "pol": policy:`} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".tai")); err == nil {
+		t.Fatal("a worktree was made for a plan that does not load")
+	}
+	// A plan outside any repository, run from inside another: -C is named.
+	other := t.TempDir()
+	write(t, filepath.Join(other, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: a, prompt: go}\n")
+	_, errOut, code = runTai(t, repo, "fleet", "run", filepath.Join(other, "plan.yaml"))
+	if code != 2 || !strings.Contains(errOut, "-C") {
+		t.Fatalf("exit %d, want 2 mentioning -C:\n%s", code, errOut)
+	}
+}
+
+// `tai fleet plan "goal"` works with its default agent, and the plan it
+// saves runs.
+func TestFleetPlanDefaultAgent(t *testing.T) {
+	repo := gitRepo(t)
+	out := filepath.Join(t.TempDir(), "plan.yaml")
+	o, e, code := runTai(t, repo, "fleet", "plan", "--out", out, "add a greeting")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, o, e)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(b), "add a greeting") {
+		t.Fatalf("plan: %v\n%s", err, b)
+	}
+}
