@@ -343,6 +343,9 @@ func (f *fleet) run(ctx context.Context) (*State, error) {
 	})
 	f.emit("run.start", "", fmt.Sprintf("%d task(s), concurrency %d, target %s", len(st.Tasks), f.plan.Concurrency, st.Target),
 		map[string]any{"run": st.Run, "resume": f.o.Resume, "plan": st.PlanFrom, "base": st.Base, "target": st.Target})
+	if !f.wt.MergeTreeSupported(ctx) {
+		f.emit("warning", "", "this git has no merge-tree --write-tree (git 2.38+): conflicts are found by the rebase in the task's worktree instead", nil)
+	}
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
