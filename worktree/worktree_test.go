@@ -652,3 +652,48 @@ func TestIntegrateQueuesBehindAnotherProcess(t *testing.T) {
 		}
 	}
 }
+
+// git's `worktree list` fails when another process unlocks a worktree
+// while it reads it ("failed to read .git/worktrees/X/locked"): that
+// transient state is retried, not reported. A git wrapper fails the first
+// list exactly so.
+func TestWorktreeListToleratesTransientLockFile(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, repo)
+	h, err := m.Create(ctx, "r", "t09", "HEAD", "main", Owner{PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = h.Release(ctx) }()
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, flag := t.TempDir(), filepath.Join(t.TempDir(), "failed-once")
+	write(t, filepath.Join(bin, "git"), fmt.Sprintf(`#!/bin/sh
+case "$*" in
+*"worktree list"*)
+	if [ ! -e %[1]s ]; then
+		: > %[1]s
+		echo "fatal: failed to read '.git/worktrees/t09/locked': No such file or directory" >&2
+		exit 128
+	fi;;
+esac
+exec %[2]s "$@"
+`, flag, real))
+	if err := os.Chmod(filepath.Join(bin, "git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	list, err := m.List(ctx)
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	if _, err := os.Stat(flag); err != nil {
+		t.Fatal("the wrapper was not used: the test proves nothing")
+	}
+	if len(list) != 1 || list[0].Task != "t09" {
+		t.Fatalf("list %+v", list)
+	}
+}
