@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"text/template"
 	"time"
@@ -699,14 +698,4 @@ func RenderPrompt(t *Task, plan *Plan, results map[string]TaskResult) (string, e
 		return "", fmt.Errorf("task %s: prompt template: %w", t.ID, err)
 	}
 	return b.String(), nil
-}
-
-// sortedIDs is for deterministic output.
-func sortedIDs[M ~map[string]V, V any](m M) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
 }

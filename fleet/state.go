@@ -30,15 +30,6 @@ const (
 	StatusCanceled = "cancelled"
 )
 
-// finished reports whether a status is final for this run attempt.
-func finished(s string) bool {
-	switch s {
-	case StatusPending, StatusWaiting, StatusRunning, StatusAsking:
-		return false
-	}
-	return true
-}
-
 // succeeded: dependents may start.
 func succeeded(s string) bool { return s == StatusMerged || s == StatusDone }
 
