@@ -186,15 +186,15 @@ func (r *Reservation) over(u Usage) error {
 	return nil
 }
 
-// nextWouldPass: a task at u whose updates grow by up to step would pass
-// its reservation with its next update (or is at it already).
+// nextWouldPass: a task at u whose updates grow by up to step is at its
+// reservation, or would pass it with its next update.
 func (r *Reservation) nextWouldPass(u, step Usage) error {
 	l := r.Limits
 	switch {
-	case l.Tokens > 0 && step.Tokens > 0 && u.Tokens+step.Tokens > l.Tokens:
-		return fmt.Errorf("%w: task %s used %d tokens; its next update (about %d) would pass its reservation of %d", ErrBudget, r.Task, u.Tokens, step.Tokens, l.Tokens)
-	case l.Cost > 0 && step.Cost > 0 && u.Cost+step.Cost > l.Cost+1e-9:
-		return fmt.Errorf("%w: task %s cost %.4g; its next update (about %.4g) would pass its reservation of %.4g", ErrBudget, r.Task, u.Cost, step.Cost, l.Cost)
+	case l.Tokens > 0 && (u.Tokens >= l.Tokens || u.Tokens+step.Tokens > l.Tokens):
+		return fmt.Errorf("%w: task %s used %d tokens; with its next update (about %d more) it would pass its reservation of %d", ErrBudget, r.Task, u.Tokens, step.Tokens, l.Tokens)
+	case l.Cost > 0 && (u.Cost >= l.Cost-1e-9 || u.Cost+step.Cost > l.Cost+1e-9):
+		return fmt.Errorf("%w: task %s cost %.4g; with its next update (about %.4g more) it would pass its reservation of %.4g", ErrBudget, r.Task, u.Cost, step.Cost, l.Cost)
 	}
 	return nil
 }

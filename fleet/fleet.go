@@ -789,8 +789,9 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 // liveMeter watches a running turn's usage against the task's
 // reservation and stops the task (the runner then cancels the turn, and
 // kills an agent that ignores the cancel after the cancel grace) as soon
-// as its next update could pass the reservation: when its usage plus the
-// largest step it has taken so far is over it. Agents report usage after
+// as it is at the reservation or its next update could pass it: when its
+// usage plus the largest step between two of its updates so far is over
+// it. Agents report usage after
 // spending it, so this is what keeps a task within about one update of
 // its reservation, and the fleet within its limit.
 type liveMeter struct {
@@ -801,6 +802,7 @@ type liveMeter struct {
 	mu      sync.Mutex
 	u       driver.Usage
 	last    Usage // the turn's usage at the previous update
+	seen    bool  // an update came
 	maxStep Usage // its largest increase between two updates
 	once    sync.Once
 }
@@ -824,8 +826,12 @@ func (l *liveMeter) Emit(ev driver.Event) {
 		return
 	}
 	turn := Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount}
-	l.maxStep = Usage{Tokens: max(l.maxStep.Tokens, turn.Tokens-l.last.Tokens), Cost: max(l.maxStep.Cost, turn.Cost-l.last.Cost)}
-	l.last = turn
+	if l.seen {
+		// Steps between updates; the first update is not one: it carries
+		// the whole initial context (system prompt, tools).
+		l.maxStep = Usage{Tokens: max(l.maxStep.Tokens, turn.Tokens-l.last.Tokens), Cost: max(l.maxStep.Cost, turn.Cost-l.last.Cost)}
+	}
+	l.last, l.seen = turn, true
 	u, step := l.before.add(turn), l.maxStep
 	l.mu.Unlock()
 	err := l.res.Update(u)
