@@ -363,8 +363,15 @@ func TestGitDirRedirectRefused(t *testing.T) {
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatalf("tai's git ran the agent's fsmonitor command\n%s\n%s", out, errOut)
 	}
-	if code != 1 || !strings.Contains(errOut, "does not point at its registered gitdir") {
-		t.Fatalf("exit %d, want 1 naming the redirect\n%s\n%s", code, out, errOut)
+	// Where the file service itself refuses to write .git, the redirect
+	// never happens; otherwise tai's git refuses the worktree.
+	if !strings.Contains(errOut, "does not point at its registered gitdir") {
+		b, _ := os.ReadFile(filepath.Join(repo, ".tai", "worktrees", "gitdir", "evil", ".git"))
+		if !strings.HasPrefix(string(b), "gitdir: "+filepath.Join(repo, ".git", "worktrees")) {
+			t.Fatalf("exit %d: the .git was rewritten (%q) and tai did not refuse it\n%s\n%s", code, b, out, errOut)
+		}
+	} else if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
 	if strings.Contains(git(t, repo, "ls-tree", "-r", "--name-only", "tai-fleet/gitdir"), "work.txt") {
 		t.Fatal("the tampered worktree's work was merged")
@@ -476,5 +483,51 @@ func TestFleetPlanDefaultAgent(t *testing.T) {
 	b, err := os.ReadFile(out)
 	if err != nil || !strings.Contains(string(b), "add a greeting") {
 		t.Fatalf("plan: %v\n%s", err, b)
+	}
+}
+
+// The same redirect planted from outside while the agent works (whatever
+// the file service allows): tai's next git call in the worktree refuses,
+// naming why, and the planted command never runs.
+func TestGitDirRedirectPlantedRefused(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	tmp := t.TempDir()
+	marker, fifo := filepath.Join(tmp, "pwned"), filepath.Join(tmp, "go-on")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(pd, "w.yaml"), fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: cat, args: [%q]}\n  - text: done\n", fifo))
+	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: w, script: w.yaml, prompt: go}\n")
+	cmd := tai(repo, "fleet", "run", "--run-id", "planted", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	var o bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &o
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The agent blocks on the FIFO after writing work.txt: plant, then
+	// let it finish. Opening the FIFO for writing waits for the agent.
+	wt := filepath.Join(repo, ".tai", "worktrees", "planted", "w")
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := filepath.Join(wt, "evil")
+	for _, d := range []string{"objects", "refs"} {
+		if err := os.MkdirAll(filepath.Join(evil, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(evil, "HEAD"), "ref: refs/heads/main\n")
+	write(t, filepath.Join(evil, "config"), "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch "+marker+"\n")
+	write(t, filepath.Join(wt, ".git"), "gitdir: evil\n")
+	_, _ = f.WriteString("go\n")
+	_ = f.Close()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(o.String(), "does not point at its registered gitdir") {
+		t.Fatalf("%v, want exit 1 naming the redirect\n%s", err, o.String())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("tai's git ran the planted fsmonitor command")
 	}
 }
