@@ -378,6 +378,10 @@ func (s Step) validate() error {
 		if s.Usage.Used < 0 || s.Usage.Size < 0 {
 			return errors.New("used and size must not be negative")
 		}
+	case s.SpendAfterCancel != nil:
+		if s.SpendAfterCancel.Used < 0 || s.SpendAfterCancel.Size < 0 {
+			return errors.New("used and size must not be negative")
+		}
 	case s.Info != nil:
 		if s.Info.Title == "" {
 			return errors.New("title is required")
