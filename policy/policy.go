@@ -414,7 +414,15 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	if m, ok := e.mem.Lookup(d.Key); ok {
 		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
 	}
-	ans, err := e.prompter.Ask(WithAsker(ctx, e.asker), req)
+	actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: by, Why: why})
+	var ans Answer
+	var via string
+	var err error
+	if vp, ok := e.prompter.(ViaPrompter); ok {
+		ans, via, err = vp.AskVia(actx, req)
+	} else {
+		ans, err = e.prompter.Ask(actx, req)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return cancelled(d, "the turn was cancelled"), nil
@@ -422,6 +430,10 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		return cancelled(d, "prompt failed"), fmt.Errorf("asking for permission: %w", err)
 	}
 	reason := "answered at the terminal; asked because " + why
+	if via != "" && via != ViaTerminal {
+		reason = "answered via " + via + "; asked because " + why
+	}
+	d.Via = via
 	if ans.always() {
 		m := Remembered{Allow: ans.allows(), At: e.now().UTC(), Title: req.ToolCall.Title, Session: req.Session}
 		if err := e.mem.Remember(d.Key, m); err != nil {
