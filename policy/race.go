@@ -79,8 +79,16 @@ func (r Race) AskVia(ctx context.Context, req driver.PermissionRequest) (Answer,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a, err := ch.Ask(rctx, req)
-			results <- result{a, ch.Name, err}
+			var res result
+			if vp, ok := ch.Prompter.(ViaPrompter); ok {
+				res.a, res.via, res.err = vp.AskVia(rctx, req)
+			} else {
+				res.a, res.err = ch.Ask(rctx, req)
+			}
+			if res.via == "" {
+				res.via = ch.Name
+			}
+			results <- res
 		}()
 	}
 	var won result
