@@ -15,10 +15,12 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/term"
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
@@ -35,6 +37,7 @@ type FleetFlags struct {
 	Repo        string
 	Verbose     bool
 	CancelGrace time.Duration
+	Feed        FeedFlags
 }
 
 // FleetRun runs `tai fleet run PLAN`.
@@ -58,9 +61,9 @@ func FleetResume(ctx context.Context, f FleetFlags, run string, std IO) int {
 
 func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	switch f.Output {
-	case "", OutputText, OutputJSON:
+	case "", OutputText, OutputJSON, OutputStreamJSON:
 	default:
-		fmt.Fprintf(std.Err, "tai fleet: --output must be text or json, not %q\n", f.Output)
+		fmt.Fprintf(std.Err, "tai fleet: --output must be text, json or stream-json, not %q\n", f.Output)
 		return int(exitcode.Usage)
 	}
 	logger := newLogger(std.Err, f.Verbose)
@@ -90,21 +93,49 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	}()
 	o.Audit = log
 
-	// A human, when there is a terminal: permission asks (one "always"
-	// answers every task of the run) and questions nobody else could answer.
-	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) {
-		defer tty.Close()
-		h := newHuman(tty)
-		o.Prompter, o.AskHuman = h, h.askQuestion
+	srv, closeFeed, err := openFeed(o.RunID, feed.KindFleet, f.Feed, logger, std.Err)
+	defer closeFeed()
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai fleet:", err)
+		return int(exitcode.Usage)
+	}
+	var stream *fleetStream
+	if f.Output == OutputStreamJSON {
+		stream = newFleetStream(std.Out, o.RunID, time.Now)
+	}
+	o.TaskSink = func(task string) driver.Sink {
+		var ks sinks
+		if srv != nil {
+			ks = append(ks, srv.Sink(task))
+		}
+		if stream != nil {
+			ks = append(ks, stream.task(task))
+		}
+		return ks
 	}
 
 	var table *fleet.Table
 	progressOut := std.Out
-	if f.Output == OutputJSON {
+	if f.Output == OutputJSON || f.Output == OutputStreamJSON {
 		progressOut = std.Err
 	}
-	if f.Output != OutputJSON && isTTY(std.Out) {
-		table = &fleet.Table{W: std.Out, Now: time.Now}
+	if f.Output == OutputText || f.Output == "" {
+		if w, ok := termWidth(std.Out); ok {
+			table = &fleet.Table{W: std.Out, Now: time.Now, Run: o.RunID, Width: w}
+		}
+	}
+
+	// A human, when there is a terminal: permission asks (one "always"
+	// answers every task of the run) and questions nobody else could answer.
+	// tai top answers the same asks through the feed: the first answer wins.
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) {
+		defer tty.Close()
+		h := newHuman(tty)
+		h.table = table
+		o.Prompter, o.AskHuman = withFeed(h, srv), h.askQuestion
+	}
+
+	if table != nil {
 		o.Progress = table.Event
 		tick := time.NewTicker(time.Second)
 		stop := make(chan struct{})
@@ -125,6 +156,18 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	} else {
 		o.Progress = fleet.Lines(progressOut)
 	}
+	if srv != nil || stream != nil {
+		progress := o.Progress
+		o.Progress = func(e fleet.Event) {
+			progress(e)
+			if srv != nil {
+				publishTask(srv, e)
+			}
+			if stream != nil {
+				stream.event(e)
+			}
+		}
+	}
 
 	st, err := fleet.Run(ctx, o)
 	if err != nil {
@@ -143,9 +186,12 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 			fmt.Fprintln(std.Err, "tai fleet: --junit:", err)
 		}
 	}
-	if f.Output == OutputJSON {
+	switch f.Output {
+	case OutputJSON:
 		writeSummary(std.Out, st, log.Path())
-	} else {
+	case OutputStreamJSON:
+		stream.result(summaryOf(st, log.Path()))
+	default:
 		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d) — state %s, audit %s, results on branch %s\n",
 			st.Run, st.Status, st.ExitCode, filepath.Join(o.Dir, "state.json"), log.Path(), st.Target)
 		for _, id := range st.Order {
@@ -174,13 +220,18 @@ type Summary struct {
 	Counts   map[string]int     `json:"counts"`
 }
 
-func writeSummary(w io.Writer, st *fleet.State, auditPath string) {
+func summaryOf(st *fleet.State, auditPath string) Summary {
 	s := Summary{Run: st.Run, Status: st.Status, ExitCode: st.ExitCode, Target: st.Target, Base: st.Base,
 		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[string]int{}}
 	for _, id := range st.Order {
 		s.Tasks = append(s.Tasks, st.Tasks[id])
 		s.Counts[st.Tasks[id].Status]++
 	}
+	return s
+}
+
+func writeSummary(w io.Writer, st *fleet.State, auditPath string) {
+	s := summaryOf(st, auditPath)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
@@ -221,6 +272,7 @@ func alive(pid int) bool {
 // human asks at the terminal. Permission asks go through policy's
 // TTYPrompter; questions are read from the same line stream, one at a time.
 type human struct {
+	table  *fleet.Table // the live table, held while a question is on screen
 	mu     sync.Mutex
 	out    io.Writer
 	lines  chan string
@@ -249,12 +301,22 @@ func newHuman(tty *os.File) *human {
 func (h *human) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.table != nil {
+		// The table shows who asks, then keeps off the screen until the
+		// question is answered: it must not draw over the options.
+		h.table.Hold(strings.TrimPrefix(policy.AskerOf(ctx), "task "), "permission: "+req.ToolCall.Title)
+		defer h.table.Release()
+	}
 	return h.prompt.Ask(ctx, req)
 }
 
 func (h *human) askQuestion(ctx context.Context, task, q string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.table != nil {
+		h.table.Hold(task, "question: "+lastQuestionLine(q))
+		defer h.table.Release()
+	}
 	fmt.Fprintf(h.out, "\n[tai fleet] task %s asks:\n%s\nyour answer (empty = leave it blocked): ", task, q)
 	select {
 	case l, ok := <-h.lines:
@@ -394,4 +456,38 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) int {
 	}
 	fmt.Fprintf(std.Out, "plan saved to %s: review it, then run: tai fleet run %s\n", out, out)
 	return 0
+}
+
+// publishTask keeps the feed's view of a fleet task current.
+func publishTask(srv *feed.Server, e fleet.Event) {
+	if e.Task == "" {
+		return
+	}
+	t := e.State.Tasks[e.Task]
+	if t == nil {
+		return
+	}
+	srv.SetTask(feed.Task{ID: t.ID, Agent: t.Agent, Status: t.Status, Detail: e.Detail, Branch: t.Branch, Updated: e.Time.UTC()})
+}
+
+func lastQuestionLine(q string) string {
+	q = strings.TrimSpace(q)
+	if i := strings.LastIndexByte(q, '\n'); i >= 0 {
+		q = q[i+1:]
+	}
+	return q
+}
+
+// termWidth is w's width when it is a terminal.
+func termWidth(w io.Writer) (func() int, bool) {
+	f, ok := osFile(w)
+	if !ok || !isTTY(f) {
+		return nil, false
+	}
+	return func() int {
+		if c, _, err := term.GetSize(int(f.Fd())); err == nil && c > 0 {
+			return c
+		}
+		return 80
+	}, true
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
@@ -85,6 +86,8 @@ type RunFlags struct {
 	// Changed reports whether a flag was given on the command line; the
 	// config's defaults fill the others. Nil: every field is as given.
 	Changed func(flag string) bool
+
+	Feed FeedFlags
 
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	cfg      config.Config   // the user's and the project's configuration
@@ -355,6 +358,16 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		tp = &policy.TTYPrompter{In: tty, Out: tty}
 		prompter = tp
 	}
+	o.RunID = newRunID()
+	srv, closeFeed, err := openFeed(o.RunID, feed.KindRun, f.Feed, logger, std.Err)
+	closers = append(closers, closeFeed)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	if srv != nil {
+		o.Sinks = append(o.Sinks, srv.Sink(""))
+		prompter = withFeed(prompter, srv)
+	}
 	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil { // attached, the screen is the TUI's
 		text := render.NewText(std.Out, colorOn(std.Out))
 		o.Sinks = append(o.Sinks, text)
@@ -381,7 +394,6 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 
 	// Audit log: every run has one unless --no-audit.
-	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
 		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output}

@@ -165,6 +165,8 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
 	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
+	fl.StringVar(&f.Feed.Listen, "listen", "", "also serve the live feed on TCP at this address (e.g. 127.0.0.1:7777), behind a bearer token printed on stderr")
+	fl.BoolVar(&f.Feed.NoFeed, "no-feed", false, "no live feed: tai top cannot watch or answer this run")
 	fl.StringArrayVar(&f.Redact, "redact", nil, "also redact matches of this regexp in the audit log and trace; a (?P<secret>...) group limits it (repeatable)")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
@@ -286,9 +288,11 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		fl := c.Flags()
 		fl.IntVarP(&f.Concurrency, "concurrency", "j", 0, "tasks at a time (default: the plan's, else 4)")
 		fl.BoolVar(&f.FailFast, "fail-fast", false, "stop every task once one fails (default: the plan's)")
-		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout)")
+		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout) | stream-json (every task's frames, fleet frames, a fleet result frame)")
 		fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
 		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
+		fl.StringVar(&f.Feed.Listen, "listen", "", "also serve the live feed on TCP at this address, behind a bearer token printed on stderr")
+		fl.BoolVar(&f.Feed.NoFeed, "no-feed", false, "no live feed: tai top cannot watch or answer this run")
 	}
 	run := &cobra.Command{
 		Use:   "run [flags] PLAN.yaml",
