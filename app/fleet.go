@@ -99,17 +99,26 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 		fmt.Fprintln(std.Err, "tai fleet:", err)
 		return int(exitcode.Usage)
 	}
-	var stream *fleetStream
+	// Every run keeps its frames for `tai fleet logs`; with --output
+	// stream-json they are stdout too.
+	framesOut, err := os.OpenFile(filepath.Join(o.Dir, framesFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai fleet:", err)
+		return int(exitcode.Usage)
+	}
+	defer framesOut.Close()
+	var streamOut io.Writer = framesOut
 	if f.Output == OutputStreamJSON {
-		stream = newFleetStream(std.Out, o.RunID, time.Now)
+		streamOut = io.MultiWriter(framesOut, std.Out) // the file first: a closed stdout must not cut it
+	}
+	stream := newFleetStream(streamOut, o.RunID, time.Now)
+	if srv != nil {
+		stream.publish = srv.Publish // the fleet's frames are the feed's too
 	}
 	o.TaskSink = func(task string) driver.Sink {
-		var ks sinks
+		ks := sinks{stream.task(task)}
 		if srv != nil {
 			ks = append(ks, srv.Sink(task))
-		}
-		if stream != nil {
-			ks = append(ks, stream.task(task))
 		}
 		return ks
 	}
@@ -156,24 +165,27 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	} else {
 		o.Progress = fleet.Lines(progressOut)
 	}
-	if srv != nil || stream != nil {
-		progress := o.Progress
-		o.Progress = func(e fleet.Event) {
-			progress(e)
-			if srv != nil {
-				publishTask(srv, e)
-			}
-			if stream != nil {
-				stream.event(e)
-			}
+	progress := o.Progress
+	o.Progress = func(e fleet.Event) {
+		progress(e)
+		if srv != nil {
+			publishTask(srv, e)
 		}
+		stream.event(e)
 	}
 
 	st, err := fleet.Run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai fleet:", err)
-		return int(exitcode.Of(err))
+		sum := Summary{Run: o.RunID, Status: "error", Audit: log.Path(), Counts: map[string]int{}}
+		if st != nil {
+			sum = summaryOf(st, log.Path())
+		}
+		sum.ExitCode, sum.Error = int(exitcode.Of(err)), err.Error()
+		stream.result(sum) // a stream always ends with its result
+		return sum.ExitCode
 	}
+	stream.result(summaryOf(st, log.Path()))
 	if f.JUnit != "" {
 		jf, err := os.Create(f.JUnit)
 		if err == nil {
@@ -190,7 +202,6 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	case OutputJSON:
 		writeSummary(std.Out, st, log.Path())
 	case OutputStreamJSON:
-		stream.result(summaryOf(st, log.Path()))
 	default:
 		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d) — state %s, audit %s, results on branch %s\n",
 			st.Run, st.Status, st.ExitCode, filepath.Join(o.Dir, "state.json"), log.Path(), st.Target)
@@ -218,6 +229,7 @@ type Summary struct {
 	Usage    fleet.Usage        `json:"usage"`
 	Tasks    []*fleet.TaskState `json:"tasks"`
 	Counts   map[string]int     `json:"counts"`
+	Error    string             `json:"error,omitempty"` // why the fleet could not run or finish
 }
 
 func summaryOf(st *fleet.State, auditPath string) Summary {
@@ -238,8 +250,15 @@ func writeSummary(w io.Writer, st *fleet.State, auditPath string) {
 	_ = enc.Encode(s)
 }
 
-// FleetStatus runs `tai fleet status RUN`.
+// FleetStatus runs `tai fleet status [RUN]` (default: the latest run).
 func FleetStatus(run string, asJSON bool, std IO) int {
+	if run == "" {
+		latest, err := latestFleetRun()
+		if err != nil {
+			return fail(std, err)
+		}
+		run = latest
+	}
 	st, err := fleet.LoadState(fleet.RunDir(run))
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai fleet status:", err)

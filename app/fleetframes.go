@@ -52,6 +52,8 @@ type FleetResultFrame struct {
 type fleetStream struct {
 	run string
 	now func() time.Time
+	// publish, if set, also gets the fleet's own frames (the live feed).
+	publish func(any)
 
 	mu  sync.Mutex
 	enc *json.Encoder
@@ -64,11 +66,15 @@ func newFleetStream(w io.Writer, run string, now func() time.Time) *fleetStream 
 	return &fleetStream{run: run, now: now, enc: enc}
 }
 
-func (s *fleetStream) write(fill func(seq uint64, ts time.Time) any) {
+func (s *fleetStream) write(own bool, fill func(seq uint64, ts time.Time) any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	_ = s.enc.Encode(fill(s.seq, s.now().UTC()))
+	f := fill(s.seq, s.now().UTC())
+	_ = s.enc.Encode(f)
+	if own && s.publish != nil {
+		s.publish(f)
+	}
 }
 
 // task is a task's sink.
@@ -80,14 +86,14 @@ type taskSink struct {
 }
 
 func (k taskSink) Emit(ev driver.Event) {
-	k.s.write(func(seq uint64, _ time.Time) any {
+	k.s.write(false, func(seq uint64, _ time.Time) any {
 		ev.Seq = seq
 		return TaskFrame{Run: k.s.run, Task: k.id, Event: ev}
 	})
 }
 
 func (s *fleetStream) event(e fleet.Event) {
-	s.write(func(seq uint64, ts time.Time) any {
+	s.write(true, func(seq uint64, ts time.Time) any {
 		f := FleetEventFrame{Type: FleetEventFrameType, Run: s.run, Seq: seq, Ts: ts, Event: e.Kind, Task: e.Task, Detail: e.Detail, Usage: e.State.Usage}
 		if t := e.State.Tasks[e.Task]; t != nil {
 			f.Status = t.Status
@@ -97,7 +103,7 @@ func (s *fleetStream) event(e fleet.Event) {
 }
 
 func (s *fleetStream) result(sum Summary) {
-	s.write(func(seq uint64, ts time.Time) any {
+	s.write(true, func(seq uint64, ts time.Time) any {
 		return FleetResultFrame{Type: FleetResultFrameType, Seq: seq, Ts: ts, Summary: sum}
 	})
 }

@@ -325,11 +325,11 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 	addRunFlags(resume)
 	var so outputFlag
 	status := &cobra.Command{
-		Use:   "status RUN",
-		Short: "Show where a fleet run stands",
-		Args:  cobra.ExactArgs(1),
+		Use:   "status [RUN]",
+		Short: "Show where a fleet run stands (default: the latest run)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return code(app.FleetStatus(args[0], so.asJSON(), std))
+			return code(app.FleetStatus(firstArg(args), so.asJSON(), std))
 		},
 	}
 	so.add(status)
@@ -350,7 +350,35 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 	plan.Flags().StringVarP(&pf.Cwd, "cwd", "C", "", "workspace the agent may read (default: the current directory)")
 	plan.Flags().StringVar(&pf.Approve, "approve", "reads", "permission mode for the planning agent")
 	plan.Flags().DurationVar(&pf.Timeout, "timeout", 0, "cancel the planning run after this long")
-	parent.AddCommand(run, resume, status, plan)
+	var lo outputFlag
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the fleet runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.FleetList(lo.asJSON(), std))
+		},
+	}
+	lo.add(list)
+	var lf app.FleetLogsFlags
+	var logo outputFlag
+	logs := &cobra.Command{
+		Use:   "logs [RUN [TASK]]",
+		Short: "Show a fleet run's events (one task's with TASK); -f follows a live run until it ends",
+		Args:  cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lf.JSON = logo.asJSON()
+			task := ""
+			if len(args) == 2 {
+				task = args[1]
+			}
+			return code(app.FleetLogs(cmd.Context(), lf, firstArg(args), task, std))
+		},
+	}
+	logs.Flags().BoolVarP(&lf.Follow, "follow", "f", false, "follow a live run's feed until the run ends")
+	logo.add(logs)
+	logs.ValidArgsFunction = fleetRuns
+	parent.AddCommand(run, resume, status, plan, list, logs)
 	return parent
 }
 
@@ -485,4 +513,11 @@ func newDoctor(std app.IO) *cobra.Command {
 	c.Flags().StringVarP(&cwd, "cwd", "C", "", "the repository whose worktrees to look at (default: the current directory)")
 	o.add(c)
 	return c
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
