@@ -213,10 +213,10 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool) (id, why string) {
 
 var (
 	// Calls that delete a directory tree, in the interpreters' libraries.
-	codeTreeDelete = regexp.MustCompile(`\b(rmtree|remove_tree|rm_rf|rm_r|remove_dir|remove_entry_secure|remove_entry|rmSync|rmdirSync|remove_dir_all|RemoveAll|rimraf|deltree)\b\s*`)
+	codeTreeDelete  = regexp.MustCompile(`\b(rmtree|remove_tree|rm_rf|rm_r|remove_dir|remove_entry_secure|remove_entry|rmSync|rmdirSync|remove_dir_all|RemoveAll|rimraf|deltree)\b\s*`)
 	codeRecursiveRm = regexp.MustCompile(`\.(rm|rmdir)\s*\(\s*`)
 	// Calls that run a command line.
-	codeExec = regexp.MustCompile(`\b(system|popen|exec|execSync|execFile|execFileSync|spawn|spawnSync|check_call|check_output|call|run|Popen|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute|execvp|execv|execl|execlp)\b\s*`)
+	codeExec      = regexp.MustCompile(`\b(system|popen|exec|execSync|execFile|execFileSync|spawn|spawnSync|check_call|check_output|call|run|Popen|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute|execvp|execv|execl|execlp)\b\s*`)
 	codeBackticks = regexp.MustCompile("`([^`]*)`|\\bqx\\s*[({\\[/]([^)}\\]/]*)|%x[({\\[]([^)}\\]]*)")
 	codeForkBomb  = regexp.MustCompile(`(?s)(\b(while|until|loop)\b|for\s*\(\s*;\s*;\s*\)).{0,60}\bfork\b|\bfork\b.{0,20}\bwhile\b`)
 	codeDisk      = regexp.MustCompile(`["']/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)

@@ -214,10 +214,10 @@ type facts struct {
 	kind      string
 	tool      string // the tool's name, else its title
 	paths     []pathFact
-	writes    bool     // it changes files: an edit, delete or move kind, or a diff
-	command   string   // the command line, from raw_input (else the title)
-	lines     []string // every command line worth checking for a deny: command and the title's
-	cwd       string   // the command's working directory, absolute; "" unknown
+	writes    bool         // it changes files: an edit, delete or move kind, or a diff
+	command   string       // the command line, from raw_input (else the title)
+	lines     []string     // every command line worth checking for a deny: command and the title's
+	cwd       string       // the command's working directory, absolute; "" unknown
 	shell     []*shellLine // lines, as read by the shell parser
 	allowSeg  []string     // the simple commands an allow rule must all match
 	denySeg   []string     // every simple command, as written and normalized
