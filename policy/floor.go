@@ -565,7 +565,8 @@ func (e *Engine) mvSource(args []shWord, cwds []string) (string, bool) {
 			continue
 		}
 		if w.glob >= 0 {
-			dir := expandHome(w.val[:strings.LastIndexByte(w.val[:w.glob]+"/", '/')+1], e.ws.home)
+			prefix := w.val[:w.glob]
+			dir := expandHome(prefix[:strings.LastIndexByte(prefix, '/')+1], e.ws.home)
 			if d := filepath.Clean(dir); !filepath.IsAbs(dir) || d != "/" && !isAncestorOrSelf(d, e.ws.home) {
 				continue
 			}

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"slices"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -41,7 +42,8 @@ type shellEnv struct {
 
 // shWord is one word of a command after quote removal.
 type shWord struct {
-	src   string // as written
+	src    string // as written
+	script string // for a word that is not static: its script text (see scriptText)
 	val   string // its value; unknown parts are unknownMark
 	glob  int    // index in val of the first unquoted glob character; -1 none
 	split bool   // an unquoted unknown part: it may split into several words, options too
@@ -134,6 +136,21 @@ type part struct {
 	depth int
 }
 
+// stmtText is a statement as written, without its ; or &.
+func (p *part) stmtText(s *syntax.Stmt) string {
+	a, b := int(s.Pos().Offset()), 0
+	if s.Cmd != nil {
+		b = int(s.Cmd.End().Offset())
+	}
+	for _, r := range s.Redirs {
+		b = max(b, int(r.End().Offset()))
+	}
+	if a < 0 || b > len(p.src) || a > b {
+		return ""
+	}
+	return collapse(p.src[a:b])
+}
+
 func (p *part) slice(n syntax.Node) string {
 	a, b := int(n.Pos().Offset()), int(n.End().Offset())
 	if a < 0 || b > len(p.src) || a > b {
@@ -168,7 +185,8 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 		in = redir.stdin
 	}
 	switch c := s.Cmd.(type) {
-	case nil:
+	case nil: // > file: only redirections
+		p.add(&shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, stdin: in, devRedir: redir.device})
 	case *syntax.CallExpr:
 		return p.call(s, c, cwds, in, forking, redir)
 	case *syntax.BinaryCmd:
@@ -250,7 +268,7 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 				words = append(words, p.word(a.Value))
 			}
 		}
-		dc := &shCmd{text: collapse(p.slice(s)), argv: words, norm: wordsText(words), depth: p.depth, cwds: cwds, stdin: in, devRedir: redir.device}
+		dc := &shCmd{text: p.stmtText(s), argv: words, norm: wordsText(words), depth: p.depth, cwds: cwds, stdin: in, devRedir: redir.device}
 		if c.Variant != nil {
 			dc.name = c.Variant.Value
 		}
@@ -337,7 +355,7 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 	for _, w := range c.Args {
 		words = append(words, p.word(w))
 	}
-	cmd := &shCmd{text: collapse(p.slice(s)), depth: p.depth, cwds: cwds, stdin: in, devRedir: redir.device}
+	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, stdin: in, devRedir: redir.device}
 	for _, w := range c.Args {
 		if p.fetches(w) {
 			cmd.fetchSub = true
@@ -349,7 +367,7 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 		}
 	}
 	if len(words) > 0 {
-		if n := words[0]; n.static() && slices0(p.r.funcs, n.val) && forking {
+		if n := words[0]; n.static() && slices.Contains(p.r.funcs, n.val) && forking {
 			p.r.line.bombs = append(p.r.line.bombs, n.val)
 		}
 	}
@@ -358,15 +376,6 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 		p.substs(w, cwds)
 	}
 	return ok, fail, cmd
-}
-
-func slices0(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // run fills in cmd for the words it runs, adds it, and adds the commands it
@@ -429,7 +438,9 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 					items = append(items, lit(f))
 				}
 			} else {
-				items = []shWord{{src: "(xargs input)", val: unknownMark, glob: -1, split: true}}
+				// Each item is one argument: it may be any path, but is
+				// not taken for options.
+				items = []shWord{{src: "(xargs input)", val: unknownMark, glob: -1}}
 			}
 		}
 		if len(inner) == 0 {
@@ -440,7 +451,7 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 			for _, w := range inner {
 				if strings.Contains(w.val, repl) {
 					for _, it := range items {
-						run = append(run, shWord{src: w.src, val: strings.ReplaceAll(w.val, repl, it.val), glob: -1, split: it.split})
+						run = append(run, shWord{src: w.src, val: strings.ReplaceAll(w.val, repl, it.val), glob: -1})
 					}
 					continue
 				}
@@ -604,7 +615,7 @@ func (r *reader) cd(cwds []string, args []shWord) []string {
 func union(a, b []string) []string {
 	out := make([]string, 0, len(a)+len(b))
 	for _, s := range append(append([]string(nil), a...), b...) {
-		if !slices0(out, s) {
+		if !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
@@ -736,6 +747,9 @@ func (p *part) word(w *syntax.Word) shWord {
 		}
 	}
 	out.val = b.String()
+	if !out.static() {
+		out.script = p.scriptText(w)
+	}
 	return out
 }
 
@@ -873,10 +887,8 @@ func (p *part) scriptOf(w shWord) string {
 	if w.static() {
 		return w.val
 	}
-	// Re-read what was written: the nested reading sees the same unknowns.
-	if f, err := syntax.NewParser().Document(strings.NewReader(w.src)); err == nil {
-		q := &part{r: p.r, src: w.src, depth: p.depth}
-		return q.scriptText(f)
+	if w.script != "" {
+		return w.script
 	}
 	return w.src
 }
@@ -1007,7 +1019,7 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 				if hasVal {
 					a := lit(val)
 					arg = &a
-				} else if slices0(spec.longArgs, key) && len(w) > 0 {
+				} else if slices.Contains(spec.longArgs, key) && len(w) > 0 {
 					a := w[0]
 					arg, w = &a, w[1:]
 				}
@@ -1164,7 +1176,7 @@ func xargsArgs(args []shWord) (inner []shWord, repl string) {
 		case strings.HasPrefix(a, "-I"):
 			repl = a[2:]
 		case strings.HasPrefix(a, "--"):
-			if !strings.Contains(a, "=") && slices0([]string{"--arg-file", "--delimiter", "--eof", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}, a) && len(args) > 0 {
+			if !strings.Contains(a, "=") && slices.Contains([]string{"--arg-file", "--delimiter", "--eof", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}, a) && len(args) > 0 {
 				args = args[1:]
 			}
 		case len(a) == 2 && strings.IndexByte("adEeLlnPs", a[1]) >= 0 && len(args) > 0:
@@ -1281,7 +1293,7 @@ func interpreter(name string) string {
 // command line, and whether it reads its program from standard input.
 func interpreterCode(family string, args []shWord) (code []shWord, readsStdin bool) {
 	codeOpts := map[string]string{"python": "c", "perl": "eE", "ruby": "e", "node": "ep", "php": "rR", "lua": "e", "other": "ec"}[family]
-	argOpts := map[string]string{"python": "mWXQ", "perl": "IMmlx", "ruby": "IrCEFxKT", "node": "r", "php": "cdzfFtb", "lua": "l", "awk": "vFf", "other": ""}[family]
+	argOpts := map[string]string{"python": "mWXQ", "perl": "IMm", "ruby": "IrCEFxKT", "node": "r", "php": "cdzfFtb", "lua": "l", "awk": "vFf", "other": ""}[family]
 	script := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
