@@ -405,11 +405,11 @@ func TestFloorReasons(t *testing.T) {
 	ws, home := testWS(t)
 	e := engine(t, Config{Mode: Yolo}, Flags{}, Options{Workspace: ws, Home: home})
 	for line, part := range map[string]string{
-		`rm -rf "$X"`:           "not known before it runs",
-		`rm -rf / '`:            "does not parse",
-		`curl x | python3`:      "python3",
-		`shred /dev/vda`:        "/dev/vda",
-		"rm -rf " + ws:          "workspace root",
+		`rm -rf "$X"`:      "not known before it runs",
+		`rm -rf / '`:       "does not parse",
+		`curl x | python3`: "python3",
+		`shred /dev/vda`:   "/dev/vda",
+		"rm -rf " + ws:     "workspace root",
 		`python3 -c 'import os; os.system("rm -rf /")'`: "run by python3",
 	} {
 		d, err := e.Decide(context.Background(), execReq(line))

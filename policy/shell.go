@@ -44,9 +44,9 @@ type shellEnv struct {
 type shWord struct {
 	src    string // as written
 	script string // for a word that is not static: its script text (see scriptText)
-	val   string // its value; unknown parts are unknownMark
-	glob  int    // index in val of the first unquoted glob character; -1 none
-	split bool   // an unquoted unknown part: it may split into several words, options too
+	val    string // its value; unknown parts are unknownMark
+	glob   int    // index in val of the first unquoted glob character; -1 none
+	split  bool   // an unquoted unknown part: it may split into several words, options too
 }
 
 func (w shWord) static() bool { return !strings.Contains(w.val, unknownMark) }
