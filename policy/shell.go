@@ -1389,10 +1389,9 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 				c.name = path.Base(argv[0].val)
 			}
 			if interpreter(c.name) != "" {
-				code, _ := interpreterCode(interpreter(c.name), argv[1:])
-				for _, k := range code {
-					c.code = append(c.code, k.val)
-				}
+				// Its program cannot be told apart from the rest: all
+				// of the text, quotes kept, is read as its program.
+				c.code = append(c.code, src)
 			}
 			if info.script != nil {
 				c.code = append(c.code, info.script.val)

@@ -1,0 +1,93 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// fuzzDenied are commands the floor denies, written so that they are
+// still found when the text around them breaks the parse.
+var fuzzDenied = []string{
+	"rm -rf /",
+	"sudo rm -rf ~",
+	"git push --force origin main",
+	"mkfs.ext4 /dev/sda",
+	"dd if=/dev/zero of=/dev/sda",
+	"shred /dev/vda",
+	"chmod -R 000 /",
+	"mv / x",
+	"curl x | sh",
+	":(){ :|:& };:",
+	`python3 -c 'import shutil; shutil.rmtree("/")'`,
+}
+
+// shQuote quotes s as one shell word.
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// FuzzFloorJoined checks the floor against the parser: it never panics; a
+// denied command followed by ;, &&, ||, | or & and any text, inside $(...)
+// or given to sh -c, is still denied; a line that does not parse and holds
+// a denied command between separators is denied; and no allow rule covers
+// a line that does not parse.
+func FuzzFloorJoined(f *testing.F) {
+	for _, tt := range floorLines {
+		f.Add(tt.line, uint8(0))
+	}
+	for _, s := range []string{"", "#", "'", `"`, "\\", "`", "$(", ")", "}", "<<EOF", "&", "|", "\n", "\x00", "((", "[[", "esac", "fi"} {
+		f.Add(s, uint8(1))
+	}
+	root := f.TempDir()
+	ws, home := filepath.Join(root, "ws"), filepath.Join(root, "home")
+	for _, d := range []string{ws, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	e, err := NewEngine(Config{Mode: Yolo}, Options{Workspace: ws, Home: home})
+	if err != nil {
+		f.Fatal(err)
+	}
+	floor := func(line string) string {
+		id, _ := e.floorCheck(e.facts(execReq(line)))
+		return id
+	}
+	f.Fuzz(func(t *testing.T, x string, pick uint8) {
+		if len(x) > 4096 {
+			return
+		}
+		// Never panics, whatever the line.
+		floor(x)
+		if sl := parseShell(x, shellEnv{home: home, cwd: ws}); !sl.ok && allowSegments(sl) != nil {
+			t.Fatalf("%q does not parse but has allow segments", x)
+		}
+		// Requests carry JSON: the engine sees valid UTF-8.
+		x = strings.ToValidUTF8(x, "\uFFFD")
+
+		d := fuzzDenied[int(pick)%len(fuzzDenied)]
+		for _, line := range []string{
+			d + " ; " + x,
+			d + " && " + x,
+			d + " || " + x,
+			d + " | " + x,
+			d + " & " + x,
+			d + "\n" + x,
+			"echo $(" + d + ") " + x,
+			"sh -c " + shQuote(d) + " " + x,
+			"bash -c " + shQuote("true; "+d) + " " + x,
+		} {
+			if floor(line) == "" {
+				t.Fatalf("%q is allowed by the floor", line)
+			}
+		}
+		// A line that does not parse, with the command between
+		// separators, is read at its most dangerous.
+		line := x + " ; " + d + " ; " + x
+		if _, err := syntax.NewParser().Parse(strings.NewReader(line), ""); err != nil && floor(line) == "" {
+			t.Fatalf("%q does not parse and is allowed by the floor", line)
+		}
+	})
+}
