@@ -21,15 +21,15 @@ type FloorRule struct {
 // allow rule or remembered answer is looked at. Only the policy file can
 // turn it off (floor = false, or floor_disable = [ids]); no flag can.
 var FloorRules = []FloorRule{
-	{"floor-rm-root", "recursive rm (or find -delete) of /, a top-level directory, ~ or $HOME, or the workspace root or a parent of it"},
+	{"floor-rm-root", "recursive rm (or find -delete, or a tree deletion in an interpreter one-liner), or mv, of /, a top-level directory, ~ or $HOME, or the workspace root or a parent of it; a target not known before the command runs counts"},
 	{"floor-chmod-root", "recursive chmod, chown or chgrp of the same targets"},
 	{"floor-write-outside", "an edit, delete or move of a path outside the workspace (and the write roots)"},
 	{"floor-policy-files", "an edit, delete or move of the policy file or the persistent memory file"},
 	{"floor-git-force-push", "a forced push to, or a deletion of, a protected branch (a forced push whose branch cannot be told counts)"},
-	{"floor-mkfs", "making or wiping a filesystem (mkfs, mke2fs, wipefs)"},
-	{"floor-dd-device", "dd of=/dev/... or a redirection onto a disk device"},
-	{"floor-fork-bomb", "a fork bomb"},
-	{"floor-pipe-shell", "a download piped or substituted into a shell (curl ... | sh)"},
+	{"floor-mkfs", "making or wiping a filesystem (mkfs, mke2fs, mkswap, wipefs)"},
+	{"floor-dd-device", "dd of=/dev/..., shred of a device, or a redirection (or tee, cp) onto a disk device"},
+	{"floor-fork-bomb", "a fork bomb (a function that starts copies of itself, fork in a loop)"},
+	{"floor-pipe-shell", "a download piped or substituted into a shell or an interpreter (curl ... | sh, curl ... | python3)"},
 }
 
 // DefaultProtectedBranches are the branches floor-git-force-push protects
