@@ -135,6 +135,16 @@ func (e *Engine) floorLine(sl *shellLine, raw string) (id, why string) {
 	return "", ""
 }
 
+// floorName reports whether the floor looks at a program of this name.
+func floorName(name string) bool {
+	switch name {
+	case "rm", "find", "mv", "chmod", "chown", "chgrp", "git", "mke2fs", "mkswap", "wipefs", "dd", "shred", "blkdiscard",
+		"tee", "cp", "cat", "pv":
+		return true
+	}
+	return strings.HasPrefix(name, "mkfs") || runsProgram(name)
+}
+
 // runsProgram reports whether a program runs its input or arguments as a
 // program of its own: shells, eval, source and interpreters.
 func runsProgram(name string) bool {

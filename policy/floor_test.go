@@ -420,5 +420,22 @@ func TestFloorReasons(t *testing.T) {
 			t.Errorf("%q: reason %q does not say %q", line, d.Reason, part)
 		}
 	}
-	_ = filepath.Join
+}
+
+func BenchmarkDecideShell(b *testing.B) {
+	root := b.TempDir()
+	e, err := NewEngine(Config{Mode: Yolo}, Options{Workspace: filepath.Join(root, "ws"), Home: filepath.Join(root, "home")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := make([]driver.PermissionRequest, len(floorLines))
+	for i, tt := range floorLines {
+		reqs[i] = execReq(tt.line)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := e.Decide(context.Background(), reqs[i%len(reqs)]); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

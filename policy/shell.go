@@ -27,6 +27,10 @@ const maxShellDepth = 4
 // maxShellCommands bounds the commands read from one line.
 const maxShellCommands = 2048
 
+// maxExpandedWords bounds the words of a command xargs or find -exec
+// runs, once its items are put in.
+const maxExpandedWords = 4096
+
 // unknownMark stands in a word's value for a part that cannot be known
 // before the command runs.
 const unknownMark = "\x00"
@@ -104,19 +108,29 @@ func parseShellAt(line string, env shellEnv, cwds []string, depth int) *shellLin
 	sl := &shellLine{ok: true}
 	r := &reader{env: env, line: sl}
 	r.script(line, cwds, stream{}, depth)
+	if r.overflow {
+		// Too many commands to follow: the whole line is read as one that
+		// does not parse.
+		sl.cmds = nil
+		r.guess(line, cwds, depth)
+	}
 	return sl
 }
 
 type reader struct {
-	env   shellEnv
-	line  *shellLine
-	funcs []string // the functions whose bodies are being read
-	vars  map[string]*shWord
+	env      shellEnv
+	line     *shellLine
+	overflow bool     // more than maxShellCommands
+	funcs    []string // the functions whose bodies are being read
+	vars     map[string]*shWord
 }
 
 // script reads src, a script of its own (a line, an sh -c script).
 func (r *reader) script(src string, cwds []string, in stream, depth int) {
-	if depth > maxShellDepth || len(r.line.cmds) >= maxShellCommands {
+	if r.overflow {
+		return
+	}
+	if depth > maxShellDepth {
 		r.guess(src, cwds, depth)
 		return
 	}
@@ -173,7 +187,11 @@ func (p *part) stmts(list []*syntax.Stmt, cwds []string, in stream) []string {
 // shell in when it succeeds and when it fails, and its simple command when
 // it is one.
 func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok, fail []string, main *shCmd) {
-	if s == nil || len(p.r.line.cmds) >= maxShellCommands {
+	if s == nil || p.r.overflow {
+		return cwds, cwds, nil
+	}
+	if len(p.r.line.cmds) >= maxShellCommands {
+		p.r.overflow = true
 		return cwds, cwds, nil
 	}
 	forking = forking || s.Background || s.Coprocess || s.Disown
@@ -445,6 +463,10 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 		}
 		if len(inner) == 0 {
 			inner = []shWord{lit("echo")}
+		}
+		if len(items)*len(inner) > maxExpandedWords {
+			// Too many to list: one item that may be any of them.
+			items = []shWord{{src: "(xargs input)", val: unknownMark, glob: -1}}
 		}
 		var run []shWord
 		if repl != "" {
@@ -1194,6 +1216,9 @@ type findExec struct{ written, run []shWord }
 // -okdir.
 func findExecs(args []shWord) []findExec {
 	roots, filtered := findRoots(args)
+	if len(roots)*len(args) > maxExpandedWords {
+		roots = []shWord{{src: "(find roots)", val: unknownMark, glob: -1}}
+	}
 	var out []findExec
 	for i := 0; i < len(args); i++ {
 		switch args[i].val {
@@ -1363,30 +1388,51 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 	flat := repl.Replace(src)
 	pieces := strings.FieldsFunc(flat, func(c rune) bool { return strings.ContainsRune(";&|()<>\n{}", c) })
 	for _, piece := range pieces {
-		fields := strings.Fields(piece)
-		if len(fields) > 256 {
-			fields = fields[:256]
-		}
-		words := make([]shWord, len(fields))
-		for i, f := range fields {
-			words[i] = lit(f)
-			words[i].glob = strings.IndexAny(f, "*?[")
+		var words []shWord
+		for _, f := range strings.Fields(piece) {
+			if f == "--" {
+				continue // so that no option is read as a path
+			}
+			w := lit(f)
+			w.glob = strings.IndexAny(f, "*?[")
 			if strings.Contains(f, "$") {
-				words[i].val = unknownMark
-				words[i].split = true
+				w.val, w.split = unknownMark, true
 			}
+			words = append(words, w)
 		}
+		seen := map[string]bool{}
+		others := 0
 		for i := range words {
-			if len(r.line.cmds) >= maxShellCommands {
-				return
-			}
 			argv, info := stripWrappers(words[i:])
-			c := &shCmd{text: collapse(piece), argv: argv, norm: wordsText(argv), depth: depth, cwds: cwds, guess: true}
-			if i > 0 {
-				c.text = c.norm
-			}
+			c := &shCmd{argv: argv, depth: depth, cwds: cwds, guess: true}
 			if len(argv) > 0 && argv[0].static() {
 				c.name = path.Base(argv[0].val)
+			}
+			if i < guessTexts {
+				// Rules look at the piece and at the commands its first
+				// words may start.
+				c.norm = wordsText(argv)
+				c.text = c.norm
+				if i == 0 {
+					c.text = collapse(piece)
+				}
+			} else {
+				// Further on, only what the floor looks at: the first
+				// rm, mv or chmod of a piece reads all that follows it
+				// (a later one reads less), others up to a bound.
+				switch {
+				case info.script == nil && len(argv) > 0 && argv[0].static() && !floorName(c.name):
+					continue
+				case supersetNames[c.name]:
+					if seen[c.name] {
+						continue
+					}
+					seen[c.name] = true
+				default:
+					if others++; others > guessTexts {
+						continue
+					}
+				}
 			}
 			if interpreter(c.name) != "" {
 				// Its program cannot be told apart from the rest: all
@@ -1400,6 +1446,14 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 		}
 	}
 }
+
+// guessTexts bounds the commands read per piece of a line that does not
+// parse, beyond those the floor must see.
+const guessTexts = 32
+
+// supersetNames are the floor's commands whose first occurrence in a
+// piece, read with all that follows it, covers every later one.
+var supersetNames = map[string]bool{"rm": true, "mv": true, "chmod": true, "chown": true, "chgrp": true}
 
 // hasOutputRedirect reports whether a simple command writes to a file with
 // >, >> or &> outside quotes. Redirections to /dev/null and between file
