@@ -29,7 +29,7 @@ var FloorRules = []FloorRule{
 	{"floor-mkfs", "making or wiping a filesystem (mkfs, mke2fs, mkswap, wipefs)"},
 	{"floor-dd-device", "dd of=/dev/..., shred of a device, or a redirection (or tee, cp) onto a disk device"},
 	{"floor-fork-bomb", "a fork bomb (a function that starts copies of itself, fork in a loop)"},
-	{"floor-pipe-shell", "a download piped or substituted into a shell or an interpreter (curl ... | sh, curl ... | python3)"},
+	{"floor-pipe-shell", "a download (or a decoded blob) piped or substituted into a shell or an interpreter (curl ... | sh, curl ... | python3, base64 -d | sh)"},
 }
 
 // DefaultProtectedBranches are the branches floor-git-force-push protects
@@ -139,7 +139,7 @@ func (e *Engine) floorLine(sl *shellLine, raw string) (id, why string) {
 func floorName(name string) bool {
 	switch name {
 	case "rm", "find", "mv", "chmod", "chown", "chgrp", "git", "mke2fs", "mkswap", "wipefs", "dd", "shred", "blkdiscard",
-		"tee", "cp", "cat", "pv":
+		"tee", "cp":
 		return true
 	}
 	return strings.HasPrefix(name, "mkfs") || runsProgram(name)
@@ -155,10 +155,10 @@ func runsProgram(name string) bool {
 func (e *Engine) floorCmd(c *shCmd, hit func(string) bool) (id, why string) {
 	if hit("floor-pipe-shell") {
 		if c.pipeShell {
-			return "floor-pipe-shell", fmt.Sprintf("a download piped into %s", c.name)
+			return "floor-pipe-shell", fmt.Sprintf("a download (or a decoded blob) piped into %s", c.name)
 		}
 		if c.fetchSub && (c.name == "" || runsProgram(c.name)) {
-			return "floor-pipe-shell", "a download run through a substitution"
+			return "floor-pipe-shell", "a download (or a decoded blob) run through a substitution"
 		}
 	}
 	if hit("floor-dd-device") && c.devRedir != "" {
@@ -206,9 +206,13 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool) (id, why string) {
 				return "floor-dd-device", name + " of /dev/" + dev
 			}
 		}
-	case (name == "tee" || name == "cp" || name == "cat" || name == "pv") && hit("floor-dd-device"):
-		for _, a := range args {
-			if diskDevice.MatchString(a.val) && (name != "cat" && name != "pv" || a.val != args[0].val) {
+	case (name == "tee" || name == "cp") && hit("floor-dd-device"):
+		targets := args
+		if name == "cp" && len(args) > 0 {
+			targets = args[len(args)-1:] // cp reads the others
+		}
+		for _, a := range targets {
+			if diskDevice.MatchString(a.val) {
 				return "floor-dd-device", name + " onto the disk device " + a.val
 			}
 		}
@@ -226,10 +230,11 @@ var (
 	codeTreeDelete  = regexp.MustCompile(`\b(rmtree|remove_tree|rm_rf|rm_r|remove_dir|remove_entry_secure|remove_entry|rmSync|rmdirSync|remove_dir_all|RemoveAll|rimraf|deltree)\b\s*`)
 	codeRecursiveRm = regexp.MustCompile(`\.(rm|rmdir)\s*\(\s*`)
 	// Calls that run a command line.
-	codeExec      = regexp.MustCompile(`\b(system|popen|exec|execSync|execFile|execFileSync|spawn|spawnSync|check_call|check_output|call|run|Popen|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute|execvp|execv|execl|execlp)\b\s*`)
-	codeBackticks = regexp.MustCompile("`([^`]*)`|\\bqx\\s*[({\\[/]([^)}\\]/]*)|%x[({\\[]([^)}\\]]*)")
-	codeForkBomb  = regexp.MustCompile(`(?s)(\b(while|until|loop)\b|for\s*\(\s*;\s*;\s*\)).{0,60}\bfork\b|\bfork\b.{0,20}\bwhile\b`)
-	codeDisk      = regexp.MustCompile(`["']/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
+	codeExec          = regexp.MustCompile(`\b(system|popen|exec|execSync|execFile|execFileSync|spawn|spawnSync|check_call|check_output|call|run|Popen|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute|execvp|execv|execl|execlp)\b\s*`)
+	codeBackticks     = regexp.MustCompile("`([^`]*)`|\\bqx\\s*[({\\[/]([^)}\\]/]*)|%x[({\\[]([^)}\\]]*)")
+	codeForkBomb      = regexp.MustCompile(`(?s)(\b(while|until|loop)\b|for\s*\(\s*;\s*;\s*\)).{0,60}\bfork\b|\bfork\b.{0,20}\bwhile\b`)
+	codeInterpolation = regexp.MustCompile(`#\{[^}]*\}|\$\{[^}]*\}`)
+	codeDisk          = regexp.MustCompile(`["']/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
 )
 
 // floorCode checks a program given to an interpreter (python3 -c CODE):
@@ -263,7 +268,8 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 		}
 	}
 	for _, m := range codeBackticks.FindAllStringSubmatch(code, -1) {
-		lines = append(lines, m[1]+m[2]+m[3])
+		// Ruby's #{x} and the like are not known before it runs.
+		lines = append(lines, codeInterpolation.ReplaceAllString(m[1]+m[2]+m[3], "$$unknown"))
 	}
 	for _, l := range lines {
 		sl := parseShellAt(l, shellEnv{home: e.ws.home, cwd: ""}, c.cwds, c.depth+1)
@@ -279,7 +285,7 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 // counts as dangerous.
 func (e *Engine) codeTarget(code string, k int, cwds []string) (string, bool) {
 	v, ok := codeString(code, k)
-	if !ok {
+	if !ok || codeContinues(code, codeStringEnd(code, k)) {
 		return "a path not known before it runs", true
 	}
 	return e.dangerous(shWord{src: v, val: v, glob: -1}, cwds)
@@ -295,8 +301,13 @@ func codeCommand(code string, k int) (string, bool) {
 	}
 	var argv []string
 	if v, ok := codeString(code, k); ok {
+		end := codeStringEnd(code, k)
+		if codeContinues(code, end) {
+			// "rm -rf " + d: the rest is not known before it runs.
+			return v + " $unknown", true
+		}
 		argv = append(argv, v)
-		k = skipCodeSpace(code, codeStringEnd(code, k))
+		k = skipCodeSpace(code, end)
 		if k < len(code) && code[k] == ',' {
 			k = skipCodeSpace(code, k+1)
 		}
@@ -330,6 +341,14 @@ func codeCommand(code string, k int) (string, bool) {
 		return "", false
 	}
 	return joinArgv(argv), true
+}
+
+// codeContinues reports whether the string literal ending at code[k] goes
+// on in an expression ("rm " + x, "rm %s" % x, "rm {}".format(x), awk's
+// "rm " $1) rather than ending an argument.
+func codeContinues(code string, k int) bool {
+	k = skipCodeSpace(code, k)
+	return k < len(code) && strings.IndexByte("),;]}\n", code[k]) < 0
 }
 
 func skipCodeSpace(code string, k int) int {

@@ -443,6 +443,41 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 		}
 		cmd.wrapper = true
 		p.nested(strings.Join(parts, " "), cwds, stream{})
+	case name == "trap":
+		if len(args) > 1 && args[0].static() && !strings.HasPrefix(args[0].val, "-") {
+			cmd.wrapper = true
+			p.nested(p.scriptOf(args[0]), cwds, stream{})
+		}
+	case name == "git":
+		// git -c alias.x='!cmd', -c core.pager=cmd and the like run cmd.
+		for i := 0; i+1 < len(args) && args[i].static() && strings.HasPrefix(args[i].val, "-"); i++ {
+			if args[i].val != "-c" {
+				continue
+			}
+			key, val, _ := strings.Cut(args[i+1].val, "=")
+			key = strings.ToLower(key)
+			if script, ok := strings.CutPrefix(val, "!"); ok && strings.HasPrefix(key, "alias.") {
+				p.nested(script, cwds, stream{})
+			} else if gitCommandKeys[key] {
+				p.nested(val, cwds, stream{})
+			}
+			i++
+		}
+	case name == "parallel":
+		// parallel CMD ::: ARGS runs CMD once per argument.
+		for i, a := range args {
+			if a.val == ":::" || a.val == "::::" {
+				items := args[i+1:]
+				if len(items) > 256 || a.val == "::::" { // :::: names files of arguments
+					items = []shWord{{src: "(parallel arguments)", val: unknownMark, glob: -1}}
+				}
+				for _, it := range items {
+					sub := &shCmd{text: wordsText(args[:i]), depth: p.depth, cwds: cwds}
+					p.run(sub, append(append([]shWord(nil), args[:i]...), it), cwds, stream{})
+				}
+				break
+			}
+		}
 	case name == "source" || name == ".":
 		if len(args) > 0 && args[0].static() && (args[0].val == "/dev/stdin" || args[0].val == "-") && in.fetched {
 			cmd.pipeShell = true
@@ -1136,6 +1171,10 @@ func isAssignment(w string) bool {
 	return true
 }
 
+// gitCommandKeys are git settings whose value is a command git runs.
+var gitCommandKeys = map[string]bool{"core.pager": true, "core.editor": true, "core.sshcommand": true, "core.fsmonitor": true,
+	"sequence.editor": true, "diff.external": true, "gpg.program": true, "credential.helper": true}
+
 // shells are the programs whose -c argument is a command line, and which
 // run what is piped into them.
 var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "ash": true,
@@ -1283,8 +1322,10 @@ func findRoots(args []shWord) (roots []shWord, filtered bool) {
 	return roots, filtered
 }
 
-// fetchers download from the network.
-var fetchers = map[string]bool{"curl": true, "wget": true, "fetch": true, "aria2c": true, "http": true, "https": true,
+// fetchers download from the network, or decode a blob: what they write
+// is a program nobody has read.
+var fetchers = map[string]bool{"base64": true, "base32": true, "basenc": true, "xxd": true, "uudecode": true, "openssl": true,
+	"zcat": true, "gunzip": true, "bzcat": true, "xzcat": true, "zstdcat": true, "curl": true, "wget": true, "fetch": true, "aria2c": true, "http": true, "https": true,
 	"xh": true, "xhs": true, "lwp-request": true, "GET": true, "lynx": true, "w3m": true, "nc": true, "ncat": true,
 	"netcat": true, "socat": true, "curlie": true, "httpie": true, "wcurl": true}
 
