@@ -261,6 +261,9 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 	if hit("floor-dd-device") && codeDisk.MatchString(code) {
 		return "floor-dd-device", c.name + " opening a disk device"
 	}
+	if c.depth >= maxShellDepth {
+		return "", ""
+	}
 	var lines []string
 	for _, m := range codeExec.FindAllStringIndex(code, -1) {
 		if l, ok := codeCommand(code, m[1]); ok {

@@ -371,6 +371,13 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 	}
 	words := make([]shWord, 0, len(c.Args))
 	for _, w := range c.Args {
+		if f, ok := p.fields(w); ok {
+			// $x, with x set to "rm -rf /": the words it splits into.
+			for _, v := range f {
+				words = append(words, lit(v))
+			}
+			continue
+		}
 		words = append(words, p.word(w))
 	}
 	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, stdin: in, devRedir: redir.device}
@@ -813,9 +820,7 @@ func (p *part) word(w *syntax.Word) shWord {
 // param is the value of a parameter expansion: $HOME and variables set once
 // in the line to a known value; else unknown.
 func (p *part) param(x *syntax.ParamExp, unquoted bool, w *shWord) string {
-	plain := x.Param != nil && !x.Excl && !x.Length && !x.Width && x.Index == nil && x.Slice == nil &&
-		x.Repl == nil && x.Exp == nil && x.NestedParam == nil && len(x.Modifiers) == 0 && x.Names == 0
-	if plain {
+	if plainParam(x) {
 		name := x.Param.Value
 		if v, ok := p.r.vars[name]; ok && v != nil && !(unquoted && strings.ContainsAny(v.val, " \t\n*?[")) {
 			return v.val
@@ -828,6 +833,28 @@ func (p *part) param(x *syntax.ParamExp, unquoted bool, w *shWord) string {
 		w.split = true
 	}
 	return unknownMark
+}
+
+// fields returns the words an unquoted $x splits into, when x was set in
+// the line to a known value.
+func (p *part) fields(w *syntax.Word) ([]string, bool) {
+	if len(w.Parts) != 1 {
+		return nil, false
+	}
+	x, ok := w.Parts[0].(*syntax.ParamExp)
+	if !ok || !plainParam(x) {
+		return nil, false
+	}
+	v := p.r.vars[x.Param.Value]
+	if v == nil || strings.ContainsAny(v.val, "*?[") {
+		return nil, false
+	}
+	return strings.Fields(v.val), true
+}
+
+func plainParam(x *syntax.ParamExp) bool {
+	return x.Param != nil && !x.Excl && !x.Length && !x.Width && x.Index == nil && x.Slice == nil &&
+		x.Repl == nil && x.Exp == nil && x.NestedParam == nil && len(x.Modifiers) == 0 && x.Names == 0
 }
 
 func unescapeDouble(v string) string {
@@ -929,14 +956,25 @@ func (p *part) scriptText(w *syntax.Word) string {
 				if l, ok := q.(*syntax.Lit); ok {
 					b.WriteString(unescapeDouble(l.Value))
 				} else {
-					b.WriteString(p.slice(q))
+					b.WriteString(p.paramScript(q))
 				}
 			}
 		default:
-			b.WriteString(p.slice(part))
+			b.WriteString(p.paramScript(part))
 		}
 	}
 	return b.String()
+}
+
+// paramScript is a word part in a script: a variable set in the line to a
+// known value is that value, anything else stays as written.
+func (p *part) paramScript(part syntax.WordPart) string {
+	if x, ok := part.(*syntax.ParamExp); ok && plainParam(x) {
+		if v := p.r.vars[x.Param.Value]; v != nil {
+			return v.val
+		}
+	}
+	return p.slice(part)
 }
 
 // scriptOf is the script of a word already evaluated.
@@ -1428,6 +1466,7 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 	repl := strings.NewReplacer("'", " ", "\"", " ", "\\", "", "`", ";", "$(", ";", "<(", ";", ">(", ";")
 	flat := repl.Replace(src)
 	pieces := strings.FieldsFunc(flat, func(c rune) bool { return strings.ContainsRune(";&|()<>\n{}", c) })
+	codeSeen := false
 	for _, piece := range pieces {
 		var words []shWord
 		for _, f := range strings.Fields(piece) {
@@ -1475,10 +1514,11 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 					}
 				}
 			}
-			if interpreter(c.name) != "" {
+			if interpreter(c.name) != "" && !codeSeen {
 				// Its program cannot be told apart from the rest: all
 				// of the text, quotes kept, is read as its program.
 				c.code = append(c.code, src)
+				codeSeen = true
 			}
 			if info.script != nil {
 				c.code = append(c.code, info.script.val)
