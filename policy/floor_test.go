@@ -297,6 +297,7 @@ func TestFloorCommandArgs(t *testing.T) {
 	// An argument that is not a string is still an argument.
 	check(t, e, req(map[string]any{"command": "rm", "args": []any{"-rf", "/", 1}}), want{"deny", "rule:floor-rm-root"})
 	check(t, e, req(map[string]any{"cmd": []any{"rm", "-rf", "/", true}}), want{"deny", "rule:floor-rm-root"})
+	check(t, e, req(map[string]any{"command": "rm", "args": "-rf /"}), want{"deny", "rule:floor-rm-root"})
 	// A program name with a space is one word (terminal/create execs it).
 	check(t, e, req(map[string]any{"command": "rm -rf", "args": []any{"build"}}), want{"allow", ByDefault})
 }

@@ -313,6 +313,9 @@ func rawCommand(m map[string]any) string {
 			if args := argStrings(m["args"]); len(args) > 0 {
 				return joinArgv(append([]string{v}, args...))
 			}
+			if args, ok := m["args"].(string); ok && strings.TrimSpace(args) != "" {
+				return v + " " + args // a line's second half: read as written
+			}
 			return v
 		case []any:
 			argv := argStrings(v)
