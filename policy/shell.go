@@ -19,7 +19,7 @@ import (
 // It never runs anything. A word whose value depends on the run (a
 // variable, a substitution) is kept as unknown, so that the floor can read
 // it at its most dangerous. A line that does not parse is read word by
-// word, with every word a possible command (see guessLine).
+// word, with every word a possible command (see guess).
 
 // maxShellDepth bounds the recursion into nested scripts (sh -c, eval).
 const maxShellDepth = 4
@@ -82,13 +82,12 @@ type shCmd struct {
 	depth   int      // nesting of scripts (sh -c, eval)
 	wrapper bool     // it runs a script whose commands follow: allow rules look at those
 	cwds    []string // the directories it may run in
-	stdin   stream
-	guess   bool // read from a line that does not parse
+	guess   bool     // read from a line that does not parse
 
-	pipeShell bool   // it runs, as a program, what a download wrote on its input
-	fetchSub  bool   // a substitution in its words runs a download
-	devRedir  string // it redirects onto this disk device
-	code      []string
+	pipeShell bool     // it runs, as a program, what a download wrote on its input
+	fetchSub  bool     // a substitution in its words runs a download
+	devRedir  string   // it redirects onto this disk device
+	code      []string // the programs it gives an interpreter (python3 -c CODE)
 }
 
 // shellLine is what was read from one command line.
@@ -204,7 +203,7 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 	}
 	switch c := s.Cmd.(type) {
 	case nil: // > file: only redirections
-		p.add(&shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, stdin: in, devRedir: redir.device})
+		p.add(&shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device})
 	case *syntax.CallExpr:
 		return p.call(s, c, cwds, in, forking, redir)
 	case *syntax.BinaryCmd:
@@ -286,7 +285,7 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 				words = append(words, p.word(a.Value))
 			}
 		}
-		dc := &shCmd{text: p.stmtText(s), argv: words, norm: wordsText(words), depth: p.depth, cwds: cwds, stdin: in, devRedir: redir.device}
+		dc := &shCmd{text: p.stmtText(s), argv: words, norm: wordsText(words), depth: p.depth, cwds: cwds, devRedir: redir.device}
 		if c.Variant != nil {
 			dc.name = c.Variant.Value
 		}
@@ -380,7 +379,7 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 		}
 		words = append(words, p.word(w))
 	}
-	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, stdin: in, devRedir: redir.device}
+	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device}
 	for _, w := range c.Args {
 		if p.fetches(w) {
 			cmd.fetchSub = true
@@ -524,8 +523,11 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 		} else {
 			run = append(append(run, inner...), items...)
 		}
-		sub := &shCmd{text: wordsText(inner), depth: p.depth, cwds: cwds, stdin: stream{fetched: in.fetched}}
+		sub := &shCmd{text: wordsText(inner), depth: p.depth, cwds: cwds}
 		p.run(sub, run, cwds, stream{})
+		if in.fetched && runsProgram(sub.name) {
+			sub.pipeShell = true // curl x | xargs sh -c: the download is the script
+		}
 	case name == "find":
 		for _, ex := range findExecs(args) {
 			sub := &shCmd{text: wordsText(ex.written), depth: p.depth, cwds: cwds}
