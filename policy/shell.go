@@ -147,6 +147,7 @@ type part struct {
 	r     *reader
 	src   string
 	depth int
+	here  []string // the directories the command being read runs in
 }
 
 // stmtText is a statement as written, without its ; or &.
@@ -194,6 +195,7 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 		return cwds, cwds, nil
 	}
 	forking = forking || s.Background || s.Coprocess || s.Disown
+	p.here = cwds
 	var redir redirs
 	for _, rd := range s.Redirs {
 		p.redirect(rd, cwds, &redir)
@@ -794,6 +796,9 @@ func (p *part) word(w *syntax.Word) shWord {
 					b.WriteString(unescapeDouble(y.Value))
 				case *syntax.ParamExp:
 					b.WriteString(p.param(y, false, &out))
+				case *syntax.CmdSubst:
+					v, _ := p.substValue(y)
+					b.WriteString(v)
 				default:
 					b.WriteString(unknownMark)
 				}
@@ -807,7 +812,11 @@ func (p *part) word(w *syntax.Word) shWord {
 				out.glob = b.Len()
 			}
 			b.WriteString(p.slice(x))
-		default: // $(...), `...`, $((...)), brace expansions
+		case *syntax.CmdSubst:
+			v, known := p.substValue(x)
+			b.WriteString(v)
+			out.split = out.split || !known
+		default: // $((...)), brace expansions
 			b.WriteString(unknownMark)
 			out.split = true
 		}
@@ -817,6 +826,47 @@ func (p *part) word(w *syntax.Word) shWord {
 		out.script = p.scriptText(w)
 	}
 	return out
+}
+
+// substValue is what a command substitution prints, when it can be told:
+// $(pwd), $(echo WORD), and $(find ROOT ...), which prints paths under ROOT
+// (ROOT itself unless it selects by name). Else it is unknown.
+func (p *part) substValue(cs *syntax.CmdSubst) (string, bool) {
+	if len(cs.Stmts) != 1 || len(cs.Stmts[0].Redirs) > 0 {
+		return unknownMark, false
+	}
+	ce, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Assigns) > 0 {
+		return unknownMark, false
+	}
+	words := make([]shWord, len(ce.Args))
+	for i, w := range ce.Args {
+		words[i] = p.word(w)
+	}
+	argv, info := stripWrappers(words)
+	if len(argv) == 0 || !argv[0].static() || info.cwd != nil || info.script != nil || !allStatic(argv) {
+		return unknownMark, false
+	}
+	args := argv[1:]
+	switch path.Base(argv[0].val) {
+	case "pwd":
+		if len(p.here) == 1 && path.IsAbs(p.here[0]) {
+			return p.here[0], true
+		}
+	case "echo":
+		if len(args) == 1 && !strings.HasPrefix(args[0].val, "-") && !strings.ContainsAny(args[0].val, " \t\n*?[") {
+			return args[0].val, true
+		}
+	case "find":
+		roots, filtered := findRoots(args)
+		if r := roots[0].val; len(roots) == 1 && !strings.HasPrefix(r, "-") && roots[0].glob < 0 && !strings.ContainsAny(r, " \t\n") {
+			if filtered {
+				return strings.TrimSuffix(r, "/") + "/{}", true
+			}
+			return r, true
+		}
+	}
+	return unknownMark, false
 }
 
 // param is the value of a parameter expansion: $HOME and variables set once
