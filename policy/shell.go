@@ -880,6 +880,9 @@ func (p *part) param(x *syntax.ParamExp, unquoted bool, w *shWord) string {
 		if _, set := p.r.vars[name]; !set && name == "HOME" && p.r.env.home != "" {
 			return p.r.env.home
 		}
+		if _, set := p.r.vars[name]; !set && name == "PWD" && len(p.here) == 1 && path.IsAbs(p.here[0]) {
+			return p.here[0]
+		}
 	}
 	if unquoted {
 		w.split = true
