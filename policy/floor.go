@@ -454,6 +454,9 @@ func (e *Engine) dangerous(w shWord, cwds []string) (string, bool) {
 		return w.src + " (not known before it runs)", true
 	}
 	arg := w.src
+	if strings.ContainsAny(arg, "$`") {
+		arg += " = " + w.val // $(echo /), $X set in the line
+	}
 	t := w.val
 	if w.glob >= 0 {
 		t = t[:w.glob]

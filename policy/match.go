@@ -352,7 +352,8 @@ func argStrings(v any) []string {
 }
 
 // argvScript returns the script of an argv that is "sh -c SCRIPT" (any
-// flag cluster holding c, like -lc), when nothing else follows it.
+// flag cluster holding c, like -lc). Arguments after SCRIPT are its $0, $1,
+// ...: the script reads them as words it cannot know.
 func argvScript(argv []string) (string, bool) {
 	if !shells[path.Base(argv[0])] {
 		return "", false
