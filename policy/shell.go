@@ -4,7 +4,9 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"unicode"
 
+	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
 )
 
@@ -379,7 +381,7 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 			}
 			continue
 		}
-		words = append(words, p.word(w))
+		words = append(words, p.braces(w)...)
 	}
 	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device}
 	for _, w := range c.Args {
@@ -769,7 +771,7 @@ func (p *part) word(w *syntax.Word) shWord {
 					if v[j] != '\n' {
 						b.WriteByte(v[j])
 					}
-				case c == '*' || c == '?' || c == '[' || c == '{':
+				case c == '*' || c == '?' || c == '[':
 					if out.glob < 0 {
 						out.glob = b.Len()
 					}
@@ -824,6 +826,31 @@ func (p *part) word(w *syntax.Word) shWord {
 	out.val = b.String()
 	if !out.static() {
 		out.script = p.scriptText(w)
+	}
+	return out
+}
+
+// maxBraceWords bounds the words one brace expansion is followed into.
+const maxBraceWords = 256
+
+// braces evaluates a word after brace expansion: {rm,-rf,/} is three words.
+func (p *part) braces(w *syntax.Word) []shWord {
+	src := p.slice(w)
+	if !strings.Contains(src, "{") {
+		return []shWord{p.word(w)}
+	}
+	cp := &syntax.Word{Parts: slices.Clone(w.Parts)}
+	if !syntax.SplitBraces(cp) {
+		return []shWord{p.word(w)}
+	}
+	var out []shWord
+	for ew, err := range expand.BracesSeq(nil, cp) {
+		if err != nil || len(out) == maxBraceWords {
+			return []shWord{{src: src, val: unknownMark, glob: -1, split: true}}
+		}
+		x := p.word(ew)
+		x.src = src
+		out = append(out, x)
 	}
 	return out
 }
@@ -1524,7 +1551,8 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 	codeSeen := false
 	for _, piece := range pieces {
 		var words []shWord
-		for _, f := range strings.Fields(piece) {
+		// Commas split too: {rm,-rf,/} may be a brace expansion.
+		for _, f := range strings.FieldsFunc(piece, func(c rune) bool { return c == ',' || unicode.IsSpace(c) }) {
 			if f == "--" {
 				continue // so that no option is read as a path
 			}
