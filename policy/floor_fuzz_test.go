@@ -83,6 +83,26 @@ func FuzzFloorJoined(f *testing.F) {
 				t.Fatalf("%q is allowed by the floor", line)
 			}
 		}
+		// A line the parser reads whole, and the floor denies, is denied
+		// wherever it is put: in a script, a subshell, a group, a
+		// substitution, a function, behind a wrapper.
+		if sl := parseShell(x, shellEnv{home: home, cwd: ws}); sl.ok && !strings.HasSuffix(x, "\\") && maxDepth(sl) <= 1 && floor(x) != "" {
+			for _, line := range []string{
+				"sh -c " + shQuote(x),
+				"eval " + shQuote(x),
+				"(" + x + "\n)",
+				"{ " + x + "\n}",
+				"echo \"$(" + x + "\n)\"",
+				"if true; then " + x + "\nfi",
+				"f() { " + x + "\n}; f",
+				"sudo sh -c " + shQuote(x),
+			} {
+				if floor(line) == "" {
+					t.Fatalf("%q is denied, but not %q", x, line)
+				}
+			}
+		}
+
 		// A line that does not parse, with the command between
 		// separators, is read at its most dangerous.
 		line := x + " ; " + d + " ; " + x
@@ -90,4 +110,12 @@ func FuzzFloorJoined(f *testing.F) {
 			t.Fatalf("%q does not parse and is allowed by the floor", line)
 		}
 	})
+}
+
+func maxDepth(sl *shellLine) int {
+	d := 0
+	for _, c := range sl.cmds {
+		d = max(d, c.depth)
+	}
+	return d
 }

@@ -1549,6 +1549,10 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 	flat := repl.Replace(src)
 	pieces := strings.FieldsFunc(flat, func(c rune) bool { return strings.ContainsRune(";&|()<>\n{}", c) })
 	codeSeen := false
+	if strings.Contains(flat, "cd") || strings.Contains(flat, "pushd") {
+		// A cd may have gone anywhere.
+		cwds = union(cwds, []string{cwdUnknown})
+	}
 	for _, piece := range pieces {
 		var words []shWord
 		// Commas split too: {rm,-rf,/} may be a brace expansion.
@@ -1607,6 +1611,16 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 				c.code = append(c.code, info.script.val)
 			}
 			r.line.cmds = append(r.line.cmds, c)
+			if c.name == "xargs" && len(argv) > 1 {
+				// What xargs reads is one more argument, not known.
+				inner, _ := xargsArgs(argv[1:])
+				inner = append(slices.Clone(inner), shWord{src: "(xargs input)", val: unknownMark, glob: -1})
+				x := &shCmd{argv: inner, depth: depth, cwds: cwds, guess: true}
+				if inner[0].static() {
+					x.name = path.Base(inner[0].val)
+				}
+				r.line.cmds = append(r.line.cmds, x)
+			}
 		}
 	}
 }
