@@ -135,13 +135,29 @@ func (r *reader) script(src string, cwds []string, in stream, depth int) {
 		r.guess(src, cwds, depth)
 		return
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
-	if err != nil {
+	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
+	if err != nil || !commentsAgree(f, src) {
 		r.guess(src, cwds, depth)
 		return
 	}
 	p := &part{r: r, src: src, depth: depth}
 	p.stmts(f.Stmts, cwds, in)
+}
+
+// commentsAgree reports whether every comment the parser found starts where
+// bash starts one: at the beginning of a word. Where it does not (the
+// parser took text bash runs for a comment), the parse is not trusted.
+func commentsAgree(f *syntax.File, src string) bool {
+	agree := true
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.Comment); ok {
+			if i := int(c.Hash.Offset()); i > 0 && i <= len(src) && strings.IndexByte(" \t\n;&|()<>", src[i-1]) < 0 {
+				agree = false
+			}
+		}
+		return agree
+	})
+	return agree
 }
 
 // part is one parsed script: positions are offsets into src.
