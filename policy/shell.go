@@ -1561,14 +1561,17 @@ func interpreterCode(family string, args []shWord) (code []shWord, readsStdin bo
 // start a command.
 func (r *reader) guess(src string, cwds []string, depth int) {
 	r.line.ok = false
-	repl := strings.NewReplacer("'", " ", "\"", " ", "\\", "", "`", ";", "$(", ";", "<(", ";", ">(", ";")
-	flat := repl.Replace(src)
-	pieces := strings.FieldsFunc(flat, func(c rune) bool { return strings.ContainsRune(";&|()<>\n{}", c) })
-	codeSeen := false
-	if strings.Contains(flat, "cd") || strings.Contains(flat, "pushd") {
+	if strings.Contains(src, "cd") || strings.Contains(src, "pushd") {
 		// A cd may have gone anywhere.
 		cwds = union(cwds, []string{cwdUnknown})
 	}
+	// Two readings: a substitution's text as commands of their own, and
+	// the substitution as an unknown word of the command around it.
+	var pieces []string
+	for _, repl := range guessReadings {
+		pieces = append(pieces, strings.FieldsFunc(repl.Replace(src), func(c rune) bool { return strings.ContainsRune(";&|()<>\n{}", c) })...)
+	}
+	codeSeen := false
 	for _, piece := range pieces {
 		var words []shWord
 		// Commas split too: {rm,-rf,/} may be a brace expansion.
@@ -1639,6 +1642,11 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 			}
 		}
 	}
+}
+
+var guessReadings = []*strings.Replacer{
+	strings.NewReplacer("'", " ", "\"", " ", "\\", "", "`", ";", "$(", ";", "<(", ";", ">(", ";"),
+	strings.NewReplacer("'", " ", "\"", " ", "\\", "", "`", " $ ", "$(", " $ ", "<(", " $ ", ">(", " $ ", "(", " ", ")", " "),
 }
 
 // guessTexts bounds the commands read per piece of a line that does not
