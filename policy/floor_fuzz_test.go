@@ -119,3 +119,45 @@ func maxDepth(sl *shellLine) int {
 	}
 	return d
 }
+
+// FuzzFloorSeesEveryCommand checks the reader against the parser: every
+// simple command the parser finds in a line is one the floor is shown.
+func FuzzFloorSeesEveryCommand(f *testing.F) {
+	for _, tt := range floorLines {
+		f.Add(tt.line)
+	}
+	for _, s := range []string{"a[$(rm -rf /)]=1", "x=${y:-$(rm -rf /)}", "[[ $(rm -rf /) ]]", "(( $(rm -rf /) ))",
+		"for ((i=$(rm -rf /); i<1; i++)); do :; done", "case $(a) in $(b)) c;; esac", "select x in $(a); do b; done",
+		"coproc rm -rf /", "let x=$(a)", "cat <<E\n$(rm -rf /)\nE", "a=( $(b) )", "declare -A m=([k]=$(a))"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, x string) {
+		if len(x) > 4096 {
+			return
+		}
+		file, err := parseBash(x)
+		if err != nil || !commentsAgree(file, x) {
+			return
+		}
+		sl := parseShell(x, shellEnv{cwd: "/w", home: "/h"})
+		if !sl.ok || len(sl.cmds) >= maxShellCommands {
+			return
+		}
+		read := map[int]bool{}
+		for _, c := range sl.cmds {
+			if c.depth == 0 {
+				read[c.at] = true
+			}
+		}
+		syntax.Walk(file, func(n syntax.Node) bool {
+			ce, ok := n.(*syntax.CallExpr)
+			if !ok || len(ce.Args) == 0 {
+				return true
+			}
+			if at := int(ce.Args[0].Pos().Offset()); !read[at] {
+				t.Fatalf("%q: the command at %d (%q) is not among those read", x, at, x[at:ce.End().Offset()])
+			}
+			return true
+		})
+	})
+}

@@ -50,6 +50,8 @@ X`, "floor-rm-root"},
 	{`diff <(rm -rf /) x`, "floor-rm-root"},
 	{`X=$(rm -rf /) true`, "floor-rm-root"},
 	{`export A="$(rm -rf /)"`, "floor-rm-root"},
+	{`a[$(rm -rf /)]=1`, "floor-rm-root"},
+	{`echo ${x:-$(rm -rf ~)}`, "floor-rm-root"},
 	{`cd "$D" && rm -rf *`, "floor-rm-root"},
 	{`cd / && rm -rf *`, "floor-rm-root"},
 	{`cd nowhere; rm -rf *`, "floor-rm-root"}, // if the cd fails, * is the workspace

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -85,6 +86,7 @@ type shCmd struct {
 	wrapper bool     // it runs a script whose commands follow: allow rules look at those
 	cwds    []string // the directories it may run in
 	guess   bool     // read from a line that does not parse
+	at      int      // offset of its first word in its script; -1 when it has none there
 
 	pipeShell bool     // it runs, as a program, what a download wrote on its input
 	fetchSub  bool     // a substitution in its words runs a download
@@ -135,13 +137,23 @@ func (r *reader) script(src string, cwds []string, in stream, depth int) {
 		r.guess(src, cwds, depth)
 		return
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
+	f, err := parseBash(src)
 	if err != nil || !commentsAgree(f, src) {
 		r.guess(src, cwds, depth)
 		return
 	}
 	p := &part{r: r, src: src, depth: depth}
 	p.stmts(f.Stmts, cwds, in)
+}
+
+// parseBash parses src as bash. A panic in the parser is a parse error.
+func parseBash(src string) (f *syntax.File, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			f, err = nil, fmt.Errorf("shell parser: %v", v)
+		}
+	}()
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
 }
 
 // commentsAgree reports whether every comment the parser found starts where
@@ -399,7 +411,10 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 		}
 		words = append(words, p.braces(w)...)
 	}
-	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device}
+	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device, at: -1}
+	if len(c.Args) > 0 {
+		cmd.at = int(c.Args[0].Pos().Offset())
+	}
 	for _, w := range c.Args {
 		if p.fetches(w) {
 			cmd.fetchSub = true
@@ -634,6 +649,9 @@ func (p *part) assign(a *syntax.Assign, cwds []string) {
 	}
 	if a.Array != nil {
 		p.substs(a.Array, cwds)
+	}
+	if a.Index != nil { // a[$(cmd)]=x
+		p.substs(a.Index, cwds)
 	}
 	if a.Name == nil {
 		return
