@@ -295,39 +295,52 @@ func (e *Engine) codeTarget(code string, k int, cwds []string) (string, bool) {
 }
 
 // codeCommand reads the command line a call at code[k:] runs: a string
-// literal, or a list of them (an argv), possibly after a literal program
-// name (spawn("rm", ["-rf", "/"])).
+// literal, a list of them (an argv), or literal arguments (perl's and
+// ruby's system "rm", "-rf", "/"), possibly followed by a list
+// (spawn("rm", ["-rf", "/"])).
 func codeCommand(code string, k int) (string, bool) {
 	k = skipCodeSpace(code, k)
 	if k < len(code) && code[k] == '(' {
 		k = skipCodeSpace(code, k+1)
 	}
 	var argv []string
-	if v, ok := codeString(code, k); ok {
+	if first, ok := codeString(code, k); ok {
 		end := codeStringEnd(code, k)
 		if codeContinues(code, end) {
 			// "rm -rf " + d: the rest is not known before it runs.
-			return v + " $unknown", true
+			return first + " $unknown", true
 		}
-		argv = append(argv, v)
 		k = skipCodeSpace(code, end)
-		if k < len(code) && code[k] == ',' {
-			k = skipCodeSpace(code, k+1)
+		if k >= len(code) || code[k] != ',' {
+			return first, first != ""
 		}
-		if k >= len(code) || code[k] != '[' {
-			if len(argv[0]) == 0 {
-				return "", false
+		argv = append(argv, first)
+		for k = skipCodeSpace(code, k+1); k < len(code) && code[k] != '['; {
+			v, ok := codeString(code, k)
+			if !ok {
+				if len(argv) == 1 {
+					return first, first != "" // run("rm -rf /", shell=True)
+				}
+				return codeArgv(append(argv, codeUnknown)), true
 			}
-			return argv[0], true
+			argv = append(argv, v)
+			k = skipCodeSpace(code, codeStringEnd(code, k))
+			if k >= len(code) || code[k] != ',' {
+				return codeArgv(argv), true
+			}
+			k = skipCodeSpace(code, k+1)
 		}
 	}
 	if k >= len(code) || code[k] != '[' {
+		if len(argv) > 0 {
+			return codeArgv(argv), true
+		}
 		return "", false
 	}
 	for k = skipCodeSpace(code, k+1); k < len(code) && code[k] != ']'; {
 		v, ok := codeString(code, k)
 		if !ok {
-			argv = append(argv, "$unknown")
+			argv = append(argv, codeUnknown)
 			for k < len(code) && code[k] != ',' && code[k] != ']' {
 				k++
 			}
@@ -343,7 +356,25 @@ func codeCommand(code string, k int) (string, bool) {
 	if len(argv) == 0 {
 		return "", false
 	}
-	return joinArgv(argv), true
+	return codeArgv(argv), true
+}
+
+// codeUnknown stands in an argv read from code for an argument that is
+// not a literal.
+const codeUnknown = unknownMark
+
+// codeArgv renders an argv read from code as a command line, with the
+// arguments that are not literals as $unknown.
+func codeArgv(argv []string) string {
+	parts := make([]string, len(argv))
+	for i, a := range argv {
+		if a == codeUnknown {
+			parts[i] = "$unknown"
+			continue
+		}
+		parts[i] = joinArgv([]string{a})
+	}
+	return strings.Join(parts, " ")
 }
 
 // codeContinues reports whether the string literal ending at code[k] goes

@@ -1356,8 +1356,12 @@ func shellArgs(args []shWord) (script, file *shWord, readsStdin bool) {
 		case strings.HasPrefix(v, "--"):
 		case strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+"):
 			if strings.Contains(v[1:], "c") {
-				if i+1 < len(args) {
-					s := args[i+1]
+				j := i + 1
+				if j < len(args) && args[j].val == "--" {
+					j++ // bash -c -- SCRIPT
+				}
+				if j < len(args) {
+					s := args[j]
 					return &s, nil, false
 				}
 				return nil, nil, false
