@@ -112,7 +112,7 @@ func newRoot(std app.IO) *cobra.Command {
 		return code(app.Report(std.Err, exitcode.With(exitcode.Usage, err)))
 	})
 	root.AddCommand(newRun(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
-	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std))
+	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std), newTop(std))
 	return root
 }
 
@@ -520,4 +520,23 @@ func firstArg(args []string) string {
 		return ""
 	}
 	return args[0]
+}
+
+func newTop(std app.IO) *cobra.Command {
+	var f app.TopFlags
+	c := &cobra.Command{
+		Use:   "top",
+		Short: "Watch and answer every tai running on this machine: what waits for you first",
+		Long: "A full-screen view of every live tai run, chat and fleet on this machine, read from their live feeds.\n" +
+			"The attention queue (asks, questions, budgets, errors, finished turns) comes first, oldest first;\n" +
+			"then one row per session or task. Enter peeks at an ask (tool call, options, diff, the rule that asked);\n" +
+			"y allows once, a always for the run, f always for the fleet, n denies; l follows a transcript. NO_COLOR is honoured.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.Top(cmd.Context(), f, std))
+		},
+	}
+	c.Flags().BoolVar(&f.Once, "once", false, "print one frame and exit (no terminal needed)")
+	c.Flags().IntVar(&f.Width, "width", 0, "--once's width in columns (default: the terminal's, else 120)")
+	return c
 }
