@@ -22,6 +22,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/notify"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/runner"
@@ -93,12 +94,13 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	}()
 	o.Audit = log
 
-	srv, closeFeed, err := openFeed(o.RunID, feed.KindFleet, f.Feed, logger, std.Err)
+	lf, closeFeed, err := openFeed(o.RunID, feed.KindFleet, f.Feed, logger, std.Err)
 	defer closeFeed()
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai fleet:", err)
 		return int(exitcode.Usage)
 	}
+	srv := lf.srv
 	// Every run keeps its frames for `tai fleet logs`; with --output
 	// stream-json they are stdout too.
 	framesOut, err := os.OpenFile(filepath.Join(o.Dir, framesFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
@@ -172,6 +174,9 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 			publishTask(srv, e)
 		}
 		stream.event(e)
+		if kind, ok := waitsFor(e); ok {
+			lf.notify(notify.Notice{Kind: kind, Run: o.RunID, Task: e.Task, Title: e.Detail, Since: e.Time})
+		}
 	}
 
 	st, err := fleet.Run(ctx, o)
@@ -509,4 +514,18 @@ func termWidth(w io.Writer) (func() int, bool) {
 		}
 		return 80
 	}, true
+}
+
+// waitsFor says whether a fleet event starts a wait for a human, and of
+// what kind (for notifications).
+func waitsFor(e fleet.Event) (string, bool) {
+	switch e.Kind {
+	case "blocked":
+		return "question", true
+	case "budget":
+		return "budget", true
+	case "conflict":
+		return "conflict", true
+	}
+	return "", false
 }

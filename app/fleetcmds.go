@@ -156,7 +156,7 @@ func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) 
 		}
 	}
 	if f.Follow {
-		if ep, ok := liveFeed(run); ok {
+		if ep, ok := liveFeedOf(run); ok {
 			c := feed.Dial(ep.Path)
 			defer c.Close()
 			_, err := c.Events(ctx, 0, func(ev feed.Event) error {
@@ -187,7 +187,7 @@ func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) 
 	return 0
 }
 
-func liveFeed(run string) (feed.Endpoint, bool) {
+func liveFeedOf(run string) (feed.Endpoint, bool) {
 	eps, _ := feed.List(feed.DefaultDir())
 	for _, ep := range eps {
 		if ep.Run == run {

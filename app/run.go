@@ -359,12 +359,12 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		prompter = tp
 	}
 	o.RunID = newRunID()
-	srv, closeFeed, err := openFeed(o.RunID, feed.KindRun, f.Feed, logger, std.Err)
+	lf, closeFeed, err := openFeed(o.RunID, feed.KindRun, f.Feed, logger, std.Err)
 	closers = append(closers, closeFeed)
 	if err != nil {
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
-	if srv != nil {
+	if srv := lf.srv; srv != nil {
 		o.Sinks = append(o.Sinks, srv.Sink(""))
 		prompter = withFeed(prompter, srv)
 	}

@@ -135,6 +135,9 @@ func (c channel) AskVia(ctx context.Context, req driver.PermissionRequest) (poli
 	s.asks[p.ID] = p
 	s.publishJSONLocked(AskFrame{Type: FrameAskOpened, Run: s.o.Run, Ts: p.Since, Ask: p.Ask})
 	s.mu.Unlock()
+	if s.o.OnAsk != nil {
+		s.o.OnAsk(p.Ask)
+	}
 
 	select {
 	case r := <-p.reply:

@@ -51,6 +51,9 @@ type Options struct {
 	MaxFrames int
 	Clock     quartz.Clock
 	Logger    *slog.Logger
+	// OnAsk, if set, hears of every ask that starts waiting on the feed
+	// (notifications). It must not block.
+	OnAsk func(Ask)
 }
 
 type frame struct {

@@ -167,6 +167,8 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
 	fl.StringVar(&f.Feed.Listen, "listen", "", "also serve the live feed on TCP at this address (e.g. 127.0.0.1:7777), behind a bearer token printed on stderr")
 	fl.BoolVar(&f.Feed.NoFeed, "no-feed", false, "no live feed: tai top cannot watch or answer this run")
+	fl.StringVar(&f.Feed.NotifyURL, "notify-url", "", "POST a JSON notice here when something starts waiting for you (coalesced)")
+	fl.BoolVar(&f.Feed.NoNotify, "no-notify", false, "no bell, OSC 9 or notify-send when something starts waiting for you")
 	fl.StringArrayVar(&f.Redact, "redact", nil, "also redact matches of this regexp in the audit log and trace; a (?P<secret>...) group limits it (repeatable)")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
@@ -293,6 +295,8 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
 		fl.StringVar(&f.Feed.Listen, "listen", "", "also serve the live feed on TCP at this address, behind a bearer token printed on stderr")
 		fl.BoolVar(&f.Feed.NoFeed, "no-feed", false, "no live feed: tai top cannot watch or answer this run")
+		fl.StringVar(&f.Feed.NotifyURL, "notify-url", "", "POST a JSON notice here when something starts waiting for you (coalesced)")
+		fl.BoolVar(&f.Feed.NoNotify, "no-notify", false, "no bell, OSC 9 or notify-send when something starts waiting for you")
 	}
 	run := &cobra.Command{
 		Use:   "run [flags] PLAN.yaml",
