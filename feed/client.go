@@ -112,7 +112,8 @@ type Event struct {
 
 // Events streams the frames after lastID to fn until the run ends
 // (ErrEnded), ctx ends, the connection drops, or fn fails. It returns the
-// id of the last frame handed to fn: pass it again to resume.
+// id of the last frame handed to fn (also if fn failed on it): pass it
+// again to resume after it.
 func (c *Client) Events(ctx context.Context, lastID uint64, fn func(Event) error) (uint64, error) {
 	hdr := map[string]string{"Accept": "text/event-stream"}
 	if lastID > 0 {
@@ -137,11 +138,11 @@ func (c *Client) Events(ctx context.Context, lastID uint64, fn func(Event) error
 			if ev.Name == "end" {
 				return lastID, ErrEnded
 			}
+			if ev.ID > 0 {
+				lastID = ev.ID // handed over: a resume starts after it
+			}
 			if err := fn(ev); err != nil {
 				return lastID, err
-			}
-			if ev.ID > 0 {
-				lastID = ev.ID
 			}
 			ev, data = Event{}, nil
 			continue

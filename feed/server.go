@@ -116,12 +116,22 @@ func Open(o Options) (*Server, error) {
 		return nil, fmt.Errorf("feed: run %s already has a live feed at %s", o.Run, s.path)
 	}
 	_ = os.Remove(s.path) // a socket nothing listens on
-	ln, err := net.Listen("unix", s.path)
+	// Bound under a name no reader looks at, then renamed into place once
+	// it listens and has its mode: a reader that dialled it between bind
+	// and listen would take it for a dead run's and remove it.
+	tmp := filepath.Join(o.Dir, fmt.Sprintf(".%s.%d.tmp", o.Run, os.Getpid()))
+	_ = os.Remove(tmp)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("feed: %w", err)
 	}
-	if err := os.Chmod(s.path, 0o600); err != nil {
+	ln.SetUnlinkOnClose(false) // Close removes s.path itself
+	if err := os.Chmod(tmp, 0o600); err == nil {
+		err = os.Rename(tmp, s.path)
+	}
+	if err != nil {
 		ln.Close()
+		_ = os.Remove(tmp)
 		return nil, fmt.Errorf("feed: %w", err)
 	}
 	s.serve(&uidListener{Listener: ln, uid: os.Getuid(), s: s}, s.handler(false))
@@ -178,6 +188,8 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		return nil
 	}
+	// No new client from here on; the streams end after their last frame.
+	rmErr := os.Remove(s.path)
 	s.closed = true
 	close(s.changed)
 	srvs := s.srvs
@@ -190,8 +202,8 @@ func (s *Server) Close() error {
 		cancel()
 	}
 	s.wg.Wait()
-	if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("feed: %w", err)
+	if rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+		return fmt.Errorf("feed: %w", rmErr)
 	}
 	return nil
 }
