@@ -367,6 +367,10 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	if srv := lf.srv; srv != nil {
 		o.Sinks = append(o.Sinks, srv.Sink(""))
 		prompter = withFeed(prompter, srv)
+		if f.answerer != nil {
+			// The cap-speak parent and the feed: whoever answers first.
+			f.answerer = policy.Race{{Name: policy.ViaParent, Prompter: f.answerer}, srv.Channel()}
+		}
 	}
 	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil { // attached, the screen is the TUI's
 		text := render.NewText(std.Out, colorOn(std.Out))

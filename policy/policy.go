@@ -387,7 +387,17 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
 	}
 	if e.answerer != nil {
-		ans, err := e.answerer.Ask(ctx, req)
+		var ans Answer
+		var via string
+		var err error
+		actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: by, Why: why})
+		if vp, ok := e.answerer.(ViaPrompter); ok {
+			// The answerer raced a human channel (the cap-speak parent and
+			// the feed): a human who answered first is recorded as one.
+			ans, via, err = vp.AskVia(actx, req)
+		} else {
+			ans, err = e.answerer.Ask(actx, req)
+		}
 		switch {
 		case errors.Is(err, ErrNoAnswer):
 		case err != nil && ctx.Err() != nil:
@@ -395,6 +405,9 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		case err != nil:
 			// A judge that cannot judge must not let things through.
 			return e.finish(d, req, f, false, ByAnswerer, fmt.Sprintf("%s; the answerer failed: %v", why, err)), nil
+		case via == ViaDashboard || via == ViaFeed:
+			d.Via = via
+			return e.finish(d, req, f, ans.allows(), ByHuman, "answered via "+via+"; asked because "+why), nil
 		default:
 			return e.finish(d, req, f, ans.allows(), ByAnswerer, "answered by the answerer; asked because "+why), nil
 		}

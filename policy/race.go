@@ -15,6 +15,7 @@ const (
 	ViaTerminal  = "terminal"  // the run's own terminal
 	ViaDashboard = "dashboard" // tai top, through the live feed
 	ViaFeed      = "feed"      // another client of the live feed
+	ViaParent    = "parent"    // the cap-speak parent (decided_by answerer)
 )
 
 // ViaPrompter is a Prompter that also says by which channel the human

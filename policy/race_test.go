@@ -125,3 +125,46 @@ func TestEngineRecordsVia(t *testing.T) {
 		t.Fatalf("decision %+v", d)
 	}
 }
+
+// The answerer (a cap-speak parent) raced against the feed: the parent's
+// answer is the answerer's, the feed's a human's.
+func TestAnswererRace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		parent  bool
+		wantBy  string
+		wantVia string
+	}{
+		{"parent answers", true, ByAnswerer, ""},
+		{"dashboard answers", false, ByHuman, ViaDashboard},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent, dash := newChanPrompter(), newChanPrompter()
+			e, err := NewEngine(Config{Mode: Ask, NonInteractive: NonInteractiveDeny}, Options{Answerer: Race{{ViaParent, parent}, {ViaDashboard, dash}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan driver.PermissionDecision)
+			go func() {
+				d, err := e.Decide(context.Background(), driver.PermissionRequest{ID: "1", Session: "s",
+					ToolCall: driver.ToolCall{ID: "t", Title: "Write a", Kind: "edit"},
+					Options:  []driver.PermissionOption{{ID: "y", Kind: driver.OptionAllowOnce}, {ID: "n", Kind: driver.OptionRejectOnce}}})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- d
+			}()
+			<-parent.asked
+			<-dash.asked
+			if tc.parent {
+				parent.answer <- AllowOnce
+			} else {
+				dash.answer <- AllowOnce
+			}
+			d := <-done
+			if d.DecidedBy != tc.wantBy || d.Via != tc.wantVia || d.Verdict != driver.VerdictAllow {
+				t.Fatalf("decision %+v", d)
+			}
+		})
+	}
+}
