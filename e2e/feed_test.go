@@ -246,3 +246,50 @@ func TestFeedListenToken(t *testing.T) {
 		t.Fatalf("denied over TCP: %v (want exit 5)\n%s", err, screen.String())
 	}
 }
+
+// A run killed with SIGKILL leaves its socket behind; the next reader
+// (tai top --once) removes it and does not list the dead run.
+func TestFeedStaleSocketOfAKilledRun(t *testing.T) {
+	t.Parallel()
+	scr := writeScript(t, "steps:\n  - permission: {title: \"deploy\", kind: execute, command: \"make deploy\"}\n")
+	rt := filepath.Join(t.TempDir(), "rt")
+	env := append(os.Environ(), "XDG_STATE_HOME="+stateDir, "XDG_RUNTIME_DIR="+rt, "NO_COLOR=1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "-o", "json", "go")
+	cmd.Dir, cmd.Env, cmd.Stdout = t.TempDir(), env, io.Discard
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	go func() { _, _ = io.Copy(io.Discard, tty) }()
+	dir := filepath.Join(rt, "tai")
+	var sock string
+	for deadline := time.Now().Add(time.Minute); sock == ""; {
+		if eps, _ := feed.List(dir); len(eps) == 1 {
+			sock = eps[0].Path
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no feed socket")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if _, err := os.Stat(sock); err != nil {
+		t.Fatalf("SIGKILL should leave the socket behind for this test: %v", err)
+	}
+	top := exec.Command(taiBin, "top", "--once", "--width", "80")
+	top.Env = env
+	out, err := top.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tai top --once: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "no tai is running") {
+		t.Fatalf("the dead run is listed:\n%s", out)
+	}
+	if _, err := os.Stat(sock); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the dead run's socket is still there: %v", err)
+	}
+}
