@@ -126,7 +126,8 @@ func Open(o Options) (*Server, error) {
 		return nil, fmt.Errorf("feed: %w", err)
 	}
 	ln.SetUnlinkOnClose(false) // Close removes s.path itself
-	if err := os.Chmod(tmp, 0o600); err == nil {
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
 		err = os.Rename(tmp, s.path)
 	}
 	if err != nil {
