@@ -107,7 +107,14 @@ func TestEventsResume(t *testing.T) {
 }
 
 func TestEventsGap(t *testing.T) {
-	s, err := Open(Options{Run: "run-gap", Dir: t.TempDir(), MaxFrames: 2})
+	for _, o := range []Options{{MaxFrames: 2}, {MaxBytes: 300}} { // frames of ~140 bytes
+		o.Run, o.Dir = "run-gap", t.TempDir()
+		testGap(t, o)
+	}
+}
+
+func testGap(t *testing.T, o Options) {
+	s, err := Open(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,8 @@ type Options struct {
 	// 100000); a client that resumes from before them is told how many it
 	// missed.
 	MaxFrames int
+	// MaxBytes bounds their size too (default 32 MiB).
+	MaxBytes  int
 	Clock     quartz.Clock
 	Logger    *slog.Logger
 	// OnAsk, if set, hears of every ask that starts waiting on the feed
@@ -73,6 +75,7 @@ type Server struct {
 
 	mu      sync.Mutex
 	frames  []frame
+	bytes   int // of frames
 	nextID  uint64
 	changed chan struct{} // closed and replaced on every frame
 	closed  bool
@@ -96,6 +99,9 @@ func Open(o Options) (*Server, error) {
 	}
 	if o.MaxFrames <= 0 {
 		o.MaxFrames = 100000
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 32 << 20
 	}
 	if o.Kind == "" {
 		o.Kind = KindRun
@@ -241,8 +247,16 @@ func (s *Server) publishLocked(data []byte) {
 	}
 	s.nextID++
 	s.frames = append(s.frames, frame{id: s.nextID, data: data})
-	if over := len(s.frames) - s.o.MaxFrames; over > 0 {
-		s.frames = append(s.frames[:0:0], s.frames[over:]...)
+	s.bytes += len(data)
+	drop := max(len(s.frames)-s.o.MaxFrames, 0)
+	for b := s.bytes; drop < len(s.frames)-1 && b > s.o.MaxBytes; drop++ {
+		b -= len(s.frames[drop].data)
+	}
+	if drop > 0 {
+		for _, f := range s.frames[:drop] {
+			s.bytes -= len(f.data)
+		}
+		s.frames = append(s.frames[:0:0], s.frames[drop:]...)
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})

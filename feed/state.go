@@ -65,6 +65,9 @@ type Task struct {
 	Updated time.Time `json:"updated"`
 }
 
+// maxDiffText bounds the files whose edits are counted in +/-.
+const maxDiffText = 1 << 20
+
 type state struct {
 	sessions map[string]*Session // by task + "\x00" + session id
 	order    []string
@@ -104,8 +107,8 @@ func (s *state) event(task string, ev driver.Event) {
 		ss.Activity = strings.TrimSpace(tc.Title)
 		var add, rm int
 		for _, c := range tc.Content {
-			if c.Type != "diff" {
-				continue
+			if c.Type != "diff" || len(c.NewText) > maxDiffText {
+				continue // a huge file's +/- is not worth its diff on every update
 			}
 			lines, err := render.UnifiedDiff(c)
 			if err != nil {
