@@ -50,9 +50,9 @@ type Options struct {
 	// missed.
 	MaxFrames int
 	// MaxBytes bounds their size too (default 32 MiB).
-	MaxBytes  int
-	Clock     quartz.Clock
-	Logger    *slog.Logger
+	MaxBytes int
+	Clock    quartz.Clock
+	Logger   *slog.Logger
 	// OnAsk, if set, hears of every ask that starts waiting on the feed
 	// (notifications). It must not block.
 	OnAsk func(Ask)
