@@ -406,3 +406,39 @@ func TestStateTracksSessions(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 }
+
+// A full feed keeps its bounds while streams read it.
+func TestBoundedWhileStreaming(t *testing.T) {
+	s, err := Open(Options{Run: "run-full", Dir: t.TempDir(), MaxFrames: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Dial(s.Path())
+	defer c.Close()
+	k := s.Sink("")
+	done := make(chan error)
+	go func() {
+		var prev uint64
+		_, err := c.Events(context.Background(), 0, func(ev Event) error {
+			if ev.Name == "" && ev.ID <= prev {
+				return fmt.Errorf("frame %d after %d", ev.ID, prev)
+			}
+			prev = max(prev, ev.ID)
+			return nil
+		})
+		done <- err
+	}()
+	for i := uint64(1); i <= 5000; i++ {
+		emit(k, i)
+	}
+	s.mu.Lock()
+	kept := len(s.frames) - s.head
+	s.mu.Unlock()
+	if kept != 100 {
+		t.Errorf("kept %d frames, want 100", kept)
+	}
+	s.Close()
+	if err := <-done; !errors.Is(err, ErrEnded) {
+		t.Fatal(err)
+	}
+}

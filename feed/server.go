@@ -46,10 +46,10 @@ type Options struct {
 	Kind Kind
 	Dir  string // default DefaultDir()
 	// MaxFrames bounds the frames kept for resuming clients (default
-	// 100000); a client that resumes from before them is told how many it
+	// 50000); a client that resumes from before them is told how many it
 	// missed.
 	MaxFrames int
-	// MaxBytes bounds their size too (default 32 MiB).
+	// MaxBytes bounds their size too (default 8 MiB).
 	MaxBytes int
 	Clock    quartz.Clock
 	Logger   *slog.Logger
@@ -74,8 +74,9 @@ type Server struct {
 	token   string // TCP only
 
 	mu      sync.Mutex
-	frames  []frame
-	bytes   int // of frames
+	frames  []frame // kept from head on
+	head    int
+	bytes   int // of the kept frames
 	nextID  uint64
 	changed chan struct{} // closed and replaced on every frame
 	closed  bool
@@ -98,10 +99,10 @@ func Open(o Options) (*Server, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.MaxFrames <= 0 {
-		o.MaxFrames = 100000
+		o.MaxFrames = 50000
 	}
 	if o.MaxBytes <= 0 {
-		o.MaxBytes = 32 << 20
+		o.MaxBytes = 8 << 20
 	}
 	if o.Kind == "" {
 		o.Kind = KindRun
@@ -248,15 +249,15 @@ func (s *Server) publishLocked(data []byte) {
 	s.nextID++
 	s.frames = append(s.frames, frame{id: s.nextID, data: data})
 	s.bytes += len(data)
-	drop := max(len(s.frames)-s.o.MaxFrames, 0)
-	for b := s.bytes; drop < len(s.frames)-1 && b > s.o.MaxBytes; drop++ {
-		b -= len(s.frames[drop].data)
+	// Drop the oldest past the bounds; the slice is compacted only once
+	// half of it is dropped, so a full feed costs O(1) a frame.
+	for len(s.frames)-s.head > 1 && (len(s.frames)-s.head > s.o.MaxFrames || s.bytes > s.o.MaxBytes) {
+		s.bytes -= len(s.frames[s.head].data) // not zeroed: a stream may be reading it
+		s.head++
 	}
-	if drop > 0 {
-		for _, f := range s.frames[:drop] {
-			s.bytes -= len(f.data)
-		}
-		s.frames = append(s.frames[:0:0], s.frames[drop:]...)
+	if s.head > 1024 && s.head > len(s.frames)/2 {
+		s.frames = append(s.frames[:0:0], s.frames[s.head:]...)
+		s.head = 0
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
@@ -310,18 +311,19 @@ func (s *Server) since(id uint64) ([]frame, uint64, chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var missed uint64
+	kept := s.frames[s.head:]
 	i := 0
-	if len(s.frames) > 0 {
-		first := s.frames[0].id
+	if len(kept) > 0 {
+		first := kept[0].id
 		if id+1 < first {
 			missed = first - id - 1
 		}
 		if id >= first {
 			i = int(id - first + 1)
 		}
-		i = min(i, len(s.frames))
+		i = min(i, len(kept))
 	}
-	return s.frames[i:], missed, s.changed, s.closed
+	return kept[i:len(kept):len(kept)], missed, s.changed, s.closed
 }
 
 func (s *Server) handler(tcp bool) http.Handler {
