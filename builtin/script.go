@@ -195,8 +195,12 @@ type OutsideStep struct {
 
 // FloodStep sends Count mixed updates (message chunks, tool calls, tool call
 // updates, plans) without pause. They are not kept in the session history.
+// With PermissionEvery > 0 every PermissionEvery-th update is preceded by a
+// session/request_permission for the last tool call, answered before the
+// flood goes on.
 type FloodStep struct {
-	Count int `yaml:"count"`
+	Count           int `yaml:"count"`
+	PermissionEvery int `yaml:"permission_every"`
 }
 
 // Step kind names, as used in script files.
@@ -400,8 +404,8 @@ func (s Step) validate() error {
 			return errors.New("path is required")
 		}
 	case s.Flood != nil:
-		if s.Flood.Count < 0 {
-			return errors.New("count must not be negative")
+		if s.Flood.Count < 0 || s.Flood.PermissionEvery < 0 {
+			return errors.New("count and permission_every must not be negative")
 		}
 	}
 	return nil
