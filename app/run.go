@@ -117,10 +117,12 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 		fmt.Fprintln(std.Err, "tai:", err)
 		return int(exitcode.Of(err))
 	}
+	var text *render.Text
 	switch f.Output {
 	case OutputText, "":
 		if opts.Attach == nil { // attached, the screen is the TUI's
-			opts.Sinks = append(opts.Sinks, render.NewText(std.Out, colorOn(std.Out)))
+			text = render.NewText(std.Out, colorOn(std.Out))
+			opts.Sinks = append(opts.Sinks, text)
 		}
 	case OutputStreamJSON:
 		opts.Sinks = append(opts.Sinks, frames)
@@ -141,6 +143,9 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	case OutputStreamJSON:
 		_ = frames.Write(runner.ResultFrame{Type: "result", Seq: res.LastSeq + 1, Time: time.Now().UTC(), Result: res})
 	default:
+		if text != nil {
+			_ = text.Flush()
+		}
 		if runErr != nil || res.ExitCode != 0 {
 			fmt.Fprintf(std.Err, "tai: %s (exit %d, %s)\n", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())
 		}

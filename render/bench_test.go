@@ -1,0 +1,65 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// chunkEvents is a reply streamed as n small chunks of one message, as long
+// replies arrive.
+func chunkEvents(n int) []driver.Event {
+	evs := make([]driver.Event, n)
+	for i := range evs {
+		evs[i] = driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{
+			Role: driver.RoleAgent, MessageID: "m1", Text: fmt.Sprintf("word%d ", i)}}
+	}
+	return evs
+}
+
+// BenchmarkTextChunks renders 10k and 100k chunks of one message; ns/chunk
+// must be the same for both (no work that grows with what was printed).
+//
+//	go test ./render -run x -bench TextChunks
+func BenchmarkTextChunks(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		evs := chunkEvents(n)
+		b.Run(fmt.Sprintf("chunks-%dk", n/1000), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				t := NewText(io.Discard, false)
+				for _, ev := range evs {
+					t.Emit(ev)
+				}
+				t.Flush()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/chunk")
+		})
+	}
+}
+
+// The bytes allocated per chunk do not grow with the length of the message:
+// 100k chunks cost at most a few times 10 times what 10k chunks cost (the
+// text renderer once copied the whole message per chunk).
+func TestTextChunksLinear(t *testing.T) {
+	alloc := func(n int) uint64 {
+		evs := chunkEvents(n)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		tx := NewText(io.Discard, false)
+		for _, ev := range evs {
+			tx.Emit(ev)
+		}
+		tx.Flush()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := alloc(10_000), alloc(100_000)
+	if large > 30*small {
+		t.Fatalf("100k chunks allocated %d bytes, 10k chunks %d: %.0f× for 10× the chunks", large, small, float64(large)/float64(small))
+	}
+}
