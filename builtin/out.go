@@ -31,6 +31,7 @@ type outWriter struct {
 	raw     bool // a raw writer holds the stream
 	sealed  bool
 	hooks   map[string][]func() // response id (JSON text) → callbacks
+	firing  sync.WaitGroup      // hooks running
 }
 
 func newOutWriter(w io.Writer) *outWriter {
@@ -59,12 +60,24 @@ func (o *outWriter) Write(p []byte) (int, error) {
 			delete(o.hooks, id)
 		}
 	}
+	if len(fire) > 0 {
+		o.firing.Add(1)
+		defer o.firing.Done()
+	}
 	o.cond.Broadcast()
 	o.mu.Unlock()
 	for _, f := range fire {
 		f()
 	}
 	return n, err
+}
+
+// quiesce waits for the write in progress and the hooks it fired, so that
+// what they start is known.
+func (o *outWriter) quiesce() {
+	o.mu.Lock()
+	o.mu.Unlock() //nolint:staticcheck // waiting for the writer is the point
+	o.firing.Wait()
 }
 
 // afterResponse registers f to run (on the writing goroutine, after the

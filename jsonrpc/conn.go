@@ -96,6 +96,11 @@ type Options struct {
 	// lines are not traced. It must not retain line or call into the Conn
 	// (Out is called under the write lock).
 	Trace func(dir Direction, line []byte)
+	// KeepOpenOnEOF makes the peer's EOF end only the reading half: once
+	// everything read is dispatched, pending Calls fail and ReadDone is
+	// closed, but writes go on until Close. An agent uses it to finish
+	// sending what belongs to a turn after its client closed stdin.
+	KeepOpenOnEOF bool
 }
 
 // Stats are cumulative counters of a Conn.
@@ -121,11 +126,13 @@ type Conn struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
+	rdone   chan struct{} // closed when reading has ended and all read was dispatched
 	q       queue
 	readErr error // set by the reader before q.finish
 
 	mu       sync.Mutex
 	closed   bool
+	wclosed  bool // CloseWrite was called: reading goes on, writing fails
 	cause    error
 	pending  map[int64]chan *envelope  // our calls awaiting a response
 	inflight map[wireID][]*inflightReq // peer's requests being served
@@ -157,6 +164,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		log:      log,
 		wlock:    make(chan struct{}, 1),
 		done:     make(chan struct{}),
+		rdone:    make(chan struct{}),
 		pending:  make(map[int64]chan *envelope),
 		inflight: make(map[wireID][]*inflightReq),
 	}
@@ -210,6 +218,13 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		default:
 			return fmt.Errorf("jsonrpc: call %s: %w", method, c.closedErr())
 		}
+	case <-c.rdone:
+		select {
+		case resp = <-ch:
+		default:
+			c.forget(id)
+			return fmt.Errorf("jsonrpc: call %s: %w", method, &ClosedError{Cause: c.readErr})
+		}
 	}
 	if resp.rpcErr != nil {
 		return resp.rpcErr
@@ -241,6 +256,36 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 func (c *Conn) Close(cause error) error {
 	return c.shutdown(cause)
 }
+
+// ErrWriteClosed is returned by writes after [Conn.CloseWrite].
+var ErrWriteClosed = errors.New("jsonrpc: output closed")
+
+// CloseWrite closes the outbound stream (if it is an io.Closer), telling the
+// peer no more messages are coming, and keeps reading: what the peer still
+// sends is dispatched until it closes its side. Later writes fail with
+// ErrWriteClosed without ending the connection.
+func (c *Conn) CloseWrite() error {
+	select {
+	case c.wlock <- struct{}{}:
+	case <-c.done:
+		return nil
+	}
+	defer func() { <-c.wlock }()
+	c.mu.Lock()
+	already := c.wclosed
+	c.wclosed = true
+	c.mu.Unlock()
+	if wc, ok := c.w.(io.Closer); ok && !already {
+		if err := wc.Close(); err != nil {
+			return fmt.Errorf("jsonrpc: close writer: %w", err)
+		}
+	}
+	return nil
+}
+
+// ReadDone is closed once the peer's stream has ended (or the connection
+// was closed) and everything read from it has been dispatched.
+func (c *Conn) ReadDone() <-chan struct{} { return c.rdone }
 
 // Done is closed when the connection has ended: the peer's stream ended and
 // everything already queued was dispatched, or Close was called, or a write
@@ -295,18 +340,19 @@ func (c *Conn) shutdown(cause error) error {
 	}
 	c.closed = true
 	c.cause = cause
+	wclosed := c.wclosed
 	clear(c.pending) // waiting Calls observe done
 	c.mu.Unlock()
 
 	c.cancel(&ClosedError{Cause: cause})
 	close(c.done)
-	return c.closeStreams()
+	return c.closeStreams(wclosed)
 }
 
-func (c *Conn) closeStreams() error {
+func (c *Conn) closeStreams(wclosed bool) error {
 	var errs []error
 	wc, wok := c.w.(io.Closer)
-	if wok {
+	if wok && !wclosed {
 		if err := wc.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("jsonrpc: close writer: %w", err))
 		}
@@ -348,6 +394,13 @@ func (c *Conn) writeLine(ctx context.Context, line []byte) error {
 		return ctx.Err()
 	case <-c.done:
 		return c.closedErr()
+	}
+	c.mu.Lock()
+	wclosed := c.wclosed
+	c.mu.Unlock()
+	if wclosed {
+		<-c.wlock
+		return ErrWriteClosed
 	}
 	_, err := c.w.Write(line)
 	if err == nil {
@@ -543,13 +596,16 @@ func (c *Conn) problem(p Problem) {
 // Once the reader is finished and the queue drained, it ends the connection
 // with the reader's cause (unless Close got there first).
 func (c *Conn) dispatchLoop() {
+	defer close(c.rdone)
 	var spare []*envelope
 	for {
 		batch, finished := c.q.take(spare)
 		if len(batch) == 0 {
 			spare = batch
 			if finished {
-				c.shutdown(c.readErr)
+				if !c.opts.KeepOpenOnEOF || !errors.Is(c.readErr, ErrPeerClosed) {
+					c.shutdown(c.readErr)
+				}
 				return
 			}
 			select {

@@ -96,6 +96,7 @@ type Session struct {
 	closing  atomic.Bool
 	closeMu  sync.Mutex
 	closed   bool
+	finished bool // Finish ran: session/close sent, stdin closed
 	closeErr error
 }
 
@@ -708,7 +709,7 @@ func (s *Session) Close(ctx context.Context) error {
 	if alive {
 		tree = agentproc.Descendants(s.cmd.Process.Pid)
 	}
-	if alive && s.caps.CloseSession && s.id != "" {
+	if alive && s.caps.CloseSession && s.id != "" && !s.finished {
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
 		if err := s.call(cctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionId: s.id}, nil); err != nil {
 			s.log.Debug("session/close failed", "err", err)
@@ -724,6 +725,38 @@ func (s *Session) Close(ctx context.Context) error {
 	<-s.conn.Done()
 	return nil
 }
+
+// Finish tells the agent no more prompts are coming: session/close if it
+// supports it, then its stdin is closed. What it still sends is handled
+// until it closes its stdout (Drained) or exits; Close ends it for good.
+func (s *Session) Finish(ctx context.Context) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed || s.finished {
+		return
+	}
+	s.finished = true
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	if s.caps.CloseSession && s.id != "" {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
+		if err := s.call(cctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionId: s.id}, nil); err != nil {
+			s.log.Debug("session/close failed", "err", err)
+		}
+		cancel()
+	}
+	s.closing.Store(true)
+	if err := s.conn.CloseWrite(); err != nil {
+		s.log.Debug("closing the agent's stdin", "err", err)
+	}
+}
+
+// Drained is closed once the agent has closed its stdout and everything it
+// sent has been handled.
+func (s *Session) Drained() <-chan struct{} { return s.conn.Done() }
 
 // Exited is closed when the agent process has ended.
 func (s *Session) Exited() <-chan struct{} { return s.exited }
