@@ -479,7 +479,7 @@ func (c *Conn) readLoop() {
 				Err: fmt.Errorf("line of %d bytes exceeds MaxLineBytes %d", skipped, c.opts.MaxLineBytes)})
 		}
 		if line != nil {
-			c.handleLine(line)
+			c.handleLine(lr, line)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -494,8 +494,9 @@ func (c *Conn) readLoop() {
 }
 
 // handleLine decodes one line and queues it; line is only valid during the
-// call.
-func (c *Conn) handleLine(line []byte) {
+// call, so what is queued refers to a detached copy (a long line's own
+// buffer, handed over, never copied).
+func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}
@@ -523,14 +524,11 @@ func (c *Conn) handleLine(line []byte) {
 		}
 		return
 	}
+	owned := lr.Detach(line)
+	msg = bytes.TrimSpace(owned)
 	env := new(envelope)
-	if err := json.Unmarshal(msg, env); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			c.skipGarbage(msg, err)
-		} else {
-			c.skipInvalid(msg, err)
-		}
+	if err := parseEnvelope(msg, env); err != nil {
+		c.skipGarbage(msg, err)
 		return
 	}
 	switch {

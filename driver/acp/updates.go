@@ -14,7 +14,7 @@ const maxBuffered = 10000
 
 func (s *Session) onUpdate(params json.RawMessage) {
 	var n schema.SessionNotification
-	if err := json.Unmarshal(params, &n); err != nil {
+	if err := schema.DecodeSessionNotification(params, &n); err != nil {
 		s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "bad_update", Message: "undecodable session/update: " + err.Error()}})
 		return
 	}

@@ -76,6 +76,17 @@ func (lr *Reader) Next() (line []byte, skipped int64, sample string, err error) 
 	}
 }
 
+// Detach returns the line the last Next returned as memory the caller owns:
+// a line too long to keep the accumulator for is handed over whole, any
+// other line is copied (it sits in a buffer the next call reuses).
+func (lr *Reader) Detach(line []byte) []byte {
+	if len(line) > 0 && len(lr.acc) > 0 && &line[0] == &lr.acc[0] && cap(lr.acc) > keepAccBytes {
+		lr.acc = nil
+		return line
+	}
+	return append([]byte(nil), line...)
+}
+
 // Sample returns up to SampleBytes from the start of a+b as valid UTF-8.
 func Sample(a, b []byte) string {
 	var s []byte
