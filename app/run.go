@@ -4,6 +4,7 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -136,10 +137,9 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	recordSession(context.WithoutCancel(ctx), opts, res, logger)
 	switch f.Output {
 	case OutputJSON:
-		enc := json.NewEncoder(std.Out)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
+		out := bufio.NewWriterSize(std.Out, 64<<10)
+		_ = res.WriteIndented(out)
+		_ = out.Flush()
 	case OutputStreamJSON:
 		_ = frames.Write(runner.ResultFrame{Type: "result", Seq: res.LastSeq + 1, Time: time.Now().UTC(), Result: res})
 	default:

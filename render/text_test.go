@@ -2,10 +2,12 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/tai-dev/tai/driver"
 )
@@ -119,5 +121,35 @@ func TestTextReplace(t *testing.T) {
 				t.Fatalf("shown %q, want it to start %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// Message frames are encoded by hand: byte for byte what encoding/json
+// writes for the event.
+func TestMessageFramesAsEncodingJSON(t *testing.T) {
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 60700, time.UTC)
+	for _, m := range []driver.MessageChunk{
+		{Role: driver.RoleAgent, Text: "hello \"world\"\n<&>\u2028\xff"},
+		{Role: driver.RoleThought, MessageID: "m\t1", Text: "x", Replace: true},
+		{Role: driver.RoleUser},
+	} {
+		for _, sess := range []string{"", "s-1"} {
+			ev := driver.Event{Type: driver.EventMessage, Session: sess, Seq: 42, Time: ts, Message: &m}
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(ev); err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			f := NewFrames(&got)
+			f.Emit(ev)
+			if err := f.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("got  %s\nwant %s", got.String(), want.String())
+			}
+		}
 	}
 }

@@ -1,0 +1,84 @@
+// Package jsonw writes JSON strings straight to a writer, escaped as
+// encoding/json escapes them with SetEscapeHTML(false), without building
+// the encoded string first: a 100 MiB message goes out in place.
+package jsonw
+
+import (
+	"io"
+	"unicode/utf8"
+)
+
+const hex = "0123456789abcdef"
+
+// safe marks the bytes below utf8.RuneSelf written as they are.
+var safe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// Writer is what String writes to (a *bufio.Writer, a *bytes.Buffer).
+type Writer interface {
+	io.Writer
+	io.StringWriter
+	io.ByteWriter
+}
+
+// String writes s as a quoted JSON string.
+func String(w Writer, s string) error {
+	_ = w.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if safe[c] {
+				i++
+				continue
+			}
+			if _, err := w.WriteString(s[start:i]); err != nil {
+				return err
+			}
+			switch c {
+			case '"', '\\':
+				_, _ = w.Write([]byte{'\\', c})
+			case '\b':
+				_, _ = w.WriteString(`\b`)
+			case '\f':
+				_, _ = w.WriteString(`\f`)
+			case '\n':
+				_, _ = w.WriteString(`\n`)
+			case '\r':
+				_, _ = w.WriteString(`\r`)
+			case '\t':
+				_, _ = w.WriteString(`\t`)
+			default:
+				_, _ = w.Write([]byte{'\\', 'u', '0', '0', hex[c>>4], hex[c&0xf]})
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			if _, err := w.WriteString(s[start:i]); err != nil {
+				return err
+			}
+			switch r {
+			case utf8.RuneError:
+				_, _ = w.WriteString(`\ufffd`)
+			case '\u2028':
+				_, _ = w.WriteString(`\u2028`)
+			default:
+				_, _ = w.WriteString(`\u2029`)
+			}
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	if _, err := w.WriteString(s[start:]); err != nil {
+		return err
+	}
+	return w.WriteByte('"')
+}
