@@ -110,12 +110,12 @@ func BenchmarkStartup(b *testing.B) {
 	b.ReportMetric(float64(bareT.Milliseconds())/float64(b.N), "bare-ms")
 }
 
-// BenchmarkBigLine sends one 100 MiB agent_message_chunk (testdata/big.yaml)
+// BenchmarkBigLine sends one 100 MiB agent_message_chunk (testdata/big1.yaml)
 // through tai and through the bare client. line-x is tai's peak RSS over
 // the line's size.
 func BenchmarkBigLine(b *testing.B) {
 	const line = 100 << 20
-	agent := []string{taiBin, "agent", "builtin", "--script", script("big.yaml")}
+	agent := []string{taiBin, "agent", "builtin", "--script", script("big1.yaml")}
 	dir := b.TempDir()
 	var taiT, bareT time.Duration
 	var hwm int64
