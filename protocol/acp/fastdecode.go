@@ -57,7 +57,146 @@ func fastNotification(data []byte, n *SessionNotification) bool {
 		}
 		return true
 	}
+	if fastVariant(update, &n.Update) {
+		return true
+	}
 	return n.Update.UnmarshalJSON(update) == nil
+}
+
+// fastVariant reads the other updates of a flood, tool calls, their
+// updates and plans, when they hold only plain members.
+func fastVariant(data []byte, u *SessionUpdate) bool {
+	tag, present, err := peekTagFast(data, "sessionUpdate")
+	if err != nil || !present {
+		return false
+	}
+	str := func(dst *string) func([]byte) bool {
+		return func(val []byte) bool {
+			s, ok := stringValue(val)
+			*dst = s
+			return ok
+		}
+	}
+	ptr := func(dst **string) func([]byte) bool {
+		return func(val []byte) bool {
+			s, ok := stringValue(val)
+			*dst = &s
+			return ok
+		}
+	}
+	raw := func(dst *json.RawMessage) func([]byte) bool {
+		return func(val []byte) bool {
+			*dst = append(json.RawMessage(nil), val...)
+			return string(val) != "null"
+		}
+	}
+	switch tag {
+	case UpdateToolCall:
+		tc := new(ToolCall)
+		var kind, status string
+		if !fields(data, map[string]func([]byte) bool{
+			"toolCallId": str(&tc.ToolCallId), "title": str(&tc.Title), "kind": str(&kind), "status": str(&status),
+			"name": str(&tc.Name), "rawInput": raw(&tc.RawInput), "rawOutput": raw(&tc.RawOutput),
+		}, "content", "locations", "_meta") {
+			return false
+		}
+		tc.Kind, tc.Status = ToolKind(kind), ToolCallStatus(status)
+		*u = SessionUpdate{ToolCall: tc}
+		return true
+	case UpdateToolCallUpdate:
+		tu := new(ToolCallUpdate)
+		var title, kind, status, name *string
+		if !fields(data, map[string]func([]byte) bool{
+			"toolCallId": str(&tu.ToolCallId), "title": ptr(&title), "kind": ptr(&kind), "status": ptr(&status),
+			"name": ptr(&name), "rawInput": raw(&tu.RawInput), "rawOutput": raw(&tu.RawOutput),
+		}, "content", "locations", "_meta") {
+			return false
+		}
+		tu.Title, tu.Name = title, name
+		if kind != nil {
+			tu.Kind = (*ToolKind)(kind)
+		}
+		if status != nil {
+			tu.Status = (*ToolCallStatus)(status)
+		}
+		*u = SessionUpdate{ToolCallUpdate: tu}
+		return true
+	case UpdatePlan:
+		p := new(Plan)
+		if !fields(data, map[string]func([]byte) bool{
+			"entries": func(val []byte) bool { return planEntries(val, &p.Entries) },
+		}, "_meta") {
+			return false
+		}
+		*u = SessionUpdate{Plan: p}
+		return true
+	}
+	return false
+}
+
+// planEntries reads an array of plain plan entries.
+func planEntries(data []byte, dst *PlanEntryList) bool {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return false
+	}
+	list := PlanEntryList{}
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		*dst = list
+		return true
+	}
+	for {
+		end, ok := skipValue(data, i)
+		if !ok {
+			return false
+		}
+		var e PlanEntry
+		var prio, status string
+		if !fields(data[i:end], map[string]func([]byte) bool{
+			"content": func(v []byte) bool { s, ok := stringValue(v); e.Content = s; return ok },
+			"priority": func(v []byte) bool { s, ok := stringValue(v); prio = s; return ok },
+			"status":   func(v []byte) bool { s, ok := stringValue(v); status = s; return ok },
+		}, "_meta") {
+			return false
+		}
+		e.Priority, e.Status = PlanEntryPriority(prio), PlanEntryStatus(status)
+		list = append(list, e)
+		i = skipWS(data, end)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipWS(data, i+1)
+		case ']':
+			*dst = list
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// fields reads an object's members with set; a member in slow, or one
+// encoding/json would match to a name but for case, makes it fail.
+func fields(data []byte, set map[string]func([]byte) bool, slow ...string) bool {
+	return members(data, func(key, val []byte) bool {
+		if f, ok := set[string(key)]; ok {
+			return f(val)
+		}
+		for _, s := range slow {
+			if foldASCII(key, s) && len(key) == len(s) {
+				return false
+			}
+		}
+		for name := range set {
+			if len(key) == len(name) && foldASCII(key, name) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // fastChunk reads a text chunk update; ok is false for anything else.

@@ -21,6 +21,13 @@ func FuzzDecodeSessionNotification(f *testing.F) {
 		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","TEXT":"a","text":"b"}}}`,
 		`{"sessionId":"s","sessionId":"t","update":{"sessionUpdate":"agent_message_chunk","sessionUpdate":"plan","entries":[]}}`,
 		`{"sessionId":5,"update":{}}`, `{"sessionId":"s","update":null}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"T","kind":"other","status":"in_progress","rawInput":{"a": [1]},"name":"n"}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","Title":"T","locations":[{"path":"/a"}]}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed","title":null}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","kind":"edit","rawOutput":null,"content":[]}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"a","priority":"low","status":"pending"},{"content":"b"}]}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[null,{"content":1}],"_meta":{}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}`, `{"sessionId":"s","update":{"sessionUpdate":"plan"}}`,
 	} {
 		f.Add([]byte(s))
 	}
