@@ -154,7 +154,7 @@ func planEntries(data []byte, dst *PlanEntryList) bool {
 		var e PlanEntry
 		var prio, status string
 		if !fields(data[i:end], map[string]func([]byte) bool{
-			"content": func(v []byte) bool { s, ok := stringValue(v); e.Content = s; return ok },
+			"content":  func(v []byte) bool { s, ok := stringValue(v); e.Content = s; return ok },
 			"priority": func(v []byte) bool { s, ok := stringValue(v); prio = s; return ok },
 			"status":   func(v []byte) bool { s, ok := stringValue(v); status = s; return ok },
 		}, "_meta") {
