@@ -24,6 +24,7 @@ import (
 	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/redact"
@@ -363,7 +364,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		} else {
 			env = os.Environ()
 		}
-		red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env), Patterns: f.Redact})
+		red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(o.MCPServers)...), Patterns: f.Redact})
 		if err != nil {
 			return o, cleanup, exitcode.With(exitcode.Usage, fmt.Errorf("--redact: %w", err))
 		}
@@ -385,12 +386,12 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 
 	if f.Trace != "" {
-		tw, closeTrace, err := traceWriter(f.Trace, o.Env, f.Redact)
+		tw, err := traceWriter(f.Trace, o.Env, f.Redact, o.MCPServers)
 		if err != nil {
 			return o, cleanup, exitcode.With(exitcode.Usage, err)
 		}
-		closers = append(closers, closeTrace)
-		o.Trace = tw
+		closers = append(closers, func() { _ = tw.Close() })
+		o.Trace = tw.Line
 	}
 	return o, cleanup, nil
 }
@@ -458,36 +459,18 @@ func parseMCP(s string) ([]driver.MCPServer, error) {
 	return list, nil
 }
 
-// traceWriter writes the raw wire transcript as JSONL, secrets redacted:
+// traceWriter opens the raw wire transcript (JSONL, secrets redacted, the
+// MCP servers' env, headers and secret flags among them):
 // {"ts":..., "dir":"in"|"out", "line": <the message>}.
-func traceWriter(path string, env, patterns []string) (func(string, []byte), func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--trace: %w", err)
-	}
+func traceWriter(path string, env, patterns []string, mcp []driver.MCPServer) (*tracefile.Writer, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env), Patterns: patterns})
+	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(mcp)...), Patterns: patterns})
 	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("--trace: %w", err)
+		return nil, fmt.Errorf("--trace: %w", err)
 	}
-	var mu sync.Mutex
-	write := func(dir string, line []byte) {
-		clean := red.Bytes(line)
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(f, `{"ts":%q,"dir":%q,"line":`, time.Now().UTC().Format(time.RFC3339Nano), dir)
-		if json.Valid(clean) {
-			f.Write(clean)
-		} else {
-			b, _ := json.Marshal(string(clean))
-			f.Write(b)
-		}
-		f.Write([]byte("}\n"))
-	}
-	return write, func() { f.Close() }, nil
+	return tracefile.Open(path, red)
 }
 
 // prefixWriter prefixes each line, for the agent's stderr in our log.

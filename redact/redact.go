@@ -135,6 +135,10 @@ var builtins = []struct {
 	{`(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)`, []string{"bearer"}, true, true, afterSpace(run(alnum+"._~+/-", 16))},
 	// JWTs: base64url('{"') is "eyJ" for both header and payload.
 	{`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`, []string{"eyJ"}, false, true, run(alnum+"_-", 8)},
+	// Credentials in URLs: the password of scheme://user:password@host.
+	{`://[^/?#@\s"'\\]*:(?P<secret>[^/?#@\s"'\\]+)@`, []string{"://"}, false, false, nil},
+	// Tokens in query strings: ?token=..., &api_key=..., &sig=...
+	{`[?&][A-Za-z0-9_.-]+=(?P<secret>[^&#\s"'\\<>]+)`, []string{"?", "&"}, false, false, secretQueryName},
 	// PEM private keys: the whole block, or, if the END line is missing
 	// (a block split across lines of a trace), the base64 body that follows.
 	{`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s]|\\[nr])*)`,
@@ -155,6 +159,32 @@ func pemStart(rest []byte) bool {
 	}
 	return true
 }
+
+// secretQueryName: rest (after ? or &) is name=value with a name that
+// looks secret.
+func secretQueryName(rest []byte) bool {
+	i := 0
+	for i < len(rest) && i < maxNameLen && (isWord(rest[i]) || rest[i] == '-' || rest[i] == '.') {
+		i++
+	}
+	if i == 0 || i >= len(rest) || rest[i] != '=' {
+		return false
+	}
+	name := rest[:i]
+	if looksSecretName(name) {
+		return true
+	}
+	for _, n := range queryNames {
+		if equalFold(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// queryNames are query parameters that carry credentials though their
+// names alone do not look secret.
+var queryNames = []string{"key", "sig", "signature", "auth", "code", "pass", "pwd", "jwt", "session", "sessionid"}
 
 const alnum = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -336,6 +366,50 @@ func (r *Redactor) Bytes(b []byte) []byte {
 		}
 	}
 	return out
+}
+
+// Spans returns the byte ranges of text that patterns and literals would
+// replace, in order and not overlapping. A caller that must keep the text's
+// shape (the chunks a streamed reply came in) redacts those ranges itself.
+func (r *Redactor) Spans(text []byte) [][2]int {
+	if r == nil {
+		return nil
+	}
+	var spans [][2]int
+	for i := 0; i < len(text); i++ {
+		if i+1 < len(text) {
+			k := uint16(text[i])<<8 | uint16(text[i+1])
+			if r.pairs[k>>6]&(1<<(k&63)) == 0 {
+				continue
+			}
+		} else if !r.first[text[i]] {
+			continue
+		}
+		from, to, next, ok := r.matchAt(text, i)
+		if !ok {
+			continue
+		}
+		spans = append(spans, [2]int{from, to})
+		i = next - 1
+	}
+	for i := range r.floating {
+		p := &r.floating[i]
+		for _, loc := range p.re.FindAllSubmatchIndex(text, -1) {
+			if loc[2*p.secret] >= 0 {
+				spans = append(spans, [2]int{loc[2*p.secret], loc[2*p.secret+1]})
+			}
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
+	merged := spans[:0]
+	for _, sp := range spans {
+		if n := len(merged); n > 0 && sp[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], sp[1])
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	return merged
 }
 
 // text applies patterns and literals in one pass over b.
