@@ -109,6 +109,10 @@ type ReadStep struct {
 	Path  string `yaml:"path"`
 	Line  int    `yaml:"line"`
 	Limit int    `yaml:"limit"`
+	// Repeat > 1 sends that many reads of the file at once, pipelined, and
+	// reports only their total size: a client's memory under pipelined
+	// reads is what it exercises.
+	Repeat int `yaml:"repeat"`
 }
 
 // WriteStep writes Content to Path through fs/write_text_file, after asking

@@ -139,7 +139,7 @@ func BenchmarkBigLine(b *testing.B) {
 // taiPeak runs tai like taiB and samples its VmHWM (peak RSS, bytes) while
 // it runs. VmHWM only grows, so the last sample before the exit is the peak
 // unless the peak came in the last few milliseconds.
-func taiPeak(b *testing.B, dir string, args ...string) (outcome, int64) {
+func taiPeak(b testing.TB, dir string, args ...string) (outcome, int64) {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -101,6 +102,14 @@ type Options struct {
 	// closed, but writes go on until Close. An agent uses it to finish
 	// sending what belongs to a turn after its client closed stdin.
 	KeepOpenOnEOF bool
+	// MaxInflight and MaxInflightBytes bound the peer's requests being
+	// served at once and the bytes of what was read but not yet handled
+	// (default 256 and 256 MiB). Past either, the reader stops reading until
+	// something finishes, so a peer that pipelines without end waits on its
+	// own output instead of growing tai. A single message larger than the
+	// byte bound is still read when nothing else is held.
+	MaxInflight      int
+	MaxInflightBytes int64
 }
 
 // Stats are cumulative counters of a Conn.
@@ -138,6 +147,13 @@ type Conn struct {
 	inflight map[wireID][]*inflightReq // peer's requests being served
 
 	linesIn, linesOut, garbage, oversize, invalid, unknown atomic.Int64
+
+	// held counts what was read and not yet handled: requests until their
+	// reply is written, other messages until dispatched.
+	heldMu    sync.Mutex
+	heldCond  *sync.Cond
+	heldReqs  int
+	heldBytes int64
 }
 
 type inflightReq struct {
@@ -151,6 +167,12 @@ type inflightReq struct {
 func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = defaultMaxLineBytes
+	}
+	if opts.MaxInflight <= 0 {
+		opts.MaxInflight = defaultMaxInflight
+	}
+	if opts.MaxInflightBytes <= 0 {
+		opts.MaxInflightBytes = defaultMaxInflightBytes
 	}
 	log := opts.Logger
 	if log == nil {
@@ -169,6 +191,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		inflight: make(map[wireID][]*inflightReq),
 	}
 	c.q.wake = make(chan struct{}, 1)
+	c.heldCond = sync.NewCond(&c.heldMu)
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.readLoop()
 	go c.dispatchLoop()
@@ -346,6 +369,9 @@ func (c *Conn) shutdown(cause error) error {
 
 	c.cancel(&ClosedError{Cause: cause})
 	close(c.done)
+	c.heldMu.Lock()
+	c.heldCond.Broadcast() // a reader waiting in hold sees done
+	c.heldMu.Unlock()
 	return c.closeStreams(wclosed)
 }
 
@@ -428,9 +454,76 @@ func (c *Conn) sendCancel(id int64) {
 	}
 }
 
+// StreamingResult is a result that writes its own JSON straight to the
+// connection, so that a large one (a file's text) is never encoded in
+// memory whole. Release is called once, when the reply has been written or
+// dropped.
+type StreamingResult interface {
+	WriteJSON(w *bufio.Writer) error
+	Release()
+}
+
+// replyStreaming writes a StreamingResult's reply under the write lock.
+// With a Trace hook the line is built in memory instead, to be traced.
+func (c *Conn) replyStreaming(id ID, sr StreamingResult) error {
+	defer sr.Release()
+	if c.opts.Trace != nil {
+		var buf bytes.Buffer
+		bw := bufio.NewWriter(&buf)
+		if err := c.writeStreamed(bw, id, sr); err != nil {
+			return err
+		}
+		return c.writeLine(context.Background(), buf.Bytes())
+	}
+	select {
+	case c.wlock <- struct{}{}:
+	case <-c.done:
+		return c.closedErr()
+	}
+	c.mu.Lock()
+	wclosed := c.wclosed
+	c.mu.Unlock()
+	if wclosed {
+		<-c.wlock
+		return ErrWriteClosed
+	}
+	err := c.writeStreamed(bufio.NewWriterSize(c.w, readBufSize), id, sr)
+	if err == nil {
+		c.linesOut.Add(1)
+	}
+	<-c.wlock
+	if err != nil {
+		c.shutdown(fmt.Errorf("jsonrpc: write: %w", err))
+		return c.closedErr()
+	}
+	return nil
+}
+
+func (c *Conn) writeStreamed(w *bufio.Writer, id ID, sr StreamingResult) error {
+	_, _ = w.WriteString(`{"jsonrpc":"2.0","id":`)
+	idText, _ := id.MarshalJSON()
+	_, _ = w.Write(idText)
+	_, _ = w.WriteString(`,"result":`)
+	if err := sr.WriteJSON(w); err != nil {
+		return err
+	}
+	_, _ = w.WriteString("}\n")
+	return w.Flush()
+}
+
 // reply sends the response to one of the peer's requests. After close it is
 // dropped silently.
 func (c *Conn) reply(ctx context.Context, id ID, result any, err error) {
+	if sr, ok := result.(StreamingResult); ok {
+		if err == nil {
+			if werr := c.replyStreaming(id, sr); werr != nil && !errors.Is(werr, ErrClosed) {
+				c.log.Warn("jsonrpc: reply", "id", id.String(), "err", werr)
+			}
+			return
+		}
+		sr.Release()
+		result = nil
+	}
 	var msg any
 	if err == nil {
 		msg = &outResult{JSONRPC: "2.0", ID: id, Result: result}
@@ -566,7 +659,42 @@ func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 		c.skipInvalid(msg, errors.New(`neither "method" nor "result"/"error"`))
 		return
 	}
+	env.size = int64(len(msg))
+	c.hold(env)
 	c.q.push(env)
+}
+
+// hold waits, on the reader, until env fits the in-flight bounds, and
+// counts it.
+func (c *Conn) hold(env *envelope) {
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	// A response never waits: it completes a Call, which may be what a
+	// held request is waiting for.
+	for env.kind != kindResponse && c.heldBytes > 0 && (c.heldBytes+env.size > c.opts.MaxInflightBytes ||
+		env.kind == kindRequest && c.heldReqs >= c.opts.MaxInflight) {
+		select {
+		case <-c.done:
+			return // closing: the reader must not block
+		default:
+		}
+		c.heldCond.Wait()
+	}
+	c.heldBytes += env.size
+	if env.kind == kindRequest {
+		c.heldReqs++
+	}
+}
+
+// unhold releases what hold counted for env.
+func (c *Conn) unhold(env *envelope) {
+	c.heldMu.Lock()
+	c.heldBytes -= env.size
+	if env.kind == kindRequest {
+		c.heldReqs--
+	}
+	c.heldMu.Unlock()
+	c.heldCond.Broadcast()
 }
 
 func (c *Conn) skipGarbage(line []byte, err error) {
@@ -620,6 +748,9 @@ func (c *Conn) dispatchLoop() {
 			default:
 			}
 			c.dispatch(env)
+			if env.kind != kindRequest {
+				c.unhold(env)
+			}
 			batch[i] = nil // let params be collected
 		}
 		spare = batch[:0]
@@ -667,6 +798,7 @@ func (c *Conn) serve(env *envelope) {
 	c.inflight[env.ID] = append(c.inflight[env.ID], req)
 	c.mu.Unlock()
 	go func() {
+		defer c.unhold(env)
 		defer c.finishInflight(env.ID, req)
 		var result any
 		var err error

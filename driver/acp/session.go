@@ -72,6 +72,7 @@ type Session struct {
 
 	exited  chan struct{}
 	exitErr *driver.AgentExitError
+	reads   chan struct{} // fs/read_text_file replies being held, at most maxReads
 
 	init        schema.InitializeResponse
 	caps        driver.Capabilities
@@ -133,6 +134,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	s := &Session{
 		cfg: cfg, log: cfg.Logger.With("agent", cfg.Agent), clock: cfg.Clock,
 		stderr: &agentproc.Tail{Max: 64 << 10}, exited: make(chan struct{}), tools: map[string]*driver.ToolCall{},
+		reads: make(chan struct{}, maxReads),
 	}
 	if cfg.StderrTo != nil {
 		w := cfg.StderrTo
