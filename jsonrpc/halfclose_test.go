@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"sync"
 	"testing"
 )
 
@@ -49,5 +52,47 @@ func TestCloseWriteAndKeepOpenOnEOF(t *testing.T) {
 	case <-a.Done():
 		t.Fatal("a write after CloseWrite ended the connection")
 	default:
+	}
+}
+
+// The peer's requests are served at most MaxInflight at a time, however
+// many it pipelines, and every one is answered once others finish.
+func TestInflightBound(t *testing.T) {
+	const limit, total = 2, 20
+	var mu sync.Mutex
+	running, most := 0, 0
+	started := make(chan struct{}, total)
+	release := make(chan struct{})
+	h := &funcHandler{request: func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		started <- struct{}{}
+		<-release
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return "ok", nil
+	}}
+	_, p := newRawPeer(t, h, Options{MaxInflight: limit})
+	go func() {
+		for i := range total {
+			if _, err := io.WriteString(p.w, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"m"}`+"\n", i)); err != nil {
+				return
+			}
+		}
+	}()
+	for range limit {
+		<-started
+	}
+	close(release)
+	for range total {
+		if m := p.recv(); string(m["result"]) != `"ok"` {
+			t.Fatalf("reply %v", m)
+		}
+	}
+	if most > limit {
+		t.Fatalf("%d requests served at once, limit %d", most, limit)
 	}
 }
