@@ -43,37 +43,38 @@ type IO struct {
 
 // RunFlags are `tai run`'s flags.
 type RunFlags struct {
-	Agent          string
-	AgentCmd       string
-	Driver         string
-	Cwd            string
-	Approve        string
-	NonInteractive string
-	AllowDenials   bool
-	Mode           string
-	Model          string
-	Set            []string
-	Resume         string
-	Continue       bool
-	Auth           string
-	MCP            []string
-	Files          []string
-	EmbedFiles     bool
-	Timeout        time.Duration
-	CancelGrace    time.Duration
-	Output         string
-	Trace          string
-	Verbose        bool
-	MaxLineBytes   int64
-	Env            []string
-	Audit          string
-	NoAudit        bool
-	Policy         string
-	Allow          []string
-	Ask            []string
-	Deny           []string
-	Remember       string
-	Redact         []string
+	Agent           string
+	AgentCmd        string
+	Driver          string
+	Cwd             string
+	Approve         string
+	NonInteractive  string
+	AllowDenials    bool
+	Mode            string
+	Model           string
+	Set             []string
+	Resume          string
+	Continue        bool
+	Auth            string
+	MCP             []string
+	Files           []string
+	EmbedFiles      bool
+	Timeout         time.Duration
+	CancelGrace     time.Duration
+	Output          string
+	Trace           string
+	Verbose         bool
+	MaxLineBytes    int64
+	MaxMessageBytes int64
+	Env             []string
+	Audit           string
+	NoAudit         bool
+	Policy          string
+	Allow           []string
+	Ask             []string
+	Deny            []string
+	Remember        string
+	Redact          []string
 	// PTYSize is COLSxROWS for the pty driver's screen.
 	PTYSize string
 	// InputFormat "stream-json" makes tai an agent its parent drives on
@@ -186,7 +187,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	o := runner.Options{Logger: logger, Version: Version, Timeout: f.Timeout, CancelGrace: f.CancelGrace,
 		AllowDenials: f.AllowDenials, Mode: f.Mode, Model: f.Model, ResumeID: f.Resume, AuthMethod: f.Auth,
-		MaxLineBytes: f.MaxLineBytes, Driver: f.Driver}
+		MaxLineBytes: f.MaxLineBytes, MaxMessageBytes: f.MaxMessageBytes, Driver: f.Driver}
 	switch f.Output {
 	case "", OutputText, OutputJSON, OutputStreamJSON:
 	default:

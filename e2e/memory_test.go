@@ -34,3 +34,22 @@ func TestPipelinedReadsBoundedMemory(t *testing.T) {
 		t.Fatalf("peak RSS %d MiB, over %d MiB", peak>>20, limit>>20)
 	}
 }
+
+// A message longer than --max-message-bytes over all its chunks (each
+// under --max-line-bytes) is cut there and reported like an oversize line;
+// the next message comes through.
+func TestMaxMessageBytes(t *testing.T) {
+	t.Parallel()
+	o := tai(t, t.TempDir(), "run", "--no-audit", "--max-message-bytes", "1000", "--agent-cmd", builtinWith(script("long_message.yaml")), "-o", "json", "go")
+	r := jsonResult(t, o)
+	if o.code != 0 {
+		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	}
+	first, second, _ := strings.Cut(r.Message, "\n\n")
+	if len(first) == 0 || len(first) > 1000 || !strings.HasPrefix(first, "abcdefghij") || second != "after the long one" {
+		t.Fatalf("message %q (%d bytes before the break)", r.Message, len(first))
+	}
+	if len(r.Errors) != 1 || r.Errors[0].Code != "oversize_message" {
+		t.Fatalf("errors %+v", r.Errors)
+	}
+}

@@ -79,11 +79,17 @@ type Options struct {
 	Trace        func(dir string, line []byte)
 	StderrTo     io.Writer
 	MaxLineBytes int64
+	// MaxMessageBytes bounds the text of one message; the rest of a longer
+	// one is skipped and reported. Default 256 MiB.
+	MaxMessageBytes int64
 	// Cols and Rows size a terminal driver's screen (0: its default).
 	Cols, Rows int
 	Version    string
 	Clock      quartz.Clock
 }
+
+// DefaultMaxMessageBytes is the default of Options.MaxMessageBytes.
+const DefaultMaxMessageBytes = 256 << 20
 
 // Run runs the session. ctx being cancelled means the user interrupted.
 // The Result is always filled in, also on error; its ExitCode is final.
@@ -102,7 +108,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	start := o.Clock.Now()
 	col := newCollector()
-	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col)}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col), maxMessage: o.MaxMessageBytes}
 	r := &run{o: o, col: col, st: st}
 	if o.Audit != nil {
 		r.audit = &auditSink{log: o.Audit}
@@ -364,6 +373,7 @@ type turnOutcome struct {
 // turn runs one prompt; last says no prompt follows it in this run.
 func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, last bool) error {
 	r.col.newTurn()
+	r.st.newTurn()
 	if r.audit != nil {
 		r.audit.append(audit.KindPrompt, sess.ID(), promptText(prompt))
 	}

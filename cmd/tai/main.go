@@ -147,6 +147,7 @@ func newRun(std app.IO) *cobra.Command {
 	fl.StringVar(&f.Trace, "trace", "", "write the raw wire transcript (secrets redacted) to this file")
 	fl.BoolVarP(&f.Verbose, "verbose", "v", false, "log debug detail and the agent's stderr to stderr")
 	fl.Int64Var(&f.MaxLineBytes, "max-line-bytes", 256<<20, "largest protocol line accepted; longer ones are skipped")
+	fl.Int64Var(&f.MaxMessageBytes, "max-message-bytes", 256<<20, "largest message text kept, over all its chunks; the rest is skipped and reported")
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
 	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
