@@ -76,7 +76,10 @@ func (o *outWriter) Write(p []byte) (int, error) {
 // what they start is known.
 func (o *outWriter) quiesce() {
 	o.mu.Lock()
-	o.mu.Unlock() //nolint:staticcheck // waiting for the writer is the point
+	for o.raw { // a raw write in progress
+		o.cond.Wait()
+	}
+	o.mu.Unlock()
 	o.firing.Wait()
 }
 

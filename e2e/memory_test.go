@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +25,7 @@ func TestPipelinedReadsBoundedMemory(t *testing.T) {
 	if o.code != 0 {
 		t.Fatalf("exit %d: %s", o.code, o.stderr)
 	}
-	if !strings.Contains(o.stdout, fmt.Sprintf(`"status": "ok"`)) {
+	if !strings.Contains(o.stdout, `"status": "ok"`) {
 		t.Fatalf("result: %s", o.stdout)
 	}
 	t.Logf("peak RSS %d MiB for 16 reads of a %d MiB file", peak>>20, size>>20)
