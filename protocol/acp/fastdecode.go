@@ -70,34 +70,29 @@ func fastVariant(data []byte, u *SessionUpdate) bool {
 	if err != nil || !present {
 		return false
 	}
-	str := func(dst *string) func([]byte) bool {
-		return func(val []byte) bool {
-			s, ok := stringValue(val)
-			*dst = s
-			return ok
-		}
-	}
-	ptr := func(dst **string) func([]byte) bool {
-		return func(val []byte) bool {
-			s, ok := stringValue(val)
-			*dst = &s
-			return ok
-		}
-	}
-	raw := func(dst *json.RawMessage) func([]byte) bool {
-		return func(val []byte) bool {
-			*dst = append(json.RawMessage(nil), val...)
-			return string(val) != "null"
-		}
-	}
 	switch tag {
 	case UpdateToolCall:
 		tc := new(ToolCall)
 		var kind, status string
-		if !fields(data, map[string]func([]byte) bool{
-			"toolCallId": str(&tc.ToolCallId), "title": str(&tc.Title), "kind": str(&kind), "status": str(&status),
-			"name": str(&tc.Name), "rawInput": raw(&tc.RawInput), "rawOutput": raw(&tc.RawOutput),
-		}, "content", "locations", "_meta") {
+		if !fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) (ok bool) {
+			switch i {
+			case 0:
+				tc.ToolCallId, ok = stringValue(val)
+			case 1:
+				tc.Title, ok = stringValue(val)
+			case 2:
+				kind, ok = stringValue(val)
+			case 3:
+				status, ok = stringValue(val)
+			case 4:
+				tc.Name, ok = stringValue(val)
+			case 5:
+				tc.RawInput, ok = rawValue(val)
+			case 6:
+				tc.RawOutput, ok = rawValue(val)
+			}
+			return ok
+		}) {
 			return false
 		}
 		tc.Kind, tc.Status = ToolKind(kind), ToolCallStatus(status)
@@ -105,33 +100,60 @@ func fastVariant(data []byte, u *SessionUpdate) bool {
 		return true
 	case UpdateToolCallUpdate:
 		tu := new(ToolCallUpdate)
-		var title, kind, status, name *string
-		if !fields(data, map[string]func([]byte) bool{
-			"toolCallId": str(&tu.ToolCallId), "title": ptr(&title), "kind": ptr(&kind), "status": ptr(&status),
-			"name": ptr(&name), "rawInput": raw(&tu.RawInput), "rawOutput": raw(&tu.RawOutput),
-		}, "content", "locations", "_meta") {
+		if !fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) bool {
+			if i >= 5 {
+				raw, ok := rawValue(val)
+				if i == 5 {
+					tu.RawInput = raw
+				} else {
+					tu.RawOutput = raw
+				}
+				return ok
+			}
+			v, ok := stringValue(val)
+			switch i {
+			case 0:
+				tu.ToolCallId = v
+			case 1:
+				tu.Title = &v
+			case 2:
+				tu.Kind = (*ToolKind)(&v)
+			case 3:
+				tu.Status = (*ToolCallStatus)(&v)
+			case 4:
+				tu.Name = &v
+			}
+			return ok
+		}) {
 			return false
-		}
-		tu.Title, tu.Name = title, name
-		if kind != nil {
-			tu.Kind = (*ToolKind)(kind)
-		}
-		if status != nil {
-			tu.Status = (*ToolCallStatus)(status)
 		}
 		*u = SessionUpdate{ToolCallUpdate: tu}
 		return true
 	case UpdatePlan:
 		p := new(Plan)
-		if !fields(data, map[string]func([]byte) bool{
-			"entries": func(val []byte) bool { return planEntries(val, &p.Entries) },
-		}, "_meta") {
+		if !fields(data, planNames, metaSlow, func(_ int, val []byte) bool { return planEntries(val, &p.Entries) }) {
 			return false
 		}
 		*u = SessionUpdate{Plan: p}
 		return true
 	}
 	return false
+}
+
+// The members the fast path reads, by index, and those it leaves to
+// encoding/json.
+var (
+	toolCallNames  = []string{"toolCallId", "title", "kind", "status", "name", "rawInput", "rawOutput"}
+	toolCallSlow   = []string{"content", "locations", "_meta"}
+	planNames      = []string{"entries"}
+	planEntryNames = []string{"content", "priority", "status"}
+	metaSlow       = []string{"_meta"}
+)
+
+// rawValue copies a raw member, as json.RawMessage does; null is left to
+// encoding/json.
+func rawValue(val []byte) (json.RawMessage, bool) {
+	return append(json.RawMessage(nil), val...), string(val) != "null"
 }
 
 // planEntries reads an array of plain plan entries.
@@ -153,11 +175,17 @@ func planEntries(data []byte, dst *PlanEntryList) bool {
 		}
 		var e PlanEntry
 		var prio, status string
-		if !fields(data[i:end], map[string]func([]byte) bool{
-			"content":  func(v []byte) bool { s, ok := stringValue(v); e.Content = s; return ok },
-			"priority": func(v []byte) bool { s, ok := stringValue(v); prio = s; return ok },
-			"status":   func(v []byte) bool { s, ok := stringValue(v); status = s; return ok },
-		}, "_meta") {
+		if !fields(data[i:end], planEntryNames, metaSlow, func(k int, v []byte) (ok bool) {
+			switch k {
+			case 0:
+				e.Content, ok = stringValue(v)
+			case 1:
+				prio, ok = stringValue(v)
+			case 2:
+				status, ok = stringValue(v)
+			}
+			return ok
+		}) {
 			return false
 		}
 		e.Priority, e.Status = PlanEntryPriority(prio), PlanEntryStatus(status)
@@ -178,21 +206,21 @@ func planEntries(data []byte, dst *PlanEntryList) bool {
 	}
 }
 
-// fields reads an object's members with set; a member in slow, or one
-// encoding/json would match to a name but for case, makes it fail.
-func fields(data []byte, set map[string]func([]byte) bool, slow ...string) bool {
+// fields reads an object's members named in names with set (by index);
+// a member in slow, or one encoding/json would match to a name but for
+// case, makes it fail.
+func fields(data []byte, names, slow []string, set func(i int, val []byte) bool) bool {
 	return members(data, func(key, val []byte) bool {
-		if f, ok := set[string(key)]; ok {
-			return f(val)
-		}
-		for _, s := range slow {
-			if foldASCII(key, s) && len(key) == len(s) {
-				return false
+		for i, n := range names {
+			if string(key) == n {
+				return set(i, val)
 			}
 		}
-		for name := range set {
-			if len(key) == len(name) && foldASCII(key, name) {
-				return false
+		for _, list := range [2][]string{names, slow} {
+			for _, n := range list {
+				if len(key) == len(n) && foldASCII(key, n) {
+					return false
+				}
 			}
 		}
 		return true
