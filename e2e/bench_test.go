@@ -124,7 +124,7 @@ func BenchmarkBigLine(b *testing.B) {
 		bareClient(b, dir, agent)
 		bareT += time.Since(t0)
 		t0 = time.Now()
-		o, peak := taiPeak(b, dir, "run", "--no-audit", "--agent-cmd", strings.Join(agent, " "), "-o", "stream-json", "go")
+		o, peak := taiPeak(b, dir, "run", "--no-audit", "--agent-cmd", strings.Join(agent, " "), "-o", "json", "go")
 		taiT += time.Since(t0)
 		if o.code != 0 || len(o.stdout) < line {
 			b.Fatalf("exit %d, %d bytes out: %s", o.code, len(o.stdout), o.stderr)

@@ -3,6 +3,8 @@ package jsonrpc
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/tai-dev/tai/internal/jsonw"
 )
 
 // maxDepth is how deeply values may nest; encoding/json's own limit.
@@ -230,6 +232,9 @@ func literal(b []byte, i int, lit string) (int, error) {
 // UTF-8 is accepted, as encoding/json accepts it.
 func skipString(b []byte, i int) (end int, escaped bool, err error) {
 	for j := i + 1; j < len(b); j++ {
+		if j += jsonw.PlainPrefix(b[j:]); j >= len(b) {
+			break
+		}
 		switch c := b[j]; {
 		case c == '"':
 			return j + 1, escaped, nil

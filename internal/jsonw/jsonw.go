@@ -30,6 +30,10 @@ func String(w Writer, s string) error {
 	_ = w.WriteByte('"')
 	start := 0
 	for i := 0; i < len(s); {
+		i += PlainPrefix(s[i:])
+		if i >= len(s) {
+			break
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if safe[c] {
 				i++
@@ -81,4 +85,27 @@ func String(w Writer, s string) error {
 		return err
 	}
 	return w.WriteByte('"')
+}
+
+// PlainPrefix returns how many leading bytes of s need no attention inside
+// a JSON string: printable ASCII other than '"' and '\'. It looks at eight
+// bytes at a time, so scanning a long text costs little more than reading
+// it.
+func PlainPrefix[T string | []byte](s T) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		q, b := x^(lo*'"'), x^(lo*'\\')
+		if ((x-lo*0x20)&^x|(q-lo)&^q|(b-lo)&^b|x)&hi != 0 {
+			break
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			return i
+		}
+	}
+	return i
 }

@@ -27,3 +27,25 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+// PlainPrefix stops at the first byte a JSON string writer must look at.
+func FuzzPlainPrefix(f *testing.F) {
+	for _, s := range []string{"", "abcdefgh", "abcdefghij\"k", "0123456789abcdef\x01", "é", "12345678\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := len(s)
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
+				want = i
+				break
+			}
+		}
+		if got := PlainPrefix(s); got != want {
+			t.Fatalf("PlainPrefix(%q) = %d, want %d", s, got, want)
+		}
+		if got := PlainPrefix([]byte(s)); got != want {
+			t.Fatalf("PlainPrefix([]byte %q) = %d, want %d", s, got, want)
+		}
+	})
+}
