@@ -232,8 +232,10 @@ func literal(b []byte, i int, lit string) (int, error) {
 // UTF-8 is accepted, as encoding/json accepts it.
 func skipString(b []byte, i int) (end int, escaped bool, err error) {
 	for j := i + 1; j < len(b); j++ {
-		if j += jsonw.PlainPrefix(b[j:]); j >= len(b) {
-			break
+		if j-i > 16 { // a long string: skip its plain stretches word by word
+			if j += jsonw.PlainPrefix(b[j:]); j >= len(b) {
+				break
+			}
 		}
 		switch c := b[j]; {
 		case c == '"':

@@ -43,9 +43,7 @@ func NewFrames(w io.Writer) *Frames {
 func (f *Frames) Emit(ev driver.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if ev.Type == driver.EventMessage && ev.Message != nil && len(ev.Message.Content) == 0 {
-		f.message(ev)
-	} else {
+	if !f.byHand(ev) {
 		_ = f.enc.Encode(ev)
 	}
 	if urgent(ev.Type) {
@@ -55,8 +53,58 @@ func (f *Frames) Emit(ev driver.Event) {
 	f.later()
 }
 
-// message writes a text chunk's frame, as encoding/json would.
-func (f *Frames) message(ev driver.Event) {
+// byHand writes the frames a flood is made of, text chunks, plain tool
+// calls and plans, as encoding/json would; false for any other event.
+func (f *Frames) byHand(ev driver.Event) bool {
+	switch {
+	case ev.Type == driver.EventMessage && ev.Message != nil && len(ev.Message.Content) == 0:
+		m := ev.Message
+		f.header(ev, "message")
+		_, _ = f.out.WriteString(`{"role":`)
+		_ = jsonw.String(f.out, string(m.Role))
+		f.field("message_id", m.MessageID)
+		f.field("text", m.Text)
+		if m.Replace {
+			_, _ = f.out.WriteString(`,"replace":true`)
+		}
+	case ev.Type == driver.EventToolCall && ev.ToolCall != nil && len(ev.ToolCall.Locations) == 0 &&
+		len(ev.ToolCall.Content) == 0 && len(ev.ToolCall.RawInput) == 0 && len(ev.ToolCall.RawOutput) == 0:
+		tc := ev.ToolCall
+		f.header(ev, "tool_call")
+		_, _ = f.out.WriteString(`{"id":`)
+		_ = jsonw.String(f.out, tc.ID)
+		f.field("title", tc.Title)
+		f.field("kind", tc.Kind)
+		f.field("status", tc.Status)
+		f.field("name", tc.Name)
+	case ev.Type == driver.EventPlan && ev.Plan != nil:
+		f.header(ev, "plan")
+		_, _ = f.out.WriteString(`{"entries":`)
+		if ev.Plan.Entries == nil {
+			_, _ = f.out.WriteString("null")
+		} else {
+			_ = f.out.WriteByte('[')
+			for i, e := range ev.Plan.Entries {
+				if i > 0 {
+					_ = f.out.WriteByte(',')
+				}
+				_, _ = f.out.WriteString(`{"content":`)
+				_ = jsonw.String(f.out, e.Content)
+				f.field("priority", e.Priority)
+				f.field("status", e.Status)
+				_ = f.out.WriteByte('}')
+			}
+			_ = f.out.WriteByte(']')
+		}
+	default:
+		return false
+	}
+	_, _ = f.out.WriteString("}}\n")
+	return true
+}
+
+// header writes a frame's common members up to its payload's value.
+func (f *Frames) header(ev driver.Event, payload string) {
 	b := append(f.scratch[:0], `{"type":`...)
 	b = strconv.AppendQuote(b, string(ev.Type)) // a fixed ASCII name
 	if ev.Session != "" {
@@ -68,22 +116,22 @@ func (f *Frames) message(ev driver.Event) {
 	b = strconv.AppendUint(b, ev.Seq, 10)
 	b = append(b, `,"ts":"`...)
 	b = ev.Time.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","message":{"role":`...)
+	b = append(b, `","`...)
+	b = append(b, payload...)
+	b = append(b, `":`...)
 	f.flushScratch(b)
-	m := ev.Message
-	_ = jsonw.String(f.out, string(m.Role))
-	if m.MessageID != "" {
-		_, _ = f.out.WriteString(`,"message_id":`)
-		_ = jsonw.String(f.out, m.MessageID)
+}
+
+// field writes an omitempty string member.
+func (f *Frames) field(name, v string) {
+	if v == "" {
+		return
 	}
-	if m.Text != "" {
-		_, _ = f.out.WriteString(`,"text":`)
-		_ = jsonw.String(f.out, m.Text)
-	}
-	if m.Replace {
-		_, _ = f.out.WriteString(`,"replace":true`)
-	}
-	_, _ = f.out.WriteString("}}\n")
+	_ = f.out.WriteByte(',')
+	_ = f.out.WriteByte('"')
+	_, _ = f.out.WriteString(name)
+	_, _ = f.out.WriteString(`":`)
+	_ = jsonw.String(f.out, v)
 }
 
 func (f *Frames) flushScratch(b []byte) {

@@ -124,17 +124,27 @@ func TestTextReplace(t *testing.T) {
 	}
 }
 
-// Message frames are encoded by hand: byte for byte what encoding/json
-// writes for the event.
+// Message, plain tool call and plan frames are encoded by hand: byte for
+// byte what encoding/json writes for the event.
 func TestMessageFramesAsEncodingJSON(t *testing.T) {
 	ts := time.Date(2026, 1, 2, 3, 4, 5, 60700, time.UTC)
+	var evs []driver.Event
 	for _, m := range []driver.MessageChunk{
 		{Role: driver.RoleAgent, Text: "hello \"world\"\n<&>\u2028\xff"},
 		{Role: driver.RoleThought, MessageID: "m\t1", Text: "x", Replace: true},
 		{Role: driver.RoleUser},
 	} {
+		evs = append(evs, driver.Event{Type: driver.EventMessage, Message: &m})
+	}
+	for _, tc := range []driver.ToolCall{{ID: "t1"}, {ID: "t\"2", Title: "<T>", Kind: "edit", Status: "pending", Name: "n"}} {
+		evs = append(evs, driver.Event{Type: driver.EventToolCall, ToolCall: &tc})
+	}
+	for _, p := range []driver.Plan{{}, {Entries: []driver.PlanEntry{}}, {Entries: []driver.PlanEntry{{Content: "a\nb"}, {Content: "c", Priority: "high", Status: "done"}}}} {
+		evs = append(evs, driver.Event{Type: driver.EventPlan, Plan: &p})
+	}
+	for _, ev := range evs {
 		for _, sess := range []string{"", "s-1"} {
-			ev := driver.Event{Type: driver.EventMessage, Session: sess, Seq: 42, Time: ts, Message: &m}
+			ev.Session, ev.Seq, ev.Time = sess, 42, ts
 			var want bytes.Buffer
 			enc := json.NewEncoder(&want)
 			enc.SetEscapeHTML(false)
