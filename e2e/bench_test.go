@@ -34,16 +34,20 @@ func BenchmarkFlood(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			dir := b.TempDir()
 			var taiT, bareT time.Duration
+			var best pair
 			var hwm int64
 			for i := 0; i < b.N; i++ {
 				t0 := time.Now()
 				if n := bareClient(b, dir, agent); n < floodUpdates {
 					b.Fatalf("bare client saw %d updates", n)
 				}
-				bareT += time.Since(t0)
+				bt := time.Since(t0)
+				bareT += bt
 				t0 = time.Now()
 				o, peak := taiPeak(b, dir, "run", "--approve", "all", "--agent-cmd", strings.Join(agent, " "), "-o", mode, "go")
-				taiT += time.Since(t0)
+				tt := time.Since(t0)
+				taiT += tt
+				best.add(tt, bt)
 				if o.code != 0 {
 					b.Fatalf("exit %d: %s", o.code, o.stderr)
 				}
@@ -51,6 +55,7 @@ func BenchmarkFlood(b *testing.B) {
 				hwm = max(hwm, peak)
 			}
 			b.ReportMetric(taiT.Seconds()/bareT.Seconds(), "x-bare")
+			b.ReportMetric(best.ratio(), "x-bare-best")
 			b.ReportMetric(float64(floodUpdates)*float64(b.N)/taiT.Seconds(), "tai-updates/s")
 			b.ReportMetric(float64(floodUpdates)*float64(b.N)/bareT.Seconds(), "bare-updates/s")
 			b.ReportMetric(float64(hwm)/(1<<20), "tai-MiB")
@@ -92,20 +97,25 @@ func BenchmarkStartup(b *testing.B) {
 	agent := []string{taiBin, "agent", "builtin", "--script", script("one.yaml")}
 	dir := b.TempDir()
 	var taiT, bareT time.Duration
+	var best pair
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
 		if n := bareClient(b, dir, agent); n < 1 {
 			b.Fatal("bare client saw no update")
 		}
-		bareT += time.Since(t0)
+		bt := time.Since(t0)
+		bareT += bt
 		t0 = time.Now()
 		o := taiB(b, dir, "run", "--no-audit", "--agent-cmd", strings.Join(agent, " "), "-o", "json", "go")
-		taiT += time.Since(t0)
+		tt := time.Since(t0)
+		taiT += tt
+		best.add(tt, bt)
 		if o.code != 0 || !strings.Contains(o.stdout, "one update") {
 			b.Fatalf("exit %d: %s %s", o.code, o.stdout, o.stderr)
 		}
 	}
 	b.ReportMetric(taiT.Seconds()/bareT.Seconds(), "x-bare")
+	b.ReportMetric(best.ratio(), "x-bare-best")
 	b.ReportMetric(float64(taiT.Milliseconds())/float64(b.N), "tai-ms")
 	b.ReportMetric(float64(bareT.Milliseconds())/float64(b.N), "bare-ms")
 }
@@ -135,6 +145,21 @@ func BenchmarkBigLine(b *testing.B) {
 	b.ReportMetric(float64(hwm)/(1<<20), "tai-MiB")
 	b.ReportMetric(float64(hwm)/line, "line-x")
 }
+
+// pair keeps the fastest run of tai and of the bare client: on a shared
+// machine the minimum is the figure least disturbed by others' load.
+type pair struct{ tai, bare time.Duration }
+
+func (p *pair) add(tai, bare time.Duration) {
+	if p.tai == 0 || tai < p.tai {
+		p.tai = tai
+	}
+	if p.bare == 0 || bare < p.bare {
+		p.bare = bare
+	}
+}
+
+func (p pair) ratio() float64 { return p.tai.Seconds() / p.bare.Seconds() }
 
 // taiPeak runs tai like taiB and samples its VmHWM (peak RSS, bytes) while
 // it runs. VmHWM only grows, so the last sample before the exit is the peak
