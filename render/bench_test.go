@@ -63,3 +63,16 @@ func TestTextChunksLinear(t *testing.T) {
 		t.Fatalf("100k chunks allocated %d bytes, 10k chunks %d: %.0f× for 10× the chunks", large, small, float64(large)/float64(small))
 	}
 }
+
+// A long session's finished tool calls are not all remembered.
+func TestTextForgetsFinishedToolCalls(t *testing.T) {
+	tx := NewText(io.Discard, false)
+	for i := range 3 * maxTools {
+		id := fmt.Sprintf("t%d", i)
+		tx.Emit(driver.Event{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: id, Status: "in_progress"}})
+		tx.Emit(driver.Event{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: id, Status: "completed"}})
+	}
+	if n := len(tx.tools); n > maxTools {
+		t.Fatalf("%d tool calls remembered after %d finished", n, 3*maxTools)
+	}
+}

@@ -38,6 +38,10 @@ const maxDiffLines = 40
 // sees it as it streams.
 const flushDelay = 20 * time.Millisecond
 
+// maxTools is how many tool calls' states are kept before the finished
+// ones are let go.
+const maxTools = 4096
+
 // maxPrinted bounds the text kept of the message being shown, for a chunk
 // that replaces it: past it, a replacing chunk shows the message again.
 const maxPrinted = 4 << 20
@@ -64,6 +68,7 @@ type Text struct {
 	printed   []byte
 	overflow  bool // printed outgrew maxPrinted and was dropped
 	tools     map[string]string
+	toolsMax  int                // len(tools) that triggers a sweep of finished calls
 	shownPlan []driver.PlanEntry // as last shown
 }
 
@@ -341,6 +346,20 @@ func (t *Text) toolCall(tc *driver.ToolCall) {
 	state := tc.Status
 	if seen && prev == state {
 		return // a content-only patch; shown when the status moves
+	}
+	if t.toolsMax == 0 {
+		t.toolsMax = maxTools
+	}
+	if !seen && len(t.tools) >= t.toolsMax {
+		// A long session: let go of the calls that are over.
+		for id, st := range t.tools {
+			if st == "completed" || st == "failed" {
+				delete(t.tools, id)
+			}
+		}
+		if len(t.tools) > t.toolsMax/2 { // mostly running: grow, so the sweeps stay rare
+			t.toolsMax *= 2
+		}
 	}
 	t.tools[tc.ID] = state
 	col := yellow

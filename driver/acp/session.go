@@ -89,6 +89,7 @@ type Session struct {
 	buffered  []schema.SessionNotification
 	dropped   int
 	tools     map[string]*driver.ToolCall
+	toolsMax  int // len(tools) that triggers a sweep of finished calls
 	config    []driver.ConfigOption
 	mode      string
 
