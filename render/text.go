@@ -108,10 +108,12 @@ func (t *Text) writer() *bufio.Writer {
 	return t.out
 }
 
-// urgent reports events the user must see at once: the flush must not wait.
+// urgent reports events the user must see at once, those a prompt to the
+// user can follow (a permission ask, a mode change) among them: the flush
+// must not wait.
 func urgent(typ driver.EventType) bool {
 	switch typ {
-	case driver.EventPermissionAsked, driver.EventPermissionDecided, driver.EventTurnEnded,
+	case driver.EventPermissionAsked, driver.EventPermissionDecided, driver.EventModeChanged, driver.EventTurnEnded,
 		driver.EventError, driver.EventProcessExited, driver.EventScreenDelta:
 		return true
 	}
