@@ -1,10 +1,15 @@
 package render
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/coder/quartz"
 
 	"github.com/tai-dev/tai/driver"
 )
@@ -75,4 +80,45 @@ func TestTextForgetsFinishedToolCalls(t *testing.T) {
 	if n := len(tx.tools); n > maxTools {
 		t.Fatalf("%d tool calls remembered after %d finished", n, 3*maxTools)
 	}
+}
+
+// Text is buffered: streamed chunks reach the writer once the flush delay
+// has passed (on the injected clock), and at once before a permission ask.
+func TestTextFlushes(t *testing.T) {
+	ctx := context.Background()
+	clk := quartz.NewMock(t)
+	var out syncBuffer
+	tx := NewText(&out, false)
+	tx.Clock = clk
+	chunk := driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, Text: "hello"}}
+	tx.Emit(chunk)
+	if out.String() != "" {
+		t.Fatalf("written before the flush delay: %q", out.String())
+	}
+	clk.Advance(flushDelay).MustWait(ctx)
+	if out.String() != "hello" {
+		t.Fatalf("after the flush delay: %q", out.String())
+	}
+	tx.Emit(chunk)
+	tx.Emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &driver.PermissionRequest{ToolCall: driver.ToolCall{Title: "Edit"}}})
+	if got := out.String(); !strings.HasPrefix(got, "hellohello\n? permission: Edit") {
+		t.Fatalf("before the ask: %q", got)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
