@@ -4,6 +4,7 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -26,6 +27,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/readlimit"
+	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/redact"
@@ -44,38 +46,39 @@ type IO struct {
 
 // RunFlags are `tai run`'s flags.
 type RunFlags struct {
-	Agent          string
-	AgentCmd       string
-	AgentCmdSet    bool // --agent-cmd was given (an empty one is refused)
-	Driver         string
-	Cwd            string
-	Approve        string
-	NonInteractive string
-	AllowDenials   bool
-	Mode           string
-	Model          string
-	Set            []string
-	Resume         string
-	Continue       bool
-	Auth           string
-	MCP            []string
-	Files          []string
-	EmbedFiles     bool
-	Timeout        time.Duration
-	CancelGrace    time.Duration
-	Output         string
-	Trace          string
-	Verbose        bool
-	MaxLineBytes   int64
-	Env            []string
-	Audit          string
-	NoAudit        bool
-	Policy         string
-	Allow          []string
-	Ask            []string
-	Deny           []string
-	Remember       string
-	Redact         []string
+	Agent           string
+	AgentCmd        string
+	AgentCmdSet     bool // --agent-cmd was given (an empty one is refused)
+	Driver          string
+	Cwd             string
+	Approve         string
+	NonInteractive  string
+	AllowDenials    bool
+	Mode            string
+	Model           string
+	Set             []string
+	Resume          string
+	Continue        bool
+	Auth            string
+	MCP             []string
+	Files           []string
+	EmbedFiles      bool
+	Timeout         time.Duration
+	CancelGrace     time.Duration
+	Output          string
+	Trace           string
+	Verbose         bool
+	MaxLineBytes    int64
+	MaxMessageBytes int64
+	Env             []string
+	Audit           string
+	NoAudit         bool
+	Policy          string
+	Allow           []string
+	Ask             []string
+	Deny            []string
+	Remember        string
+	Redact          []string
 	// PTYSize is COLSxROWS for the pty driver's screen.
 	PTYSize string
 	// InputFormat "stream-json" makes tai an agent its parent drives on
@@ -132,6 +135,12 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	if err != nil {
 		return fail(std, err)
 	}
+	var text *render.Text // buffered: flushed once the run is over
+	for _, s := range opts.Sinks {
+		if t, ok := s.(*render.Text); ok {
+			text = t
+		}
+	}
 	switch f.Output {
 	case OutputStreamJSON:
 		opts.Sinks = append(opts.Sinks, frames)
@@ -145,13 +154,15 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	recordSession(context.WithoutCancel(ctx), opts, res, logger)
 	switch f.Output {
 	case OutputJSON:
-		enc := json.NewEncoder(std.Out)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
+		out := bufio.NewWriterSize(std.Out, 64<<10)
+		_ = res.WriteIndented(out)
+		_ = out.Flush()
 	case OutputStreamJSON:
 		_ = frames.Write(runner.ResultFrame{Type: "result", Seq: res.LastSeq + 1, Time: time.Now().UTC(), Result: res})
 	default:
+		if text != nil {
+			_ = text.Flush()
+		}
 		if runErr != nil || res.ExitCode != 0 {
 			Report(std.Err, exitcode.With(exitcode.Code(res.ExitCode), fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())))
 		}
@@ -191,7 +202,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	o := runner.Options{Logger: logger, Version: Version, Timeout: f.Timeout, CancelGrace: f.CancelGrace,
 		AllowDenials: f.AllowDenials, Mode: f.Mode, Model: f.Model, ResumeID: f.Resume, AuthMethod: f.Auth,
-		MaxLineBytes: f.MaxLineBytes, Driver: f.Driver}
+		MaxLineBytes: f.MaxLineBytes, MaxMessageBytes: f.MaxMessageBytes, Driver: f.Driver}
 	if err := checkRunFlags(f); err != nil {
 		return o, cleanup, err
 	}
@@ -412,7 +423,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		} else {
 			env = os.Environ()
 		}
-		red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env), Patterns: f.Redact})
+		red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(o.MCPServers)...), Patterns: f.Redact})
 		if err != nil {
 			return o, cleanup, exitcode.With(exitcode.Usage, fmt.Errorf("--redact: %w", err))
 		}
@@ -434,12 +445,12 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 
 	if f.Trace != "" {
-		tw, closeTrace, err := traceWriter(f.Trace, o.Env, f.Redact)
+		tw, err := traceWriter(f.Trace, o.Env, f.Redact, o.MCPServers)
 		if err != nil {
 			return o, cleanup, exitcode.With(exitcode.Usage, err)
 		}
-		closers = append(closers, closeTrace)
-		o.Trace = tw
+		closers = append(closers, func() { _ = tw.Close() })
+		o.Trace = tw.Line
 	}
 	return o, cleanup, nil
 }
@@ -507,36 +518,18 @@ func parseMCP(s string) ([]driver.MCPServer, error) {
 	return list, nil
 }
 
-// traceWriter writes the raw wire transcript as JSONL, secrets redacted:
+// traceWriter opens the raw wire transcript (JSONL, secrets redacted, the
+// MCP servers' env, headers and secret flags among them):
 // {"ts":..., "dir":"in"|"out", "line": <the message>}.
-func traceWriter(path string, env, patterns []string) (func(string, []byte), func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--trace: %w", err)
-	}
+func traceWriter(path string, env, patterns []string, mcp []driver.MCPServer) (*tracefile.Writer, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env), Patterns: patterns})
+	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(mcp)...), Patterns: patterns})
 	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("--trace: %w", err)
+		return nil, fmt.Errorf("--trace: %w", err)
 	}
-	var mu sync.Mutex
-	write := func(dir string, line []byte) {
-		clean := red.Bytes(line)
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(f, `{"ts":%q,"dir":%q,"line":`, time.Now().UTC().Format(time.RFC3339Nano), dir)
-		if json.Valid(clean) {
-			f.Write(clean)
-		} else {
-			b, _ := json.Marshal(string(clean))
-			f.Write(b)
-		}
-		f.Write([]byte("}\n"))
-	}
-	return write, func() { f.Close() }, nil
+	return tracefile.Open(path, red)
 }
 
 // prefixWriter prefixes each line, for the agent's stderr in our log.

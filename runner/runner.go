@@ -84,11 +84,17 @@ type Options struct {
 	Trace        func(dir string, line []byte)
 	StderrTo     io.Writer
 	MaxLineBytes int64
+	// MaxMessageBytes bounds the text of one message; the rest of a longer
+	// one is skipped and reported. Default 256 MiB.
+	MaxMessageBytes int64
 	// Cols and Rows size a terminal driver's screen (0: its default).
 	Cols, Rows int
 	Version    string
 	Clock      quartz.Clock
 }
+
+// DefaultMaxMessageBytes is the default of Options.MaxMessageBytes.
+const DefaultMaxMessageBytes = 256 << 20
 
 // Run runs the session. ctx being cancelled means the user interrupted.
 // The Result is always filled in, also on error; its ExitCode is final.
@@ -107,7 +113,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	start := o.Clock.Now()
 	col := newCollector()
-	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col)}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col), maxMessage: o.MaxMessageBytes}
 	r := &run{o: o, col: col, st: st}
 	if o.Audit != nil {
 		r.audit = &auditSink{log: o.Audit, task: o.AuditTask}
@@ -317,7 +326,7 @@ func (r *run) run(ctx context.Context) error {
 		return r.attach(runCtx, sess)
 	}
 	if len(o.Prompt) > 0 {
-		if err := r.turn(runCtx, sess, o.Prompt); err != nil {
+		if err := r.turn(runCtx, sess, o.Prompt, o.Turns == nil); err != nil {
 			return err
 		}
 	}
@@ -327,7 +336,7 @@ func (r *run) run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if err := r.turn(runCtx, sess, p); err != nil {
+			if err := r.turn(runCtx, sess, p, false); err != nil {
 				return err
 			}
 		case <-o.Interrupts: // nothing running: nothing to interrupt
@@ -452,12 +461,14 @@ type turnOutcome struct {
 	err error
 }
 
-func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content) error {
+// turn runs one prompt; last says no prompt follows it in this run.
+func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, last bool) error {
 	r.col.newTurn()
 	// The turn's end is delivered when the turn closes here, after the late
 	// window, however the turn ends.
 	r.st.holdTurnEnd()
 	defer r.st.releaseTurnEnd()
+	r.st.newTurn()
 	if r.audit != nil {
 		r.audit.append(audit.KindPrompt, sess.ID(), promptText(prompt))
 	}
@@ -486,7 +497,7 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content) e
 	if out.err != nil {
 		return out.err
 	}
-	r.lateWindow(sess)
+	r.lateWindow(ctx, sess, last)
 	return nil
 }
 
@@ -511,10 +522,24 @@ func (r *run) stopTurn(sess Session, done <-chan turnOutcome) (out turnOutcome, 
 	}
 }
 
+// finisher is a session that can be told no prompt is coming, so that its
+// agent ends its output (Drained) once it has said all it will.
+type finisher interface {
+	Finish(ctx context.Context)
+	Drained() <-chan struct{}
+}
+
 // lateWindow keeps the session open briefly after the turn: some agents
 // send their last updates after the prompt response, and they belong to
-// this turn.
-func (r *run) lateWindow(sess Session) {
+// this turn. After the last turn an agent that can be finished is: the
+// window ends as soon as it has closed its stdout or exited, and lasts
+// only while it is alive and still sending.
+func (r *run) lateWindow(ctx context.Context, sess Session, last bool) {
+	var drained <-chan struct{}
+	if f, ok := sess.(finisher); ok && last {
+		f.Finish(ctx)
+		drained = f.Drained()
+	}
 	deadline := r.o.Clock.Now().Add(4 * r.o.LateWindow)
 	for {
 		quiet := r.o.Clock.Since(r.st.lastEvent())
@@ -524,6 +549,9 @@ func (r *run) lateWindow(sess Session) {
 		t := r.o.Clock.NewTimer(r.o.LateWindow-quiet, "runner", "late")
 		select {
 		case <-t.C:
+		case <-drained:
+			t.Stop()
+			return
 		case <-sess.Exited():
 			t.Stop()
 			return

@@ -206,3 +206,29 @@ func TestCheckMode(t *testing.T) {
 		}
 	}
 }
+
+// After the last turn the late-update window ends when the agent has closed
+// its stdout, not when a quiet period has passed: the mock clock never
+// moves here, so a window waiting for quiet would never end. The updates
+// the agent sends right after the prompt response are still in the result.
+func TestLateWindowEndsWhenAgentIsDone(t *testing.T) {
+	argv, env := agent(t, "steps:\n  - text: \"main text\"\n  - late_updates: 3\n")
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := Run(context.Background(), Options{
+			Agent: "late", Argv: argv, Env: env, Cwd: t.TempDir(),
+			Prompt:     []driver.Content{driver.TextContent("go")},
+			Decider:    policy.New(policy.ApproveAll, policy.NonInteractiveDeny, nil),
+			LateWindow: time.Hour, Clock: quartz.NewMock(t),
+		})
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.ExitCode != 0 || res.Message != "main text\n\nlate update 1/3 late update 2/3 late update 3/3 " {
+			t.Fatalf("exit %d message %q", res.ExitCode, res.Message)
+		}
+	case <-time.After(2 * time.Minute): // a hang guard, not a timing assertion
+		t.Fatal("the late window waited for a quiet period the clock never gives")
+	}
+}

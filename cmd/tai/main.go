@@ -162,6 +162,7 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	fl.StringVarP(&f.Output, "output", "o", "text", "output: text | json | stream-json")
 	fl.StringVar(&f.Trace, "trace", "", "write the raw wire transcript (secrets redacted) to this file")
 	fl.Int64Var(&f.MaxLineBytes, "max-line-bytes", 256<<20, "largest protocol line accepted; longer ones are skipped")
+	fl.Int64Var(&f.MaxMessageBytes, "max-message-bytes", 256<<20, "largest message text kept, over all its chunks; the rest is skipped and reported")
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
 	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")

@@ -72,6 +72,7 @@ type Session struct {
 
 	exited  chan struct{}
 	exitErr *driver.AgentExitError
+	reads   chan struct{} // fs/read_text_file replies being held, at most maxReads
 
 	init        schema.InitializeResponse
 	caps        driver.Capabilities
@@ -88,6 +89,7 @@ type Session struct {
 	buffered  []schema.SessionNotification
 	dropped   int
 	tools     map[string]*driver.ToolCall
+	toolsMax  int // len(tools) that triggers a sweep of finished calls
 	config    []driver.ConfigOption
 	mode      string
 
@@ -96,6 +98,7 @@ type Session struct {
 	closing  atomic.Bool
 	closeMu  sync.Mutex
 	closed   bool
+	finished bool // Finish ran: session/close sent, stdin closed
 	closeErr error
 }
 
@@ -132,6 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	s := &Session{
 		cfg: cfg, log: cfg.Logger.With("agent", cfg.Agent), clock: cfg.Clock,
 		stderr: &agentproc.Tail{Max: 64 << 10}, exited: make(chan struct{}), tools: map[string]*driver.ToolCall{},
+		reads: make(chan struct{}, maxReads),
 	}
 	if cfg.StderrTo != nil {
 		w := cfg.StderrTo
@@ -708,7 +712,7 @@ func (s *Session) Close(ctx context.Context) error {
 	if alive {
 		tree = agentproc.Descendants(s.cmd.Process.Pid)
 	}
-	if alive && s.caps.CloseSession && s.id != "" {
+	if alive && s.caps.CloseSession && s.id != "" && !s.finished {
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
 		if err := s.call(cctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionId: s.id}, nil); err != nil {
 			s.log.Debug("session/close failed", "err", err)
@@ -724,6 +728,38 @@ func (s *Session) Close(ctx context.Context) error {
 	<-s.conn.Done()
 	return nil
 }
+
+// Finish tells the agent no more prompts are coming: session/close if it
+// supports it, then its stdin is closed. What it still sends is handled
+// until it closes its stdout (Drained) or exits; Close ends it for good.
+func (s *Session) Finish(ctx context.Context) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed || s.finished {
+		return
+	}
+	s.finished = true
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	if s.caps.CloseSession && s.id != "" {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
+		if err := s.call(cctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionId: s.id}, nil); err != nil {
+			s.log.Debug("session/close failed", "err", err)
+		}
+		cancel()
+	}
+	s.closing.Store(true)
+	if err := s.conn.CloseWrite(); err != nil {
+		s.log.Debug("closing the agent's stdin", "err", err)
+	}
+}
+
+// Drained is closed once the agent has closed its stdout and everything it
+// sent has been handled.
+func (s *Session) Drained() <-chan struct{} { return s.conn.Done() }
 
 // Exited is closed when the agent process has ended.
 func (s *Session) Exited() <-chan struct{} { return s.exited }
