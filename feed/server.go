@@ -49,7 +49,8 @@ type Options struct {
 	// 50000); a client that resumes from before them is told how many it
 	// missed.
 	MaxFrames int
-	// MaxBytes bounds their size too (default 8 MiB).
+	// MaxBytes bounds their size too (default 4 MiB): a feed is a window on
+	// the run, not its record (that is the audit log and fleet frames).
 	MaxBytes int
 	Clock    quartz.Clock
 	Logger   *slog.Logger
@@ -102,7 +103,7 @@ func Open(o Options) (*Server, error) {
 		o.MaxFrames = 50000
 	}
 	if o.MaxBytes <= 0 {
-		o.MaxBytes = 8 << 20
+		o.MaxBytes = 4 << 20
 	}
 	if o.Kind == "" {
 		o.Kind = KindRun
