@@ -87,11 +87,21 @@ func TestCapFeedFrames(t *testing.T) {
 			if err := strict(b, &f); err != nil || f.ID == "" || f.Run == "" {
 				t.Errorf("ask.closed example: %v\n%s", err, b)
 			}
+		case feed.FrameQuestionOpened:
+			var f feed.QuestionFrame
+			if err := strict(b, &f); err != nil || f.Question.ID == "" || f.Question.Text == "" {
+				t.Errorf("question.opened example: %v\n%s", err, b)
+			}
+		case feed.FrameQuestionClosed:
+			var f feed.QuestionClosed
+			if err := strict(b, &f); err != nil || f.ID == "" {
+				t.Errorf("question.closed example: %v\n%s", err, b)
+			}
 		default:
 			t.Errorf("cap.md documents feed frame %q that the code does not send", typ)
 		}
 	}
-	for _, ft := range []string{feed.FrameAskOpened, feed.FrameAskClosed} {
+	for _, ft := range []string{feed.FrameAskOpened, feed.FrameAskClosed, feed.FrameQuestionOpened, feed.FrameQuestionClosed} {
 		if !seen[ft] || !strings.Contains(doc, "| `"+ft+"` |") {
 			t.Errorf("feed frame %q lacks its example or table row", ft)
 		}

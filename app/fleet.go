@@ -142,7 +142,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) {
 		defer tty.Close()
 		h := newHuman(tty)
-		h.table = table
+		h.table, h.feed = table, srv
 		o.Prompter, o.AskHuman = withFeed(h, srv), h.askQuestion
 	}
 
@@ -297,6 +297,7 @@ func alive(pid int) bool {
 // TTYPrompter; questions are read from the same line stream, one at a time.
 type human struct {
 	table  *fleet.Table // the live table, held while a question is on screen
+	feed   *feed.Server // nil: no feed
 	mu     sync.Mutex
 	out    io.Writer
 	lines  chan string
@@ -342,12 +343,33 @@ func (h *human) askQuestion(ctx context.Context, task, q string) (string, error)
 		defer h.table.Release()
 	}
 	fmt.Fprintf(h.out, "\n[tai fleet] task %s asks:\n%s\nyour answer (empty = leave it blocked): ", task, q)
+	// tai top may answer it too, through the feed: the first answer wins.
+	type fromFeed struct{ text, via string }
+	feedAns := make(chan fromFeed, 1)
+	qctx, cancel := context.WithCancel(ctx)
+	winner := "" // set before cancel: the feed's question says who answered
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	if h.feed != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if text, via, err := h.feed.AskQuestion(qctx, task, q, func() string { return winner }); err == nil {
+				feedAns <- fromFeed{text, via}
+			}
+		}()
+	}
 	select {
 	case l, ok := <-h.lines:
 		if !ok {
 			return "", io.EOF
 		}
+		winner = policy.ViaTerminal
 		return strings.TrimSpace(l), nil
+	case a := <-feedAns:
+		fmt.Fprintf(h.out, "\n  (answered via %s)\n", a.via)
+		return strings.TrimSpace(a.text), nil
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}

@@ -204,28 +204,16 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("answer %q: want once, always, deny or never", body.Answer))
 		return
 	}
-	via := body.Via
-	switch via {
-	case "":
-		via = policy.ViaFeed
-	case policy.ViaFeed, policy.ViaDashboard:
-	default:
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("via %q: want dashboard or feed", via))
+	via, ok := clientVia(body.Via)
+	if !ok {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("via %q: want dashboard or feed", body.Via))
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.asks[id]
 	if !ok {
-		if c, ok := s.done[id]; ok {
-			msg := "already " + c.reason
-			if c.via != "" {
-				msg = fmt.Sprintf("already answered via %s: %s", c.via, c.answer)
-			}
-			httpError(w, http.StatusConflict, msg)
-			return
-		}
-		httpError(w, http.StatusNotFound, fmt.Sprintf("no pending ask %q", id))
+		s.refuseLocked(w, id, "ask")
 		return
 	}
 	delete(s.asks, id)
@@ -235,4 +223,29 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	s.publishJSONLocked(AskClosed{Type: FrameAskClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: id, Task: p.Task, Answer: name, Via: via})
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "answer": name, "via": via})
+}
+
+// clientVia is the channel a client says it is ("" = feed).
+func clientVia(v string) (string, bool) {
+	switch v {
+	case "":
+		return policy.ViaFeed, true
+	case policy.ViaFeed, policy.ViaDashboard:
+		return v, true
+	}
+	return "", false
+}
+
+// refuseLocked answers a POST for an ask or question that is not pending:
+// 409 if it was answered or withdrawn, 404 if there never was one.
+func (s *Server) refuseLocked(w http.ResponseWriter, id, what string) {
+	if c, ok := s.done[id]; ok {
+		msg := "already " + c.reason
+		if c.via != "" {
+			msg = fmt.Sprintf("already answered via %s: %s", c.via, c.answer)
+		}
+		httpError(w, http.StatusConflict, msg)
+		return
+	}
+	httpError(w, http.StatusNotFound, fmt.Sprintf("no pending %s %q", what, id))
 }

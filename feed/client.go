@@ -167,3 +167,15 @@ func (c *Client) Events(ctx context.Context, lastID uint64, fn func(Event) error
 	}
 	return lastID, fmt.Errorf("feed: events: %w", io.ErrUnexpectedEOF)
 }
+
+// AnswerQuestion answers a pending question with text, via dashboard or
+// feed.
+func (c *Client) AnswerQuestion(ctx context.Context, id, text, via string) error {
+	b, _ := json.Marshal(QuestionBody{Text: text, Via: via})
+	resp, err := c.do(ctx, http.MethodPost, "/questions/"+id, bytes.NewReader(b), map[string]string{"Content-Type": "application/json"})
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}

@@ -442,3 +442,58 @@ func TestBoundedWhileStreaming(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestQuestions(t *testing.T) {
+	s := open(t, t.TempDir(), "fleet-q")
+	c := Dial(s.Path())
+	defer c.Close()
+	type out struct{ text, via string }
+	res := make(chan out)
+	go func() {
+		text, via, err := s.AskQuestion(context.Background(), "license", "MIT or Apache-2.0?", nil)
+		if err != nil {
+			t.Error(err)
+		}
+		res <- out{text, via}
+	}()
+	at, data := waitFrame(t, c, 0, FrameQuestionOpened)
+	var f QuestionFrame
+	if err := json.Unmarshal(data, &f); err != nil || f.Question.Task != "license" || f.Question.Text != "MIT or Apache-2.0?" {
+		t.Fatalf("%s: %v", data, err)
+	}
+	if st, _ := c.State(context.Background()); len(st.Questions) != 1 {
+		t.Fatalf("state %+v", st)
+	}
+	var se *StatusError
+	if err := c.AnswerQuestion(context.Background(), f.Question.ID, "  ", ""); !errors.As(err, &se) || se.Code != 400 {
+		t.Fatalf("an empty answer: %v", err)
+	}
+	if err := c.AnswerQuestion(context.Background(), f.Question.ID, "MIT", "dashboard"); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; r.text != "MIT" || r.via != "dashboard" {
+		t.Fatalf("got %+v", r)
+	}
+	waitFrame(t, c, at, FrameQuestionClosed)
+	if err := c.AnswerQuestion(context.Background(), f.Question.ID, "again", ""); !errors.As(err, &se) || se.Code != 409 {
+		t.Fatalf("a second answer: %v", err)
+	}
+
+	// Answered at the terminal: withdrawn here, saying by whom.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, _, err := s.AskQuestion(ctx, "license", "really?", func() string { return "terminal" })
+		done <- err
+	}()
+	at, _ = waitFrame(t, c, at, FrameQuestionOpened)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	_, data = waitFrame(t, c, at, FrameQuestionClosed)
+	var qc QuestionClosed
+	if err := json.Unmarshal(data, &qc); err != nil || qc.Via != "terminal" {
+		t.Fatalf("%s: %v", data, err)
+	}
+}

@@ -74,17 +74,18 @@ type Server struct {
 	refused atomic.Int64
 	token   string // TCP only
 
-	mu      sync.Mutex
-	frames  []frame // kept from head on
-	head    int
-	bytes   int // of the kept frames
-	nextID  uint64
-	changed chan struct{} // closed and replaced on every frame
-	closed  bool
-	st      state
-	asks    map[string]*pending
-	done    map[string]closedAsk // answered or withdrawn asks, for 409s
-	askSeq  int
+	mu        sync.Mutex
+	frames    []frame // kept from head on
+	head      int
+	bytes     int // of the kept frames
+	nextID    uint64
+	changed   chan struct{} // closed and replaced on every frame
+	closed    bool
+	st        state
+	asks      map[string]*pending
+	questions map[string]*pendingQ
+	done      map[string]closedAsk // answered or withdrawn asks, for 409s
+	askSeq    int
 }
 
 // Open creates the run's socket (removing stale ones of dead runs first)
@@ -118,7 +119,7 @@ func Open(o Options) (*Server, error) {
 		o.Logger.Warn("feed: listing the feeds", "err", err)
 	}
 	s := &Server{o: o, path: filepath.Join(o.Dir, o.Run+SocketExt), started: o.Clock.Now().UTC(),
-		changed: make(chan struct{}), asks: map[string]*pending{}, done: map[string]closedAsk{}}
+		changed: make(chan struct{}), asks: map[string]*pending{}, questions: map[string]*pendingQ{}, done: map[string]closedAsk{}}
 	s.st.init()
 	if live(s.path) {
 		return nil, fmt.Errorf("feed: run %s already has a live feed at %s", o.Run, s.path)
@@ -332,6 +333,7 @@ func (s *Server) handler(tcp bool) http.Handler {
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /state", s.state)
 	mux.HandleFunc("POST /asks/{id}", s.answer)
+	mux.HandleFunc("POST /questions/{id}", s.answerQuestion)
 	if !tcp {
 		return mux
 	}

@@ -3,6 +3,7 @@ package feed
 import (
 	"encoding/json"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -12,14 +13,15 @@ import (
 
 // State is GET /state: what the run is doing now.
 type State struct {
-	Run         string    `json:"run"`
-	Kind        Kind      `json:"kind"`
-	PID         int       `json:"pid"`
-	Started     time.Time `json:"started"`
-	LastEventID uint64    `json:"last_event_id"` // resume /events from here to miss nothing after this snapshot
-	Sessions    []Session `json:"sessions"`
-	Tasks       []Task    `json:"tasks,omitempty"`
-	Asks        []Ask     `json:"asks"` // pending, oldest first
+	Run         string     `json:"run"`
+	Kind        Kind       `json:"kind"`
+	PID         int        `json:"pid"`
+	Started     time.Time  `json:"started"`
+	LastEventID uint64     `json:"last_event_id"` // resume /events from here to miss nothing after this snapshot
+	Sessions    []Session  `json:"sessions"`
+	Tasks       []Task     `json:"tasks,omitempty"`
+	Asks        []Ask      `json:"asks"`      // pending, oldest first
+	Questions   []Question `json:"questions"` // pending, oldest first
 }
 
 // SessionState is a session's coarse state.
@@ -192,7 +194,7 @@ func (s *Server) Snapshot() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := State{Run: s.o.Run, Kind: s.o.Kind, PID: os.Getpid(), Started: s.started, LastEventID: s.nextID,
-		Sessions: []Session{}, Asks: []Ask{}}
+		Sessions: []Session{}, Asks: []Ask{}, Questions: []Question{}}
 	for _, k := range s.st.order {
 		ss := *s.st.sessions[k]
 		ss.diffs = nil
@@ -204,5 +206,9 @@ func (s *Server) Snapshot() State {
 	for _, p := range s.pendingLocked() {
 		st.Asks = append(st.Asks, p.Ask)
 	}
+	for _, q := range s.questions {
+		st.Questions = append(st.Questions, q.Question)
+	}
+	sort.Slice(st.Questions, func(i, j int) bool { return st.Questions[i].Since.Before(st.Questions[j].Since) })
 	return st
 }

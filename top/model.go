@@ -18,6 +18,8 @@ type Source interface {
 	Runs(ctx context.Context) ([]feed.State, error)
 	// Answer answers ask of run: once, always, deny or never.
 	Answer(ctx context.Context, run, ask, answer string) error
+	// AnswerQuestion answers question of run with text.
+	AnswerQuestion(ctx context.Context, run, question, text string) error
 	// Follow calls fn with each transcript line of run's session until
 	// ctx ends or the run does.
 	Follow(ctx context.Context, run, session string, fn func(line string)) error
@@ -44,6 +46,7 @@ type Model struct {
 	width, height int
 	mode          mode
 	peek          Item
+	input         string // the answer being typed to a question
 	status        string
 
 	follow       []string
@@ -138,6 +141,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, m.nextLine()
 	case tea.KeyPressMsg:
+		if m.mode == modePeek && m.peek.Question != nil {
+			return m.typing(msg)
+		}
 		return m.key(msg.String())
 	}
 	return m, nil
@@ -163,7 +169,7 @@ func (m *Model) key(k string) (tea.Model, tea.Cmd) {
 		m.sel = min(m.sel+1, max(m.count()-1, 0))
 	case "enter":
 		if it, _ := m.selected(); it != nil {
-			m.peek, m.mode = *it, modePeek
+			m.peek, m.mode, m.input = *it, modePeek, ""
 		}
 	case "y", "a", "f", "n":
 		it := &m.peek
@@ -230,7 +236,7 @@ func (m *Model) nextLine() tea.Cmd {
 func (m *Model) Screen() string {
 	switch m.mode {
 	case modePeek:
-		return Peek(m.peek, m.now(), m.width, m.color)
+		return Peek(m.peek, m.input, m.now(), m.width, m.color) + "\n" + clip(m.status, m.width)
 	case modeFollow:
 		lines := m.follow
 		if n := m.height - 2; n > 0 && len(lines) > n {
@@ -257,3 +263,36 @@ func (m *Model) View() tea.View {
 
 // answers are the keys' answers, for the help line and tests.
 var _ = policy.ViaDashboard
+
+// typing edits the answer to a question: enter sends it, esc goes back.
+func (m *Model) typing(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	switch msg.String() {
+	case "ctrl+c":
+		return m, tea.Quit
+	case "esc":
+		m.mode, m.input = modeList, ""
+		return m, nil
+	case "backspace":
+		if r := []rune(m.input); len(r) > 0 {
+			m.input = string(r[:len(r)-1])
+		}
+		return m, nil
+	case "enter":
+		text := strings.TrimSpace(m.input)
+		if text == "" {
+			m.status = "type an answer first"
+			return m, nil
+		}
+		run, id, task := m.peek.Run, m.peek.Question.ID, m.peek.Task
+		return m, func() tea.Msg {
+			ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+			defer cancel()
+			err := m.src.AnswerQuestion(ctx, run, id, text)
+			return answeredMsg{what: fmt.Sprintf("answered %s (task %s): %q", id, task, text), err: err}
+		}
+	}
+	if msg.Text != "" {
+		m.input += msg.Text
+	}
+	return m, nil
+}

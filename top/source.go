@@ -62,6 +62,16 @@ func (s FeedSource) Answer(ctx context.Context, run, ask, answer string) error {
 	return c.Answer(ctx, ask, answer, policy.ViaDashboard)
 }
 
+// AnswerQuestion answers through the run's feed, as the dashboard.
+func (s FeedSource) AnswerQuestion(ctx context.Context, run, question, text string) error {
+	c, err := s.client(run)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.AnswerQuestion(ctx, question, text, policy.ViaDashboard)
+}
+
 // Follow streams the session's transcript from the start of the run.
 func (s FeedSource) Follow(ctx context.Context, run, session string, fn func(string)) error {
 	c, err := s.client(run)

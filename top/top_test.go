@@ -131,6 +131,13 @@ func (f *fakeSource) Answer(_ context.Context, run, ask, answer string) error {
 	f.answers = append(f.answers, run+" "+ask+" "+answer)
 	return nil
 }
+func (f *fakeSource) AnswerQuestion(_ context.Context, run, q, text string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, run+" "+q+" "+text)
+	return nil
+}
+
 func (f *fakeSource) Follow(ctx context.Context, run, session string, fn func(string)) error {
 	fn("● Write greeting.go [completed]")
 	return nil
@@ -200,5 +207,32 @@ func TestFollow(t *testing.T) {
 	m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
 	if !strings.Contains(m.Screen(), "ATTENTION") {
 		t.Fatal("esc did not go back")
+	}
+}
+
+// A question a human can answer here: Enter, type, Enter.
+func TestAnswerAQuestion(t *testing.T) {
+	src := &fakeSource{}
+	m := New(context.Background(), src, now, false, time.Second)
+	runs := fixture()
+	runs[0].Questions = []feed.Question{{ID: "q-2", Task: "license", Since: t0, Text: "Which license?\nMIT or Apache-2.0?"}}
+	m.Update(runsMsg{runs: runs})
+	if q := Queue(runs); q[0].Question == nil || q[0].Chip != ChipQuestion {
+		t.Fatalf("queue %+v", q[0])
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	for _, r := range "MIT ok" {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	if s := m.Screen(); !strings.Contains(s, "answer: MIT█") || !strings.Contains(s, "MIT or Apache-2.0?") {
+		t.Fatalf("peek:\n%s", s)
+	}
+	_, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	run(m, cmd)
+	if len(src.answers) != 1 || src.answers[0] != "fleet-20261201-100000-abcdef q-2 MIT" {
+		t.Fatalf("answers %v", src.answers)
 	}
 }

@@ -38,12 +38,13 @@ func (c Chip) blocks() bool {
 
 // Item is one row of the attention queue.
 type Item struct {
-	Chip  Chip
-	Run   string
-	Task  string
-	Title string
-	Since time.Time
-	Ask   *feed.Ask // for ASK
+	Chip     Chip
+	Run      string
+	Task     string
+	Title    string
+	Since    time.Time
+	Ask      *feed.Ask      // for ASK
+	Question *feed.Question // for a QUESTION a human can answer here
 }
 
 // Queue builds the attention queue of runs, oldest first.
@@ -53,6 +54,10 @@ func Queue(runs []feed.State) []Item {
 		for i := range r.Asks {
 			a := r.Asks[i]
 			q = append(q, Item{Chip: ChipAsk, Run: r.Run, Task: a.Task, Title: askTitle(a), Since: a.Since, Ask: &a})
+		}
+		for i := range r.Questions {
+			qu := r.Questions[i]
+			q = append(q, Item{Chip: ChipQuestion, Run: r.Run, Task: qu.Task, Title: lastLine(qu.Text), Since: qu.Since, Question: &qu})
 		}
 		for _, t := range r.Tasks {
 			var c Chip
@@ -300,7 +305,7 @@ func shortRun(r string) string {
 
 // Peek renders an ask in full: the tool call, the options, the diff and
 // the rule that asked.
-func Peek(it Item, now time.Time, width int, color bool) string {
+func Peek(it Item, input string, now time.Time, width int, color bool) string {
 	st := newStyles(color)
 	var b []string
 	add := func(s string) {
@@ -313,6 +318,15 @@ func Peek(it Item, now time.Time, width int, color bool) string {
 		who = "task " + it.Task + " of " + it.Run
 	}
 	add(st.title.Render(fmt.Sprintf("%s · %s · waiting %s", it.Chip, who, age(now, it.Since))))
+	if it.Question != nil {
+		add("")
+		add(it.Question.Text)
+		add("")
+		add("answer: " + input + "█")
+		add("")
+		add(st.dim.Render("type the answer · enter send · esc back"))
+		return strings.Join(b, "\n")
+	}
 	if it.Ask == nil {
 		add("")
 		add(it.Title)
@@ -367,4 +381,12 @@ func Peek(it Item, now time.Time, width int, color bool) string {
 	add("")
 	add(st.dim.Render("y allow once · a allow always (this run) · f allow always (the fleet) · n deny · esc back"))
 	return strings.Join(b, "\n")
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[i+1:])
+	}
+	return s
 }

@@ -535,7 +535,8 @@ func newTop(std app.IO) *cobra.Command {
 		Long: "A full-screen view of every live tai run, chat and fleet on this machine, read from their live feeds.\n" +
 			"The attention queue (asks, questions, budgets, errors, finished turns) comes first, oldest first;\n" +
 			"then one row per session or task. Enter peeks at an ask (tool call, options, diff, the rule that asked);\n" +
-			"y allows once, a always for the run, f always for the fleet, n denies; l follows a transcript. NO_COLOR is honoured.",
+			"y allows once, a always for the run, f always for the fleet, n denies; a fleet's question takes a typed answer;\n" +
+			"l follows a transcript. NO_COLOR is honoured.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return code(app.Top(cmd.Context(), f, std))
