@@ -86,25 +86,7 @@ func write(t *testing.T, p, s string) {
 // terminal. The agent that was allowed wrote its file, the other did not,
 // and the audit log records the human and the channel of each.
 func TestTopAnswersAFleetAsk(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("tmux is not installed but CI is set (.ci/run installs it)")
-		}
-		t.Skip("tmux is not installed")
-	}
-	tmp := t.TempDir()
-	state, rt, repo := filepath.Join(tmp, "state"), filepath.Join(tmp, "rt"), filepath.Join(tmp, "repo")
-	for _, d := range []string{state, rt, repo} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
-		git(t, repo, a...)
-	}
-	write(t, filepath.Join(repo, "README"), "hi\n")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "init")
+	tmp, state, repo := setup(t)
 	write(t, filepath.Join(tmp, "plan.yaml"), `name: asks
 goal: two tasks that ask before writing
 policy: {approve: ask, allow: ["read"]}
@@ -116,7 +98,7 @@ tasks:
 	for _, n := range []string{"alpha", "beta"} {
 		write(t, filepath.Join(tmp, n+".yaml"), fmt.Sprintf("steps:\n  - write: {path: %s.txt, content: \"%s\\n\"}\n  - text: \"%s done\"\n", n, n, n))
 	}
-	env := fmt.Sprintf("env XDG_STATE_HOME=%s XDG_RUNTIME_DIR=%s NO_COLOR=1 TERM=xterm-256color", state, rt)
+	env := env(tmp)
 	x := tmux{t: t, sock: filepath.Join(tmp, "tmux.sock")}
 	x.run("new-session", "-d", "-s", "e2e", "-x", "160", "-y", "40",
 		fmt.Sprintf("%s %s fleet run --run-id asks -C %s %s; echo FLEET-EXIT=$?; sleep 3600", env, taiBin, repo, filepath.Join(tmp, "plan.yaml")))
@@ -209,4 +191,70 @@ tasks:
 	x.wait(topPane, "no tai is running")
 	x.run("send-keys", "-t", topPane, "q")
 	x.wait(topPane, "TOP-EXIT=0")
+}
+
+// setup makes the test's state and runtime directories and a repository.
+func setup(t *testing.T) (tmp, state, repo string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed but CI is set (.ci/run installs it)")
+		}
+		t.Skip("tmux is not installed")
+	}
+	tmp = t.TempDir()
+	state, repo = filepath.Join(tmp, "state"), filepath.Join(tmp, "repo")
+	for _, d := range []string{state, filepath.Join(tmp, "rt"), repo} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		git(t, repo, a...)
+	}
+	write(t, filepath.Join(repo, "README"), "hi\n")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "init")
+	return tmp, state, repo
+}
+
+// env is the panes' environment.
+func env(tmp string) string {
+	return fmt.Sprintf("env XDG_STATE_HOME=%s XDG_RUNTIME_DIR=%s NO_COLOR=1 TERM=xterm-256color", filepath.Join(tmp, "state"), filepath.Join(tmp, "rt"))
+}
+
+// A fleet task's question nobody else could answer waits at the fleet's
+// terminal and in tai top: a typed answer in tai top reaches the agent.
+func TestTopAnswersAFleetQuestion(t *testing.T) {
+	tmp, state, repo := setup(t)
+	write(t, filepath.Join(tmp, "plan.yaml"), "name: q\ngoal: a question\npolicy: {approve: all}\ntasks:\n  - {id: license, script: q.yaml, prompt: add a license}\n")
+	write(t, filepath.Join(tmp, "q.yaml"), "steps:\n  - text: \"Which license should I use, MIT or Apache-2.0?\"\n")
+	x := tmux{t: t, sock: filepath.Join(tmp, "tmux.sock")}
+	x.run("new-session", "-d", "-s", "e2e", "-x", "160", "-y", "40",
+		fmt.Sprintf("%s %s fleet run --run-id q -C %s %s; echo FLEET-EXIT=$?; sleep 3600", env(tmp), taiBin, repo, filepath.Join(tmp, "plan.yaml")))
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", x.sock, "kill-server").Run() })
+	x.run("split-window", "-t", "e2e", "-v", fmt.Sprintf("%s %s top; echo TOP-EXIT=$?; sleep 3600", env(tmp), taiBin))
+	fleetPane, topPane := "e2e.0", "e2e.1"
+	x.wait(fleetPane, "your answer (empty = leave it blocked)")
+	x.wait(topPane, "QUESTION")
+	x.run("send-keys", "-t", topPane, "Enter")
+	x.wait(topPane, "answer: █")
+	x.run("send-keys", "-t", topPane, "-l", "MIT please")
+	x.wait(topPane, "answer: MIT please█")
+	x.run("send-keys", "-t", topPane, "Enter")
+	x.wait(fleetPane, "(answered via dashboard)")
+	// The agent got the answer: its next turn's prompt carries it. It
+	// asks again (its script has nothing else); an empty answer at the
+	// terminal leaves it blocked, and the fleet ends.
+	x.wait(fleetPane, "license answered: human: MIT please")
+	x.wait(fleetPane, "your answer (empty = leave it blocked)")
+	x.run("send-keys", "-t", fleetPane, "Enter")
+	x.wait(fleetPane, "FLEET-EXIT=")
+	b, err := os.ReadFile(filepath.Join(state, "tai", "fleet", "q", "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "Answer (from the human):\\nMIT please") {
+		t.Fatalf("the agent's next prompt lacks the answer:\n%s", b)
+	}
 }
