@@ -15,9 +15,14 @@ import (
 	"github.com/tai-dev/tai/app"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 func main() {
+	if sandbox.Launching() {
+		// tai re-executed as the launcher of an agent: no flags, no cobra.
+		os.Exit(sandbox.Main())
+	}
 	os.Exit(run())
 }
 
