@@ -48,7 +48,9 @@ func TestPlan(t *testing.T) {
 				return []string{r + " list", r + "/a read", r + "/b read", r + "/home list", r + "/home/.bashrc read", r + "/home/.config read", r + "/home/src read"}
 			}},
 		{"a protected file in a write root: read on the way, write beside",
-			func(r string) []Grant { return []Grant{{r + "/home", Write}, {r + "/home/.config/tai/policy.toml", Read}} },
+			func(r string) []Grant {
+				return []Grant{{r + "/home", Write}, {r + "/home/.config/tai/policy.toml", Read}}
+			},
 			func(r string) []string {
 				return []string{r + "/home read", r + "/home/.bashrc write", r + "/home/.config read", r + "/home/.config/other write",
 					r + "/home/.config/tai read", r + "/home/.config/tai/policy.toml read", r + "/home/.ssh write", r + "/home/src write"}
