@@ -74,6 +74,11 @@ type RunFlags struct {
 	Redact         []string
 	// PTYSize is COLSxROWS for the pty driver's screen.
 	PTYSize string
+	// Sandbox is --sandbox: auto | on | off.
+	Sandbox string
+	// NetAllow is --net-allow: HOST:PORT the agent may connect to; given,
+	// it turns the network rule on.
+	NetAllow []string
 	// InputFormat "stream-json" makes tai an agent its parent drives on
 	// stdin (cap.md's agent-side binding); "" or "text" is the prompt
 	// from the arguments.
@@ -373,6 +378,14 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		})
 		o.Audit = log
 	}
+
+	// Sandbox: the agent confined to the workspace and its own state.
+	sbc, err := sandboxConfig(f, p, eng.cfg, o.Audit, o.Env)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	o.Sandbox = sbc
+	o.RunInfo.(map[string]any)["sandbox"] = string(sbc.Mode)
 
 	// Agent stderr: shown live with --verbose; always kept for crash reports.
 	if f.Verbose {

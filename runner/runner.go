@@ -23,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/host"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Options configure a run.
@@ -83,6 +84,11 @@ type Options struct {
 	Cols, Rows int
 	Version    string
 	Clock      quartz.Clock
+	// Sandbox, if set, starts the agent and the commands tai serves it
+	// through tai's launcher (package sandbox), Cwd being a write root
+	// besides Sandbox.Write. nil starts them directly (a binary that is not
+	// tai cannot be the launcher).
+	Sandbox *sandbox.Config
 }
 
 // Run runs the session. ctx being cancelled means the user interrupted.
@@ -104,15 +110,25 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	col := newCollector()
 	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col)}
 	r := &run{o: o, col: col, st: st}
+	sbErr := r.newSandbox()
+	defer r.sb.Close()
 	if o.Audit != nil {
 		r.audit = &auditSink{log: o.Audit}
 		st.sinks = append(st.sinks, r.audit)
-		r.audit.append(audit.KindRunStart, "", map[string]any{
+		start := map[string]any{
 			"run": o.RunID, "agent": o.Agent, "argv": o.Argv, "driver": o.Driver, "cwd": o.Cwd,
 			"version": o.Version, "settings": o.RunInfo,
-		})
+		}
+		if col.res.Sandbox != nil {
+			start["sandbox"] = col.res.Sandbox
+		}
+		r.audit.append(audit.KindRunStart, "", start)
 	}
-	err := r.run(ctx)
+	err := sbErr
+	if err == nil {
+		err = r.run(ctx)
+	}
+	r.sandboxStatus()
 	res := r.finish(err)
 	res.DurationMS = o.Clock.Since(start).Milliseconds()
 	res.RunID = o.RunID
@@ -148,6 +164,7 @@ type run struct {
 	st    *stamper
 	audit *auditSink
 	modes *modeGuard
+	sb    *sandbox.Sandbox // nil: processes start directly
 
 	mu         sync.Mutex
 	promptFail error // the policy could not ask and was told to fail
@@ -190,6 +207,7 @@ func (r *run) run(ctx context.Context) error {
 		return exitcode.With(exitcode.Usage, err)
 	}
 	defer svc.Close()
+	svc.UseSandbox(r.sb)
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
@@ -219,7 +237,7 @@ func (r *run) run(ctx context.Context) error {
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID,
 		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
-		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows,
+		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,
 	})
 	if err != nil {
 		return r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err))

@@ -37,9 +37,13 @@ func Main() int {
 		_, _ = rep.Write(append(b, '\n'))
 		return 125
 	}
-	// tai may already be gone: the control pipe then reads EOF below and
-	// everything is killed; Pdeathsig is set for the rest of our life.
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil {
+	// tai started us with Pdeathsig SIGKILL, which would kill the
+	// launcher before it could kill what it holds: tai's death is a
+	// signal we catch instead (the control pipe's EOF says the same).
+	// tai may already be gone: the pipe then reads EOF at once.
+	died := make(chan os.Signal, 1)
+	signal.Notify(died, parentDied)
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(parentDied), 0, 0, 0); err != nil {
 		return fail("pdeathsig: %v", err)
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -99,16 +103,18 @@ func Main() int {
 
 	agentDone := make(chan syscall.WaitStatus, 1)
 	go reap(proc.Pid, agentDone)
-	ctlEOF := make(chan struct{})
+	ctlEOF := make(chan struct{}, 2)
 	go func() {
 		_, _ = io.Copy(io.Discard, os.NewFile(fdCtl, "ctl"))
-		close(ctlEOF)
+		ctlEOF <- struct{}{}
 	}()
 	var ws syscall.WaitStatus
 	for done := false; !done; {
 		select {
 		case ws = <-agentDone:
 			done = true
+		case <-died:
+			ctlEOF <- struct{}{}
 		case <-ctlEOF:
 			_ = syscall.Kill(proc.Pid, syscall.SIGKILL)
 			killTree(cg)
@@ -121,6 +127,9 @@ func Main() int {
 	exitAs(ws)
 	return 0
 }
+
+// parentDied is the signal the launcher gets when tai dies.
+const parentDied = syscall.SIGUSR2
 
 // reaped carries the agent's status; every other child is reaped and
 // dropped. The loop ends when there are no children left.
@@ -243,24 +252,11 @@ type cgroup struct {
 // newCgroup makes the agent's cgroup where the cgroup v2 hierarchy is
 // mounted and writable; nil where not.
 func newCgroup() *cgroup {
-	mnt := cgroup2Mount()
-	if mnt == "" {
+	own := ownCgroup()
+	if own == "" {
 		return nil
 	}
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return nil
-	}
-	var rel string
-	for _, line := range strings.Split(string(b), "\n") {
-		if r, ok := strings.CutPrefix(line, "0::"); ok {
-			rel = r
-		}
-	}
-	if rel == "" {
-		return nil
-	}
-	dir := filepath.Join(mnt, rel, "tai-"+strconv.Itoa(os.Getpid()))
+	dir := filepath.Join(own, "tai-"+strconv.Itoa(os.Getpid()))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil
 	}
@@ -299,6 +295,49 @@ func (c *cgroup) remove() {
 		c.killFd.Close()
 	}
 	_ = os.Remove(c.dir)
+}
+
+// ownCgroup is the directory of this process's cgroup v2; "" where there
+// is none.
+func ownCgroup() string {
+	mnt := cgroup2Mount()
+	if mnt == "" {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if r, ok := strings.CutPrefix(line, "0::"); ok && r != "" {
+			return filepath.Join(mnt, r)
+		}
+	}
+	return ""
+}
+
+// sweepCgroups removes the empty cgroups of launchers that are gone: a
+// launcher cannot remove its own (Landlock), and tai cannot after it was
+// killed -9.
+func sweepCgroups() {
+	own := ownCgroup()
+	if own == "" {
+		return
+	}
+	ents, _ := os.ReadDir(own)
+	for _, e := range ents {
+		pid, ok := strings.CutPrefix(e.Name(), "tai-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		if _, err := strconv.Atoi(pid); err != nil {
+			continue
+		}
+		if _, err := os.Stat("/proc/" + pid); err == nil {
+			continue // that launcher still runs
+		}
+		_ = os.Remove(filepath.Join(own, e.Name())) // fails while not empty
+	}
 }
 
 // cgroup2Mount finds where the cgroup v2 hierarchy is mounted.

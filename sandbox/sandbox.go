@@ -115,6 +115,7 @@ func New(cfg Config) (*Sandbox, error) {
 	if s.exe == "" {
 		s.exe = "/proc/self/exe"
 	}
+	sweepCgroups()
 	abi := ABI()
 	switch {
 	case mode == ModeOff:
@@ -426,6 +427,15 @@ func (p *Proc) Kill() {
 	if p != nil {
 		p.ctl.Close()
 	}
+}
+
+// Killer is Kill as a func for agentproc.Stopping, nil without a
+// launcher (then a SIGKILL of the group is the kill).
+func (p *Proc) Killer() func() {
+	if p == nil {
+		return nil
+	}
+	return p.Kill
 }
 
 // AgentPid is the agent's pid below the launcher (0 without one).

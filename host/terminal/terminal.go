@@ -32,6 +32,7 @@ import (
 
 	"github.com/tai-dev/tai/host/files"
 	"github.com/tai-dev/tai/internal/agentproc"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // DefaultOutputByteLimit is the output retained per terminal when the
@@ -69,6 +70,9 @@ type Options struct {
 	OnExit func(Info)
 	// ExitDrain overrides DefaultExitDrain.
 	ExitDrain time.Duration
+	// Sandbox starts every command through tai's launcher: confined like
+	// the agent, and nothing it starts outlives it. nil: directly.
+	Sandbox *sandbox.Sandbox
 }
 
 // CreateRequest describes a command to start.
@@ -132,6 +136,7 @@ type Manager struct {
 	drain      time.Duration
 	onExit     func(Info)
 	log        *slog.Logger
+	sandbox    *sandbox.Sandbox
 
 	mu     sync.Mutex
 	terms  map[string]*term
@@ -147,6 +152,7 @@ type term struct {
 	args    []string
 	cwd     string
 	pid     int // also the process group id (Setpgid)
+	launch  *sandbox.Proc // nil without the launcher
 	buf     *outputBuffer
 	reaped  chan struct{} // closed when the main process has been waited
 	done    chan struct{} // closed when exit is set and output collected
@@ -162,6 +168,7 @@ func NewManager(opts Options) *Manager {
 		drain:      opts.ExitDrain,
 		onExit:     opts.OnExit,
 		log:        opts.Logger,
+		sandbox:    opts.Sandbox,
 		terms:      make(map[string]*term),
 	}
 	m.roots, m.rootsErr = files.New(opts.Roots...)
@@ -250,10 +257,17 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (string, error)
 		return "", ErrClosed
 	}
 	start := time.Now()
-	err = cmd.Start()
+	launch, err := m.sandbox.Wrap(cmd)
+	if err == nil {
+		err = launch.Started(cmd.Start())
+	}
 	pw.Close() // the child has its copy; EOF comes when all holders exit
 	if err != nil {
 		pr.Close()
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+			launch.Release()
+		}
 		return "", fmt.Errorf("terminal: start %q: %w", req.Command, err)
 	}
 	t := &term{
@@ -262,6 +276,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (string, error)
 		args:    slices.Clone(req.Args),
 		cwd:     cwd,
 		pid:     cmd.Process.Pid,
+		launch:  launch,
 		buf:     newOutputBuffer(int(min(limit, int64(math.MaxInt)))),
 		reaped:  make(chan struct{}),
 		done:    make(chan struct{}),
@@ -285,6 +300,7 @@ func (m *Manager) run(t *term, cmd *exec.Cmd, pr *os.File, start time.Time) {
 	}()
 
 	cmd.Wait() // the exit status is in ProcessState; the error adds nothing
+	t.launch.Release()
 	dur := time.Since(start)
 	close(t.reaped)
 	// Background children may hold the pipe open indefinitely; give them
@@ -319,6 +335,13 @@ func exitStatus(ps *os.ProcessState) ExitStatus {
 // killGroup SIGKILLs t's process group: the command and whatever it
 // spawned that stayed in the group, even after the command itself exited.
 func (t *term) killGroup() error {
+	if t.launch != nil {
+		// The launcher kills the command and all it started, setsid
+		// children included; a SIGKILL of the group now could kill the
+		// launcher first and orphan them.
+		t.launch.Kill()
+		return nil
+	}
 	select {
 	case <-t.reaped:
 		// The leader's pid is free once reaped. While group members remain
@@ -492,4 +515,12 @@ func lookPath(name string, env []string, cwd string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%q: %w", name, exec.ErrNotFound)
+}
+
+// SetSandbox makes later commands start through the launcher (nil:
+// directly). The runner sets it once, before the agent starts.
+func (m *Manager) SetSandbox(sb *sandbox.Sandbox) {
+	m.mu.Lock()
+	m.sandbox = sb
+	m.mu.Unlock()
 }
