@@ -22,9 +22,9 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/agentproc"
-	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/jsonrpc"
 	schema "github.com/tai-dev/tai/protocol/acp"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Name is this driver's name in presets and the capability manifest.

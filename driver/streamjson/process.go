@@ -21,8 +21,8 @@ import (
 type process struct {
 	cmd    *exec.Cmd
 	launch *sandbox.Proc // nil without the launcher
-	stdin  *os.File // nil when the prompt was given up front
-	outF   *os.File // its stdout
+	stdin  *os.File      // nil when the prompt was given up front
+	outF   *os.File      // its stdout
 	stderr *agentproc.Tail
 	tree   []agentproc.Proc // its descendants, taken when stopping began
 

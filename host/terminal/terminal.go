@@ -151,7 +151,7 @@ type term struct {
 	command string
 	args    []string
 	cwd     string
-	pid     int // also the process group id (Setpgid)
+	pid     int           // also the process group id (Setpgid)
 	launch  *sandbox.Proc // nil without the launcher
 	buf     *outputBuffer
 	reaped  chan struct{} // closed when the main process has been waited
