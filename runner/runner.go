@@ -415,21 +415,32 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content) e
 
 // stopTurn cancels the running turn (pending permissions are answered
 // cancelled) and waits for it to end; an agent that ignores the cancel is
-// killed after CancelGrace (killed).
+// killed CancelGrace after the cancel (killed): the grace counts from the
+// cancel, sending it included, and the kill skips the drivers' own
+// graceful steps.
 func (r *run) stopTurn(sess Session, done <-chan turnOutcome) (out turnOutcome, killed bool) {
-	cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	if err := sess.Cancel(cctx); err != nil {
-		r.o.Logger.Debug("cancel failed", "err", err)
-	}
-	cancel()
 	t := r.o.Clock.NewTimer(r.o.CancelGrace, "runner", "cancel-grace")
 	defer t.Stop()
+	cctx, cancel := context.WithCancel(context.Background())
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		if err := sess.Cancel(cctx); err != nil {
+			r.o.Logger.Debug("cancel failed", "err", err)
+		}
+	}()
+	defer func() {
+		cancel()
+		<-sent
+	}()
 	select {
 	case out = <-done:
 		return out, false
 	case <-t.C:
 		r.o.Logger.Warn("agent did not stop after the cancel; killing it", "grace", r.o.CancelGrace)
-		_ = sess.Close(context.Background())
+		cancel()
+		// A done context: Close kills at once.
+		_ = sess.Close(cctx)
 		return <-done, true
 	}
 }
