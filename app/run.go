@@ -23,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/redact"
@@ -383,6 +384,19 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	sbc, err := sandboxConfig(f, p, eng.cfg, o.Audit, o.Env)
 	if err != nil {
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	if isTai(o.Argv) {
+		// tai as the agent (the built-in agent, tai --cap-speak) keeps its
+		// state apart from this tai's, which it may not write.
+		nested := statedir.Dir("agents")
+		if err := os.MkdirAll(nested, 0o700); err != nil {
+			return o, cleanup, fmt.Errorf("state directory for tai as the agent: %w", err)
+		}
+		if o.Env == nil {
+			o.Env = os.Environ()
+		}
+		o.Env = append(o.Env, "XDG_STATE_HOME="+nested)
+		sbc.Write = append(sbc.Write, nested)
 	}
 	o.Sandbox = sbc
 	o.RunInfo.(map[string]any)["sandbox"] = string(sbc.Mode)

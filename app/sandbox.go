@@ -39,7 +39,15 @@ func sandboxConfig(f RunFlags, p preset.Preset, pol policy.Config, log *audit.Lo
 		return ""
 	}
 	home, _ := os.UserHomeDir()
-	cfg := &sandbox.Config{Mode: mode, Write: p.StateDirs(home, getenv)}
+	cfg := &sandbox.Config{Mode: mode}
+	confines := mode != sandbox.ModeOff && sandbox.ABI() > 0
+	for _, sp := range p.StateDirs(home, getenv) {
+		if sp.Dir && confines {
+			// Confined, the agent could not make it itself.
+			_ = os.MkdirAll(sp.Path, 0o700)
+		}
+		cfg.Write = append(cfg.Write, sp.Path)
+	}
 	for _, w := range pol.WriteRoots {
 		if w = expandHome(w, home); filepath.IsAbs(w) {
 			cfg.Write = append(cfg.Write, w)
@@ -68,6 +76,24 @@ func sandboxConfig(f RunFlags, p preset.Preset, pol policy.Config, log *audit.Lo
 		cfg.NetAllow = append(sandbox.EndpointsFromEnv(env), f.NetAllow...)
 	}
 	return cfg, nil
+}
+
+// isTai reports whether argv runs a tai binary: this one, or one named
+// tai.
+func isTai(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	if filepath.Base(argv[0]) == "tai" {
+		return true
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	a, err1 := os.Stat(argv[0])
+	b, err2 := os.Stat(exe)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 func expandHome(p, home string) string {

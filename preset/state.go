@@ -3,44 +3,48 @@ package preset
 import (
 	"path/filepath"
 	"strings"
-
-	"github.com/tai-dev/tai/internal/statedir"
 )
 
 // The state directories each agent writes outside the workspace (its
 // config, sessions, logs, caches): the sandbox lets it write there and
 // nowhere else outside the workspace. "~" is the home directory; $CONFIG,
-// $DATA, $STATE and $CACHE are the XDG base directories.
+// $DATA, $STATE and $CACHE are the XDG base directories; a trailing / marks
+// a directory (tai makes it before a confined run, since the agent could
+// not), else it is a file.
 var stateDirs = map[string][]string{
-	"claude":   {"~/.claude", "~/.claude.json", "~/.claude.json.backup", "~/.claude.json.lock", "$CONFIG/claude"},
-	"codex":    {"~/.codex"},
-	"gemini":   {"~/.gemini"},
-	"qwen":     {"~/.qwen"},
-	"opencode": {"$DATA/opencode", "$CONFIG/opencode", "$STATE/opencode", "$CACHE/opencode"},
-	"copilot":  {"~/.copilot", "$CONFIG/.copilot", "$STATE/.copilot"},
-	"goose":    {"$CONFIG/goose", "$DATA/goose", "$STATE/goose"},
-	"kimi":     {"~/.kimi"},
-	"cursor":   {"~/.cursor", "$CONFIG/cursor"},
+	"claude":   {"~/.claude/", "~/.claude.json", "~/.claude.json.backup", "~/.claude.json.lock", "$CONFIG/claude/"},
+	"codex":    {"~/.codex/"},
+	"gemini":   {"~/.gemini/"},
+	"qwen":     {"~/.qwen/"},
+	"opencode": {"$DATA/opencode/", "$CONFIG/opencode/", "$STATE/opencode/", "$CACHE/opencode/"},
+	"copilot":  {"~/.copilot/", "$CONFIG/.copilot/", "$STATE/.copilot/"},
+	"goose":    {"$CONFIG/goose/", "$DATA/goose/", "$STATE/goose/"},
+	"kimi":     {"~/.kimi/"},
+	"cursor":   {"~/.cursor/", "$CONFIG/cursor/"},
 }
 
 // commonStateDirs are written by every agent's runtime: npm and node
 // caches, the XDG cache.
-var commonStateDirs = []string{"~/.npm", "$CACHE", "~/.node-gyp", "~/.node_repl_history"}
+var commonStateDirs = []string{"~/.npm/", "$CACHE/", "~/.node-gyp/", "~/.node_repl_history"}
+
+// StatePath is one place an agent writes: a directory or a file.
+type StatePath struct {
+	Path string
+	Dir  bool
+}
 
 // StateDirs returns the directories (and files) the agent writes outside
 // the workspace, resolved against home and getenv (os.Getenv for tai's own
-// environment). A custom command gets only the common ones; the built-in
-// agent its own directory of tai's state.
-func (p Preset) StateDirs(home string, getenv func(string) string) []string {
+// environment). A custom command gets only the common ones (tai as an
+// agent, the built-in one included, gets a state directory of its own from
+// the caller).
+func (p Preset) StateDirs(home string, getenv func(string) string) []StatePath {
 	if home == "" {
 		return nil
 	}
-	var out []string
-	if p.Builtin {
-		out = append(out, statedir.Dir("builtin"))
-	}
+	var out []StatePath
 	for _, d := range append(append([]string{}, stateDirs[p.Name]...), commonStateDirs...) {
-		out = append(out, expand(d, home, getenv))
+		out = append(out, StatePath{Path: expand(strings.TrimSuffix(d, "/"), home, getenv), Dir: strings.HasSuffix(d, "/")})
 	}
 	return out
 }

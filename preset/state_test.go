@@ -21,7 +21,13 @@ func TestStateDirs(t *testing.T) {
 		if !ok {
 			t.Fatal(tt.agent)
 		}
-		got := p.StateDirs("/h", get)
+		var got []string
+		for _, sp := range p.StateDirs("/h", get) {
+			got = append(got, sp.Path)
+			if want, ok := map[string]bool{"/h/.claude": true, "/h/.claude.json": false, "/h/.npm": true}[sp.Path]; ok && sp.Dir != want {
+				t.Errorf("%s: %s marked dir=%v", tt.agent, sp.Path, sp.Dir)
+			}
+		}
 		for _, w := range tt.want {
 			if !slices.Contains(got, w) {
 				t.Errorf("%s: %q missing from %q", tt.agent, w, got)
@@ -29,7 +35,7 @@ func TestStateDirs(t *testing.T) {
 		}
 	}
 	if got := (Preset{Name: "custom"}).StateDirs("", get); got != nil {
-		t.Errorf("no home: %q", got)
+		t.Errorf("no home: %v", got)
 	}
 	if got := ReadOnlyDirs("/h", get); !slices.Equal(got, []string{"/h/.cache/tai-agents"}) {
 		t.Errorf("ReadOnlyDirs = %q", got)

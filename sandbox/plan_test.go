@@ -135,6 +135,14 @@ func TestSpecRoundTrip(t *testing.T) {
 	}
 }
 
+// The agent sees the last of duplicate variables, as with exec.Cmd.
+func TestDedupEnv(t *testing.T) {
+	got := dedupEnv([]string{"A=1", "B=2", "A=3", "C", "B=4"})
+	if want := []string{"A=3", "C", "B=4"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("dedupEnv = %q, want %q", got, want)
+	}
+}
+
 func TestPorts(t *testing.T) {
 	got, err := ports([]string{"api.example.com:443,127.0.0.1:8080", " [::1]:9000 "})
 	if err != nil || !reflect.DeepEqual(got, []uint16{443, 8080, 9000}) {

@@ -336,6 +336,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	// exec.Cmd keeps the last of duplicate names; the launcher's
+	// os.StartProcess would pass them all, and getenv takes the first.
+	env = dedupEnv(env)
 	if s.status.TempDir != "" {
 		env = setEnv(env, "TMPDIR", s.status.TempDir)
 	}
@@ -367,6 +370,22 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	cmd.Env = []string{}
 	cmd.Err = nil
 	return p, nil
+}
+
+func dedupEnv(env []string) []string {
+	last := map[string]int{}
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		last[k] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if last[k] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func setEnv(env []string, k, v string) []string {
