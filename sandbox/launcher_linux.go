@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -379,5 +381,27 @@ func releaseCgroup(dir string) {
 		}
 		ts := unix.Timespec{Nsec: 2e6}
 		_ = unix.Nanosleep(&ts, nil)
+	}
+}
+
+// parentDeathSignal makes the launcher's parent-death signal parentDied,
+// which it catches to kill what it holds, instead of the SIGKILL
+// agentproc gives every child (a SIGKILL would orphan the tree). It is set
+// at fork, on the thread that becomes the launcher's main thread: a prctl
+// later, from whichever thread Go runs it on, would leave the main
+// thread's SIGKILL in place.
+func parentDeathSignal(cmd *exec.Cmd) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	a := *cmd.SysProcAttr
+	a.Pdeathsig = parentDied
+	cmd.SysProcAttr = &a
+}
+
+func init() {
+	if Launching() {
+		// Main, and its prctl, run on the main thread.
+		runtime.LockOSThread()
 	}
 }

@@ -2,6 +2,8 @@
 
 package sandbox
 
+import "os/exec"
+
 // Launching is false: the launcher is Linux only.
 func Launching() bool { return false }
 
@@ -16,3 +18,5 @@ func restrict(*rules) (int, error) { return 0, ErrUnsupported }
 func releaseCgroup(string) {}
 
 func sweepCgroups() {}
+
+func parentDeathSignal(*exec.Cmd) {}

@@ -365,6 +365,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	p.specW, p.ctl, p.reportR = files[1], files[3], files[4]
 	p.children = []*os.File{files[0], files[2], files[5]}
 	cmd.ExtraFiles = p.children
+	parentDeathSignal(cmd)
 	cmd.Path = s.exe
 	cmd.Args = []string{"tai", Arg}
 	cmd.Env = []string{}
