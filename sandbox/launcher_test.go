@@ -5,6 +5,8 @@ package sandbox
 import (
 	"bufio"
 	"errors"
+	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +20,16 @@ import (
 func TestMain(m *testing.M) {
 	if Launching() {
 		os.Exit(Main())
+	}
+	if addr := os.Getenv("SANDBOX_TEST_DIAL"); addr != "" {
+		// The test binary as the agent: can it connect?
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(3)
+		}
+		c.Close()
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
@@ -215,6 +227,52 @@ func TestNoProcessOutlivesTheLauncher(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// --net-allow: TCP connections only to the allowed ports (Landlock ABI 4+).
+func TestNetRule(t *testing.T) {
+	if ABI() < 4 {
+		t.Skip("no Landlock network rules in this kernel")
+	}
+	allowed, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer allowed.Close()
+	other, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	sb, err := New(Config{Mode: ModeOn, NetAllow: []string{allowed.Addr().String()}, Exe: os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	for _, tc := range []struct {
+		addr string
+		code int
+	}{{allowed.Addr().String(), 0}, {other.Addr().String(), 3}} {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "SANDBOX_TEST_DIAL="+tc.addr)
+		p, err := sb.Wrap(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := p.Started(cmd.Start()); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		p.Release()
+		if code := cmd.ProcessState.ExitCode(); code != tc.code {
+			t.Errorf("dial %s: exit %d (%v) %s, want %d", tc.addr, code, err, out.String(), tc.code)
+		}
+	}
+	if !sb.Status().Net {
+		t.Errorf("status %+v, want net restricted", sb.Status())
 	}
 }
 
