@@ -5,7 +5,8 @@
 //
 // A Manager starts real processes in the background, each in its own
 // process group so that the command and everything it spawned can be killed
-// together. Stdout and stderr are merged into one capped buffer that keeps
+// together; with a sandbox (SetSandbox), through tai's launcher, which also
+// confines them and kills what they leave behind when they exit. Stdout and stderr are merged into one capped buffer that keeps
 // the most recent output. Working directories are confined to the workspace
 // roots with the same rules as package files. Close kills and reaps
 // everything, so a session never leaves processes behind that it can see.
@@ -405,7 +406,9 @@ func (m *Manager) WaitForExit(ctx context.Context, id string) (ExitStatus, error
 	}
 }
 
-// Kill SIGKILLs the command's process group. The terminal stays valid:
+// Kill SIGKILLs the command's process group (under the launcher: the
+// command and everything it started, setsid children included). The
+// terminal stays valid:
 // its output and exit status remain readable until Release.
 func (m *Manager) Kill(ctx context.Context, id string) error {
 	t, err := m.get(id)
