@@ -89,7 +89,7 @@ func Main() int {
 		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, int(cg.dirFd.Fd())
 	}
 	proc, err := os.StartProcess(sp.Path, sp.Args, attr)
-	if err != nil && cg != nil && !errors.Is(err, os.ErrNotExist) && !errors.Is(err, os.ErrPermission) {
+	if err != nil && cg != nil && !errors.Is(err, os.ErrNotExist) {
 		// clone3 into a cgroup refused (an older kernel, a seccomp
 		// filter): the subreaper alone still holds the tree.
 		cg.remove()
