@@ -352,7 +352,8 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
-		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output}
+		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
+		"sandbox": f.Sandbox, "net_allow": f.NetAllow}
 	if !f.NoAudit {
 		path := f.Audit
 		if path == "" {
@@ -399,7 +400,6 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		sbc.Write = append(sbc.Write, nested)
 	}
 	o.Sandbox = sbc
-	o.RunInfo.(map[string]any)["sandbox"] = string(sbc.Mode)
 
 	// Agent stderr: shown live with --verbose; always kept for crash reports.
 	if f.Verbose {
