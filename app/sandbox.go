@@ -71,7 +71,13 @@ func sandboxConfig(f RunFlags, p preset.Preset, pol policy.Config, log *audit.Lo
 	if log != nil {
 		cfg.Protect = append(cfg.Protect, log.Path())
 	}
-	cfg.Protect = append(cfg.Protect, preset.ReadOnlyDirs(home, getenv)...)
+	for _, d := range preset.ReadOnlyDirs(home, getenv) {
+		// Only where they exist: a missing one would keep the cache dir
+		// around it from gaining entries, for nothing to protect.
+		if _, err := os.Stat(d); err == nil {
+			cfg.Protect = append(cfg.Protect, d)
+		}
+	}
 	if len(f.NetAllow) > 0 {
 		cfg.NetAllow = append(sandbox.EndpointsFromEnv(env), f.NetAllow...)
 	}

@@ -58,7 +58,7 @@ func TestPlan(t *testing.T) {
 		{"a deeper grant that gives more is a rule of its own",
 			func(r string) []Grant { return []Grant{{r, Read}, {r + "/home/src", Write}} },
 			func(r string) []string { return []string{r + " read", r + "/home/src write"} }},
-		{"a missing exception changes nothing",
+		{"a missing exception keeps its parent from gaining entries (it cannot be created)",
 			func(r string) []Grant { return []Grant{{r + "/b", Write}, {r + "/b/missing", None}} },
 			func(r string) []string { return []string{r + "/b list", r + "/b/x write", r + "/b/y write"} }},
 		{"the last grant for a path wins",
