@@ -329,6 +329,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	if s == nil {
 		return nil, nil
 	}
+	if cmd.Err != nil {
+		return nil, cmd.Err // the program was not found: say so as exec would
+	}
 	if len(cmd.ExtraFiles) > 0 {
 		return nil, errors.New("sandbox: command already has extra files")
 	}
@@ -369,7 +372,6 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	cmd.Path = s.exe
 	cmd.Args = []string{"tai", Arg}
 	cmd.Env = []string{}
-	cmd.Err = nil
 	return p, nil
 }
 
