@@ -176,7 +176,8 @@ func (p *Process) Resize(cols, rows int) error {
 	return nil
 }
 
-// Pid is the application's pid, also its process group id.
+// Pid is the application's pid (under the launcher, the launcher's), also
+// its process group id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Done is closed when the application has exited and its output is read.
