@@ -42,9 +42,15 @@ func sandboxConfig(f RunFlags, p preset.Preset, pol policy.Config, log *audit.Lo
 	cfg := &sandbox.Config{Mode: mode}
 	confines := mode != sandbox.ModeOff && sandbox.ABI() > 0
 	for _, sp := range p.StateDirs(home, getenv) {
-		if sp.Dir && confines {
-			// Confined, the agent could not make it itself.
+		// Confined, the agent could not make them itself.
+		switch {
+		case sp.Dir && confines:
 			_ = os.MkdirAll(sp.Path, 0o700)
+		case sp.Init != "" && confines:
+			if f, err := os.OpenFile(sp.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+				_, _ = f.WriteString(sp.Init)
+				f.Close()
+			}
 		}
 		cfg.Write = append(cfg.Write, sp.Path)
 	}

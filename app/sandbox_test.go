@@ -36,6 +36,13 @@ func TestSandboxConfig(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", "")
 	t.Setenv("XDG_CONFIG_HOME", "")
 	p, _ := preset.Lookup("qwen")
+	claude, _ := preset.Lookup("claude")
+	if _, err := sandboxConfig(RunFlags{}, claude, policy.Config{}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".claude.json")); sandbox.ABI() > 0 && string(b) != "{}" {
+		t.Errorf("~/.claude.json = %q, %v; want {} made for the confined claude", b, err)
+	}
 	cfg, err := sandboxConfig(RunFlags{Sandbox: "on", Policy: "pol.toml"}, p, policy.Config{WriteRoots: []string{"~/out"}}, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,15 @@ var commonStateDirs = []string{"~/.npm/", "$CACHE/", "~/.node-gyp/", "~/.node_re
 type StatePath struct {
 	Path string
 	Dir  bool
+	// Init, for a file the agent must find (it cannot create new files
+	// beside it), is what tai creates it with when it is missing.
+	Init string
 }
+
+// stateInit are the files tai creates before a confined run, and with
+// what: claude-agent-acp hangs in session/new when it cannot create
+// ~/.claude.json (an empty JSON object is a fresh config to it).
+var stateInit = map[string]string{"~/.claude.json": "{}"}
 
 // StateDirs returns the directories (and files) the agent writes outside
 // the workspace, resolved against home and getenv (os.Getenv for tai's own
@@ -44,7 +52,7 @@ func (p Preset) StateDirs(home string, getenv func(string) string) []StatePath {
 	}
 	var out []StatePath
 	for _, d := range append(append([]string{}, stateDirs[p.Name]...), commonStateDirs...) {
-		out = append(out, StatePath{Path: expand(strings.TrimSuffix(d, "/"), home, getenv), Dir: strings.HasSuffix(d, "/")})
+		out = append(out, StatePath{Path: expand(strings.TrimSuffix(d, "/"), home, getenv), Dir: strings.HasSuffix(d, "/"), Init: stateInit[d]})
 	}
 	return out
 }
