@@ -1,7 +1,9 @@
 package preset
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -10,9 +12,11 @@ import (
 // nowhere else outside the workspace. "~" is the home directory; $CONFIG,
 // $DATA, $STATE and $CACHE are the XDG base directories; a trailing / marks
 // a directory (tai makes it before a confined run, since the agent could
-// not), else it is a file.
+// not), else it is a file. $UID is tai's user id.
 var stateDirs = map[string][]string{
-	"claude":   {"~/.claude/", "~/.claude.json", "~/.claude.json.backup", "~/.claude.json.lock", "$CONFIG/claude/"},
+	// Claude Code's Bash keeps its working files in /tmp/claude-UID,
+	// whatever TMPDIR says.
+	"claude":   {"~/.claude/", "~/.claude.json", "~/.claude.json.backup", "~/.claude.json.lock", "$CONFIG/claude/", "/tmp/claude-$UID/"},
 	"codex":    {"~/.codex/"},
 	"gemini":   {"~/.gemini/"},
 	"qwen":     {"~/.qwen/"},
@@ -67,6 +71,7 @@ func ReadOnlyDirs(home string, getenv func(string) string) []string {
 }
 
 func expand(d, home string, getenv func(string) string) string {
+	d = strings.ReplaceAll(d, "$UID", strconv.Itoa(os.Getuid()))
 	xdg := func(env, def string) string {
 		if v := getenv(env); filepath.IsAbs(v) {
 			return v

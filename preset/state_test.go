@@ -1,7 +1,9 @@
 package preset
 
 import (
+	"os"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -12,7 +14,7 @@ func TestStateDirs(t *testing.T) {
 		agent string
 		want  []string
 	}{
-		{"claude", []string{"/h/.claude", "/h/.claude.json", "/h/.config/claude", "/h/.npm", "/h/.cache"}},
+		{"claude", []string{"/h/.claude", "/h/.claude.json", "/h/.config/claude", "/h/.npm", "/h/.cache", "/tmp/claude-" + strconv.Itoa(os.Getuid())}},
 		{"opencode", []string{"/x/data/opencode", "/h/.config/opencode", "/h/.local/state/opencode", "/h/.cache/opencode"}},
 		{"qwen", []string{"/h/.qwen"}},
 	}
