@@ -26,6 +26,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/readlimit"
+	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
@@ -80,6 +81,11 @@ type RunFlags struct {
 	Redact          []string
 	// PTYSize is COLSxROWS for the pty driver's screen.
 	PTYSize string
+	// Sandbox is --sandbox: auto | on | off.
+	Sandbox string
+	// NetAllow is --net-allow: HOST:PORT the agent may connect to; given,
+	// it turns the network rule on.
+	NetAllow []string
 	// InputFormat "stream-json" makes tai an agent its parent drives on
 	// stdin (cap.md's agent-side binding); "" or "text" is the prompt
 	// from the arguments.
@@ -395,7 +401,8 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
-		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output}
+		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
+		"sandbox": f.Sandbox, "net_allow": f.NetAllow}
 	if !f.NoAudit {
 		path := f.Audit
 		if path == "" {
@@ -422,6 +429,26 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		})
 		o.Audit = log
 	}
+
+	// Sandbox: the agent confined to the workspace and its own state.
+	sbc, err := sandboxConfig(f, p, eng.cfg, o.Audit, o.Env)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	if isTai(o.Argv) {
+		// tai as the agent (the built-in agent, tai --cap-speak) keeps its
+		// state apart from this tai's, which it may not write.
+		nested := statedir.Dir("agents")
+		if err := os.MkdirAll(nested, 0o700); err != nil {
+			return o, cleanup, fmt.Errorf("state directory for tai as the agent: %w", err)
+		}
+		if o.Env == nil {
+			o.Env = os.Environ()
+		}
+		o.Env = append(o.Env, "XDG_STATE_HOME="+nested)
+		sbc.Write = append(sbc.Write, nested)
+	}
+	o.Sandbox = sbc
 
 	// Agent stderr: shown live with --verbose; always kept for crash reports.
 	if f.Verbose {

@@ -24,6 +24,7 @@ import (
 	"github.com/tai-dev/tai/host"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Options configure a run.
@@ -91,6 +92,11 @@ type Options struct {
 	Cols, Rows int
 	Version    string
 	Clock      quartz.Clock
+	// Sandbox, if set, starts the agent and the commands tai serves it
+	// through tai's launcher (package sandbox), Cwd being a write root
+	// besides Sandbox.Write. nil starts them directly (a binary that is not
+	// tai cannot be the launcher).
+	Sandbox *sandbox.Config
 }
 
 // DefaultMaxMessageBytes is the default of Options.MaxMessageBytes.
@@ -118,15 +124,25 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col), maxMessage: o.MaxMessageBytes}
 	r := &run{o: o, col: col, st: st}
+	sbErr := r.newSandbox()
+	defer r.sb.Close()
 	if o.Audit != nil {
 		r.audit = &auditSink{log: o.Audit, task: o.AuditTask}
 		st.sinks = append(st.sinks, r.audit)
-		r.audit.append(audit.KindRunStart, "", map[string]any{
+		start := map[string]any{
 			"run": o.RunID, "agent": o.Agent, "argv": o.Argv, "driver": o.Driver, "cwd": o.Cwd,
 			"version": o.Version, "settings": o.RunInfo,
-		})
+		}
+		if col.res.Sandbox != nil {
+			start["sandbox"] = col.res.Sandbox
+		}
+		r.audit.append(audit.KindRunStart, "", start)
 	}
-	err := r.run(ctx)
+	err := sbErr
+	if err == nil {
+		err = r.run(ctx)
+	}
+	r.sandboxStatus()
 	res := r.finish(err)
 	res.DurationMS = o.Clock.Since(start).Milliseconds()
 	res.RunID = o.RunID
@@ -163,6 +179,7 @@ type run struct {
 	st    *stamper
 	audit *auditSink
 	modes *modeGuard
+	sb    *sandbox.Sandbox // nil: processes start directly
 
 	mu         sync.Mutex
 	promptFail error // the policy could not ask and was told to fail
@@ -294,6 +311,7 @@ func (r *run) run(ctx context.Context) error {
 		return exitcode.With(exitcode.Usage, err)
 	}
 	defer svc.Close()
+	svc.UseSandbox(r.sb)
 
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
@@ -301,7 +319,7 @@ func (r *run) run(ctx context.Context) error {
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID,
 		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
-		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows,
+		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,
 	})
 	if err != nil {
 		return r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err))
@@ -503,21 +521,32 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, l
 
 // stopTurn cancels the running turn (pending permissions are answered
 // cancelled) and waits for it to end; an agent that ignores the cancel is
-// killed after CancelGrace (killed).
+// killed CancelGrace after the cancel (killed): the grace counts from the
+// cancel, sending it included, and the kill skips the drivers' own
+// graceful steps.
 func (r *run) stopTurn(sess Session, done <-chan turnOutcome) (out turnOutcome, killed bool) {
-	cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	if err := sess.Cancel(cctx); err != nil {
-		r.o.Logger.Debug("cancel failed", "err", err)
-	}
-	cancel()
 	t := r.o.Clock.NewTimer(r.o.CancelGrace, "runner", "cancel-grace")
 	defer t.Stop()
+	cctx, cancel := context.WithCancel(context.Background())
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		if err := sess.Cancel(cctx); err != nil {
+			r.o.Logger.Debug("cancel failed", "err", err)
+		}
+	}()
+	defer func() {
+		cancel()
+		<-sent
+	}()
 	select {
 	case out = <-done:
 		return out, false
 	case <-t.C:
 		r.o.Logger.Warn("agent did not stop after the cancel; killing it", "grace", r.o.CancelGrace)
-		_ = sess.Close(context.Background())
+		cancel()
+		// A done context: Close kills at once.
+		_ = sess.Close(cctx)
 		return <-done, true
 	}
 }

@@ -15,9 +15,14 @@ import (
 	"github.com/tai-dev/tai/app"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 func main() {
+	if sandbox.Launching() {
+		// tai re-executed as the launcher of an agent: no flags, no cobra.
+		os.Exit(sandbox.Main())
+	}
 	os.Exit(run())
 }
 
@@ -166,6 +171,8 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
 	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
+	fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine the agent with Landlock: auto (where the kernel can) | on (fail where it cannot) | off")
+	fl.StringSliceVar(&f.NetAllow, "net-allow", nil, "turn the sandbox's network rule on: TCP only to these HOST:PORT (the port is what Landlock checks) and the model endpoint (repeatable, comma lists)")
 	fl.StringArrayVar(&f.Redact, "redact", nil, "also redact matches of this regexp in the audit log and trace; a (?P<secret>...) group limits it (repeatable)")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
@@ -177,6 +184,7 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	})
 	_ = c.RegisterFlagCompletionFunc("policy", tomlFiles)
 	_ = c.RegisterFlagCompletionFunc("approve", cobra.FixedCompletions([]string{"all", "reads", "ask", "deny", "yolo"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "stream-json"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/tai-dev/tai/internal/agentproc"
 	"github.com/tai-dev/tai/jsonrpc"
 	schema "github.com/tai-dev/tai/protocol/acp"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Name is this driver's name in presets and the capability manifest.
@@ -58,6 +59,8 @@ type Config struct {
 	// StderrTo, if set, gets a live copy of the agent's stderr.
 	StderrTo io.Writer
 	Clock    quartz.Clock
+	// Sandbox starts the agent through tai's launcher; nil: directly.
+	Sandbox *sandbox.Sandbox
 }
 
 // Session is a live ACP session with one agent process.
@@ -66,6 +69,7 @@ type Session struct {
 	log    *slog.Logger
 	clock  quartz.Clock
 	cmd    *exec.Cmd
+	launch *sandbox.Proc // nil without the launcher
 	stdin  io.Closer
 	conn   *jsonrpc.Conn
 	stderr *agentproc.Tail
@@ -177,12 +181,21 @@ func (s *Session) spawn() error {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, s.stderr
 	cmd.WaitDelay = s.cfg.StopGrace
-	if err := cmd.Start(); err != nil {
+	launch, err := s.cfg.Sandbox.Wrap(cmd)
+	if err == nil {
+		err = launch.Started(cmd.Start())
+	}
+	if err != nil {
 		for _, f := range []*os.File{outR, outW, inR, inW} {
 			f.Close()
 		}
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+			launch.Release()
+		}
 		return fmt.Errorf("starting agent %s: %w", s.cfg.Argv[0], err)
 	}
+	s.launch = launch
 	outW.Close()
 	inR.Close()
 	s.cmd, s.stdin = cmd, inW
@@ -201,6 +214,7 @@ func (s *Session) spawn() error {
 // fails at once with its exit status and stderr, instead of hanging.
 func (s *Session) wait() {
 	err := s.cmd.Wait()
+	s.launch.Release()
 	var ee *exec.ExitError
 	errors.As(err, &ee)
 	code, sig := agentproc.ExitInfo(ee, err)
@@ -712,7 +726,8 @@ func (s *Session) Close(ctx context.Context) error {
 	if alive {
 		tree = agentproc.Descendants(s.cmd.Process.Pid)
 	}
-	if alive && s.caps.CloseSession && s.id != "" && !s.finished {
+	now := ctx.Err() != nil // the caller's grace is over: kill at once
+	if alive && !now && s.caps.CloseSession && s.id != "" && !s.finished {
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
 		if err := s.call(cctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionId: s.id}, nil); err != nil {
 			s.log.Debug("session/close failed", "err", err)
@@ -723,7 +738,8 @@ func (s *Session) Close(ctx context.Context) error {
 	// stdin closed, then the group signalled; whatever the agent left in
 	// its group (MCP servers, shells) goes too, and what it started in
 	// groups of their own.
-	agentproc.Stop(s.clock, s.cmd, s.exited, s.cfg.StopGrace, s.cfg.IgnoresStdinEOF, func() { _ = s.stdin.Close() }, tree)
+	agentproc.Stop(agentproc.Stopping{Clock: s.clock, Cmd: s.cmd, Exited: s.exited, Grace: s.cfg.StopGrace,
+		SignalAtOnce: s.cfg.IgnoresStdinEOF, Now: now, CloseInput: func() { _ = s.stdin.Close() }, Tree: tree, Kill: s.launch.Killer()})
 	s.conn.Close(errClosedByTai)
 	<-s.conn.Done()
 	return nil
@@ -805,7 +821,7 @@ func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
 		Argv: l.Argv, Env: l.Env, Cwd: l.Cwd, Agent: l.Agent, Host: l.Host, MCPServers: l.MCPServers,
 		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, NoClientFS: l.Quirks.NoClientFS,
 		IgnoresStdinEOF: l.Quirks.IgnoresStdinEOF, ClientVersion: l.ClientVersion, Logger: l.Logger,
-		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock,
+		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock, Sandbox: l.Sandbox,
 	}
 	if l.Trace != nil {
 		trace := l.Trace
