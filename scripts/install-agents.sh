@@ -45,7 +45,7 @@ PINS=(
   "codex-cli|0.171.0|@openai/codex@0.171.0|node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
   # Older TUI releases, for e2e/pty's replies on versions the PTY profiles
   # were not tuned to (TestRealOlder). Not in the default set: name them.
-  "qwen-old|0.21.10|@qwen-code/qwen-code@0.21.10|node_modules/.bin/qwen"
+  "qwen-old|0.15.10|@qwen-code/qwen-code@0.15.10|node_modules/.bin/qwen"
   "gemini-old|0.52.0|@google/gemini-cli@0.52.0|node_modules/.bin/gemini"
   "opencode-old|1.17.19|opencode-ai@1.17.19|node_modules/opencode-linux-x64/bin/opencode"
 )

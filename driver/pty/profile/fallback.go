@@ -1,0 +1,180 @@
+package profile
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Turn is what the screen showed around one prompt, whole screens (not
+// Body: a release the profile was not tuned to may not be cut right), for
+// FallbackReply.
+type Turn struct {
+	Idle     []string // the idle screen before the prompt was pasted
+	Submit   []string // the screen at the submitting CR (the prompt in the composer)
+	Scrolled []string // the transcript rows that scrolled off the top after the CR
+	End      []string // the idle screen the turn ended on
+	Prompt   string
+}
+
+// Implausible says whether a reply the profile extracted is no reply: empty,
+// or only the echoed prompt.
+func Implausible(reply, prompt string) bool {
+	r := strings.Join(strings.Fields(reply), " ")
+	return r == "" || r == strings.Join(strings.Fields(prompt), " ")
+}
+
+// fallbackGap is the run of spaces that separates side-by-side panes (a
+// sidebar, a right-aligned footer field) in the fallback.
+const fallbackGap = 16
+
+// footerRows is how many of the last non-blank rows of the screens before
+// the turn count as the live area (composer, footer, status): a row of the
+// end screen that differs from one of them only in its digits (a timer, a
+// context percentage, a token count) is chrome.
+const footerRows = 8
+
+var (
+	fbRule    = regexp.MustCompile(`^[─━═╌┄▀▄_=\-]{4,}$`)
+	fbSpinner = regexp.MustCompile(`^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷✻✽✶✳✢◐◓◑◒■⬝]`)
+	// Status and tool rows of any of the TUIs: working indicators, key
+	// hints, tool cells' headers and their results.
+	fbChrome = regexp.MustCompile(`(?i)(esc to (cancel|interrupt)|esc\s+interrupt|ctrl\+[a-z]|shift\+tab|\? for shortcuts|context left|tokens? used|\(\d+(\.\d+)?m?s\b)`)
+	fbTool   = regexp.MustCompile(`^(?:[✓✔✗✘⊷⎿←→△⚠]|[^\p{L}\p{N}\s]\s*\p{Lu}\w*\(.*\)\s*$)`)
+	fbBox    = "│┃|╭╮╰╯┌┐└┘├┤╹╻▣"
+	digits   = regexp.MustCompile(`\d+`)
+)
+
+// FallbackReply is the reply of a turn read without the profile's layout:
+// the transcript rows of the end screen (and those that scrolled off)
+// that were not on screen before the prompt, without the echoed prompt,
+// the rows of the live area that both screens have (composer, footer,
+// status, told apart by their digits only), spinners, boxes (tool cells,
+// pickers, input boxes), rules and tool rows. A leading marker glyph
+// ("✦ ", "● ") is stripped; the blank rows where a tool row was dropped
+// are too, so text blocks around a tool call join as the profiles join
+// them.
+func FallbackReply(t Turn) string {
+	idle, submit := cutPanes(t.Idle), cutPanes(t.Submit)
+	seen := counts(idle)
+	for k, n := range counts(submit) {
+		seen[k] = max(seen[k], n)
+	}
+	footer := map[string]bool{}
+	for _, s := range [][]string{idle, submit} {
+		rows := trimBlankRows(s)
+		for _, l := range rows[max(0, len(rows)-footerRows):] {
+			footer[digits.ReplaceAllString(strings.TrimSpace(l), "#")] = true
+		}
+	}
+	echo := map[string]bool{}
+	for _, l := range strings.Split(t.Prompt, "\n") {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			echo[l] = true
+		}
+	}
+	var out []string
+	broken := true // after a dropped row: blank rows are no paragraph break
+	drop := func() {
+		for len(out) > 0 && out[len(out)-1] == "" {
+			out = out[:len(out)-1]
+		}
+		broken = true
+	}
+	for _, l := range cutPanes(append(append([]string(nil), t.Scrolled...), t.End...)) {
+		k := strings.TrimSpace(l)
+		if seen[k] > 0 {
+			seen[k]--
+			if k != "" {
+				drop()
+			}
+			continue
+		}
+		if k == "" {
+			if !broken {
+				out = append(out, "")
+			}
+			continue
+		}
+		text, marked := stripMarker(k)
+		switch {
+		case footer[digits.ReplaceAllString(k, "#")],
+			strings.ContainsRune(fbBox, firstRune(k)),
+			fbRule.MatchString(k), fbSpinner.MatchString(k), fbChrome.MatchString(k), fbTool.MatchString(k),
+			isEcho(k, echo):
+			drop()
+			continue
+		}
+		if !marked {
+			text = k
+		}
+		out = append(out, text)
+		broken = false
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+// isEcho says whether a row is the echoed prompt: a prompt line after a
+// marker ("> Say hello.", "❯ Say hello.").
+func isEcho(row string, echo map[string]bool) bool {
+	r := strings.TrimLeft(row, "> ")
+	if body, ok := stripMarker(row); ok {
+		r = body
+	}
+	return echo[strings.Join(strings.Fields(r), " ")]
+}
+
+// stripMarker cuts a leading glyph that is neither a letter, a digit nor
+// ASCII (the TUIs' reply and bullet markers), with a variation selector
+// after it, and the spaces after that.
+func stripMarker(s string) (string, bool) {
+	r, n := utf8.DecodeRuneInString(s)
+	if r < utf8.RuneSelf || unicode.IsLetter(r) || unicode.IsDigit(r) {
+		return s, false
+	}
+	rest := s[n:]
+	if v, m := utf8.DecodeRuneInString(rest); v == '\uFE0E' || v == '\uFE0F' {
+		rest = rest[m:]
+	}
+	if !strings.HasPrefix(rest, " ") {
+		return s, false
+	}
+	return strings.TrimSpace(rest), true
+}
+
+func firstRune(s string) rune {
+	r, _ := utf8.DecodeRuneInString(s)
+	return r
+}
+
+func counts(lines []string) map[string]int {
+	m := map[string]int{}
+	for _, l := range lines {
+		m[strings.TrimSpace(l)]++
+	}
+	return m
+}
+
+// cutPanes drops what stands after a fallbackGap run of spaces in each
+// row, the indent kept.
+func cutPanes(lines []string) []string {
+	gap := strings.Repeat(" ", fallbackGap)
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		t := strings.TrimLeft(l, " ")
+		if k := strings.Index(t, gap); k >= 0 {
+			t = t[:k]
+		}
+		out[i] = strings.TrimRight(l[:len(l)-len(strings.TrimLeft(l, " "))]+t, " ")
+	}
+	return out
+}
+
+func trimBlankRows(lines []string) []string {
+	end := len(lines)
+	for end > 0 && strings.TrimSpace(lines[end-1]) == "" {
+		end--
+	}
+	return lines[:end]
+}
