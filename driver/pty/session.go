@@ -583,6 +583,7 @@ func (s *Session) endTurn(stop, reply string, err error) {
 func (s *Session) endTurnFrom(stop, reply string, src driver.ReplySource) {
 	t := s.cur
 	s.cur = nil
+	s.record("m", []byte("turn-end"))
 	// What streamed during the turn, completed (or replaced) by the reply
 	// the final screen shows.
 	if text, replace := t.stream.final(reply); text != "" || replace {

@@ -25,6 +25,9 @@ type realAgent struct {
 	args      string
 	// tai flags every scenario adds.
 	flags []string
+	// source is the reply_source the audit log's turn.end must give a
+	// turn with a reply ("" for any).
+	source string
 }
 
 var realAgents = map[string]realAgent{
@@ -173,6 +176,9 @@ func testReal(t *testing.T, a realAgent) {
 			if tc.message != "" && r.Message != tc.message {
 				t.Errorf("message %q, want %q\nlast screen:\n%s", r.Message, tc.message, finalScreen(t, auditPath))
 			}
+			if src := replySource(t, auditPath); tc.message != "" && (src == "" || a.source != "" && src != a.source) {
+				t.Errorf("turn.end reply_source %q, want %q", src, a.source)
+			}
 			if _, err := os.Stat(filepath.Join(repo, "hello.txt")); (err == nil) != tc.file {
 				t.Errorf("hello.txt exists = %v, want %v", err == nil, tc.file)
 			}
@@ -200,6 +206,19 @@ func finalScreen(t *testing.T, auditPath string) string {
 	}
 	_ = json.Unmarshal(e.Data, &sc)
 	return sc.Text
+}
+
+// replySource is the reply_source of the audit log's turn.end.
+func replySource(t *testing.T, auditPath string) string {
+	e, ok := auditlog.First(auditlog.Read(t, auditPath), "turn.end")
+	if !ok {
+		return ""
+	}
+	var te struct {
+		Source string `json:"reply_source"`
+	}
+	_ = json.Unmarshal(e.Data, &te)
+	return te.Source
 }
 
 // checkNoLeftovers fails if a process still runs in the repo after tai
