@@ -13,7 +13,8 @@ import (
 // screen when the prompt is pasted (the "paste" marker; in recordings
 // without it, before the last keystrokes ahead of the CR), at the
 // submitting CR ("submit"), the rows that scroll off after it, and the
-// screen the app ends on; the prompt is the pasted text.
+// screen the turn ends on ("turn-end"; "end" in capture.sh recordings);
+// the prompt is the pasted text.
 func turnOf(t *testing.T, p *profile.Profile, chunks []Chunk) profile.Turn {
 	t.Helper()
 	scr := term.NewScreen(term.DefaultCols, term.DefaultRows, nil)
@@ -23,7 +24,7 @@ func turnOf(t *testing.T, p *profile.Profile, chunks []Chunk) profile.Turn {
 	var lastIdle []string
 	for _, c := range chunks {
 		switch {
-		case c.Kind == "m" && string(c.Data) == "end":
+		case c.Kind == "m" && (string(c.Data) == "end" || string(c.Data) == "turn-end"):
 			tr.End = scr.Snapshot().Lines
 			tr.Scrolled = sb.since(scrollAt)
 			return tr

@@ -35,15 +35,21 @@ const fallbackGap = 16
 // context percentage, a token count) is chrome.
 const footerRows = 8
 
+// paneIndent: a row indented this far belongs to a pane to the right.
+const paneIndent = 60
+
 var (
 	fbRule    = regexp.MustCompile(`^[─━═╌┄▀▄_=\-]{4,}$`)
 	fbSpinner = regexp.MustCompile(`^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷✻✽✶✳✢◐◓◑◒■⬝]`)
 	// Status and tool rows of any of the TUIs: working indicators, key
 	// hints, tool cells' headers and their results.
 	fbChrome = regexp.MustCompile(`(?i)(esc to (cancel|interrupt)|esc\s+interrupt|ctrl\+[a-z]|shift\+tab|\? for shortcuts|context left|tokens? used|\(\d+(\.\d+)?m?s\b)`)
-	fbTool   = regexp.MustCompile(`^(?:[✓✔✗✘⊷⎿←→△⚠]|[^\p{L}\p{N}\s]\s*\p{Lu}\w*\(.*\)\s*$)`)
+	// Tool rows: a status glyph, "Name(args)", a diff stat ("+1 -0"), or
+	// a row that ends in a clock time (a status line's timestamp).
+	fbTool = regexp.MustCompile(`^(?:[✓✔✗✘⊷⎿←→△⚠]|[^\p{L}\p{N}\s]\s*\p{Lu}\w*\(.*\)\s*$)|\s\+\d+(?:\s+-\d+)?$|\b\d{1,2}:\d{2}(?:\s*[AP]M)?$`)
+	// A tool's result hangs under its header from one of these.
+	fbResult = "└⎿"
 	fbBox    = "│┃|╭╮╰╯┌┐└┘├┤╹╻▣"
-	digits   = regexp.MustCompile(`\d+`)
 )
 
 // FallbackReply is the reply of a turn read without the profile's layout:
@@ -61,48 +67,61 @@ func FallbackReply(t Turn) string {
 	for k, n := range counts(submit) {
 		seen[k] = max(seen[k], n)
 	}
-	footer := map[string]bool{}
-	for _, s := range [][]string{idle, submit} {
-		rows := trimBlankRows(s)
-		for _, l := range rows[max(0, len(rows)-footerRows):] {
-			footer[digits.ReplaceAllString(strings.TrimSpace(l), "#")] = true
-		}
-	}
 	echo := map[string]bool{}
 	for _, l := range strings.Split(t.Prompt, "\n") {
 		if l = strings.Join(strings.Fields(l), " "); l != "" {
 			echo[l] = true
 		}
 	}
+	end := cutPanes(t.End)
+	end = end[:liveTop(end, idle, submit)]
+	rows := append(append([]string(nil), cutPanes(t.Scrolled)...), end...)
+	// The reply follows the echoed prompt: what shows above it (a notice
+	// drawn late) is not the turn's.
+	for i := len(rows) - 1; i >= 0; i-- {
+		if isEcho(strings.TrimSpace(rows[i]), echo) {
+			rows = rows[i+1:]
+			break
+		}
+	}
 	var out []string
 	broken := true // after a dropped row: blank rows are no paragraph break
+	cell := -1     // the indent of the tool row whose deeper rows are its output; -1 none
 	drop := func() {
 		for len(out) > 0 && out[len(out)-1] == "" {
 			out = out[:len(out)-1]
 		}
 		broken = true
 	}
-	for _, l := range cutPanes(append(append([]string(nil), t.Scrolled...), t.End...)) {
+	for i, l := range rows {
 		k := strings.TrimSpace(l)
-		if seen[k] > 0 {
-			seen[k]--
-			if k != "" {
-				drop()
-			}
-			continue
-		}
 		if k == "" {
-			if !broken {
+			if !broken && out[len(out)-1] != "" {
 				out = append(out, "")
 			}
 			continue
 		}
+		indent := len(l) - len(strings.TrimLeft(l, " "))
+		if indent >= paneIndent {
+			continue // a row of a pane to the right (a sidebar, a right-aligned hint)
+		}
+		if cell >= 0 && indent > cell {
+			continue // the output of the tool row above
+		}
+		cell = -1
+		if seen[k] > 0 {
+			seen[k]--
+			drop()
+			continue
+		}
 		text, marked := stripMarker(k)
 		switch {
-		case footer[digits.ReplaceAllString(k, "#")],
-			strings.ContainsRune(fbBox, firstRune(k)),
-			fbRule.MatchString(k), fbSpinner.MatchString(k), fbChrome.MatchString(k), fbTool.MatchString(k),
-			isEcho(k, echo):
+		case fbTool.MatchString(k), strings.ContainsRune(fbBox, firstRune(k)), resultBelow(rows, i):
+			cell = indent
+			drop()
+			continue
+		case fbRule.MatchString(k), fbSpinner.MatchString(k),
+			fbChrome.MatchString(k), isEcho(k, echo):
 			drop()
 			continue
 		}
@@ -115,32 +134,66 @@ func FallbackReply(t Turn) string {
 	return strings.TrimSpace(strings.Join(out, "\n"))
 }
 
-// isEcho says whether a row is the echoed prompt: a prompt line after a
-// marker ("> Say hello.", "❯ Say hello.").
-func isEcho(row string, echo map[string]bool) bool {
-	r := strings.TrimLeft(row, "> ")
-	if body, ok := stripMarker(row); ok {
-		r = body
+// resultBelow says whether rows[i] heads a tool's result: the next row
+// that is not blank starts with a result connector ("└ (no output)",
+// "⎿  Wrote 1 line").
+func resultBelow(rows []string, i int) bool {
+	for _, l := range rows[i+1:] {
+		if t := strings.TrimSpace(l); t != "" {
+			return strings.ContainsRune(fbResult, firstRune(t))
+		}
 	}
-	return echo[strings.Join(strings.Fields(r), " ")]
+	return false
 }
 
-// stripMarker cuts a leading glyph that is neither a letter, a digit nor
-// ASCII (the TUIs' reply and bullet markers), with a variation selector
-// after it, and the spaces after that.
-func stripMarker(s string) (string, bool) {
-	r, n := utf8.DecodeRuneInString(s)
-	if r < utf8.RuneSelf || unicode.IsLetter(r) || unicode.IsDigit(r) {
-		return s, false
+// liveTop is where the end screen's live area starts (composer, footer,
+// status): the end screen's last rows that the screens before the turn
+// have at the same place from the bottom (give or take a row), letters
+// compared (a timer, a percentage, a dirty mark may change). Rows that
+// changed in between (a status line's words) count while the next rows
+// match again; two changed rows in a row are the transcript.
+func liveTop(end, idle, submit []string) int {
+	nb := func(lines []string) (idx []int) {
+		for i, l := range lines {
+			if strings.TrimSpace(l) != "" {
+				idx = append(idx, i)
+			}
+		}
+		return idx
 	}
-	rest := s[n:]
-	if v, m := utf8.DecodeRuneInString(rest); v == '\uFE0E' || v == '\uFE0F' {
-		rest = rest[m:]
+	e, before := nb(end), [][]string{idle, submit}
+	top, miss := len(trimBlankRows(end)), 0
+	for o := 0; o < len(e) && miss < 2; o++ {
+		row := letters(end[e[len(e)-1-o]])
+		if row == "" {
+			continue // a rule or a box edge tells nothing
+		}
+		hit := false
+		for _, b := range before {
+			bi := nb(b)
+			for d := -1; d <= 1 && !hit; d++ {
+				if k := len(bi) - 1 - o - d; k >= 0 && k < len(bi) && letters(b[bi[k]]) == row {
+					hit = true
+				}
+			}
+		}
+		if hit {
+			top, miss = e[len(e)-1-o], 0
+		} else {
+			miss++
+		}
 	}
-	if !strings.HasPrefix(rest, " ") {
-		return s, false
-	}
-	return strings.TrimSpace(rest), true
+	return top
+}
+
+// letters is a row's letters, words one space apart.
+func letters(s string) string {
+	return strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsLetter(r) {
+			return r
+		}
+		return ' '
+	}, s)), " ")
 }
 
 func firstRune(s string) rune {
@@ -177,4 +230,32 @@ func trimBlankRows(lines []string) []string {
 		end--
 	}
 	return lines[:end]
+}
+
+// isEcho says whether a row is the echoed prompt: a prompt line after a
+// marker ("> Say hello.", "❯ Say hello.").
+func isEcho(row string, echo map[string]bool) bool {
+	r := strings.TrimLeft(row, "> ")
+	if body, ok := stripMarker(row); ok {
+		r = body
+	}
+	return echo[strings.Join(strings.Fields(r), " ")]
+}
+
+// stripMarker cuts a leading glyph that is neither a letter, a digit nor
+// ASCII (the TUIs' reply and bullet markers), with a variation selector
+// after it, and the spaces after that.
+func stripMarker(s string) (string, bool) {
+	r, n := utf8.DecodeRuneInString(s)
+	if r < utf8.RuneSelf || unicode.IsLetter(r) || unicode.IsDigit(r) {
+		return s, false
+	}
+	rest := s[n:]
+	if v, m := utf8.DecodeRuneInString(rest); v == '\uFE0E' || v == '\uFE0F' {
+		rest = rest[m:]
+	}
+	if !strings.HasPrefix(rest, " ") {
+		return s, false
+	}
+	return strings.TrimSpace(rest), true
 }
