@@ -116,11 +116,11 @@ func FallbackReply(t Turn) string {
 		}
 		text, marked := stripMarker(k)
 		switch {
-		case fbTool.MatchString(k), strings.ContainsRune(fbBox, firstRune(k)), resultBelow(rows, i):
+		case fbTool.MatchString(k), resultBelow(rows, i):
 			cell = indent
 			drop()
 			continue
-		case fbRule.MatchString(k), fbSpinner.MatchString(k),
+		case strings.ContainsRune(fbBox, firstRune(k)), fbRule.MatchString(k), fbSpinner.MatchString(k),
 			fbChrome.MatchString(k), isEcho(k, echo):
 			drop()
 			continue
@@ -163,7 +163,10 @@ func liveTop(end, idle, submit []string) int {
 	}
 	e, before := nb(end), [][]string{idle, submit}
 	top, miss := len(trimBlankRows(end)), 0
-	for o := 0; o < len(e) && miss < 2; o++ {
+	// Below the first match (the composer, from the bottom) up to
+	// footerRows rows may have changed (a footer drawn after the idle
+	// screen); above it two changed rows in a row are the transcript.
+	for o, hits := 0, 0; o < len(e) && (miss < 2 || hits == 0 && miss < footerRows); o++ {
 		row := letters(end[e[len(e)-1-o]])
 		if row == "" {
 			continue // a rule or a box edge tells nothing
@@ -178,7 +181,7 @@ func liveTop(end, idle, submit []string) int {
 			}
 		}
 		if hit {
-			top, miss = e[len(e)-1-o], 0
+			top, miss, hits = e[len(e)-1-o], 0, hits+1
 		} else {
 			miss++
 		}
