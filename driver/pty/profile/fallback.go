@@ -67,22 +67,21 @@ func FallbackReply(t Turn) string {
 	for k, n := range counts(submit) {
 		seen[k] = max(seen[k], n)
 	}
-	echo := map[string]bool{}
-	for _, l := range strings.Split(t.Prompt, "\n") {
-		if l = strings.Join(strings.Fields(l), " "); l != "" {
-			echo[l] = true
-		}
-	}
+	echo := strings.Join(strings.Fields(t.Prompt), " ")
 	end := cutPanes(t.End)
 	end = end[:liveTop(end, idle, submit)]
 	rows := append(append([]string(nil), cutPanes(t.Scrolled)...), end...)
 	// The reply follows the echoed prompt: what shows above it (a notice
-	// drawn late) is not the turn's.
-	for i := len(rows) - 1; i >= 0; i-- {
+	// drawn late) is not the turn's. No echo, no turn to read: the screen
+	// is not the transcript (a restart, a dialog).
+	echoed := false
+	for i := len(rows) - 1; i >= 0 && !echoed; i-- {
 		if isEcho(strings.TrimSpace(rows[i]), echo) {
-			rows = rows[i+1:]
-			break
+			rows, echoed = rows[i+1:], true
 		}
+	}
+	if !echoed {
+		return ""
 	}
 	var out []string
 	broken := true // after a dropped row: blank rows are no paragraph break
@@ -235,14 +234,21 @@ func trimBlankRows(lines []string) []string {
 	return lines[:end]
 }
 
-// isEcho says whether a row is the echoed prompt: a prompt line after a
-// marker ("> Say hello.", "❯ Say hello.").
-func isEcho(row string, echo map[string]bool) bool {
+// minEcho is how many bytes of a row must be a part of the prompt for
+// the row to be one of its wrapped rows.
+const minEcho = 12
+
+// isEcho says whether a row is the echoed prompt (prompt: its words one
+// space apart): the prompt after a marker ("> Say hello.", "❯ Say
+// hello.", "┃  Say hello."), or a long enough part of it (a wrapped
+// row of a long or multi-line prompt).
+func isEcho(row, prompt string) bool {
 	r := strings.TrimLeft(row, "> ")
 	if body, ok := stripMarker(row); ok {
-		r = body
+		r = strings.TrimLeft(body, "> ")
 	}
-	return echo[strings.Join(strings.Fields(r), " ")]
+	r = strings.Join(strings.Fields(r), " ")
+	return r != "" && (r == prompt || len(r) >= minEcho && strings.Contains(prompt, r))
 }
 
 // stripMarker cuts a leading glyph that is neither a letter, a digit nor
