@@ -23,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/policy"
@@ -350,10 +351,12 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	var prompter policy.Prompter
 	var tp *policy.TTYPrompter
+	var form *elicit.Form
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON {
 		closers = append(closers, func() { tty.Close() })
 		tp = &policy.TTYPrompter{In: tty, Out: tty}
 		prompter = tp
+		form = &elicit.Form{In: tty, Out: tty}
 	}
 	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil { // attached, the screen is the TUI's
 		text := render.NewText(std.Out, colorOn(std.Out))
@@ -379,6 +382,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	if ni == "" {
 		ni = eng.cfg.NonInteractive
 	}
+	o.Elicitor = elicitChain(eng.cfg.Elicit, form, f.answerer, ni)
 
 	// Audit log: every run has one unless --no-audit.
 	o.RunID = newRunID()
@@ -426,6 +430,20 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		o.Trace = tw
 	}
 	return o, cleanup, nil
+}
+
+// elicitChain is the answer chain of the agent's elicitations: the policy
+// file's [[elicit]] rules, the human at the terminal, the cap-speak parent;
+// then decline, or a stop under --non-interactive fail.
+func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, ni policy.NonInteractive) *elicit.Chain {
+	c := &elicit.Chain{Rules: rules, Fail: ni == policy.NonInteractiveFail}
+	if form != nil {
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: form})
+	}
+	if p, ok := parent.(elicit.Answerer); ok {
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: p})
+	}
+	return c
 }
 
 // fileContent turns --file into a prompt block: embedded text when asked

@@ -26,9 +26,12 @@ type Result struct {
 	FilesWritten []driver.FileWrite          `json:"files_written"`
 	Terminals    []driver.TerminalExit       `json:"terminals"`
 	Errors       []driver.ErrorInfo          `json:"errors"`
-	DurationMS   int64                       `json:"duration_ms"`
-	ExitCode     int                         `json:"exit_code"`
-	Error        string                      `json:"error,omitempty"`
+	// Elicitations are the answers given to the agent's elicitations,
+	// secret fields redacted.
+	Elicitations []driver.ElicitationAnswer `json:"elicitations,omitempty"`
+	DurationMS   int64                      `json:"duration_ms"`
+	ExitCode     int                        `json:"exit_code"`
+	Error        string                     `json:"error,omitempty"`
 
 	// LastSeq is the sequence number of the last event, so that the result
 	// frame can follow it.
@@ -130,6 +133,10 @@ func (c *collector) Emit(ev driver.Event) {
 		}
 	case driver.EventError:
 		c.res.Errors = append(c.res.Errors, *ev.Error)
+	case driver.EventElicitationAsked:
+		c.broken = true
+	case driver.EventElicitationAnswered:
+		c.res.Elicitations = append(c.res.Elicitations, *ev.ElicitationAnswer)
 	}
 }
 

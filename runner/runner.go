@@ -54,7 +54,10 @@ type Options struct {
 	// the next prompt from Turns still runs).
 	Interrupts <-chan struct{}
 
-	Decider      driver.PermissionDecider
+	Decider driver.PermissionDecider
+	// Elicitor answers the agent's elicitations (nil: not offered). An
+	// error from it (elicit.ErrUnanswered) stops the run with exit 5.
+	Elicitor     driver.Elicitor
 	AllowDenials bool
 	// Protected are files no agent may write through tai besides tai's
 	// config and state directories (which are always): the policy file.
@@ -288,7 +291,7 @@ func (r *run) run(ctx context.Context) error {
 
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
-		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc},
+		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail)},
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID,
 		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
@@ -529,6 +532,29 @@ func (r *run) lateWindow(sess Session) {
 			return
 		}
 	}
+}
+
+// elicitor wraps Options.Elicitor so that an elicitation nobody could
+// answer under --non-interactive fail stops the run, as an ask does.
+func (r *run) elicitor(onFail func(error)) driver.Elicitor {
+	if r.o.Elicitor == nil {
+		return nil
+	}
+	return elicitGuard{inner: r.o.Elicitor, onFail: onFail}
+}
+
+type elicitGuard struct {
+	inner  driver.Elicitor
+	onFail func(error)
+}
+
+func (g elicitGuard) Elicit(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	ans, err := g.inner.Elicit(ctx, req)
+	if err != nil {
+		g.onFail(err)
+		ans.Action = driver.ElicitCancel
+	}
+	return ans, nil
 }
 
 // finish turns how the run ended into the Result's status and exit code.

@@ -291,6 +291,9 @@ func (s *Session) handshake(ctx context.Context) error {
 		},
 		ClientInfo: &schema.Implementation{Name: "tai", Title: "tai", Version: s.cfg.ClientVersion},
 	}
+	if s.cfg.Host.Elicitor != nil {
+		req.ClientCapabilities.Elicitation = schema.ElicitationCapabilities{Form: &schema.EmptyObject{}, Url: &schema.EmptyObject{}}
+	}
 	if err := s.call(ctx, schema.MethodInitialize, req, &s.init); err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
