@@ -69,10 +69,13 @@ func TestElicitationBuiltin(t *testing.T) {
 			if o.code != tc.code || r.ExitCode != tc.code {
 				t.Fatalf("exit %d (result %d), want %d: %s\n%s", o.code, r.ExitCode, tc.code, r.Error, o.stderr)
 			}
-			if len(r.Elicitations) != len(tc.by) {
+			// A stopped run may still see the agent's next request before
+			// the agent hears of the cancel: it is cancelled too.
+			if len(r.Elicitations) != len(tc.by) && !(tc.code == 5 && len(r.Elicitations) == 2) {
 				t.Fatalf("elicitations %+v, want %d", r.Elicitations, len(tc.by))
 			}
 			for i, e := range r.Elicitations {
+				i := min(i, len(tc.by)-1)
 				if e.DecidedBy != tc.by[i] || e.Action != tc.actions[i] {
 					t.Errorf("elicitation %d: %+v, want %s by %s", i, e, tc.actions[i], tc.by[i])
 				}
@@ -84,8 +87,8 @@ func TestElicitationBuiltin(t *testing.T) {
 			if strings.Contains(string(log), "hunter2") || strings.Contains(o.stdout, "hunter2") {
 				t.Fatal("the secret field's value is in the result or the audit log")
 			}
-			if n := strings.Count(string(log), `"kind":"elicitation.answer"`); n != len(tc.by) {
-				t.Fatalf("%d elicitation.answer audit entries, want %d", n, len(tc.by))
+			if n := strings.Count(string(log), `"kind":"elicitation.answer"`); n != len(r.Elicitations) {
+				t.Fatalf("%d elicitation.answer audit entries, want %d", n, len(r.Elicitations))
 			}
 			if tc.by[0] == "rule:db" {
 				e := r.Elicitations[0]
@@ -144,5 +147,50 @@ func TestElicitationCapSpeakParent(t *testing.T) {
 	}
 	if !strings.Contains(res["message"].(string), `database="prod"`) {
 		t.Fatalf("message %q", res["message"])
+	}
+}
+
+// An agent written with the TypeScript SDK 1.9.0 sees the elicitation
+// capability, and gets the policy file's answers to its form and URL.
+func TestElicitationTypeScriptPeer(t *testing.T) { // not parallel: t.Setenv
+	example := peer(t, "TAI_TS_AGENT")
+	sdk := filepath.Join(filepath.Dir(filepath.Dir(example)), "acp.js")
+	pol := filepath.Join(t.TempDir(), "policy.toml")
+	if err := os.WriteFile(pol, []byte(`[[elicit]]
+id = "deploy"
+message = "*deployment*"
+[elicit.answers]
+region = "eu"
+api_key = "sk-ts-e2e-abcdef"
+
+[[elicit]]
+id = "auth"
+url = "https://auth.example.com/*"
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agent := "node " + script("elicit-agent.mjs")
+	t.Setenv("TAI_ACP_SDK", sdk)
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	o := tai(t, t.TempDir(), "run", "--policy", pol, "--agent-cmd", agent, "--audit", auditPath, "-o", "json", "deploy")
+	var r elicitResult
+	if err := json.Unmarshal([]byte(o.stdout), &r); err != nil || o.code != 0 {
+		t.Fatalf("exit %d %v\n%s\n%s", o.code, err, o.stdout, o.stderr)
+	}
+	if !strings.Contains(r.Message, `form: {"region":"eu","replicas":2,"key_len":16}`) || !strings.Contains(r.Message, "url: accept") {
+		t.Fatalf("the agent got: %q", r.Message)
+	}
+	if len(r.Elicitations) != 2 || r.Elicitations[0].DecidedBy != "rule:deploy" || r.Elicitations[1].DecidedBy != "rule:auth" {
+		t.Fatalf("elicitations %+v", r.Elicitations)
+	}
+	log, _ := os.ReadFile(auditPath)
+	if strings.Contains(string(log), "sk-ts-e2e") || !strings.Contains(string(log), `"elicitation_id":"ts-1"`) {
+		t.Fatal("the audit log has the secret, or lacks the URL's completion")
+	}
+	// Without the policy, nobody answers: both are declined and the agent
+	// hears so.
+	o = tai(t, t.TempDir(), "run", "--agent-cmd", agent, "-o", "json", "deploy")
+	if err := json.Unmarshal([]byte(o.stdout), &r); err != nil || o.code != 0 || !strings.Contains(r.Message, "form: decline") {
+		t.Fatalf("exit %d %v %q", o.code, err, r.Message)
 	}
 }

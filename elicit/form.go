@@ -5,10 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/term"
 
 	"github.com/tai-dev/tai/driver"
 )
@@ -59,6 +62,20 @@ func (f *Form) line(ctx context.Context) (string, error) {
 	}
 }
 
+// secretLine reads a secret without echoing it when In is a terminal.
+func (f *Form) secretLine(ctx context.Context) (string, error) {
+	file, ok := f.In.(*os.File)
+	if !ok || !term.IsTerminal(int(file.Fd())) || f.pending != nil || (f.r != nil && f.r.Buffered() > 0) {
+		return f.line(ctx)
+	}
+	b, err := term.ReadPassword(int(file.Fd()))
+	fmt.Fprintln(f.Out)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
 // Answer implements Answerer.
 func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
 	f.mu.Lock()
@@ -72,7 +89,11 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 	for _, fl := range req.Fields {
 		for {
 			fmt.Fprint(f.Out, fieldPrompt(fl))
-			s, err := f.line(ctx)
+			read := f.line
+			if fl.Secret {
+				read = f.secretLine
+			}
+			s, err := read(ctx)
 			if err != nil {
 				return cancelAnswer(err), nil
 			}
