@@ -38,7 +38,8 @@ const (
 )
 
 // Answerer is one link of the chain. It returns ErrPass to abstain; the
-// Content of an accept is checked against the form before it is used.
+// Content of an accept is checked against the form before it is used. An
+// answer without DecidedBy gets its link's.
 type Answerer interface {
 	Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error)
 }
@@ -97,7 +98,9 @@ func (c *Chain) Elicit(ctx context.Context, req driver.ElicitationRequest) (driv
 		if ans.Action == "" {
 			ans.Action = driver.ElicitDecline
 		}
-		ans.DecidedBy = l.By
+		if ans.DecidedBy == "" {
+			ans.DecidedBy = l.By
+		}
 		return ans, nil
 	}
 	why := "nobody to ask"
