@@ -82,6 +82,10 @@ type Step struct {
 	LateUpdates *LateUpdatesStep // late_updates: N → N agent_message_chunks after the session/prompt response
 	Outside     *OutsideStep     // outside: {path} → fs/read_text_file outside the workspace; expects a refusal
 	Flood       *FloodStep       // flood: {count} → count mixed updates as fast as possible
+	// spend_after_cancel: {used, size} → wait for session/cancel, then send
+	// this usage_update anyway and hang like hang: (an agent that goes on
+	// spending after it was told to stop)
+	SpendAfterCancel *UsageStep
 }
 
 // TextStep streams Text as Chunks chunks (default 1).
@@ -230,6 +234,8 @@ const (
 	KindFlood       = "flood"
 	KindElicitForm  = "elicit_form"
 	KindElicitURL   = "elicit_url"
+	// KindSpendAfterCancel is the spend_after_cancel step.
+	KindSpendAfterCancel = "spend_after_cancel"
 )
 
 // Kind returns the kind name of the step ("" if no field is set; the first
@@ -271,6 +277,7 @@ func (s Step) kinds() []string {
 	add(s.Flood != nil, KindFlood)
 	add(s.ElicitForm != nil, KindElicitForm)
 	add(s.ElicitURL != nil, KindElicitURL)
+	add(s.SpendAfterCancel != nil, KindSpendAfterCancel)
 	return ks
 }
 
@@ -379,6 +386,10 @@ func (s Step) validate() error {
 		}
 	case s.Usage != nil:
 		if s.Usage.Used < 0 || s.Usage.Size < 0 {
+			return errors.New("used and size must not be negative")
+		}
+	case s.SpendAfterCancel != nil:
+		if s.SpendAfterCancel.Used < 0 || s.SpendAfterCancel.Size < 0 {
 			return errors.New("used and size must not be negative")
 		}
 	case s.Info != nil:
@@ -552,7 +563,7 @@ func stripLinePrefix(s string) string {
 var stepKinds = []string{
 	KindText, KindThought, KindPlan, KindPlanStatus, KindRead, KindWrite, KindRun, KindPermission,
 	KindSwitchMode, KindCommands, KindDelay, KindUsage, KindInfo, KindStop, KindCrash, KindHang,
-	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindElicitForm, KindElicitURL,
+	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel,
 }
 
 // parseStep decodes one step mapping. The returned Step has its kind set as
@@ -706,6 +717,9 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 			return decodeStrict(v, &st.Flood.Count)
 		}
 		return decodeStrict(v, st.Flood)
+	case KindSpendAfterCancel:
+		st.SpendAfterCancel = &UsageStep{}
+		return decodeStrict(v, st.SpendAfterCancel)
 	}
 	return nil
 }
