@@ -57,6 +57,7 @@ type RunFlags struct {
 	Set            []string
 	Resume         string
 	Continue       bool
+	AddDir         []string
 	Auth           string
 	MCP            []string
 	Files          []string
@@ -266,6 +267,16 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		return o, cleanup, exitcode.Usagef("--cwd %s is not a directory", abs)
 	}
 	o.Cwd = abs
+	for _, d := range f.AddDir {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(abs, d)
+		}
+		d = filepath.Clean(d)
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return o, cleanup, exitcode.Usagef("--add-dir %s is not a directory", d)
+		}
+		o.AddDirs = append(o.AddDirs, d)
+	}
 
 	// --continue: the last resumable session of this agent, driver and
 	// workspace, as kept by earlier runs.
@@ -346,6 +357,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	// Policy: the policy file (--policy, else the user's default one; never
 	// one from the workspace, which an agent's repo could plant), then flags.
 	eng, err := buildPolicy(f, abs)
+	eng.roots = o.AddDirs // the workspace's too: inside, not "outside"
 	if err != nil {
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
@@ -583,6 +595,7 @@ type policySetup struct {
 	cfg       policy.Config
 	ni        policy.NonInteractive
 	workspace string
+	roots     []string // --add-dir
 	protected []string // the --audit file: tai's own, like its state
 }
 
@@ -640,5 +653,5 @@ func (p policySetup) build(prompter, answerer policy.Prompter) (*policy.Engine, 
 		}
 	}
 	return policy.NewEngine(p.cfg, policy.Options{Workspace: p.workspace, Prompter: prompter, Answerer: answerer, NonInteractive: p.ni, Memory: mem,
-		Protected: p.protected})
+		Protected: p.protected, Roots: p.roots})
 }

@@ -292,6 +292,8 @@ func (a *agent) initialize(params json.RawMessage) (any, error) {
 				List:   &acp.EmptyObject{},
 				Resume: &acp.EmptyObject{},
 				Close:  &acp.EmptyObject{},
+				// Taken and listed; the client serves them.
+				AdditionalDirectories: &acp.EmptyObject{},
 			},
 		},
 		AuthMethods: []acp.AuthMethod{},
@@ -399,7 +401,13 @@ func (a *agent) newSession(ctx context.Context, params json.RawMessage) (any, er
 	if err := decodeParams(params, &req); err != nil {
 		return nil, err
 	}
+	for _, d := range req.AdditionalDirectories {
+		if !isAbs(d) {
+			return nil, invalidParams("additionalDirectories must be absolute paths, got %q", d)
+		}
+	}
 	s := newSession(newSessionID(), sa.Cwd, a.script)
+	s.addDirs = req.AdditionalDirectories
 	a.mu.Lock()
 	a.sessions[s.id] = s
 	a.mu.Unlock()

@@ -19,7 +19,10 @@ type Launch struct {
 	MCPServers []MCPServer
 	AuthMethod string
 	ResumeID   string
-	Quirks     Quirks
+	// AddDirs are workspace roots besides Cwd (--add-dir), passed as ACP
+	// additionalDirectories where the agent supports them.
+	AddDirs []string
+	Quirks  Quirks
 
 	ClientVersion string
 	Logger        *slog.Logger

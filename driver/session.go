@@ -21,6 +21,9 @@ type Capabilities struct {
 	Audio         bool `json:"audio,omitempty"`
 	EmbeddedFiles bool `json:"embedded_files,omitempty"`
 	MCPHTTP       bool `json:"mcp_http,omitempty"`
+	// AddDirs: the agent takes workspace roots besides cwd
+	// (additionalDirectories).
+	AddDirs bool `json:"additional_directories,omitempty"`
 }
 
 // Content is one block of a prompt.

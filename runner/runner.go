@@ -36,12 +36,15 @@ type Options struct {
 	NoClientFS      bool
 	IgnoresStdinEOF bool
 
-	Cwd        string
-	Prompt     []driver.Content
-	Mode       string
-	Model      string
-	Config     [][2]string // --set id=value, in order
-	ResumeID   string
+	Cwd      string
+	Prompt   []driver.Content
+	Mode     string
+	Model    string
+	Config   [][2]string // --set id=value, in order
+	ResumeID string
+	// AddDirs are workspace roots besides Cwd (--add-dir): the host
+	// services serve them too.
+	AddDirs    []string
 	AuthMethod string
 	MCPServers []driver.MCPServer
 	// Attach, if set, hands the session to the user's terminal instead of
@@ -281,7 +284,7 @@ func (r *run) run(ctx context.Context) error {
 	}
 	// Every file and terminal call the agent makes is decided too: by the
 	// grants of what it asked for, else as a request of its own.
-	hostOpts := host.Options{Roots: []string{cwd}, Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
+	hostOpts := host.Options{Roots: append([]string{cwd}, o.AddDirs...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
 		Protected: r.protected(), Recorded: dec.recorded}
 	svc, err := host.New(hostOpts)
 	if err != nil {
@@ -292,7 +295,7 @@ func (r *run) run(ctx context.Context) error {
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
 		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail)},
-		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID,
+		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, AddDirs: o.AddDirs,
 		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
 		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows,

@@ -153,6 +153,7 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	fl.StringVar(&f.PTYSize, "pty-size", "", "the pty driver's screen, COLSxROWS (default 200x100: tall, so replies stay on screen)")
 	fl.StringVar(&f.InputFormat, "input-format", "text", "text (the prompt is the arguments) | stream-json (user messages and control requests on stdin; needs -o stream-json)")
 	fl.BoolVarP(&f.Continue, "continue", "c", false, "resume the last resumable session of this agent and driver in this workspace")
+	fl.StringArrayVar(&f.AddDir, "add-dir", nil, "another workspace root besides --cwd: the agent is told (additionalDirectories) and tai serves it (repeatable)")
 	fl.StringVar(&f.Auth, "auth", "", "authenticate with this method if the agent needs it")
 	fl.StringArrayVar(&f.MCP, "mcp", nil, "MCP server for the agent: JSON object or array, or @file (repeatable)")
 	fl.StringArrayVarP(&f.Files, "file", "f", nil, "attach a file to the prompt (repeatable)")

@@ -38,8 +38,9 @@ type Config struct {
 
 	Host       driver.Host
 	MCPServers []driver.MCPServer
-	AuthMethod string // --auth: the method to authenticate with, if the agent needs it
-	ResumeID   string // resume (or load) this session instead of creating one
+	AuthMethod string   // --auth: the method to authenticate with, if the agent needs it
+	ResumeID   string   // resume (or load) this session instead of creating one
+	AddDirs    []string // more workspace roots, sent where the agent takes them
 
 	// NoClientFS withholds fs/* from the agent even though the host has it.
 	NoClientFS bool
@@ -310,6 +311,7 @@ func (s *Session) handshake(ctx context.Context) error {
 		Audio:         ac.PromptCapabilities.Audio,
 		EmbeddedFiles: ac.PromptCapabilities.EmbeddedContext,
 		MCPHTTP:       ac.McpCapabilities.Http,
+		AddDirs:       ac.SessionCapabilities.AdditionalDirectories != nil,
 	}
 	if s.cfg.AuthMethod != "" {
 		if err := s.authenticate(ctx); err != nil {
@@ -376,6 +378,18 @@ func (s *Session) mcpServers() schema.McpServerList {
 	return list
 }
 
+// addDirs are the extra roots, for an agent that takes them (the host
+// serves them whether or not it does).
+func (s *Session) addDirs() []string {
+	if !s.caps.AddDirs {
+		if len(s.cfg.AddDirs) > 0 {
+			s.log.Warn("the agent does not take additionalDirectories; tai's file and terminal services still serve them", "dirs", s.cfg.AddDirs)
+		}
+		return nil
+	}
+	return s.cfg.AddDirs
+}
+
 func (s *Session) openSession(ctx context.Context) error {
 	var modes *schema.SessionModeState
 	var config schema.ConfigOptionList
@@ -391,7 +405,7 @@ func (s *Session) openSession(ctx context.Context) error {
 	switch {
 	case s.cfg.ResumeID != "" && s.caps.ResumeSession:
 		var r schema.ResumeSessionResponse
-		if err := s.call(ctx, schema.MethodSessionResume, schema.ResumeSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers()}, &r); err != nil {
+		if err := s.call(ctx, schema.MethodSessionResume, schema.ResumeSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}, &r); err != nil {
 			return sessionError("session/resume", s.cfg.ResumeID, err, s.authMethods())
 		}
 		modes, config, resumed = r.Modes, r.ConfigOptions, true
@@ -402,7 +416,7 @@ func (s *Session) openSession(ctx context.Context) error {
 		s.replaying = true
 		s.applyMu.Unlock()
 		var r schema.LoadSessionResponse
-		err := s.call(ctx, schema.MethodSessionLoad, schema.LoadSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers()}, &r)
+		err := s.call(ctx, schema.MethodSessionLoad, schema.LoadSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}, &r)
 		s.applyMu.Lock()
 		s.replaying = false
 		s.applyMu.Unlock()
@@ -414,7 +428,7 @@ func (s *Session) openSession(ctx context.Context) error {
 		return fmt.Errorf("--resume: %w: the agent can neither resume nor load sessions", driver.ErrUnsupported)
 	default:
 		var r schema.NewSessionResponse
-		if err := s.call(ctx, schema.MethodSessionNew, schema.NewSessionRequest{Cwd: s.cfg.Cwd, McpServers: s.mcpServers()}, &r); err != nil {
+		if err := s.call(ctx, schema.MethodSessionNew, schema.NewSessionRequest{Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}, &r); err != nil {
 			return sessionError("session/new", "", err, s.authMethods())
 		}
 		if r.SessionId == "" {
@@ -770,7 +784,7 @@ var _ driver.Session = (*Session)(nil)
 func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
 	cfg := Config{
 		Argv: l.Argv, Env: l.Env, Cwd: l.Cwd, Agent: l.Agent, Host: l.Host, MCPServers: l.MCPServers,
-		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, NoClientFS: l.Quirks.NoClientFS,
+		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, AddDirs: l.AddDirs, NoClientFS: l.Quirks.NoClientFS,
 		IgnoresStdinEOF: l.Quirks.IgnoresStdinEOF, ClientVersion: l.ClientVersion, Logger: l.Logger,
 		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock,
 	}
