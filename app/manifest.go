@@ -61,7 +61,7 @@ func BuildManifest() Manifest {
 			"session/prompt", "session/cancel", "session/set_mode", "session/set_config_option",
 			"fs/read_text_file", "fs/write_text_file", "terminal", "request_permission", "mcp_servers",
 			"resource", "resource_link", "$/cancel_request", "elicitation/create", "elicitation/complete",
-			"additional_directories",
+			"additional_directories", "session/delete", "session/fork",
 		}}, {Name: streamjson.Name, Features: streamjson.Features}, {Name: pty.Name, Features: pty.Features}, {Name: a2a.Name, Features: a2a.Features}},
 		NonInteractive: []string{string(policy.NonInteractiveDeny), string(policy.NonInteractiveFail)},
 		Outputs:        []string{OutputText, OutputJSON, OutputStreamJSON},

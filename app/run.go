@@ -57,6 +57,7 @@ type RunFlags struct {
 	Set            []string
 	Resume         string
 	Continue       bool
+	Fork           string
 	AddDir         []string
 	Auth           string
 	MCP            []string
@@ -201,48 +202,11 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 
 	// Agent.
-	var p preset.Preset
-	custom, isCustom := f.cfg.Agent(f.Agent)
-	switch {
-	case f.AgentCmd == "" && isCustom:
-		cp, argv, err := configAgent(custom)
-		if err != nil {
-			return o, cleanup, exitcode.With(exitcode.Usage, err)
-		}
-		p, o.Argv = cp, argv
-	case f.AgentCmd != "":
-		cp, argv, err := preset.Custom(f.AgentCmd)
-		if err != nil {
-			return o, cleanup, exitcode.With(exitcode.Usage, err)
-		}
-		if f.Agent != "" && f.Agent != "builtin" {
-			// A preset name plus a command: the command, with the preset's quirks.
-			if known, ok := preset.Lookup(f.Agent); ok {
-				cp.Quirks, cp.Name = known.Quirks, known.Name
-			}
-		}
-		p, o.Argv = cp, argv
-	default:
-		name := f.Agent
-		if name == "" {
-			name = "builtin"
-		}
-		known, ok := preset.Lookup(name)
-		if !ok {
-			known := preset.Names()
-			for _, a := range f.cfg.Agents {
-				known = append(known, a.Name)
-			}
-			return o, cleanup, exitcode.Usagef("unknown agent %q (known: %s; or pass --agent-cmd)", name, strings.Join(known, ", "))
-		}
-		// The driver picks the command: claude over ACP is claude-agent-acp,
-		// over stream-json the claude CLI itself.
-		argv, err := known.CommandFor(f.Driver)
-		if err != nil {
-			return o, cleanup, exitcode.With(exitcode.Usage, err)
-		}
-		p, o.Argv = known, argv
+	p, argv, err := resolveAgent(f)
+	if err != nil {
+		return o, cleanup, err
 	}
+	o.Argv = argv
 	if o.Driver == "" {
 		o.Driver = p.Driver
 	}
@@ -291,6 +255,16 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		o.ResumeID = id
 	}
 
+	if f.Fork != "" {
+		switch {
+		case f.Resume != "" || f.Continue:
+			return o, cleanup, exitcode.Usagef("--fork starts a new session from another: it does not go with --resume or --continue")
+		case o.Driver != "acp":
+			return o, cleanup, exitcode.Usagef("--fork needs an ACP agent (session/fork); the %s driver has none", o.Driver)
+		}
+		o.ForkID = f.Fork
+	}
+
 	// Prompt.
 	text := strings.Join(args, " ")
 	if text == "-" && f.answerer != nil {
@@ -316,7 +290,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		}
 		o.Prompt = append(o.Prompt, c)
 	}
-	if len(o.Prompt) == 0 && o.ResumeID == "" && f.answerer == nil {
+	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil {
 		// No prompt on a terminal, with a terminal UI: the user takes the
 		// TUI over (tai still decides what shows up after a detach).
 		ut, tty := attachTerminal(std.In, std.Out)
@@ -400,7 +374,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
-		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output}
+		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output}
 	if !f.NoAudit {
 		path := f.Audit
 		if path == "" {
@@ -442,6 +416,53 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		o.Trace = tw
 	}
 	return o, cleanup, nil
+}
+
+// resolveAgent finds the agent of --agent / --agent-cmd (a preset, or one
+// from the user's config) and the command that starts it.
+func resolveAgent(f RunFlags) (preset.Preset, []string, error) {
+	var p preset.Preset
+	custom, isCustom := f.cfg.Agent(f.Agent)
+	switch {
+	case f.AgentCmd == "" && isCustom:
+		cp, argv, err := configAgent(custom)
+		if err != nil {
+			return p, nil, exitcode.With(exitcode.Usage, err)
+		}
+		return cp, argv, nil
+	case f.AgentCmd != "":
+		cp, argv, err := preset.Custom(f.AgentCmd)
+		if err != nil {
+			return p, nil, exitcode.With(exitcode.Usage, err)
+		}
+		if f.Agent != "" && f.Agent != "builtin" {
+			// A preset name plus a command: the command, with the preset's quirks.
+			if known, ok := preset.Lookup(f.Agent); ok {
+				cp.Quirks, cp.Name = known.Quirks, known.Name
+			}
+		}
+		return cp, argv, nil
+	default:
+		name := f.Agent
+		if name == "" {
+			name = "builtin"
+		}
+		known, ok := preset.Lookup(name)
+		if !ok {
+			known := preset.Names()
+			for _, a := range f.cfg.Agents {
+				known = append(known, a.Name)
+			}
+			return p, nil, exitcode.Usagef("unknown agent %q (known: %s; or pass --agent-cmd)", name, strings.Join(known, ", "))
+		}
+		// The driver picks the command: claude over ACP is claude-agent-acp,
+		// over stream-json the claude CLI itself.
+		argv, err := known.CommandFor(f.Driver)
+		if err != nil {
+			return p, nil, exitcode.With(exitcode.Usage, err)
+		}
+		return known, argv, nil
+	}
 }
 
 // elicitChain is the answer chain of the agent's elicitations: the policy

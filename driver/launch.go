@@ -19,6 +19,8 @@ type Launch struct {
 	MCPServers []MCPServer
 	AuthMethod string
 	ResumeID   string
+	// ForkID forks this session (session/fork) instead of creating one.
+	ForkID string
 	// AddDirs are workspace roots besides Cwd (--add-dir), passed as ACP
 	// additionalDirectories where the agent supports them.
 	AddDirs []string

@@ -15,6 +15,8 @@ type Capabilities struct {
 	ResumeSession bool `json:"resume_session,omitempty"`
 	ListSessions  bool `json:"list_sessions,omitempty"`
 	CloseSession  bool `json:"close_session,omitempty"`
+	DeleteSession bool `json:"delete_session,omitempty"`
+	ForkSession   bool `json:"fork_session,omitempty"`
 	Modes         bool `json:"modes,omitempty"`
 	ConfigOptions bool `json:"config_options,omitempty"`
 	Images        bool `json:"images,omitempty"`
@@ -77,6 +79,12 @@ type Session interface {
 // SessionLister is implemented by sessions whose agent can list sessions.
 type SessionLister interface {
 	ListSessions(ctx context.Context, cwd string) ([]SessionSummary, error)
+}
+
+// SessionDeleter is implemented by sessions whose agent can delete its
+// stored sessions.
+type SessionDeleter interface {
+	DeleteSession(ctx context.Context, id string) error
 }
 
 // SessionSummary is one entry of a session list.

@@ -150,6 +150,7 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	fl.StringVar(&f.Model, "model", "", "select this model (the agent's config option of category model)")
 	fl.StringArrayVar(&f.Set, "set", nil, "set a config option, id=value (repeatable)")
 	fl.StringVar(&f.Resume, "resume", "", "resume (or load) this session id instead of starting a new one")
+	fl.StringVar(&f.Fork, "fork", "", "start a new session from a copy of this one (ACP session/fork)")
 	fl.StringVar(&f.PTYSize, "pty-size", "", "the pty driver's screen, COLSxROWS (default 200x100: tall, so replies stay on screen)")
 	fl.StringVar(&f.InputFormat, "input-format", "text", "text (the prompt is the arguments) | stream-json (user messages and control requests on stdin; needs -o stream-json)")
 	fl.BoolVarP(&f.Continue, "continue", "c", false, "resume the last resumable session of this agent and driver in this workspace")
@@ -199,16 +200,18 @@ func newAgent(std app.IO) *cobra.Command {
 	parent := &cobra.Command{Use: "agent", Short: "Run an agent that tai itself provides"}
 	var script string
 	var printScript bool
+	var pageSize int
 	b := &cobra.Command{
 		Use:   "builtin",
 		Short: "Run tai's built-in ACP agent on stdin/stdout (no model needed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return code(app.BuiltinAgent(cmd.Context(), script, printScript, std))
+			return code(app.BuiltinAgent(cmd.Context(), script, printScript, pageSize, std))
 		},
 	}
 	b.Flags().StringVar(&script, "script", "", "play this script (YAML or JSON) instead of the default")
 	b.Flags().BoolVar(&printScript, "print-script", false, "print the default script and exit")
+	b.Flags().IntVar(&pageSize, "page-size", 0, "sessions per session/list page (default 20)")
 	parent.AddCommand(b)
 	return parent
 }
@@ -389,27 +392,47 @@ func newWorktree(std app.IO) *cobra.Command {
 
 func newSessions(std app.IO) *cobra.Command {
 	var f app.SessionsFlags
+	var recorded bool
 	var o outputFlag
 	c := &cobra.Command{
 		Use:   "sessions",
 		Short: "List the agent sessions tai ran in a workspace, newest first",
 		Long: "List the agent sessions tai ran in a workspace, newest first. `tai run --continue` resumes the\n" +
-			"newest resumable one of its agent and driver; `tai run --resume ID` any listed one.",
+			"newest resumable one of its agent and driver; `tai run --resume ID` any listed one.\n" +
+			"With --agent (an ACP agent), the agent is asked too (session/list, every page): its own sessions in the\n" +
+			"workspace (--all: everywhere) are shown next to tai's records. `tai sessions rm ID --agent NAME` deletes one.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.JSON = o.asJSON()
+			f.Ask = (f.Agent != "" || f.AgentCmd != "") && !recorded
 			return code(app.Sessions(cmd.Context(), f, std))
 		},
 	}
 	fl := c.Flags()
 	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
-	fl.StringVarP(&f.Agent, "agent", "a", "", "only this agent's sessions")
+	fl.StringVarP(&f.Agent, "agent", "a", "", "this agent's sessions: tai's records and the agent's own list (session/list)")
+	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "ask this ACP agent command for its sessions")
+	fl.BoolVar(&f.All, "all", false, "with --agent: the agent's sessions in every directory, not only the workspace")
+	fl.BoolVar(&recorded, "recorded", false, "with --agent: only tai's records; do not start the agent")
 	fl.IntVarP(&f.Limit, "limit", "n", 0, "at most this many (0: all)")
 	o.add(c)
 	fl.BoolVarP(&f.IDOnly, "quiet", "q", false, "print only the session ids")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
 	})
+	var rf app.SessionsFlags
+	rm := &cobra.Command{
+		Use:   "rm ID",
+		Short: "Delete one of the agent's own sessions (ACP session/delete)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.SessionsRm(cmd.Context(), rf, args[0], std))
+		},
+	}
+	rm.Flags().StringVarP(&rf.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
+	rm.Flags().StringVarP(&rf.Agent, "agent", "a", "builtin", "the agent whose session it is")
+	rm.Flags().StringVar(&rf.AgentCmd, "agent-cmd", "", "the ACP agent command whose session it is")
+	c.AddCommand(rm)
 	return c
 }
 
