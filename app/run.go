@@ -90,6 +90,7 @@ type RunFlags struct {
 	Changed func(flag string) bool
 
 	answerer policy.Prompter // the parent, under --input-format stream-json
+	chat     bool            // tai chat: the prompts come as lines
 	cfg      config.Config   // the user's and the project's configuration
 }
 
@@ -103,6 +104,9 @@ const (
 // Run runs `tai run`. It returns the exit code; what went wrong has been
 // reported on the streams.
 func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
+	if wantsChat(f, args, std) {
+		return Chat(ctx, f, args, std)
+	}
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
@@ -157,6 +161,28 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 		}
 	}
 	return res.ExitCode
+}
+
+// wantsChat: no prompt on a terminal, for a driver without a terminal UI
+// of its own, is an interactive session (tai chat).
+func wantsChat(f RunFlags, args []string, std IO) bool {
+	if len(args) > 0 || f.Resume != "" || f.Continue || f.Fork != "" || len(f.Files) > 0 ||
+		f.InputFormat == "stream-json" || !isTTY(std.In) || !isTTY(std.Out) {
+		return false
+	}
+	cf, err := applyConfig(f)
+	if err != nil {
+		return false
+	}
+	p, _, err := resolveAgent(cf)
+	if err != nil {
+		return false
+	}
+	drv := cf.Driver
+	if drv == "" {
+		drv = p.Driver
+	}
+	return drv != "pty"
 }
 
 func newLogger(w io.Writer, verbose bool) *slog.Logger {
@@ -290,7 +316,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		}
 		o.Prompt = append(o.Prompt, c)
 	}
-	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil {
+	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil && !f.chat {
 		// No prompt on a terminal, with a terminal UI: the user takes the
 		// TUI over (tai still decides what shows up after a detach).
 		ut, tty := attachTerminal(std.In, std.Out)

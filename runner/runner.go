@@ -57,6 +57,10 @@ type Options struct {
 	// Interrupts cancels the turn running when it fires (not the run:
 	// the next prompt from Turns still runs).
 	Interrupts <-chan struct{}
+	// Controls switch the session's mode or model between turns (an
+	// interactive session's /mode and /model); each is answered on its
+	// Reply.
+	Controls <-chan Control
 
 	Decider driver.PermissionDecider
 	// Elicitor answers the agent's elicitations (nil: not offered). An
@@ -338,6 +342,8 @@ func (r *run) run(ctx context.Context) error {
 				return err
 			}
 		case <-o.Interrupts: // nothing running: nothing to interrupt
+		case c := <-o.Controls:
+			c.Reply <- r.control(runCtx, sess, c)
 		case <-sess.Exited():
 			return fmt.Errorf("%s exited between turns", o.Agent)
 		case <-runCtx.Done():
@@ -449,6 +455,34 @@ func (r *run) configure(ctx context.Context, sess Session) error {
 	for _, kv := range o.Config {
 		if err := sess.SetConfigOption(ctx, kv[0], kv[1]); err != nil {
 			return fmt.Errorf("--set %s=%s: %w", kv[0], kv[1], err)
+		}
+	}
+	return nil
+}
+
+// Control is a mode or model switch asked between turns.
+type Control struct {
+	Mode, Model string
+	Reply       chan<- error // buffered: the runner never waits on it
+}
+
+// control applies a Control; a bad mode or model is the answer, not the
+// end of the run.
+func (r *run) control(ctx context.Context, sess Session, c Control) error {
+	if c.Mode != "" {
+		if err := checkMode(c.Mode, r.col.availableModes()); err != nil {
+			return err
+		}
+		if r.modes != nil {
+			r.modes.expect(sess.ID(), c.Mode)
+		}
+		if err := sess.SetMode(ctx, c.Mode); err != nil {
+			return err
+		}
+	}
+	if c.Model != "" {
+		if err := sess.SetModel(ctx, c.Model); err != nil {
+			return fmt.Errorf("model %s: %w", c.Model, err)
 		}
 	}
 	return nil

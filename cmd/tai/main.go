@@ -111,12 +111,13 @@ func newRoot(std app.IO) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return code(app.Report(std.Err, exitcode.With(exitcode.Usage, err)))
 	})
-	root.AddCommand(newRun(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
+	root.AddCommand(newRun(std, g, false), newRun(std, g, true), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
 	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std))
 	return root
 }
 
-func newRun(std app.IO, g *globals) *cobra.Command {
+// newRun is `tai run`, or with chat `tai chat`: the same flags.
+func newRun(std app.IO, g *globals, chat bool) *cobra.Command {
 	var f app.RunFlags
 	c := &cobra.Command{
 		Use:   "run [flags] PROMPT...",
@@ -130,8 +131,19 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 			f.AgentCmdSet = cmd.Flags().Changed("agent-cmd")
 			f.Changed = cmd.Flags().Changed
 			f.Verbose = g.verbose
+			if chat {
+				return code(app.Chat(cmd.Context(), f, args, std))
+			}
 			return code(app.Run(cmd.Context(), f, args, std))
 		},
+	}
+	if chat {
+		c.Use, c.Short = "chat [flags] [FIRST PROMPT...]", "An interactive session: one turn per line, with history and Tab completion"
+		c.Long = "An interactive, multi-turn session with an agent (also `tai run` with no prompt on a terminal). On a\n" +
+			"terminal: a line editor with history (Up/Down), Tab completion of the agent's slash commands (with\n" +
+			"their input hints) and of /mode and /model; Ctrl-C cancels the running turn, not the session; Ctrl-D\n" +
+			"or /quit ends it. From a pipe: one prompt per line. Every turn is in one audit log and session record."
+		c.Example = "  tai chat\n  tai chat --agent qwen --approve ask\n  printf 'first\\nsecond\\n' | tai chat --agent codex"
 	}
 	fl := c.Flags()
 	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
