@@ -6,9 +6,9 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
-	"slices"
 	"strings"
 	"testing"
 
