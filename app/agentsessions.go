@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/driver/acp"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/sessions"
 )
 
@@ -33,7 +35,12 @@ func connectAgent(ctx context.Context, f SessionsFlags, std IO) (*acp.Session, s
 	if p.Driver != "" && p.Driver != "acp" && f.AgentCmd == "" {
 		return nil, "", exitcode.Usagef("agent %s is driven over %s: only ACP agents list their sessions (session/list)", p.Name, p.Driver)
 	}
-	s, err := acp.Start(ctx, acp.Config{Argv: argv, Cwd: f.Cwd, Agent: p.Name, NoSession: true, ClientVersion: Version,
+	var env []string
+	if isTai(argv) {
+		// tai as the agent keeps its state where tai run puts it.
+		env = append(os.Environ(), "XDG_STATE_HOME="+statedir.Dir("agents"))
+	}
+	s, err := acp.Start(ctx, acp.Config{Argv: argv, Env: env, Cwd: f.Cwd, Agent: p.Name, NoSession: true, ClientVersion: Version,
 		IgnoresStdinEOF: p.Quirks.IgnoresStdinEOF, Logger: newLogger(std.Err, false),
 		Host: driver.Host{Sink: discardSink{}}})
 	if err != nil {
