@@ -32,6 +32,10 @@ const (
 	EventError             EventType = "error"
 	EventProcessExited     EventType = "process.exited"
 	EventRaw               EventType = "raw"
+
+	EventElicitationAsked     EventType = "elicitation.asked"
+	EventElicitationAnswered  EventType = "elicitation.answered"
+	EventElicitationCompleted EventType = "elicitation.completed"
 )
 
 // EventTypes lists every type this build emits, in a stable order. The
@@ -42,6 +46,7 @@ var EventTypes = []EventType{
 	EventCommands, EventConfigOptions, EventSessionInfo, EventUsage,
 	EventStatus, EventScreenDelta, EventFileWritten, EventTerminalExited,
 	EventTurnEnded, EventError, EventProcessExited, EventRaw,
+	EventElicitationAsked, EventElicitationAnswered, EventElicitationCompleted,
 }
 
 // Event is one thing that happened in a session. Exactly one payload field
@@ -71,6 +76,10 @@ type Event struct {
 	Error      *ErrorInfo          `json:"error,omitempty"`
 	Process    *ProcessExit        `json:"process,omitempty"`
 	Raw        *RawUpdate          `json:"raw,omitempty"`
+
+	Elicitation         *ElicitationRequest  `json:"elicitation,omitempty"`
+	ElicitationAnswer   *ElicitationAnswer   `json:"elicitation_answer,omitempty"`
+	ElicitationComplete *ElicitationComplete `json:"elicitation_complete,omitempty"`
 }
 
 // SessionStarted describes a session once its handshake is done.

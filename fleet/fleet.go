@@ -757,6 +757,7 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
 	}
 	opts.Decider, opts.Modes = eng, eng
+	opts.Elicitor = f.elicitor(t, cwd)
 	opts.AllowDenials = pol.AllowDenials
 	if opts.Mode == "" {
 		opts.Mode = eng.DefaultMode()
