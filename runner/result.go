@@ -11,6 +11,7 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/jsonw"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Result is the one document `tai run --output json` prints, and the last
@@ -32,9 +33,14 @@ type Result struct {
 	FilesWritten []driver.FileWrite          `json:"files_written"`
 	Terminals    []driver.TerminalExit       `json:"terminals"`
 	Errors       []driver.ErrorInfo          `json:"errors"`
-	DurationMS   int64                       `json:"duration_ms"`
-	ExitCode     int                         `json:"exit_code"`
-	Error        string                      `json:"error,omitempty"`
+	// Elicitations are the answers given to the agent's elicitations,
+	// secret fields redacted.
+	Elicitations []driver.ElicitationAnswer `json:"elicitations,omitempty"`
+	// Sandbox says how the agent was confined (nil: no launcher, or A2A).
+	Sandbox    *sandbox.Status `json:"sandbox,omitempty"`
+	DurationMS int64           `json:"duration_ms"`
+	ExitCode   int             `json:"exit_code"`
+	Error      string          `json:"error,omitempty"`
 
 	// LastSeq is the sequence number of the last event, so that the result
 	// frame can follow it.
@@ -152,6 +158,10 @@ func (c *collector) Emit(ev driver.Event) {
 		}
 	case driver.EventError:
 		c.res.Errors = append(c.res.Errors, *ev.Error)
+	case driver.EventElicitationAsked:
+		c.broken = true
+	case driver.EventElicitationAnswered:
+		c.res.Elicitations = append(c.res.Elicitations, *ev.ElicitationAnswer)
 	}
 }
 

@@ -22,6 +22,8 @@ func (h handler) HandleNotification(ctx context.Context, method string, params j
 	switch method {
 	case schema.MethodSessionUpdate:
 		h.s.onUpdate(params)
+	case schema.MethodElicitationComplete:
+		h.s.elicitComplete(params)
 	default:
 		// Unknown notifications (extensions such as qwen's
 		// qwen/notify/...) must be ignored.
@@ -34,6 +36,11 @@ func (h handler) HandleRequest(ctx context.Context, method string, params json.R
 	switch method {
 	case schema.MethodSessionRequestPermission:
 		return s.requestPermission(ctx, params)
+	case schema.MethodElicitationCreate:
+		if s.cfg.Host.Elicitor == nil {
+			break
+		}
+		return s.elicit(ctx, params)
 	case schema.MethodFsReadTextFile:
 		if !s.fsOffered {
 			break
@@ -145,7 +152,7 @@ func (h handler) HandleRequest(ctx context.Context, method string, params json.R
 		}
 		return schema.ReleaseTerminalResponse{}, nil
 	}
-	// Includes fs/terminal when not offered, elicitation (not offered yet)
+	// Includes fs/terminal and elicitation when not offered,
 	// and extension requests such as qwen's craft/drainMidTurnQueue.
 	return nil, jsonrpc.ErrMethodNotFound(method)
 }
