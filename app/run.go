@@ -87,6 +87,7 @@ type RunFlags struct {
 	Changed func(flag string) bool
 
 	answerer policy.Prompter // the parent, under --input-format stream-json
+	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
 	cfg      config.Config   // the user's and the project's configuration
 }
 
@@ -304,7 +305,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		}
 		o.Prompt = append(o.Prompt, c)
 	}
-	if len(o.Prompt) == 0 && o.ResumeID == "" && f.answerer == nil {
+	if len(o.Prompt) == 0 && o.ResumeID == "" && f.answerer == nil && f.prompter == nil {
 		// No prompt on a terminal, with a terminal UI: the user takes the
 		// TUI over (tai still decides what shows up after a detach).
 		ut, tty := attachTerminal(std.In, std.Out)
@@ -348,14 +349,16 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	if err != nil {
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
-	var prompter policy.Prompter
+	prompter := f.prompter
 	var tp *policy.TTYPrompter
-	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON {
-		closers = append(closers, func() { tty.Close() })
-		tp = &policy.TTYPrompter{In: tty, Out: tty}
-		prompter = tp
+	if prompter == nil {
+		if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON {
+			closers = append(closers, func() { tty.Close() })
+			tp = &policy.TTYPrompter{In: tty, Out: tty}
+			prompter = tp
+		}
 	}
-	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil { // attached, the screen is the TUI's
+	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil && f.prompter == nil { // attached, the screen is the TUI's
 		text := render.NewText(std.Out, colorOn(std.Out))
 		o.Sinks = append(o.Sinks, text)
 		if tp != nil && isTTY(std.Out) {

@@ -92,7 +92,9 @@ func (a Answer) allows() bool { return a == AllowOnce || a == AllowAlways }
 
 func (a Answer) always() bool { return a == AllowAlways || a == DenyAlways }
 
-// Prompter asks a human. It is nil when there is no TTY.
+// Prompter asks a human. It is nil when there is no TTY. One that also
+// has a Where() string method (an editor: "in the editor") says where the
+// human answered, for the decision's reason.
 type Prompter interface {
 	Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error)
 }
@@ -422,7 +424,11 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		}
 		return cancelled(d, "prompt failed"), fmt.Errorf("asking for permission: %w", err)
 	}
-	reason := "answered at the terminal; asked because " + why
+	where := "at the terminal"
+	if w, ok := e.prompter.(interface{ Where() string }); ok {
+		where = w.Where()
+	}
+	reason := "answered " + where + "; asked because " + why
 	if ans.always() {
 		m := Remembered{Allow: ans.allows(), At: e.now().UTC(), Title: req.ToolCall.Title, Session: req.Session}
 		if err := e.mem.Remember(d.Key, m); err != nil {

@@ -52,6 +52,9 @@ type Options struct {
 	// Interrupts cancels the turn running when it fires (not the run:
 	// the next prompt from Turns still runs).
 	Interrupts <-chan struct{}
+	// OnSession, if set, is handed the live session once it is configured,
+	// before the first turn.
+	OnSession func(Control)
 
 	Decider      driver.PermissionDecider
 	AllowDenials bool
@@ -240,6 +243,9 @@ func (r *run) run(ctx context.Context) error {
 
 	if err := r.configure(runCtx, sess); err != nil {
 		return r.interrupted(runCtx, err)
+	}
+	if o.OnSession != nil {
+		o.OnSession(Control{r: r, sess: sess})
 	}
 	if o.Attach != nil {
 		return r.attach(runCtx, sess)
