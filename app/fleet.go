@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
@@ -309,6 +311,28 @@ Give each file to one task only; tasks that touch the same files must depend on 
 
 Goal: `
 
+// builtinPlanScript is a built-in agent script that answers with a valid
+// one-task plan for goal.
+func builtinPlanScript(goal string) ([]byte, error) {
+	name := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(goal), "-"), "-")
+	if len(name) > 40 {
+		name = strings.Trim(name[:40], "-")
+	}
+	if name == "" {
+		name = "plan"
+	}
+	plan, err := yaml.Marshal(map[string]any{
+		"name": name, "goal": goal,
+		"tasks": []map[string]any{{"id": "goal", "prompt": goal}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return yaml.Marshal(map[string]any{"steps": []map[string]any{{"text": "```yaml\n" + string(plan) + "```\n"}}})
+}
+
+var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
+
 var fenceRE = regexp.MustCompile("(?s)```(?:ya?ml)?\\s*\\n(.*?)```")
 
 // FleetPlan runs `tai fleet plan "goal"`: an agent drafts the plan, tai
@@ -325,6 +349,26 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) int {
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai fleet plan:", err)
 		return int(exitcode.Of(err))
+	}
+	if f.AgentCmd == "" && (f.Agent == "" || f.Agent == "builtin") {
+		// The built-in agent has no model to split a goal with: it drafts
+		// the plan a model would start from, one task with the whole goal.
+		script, err := builtinPlanScript(goal)
+		if err == nil {
+			dir, derr := os.MkdirTemp("", "tai-fleet-plan-")
+			if err = derr; err == nil {
+				defer os.RemoveAll(dir)
+				p := filepath.Join(dir, "plan-script.yaml")
+				if err = os.WriteFile(p, script, 0o600); err == nil {
+					opts.Argv = append(opts.Argv, "--script", p)
+				}
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(std.Err, "tai fleet plan:", err)
+			return int(exitcode.Usage)
+		}
+		fmt.Fprintln(std.Err, "tai fleet plan: the built-in agent has no model: it drafts a one-task plan; use --agent claude (or another agent) to split the goal")
 	}
 	res, err := runner.Run(ctx, opts)
 	if err != nil || res.ExitCode != 0 {

@@ -371,6 +371,9 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
 	o.Decider, o.Modes = engine, engine
+	if eng.cfg.Path != "" {
+		o.Protected = append(o.Protected, eng.cfg.Path)
+	}
 	if o.Mode == "" {
 		o.Mode = engine.DefaultMode()
 	}
@@ -565,6 +568,7 @@ type policySetup struct {
 	cfg       policy.Config
 	ni        policy.NonInteractive
 	workspace string
+	protected []string // the --audit file: tai's own, like its state
 }
 
 func buildPolicy(f RunFlags, workspace string) (policySetup, error) {
@@ -600,7 +604,13 @@ func buildPolicy(f RunFlags, workspace string) (policySetup, error) {
 			return policySetup{}, err
 		}
 	}
-	return policySetup{cfg: cfg, ni: ni, workspace: workspace}, nil
+	ps := policySetup{cfg: cfg, ni: ni, workspace: workspace}
+	if f.Audit != "" && !f.NoAudit {
+		if abs, err := filepath.Abs(f.Audit); err == nil {
+			ps.protected = append(ps.protected, abs)
+		}
+	}
+	return ps, nil
 }
 
 func (p policySetup) build(prompter, answerer policy.Prompter) (*policy.Engine, error) {
@@ -614,5 +624,6 @@ func (p policySetup) build(prompter, answerer policy.Prompter) (*policy.Engine, 
 			return nil, fmt.Errorf("policy memory: %w", err)
 		}
 	}
-	return policy.NewEngine(p.cfg, policy.Options{Workspace: p.workspace, Prompter: prompter, Answerer: answerer, NonInteractive: p.ni, Memory: mem})
+	return policy.NewEngine(p.cfg, policy.Options{Workspace: p.workspace, Prompter: prompter, Answerer: answerer, NonInteractive: p.ni, Memory: mem,
+		Protected: p.protected})
 }

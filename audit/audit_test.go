@@ -716,3 +716,48 @@ func (zeros) Read(b []byte) (int, error) {
 	clear(b)
 	return len(b), nil
 }
+
+// A character device is written as is: /dev/full fails every Append with
+// ENOSPC (a full disk, for tests), /dev/null takes them; neither is
+// verified, locked, chmod-ed or fsynced.
+func TestOpenCharDevice(t *testing.T) {
+	for _, tc := range []struct {
+		path    string
+		wantErr error
+	}{
+		{"/dev/full", syscall.ENOSPC},
+		{"/dev/null", nil},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			before, err := os.Stat(tc.path)
+			if err != nil {
+				t.Skipf("no %s: %v", tc.path, err)
+			}
+			l, err := Open(tc.path, Options{Run: "r1", Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Two at once: a device is not locked.
+			l2, err := Open(tc.path, Options{Run: "r2", Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatalf("second open: %v", err)
+			}
+			l2.Close()
+			err = l.Append(KindRunStart, "", map[string]any{"x": 1})
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Fatalf("Append: %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr != nil && !errors.Is(l.Append(KindRunEnd, "", nil), tc.wantErr) {
+				t.Error("the write error is not sticky")
+			}
+			if err := l.Sync(); (err == nil) != (tc.wantErr == nil) {
+				t.Errorf("Sync: %v", err)
+			}
+			l.Close()
+			after, _ := os.Stat(tc.path)
+			if after.Mode() != before.Mode() {
+				t.Errorf("mode changed from %v to %v", before.Mode(), after.Mode())
+			}
+		})
+	}
+}

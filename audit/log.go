@@ -62,6 +62,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -134,6 +135,11 @@ type CorruptError struct {
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("audit: %s: %s", e.Path, e.Report.Problem)
 }
+
+// deviceFile is a character device: it has no stable storage to fsync to.
+type deviceFile struct{ *os.File }
+
+func (deviceFile) Sync() error { return nil }
 
 // file is what Log writes to; an interface so tests can inject failures.
 type file interface {
@@ -226,15 +232,23 @@ func Open(path string, opts Options) (*Log, error) {
 			f.Close()
 		}
 	}()
-	if err := lockFile(f); err != nil {
-		return nil, fmt.Errorf("audit: %s: %w", path, err)
-	}
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("audit: stat: %w", err)
 	}
+	if st.Mode()&fs.ModeCharDevice != 0 {
+		// A character device (a pipe to a collector, /dev/full in tests)
+		// is written as is: nothing to verify, lock, chmod or fsync.
+		l.f = deviceFile{f}
+		ok = true
+		close(l.done)
+		return l, nil
+	}
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("audit: %s: not a regular file", path)
+	}
+	if err := lockFile(f); err != nil {
+		return nil, fmt.Errorf("audit: %s: %w", path, err)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
 		// The log holds prompts and commands; keep it private even if it

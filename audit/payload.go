@@ -13,6 +13,9 @@ const (
 	DecidedByAnswerer   = "answerer"
 	DecidedByRemembered = "remembered"
 	DecidedByDefault    = "default"
+	// DecidedByAudit: denied because the audit log could not be written
+	// (a decision that cannot be recorded is not granted).
+	DecidedByAudit = "audit"
 )
 
 // DecidedByRule returns the provenance string for a policy rule: "rule:<id>".
@@ -25,6 +28,9 @@ type PermissionRequest struct {
 	Title     string          `json:"title,omitempty"`
 	Options   []string        `json:"options,omitempty"`
 	Request   json.RawMessage `json:"request,omitempty"` // the agent's request as received
+	// Unrequested: the agent did not ask; tai made this request up for a
+	// file or terminal call no granted permission covered.
+	Unrequested bool `json:"unrequested,omitempty"`
 }
 
 // PermissionDecision is the data of a permission.decision entry.
@@ -35,6 +41,8 @@ type PermissionDecision struct {
 	DecidedBy string          `json:"decided_by"`       // rule:<id>, human, answerer, remembered, default
 	Reason    string          `json:"reason,omitempty"`
 	Request   json.RawMessage `json:"request,omitempty"`
+	// Unrequested: the decision of a call the agent made without asking.
+	Unrequested bool `json:"unrequested,omitempty"`
 }
 
 // FileWrite is the data of a file.write entry. Hashes are hex SHA-256;

@@ -795,3 +795,37 @@ func TestSwitchModeRejectAndUnaskedWrite(t *testing.T) {
 		t.Errorf("current_mode_update count = %d, want 1", modes)
 	}
 }
+
+// A run step with ask: true asks first (kind execute, its command in
+// rawInput) and skips the command when rejected; without ask it runs
+// unasked.
+func TestRunAsk(t *testing.T) {
+	reject := func(req acp.RequestPermissionRequest) (string, bool) {
+		return OptionRejectOnce, false
+	}
+	c := startAgent(t, clientOpts{choose: reject, script: mustScript(t, `
+- run: {command: sh, args: ["-c", "echo asked > asked.txt"], ask: true}
+- run: {command: sh, args: ["-c", "echo unasked > unasked.txt"]}
+`)})
+	c.initialize(fullCaps)
+	sess := c.newSession()
+	if got := c.prompt(sess.SessionId, "go"); got != acp.StopEndTurn {
+		t.Fatalf("stopReason = %q", got)
+	}
+	c.mu.Lock()
+	perms := append([]acp.RequestPermissionRequest(nil), c.permissions...)
+	c.mu.Unlock()
+	if len(perms) != 1 || perms[0].ToolCall.Kind == nil || *perms[0].ToolCall.Kind != acp.ToolKindExecute ||
+		!strings.Contains(string(perms[0].ToolCall.RawInput), "echo asked") {
+		t.Fatalf("permissions = %+v", perms)
+	}
+	if _, err := os.Stat(filepath.Join(c.root, "asked.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a rejected command ran: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.root, "unasked.txt")); err != nil || string(b) != "unasked\n" {
+		t.Errorf("unasked.txt = %q, %v", b, err)
+	}
+	if text := c.messageText(); !strings.Contains(text, "Skipped running `sh -c 'echo asked > asked.txt'`: permission denied.") {
+		t.Errorf("text = %q", text)
+	}
+}

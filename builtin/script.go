@@ -63,7 +63,7 @@ type Step struct {
 	PlanStatus *PlanStatusStep // plan_status: {entry, status} → plan with one entry's status changed
 	Read       *ReadStep       // read: {path, line?, limit?} → read tool call via fs/read_text_file
 	Write      *WriteStep      // write: {path, content, ask?} → edit tool call via permission + fs/write_text_file
-	Run        *RunStep        // run: {command, args?, cwd?, env?, output_limit?} → execute tool call via terminal/*
+	Run        *RunStep        // run: {command, args?, cwd?, env?, output_limit?, ask?} → execute tool call via terminal/*
 	Permission *PermissionStep // permission: {title, kind?} → bare session/request_permission
 	SwitchMode *SwitchModeStep // switch_mode: {to} → switch_mode tool call + permission + current_mode_update
 	Commands   *CommandsStep   // commands: [{name, description, hint?}] → available_commands_update
@@ -80,6 +80,10 @@ type Step struct {
 	LateUpdates *LateUpdatesStep // late_updates: N → N agent_message_chunks after the session/prompt response
 	Outside     *OutsideStep     // outside: {path} → fs/read_text_file outside the workspace; expects a refusal
 	Flood       *FloodStep       // flood: {count} → count mixed updates as fast as possible
+	// spend_after_cancel: {used, size} → wait for session/cancel, then send
+	// this usage_update anyway and hang like hang: (an agent that goes on
+	// spending after it was told to stop)
+	SpendAfterCancel *UsageStep
 }
 
 // TextStep streams Text as Chunks chunks (default 1).
@@ -105,7 +109,7 @@ type PlanStatusStep struct {
 }
 
 // ReadStep reads Path (relative to the session cwd unless absolute) through
-// the client's fs/read_text_file.
+// the client's fs/read_text_file, without asking first.
 type ReadStep struct {
 	Path  string `yaml:"path"`
 	Line  int    `yaml:"line"`
@@ -114,14 +118,17 @@ type ReadStep struct {
 
 // WriteStep writes Content to Path through fs/write_text_file, after asking
 // permission unless Ask is false (or the session is in accept-edits mode).
+// It reads Path first (without asking) to show a diff.
 type WriteStep struct {
 	Path    string `yaml:"path"`
 	Content string `yaml:"content"`
 	Ask     *bool  `yaml:"ask"` // nil = true
 }
 
-// RunStep runs Command through the client's terminal/* service.
+// RunStep runs Command through the client's terminal/* service, without
+// asking first unless Ask is true.
 type RunStep struct {
+	Ask         bool              `yaml:"ask"` // ask permission (kind execute) first; a rejection skips the command
 	Command     string            `yaml:"command"`
 	Args        []string          `yaml:"args"`
 	Cwd         string            `yaml:"cwd"`          // default: session cwd; relative = under it
@@ -223,6 +230,8 @@ const (
 	KindLateUpdates = "late_updates"
 	KindOutside     = "outside"
 	KindFlood       = "flood"
+	// KindSpendAfterCancel is the spend_after_cancel step.
+	KindSpendAfterCancel = "spend_after_cancel"
 )
 
 // Kind returns the kind name of the step ("" if no field is set; the first
@@ -262,6 +271,7 @@ func (s Step) kinds() []string {
 	add(s.LateUpdates != nil, KindLateUpdates)
 	add(s.Outside != nil, KindOutside)
 	add(s.Flood != nil, KindFlood)
+	add(s.SpendAfterCancel != nil, KindSpendAfterCancel)
 	return ks
 }
 
@@ -370,6 +380,10 @@ func (s Step) validate() error {
 		}
 	case s.Usage != nil:
 		if s.Usage.Used < 0 || s.Usage.Size < 0 {
+			return errors.New("used and size must not be negative")
+		}
+	case s.SpendAfterCancel != nil:
+		if s.SpendAfterCancel.Used < 0 || s.SpendAfterCancel.Size < 0 {
 			return errors.New("used and size must not be negative")
 		}
 	case s.Info != nil:
@@ -539,7 +553,7 @@ func stripLinePrefix(s string) string {
 var stepKinds = []string{
 	KindText, KindThought, KindPlan, KindPlanStatus, KindRead, KindWrite, KindRun, KindPermission,
 	KindSwitchMode, KindCommands, KindDelay, KindUsage, KindInfo, KindStop, KindCrash, KindHang,
-	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood,
+	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindSpendAfterCancel,
 }
 
 // parseStep decodes one step mapping. The returned Step has its kind set as
@@ -687,6 +701,9 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 			return decodeStrict(v, &st.Flood.Count)
 		}
 		return decodeStrict(v, st.Flood)
+	case KindSpendAfterCancel:
+		st.SpendAfterCancel = &UsageStep{}
+		return decodeStrict(v, st.SpendAfterCancel)
 	}
 	return nil
 }

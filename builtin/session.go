@@ -204,10 +204,12 @@ func sortSessions(ss []*session) []*session {
 	return out
 }
 
-// abs resolves a script path against the session cwd.
+// abs resolves a script path against the session cwd. An absolute path is
+// sent as the script spells it (.., NUL bytes and all), so that scripts
+// can test how a client handles the paths it is sent.
 func (s *session) abs(p string) string {
 	if filepath.IsAbs(p) {
-		return filepath.Clean(p)
+		return p
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

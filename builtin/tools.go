@@ -282,11 +282,30 @@ func (t *turn) run(rs *RunStep) error {
 
 	id := t.s.nextID("run")
 	title := "Run `" + line + "`"
+	input := rawJSON(map[string]any{"command": rs.Command, "args": rs.Args, "cwd": cwd})
 	if err := t.toolCall(acp.ToolCall{
 		ToolCallId: id, Title: title, Kind: acp.ToolKindExecute, Status: acp.ToolCallPending,
-		RawInput: rawJSON(map[string]any{"command": rs.Command, "args": rs.Args, "cwd": cwd}), Name: "run",
+		RawInput: input, Name: "run",
 	}); err != nil {
 		return err
+	}
+	if rs.Ask {
+		opt, err := t.askPermission(acp.ToolCallUpdate{
+			ToolCallId: id, Title: acp.Ptr(title), Kind: acp.Ptr(acp.ToolKindExecute), Status: acp.Ptr(acp.ToolCallPending),
+			RawInput: input,
+		}, standardOptions)
+		if errors.Is(err, errCancelled) {
+			return t.finishCancelled(id)
+		}
+		if err != nil {
+			return err
+		}
+		if !allowed(opt) {
+			if err := t.toolUpdate(id, acp.ToolCallFailed, nil, map[string]any{"rejected": true}); err != nil {
+				return err
+			}
+			return t.say(fmt.Sprintf("Skipped running `%s`: permission denied.\n\n", line))
+		}
 	}
 
 	var created acp.CreateTerminalResponse

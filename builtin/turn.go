@@ -196,6 +196,20 @@ func (t *turn) step(st Step) error {
 		t.a.log.Debug("builtin agent: hanging until the connection ends", "session", t.s.id)
 		<-t.a.ctx.Done()
 		return t.a.ctx.Err()
+	case st.SpendAfterCancel != nil:
+		// Told to stop, it spends once more, then wedges like hang.
+		select {
+		case <-t.ctx.Done():
+			if t.a.ctx.Err() == nil {
+				u := st.SpendAfterCancel
+				if err := t.send(acp.SessionUpdate{UsageUpdate: &acp.UsageUpdate{Used: u.Used, Size: u.Size}}); err != nil {
+					return err
+				}
+			}
+		case <-t.a.ctx.Done():
+		}
+		<-t.a.ctx.Done()
+		return t.a.ctx.Err()
 	case st.Garbage != nil:
 		return t.a.out.writeRaw(func(w io.Writer) error {
 			_, err := io.WriteString(w, st.Garbage.Line+"\n")

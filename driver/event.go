@@ -192,6 +192,10 @@ type PermissionRequest struct {
 	Session  string             `json:"session,omitempty"`
 	ToolCall ToolCall           `json:"tool_call"`
 	Options  []PermissionOption `json:"options"`
+	// Unrequested: the agent did not ask. tai made this request up for a
+	// file or terminal call it was about to serve that no granted
+	// permission covered, and decided it like any other.
+	Unrequested bool `json:"unrequested,omitempty"`
 }
 
 // Outcome of a permission request on the wire.
@@ -220,6 +224,9 @@ type PermissionDecision struct {
 	Verdict    string `json:"verdict"` // allow | deny | cancelled
 	DecidedBy  string `json:"decided_by"`
 	Reason     string `json:"reason,omitempty"`
+	// Unrequested: the decision of a call the agent made without asking
+	// (see PermissionRequest.Unrequested).
+	Unrequested bool `json:"unrequested,omitempty"`
 }
 
 // Denied reports whether the decision refused the request.

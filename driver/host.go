@@ -3,11 +3,51 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
-// ErrOutsideWorkspace: an agent asked for a path or cwd outside the
-// workspace roots. Host services wrap their refusals with it.
-var ErrOutsideWorkspace = errors.New("outside the workspace")
+// Refusals of the host services. Drivers map them onto errors the agent
+// can read.
+var (
+	// ErrOutsideWorkspace: an agent asked for a path or cwd outside the
+	// workspace roots. Host services wrap their refusals with it.
+	ErrOutsideWorkspace = errors.New("outside the workspace")
+	// ErrDenied: tai's policy denied the call (a *DeniedError says how).
+	ErrDenied = errors.New("denied by tai's policy")
+	// ErrProtected: the path is one of tai's own files (its policy, config
+	// or state), which no agent may write, whatever the policy says.
+	ErrProtected = errors.New("one of tai's own files")
+	// ErrInvalidPath: the path cannot name a file (it holds a NUL byte).
+	ErrInvalidPath = errors.New("invalid path")
+	// ErrUnrecorded: the audit log cannot be written, and what cannot be
+	// recorded is not served.
+	ErrUnrecorded = errors.New("the audit log cannot be written")
+)
+
+// DeniedError is a file or terminal call the policy refused: the decision
+// says who decided and why.
+type DeniedError struct {
+	Op       string // fs/write_text_file, fs/read_text_file, terminal/create
+	Subject  string // the path or command line
+	Decision PermissionDecision
+}
+
+func (e *DeniedError) Error() string {
+	verdict := "denied"
+	if e.Decision.Verdict == VerdictCancelled {
+		verdict = "did not allow (cancelled)"
+	}
+	msg := fmt.Sprintf("tai's policy %s %s %s", verdict, e.Op, e.Subject)
+	if e.Decision.Reason != "" {
+		msg += ": " + e.Decision.Reason
+	}
+	if e.Decision.DecidedBy != "" {
+		msg += " (decided by " + e.Decision.DecidedBy + ")"
+	}
+	return msg
+}
+
+func (e *DeniedError) Unwrap() error { return ErrDenied }
 
 // Files is the file service a driver offers to its agent, confined to the
 // workspace.

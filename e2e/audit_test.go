@@ -66,7 +66,8 @@ func TestAuditRun(t *testing.T) {
 		t.Fatalf("verify: exit %d %s %s", v.code, v.stdout, v.stderr)
 	}
 	s := tai(t, dir, "audit", "show", "--kind", "permission", log)
-	if s.code != 0 || strings.Count(s.stdout, "permission.decision") != 3 || strings.Contains(s.stdout, "file.write") {
+	if s.code != 0 || strings.Count(s.stdout, "permission.decision") != 7 || strings.Count(s.stdout, "unrequested=true") != 8 ||
+		strings.Contains(s.stdout, "file.write") {
 		t.Fatalf("show --kind permission:\n%s", s.stdout)
 	}
 }

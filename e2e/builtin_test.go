@@ -56,7 +56,9 @@ func TestBuiltinDefaultScriptJSON(t *testing.T) {
 	if r.Status != "ok" || r.StopReason != "end_turn" || r.ExitCode != 0 || !strings.HasPrefix(r.SessionID, "builtin-") || r.Agent != "builtin" {
 		t.Fatalf("result: %+v", r)
 	}
-	if len(r.Permissions) != 3 || len(r.Denials) != 0 {
+	// Three asked (two writes, the mode switch), four decided unasked (the
+	// reads, two of them before the writes, and the command).
+	if len(r.Permissions) != 7 || unrequested(r.Permissions) != 4 || len(r.Denials) != 0 {
 		t.Fatalf("permissions %+v denials %+v", r.Permissions, r.Denials)
 	}
 	for _, p := range r.Permissions {

@@ -52,10 +52,24 @@ type result struct {
 }
 
 type decision struct {
-	OptionID  string `json:"option_id"`
-	Verdict   string `json:"verdict"`
-	DecidedBy string `json:"decided_by"`
-	ToolKind  string `json:"tool_kind"`
+	OptionID    string `json:"option_id"`
+	Verdict     string `json:"verdict"`
+	DecidedBy   string `json:"decided_by"`
+	ToolKind    string `json:"tool_kind"`
+	Title       string `json:"title"`
+	Reason      string `json:"reason"`
+	Unrequested bool   `json:"unrequested"`
+}
+
+// unrequested counts the decisions of calls the agent made without asking.
+func unrequested(ds []decision) int {
+	n := 0
+	for _, d := range ds {
+		if d.Unrequested {
+			n++
+		}
+	}
+	return n
 }
 
 type outcome struct {

@@ -15,28 +15,35 @@ import (
 	"github.com/creack/pty"
 )
 
-// A run of the default tour under each built-in mode.
+// A run of the default tour under each built-in mode. The tour asks before
+// its two writes and its mode switch; it reads (before each write, to show
+// a diff, and once on its own) and runs its command without asking, and
+// each of those is decided too.
 func TestPolicyModes(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		approve string
 		code    int
-		denials int
+		denials int // of the agent's requests
+		unasked int // of the calls it made without asking
+		decided int // calls made without asking, decided
 		by      string
 	}{
-		{"all", 0, 0, "default"},
-		{"reads", 5, 3, "default"},
-		{"ask", 5, 3, "default"},
-		{"deny", 5, 3, "default"},
-		{"yolo", 0, 0, "default"},
+		{"all", 0, 0, 0, 4, "default"},
+		{"reads", 5, 3, 1, 4, "default"}, // the command; reads inside the workspace are allowed
+		{"ask", 5, 3, 4, 4, "default"},
+		{"deny", 5, 3, 4, 4, "default"},
+		{"yolo", 0, 0, 0, 4, "default"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.approve, func(t *testing.T) {
 			t.Parallel()
 			o := tai(t, t.TempDir(), "run", "--approve", tt.approve, "-o", "json", "go")
 			r := jsonResult(t, o)
-			if o.code != tt.code || len(r.Denials) != tt.denials {
-				t.Fatalf("exit %d (want %d), %d denials (want %d): %+v", o.code, tt.code, len(r.Denials), tt.denials, r.Permissions)
+			asked := len(r.Denials) - unrequested(r.Denials)
+			if o.code != tt.code || asked != tt.denials || unrequested(r.Denials) != tt.unasked || unrequested(r.Permissions) != tt.decided {
+				t.Fatalf("exit %d (want %d), %d denials (want %d) and %d unrequested (want %d): %+v",
+					o.code, tt.code, asked, tt.denials, unrequested(r.Denials), tt.unasked, r.Permissions)
 			}
 			for _, p := range r.Permissions {
 				if p.DecidedBy != tt.by {

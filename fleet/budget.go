@@ -186,6 +186,19 @@ func (r *Reservation) over(u Usage) error {
 	return nil
 }
 
+// nextWouldPass: a task at u whose updates grow by up to step is at its
+// reservation, or would pass it with its next update.
+func (r *Reservation) nextWouldPass(u, step Usage) error {
+	l := r.Limits
+	switch {
+	case l.Tokens > 0 && (u.Tokens >= l.Tokens || u.Tokens+step.Tokens > l.Tokens):
+		return fmt.Errorf("%w: task %s used %d tokens; with its next update (about %d more) it would pass its reservation of %d", ErrBudget, r.Task, u.Tokens, step.Tokens, l.Tokens)
+	case l.Cost > 0 && (u.Cost >= l.Cost-1e-9 || u.Cost+step.Cost > l.Cost+1e-9):
+		return fmt.Errorf("%w: task %s cost %.4g; with its next update (about %.4g more) it would pass its reservation of %.4g", ErrBudget, r.Task, u.Cost, step.Cost, l.Cost)
+	}
+	return nil
+}
+
 // CanTurn reports whether the task may start one more turn.
 func (r *Reservation) CanTurn(u Usage) error {
 	if r.Limits.Turns > 0 && u.Turns+1 > r.Limits.Turns {

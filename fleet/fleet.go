@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -59,12 +60,14 @@ type Options struct {
 	Logger      *slog.Logger
 	// Exe is the tai binary for the built-in agent; default os.Executable.
 	Exe string
+
+	writeState func(path string, data []byte) error // tests: a full disk
 }
 
 // Event is a progress event.
 type Event struct {
 	Time   time.Time `json:"ts"`
-	Kind   string    `json:"event"` // started | finished | failed | refused | asked | answered | merged | conflict | skipped | budget | retry | blocked
+	Kind   string    `json:"event"` // started | finished | failed | refused | asked | answered | merged | conflict | skipped | budget | retry | blocked | warning
 	Task   string    `json:"task,omitempty"`
 	Detail string    `json:"detail,omitempty"`
 	State  State     `json:"-"` // snapshot, for live tables
@@ -81,8 +84,11 @@ type fleet struct {
 	clock  quartz.Clock
 	log    *slog.Logger
 
+	stop    context.CancelCauseFunc // ends the run (set by run)
 	evMu    sync.Mutex
 	mergeMu sync.Mutex // the merge queue: one branch at a time
+	runMu   sync.Mutex
+	running map[string]*Task // tasks whose agent is working, for the owns: overlap warning
 	done    map[string]chan struct{}
 	humanMu sync.Mutex
 }
@@ -116,28 +122,35 @@ func Run(ctx context.Context, o Options) (*State, error) {
 	}
 	defer func() { _ = lk.Unlock() }()
 
-	f := &fleet{o: o, clock: o.Clock, log: o.Logger, memory: policy.NewMemory(policy.ScopeRun), done: map[string]chan struct{}{}}
+	f := &fleet{o: o, clock: o.Clock, log: o.Logger, memory: policy.NewMemory(policy.ScopeRun), done: map[string]chan struct{}{},
+		running: map[string]*Task{}, stop: func(error) {}}
 	if err := f.init(ctx); err != nil {
 		return nil, err
 	}
-	return f.run(ctx)
+	st, err := f.run(ctx)
+	if serr := f.st.err(); serr != nil && err == nil {
+		// Nothing was merged after the failed write: what is merged is in
+		// the target, and resume finds it there.
+		err = exitcode.With(exitcode.AgentError, fmt.Errorf("the fleet stopped: its state could not be saved (%w); nothing more was merged after that; free the space, then: tai fleet resume %s", serr, o.RunID))
+	}
+	return st, err
 }
 
 func (f *fleet) init(ctx context.Context) error {
 	o := f.o
 	statePath := filepath.Join(o.Dir, "state.json")
 	planCopy := filepath.Join(o.Dir, "plan.yaml")
-	f.st = &store{path: statePath, now: func() time.Time { return f.clock.Now() }}
+	f.st = &store{path: statePath, now: func() time.Time { return f.clock.Now() }, write: o.writeState,
+		onFail: func(err error) { f.stop(err) }}
 	if o.Resume {
 		st, err := LoadState(o.Dir)
 		if err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}
-		plan, err := LoadPlan(planCopy)
+		plan, err := loadPlanIn(planCopy, filepath.Dir(st.PlanFrom))
 		if err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}
-		plan.Dir = filepath.Dir(st.PlanFrom)
 		f.plan = plan
 		f.st.st = st
 	} else {
@@ -156,6 +169,9 @@ func (f *fleet) init(ctx context.Context) error {
 	}
 	wt, err := worktree.Open(ctx, repo)
 	if err != nil {
+		if o.Repo == "" && !o.Resume {
+			return exitcode.Usagef("the plan's directory %s is not in a git repository: a fleet works in the plan's repository unless -C names one (tai fleet run -C <repo> %s): %v", repo, f.plan.File, err)
+		}
 		return exitcode.With(exitcode.Usage, err)
 	}
 	f.wt = wt
@@ -171,6 +187,9 @@ func (f *fleet) init(ctx context.Context) error {
 		base := f.plan.Base
 		if base == "" {
 			base = "HEAD"
+		}
+		if !wt.HasCommits(ctx) && base == "HEAD" {
+			return exitcode.Usagef("the repository %s has no commits yet: a fleet's tasks start from a commit (make one, or set base: in the plan)", wt.Repo)
 		}
 		sha, err := wt.RevParse(ctx, base)
 		if err != nil {
@@ -204,10 +223,18 @@ func (f *fleet) init(ctx context.Context) error {
 	}
 	f.plan.Concurrency = conc
 	f.plan.FailFast = f.plan.FailFast || o.FailFast
+	var inTarget map[string]string
+	if o.Resume {
+		inTarget = f.mergedInGit(ctx)
+	}
 	return f.st.update(func(st *State) {
 		st.Status, st.PID, st.ExitCode = "running", os.Getpid(), 0
 		if o.Resume {
 			st.Resumes++
+		}
+		for id, head := range inTarget {
+			t := st.Tasks[id]
+			t.Status, t.Head, t.Reason, t.ExitCode = StatusMerged, head, "", 0
 		}
 		for _, t := range st.Tasks {
 			// What was in flight when the run stopped starts over (in its
@@ -217,6 +244,34 @@ func (f *fleet) init(ctx context.Context) error {
 			}
 		}
 	})
+}
+
+// mergedInGit finds, on resume, the tasks whose work is in the target
+// although the state does not say so (a state write lost, a kill between a
+// merge and its record): the task's branch has commits of its own and is
+// in the target's history. Git, not the state file, is the truth here.
+func (f *fleet) mergedInGit(ctx context.Context) map[string]string {
+	st := f.st.snapshot()
+	found := map[string]string{}
+	target := "refs/heads/" + st.Target
+	for id, ts := range st.Tasks {
+		t := f.plan.Task(id)
+		if t == nil || succeeded(ts.Status) || t.Worktree == "none" || strings.HasPrefix(t.Worktree, "shared:") {
+			continue
+		}
+		rec, err := f.wt.Lookup(f.o.RunID, id)
+		if err != nil || rec.Base == "" {
+			continue
+		}
+		tip, err := f.wt.RevParse(ctx, "refs/heads/"+worktree.Branch(f.o.RunID, id))
+		if err != nil || tip == rec.Base {
+			continue // no branch, or no commit of its own yet
+		}
+		if f.wt.IsAncestor(ctx, tip, target) {
+			found[id] = tip
+		}
+	}
+	return found
 }
 
 func (f *fleet) agentLabel(a AgentSpec) string {
@@ -288,9 +343,16 @@ func (f *fleet) run(ctx context.Context) (*State, error) {
 	})
 	f.emit("run.start", "", fmt.Sprintf("%d task(s), concurrency %d, target %s", len(st.Tasks), f.plan.Concurrency, st.Target),
 		map[string]any{"run": st.Run, "resume": f.o.Resume, "plan": st.PlanFrom, "base": st.Base, "target": st.Target})
+	if !f.wt.MergeTreeSupported(ctx) {
+		f.emit("warning", "", "this git has no merge-tree --write-tree (git 2.38+): conflicts are found by the rebase in the task's worktree instead", nil)
+	}
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	f.stop = cancel
+	if err := f.st.err(); err != nil {
+		cancel(err)
+	}
 	if wall := f.meter.WallTime(); wall > 0 {
 		t := f.clock.AfterFunc(wall, func() {
 			f.emit("budget", "", "fleet wall time "+wall.String()+" used up", map[string]any{"level": "hard", "dimension": "wall_time"})
@@ -436,6 +498,25 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 		return fail(StatusFailed, exitcode.Usage, err.Error())
 	}
 	f.emit("started", id, fmt.Sprintf("agent %s in %s", f.agentLabel(t.AgentSpec), cwd), map[string]any{"worktree": cwd, "attempt": prev.Attempts + 1})
+	f.runMu.Lock()
+	var overlaps []string
+	for oid, o := range f.running {
+		if ownsOverlap(t.Owns, o.Owns) {
+			overlaps = append(overlaps, oid)
+		}
+	}
+	f.running[id] = t
+	f.runMu.Unlock()
+	defer func() {
+		f.runMu.Lock()
+		delete(f.running, id)
+		f.runMu.Unlock()
+	}()
+	sort.Strings(overlaps)
+	for _, oid := range overlaps {
+		f.emit("warning", id, fmt.Sprintf("its owns: overlaps %s's, which is running too: their merges may conflict", oid),
+			map[string]any{"overlaps": oid, "owns": t.Owns})
+	}
 
 	taskCtx, cancelTask := context.WithCancelCause(ctx)
 	defer cancelTask(nil)
@@ -476,6 +557,8 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 			if reason == "" && err != nil {
 				reason = err.Error()
 			}
+			// The runner's hint names tai run's flag; a fleet's is a policy key.
+			reason = strings.ReplaceAll(reason, "pass --allow-denials to accept", "set allow_denials: true in the plan's or the task's policy to accept")
 			if cause := context.Cause(taskCtx); cause != nil && errors.Is(cause, ErrBudget) {
 				return fail(StatusBudget, exitcode.BudgetExceeded, cause.Error())
 			}
@@ -562,6 +645,31 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 	}
 	f.emit("finished", id, diff, map[string]any{"usage": ts.Usage, "branch": ts.Branch, "head": ts.Head})
 	return spent
+}
+
+// ownsOverlap: two owns: lists may name a common file. Without a file
+// list to test, a glob of one list matching a pattern of the other (as a
+// path) is taken as an overlap: "src/**" and "src/a.go", "a.go" and "a.go".
+func ownsOverlap(a, b []string) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return false // no owns: nothing promised, nothing to warn about
+	}
+	sa, errA := policy.CompilePathSet(a)
+	sb, errB := policy.CompilePathSet(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	for _, p := range b {
+		if sa.Match(strings.TrimSuffix(p, "/")) {
+			return true
+		}
+	}
+	for _, p := range a {
+		if sb.Match(strings.TrimSuffix(p, "/")) {
+			return true
+		}
+	}
+	return false
 }
 
 func lastLine(s string) string {
@@ -665,6 +773,10 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 	if r.Usage != nil {
 		u.Cost = r.Usage.CostAmount
 	}
+	// What the agent reported after the cancel counts too: the meter saw
+	// every update, the result may end at the cancel.
+	live := meter.spent()
+	u.Tokens, u.Cost = max(u.Tokens, live.Tokens), max(u.Cost, live.Cost)
 	if over := res.Update(before.add(u)); over != nil && r.ExitCode == 0 {
 		// Over the limit at the end of the turn: the work is kept, the
 		// task stops here.
@@ -674,23 +786,32 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 	return r, u, err
 }
 
-// liveMeter watches a running turn's usage and stops the task when it goes
-// over its limits (the runner then cancels the turn: the safe boundary).
+// liveMeter watches a running turn's usage against the task's
+// reservation and stops the task (the runner then cancels the turn, and
+// kills an agent that ignores the cancel after the cancel grace) as soon
+// as it is at the reservation or its next update could pass it: when its
+// usage plus the largest step between two of its updates so far is over
+// it. Agents report usage after
+// spending it, so this is what keeps a task within about one update of
+// its reservation, and the fleet within its limit.
 type liveMeter struct {
 	res    *Reservation
 	before Usage
 	stop   func(error)
 
-	mu   sync.Mutex
-	u    driver.Usage
-	once sync.Once
+	mu      sync.Mutex
+	u       driver.Usage
+	last    Usage // the turn's usage at the previous update
+	seen    bool  // an update came
+	maxStep Usage // its largest increase between two updates
+	once    sync.Once
 }
 
 func (l *liveMeter) Emit(ev driver.Event) {
 	l.mu.Lock()
 	switch ev.Type {
 	case driver.EventUsage:
-		l.u.ContextUsed = ev.Usage.ContextUsed
+		l.u.ContextUsed = max(l.u.ContextUsed, ev.Usage.ContextUsed)
 		if ev.Usage.CostAmount > 0 {
 			l.u.CostAmount = ev.Usage.CostAmount
 		}
@@ -704,11 +825,29 @@ func (l *liveMeter) Emit(ev driver.Event) {
 		l.mu.Unlock()
 		return
 	}
-	u := l.before.add(Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount})
+	turn := Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount}
+	if l.seen {
+		// Steps between updates; the first update is not one: it carries
+		// the whole initial context (system prompt, tools).
+		l.maxStep = Usage{Tokens: max(l.maxStep.Tokens, turn.Tokens-l.last.Tokens), Cost: max(l.maxStep.Cost, turn.Cost-l.last.Cost)}
+	}
+	l.last, l.seen = turn, true
+	u, step := l.before.add(turn), l.maxStep
 	l.mu.Unlock()
-	if err := l.res.Update(u); err != nil {
+	err := l.res.Update(u)
+	if err == nil {
+		err = l.res.nextWouldPass(u, step)
+	}
+	if err != nil {
 		l.once.Do(func() { l.stop(err) })
 	}
+}
+
+// spent is the turn's usage as the updates reported it.
+func (l *liveMeter) spent() Usage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount}
 }
 
 // agentOptions resolves an agent spec like tai run does.
@@ -762,21 +901,8 @@ func (f *fleet) agentOptions(a AgentSpec, cwd string) (runner.Options, error) {
 // engine builds a task's policy: the plan's, then the task's overrides;
 // "always" answers are shared by every task of the run.
 func (f *fleet) engine(tp *Policy, cwd, asker string) (*policy.Engine, Policy, error) {
-	p := f.plan.Policy
-	if tp != nil {
-		if tp.Approve != "" {
-			p.Approve = tp.Approve
-		}
-		if tp.NonInteractive != "" {
-			p.NonInteractive = tp.NonInteractive
-		}
-		p.Allow = append(append([]string{}, tp.Allow...), p.Allow...)
-		p.Ask = append(append([]string{}, tp.Ask...), p.Ask...)
-		p.Deny = append(append([]string{}, tp.Deny...), p.Deny...)
-		p.AllowDenials = p.AllowDenials || tp.AllowDenials
-	}
-	var cfg policy.Config
-	cfg, err := cfg.WithFlags(policy.Flags{Approve: p.Approve, Allow: p.Allow, Ask: p.Ask, Deny: p.Deny})
+	p := f.plan.effectivePolicy(tp)
+	cfg, err := checkPolicy(p)
 	if err != nil {
 		return nil, p, fmt.Errorf("policy: %w", err)
 	}
@@ -862,6 +988,11 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 	}
 	f.mergeMu.Lock()
 	defer f.mergeMu.Unlock()
+	if err := f.st.err(); err != nil {
+		// What cannot be recorded is not merged: resume would not know.
+		f.log.Error("not merging: the fleet's state cannot be saved", "task", t.ID, "err", err)
+		return
+	}
 	ctx = context.WithoutCancel(ctx) // a merge is short and must not stop half-way
 	st := f.st.snapshot()
 	owner := worktree.Owner{PID: os.Getpid(), Command: f.o.Command}
@@ -907,6 +1038,28 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 	default:
 		f.setTask(t.ID, func(x *TaskState) { x.Status, x.Head = StatusMerged, head })
 		f.emit("merged", t.ID, fmt.Sprintf("%s -> %s at %.12s", ts.Branch, st.Target, head), map[string]any{"branch": ts.Branch, "target": st.Target, "head": head})
+	}
+}
+
+// cleanup removes, after a successful run, the worktrees and branches of
+// the merged tasks: their work is in the target, and a worktree left
+// behind would carry a stale owner pid. Remove itself keeps anything that
+// would be lost.
+func (f *fleet) cleanup(ctx context.Context, st State) {
+	for _, id := range st.Order {
+		ts, t := st.Tasks[id], f.plan.Task(id)
+		if ts.Status != StatusMerged || ts.Branch == "" || t == nil || strings.HasPrefix(t.Worktree, "shared:") {
+			continue
+		}
+		rec, err := f.wt.Lookup(f.o.RunID, id)
+		if err != nil {
+			continue
+		}
+		if err := f.wt.Remove(context.WithoutCancel(ctx), rec, worktree.RemoveOptions{Targets: []string{st.Target}}); err != nil {
+			f.emit("warning", id, "worktree kept: "+err.Error(), nil)
+			continue
+		}
+		f.setTask(id, func(x *TaskState) { x.Worktree = "" })
 	}
 }
 
@@ -956,6 +1109,9 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 		code, status = exitcode.Interrupted, "interrupted"
 	} else if code != exitcode.OK {
 		status = "failed"
+	}
+	if code == exitcode.OK && f.st.err() == nil {
+		f.cleanup(ctx, st)
 	}
 	_ = f.st.update(func(s *State) {
 		s.Status, s.ExitCode, s.PID, s.Usage = status, int(code), 0, f.meter.Used()

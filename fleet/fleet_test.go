@@ -175,6 +175,17 @@ tasks:
 	if strings.Join(got, ",") != "a,b,c" {
 		t.Fatalf("merge order %v", got)
 	}
+	// After a successful run the merged worktrees and branches are gone:
+	// no directory, no branch, no record with a stale owner pid.
+	if out := run(t, repo, "git", "worktree", "list", "--porcelain"); strings.Count(out, "worktree ") != 1 {
+		t.Fatalf("worktrees left:\n%s", out)
+	}
+	if br := run(t, repo, "git", "branch", "--list", "tai/r/*"); br != "" {
+		t.Fatalf("branches left: %s", br)
+	}
+	if recs, _ := filepath.Glob(filepath.Join(repo, ".git", "tai", "worktrees", "r", "*.json")); len(recs) != 0 {
+		t.Fatalf("records left: %v", recs)
+	}
 	var j bytes.Buffer
 	if err := JUnit(&j, *out.st); err != nil {
 		t.Fatal(err)
@@ -399,6 +410,12 @@ func TestPlanValidation(t *testing.T) {
 		{"no prompt", "tasks:\n  - {id: a}\n", []string{"exactly one of prompt and prompt_file"}},
 		{"owns outside the workspace", "tasks:\n  - {id: a, prompt: x, owns: [\"../other/**\"]}\n", []string{`plan.yaml:2: task "a": owns: path pattern "../other/**" leaves the workspace`}},
 		{"bad duration", "budget: {wall_time: soon}\ntasks:\n  - {id: a, prompt: x}\n", []string{`duration "soon"`}},
+		{"unknown agent, at its task's line", "tasks:\n  - {id: a, prompt: x}\n  - {id: b, prompt: x, agent: claud}\n", []string{`plan.yaml:3: task "b": unknown agent "claud"`}},
+		{"unknown default agent", "defaults: {agent: nope}\ntasks:\n  - {id: a, prompt: x}\n", []string{`plan.yaml:1: defaults: unknown agent "nope"`}},
+		{"missing script file", "tasks:\n  - {id: a, prompt: x}\n  - {id: b, prompt: x, script: missing.yaml}\n", []string{`plan.yaml:3: task "b": script: `, "missing.yaml"}},
+		{"bad task policy, at its policy's line", "tasks:\n  - id: a\n    prompt: x\n    policy: {approve: sometimes}\n", []string{`plan.yaml:4: task "a": policy: `, "sometimes"}},
+		{"bad task policy rule", "tasks:\n  - id: a\n    prompt: x\n    policy:\n      allow: [\"explode:*\"]\n", []string{`plan.yaml:4: task "a": policy: `}},
+		{"bad plan policy", "policy: {non_interactive: maybe}\ntasks:\n  - {id: a, prompt: x}\n", []string{`plan.yaml:1: policy: `, "maybe"}},
 		{"valid", "budget: {wall_time: 5m}\ntasks:\n  - {id: a, prompt: x}\n  - {id: b, prompt: \"{{ .Tasks.a.Diff }}\", depends_on: [a], worktree: \"shared:a\"}\n", nil},
 	}
 	for _, tt := range tests {
@@ -419,6 +436,35 @@ func TestPlanValidation(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The example in Plan's doc comment is a valid plan.
+func TestPlanDocExampleParses(t *testing.T) {
+	src, err := os.ReadFile("plan.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(src), "// Plan is a fleet plan file (YAML):\n")
+	if !ok {
+		t.Fatal("no doc comment")
+	}
+	var yml strings.Builder
+	for _, l := range strings.Split(rest, "\n") {
+		body, ok := strings.CutPrefix(l, "//\t")
+		if !ok {
+			if l == "//" && yml.Len() > 0 {
+				break
+			}
+			continue
+		}
+		yml.WriteString(body + "\n")
+	}
+	if yml.Len() == 0 {
+		t.Fatal("no example found")
+	}
+	if _, err := ParsePlan([]byte(yml.String()), filepath.Join(t.TempDir(), "plan.yaml")); err != nil {
+		t.Fatalf("the doc comment's plan does not parse:\n%v\n%s", err, yml.String())
 	}
 }
 

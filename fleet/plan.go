@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"text/template"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tai-dev/tai/builtin"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -28,19 +29,28 @@ import (
 //	concurrency: 4
 //	fail_fast: false
 //	max_questions: 3
-//	defaults: {agent: builtin, driver: acp, approve: all}
-//	policy: {approve: all, allow: [...], ask: [...], deny: [...]}
+//	defaults: {agent: builtin, driver: acp}  # agent, agent_cmd, script, driver, model, mode
+//	policy: {approve: all, allow: ["execute:go test *"], ask: [], deny: ["execute:git push *"]}
 //	budget: {tokens: 100000, turns: 50, wall_time: 30m, cost: 5, soft: 0.8}
 //	answerer: {agent: claude, prompt: "You are the research assistant of ..."}
 //	tasks:
+//	  - id: setup
+//	    prompt: "Lay out the package"
+//	    owns: ["go.mod", "cmd/**"]     # the files it may change
 //	  - id: build
 //	    agent: builtin              # preset, or agent_cmd: "..."; script: F for the built-in agent
-//	    prompt: "Build it"          # or prompt_file: build.md; Go template over .Tasks.<dep>
+//	    prompt: "Build it on {{ .Tasks.setup.Diff }}"  # or prompt_file: build.md; Go template over .Tasks.<dep>
 //	    depends_on: [setup]
 //	    worktree: new               # new | none | shared:<task>
 //	    policy: {approve: reads, allow: ["execute:go test *"]}
 //	    budget: {tokens: 2000, turns: 3}
 //	    retries: 1
+//
+// Everything a task needs is checked when the plan is loaded, before
+// anything runs: keys, ids and dependencies, agents (a known preset or an
+// agent_cmd), script files (they must exist and parse), prompt templates
+// and the policies as each task will have them; each problem is reported
+// with the file and line.
 type Plan struct {
 	Name         string    `yaml:"name" json:"name"`
 	Goal         string    `yaml:"goal" json:"goal,omitempty"`
@@ -60,6 +70,8 @@ type Plan struct {
 	// to it.
 	Dir  string `yaml:"-" json:"-"`
 	File string `yaml:"-" json:"-"`
+
+	lines map[string]int // line of each top-level key, for errors
 }
 
 // AgentSpec says which agent runs and how.
@@ -102,6 +114,8 @@ type Task struct {
 	Retries    int      `yaml:"retries" json:"retries,omitempty"`
 
 	Line int `yaml:"-" json:"-"`
+
+	policyLine int // where its policy: is, for errors
 }
 
 // Limits are budget limits; zero means none.
@@ -177,17 +191,27 @@ var keys = map[string][]string{
 
 // LoadPlan reads and validates a plan file.
 func LoadPlan(path string) (*Plan, error) {
+	abs, _ := filepath.Abs(path)
+	return loadPlanIn(abs, filepath.Dir(abs))
+}
+
+// loadPlanIn loads a plan whose relative paths (scripts) are anchored at
+// dir: a run's copy of a plan is anchored where the plan came from.
+func loadPlanIn(path, dir string) (*Plan, error) {
 	b, err := readlimit.ReadFile(path, readlimit.Plan)
 	if err != nil {
 		return nil, fmt.Errorf("plan: %w", err)
 	}
-	abs, _ := filepath.Abs(path)
-	return ParsePlan(b, abs)
+	return parsePlan(b, path, dir)
 }
 
 // ParsePlan parses and validates a plan; file names it in errors and
 // anchors relative paths.
 func ParsePlan(data []byte, file string) (*Plan, error) {
+	return parsePlan(data, file, filepath.Dir(file))
+}
+
+func parsePlan(data []byte, file, dir string) (*Plan, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, &PlanError{File: file, Msg: err.Error()}
@@ -201,7 +225,7 @@ func ParsePlan(data []byte, file string) (*Plan, error) {
 		errs = append(errs, &PlanError{File: file, Line: line, Msg: fmt.Sprintf(f, a...)})
 	}
 	checkKeys(root, "plan", "", add)
-	p := &Plan{File: file, Dir: filepath.Dir(file)}
+	p := &Plan{File: file, Dir: dir}
 	if err := root.Decode(p); err != nil {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
@@ -213,11 +237,19 @@ func ParsePlan(data []byte, file string) (*Plan, error) {
 		add(root.Line, "%v", err)
 		return nil, errs
 	}
-	// Task lines.
+	// Lines, for errors found after decoding.
+	p.lines = map[string]int{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		p.lines[root.Content[i].Value] = root.Content[i].Line
+	}
 	if tn := mapValue(root, "tasks"); tn != nil && tn.Kind == yaml.SequenceNode {
 		for i, n := range tn.Content {
 			if i < len(p.Tasks) {
 				p.Tasks[i].Line = n.Line
+				p.Tasks[i].policyLine = n.Line
+				if pk := mapKey(n, "policy"); pk != nil {
+					p.Tasks[i].policyLine = pk.Line
+				}
 			}
 		}
 	}
@@ -226,6 +258,18 @@ func ParsePlan(data []byte, file string) (*Plan, error) {
 		return nil, errs
 	}
 	return p, nil
+}
+
+func mapKey(n *yaml.Node, key string) *yaml.Node {
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i]
+		}
+	}
+	return nil
 }
 
 func mapValue(n *yaml.Node, key string) *yaml.Node {
@@ -351,10 +395,30 @@ func (p *Plan) validate(add func(int, string, ...any)) {
 		if a.Script != "" && a.AgentCmd != "" {
 			add(line, "%sscript and agent_cmd are exclusive", where)
 		}
+		if a.AgentCmd != "" {
+			if _, _, err := preset.Custom(a.AgentCmd); err != nil {
+				add(line, "%sagent_cmd: %v", where, err)
+			}
+		} else if a.Agent != "" {
+			known, ok := preset.Lookup(a.Agent)
+			if !ok {
+				add(line, "%sunknown agent %q (known: %s; or set agent_cmd)", where, a.Agent, strings.Join(preset.Names(), ", "))
+			} else if a.Script != "" && !known.Builtin {
+				add(line, "%sscript is only for the built-in agent, not %s", where, a.Agent)
+			}
+		}
+		if a.Script != "" {
+			if _, err := builtin.LoadScript(p.path(a.Script)); err != nil {
+				add(line, "%sscript: %v", where, err)
+			}
+		}
 	}
-	checkAgent(0, "defaults: ", p.Defaults)
+	checkAgent(p.lines["defaults"], "defaults: ", p.Defaults)
 	if p.Answerer != nil {
-		checkAgent(0, "answerer: ", p.Answerer.AgentSpec)
+		checkAgent(p.lines["answerer"], "answerer: ", p.Answerer.AgentSpec)
+	}
+	if _, err := checkPolicy(p.effectivePolicy(nil)); err != nil {
+		add(p.lines["policy"], "policy: %v", err)
 	}
 	byID := map[string]*Task{}
 	for i := range p.Tasks {
@@ -386,6 +450,11 @@ func (p *Plan) validate(add func(int, string, ...any)) {
 			add(t.Line, "%sprompt template: %v", where, err)
 		}
 		checkAgent(t.Line, where, t.AgentSpec)
+		if t.Policy != nil {
+			if _, err := checkPolicy(p.effectivePolicy(t.Policy)); err != nil {
+				add(t.policyLine, "%spolicy: %v", where, err)
+			}
+		}
 		checkLimits(t.Line, where, t.Budget)
 		if t.Retries < 0 {
 			add(t.Line, "%sretries must be >= 0", where)
@@ -435,6 +504,40 @@ func (p *Plan) validate(add func(int, string, ...any)) {
 	if cyc := p.cycle(byID); len(cyc) > 0 {
 		add(byID[cyc[0]].Line, "dependency cycle: %s", strings.Join(cyc, " -> "))
 	}
+}
+
+// effectivePolicy is a task's policy: the plan's, then the task's
+// overrides.
+func (p *Plan) effectivePolicy(tp *Policy) Policy {
+	pol := p.Policy
+	if tp != nil {
+		if tp.Approve != "" {
+			pol.Approve = tp.Approve
+		}
+		if tp.NonInteractive != "" {
+			pol.NonInteractive = tp.NonInteractive
+		}
+		pol.Allow = append(append([]string{}, tp.Allow...), pol.Allow...)
+		pol.Ask = append(append([]string{}, tp.Ask...), pol.Ask...)
+		pol.Deny = append(append([]string{}, tp.Deny...), pol.Deny...)
+		pol.AllowDenials = pol.AllowDenials || tp.AllowDenials
+	}
+	return pol
+}
+
+// checkPolicy compiles a policy as the engine will.
+func checkPolicy(p Policy) (policy.Config, error) {
+	var cfg policy.Config
+	cfg, err := cfg.WithFlags(policy.Flags{Approve: p.Approve, Allow: p.Allow, Ask: p.Ask, Deny: p.Deny})
+	if err != nil {
+		return cfg, err
+	}
+	if p.NonInteractive != "" {
+		if _, err := policy.ParseNonInteractive(p.NonInteractive); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
 }
 
 func suggest(s string, byID map[string]*Task) string {
@@ -595,14 +698,4 @@ func RenderPrompt(t *Task, plan *Plan, results map[string]TaskResult) (string, e
 		return "", fmt.Errorf("task %s: prompt template: %w", t.ID, err)
 	}
 	return b.String(), nil
-}
-
-// sortedIDs is for deterministic output.
-func sortedIDs[M ~map[string]V, V any](m M) []string {
-	ids := make([]string, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
 }

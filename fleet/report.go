@@ -38,7 +38,7 @@ func (t *Table) Event(e Event) {
 	defer t.mu.Unlock()
 	t.last = e.State
 	switch e.Kind {
-	case "budget", "conflict", "blocked", "refused", "failed", "asked", "answered":
+	case "budget", "conflict", "blocked", "refused", "failed", "asked", "answered", "warning":
 		task := e.Task
 		if task == "" {
 			task = "fleet"

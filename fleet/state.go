@@ -30,15 +30,6 @@ const (
 	StatusCanceled = "cancelled"
 )
 
-// finished reports whether a status is final for this run attempt.
-func finished(s string) bool {
-	switch s {
-	case StatusPending, StatusWaiting, StatusRunning, StatusAsking:
-		return false
-	}
-	return true
-}
-
 // succeeded: dependents may start.
 func succeeded(s string) bool { return s == StatusMerged || s == StatusDone }
 
@@ -98,27 +89,50 @@ func RunDir(run string) string {
 	return statedir.Dir("fleet", filepath.Base(run))
 }
 
-// store saves a State atomically on every change.
+// store saves a State atomically on every change. The first write that
+// fails is kept (err): the fleet must not go on merging what it cannot
+// record.
 type store struct {
-	path string
-	now  func() time.Time
-	mu   sync.Mutex
-	st   *State
+	path   string
+	now    func() time.Time
+	write  func(path string, data []byte) error // default worktree.WriteFileAtomic
+	onFail func(error)                          // called once, on the first failed write
+	mu     sync.Mutex
+	st     *State
+	failed error
 }
 
 func (s *store) update(fn func(st *State)) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	fn(s.st)
 	s.st.Updated = s.now().UTC()
 	b, err := json.MarshalIndent(s.st, "", "  ")
+	if err == nil {
+		write := s.write
+		if write == nil {
+			write = func(p string, d []byte) error { return worktree.WriteFileAtomic(p, d, 0o600) }
+		}
+		err = write(s.path, append(b, '\n'))
+	}
+	var first func(error)
 	if err != nil {
-		return fmt.Errorf("fleet state: %w", err)
+		err = fmt.Errorf("fleet state: %w", err)
+		if s.failed == nil {
+			s.failed, first = err, s.onFail
+		}
 	}
-	if err := worktree.WriteFileAtomic(s.path, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("fleet state: %w", err)
+	s.mu.Unlock()
+	if first != nil {
+		first(err)
 	}
-	return nil
+	return err
+}
+
+// err is the first state write that failed, if any.
+func (s *store) err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
 }
 
 // task returns a copy of a task's state.

@@ -358,3 +358,18 @@ func TestTTYPrompter(t *testing.T) {
 	}
 	outW.Close()
 }
+
+// A request tai made up for a call the agent made without asking says so.
+func TestTTYPrompterUnrequested(t *testing.T) {
+	var out strings.Builder
+	p := &TTYPrompter{In: strings.NewReader("n\n"), Out: &out}
+	req := driver.PermissionRequest{ID: "tai-1", Unrequested: true, ToolCall: driver.ToolCall{Kind: "edit", Title: "Write /w/a.go",
+		Locations: []driver.Location{{Path: "/w/a.go"}}}}
+	a, err := p.Ask(context.Background(), req)
+	if err != nil || a != DenyOnce {
+		t.Fatalf("got %v, %v", a, err)
+	}
+	if !strings.Contains(out.String(), "The agent did not ask, but wants tai to Write /w/a.go") {
+		t.Fatalf("prompt %q", out.String())
+	}
+}

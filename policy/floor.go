@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/statedir"
 )
 
 // FloorRule describes one rule of the built-in deny floor.
@@ -24,7 +25,7 @@ var FloorRules = []FloorRule{
 	{"floor-rm-root", "recursive rm (or find -delete) of /, a top-level directory, ~ or $HOME, or the workspace root or a parent of it"},
 	{"floor-chmod-root", "recursive chmod, chown or chgrp of the same targets"},
 	{"floor-write-outside", "an edit, delete or move of a path outside the workspace (and the write roots)"},
-	{"floor-policy-files", "an edit, delete or move of the policy file or the persistent memory file"},
+	{"floor-policy-files", "an edit, delete or move of tai's own files: the policy file, the persistent memory file, and tai's config and state directories (audit logs, sessions, fleet state)"},
 	{"floor-git-force-push", "a forced push to, or a deletion of, a protected branch (a forced push whose branch cannot be told counts)"},
 	{"floor-mkfs", "making or wiping a filesystem (mkfs, mke2fs, wipefs)"},
 	{"floor-dd-device", "dd of=/dev/... or a redirection onto a disk device"},
@@ -49,7 +50,17 @@ func floorKnown(id string) bool {
 type floor struct {
 	off       map[string]bool
 	protected []textPattern
-	files     []string // policy and memory files, absolute
+	files     []string // tai's own files and directories (policy, memory, config, state), absolute
+}
+
+// own sets the files floor-policy-files protects: files, and tai's config
+// and state directories, each also with its symlinks resolved.
+func (fl *floor) own(files []string) {
+	for _, f := range append(files, statedir.Own()...) {
+		if abs, err := filepath.Abs(f); f != "" && err == nil {
+			fl.files = append(fl.files, filepath.Clean(abs), resolveExisting(abs))
+		}
+	}
 }
 
 var (
@@ -71,8 +82,8 @@ func (e *Engine) floorCheck(f *facts) (id, why string) {
 			if hit("floor-policy-files") && p.abs != "" {
 				resolved := resolveExisting(p.abs)
 				for _, file := range fl.files {
-					if p.abs == file || resolved == file {
-						return "floor-policy-files", fmt.Sprintf("built-in floor: %s is a policy file; agents may not change it", p.abs)
+					if isAncestorOrSelf(file, p.abs) || isAncestorOrSelf(file, resolved) {
+						return "floor-policy-files", fmt.Sprintf("built-in floor: %s is one of tai's own files (policy, config or state); agents may not change it", p.abs)
 					}
 				}
 			}

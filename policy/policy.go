@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -138,6 +137,10 @@ type Options struct {
 	// Asker names whose requests these are when several share the
 	// prompter (a fleet: "task lint"); the question shows it.
 	Asker string
+	// Protected are more of tai's own files (an --audit file) that
+	// floor-policy-files keeps agents from writing, besides the policy
+	// file, the memory file and tai's config and state directories.
+	Protected []string
 }
 
 // Engine decides permission requests. It is safe for concurrent use: ACP
@@ -229,11 +232,7 @@ func NewEngine(cfg Config, o Options) (*Engine, error) {
 			}
 			fl.protected = append(fl.protected, p)
 		}
-		for _, f := range []string{cfg.Path, e.mem.Path()} {
-			if abs, err := filepath.Abs(f); f != "" && err == nil {
-				fl.files = append(fl.files, filepath.Clean(abs), resolveExisting(abs))
-			}
-		}
+		fl.own(append([]string{cfg.Path, e.mem.Path()}, o.Protected...))
 		e.floor = fl
 	}
 	ids := map[string]bool{}

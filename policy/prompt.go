@@ -206,7 +206,11 @@ func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 	if a := askerOf(ctx); a != "" {
 		who = "[" + a + "] "
 	}
-	fmt.Fprintf(p.Out, "\n\x1b[1;33m? %sThe agent asks to %s\x1b[0m", who, strings.TrimSpace(orDefault(tc.Title, tc.ID)))
+	verb := "asks to"
+	if req.Unrequested {
+		verb = "did not ask, but wants tai to" // a file or terminal call made without asking
+	}
+	fmt.Fprintf(p.Out, "\n\x1b[1;33m? %sThe agent %s %s\x1b[0m", who, verb, strings.TrimSpace(orDefault(tc.Title, tc.ID)))
 	if tc.Kind != "" {
 		fmt.Fprintf(p.Out, " [%s]", tc.Kind)
 	}

@@ -377,6 +377,32 @@ func TestFloorGitCurrentBranch(t *testing.T) {
 	check(t, e, execReq("git push -f origin master"), want{"allow", ByDefault}) // not protected by this config
 }
 
+// tai's config and state directories are its own, even inside the
+// workspace (-C ~): no edit, delete or move there, in any mode. So is a
+// file named in Options.Protected (an --audit file).
+func TestFloorOwnDirectories(t *testing.T) {
+	ws, _ := testWS(t)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(ws, ".config"))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(ws, ".local", "state"))
+	audit := filepath.Join(ws, "run.jsonl")
+	e := engine(t, Config{Mode: Yolo}, Flags{}, Options{Workspace: ws, Home: ws, Protected: []string{audit}})
+	for _, tc := range []struct {
+		kind, path string
+		want       want
+	}{
+		{"edit", filepath.Join(ws, ".config", "tai", "policy.toml"), want{"deny", "rule:floor-policy-files"}},
+		{"edit", filepath.Join(ws, ".config", "tai"), want{"deny", "rule:floor-policy-files"}},
+		{"delete", filepath.Join(ws, ".local", "state", "tai", "audit", "run.jsonl"), want{"deny", "rule:floor-policy-files"}},
+		{"move", filepath.Join(ws, ".local", "state", "tai", "fleet", "r1", "state.json"), want{"deny", "rule:floor-policy-files"}},
+		{"edit", audit, want{"deny", "rule:floor-policy-files"}},
+		{"edit", filepath.Join(ws, ".config", "taikit", "x"), want{"allow", ByDefault}}, // a sibling, not tai's
+		{"edit", filepath.Join(ws, ".local", "state", "other"), want{"allow", ByDefault}},
+		{"read", filepath.Join(ws, ".config", "tai", "policy.toml"), want{"allow", ByDefault}},
+	} {
+		check(t, e, fileReq(tc.kind, tc.path), tc.want)
+	}
+}
+
 func TestFloorFilesAndOptOut(t *testing.T) {
 	ws, home := testWS(t)
 	pol := filepath.Join(ws, ".tai", "policy.toml")

@@ -99,7 +99,11 @@ func (t *Text) Emit(ev driver.Event) {
 		t.plan(ev.Plan)
 	case driver.EventPermissionAsked:
 		p := ev.Permission
-		t.line("%s %s", t.style(yellow+bold, "? permission:"), describeCall(p.ToolCall))
+		label := "? permission:"
+		if p.Unrequested {
+			label = "? unasked call:" // the agent did not ask; tai decides before serving it
+		}
+		t.line("%s %s", t.style(yellow+bold, label), describeCall(p.ToolCall))
 	case driver.EventPermissionDecided:
 		d := ev.Decision
 		verdict := d.Verdict

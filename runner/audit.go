@@ -20,6 +20,47 @@ type auditSink struct {
 	mu   sync.Mutex
 	mode string
 	err  error
+	// early are the decisions written before they were answered (see
+	// decided), by request id: their event writes nothing more.
+	early map[string]driver.PermissionDecision
+}
+
+// decided writes an allow's permission.decision entry before the allow
+// reaches the agent, so that an allow whose entry cannot be written is
+// not given. The decision's event then adds nothing, unless the driver
+// changed the decision meanwhile (a cancel), when it is written too.
+func (a *auditSink) decided(session string, d driver.PermissionDecision) error {
+	err := a.log.Append(audit.KindPermissionDecision, session, decisionEntry(&d))
+	if err != nil {
+		a.fail(err)
+		return err
+	}
+	a.mu.Lock()
+	if a.early == nil {
+		a.early = map[string]driver.PermissionDecision{}
+	}
+	a.early[d.RequestID] = d
+	a.mu.Unlock()
+	return nil
+}
+
+// writtenEarly reports (once) whether d's entry was written by decided.
+func (a *auditSink) writtenEarly(d driver.PermissionDecision) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.early[d.RequestID]
+	if ok {
+		delete(a.early, d.RequestID)
+	}
+	return ok && e == d
+}
+
+func decisionEntry(d *driver.PermissionDecision) audit.PermissionDecision {
+	full, _ := json.Marshal(d)
+	return audit.PermissionDecision{
+		RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: d.DecidedBy,
+		Reason: d.Reason, Request: full, Unrequested: d.Unrequested,
+	}
 }
 
 func (a *auditSink) append(kind, session string, data any) {
@@ -58,15 +99,12 @@ func (a *auditSink) Emit(ev driver.Event) {
 		}
 		a.append(audit.KindPermissionRequest, ev.Session, audit.PermissionRequest{
 			RequestID: ev.Permission.ID, Tool: ev.Permission.ToolCall.Kind, Title: ev.Permission.ToolCall.Title,
-			Options: opts, Request: req,
+			Options: opts, Request: req, Unrequested: ev.Permission.Unrequested,
 		})
 	case driver.EventPermissionDecided:
-		d := ev.Decision
-		full, _ := json.Marshal(d)
-		a.append(audit.KindPermissionDecision, ev.Session, audit.PermissionDecision{
-			RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: d.DecidedBy,
-			Reason: d.Reason, Request: full,
-		})
+		if !a.writtenEarly(*ev.Decision) {
+			a.append(audit.KindPermissionDecision, ev.Session, decisionEntry(ev.Decision))
+		}
 	case driver.EventFileWritten:
 		f := ev.File
 		a.append(audit.KindFileWrite, ev.Session, audit.FileWrite{Path: f.Path, Size: f.Size, HashBefore: f.HashBefore, HashAfter: f.HashAfter})

@@ -22,6 +22,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/host"
+	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
 )
 
@@ -58,6 +59,9 @@ type Options struct {
 
 	Decider      driver.PermissionDecider
 	AllowDenials bool
+	// Protected are files no agent may write through tai besides tai's
+	// config and state directories (which are always): the policy file.
+	Protected []string
 	// Modes, if set, decides mode changes too (usually the same policy
 	// engine as Decider).
 	Modes ModePolicy
@@ -133,7 +137,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			// The record is incomplete: CI must not mistake this run for a
 			// clean one.
 			res.Errors = append(res.Errors, driver.ErrorInfo{Code: "audit_write_failed", Message: aerr.Error()})
-			if res.ExitCode == 0 {
+			// Before a denial: what the log could not record was denied.
+			if res.ExitCode == 0 || res.ExitCode == int(exitcode.PermissionDenied) {
 				res.ExitCode, res.Status = int(exitcode.AgentError), "error"
 				res.Error = "audit log write failed: " + aerr.Error()
 			}
@@ -159,24 +164,76 @@ type run struct {
 }
 
 // decider wraps the policy so that an ask that cannot be answered stops the
-// run instead of being silently denied, and so that the mode guard hears of
-// approvals.
+// run instead of being silently denied, so that nothing is granted while
+// the audit log cannot be written, and so that the mode guard and the host
+// services' grants hear of approvals.
 type decider struct {
-	inner  driver.PermissionDecider
-	onFail func(error)
-	modes  *modeGuard
+	inner    driver.PermissionDecider
+	onFail   func(error)
+	modes    *modeGuard
+	grants   *host.Grants
+	recorded func() error // nil: no audit log
+	// record writes an allow's audit entry before the allow is returned,
+	// so that one whose entry cannot be written is not granted. Nil: no
+	// audit log.
+	record func(req driver.PermissionRequest, d driver.PermissionDecision) error
 }
 
 func (d decider) Decide(ctx context.Context, req driver.PermissionRequest) (driver.PermissionDecision, error) {
+	if dec, ok := d.unrecorded(req); ok {
+		return dec, nil
+	}
 	dec, err := d.inner.Decide(ctx, req)
 	if errors.Is(err, policy.ErrPromptUnavailable) {
 		d.onFail(err)
 		return dec, nil
 	}
-	if err == nil && d.modes != nil {
+	if err != nil {
+		return dec, err
+	}
+	if dec.Verdict == driver.VerdictAllow {
+		// Its record first: the log may have failed while the policy was
+		// deciding, or fail on this very entry.
+		if dec.RequestID == "" {
+			dec.RequestID = req.ID
+		}
+		if dec.ToolCallID == "" {
+			dec.ToolCallID = req.ToolCall.ID
+		}
+		dec.Unrequested = req.Unrequested
+		if d.record != nil {
+			_ = d.record(req, dec) // a failure is sticky: unrecorded sees it
+		}
+		if denied, ok := d.unrecorded(req); ok {
+			return denied, nil
+		}
+	}
+	if d.modes != nil {
 		d.modes.approved(req, dec)
 	}
-	return dec, err
+	d.grants.Decided(req, dec)
+	return dec, nil
+}
+
+// unrecorded denies req when the audit log cannot be written: a decision
+// that cannot be recorded is not granted.
+func (d decider) unrecorded(req driver.PermissionRequest) (driver.PermissionDecision, bool) {
+	if d.recorded == nil {
+		return driver.PermissionDecision{}, false
+	}
+	aerr := d.recorded()
+	if aerr == nil {
+		return driver.PermissionDecision{}, false
+	}
+	dec := driver.PermissionDecision{
+		RequestID: req.ID, ToolCallID: req.ToolCall.ID, Title: req.ToolCall.Title, ToolKind: req.ToolCall.Kind,
+		Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictDeny, DecidedBy: audit.DecidedByAudit,
+		Reason: "the audit log cannot be written, and a decision that cannot be recorded is not granted: " + aerr.Error(),
+	}
+	if opt, ok := policy.ChooseOption(req.Options, false); ok {
+		dec.Outcome, dec.OptionID, dec.OptionKind = driver.OutcomeSelected, opt.ID, policy.OptionKind(opt)
+	}
+	return dec, true
 }
 
 func (r *run) run(ctx context.Context) error {
@@ -189,11 +246,6 @@ func (r *run) run(ctx context.Context) error {
 		return exitcode.Usagef("workspace: %v", err)
 	}
 	r.col.res.Agent, r.col.res.Driver, r.col.res.Cwd = o.Agent, r.driverName(), cwd
-	svc, err := host.New([]string{cwd}, r.st, o.Logger)
-	if err != nil {
-		return exitcode.With(exitcode.Usage, err)
-	}
-	defer svc.Close()
 
 	runCtx, cancelRun := context.WithCancelCause(ctx)
 	defer cancelRun(nil)
@@ -215,7 +267,27 @@ func (r *run) run(ctx context.Context) error {
 		r.st.add(r.modes)
 		defer r.modes.stop()
 	}
-	dec := decider{inner: o.Decider, onFail: onFail, modes: r.modes}
+	dec := decider{inner: o.Decider, onFail: onFail, modes: r.modes, grants: host.NewGrants(cwd)}
+	r.st.add(dec.grants) // a grant ends with its tool call, or the turn
+	if r.audit != nil {
+		dec.recorded = r.audit.failed
+		dec.record = func(req driver.PermissionRequest, d driver.PermissionDecision) error {
+			session := req.Session
+			if session == "" {
+				session = r.st.sessionID()
+			}
+			return r.audit.decided(session, d)
+		}
+	}
+	// Every file and terminal call the agent makes is decided too: by the
+	// grants of what it asked for, else as a request of its own.
+	hostOpts := host.Options{Roots: []string{cwd}, Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
+		Protected: r.protected(), Recorded: dec.recorded}
+	svc, err := host.New(hostOpts)
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
+	defer svc.Close()
 
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
@@ -272,6 +344,21 @@ func (r *run) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// protected are tai's own files, which the host services never write: its
+// config and state directories, the policy file and the audit log.
+func (r *run) protected() []string {
+	ps := append(statedir.Own(), r.o.Protected...)
+	if r.o.Audit != nil {
+		ps = append(ps, r.o.Audit.Path())
+	}
+	for i, p := range ps {
+		if abs, err := filepath.Abs(p); err == nil && p != "" {
+			ps[i] = abs
+		}
+	}
+	return ps
 }
 
 // attacher is a session a user's terminal can take over.

@@ -80,6 +80,14 @@ func (s *stamper) nextSeq() uint64 {
 	return s.seq
 }
 
+// sessionID is the session the events are stamped with ("" before the
+// first).
+func (s *stamper) sessionID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.session
+}
+
 func (s *stamper) lastEvent() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()

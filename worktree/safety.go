@@ -4,18 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/gofrs/flock"
 )
 
 // Unmerged returns the commits of branch that would be lost if it were
 // deleted: those reachable from no target and no remote-tracking branch,
-// minus those with a patch-id-equivalent commit on a target (git cherry),
-// and none at all if the branch's whole change since its merge base with a
-// target has the patch id of a single commit on that target (a squash merge).
+// unless a target holds the same work exactly. "Exactly" is by content,
+// whitespace included (git cherry and patch-id ignore whitespace, and an
+// indentation change is a different Python program):
+//   - a target's tree has, at every path the branch changed since its
+//     merge base with that target, the very blob (and mode) the branch has
+//     (it was merged, cherry-picked, rebased or squashed in, and not
+//     changed since); or
+//   - for each remaining commit, a commit on the target since the merge
+//     base makes the same change: the same paths from the same blobs to
+//     the same blobs; or
+//   - the branch's whole change is one commit on the target (a squash).
+//
+// When in doubt the commits count as unmerged: the branch is kept.
 func (m *Manager) Unmerged(ctx context.Context, branch string, targets []string) ([]string, error) {
 	var valid []string
 	for _, t := range targets {
@@ -23,7 +36,8 @@ func (m *Manager) Unmerged(ctx context.Context, branch string, targets []string)
 			valid = append(valid, t)
 		}
 	}
-	args := []string{"rev-list", "refs/heads/" + branch, "--not", "--remotes"}
+	ref := "refs/heads/" + branch
+	args := []string{"rev-list", ref, "--not", "--remotes"}
 	args = append(args, valid...)
 	out, err := m.git(ctx, m.Repo, args...)
 	if err != nil {
@@ -37,24 +51,43 @@ func (m *Manager) Unmerged(ctx context.Context, branch string, targets []string)
 		return nil, nil
 	}
 	for _, t := range valid {
-		// "- sha": an equivalent change is already on t.
-		out, err := m.git(ctx, m.Repo, "cherry", t, "refs/heads/"+branch)
+		mbOut, err := m.git(ctx, m.Repo, "merge-base", t, ref)
 		if err != nil {
-			return nil, fmt.Errorf("worktree: %w", err)
+			continue // unrelated histories: nothing to compare
 		}
-		for _, l := range strings.Split(out, "\n") {
-			if sha, ok := strings.CutPrefix(l, "- "); ok {
-				delete(left, strings.TrimSpace(sha))
-			}
-		}
-		if len(left) == 0 {
-			return nil, nil
-		}
-		squashed, err := m.squashMerged(ctx, branch, t)
+		mb := strings.TrimSpace(mbOut)
+		in, err := m.contentIn(ctx, mb, ref, t)
 		if err != nil {
 			return nil, err
 		}
-		if squashed {
+		if in {
+			return nil, nil
+		}
+		onTarget, err := m.changes(ctx, mb+".."+t)
+		if err != nil {
+			return nil, err
+		}
+		have := map[string]bool{}
+		for _, c := range onTarget {
+			have[c.change] = true
+		}
+		whole, err := m.change(ctx, mb, ref)
+		if err != nil {
+			return nil, err
+		}
+		if whole != "" && have[whole] {
+			return nil, nil // squash-merged
+		}
+		mine, err := m.changes(ctx, mb+".."+ref)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range mine {
+			if have[c.change] && c.change != "" {
+				delete(left, c.commit)
+			}
+		}
+		if len(left) == 0 {
 			return nil, nil
 		}
 	}
@@ -71,50 +104,90 @@ func (m *Manager) refExists(ctx context.Context, ref string) bool {
 	return err == nil
 }
 
-// squashMerged: the branch's diff from its merge base with target has the
-// same patch id as one commit on target since that merge base.
-func (m *Manager) squashMerged(ctx context.Context, branch, target string) (bool, error) {
-	mb, err := m.git(ctx, m.Repo, "merge-base", target, "refs/heads/"+branch)
-	if err != nil {
-		return false, nil // unrelated histories: nothing to compare
-	}
-	mb = strings.TrimSpace(mb)
-	diff, err := m.git(ctx, m.Repo, "diff", "--no-color", "--full-index", mb, "refs/heads/"+branch)
-	if err != nil || strings.TrimSpace(diff) == "" {
-		return false, err
-	}
-	want, err := m.patchIDs(ctx, diff)
-	if err != nil || len(want) == 0 {
-		return false, err
-	}
-	log, err := m.git(ctx, m.Repo, "log", "-p", "--no-color", "--full-index", "--no-merges", mb+".."+target)
+// contentIn: at every path that differs between from and branch, target's
+// tree has exactly branch's blob and mode (or, for a deletion, no file).
+func (m *Manager) contentIn(ctx context.Context, from, branch, target string) (bool, error) {
+	out, err := m.git(ctx, m.Repo, "diff", "--name-only", "-z", "--no-renames", from, branch)
 	if err != nil {
 		return false, fmt.Errorf("worktree: %w", err)
 	}
-	have, err := m.patchIDs(ctx, log)
+	paths := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
+	if len(paths) == 1 && paths[0] == "" {
+		return false, nil // no change of its own: the commits may still be lost history
+	}
+	mine, err := m.entries(ctx, branch, paths)
 	if err != nil {
 		return false, err
 	}
-	for _, id := range have {
-		if id == want[0] {
-			return true, nil
+	theirs, err := m.entries(ctx, target, paths)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range paths {
+		if mine[p] != theirs[p] {
+			return false, nil
 		}
 	}
-	return false, nil
+	return true, nil
 }
 
-func (m *Manager) patchIDs(ctx context.Context, patch string) ([]string, error) {
-	out, err := m.gitIn(ctx, m.Repo, []byte(patch), "patch-id", "--stable")
+// entries maps each of paths to "mode blob" in commit's tree ("" if absent).
+func (m *Manager) entries(ctx context.Context, commit string, paths []string) (map[string]string, error) {
+	out, err := m.git(ctx, m.Repo, append([]string{"ls-tree", "-z", "--full-tree", commit, "--"}, paths...)...)
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
 	}
-	var ids []string
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		if f := strings.Fields(l); len(f) > 0 {
-			ids = append(ids, f[0])
+	res := map[string]string{}
+	for _, e := range strings.Split(out, "\x00") {
+		meta, path, ok := strings.Cut(e, "\t")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(meta) // mode type blob
+		if len(f) == 3 {
+			res[path] = f[0] + " " + f[2]
 		}
 	}
-	return ids, nil
+	return res, nil
+}
+
+type commitChange struct{ commit, change string }
+
+// changes lists each non-merge commit of rng with its exact change: the
+// sorted raw diff lines (modes, full blob ids, status, path).
+func (m *Manager) changes(ctx context.Context, rng string) ([]commitChange, error) {
+	out, err := m.git(ctx, m.Repo, "log", "--no-merges", "--raw", "--no-renames", "--no-abbrev", "-z", "--format=%x01%H", rng)
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	var res []commitChange
+	for _, rec := range strings.Split(out, "\x01")[1:] {
+		sha, raw, _ := strings.Cut(rec, "\x00")
+		res = append(res, commitChange{commit: strings.TrimSpace(sha), change: rawSignature(raw)})
+	}
+	return res, nil
+}
+
+// change is the exact change from a to b (see changes).
+func (m *Manager) change(ctx context.Context, a, b string) (string, error) {
+	out, err := m.git(ctx, m.Repo, "diff", "--raw", "--no-renames", "--no-abbrev", "-z", a, b)
+	if err != nil {
+		return "", fmt.Errorf("worktree: %w", err)
+	}
+	return rawSignature(out), nil
+}
+
+// rawSignature normalises `--raw -z` output (":mode mode blob blob S\0path\0"...)
+// into sorted "mode mode blob blob S path" lines.
+func rawSignature(raw string) string {
+	f := strings.Split(strings.Trim(raw, "\n\x00"), "\x00")
+	var lines []string
+	for i := 0; i+1 < len(f); i += 2 {
+		meta := strings.TrimPrefix(strings.TrimSpace(f[i]), ":")
+		lines = append(lines, meta+" "+f[i+1])
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
 }
 
 // targets are the branches a tai branch counts as merged into: its
@@ -224,7 +297,7 @@ type Info struct {
 // List returns tai's worktrees: every record, every registered worktree on
 // a tai/ branch or under Root, and every directory under Root.
 func (m *Manager) List(ctx context.Context) ([]Info, error) {
-	regs, err := m.registered(ctx)
+	regs, err := m.listRegistered(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +348,10 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		i.DirExists = err == nil
 		i.InUse = ValidName(i.Run) && ValidName(i.Task) && m.inUse(i.Run, i.Task)
 		if i.DirExists && i.Registered {
-			i.Dirty, _ = m.Dirty(ctx, p)
+			var err error
+			if i.Dirty, err = m.Dirty(ctx, p); err != nil {
+				i.Dirty = true // when in doubt (a rewritten .git), keep it
+			}
 		}
 		hasBranch := i.Branch != "" && m.branchExists(ctx, i.Branch)
 		if hasBranch {
@@ -392,23 +468,120 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("merge conflict rebasing %s onto %s in %s", e.Branch, e.Target, strings.Join(e.Files, ", "))
 }
 
+// ErrGitTooOld is a git without what tai needs (merge-tree --write-tree,
+// git 2.38).
+var ErrGitTooOld = errors.New("git is too old")
+
+// MergeTreeSupported reports whether this git has `merge-tree
+// --write-tree` (2.38 and later).
+func (m *Manager) MergeTreeSupported(ctx context.Context) bool {
+	m.versionOnce.Do(func() {
+		out, err := m.git(ctx, m.Repo, "version")
+		if err != nil {
+			return
+		}
+		var major, minor int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(strings.TrimSpace(out), "git version "), "%d.%d", &major, &minor); err == nil {
+			m.mergeTree = major > 2 || major == 2 && minor >= 38
+		}
+	})
+	return m.mergeTree
+}
+
+// Conflicts is a dry merge of branch into target with `git merge-tree
+// --write-tree`: the files that would conflict, found without touching
+// any worktree or ref. It fails with ErrGitTooOld on a git before 2.38.
+func (m *Manager) Conflicts(ctx context.Context, target, branch string) ([]string, error) {
+	if !m.MergeTreeSupported(ctx) {
+		return nil, fmt.Errorf("worktree: merge-tree pre-flight: %w (need 2.38 or later)", ErrGitTooOld)
+	}
+	out, err := m.git(ctx, m.Repo, "merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", target, branch)
+	if err == nil {
+		return nil, nil
+	}
+	if exitCode(err) != 1 {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	// <tree>\0<file>\0<file>\0 ... (then, without --no-messages, more)
+	f := strings.Split(strings.TrimRight(out, "\x00"), "\x00")
+	var files []string
+	seen := map[string]bool{}
+	for _, p := range f[1:] {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			files = append(files, p)
+		}
+	}
+	return files, nil
+}
+
+// targetLock queues merges into one target across processes: two fleets
+// on one target take turns.
+func (m *Manager) targetLock(ctx context.Context, target string) (func(), error) {
+	name := strings.NewReplacer("/", "%2F", "%", "%25").Replace(target)
+	path := filepath.Join(m.CommonDir, "tai", "targets", name+".lock")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	lk := flock.New(path)
+	if _, err := lk.TryLockContext(ctx, 10*time.Millisecond); err != nil {
+		return nil, fmt.Errorf("worktree: locking %s: %w", path, err)
+	}
+	return func() { _ = lk.Unlock() }, nil
+}
+
 // Integrate brings the worktree's branch onto target without touching any
-// checkout of target: it rebases the branch inside its own worktree onto
-// target, runs check (if any) in the worktree, verifies that the result
-// fast-forwards target and moves target's ref with a compare-and-swap
-// update-ref. It refuses a target checked out in any worktree (moving it
-// would leave that checkout's files stale). It returns the new target
-// commit. A conflict is a *ConflictError naming the files; the rebase is
-// aborted, so the worktree is as it was.
+// checkout of target: behind every other merge into target (of this or
+// another process), it checks with merge-tree that the branch merges
+// cleanly (a conflict is named with its files, no worktree touched), then
+// rebases the branch inside its own worktree onto target, runs check (if
+// any) in the worktree, verifies that the result fast-forwards target and
+// moves target's ref with a compare-and-swap update-ref (retried from the
+// rebase if something else moved it meanwhile). It refuses a target
+// checked out in any worktree (moving it would leave that checkout's files
+// stale). It returns the new target commit. A conflict is a
+// *ConflictError naming the files; a rebase that stops is aborted, so the
+// worktree is as it was.
 func (m *Manager) Integrate(ctx context.Context, rec Record, target string, check func(ctx context.Context, dir string) error) (string, error) {
 	if p, ok, err := m.CheckedOut(ctx, target); err != nil {
 		return "", err
 	} else if ok {
 		return "", fmt.Errorf("worktree: target branch %s is checked out in %s; tai never moves a checked-out branch (use another target)", target, p)
 	}
+	// The worktree's .git is checked before anything else runs in it.
+	if _, err := m.worktreeGitDir(rec.Path); err != nil {
+		return "", err
+	}
+	unlock, err := m.targetLock(ctx, target)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	for attempt := 0; ; attempt++ {
+		head, err := m.integrateOnce(ctx, rec, target, check)
+		if errors.Is(err, errTargetMoved) && attempt < 5 {
+			continue
+		}
+		return head, err
+	}
+}
+
+// errTargetMoved: target's ref changed between the rebase and the update.
+var errTargetMoved = errors.New("target moved")
+
+func (m *Manager) integrateOnce(ctx context.Context, rec Record, target string, check func(ctx context.Context, dir string) error) (string, error) {
 	old, err := m.RevParse(ctx, "refs/heads/"+target)
 	if err != nil {
 		return "", err
+	}
+	if m.MergeTreeSupported(ctx) {
+		files, err := m.Conflicts(ctx, old, "refs/heads/"+rec.Branch)
+		if err != nil {
+			return "", err
+		}
+		if len(files) > 0 {
+			return "", &ConflictError{Branch: rec.Branch, Target: target, Files: files}
+		}
 	}
 	if _, err := m.git(ctx, rec.Path, append(append([]string{}, m.identity...), "rebase", "--no-autostash", old)...); err != nil {
 		out, _ := m.git(ctx, rec.Path, "diff", "--name-only", "--diff-filter=U")
@@ -432,7 +605,26 @@ func (m *Manager) Integrate(ctx context.Context, rec Record, target string, chec
 		return "", fmt.Errorf("worktree: %s does not fast-forward %s: %w", rec.Branch, target, err)
 	}
 	if _, err := m.git(ctx, m.Repo, "update-ref", "-m", "tai: fast-forward "+target+" to "+rec.Branch, "refs/heads/"+target, head, old); err != nil {
+		if now, e := m.RevParse(ctx, "refs/heads/"+target); e == nil && now != old {
+			return "", errTargetMoved
+		}
 		return "", fmt.Errorf("worktree: %w", err)
 	}
 	return head, nil
+}
+
+// listRegistered reads git's worktree registrations under the repository
+// lock; where tai has made nothing yet (no <git-dir>/tai), there is no tai
+// change to serialise against, and a read-only caller (doctor, list)
+// leaves the repository as it found it.
+func (m *Manager) listRegistered(ctx context.Context) (map[string]registration, error) {
+	if _, err := os.Stat(filepath.Join(m.CommonDir, "tai")); errors.Is(err, fs.ErrNotExist) {
+		return m.registered(ctx)
+	}
+	unlock, err := m.lockRepo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	return m.registered(ctx)
 }

@@ -21,16 +21,24 @@
 //     process dies, even by SIGKILL, which is how "in use" is told from
 //     "left locked by a crash".
 //   - A branch is never deleted while it holds a commit that is neither
-//     reachable from a target branch or a remote-tracking branch, nor
-//     equivalent by patch id to a commit on a target (a cherry-pick or
-//     rebase, via git cherry), nor part of a squash merge (the branch's whole
-//     diff has the patch id of one commit on the target). Remove and GC refuse
-//     such a branch without Force, and never touch a worktree in use.
+//     reachable from a target branch or a remote-tracking branch, nor in a
+//     target exactly (the same blobs at every path it changed, or a target
+//     commit with the very same change: whitespace counts, unlike git
+//     cherry's patch ids). Remove and GC refuse such a branch without
+//     Force, and never touch a worktree in use.
 //   - Orphans are reconciled: a registration whose directory is gone is
 //     pruned; a directory without registration is moved aside (never
 //     deleted) when a worktree must be created in its place.
 //   - Every git command runs as git -C <dir> from the repository's top level,
-//     after checking that <dir> exists: never from a deleted directory.
+//     after checking that <dir> exists: never from a deleted directory. In a
+//     linked worktree it runs only after checking that its .git names the
+//     gitdir git registered for it, and with that gitdir given explicitly;
+//     always with a fixed environment and with the config keys that run
+//     commands (fsmonitor, hooks, pager, editor, external diff, textconv,
+//     credential helpers, ssh) turned off: agents write in these
+//     repositories.
+//   - Changes to the set of worktrees (add, lock, unlock, prune, remove)
+//     and reads of it are serialised per repository, across processes.
 package worktree
 
 import (
@@ -50,6 +58,10 @@ import (
 	"github.com/coder/quartz"
 	"github.com/gofrs/flock"
 )
+
+// testHook, when set by a test, is called at named points of an operation
+// (to interleave another process's change deterministically).
+var testHook func(point string)
 
 // BranchPrefix starts every branch tai creates.
 const BranchPrefix = "tai/"
@@ -93,8 +105,11 @@ type Manager struct {
 
 	identity []string // -c user.name/-c user.email when the repo has none
 
-	mu     sync.Mutex
-	paths  map[string]*sync.Mutex
+	mu          sync.Mutex
+	paths       map[string]*sync.Mutex
+	versionOnce sync.Once
+	mergeTree   bool // git has merge-tree --write-tree
+
 	repoMu sync.Mutex // with <git-dir>/tai/repo.lock: one change to the repo's worktree set at a time
 }
 
@@ -200,8 +215,16 @@ func (h *Handle) Release(ctx context.Context) error {
 	var err error
 	h.once.Do(func() {
 		if _, statErr := os.Stat(h.Path); statErr == nil {
-			if _, e := h.m.git(ctx, h.m.Repo, "worktree", "unlock", h.Path); e != nil && !strings.Contains(e.Error(), "not locked") {
-				err = fmt.Errorf("worktree unlock: %w", e)
+			// Under the repository lock: git's unlock deletes the file a
+			// concurrent `worktree list` is reading.
+			unlock, e := h.m.lockRepo(ctx)
+			if e != nil {
+				err = e
+			} else {
+				if _, e := h.m.git(ctx, h.m.Repo, "worktree", "unlock", h.Path); e != nil && !strings.Contains(e.Error(), "not locked") {
+					err = fmt.Errorf("worktree unlock: %w", e)
+				}
+				unlock()
 			}
 		}
 		if e := h.lock.Unlock(); e != nil && err == nil {
@@ -274,6 +297,14 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 			return nil, fmt.Errorf("worktree: moving the orphan directory %s aside: %w", path, err)
 		}
 	}
+	// The base is resolved once, and that one commit both starts the
+	// branch and is recorded: resolving it again later would see a target
+	// other tasks have moved on since, and every diff against it would
+	// show their files.
+	sha, err := m.RevParse(ctx, base)
+	if err != nil {
+		return nil, err
+	}
 	if !isReg {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return nil, fmt.Errorf("worktree: %w", err)
@@ -286,16 +317,21 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 				return nil, fmt.Errorf("worktree: %w", err)
 			}
 		} else {
-			if _, err := m.git(ctx, m.Repo, "worktree", "add", "-b", branch, path, base+"^{commit}"); err != nil {
+			if _, err := m.git(ctx, m.Repo, "worktree", "add", "-b", branch, path, sha); err != nil {
 				return nil, fmt.Errorf("worktree: %w", err)
 			}
 			recErr = os.ErrNotExist
 		}
 	}
+	if testHook != nil {
+		testHook("created")
+	}
 	if recErr != nil {
-		sha, err := m.RevParse(ctx, base)
-		if err != nil {
-			return nil, err
+		if m.branchExists(ctx, branch) {
+			// A branch without its record: it started where it meets base.
+			if mb, err := m.git(ctx, m.Repo, "merge-base", sha, "refs/heads/"+branch); err == nil {
+				sha = strings.TrimSpace(mb)
+			}
 		}
 		host, _ := os.Hostname()
 		if owner.Host == "" {
@@ -379,6 +415,22 @@ func (m *Manager) ensureExcluded() error {
 	return nil
 }
 
+// Lookup returns tai's record of task's worktree in run.
+func (m *Manager) Lookup(run, task string) (Record, error) { return m.readRecord(run, task) }
+
+// HasCommits reports whether the repository's HEAD is a commit (a new
+// repository has none until the first commit).
+func (m *Manager) HasCommits(ctx context.Context) bool {
+	_, err := m.git(ctx, m.Repo, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+	return err == nil
+}
+
+// IsAncestor reports whether commit a is an ancestor of (or equal to) b.
+func (m *Manager) IsAncestor(ctx context.Context, a, b string) bool {
+	_, err := m.git(ctx, m.Repo, "merge-base", "--is-ancestor", a, b)
+	return err == nil
+}
+
 func (m *Manager) readRecord(run, task string) (Record, error) {
 	b, err := os.ReadFile(m.recordPath(run, task))
 	if err != nil {
@@ -444,8 +496,21 @@ type registration struct {
 	Prunable bool
 }
 
+// registered lists git's worktrees. Callers hold the repository lock
+// (lockRepo), which keeps tai's own changes out; another program's may
+// still race git's read of a worktree's files ("failed to read
+// .git/worktrees/X/locked" when it is unlocked meanwhile), so such a
+// transient failure is retried.
 func (m *Manager) registered(ctx context.Context) (map[string]registration, error) {
-	out, err := m.git(ctx, m.Repo, "worktree", "list", "--porcelain")
+	var out string
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		out, err = m.git(ctx, m.Repo, "worktree", "list", "--porcelain")
+		var ge *GitError
+		if err == nil || !errors.As(err, &ge) || !strings.Contains(ge.Stderr, "failed to read") || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
 	}
@@ -479,7 +544,12 @@ func (m *Manager) registered(ctx context.Context) (map[string]registration, erro
 
 // CheckedOut returns the worktree where branch is checked out, if any.
 func (m *Manager) CheckedOut(ctx context.Context, branch string) (string, bool, error) {
+	unlock, err := m.lockRepo(ctx)
+	if err != nil {
+		return "", false, err
+	}
 	regs, err := m.registered(ctx)
+	unlock()
 	if err != nil {
 		return "", false, err
 	}
@@ -515,16 +585,32 @@ func (m *Manager) CurrentBranch(ctx context.Context) string {
 	return strings.TrimSpace(out)
 }
 
-// EnsureBranch creates branch at rev if it does not exist.
+// EnsureBranch creates branch at rev if it does not exist. The create is
+// atomic (update-ref with the zero id as the expected old value): of two
+// fleets starting on one new target at once, one creates it and the other
+// finds it made.
 func (m *Manager) EnsureBranch(ctx context.Context, branch, rev string) error {
 	if m.branchExists(ctx, branch) {
 		return nil
 	}
-	if _, err := m.git(ctx, m.Repo, "branch", branch, rev); err != nil {
+	sha, err := m.RevParse(ctx, rev)
+	if err != nil {
+		return err
+	}
+	if testHook != nil {
+		testHook("ensure-branch")
+	}
+	if _, err := m.git(ctx, m.Repo, "update-ref", "-m", "tai: create "+branch, "refs/heads/"+branch, sha, zeroOID(sha)); err != nil {
+		if m.branchExists(ctx, branch) {
+			return nil // made by another process since we looked
+		}
 		return fmt.Errorf("worktree: %w", err)
 	}
 	return nil
 }
+
+// zeroOID is the all-zero object id of sha's length (SHA-1 or SHA-256).
+func zeroOID(sha string) string { return strings.Repeat("0", len(sha)) }
 
 // Commit stages everything in the worktree at dir and commits it. It
 // returns the new HEAD and whether a commit was made.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/tai-dev/tai/driver"
 )
@@ -48,22 +49,29 @@ func (s *Session) Attach(ctx context.Context, a driver.Attach) (driver.AttachEnd
 	_, _ = io.WriteString(a.Out, "\x1b[0m\x1b[H\x1b[2J")
 	s.setMirror(a.Out)
 	s.attached.Store(true)
-	// release gives the screen back: once, at the detach or the end.
-	release := func() {
-		if !s.attached.Swap(false) {
-			return
-		}
-		s.setMirror(nil)
-		_, _ = io.WriteString(a.Out, restoreUser)
-		// Back to tai's own screen size (tall, so replies stay on it),
-		// and a fresh look at the screen: a picker shown while attached
-		// is now for the policy to answer.
-		if s.homeCols > 0 {
-			_ = s.proc.Resize(s.homeCols, s.homeRows)
-		}
-		s.wake()
+	// release gives the screen back: once, at the detach or the end. The
+	// user's terminal is theirs again and onDetach has run (the runner
+	// records the detach there) before tai supervises the TUI again, so
+	// nothing tai decides about a picker left open can precede the detach.
+	var once sync.Once
+	release := func(onDetach func()) {
+		once.Do(func() {
+			s.setMirror(nil)
+			_, _ = io.WriteString(a.Out, restoreUser)
+			if onDetach != nil {
+				onDetach()
+			}
+			s.attached.Store(false)
+			// Back to tai's own screen size (tall, so replies stay on it),
+			// and a fresh look at the screen: a picker shown while
+			// attached is now for the policy to answer.
+			if s.homeCols > 0 {
+				_ = s.proc.Resize(s.homeCols, s.homeRows)
+			}
+			s.wake()
+		})
 	}
-	defer release()
+	defer release(nil)
 	if !s.followSize(a) {
 		snap := s.proc.Screen.Snapshot()
 		var b strings.Builder
@@ -108,10 +116,7 @@ func (s *Session) Attach(ctx context.Context, a driver.Attach) (driver.AttachEnd
 		select {
 		case <-detached:
 			s.log.Debug("user detached")
-			release()
-			if a.OnDetach != nil {
-				a.OnDetach()
-			}
+			release(a.OnDetach)
 			return s.settleAfterDetach(ctx)
 		case <-a.Resized:
 			s.followSize(a)

@@ -95,7 +95,7 @@ func start(t *testing.T, mode string, dec driver.PermissionDecider) (*Session, *
 	cwd := t.TempDir()
 	// tai's real host services, whose events carry the session the way
 	// the runner's stamper gives it to them.
-	svc, err := host.New([]string{cwd}, sessionStamp{k, "tai-chosen-id"}, nil)
+	svc, err := host.New(host.Options{Roots: []string{cwd}, Sink: sessionStamp{k, "tai-chosen-id"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,8 @@ func TestHooks(t *testing.T) {
 }
 
 // TestFileWrites: a write the CLI's own tool made inside the workspace is
-// reported with its size and hash; one outside is not.
+// reported with its size and hash; one outside is reported as an error
+// naming the path, and is not in the files written.
 func TestFileWrites(t *testing.T) {
 	s, k := start(t, "claude", decider{verdict: driver.VerdictAllow})
 	if _, err := s.Prompt(context.Background(), []driver.Content{driver.TextContent("write it")}); err != nil {
@@ -408,5 +409,14 @@ func TestFileWrites(t *testing.T) {
 	want := "sha256:5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03"
 	if f.Path != filepath.Join(s.l.Cwd, "written.txt") || f.Size != 6 || !f.Created || f.HashAfter != want || w[0].Session != "tai-chosen-id" {
 		t.Errorf("file write = %+v", f)
+	}
+	var outside []string
+	for _, ev := range k.of(driver.EventError) {
+		if ev.Error.Code == "agent_write_outside" {
+			outside = append(outside, ev.Error.Message)
+		}
+	}
+	if len(outside) != 1 || !strings.Contains(outside[0], "/elsewhere/out.txt") {
+		t.Errorf("errors for the write outside = %q, want one naming /elsewhere/out.txt", outside)
 	}
 }

@@ -169,10 +169,14 @@ func TestTwentyTaskDAG(t *testing.T) {
 	if o, e, c := runTai(t, repo, "audit", "verify", s.Audit); c != 0 || strings.Contains(o, "no run.end") {
 		t.Fatalf("audit verify: %s %s", o, e)
 	}
-	// Everything is merged: gc may remove all of it.
-	o, _, c := runTai(t, repo, "worktree", "gc", "--dry-run")
-	if c != 0 || strings.Count(o, "would remove") != 20 {
-		t.Fatalf("gc dry run:\n%s", o)
+	// Everything is merged, and the run removed its worktrees and
+	// branches: nothing is left for gc, nothing with a stale owner.
+	o, _, c := runTai(t, repo, "worktree", "list")
+	if c != 0 || strings.Contains(o, "dag20") {
+		t.Fatalf("worktrees left after a successful run:\n%s", o)
+	}
+	if br := git(t, repo, "branch", "--list", "tai/dag20/*"); br != "" {
+		t.Fatalf("branches left: %s", br)
 	}
 }
 
@@ -284,9 +288,12 @@ func TestKill9ThenResume(t *testing.T) {
 			t.Fatalf("%s missing on target:\n%s", f, files)
 		}
 	}
-	branches := git(t, repo, "branch", "--list", "tai/kill9/*")
-	if strings.Count(branches, "tai/kill9/") != 7 {
-		t.Fatalf("branches:\n%s", branches)
+	// Everything merged: the successful resume removed the worktrees.
+	if branches := git(t, repo, "branch", "--list", "tai/kill9/*"); branches != "" {
+		t.Fatalf("branches left:\n%s", branches)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".tai", "worktrees", "kill9", "slow")); err == nil {
+		t.Fatal("slow's worktree left behind")
 	}
 }
 
@@ -356,5 +363,195 @@ func TestAuditEntriesNameTheTask(t *testing.T) {
 	}
 	if v, _, code := runTai(t, repo, "audit", "verify", "tasks"); code != 0 {
 		t.Fatalf("verify: exit %d %s", code, v)
+	}
+}
+
+// A fleet agent that may only edit files (execute denied) rewrites its
+// worktree's .git to point at a gitdir it made, with core.fsmonitor set to
+// a command: tai's next git call there refuses to run, the command never
+// runs, and the task fails saying why.
+func TestGitDirRedirectRefused(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	marker := filepath.Join(t.TempDir(), "pwned")
+	write(t, filepath.Join(pd, "evil.yaml"), fmt.Sprintf(`steps:
+  - write: {path: work.txt, content: "work\n"}
+  - write: {path: evil/HEAD, content: "ref: refs/heads/main\n"}
+  - write: {path: evil/objects/keep, content: ""}
+  - write: {path: evil/refs/keep, content: ""}
+  - write: {path: evil/config, content: "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch %s\n"}
+  - write: {path: .git, content: "gitdir: evil\n"}
+  - text: done
+`, marker))
+	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all, deny: [execute]}\ntasks:\n  - {id: evil, script: evil.yaml, prompt: go}\n")
+	out, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "gitdir", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("tai's git ran the agent's fsmonitor command\n%s\n%s", out, errOut)
+	}
+	// Where the file service itself refuses to write .git, the redirect
+	// never happens; otherwise tai's git refuses the worktree.
+	if !strings.Contains(errOut, "does not point at its registered gitdir") {
+		b, _ := os.ReadFile(filepath.Join(repo, ".tai", "worktrees", "gitdir", "evil", ".git"))
+		if !strings.HasPrefix(string(b), "gitdir: "+filepath.Join(repo, ".git", "worktrees")) {
+			t.Fatalf("exit %d: the .git was rewritten (%q) and tai did not refuse it\n%s\n%s", code, b, out, errOut)
+		}
+	} else if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, errOut)
+	}
+	if strings.Contains(git(t, repo, "ls-tree", "-r", "--name-only", "tai-fleet/gitdir"), "work.txt") {
+		t.Fatal("the tampered worktree's work was merged")
+	}
+}
+
+// Eight independent tasks at -j 2, each owning only its own file, while
+// the others merge into the target: every task's diff is its own file
+// (the base it records is the commit it started from), so owns: passes
+// and every dependent sees only its dependency's file.
+func TestIndependentTasksSeeOnlyTheirOwnDiff(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	var plan strings.Builder
+	plan.WriteString("policy: {approve: all}\nconcurrency: 2\ntasks:\n")
+	for i := range 8 {
+		write(t, filepath.Join(pd, fmt.Sprintf("t%d.yaml", i)), fmt.Sprintf("steps:\n  - write: {path: f%d.txt, content: \"%d\\n\"}\n  - text: done %d\n", i, i, i))
+		fmt.Fprintf(&plan, "  - {id: t%d, script: t%d.yaml, prompt: go, owns: [f%d.txt]}\n", i, i, i)
+	}
+	write(t, filepath.Join(pd, "d.yaml"), "steps:\n  - write: {path: d.txt, content: \"d\\n\"}\n")
+	plan.WriteString("  - {id: d, script: d.yaml, depends_on: [t7], owns: [d.txt], prompt: \"saw {{ .Tasks.t7.Diff }}\"}\n")
+	write(t, filepath.Join(pd, "plan.yaml"), plan.String())
+	out, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "indep", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var s summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Counts["merged"] != 9 {
+		t.Fatalf("counts %v", s.Counts)
+	}
+	b, err := os.ReadFile(s.Audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "saw 1 file(s) changed, +1 -0: f7.txt") {
+		t.Fatal("d's prompt did not get exactly t7's diff")
+	}
+}
+
+// Two fleets started together on one new target: both succeed, their
+// merges take turns, and the target has the work of both.
+func TestTwoFleetsOneNewTarget(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	for _, f := range []string{"a", "b"} {
+		write(t, filepath.Join(pd, f+".yaml"), fmt.Sprintf("steps:\n  - write: {path: %s.txt, content: \"%s\\n\"}\n", f, f))
+		write(t, filepath.Join(pd, f+"-plan.yaml"), fmt.Sprintf("target: shared-target\npolicy: {approve: all}\ntasks:\n  - {id: %s1, script: %s.yaml, prompt: go}\n", f, f))
+	}
+	cmds := map[string]*exec.Cmd{}
+	outs := map[string]*bytes.Buffer{}
+	for _, f := range []string{"a", "b"} {
+		cmd := tai(repo, "fleet", "run", "--run-id", "two-"+f, "-C", repo, filepath.Join(pd, f+"-plan.yaml"))
+		var o bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &o
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[f], outs[f] = cmd, &o
+	}
+	for f, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("fleet %s: %v\n%s", f, err, outs[f])
+		}
+	}
+	files := git(t, repo, "ls-tree", "--name-only", "shared-target")
+	if !strings.Contains(files, "a.txt") || !strings.Contains(files, "b.txt") {
+		t.Fatalf("target:\n%s", files)
+	}
+}
+
+// A plan's problems are found when it is loaded: exit 2 with the file and
+// line, before any worktree is made.
+func TestPlanCheckedBeforeAnythingRuns(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	write(t, filepath.Join(pd, "ok.yaml"), "steps:\n  - text: ok\n")
+	plan := filepath.Join(pd, "plan.yaml")
+	write(t, plan, "policy: {approve: all}\ntasks:\n  - {id: ok, script: ok.yaml, prompt: go}\n  - {id: agent, agent: nosuch, prompt: go}\n  - {id: script, script: missing.yaml, prompt: go}\n  - id: pol\n    prompt: go\n    policy: {approve: sometimes}\n")
+	_, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "bad", "-C", repo, plan)
+	if code != 2 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	for _, w := range []string{plan + `:4: task "agent": unknown agent "nosuch"`, plan + `:5: task "script": script:`, plan + `:8: task "pol": policy:`} {
+		if !strings.Contains(errOut, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errOut)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".tai")); err == nil {
+		t.Fatal("a worktree was made for a plan that does not load")
+	}
+	// A plan outside any repository, run from inside another: -C is named.
+	other := t.TempDir()
+	write(t, filepath.Join(other, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: a, prompt: go}\n")
+	_, errOut, code = runTai(t, repo, "fleet", "run", filepath.Join(other, "plan.yaml"))
+	if code != 2 || !strings.Contains(errOut, "-C") {
+		t.Fatalf("exit %d, want 2 mentioning -C:\n%s", code, errOut)
+	}
+}
+
+// `tai fleet plan "goal"` works with its default agent, and the plan it
+// saves runs.
+func TestFleetPlanDefaultAgent(t *testing.T) {
+	repo := gitRepo(t)
+	out := filepath.Join(t.TempDir(), "plan.yaml")
+	o, e, code := runTai(t, repo, "fleet", "plan", "--out", out, "add a greeting")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, o, e)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(b), "add a greeting") {
+		t.Fatalf("plan: %v\n%s", err, b)
+	}
+}
+
+// The same redirect planted from outside while the agent works (whatever
+// the file service allows): tai's next git call in the worktree refuses,
+// naming why, and the planted command never runs.
+func TestGitDirRedirectPlantedRefused(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	tmp := t.TempDir()
+	marker, fifo := filepath.Join(tmp, "pwned"), filepath.Join(tmp, "go-on")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(pd, "w.yaml"), fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: cat, args: [%q]}\n  - text: done\n", fifo))
+	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: w, script: w.yaml, prompt: go}\n")
+	cmd := tai(repo, "fleet", "run", "--run-id", "planted", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	var o bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &o
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The agent blocks on the FIFO after writing work.txt: plant, then
+	// let it finish. Opening the FIFO for writing waits for the agent.
+	wt := filepath.Join(repo, ".tai", "worktrees", "planted", "w")
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := filepath.Join(wt, "evil")
+	for _, d := range []string{"objects", "refs"} {
+		if err := os.MkdirAll(filepath.Join(evil, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, filepath.Join(evil, "HEAD"), "ref: refs/heads/main\n")
+	write(t, filepath.Join(evil, "config"), "[core]\n\trepositoryformatversion = 0\n\tfsmonitor = touch "+marker+"\n")
+	write(t, filepath.Join(wt, ".git"), "gitdir: evil\n")
+	_, _ = f.WriteString("go\n")
+	_ = f.Close()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(o.String(), "does not point at its registered gitdir") {
+		t.Fatalf("%v, want exit 1 naming the redirect\n%s", err, o.String())
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("tai's git ran the planted fsmonitor command")
 	}
 }

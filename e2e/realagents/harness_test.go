@@ -194,6 +194,9 @@ type decision struct {
 	Verdict   string `json:"verdict"`
 	ToolKind  string `json:"tool_kind"`
 	Title     string `json:"title"`
+	// Unrequested: a file or terminal call the agent made without
+	// asking, which tai decided all the same.
+	Unrequested bool `json:"unrequested"`
 }
 
 func (w *world) jsonResult(o outcome) result {

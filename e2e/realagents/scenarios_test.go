@@ -142,7 +142,8 @@ func scenarioApprove(t *testing.T, a agent, exe, version string) {
 		if d.Verdict != "allow" {
 			t.Errorf("decision %+v under --approve all", d)
 		}
-		edit = edit || d.ToolKind == "edit"
+		// The agent's own ask, not tai's decision of an unasked write.
+		edit = edit || (d.ToolKind == "edit" && !d.Unrequested)
 	}
 	if !edit {
 		t.Errorf("no permission for an edit among %+v", r.Permissions)

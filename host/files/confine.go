@@ -23,6 +23,25 @@ import (
 // ErrNotAbsolute is returned (wrapped) for relative or empty paths.
 var ErrNotAbsolute = errors.New("path must be absolute")
 
+// ErrNUL is returned (wrapped) for a path holding a NUL byte: no file has
+// such a name, and cleaning one lexically (nul\x00/../x) would name a
+// file the agent did not spell.
+var ErrNUL = errors.New("path contains a NUL byte")
+
+// ProtectedError reports a write refused because the path is, or is under,
+// one of the paths the service protects (tai's own files).
+type ProtectedError struct {
+	Path      string // path as requested
+	Protected string // the protected file or directory it hits
+}
+
+func (e *ProtectedError) Error() string {
+	if e.Path == e.Protected {
+		return fmt.Sprintf("path %q is one of tai's own files; agents may not write it", e.Path)
+	}
+	return fmt.Sprintf("path %q is inside %s, which is tai's own; agents may not write there", e.Path, e.Protected)
+}
+
 // OutsideError reports a path refused because it is, or resolves to,
 // somewhere outside the workspace roots. Callers branch on it with errors.As.
 type OutsideError struct {
@@ -75,6 +94,9 @@ func newRoots(paths []string) (roots, error) {
 
 // resolve applies the confinement rules to path and returns its real path.
 func (r roots) resolve(path string) (string, error) {
+	if strings.IndexByte(path, 0) >= 0 {
+		return "", fmt.Errorf("%q: %w", path, ErrNUL)
+	}
 	if !filepath.IsAbs(path) {
 		return "", fmt.Errorf("%q: %w", path, ErrNotAbsolute)
 	}

@@ -20,6 +20,9 @@ import (
 // It is safe for concurrent use.
 type Service struct {
 	roots roots
+	// protected are paths no write may touch, each as given (clean) and
+	// with its symlinks resolved; set once, before use.
+	protected []string
 }
 
 // New returns a Service confined to roots, which must be absolute paths of
@@ -30,6 +33,48 @@ func New(roots ...string) (*Service, error) {
 		return nil, err
 	}
 	return &Service{roots: r}, nil
+}
+
+// Protect makes the service refuse writes to each path (a file or a whole
+// directory) with a *ProtectedError, even inside the workspace. Call it
+// before the service is used. Relative and empty paths are ignored.
+func (s *Service) Protect(paths ...string) {
+	for _, p := range paths {
+		if p == "" || !filepath.IsAbs(p) {
+			continue
+		}
+		clean := filepath.Clean(p)
+		s.protected = append(s.protected, clean)
+		if real, err := resolveSymlinks(clean); err == nil && real != clean {
+			s.protected = append(s.protected, real)
+		}
+	}
+}
+
+// CheckWrite is the check Write makes before writing: path is confined to
+// the workspace and is none of the protected paths. It returns the real
+// path.
+func (s *Service) CheckWrite(path string) (string, error) {
+	real, err := s.roots.resolve(path)
+	if err != nil {
+		return "", err
+	}
+	return real, s.protects(path, real)
+}
+
+// protects refuses a write to path (real: its resolved path) that hits a
+// protected path, by either spelling.
+func (s *Service) protects(path, real string) error {
+	clean := filepath.Clean(path)
+	for _, p := range s.protected {
+		if _, ok := within([]string{p}, real); ok {
+			return &ProtectedError{Path: path, Protected: p}
+		}
+		if _, ok := within([]string{p}, clean); ok {
+			return &ProtectedError{Path: path, Protected: p}
+		}
+	}
+	return nil
 }
 
 // Roots returns the real (symlink-resolved) workspace roots.
@@ -206,6 +251,9 @@ func (s *Service) Write(ctx context.Context, path string, content []byte) (Write
 		return WriteResult{}, err
 	}
 	defer root.Close()
+	if err := s.protects(path, real); err != nil {
+		return WriteResult{}, err
+	}
 	if rel == "." {
 		return WriteResult{}, fmt.Errorf("write %q: is a directory", path)
 	}

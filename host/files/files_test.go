@@ -470,3 +470,66 @@ func TestReadLargeFile(t *testing.T) {
 		t.Errorf("whole file: %d bytes, %v", len(all), err)
 	}
 }
+
+// A NUL byte anywhere in a path is refused by every operation, instead of
+// being cleaned into another path (ws/nul\x00../../x.txt is not ws/x.txt).
+func TestNULPaths(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	for _, p := range []string{
+		filepath.Join(f.ws, "nul") + "\x00../../x.txt",
+		filepath.Join(f.ws, "a.txt\x00"),
+		f.ws + "/\x00/a.txt",
+	} {
+		for name, err := range map[string]error{
+			"resolve": func() error { _, err := f.svc.Resolve(p); return err }(),
+			"read":    func() error { _, err := f.svc.Read(ctx, p, 0, 0); return err }(),
+			"write":   func() error { _, err := f.svc.Write(ctx, p, []byte("x")); return err }(),
+			"observe": func() error { _, err := f.svc.Observe(ctx, p); return err }(),
+			"check":   func() error { _, err := f.svc.CheckWrite(p); return err }(),
+			"contains": func() error {
+				_, err := Contains([]string{f.ws}, p)
+				return err
+			}(),
+		} {
+			if !errors.Is(err, ErrNUL) {
+				t.Errorf("%s %q: %v, want ErrNUL", name, p, err)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "x.txt")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("x.txt was written: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "a.txt")); string(b) != "hello\n" {
+		t.Errorf("a.txt = %q", b)
+	}
+}
+
+// Protected paths (tai's own files) are not written, by either spelling;
+// the rest of the workspace is.
+func TestProtect(t *testing.T) {
+	f := newFixture(t)
+	f.svc.Protect(filepath.Join(f.ws, "sub"), filepath.Join(f.ws, "a.txt"), "relative/ignored", "")
+	ctx := context.Background()
+	for _, p := range []string{
+		filepath.Join(f.ws, "a.txt"),
+		filepath.Join(f.ws, "sub", "b.txt"),
+		filepath.Join(f.ws, "sub", "new", "c.txt"),
+		filepath.Join(f.ws, "in-link", "b.txt"), // through a symlink to sub
+		filepath.Join(f.ws, "b-link"),
+	} {
+		var pe *ProtectedError
+		if _, err := f.svc.Write(ctx, p, []byte("x")); !errors.As(err, &pe) {
+			t.Errorf("write %s: %v, want a ProtectedError", p, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.ws, "a.txt")); string(b) != "hello\n" {
+		t.Errorf("a.txt = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "sub", "new")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a directory was made in a protected one: %v", err)
+	}
+	if _, err := f.svc.Write(ctx, filepath.Join(f.ws, "subway.txt"), []byte("x")); err != nil {
+		t.Errorf("a sibling of a protected directory: %v", err)
+	}
+}

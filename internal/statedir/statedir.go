@@ -22,3 +22,20 @@ func Dir(elem ...string) string {
 	}
 	return filepath.Join(append([]string{base, "tai"}, elem...)...)
 }
+
+// ConfigDir is tai's config directory, where the user's policy lives:
+// $XDG_CONFIG_HOME/tai, or ~/.config/tai.
+func ConfigDir() string {
+	if dir, err := os.UserConfigDir(); err == nil {
+		return filepath.Join(dir, "tai")
+	}
+	// A relative XDG_CONFIG_HOME is to be ignored (the XDG spec).
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".config", "tai")
+	}
+	return filepath.Join(Dir(), "config")
+}
+
+// Own lists the directories that are tai's own (its config and its state):
+// no agent may write them, even when a workspace contains them.
+func Own() []string { return []string{ConfigDir(), Dir()} }

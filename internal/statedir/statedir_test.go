@@ -18,3 +18,21 @@ func TestDir(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigDirAndOwn(t *testing.T) {
+	for _, tc := range []struct{ xdg, home, want string }{
+		{"/cfg", "/home/u", "/cfg/tai"},
+		{"", "/home/u", "/home/u/.config/tai"},
+		{"relative/cfg", "/home/u", "/home/u/.config/tai"},
+	} {
+		t.Setenv("XDG_CONFIG_HOME", tc.xdg)
+		t.Setenv("XDG_STATE_HOME", "/state")
+		t.Setenv("HOME", tc.home)
+		if got := ConfigDir(); got != filepath.FromSlash(tc.want) {
+			t.Errorf("XDG_CONFIG_HOME=%q: %s, want %s", tc.xdg, got, tc.want)
+		}
+		if own := Own(); len(own) != 2 || own[0] != ConfigDir() || own[1] != filepath.FromSlash("/state/tai") {
+			t.Errorf("Own() = %v", own)
+		}
+	}
+}
