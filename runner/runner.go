@@ -56,6 +56,9 @@ type Options struct {
 	// OnSession, if set, is handed the live session once it is configured,
 	// before the first turn.
 	OnSession func(Control)
+	// EditorFiles, if set, serves the agent's decided file reads and
+	// writes instead of the disk (host.Options.Editor).
+	EditorFiles driver.Files
 
 	Decider      driver.PermissionDecider
 	AllowDenials bool
@@ -282,7 +285,7 @@ func (r *run) run(ctx context.Context) error {
 	// Every file and terminal call the agent makes is decided too: by the
 	// grants of what it asked for, else as a request of its own.
 	hostOpts := host.Options{Roots: []string{cwd}, Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
-		Protected: r.protected(), Recorded: dec.recorded}
+		Protected: r.protected(), Recorded: dec.recorded, Editor: o.EditorFiles}
 	svc, err := host.New(hostOpts)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
