@@ -48,6 +48,8 @@ type Hooks struct {
 	// Files, when set, is where the agent's file requests go once tai's
 	// policy and confinement have passed them: the editor's buffers.
 	Files driver.Files
+	// Passthrough takes the agent's extension messages to the editor.
+	Passthrough driver.Passthrough
 }
 
 // RunFunc runs one session until Turns is closed or ctx is done.

@@ -50,7 +50,7 @@ func newSession(s *Server, spec Spec) *session {
 
 func (ss *session) hooks() Hooks {
 	h := Hooks{Sink: sink{ss}, Turns: ss.turns, Interrupts: ss.interrupts, Prompter: editor{ss},
-		OnSession: ss.onSession}
+		OnSession: ss.onSession, Passthrough: editorPassthrough{ss}}
 	if fs := ss.srv.clientFS(); fs.ReadTextFile && fs.WriteTextFile {
 		h.Files = editorFiles{ss}
 	}
@@ -409,4 +409,20 @@ func (ss *session) forwardNotify(ctx context.Context, method string, params json
 	if err := ss.ctl.Session().(RawConn).NotifyRaw(ctx, method, params); err != nil {
 		ss.srv.o.Logger.Debug("acp: forwarding a notification", "method", method, "err", err)
 	}
+}
+
+// editorPassthrough hands the agent's extension messages to the editor
+// unchanged: the session ids are the agent's own.
+type editorPassthrough struct{ ss *session }
+
+func (p editorPassthrough) CallRaw(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var out json.RawMessage
+	if err := p.ss.srv.conn.Call(ctx, method, params, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (p editorPassthrough) NotifyRaw(ctx context.Context, method string, params json.RawMessage) error {
+	return p.ss.srv.conn.Notify(ctx, method, params)
 }

@@ -63,6 +63,7 @@ func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserve
 	opts.MCPServers = append(opts.MCPServers, spec.MCPServers...)
 	opts.Sinks = append(opts.Sinks, h.Sink)
 	opts.Turns, opts.Interrupts, opts.OnSession = h.Turns, h.Interrupts, h.OnSession
+	opts.Passthrough = h.Passthrough
 	if h.Files != nil {
 		opts.EditorFiles = h.Files
 	}

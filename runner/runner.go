@@ -59,6 +59,9 @@ type Options struct {
 	// EditorFiles, if set, serves the agent's decided file reads and
 	// writes instead of the disk (host.Options.Editor).
 	EditorFiles driver.Files
+	// Passthrough, if set, takes the agent's extension messages
+	// (driver.Host.Passthrough).
+	Passthrough driver.Passthrough
 
 	Decider      driver.PermissionDecider
 	AllowDenials bool
@@ -294,7 +297,7 @@ func (r *run) run(ctx context.Context) error {
 
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
-		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc},
+		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Passthrough: o.Passthrough},
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID,
 		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
