@@ -43,13 +43,21 @@ type Hooks struct {
 	Interrupts <-chan struct{}
 	// Prompter is the editor, asked what the policy leaves open.
 	Prompter policy.Prompter
-	// OnSession must be passed on to runner.Options.OnSession.
-	OnSession func(runner.Control)
+	// OnSession must be handed the live session (runner.Options.OnSession
+	// with a runner.Control) before the first turn.
+	OnSession func(Control)
 	// Files, when set, is where the agent's file requests go once tai's
 	// policy and confinement have passed them: the editor's buffers.
 	Files driver.Files
 	// Passthrough takes the agent's extension messages to the editor.
 	Passthrough driver.Passthrough
+}
+
+// Control is the live session of a run (runner.Control).
+type Control interface {
+	Session() runner.Session
+	SetMode(ctx context.Context, mode string) error
+	SetConfigOption(ctx context.Context, id, value string) error
 }
 
 // RunFunc runs one session until Turns is closed or ctx is done.
@@ -86,7 +94,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, o Options) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &Server{o: o, ctx: ctx, sessions: map[string]*session{}, ready: make(chan struct{})}
+	s := &Server{o: o, ctx: ctx, sessions: map[string]*session{}, live: map[*session]struct{}{}, ready: make(chan struct{})}
 	opts := jsonrpc.Options{Logger: o.Logger, MaxLineBytes: o.MaxLineBytes}
 	if o.Trace != nil {
 		opts.Trace = func(d jsonrpc.Direction, line []byte) { o.Trace(d.String(), line) }
@@ -104,24 +112,24 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, o Options) error {
 	}
 	_ = s.conn.Close(err)
 	s.closeAll()
-	s.handlers.Wait()
+	s.conn.Wait()
 	return err
 }
 
 // Server is one editor connection. Its methods are jsonrpc.Handler's.
 type Server struct {
-	o        Options
-	ctx      context.Context
-	conn     *jsonrpc.Conn
-	ready    chan struct{}
-	handlers sync.WaitGroup
+	o     Options
+	ctx   context.Context
+	conn  *jsonrpc.Conn
+	ready chan struct{}
 
 	mu         sync.Mutex
 	clientCaps acp.ClientCapabilities
 	inited     bool
 	closing    bool
 	warm       *session
-	sessions   map[string]*session
+	sessions   map[string]*session   // ready, by id
+	live       map[*session]struct{} // every session whose run has not ended
 	runs       sync.WaitGroup
 }
 
@@ -151,8 +159,6 @@ func (s *Server) HandleNotification(ctx context.Context, method string, params j
 
 // HandleRequest implements jsonrpc.Handler.
 func (s *Server) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
-	s.handlers.Add(1)
-	defer s.handlers.Done()
 	<-s.ready
 	if method == acp.MethodInitialize {
 		return s.initialize(ctx, params)
@@ -311,6 +317,7 @@ func (s *Server) start(ctx context.Context, spec Spec, method string) (*session,
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tai is shutting down"}
 	}
 	ss := newSession(s, spec)
+	s.live[ss] = struct{}{}
 	s.runs.Add(1)
 	s.mu.Unlock()
 	go func() {
@@ -467,6 +474,7 @@ func (s *Server) forget(ss *session) {
 	if s.sessions[ss.id] == ss {
 		delete(s.sessions, ss.id)
 	}
+	delete(s.live, ss)
 	s.mu.Unlock()
 }
 
@@ -474,12 +482,9 @@ func (s *Server) forget(ss *session) {
 func (s *Server) closeAll() {
 	s.mu.Lock()
 	s.closing = true
-	all := make([]*session, 0, len(s.sessions)+1)
-	for _, ss := range s.sessions {
+	all := make([]*session, 0, len(s.live))
+	for ss := range s.live {
 		all = append(all, ss)
-	}
-	if s.warm != nil {
-		all = append(all, s.warm)
 	}
 	s.mu.Unlock()
 	for _, ss := range all {

@@ -11,7 +11,6 @@ import (
 	"github.com/tai-dev/tai/jsonrpc"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/protocol/acp"
-	"github.com/tai-dev/tai/runner"
 )
 
 // session is one editor session: one run of the wrapped agent.
@@ -25,11 +24,13 @@ type session struct {
 	readyCh    chan struct{} // closed once the run hands over its session
 	done       chan struct{} // closed when the run has ended
 	closeOnce  sync.Once
+	closing    chan struct{} // closed first by close: no more turns
+	sendMu     sync.RWMutex  // held by senders on turns, so that close never closes it under one
 
 	// Set before readyCh is closed, read-only after.
 	id      string
 	started driver.SessionStarted
-	ctl     runner.Control
+	ctl     Control
 
 	runErr error // set before done is closed
 
@@ -44,7 +45,7 @@ type session struct {
 func newSession(s *Server, spec Spec) *session {
 	ctx, cancel := context.WithCancel(s.ctx)
 	return &session{srv: s, spec: spec, runCtx: ctx, stopRun: cancel, turns: make(chan []driver.Content),
-		interrupts: make(chan struct{}, 1), readyCh: make(chan struct{}), done: make(chan struct{}),
+		interrupts: make(chan struct{}, 1), readyCh: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}),
 		out: updater{tools: map[string]bool{}, messages: map[string]string{}}}
 }
 
@@ -57,7 +58,7 @@ func (ss *session) hooks() Hooks {
 	return h
 }
 
-func (ss *session) onSession(c runner.Control) {
+func (ss *session) onSession(c Control) {
 	ss.mu.Lock()
 	ss.ctl = c
 	if ss.id == "" {
@@ -81,8 +82,11 @@ func (ss *session) wait() { <-ss.done }
 // the agent is gone when it returns.
 func (ss *session) close() {
 	ss.closeOnce.Do(func() {
+		close(ss.closing)
 		ss.cancelTurn()
+		ss.sendMu.Lock()
 		close(ss.turns)
+		ss.sendMu.Unlock()
 	})
 	select {
 	case <-ss.done:
@@ -169,12 +173,8 @@ func (ss *session) prompt(ctx context.Context, content []driver.Content) (any, e
 	case <-ss.interrupts:
 	default:
 	}
-	select {
-	case ss.turns <- content:
-	case <-ss.done:
-		return nil, ss.deadError()
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := ss.send(ctx, content); err != nil {
+		return nil, err
 	}
 	stopping := ctx.Done()
 	for {
@@ -204,6 +204,27 @@ func (ss *session) prompt(ctx context.Context, content []driver.Content) (any, e
 			default:
 			}
 		}
+	}
+}
+
+// send hands the run a turn, unless the session is closing.
+func (ss *session) send(ctx context.Context, content []driver.Content) error {
+	ss.sendMu.RLock()
+	defer ss.sendMu.RUnlock()
+	select {
+	case <-ss.closing:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the session is closed"}
+	default:
+	}
+	select {
+	case ss.turns <- content:
+		return nil
+	case <-ss.closing:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "the session is closed"}
+	case <-ss.done:
+		return ss.deadError()
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -62,7 +62,8 @@ func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserve
 	}
 	opts.MCPServers = append(opts.MCPServers, spec.MCPServers...)
 	opts.Sinks = append(opts.Sinks, h.Sink)
-	opts.Turns, opts.Interrupts, opts.OnSession = h.Turns, h.Interrupts, h.OnSession
+	opts.Turns, opts.Interrupts = h.Turns, h.Interrupts
+	opts.OnSession = func(c runner.Control) { h.OnSession(c) }
 	opts.Passthrough = h.Passthrough
 	if h.Files != nil {
 		opts.EditorFiles = h.Files
