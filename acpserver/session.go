@@ -294,16 +294,24 @@ func (editor) Where() string { return "in the editor (ACP session/request_permis
 var ErrEditorCancelled = errors.New("the editor cancelled the permission request")
 
 func (e editor) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
+	a, _, err := e.AskRelayed(ctx, req)
+	return a, err
+}
+
+// AskRelayed asks the editor; when the editor is a tai, its answer says
+// who decided there (_meta.tai), and that provenance is kept.
+func (e editor) AskRelayed(ctx context.Context, req driver.PermissionRequest) (policy.Answer, *policy.Relayed, error) {
 	ss := e.ss
 	opts := editorOptions(req.Options)
 	params := map[string]any{"sessionId": ss.id, "toolCall": toolCallUpdate(req.ToolCall), "options": opts}
 	var res acp.RequestPermissionResponse
 	if err := ss.srv.conn.Call(ctx, acp.MethodSessionRequestPermission, params, &res); err != nil {
-		return policy.DenyOnce, fmt.Errorf("asking the editor: %w", err)
+		return policy.DenyOnce, nil, fmt.Errorf("asking the editor: %w", err)
 	}
+	rel := relayed(res.Meta)
 	sel := res.Outcome.Selected
 	if sel == nil {
-		return policy.DenyOnce, ErrEditorCancelled
+		return policy.DenyOnce, nil, ErrEditorCancelled
 	}
 	for _, o := range opts {
 		if o["optionId"] != sel.OptionId {
@@ -311,16 +319,30 @@ func (e editor) Ask(ctx context.Context, req driver.PermissionRequest) (policy.A
 		}
 		switch o["kind"] {
 		case driver.OptionAllowOnce:
-			return policy.AllowOnce, nil
+			return policy.AllowOnce, rel, nil
 		case driver.OptionAllowAlways:
-			return policy.AllowAlways, nil
+			return policy.AllowAlways, rel, nil
 		case driver.OptionRejectAlways:
-			return policy.DenyAlways, nil
+			return policy.DenyAlways, rel, nil
 		default:
-			return policy.DenyOnce, nil
+			return policy.DenyOnce, rel, nil
 		}
 	}
-	return policy.DenyOnce, fmt.Errorf("the editor chose option %q, which was not offered", sel.OptionId)
+	return policy.DenyOnce, nil, fmt.Errorf("the editor chose option %q, which was not offered", sel.OptionId)
+}
+
+// relayed reads the provenance a tai in front sends with its answers.
+func relayed(meta map[string]any) *policy.Relayed {
+	t, ok := meta["tai"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	by, _ := t["decidedBy"].(string)
+	if by == "" {
+		return nil
+	}
+	reason, _ := t["reason"].(string)
+	return &policy.Relayed{By: by, Reason: reason}
 }
 
 // editorOptions are the agent's options the editor can tell apart by kind;

@@ -98,6 +98,22 @@ type Prompter interface {
 	Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error)
 }
 
+// Relayed is the provenance of an answer another decider gave: the tai in
+// front of this one, whose editor this tai is the agent of.
+type Relayed struct {
+	By     string // its decided_by
+	Reason string
+}
+
+// RelayingPrompter is a Prompter that can say who really answered. A nil
+// Relayed is a human's answer.
+type RelayingPrompter interface {
+	AskRelayed(ctx context.Context, req driver.PermissionRequest) (Answer, *Relayed, error)
+}
+
+// ByRelayed is the provenance of a relayed answer: "via:<its decided_by>".
+func ByRelayed(by string) string { return "via:" + by }
+
 // Provenance values for decided_by. Rules, the user's and the built-in
 // floor's alike, decide as "rule:<id>"; floor rule ids start with "floor-".
 const (
@@ -416,7 +432,14 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	if m, ok := e.mem.Lookup(d.Key); ok {
 		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
 	}
-	ans, err := e.prompter.Ask(WithAsker(ctx, e.asker), req)
+	var ans Answer
+	var rel *Relayed
+	var err error
+	if rp, ok := e.prompter.(RelayingPrompter); ok {
+		ans, rel, err = rp.AskRelayed(WithAsker(ctx, e.asker), req)
+	} else {
+		ans, err = e.prompter.Ask(WithAsker(ctx, e.asker), req)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return cancelled(d, "the turn was cancelled"), nil
@@ -428,6 +451,11 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		where = w.Where()
 	}
 	reason := "answered " + where + "; asked because " + why
+	if rel != nil {
+		// Another tai's policy answered: its provenance is the decision's,
+		// and its "always" is its own to keep.
+		return e.finish(d, req, f, ans.allows(), ByRelayed(rel.By), fmt.Sprintf("decided %s by %s: %s; asked because %s", where, rel.By, rel.Reason, why)), nil
+	}
 	if ans.always() {
 		m := Remembered{Allow: ans.allows(), At: e.now().UTC(), Title: req.ToolCall.Title, Session: req.Session}
 		if err := e.mem.Remember(d.Key, m); err != nil {

@@ -222,7 +222,13 @@ func (s *Session) requestPermission(ctx context.Context, params json.RawMessage)
 	if d.Outcome == driver.OutcomeCancelled || d.OptionID == "" {
 		return schema.CancelPermission(), nil
 	}
-	return schema.SelectPermission(d.OptionID), nil
+	res := schema.SelectPermission(d.OptionID)
+	if name, _ := s.AgentInfo(); name == "tai" {
+		// The agent is a tai (tai acp): who decided travels with the
+		// answer, so that its record keeps the provenance.
+		res.Meta = map[string]any{"tai": map[string]any{"decidedBy": d.DecidedBy, "reason": d.Reason, "verdict": d.Verdict}}
+	}
+	return res, nil
 }
 
 // CallRaw sends the agent a request tai does not know, unchanged, and
