@@ -33,7 +33,18 @@ func ACP(ctx context.Context, f RunFlags, std IO) int {
 	if err != nil {
 		return fail(std, err)
 	}
+	var editorTrace func(string, []byte)
+	if f.Trace != "" {
+		// The agent's wire goes to --trace; the editor's next to it.
+		tw, closeTrace, err := traceWriter(f.Trace+".editor", nil, f.Redact)
+		if err != nil {
+			return fail(std, exitcode.With(exitcode.Usage, err))
+		}
+		defer closeTrace()
+		editorTrace = tw
+	}
 	err = acpserver.Serve(ctx, std.In, std.Out, acpserver.Options{
+		Trace: editorTrace,
 		Run: func(ctx context.Context, spec acpserver.Spec, h acpserver.Hooks) error {
 			return acpSession(ctx, f, spec, h, std, logger)
 		},
