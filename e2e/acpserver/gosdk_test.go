@@ -28,6 +28,8 @@ type sdkClient struct {
 	denied  chan struct{} // closed once the denial's effect is seen
 	deniedO sync.Once
 	writes  []string // fs/write_text_file calls, when fs is offered
+	// allowAll approves every ask (else only approved.txt's).
+	allowAll bool
 }
 
 func newSDKClient() *sdkClient {
@@ -43,7 +45,7 @@ func (c *sdkClient) RequestPermission(_ context.Context, p acpsdk.RequestPermiss
 	c.asked = append(c.asked, title)
 	c.mu.Unlock()
 	want := acpsdk.PermissionOptionKindRejectOnce
-	if strings.Contains(title, "approved.txt") {
+	if strings.Contains(title, "approved.txt") || c.allowAll {
 		want = acpsdk.PermissionOptionKindAllowOnce
 	}
 	for _, o := range p.Options {
