@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,8 @@ type wrapped struct {
 	home func(url string) map[string]string
 	env  func(url string) []string
 	args string
+	// diffs: its writes show as tool-call diffs (a CLI's own Write).
+	diffs bool
 }
 
 var wrappedAgents = map[string]wrapped{
@@ -42,14 +45,15 @@ var wrappedAgents = map[string]wrapped{
 			return []string{"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=sk-fake", "OPENAI_MODEL=fake-model"}
 		},
 		args: " --approval-mode default"},
-	"claude-stream-json": {name: "claude", bin: "TAI_CLAUDE_CLI", driver: "stream-json",
+	"claude-stream-json": {name: "claude", bin: "TAI_CLAUDE_CLI", driver: "stream-json", diffs: true,
 		home: func(string) map[string]string {
 			return map[string]string{".claude/settings.json": `{"autoUpdates": false}`}
 		},
 		env: func(url string) []string {
 			return []string{"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-fake", "DISABLE_AUTOUPDATER=1",
-				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1"}
-		}},
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "IS_SANDBOX=1"}
+		},
+		args: " -p --input-format stream-json --output-format stream-json --verbose"},
 }
 
 // setup makes the agent's HOME, a git repo and the model server playing
@@ -169,8 +173,11 @@ func testWrapped(t *testing.T, a wrapped) {
 				t.Errorf("tai acp: %v", werr)
 			}
 			cl.mu.Lock()
-			text, asked := cl.text.String(), cl.asked
+			text, asked, diffs := cl.text.String(), cl.asked, cl.diffs
 			cl.mu.Unlock()
+			if a.diffs && strings.HasPrefix(tc.name, "write") && !slices.Contains(diffs, "hello.txt") {
+				t.Errorf("no tool call showed the diff of hello.txt (diffs: %q)", diffs)
+			}
 			if tc.text != "" && !strings.Contains(text, tc.text) {
 				t.Errorf("the editor's text lacks %q:\n%s", tc.text, text)
 			}
