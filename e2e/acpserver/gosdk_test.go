@@ -78,6 +78,11 @@ func (c *sdkClient) SessionUpdate(_ context.Context, n acpsdk.SessionNotificatio
 		}
 	case u.ToolCallUpdate != nil:
 		c.kinds["tool_call_update"]++
+		for _, tc := range u.ToolCallUpdate.Content {
+			if tc.Diff != nil {
+				c.diffs = append(c.diffs, filepath.Base(tc.Diff.Path))
+			}
+		}
 	case u.Plan != nil:
 		c.kinds["plan"]++
 	case u.AvailableCommandsUpdate != nil:

@@ -32,19 +32,27 @@ type wrapped struct {
 	diffs bool
 }
 
-var wrappedAgents = map[string]wrapped{
-	"qwen-pty": {name: "qwen", bin: "TAI_AGENT_QWEN", node: true, driver: "pty",
-		home: func(string) map[string]string {
-			return map[string]string{".qwen/settings.json": `{
+// qwen's HOME and environment, over either driver.
+func wrappedQwenHome(string) map[string]string {
+	return map[string]string{".qwen/settings.json": `{
   "security": {"auth": {"selectedType": "openai"}}, "model": {"name": "fake-model"},
   "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
   "ui": {"enableFollowupSuggestions": false}, "memory": {"enableManagedAutoMemory": false},
   "privacy": {"usageStatisticsEnabled": false}, "telemetry": {"enabled": false}}`}
-		},
-		env: func(url string) []string {
-			return []string{"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=sk-fake", "OPENAI_MODEL=fake-model"}
-		},
+}
+
+func wrappedQwenEnv(url string) []string {
+	return []string{"OPENAI_BASE_URL=" + url + "/v1", "OPENAI_API_KEY=sk-fake", "OPENAI_MODEL=fake-model"}
+}
+
+var wrappedAgents = map[string]wrapped{
+	"qwen-pty": {name: "qwen", bin: "TAI_AGENT_QWEN", node: true, driver: "pty",
+		home: wrappedQwenHome, env: wrappedQwenEnv,
 		args: " --approval-mode default"},
+	// A real ACP agent: tai acp is a proxy in front of it.
+	"qwen-acp": {name: "qwen", bin: "TAI_AGENT_QWEN", node: true, driver: "acp", diffs: true,
+		home: wrappedQwenHome, env: wrappedQwenEnv,
+		args: " --acp --approval-mode default"},
 	"claude-stream-json": {name: "claude", bin: "TAI_CLAUDE_CLI", driver: "stream-json", diffs: true,
 		home: func(string) map[string]string {
 			return map[string]string{".claude/settings.json": `{"autoUpdates": false}`}
@@ -106,6 +114,7 @@ func (a wrapped) setup(t *testing.T, script string) (repo, url string, env []str
 }
 
 func TestWrappedQwenPTY(t *testing.T)          { testWrapped(t, wrappedAgents["qwen-pty"]) }
+func TestWrappedQwenACP(t *testing.T)          { testWrapped(t, wrappedAgents["qwen-acp"]) }
 func TestWrappedClaudeStreamJSON(t *testing.T) { testWrapped(t, wrappedAgents["claude-stream-json"]) }
 
 // testWrapped: a Go SDK editor drives `tai acp --agent NAME --driver D` in
@@ -175,7 +184,7 @@ func testWrapped(t *testing.T, a wrapped) {
 			cl.mu.Lock()
 			text, asked, diffs := cl.text.String(), cl.asked, cl.diffs
 			cl.mu.Unlock()
-			if a.diffs && strings.HasPrefix(tc.name, "write") && !slices.Contains(diffs, "hello.txt") {
+			if a.diffs && tc.name == "write-approved" && !slices.Contains(diffs, "hello.txt") {
 				t.Errorf("no tool call showed the diff of hello.txt (diffs: %q)", diffs)
 			}
 			if tc.text != "" && !strings.Contains(text, tc.text) {
