@@ -36,12 +36,12 @@ func ACP(ctx context.Context, f RunFlags, std IO) int {
 	var editorTrace func(string, []byte)
 	if f.Trace != "" {
 		// The agent's wire goes to --trace; the editor's next to it.
-		tw, closeTrace, err := traceWriter(f.Trace+".editor", nil, f.Redact)
+		tw, err := traceWriter(f.Trace+".editor", nil, f.Redact, nil)
 		if err != nil {
 			return fail(std, exitcode.With(exitcode.Usage, err))
 		}
-		defer closeTrace()
-		editorTrace = tw
+		defer func() { _ = tw.Close() }()
+		editorTrace = tw.Line
 	}
 	err = acpserver.Serve(ctx, std.In, std.Out, acpserver.Options{
 		Trace: editorTrace,

@@ -41,7 +41,11 @@ func TestTaiDrivesTai(t *testing.T) {
 	}
 	mustNotExist(t, filepath.Join(dir, "hello.txt"))
 
+	// The inner tai is the outer's agent: its state is under the agent
+	// state directory the outer gives it.
 	logs, _ := filepath.Glob(filepath.Join(dir, ".state", "tai", "audit", "*.jsonl"))
+	inner, _ := filepath.Glob(filepath.Join(dir, ".state", "tai", "agents", "*", "audit", "*.jsonl"))
+	logs = append(logs, inner...)
 	if len(logs) != 2 {
 		t.Fatalf("audit logs %v: want the outer run's and the inner session's", logs)
 	}
