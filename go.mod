@@ -8,6 +8,7 @@ require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/a2aproject/a2a-go/v2 v2.3.1
 	github.com/aymanbagabas/go-udiff v0.4.2
+	github.com/coder/acp-go-sdk v0.13.0
 	github.com/coder/quartz v0.3.1
 	github.com/creack/pty v1.1.24
 	github.com/gofrs/flock v0.13.2

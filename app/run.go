@@ -103,6 +103,7 @@ type RunFlags struct {
 
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	chat     bool            // tai chat: the prompts come as lines
+	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
 	cfg      config.Config   // the user's and the project's configuration
 }
 
@@ -336,7 +337,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		}
 		o.Prompt = append(o.Prompt, c)
 	}
-	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil && !f.chat {
+	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil && f.prompter == nil && !f.chat {
 		// No prompt on a terminal, with a terminal UI: the user takes the
 		// TUI over (tai still decides what shows up after a detach).
 		ut, tty := attachTerminal(std.In, std.Out)
@@ -381,10 +382,10 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	if err != nil {
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
-	var prompter policy.Prompter
+	prompter := f.prompter
 	var tp *policy.TTYPrompter
 	var form *elicit.Form
-	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON {
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON && prompter == nil {
 		closers = append(closers, func() { tty.Close() })
 		tp = &policy.TTYPrompter{In: tty, Out: tty}
 		prompter = tp
@@ -398,13 +399,15 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	if srv := lf.srv; srv != nil {
 		o.Sinks = append(o.Sinks, srv.Sink(""))
-		prompter = withFeed(prompter, srv)
+		if tp != nil && f.prompter == nil {
+			prompter = withFeed(tp, srv) // the terminal's asks; an editor's (tai acp) stay the editor's
+		}
 		if f.answerer != nil {
 			// The cap-speak parent and the feed: whoever answers first.
 			f.answerer = policy.Race{{Name: policy.ViaParent, Prompter: f.answerer}, srv.Channel()}
 		}
 	}
-	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil { // attached, the screen is the TUI's
+	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil && f.prompter == nil { // attached, the screen is the TUI's
 		text := render.NewText(std.Out, colorOn(std.Out))
 		o.Sinks = append(o.Sinks, text)
 		if tp != nil && isTTY(std.Out) {

@@ -92,10 +92,28 @@ func (a Answer) allows() bool { return a == AllowOnce || a == AllowAlways }
 
 func (a Answer) always() bool { return a == AllowAlways || a == DenyAlways }
 
-// Prompter asks a human. It is nil when there is no TTY.
+// Prompter asks a human. It is nil when there is no TTY. One that also
+// has a Where() string method (an editor: "in the editor") says where the
+// human answered, for the decision's reason.
 type Prompter interface {
 	Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error)
 }
+
+// Relayed is the provenance of an answer another decider gave: the tai in
+// front of this one, whose editor this tai is the agent of.
+type Relayed struct {
+	By     string // its decided_by
+	Reason string
+}
+
+// RelayingPrompter is a Prompter that can say who really answered. A nil
+// Relayed is a human's answer.
+type RelayingPrompter interface {
+	AskRelayed(ctx context.Context, req driver.PermissionRequest) (Answer, *Relayed, error)
+}
+
+// ByRelayed is the provenance of a relayed answer: "via:<its decided_by>".
+func ByRelayed(by string) string { return "via:" + by }
 
 // Provenance values for decided_by. Rules, the user's and the built-in
 // floor's alike, decide as "rule:<id>"; floor rule ids start with "floor-".
@@ -439,11 +457,15 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	}
 	actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: by, Why: why})
 	var ans Answer
+	var rel *Relayed
 	var via string
 	var err error
-	if vp, ok := e.prompter.(ViaPrompter); ok {
-		ans, via, err = vp.AskVia(actx, req)
-	} else {
+	switch p := e.prompter.(type) {
+	case RelayingPrompter:
+		ans, rel, err = p.AskRelayed(actx, req)
+	case ViaPrompter:
+		ans, via, err = p.AskVia(actx, req)
+	default:
 		ans, err = e.prompter.Ask(actx, req)
 	}
 	if err != nil {
@@ -452,11 +474,20 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		}
 		return cancelled(d, "prompt failed"), fmt.Errorf("asking for permission: %w", err)
 	}
-	reason := "answered at the terminal; asked because " + why
+	where := "at the terminal"
+	if w, ok := e.prompter.(interface{ Where() string }); ok {
+		where = w.Where()
+	}
 	if via != "" && via != ViaTerminal {
-		reason = "answered via " + via + "; asked because " + why
+		where = "via " + via // another channel of the race answered first
 	}
 	d.Via = via
+	reason := "answered " + where + "; asked because " + why
+	if rel != nil {
+		// Another tai's policy answered: its provenance is the decision's,
+		// and its "always" is its own to keep.
+		return e.finish(d, req, f, ans.allows(), ByRelayed(rel.By), fmt.Sprintf("decided %s by %s: %s; asked because %s", where, rel.By, rel.Reason, why)), nil
+	}
 	if ans.always() {
 		m := Remembered{Allow: ans.allows(), At: e.now().UTC(), Title: req.ToolCall.Title, Session: req.Session}
 		if err := e.mem.Remember(d.Key, m); err != nil {

@@ -116,7 +116,7 @@ func newRoot(std app.IO) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return code(app.Report(std.Err, exitcode.With(exitcode.Usage, err)))
 	})
-	root.AddCommand(newRun(std, g, false), newRun(std, g, true), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
+	root.AddCommand(newRun(std, g, false), newRun(std, g, true), newACP(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
 	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std), newTop(std))
 	return root
 }
@@ -150,6 +150,13 @@ func newRun(std app.IO, g *globals, chat bool) *cobra.Command {
 			"or /quit ends it. From a pipe: one prompt per line. Every turn is in one audit log and session record."
 		c.Example = "  tai chat\n  tai chat --agent qwen --approve ask\n  printf 'first\\nsecond\\n' | tai chat --agent codex"
 	}
+	addRunFlags(c, &f)
+	return c
+}
+
+// addRunFlags defines the run flags on c: tai run's, which tai acp takes
+// too.
+func addRunFlags(c *cobra.Command, f *app.RunFlags) {
 	fl := c.Flags()
 	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
 	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "launch this command instead of a preset (split like a shell, not run by one), or an A2A agent's URL")
@@ -204,7 +211,6 @@ func newRun(std app.IO, g *globals, chat bool) *cobra.Command {
 	_ = c.RegisterFlagCompletionFunc("approve", cobra.FixedCompletions([]string{"all", "reads", "ask", "deny", "yolo"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "stream-json"}, cobra.ShellCompDirectiveNoFileComp))
-	return c
 }
 
 func newAgents(std app.IO) *cobra.Command {
@@ -562,6 +568,30 @@ func newDoctor(std app.IO) *cobra.Command {
 	}
 	c.Flags().StringVarP(&cwd, "cwd", "C", "", "the repository whose worktrees to look at (default: the current directory)")
 	o.add(c)
+	return c
+}
+
+func newACP(std app.IO, g *globals) *cobra.Command {
+	var f app.RunFlags
+	c := &cobra.Command{
+		Use:   "acp [run flags]",
+		Short: "Be an ACP agent on stdin/stdout in front of any agent, with tai's policy in between",
+		Long: "Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim, acpx) and other\n" +
+			"ACP clients: each session the editor opens runs the agent the run flags name, with any driver.\n" +
+			"What tai's policy leaves open is asked in the editor; the audit log and the session store see\n" +
+			"these sessions like any other.",
+		Example: "  tai acp --agent qwen --driver pty\n" +
+			"  tai acp --agent claude --driver stream-json\n" +
+			"  tai acp --agent-cmd 'opencode acp' --approve ask",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.AgentCmdSet = cmd.Flags().Changed("agent-cmd")
+			f.Changed = cmd.Flags().Changed
+			f.Verbose = g.verbose
+			return code(app.ACP(cmd.Context(), f, std))
+		},
+	}
+	addRunFlags(c, &f)
 	return c
 }
 
