@@ -392,6 +392,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		form = &elicit.Form{In: tty, Out: tty}
 	}
 	o.RunID = newRunID()
+	parent := f.answerer // the cap-speak parent itself: it also answers elicitations
 	lf, closeFeed, err := openFeed(o.RunID, feed.KindRun, f.Feed, logger, std.Err)
 	closers = append(closers, closeFeed)
 	if err != nil {
@@ -431,7 +432,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	if ni == "" {
 		ni = eng.cfg.NonInteractive
 	}
-	o.Elicitor = elicitChain(eng.cfg.Elicit, form, f.answerer, ni)
+	o.Elicitor = elicitChain(eng.cfg.Elicit, form, parent, ni)
 
 	// Audit log: every run has one unless --no-audit.
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
