@@ -331,7 +331,21 @@ type TerminalExit struct {
 type TurnEnded struct {
 	StopReason string `json:"stop_reason"`
 	Usage      *Usage `json:"usage,omitempty"`
+	// ReplySource says how a screen-based driver read the reply; empty
+	// when the agent sent it as messages (or there was none).
+	ReplySource ReplySource `json:"reply_source,omitempty"`
 }
+
+// ReplySource is where a PTY turn's reply was read from the screen.
+type ReplySource string
+
+// Reply sources: the agent's profile (its recorded layout), or the
+// layout-independent fallback (the screen's diff across the turn) when the
+// profile found none.
+const (
+	ReplyProfile  ReplySource = "profile"
+	ReplyFallback ReplySource = "fallback"
+)
 
 // ErrorInfo is an error worth showing, which need not end the run.
 type ErrorInfo struct {

@@ -314,6 +314,7 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout)")
 		fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
 		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
+		fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine each task's agent with Landlock: auto (where the kernel has it) | on (fail without it) | off")
 	}
 	run := &cobra.Command{
 		Use:   "run [flags] PLAN.yaml",
