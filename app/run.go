@@ -26,6 +26,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/internal/tracefile"
@@ -97,6 +98,8 @@ type RunFlags struct {
 	// Changed reports whether a flag was given on the command line; the
 	// config's defaults fill the others. Nil: every field is as given.
 	Changed func(flag string) bool
+
+	Feed FeedFlags
 
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	chat     bool            // tai chat: the prompts come as lines
@@ -388,6 +391,20 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		prompter = tp
 		form = &elicit.Form{In: tty, Out: tty}
 	}
+	o.RunID = newRunID()
+	lf, closeFeed, err := openFeed(o.RunID, feed.KindRun, f.Feed, logger, std.Err)
+	closers = append(closers, closeFeed)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	if srv := lf.srv; srv != nil {
+		o.Sinks = append(o.Sinks, srv.Sink(""))
+		prompter = withFeed(prompter, srv)
+		if f.answerer != nil {
+			// The cap-speak parent and the feed: whoever answers first.
+			f.answerer = policy.Race{{Name: policy.ViaParent, Prompter: f.answerer}, srv.Channel()}
+		}
+	}
 	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil && f.prompter == nil { // attached, the screen is the TUI's
 		text := render.NewText(std.Out, colorOn(std.Out))
 		o.Sinks = append(o.Sinks, text)
@@ -415,7 +432,6 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	o.Elicitor = elicitChain(eng.cfg.Elicit, form, f.answerer, ni)
 
 	// Audit log: every run has one unless --no-audit.
-	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
 		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
