@@ -106,22 +106,37 @@ func (w *worker) loop(ctx context.Context, cons jetstream.Consumer, slots chan s
 		case <-ctx.Done():
 			return
 		}
-		msg, err := cons.Next(jetstream.FetchMaxWait(5*time.Second), jetstream.FetchContext(ctx))
+		msg, err := next(ctx, cons)
 		if err == nil {
 			w.handle(ctx, msg)
-		} else if !errors.Is(err, nats.ErrTimeout) && !errors.Is(err, jetstream.ErrNoMessages) && ctx.Err() == nil {
+		} else if !idle(err) && ctx.Err() == nil {
 			w.log.Warn("pulling a task", "err", err)
-			// The connection reconnects by itself; wait for it, not for a time.
-			if w.bus.NC.Status() != nats.CONNECTED {
-				t := w.clock.NewTimer(time.Second, "worker", "reconnect")
-				select {
-				case <-t.C:
-				case <-ctx.Done():
-				}
-				t.Stop()
-			}
+			pause(ctx, w.clock)
 		}
 		<-slots
+	}
+}
+
+// next waits for one message: a long poll the server answers as soon as
+// there is one; an idle poll ends after a while and is renewed.
+func next(ctx context.Context, cons jetstream.Consumer) (jetstream.Msg, error) {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return cons.Next(jetstream.FetchContext(pctx))
+}
+
+func idle(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// pause backs off after a failed poll (the connection reconnects by
+// itself meanwhile).
+func pause(ctx context.Context, clock quartz.Clock) {
+	t := clock.NewTimer(time.Second, "remote", "backoff")
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 
