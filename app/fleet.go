@@ -35,6 +35,10 @@ type FleetFlags struct {
 	Repo        string
 	Verbose     bool
 	CancelGrace time.Duration
+	// Over NATS: workers run the tasks (see hub.go).
+	NATS   NATSFlags
+	Remote string        // the git remote workers clone and push to
+	Lease  time.Duration // a claim's lease (default 30s)
 }
 
 // FleetRun runs `tai fleet run PLAN`.
@@ -126,7 +130,12 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 		o.Progress = fleet.Lines(progressOut)
 	}
 
-	st, err := fleet.Run(ctx, o)
+	var st *fleet.State
+	if f.NATS.URL != "" {
+		st, err = runRemote(ctx, f, o, log)
+	} else {
+		st, err = fleet.Run(ctx, o)
+	}
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai fleet:", err)
 		return int(exitcode.Of(err))

@@ -206,6 +206,11 @@ func (c *coordinator) init(ctx context.Context) error {
 		}
 	}
 	c.st = st
+	for _, t := range c.plan.Tasks {
+		if err := c.bus.SetLease(ctx, AgentToken(c.spec(t.AgentSpec)), c.o.Lease); err != nil {
+			return err
+		}
+	}
 	c.meter = fleet.NewMeter(c.plan.Budget, max(c.plan.Concurrency, 1), st.Usage, func(dim string, used, limit float64) {
 		c.emit("budget", "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim), nil)
 	})

@@ -234,6 +234,18 @@ func (b *Bus) TaskConsumer(ctx context.Context, agent string, lease time.Duratio
 	return c, nil
 }
 
+// SetLease makes agent's task consumer's ack wait the run's lease (the
+// coordinator's word wins over a worker's default).
+func (b *Bus) SetLease(ctx context.Context, agent string, lease time.Duration) error {
+	name := consumerName(agent)
+	_, err := b.Tasks.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, FilterSubject: "tai.task." + agent + ".>",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: lease, MaxDeliver: -1, MaxAckPending: -1})
+	if err != nil {
+		return fmt.Errorf("remote: consumer %s: %w", name, err)
+	}
+	return nil
+}
+
 // GetLease reads a task's lease and its revision.
 func (b *Bus) GetLease(ctx context.Context, run, task string) (Lease, uint64, error) {
 	e, err := b.Leases.Get(ctx, leaseKey(run, task))

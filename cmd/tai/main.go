@@ -112,6 +112,7 @@ func newRoot(std app.IO) *cobra.Command {
 		return code(app.Report(std.Err, exitcode.With(exitcode.Usage, err)))
 	})
 	root.AddCommand(newRun(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
+	root.AddCommand(newHub(std, g), newWorker(std, g))
 	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std))
 	return root
 }
@@ -289,6 +290,9 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout)")
 		fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
 		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
+		addNATSFlags(c, &f.NATS)
+		fl.StringVar(&f.Remote, "remote", "", "with --nats: the git remote workers clone and push to (default: this repository by path)")
+		fl.DurationVar(&f.Lease, "lease", 0, "with --nats: how long a worker's claim lasts without a heartbeat (default 30s)")
 	}
 	run := &cobra.Command{
 		Use:   "run [flags] PLAN.yaml",
