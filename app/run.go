@@ -4,6 +4,7 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -25,6 +26,8 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/readlimit"
+	"github.com/tai-dev/tai/internal/statedir"
+	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/redact"
@@ -43,40 +46,46 @@ type IO struct {
 
 // RunFlags are `tai run`'s flags.
 type RunFlags struct {
-	Agent          string
-	AgentCmd       string
-	AgentCmdSet    bool // --agent-cmd was given (an empty one is refused)
-	Driver         string
-	Cwd            string
-	Approve        string
-	NonInteractive string
-	AllowDenials   bool
-	Mode           string
-	Model          string
-	Set            []string
-	Resume         string
-	Continue       bool
-	Auth           string
-	MCP            []string
-	Files          []string
-	EmbedFiles     bool
-	Timeout        time.Duration
-	CancelGrace    time.Duration
-	Output         string
-	Trace          string
-	Verbose        bool
-	MaxLineBytes   int64
-	Env            []string
-	Audit          string
-	NoAudit        bool
-	Policy         string
-	Allow          []string
-	Ask            []string
-	Deny           []string
-	Remember       string
-	Redact         []string
+	Agent           string
+	AgentCmd        string
+	AgentCmdSet     bool // --agent-cmd was given (an empty one is refused)
+	Driver          string
+	Cwd             string
+	Approve         string
+	NonInteractive  string
+	AllowDenials    bool
+	Mode            string
+	Model           string
+	Set             []string
+	Resume          string
+	Continue        bool
+	Auth            string
+	MCP             []string
+	Files           []string
+	EmbedFiles      bool
+	Timeout         time.Duration
+	CancelGrace     time.Duration
+	Output          string
+	Trace           string
+	Verbose         bool
+	MaxLineBytes    int64
+	MaxMessageBytes int64
+	Env             []string
+	Audit           string
+	NoAudit         bool
+	Policy          string
+	Allow           []string
+	Ask             []string
+	Deny            []string
+	Remember        string
+	Redact          []string
 	// PTYSize is COLSxROWS for the pty driver's screen.
 	PTYSize string
+	// Sandbox is --sandbox: auto | on | off.
+	Sandbox string
+	// NetAllow is --net-allow: HOST:PORT the agent may connect to; given,
+	// it turns the network rule on.
+	NetAllow []string
 	// InputFormat "stream-json" makes tai an agent its parent drives on
 	// stdin (cap.md's agent-side binding); "" or "text" is the prompt
 	// from the arguments.
@@ -129,6 +138,12 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	if err != nil {
 		return fail(std, err)
 	}
+	var text *render.Text // buffered: flushed once the run is over
+	for _, s := range opts.Sinks {
+		if t, ok := s.(*render.Text); ok {
+			text = t
+		}
+	}
 	switch f.Output {
 	case OutputStreamJSON:
 		opts.Sinks = append(opts.Sinks, frames)
@@ -142,13 +157,15 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	recordSession(context.WithoutCancel(ctx), opts, res, logger)
 	switch f.Output {
 	case OutputJSON:
-		enc := json.NewEncoder(std.Out)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
+		out := bufio.NewWriterSize(std.Out, 64<<10)
+		_ = res.WriteIndented(out)
+		_ = out.Flush()
 	case OutputStreamJSON:
 		_ = frames.Write(runner.ResultFrame{Type: "result", Seq: res.LastSeq + 1, Time: time.Now().UTC(), Result: res})
 	default:
+		if text != nil {
+			_ = text.Flush()
+		}
 		if runErr != nil || res.ExitCode != 0 {
 			Report(std.Err, exitcode.With(exitcode.Code(res.ExitCode), fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())))
 		}
@@ -188,7 +205,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	o := runner.Options{Logger: logger, Version: Version, Timeout: f.Timeout, CancelGrace: f.CancelGrace,
 		AllowDenials: f.AllowDenials, Mode: f.Mode, Model: f.Model, ResumeID: f.Resume, AuthMethod: f.Auth,
-		MaxLineBytes: f.MaxLineBytes, Driver: f.Driver}
+		MaxLineBytes: f.MaxLineBytes, MaxMessageBytes: f.MaxMessageBytes, Driver: f.Driver}
 	if err := checkRunFlags(f); err != nil {
 		return o, cleanup, err
 	}
@@ -384,7 +401,8 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
-		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output}
+		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
+		"sandbox": f.Sandbox, "net_allow": f.NetAllow}
 	if !f.NoAudit {
 		path := f.Audit
 		if path == "" {
@@ -396,7 +414,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		} else {
 			env = os.Environ()
 		}
-		red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env), Patterns: f.Redact})
+		red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(o.MCPServers)...), Patterns: f.Redact})
 		if err != nil {
 			return o, cleanup, exitcode.With(exitcode.Usage, fmt.Errorf("--redact: %w", err))
 		}
@@ -412,18 +430,38 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		o.Audit = log
 	}
 
+	// Sandbox: the agent confined to the workspace and its own state.
+	sbc, err := sandboxConfig(f, p, eng.cfg, o.Audit, o.Env)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	if isTai(o.Argv) {
+		// tai as the agent (the built-in agent, tai --cap-speak) keeps its
+		// state apart from this tai's, which it may not write.
+		nested := statedir.Dir("agents")
+		if err := os.MkdirAll(nested, 0o700); err != nil {
+			return o, cleanup, fmt.Errorf("state directory for tai as the agent: %w", err)
+		}
+		if o.Env == nil {
+			o.Env = os.Environ()
+		}
+		o.Env = append(o.Env, "XDG_STATE_HOME="+nested)
+		sbc.Write = append(sbc.Write, nested)
+	}
+	o.Sandbox = sbc
+
 	// Agent stderr: shown live with --verbose; always kept for crash reports.
 	if f.Verbose {
 		o.StderrTo = prefixWriter(std.Err, "["+p.Name+"] ")
 	}
 
 	if f.Trace != "" {
-		tw, closeTrace, err := traceWriter(f.Trace, o.Env, f.Redact)
+		tw, err := traceWriter(f.Trace, o.Env, f.Redact, o.MCPServers)
 		if err != nil {
 			return o, cleanup, exitcode.With(exitcode.Usage, err)
 		}
-		closers = append(closers, closeTrace)
-		o.Trace = tw
+		closers = append(closers, func() { _ = tw.Close() })
+		o.Trace = tw.Line
 	}
 	return o, cleanup, nil
 }
@@ -491,36 +529,18 @@ func parseMCP(s string) ([]driver.MCPServer, error) {
 	return list, nil
 }
 
-// traceWriter writes the raw wire transcript as JSONL, secrets redacted:
+// traceWriter opens the raw wire transcript (JSONL, secrets redacted, the
+// MCP servers' env, headers and secret flags among them):
 // {"ts":..., "dir":"in"|"out", "line": <the message>}.
-func traceWriter(path string, env, patterns []string) (func(string, []byte), func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--trace: %w", err)
-	}
+func traceWriter(path string, env, patterns []string, mcp []driver.MCPServer) (*tracefile.Writer, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env), Patterns: patterns})
+	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(mcp)...), Patterns: patterns})
 	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("--trace: %w", err)
+		return nil, fmt.Errorf("--trace: %w", err)
 	}
-	var mu sync.Mutex
-	write := func(dir string, line []byte) {
-		clean := red.Bytes(line)
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(f, `{"ts":%q,"dir":%q,"line":`, time.Now().UTC().Format(time.RFC3339Nano), dir)
-		if json.Valid(clean) {
-			f.Write(clean)
-		} else {
-			b, _ := json.Marshal(string(clean))
-			f.Write(b)
-		}
-		f.Write([]byte("}\n"))
-	}
-	return write, func() { f.Close() }, nil
+	return tracefile.Open(path, red)
 }
 
 // prefixWriter prefixes each line, for the agent's stderr in our log.

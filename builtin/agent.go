@@ -72,7 +72,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 		crashed:  make(chan *CrashError, 1),
 		ready:    make(chan struct{}),
 	}
-	a.conn = jsonrpc.NewConn(r, a.out, a, jsonrpc.Options{Logger: opts.Logger})
+	a.conn = jsonrpc.NewConn(r, a.out, a, jsonrpc.Options{Logger: opts.Logger, KeepOpenOnEOF: true})
 	close(a.ready)
 	a.log.Debug("builtin agent: serving", "script", a.script.Name, "steps", len(a.script.Steps))
 
@@ -84,6 +84,16 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 		if cerr := a.conn.Err(); cerr != nil && !errors.Is(cerr, jsonrpc.ErrPeerClosed) {
 			err = fmt.Errorf("builtin agent: %w", cerr)
 		}
+	case <-a.conn.ReadDone():
+		if cerr := a.conn.Err(); cerr != nil {
+			err = fmt.Errorf("builtin agent: %w", cerr)
+			break
+		}
+		// The client closed stdin: what was already started for it (late
+		// updates after a response) still goes out before stdout closes,
+		// as a well-behaved agent does.
+		a.out.quiesce()
+		a.bg.Wait()
 	case ce := <-a.crashed:
 		err = ce
 	}

@@ -114,6 +114,10 @@ type ReadStep struct {
 	Path  string `yaml:"path"`
 	Line  int    `yaml:"line"`
 	Limit int    `yaml:"limit"`
+	// Repeat > 1 sends that many reads of the file at once, pipelined, and
+	// reports only their total size: a client's memory under pipelined
+	// reads is what it exercises.
+	Repeat int `yaml:"repeat"`
 }
 
 // WriteStep writes Content to Path through fs/write_text_file, after asking
@@ -203,8 +207,12 @@ type OutsideStep struct {
 
 // FloodStep sends Count mixed updates (message chunks, tool calls, tool call
 // updates, plans) without pause. They are not kept in the session history.
+// With PermissionEvery > 0 every PermissionEvery-th update is preceded by a
+// session/request_permission for the last tool call, answered before the
+// flood goes on.
 type FloodStep struct {
-	Count int `yaml:"count"`
+	Count           int `yaml:"count"`
+	PermissionEvery int `yaml:"permission_every"`
 }
 
 // Step kind names, as used in script files.
@@ -415,8 +423,8 @@ func (s Step) validate() error {
 			return errors.New("path is required")
 		}
 	case s.Flood != nil:
-		if s.Flood.Count < 0 {
-			return errors.New("count must not be negative")
+		if s.Flood.Count < 0 || s.Flood.PermissionEvery < 0 {
+			return errors.New("count and permission_every must not be negative")
 		}
 	}
 	return nil

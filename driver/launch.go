@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/coder/quartz"
+
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Launch is what any driver needs to start a session with an agent
@@ -31,6 +33,9 @@ type Launch struct {
 	Clock        quartz.Clock
 	// Cols and Rows size a terminal driver's screen; 0 takes its default.
 	Cols, Rows int
+	// Sandbox starts the agent through tai's launcher (confined, its whole
+	// tree killed with it); nil starts it directly.
+	Sandbox *sandbox.Sandbox
 }
 
 // Quirks are agent-specific fixes a preset asks the driver to apply.

@@ -106,13 +106,16 @@
 //     request moves the session to.
 //
 // Deny and ask rules match when any path, or any simple command, matches;
-// allow rules only when all do. Command lines are split on ; & && | || and
-// newlines outside quotes, and $(...), `...`, <(...), sh -c and eval
-// bodies are checked as commands of their own; sudo, env, nohup, timeout
-// and the like are looked through for deny and ask rules. So --allow
-// 'execute:go test *' does not allow "go test ./... && rm -rf x", and an
+// allow rules only when all do. Command lines are read by a shell parser
+// (mvdan.cc/sh): every simple command of a list, pipeline, subshell, group,
+// if/while/for/case and function body counts, and so do the commands of
+// $(...), `...`, <(...), of sh -c, eval, su -c and env -S scripts, of
+// scripts fed to a shell by a pipe, here-string or heredoc, and the
+// commands xargs and find -exec run. sudo, env, nohup, timeout and the
+// like are looked through for deny and ask rules. So --allow
+// 'execute:go test *' does not allow "go test ./... && rm -rf x", an
 // allowed command that redirects output into a file (> out.txt) is not
-// allowed either.
+// allowed either, and no allow rule covers a line that does not parse.
 //
 // # Flags
 //
@@ -128,12 +131,17 @@
 //
 // # The deny floor
 //
-// FloorRules lists it: recursive rm (and find -delete) of /, top-level
-// directories, home or the workspace root and its parents; the same for
-// chmod/chown -R; writes outside the workspace; writes to the policy and
-// memory files; forced pushes to (or deletions of) protected branches;
-// mkfs; dd onto devices; fork bombs; curl | sh. It applies in every mode,
-// yolo and approve-all included, and only the policy file can turn it off.
+// FloorRules lists it: recursive rm (and find -delete, and tree deletions
+// in python/perl/ruby/node one-liners) and mv of /, top-level directories,
+// home or the workspace root and its parents; the same for chmod/chown -R;
+// writes outside the workspace; writes to the policy and memory files;
+// forced pushes to (or deletions of) protected branches; mkfs and wipefs;
+// dd, shred or redirections onto disk devices; fork bombs; a download
+// piped or substituted into a shell or an interpreter. It applies in every
+// mode, yolo and approve-all included, and only the policy file can turn
+// it off. A word the parser cannot know before the command runs ($X,
+// $(...)) is read at its most dangerous (it may be /), and a line that
+// does not parse is read word by word, every word a possible command.
 //
 // # Memory
 //

@@ -214,13 +214,13 @@ type facts struct {
 	kind      string
 	tool      string // the tool's name, else its title
 	paths     []pathFact
-	writes    bool     // it changes files: an edit, delete or move kind, or a diff
-	command   string   // the command line, from raw_input (else the title)
-	lines     []string // every command line worth checking for a deny: command and the title's
-	cwd       string   // the command's working directory, absolute; "" unknown
-	allowSeg  []string // the simple commands an allow rule must all match
-	denySeg   []string // every simple command, as written and normalized
-	segs      []segment
+	writes    bool         // it changes files: an edit, delete or move kind, or a diff
+	command   string       // the command line, from raw_input (else the title)
+	lines     []string     // every command line worth checking for a deny: command and the title's
+	cwd       string       // the command's working directory, absolute; "" unknown
+	shell     []*shellLine // lines, as read by the shell parser
+	allowSeg  []string     // the simple commands an allow rule must all match
+	denySeg   []string     // every simple command, as written and normalized
 	url       string
 	mode      string // switch_mode: the mode the session would move to
 	target    string // switch_mode: the mode raw_input asks for
@@ -310,22 +310,63 @@ func rawCommand(m map[string]any) string {
 			if strings.TrimSpace(v) == "" {
 				continue
 			}
-			if args, ok := strs(m["args"]); ok && len(args) > 0 {
+			if args := argStrings(m["args"]); len(args) > 0 {
 				return joinArgv(append([]string{v}, args...))
+			}
+			if args, ok := m["args"].(string); ok && strings.TrimSpace(args) != "" {
+				return v + " " + args // a line's second half: read as written
 			}
 			return v
 		case []any:
-			argv, ok := strs(v)
-			if !ok || len(argv) == 0 {
+			argv := argStrings(v)
+			if len(argv) == 0 {
 				continue
 			}
-			if script, ok := shellScript(argv); ok && path.Base(argv[0]) != "eval" {
+			if script, ok := argvScript(argv); ok {
 				return script
 			}
 			return joinArgv(argv)
 		}
 	}
 	return ""
+}
+
+// argStrings renders an argv array; an element that is not a string (a
+// number, say) is kept as its JSON text, so that no argument is dropped
+// from what the policy looks at.
+func argStrings(v any) []string {
+	a, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(a))
+	for _, x := range a {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+			continue
+		}
+		b, _ := json.Marshal(x)
+		out = append(out, string(b))
+	}
+	return out
+}
+
+// argvScript returns the script of an argv that is "sh -c SCRIPT" (any
+// flag cluster holding c, like -lc). Arguments after SCRIPT are its $0, $1,
+// ...: the script reads them as words it cannot know.
+func argvScript(argv []string) (string, bool) {
+	if !shells[path.Base(argv[0])] {
+		return "", false
+	}
+	words := make([]shWord, len(argv)-1)
+	for i, a := range argv[1:] {
+		words[i] = lit(a)
+	}
+	script, _, _ := shellArgs(words)
+	if script == nil {
+		return "", false
+	}
+	return script.val, true
 }
 
 // titleCommand is the command an execute call's title shows. Other kinds'
@@ -426,22 +467,22 @@ func (e *Engine) facts(req driver.PermissionRequest) *facts {
 	if tcmd != "" && tcmd != f.command {
 		f.lines = append(f.lines, tcmd)
 	}
-	if f.command != "" {
-		f.segs = splitCommands(f.command)
-		f.allowSeg = allowSegments(f.segs)
-	}
-	for i, l := range f.lines {
+	env := shellEnv{home: e.ws.home, cwd: f.cwd}
+	for _, l := range f.lines {
+		sl := parseShell(l, env)
+		f.shell = append(f.shell, sl)
 		f.denySeg = append(f.denySeg, collapse(l))
-		segs := f.segs
-		if i > 0 {
-			segs = splitCommands(l)
-		}
-		for _, s := range segs {
-			f.denySeg = append(f.denySeg, s.text)
-			if n := strings.Join(normalizeWords(shellWords(s.text)), " "); n != "" && n != s.text {
-				f.denySeg = append(f.denySeg, n)
+		for _, c := range sl.cmds {
+			if c.text != "" {
+				f.denySeg = append(f.denySeg, c.text)
+			}
+			if c.norm != "" && c.norm != c.text {
+				f.denySeg = append(f.denySeg, c.norm)
 			}
 		}
+	}
+	if f.command != "" {
+		f.allowSeg = allowSegments(f.shell[0])
 	}
 
 	// URL.
@@ -457,17 +498,19 @@ func (e *Engine) facts(req driver.PermissionRequest) *facts {
 }
 
 // allowSegments are the commands an allow rule must cover: every simple
-// command, with shell wrappers (sh -c) replaced by their scripts, so that an
-// allow for "go test *" never lets "go test ./... && rm -rf x" through.
-func allowSegments(segs []segment) []string {
+// command, with shell wrappers (sh -c, eval) replaced by their scripts, so
+// that an allow for "go test *" never lets "go test ./... && rm -rf x"
+// through. A line that does not parse has none: no allow covers it.
+func allowSegments(sl *shellLine) []string {
+	if !sl.ok {
+		return nil
+	}
 	var out []string
-	for i, s := range segs {
-		// A wrapper's script follows it as sub segments; the wrapper itself
-		// is not what runs the work.
-		if _, ok := shellScript(normalizeWords(shellWords(s.text))); ok && i+1 < len(segs) && segs[i+1].depth > s.depth {
+	for _, c := range sl.cmds {
+		if c.wrapper || c.text == "" {
 			continue
 		}
-		out = append(out, s.text)
+		out = append(out, c.text)
 	}
 	return out
 }

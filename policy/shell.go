@@ -1,167 +1,1146 @@
 package policy
 
 import (
+	"fmt"
 	"path"
+	"slices"
 	"strings"
+	"unicode"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
 )
 
-// This file takes a shell command line apart well enough for policy: into
-// simple commands (split on ; & && | || newlines and parentheses, outside
-// quotes), plus the bodies of $(...), `...`, <(...) and sh -c '...', so that
-// "cd x && rm -rf /" or "bash -c 'rm -rf ~'" cannot hide a command behind
-// an innocent first word. It is not a shell: it errs towards finding more
-// commands, never fewer.
+// This file reads a shell command line with a real parser (mvdan.cc/sh)
+// and lists every simple command it would run: the commands of lists,
+// pipelines and compound commands, of functions, of $(...), `...`, <(...)
+// and >(...), the scripts given to sh -c, eval, su -c, env -S and watch,
+// the scripts fed to a shell through a pipe, a here-string or a heredoc,
+// and the commands xargs and find -exec run. Wrappers such as sudo, env,
+// nice or timeout are looked through.
+//
+// It never runs anything. A word whose value depends on the run (a
+// variable, a substitution) is kept as unknown, so that the floor can read
+// it at its most dangerous. A line that does not parse is read word by
+// word, with every word a possible command (see guess).
 
-// segment is one simple command of a command line.
-type segment struct {
-	text  string // as written, whitespace collapsed
-	pipe  bool   // its output is piped into the next segment
-	depth int    // 0 at the top; more inside substitutions and sh -c scripts
-}
-
-// maxShellDepth bounds the recursion into substitutions and sh -c scripts.
+// maxShellDepth bounds the recursion into nested scripts (sh -c, eval).
 const maxShellDepth = 4
 
-// splitCommands returns the simple commands of line, in order, with the
-// commands nested in substitutions and sh -c scripts after the command that
-// holds them.
-func splitCommands(line string) []segment {
-	return splitDepth(line, 0)
+// maxShellCommands bounds the commands read from one line.
+const maxShellCommands = 2048
+
+// maxExpandedWords bounds the words of a command xargs or find -exec
+// runs, once its items are put in.
+const maxExpandedWords = 4096
+
+// unknownMark stands in a word's value for a part that cannot be known
+// before the command runs.
+const unknownMark = "\x00"
+
+// cwdUnknown is a working directory a cd went to that cannot be known.
+const cwdUnknown = "\x00cwd"
+
+// shellEnv is what the reader knows of the place a line runs in.
+type shellEnv struct {
+	home string // expands ~ and $HOME
+	cwd  string // absolute; "" when no workspace is known
 }
 
-func splitDepth(line string, depth int) []segment {
-	var out []segment
-	var cur strings.Builder
-	var subs []string
-	flush := func(pipe bool) {
-		t := collapse(cur.String())
-		cur.Reset()
-		if t != "" {
-			out = append(out, segment{text: t, pipe: pipe, depth: depth})
-		}
-		for _, s := range subs {
-			if depth < maxShellDepth {
-				out = append(out, splitDepth(s, depth+1)...)
-			}
-		}
-		subs = subs[:0]
+// shWord is one word of a command after quote removal.
+type shWord struct {
+	src    string // as written
+	script string // for a word that is not static: its script text (see scriptText)
+	val    string // its value; unknown parts are unknownMark
+	glob   int    // index in val of the first unquoted glob character; -1 none
+	split  bool   // an unquoted unknown part: it may split into several words, options too
+}
+
+func (w shWord) static() bool { return !strings.Contains(w.val, unknownMark) }
+
+// text is the word for rule matching: its value when known, else as written.
+func (w shWord) text() string {
+	if w.static() {
+		return w.val
 	}
-	var quote byte
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case quote == '\'':
-			cur.WriteByte(c)
-			if c == '\'' {
-				quote = 0
-			}
-			continue
-		case c == '\\' && i+1 < len(line):
-			cur.WriteByte(c)
-			cur.WriteByte(line[i+1])
-			i++
-			continue
-		case (c == '$' || c == '<' || c == '>') && i+1 < len(line) && line[i+1] == '(':
-			end, body := closeParen(line, i+2)
-			cur.WriteString(line[i:end])
-			subs = append(subs, body)
-			i = end - 1
-			continue
-		case c == '`':
-			end := strings.IndexByte(line[i+1:], '`')
-			if end < 0 {
-				end = len(line) - i - 1
-			}
-			cur.WriteString(line[i:min(len(line), i+end+2)])
-			subs = append(subs, line[i+1:i+1+end])
-			i += end + 1
-			continue
-		case quote == '"':
-			cur.WriteByte(c)
-			if c == '"' {
-				quote = 0
-			}
-			continue
-		case c == '\'' || c == '"':
-			quote = c
-			cur.WriteByte(c)
-			continue
+	return w.src
+}
+
+func lit(s string) shWord { return shWord{src: s, val: s, glob: -1} }
+
+// stream is what a command reads on its standard input, as far as known.
+type stream struct {
+	fetched bool     // it comes from a download (curl, wget, ...)
+	text    string   // its text, when hasText
+	hasText bool     // echo/printf of static words, a here-string, a heredoc
+	items   []shWord // the paths find prints; nil when not from find
+}
+
+// shCmd is one simple command a line would run.
+type shCmd struct {
+	text    string   // as written, white space collapsed
+	norm    string   // argv as text: wrappers stripped, quotes removed
+	argv    []shWord // the program and its arguments, wrappers stripped
+	name    string   // base name of argv[0]; "" when not known
+	depth   int      // nesting of scripts (sh -c, eval)
+	wrapper bool     // it runs a script whose commands follow: allow rules look at those
+	cwds    []string // the directories it may run in
+	guess   bool     // read from a line that does not parse
+	at      int      // offset of its first word in its script; -1 when it has none there
+
+	pipeShell bool     // it runs, as a program, what a download wrote on its input
+	fetchSub  bool     // a substitution in its words runs a download
+	devRedir  string   // it redirects onto this disk device
+	code      []string // the programs it gives an interpreter (python3 -c CODE)
+}
+
+// shellLine is what was read from one command line.
+type shellLine struct {
+	ok    bool // parsed whole; false: some of it was guessed at
+	cmds  []*shCmd
+	bombs []string // functions that fork copies of themselves
+}
+
+// parseShell reads line.
+func parseShell(line string, env shellEnv) *shellLine {
+	return parseShellAt(line, env, []string{env.cwd}, 0)
+}
+
+// parseShellAt reads a script run in one of cwds, depth scripts deep.
+func parseShellAt(line string, env shellEnv, cwds []string, depth int) *shellLine {
+	sl := &shellLine{ok: true}
+	r := &reader{env: env, line: sl}
+	r.script(line, cwds, stream{}, depth)
+	if r.overflow {
+		// Too many commands to follow: the whole line is read as one that
+		// does not parse.
+		sl.cmds = nil
+		r.guess(line, cwds, depth)
+	}
+	return sl
+}
+
+type reader struct {
+	env      shellEnv
+	line     *shellLine
+	overflow bool     // more than maxShellCommands
+	funcs    []string // the functions whose bodies are being read
+	vars     map[string]*shWord
+}
+
+// script reads src, a script of its own (a line, an sh -c script).
+func (r *reader) script(src string, cwds []string, in stream, depth int) {
+	if r.overflow {
+		return
+	}
+	if depth > maxShellDepth {
+		r.guess(src, cwds, depth)
+		return
+	}
+	f, err := parseBash(src)
+	if err != nil || !commentsAgree(f, src) {
+		r.guess(src, cwds, depth)
+		return
+	}
+	p := &part{r: r, src: src, depth: depth}
+	p.stmts(f.Stmts, cwds, in)
+}
+
+// parseBash parses src as bash. A panic in the parser is a parse error.
+func parseBash(src string) (f *syntax.File, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			f, err = nil, fmt.Errorf("shell parser: %v", v)
 		}
-		switch c {
-		case ';', '\n', '(', ')':
-			flush(false)
-		case '&':
-			// 2>&1, &> and >& are redirections, not separators.
-			if (i > 0 && line[i-1] == '>') || (i+1 < len(line) && line[i+1] == '>') {
-				cur.WriteByte(c)
-				continue
+	}()
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(src), "")
+}
+
+// commentsAgree reports whether every comment the parser found starts where
+// bash starts one: at the beginning of a word. Where it does not (the
+// parser took text bash runs for a comment), the parse is not trusted.
+func commentsAgree(f *syntax.File, src string) bool {
+	agree := true
+	syntax.Walk(f, func(n syntax.Node) bool {
+		if c, ok := n.(*syntax.Comment); ok {
+			if i := int(c.Hash.Offset()); i > 0 && i <= len(src) && strings.IndexByte(" \t\n;&|()<>", src[i-1]) < 0 {
+				agree = false
 			}
-			if i+1 < len(line) && line[i+1] == '&' {
-				i++
+		}
+		return agree
+	})
+	return agree
+}
+
+// part is one parsed script: positions are offsets into src.
+type part struct {
+	r     *reader
+	src   string
+	depth int
+	here  []string // the directories the command being read runs in
+}
+
+// stmtText is a statement as written, without its ; or &.
+func (p *part) stmtText(s *syntax.Stmt) string {
+	a, b := int(s.Pos().Offset()), 0
+	if s.Cmd != nil {
+		b = int(s.Cmd.End().Offset())
+	}
+	for _, r := range s.Redirs {
+		b = max(b, int(r.End().Offset()))
+	}
+	if a < 0 || b > len(p.src) || a > b {
+		return ""
+	}
+	return collapse(p.src[a:b])
+}
+
+func (p *part) slice(n syntax.Node) string {
+	a, b := int(n.Pos().Offset()), int(n.End().Offset())
+	if a < 0 || b > len(p.src) || a > b {
+		return ""
+	}
+	return p.src[a:b]
+}
+
+// stmts reads a list run one after the other; it returns the directories
+// the list may end in.
+func (p *part) stmts(list []*syntax.Stmt, cwds []string, in stream) []string {
+	for _, s := range list {
+		ok, fail, _ := p.stmt(s, cwds, in, false)
+		cwds = union(ok, fail)
+	}
+	return cwds
+}
+
+// stmt reads one statement. It returns the directories it may leave the
+// shell in when it succeeds and when it fails, and its simple command when
+// it is one.
+func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok, fail []string, main *shCmd) {
+	if s == nil || p.r.overflow {
+		return cwds, cwds, nil
+	}
+	if len(p.r.line.cmds) >= maxShellCommands {
+		p.r.overflow = true
+		return cwds, cwds, nil
+	}
+	forking = forking || s.Background || s.Coprocess || s.Disown
+	p.here = cwds
+	var redir redirs
+	for _, rd := range s.Redirs {
+		p.redirect(rd, cwds, &redir)
+	}
+	if redir.stdin.hasText || redir.stdin.fetched {
+		in = redir.stdin
+	}
+	switch c := s.Cmd.(type) {
+	case nil: // > file: only redirections
+		p.add(&shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device})
+	case *syntax.CallExpr:
+		return p.call(s, c, cwds, in, forking, redir)
+	case *syntax.BinaryCmd:
+		switch c.Op {
+		case syntax.AndStmt:
+			ok1, fail1, _ := p.stmt(c.X, cwds, in, forking)
+			ok2, fail2, _ := p.stmt(c.Y, ok1, in, forking)
+			return ok2, union(fail1, fail2), nil
+		case syntax.OrStmt:
+			ok1, fail1, _ := p.stmt(c.X, cwds, in, forking)
+			ok2, fail2, _ := p.stmt(c.Y, fail1, in, forking)
+			return union(ok1, ok2), fail2, nil
+		default: // a pipeline: every stage runs in a subshell of its own
+			stages := pipeline(c)
+			cur := in
+			for _, st := range stages {
+				_, _, m := p.stmt(st, cwds, cur, true)
+				cur = output(m, cur)
 			}
-			flush(false)
-		case '|':
-			if i > 0 && line[i-1] == '>' { // >| clobbers, it is a redirection
-				cur.WriteByte(c)
-				continue
+			return cwds, cwds, nil
+		}
+	case *syntax.Subshell:
+		p.stmts(c.Stmts, cwds, in)
+		return cwds, cwds, nil
+	case *syntax.Block:
+		end := p.stmts(c.Stmts, cwds, in)
+		return end, end, nil
+	case *syntax.IfClause:
+		end := p.ifClause(c, cwds, in)
+		return end, end, nil
+	case *syntax.WhileClause:
+		c1 := p.stmts(c.Cond, cwds, in)
+		d := p.stmts(c.Do, c1, in)
+		end := union(cwds, union(c1, d))
+		return end, end, nil
+	case *syntax.ForClause:
+		switch l := c.Loop.(type) {
+		case *syntax.WordIter:
+			for _, w := range l.Items {
+				p.substs(w, cwds)
 			}
-			pipe := true
-			if i+1 < len(line) && line[i+1] == '|' {
-				pipe = false
-				i++
-			} else if i+1 < len(line) && line[i+1] == '&' {
-				i++
+			if l.Name != nil {
+				p.r.setVar(l.Name.Value, nil)
 			}
-			flush(pipe)
 		default:
-			cur.WriteByte(c)
+			p.substs(c.Loop, cwds)
 		}
+		d := p.stmts(c.Do, cwds, in)
+		end := union(cwds, d)
+		return end, end, nil
+	case *syntax.CaseClause:
+		p.substs(c.Word, cwds)
+		end := cwds
+		for _, it := range c.Items {
+			for _, w := range it.Patterns {
+				p.substs(w, cwds)
+			}
+			end = union(end, p.stmts(it.Stmts, cwds, in))
+		}
+		return end, end, nil
+	case *syntax.FuncDecl:
+		p.r.funcs = append(p.r.funcs, funcNames(c)...)
+		p.stmt(c.Body, cwds, in, false)
+		p.r.funcs = p.r.funcs[:len(p.r.funcs)-len(funcNames(c))]
+		return cwds, cwds, nil
+	case *syntax.TimeClause:
+		return p.stmt(c.Stmt, cwds, in, forking)
+	case *syntax.CoprocClause:
+		p.stmt(c.Stmt, cwds, in, true)
+		return cwds, cwds, nil
+	case *syntax.DeclClause:
+		var words []shWord
+		if c.Variant != nil {
+			words = append(words, lit(c.Variant.Value))
+		}
+		for _, a := range c.Args {
+			p.assign(a, cwds)
+			if a.Naked && a.Name == nil && a.Value != nil {
+				words = append(words, p.word(a.Value))
+			}
+		}
+		dc := &shCmd{text: p.stmtText(s), argv: words, norm: wordsText(words), depth: p.depth, cwds: cwds, devRedir: redir.device}
+		if c.Variant != nil {
+			dc.name = c.Variant.Value
+		}
+		p.add(dc)
+		return cwds, cwds, nil
+	default: // [[ ]], (( )), let and the like: only their substitutions run
+		p.substs(c, cwds)
 	}
-	flush(false)
-	// sh -c 'script', eval ...: the script is a command line of its own.
-	if depth < maxShellDepth {
-		var more []segment
-		for _, s := range out {
-			more = append(more, s)
-			if s.depth != depth {
-				continue // nested: expanded by the call that made it
-			}
-			if script, ok := shellScript(normalizeWords(shellWords(s.text))); ok {
-				more = append(more, splitDepth(script, depth+1)...)
-			}
-		}
-		out = more
+	return cwds, cwds, nil
+}
+
+func funcNames(f *syntax.FuncDecl) []string {
+	var out []string
+	if f.Name != nil {
+		out = append(out, f.Name.Value)
+	}
+	for _, n := range f.Names {
+		out = append(out, n.Value)
 	}
 	return out
 }
 
-// closeParen finds the parenthesis closing the one opened just before
-// start. It returns the index past it (len(s) when there is none) and the
-// text between.
-func closeParen(s string, start int) (end int, body string) {
-	depth := 1
-	var quote byte
-	for i := start; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '\\':
-			i++
-		case c == '\'' || c == '"':
-			quote = c
-		case c == '(':
-			depth++
-		case c == ')':
-			depth--
-			if depth == 0 {
-				return i + 1, s[start:i]
+func (p *part) ifClause(c *syntax.IfClause, cwds []string, in stream) []string {
+	cond := p.stmts(c.Cond, cwds, in)
+	then := p.stmts(c.Then, cond, in)
+	if c.Else == nil {
+		return union(then, cond)
+	}
+	return union(then, p.ifClause(c.Else, cond, in))
+}
+
+// pipeline flattens a | b | c into its stages.
+func pipeline(c *syntax.BinaryCmd) []*syntax.Stmt {
+	var out []*syntax.Stmt
+	if x, ok := c.X.Cmd.(*syntax.BinaryCmd); ok && (x.Op == syntax.Pipe || x.Op == syntax.PipeAll) && len(c.X.Redirs) == 0 && !c.X.Negated {
+		out = pipeline(x)
+	} else {
+		out = append(out, c.X)
+	}
+	return append(out, c.Y)
+}
+
+// redirs is what a statement's redirections do.
+type redirs struct {
+	stdin  stream
+	device string // a disk device written to
+}
+
+func (p *part) redirect(rd *syntax.Redirect, cwds []string, out *redirs) {
+	if rd.Word != nil {
+		p.substs(rd.Word, cwds)
+	}
+	switch rd.Op {
+	case syntax.WordHdoc:
+		out.stdin = stream{text: p.scriptText(rd.Word), hasText: true}
+		if p.fetches(rd.Word) {
+			out.stdin = stream{fetched: true}
+		}
+	case syntax.Hdoc, syntax.DashHdoc:
+		if rd.Hdoc != nil {
+			p.substs(rd.Hdoc, cwds)
+			out.stdin = stream{text: p.rawText(rd.Hdoc), hasText: true}
+		}
+	case syntax.RdrIn:
+		if p.fetches(rd.Word) { // < <(curl ...)
+			out.stdin = stream{fetched: true}
+		}
+	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll,
+		syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut, syntax.DplOut:
+		if rd.Word != nil {
+			if v := p.word(rd.Word).val; diskDevice.MatchString(v) {
+				out.device = v
 			}
 		}
 	}
-	return len(s), s[start:]
+}
+
+// call reads a simple command.
+func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream, forking bool, redir redirs) (ok, fail []string, main *shCmd) {
+	for _, a := range c.Assigns {
+		p.assign(a, cwds)
+	}
+	words := make([]shWord, 0, len(c.Args))
+	for _, w := range c.Args {
+		if f, ok := p.fields(w); ok {
+			// $x, with x set to "rm -rf /": the words it splits into.
+			for _, v := range f {
+				words = append(words, lit(v))
+			}
+			continue
+		}
+		words = append(words, p.braces(w)...)
+	}
+	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device, at: -1}
+	if len(c.Args) > 0 {
+		cmd.at = int(c.Args[0].Pos().Offset())
+	}
+	for _, w := range c.Args {
+		if p.fetches(w) {
+			cmd.fetchSub = true
+		}
+	}
+	for _, rd := range s.Redirs {
+		if rd.Word != nil && rd.Op != syntax.RdrIn && p.fetches(rd.Word) {
+			cmd.fetchSub = true
+		}
+	}
+	if len(words) > 0 {
+		if n := words[0]; n.static() && slices.Contains(p.r.funcs, n.val) && forking {
+			p.r.line.bombs = append(p.r.line.bombs, n.val)
+		}
+	}
+	ok, fail = p.run(cmd, words, cwds, in)
+	for _, w := range c.Args {
+		p.substs(w, cwds)
+	}
+	return ok, fail, cmd
+}
+
+// run fills in cmd for the words it runs, adds it, and adds the commands it
+// runs in turn. It returns the directories a cd leaves.
+func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fail []string) {
+	argv, wi := stripWrappers(words)
+	if wi.cwd != nil {
+		cwds = p.r.cd(cwds, []shWord{*wi.cwd})
+		cmd.cwds = cwds
+	}
+	cmd.argv = argv
+	cmd.norm = wordsText(argv)
+	if len(argv) > 0 && argv[0].static() {
+		cmd.name = path.Base(argv[0].val)
+	}
+	p.add(cmd)
+	if wi.script != nil {
+		cmd.wrapper = len(argv) == 0
+		p.nested(p.scriptOf(*wi.script), cwds, in)
+	}
+	if len(argv) == 0 {
+		return cwds, cwds
+	}
+	args := argv[1:]
+	switch name := cmd.name; {
+	case name == "cd" || name == "pushd":
+		return p.r.cd(cwds, args), cwds
+	case name == "popd":
+		return []string{cwdUnknown}, cwds
+	case shells[name]:
+		script, file, reads := shellArgs(args)
+		switch {
+		case script != nil:
+			cmd.wrapper = true
+			p.nested(p.scriptOf(*script), cwds, stream{})
+		case reads && in.fetched:
+			cmd.pipeShell = true
+		case reads && in.hasText:
+			p.nested(in.text, cwds, stream{})
+		case file != nil && file.static() && (file.val == "/dev/stdin" || file.val == "-") && in.fetched:
+			cmd.pipeShell = true
+		}
+	case name == "eval":
+		parts := make([]string, len(args))
+		for i, a := range args {
+			parts[i] = p.scriptOf(a)
+		}
+		cmd.wrapper = true
+		p.nested(strings.Join(parts, " "), cwds, stream{})
+	case name == "trap":
+		if len(args) > 1 && args[0].static() && !strings.HasPrefix(args[0].val, "-") {
+			cmd.wrapper = true
+			p.nested(p.scriptOf(args[0]), cwds, stream{})
+		}
+	case name == "git":
+		// git -c alias.x='!cmd', -c core.pager=cmd and the like run cmd.
+		for i := 0; i+1 < len(args) && args[i].static() && strings.HasPrefix(args[i].val, "-"); i++ {
+			if args[i].val != "-c" {
+				continue
+			}
+			key, val, _ := strings.Cut(args[i+1].val, "=")
+			key = strings.ToLower(key)
+			if script, ok := strings.CutPrefix(val, "!"); ok && strings.HasPrefix(key, "alias.") {
+				p.nested(script, cwds, stream{})
+			} else if gitCommandKeys[key] {
+				p.nested(val, cwds, stream{})
+			}
+			i++
+		}
+	case name == "parallel":
+		// parallel CMD ::: ARGS runs CMD once per argument.
+		for i, a := range args {
+			if a.val == ":::" || a.val == "::::" {
+				items := args[i+1:]
+				if len(items) > 256 || a.val == "::::" { // :::: names files of arguments
+					items = []shWord{{src: "(parallel arguments)", val: unknownMark, glob: -1}}
+				}
+				for _, it := range items {
+					sub := &shCmd{text: wordsText(args[:i]), depth: p.depth, cwds: cwds}
+					p.run(sub, append(append([]shWord(nil), args[:i]...), it), cwds, stream{})
+				}
+				break
+			}
+		}
+	case name == "source" || name == ".":
+		if len(args) > 0 && args[0].static() && (args[0].val == "/dev/stdin" || args[0].val == "-") && in.fetched {
+			cmd.pipeShell = true
+		}
+	case name == "xargs":
+		inner, repl := xargsArgs(args)
+		items := in.items
+		if items == nil {
+			if in.hasText && !in.fetched {
+				for _, f := range strings.Fields(in.text) {
+					items = append(items, lit(f))
+				}
+			} else {
+				// Each item is one argument: it may be any path, but is
+				// not taken for options.
+				items = []shWord{{src: "(xargs input)", val: unknownMark, glob: -1}}
+			}
+		}
+		if len(inner) == 0 {
+			inner = []shWord{lit("echo")}
+		}
+		if len(items)*len(inner) > maxExpandedWords {
+			// Too many to list: one item that may be any of them.
+			items = []shWord{{src: "(xargs input)", val: unknownMark, glob: -1}}
+		}
+		var run []shWord
+		if repl != "" {
+			for _, w := range inner {
+				if strings.Contains(w.val, repl) {
+					for _, it := range items {
+						run = append(run, shWord{src: w.src, val: strings.ReplaceAll(w.val, repl, it.val), glob: -1})
+					}
+					continue
+				}
+				run = append(run, w)
+			}
+		} else {
+			run = append(append(run, inner...), items...)
+		}
+		sub := &shCmd{text: wordsText(inner), depth: p.depth, cwds: cwds}
+		p.run(sub, run, cwds, stream{})
+		if in.fetched && runsProgram(sub.name) {
+			sub.pipeShell = true // curl x | xargs sh -c: the download is the script
+		}
+	case name == "find":
+		for _, ex := range findExecs(args) {
+			sub := &shCmd{text: wordsText(ex.written), depth: p.depth, cwds: cwds}
+			p.run(sub, ex.run, cwds, stream{})
+		}
+	case interpreter(name) != "":
+		code, reads := interpreterCode(interpreter(name), args)
+		for _, c := range code {
+			cmd.code = append(cmd.code, c.val)
+		}
+		switch {
+		case reads && in.fetched:
+			cmd.pipeShell = true
+		case reads && in.hasText:
+			cmd.code = append(cmd.code, in.text)
+		}
+	}
+	return cwds, cwds
+}
+
+func (p *part) add(c *shCmd) {
+	p.r.line.cmds = append(p.r.line.cmds, c)
+}
+
+// nested reads a script a command runs.
+func (p *part) nested(src string, cwds []string, in stream) {
+	p.r.script(src, cwds, in, p.depth+1)
+}
+
+// substs reads the command and process substitutions inside node.
+func (p *part) substs(node syntax.Node, cwds []string) {
+	if node == nil {
+		return
+	}
+	syntax.Walk(node, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.CmdSubst:
+			p.stmts(x.Stmts, cwds, stream{})
+			return false
+		case *syntax.ProcSubst:
+			p.stmts(x.Stmts, cwds, stream{})
+			return false
+		}
+		return true
+	})
+}
+
+// fetches reports whether a substitution in node runs a download.
+func (p *part) fetches(node syntax.Node) bool {
+	if node == nil {
+		return false
+	}
+	found := false
+	syntax.Walk(node, func(n syntax.Node) bool {
+		if found {
+			return false
+		}
+		switch x := n.(type) {
+		case *syntax.CmdSubst, *syntax.ProcSubst:
+			syntax.Walk(x, func(m syntax.Node) bool {
+				if ce, ok := m.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
+					words := make([]shWord, len(ce.Args))
+					for i, w := range ce.Args {
+						words[i] = p.word(w)
+					}
+					argv, _ := stripWrappers(words)
+					if len(argv) > 0 && fetchers[path.Base(argv[0].val)] {
+						found = true
+					}
+				}
+				return !found
+			})
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// assign records a variable assignment and reads its substitutions.
+func (p *part) assign(a *syntax.Assign, cwds []string) {
+	if a.Value != nil {
+		p.substs(a.Value, cwds)
+	}
+	if a.Array != nil {
+		p.substs(a.Array, cwds)
+	}
+	if a.Index != nil { // a[$(cmd)]=x
+		p.substs(a.Index, cwds)
+	}
+	if a.Name == nil {
+		return
+	}
+	if a.Value == nil || a.Append || a.Index != nil || a.Array != nil {
+		p.r.setVar(a.Name.Value, nil)
+		return
+	}
+	w := p.word(a.Value)
+	p.r.setVar(a.Name.Value, &w)
+}
+
+// setVar records a variable's value; nil, or a second assignment, makes it
+// unknown (the reader does not follow control flow).
+func (r *reader) setVar(name string, w *shWord) {
+	if r.vars == nil {
+		r.vars = map[string]*shWord{}
+	}
+	if _, seen := r.vars[name]; seen || w == nil || !w.static() {
+		r.vars[name] = nil
+		return
+	}
+	r.vars[name] = w
+}
+
+// cd follows a cd: the directories the shell may be in after it succeeds.
+func (r *reader) cd(cwds []string, args []shWord) []string {
+	for len(args) > 0 && args[0].static() && strings.HasPrefix(args[0].val, "-") && len(args[0].val) > 1 {
+		stop := args[0].val == "--"
+		args = args[1:]
+		if stop {
+			break
+		}
+	}
+	if len(args) == 0 {
+		if r.env.home == "" {
+			return []string{cwdUnknown}
+		}
+		return []string{r.env.home}
+	}
+	a := args[0]
+	if !a.static() || a.glob >= 0 || a.val == "-" {
+		return []string{cwdUnknown}
+	}
+	d := expandHome(a.val, r.env.home)
+	if strings.HasPrefix(d, "~") {
+		return []string{cwdUnknown}
+	}
+	if path.IsAbs(d) {
+		return []string{path.Clean(d)}
+	}
+	var out []string
+	for _, c := range cwds {
+		switch c {
+		case "", cwdUnknown:
+			out = append(out, cwdUnknown)
+		default:
+			out = append(out, path.Join(c, d))
+		}
+	}
+	return union(out, nil)
+}
+
+// union merges two sets of directories.
+func union(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	for _, s := range append(append([]string(nil), a...), b...) {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) > 16 { // too many to follow: any of them, or anywhere
+		out = append(out[:15], cwdUnknown)
+	}
+	return out
+}
+
+// output is what a pipeline stage writes for the next one.
+func output(c *shCmd, in stream) stream {
+	out := stream{fetched: in.fetched}
+	if c == nil {
+		return out
+	}
+	if fetchers[c.name] || c.fetchSub {
+		out.fetched = true
+	}
+	args := c.argv
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	switch c.name {
+	case "echo", "printf":
+		for len(args) > 0 && c.name == "echo" && args[0].static() && strings.HasPrefix(args[0].val, "-") {
+			args = args[1:]
+		}
+		vals := make([]string, 0, len(args))
+		for _, a := range args {
+			if !a.static() {
+				return out
+			}
+			vals = append(vals, a.val)
+		}
+		out.text = strings.ReplaceAll(strings.Join(vals, " "), `\n`, "\n")
+		out.hasText = true
+	case "cat", "tee":
+		if c.name == "cat" && len(args) > 0 {
+			return out
+		}
+		out.text, out.hasText, out.items = in.text, in.hasText, in.items
+	case "find":
+		roots, filtered := findRoots(args)
+		for _, r := range roots {
+			if filtered {
+				r = shWord{src: r.src, val: strings.TrimSuffix(r.val, "/") + "/{}", glob: -1, split: r.split}
+			}
+			out.items = append(out.items, r)
+		}
+		if out.items == nil {
+			out.items = []shWord{}
+		}
+	}
+	return out
+}
+
+// ---- words ----
+
+// word evaluates a word as far as it can be known without running anything.
+func (p *part) word(w *syntax.Word) shWord {
+	out := shWord{src: p.slice(w), glob: -1}
+	if w == nil {
+		return out
+	}
+	var b strings.Builder
+	for i, part := range w.Parts {
+		switch x := part.(type) {
+		case *syntax.Lit:
+			v := x.Value
+			if i == 0 && strings.HasPrefix(v, "~") {
+				// ~ and ~/x are expanded later; ~user cannot be known.
+				if rest := v[1:]; rest != "" && !strings.HasPrefix(rest, "/") {
+					b.WriteString(unknownMark)
+					out.split = false
+					continue
+				}
+			}
+			for j := 0; j < len(v); j++ {
+				c := v[j]
+				switch {
+				case c == '\\' && j+1 < len(v):
+					j++
+					if v[j] != '\n' {
+						b.WriteByte(v[j])
+					}
+				case c == '*' || c == '?' || c == '[':
+					if out.glob < 0 {
+						out.glob = b.Len()
+					}
+					b.WriteByte(c)
+				default:
+					b.WriteByte(c)
+				}
+			}
+		case *syntax.SglQuoted:
+			if x.Dollar {
+				v, ok := ansiC(x.Value)
+				if !ok {
+					b.WriteString(unknownMark)
+					continue
+				}
+				b.WriteString(v)
+				continue
+			}
+			b.WriteString(x.Value)
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				switch y := q.(type) {
+				case *syntax.Lit:
+					b.WriteString(unescapeDouble(y.Value))
+				case *syntax.ParamExp:
+					b.WriteString(p.param(y, false, &out))
+				case *syntax.CmdSubst:
+					v, _ := p.substValue(y)
+					b.WriteString(v)
+				default:
+					b.WriteString(unknownMark)
+				}
+			}
+		case *syntax.ParamExp:
+			b.WriteString(p.param(x, true, &out))
+		case *syntax.ProcSubst:
+			b.WriteString("/dev/fd/63")
+		case *syntax.ExtGlob:
+			if out.glob < 0 {
+				out.glob = b.Len()
+			}
+			b.WriteString(p.slice(x))
+		case *syntax.CmdSubst:
+			v, known := p.substValue(x)
+			b.WriteString(v)
+			out.split = out.split || !known
+		default: // $((...)), brace expansions
+			b.WriteString(unknownMark)
+			out.split = true
+		}
+	}
+	out.val = b.String()
+	if !out.static() {
+		out.script = p.scriptText(w)
+	}
+	return out
+}
+
+// maxBraceWords bounds the words one brace expansion is followed into.
+const maxBraceWords = 256
+
+// braces evaluates a word after brace expansion: {rm,-rf,/} is three words.
+func (p *part) braces(w *syntax.Word) []shWord {
+	src := p.slice(w)
+	if !strings.Contains(src, "{") {
+		return []shWord{p.word(w)}
+	}
+	cp := &syntax.Word{Parts: slices.Clone(w.Parts)}
+	if !syntax.SplitBraces(cp) {
+		return []shWord{p.word(w)}
+	}
+	var out []shWord
+	for ew, err := range expand.BracesSeq(nil, cp) {
+		if err != nil || len(out) == maxBraceWords {
+			return []shWord{{src: src, val: unknownMark, glob: -1, split: true}}
+		}
+		x := p.word(ew)
+		x.src = src
+		out = append(out, x)
+	}
+	return out
+}
+
+// substValue is what a command substitution prints, when it can be told:
+// $(pwd), $(echo WORD), and $(find ROOT ...), which prints paths under ROOT
+// (ROOT itself unless it selects by name). Else it is unknown.
+func (p *part) substValue(cs *syntax.CmdSubst) (string, bool) {
+	if len(cs.Stmts) != 1 || len(cs.Stmts[0].Redirs) > 0 {
+		return unknownMark, false
+	}
+	ce, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
+	if !ok || len(ce.Assigns) > 0 {
+		return unknownMark, false
+	}
+	words := make([]shWord, len(ce.Args))
+	for i, w := range ce.Args {
+		words[i] = p.word(w)
+	}
+	argv, info := stripWrappers(words)
+	if len(argv) == 0 || !argv[0].static() || info.cwd != nil || info.script != nil || !allStatic(argv) {
+		return unknownMark, false
+	}
+	args := argv[1:]
+	switch path.Base(argv[0].val) {
+	case "pwd":
+		if len(p.here) == 1 && path.IsAbs(p.here[0]) {
+			return p.here[0], true
+		}
+	case "echo":
+		if len(args) == 1 && !strings.HasPrefix(args[0].val, "-") && !strings.ContainsAny(args[0].val, " \t\n*?[") {
+			return args[0].val, true
+		}
+	case "find":
+		roots, filtered := findRoots(args)
+		if r := roots[0].val; len(roots) == 1 && !strings.HasPrefix(r, "-") && roots[0].glob < 0 && !strings.ContainsAny(r, " \t\n") {
+			if filtered {
+				return strings.TrimSuffix(r, "/") + "/{}", true
+			}
+			return r, true
+		}
+	}
+	return unknownMark, false
+}
+
+// param is the value of a parameter expansion: $HOME and variables set once
+// in the line to a known value; else unknown.
+func (p *part) param(x *syntax.ParamExp, unquoted bool, w *shWord) string {
+	if plainParam(x) {
+		name := x.Param.Value
+		if v, ok := p.r.vars[name]; ok && v != nil && !(unquoted && strings.ContainsAny(v.val, " \t\n*?[")) {
+			return v.val
+		}
+		if _, set := p.r.vars[name]; !set && name == "HOME" && p.r.env.home != "" {
+			return p.r.env.home
+		}
+		if _, set := p.r.vars[name]; !set && name == "PWD" && len(p.here) == 1 && path.IsAbs(p.here[0]) {
+			return p.here[0]
+		}
+	}
+	if unquoted {
+		w.split = true
+	}
+	return unknownMark
+}
+
+// fields returns the words an unquoted $x splits into, when x was set in
+// the line to a known value.
+func (p *part) fields(w *syntax.Word) ([]string, bool) {
+	if len(w.Parts) != 1 {
+		return nil, false
+	}
+	x, ok := w.Parts[0].(*syntax.ParamExp)
+	if !ok || !plainParam(x) {
+		return nil, false
+	}
+	v := p.r.vars[x.Param.Value]
+	if v == nil || strings.ContainsAny(v.val, "*?[") {
+		return nil, false
+	}
+	return strings.Fields(v.val), true
+}
+
+func plainParam(x *syntax.ParamExp) bool {
+	return x.Param != nil && !x.Excl && !x.Length && !x.Width && x.Index == nil && x.Slice == nil &&
+		x.Repl == nil && x.Exp == nil && x.NestedParam == nil && len(x.Modifiers) == 0 && x.Names == 0
+}
+
+func unescapeDouble(v string) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+1 < len(v) && strings.IndexByte("$`\"\\\n", v[i+1]) >= 0 {
+			i++
+			if v[i] != '\n' {
+				b.WriteByte(v[i])
+			}
+			continue
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
+}
+
+// ansiC decodes the common escapes of $'...'.
+func ansiC(v string) (string, bool) {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if c != '\\' || i+1 >= len(v) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch e := v[i]; e {
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case '\\', '\'', '"', '?':
+			b.WriteByte(e)
+		case 'x':
+			n, k := 0, 0
+			for k < 2 && i+1 < len(v) && isHex(v[i+1]) {
+				i++
+				n = n*16 + hexVal(v[i])
+				k++
+			}
+			if k == 0 {
+				return "", false
+			}
+			b.WriteByte(byte(n))
+		case '0', '1', '2', '3', '4', '5', '6', '7':
+			n := int(e - '0')
+			for k := 0; k < 2 && i+1 < len(v) && v[i+1] >= '0' && v[i+1] <= '7'; k++ {
+				i++
+				n = n*8 + int(v[i]-'0')
+			}
+			b.WriteByte(byte(n))
+		default:
+			return "", false
+		}
+	}
+	return b.String(), true
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func hexVal(c byte) int {
+	switch {
+	case c >= 'a':
+		return int(c-'a') + 10
+	case c >= 'A':
+		return int(c-'A') + 10
+	}
+	return int(c - '0')
+}
+
+// scriptText is the script a word hands to a shell (sh -c WORD, eval
+// WORD): its value, with the parts that cannot be known kept as written so
+// that the nested reading sees them as unknown too.
+func (p *part) scriptText(w *syntax.Word) string {
+	if w == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, part := range w.Parts {
+		switch x := part.(type) {
+		case *syntax.Lit:
+			b.WriteString(unescapeUnquoted(x.Value))
+		case *syntax.SglQuoted:
+			if v, ok := ansiC(x.Value); x.Dollar && ok {
+				b.WriteString(v)
+			} else {
+				b.WriteString(x.Value)
+			}
+		case *syntax.DblQuoted:
+			for _, q := range x.Parts {
+				if l, ok := q.(*syntax.Lit); ok {
+					b.WriteString(unescapeDouble(l.Value))
+				} else {
+					b.WriteString(p.paramScript(q))
+				}
+			}
+		default:
+			b.WriteString(p.paramScript(part))
+		}
+	}
+	return b.String()
+}
+
+// paramScript is a word part in a script: a variable set in the line to a
+// known value is that value, anything else stays as written.
+func (p *part) paramScript(part syntax.WordPart) string {
+	if x, ok := part.(*syntax.ParamExp); ok && plainParam(x) {
+		if v := p.r.vars[x.Param.Value]; v != nil {
+			return v.val
+		}
+	}
+	return p.slice(part)
+}
+
+// scriptOf is the script of a word already evaluated.
+func (p *part) scriptOf(w shWord) string {
+	if w.static() {
+		return w.val
+	}
+	if w.script != "" {
+		return w.script
+	}
+	return w.src
+}
+
+// rawText is a heredoc's body as written.
+func (p *part) rawText(w *syntax.Word) string {
+	var b strings.Builder
+	for _, part := range w.Parts {
+		if l, ok := part.(*syntax.Lit); ok {
+			b.WriteString(l.Value)
+		} else {
+			b.WriteString(p.slice(part))
+		}
+	}
+	return b.String()
+}
+
+func unescapeUnquoted(v string) string {
+	if !strings.Contains(v, `\`) {
+		return v
+	}
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		if v[i] == '\\' && i+1 < len(v) {
+			i++
+			if v[i] != '\n' {
+				b.WriteByte(v[i])
+			}
+			continue
+		}
+		b.WriteByte(v[i])
+	}
+	return b.String()
+}
+
+func wordsText(ws []shWord) string {
+	parts := make([]string, len(ws))
+	for i, w := range ws {
+		parts[i] = w.text()
+	}
+	return collapse(strings.Join(parts, " "))
 }
 
 // collapse trims s and turns every run of white space into one space.
@@ -169,118 +1148,167 @@ func collapse(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
-// shellWords splits a simple command into words the way a shell would,
-// removing quotes and backslashes. Substitutions stay inside their word.
-func shellWords(s string) []string {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote == '\'':
-			if c == '\'' {
-				quote = 0
-			} else {
-				cur.WriteByte(c)
-			}
-		case quote == '"':
-			switch {
-			case c == '"':
-				quote = 0
-			case c == '\\' && i+1 < len(s) && strings.IndexByte(`"\$`+"`", s[i+1]) >= 0:
-				i++
-				cur.WriteByte(s[i])
-			default:
-				cur.WriteByte(c)
-			}
-		case c == '\'' || c == '"':
-			quote, inWord = c, true
-		case c == '\\' && i+1 < len(s):
-			i++
-			cur.WriteByte(s[i])
-			inWord = true
-		case c == '$' && i+1 < len(s) && s[i+1] == '(':
-			end, _ := closeParen(s, i+2)
-			cur.WriteString(s[i:end])
-			i, inWord = end-1, true
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words
+// ---- wrappers ----
+
+// wrapperSpec says how a wrapper's own options and arguments are laid out.
+type wrapperSpec struct {
+	argOpts  string   // short options that take an argument
+	longArgs []string // long options that take an argument (without "=")
+	skip     int      // positional arguments before the command (timeout's duration)
 }
 
-// wrappers run the command that follows them; the value is the set of their
-// options that take an argument.
-var wrappers = map[string]string{
-	"sudo": "ugCDhpRrTt", "doas": "uC", "env": "uCPS", "nohup": "", "time": "", "exec": "a",
-	"command": "", "builtin": "", "nice": "n", "ionice": "cnpP", "stdbuf": "ioe", "timeout": "sk",
-	"xargs": "adEeILnPs", "chroot": "", "caffeinate": "tw", "busybox": "", "unbuffer": "", "setsid": "",
-	"strace": "eoOpsSuU", "torsocks": "", "proxychains": "f",
+// wrappers run the command that follows them.
+var wrappers = map[string]wrapperSpec{
+	"sudo":        {argOpts: "ugCDhpRrTt", longArgs: []string{"--user", "--group", "--chdir", "--close-from", "--host", "--prompt", "--role", "--type", "--other-user", "--command-timeout"}},
+	"doas":        {argOpts: "uC"},
+	"env":         {argOpts: "uCPS", longArgs: []string{"--unset", "--chdir", "--split-string"}},
+	"nohup":       {},
+	"time":        {argOpts: "fo", longArgs: []string{"--format", "--output"}},
+	"exec":        {argOpts: "a"},
+	"command":     {},
+	"builtin":     {},
+	"nice":        {argOpts: "n", longArgs: []string{"--adjustment"}},
+	"ionice":      {argOpts: "cnpP", longArgs: []string{"--class", "--classdata", "--pid", "--pgid", "--uid"}},
+	"stdbuf":      {argOpts: "ioe", longArgs: []string{"--input", "--output", "--error"}},
+	"timeout":     {argOpts: "sk", longArgs: []string{"--signal", "--kill-after"}, skip: 1},
+	"chroot":      {longArgs: []string{"--userspec", "--groups"}, skip: 1},
+	"setsid":      {},
+	"caffeinate":  {argOpts: "tw"},
+	"busybox":     {},
+	"toybox":      {},
+	"unbuffer":    {},
+	"strace":      {argOpts: "eoOpsSuUaXPIbE"},
+	"ltrace":      {argOpts: "eonpsSuaAD"},
+	"torsocks":    {argOpts: "uapP"},
+	"proxychains": {argOpts: "f"},
+	"nocorrect":   {},
+	"noglob":      {},
+	"flock":       {argOpts: "wEc", longArgs: []string{"--timeout", "--conflict-exit-code", "--command"}, skip: 1},
+	"taskset":     {skip: 1},
+	"chrt":        {argOpts: "T", skip: 1},
+	"unshare":     {argOpts: "SGRw", longArgs: []string{"--setuid", "--setgid", "--root", "--wd"}},
+	"runuser":     {argOpts: "ugc", longArgs: []string{"--user", "--group", "--command"}},
+	"su":          {argOpts: "cgGs", longArgs: []string{"--command", "--group", "--supp-group", "--shell"}},
+	"watch":       {argOpts: "nqd", longArgs: []string{"--interval", "--differences"}},
+	"script":      {argOpts: "cEIOTBm", longArgs: []string{"--command", "--log-in", "--log-out", "--log-timing", "--echo"}},
 }
 
-// keywords open a compound command; the simple command follows them.
-var keywords = map[string]bool{
-	"if": true, "then": true, "else": true, "elif": true, "do": true, "while": true, "until": true,
-	"!": true, "{": true, "}": true, "fi": true, "done": true,
+// wrapInfo is what the wrappers stripped from a command said.
+type wrapInfo struct {
+	cwd    *shWord // env -C DIR, sudo -D DIR
+	script *shWord // env -S, su -c, flock -c, runuser -c, script -c, watch's command
 }
 
-// normalizeWords strips what runs a command without being it: variable
-// assignments, keywords and wrappers like sudo, env, nohup and timeout, so
-// that "sudo -u root FOO=1 rm -rf /" is seen as "rm -rf /".
-func normalizeWords(w []string) []string {
+// stripWrappers returns the command words without variable assignments and
+// wrappers (sudo -u root FOO=1 rm -rf / is rm -rf /).
+func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
+	var info wrapInfo
 	for len(w) > 0 {
 		first := w[0]
-		switch {
-		case keywords[first]:
-			w = w[1:]
-			continue
-		case isAssignment(first):
+		if !first.static() {
+			return w, info
+		}
+		if isAssignment(first.val) {
 			w = w[1:]
 			continue
 		}
-		argOpts, ok := wrappers[path.Base(first)]
+		name := path.Base(first.val)
+		spec, ok := wrappers[name]
 		if !ok {
-			break
+			return w, info
 		}
-		name := path.Base(first)
 		w = w[1:]
-		for len(w) > 0 && strings.HasPrefix(w[0], "-") && w[0] != "-" {
-			opt := w[0]
+		for len(w) > 0 && w[0].static() && strings.HasPrefix(w[0].val, "-") && w[0].val != "-" {
+			opt := w[0].val
 			w = w[1:]
 			if opt == "--" {
 				break
 			}
-			// -u root: the option's argument is the next word.
-			if !strings.HasPrefix(opt, "--") && len(opt) == 2 && strings.IndexByte(argOpts, opt[1]) >= 0 && len(w) > 0 {
-				w = w[1:]
+			var arg *shWord
+			if strings.HasPrefix(opt, "--") {
+				key, val, hasVal := strings.Cut(opt, "=")
+				if hasVal {
+					a := lit(val)
+					arg = &a
+				} else if slices.Contains(spec.longArgs, key) && len(w) > 0 {
+					a := w[0]
+					arg, w = &a, w[1:]
+				}
+				opt = key
+			} else if len(opt) >= 2 {
+				// A cluster: the first option taking an argument ends it.
+				for i := 1; i < len(opt); i++ {
+					if strings.IndexByte(spec.argOpts, opt[i]) < 0 {
+						continue
+					}
+					if i+1 < len(opt) {
+						a := lit(opt[i+1:])
+						arg = &a
+					} else if len(w) > 0 {
+						a := w[0]
+						arg, w = &a, w[1:]
+					}
+					opt = opt[:i+1]
+					break
+				}
+			}
+			if arg == nil {
+				continue
+			}
+			last := opt[len(opt)-1]
+			switch {
+			case (name == "env" && (last == 'C' || opt == "--chdir")) || (name == "sudo" && (last == 'D' || opt == "--chdir")) ||
+				(name == "unshare" && (last == 'w' || opt == "--wd")):
+				info.cwd = arg
+			case name == "env" && (last == 'S' || opt == "--split-string"),
+				(name == "su" || name == "runuser" || name == "flock" || name == "script") && (last == 'c' || opt == "--command"):
+				info.script = arg
 			}
 		}
 		if name == "env" {
-			for len(w) > 0 && isAssignment(w[0]) {
+			for len(w) > 0 && w[0].static() && isAssignment(w[0].val) {
 				w = w[1:]
 			}
 		}
-		if name == "timeout" && len(w) > 0 { // timeout DURATION CMD
+		for i := 0; i < spec.skip && len(w) > 0; i++ {
 			w = w[1:]
 		}
-		if name == "chroot" && len(w) > 0 { // chroot DIR CMD
-			w = w[1:]
+		if name == "su" || name == "flock" {
+			// su [user] -c CMD, flock FILE -c CMD: the command is a script;
+			// su without one starts a shell that reads the terminal.
+			for i := 0; i+1 < len(w); i++ {
+				if v := w[i].val; v == "-c" || v == "--command" {
+					s := w[i+1]
+					info.script = &s
+				}
+			}
+			if name == "su" || info.script != nil {
+				return nil, info
+			}
+		}
+		if info.script != nil && (name == "su" || name == "runuser" || name == "script") {
+			return nil, info
+		}
+		if name == "watch" && len(w) > 0 {
+			// watch runs its arguments through sh -c.
+			s := lit(wordsText(w))
+			if !allStatic(w) {
+				s.val = wordsText(w) + unknownMark
+			}
+			info.script = &s
+			return nil, info
 		}
 	}
-	return w
+	return w, info
+}
+
+func allStatic(ws []shWord) bool {
+	for _, w := range ws {
+		if !w.static() {
+			return false
+		}
+	}
+	return true
 }
 
 func isAssignment(w string) bool {
@@ -297,34 +1325,359 @@ func isAssignment(w string) bool {
 	return true
 }
 
+// gitCommandKeys are git settings whose value is a command git runs.
+var gitCommandKeys = map[string]bool{"core.pager": true, "core.editor": true, "core.sshcommand": true, "core.fsmonitor": true,
+	"sequence.editor": true, "diff.external": true, "gpg.program": true, "credential.helper": true}
+
 // shells are the programs whose -c argument is a command line, and which
 // run what is piped into them.
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "ash": true, "mksh": true, "csh": true, "tcsh": true}
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "ash": true,
+	"mksh": true, "csh": true, "tcsh": true, "yash": true, "posh": true, "rbash": true}
 
-// shellScript returns the script of "sh -c SCRIPT" (any flag cluster holding
-// c, like -lc) or the arguments of eval.
-func shellScript(w []string) (string, bool) {
-	if len(w) == 0 {
-		return "", false
-	}
-	name := path.Base(w[0])
-	if name == "eval" && len(w) > 1 {
-		return strings.Join(w[1:], " "), true
-	}
-	if !shells[name] {
-		return "", false
-	}
-	for i := 1; i < len(w); i++ {
-		a := w[i]
-		if !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") {
-			return "", false
+// shellArgs reads a shell's arguments: the script of -c (any flag cluster
+// holding c, like -lc), else the script file, else whether it reads its
+// script from standard input.
+func shellArgs(args []shWord) (script, file *shWord, readsStdin bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.static() {
+			return nil, &a, false
 		}
-		if strings.Contains(a, "c") && i+1 < len(w) {
-			return w[i+1], true
+		v := a.val
+		switch {
+		case v == "--" || v == "-":
+			if i+1 < len(args) && v == "--" {
+				f := args[i+1]
+				return nil, &f, false
+			}
+			return nil, nil, true
+		case v == "-o" || v == "+o" || v == "-O" || v == "+O" || v == "--rcfile" || v == "--init-file":
+			i++
+		case strings.HasPrefix(v, "--"):
+		case strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+"):
+			if strings.Contains(v[1:], "c") {
+				j := i + 1
+				if j < len(args) && args[j].val == "--" {
+					j++ // bash -c -- SCRIPT
+				}
+				if j < len(args) {
+					s := args[j]
+					return &s, nil, false
+				}
+				return nil, nil, false
+			}
+			if strings.Contains(v[1:], "s") {
+				return nil, nil, true
+			}
+		default:
+			return nil, &a, false
 		}
 	}
-	return "", false
+	return nil, nil, true
 }
+
+// xargsArgs returns the command xargs runs and its replace string (-I).
+func xargsArgs(args []shWord) (inner []shWord, repl string) {
+	for len(args) > 0 && args[0].static() && strings.HasPrefix(args[0].val, "-") && args[0].val != "-" {
+		a := args[0].val
+		args = args[1:]
+		switch {
+		case a == "--":
+			return args, repl
+		case a == "-i" || a == "--replace":
+			repl = "{}"
+		case strings.HasPrefix(a, "-i"):
+			repl = a[2:]
+		case strings.HasPrefix(a, "--replace="):
+			repl = strings.TrimPrefix(a, "--replace=")
+		case a == "-I" && len(args) > 0:
+			repl, args = args[0].val, args[1:]
+		case strings.HasPrefix(a, "-I"):
+			repl = a[2:]
+		case strings.HasPrefix(a, "--"):
+			if !strings.Contains(a, "=") && slices.Contains([]string{"--arg-file", "--delimiter", "--eof", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}, a) && len(args) > 0 {
+				args = args[1:]
+			}
+		case len(a) == 2 && strings.IndexByte("adEeLlnPs", a[1]) >= 0 && len(args) > 0:
+			args = args[1:]
+		}
+	}
+	return args, repl
+}
+
+// findExec is a command find runs: as written, and with {} standing for
+// the paths find walks.
+type findExec struct{ written, run []shWord }
+
+// findExecs returns the commands of find's -exec, -execdir, -ok and
+// -okdir.
+func findExecs(args []shWord) []findExec {
+	roots, filtered := findRoots(args)
+	if len(roots)*len(args) > maxExpandedWords {
+		roots = []shWord{{src: "(find roots)", val: unknownMark, glob: -1}}
+	}
+	var out []findExec
+	for i := 0; i < len(args); i++ {
+		switch args[i].val {
+		case "-exec", "-execdir", "-ok", "-okdir":
+		default:
+			continue
+		}
+		var cmd []shWord
+		j := i + 1
+		for ; j < len(args); j++ {
+			if v := args[j].val; v == ";" || v == "+" && j > i+1 && args[j-1].val == "{}" {
+				break
+			}
+			if args[j].val == "{}" {
+				for _, r := range roots {
+					if filtered {
+						r = shWord{src: r.src, val: strings.TrimSuffix(r.val, "/") + "/{}", glob: -1, split: r.split}
+					}
+					cmd = append(cmd, r)
+				}
+				continue
+			}
+			cmd = append(cmd, args[j])
+		}
+		if len(cmd) > 0 {
+			out = append(out, findExec{written: args[i+1 : j], run: cmd})
+		}
+		i = j
+	}
+	return out
+}
+
+// nameFilters are find predicates that select files by name or path.
+var nameFilters = map[string]bool{"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true,
+	"-iwholename": true, "-regex": true, "-iregex": true}
+
+// findRoots returns the paths find starts from, and whether its predicates
+// select by name (so that it does not act on the roots themselves).
+func findRoots(args []shWord) (roots []shWord, filtered bool) {
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i].val
+		if a == "-H" || a == "-L" || a == "-P" || strings.HasPrefix(a, "-O") || strings.HasPrefix(a, "-D") {
+			continue
+		}
+		if strings.HasPrefix(a, "-") || a == "(" || a == "!" || a == "," {
+			break
+		}
+		roots = append(roots, args[i])
+	}
+	for ; i < len(args); i++ {
+		if nameFilters[args[i].val] || args[i].val == "-mindepth" {
+			filtered = true
+		}
+		if v := args[i].val; v == "-exec" || v == "-execdir" || v == "-ok" || v == "-okdir" {
+			break // the rest is the command
+		}
+	}
+	if len(roots) == 0 {
+		roots = []shWord{lit(".")}
+	}
+	return roots, filtered
+}
+
+// fetchers download from the network, or decode a blob: what they write
+// is a program nobody has read.
+var fetchers = map[string]bool{"base64": true, "base32": true, "basenc": true, "xxd": true, "uudecode": true, "openssl": true,
+	"zcat": true, "gunzip": true, "bzcat": true, "xzcat": true, "zstdcat": true, "curl": true, "wget": true, "fetch": true, "aria2c": true, "http": true, "https": true,
+	"xh": true, "xhs": true, "lwp-request": true, "GET": true, "lynx": true, "w3m": true, "nc": true, "ncat": true,
+	"netcat": true, "socat": true, "curlie": true, "httpie": true, "wcurl": true}
+
+// ---- interpreters ----
+
+// interpreter returns the family of an interpreter's name ("python",
+// "perl", ...), or "".
+func interpreter(name string) string {
+	switch {
+	case strings.HasPrefix(name, "python"), strings.HasPrefix(name, "pypy"):
+		return "python"
+	case strings.HasPrefix(name, "perl"):
+		return "perl"
+	case name == "ruby" || name == "jruby" || name == "truffleruby":
+		return "ruby"
+	case name == "node" || name == "nodejs" || name == "bun" || name == "deno" || name == "tsx" || name == "ts-node":
+		return "node"
+	case strings.HasPrefix(name, "php"):
+		return "php"
+	case strings.HasPrefix(name, "lua"):
+		return "lua"
+	case name == "awk" || name == "gawk" || name == "mawk" || name == "nawk":
+		return "awk"
+	case name == "Rscript" || name == "tclsh" || name == "wish" || name == "osascript" || name == "pwsh" || name == "powershell" || name == "elixir" || name == "julia":
+		return "other"
+	}
+	return ""
+}
+
+// interpreterCode returns the program text an interpreter is given on its
+// command line, and whether it reads its program from standard input.
+func interpreterCode(family string, args []shWord) (code []shWord, readsStdin bool) {
+	codeOpts := map[string]string{"python": "c", "perl": "eE", "ruby": "e", "node": "ep", "php": "rR", "lua": "e", "other": "ec"}[family]
+	argOpts := map[string]string{"python": "mWXQ", "perl": "IMm", "ruby": "IrCEFxKT", "node": "r", "php": "cdzfFtb", "lua": "l", "awk": "vFf", "other": ""}[family]
+	script := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.static() {
+			if family == "awk" && !script {
+				return append(code, a), false
+			}
+			script = true
+			continue
+		}
+		v := a.val
+		switch {
+		case family == "node" && (v == "--eval" || v == "--print" || v == "eval") && i+1 < len(args):
+			code = append(code, args[i+1])
+			i++
+		case family == "node" && (strings.HasPrefix(v, "--eval=") || strings.HasPrefix(v, "--print=")):
+			_, c, _ := strings.Cut(v, "=")
+			code = append(code, lit(c))
+		case v == "-":
+			return code, len(code) == 0
+		case v == "--":
+			if i+1 < len(args) {
+				script = true
+			}
+			i = len(args)
+		case strings.HasPrefix(v, "--"):
+		case strings.HasPrefix(v, "-") && len(v) > 1:
+			for k := 1; k < len(v); k++ {
+				if strings.IndexByte(codeOpts, v[k]) >= 0 {
+					if k+1 < len(v) {
+						code = append(code, lit(v[k+1:]))
+					} else if i+1 < len(args) {
+						code = append(code, args[i+1])
+						i++
+					}
+					break
+				}
+				if strings.IndexByte(argOpts, v[k]) >= 0 {
+					if k+1 == len(v) {
+						i++
+					}
+					break
+				}
+			}
+		default:
+			if family == "awk" && len(code) == 0 {
+				return append(code, a), false
+			}
+			script = true
+			i = len(args)
+		}
+		if family == "python" && len(code) > 0 {
+			break // python's -c ends its options
+		}
+	}
+	return code, len(code) == 0 && !script
+}
+
+// ---- lines that do not parse ----
+
+// guess reads src, which did not parse (or is nested too deep), at its most
+// dangerous: quotes are dropped, every operator splits, and every word may
+// start a command.
+func (r *reader) guess(src string, cwds []string, depth int) {
+	r.line.ok = false
+	if strings.Contains(src, "cd") || strings.Contains(src, "pushd") {
+		// A cd may have gone anywhere.
+		cwds = union(cwds, []string{cwdUnknown})
+	}
+	// Two readings: a substitution's text as commands of their own, and
+	// the substitution as an unknown word of the command around it.
+	var pieces []string
+	for _, repl := range guessReadings {
+		pieces = append(pieces, strings.FieldsFunc(repl.Replace(src), func(c rune) bool { return strings.ContainsRune(";&|()<>\n{}", c) })...)
+	}
+	codeSeen := false
+	for _, piece := range pieces {
+		var words []shWord
+		// Commas split too: {rm,-rf,/} may be a brace expansion.
+		for _, f := range strings.FieldsFunc(piece, func(c rune) bool { return c == ',' || unicode.IsSpace(c) }) {
+			if f == "--" {
+				continue // so that no option is read as a path
+			}
+			w := lit(f)
+			w.glob = strings.IndexAny(f, "*?[")
+			if strings.Contains(f, "$") {
+				w.val, w.split = unknownMark, true
+			}
+			words = append(words, w)
+		}
+		seen := map[string]bool{}
+		others := 0
+		for i := range words {
+			argv, info := stripWrappers(words[i:])
+			c := &shCmd{argv: argv, depth: depth, cwds: cwds, guess: true}
+			if len(argv) > 0 && argv[0].static() {
+				c.name = path.Base(argv[0].val)
+			}
+			if i < guessTexts {
+				// Rules look at the piece and at the commands its first
+				// words may start.
+				c.norm = wordsText(argv)
+				c.text = c.norm
+				if i == 0 {
+					c.text = collapse(piece)
+				}
+			} else {
+				// Further on, only what the floor looks at: the first
+				// rm, mv or chmod of a piece reads all that follows it
+				// (a later one reads less), others up to a bound.
+				switch {
+				case info.script == nil && len(argv) > 0 && argv[0].static() && !floorName(c.name):
+					continue
+				case supersetNames[c.name]:
+					if seen[c.name] {
+						continue
+					}
+					seen[c.name] = true
+				default:
+					if others++; others > guessTexts {
+						continue
+					}
+				}
+			}
+			if interpreter(c.name) != "" && !codeSeen {
+				// Its program cannot be told apart from the rest: all
+				// of the text, quotes kept, is read as its program.
+				c.code = append(c.code, src)
+				codeSeen = true
+			}
+			if info.script != nil {
+				c.code = append(c.code, info.script.val)
+			}
+			r.line.cmds = append(r.line.cmds, c)
+			if c.name == "xargs" && len(argv) > 1 {
+				// What xargs reads is one more argument, not known.
+				inner, _ := xargsArgs(argv[1:])
+				inner = append(slices.Clone(inner), shWord{src: "(xargs input)", val: unknownMark, glob: -1})
+				x := &shCmd{argv: inner, depth: depth, cwds: cwds, guess: true}
+				if inner[0].static() {
+					x.name = path.Base(inner[0].val)
+				}
+				r.line.cmds = append(r.line.cmds, x)
+			}
+		}
+	}
+}
+
+var guessReadings = []*strings.Replacer{
+	strings.NewReplacer("'", " ", "\"", " ", "\\", "", "`", ";", "$(", ";", "<(", ";", ">(", ";"),
+	strings.NewReplacer("'", " ", "\"", " ", "\\", "", "`", " $ ", "$(", " $ ", "<(", " $ ", ">(", " $ ", "(", " ", ")", " "),
+}
+
+// guessTexts bounds the commands read per piece of a line that does not
+// parse, beyond those the floor must see.
+const guessTexts = 32
+
+// supersetNames are the floor's commands whose first occurrence in a
+// piece, read with all that follows it, covers every later one.
+var supersetNames = map[string]bool{"rm": true, "mv": true, "chmod": true, "chown": true, "chgrp": true}
 
 // hasOutputRedirect reports whether a simple command writes to a file with
 // >, >> or &> outside quotes. Redirections to /dev/null and between file

@@ -15,9 +15,14 @@ import (
 	"github.com/tai-dev/tai/app"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 func main() {
+	if sandbox.Launching() {
+		// tai re-executed as the launcher of an agent: no flags, no cobra.
+		os.Exit(sandbox.Main())
+	}
 	os.Exit(run())
 }
 
@@ -163,9 +168,12 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	fl.StringVarP(&f.Output, "output", "o", "text", "output: text | json | stream-json")
 	fl.StringVar(&f.Trace, "trace", "", "write the raw wire transcript (secrets redacted) to this file")
 	fl.Int64Var(&f.MaxLineBytes, "max-line-bytes", 256<<20, "largest protocol line accepted; longer ones are skipped")
+	fl.Int64Var(&f.MaxMessageBytes, "max-message-bytes", 256<<20, "largest message text kept, over all its chunks; the rest is skipped and reported")
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
 	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
+	fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine the agent with Landlock: auto (where the kernel can) | on (fail where it cannot) | off")
+	fl.StringSliceVar(&f.NetAllow, "net-allow", nil, "turn the sandbox's network rule on: TCP only to these HOST:PORT (the port is what Landlock checks) and the model endpoint (repeatable, comma lists)")
 	fl.StringArrayVar(&f.Redact, "redact", nil, "also redact matches of this regexp in the audit log and trace; a (?P<secret>...) group limits it (repeatable)")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
@@ -177,6 +185,7 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	})
 	_ = c.RegisterFlagCompletionFunc("policy", tomlFiles)
 	_ = c.RegisterFlagCompletionFunc("approve", cobra.FixedCompletions([]string{"all", "reads", "ask", "deny", "yolo"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "stream-json"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
@@ -293,6 +302,7 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		addNATSFlags(c, &f.NATS)
 		fl.StringVar(&f.Remote, "remote", "", "with --nats: the git remote workers clone and push to (default: this repository by path)")
 		fl.DurationVar(&f.Lease, "lease", 0, "with --nats: how long a worker's claim lasts without a heartbeat (default 30s)")
+		fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine each task's agent with Landlock: auto (where the kernel has it) | on (fail without it) | off")
 	}
 	run := &cobra.Command{
 		Use:   "run [flags] PLAN.yaml",

@@ -24,6 +24,7 @@ import (
 	"github.com/tai-dev/tai/internal/agentproc"
 	"github.com/tai-dev/tai/jsonrpc"
 	schema "github.com/tai-dev/tai/protocol/acp"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Name is this driver's name in presets and the capability manifest.
@@ -58,6 +59,8 @@ type Config struct {
 	// StderrTo, if set, gets a live copy of the agent's stderr.
 	StderrTo io.Writer
 	Clock    quartz.Clock
+	// Sandbox starts the agent through tai's launcher; nil: directly.
+	Sandbox *sandbox.Sandbox
 }
 
 // Session is a live ACP session with one agent process.
@@ -66,12 +69,14 @@ type Session struct {
 	log    *slog.Logger
 	clock  quartz.Clock
 	cmd    *exec.Cmd
+	launch *sandbox.Proc // nil without the launcher
 	stdin  io.Closer
 	conn   *jsonrpc.Conn
 	stderr *agentproc.Tail
 
 	exited  chan struct{}
 	exitErr *driver.AgentExitError
+	reads   chan struct{} // fs/read_text_file replies being held, at most maxReads
 
 	init        schema.InitializeResponse
 	caps        driver.Capabilities
@@ -88,6 +93,7 @@ type Session struct {
 	buffered  []schema.SessionNotification
 	dropped   int
 	tools     map[string]*driver.ToolCall
+	toolsMax  int // len(tools) that triggers a sweep of finished calls
 	config    []driver.ConfigOption
 	mode      string
 
@@ -96,6 +102,7 @@ type Session struct {
 	closing  atomic.Bool
 	closeMu  sync.Mutex
 	closed   bool
+	finished bool // Finish ran: session/close sent, stdin closed
 	closeErr error
 }
 
@@ -132,6 +139,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	s := &Session{
 		cfg: cfg, log: cfg.Logger.With("agent", cfg.Agent), clock: cfg.Clock,
 		stderr: &agentproc.Tail{Max: 64 << 10}, exited: make(chan struct{}), tools: map[string]*driver.ToolCall{},
+		reads: make(chan struct{}, maxReads),
 	}
 	if cfg.StderrTo != nil {
 		w := cfg.StderrTo
@@ -173,12 +181,21 @@ func (s *Session) spawn() error {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, s.stderr
 	cmd.WaitDelay = s.cfg.StopGrace
-	if err := cmd.Start(); err != nil {
+	launch, err := s.cfg.Sandbox.Wrap(cmd)
+	if err == nil {
+		err = launch.Started(cmd.Start())
+	}
+	if err != nil {
 		for _, f := range []*os.File{outR, outW, inR, inW} {
 			f.Close()
 		}
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+			launch.Release()
+		}
 		return fmt.Errorf("starting agent %s: %w", s.cfg.Argv[0], err)
 	}
+	s.launch = launch
 	outW.Close()
 	inR.Close()
 	s.cmd, s.stdin = cmd, inW
@@ -197,6 +214,7 @@ func (s *Session) spawn() error {
 // fails at once with its exit status and stderr, instead of hanging.
 func (s *Session) wait() {
 	err := s.cmd.Wait()
+	s.launch.Release()
 	var ee *exec.ExitError
 	errors.As(err, &ee)
 	code, sig := agentproc.ExitInfo(ee, err)
@@ -708,7 +726,8 @@ func (s *Session) Close(ctx context.Context) error {
 	if alive {
 		tree = agentproc.Descendants(s.cmd.Process.Pid)
 	}
-	if alive && s.caps.CloseSession && s.id != "" {
+	now := ctx.Err() != nil // the caller's grace is over: kill at once
+	if alive && !now && s.caps.CloseSession && s.id != "" && !s.finished {
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
 		if err := s.call(cctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionId: s.id}, nil); err != nil {
 			s.log.Debug("session/close failed", "err", err)
@@ -719,11 +738,44 @@ func (s *Session) Close(ctx context.Context) error {
 	// stdin closed, then the group signalled; whatever the agent left in
 	// its group (MCP servers, shells) goes too, and what it started in
 	// groups of their own.
-	agentproc.Stop(s.clock, s.cmd, s.exited, s.cfg.StopGrace, s.cfg.IgnoresStdinEOF, func() { _ = s.stdin.Close() }, tree)
+	agentproc.Stop(agentproc.Stopping{Clock: s.clock, Cmd: s.cmd, Exited: s.exited, Grace: s.cfg.StopGrace,
+		SignalAtOnce: s.cfg.IgnoresStdinEOF, Now: now, CloseInput: func() { _ = s.stdin.Close() }, Tree: tree, Kill: s.launch.Killer()})
 	s.conn.Close(errClosedByTai)
 	<-s.conn.Done()
 	return nil
 }
+
+// Finish tells the agent no more prompts are coming: session/close if it
+// supports it, then its stdin is closed. What it still sends is handled
+// until it closes its stdout (Drained) or exits; Close ends it for good.
+func (s *Session) Finish(ctx context.Context) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed || s.finished {
+		return
+	}
+	s.finished = true
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	if s.caps.CloseSession && s.id != "" {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
+		if err := s.call(cctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionId: s.id}, nil); err != nil {
+			s.log.Debug("session/close failed", "err", err)
+		}
+		cancel()
+	}
+	s.closing.Store(true)
+	if err := s.conn.CloseWrite(); err != nil {
+		s.log.Debug("closing the agent's stdin", "err", err)
+	}
+}
+
+// Drained is closed once the agent has closed its stdout and everything it
+// sent has been handled.
+func (s *Session) Drained() <-chan struct{} { return s.conn.Done() }
 
 // Exited is closed when the agent process has ended.
 func (s *Session) Exited() <-chan struct{} { return s.exited }
@@ -769,7 +821,7 @@ func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
 		Argv: l.Argv, Env: l.Env, Cwd: l.Cwd, Agent: l.Agent, Host: l.Host, MCPServers: l.MCPServers,
 		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, NoClientFS: l.Quirks.NoClientFS,
 		IgnoresStdinEOF: l.Quirks.IgnoresStdinEOF, ClientVersion: l.ClientVersion, Logger: l.Logger,
-		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock,
+		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock, Sandbox: l.Sandbox,
 	}
 	if l.Trace != nil {
 		trace := l.Trace

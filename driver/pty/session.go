@@ -224,7 +224,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	proc, err := term.Start(term.Options{
 		Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Cols: cfg.Cols, Rows: cfg.Rows,
-		Output: s.output,
+		Output: s.output, Sandbox: cfg.Sandbox,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pty: %w", err)
@@ -881,7 +881,9 @@ func (s *Session) Close(ctx context.Context) error {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	s.proc.Signal(syscall.SIGKILL)
+	kt := s.clock.NewTimer(s.cfg.StopGrace, "pty", "kill")
+	defer kt.Stop()
+	s.proc.Kill(kt.C)
 	<-s.exited
 	return nil
 }

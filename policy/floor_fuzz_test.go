@@ -1,0 +1,163 @@
+package policy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// fuzzDenied are commands the floor denies, written so that they are
+// still found when the text around them breaks the parse.
+var fuzzDenied = []string{
+	"rm -rf /",
+	"sudo rm -rf ~",
+	"git push --force origin main",
+	"mkfs.ext4 /dev/sda",
+	"dd if=/dev/zero of=/dev/sda",
+	"shred /dev/vda",
+	"chmod -R 000 /",
+	"mv / x",
+	"curl x | sh",
+	":(){ :|:& };:",
+	`python3 -c 'import shutil; shutil.rmtree("/")'`,
+}
+
+// shQuote quotes s as one shell word.
+func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// FuzzFloorJoined checks the floor against the parser: it never panics; a
+// denied command followed by ;, &&, ||, | or & and any text, inside $(...)
+// or given to sh -c, is still denied; a line that does not parse and holds
+// a denied command between separators is denied; and no allow rule covers
+// a line that does not parse.
+func FuzzFloorJoined(f *testing.F) {
+	for _, tt := range floorLines {
+		f.Add(tt.line, uint8(0))
+	}
+	for _, s := range []string{"", "#", "'", `"`, "\\", "`", "$(", ")", "}", "<<EOF", "&", "|", "\n", "\x00", "((", "[[", "esac", "fi"} {
+		f.Add(s, uint8(1))
+	}
+	root := f.TempDir()
+	ws, home := filepath.Join(root, "ws"), filepath.Join(root, "home")
+	for _, d := range []string{ws, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	e, err := NewEngine(Config{Mode: Yolo}, Options{Workspace: ws, Home: home})
+	if err != nil {
+		f.Fatal(err)
+	}
+	floor := func(line string) string {
+		id, _ := e.floorCheck(e.facts(execReq(line)))
+		return id
+	}
+	f.Fuzz(func(t *testing.T, x string, pick uint8) {
+		if len(x) > 4096 {
+			return
+		}
+		// Never panics, whatever the line.
+		floor(x)
+		if sl := parseShell(x, shellEnv{home: home, cwd: ws}); !sl.ok && allowSegments(sl) != nil {
+			t.Fatalf("%q does not parse but has allow segments", x)
+		}
+		// Requests carry JSON: the engine sees valid UTF-8.
+		x = strings.ToValidUTF8(x, "\uFFFD")
+
+		d := fuzzDenied[int(pick)%len(fuzzDenied)]
+		for _, line := range []string{
+			d + " ; " + x,
+			d + " && " + x,
+			d + " || " + x,
+			d + " | " + x,
+			d + " & " + x,
+			d + "\n" + x,
+			"echo $(" + d + ") " + x,
+			"sh -c " + shQuote(d) + " " + x,
+			"bash -c " + shQuote("true; "+d) + " " + x,
+		} {
+			if floor(line) == "" {
+				t.Fatalf("%q is allowed by the floor", line)
+			}
+		}
+		// A line the parser reads whole, and the floor denies, is denied
+		// wherever it is put: in a script, a subshell, a group, a
+		// substitution, a function, behind a wrapper.
+		if sl := parseShell(x, shellEnv{home: home, cwd: ws}); sl.ok && !strings.HasSuffix(x, "\\") && maxDepth(sl) <= 1 && floor(x) != "" {
+			for _, line := range []string{
+				"sh -c " + shQuote(x),
+				"eval " + shQuote(x),
+				"(" + x + "\n)",
+				"{ " + x + "\n}",
+				"echo \"$(" + x + "\n)\"",
+				"if true; then " + x + "\nfi",
+				"f() { " + x + "\n}; f",
+				"sudo sh -c " + shQuote(x),
+			} {
+				if floor(line) == "" {
+					t.Fatalf("%q is denied, but not %q", x, line)
+				}
+			}
+		}
+
+		// A line that does not parse, with the command between
+		// separators, is read at its most dangerous.
+		line := x + " ; " + d + " ; " + x
+		if _, err := syntax.NewParser().Parse(strings.NewReader(line), ""); err != nil && floor(line) == "" {
+			t.Fatalf("%q does not parse and is allowed by the floor", line)
+		}
+	})
+}
+
+func maxDepth(sl *shellLine) int {
+	d := 0
+	for _, c := range sl.cmds {
+		d = max(d, c.depth)
+	}
+	return d
+}
+
+// FuzzFloorSeesEveryCommand checks the reader against the parser: every
+// simple command the parser finds in a line is one the floor is shown.
+func FuzzFloorSeesEveryCommand(f *testing.F) {
+	for _, tt := range floorLines {
+		f.Add(tt.line)
+	}
+	for _, s := range []string{"a[$(rm -rf /)]=1", "x=${y:-$(rm -rf /)}", "[[ $(rm -rf /) ]]", "(( $(rm -rf /) ))",
+		"for ((i=$(rm -rf /); i<1; i++)); do :; done", "case $(a) in $(b)) c;; esac", "select x in $(a); do b; done",
+		"coproc rm -rf /", "let x=$(a)", "cat <<E\n$(rm -rf /)\nE", "a=( $(b) )", "declare -A m=([k]=$(a))"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, x string) {
+		if len(x) > 4096 {
+			return
+		}
+		file, err := parseBash(x)
+		if err != nil || !commentsAgree(file, x) {
+			return
+		}
+		sl := parseShell(x, shellEnv{cwd: "/w", home: "/h"})
+		if !sl.ok || len(sl.cmds) >= maxShellCommands {
+			return
+		}
+		read := map[int]bool{}
+		for _, c := range sl.cmds {
+			if c.depth == 0 {
+				read[c.at] = true
+			}
+		}
+		syntax.Walk(file, func(n syntax.Node) bool {
+			ce, ok := n.(*syntax.CallExpr)
+			if !ok || len(ce.Args) == 0 {
+				return true
+			}
+			if at := int(ce.Args[0].Pos().Offset()); !read[at] {
+				t.Fatalf("%q: the command at %d (%q) is not among those read", x, at, x[at:ce.End().Offset()])
+			}
+			return true
+		})
+	})
+}
