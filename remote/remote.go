@@ -125,16 +125,17 @@ func token(s string) string {
 	return tokenRE.ReplaceAllStringFunc(s, func(c string) string { return fmt.Sprintf("%%%02X", c[0]) })
 }
 
-// AgentToken is the subject token of a task's agent: its name, or
-// "custom" for an agent_cmd.
+// AgentToken is the subject token of a task's agent: its name (also for
+// a named agent with its own agent_cmd), or "custom" for an unnamed
+// agent_cmd. A worker runs the tasks of the agents it lists.
 func AgentToken(a fleet.AgentSpec) string {
-	if a.AgentCmd != "" {
+	switch {
+	case a.Agent != "":
+		return token(a.Agent)
+	case a.AgentCmd != "":
 		return "custom"
 	}
-	if a.Agent == "" {
-		return "builtin"
-	}
-	return token(a.Agent)
+	return "builtin"
 }
 
 func taskSubject(agent, run, task string) string {
