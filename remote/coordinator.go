@@ -410,6 +410,13 @@ func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
 // checkRef: the pushed ref holds the reported commit.
 func (c *coordinator) checkRef(ctx context.Context, r ResultMsg) error {
 	want := attemptRef(c.o.RunID, r.Task, r.Attempt)
+	if r.Ref == "" {
+		// No change: the head is a commit of the target's history.
+		if r.Head == "" || !c.wt.IsAncestor(ctx, r.Head, "refs/heads/"+c.rec.Target) {
+			return fmt.Errorf("the result reports no change, but its head %.12s is not in %s", r.Head, c.rec.Target)
+		}
+		return nil
+	}
 	if r.Ref != want {
 		return fmt.Errorf("the result names ref %q, not %s", r.Ref, want)
 	}

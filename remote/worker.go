@@ -371,7 +371,10 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	if err != nil {
 		return fail(err)
 	}
-	res.Head, res.Ref = head, attemptRef(tm.Run, tm.Task, attempt)
+	res.Head = head
+	if head != tm.Base {
+		res.Ref = attemptRef(tm.Run, tm.Task, attempt)
+	}
 	_, _ = git(context.WithoutCancel(ctx), clone, "worktree", "remove", "--force", dir)
 	return res
 }
@@ -478,14 +481,18 @@ func (w *worker) finalCommit(ctx context.Context, dir string, tm TaskMsg, attemp
 			return "", err
 		}
 	}
-	head, err := git(ctx, dir, "rev-parse", "HEAD")
+	rev, err := git(ctx, dir, "rev-parse", "HEAD")
 	if err != nil {
 		return "", err
+	}
+	head := strings.TrimSpace(rev)
+	if head == tm.Base {
+		return head, nil // no change: nothing to push
 	}
 	if _, err := git(ctx, dir, "push", "-q", tm.RepoURL, "+HEAD:"+attemptRef(tm.Run, tm.Task, attempt)); err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(head), nil
+	return head, nil
 }
 
 func truncate(s string, n int) string {
