@@ -98,7 +98,7 @@ func BenchmarkNoopTasks(b *testing.B) {
 			b.ReportMetric(float64(benchTasks*b.N)/total.Seconds(), "tasks/s")
 			if lats > 0 {
 				// With every task offered at once this includes the wait for a free worker.
-				b.ReportMetric(float64((lat / time.Duration(lats)).Microseconds())/1000, "offer-to-start-ms")
+				b.ReportMetric(float64((lat/time.Duration(lats)).Microseconds())/1000, "offer-to-start-ms")
 			}
 		})
 		b.Run(fmt.Sprintf("local-concurrency=%d", n), func(b *testing.B) {
