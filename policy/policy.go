@@ -483,6 +483,7 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	}
 	d.Via = via
 	reason := "answered " + where + "; asked because " + why
+	d.Via = via
 	if rel != nil {
 		// Another tai's policy answered: its provenance is the decision's,
 		// and its "always" is its own to keep.
