@@ -481,7 +481,6 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	if via != "" && via != ViaTerminal {
 		where = "via " + via // another channel of the race answered first
 	}
-	d.Via = via
 	reason := "answered " + where + "; asked because " + why
 	d.Via = via
 	if rel != nil {
