@@ -71,6 +71,8 @@ type Step struct {
 	Usage      *UsageStep      // usage: {used, size, cost?, currency?} → usage_update
 	Info       *InfoStep       // info: {title} → session_info_update
 	Stop       *StopStep       // stop: max_tokens → the turn's stop reason
+	ElicitForm *ElicitFormStep // elicit_form: {message, schema: {properties, required}} → elicitation/create (form)
+	ElicitURL  *ElicitURLStep  // elicit_url: {message, url, complete?} → elicitation/create (url) [+ elicitation/complete]
 
 	// Fault injection.
 	Crash       *CrashStep       // crash: {code, stderr?} → Serve returns *CrashError (the process should exit with code)
@@ -80,6 +82,10 @@ type Step struct {
 	LateUpdates *LateUpdatesStep // late_updates: N → N agent_message_chunks after the session/prompt response
 	Outside     *OutsideStep     // outside: {path} → fs/read_text_file outside the workspace; expects a refusal
 	Flood       *FloodStep       // flood: {count} → count mixed updates as fast as possible
+	// Extension: {update: {...}} → that session/update verbatim (a kind
+	// newer than the client, say); {method, params} → that request to the
+	// client, its answer said as text. For proxies' pass-through tests.
+	Extension *ExtensionStep
 	// spend_after_cancel: {used, size} → wait for session/cancel, then send
 	// this usage_update anyway and hang like hang: (an agent that goes on
 	// spending after it was told to stop)
@@ -215,6 +221,14 @@ type FloodStep struct {
 	PermissionEvery int `yaml:"permission_every"`
 }
 
+// ExtensionStep sends what ACP v1 does not define: an update, or a
+// request of an extension method.
+type ExtensionStep struct {
+	Update map[string]any `yaml:"update"`
+	Method string         `yaml:"method"`
+	Params map[string]any `yaml:"params"`
+}
+
 // Step kind names, as used in script files.
 const (
 	KindText        = "text"
@@ -238,6 +252,9 @@ const (
 	KindLateUpdates = "late_updates"
 	KindOutside     = "outside"
 	KindFlood       = "flood"
+	KindElicitForm  = "elicit_form"
+	KindElicitURL   = "elicit_url"
+	KindExtension   = "extension"
 	// KindSpendAfterCancel is the spend_after_cancel step.
 	KindSpendAfterCancel = "spend_after_cancel"
 )
@@ -279,6 +296,9 @@ func (s Step) kinds() []string {
 	add(s.LateUpdates != nil, KindLateUpdates)
 	add(s.Outside != nil, KindOutside)
 	add(s.Flood != nil, KindFlood)
+	add(s.ElicitForm != nil, KindElicitForm)
+	add(s.ElicitURL != nil, KindElicitURL)
+	add(s.Extension != nil, KindExtension)
 	add(s.SpendAfterCancel != nil, KindSpendAfterCancel)
 	return ks
 }
@@ -426,6 +446,19 @@ func (s Step) validate() error {
 		if s.Flood.Count < 0 || s.Flood.PermissionEvery < 0 {
 			return errors.New("count and permission_every must not be negative")
 		}
+	case s.ElicitForm != nil:
+		return s.ElicitForm.validate()
+	case s.ElicitURL != nil:
+		return s.ElicitURL.validate()
+	case s.Extension != nil:
+		if (s.Extension.Update == nil) == (s.Extension.Method == "") {
+			return errors.New("extension wants update or method, one of them")
+		}
+		if u := s.Extension.Update; u != nil {
+			if k, _ := u["sessionUpdate"].(string); k == "" {
+				return errors.New("extension update needs a sessionUpdate kind")
+			}
+		}
 	}
 	return nil
 }
@@ -561,7 +594,7 @@ func stripLinePrefix(s string) string {
 var stepKinds = []string{
 	KindText, KindThought, KindPlan, KindPlanStatus, KindRead, KindWrite, KindRun, KindPermission,
 	KindSwitchMode, KindCommands, KindDelay, KindUsage, KindInfo, KindStop, KindCrash, KindHang,
-	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindSpendAfterCancel,
+	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel, KindExtension,
 }
 
 // parseStep decodes one step mapping. The returned Step has its kind set as
@@ -703,6 +736,12 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 			return nil
 		}
 		return decodeStrict(v, st.Outside)
+	case KindElicitForm:
+		st.ElicitForm = &ElicitFormStep{}
+		return decodeStrict(v, st.ElicitForm)
+	case KindElicitURL:
+		st.ElicitURL = &ElicitURLStep{}
+		return decodeStrict(v, st.ElicitURL)
 	case KindFlood:
 		st.Flood = &FloodStep{}
 		if v.Kind == yaml.ScalarNode {
@@ -712,6 +751,9 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 	case KindSpendAfterCancel:
 		st.SpendAfterCancel = &UsageStep{}
 		return decodeStrict(v, st.SpendAfterCancel)
+	case KindExtension:
+		st.Extension = &ExtensionStep{}
+		return decodeStrict(v, st.Extension)
 	}
 	return nil
 }

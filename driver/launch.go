@@ -21,7 +21,12 @@ type Launch struct {
 	MCPServers []MCPServer
 	AuthMethod string
 	ResumeID   string
-	Quirks     Quirks
+	// ForkID forks this session (session/fork) instead of creating one.
+	ForkID string
+	// AddDirs are workspace roots besides Cwd (--add-dir), passed as ACP
+	// additionalDirectories where the agent supports them.
+	AddDirs []string
+	Quirks  Quirks
 
 	ClientVersion string
 	Logger        *slog.Logger
