@@ -149,6 +149,9 @@ func startWorkers(t testing.TB, url string, n int, lease time.Duration) func() {
 func TestDAGOnThreeWorkers(t *testing.T) {
 	h := startHub(t)
 	repo, plan := dagRepo(t, 20)
+	// A merge worktree half made by a coordinator killed in git worktree
+	// add (registered, on no branch) is made again.
+	sh(t, repo, "git", "worktree", "add", "-q", "--detach", filepath.Join(repo, ".tai", "worktrees", "dag", "t05"), "HEAD")
 	stop := startWorkers(t, h.url, 3, 5*time.Second)
 	defer stop()
 	b := openBus(t, h.url, "coordinator")
