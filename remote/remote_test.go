@@ -307,3 +307,24 @@ func TestMessageCap(t *testing.T) {
 		t.Fatalf("got %v, want the cap named", err)
 	}
 }
+
+// A hub with a token refuses clients without it.
+func TestHubToken(t *testing.T) {
+	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: t.TempDir(), Token: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, tt := range []struct {
+		token string
+		ok    bool
+	}{{"", false}, {"wrong", false}, {"s3cret", true}} {
+		nc, err := Connect(h.URL(), "", tt.token, "t")
+		if (err == nil) != tt.ok {
+			t.Errorf("token %q: err %v, want ok=%v", tt.token, err, tt.ok)
+		}
+		if nc != nil {
+			nc.Close()
+		}
+	}
+}
