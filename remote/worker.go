@@ -459,7 +459,7 @@ func (w *worker) checkpoint(ctx context.Context, dir string, tm TaskMsg, attempt
 	if _, err := git(ctx, dir, "commit", "-q", "--no-verify", "-m", fmt.Sprintf("tai checkpoint %s/%s attempt %d", tm.Run, tm.Task, attempt)); err != nil {
 		return err
 	}
-	_, err = git(ctx, dir, "push", "-q", tm.RepoURL, "+HEAD:"+attemptRef(tm.Run, tm.Task, attempt))
+	err = push(ctx, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt))
 	if err == nil {
 		w.event(ctx, tm, attempt, "checkpoint", "work so far pushed")
 	}
@@ -489,10 +489,23 @@ func (w *worker) finalCommit(ctx context.Context, dir string, tm TaskMsg, attemp
 	if head == tm.Base {
 		return head, nil // no change: nothing to push
 	}
-	if _, err := git(ctx, dir, "push", "-q", tm.RepoURL, "+HEAD:"+attemptRef(tm.Run, tm.Task, attempt)); err != nil {
+	if err := push(ctx, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt)); err != nil {
 		return "", err
 	}
 	return head, nil
+}
+
+// push sends HEAD to ref. A push into a repository whose refs change
+// meanwhile (the coordinator merging) can be rejected by the receiving
+// side's connectivity check; it is tried again.
+func push(ctx context.Context, dir, url, ref string) error {
+	var err error
+	for range 3 {
+		if _, err = git(ctx, dir, "push", "-q", url, "+HEAD:"+ref); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 func truncate(s string, n int) string {
