@@ -25,6 +25,8 @@ import (
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // WorkerOptions configure a worker.
@@ -43,6 +45,9 @@ type WorkerOptions struct {
 	CancelGrace time.Duration
 	Clock       quartz.Clock
 	Logger      *slog.Logger
+	// Sandbox confines each task's agent (fleet.Options.Sandbox); nil:
+	// unconfined.
+	Sandbox func(p preset.Preset) (*sandbox.Config, error)
 }
 
 // ErrLeaseLost ends an attempt whose lease another worker took over.
@@ -354,7 +359,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 		return fail(err)
 	}
 	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, tm.Prompt, tm.Limits, fleet.TaskRunOptions{RunID: tm.Run, Attempt: attempt, Audit: alog,
-		Exe: w.o.Exe, Version: w.o.Version, CancelGrace: w.o.CancelGrace, Clock: w.clock, Logger: log})
+		Exe: w.o.Exe, Version: w.o.Version, CancelGrace: w.o.CancelGrace, Clock: w.clock, Logger: log, Sandbox: w.o.Sandbox})
 	_ = alog.Append(audit.KindRunEnd, "", map[string]any{"fleet": tm.Run, "task": tm.Task, "attempt": attempt, "status": out.Status})
 	res.AuditSeq, res.AuditHead = alog.Head()
 	_ = alog.Close()

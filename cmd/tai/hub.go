@@ -48,6 +48,7 @@ func newWorker(std app.IO, g *globals) *cobra.Command {
 	c.Flags().IntVar(&f.Slots, "slots", 1, "tasks at once")
 	c.Flags().StringSliceVar(&f.Agents, "agents", []string{"builtin"}, "agents this worker runs (installed here)")
 	c.Flags().StringVar(&f.Dir, "dir", "", "clones, worktrees and audit logs (default: the state directory's worker/NAME)")
+	c.Flags().StringVar(&f.Sandbox, "sandbox", "auto", "confine each task's agent with Landlock: auto (where the kernel has it) | on (fail without it) | off")
 	c.Flags().DurationVar(&f.Lease, "lease", 0, "ack wait of a task consumer this worker creates (default 30s; a run's coordinator sets its own)")
 	return c
 }
