@@ -33,6 +33,7 @@ const ProtocolVersion = 1
 type Spec struct {
 	Cwd        string
 	ResumeID   string // load or resume this session of the wrapped agent
+	Load       bool   // session/load: its history is replayed first
 	MCPServers []driver.MCPServer
 }
 
@@ -412,7 +413,7 @@ func (s *Server) loadSession(ctx context.Context, method string, p acp.LoadSessi
 	if warm != nil {
 		s.takeWarm(warm)
 	}
-	ss, err := s.start(ctx, Spec{Cwd: p.Cwd, ResumeID: p.SessionId, MCPServers: mcpServers(p.McpServers)}, method)
+	ss, err := s.start(ctx, Spec{Cwd: p.Cwd, ResumeID: p.SessionId, Load: method == acp.MethodSessionLoad, MCPServers: mcpServers(p.McpServers)}, method)
 	if err != nil {
 		return nil, err
 	}
@@ -432,20 +433,34 @@ func (s *Server) listSessions(ctx context.Context, p acp.ListSessionsRequest) (a
 		}
 	}
 	s.mu.Unlock()
-	switch {
-	case lister != nil:
-		list, err = lister.ListSessions(ctx, p.Cwd)
-	case s.o.List != nil:
+	if lister == nil && s.o.List == nil {
+		return nil, jsonrpc.ErrMethodNotFound(acp.MethodSessionList)
+	}
+	if lister != nil {
+		if list, err = lister.ListSessions(ctx, p.Cwd); err != nil {
+			return nil, driverError(err)
+		}
+	}
+	// And the resumable sessions tai kept: an agent may list only the
+	// sessions of its own process.
+	if s.o.List != nil {
 		cwd := p.Cwd
 		if cwd == "" {
 			cwd = s.o.Cwd
 		}
-		list, err = s.o.List(ctx, cwd)
-	default:
-		return nil, jsonrpc.ErrMethodNotFound(acp.MethodSessionList)
-	}
-	if err != nil {
-		return nil, driverError(err)
+		kept, err := s.o.List(ctx, cwd)
+		if err != nil && lister == nil {
+			return nil, driverError(err)
+		}
+		have := map[string]bool{}
+		for _, l := range list {
+			have[l.ID] = true
+		}
+		for _, k := range kept {
+			if !have[k.ID] {
+				list = append(list, k)
+			}
+		}
 	}
 	res := acp.ListSessionsResponse{}
 	for _, l := range list {

@@ -21,6 +21,9 @@ type Launch struct {
 	MCPServers []MCPServer
 	AuthMethod string
 	ResumeID   string
+	// LoadReplay: take the session up with its history replayed as events
+	// (ACP session/load), where the agent can, rather than resume it.
+	LoadReplay bool
 	Quirks     Quirks
 
 	ClientVersion string

@@ -41,6 +41,7 @@ type Config struct {
 	MCPServers []driver.MCPServer
 	AuthMethod string // --auth: the method to authenticate with, if the agent needs it
 	ResumeID   string // resume (or load) this session instead of creating one
+	LoadReplay bool   // load (replaying the history) rather than resume, where the agent can
 
 	// NoClientFS withholds fs/* from the agent even though the host has it.
 	NoClientFS bool
@@ -404,7 +405,7 @@ func (s *Session) openSession(ctx context.Context) error {
 	s.applyMu.Unlock()
 
 	switch {
-	case s.cfg.ResumeID != "" && s.caps.ResumeSession:
+	case s.cfg.ResumeID != "" && s.caps.ResumeSession && !(s.cfg.LoadReplay && s.caps.LoadSession):
 		var r schema.ResumeSessionResponse
 		if err := s.call(ctx, schema.MethodSessionResume, schema.ResumeSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers()}, &r); err != nil {
 			return sessionError("session/resume", s.cfg.ResumeID, err, s.authMethods())
@@ -819,7 +820,7 @@ var _ driver.Session = (*Session)(nil)
 func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
 	cfg := Config{
 		Argv: l.Argv, Env: l.Env, Cwd: l.Cwd, Agent: l.Agent, Host: l.Host, MCPServers: l.MCPServers,
-		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, NoClientFS: l.Quirks.NoClientFS,
+		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, LoadReplay: l.LoadReplay, NoClientFS: l.Quirks.NoClientFS,
 		IgnoresStdinEOF: l.Quirks.IgnoresStdinEOF, ClientVersion: l.ClientVersion, Logger: l.Logger,
 		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock, Sandbox: l.Sandbox,
 	}
