@@ -37,12 +37,12 @@ type Options struct {
 	NoClientFS      bool
 	IgnoresStdinEOF bool
 
-	Cwd        string
-	Prompt     []driver.Content
-	Mode       string
-	Model      string
-	Config     [][2]string // --set id=value, in order
-	ResumeID   string
+	Cwd      string
+	Prompt   []driver.Content
+	Mode     string
+	Model    string
+	Config   [][2]string // --set id=value, in order
+	ResumeID string
 	// LoadReplay: replay the resumed session's history (driver.Launch).
 	LoadReplay bool
 	AuthMethod string
