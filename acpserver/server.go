@@ -45,7 +45,7 @@ type Hooks struct {
 	// Prompter is the editor, asked what the policy leaves open.
 	Prompter policy.Prompter
 	// OnSession must be handed the live session (runner.Options.OnSession
-	// with a runner.Control) before the first turn.
+	// with a runner.Live) before the first turn.
 	OnSession func(Control)
 	// Files, when set, is where the agent's file requests go once tai's
 	// policy and confinement have passed them: the editor's buffers.
@@ -54,7 +54,7 @@ type Hooks struct {
 	Passthrough driver.Passthrough
 }
 
-// Control is the live session of a run (runner.Control).
+// Control is the live session of a run (runner.Live).
 type Control interface {
 	Session() runner.Session
 	SetMode(ctx context.Context, mode string) error

@@ -75,7 +75,7 @@ func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserve
 	opts.LoadReplay = spec.Load
 	opts.Sinks = append(opts.Sinks, h.Sink)
 	opts.Turns, opts.Interrupts = h.Turns, h.Interrupts
-	opts.OnSession = func(c runner.Control) { h.OnSession(c) }
+	opts.OnSession = func(c runner.Live) { h.OnSession(c) }
 	opts.Passthrough = h.Passthrough
 	if h.Files != nil {
 		opts.EditorFiles = h.Files

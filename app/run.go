@@ -24,7 +24,9 @@ import (
 	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/internal/tracefile"
@@ -59,6 +61,8 @@ type RunFlags struct {
 	Set             []string
 	Resume          string
 	Continue        bool
+	Fork            string
+	AddDir          []string
 	Auth            string
 	MCP             []string
 	Files           []string
@@ -95,7 +99,10 @@ type RunFlags struct {
 	// config's defaults fill the others. Nil: every field is as given.
 	Changed func(flag string) bool
 
+	Feed FeedFlags
+
 	answerer policy.Prompter // the parent, under --input-format stream-json
+	chat     bool            // tai chat: the prompts come as lines
 	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
 	cfg      config.Config   // the user's and the project's configuration
 }
@@ -110,6 +117,9 @@ const (
 // Run runs `tai run`. It returns the exit code; what went wrong has been
 // reported on the streams.
 func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
+	if wantsChat(f, args, std) {
+		return Chat(ctx, f, args, std)
+	}
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
@@ -174,6 +184,28 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	return res.ExitCode
 }
 
+// wantsChat: no prompt on a terminal, for a driver without a terminal UI
+// of its own, is an interactive session (tai chat).
+func wantsChat(f RunFlags, args []string, std IO) bool {
+	if len(args) > 0 || f.Resume != "" || f.Continue || f.Fork != "" || len(f.Files) > 0 ||
+		f.InputFormat == "stream-json" || !isTTY(std.In) || !isTTY(std.Out) {
+		return false
+	}
+	cf, err := applyConfig(f)
+	if err != nil {
+		return false
+	}
+	p, _, err := resolveAgent(cf)
+	if err != nil {
+		return false
+	}
+	drv := cf.Driver
+	if drv == "" {
+		drv = p.Driver
+	}
+	return drv != "pty"
+}
+
 func newLogger(w io.Writer, verbose bool) *slog.Logger {
 	level := slog.LevelWarn
 	if verbose {
@@ -217,48 +249,11 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 
 	// Agent.
-	var p preset.Preset
-	custom, isCustom := f.cfg.Agent(f.Agent)
-	switch {
-	case f.AgentCmd == "" && isCustom:
-		cp, argv, err := configAgent(custom)
-		if err != nil {
-			return o, cleanup, exitcode.With(exitcode.Usage, err)
-		}
-		p, o.Argv = cp, argv
-	case f.AgentCmd != "":
-		cp, argv, err := preset.Custom(f.AgentCmd)
-		if err != nil {
-			return o, cleanup, exitcode.With(exitcode.Usage, err)
-		}
-		if f.Agent != "" && f.Agent != "builtin" {
-			// A preset name plus a command: the command, with the preset's quirks.
-			if known, ok := preset.Lookup(f.Agent); ok {
-				cp.Quirks, cp.Name = known.Quirks, known.Name
-			}
-		}
-		p, o.Argv = cp, argv
-	default:
-		name := f.Agent
-		if name == "" {
-			name = "builtin"
-		}
-		known, ok := preset.Lookup(name)
-		if !ok {
-			known := preset.Names()
-			for _, a := range f.cfg.Agents {
-				known = append(known, a.Name)
-			}
-			return o, cleanup, exitcode.Usagef("unknown agent %q (known: %s; or pass --agent-cmd)", name, strings.Join(known, ", "))
-		}
-		// The driver picks the command: claude over ACP is claude-agent-acp,
-		// over stream-json the claude CLI itself.
-		argv, err := known.CommandFor(f.Driver)
-		if err != nil {
-			return o, cleanup, exitcode.With(exitcode.Usage, err)
-		}
-		p, o.Argv = known, argv
+	p, argv, err := resolveAgent(f)
+	if err != nil {
+		return o, cleanup, err
 	}
+	o.Argv = argv
 	if o.Driver == "" {
 		o.Driver = p.Driver
 	}
@@ -283,6 +278,16 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		return o, cleanup, exitcode.Usagef("--cwd %s is not a directory", abs)
 	}
 	o.Cwd = abs
+	for _, d := range f.AddDir {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(abs, d)
+		}
+		d = filepath.Clean(d)
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return o, cleanup, exitcode.Usagef("--add-dir %s is not a directory", d)
+		}
+		o.AddDirs = append(o.AddDirs, d)
+	}
 
 	// --continue: the last resumable session of this agent, driver and
 	// workspace, as kept by earlier runs.
@@ -295,6 +300,16 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 			return o, cleanup, err
 		}
 		o.ResumeID = id
+	}
+
+	if f.Fork != "" {
+		switch {
+		case f.Resume != "" || f.Continue:
+			return o, cleanup, exitcode.Usagef("--fork starts a new session from another: it does not go with --resume or --continue")
+		case o.Driver != "acp":
+			return o, cleanup, exitcode.Usagef("--fork needs an ACP agent (session/fork); the %s driver has none", o.Driver)
+		}
+		o.ForkID = f.Fork
 	}
 
 	// Prompt.
@@ -322,7 +337,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		}
 		o.Prompt = append(o.Prompt, c)
 	}
-	if len(o.Prompt) == 0 && o.ResumeID == "" && f.answerer == nil && f.prompter == nil {
+	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil && f.prompter == nil && !f.chat {
 		// No prompt on a terminal, with a terminal UI: the user takes the
 		// TUI over (tai still decides what shows up after a detach).
 		ut, tty := attachTerminal(std.In, std.Out)
@@ -363,16 +378,31 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	// Policy: the policy file (--policy, else the user's default one; never
 	// one from the workspace, which an agent's repo could plant), then flags.
 	eng, err := buildPolicy(f, abs)
+	eng.roots = o.AddDirs // the workspace's too: inside, not "outside"
 	if err != nil {
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
 	prompter := f.prompter
 	var tp *policy.TTYPrompter
-	if prompter == nil {
-		if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON {
-			closers = append(closers, func() { tty.Close() })
-			tp = &policy.TTYPrompter{In: tty, Out: tty}
-			prompter = tp
+	var form *elicit.Form
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON && prompter == nil {
+		closers = append(closers, func() { tty.Close() })
+		tp = &policy.TTYPrompter{In: tty, Out: tty}
+		prompter = tp
+		form = &elicit.Form{In: tty, Out: tty}
+	}
+	o.RunID = newRunID()
+	lf, closeFeed, err := openFeed(o.RunID, feed.KindRun, f.Feed, logger, std.Err)
+	closers = append(closers, closeFeed)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	if srv := lf.srv; srv != nil {
+		o.Sinks = append(o.Sinks, srv.Sink(""))
+		prompter = withFeed(prompter, srv)
+		if f.answerer != nil {
+			// The cap-speak parent and the feed: whoever answers first.
+			f.answerer = policy.Race{{Name: policy.ViaParent, Prompter: f.answerer}, srv.Channel()}
 		}
 	}
 	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil && f.prompter == nil { // attached, the screen is the TUI's
@@ -399,12 +429,12 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	if ni == "" {
 		ni = eng.cfg.NonInteractive
 	}
+	o.Elicitor = elicitChain(eng.cfg.Elicit, form, f.answerer, ni)
 
 	// Audit log: every run has one unless --no-audit.
-	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
-		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
+		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
 		"sandbox": f.Sandbox, "net_allow": f.NetAllow}
 	if !f.NoAudit {
 		path := f.Audit
@@ -467,6 +497,67 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		o.Trace = tw.Line
 	}
 	return o, cleanup, nil
+}
+
+// resolveAgent finds the agent of --agent / --agent-cmd (a preset, or one
+// from the user's config) and the command that starts it.
+func resolveAgent(f RunFlags) (preset.Preset, []string, error) {
+	var p preset.Preset
+	custom, isCustom := f.cfg.Agent(f.Agent)
+	switch {
+	case f.AgentCmd == "" && isCustom:
+		cp, argv, err := configAgent(custom)
+		if err != nil {
+			return p, nil, exitcode.With(exitcode.Usage, err)
+		}
+		return cp, argv, nil
+	case f.AgentCmd != "":
+		cp, argv, err := preset.Custom(f.AgentCmd)
+		if err != nil {
+			return p, nil, exitcode.With(exitcode.Usage, err)
+		}
+		if f.Agent != "" && f.Agent != "builtin" {
+			// A preset name plus a command: the command, with the preset's quirks.
+			if known, ok := preset.Lookup(f.Agent); ok {
+				cp.Quirks, cp.Name = known.Quirks, known.Name
+			}
+		}
+		return cp, argv, nil
+	default:
+		name := f.Agent
+		if name == "" {
+			name = "builtin"
+		}
+		known, ok := preset.Lookup(name)
+		if !ok {
+			known := preset.Names()
+			for _, a := range f.cfg.Agents {
+				known = append(known, a.Name)
+			}
+			return p, nil, exitcode.Usagef("unknown agent %q (known: %s; or pass --agent-cmd)", name, strings.Join(known, ", "))
+		}
+		// The driver picks the command: claude over ACP is claude-agent-acp,
+		// over stream-json the claude CLI itself.
+		argv, err := known.CommandFor(f.Driver)
+		if err != nil {
+			return p, nil, exitcode.With(exitcode.Usage, err)
+		}
+		return known, argv, nil
+	}
+}
+
+// elicitChain is the answer chain of the agent's elicitations: the policy
+// file's [[elicit]] rules, the human at the terminal, the cap-speak parent;
+// then decline, or a stop under --non-interactive fail.
+func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, ni policy.NonInteractive) *elicit.Chain {
+	c := &elicit.Chain{Rules: rules, Fail: ni == policy.NonInteractiveFail}
+	if form != nil {
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: form})
+	}
+	if p, ok := parent.(elicit.Answerer); ok {
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: p})
+	}
+	return c
 }
 
 // fileContent turns --file into a prompt block: embedded text when asked
@@ -588,6 +679,7 @@ type policySetup struct {
 	cfg       policy.Config
 	ni        policy.NonInteractive
 	workspace string
+	roots     []string // --add-dir
 	protected []string // the --audit file: tai's own, like its state
 }
 
@@ -645,5 +737,5 @@ func (p policySetup) build(prompter, answerer policy.Prompter) (*policy.Engine, 
 		}
 	}
 	return policy.NewEngine(p.cfg, policy.Options{Workspace: p.workspace, Prompter: prompter, Answerer: answerer, NonInteractive: p.ni, Memory: mem,
-		Protected: p.protected})
+		Protected: p.protected, Roots: p.roots})
 }

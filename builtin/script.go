@@ -71,6 +71,8 @@ type Step struct {
 	Usage      *UsageStep      // usage: {used, size, cost?, currency?} → usage_update
 	Info       *InfoStep       // info: {title} → session_info_update
 	Stop       *StopStep       // stop: max_tokens → the turn's stop reason
+	ElicitForm *ElicitFormStep // elicit_form: {message, schema: {properties, required}} → elicitation/create (form)
+	ElicitURL  *ElicitURLStep  // elicit_url: {message, url, complete?} → elicitation/create (url) [+ elicitation/complete]
 
 	// Fault injection.
 	Crash       *CrashStep       // crash: {code, stderr?} → Serve returns *CrashError (the process should exit with code)
@@ -250,6 +252,8 @@ const (
 	KindLateUpdates = "late_updates"
 	KindOutside     = "outside"
 	KindFlood       = "flood"
+	KindElicitForm  = "elicit_form"
+	KindElicitURL   = "elicit_url"
 	KindExtension   = "extension"
 	// KindSpendAfterCancel is the spend_after_cancel step.
 	KindSpendAfterCancel = "spend_after_cancel"
@@ -292,6 +296,8 @@ func (s Step) kinds() []string {
 	add(s.LateUpdates != nil, KindLateUpdates)
 	add(s.Outside != nil, KindOutside)
 	add(s.Flood != nil, KindFlood)
+	add(s.ElicitForm != nil, KindElicitForm)
+	add(s.ElicitURL != nil, KindElicitURL)
 	add(s.Extension != nil, KindExtension)
 	add(s.SpendAfterCancel != nil, KindSpendAfterCancel)
 	return ks
@@ -440,6 +446,10 @@ func (s Step) validate() error {
 		if s.Flood.Count < 0 || s.Flood.PermissionEvery < 0 {
 			return errors.New("count and permission_every must not be negative")
 		}
+	case s.ElicitForm != nil:
+		return s.ElicitForm.validate()
+	case s.ElicitURL != nil:
+		return s.ElicitURL.validate()
 	case s.Extension != nil:
 		if (s.Extension.Update == nil) == (s.Extension.Method == "") {
 			return errors.New("extension wants update or method, one of them")
@@ -584,7 +594,7 @@ func stripLinePrefix(s string) string {
 var stepKinds = []string{
 	KindText, KindThought, KindPlan, KindPlanStatus, KindRead, KindWrite, KindRun, KindPermission,
 	KindSwitchMode, KindCommands, KindDelay, KindUsage, KindInfo, KindStop, KindCrash, KindHang,
-	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindSpendAfterCancel, KindExtension,
+	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel, KindExtension,
 }
 
 // parseStep decodes one step mapping. The returned Step has its kind set as
@@ -726,6 +736,12 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 			return nil
 		}
 		return decodeStrict(v, st.Outside)
+	case KindElicitForm:
+		st.ElicitForm = &ElicitFormStep{}
+		return decodeStrict(v, st.ElicitForm)
+	case KindElicitURL:
+		st.ElicitURL = &ElicitURLStep{}
+		return decodeStrict(v, st.ElicitURL)
 	case KindFlood:
 		st.Flood = &FloodStep{}
 		if v.Kind == yaml.ScalarNode {

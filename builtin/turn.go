@@ -226,6 +226,10 @@ func (t *turn) step(st Step) error {
 		return t.outside(st.Outside)
 	case st.Flood != nil:
 		return t.flood(st.Flood.Count, st.Flood.PermissionEvery)
+	case st.ElicitForm != nil:
+		return t.elicitForm(st.ElicitForm)
+	case st.ElicitURL != nil:
+		return t.elicitURL(st.ElicitURL)
 	case st.Extension != nil:
 		return t.extension(st.Extension)
 	}

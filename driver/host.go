@@ -96,6 +96,7 @@ type Host struct {
 	Decider   PermissionDecider
 	Files     Files     // nil: do not offer file access
 	Terminals Terminals // nil: do not offer terminals
+	Elicitor  Elicitor  // nil: do not offer elicitation
 	// Passthrough, if set, takes the agent's JSON-RPC requests and
 	// notifications of methods outside ACP's own (extensions): a proxy
 	// hands them to its own client unchanged. Nil: they are refused.

@@ -24,7 +24,12 @@ type Launch struct {
 	// LoadReplay: take the session up with its history replayed as events
 	// (ACP session/load), where the agent can, rather than resume it.
 	LoadReplay bool
-	Quirks     Quirks
+	// ForkID forks this session (session/fork) instead of creating one.
+	ForkID string
+	// AddDirs are workspace roots besides Cwd (--add-dir), passed as ACP
+	// additionalDirectories where the agent supports them.
+	AddDirs []string
+	Quirks  Quirks
 
 	ClientVersion string
 	Logger        *slog.Logger

@@ -50,6 +50,9 @@ type Options struct {
 	Audit    *audit.Log      // every fleet event and every task's run events; required
 	Progress func(Event)     // progress events, called serially
 	Prompter policy.Prompter // a human for permission asks; nil = headless
+	// TaskSink, if set, gives each task's turns one more sink (the live
+	// feed, stream-json output), by task id.
+	TaskSink func(task string) driver.Sink
 	// AskHuman asks a human a question an agent asked and the answerer
 	// could not answer; nil = headless (the task ends blocked).
 	AskHuman func(ctx context.Context, task, question string) (string, error)
@@ -757,6 +760,8 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
 	}
 	opts.Decider, opts.Modes = eng, eng
+	elicitSpent := &spend{}
+	opts.Elicitor = f.elicitor(t, cwd, elicitSpent)
 	opts.AllowDenials = pol.AllowDenials
 	if opts.Mode == "" {
 		opts.Mode = eng.DefaultMode()
@@ -770,6 +775,9 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 		cancelTask(exitcode.With(exitcode.BudgetExceeded, err))
 	}}
 	opts.Sinks = append(opts.Sinks, meter)
+	if f.o.TaskSink != nil {
+		opts.Sinks = append(opts.Sinks, f.o.TaskSink(t.ID))
+	}
 	if err := res.CanTurn(before); err != nil {
 		return runner.Result{ExitCode: int(exitcode.BudgetExceeded), Error: err.Error()}, Usage{}, err
 	}
@@ -782,6 +790,7 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 	// every update, the result may end at the cancel.
 	live := meter.spent()
 	u.Tokens, u.Cost = max(u.Tokens, live.Tokens), max(u.Cost, live.Cost)
+	u = u.add(elicitSpent.total()) // the answerer's turns for the agent's forms
 	if over := res.Update(before.add(u)); over != nil && r.ExitCode == 0 {
 		// Over the limit at the end of the turn: the work is kept, the
 		// task stops here.

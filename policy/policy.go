@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -153,6 +154,9 @@ type Options struct {
 	// Asker names whose requests these are when several share the
 	// prompter (a fleet: "task lint"); the question shows it.
 	Asker string
+	// Roots are more workspace roots (--add-dir, absolute): paths there
+	// are inside the workspace, as under Workspace.
+	Roots []string
 	// Protected are more of tai's own files (an --audit file) that
 	// floor-policy-files keeps agents from writing, besides the policy
 	// file, the memory file and tai's config and state directories.
@@ -216,6 +220,12 @@ func NewEngine(cfg Config, o Options) (*Engine, error) {
 	ws, err := newWorkspace(o.Workspace, home, cfg.WriteRoots)
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range o.Roots {
+		if !filepath.IsAbs(r) {
+			return nil, fmt.Errorf("policy: workspace root %q is not absolute", r)
+		}
+		ws.roots = append(ws.roots, filepath.Clean(r))
 	}
 	e := &Engine{
 		cfg: cfg, mode: cfg.Mode, ni: ni, prompter: o.Prompter, answerer: o.Answerer, asker: o.Asker, mem: o.Memory, now: o.Now, ws: ws,
@@ -405,7 +415,17 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
 	}
 	if e.answerer != nil {
-		ans, err := e.answerer.Ask(ctx, req)
+		var ans Answer
+		var via string
+		var err error
+		actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: by, Why: why})
+		if vp, ok := e.answerer.(ViaPrompter); ok {
+			// The answerer raced a human channel (the cap-speak parent and
+			// the feed): a human who answered first is recorded as one.
+			ans, via, err = vp.AskVia(actx, req)
+		} else {
+			ans, err = e.answerer.Ask(actx, req)
+		}
 		switch {
 		case errors.Is(err, ErrNoAnswer):
 		case err != nil && ctx.Err() != nil:
@@ -413,6 +433,9 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		case err != nil:
 			// A judge that cannot judge must not let things through.
 			return e.finish(d, req, f, false, ByAnswerer, fmt.Sprintf("%s; the answerer failed: %v", why, err)), nil
+		case via == ViaDashboard || via == ViaFeed:
+			d.Via = via
+			return e.finish(d, req, f, ans.allows(), ByHuman, "answered via "+via+"; asked because "+why), nil
 		default:
 			return e.finish(d, req, f, ans.allows(), ByAnswerer, "answered by the answerer; asked because "+why), nil
 		}
@@ -432,13 +455,18 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	if m, ok := e.mem.Lookup(d.Key); ok {
 		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
 	}
+	actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: by, Why: why})
 	var ans Answer
 	var rel *Relayed
+	var via string
 	var err error
-	if rp, ok := e.prompter.(RelayingPrompter); ok {
-		ans, rel, err = rp.AskRelayed(WithAsker(ctx, e.asker), req)
-	} else {
-		ans, err = e.prompter.Ask(WithAsker(ctx, e.asker), req)
+	switch p := e.prompter.(type) {
+	case RelayingPrompter:
+		ans, rel, err = p.AskRelayed(actx, req)
+	case ViaPrompter:
+		ans, via, err = p.AskVia(actx, req)
+	default:
+		ans, err = e.prompter.Ask(actx, req)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -450,7 +478,11 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	if w, ok := e.prompter.(interface{ Where() string }); ok {
 		where = w.Where()
 	}
+	if via != "" && via != ViaTerminal {
+		where = "via " + via
+	}
 	reason := "answered " + where + "; asked because " + why
+	d.Via = via
 	if rel != nil {
 		// Another tai's policy answered: its provenance is the decision's,
 		// and its "always" is its own to keep.

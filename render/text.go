@@ -194,6 +194,22 @@ func (t *Text) emit(ev driver.Event) {
 			opt = d.Outcome
 		}
 		t.line("  %s %s", t.style(col+bold, "→ "+verdict), t.style(dim, fmt.Sprintf("(%s; by %s: %s)", opt, d.DecidedBy, d.Reason)))
+	case driver.EventElicitationAsked:
+		e := ev.Elicitation
+		what := fmt.Sprintf("%d field(s)", len(e.Fields))
+		if e.Mode == driver.ElicitURL {
+			what = e.URL
+		}
+		t.line("%s %s %s", t.style(yellow+bold, "? elicitation ("+string(e.Mode)+"):"), e.Message, t.style(dim, what))
+	case driver.EventElicitationAnswered:
+		a := ev.ElicitationAnswer
+		col := green
+		if a.Action != driver.ElicitAccept {
+			col = red
+		}
+		t.line("  %s %s", t.style(col+bold, "→ "+string(a.Action)), t.style(dim, fmt.Sprintf("(by %s: %s)", a.DecidedBy, a.Reason)))
+	case driver.EventElicitationCompleted:
+		t.line("%s", t.style(dim, "◆ elicitation "+ev.ElicitationComplete.ElicitationID+" completed"))
 	case driver.EventModeChanged:
 		t.line("%s", t.style(cyan, "◆ mode → "+ev.Mode.ID))
 	case driver.EventCommands:

@@ -59,7 +59,7 @@ func decisionEntry(d *driver.PermissionDecision) audit.PermissionDecision {
 	full, _ := json.Marshal(d)
 	return audit.PermissionDecision{
 		RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: d.DecidedBy,
-		Reason: d.Reason, Request: full, Unrequested: d.Unrequested,
+		Reason: d.Reason, Via: d.Via, Request: full, Unrequested: d.Unrequested,
 	}
 }
 
@@ -134,6 +134,13 @@ func (a *auditSink) Emit(ev driver.Event) {
 		}
 	case driver.EventTurnEnded:
 		a.append(audit.KindTurnEnd, ev.Session, ev.Turn)
+	case driver.EventElicitationAsked:
+		a.append(audit.KindElicitationRequest, ev.Session, ev.Elicitation)
+	case driver.EventElicitationAnswered:
+		// The event's copy: secret fields are redacted already.
+		a.append(audit.KindElicitationAnswer, ev.Session, ev.ElicitationAnswer)
+	case driver.EventElicitationCompleted:
+		a.append(audit.KindElicitationComplete, ev.Session, ev.ElicitationComplete)
 	}
 }
 

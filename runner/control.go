@@ -2,19 +2,19 @@ package runner
 
 import "context"
 
-// Control is a live session handed to Options.OnSession, for a front end
+// Live is a live session handed to Options.OnSession, for a front end
 // that changes it between and during turns (an editor over ACP): its mode
 // changes are the user's, so the mode guard expects them.
-type Control struct {
+type Live struct {
 	r    *run
 	sess Session
 }
 
 // Session is the live session.
-func (c Control) Session() Session { return c.sess }
+func (c Live) Session() Session { return c.sess }
 
 // SetMode switches the session's mode as the user asked.
-func (c Control) SetMode(ctx context.Context, mode string) error {
+func (c Live) SetMode(ctx context.Context, mode string) error {
 	if err := checkMode(mode, c.r.col.availableModes()); err != nil {
 		return err
 	}
@@ -25,6 +25,6 @@ func (c Control) SetMode(ctx context.Context, mode string) error {
 }
 
 // SetConfigOption sets a config option as the user asked.
-func (c Control) SetConfigOption(ctx context.Context, id, value string) error {
+func (c Live) SetConfigOption(ctx context.Context, id, value string) error {
 	return c.sess.SetConfigOption(ctx, id, value)
 }

@@ -33,6 +33,9 @@ type Result struct {
 	FilesWritten []driver.FileWrite          `json:"files_written"`
 	Terminals    []driver.TerminalExit       `json:"terminals"`
 	Errors       []driver.ErrorInfo          `json:"errors"`
+	// Elicitations are the answers given to the agent's elicitations,
+	// secret fields redacted.
+	Elicitations []driver.ElicitationAnswer `json:"elicitations,omitempty"`
 	// Sandbox says how the agent was confined (nil: no launcher, or A2A).
 	Sandbox    *sandbox.Status `json:"sandbox,omitempty"`
 	DurationMS int64           `json:"duration_ms"`
@@ -155,6 +158,10 @@ func (c *collector) Emit(ev driver.Event) {
 		}
 	case driver.EventError:
 		c.res.Errors = append(c.res.Errors, *ev.Error)
+	case driver.EventElicitationAsked:
+		c.broken = true
+	case driver.EventElicitationAnswered:
+		c.res.Elicitations = append(c.res.Elicitations, *ev.ElicitationAnswer)
 	}
 }
 

@@ -45,6 +45,10 @@ type Options struct {
 	ResumeID string
 	// LoadReplay: replay the resumed session's history (driver.Launch).
 	LoadReplay bool
+	ForkID     string // --fork: a new session from a copy of this one
+	// AddDirs are workspace roots besides Cwd (--add-dir): the host
+	// services serve them too.
+	AddDirs    []string
 	AuthMethod string
 	MCPServers []driver.MCPServer
 	// Attach, if set, hands the session to the user's terminal instead of
@@ -56,9 +60,13 @@ type Options struct {
 	// Interrupts cancels the turn running when it fires (not the run:
 	// the next prompt from Turns still runs).
 	Interrupts <-chan struct{}
+	// Controls switch the session's mode or model between turns (an
+	// interactive session's /mode and /model); each is answered on its
+	// Reply.
+	Controls <-chan Control
 	// OnSession, if set, is handed the live session once it is configured,
 	// before the first turn.
-	OnSession func(Control)
+	OnSession func(Live)
 	// EditorFiles, if set, serves the agent's decided file reads and
 	// writes instead of the disk (host.Options.Editor).
 	EditorFiles driver.Files
@@ -66,7 +74,10 @@ type Options struct {
 	// (driver.Host.Passthrough).
 	Passthrough driver.Passthrough
 
-	Decider      driver.PermissionDecider
+	Decider driver.PermissionDecider
+	// Elicitor answers the agent's elicitations (nil: not offered). An
+	// error from it (elicit.ErrUnanswered) stops the run with exit 5.
+	Elicitor     driver.Elicitor
 	AllowDenials bool
 	// Protected are files no agent may write through tai besides tai's
 	// config and state directories (which are always): the policy file.
@@ -315,7 +326,7 @@ func (r *run) run(ctx context.Context) error {
 	}
 	// Every file and terminal call the agent makes is decided too: by the
 	// grants of what it asked for, else as a request of its own.
-	hostOpts := host.Options{Roots: []string{cwd}, Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
+	hostOpts := host.Options{Roots: append([]string{cwd}, o.AddDirs...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
 		Protected: r.protected(), Recorded: dec.recorded, Editor: o.EditorFiles}
 	svc, err := host.New(hostOpts)
 	if err != nil {
@@ -326,8 +337,8 @@ func (r *run) run(ctx context.Context) error {
 
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
-		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Passthrough: o.Passthrough},
-		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, LoadReplay: o.LoadReplay,
+		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail), Passthrough: o.Passthrough},
+		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, LoadReplay: o.LoadReplay, ForkID: o.ForkID, AddDirs: o.AddDirs,
 		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
 		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,
@@ -352,7 +363,7 @@ func (r *run) run(ctx context.Context) error {
 		return r.interrupted(runCtx, err)
 	}
 	if o.OnSession != nil {
-		o.OnSession(Control{r: r, sess: sess})
+		o.OnSession(Live{r: r, sess: sess})
 	}
 	if o.Attach != nil {
 		return r.attach(runCtx, sess)
@@ -372,6 +383,8 @@ func (r *run) run(ctx context.Context) error {
 				return err
 			}
 		case <-o.Interrupts: // nothing running: nothing to interrupt
+		case c := <-o.Controls:
+			c.Reply <- r.control(runCtx, sess, c)
 		case <-sess.Exited():
 			return fmt.Errorf("%s exited between turns", o.Agent)
 		case <-runCtx.Done():
@@ -483,6 +496,34 @@ func (r *run) configure(ctx context.Context, sess Session) error {
 	for _, kv := range o.Config {
 		if err := sess.SetConfigOption(ctx, kv[0], kv[1]); err != nil {
 			return fmt.Errorf("--set %s=%s: %w", kv[0], kv[1], err)
+		}
+	}
+	return nil
+}
+
+// Control is a mode or model switch asked between turns.
+type Control struct {
+	Mode, Model string
+	Reply       chan<- error // buffered: the runner never waits on it
+}
+
+// control applies a Control; a bad mode or model is the answer, not the
+// end of the run.
+func (r *run) control(ctx context.Context, sess Session, c Control) error {
+	if c.Mode != "" {
+		if err := checkMode(c.Mode, r.col.availableModes()); err != nil {
+			return err
+		}
+		if r.modes != nil {
+			r.modes.expect(sess.ID(), c.Mode)
+		}
+		if err := sess.SetMode(ctx, c.Mode); err != nil {
+			return err
+		}
+	}
+	if c.Model != "" {
+		if err := sess.SetModel(ctx, c.Model); err != nil {
+			return fmt.Errorf("model %s: %w", c.Model, err)
 		}
 	}
 	return nil
@@ -600,6 +641,29 @@ func (r *run) lateWindow(ctx context.Context, sess Session, last bool) {
 			return
 		}
 	}
+}
+
+// elicitor wraps Options.Elicitor so that an elicitation nobody could
+// answer under --non-interactive fail stops the run, as an ask does.
+func (r *run) elicitor(onFail func(error)) driver.Elicitor {
+	if r.o.Elicitor == nil {
+		return nil
+	}
+	return elicitGuard{inner: r.o.Elicitor, onFail: onFail}
+}
+
+type elicitGuard struct {
+	inner  driver.Elicitor
+	onFail func(error)
+}
+
+func (g elicitGuard) Elicit(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	ans, err := g.inner.Elicit(ctx, req)
+	if err != nil {
+		g.onFail(err)
+		ans.Action = driver.ElicitCancel
+	}
+	return ans, nil
 }
 
 // finish turns how the run ended into the Result's status and exit code.

@@ -17,7 +17,8 @@ func (r *run) newSandbox() error {
 	}
 	cfg := *o.Sandbox
 	if cwd, err := filepath.Abs(o.Cwd); err == nil {
-		cfg.Write = append([]string{cwd}, cfg.Write...)
+		// The --add-dir roots are the workspace's too.
+		cfg.Write = append(append([]string{cwd}, o.AddDirs...), cfg.Write...)
 	}
 	sb, err := sandbox.New(cfg)
 	if err != nil {

@@ -116,12 +116,14 @@ func newRoot(std app.IO) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return code(app.Report(std.Err, exitcode.With(exitcode.Usage, err)))
 	})
-	root.AddCommand(newRun(std, g), newACP(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
-	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std))
+	root.AddCommand(newRun(std, g, false), newRun(std, g, true), newACP(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
+	root.AddCommand(newHub(std, g), newWorker(std, g))
+	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std), newTop(std))
 	return root
 }
 
-func newRun(std app.IO, g *globals) *cobra.Command {
+// newRun is `tai run`, or with chat `tai chat`: the same flags.
+func newRun(std app.IO, g *globals, chat bool) *cobra.Command {
 	var f app.RunFlags
 	c := &cobra.Command{
 		Use:   "run [flags] PROMPT...",
@@ -135,8 +137,19 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 			f.AgentCmdSet = cmd.Flags().Changed("agent-cmd")
 			f.Changed = cmd.Flags().Changed
 			f.Verbose = g.verbose
+			if chat {
+				return code(app.Chat(cmd.Context(), f, args, std))
+			}
 			return code(app.Run(cmd.Context(), f, args, std))
 		},
+	}
+	if chat {
+		c.Use, c.Short = "chat [flags] [FIRST PROMPT...]", "An interactive session: one turn per line, with history and Tab completion"
+		c.Long = "An interactive, multi-turn session with an agent (also `tai run` with no prompt on a terminal). On a\n" +
+			"terminal: a line editor with history (Up/Down), Tab completion of the agent's slash commands (with\n" +
+			"their input hints) and of /mode and /model; Ctrl-C cancels the running turn, not the session; Ctrl-D\n" +
+			"or /quit ends it. From a pipe: one prompt per line. Every turn is in one audit log and session record."
+		c.Example = "  tai chat\n  tai chat --agent qwen --approve ask\n  printf 'first\\nsecond\\n' | tai chat --agent codex"
 	}
 	addRunFlags(c, &f)
 	return c
@@ -162,9 +175,11 @@ func addRunFlags(c *cobra.Command, f *app.RunFlags) {
 	fl.StringVar(&f.Model, "model", "", "select this model (the agent's config option of category model)")
 	fl.StringArrayVar(&f.Set, "set", nil, "set a config option, id=value (repeatable)")
 	fl.StringVar(&f.Resume, "resume", "", "resume (or load) this session id instead of starting a new one")
+	fl.StringVar(&f.Fork, "fork", "", "start a new session from a copy of this one (ACP session/fork)")
 	fl.StringVar(&f.PTYSize, "pty-size", "", "the pty driver's screen, COLSxROWS (default 200x100: tall, so replies stay on screen)")
 	fl.StringVar(&f.InputFormat, "input-format", "text", "text (the prompt is the arguments) | stream-json (user messages and control requests on stdin; needs -o stream-json)")
 	fl.BoolVarP(&f.Continue, "continue", "c", false, "resume the last resumable session of this agent and driver in this workspace")
+	fl.StringArrayVar(&f.AddDir, "add-dir", nil, "another workspace root besides --cwd: the agent is told (additionalDirectories) and tai serves it (repeatable)")
 	fl.StringVar(&f.Auth, "auth", "", "authenticate with this method if the agent needs it")
 	fl.StringArrayVar(&f.MCP, "mcp", nil, "MCP server for the agent: JSON object or array, or @file (repeatable)")
 	fl.StringArrayVarP(&f.Files, "file", "f", nil, "attach a file to the prompt (repeatable)")
@@ -180,6 +195,10 @@ func addRunFlags(c *cobra.Command, f *app.RunFlags) {
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
 	fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine the agent with Landlock: auto (where the kernel can) | on (fail where it cannot) | off")
 	fl.StringSliceVar(&f.NetAllow, "net-allow", nil, "turn the sandbox's network rule on: TCP only to these HOST:PORT (the port is what Landlock checks) and the model endpoint (repeatable, comma lists)")
+	fl.StringVar(&f.Feed.Listen, "listen", "", "also serve the live feed on TCP at this address (e.g. 127.0.0.1:7777), behind a bearer token printed on stderr")
+	fl.BoolVar(&f.Feed.NoFeed, "no-feed", false, "no live feed: tai top cannot watch or answer this run")
+	fl.StringVar(&f.Feed.NotifyURL, "notify-url", "", "POST a JSON notice here when something starts waiting for you (coalesced)")
+	fl.BoolVar(&f.Feed.NoNotify, "no-notify", false, "no bell, OSC 9 or notify-send when something starts waiting for you")
 	fl.StringArrayVar(&f.Redact, "redact", nil, "also redact matches of this regexp in the audit log and trace; a (?P<secret>...) group limits it (repeatable)")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
@@ -213,16 +232,18 @@ func newAgent(std app.IO) *cobra.Command {
 	parent := &cobra.Command{Use: "agent", Short: "Run an agent that tai itself provides"}
 	var script string
 	var printScript bool
+	var pageSize int
 	b := &cobra.Command{
 		Use:   "builtin",
 		Short: "Run tai's built-in ACP agent on stdin/stdout (no model needed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return code(app.BuiltinAgent(cmd.Context(), script, printScript, std))
+			return code(app.BuiltinAgent(cmd.Context(), script, printScript, pageSize, std))
 		},
 	}
 	b.Flags().StringVar(&script, "script", "", "play this script (YAML or JSON) instead of the default")
 	b.Flags().BoolVar(&printScript, "print-script", false, "print the default script and exit")
+	b.Flags().IntVar(&pageSize, "page-size", 0, "sessions per session/list page (default 20)")
 	parent.AddCommand(b)
 	return parent
 }
@@ -301,10 +322,17 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		fl := c.Flags()
 		fl.IntVarP(&f.Concurrency, "concurrency", "j", 0, "tasks at a time (default: the plan's, else 4)")
 		fl.BoolVar(&f.FailFast, "fail-fast", false, "stop every task once one fails (default: the plan's)")
-		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout)")
+		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout) | stream-json (every task's frames, fleet frames, a fleet result frame)")
 		fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
 		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
+		addNATSFlags(c, &f.NATS)
+		fl.StringVar(&f.Remote, "remote", "", "with --nats: the git remote workers clone and push to (default: this repository by path)")
+		fl.DurationVar(&f.Lease, "lease", 0, "with --nats: how long a worker's claim lasts without a heartbeat (default 30s)")
 		fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine each task's agent with Landlock: auto (where the kernel has it) | on (fail without it) | off")
+		fl.StringVar(&f.Feed.Listen, "listen", "", "also serve the live feed on TCP at this address, behind a bearer token printed on stderr")
+		fl.BoolVar(&f.Feed.NoFeed, "no-feed", false, "no live feed: tai top cannot watch or answer this run")
+		fl.StringVar(&f.Feed.NotifyURL, "notify-url", "", "POST a JSON notice here when something starts waiting for you (coalesced)")
+		fl.BoolVar(&f.Feed.NoNotify, "no-notify", false, "no bell, OSC 9 or notify-send when something starts waiting for you")
 	}
 	run := &cobra.Command{
 		Use:   "run [flags] PLAN.yaml",
@@ -337,11 +365,11 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 	addRunFlags(resume)
 	var so outputFlag
 	status := &cobra.Command{
-		Use:   "status RUN",
-		Short: "Show where a fleet run stands",
-		Args:  cobra.ExactArgs(1),
+		Use:   "status [RUN]",
+		Short: "Show where a fleet run stands (default: the latest run)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return code(app.FleetStatus(args[0], so.asJSON(), std))
+			return code(app.FleetStatus(firstArg(args), so.asJSON(), std))
 		},
 	}
 	so.add(status)
@@ -362,7 +390,35 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 	plan.Flags().StringVarP(&pf.Cwd, "cwd", "C", "", "workspace the agent may read (default: the current directory)")
 	plan.Flags().StringVar(&pf.Approve, "approve", "reads", "permission mode for the planning agent")
 	plan.Flags().DurationVar(&pf.Timeout, "timeout", 0, "cancel the planning run after this long")
-	parent.AddCommand(run, resume, status, plan)
+	var lo outputFlag
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the fleet runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.FleetList(lo.asJSON(), std))
+		},
+	}
+	lo.add(list)
+	var lf app.FleetLogsFlags
+	var logo outputFlag
+	logs := &cobra.Command{
+		Use:   "logs [RUN [TASK]]",
+		Short: "Show a fleet run's events (one task's with TASK); -f follows a live run until it ends",
+		Args:  cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lf.JSON = logo.asJSON()
+			task := ""
+			if len(args) == 2 {
+				task = args[1]
+			}
+			return code(app.FleetLogs(cmd.Context(), lf, firstArg(args), task, std))
+		},
+	}
+	logs.Flags().BoolVarP(&lf.Follow, "follow", "f", false, "follow a live run's feed until the run ends")
+	logo.add(logs)
+	logs.ValidArgsFunction = fleetRuns
+	parent.AddCommand(run, resume, status, plan, list, logs)
 	return parent
 }
 
@@ -404,27 +460,47 @@ func newWorktree(std app.IO) *cobra.Command {
 
 func newSessions(std app.IO) *cobra.Command {
 	var f app.SessionsFlags
+	var recorded bool
 	var o outputFlag
 	c := &cobra.Command{
 		Use:   "sessions",
 		Short: "List the agent sessions tai ran in a workspace, newest first",
 		Long: "List the agent sessions tai ran in a workspace, newest first. `tai run --continue` resumes the\n" +
-			"newest resumable one of its agent and driver; `tai run --resume ID` any listed one.",
+			"newest resumable one of its agent and driver; `tai run --resume ID` any listed one.\n" +
+			"With --agent (an ACP agent), the agent is asked too (session/list, every page): its own sessions in the\n" +
+			"workspace (--all: everywhere) are shown next to tai's records. `tai sessions rm ID --agent NAME` deletes one.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.JSON = o.asJSON()
+			f.Ask = (f.Agent != "" || f.AgentCmd != "") && !recorded
 			return code(app.Sessions(cmd.Context(), f, std))
 		},
 	}
 	fl := c.Flags()
 	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
-	fl.StringVarP(&f.Agent, "agent", "a", "", "only this agent's sessions")
+	fl.StringVarP(&f.Agent, "agent", "a", "", "this agent's sessions: tai's records and the agent's own list (session/list)")
+	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "ask this ACP agent command for its sessions")
+	fl.BoolVar(&f.All, "all", false, "with --agent: the agent's sessions in every directory, not only the workspace")
+	fl.BoolVar(&recorded, "recorded", false, "with --agent: only tai's records; do not start the agent")
 	fl.IntVarP(&f.Limit, "limit", "n", 0, "at most this many (0: all)")
 	o.add(c)
 	fl.BoolVarP(&f.IDOnly, "quiet", "q", false, "print only the session ids")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
 	})
+	var rf app.SessionsFlags
+	rm := &cobra.Command{
+		Use:   "rm ID",
+		Short: "Delete one of the agent's own sessions (ACP session/delete)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.SessionsRm(cmd.Context(), rf, args[0], std))
+		},
+	}
+	rm.Flags().StringVarP(&rf.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
+	rm.Flags().StringVarP(&rf.Agent, "agent", "a", "builtin", "the agent whose session it is")
+	rm.Flags().StringVar(&rf.AgentCmd, "agent-cmd", "", "the ACP agent command whose session it is")
+	c.AddCommand(rm)
 	return c
 }
 
@@ -520,5 +596,32 @@ func newACP(std app.IO, g *globals) *cobra.Command {
 		},
 	}
 	addRunFlags(c, &f)
+	return c
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+func newTop(std app.IO) *cobra.Command {
+	var f app.TopFlags
+	c := &cobra.Command{
+		Use:   "top",
+		Short: "Watch and answer every tai running on this machine: what waits for you first",
+		Long: "A full-screen view of every live tai run, chat and fleet on this machine, read from their live feeds.\n" +
+			"The attention queue (asks, questions, budgets, errors, finished turns) comes first, oldest first;\n" +
+			"then one row per session or task. Enter peeks at an ask (tool call, options, diff, the rule that asked);\n" +
+			"y allows once, a always for the run, f always for the fleet, n denies; a fleet's question takes a typed answer;\n" +
+			"l follows a transcript. NO_COLOR is honoured.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.Top(cmd.Context(), f, std))
+		},
+	}
+	c.Flags().BoolVar(&f.Once, "once", false, "print one frame and exit (no terminal needed)")
+	c.Flags().IntVar(&f.Width, "width", 0, "--once's width in columns (default: the terminal's, else 120)")
 	return c
 }

@@ -22,6 +22,8 @@ func (h handler) HandleNotification(ctx context.Context, method string, params j
 	switch method {
 	case schema.MethodSessionUpdate:
 		h.s.onUpdate(params)
+	case schema.MethodElicitationComplete:
+		h.s.elicitComplete(params)
 	default:
 		// Unknown notifications (extensions such as qwen's
 		// qwen/notify/...) must be ignored, unless a proxy's client may
@@ -41,6 +43,11 @@ func (h handler) HandleRequest(ctx context.Context, method string, params json.R
 	switch method {
 	case schema.MethodSessionRequestPermission:
 		return s.requestPermission(ctx, params)
+	case schema.MethodElicitationCreate:
+		if s.cfg.Host.Elicitor == nil {
+			break
+		}
+		return s.elicit(ctx, params)
 	case schema.MethodFsReadTextFile:
 		if !s.fsOffered {
 			break
@@ -152,7 +159,7 @@ func (h handler) HandleRequest(ctx context.Context, method string, params json.R
 		}
 		return schema.ReleaseTerminalResponse{}, nil
 	}
-	// Includes fs/terminal when not offered, elicitation (not offered yet)
+	// Includes fs/terminal and elicitation when not offered,
 	// and extension requests such as qwen's craft/drainMidTurnQueue, which
 	// a proxy's client may know.
 	if p := s.cfg.Host.Passthrough; p != nil && !driver.ACPMethod(method) {

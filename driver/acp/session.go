@@ -42,6 +42,11 @@ type Config struct {
 	AuthMethod string // --auth: the method to authenticate with, if the agent needs it
 	ResumeID   string // resume (or load) this session instead of creating one
 	LoadReplay bool   // load (replaying the history) rather than resume, where the agent can
+	ForkID     string // fork this session (session/fork) instead of creating one
+	// NoSession stops the handshake after initialize (and authenticate):
+	// the connection then serves session/list and session/delete.
+	NoSession bool
+	AddDirs   []string // more workspace roots, sent where the agent takes them
 
 	// NoClientFS withholds fs/* from the agent even though the host has it.
 	NoClientFS bool
@@ -310,6 +315,9 @@ func (s *Session) handshake(ctx context.Context) error {
 		},
 		ClientInfo: &schema.Implementation{Name: "tai", Title: "tai", Version: s.cfg.ClientVersion},
 	}
+	if s.cfg.Host.Elicitor != nil {
+		req.ClientCapabilities.Elicitation = schema.ElicitationCapabilities{Form: &schema.EmptyObject{}, Url: &schema.EmptyObject{}}
+	}
 	if err := s.call(ctx, schema.MethodInitialize, req, &s.init); err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
@@ -322,15 +330,21 @@ func (s *Session) handshake(ctx context.Context) error {
 		ResumeSession: ac.SessionCapabilities.Resume != nil,
 		ListSessions:  ac.SessionCapabilities.List != nil,
 		CloseSession:  ac.SessionCapabilities.Close != nil,
+		DeleteSession: ac.SessionCapabilities.Delete != nil,
+		ForkSession:   ac.SessionCapabilities.Fork != nil,
 		Images:        ac.PromptCapabilities.Image,
 		Audio:         ac.PromptCapabilities.Audio,
 		EmbeddedFiles: ac.PromptCapabilities.EmbeddedContext,
 		MCPHTTP:       ac.McpCapabilities.Http,
+		AddDirs:       ac.SessionCapabilities.AdditionalDirectories != nil,
 	}
 	if s.cfg.AuthMethod != "" {
 		if err := s.authenticate(ctx); err != nil {
 			return err
 		}
+	}
+	if s.cfg.NoSession {
+		return nil
 	}
 	return s.openSession(ctx)
 }
@@ -392,6 +406,18 @@ func (s *Session) mcpServers() schema.McpServerList {
 	return list
 }
 
+// addDirs are the extra roots, for an agent that takes them (the host
+// serves them whether or not it does).
+func (s *Session) addDirs() []string {
+	if !s.caps.AddDirs {
+		if len(s.cfg.AddDirs) > 0 {
+			s.log.Warn("the agent does not take additionalDirectories; tai's file and terminal services still serve them", "dirs", s.cfg.AddDirs)
+		}
+		return nil
+	}
+	return s.cfg.AddDirs
+}
+
 func (s *Session) openSession(ctx context.Context) error {
 	var modes *schema.SessionModeState
 	var config schema.ConfigOptionList
@@ -407,7 +433,7 @@ func (s *Session) openSession(ctx context.Context) error {
 	switch {
 	case s.cfg.ResumeID != "" && s.caps.ResumeSession && !(s.cfg.LoadReplay && s.caps.LoadSession):
 		var r schema.ResumeSessionResponse
-		if err := s.call(ctx, schema.MethodSessionResume, schema.ResumeSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers()}, &r); err != nil {
+		if err := s.call(ctx, schema.MethodSessionResume, schema.ResumeSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}, &r); err != nil {
 			return sessionError("session/resume", s.cfg.ResumeID, err, s.authMethods())
 		}
 		modes, config, resumed = r.Modes, r.ConfigOptions, true
@@ -418,7 +444,7 @@ func (s *Session) openSession(ctx context.Context) error {
 		s.replaying = true
 		s.applyMu.Unlock()
 		var r schema.LoadSessionResponse
-		err := s.call(ctx, schema.MethodSessionLoad, schema.LoadSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers()}, &r)
+		err := s.call(ctx, schema.MethodSessionLoad, schema.LoadSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}, &r)
 		s.applyMu.Lock()
 		s.replaying = false
 		s.applyMu.Unlock()
@@ -428,9 +454,24 @@ func (s *Session) openSession(ctx context.Context) error {
 		modes, config, resumed = r.Modes, r.ConfigOptions, true
 	case s.cfg.ResumeID != "":
 		return fmt.Errorf("--resume: %w: the agent can neither resume nor load sessions", driver.ErrUnsupported)
+	case s.cfg.ForkID != "" && !s.caps.ForkSession:
+		return fmt.Errorf("--fork: %w: the agent does not offer session/fork", driver.ErrUnsupported)
+	case s.cfg.ForkID != "":
+		var r schema.ForkSessionResponse
+		req := schema.ForkSessionRequest{SessionId: s.cfg.ForkID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}
+		if err := s.call(ctx, schema.MethodSessionFork, req, &r); err != nil {
+			return sessionError("session/fork", s.cfg.ForkID, err, s.authMethods())
+		}
+		if r.SessionId == "" {
+			return fmt.Errorf("%w: session/fork answered without a sessionId", driver.ErrProtocol)
+		}
+		modes, config = r.Modes, r.ConfigOptions
+		s.applyMu.Lock()
+		s.id = r.SessionId
+		s.applyMu.Unlock()
 	default:
 		var r schema.NewSessionResponse
-		if err := s.call(ctx, schema.MethodSessionNew, schema.NewSessionRequest{Cwd: s.cfg.Cwd, McpServers: s.mcpServers()}, &r); err != nil {
+		if err := s.call(ctx, schema.MethodSessionNew, schema.NewSessionRequest{Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}, &r); err != nil {
 			return sessionError("session/new", "", err, s.authMethods())
 		}
 		if r.SessionId == "" {
@@ -705,6 +746,17 @@ func (s *Session) ListSessions(ctx context.Context, cwd string) ([]driver.Sessio
 	}
 }
 
+// DeleteSession deletes one of the agent's stored sessions.
+func (s *Session) DeleteSession(ctx context.Context, id string) error {
+	if !s.Capabilities().DeleteSession {
+		return fmt.Errorf("session/delete: %w", driver.ErrUnsupported)
+	}
+	if err := s.call(ctx, schema.MethodSessionDelete, schema.DeleteSessionRequest{SessionId: id}, nil); err != nil {
+		return sessionError("session/delete", id, err, s.authMethods())
+	}
+	return nil
+}
+
 // Close ends the session: session/close if the agent supports it, then
 // stdin closed, then SIGTERM and SIGKILL to the process group, each after
 // a grace period. It is idempotent.
@@ -820,7 +872,7 @@ var _ driver.Session = (*Session)(nil)
 func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
 	cfg := Config{
 		Argv: l.Argv, Env: l.Env, Cwd: l.Cwd, Agent: l.Agent, Host: l.Host, MCPServers: l.MCPServers,
-		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, LoadReplay: l.LoadReplay, NoClientFS: l.Quirks.NoClientFS,
+		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, LoadReplay: l.LoadReplay, ForkID: l.ForkID, AddDirs: l.AddDirs, NoClientFS: l.Quirks.NoClientFS,
 		IgnoresStdinEOF: l.Quirks.IgnoresStdinEOF, ClientVersion: l.ClientVersion, Logger: l.Logger,
 		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock, Sandbox: l.Sandbox,
 	}
