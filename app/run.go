@@ -399,7 +399,9 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	if srv := lf.srv; srv != nil {
 		o.Sinks = append(o.Sinks, srv.Sink(""))
-		prompter = withFeed(prompter, srv)
+		if f.prompter == nil { // an editor (tai acp) asks its human itself
+			prompter = withFeed(prompter, srv)
+		}
 		if f.answerer != nil {
 			// The cap-speak parent and the feed: whoever answers first.
 			f.answerer = policy.Race{{Name: policy.ViaParent, Prompter: f.answerer}, srv.Channel()}
