@@ -158,7 +158,6 @@ type Session struct {
 	confirm   int       // 1 + the option the highlight was moved to, to confirm once it shows there; 0 none
 	reqSeq    int
 	isReady   bool
-	pasteOn   bool // the TUI has enabled bracketed paste at some point
 	cur       *turn
 	pending   bool      // output not yet read into a verdict
 	firstPend time.Time // when the pending output began
@@ -413,7 +412,6 @@ func minTime(a, b time.Time) time.Time {
 // evaluate reads the screen and acts on it.
 func (s *Session) evaluate(now time.Time) {
 	snap := s.proc.Screen.Snapshot()
-	s.pasteOn = s.pasteOn || snap.BracketedPaste
 	v := s.prof.Parse(snap.Lines)
 	st := s.set.status(now, v)
 	s.verdict = v
@@ -466,10 +464,7 @@ func (s *Session) evaluate(now time.Time) {
 			s.endTurn(driver.StopCancelled, "", nil)
 			return
 		}
-		// A TUI that turned bracketed paste off again is between
-		// processes (gemini restarts itself after its trust dialog, its
-		// old screen still up): keys now are lost.
-		if st != StatusIdle || s.pasteOn && !snap.BracketedPaste {
+		if st != StatusIdle {
 			return
 		}
 		// The idle screen before the prompt, for the reply fallback: its

@@ -205,15 +205,3 @@ func TestFakeTUIReplyFallback(t *testing.T) {
 		})
 	}
 }
-
-// A TUI that restarts after its trust dialog with its old screen still up
-// (gemini) turns bracketed paste off meanwhile: the prompt waits for the
-// new process instead of being typed into the gap and lost.
-func TestFakeTUIRestart(t *testing.T) {
-	dir := t.TempDir()
-	o := tai(t, dir, append(os.Environ(), "FAKETUI_RESTART=1"), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--allow", "other", "-o", "json", "say hi")
-	r := parse(t, o)
-	if o.code != 0 || r.Message != "Hello from the fake TUI.\nIt spans two lines." {
-		t.Fatalf("exit %d message %q error %q\nstderr:\n%s", o.code, r.Message, r.Error, o.stderr)
-	}
-}

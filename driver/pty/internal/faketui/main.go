@@ -98,21 +98,6 @@ func main() {
 	defer tick.Stop()
 	var job func(ui *ui, key string) // the running prompt, fed keys
 	var steps int
-	restart := false
-	if os.Getenv("FAKETUI_RESTART") != "" {
-		// As gemini: a trust dialog first, and the answer restarts the
-		// app (see below).
-		u.transcript = []string{"  Do you trust this folder?"}
-		u.picker, u.sel = []string{"Trust folder", "Don't trust"}, 0
-		job = func(u *ui, key string) {
-			switch key {
-			case "up", "down":
-				u.sel = 1 - u.sel
-			case "enter":
-				u.picker, u.transcript, restart = nil, nil, true
-			}
-		}
-	}
 	u.draw()
 	pasting := false
 	for {
@@ -166,27 +151,6 @@ func main() {
 					}
 					s = s[len(string(r)):]
 				}
-			}
-			if restart {
-				// The old process turns bracketed paste off and exits with
-				// its idle screen still up; keys typed before the new one
-				// is up are lost; then it draws again.
-				restart, job = false, nil
-				os.Stdout.WriteString("\x1b[?2004l")
-				u.draw()
-				lost := time.After(time.Second)
-			gap:
-				for {
-					select {
-					case _, ok := <-keys:
-						if !ok {
-							return
-						}
-					case <-lost:
-						break gap
-					}
-				}
-				os.Stdout.WriteString("\x1b[?2004h")
 			}
 			u.draw()
 		case <-tick.C:
