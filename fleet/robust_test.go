@@ -143,7 +143,10 @@ func TestBudgetHoldsUnderConcurrency(t *testing.T) {
 			}
 			files["plan.yaml"] = plan
 			fixture(t, pd, files)
-			out := runPlan(t, repo, pd, func(o *Options) { o.CancelGrace = 200 * time.Millisecond })
+			// The grace only bounds how long an agent that ignores the cancel
+			// lives; it must be long enough for its last spend to arrive on a
+			// loaded machine (an agent that stops on cancel ends at once).
+			out := runPlan(t, repo, pd, func(o *Options) { o.CancelGrace = 5 * time.Second })
 			if exitcode.Code(out.st.ExitCode) != exitcode.BudgetExceeded {
 				t.Fatalf("exit %d", out.st.ExitCode)
 			}
