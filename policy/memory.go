@@ -374,19 +374,19 @@ func (e *Engine) MemoryKey(req driver.PermissionRequest) string {
 
 func memoryKey(f *facts) string {
 	switch f.kind {
-	case driver.KindExecute:
+	case kindExecute:
 		if f.command != "" {
 			return f.kind + ":" + collapse(f.command)
 		}
-	case driver.KindFetch:
+	case kindFetch:
 		if f.url != "" {
 			return f.kind + ":" + urlOrigin(f.url)
 		}
-	case driver.KindSwitchMode:
+	case kindSwitchMode:
 		if f.mode != "" {
 			return f.kind + ":" + f.mode
 		}
-	case driver.KindThink, driver.KindOther:
+	case kindThink, kindOther:
 	default:
 		if len(f.paths) > 0 {
 			ps := make([]string, 0, len(f.paths))

@@ -118,7 +118,7 @@ func (e *Engine) approved(req driver.PermissionRequest, f *facts, d *Decision) {
 // chosen option does not already name that mode. Decision.NextMode carries
 // the same.
 func (e *Engine) ModeAfterApproval(req driver.PermissionRequest, d driver.PermissionDecision) string {
-	if d.Verdict != driver.VerdictAllow || normKind(req.ToolCall.Kind) != driver.KindSwitchMode || e.cfg.ModeAfterPlan == "" {
+	if d.Verdict != driver.VerdictAllow || normKind(string(req.ToolCall.Kind)) != kindSwitchMode || e.cfg.ModeAfterPlan == "" {
 		return ""
 	}
 	f := e.facts(req)

@@ -282,7 +282,7 @@ type Decision struct {
 
 // readKinds are the tool kinds approve-reads lets through: they cannot
 // change anything.
-var readKinds = map[string]bool{driver.KindRead: true, driver.KindSearch: true, driver.KindThink: true}
+var readKinds = map[string]bool{kindRead: true, kindSearch: true, kindThink: true}
 
 // Decide answers one request. It never invents an option: the answer is
 // always one the agent offered, or "cancelled" when the context is done.
@@ -358,7 +358,7 @@ func (e *Engine) modeDefault(f *facts) (verdict, why string) {
 	if e.mode == DenyAll {
 		return driver.VerdictDeny, "mode deny-all denies every request"
 	}
-	if f.kind == driver.KindSwitchMode && !f.planExit && isPlanLike(f.mode) {
+	if f.kind == kindSwitchMode && !f.planExit && isPlanLike(f.mode) {
 		return driver.VerdictAllow, fmt.Sprintf("switching to %s only restricts the agent", f.mode)
 	}
 	switch e.mode {
@@ -450,7 +450,7 @@ func (e *Engine) finish(d Decision, req driver.PermissionRequest, f *facts, allo
 	d.DecidedBy, d.Reason = by, reason
 	var opt driver.PermissionOption
 	ok := false
-	if allow && f.kind == driver.KindSwitchMode {
+	if allow && f.kind == kindSwitchMode {
 		opt, ok = e.switchOption(req, f)
 	} else {
 		opt, ok = ChooseOption(req.Options, allow)
@@ -472,7 +472,7 @@ func (e *Engine) finish(d Decision, req driver.PermissionRequest, f *facts, allo
 	d.Verdict = driver.VerdictDeny
 	if allow {
 		d.Verdict = driver.VerdictAllow
-		if f.kind == driver.KindSwitchMode {
+		if f.kind == kindSwitchMode {
 			e.approved(req, f, &d)
 		}
 	}

@@ -65,7 +65,7 @@ func (f *fakePrompter) Ask(ctx context.Context, req driver.PermissionRequest) (A
 }
 
 func req(kind, title string, opts []driver.PermissionOption) driver.PermissionRequest {
-	return driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc", Kind: kind, Title: title}, Options: opts}
+	return driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc", Kind: driver.ToolKind(kind), Title: title}, Options: opts}
 }
 
 func TestDecideModes(t *testing.T) {

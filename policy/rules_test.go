@@ -53,7 +53,7 @@ func execArgv(argv ...string) driver.PermissionRequest {
 }
 
 func fileReq(kind string, paths ...string) driver.PermissionRequest {
-	tc := driver.ToolCall{ID: "tc", Kind: kind, Title: kind + " " + strings.Join(paths, " ")}
+	tc := driver.ToolCall{ID: "tc", Kind: driver.ToolKind(kind), Title: kind + " " + strings.Join(paths, " ")}
 	for _, p := range paths {
 		tc.Locations = append(tc.Locations, driver.Location{Path: p})
 	}
@@ -266,7 +266,7 @@ func TestToolAndURLAndKindRules(t *testing.T) {
 		Allow: []string{"fetch:https://docs.rs/*", "other:mcp__github__list_*", "tool=Grep"},
 	}, Options{Workspace: ws, Home: home})
 	tool := func(kind, name string) driver.PermissionRequest {
-		return driver.PermissionRequest{ID: "1", Options: acpOpts, ToolCall: driver.ToolCall{Kind: kind, Name: name, Title: "t"}}
+		return driver.PermissionRequest{ID: "1", Options: acpOpts, ToolCall: driver.ToolCall{Kind: driver.ToolKind(kind), Name: name, Title: "t"}}
 	}
 	check(t, e, tool("other", "mcp__prod__drop_table"), want{"deny", "rule:flag-1"})
 	check(t, e, tool("other", "MCP__GITHUB__LIST_ISSUES"), want{"allow", "rule:flag-3"}) // names are case-insensitive

@@ -14,7 +14,7 @@ import (
 // agent's own request, and nobody is ever asked.
 func TestVeto(t *testing.T) {
 	ws := t.TempDir()
-	tool := func(kind, name string, input map[string]string) driver.PermissionRequest {
+	tool := func(kind driver.ToolKind, name string, input map[string]string) driver.PermissionRequest {
 		raw, _ := json.Marshal(input)
 		tc := driver.ToolCall{ID: "tu1", Kind: kind, Name: name, Title: name, RawInput: raw}
 		if p := input["file_path"]; p != "" {

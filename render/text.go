@@ -255,7 +255,7 @@ func describeCall(tc driver.ToolCall) string {
 		s = tc.ID
 	}
 	if tc.Kind != "" {
-		s = "[" + tc.Kind + "] " + s
+		s = "[" + string(tc.Kind) + "] " + s
 	}
 	for _, l := range tc.Locations {
 		if l.Line > 0 {

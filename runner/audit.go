@@ -98,7 +98,7 @@ func (a *auditSink) Emit(ev driver.Event) {
 			opts = append(opts, o.ID+"("+o.Kind+")")
 		}
 		a.append(audit.KindPermissionRequest, ev.Session, audit.PermissionRequest{
-			RequestID: ev.Permission.ID, Tool: ev.Permission.ToolCall.Kind, Title: ev.Permission.ToolCall.Title,
+			RequestID: ev.Permission.ID, Tool: string(ev.Permission.ToolCall.Kind), Title: ev.Permission.ToolCall.Title,
 			Options: opts, Request: req, Unrequested: ev.Permission.Unrequested,
 		})
 	case driver.EventPermissionDecided:
