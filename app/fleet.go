@@ -162,21 +162,21 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 
 // Summary is `tai fleet run --output json`'s document.
 type Summary struct {
-	Run      string             `json:"run"`
-	Status   string             `json:"status"`
-	ExitCode int                `json:"exit_code"`
-	Target   string             `json:"target"`
-	Base     string             `json:"base"`
-	State    string             `json:"state"`
-	Audit    string             `json:"audit"`
-	Usage    fleet.Usage        `json:"usage"`
-	Tasks    []*fleet.TaskState `json:"tasks"`
-	Counts   map[string]int     `json:"counts"`
+	Run      string                   `json:"run"`
+	Status   string                   `json:"status"`
+	ExitCode int                      `json:"exit_code"`
+	Target   string                   `json:"target"`
+	Base     string                   `json:"base"`
+	State    string                   `json:"state"`
+	Audit    string                   `json:"audit"`
+	Usage    fleet.Usage              `json:"usage"`
+	Tasks    []*fleet.TaskState       `json:"tasks"`
+	Counts   map[fleet.TaskStatus]int `json:"counts"`
 }
 
 func writeSummary(w io.Writer, st *fleet.State, auditPath string) {
 	s := Summary{Run: st.Run, Status: st.Status, ExitCode: st.ExitCode, Target: st.Target, Base: st.Base,
-		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[string]int{}}
+		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[fleet.TaskStatus]int{}}
 	for _, id := range st.Order {
 		s.Tasks = append(s.Tasks, st.Tasks[id])
 		s.Counts[st.Tasks[id].Status]++

@@ -67,11 +67,35 @@ type Options struct {
 // Event is a progress event.
 type Event struct {
 	Time   time.Time `json:"ts"`
-	Kind   string    `json:"event"` // started | finished | failed | refused | asked | answered | merged | conflict | skipped | budget | retry | blocked | warning
+	Kind   EventKind `json:"event"`
 	Task   string    `json:"task,omitempty"`
 	Detail string    `json:"detail,omitempty"`
 	State  State     `json:"-"` // snapshot, for live tables
 }
+
+// EventKind names what happened to a fleet or one of its tasks.
+type EventKind string
+
+// Fleet events.
+const (
+	EventRunStart     EventKind = "run.start"
+	EventRunEnd       EventKind = "run.end"
+	EventStarted      EventKind = "started"
+	EventFinished     EventKind = "finished"
+	EventFailed       EventKind = "failed"
+	EventRefused      EventKind = "refused"
+	EventAsked        EventKind = "asked"
+	EventAnswered     EventKind = "answered"
+	EventAnswererPass EventKind = "answerer.pass" // the answerer could not answer; a human is asked
+	EventMerged       EventKind = "merged"
+	EventConflict     EventKind = "conflict"
+	EventSkipped      EventKind = "skipped"
+	EventBudget       EventKind = "budget"
+	EventRetry        EventKind = "retry"
+	EventBlocked      EventKind = "blocked"
+	EventCancelled    EventKind = "cancelled"
+	EventWarning      EventKind = "warning"
+)
 
 // Fleet is a run in progress.
 type fleet struct {
@@ -307,16 +331,16 @@ func (f *fleet) merged(a AgentSpec) AgentSpec {
 }
 
 // emit records a fleet event in the audit log and tells the progress sink.
-func (f *fleet) emit(kind, task, detail string, data map[string]any) {
+func (f *fleet) emit(kind EventKind, task, detail string, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
-	data["event"], data["task"] = kind, task
+	data["event"], data["task"] = string(kind), task
 	if detail != "" {
 		data["detail"] = detail
 	}
 	auditKind := audit.KindFleet
-	if kind == "budget" {
+	if kind == EventBudget {
 		auditKind = audit.KindBudget
 	}
 	if err := f.o.Audit.Append(auditKind, "", data); err != nil {
@@ -338,13 +362,13 @@ func (f *fleet) setTask(id string, fn func(t *TaskState)) {
 func (f *fleet) run(ctx context.Context) (*State, error) {
 	st := f.st.snapshot()
 	f.meter = NewMeter(f.plan.Budget, f.plan.Concurrency, st.Usage, func(dim string, used, limit float64) {
-		f.emit("budget", "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim),
+		f.emit(EventBudget, "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim),
 			map[string]any{"level": "soft", "dimension": dim, "used": used, "limit": limit})
 	})
-	f.emit("run.start", "", fmt.Sprintf("%d task(s), concurrency %d, target %s", len(st.Tasks), f.plan.Concurrency, st.Target),
+	f.emit(EventRunStart, "", fmt.Sprintf("%d task(s), concurrency %d, target %s", len(st.Tasks), f.plan.Concurrency, st.Target),
 		map[string]any{"run": st.Run, "resume": f.o.Resume, "plan": st.PlanFrom, "base": st.Base, "target": st.Target})
 	if !f.wt.MergeTreeSupported(ctx) {
-		f.emit("warning", "", "this git has no merge-tree --write-tree (git 2.38+): conflicts are found by the rebase in the task's worktree instead", nil)
+		f.emit(EventWarning, "", "this git has no merge-tree --write-tree (git 2.38+): conflicts are found by the rebase in the task's worktree instead", nil)
 	}
 
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -355,7 +379,7 @@ func (f *fleet) run(ctx context.Context) (*State, error) {
 	}
 	if wall := f.meter.WallTime(); wall > 0 {
 		t := f.clock.AfterFunc(wall, func() {
-			f.emit("budget", "", "fleet wall time "+wall.String()+" used up", map[string]any{"level": "hard", "dimension": "wall_time"})
+			f.emit(EventBudget, "", "fleet wall time "+wall.String()+" used up", map[string]any{"level": "hard", "dimension": "wall_time"})
 			cancel(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: the fleet's wall time of %s is used up", ErrBudget, wall)))
 		}, "fleet", "wall")
 		defer t.Stop()
@@ -401,7 +425,7 @@ func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, se
 			f.setTask(id, func(ts *TaskState) {
 				ts.Status, ts.Reason = StatusSkipped, fmt.Sprintf("dependency %s %s", d, ds.Status)
 			})
-			f.emit("skipped", id, "dependency "+d+" "+ds.Status, nil)
+			f.emit(EventSkipped, id, "dependency "+d+" "+string(ds.Status), nil)
 			return
 		}
 	}
@@ -412,8 +436,8 @@ func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, se
 			f.setTask(id, func(ts *TaskState) {
 				ts.Status, ts.Reason, ts.ExitCode = StatusRefused, err.Error(), int(exitcode.BudgetExceeded)
 			})
-			f.emit("budget", id, "refused: "+err.Error(), map[string]any{"level": "refused", "reason": err.Error()})
-			f.emit("refused", id, err.Error(), nil)
+			f.emit(EventBudget, id, "refused: "+err.Error(), map[string]any{"level": "refused", "reason": err.Error()})
+			f.emit(EventRefused, id, err.Error(), nil)
 		} else {
 			f.setTask(id, func(ts *TaskState) { ts.Status, ts.Reason = StatusCanceled, err.Error() })
 		}
@@ -460,21 +484,21 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 	f.setTask(id, func(ts *TaskState) {
 		ts.Status, ts.Started, ts.Finished, ts.Questions, ts.Reason = StatusRunning, start.UTC(), time.Time{}, nil, ""
 	})
-	fail := func(status string, code exitcode.Code, reason string) Usage {
+	fail := func(status TaskStatus, code exitcode.Code, reason string) Usage {
 		f.setTask(id, func(ts *TaskState) {
 			ts.Status, ts.ExitCode, ts.Reason = status, int(code), reason
 			ts.Finished = f.clock.Now().UTC()
 			ts.ElapsedMS = f.clock.Since(start).Milliseconds()
 			ts.Usage = prev.Usage.add(spent)
 		})
-		kind := "failed"
+		kind := EventFailed
 		switch status {
 		case StatusBudget:
-			f.emit("budget", id, reason, map[string]any{"level": "hard", "reason": reason})
+			f.emit(EventBudget, id, reason, map[string]any{"level": "hard", "reason": reason})
 		case StatusBlocked:
-			kind = "blocked"
+			kind = EventBlocked
 		case StatusCanceled:
-			kind = "cancelled"
+			kind = EventCancelled
 		}
 		f.emit(kind, id, reason, map[string]any{"exit_code": int(code)})
 		return spent
@@ -497,7 +521,7 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 	if err != nil {
 		return fail(StatusFailed, exitcode.Usage, err.Error())
 	}
-	f.emit("started", id, fmt.Sprintf("agent %s in %s", f.agentLabel(t.AgentSpec), cwd), map[string]any{"worktree": cwd, "attempt": prev.Attempts + 1})
+	f.emit(EventStarted, id, fmt.Sprintf("agent %s in %s", f.agentLabel(t.AgentSpec), cwd), map[string]any{"worktree": cwd, "attempt": prev.Attempts + 1})
 	f.runMu.Lock()
 	var overlaps []string
 	for oid, o := range f.running {
@@ -514,7 +538,7 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 	}()
 	sort.Strings(overlaps)
 	for _, oid := range overlaps {
-		f.emit("warning", id, fmt.Sprintf("its owns: overlaps %s's, which is running too: their merges may conflict", oid),
+		f.emit(EventWarning, id, fmt.Sprintf("its owns: overlaps %s's, which is running too: their merges may conflict", oid),
 			map[string]any{"overlaps": oid, "owns": t.Owns})
 	}
 
@@ -568,12 +592,12 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 			if resume != "" && code == exitcode.NoSession {
 				// The agent lost the session: the answer goes into a
 				// fresh one with the whole task again.
-				f.emit("retry", id, fmt.Sprintf("session %s could not be resumed; continuing in a new one", resume), nil)
+				f.emit(EventRetry, id, fmt.Sprintf("session %s could not be resumed; continuing in a new one", resume), nil)
 				next, resume = fullFollowUp, ""
 				continue
 			}
 			if attempts <= t.Retries {
-				f.emit("retry", id, fmt.Sprintf("attempt %d failed (%s); retrying", attempts, reason), nil)
+				f.emit(EventRetry, id, fmt.Sprintf("attempt %d failed (%s); retrying", attempts, reason), nil)
 				next, resume = prompt, ""
 				continue
 			}
@@ -588,14 +612,14 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 			return fail(StatusBlocked, exitcode.AgentError, fmt.Sprintf("still asking after %d answered question(s): %s", maxQ, lastLine(q)))
 		}
 		f.setTask(id, func(ts *TaskState) { ts.Status = StatusAsking })
-		f.emit("asked", id, lastLine(q), map[string]any{"question": q})
+		f.emit(EventAsked, id, lastLine(q), map[string]any{"question": q})
 		ans, by, aspent, err := f.answer(taskCtx, t, cwd, h, q)
 		spent = spent.add(aspent)
 		if err != nil {
 			return fail(StatusBlocked, exitcode.AgentError, fmt.Sprintf("the agent asked %q and %v", lastLine(q), err))
 		}
 		f.setTask(id, func(ts *TaskState) { ts.Questions = append(ts.Questions, QA{Question: q, Answer: ans, DecidedBy: by}) })
-		f.emit("answered", id, by+": "+lastLine(ans), map[string]any{"question": q, "answer": ans, "decided_by": by})
+		f.emit(EventAnswered, id, by+": "+lastLine(ans), map[string]any{"question": q, "answer": ans, "decided_by": by})
 		fullFollowUp = fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", prompt, q, by, ans)
 		next, resume = fullFollowUp, ""
 		if r.Resumable && r.SessionID != "" {
@@ -643,7 +667,7 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 	if ts.Diff != nil {
 		diff = ts.Diff.Summary()
 	}
-	f.emit("finished", id, diff, map[string]any{"usage": ts.Usage, "branch": ts.Branch, "head": ts.Head})
+	f.emit(EventFinished, id, diff, map[string]any{"usage": ts.Usage, "branch": ts.Branch, "head": ts.Head})
 	return spent
 }
 
@@ -965,7 +989,7 @@ func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Han
 		if err == nil && r.ExitCode == 0 && ans != "" && !strings.Contains(ans, CannotAnswer) {
 			return ans, audit.DecidedByAnswerer, spent, nil
 		}
-		f.emit("answerer.pass", t.ID, "the answerer could not answer", map[string]any{"question": q, "exit_code": r.ExitCode})
+		f.emit(EventAnswererPass, t.ID, "the answerer could not answer", map[string]any{"question": q, "exit_code": r.ExitCode})
 	}
 	if f.o.AskHuman != nil {
 		f.humanMu.Lock()
@@ -1005,7 +1029,7 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 		f.setTask(t.ID, func(x *TaskState) {
 			x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
 		})
-		f.emit("failed", t.ID, "merge: "+err.Error(), nil)
+		f.emit(EventFailed, t.ID, "merge: "+err.Error(), nil)
 		return
 	}
 	defer func() { _ = h.Release(ctx) }()
@@ -1029,15 +1053,15 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 			x.Status, x.ConflictFiles, x.ExitCode = StatusConflict, ce.Files, int(exitcode.MergeConflict)
 			x.Reason = ce.Error()
 		})
-		f.emit("conflict", t.ID, strings.Join(ce.Files, ", "), map[string]any{"files": ce.Files, "branch": ts.Branch, "target": st.Target})
+		f.emit(EventConflict, t.ID, strings.Join(ce.Files, ", "), map[string]any{"files": ce.Files, "branch": ts.Branch, "target": st.Target})
 	case err != nil:
 		f.setTask(t.ID, func(x *TaskState) {
 			x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
 		})
-		f.emit("failed", t.ID, "merge: "+err.Error(), nil)
+		f.emit(EventFailed, t.ID, "merge: "+err.Error(), nil)
 	default:
 		f.setTask(t.ID, func(x *TaskState) { x.Status, x.Head = StatusMerged, head })
-		f.emit("merged", t.ID, fmt.Sprintf("%s -> %s at %.12s", ts.Branch, st.Target, head), map[string]any{"branch": ts.Branch, "target": st.Target, "head": head})
+		f.emit(EventMerged, t.ID, fmt.Sprintf("%s -> %s at %.12s", ts.Branch, st.Target, head), map[string]any{"branch": ts.Branch, "target": st.Target, "head": head})
 	}
 }
 
@@ -1056,7 +1080,7 @@ func (f *fleet) cleanup(ctx context.Context, st State) {
 			continue
 		}
 		if err := f.wt.Remove(context.WithoutCancel(ctx), rec, worktree.RemoveOptions{Targets: []string{st.Target}}); err != nil {
-			f.emit("warning", id, "worktree kept: "+err.Error(), nil)
+			f.emit(EventWarning, id, "worktree kept: "+err.Error(), nil)
 			continue
 		}
 		f.setTask(id, func(x *TaskState) { x.Worktree = "" })
@@ -1116,7 +1140,7 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 	_ = f.st.update(func(s *State) {
 		s.Status, s.ExitCode, s.PID, s.Usage = status, int(code), 0, f.meter.Used()
 	})
-	f.emit("run.end", "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
+	f.emit(EventRunEnd, "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
 	// The log of a fleet run ends like a single run's, so audit verify
 	// sees it complete.
 	if err := f.o.Audit.Append(audit.KindRunEnd, "", map[string]any{"fleet": f.o.RunID, "status": status, "exit_code": int(code)}); err != nil {

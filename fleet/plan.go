@@ -653,7 +653,7 @@ type TaskResult struct {
 	Branch  string
 	Diff    string // summary: files changed, +/-
 	Patch   string // the unified diff, cut
-	Status  string
+	Status  TaskStatus
 	Files   []string
 }
 

@@ -38,7 +38,7 @@ func (t *Table) Event(e Event) {
 	defer t.mu.Unlock()
 	t.last = e.State
 	switch e.Kind {
-	case "budget", "conflict", "blocked", "refused", "failed", "asked", "answered", "warning":
+	case EventBudget, EventConflict, EventBlocked, EventRefused, EventFailed, EventAsked, EventAnswered, EventWarning:
 		task := e.Task
 		if task == "" {
 			task = "fleet"
@@ -155,7 +155,7 @@ func JUnit(w io.Writer, st State) error {
 			c.Skipped = &skipped{Message: ts.Reason}
 			s.Skipped++
 		default:
-			c.Failure = &failure{Message: ts.Status + ": " + truncate(ts.Reason, 500), Type: ts.Status, Text: ts.Reason}
+			c.Failure = &failure{Message: string(ts.Status) + ": " + truncate(ts.Reason, 500), Type: string(ts.Status), Text: ts.Reason}
 			s.Failures++
 		}
 		s.Cases = append(s.Cases, c)
