@@ -338,8 +338,25 @@ type ProcessExit struct {
 	Stderr   string `json:"stderr,omitempty"`
 }
 
-// RawUpdate passes through an update this build does not understand.
+// RawUpdate passes through an update this build does not understand, or
+// one of the named kinds below that only the audit log reads.
 type RawUpdate struct {
-	Kind string          `json:"kind"`
+	Kind RawKind         `json:"kind"`
 	Data json.RawMessage `json:"data"`
 }
+
+// RawKind names a raw update: an agent's own update name, or one of the
+// kinds drivers emit for the runner to record.
+type RawKind string
+
+// Raw kinds the runner records in the audit log, whichever driver emits
+// them, so that it matches no driver's literal and imports no driver.
+const (
+	// RawFinalScreen is a screen-based agent's last screen when its session
+	// ends: the scrollback users lose when a TUI dies.
+	RawFinalScreen RawKind = "pty.final_screen"
+	// RawStopHook is a CLI's Stop hook at a turn's end: its session, its
+	// own transcript file and stop_hook_active (the transcript is the CLI's
+	// full record of the session, kept outside tai).
+	RawStopHook RawKind = "hook/Stop"
+)

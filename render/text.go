@@ -181,7 +181,7 @@ func (t *Text) Emit(ev driver.Event) {
 		}
 		t.line("%s", t.style(dim, fmt.Sprintf("◆ agent process %d exited (%s)", p.Pid, st)))
 	case driver.EventRaw:
-		t.line("%s", t.style(dim, "◆ (unknown update "+ev.Raw.Kind+")"))
+		t.line("%s", t.style(dim, "◆ (unknown update "+string(ev.Raw.Kind)+")"))
 	}
 }
 

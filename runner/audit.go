@@ -6,7 +6,6 @@ import (
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
-	"github.com/tai-dev/tai/driver/streamjson"
 )
 
 // auditSink writes the events that matter for accountability into the
@@ -124,12 +123,12 @@ func (a *auditSink) Emit(ev driver.Event) {
 	case driver.EventRaw:
 		// A screen-based agent's last screen: the scrollback users lose
 		// when a TUI dies is kept with the run's record.
-		if ev.Raw.Kind == "pty.final_screen" {
+		if ev.Raw.Kind == driver.RawFinalScreen {
 			a.append(audit.KindScreenFinal, ev.Session, ev.Raw.Data)
 		}
 		// A stream-json CLI's turn end, with where it keeps its own
 		// transcript of the session.
-		if ev.Raw.Kind == streamjson.RawStopHook {
+		if ev.Raw.Kind == driver.RawStopHook {
 			a.append(audit.KindAgentStop, ev.Session, ev.Raw.Data)
 		}
 	case driver.EventTurnEnded:

@@ -537,7 +537,7 @@ func describeEvents(evs []driver.Event) string {
 		case driver.EventModeChanged:
 			d += "(" + ev.Mode.ID + ")"
 		case driver.EventRaw:
-			d += "(" + ev.Raw.Kind + ")"
+			d += "(" + string(ev.Raw.Kind) + ")"
 		case driver.EventError:
 			d += "(" + ev.Error.Code + ")"
 		}

@@ -98,7 +98,7 @@ func (s *Session) apply(u schema.SessionUpdate) {
 		// notice, compaction (not offered by tai) and kinds newer than tai:
 		// passed through raw, never misread.
 		raw, _ := u.MarshalJSON()
-		s.emitLocked(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: u.Kind(), Data: raw}})
+		s.emitLocked(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: driver.RawKind(u.Kind()), Data: raw}})
 	}
 }
 

@@ -47,7 +47,7 @@ var Features = []string{
 
 // FinalScreenKind is the raw event carrying the last screen when the
 // session ends (the runner can put it in the audit log).
-const FinalScreenKind = "pty.final_screen"
+const FinalScreenKind = driver.RawFinalScreen
 
 // Config is a Launch plus the PTY driver's own knobs; zero values take
 // the defaults.

@@ -157,7 +157,7 @@ func (d *decoder) decode(line []byte) (f Frame) {
 func (f *Frame) emit(ev driver.Event) { f.Events = append(f.Events, ev) }
 
 func (f *Frame) raw(kind string, data []byte) {
-	f.emit(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: kind, Data: json.RawMessage(bytes.Clone(data))}})
+	f.emit(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: driver.RawKind(kind), Data: json.RawMessage(bytes.Clone(data))}})
 }
 
 func (f *Frame) chunk(role driver.Role, id, text string) {
