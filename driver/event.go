@@ -214,16 +214,16 @@ const (
 // PermissionDecision is the answer to a PermissionRequest with its
 // provenance: who or what decided, and why.
 type PermissionDecision struct {
-	RequestID  string   `json:"request_id"`
-	ToolCallID string   `json:"tool_call_id,omitempty"`
-	Title      string   `json:"title,omitempty"`
-	ToolKind   ToolKind `json:"tool_kind,omitempty"`
-	Outcome    string   `json:"outcome"` // selected | cancelled
-	OptionID   string   `json:"option_id,omitempty"`
-	OptionKind string   `json:"option_kind,omitempty"`
-	Verdict    string   `json:"verdict"` // allow | deny | cancelled
-	DecidedBy  string   `json:"decided_by"`
-	Reason     string   `json:"reason,omitempty"`
+	RequestID  string     `json:"request_id"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Title      string     `json:"title,omitempty"`
+	ToolKind   ToolKind   `json:"tool_kind,omitempty"`
+	Outcome    string     `json:"outcome"` // selected | cancelled
+	OptionID   string     `json:"option_id,omitempty"`
+	OptionKind string     `json:"option_kind,omitempty"`
+	Verdict    string     `json:"verdict"` // allow | deny | cancelled
+	DecidedBy  Provenance `json:"decided_by"`
+	Reason     string     `json:"reason,omitempty"`
 	// Unrequested: the decision of a call the agent made without asking
 	// (see PermissionRequest.Unrequested).
 	Unrequested bool `json:"unrequested,omitempty"`

@@ -987,7 +987,7 @@ func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Han
 		}
 		ans := strings.TrimSpace(r.Message)
 		if err == nil && r.ExitCode == 0 && ans != "" && !strings.Contains(ans, CannotAnswer) {
-			return ans, audit.DecidedByAnswerer, spent, nil
+			return ans, string(driver.ByAnswerer), spent, nil
 		}
 		f.emit(EventAnswererPass, t.ID, "the answerer could not answer", map[string]any{"question": q, "exit_code": r.ExitCode})
 	}
@@ -996,7 +996,7 @@ func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Han
 		ans, err := f.o.AskHuman(ctx, t.ID, q)
 		f.humanMu.Unlock()
 		if err == nil && strings.TrimSpace(ans) != "" {
-			return strings.TrimSpace(ans), audit.DecidedByHuman, spent, nil
+			return strings.TrimSpace(ans), string(driver.ByHuman), spent, nil
 		}
 	}
 	return "", "", spent, fmt.Errorf("%w (no answerer could, and no terminal to ask a human)", errUnanswered)

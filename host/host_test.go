@@ -328,7 +328,7 @@ func TestUnrequestedCommandMeetsTheFloor(t *testing.T) {
 				t.Fatalf("got %v, want a denial by %s", err, tc.rule)
 			}
 			d := k.of(driver.EventPermissionDecided)
-			if len(d) != 1 || d[0].Decision.DecidedBy != tc.rule || !d[0].Decision.Unrequested {
+			if len(d) != 1 || string(d[0].Decision.DecidedBy) != tc.rule || !d[0].Decision.Unrequested {
 				t.Fatalf("decisions %+v", d)
 			}
 			if p := k.of(driver.EventPermissionAsked)[0].Permission; policy.Command(p.ToolCall) != tc.line {

@@ -96,19 +96,6 @@ type Prompter interface {
 	Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error)
 }
 
-// Provenance values for decided_by. Rules, the user's and the built-in
-// floor's alike, decide as "rule:<id>"; floor rule ids start with "floor-".
-const (
-	ByDefault    = "default"    // the mode's default
-	ByHuman      = "human"      // answered at the terminal
-	ByAnswerer   = "answerer"   // answered by Options.Answerer
-	ByRemembered = "remembered" // an earlier "always" answer
-	ByCancel     = "cancel"     // the turn was cancelled, or nobody could be asked (--non-interactive fail)
-)
-
-// ByRule is the provenance of a rule: "rule:<id>".
-func ByRule(id string) string { return "rule:" + id }
-
 // Options are what an engine needs besides its policy.
 type Options struct {
 	// Workspace is the workspace root. Relative path globs, the
@@ -322,34 +309,34 @@ func (e *Engine) evaluate(ctx context.Context, req driver.PermissionRequest, adj
 	d.Key = memoryKey(f)
 
 	if id, why := e.floorCheck(f); id != "" {
-		return e.finish(d, req, f, false, ByRule(id), why), nil
+		return e.finish(d, req, f, false, driver.ByRule(id), why), nil
 	}
 	for _, r := range e.deny {
 		if r.match(f) {
-			return e.finish(d, req, f, false, ByRule(r.ID), r.describe()), nil
+			return e.finish(d, req, f, false, driver.ByRule(r.ID), r.describe()), nil
 		}
 	}
 	if m, ok := e.mem.Lookup(d.Key); ok && !m.Allow {
-		return e.finish(d, req, f, false, ByRemembered, e.rememberedReason(m)), nil
+		return e.finish(d, req, f, false, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
 	for _, r := range e.ask {
 		if r.match(f) {
-			return e.askFor(ctx, d, req, f, ByRule(r.ID), r.describe())
+			return e.askFor(ctx, d, req, f, driver.ByRule(r.ID), r.describe())
 		}
 	}
 	for _, r := range e.allow {
 		if r.match(f) {
-			return e.finish(d, req, f, true, ByRule(r.ID), r.describe()), nil
+			return e.finish(d, req, f, true, driver.ByRule(r.ID), r.describe()), nil
 		}
 	}
 	verdict, why := e.modeDefault(f)
 	switch verdict {
 	case driver.VerdictAllow:
-		return e.finish(d, req, f, true, ByDefault, why), nil
+		return e.finish(d, req, f, true, driver.ByDefault, why), nil
 	case driver.VerdictDeny:
-		return e.finish(d, req, f, false, ByDefault, why), nil
+		return e.finish(d, req, f, false, driver.ByDefault, why), nil
 	}
-	return e.askFor(ctx, d, req, f, ByDefault, why)
+	return e.askFor(ctx, d, req, f, driver.ByDefault, why)
 }
 
 // modeDefault is the mode's answer to a request no rule matched: allow,
@@ -382,9 +369,9 @@ func (e *Engine) modeDefault(f *facts) (verdict, why string) {
 
 // askFor answers an ask: from memory, the answerer, the human, or the
 // non-interactive rule. by and why say who asked for the ask.
-func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRequest, f *facts, by, why string) (Decision, error) {
+func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRequest, f *facts, by driver.Provenance, why string) (Decision, error) {
 	if m, ok := e.mem.Lookup(d.Key); ok {
-		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
+		return e.finish(d, req, f, m.Allow, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
 	if e.answerer != nil {
 		ans, err := e.answerer.Ask(ctx, req)
@@ -394,9 +381,9 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 			return cancelled(d, "the turn was cancelled"), nil
 		case err != nil:
 			// A judge that cannot judge must not let things through.
-			return e.finish(d, req, f, false, ByAnswerer, fmt.Sprintf("%s; the answerer failed: %v", why, err)), nil
+			return e.finish(d, req, f, false, driver.ByAnswerer, fmt.Sprintf("%s; the answerer failed: %v", why, err)), nil
 		default:
-			return e.finish(d, req, f, ans.allows(), ByAnswerer, "answered by the answerer; asked because "+why), nil
+			return e.finish(d, req, f, ans.allows(), driver.ByAnswerer, "answered by the answerer; asked because "+why), nil
 		}
 	}
 	if e.prompter == nil {
@@ -412,7 +399,7 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	}
 	defer e.mem.releaseTurn()
 	if m, ok := e.mem.Lookup(d.Key); ok {
-		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
+		return e.finish(d, req, f, m.Allow, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
 	ans, err := e.prompter.Ask(WithAsker(ctx, e.asker), req)
 	if err != nil {
@@ -430,7 +417,7 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 			reason += fmt.Sprintf("; remembered for the %s as %q", e.mem.Scope(), d.Key)
 		}
 	}
-	return e.finish(d, req, f, ans.allows(), ByHuman, reason), nil
+	return e.finish(d, req, f, ans.allows(), driver.ByHuman, reason), nil
 }
 
 func (e *Engine) rememberedReason(m Remembered) string {
@@ -446,7 +433,7 @@ func (e *Engine) rememberedReason(m Remembered) string {
 }
 
 // finish picks the option that carries the verdict.
-func (e *Engine) finish(d Decision, req driver.PermissionRequest, f *facts, allow bool, by, reason string) Decision {
+func (e *Engine) finish(d Decision, req driver.PermissionRequest, f *facts, allow bool, by driver.Provenance, reason string) Decision {
 	d.DecidedBy, d.Reason = by, reason
 	var opt driver.PermissionOption
 	ok := false
@@ -480,7 +467,7 @@ func (e *Engine) finish(d Decision, req driver.PermissionRequest, f *facts, allo
 }
 
 func cancelled(d Decision, reason string) Decision {
-	d.Outcome, d.Verdict, d.DecidedBy, d.Reason = driver.OutcomeCancelled, driver.VerdictCancelled, ByCancel, reason
+	d.Outcome, d.Verdict, d.DecidedBy, d.Reason = driver.OutcomeCancelled, driver.VerdictCancelled, driver.ByCancel, reason
 	d.OptionID, d.OptionKind = "", ""
 	return d
 }

@@ -57,7 +57,7 @@ func (a *auditSink) writtenEarly(d driver.PermissionDecision) bool {
 func decisionEntry(d *driver.PermissionDecision) audit.PermissionDecision {
 	full, _ := json.Marshal(d)
 	return audit.PermissionDecision{
-		RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: d.DecidedBy,
+		RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: string(d.DecidedBy),
 		Reason: d.Reason, Request: full, Unrequested: d.Unrequested,
 	}
 }

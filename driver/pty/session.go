@@ -615,7 +615,6 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 		}
 		req.Options = append(req.Options, driver.PermissionOption{ID: o.Number, Name: o.Label, Kind: o.Kind})
 	}
-	s.emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &req})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		select {
@@ -624,13 +623,8 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 		case <-ctx.Done():
 		}
 	}()
-	dec, err := s.cfg.Host.Decider.Decide(ctx, req)
+	dec, _ := driver.AskPermission(ctx, s.cfg.Host.Decider, s.emit, req, nil)
 	cancel()
-	if err != nil {
-		dec = driver.PermissionDecision{RequestID: reqID, Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictCancelled,
-			DecidedBy: "default", Reason: err.Error()}
-	}
-	dec.RequestID, dec.ToolCallID, dec.Title, dec.ToolKind = reqID, tc.ID, tc.Title, tc.Kind
 	// A cancelled decision picks the picker's own way out: its reject.
 	target := -1
 	for i, o := range pk.Options {
@@ -645,7 +639,6 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 			}
 		}
 	}
-	s.emit(driver.Event{Type: driver.EventPermissionDecided, Decision: &dec})
 	if target < 0 {
 		return
 	}

@@ -141,7 +141,7 @@ func denyMessage(d driver.PermissionDecision) string {
 		msg += ": " + d.Reason
 	}
 	if d.DecidedBy != "" {
-		msg += " (decided by " + d.DecidedBy + ")"
+		msg += " (decided by " + string(d.DecidedBy) + ")"
 	}
 	return msg
 }

@@ -564,28 +564,21 @@ func (s *Session) canUseTool(c ControlRequest, pp *pendingPerm, ctx context.Cont
 	s.mu.Unlock()
 
 	req := driver.PermissionRequest{ID: c.ID, Session: id, ToolCall: tc, Options: permOptions}
-	s.emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &req})
-	d, err := s.l.Host.Decider.Decide(ctx, req)
-	s.mu.Lock()
-	withdrawn := pp.withdrawn
-	s.mu.Unlock()
-	if err != nil || ctx.Err() != nil {
-		if err != nil {
-			s.log.Warn("permission decision failed; answering deny", "err", err)
+	isWithdrawn := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return pp.withdrawn
+	}
+	d, err := driver.AskPermission(ctx, s.l.Host.Decider, s.emit, req, func(error) string {
+		if isWithdrawn() {
+			return "withdrawn by the agent"
 		}
-		d = driver.PermissionDecision{Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictCancelled, DecidedBy: orDefault(d.DecidedBy, "tai"),
-			Reason: "the turn was cancelled"}
-		if withdrawn {
-			d.Reason = "withdrawn by the agent"
-		}
+		return "the turn was cancelled"
+	})
+	if err != nil {
+		s.log.Warn("permission decision failed; answering deny", "err", err)
 	}
-	if d.RequestID == "" {
-		d.RequestID = req.ID
-	}
-	if d.ToolCallID == "" {
-		d.ToolCallID = tc.ID
-	}
-	s.emit(driver.Event{Type: driver.EventPermissionDecided, Decision: &d})
+	withdrawn := isWithdrawn()
 	if withdrawn {
 		return // the CLI withdrew it: never answered
 	}
