@@ -59,13 +59,17 @@ func Agents(w io.Writer, asJSON bool) int {
 }
 
 // BuiltinAgent runs tai's built-in agent on stdin/stdout.
-func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, std IO) int {
+// pageSize is its session/list page (0: the default).
+func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, pageSize int, std IO) int {
 	if printScript {
 		_, _ = std.Out.Write(builtin.DefaultScriptSource())
 		return 0
 	}
 	opts := builtin.Options{Logger: newLogger(std.Err, os.Getenv("TAI_DEBUG") != ""), Stderr: std.Err, Version: Version,
-		StateDir: statedir.Dir("builtin")}
+		StateDir: statedir.Dir("builtin"), PageSize: pageSize}
+	if pageSize < 0 {
+		return fail(std, exitcode.Usagef("agent builtin: --page-size must not be negative"))
+	}
 	if scriptPath != "" {
 		s, err := builtin.LoadScript(scriptPath)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -178,5 +179,24 @@ func TestCapExitCodes(t *testing.T) {
 	sort.Ints(extra)
 	if len(extra) > 0 {
 		t.Errorf("cap.md documents exit codes the code does not have: %v", extra)
+	}
+}
+
+// The ACP client features of issue 15 are in the manifest and in cap.md.
+func TestCapACPClientFeatures(t *testing.T) {
+	doc := readCap(t)
+	var acpFeatures []string
+	for _, d := range BuildManifest().Drivers {
+		if d.Name == "acp" {
+			acpFeatures = d.Features
+		}
+	}
+	for _, f := range []string{"elicitation/create", "elicitation/complete", "session/list", "session/delete", "session/fork", "additional_directories"} {
+		if !slices.Contains(acpFeatures, f) {
+			t.Errorf("the manifest's acp features lack %q", f)
+		}
+		if !strings.Contains(doc, "`"+f+"`") {
+			t.Errorf("cap.md does not describe %q", f)
+		}
 	}
 }

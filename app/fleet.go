@@ -21,8 +21,10 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // FleetFlags are `tai fleet run` and `tai fleet resume`'s flags.
@@ -35,6 +37,7 @@ type FleetFlags struct {
 	Repo        string
 	Verbose     bool
 	CancelGrace time.Duration
+	Sandbox     string // --sandbox: auto | on | off
 }
 
 // FleetRun runs `tai fleet run PLAN`.
@@ -67,6 +70,13 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	o.Dir = fleet.RunDir(o.RunID)
 	o.Repo, o.Concurrency, o.FailFast, o.CancelGrace = f.Repo, f.Concurrency, f.FailFast, f.CancelGrace
 	o.Version, o.Logger = Version, logger
+	mode, err := sandbox.ParseMode(f.Sandbox)
+	if err != nil {
+		return fail(std, exitcode.With(exitcode.Usage, err))
+	}
+	if mode == sandbox.ModeOn && sandbox.ABI() <= 0 {
+		return fail(std, exitcode.Usagef("--sandbox on: this kernel does not offer Landlock"))
+	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		fmt.Fprintln(std.Err, "tai fleet:", err)
 		return int(exitcode.Usage)
@@ -89,6 +99,14 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 		}
 	}()
 	o.Audit = log
+	if mode != sandbox.ModeOff {
+		// Each task's agent confined like tai run's: its own state dirs
+		// writable, secrets hidden, tai's own files (this run's state and
+		// audit log included) read-only.
+		o.Sandbox = func(p preset.Preset) (*sandbox.Config, error) {
+			return sandboxConfig(RunFlags{Sandbox: f.Sandbox}, p, policy.Config{}, log, nil)
+		}
+	}
 
 	// A human, when there is a terminal: permission asks (one "always"
 	// answers every task of the run) and questions nobody else could answer.

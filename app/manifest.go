@@ -11,6 +11,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Manifest is what `tai --cap-manifest` prints: what this build can do.
@@ -29,6 +30,17 @@ type Manifest struct {
 	Inputs     []string        `json:"inputs"`
 	FrameTypes []string        `json:"frame_types"`
 	ExitCodes  []exitcode.Info `json:"exit_codes"`
+	// Sandbox is what --sandbox can do on this machine.
+	Sandbox SandboxInfo `json:"sandbox"`
+}
+
+// SandboxInfo is the kernel confinement this build offers here.
+type SandboxInfo struct {
+	Modes   []string `json:"modes"`   // --sandbox's values
+	Default string   `json:"default"` // auto
+	// Available: the kernel supports Landlock, so auto confines.
+	Available   bool `json:"available"`
+	LandlockABI int  `json:"landlock_abi"` // the kernel's; 0 without Landlock
 }
 
 // DriverInfo is one driver and its features.
@@ -60,12 +72,15 @@ func BuildManifest() Manifest {
 			"initialize", "authenticate", "session/new", "session/load", "session/resume", "session/list", "session/close",
 			"session/prompt", "session/cancel", "session/set_mode", "session/set_config_option",
 			"fs/read_text_file", "fs/write_text_file", "terminal", "request_permission", "mcp_servers",
-			"resource", "resource_link", "$/cancel_request",
+			"resource", "resource_link", "$/cancel_request", "elicitation/create", "elicitation/complete",
+			"additional_directories", "session/delete", "session/fork",
 		}}, {Name: streamjson.Name, Features: streamjson.Features}, {Name: pty.Name, Features: pty.Features}, {Name: a2a.Name, Features: a2a.Features}},
 		NonInteractive: []string{string(policy.NonInteractiveDeny), string(policy.NonInteractiveFail)},
 		Outputs:        []string{OutputText, OutputJSON, OutputStreamJSON},
 		Inputs:         []string{"text", "stream-json"},
 		ExitCodes:      exitcode.All,
+		Sandbox: SandboxInfo{Modes: []string{string(sandbox.ModeAuto), string(sandbox.ModeOn), string(sandbox.ModeOff)},
+			Default: string(sandbox.ModeAuto), Available: sandbox.ABI() > 0, LandlockABI: sandbox.ABI()},
 	}
 	for _, p := range preset.All() {
 		m.Presets = append(m.Presets, PresetInfo{Name: p.Name, Driver: p.Driver})

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -23,8 +24,11 @@ import (
 	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/readlimit"
+	"github.com/tai-dev/tai/internal/statedir"
+	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/redact"
@@ -43,40 +47,48 @@ type IO struct {
 
 // RunFlags are `tai run`'s flags.
 type RunFlags struct {
-	Agent          string
-	AgentCmd       string
-	AgentCmdSet    bool // --agent-cmd was given (an empty one is refused)
-	Driver         string
-	Cwd            string
-	Approve        string
-	NonInteractive string
-	AllowDenials   bool
-	Mode           string
-	Model          string
-	Set            []string
-	Resume         string
-	Continue       bool
-	Auth           string
-	MCP            []string
-	Files          []string
-	EmbedFiles     bool
-	Timeout        time.Duration
-	CancelGrace    time.Duration
-	Output         string
-	Trace          string
-	Verbose        bool
-	MaxLineBytes   int64
-	Env            []string
-	Audit          string
-	NoAudit        bool
-	Policy         string
-	Allow          []string
-	Ask            []string
-	Deny           []string
-	Remember       string
-	Redact         []string
+	Agent           string
+	AgentCmd        string
+	AgentCmdSet     bool // --agent-cmd was given (an empty one is refused)
+	Driver          string
+	Cwd             string
+	Approve         string
+	NonInteractive  string
+	AllowDenials    bool
+	Mode            string
+	Model           string
+	Set             []string
+	Resume          string
+	Continue        bool
+	Fork            string
+	AddDir          []string
+	Auth            string
+	MCP             []string
+	Files           []string
+	EmbedFiles      bool
+	Timeout         time.Duration
+	CancelGrace     time.Duration
+	Output          string
+	Trace           string
+	Verbose         bool
+	MaxLineBytes    int64
+	MaxMessageBytes int64
+	Env             []string
+	Audit           string
+	NoAudit         bool
+	Policy          string
+	Allow           []string
+	Ask             []string
+	Deny            []string
+	Remember        string
+	Redact          []string
 	// PTYSize is COLSxROWS for the pty driver's screen.
 	PTYSize string
+	// Sandbox is --sandbox: auto | on | off.
+	Sandbox string
+	// NetAllow is --net-allow: HOST:PORT the agent may connect to; given,
+	// it turns the network rule on.
+	NetAllow []string
 	// InputFormat "stream-json" makes tai an agent its parent drives on
 	// stdin (cap.md's agent-side binding); "" or "text" is the prompt
 	// from the arguments.
@@ -87,6 +99,7 @@ type RunFlags struct {
 	Changed func(flag string) bool
 
 	answerer policy.Prompter // the parent, under --input-format stream-json
+	chat     bool            // tai chat: the prompts come as lines
 	cfg      config.Config   // the user's and the project's configuration
 }
 
@@ -100,6 +113,9 @@ const (
 // Run runs `tai run`. It returns the exit code; what went wrong has been
 // reported on the streams.
 func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
+	if wantsChat(f, args, std) {
+		return Chat(ctx, f, args, std)
+	}
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
@@ -129,6 +145,12 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	if err != nil {
 		return fail(std, err)
 	}
+	var text *render.Text // buffered: flushed once the run is over
+	for _, s := range opts.Sinks {
+		if t, ok := s.(*render.Text); ok {
+			text = t
+		}
+	}
 	switch f.Output {
 	case OutputStreamJSON:
 		opts.Sinks = append(opts.Sinks, frames)
@@ -142,18 +164,42 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	recordSession(context.WithoutCancel(ctx), opts, res, logger)
 	switch f.Output {
 	case OutputJSON:
-		enc := json.NewEncoder(std.Out)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
+		out := bufio.NewWriterSize(std.Out, 64<<10)
+		_ = res.WriteIndented(out)
+		_ = out.Flush()
 	case OutputStreamJSON:
 		_ = frames.Write(runner.ResultFrame{Type: "result", Seq: res.LastSeq + 1, Time: time.Now().UTC(), Result: res})
 	default:
+		if text != nil {
+			_ = text.Flush()
+		}
 		if runErr != nil || res.ExitCode != 0 {
 			Report(std.Err, exitcode.With(exitcode.Code(res.ExitCode), fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())))
 		}
 	}
 	return res.ExitCode
+}
+
+// wantsChat: no prompt on a terminal, for a driver without a terminal UI
+// of its own, is an interactive session (tai chat).
+func wantsChat(f RunFlags, args []string, std IO) bool {
+	if len(args) > 0 || f.Resume != "" || f.Continue || f.Fork != "" || len(f.Files) > 0 ||
+		f.InputFormat == "stream-json" || !isTTY(std.In) || !isTTY(std.Out) {
+		return false
+	}
+	cf, err := applyConfig(f)
+	if err != nil {
+		return false
+	}
+	p, _, err := resolveAgent(cf)
+	if err != nil {
+		return false
+	}
+	drv := cf.Driver
+	if drv == "" {
+		drv = p.Driver
+	}
+	return drv != "pty"
 }
 
 func newLogger(w io.Writer, verbose bool) *slog.Logger {
@@ -188,7 +234,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	o := runner.Options{Logger: logger, Version: Version, Timeout: f.Timeout, CancelGrace: f.CancelGrace,
 		AllowDenials: f.AllowDenials, Mode: f.Mode, Model: f.Model, ResumeID: f.Resume, AuthMethod: f.Auth,
-		MaxLineBytes: f.MaxLineBytes, Driver: f.Driver}
+		MaxLineBytes: f.MaxLineBytes, MaxMessageBytes: f.MaxMessageBytes, Driver: f.Driver}
 	if err := checkRunFlags(f); err != nil {
 		return o, cleanup, err
 	}
@@ -199,48 +245,11 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 
 	// Agent.
-	var p preset.Preset
-	custom, isCustom := f.cfg.Agent(f.Agent)
-	switch {
-	case f.AgentCmd == "" && isCustom:
-		cp, argv, err := configAgent(custom)
-		if err != nil {
-			return o, cleanup, exitcode.With(exitcode.Usage, err)
-		}
-		p, o.Argv = cp, argv
-	case f.AgentCmd != "":
-		cp, argv, err := preset.Custom(f.AgentCmd)
-		if err != nil {
-			return o, cleanup, exitcode.With(exitcode.Usage, err)
-		}
-		if f.Agent != "" && f.Agent != "builtin" {
-			// A preset name plus a command: the command, with the preset's quirks.
-			if known, ok := preset.Lookup(f.Agent); ok {
-				cp.Quirks, cp.Name = known.Quirks, known.Name
-			}
-		}
-		p, o.Argv = cp, argv
-	default:
-		name := f.Agent
-		if name == "" {
-			name = "builtin"
-		}
-		known, ok := preset.Lookup(name)
-		if !ok {
-			known := preset.Names()
-			for _, a := range f.cfg.Agents {
-				known = append(known, a.Name)
-			}
-			return o, cleanup, exitcode.Usagef("unknown agent %q (known: %s; or pass --agent-cmd)", name, strings.Join(known, ", "))
-		}
-		// The driver picks the command: claude over ACP is claude-agent-acp,
-		// over stream-json the claude CLI itself.
-		argv, err := known.CommandFor(f.Driver)
-		if err != nil {
-			return o, cleanup, exitcode.With(exitcode.Usage, err)
-		}
-		p, o.Argv = known, argv
+	p, argv, err := resolveAgent(f)
+	if err != nil {
+		return o, cleanup, err
 	}
+	o.Argv = argv
 	if o.Driver == "" {
 		o.Driver = p.Driver
 	}
@@ -265,6 +274,16 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		return o, cleanup, exitcode.Usagef("--cwd %s is not a directory", abs)
 	}
 	o.Cwd = abs
+	for _, d := range f.AddDir {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(abs, d)
+		}
+		d = filepath.Clean(d)
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return o, cleanup, exitcode.Usagef("--add-dir %s is not a directory", d)
+		}
+		o.AddDirs = append(o.AddDirs, d)
+	}
 
 	// --continue: the last resumable session of this agent, driver and
 	// workspace, as kept by earlier runs.
@@ -277,6 +296,16 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 			return o, cleanup, err
 		}
 		o.ResumeID = id
+	}
+
+	if f.Fork != "" {
+		switch {
+		case f.Resume != "" || f.Continue:
+			return o, cleanup, exitcode.Usagef("--fork starts a new session from another: it does not go with --resume or --continue")
+		case o.Driver != "acp":
+			return o, cleanup, exitcode.Usagef("--fork needs an ACP agent (session/fork); the %s driver has none", o.Driver)
+		}
+		o.ForkID = f.Fork
 	}
 
 	// Prompt.
@@ -304,7 +333,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		}
 		o.Prompt = append(o.Prompt, c)
 	}
-	if len(o.Prompt) == 0 && o.ResumeID == "" && f.answerer == nil {
+	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil && !f.chat {
 		// No prompt on a terminal, with a terminal UI: the user takes the
 		// TUI over (tai still decides what shows up after a detach).
 		ut, tty := attachTerminal(std.In, std.Out)
@@ -345,15 +374,18 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	// Policy: the policy file (--policy, else the user's default one; never
 	// one from the workspace, which an agent's repo could plant), then flags.
 	eng, err := buildPolicy(f, abs)
+	eng.roots = o.AddDirs // the workspace's too: inside, not "outside"
 	if err != nil {
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
 	var prompter policy.Prompter
 	var tp *policy.TTYPrompter
+	var form *elicit.Form
 	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON {
 		closers = append(closers, func() { tty.Close() })
 		tp = &policy.TTYPrompter{In: tty, Out: tty}
 		prompter = tp
+		form = &elicit.Form{In: tty, Out: tty}
 	}
 	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil { // attached, the screen is the TUI's
 		text := render.NewText(std.Out, colorOn(std.Out))
@@ -379,12 +411,14 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	if ni == "" {
 		ni = eng.cfg.NonInteractive
 	}
+	o.Elicitor = elicitChain(eng.cfg.Elicit, form, f.answerer, ni)
 
 	// Audit log: every run has one unless --no-audit.
 	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
-		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output}
+		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
+		"sandbox": f.Sandbox, "net_allow": f.NetAllow}
 	if !f.NoAudit {
 		path := f.Audit
 		if path == "" {
@@ -396,7 +430,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		} else {
 			env = os.Environ()
 		}
-		red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env), Patterns: f.Redact})
+		red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(o.MCPServers)...), Patterns: f.Redact})
 		if err != nil {
 			return o, cleanup, exitcode.With(exitcode.Usage, fmt.Errorf("--redact: %w", err))
 		}
@@ -412,20 +446,101 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		o.Audit = log
 	}
 
+	// Sandbox: the agent confined to the workspace and its own state.
+	sbc, err := sandboxConfig(f, p, eng.cfg, o.Audit, o.Env)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	if isTai(o.Argv) {
+		// tai as the agent (the built-in agent, tai --cap-speak) keeps its
+		// state apart from this tai's, which it may not write.
+		nested := statedir.Dir("agents")
+		if err := os.MkdirAll(nested, 0o700); err != nil {
+			return o, cleanup, fmt.Errorf("state directory for tai as the agent: %w", err)
+		}
+		if o.Env == nil {
+			o.Env = os.Environ()
+		}
+		o.Env = append(o.Env, "XDG_STATE_HOME="+nested)
+		sbc.Write = append(sbc.Write, nested)
+	}
+	o.Sandbox = sbc
+
 	// Agent stderr: shown live with --verbose; always kept for crash reports.
 	if f.Verbose {
 		o.StderrTo = prefixWriter(std.Err, "["+p.Name+"] ")
 	}
 
 	if f.Trace != "" {
-		tw, closeTrace, err := traceWriter(f.Trace, o.Env, f.Redact)
+		tw, err := traceWriter(f.Trace, o.Env, f.Redact, o.MCPServers)
 		if err != nil {
 			return o, cleanup, exitcode.With(exitcode.Usage, err)
 		}
-		closers = append(closers, closeTrace)
-		o.Trace = tw
+		closers = append(closers, func() { _ = tw.Close() })
+		o.Trace = tw.Line
 	}
 	return o, cleanup, nil
+}
+
+// resolveAgent finds the agent of --agent / --agent-cmd (a preset, or one
+// from the user's config) and the command that starts it.
+func resolveAgent(f RunFlags) (preset.Preset, []string, error) {
+	var p preset.Preset
+	custom, isCustom := f.cfg.Agent(f.Agent)
+	switch {
+	case f.AgentCmd == "" && isCustom:
+		cp, argv, err := configAgent(custom)
+		if err != nil {
+			return p, nil, exitcode.With(exitcode.Usage, err)
+		}
+		return cp, argv, nil
+	case f.AgentCmd != "":
+		cp, argv, err := preset.Custom(f.AgentCmd)
+		if err != nil {
+			return p, nil, exitcode.With(exitcode.Usage, err)
+		}
+		if f.Agent != "" && f.Agent != "builtin" {
+			// A preset name plus a command: the command, with the preset's quirks.
+			if known, ok := preset.Lookup(f.Agent); ok {
+				cp.Quirks, cp.Name = known.Quirks, known.Name
+			}
+		}
+		return cp, argv, nil
+	default:
+		name := f.Agent
+		if name == "" {
+			name = "builtin"
+		}
+		known, ok := preset.Lookup(name)
+		if !ok {
+			known := preset.Names()
+			for _, a := range f.cfg.Agents {
+				known = append(known, a.Name)
+			}
+			return p, nil, exitcode.Usagef("unknown agent %q (known: %s; or pass --agent-cmd)", name, strings.Join(known, ", "))
+		}
+		// The driver picks the command: claude over ACP is claude-agent-acp,
+		// over stream-json the claude CLI itself.
+		argv, err := known.CommandFor(f.Driver)
+		if err != nil {
+			return p, nil, exitcode.With(exitcode.Usage, err)
+		}
+		return known, argv, nil
+	}
+}
+
+// elicitChain is the answer chain of the agent's elicitations: the policy
+// file's [[elicit]] rules, the human at the terminal, the cap-speak parent;
+// then decline, or a stop under --non-interactive fail.
+func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, ni policy.NonInteractive) *elicit.Chain {
+	c := &elicit.Chain{Rules: rules, Fail: ni == policy.NonInteractiveFail}
+	if form != nil {
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: form})
+	}
+	if p, ok := parent.(elicit.Answerer); ok {
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: p})
+	}
+	return c
 }
 
 // fileContent turns --file into a prompt block: embedded text when asked
@@ -491,36 +606,18 @@ func parseMCP(s string) ([]driver.MCPServer, error) {
 	return list, nil
 }
 
-// traceWriter writes the raw wire transcript as JSONL, secrets redacted:
+// traceWriter opens the raw wire transcript (JSONL, secrets redacted, the
+// MCP servers' env, headers and secret flags among them):
 // {"ts":..., "dir":"in"|"out", "line": <the message>}.
-func traceWriter(path string, env, patterns []string) (func(string, []byte), func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, nil, fmt.Errorf("--trace: %w", err)
-	}
+func traceWriter(path string, env, patterns []string, mcp []driver.MCPServer) (*tracefile.Writer, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env), Patterns: patterns})
+	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(mcp)...), Patterns: patterns})
 	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("--trace: %w", err)
+		return nil, fmt.Errorf("--trace: %w", err)
 	}
-	var mu sync.Mutex
-	write := func(dir string, line []byte) {
-		clean := red.Bytes(line)
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(f, `{"ts":%q,"dir":%q,"line":`, time.Now().UTC().Format(time.RFC3339Nano), dir)
-		if json.Valid(clean) {
-			f.Write(clean)
-		} else {
-			b, _ := json.Marshal(string(clean))
-			f.Write(b)
-		}
-		f.Write([]byte("}\n"))
-	}
-	return write, func() { f.Close() }, nil
+	return tracefile.Open(path, red)
 }
 
 // prefixWriter prefixes each line, for the agent's stderr in our log.
@@ -565,6 +662,7 @@ type policySetup struct {
 	cfg       policy.Config
 	ni        policy.NonInteractive
 	workspace string
+	roots     []string // --add-dir
 	protected []string // the --audit file: tai's own, like its state
 }
 
@@ -622,5 +720,5 @@ func (p policySetup) build(prompter, answerer policy.Prompter) (*policy.Engine, 
 		}
 	}
 	return policy.NewEngine(p.cfg, policy.Options{Workspace: p.workspace, Prompter: prompter, Answerer: answerer, NonInteractive: p.ni, Memory: mem,
-		Protected: p.protected})
+		Protected: p.protected, Roots: p.roots})
 }

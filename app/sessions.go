@@ -87,25 +87,40 @@ func promptExcerpt(prompt []driver.Content, env []string) string {
 
 // SessionsFlags are `tai sessions`' flags.
 type SessionsFlags struct {
-	Cwd    string
-	Agent  string
+	Cwd   string
+	Agent string
+	// AgentCmd, with Agent or alone, asks this agent command (an ACP
+	// agent) about its own sessions.
+	AgentCmd string
+	// Ask: list the agent's own sessions too (session/list); All drops
+	// the workspace filter.
+	Ask    bool
+	All    bool
 	JSON   bool
 	Limit  int
 	IDOnly bool
 }
 
-// Sessions lists the sessions tai ran in a workspace, newest first.
-func Sessions(ctx context.Context, f SessionsFlags, std IO) int {
-	ws := f.Cwd
-	if ws == "" {
+func sessionsWorkspace(dir string) (string, error) {
+	if dir == "" {
 		var err error
-		if ws, err = os.Getwd(); err != nil {
-			return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("sessions: %w", err)))
+		if dir, err = os.Getwd(); err != nil {
+			return "", exitcode.With(exitcode.Usage, fmt.Errorf("sessions: %w", err))
 		}
 	}
-	ws, err := filepath.Abs(ws)
+	ws, err := filepath.Abs(dir)
 	if err != nil {
-		return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("sessions: %w", err)))
+		return "", exitcode.With(exitcode.Usage, fmt.Errorf("sessions: %w", err))
+	}
+	return ws, nil
+}
+
+// Sessions lists the sessions tai ran in a workspace, newest first; with
+// Ask, next to the agent's own list.
+func Sessions(ctx context.Context, f SessionsFlags, std IO) int {
+	ws, err := sessionsWorkspace(f.Cwd)
+	if err != nil {
+		return fail(std, err)
 	}
 	recs, bad, err := sessionStore().List(ctx, ws)
 	if err != nil {
@@ -113,6 +128,9 @@ func Sessions(ctx context.Context, f SessionsFlags, std IO) int {
 	}
 	if bad > 0 {
 		warn(std, "sessions: skipped %d damaged line(s) in the store", bad)
+	}
+	if f.Ask {
+		return agentSessions(ctx, f, ws, recs, std)
 	}
 	out := make([]sessions.Record, 0, len(recs))
 	for i := len(recs) - 1; i >= 0; i-- {

@@ -18,6 +18,8 @@ func checkRunFlags(f RunFlags) error {
 		return exitcode.Usagef("--cancel-grace must not be negative, not %s", f.CancelGrace)
 	case f.MaxLineBytes < 0:
 		return exitcode.Usagef("--max-line-bytes must not be negative, not %d", f.MaxLineBytes)
+	case f.MaxMessageBytes < 0:
+		return exitcode.Usagef("--max-message-bytes must not be negative, not %d", f.MaxMessageBytes)
 	case f.AgentCmdSet && strings.TrimSpace(f.AgentCmd) == "":
 		return exitcode.Usagef("--agent-cmd is empty: name the command to launch (or drop it for --agent)")
 	}

@@ -30,6 +30,10 @@ const (
 	KindError              = "error"
 	KindBudget             = "budget"
 	KindFleet              = "fleet"
+
+	KindElicitationRequest  = "elicitation.request"
+	KindElicitationAnswer   = "elicitation.answer" // with its provenance; secret fields redacted
+	KindElicitationComplete = "elicitation.complete"
 )
 
 // GenesisPrev is the Prev of the first entry: 64 zeros.

@@ -36,6 +36,9 @@ type Options struct {
 	// StateDir, if set, keeps sessions on disk so that a later process
 	// can resume or load them; empty keeps them in memory only.
 	StateDir string
+	// PageSize is how many sessions a session/list page holds (0:
+	// DefaultPageSize).
+	PageSize int
 }
 
 // CrashError is returned by Serve when a crash step ran. Serve has already
@@ -72,7 +75,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 		crashed:  make(chan *CrashError, 1),
 		ready:    make(chan struct{}),
 	}
-	a.conn = jsonrpc.NewConn(r, a.out, a, jsonrpc.Options{Logger: opts.Logger})
+	a.conn = jsonrpc.NewConn(r, a.out, a, jsonrpc.Options{Logger: opts.Logger, KeepOpenOnEOF: true})
 	close(a.ready)
 	a.log.Debug("builtin agent: serving", "script", a.script.Name, "steps", len(a.script.Steps))
 
@@ -84,6 +87,16 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 		if cerr := a.conn.Err(); cerr != nil && !errors.Is(cerr, jsonrpc.ErrPeerClosed) {
 			err = fmt.Errorf("builtin agent: %w", cerr)
 		}
+	case <-a.conn.ReadDone():
+		if cerr := a.conn.Err(); cerr != nil {
+			err = fmt.Errorf("builtin agent: %w", cerr)
+			break
+		}
+		// The client closed stdin: what was already started for it (late
+		// updates after a response) still goes out before stdout closes,
+		// as a well-behaved agent does.
+		a.out.quiesce()
+		a.bg.Wait()
 	case ce := <-a.crashed:
 		err = ce
 	}
@@ -240,6 +253,10 @@ func (a *agent) HandleRequest(ctx context.Context, method string, params json.Ra
 		return a.listSessions(params)
 	case acp.MethodSessionClose:
 		return a.closeSession(params)
+	case acp.MethodSessionDelete:
+		return a.deleteSession(params)
+	case acp.MethodSessionFork:
+		return a.forkSession(ctx, params)
 	case acp.MethodSessionPrompt:
 		return a.prompt(ctx, params)
 	case acp.MethodSessionSetMode:
@@ -292,6 +309,10 @@ func (a *agent) initialize(params json.RawMessage) (any, error) {
 				List:   &acp.EmptyObject{},
 				Resume: &acp.EmptyObject{},
 				Close:  &acp.EmptyObject{},
+				// Taken and listed; the client serves them.
+				AdditionalDirectories: &acp.EmptyObject{},
+				Delete:                &acp.EmptyObject{},
+				Fork:                  &acp.EmptyObject{},
 			},
 		},
 		AuthMethods: []acp.AuthMethod{},
@@ -399,7 +420,13 @@ func (a *agent) newSession(ctx context.Context, params json.RawMessage) (any, er
 	if err := decodeParams(params, &req); err != nil {
 		return nil, err
 	}
+	for _, d := range req.AdditionalDirectories {
+		if !isAbs(d) {
+			return nil, invalidParams("additionalDirectories must be absolute paths, got %q", d)
+		}
+	}
 	s := newSession(newSessionID(), sa.Cwd, a.script)
+	s.addDirs = req.AdditionalDirectories
 	a.mu.Lock()
 	a.sessions[s.id] = s
 	a.mu.Unlock()
@@ -445,30 +472,6 @@ func (a *agent) loadSession(ctx context.Context, params json.RawMessage, replay 
 		return acp.LoadSessionResponse{Modes: s.modeState(), ConfigOptions: s.configOptions()}, nil
 	}
 	return acp.ResumeSessionResponse{Modes: s.modeState(), ConfigOptions: s.configOptions()}, nil
-}
-
-func (a *agent) listSessions(params json.RawMessage) (any, error) {
-	var req acp.ListSessionsRequest
-	if len(params) > 0 && string(params) != "null" {
-		if err := json.Unmarshal(params, &req); err != nil {
-			return nil, invalidParams("invalid params: %v", err)
-		}
-	}
-	a.mu.Lock()
-	all := make([]*session, 0, len(a.sessions))
-	for _, s := range a.sessions {
-		all = append(all, s)
-	}
-	a.mu.Unlock()
-	resp := acp.ListSessionsResponse{Sessions: []acp.SessionInfo{}}
-	for _, s := range sortSessions(all) {
-		info := s.info()
-		if req.Cwd != "" && info.Cwd != req.Cwd {
-			continue
-		}
-		resp.Sessions = append(resp.Sessions, info)
-	}
-	return resp, nil
 }
 
 func (a *agent) closeSession(params json.RawMessage) (any, error) {

@@ -539,7 +539,10 @@ func TestRequestValidation(t *testing.T) {
 		{acp.MethodSessionNew, map[string]any{"cwd": "relative/dir", "mcpServers": []any{}}, jsonrpc.CodeInvalidParams},
 		{acp.MethodSessionNew, map[string]any{"cwd": c.root}, jsonrpc.CodeInvalidParams},
 		{acp.MethodSessionNew, nil, jsonrpc.CodeInvalidParams},
-		{"session/delete", map[string]any{"sessionId": "x"}, jsonrpc.CodeMethodNotFound},
+		{acp.MethodSessionDelete, map[string]any{"sessionId": "x"}, jsonrpc.CodeResourceNotFound},
+		{acp.MethodSessionFork, map[string]any{"sessionId": "x", "cwd": c.root, "mcpServers": []any{}}, jsonrpc.CodeResourceNotFound},
+		{acp.MethodSessionFork, map[string]any{"sessionId": "x", "cwd": "rel", "mcpServers": []any{}}, jsonrpc.CodeInvalidParams},
+		{acp.MethodSessionList, map[string]any{"cursor": "!!"}, jsonrpc.CodeInvalidParams},
 		{"_vendor/thing", map[string]any{}, jsonrpc.CodeMethodNotFound},
 		{acp.MethodSessionPrompt, map[string]any{"sessionId": "nope", "prompt": []any{}}, jsonrpc.CodeResourceNotFound},
 	}

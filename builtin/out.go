@@ -31,6 +31,7 @@ type outWriter struct {
 	raw     bool // a raw writer holds the stream
 	sealed  bool
 	hooks   map[string][]func() // response id (JSON text) → callbacks
+	firing  sync.WaitGroup      // hooks running
 }
 
 func newOutWriter(w io.Writer) *outWriter {
@@ -59,12 +60,27 @@ func (o *outWriter) Write(p []byte) (int, error) {
 			delete(o.hooks, id)
 		}
 	}
+	if len(fire) > 0 {
+		o.firing.Add(1)
+		defer o.firing.Done()
+	}
 	o.cond.Broadcast()
 	o.mu.Unlock()
 	for _, f := range fire {
 		f()
 	}
 	return n, err
+}
+
+// quiesce waits for the write in progress and the hooks it fired, so that
+// what they start is known.
+func (o *outWriter) quiesce() {
+	o.mu.Lock()
+	for o.raw { // a raw write in progress
+		o.cond.Wait()
+	}
+	o.mu.Unlock()
+	o.firing.Wait()
 }
 
 // afterResponse registers f to run (on the writing goroutine, after the

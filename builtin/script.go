@@ -71,6 +71,8 @@ type Step struct {
 	Usage      *UsageStep      // usage: {used, size, cost?, currency?} → usage_update
 	Info       *InfoStep       // info: {title} → session_info_update
 	Stop       *StopStep       // stop: max_tokens → the turn's stop reason
+	ElicitForm *ElicitFormStep // elicit_form: {message, schema: {properties, required}} → elicitation/create (form)
+	ElicitURL  *ElicitURLStep  // elicit_url: {message, url, complete?} → elicitation/create (url) [+ elicitation/complete]
 
 	// Fault injection.
 	Crash       *CrashStep       // crash: {code, stderr?} → Serve returns *CrashError (the process should exit with code)
@@ -114,6 +116,10 @@ type ReadStep struct {
 	Path  string `yaml:"path"`
 	Line  int    `yaml:"line"`
 	Limit int    `yaml:"limit"`
+	// Repeat > 1 sends that many reads of the file at once, pipelined, and
+	// reports only their total size: a client's memory under pipelined
+	// reads is what it exercises.
+	Repeat int `yaml:"repeat"`
 }
 
 // WriteStep writes Content to Path through fs/write_text_file, after asking
@@ -203,8 +209,12 @@ type OutsideStep struct {
 
 // FloodStep sends Count mixed updates (message chunks, tool calls, tool call
 // updates, plans) without pause. They are not kept in the session history.
+// With PermissionEvery > 0 every PermissionEvery-th update is preceded by a
+// session/request_permission for the last tool call, answered before the
+// flood goes on.
 type FloodStep struct {
-	Count int `yaml:"count"`
+	Count           int `yaml:"count"`
+	PermissionEvery int `yaml:"permission_every"`
 }
 
 // Step kind names, as used in script files.
@@ -230,6 +240,8 @@ const (
 	KindLateUpdates = "late_updates"
 	KindOutside     = "outside"
 	KindFlood       = "flood"
+	KindElicitForm  = "elicit_form"
+	KindElicitURL   = "elicit_url"
 	// KindSpendAfterCancel is the spend_after_cancel step.
 	KindSpendAfterCancel = "spend_after_cancel"
 )
@@ -271,6 +283,8 @@ func (s Step) kinds() []string {
 	add(s.LateUpdates != nil, KindLateUpdates)
 	add(s.Outside != nil, KindOutside)
 	add(s.Flood != nil, KindFlood)
+	add(s.ElicitForm != nil, KindElicitForm)
+	add(s.ElicitURL != nil, KindElicitURL)
 	add(s.SpendAfterCancel != nil, KindSpendAfterCancel)
 	return ks
 }
@@ -415,9 +429,13 @@ func (s Step) validate() error {
 			return errors.New("path is required")
 		}
 	case s.Flood != nil:
-		if s.Flood.Count < 0 {
-			return errors.New("count must not be negative")
+		if s.Flood.Count < 0 || s.Flood.PermissionEvery < 0 {
+			return errors.New("count and permission_every must not be negative")
 		}
+	case s.ElicitForm != nil:
+		return s.ElicitForm.validate()
+	case s.ElicitURL != nil:
+		return s.ElicitURL.validate()
 	}
 	return nil
 }
@@ -553,7 +571,7 @@ func stripLinePrefix(s string) string {
 var stepKinds = []string{
 	KindText, KindThought, KindPlan, KindPlanStatus, KindRead, KindWrite, KindRun, KindPermission,
 	KindSwitchMode, KindCommands, KindDelay, KindUsage, KindInfo, KindStop, KindCrash, KindHang,
-	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindSpendAfterCancel,
+	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel,
 }
 
 // parseStep decodes one step mapping. The returned Step has its kind set as
@@ -695,6 +713,12 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 			return nil
 		}
 		return decodeStrict(v, st.Outside)
+	case KindElicitForm:
+		st.ElicitForm = &ElicitFormStep{}
+		return decodeStrict(v, st.ElicitForm)
+	case KindElicitURL:
+		st.ElicitURL = &ElicitURLStep{}
+		return decodeStrict(v, st.ElicitURL)
 	case KindFlood:
 		st.Flood = &FloodStep{}
 		if v.Kind == yaml.ScalarNode {

@@ -34,6 +34,7 @@ type session struct {
 
 	mu        sync.Mutex
 	cwd       string
+	addDirs   []string // additionalDirectories of session/new
 	mode      string
 	model     string
 	title     string
@@ -176,6 +177,7 @@ func (s *session) info() acp.SessionInfo {
 	if s.title != "" {
 		si.Title = acp.Ptr(s.title)
 	}
+	si.AdditionalDirectories = s.addDirs
 	return si
 }
 

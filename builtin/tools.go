@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tai-dev/tai/jsonrpc"
@@ -156,6 +157,9 @@ func (t *turn) read(rs *ReadStep) error {
 	if err := t.toolUpdate(id, acp.ToolCallInProgress, nil, nil); err != nil {
 		return err
 	}
+	if rs.Repeat > 1 {
+		return t.readPipelined(id, path, rs)
+	}
 	content, err := t.readFile(path, rs.Line, rs.Limit)
 	switch {
 	case errors.Is(err, errCancelled):
@@ -170,6 +174,32 @@ func (t *turn) read(rs *ReadStep) error {
 	}
 	return t.toolUpdate(id, acp.ToolCallCompleted, []acp.ToolCallContent{acp.ToolText(content)},
 		map[string]any{"bytes": len(content)})
+}
+
+// readPipelined sends rs.Repeat reads at once and reports their total size.
+func (t *turn) readPipelined(id, path string, rs *ReadStep) error {
+	sizes := make([]int, rs.Repeat)
+	errs := make([]error, rs.Repeat)
+	var wg sync.WaitGroup
+	for i := range rs.Repeat {
+		wg.Go(func() {
+			content, err := t.readFile(path, rs.Line, rs.Limit)
+			sizes[i], errs[i] = len(content), err
+		})
+	}
+	wg.Wait()
+	total := 0
+	for i, err := range errs {
+		if err != nil {
+			if errors.Is(err, errCancelled) {
+				return t.finishCancelled(id)
+			}
+			return t.toolUpdate(id, acp.ToolCallFailed, []acp.ToolCallContent{acp.ToolText("Read failed: " + errText(err))}, nil)
+		}
+		total += sizes[i]
+	}
+	return t.toolUpdate(id, acp.ToolCallCompleted, []acp.ToolCallContent{acp.ToolText(fmt.Sprintf("%d reads, %d bytes", rs.Repeat, total))},
+		map[string]any{"bytes": total})
 }
 
 func (t *turn) write(ws *WriteStep) error {

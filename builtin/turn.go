@@ -225,7 +225,11 @@ func (t *turn) step(st Step) error {
 	case st.Outside != nil:
 		return t.outside(st.Outside)
 	case st.Flood != nil:
-		return t.flood(st.Flood.Count)
+		return t.flood(st.Flood.Count, st.Flood.PermissionEvery)
+	case st.ElicitForm != nil:
+		return t.elicitForm(st.ElicitForm)
+	case st.ElicitURL != nil:
+		return t.elicitURL(st.ElicitURL)
 	}
 	return fmt.Errorf("empty step")
 }
@@ -336,11 +340,20 @@ func (a *agent) streamBig(s *session, n int64, messageID string) error {
 
 // flood sends count mixed updates as fast as the client reads them. They are
 // not recorded: a benchmark session must not grow without bound.
-func (t *turn) flood(count int) error {
+func (t *turn) flood(count, permissionEvery int) error {
 	var lastTool string
 	for i := range count {
 		if i%256 == 0 && t.ctx.Err() != nil {
 			return errCancelled
+		}
+		if permissionEvery > 0 && i > 0 && i%permissionEvery == 0 {
+			_, err := t.askPermission(acp.ToolCallUpdate{
+				ToolCallId: lastTool, Title: acp.Ptr("Flood permission " + lastTool),
+				Kind: acp.Ptr(acp.ToolKindOther), Status: acp.Ptr(acp.ToolCallPending),
+			}, standardOptions)
+			if err != nil {
+				return err
+			}
 		}
 		var u acp.SessionUpdate
 		switch i % 4 {

@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/internal/lines"
 	"github.com/tai-dev/tai/policy"
 )
@@ -47,12 +48,14 @@ type Conn struct {
 	mu      sync.Mutex
 	seq     int
 	pending map[string]chan answer
-	closed  bool // the input ended: nobody will answer
+	elicits map[string]bool // pending ids that are elicitations
+	closed  bool            // the input ended: nobody will answer
 }
 
 type answer struct {
 	allow   bool
 	message string
+	raw     json.RawMessage // an elicitation's answer
 	err     error
 }
 
@@ -62,7 +65,7 @@ func New(out Writer, logger *slog.Logger, version string) *Conn {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	return &Conn{out: out, log: logger, version: version, turns: make(chan []driver.Content),
-		interrupts: make(chan struct{}, 1), pending: map[string]chan answer{}}
+		interrupts: make(chan struct{}, 1), pending: map[string]chan answer{}, elicits: map[string]bool{}}
 }
 
 // Turns delivers each user message's prompt; it is closed when the input
@@ -264,6 +267,7 @@ func (c *Conn) Ask(ctx context.Context, req driver.PermissionRequest) (policy.An
 func (c *Conn) resolve(id, subtype string, body json.RawMessage, errMsg string) {
 	c.mu.Lock()
 	ch, ok := c.pending[id]
+	isElicit := c.elicits[id]
 	c.mu.Unlock()
 	if !ok {
 		c.log.Debug("cap-speak: answer to no pending request", "request_id", id)
@@ -271,6 +275,10 @@ func (c *Conn) resolve(id, subtype string, body json.RawMessage, errMsg string) 
 	}
 	if subtype == "error" {
 		ch <- answer{err: fmt.Errorf("the parent answered with an error: %s", errMsg)}
+		return
+	}
+	if isElicit {
+		ch <- answer{raw: body}
 		return
 	}
 	var r struct {
@@ -304,4 +312,58 @@ func (c *Conn) end() {
 	}
 	c.mu.Unlock()
 	close(c.turns)
+}
+
+// Answer puts an elicitation to the parent as an "elicitation" control
+// request, {"subtype":"elicitation","tai":<the request>}, and waits for its
+// answer, {"action":"accept"|"decline"|"cancel","content":{...}}. Without
+// a parent to ask it passes (elicit.ErrPass).
+func (c *Conn) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return driver.ElicitationAnswer{}, elicit.ErrPass
+	}
+	c.seq++
+	id := "tai-" + strconv.Itoa(c.seq)
+	ch := make(chan answer, 1)
+	c.pending[id], c.elicits[id] = ch, true
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		delete(c.elicits, id)
+		c.mu.Unlock()
+	}()
+	err := c.out.Write(map[string]any{"type": "control_request", "request_id": id, "request": map[string]any{
+		"subtype": "elicitation", "mode": req.Mode, "message": req.Message, "url": req.URL, "tai": req,
+	}})
+	if err != nil {
+		return driver.ElicitationAnswer{}, fmt.Errorf("asking the parent: %w", err)
+	}
+	select {
+	case a := <-ch:
+		if errors.Is(a.err, policy.ErrNoAnswer) {
+			return driver.ElicitationAnswer{}, elicit.ErrPass
+		}
+		if a.err != nil {
+			return driver.ElicitationAnswer{}, a.err
+		}
+		var r struct {
+			Action  driver.ElicitAction `json:"action"`
+			Content map[string]any      `json:"content"`
+		}
+		if err := json.Unmarshal(a.raw, &r); err != nil {
+			return driver.ElicitationAnswer{}, fmt.Errorf("the parent's answer: %w", err)
+		}
+		switch r.Action {
+		case driver.ElicitAccept, driver.ElicitDecline, driver.ElicitCancel:
+		default:
+			return driver.ElicitationAnswer{}, fmt.Errorf("the parent's answer has action %q (want accept, decline or cancel)", r.Action)
+		}
+		return driver.ElicitationAnswer{Action: r.Action, Content: r.Content, Reason: "answered by the cap-speak parent"}, nil
+	case <-ctx.Done():
+		_ = c.out.Write(map[string]any{"type": "control_cancel_request", "request_id": id})
+		return driver.ElicitationAnswer{}, ctx.Err()
+	}
 }

@@ -32,6 +32,10 @@ const (
 	EventError             EventType = "error"
 	EventProcessExited     EventType = "process.exited"
 	EventRaw               EventType = "raw"
+
+	EventElicitationAsked     EventType = "elicitation.asked"
+	EventElicitationAnswered  EventType = "elicitation.answered"
+	EventElicitationCompleted EventType = "elicitation.completed"
 )
 
 // EventTypes lists every type this build emits, in a stable order. The
@@ -42,6 +46,7 @@ var EventTypes = []EventType{
 	EventCommands, EventConfigOptions, EventSessionInfo, EventUsage,
 	EventStatus, EventScreenDelta, EventFileWritten, EventTerminalExited,
 	EventTurnEnded, EventError, EventProcessExited, EventRaw,
+	EventElicitationAsked, EventElicitationAnswered, EventElicitationCompleted,
 }
 
 // Event is one thing that happened in a session. Exactly one payload field
@@ -71,6 +76,10 @@ type Event struct {
 	Error      *ErrorInfo          `json:"error,omitempty"`
 	Process    *ProcessExit        `json:"process,omitempty"`
 	Raw        *RawUpdate          `json:"raw,omitempty"`
+
+	Elicitation         *ElicitationRequest  `json:"elicitation,omitempty"`
+	ElicitationAnswer   *ElicitationAnswer   `json:"elicitation_answer,omitempty"`
+	ElicitationComplete *ElicitationComplete `json:"elicitation_complete,omitempty"`
 }
 
 // SessionStarted describes a session once its handshake is done.
@@ -322,7 +331,21 @@ type TerminalExit struct {
 type TurnEnded struct {
 	StopReason string `json:"stop_reason"`
 	Usage      *Usage `json:"usage,omitempty"`
+	// ReplySource says how a screen-based driver read the reply; empty
+	// when the agent sent it as messages (or there was none).
+	ReplySource ReplySource `json:"reply_source,omitempty"`
 }
+
+// ReplySource is where a PTY turn's reply was read from the screen.
+type ReplySource string
+
+// Reply sources: the agent's profile (its recorded layout), or the
+// layout-independent fallback (the screen's diff across the turn) when the
+// profile found none.
+const (
+	ReplyProfile  ReplySource = "profile"
+	ReplyFallback ReplySource = "fallback"
+)
 
 // ErrorInfo is an error worth showing, which need not end the run.
 type ErrorInfo struct {

@@ -94,4 +94,5 @@ type Host struct {
 	Decider   PermissionDecider
 	Files     Files     // nil: do not offer file access
 	Terminals Terminals // nil: do not offer terminals
+	Elicitor  Elicitor  // nil: do not offer elicitation
 }

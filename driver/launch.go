@@ -5,6 +5,8 @@ import (
 	"log/slog"
 
 	"github.com/coder/quartz"
+
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Launch is what any driver needs to start a session with an agent
@@ -19,7 +21,12 @@ type Launch struct {
 	MCPServers []MCPServer
 	AuthMethod string
 	ResumeID   string
-	Quirks     Quirks
+	// ForkID forks this session (session/fork) instead of creating one.
+	ForkID string
+	// AddDirs are workspace roots besides Cwd (--add-dir), passed as ACP
+	// additionalDirectories where the agent supports them.
+	AddDirs []string
+	Quirks  Quirks
 
 	ClientVersion string
 	Logger        *slog.Logger
@@ -31,6 +38,9 @@ type Launch struct {
 	Clock        quartz.Clock
 	// Cols and Rows size a terminal driver's screen; 0 takes its default.
 	Cols, Rows int
+	// Sandbox starts the agent through tai's launcher (confined, its whole
+	// tree killed with it); nil starts it directly.
+	Sandbox *sandbox.Sandbox
 }
 
 // Quirks are agent-specific fixes a preset asks the driver to apply.

@@ -15,12 +15,17 @@ type Capabilities struct {
 	ResumeSession bool `json:"resume_session,omitempty"`
 	ListSessions  bool `json:"list_sessions,omitempty"`
 	CloseSession  bool `json:"close_session,omitempty"`
+	DeleteSession bool `json:"delete_session,omitempty"`
+	ForkSession   bool `json:"fork_session,omitempty"`
 	Modes         bool `json:"modes,omitempty"`
 	ConfigOptions bool `json:"config_options,omitempty"`
 	Images        bool `json:"images,omitempty"`
 	Audio         bool `json:"audio,omitempty"`
 	EmbeddedFiles bool `json:"embedded_files,omitempty"`
 	MCPHTTP       bool `json:"mcp_http,omitempty"`
+	// AddDirs: the agent takes workspace roots besides cwd
+	// (additionalDirectories).
+	AddDirs bool `json:"additional_directories,omitempty"`
 }
 
 // Content is one block of a prompt.
@@ -74,6 +79,12 @@ type Session interface {
 // SessionLister is implemented by sessions whose agent can list sessions.
 type SessionLister interface {
 	ListSessions(ctx context.Context, cwd string) ([]SessionSummary, error)
+}
+
+// SessionDeleter is implemented by sessions whose agent can delete its
+// stored sessions.
+type SessionDeleter interface {
+	DeleteSession(ctx context.Context, id string) error
 }
 
 // SessionSummary is one entry of a session list.

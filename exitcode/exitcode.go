@@ -43,7 +43,7 @@ type Info struct {
 var All = []Info{
 	{OK, "ok", "the run finished and nothing it needed was refused"},
 	{AgentError, "agent_error", "the agent crashed, broke the protocol or answered with an error"},
-	{Usage, "usage", "bad flags, arguments, configuration or an unknown agent"},
+	{Usage, "usage", "bad flags, arguments, configuration or an unknown agent; --sandbox on where the kernel has no Landlock"},
 	{Timeout, "timeout", "--timeout expired; the turn was cancelled and the agent stopped"},
 	{NoSession, "no_session", "the session to resume does not exist (or --continue found none in the workspace)"},
 	{PermissionDenied, "permission_denied", "a permission was denied (unless --allow-denials), or an ask could not be answered"},

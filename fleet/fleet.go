@@ -31,6 +31,7 @@ import (
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -60,6 +61,10 @@ type Options struct {
 	Logger      *slog.Logger
 	// Exe is the tai binary for the built-in agent; default os.Executable.
 	Exe string
+	// Sandbox confines a task's agent, given its preset: nil runs agents
+	// unconfined. It is asked per task, so each agent's own state
+	// directories are writable.
+	Sandbox func(p preset.Preset) (*sandbox.Config, error)
 
 	writeState func(path string, data []byte) error // tests: a full disk
 }
@@ -776,6 +781,7 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
 	}
 	opts.Decider, opts.Modes = eng, eng
+	opts.Elicitor = f.elicitor(t, cwd)
 	opts.AllowDenials = pol.AllowDenials
 	if opts.Mode == "" {
 		opts.Mode = eng.DefaultMode()
@@ -919,6 +925,13 @@ func (f *fleet) agentOptions(a AgentSpec, cwd string) (runner.Options, error) {
 		o.Driver = p.Driver
 	}
 	o.Agent, o.NoClientFS, o.IgnoresStdinEOF = p.Name, p.Quirks.NoClientFS, p.Quirks.IgnoresStdinEOF
+	if f.o.Sandbox != nil {
+		cfg, err := f.o.Sandbox(p)
+		if err != nil {
+			return o, fmt.Errorf("sandbox: %w", err)
+		}
+		o.Sandbox = cfg
+	}
 	return o, nil
 }
 

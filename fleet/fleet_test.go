@@ -327,6 +327,33 @@ tasks:
 			},
 		},
 		{
+			name: "an agent's form elicitation goes to the answerer, whose JSON answer fills it in",
+			files: map[string]string{
+				"answerer.yaml": "steps:\n  - text: \"Here: {\\\"colour\\\": \\\"blue\\\", \\\"coats\\\": 2}\"\n",
+				"plan.yaml":     "policy: {approve: all}\nanswerer: {script: answerer.yaml}\ntasks:\n  - {id: form, script: form.yaml, prompt: go}\n",
+				"form.yaml": `steps:
+  - elicit_form:
+      message: "Which colour?"
+      schema:
+        properties:
+          colour: {type: string, enum: [red, blue]}
+          coats: {type: integer, minimum: 1}
+        required: [colour]
+  - write: {path: done.txt, content: "done\n"}
+`,
+			},
+			wantExit: 0,
+			want:     map[string]string{"form": StatusMerged},
+			check: func(t *testing.T, repo string, out runOut) {
+				if !strings.Contains(out.audit, `"kind":"elicitation.answer"`) || !strings.Contains(out.audit, `"content":{"coats":2,"colour":"blue"},"decided_by":"answerer"`) {
+					t.Fatalf("the answerer's answer is not audited:\n%s", out.audit)
+				}
+				if !strings.Contains(out.audit, `Elicitation accepted: coats=2, colour=\"blue\"`) && !strings.Contains(out.st.Tasks["form"].Message, `colour="blue"`) {
+					t.Fatal("the agent did not get the answer")
+				}
+			},
+		},
+		{
 			name: "an answer whose session cannot be resumed goes into a new one with the whole task",
 			files: map[string]string{
 				"answerer.yaml": "steps:\n  - text: \"Use blue.\"\n",

@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -96,6 +97,19 @@ type Options struct {
 	// lines are not traced. It must not retain line or call into the Conn
 	// (Out is called under the write lock).
 	Trace func(dir Direction, line []byte)
+	// KeepOpenOnEOF makes the peer's EOF end only the reading half: once
+	// everything read is dispatched, pending Calls fail and ReadDone is
+	// closed, but writes go on until Close. An agent uses it to finish
+	// sending what belongs to a turn after its client closed stdin.
+	KeepOpenOnEOF bool
+	// MaxInflight and MaxInflightBytes bound the peer's requests being
+	// served at once and the bytes of what was read but not yet handled
+	// (default 256 and 256 MiB). Past either, the reader stops reading until
+	// something finishes, so a peer that pipelines without end waits on its
+	// own output instead of growing tai. A single message larger than the
+	// byte bound is still read when nothing else is held.
+	MaxInflight      int
+	MaxInflightBytes int64
 }
 
 // Stats are cumulative counters of a Conn.
@@ -121,16 +135,25 @@ type Conn struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
+	rdone   chan struct{} // closed when reading has ended and all read was dispatched
 	q       queue
 	readErr error // set by the reader before q.finish
 
 	mu       sync.Mutex
 	closed   bool
+	wclosed  bool // CloseWrite was called: reading goes on, writing fails
 	cause    error
 	pending  map[int64]chan *envelope  // our calls awaiting a response
 	inflight map[wireID][]*inflightReq // peer's requests being served
 
 	linesIn, linesOut, garbage, oversize, invalid, unknown atomic.Int64
+
+	// held counts what was read and not yet handled: requests until their
+	// reply is written, other messages until dispatched.
+	heldMu    sync.Mutex
+	heldCond  *sync.Cond
+	heldReqs  int
+	heldBytes int64
 }
 
 type inflightReq struct {
@@ -145,6 +168,12 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = defaultMaxLineBytes
 	}
+	if opts.MaxInflight <= 0 {
+		opts.MaxInflight = defaultMaxInflight
+	}
+	if opts.MaxInflightBytes <= 0 {
+		opts.MaxInflightBytes = defaultMaxInflightBytes
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -157,10 +186,12 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		log:      log,
 		wlock:    make(chan struct{}, 1),
 		done:     make(chan struct{}),
+		rdone:    make(chan struct{}),
 		pending:  make(map[int64]chan *envelope),
 		inflight: make(map[wireID][]*inflightReq),
 	}
 	c.q.wake = make(chan struct{}, 1)
+	c.heldCond = sync.NewCond(&c.heldMu)
 	c.ctx, c.cancel = context.WithCancelCause(context.Background())
 	go c.readLoop()
 	go c.dispatchLoop()
@@ -210,6 +241,13 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 		default:
 			return fmt.Errorf("jsonrpc: call %s: %w", method, c.closedErr())
 		}
+	case <-c.rdone:
+		select {
+		case resp = <-ch:
+		default:
+			c.forget(id)
+			return fmt.Errorf("jsonrpc: call %s: %w", method, &ClosedError{Cause: c.readErr})
+		}
 	}
 	if resp.rpcErr != nil {
 		return resp.rpcErr
@@ -241,6 +279,36 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 func (c *Conn) Close(cause error) error {
 	return c.shutdown(cause)
 }
+
+// ErrWriteClosed is returned by writes after [Conn.CloseWrite].
+var ErrWriteClosed = errors.New("jsonrpc: output closed")
+
+// CloseWrite closes the outbound stream (if it is an io.Closer), telling the
+// peer no more messages are coming, and keeps reading: what the peer still
+// sends is dispatched until it closes its side. Later writes fail with
+// ErrWriteClosed without ending the connection.
+func (c *Conn) CloseWrite() error {
+	select {
+	case c.wlock <- struct{}{}:
+	case <-c.done:
+		return nil
+	}
+	defer func() { <-c.wlock }()
+	c.mu.Lock()
+	already := c.wclosed
+	c.wclosed = true
+	c.mu.Unlock()
+	if wc, ok := c.w.(io.Closer); ok && !already {
+		if err := wc.Close(); err != nil {
+			return fmt.Errorf("jsonrpc: close writer: %w", err)
+		}
+	}
+	return nil
+}
+
+// ReadDone is closed once the peer's stream has ended (or the connection
+// was closed) and everything read from it has been dispatched.
+func (c *Conn) ReadDone() <-chan struct{} { return c.rdone }
 
 // Done is closed when the connection has ended: the peer's stream ended and
 // everything already queued was dispatched, or Close was called, or a write
@@ -295,18 +363,22 @@ func (c *Conn) shutdown(cause error) error {
 	}
 	c.closed = true
 	c.cause = cause
+	wclosed := c.wclosed
 	clear(c.pending) // waiting Calls observe done
 	c.mu.Unlock()
 
 	c.cancel(&ClosedError{Cause: cause})
 	close(c.done)
-	return c.closeStreams()
+	c.heldMu.Lock()
+	c.heldCond.Broadcast() // a reader waiting in hold sees done
+	c.heldMu.Unlock()
+	return c.closeStreams(wclosed)
 }
 
-func (c *Conn) closeStreams() error {
+func (c *Conn) closeStreams(wclosed bool) error {
 	var errs []error
 	wc, wok := c.w.(io.Closer)
-	if wok {
+	if wok && !wclosed {
 		if err := wc.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("jsonrpc: close writer: %w", err))
 		}
@@ -349,6 +421,13 @@ func (c *Conn) writeLine(ctx context.Context, line []byte) error {
 	case <-c.done:
 		return c.closedErr()
 	}
+	c.mu.Lock()
+	wclosed := c.wclosed
+	c.mu.Unlock()
+	if wclosed {
+		<-c.wlock
+		return ErrWriteClosed
+	}
 	_, err := c.w.Write(line)
 	if err == nil {
 		c.linesOut.Add(1)
@@ -375,9 +454,76 @@ func (c *Conn) sendCancel(id int64) {
 	}
 }
 
+// StreamingResult is a result that writes its own JSON straight to the
+// connection, so that a large one (a file's text) is never encoded in
+// memory whole. Release is called once, when the reply has been written or
+// dropped.
+type StreamingResult interface {
+	WriteJSON(w *bufio.Writer) error
+	Release()
+}
+
+// replyStreaming writes a StreamingResult's reply under the write lock.
+// With a Trace hook the line is built in memory instead, to be traced.
+func (c *Conn) replyStreaming(id ID, sr StreamingResult) error {
+	defer sr.Release()
+	if c.opts.Trace != nil {
+		var buf bytes.Buffer
+		bw := bufio.NewWriter(&buf)
+		if err := c.writeStreamed(bw, id, sr); err != nil {
+			return err
+		}
+		return c.writeLine(context.Background(), buf.Bytes())
+	}
+	select {
+	case c.wlock <- struct{}{}:
+	case <-c.done:
+		return c.closedErr()
+	}
+	c.mu.Lock()
+	wclosed := c.wclosed
+	c.mu.Unlock()
+	if wclosed {
+		<-c.wlock
+		return ErrWriteClosed
+	}
+	err := c.writeStreamed(bufio.NewWriterSize(c.w, readBufSize), id, sr)
+	if err == nil {
+		c.linesOut.Add(1)
+	}
+	<-c.wlock
+	if err != nil {
+		c.shutdown(fmt.Errorf("jsonrpc: write: %w", err))
+		return c.closedErr()
+	}
+	return nil
+}
+
+func (c *Conn) writeStreamed(w *bufio.Writer, id ID, sr StreamingResult) error {
+	_, _ = w.WriteString(`{"jsonrpc":"2.0","id":`)
+	idText, _ := id.MarshalJSON()
+	_, _ = w.Write(idText)
+	_, _ = w.WriteString(`,"result":`)
+	if err := sr.WriteJSON(w); err != nil {
+		return err
+	}
+	_, _ = w.WriteString("}\n")
+	return w.Flush()
+}
+
 // reply sends the response to one of the peer's requests. After close it is
 // dropped silently.
 func (c *Conn) reply(ctx context.Context, id ID, result any, err error) {
+	if sr, ok := result.(StreamingResult); ok {
+		if err == nil {
+			if werr := c.replyStreaming(id, sr); werr != nil && !errors.Is(werr, ErrClosed) {
+				c.log.Warn("jsonrpc: reply", "id", id.String(), "err", werr)
+			}
+			return
+		}
+		sr.Release()
+		result = nil
+	}
 	var msg any
 	if err == nil {
 		msg = &outResult{JSONRPC: "2.0", ID: id, Result: result}
@@ -426,7 +572,7 @@ func (c *Conn) readLoop() {
 				Err: fmt.Errorf("line of %d bytes exceeds MaxLineBytes %d", skipped, c.opts.MaxLineBytes)})
 		}
 		if line != nil {
-			c.handleLine(line)
+			c.handleLine(lr, line)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -441,8 +587,9 @@ func (c *Conn) readLoop() {
 }
 
 // handleLine decodes one line and queues it; line is only valid during the
-// call.
-func (c *Conn) handleLine(line []byte) {
+// call, so what is queued refers to a detached copy (a long line's own
+// buffer, handed over, never copied).
+func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
 	}
@@ -470,14 +617,11 @@ func (c *Conn) handleLine(line []byte) {
 		}
 		return
 	}
+	owned := lr.Detach(line)
+	msg = bytes.TrimSpace(owned)
 	env := new(envelope)
-	if err := json.Unmarshal(msg, env); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			c.skipGarbage(msg, err)
-		} else {
-			c.skipInvalid(msg, err)
-		}
+	if err := parseEnvelope(msg, env); err != nil {
+		c.skipGarbage(msg, err)
 		return
 	}
 	switch {
@@ -515,7 +659,42 @@ func (c *Conn) handleLine(line []byte) {
 		c.skipInvalid(msg, errors.New(`neither "method" nor "result"/"error"`))
 		return
 	}
+	env.size = int64(len(msg))
+	c.hold(env)
 	c.q.push(env)
+}
+
+// hold waits, on the reader, until env fits the in-flight bounds, and
+// counts it.
+func (c *Conn) hold(env *envelope) {
+	c.heldMu.Lock()
+	defer c.heldMu.Unlock()
+	// A response never waits: it completes a Call, which may be what a
+	// held request is waiting for.
+	for env.kind != kindResponse && c.heldBytes > 0 && (c.heldBytes+env.size > c.opts.MaxInflightBytes ||
+		env.kind == kindRequest && c.heldReqs >= c.opts.MaxInflight) {
+		select {
+		case <-c.done:
+			return // closing: the reader must not block
+		default:
+		}
+		c.heldCond.Wait()
+	}
+	c.heldBytes += env.size
+	if env.kind == kindRequest {
+		c.heldReqs++
+	}
+}
+
+// unhold releases what hold counted for env.
+func (c *Conn) unhold(env *envelope) {
+	c.heldMu.Lock()
+	c.heldBytes -= env.size
+	if env.kind == kindRequest {
+		c.heldReqs--
+	}
+	c.heldMu.Unlock()
+	c.heldCond.Broadcast()
 }
 
 func (c *Conn) skipGarbage(line []byte, err error) {
@@ -543,13 +722,16 @@ func (c *Conn) problem(p Problem) {
 // Once the reader is finished and the queue drained, it ends the connection
 // with the reader's cause (unless Close got there first).
 func (c *Conn) dispatchLoop() {
+	defer close(c.rdone)
 	var spare []*envelope
 	for {
 		batch, finished := c.q.take(spare)
 		if len(batch) == 0 {
 			spare = batch
 			if finished {
-				c.shutdown(c.readErr)
+				if !c.opts.KeepOpenOnEOF || !errors.Is(c.readErr, ErrPeerClosed) {
+					c.shutdown(c.readErr)
+				}
 				return
 			}
 			select {
@@ -566,6 +748,9 @@ func (c *Conn) dispatchLoop() {
 			default:
 			}
 			c.dispatch(env)
+			if env.kind != kindRequest {
+				c.unhold(env)
+			}
 			batch[i] = nil // let params be collected
 		}
 		spare = batch[:0]
@@ -613,6 +798,7 @@ func (c *Conn) serve(env *envelope) {
 	c.inflight[env.ID] = append(c.inflight[env.ID], req)
 	c.mu.Unlock()
 	go func() {
+		defer c.unhold(env)
 		defer c.finishInflight(env.ID, req)
 		var result any
 		var err error

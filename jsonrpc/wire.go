@@ -7,8 +7,10 @@ import (
 )
 
 const (
-	defaultMaxLineBytes = 256 << 20
-	readBufSize         = 64 << 10
+	defaultMaxLineBytes     = 256 << 20
+	defaultMaxInflight      = 256
+	defaultMaxInflightBytes = 256 << 20
+	readBufSize             = 64 << 10
 	// keepAccBytes bounds the pooled encode buffers, so one 100 MiB
 	// message does not pin 100 MiB for the life of the connection.
 	keepAccBytes = 1 << 20
@@ -27,6 +29,7 @@ type envelope struct {
 
 	kind   msgKind // set by classify
 	rpcErr *Error  // decoded Error, for responses
+	size   int64   // bytes of the line, for the in-flight bound
 }
 
 type msgKind uint8

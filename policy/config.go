@@ -50,6 +50,8 @@ type Config struct {
 	WriteRoots []string
 	// Rules in order: flag rules first, then the file's.
 	Rules []Rule
+	// Elicit are fixed answers to agents' elicitations ([[elicit]]).
+	Elicit []ElicitRule
 }
 
 // Flags are the command-line additions to a policy. Empty fields keep the
@@ -233,6 +235,18 @@ func Parse(name string, data []byte) (Config, error) {
 				seen[r.ID] = i
 				c.Rules = append(c.Rules, r)
 			}
+		case "elicit":
+			tables, ok := v.([]map[string]any)
+			if !ok {
+				return c, errAt("elicit must be an array of tables: write each answer as [[elicit]]")
+			}
+			for i, t := range tables {
+				r, err := p.elicitRule(i, t)
+				if err != nil {
+					return c, err
+				}
+				c.Elicit = append(c.Elicit, r)
+			}
 		default:
 			return c, errAt("unknown key %q%s", k, suggest(k, topKeys))
 		}
@@ -244,7 +258,7 @@ func Parse(name string, data []byte) (Config, error) {
 }
 
 var topKeys = []string{"version", "mode", "non_interactive", "remember", "default_mode", "mode_after_plan", "floor",
-	"floor_disable", "protected_branches", "write_roots", "rule"}
+	"floor_disable", "protected_branches", "write_roots", "rule", "elicit"}
 
 var ruleKeys = []string{"id", "effect", "kind", "tool", "path", "command", "url", "mode", "outside_workspace", "reason"}
 

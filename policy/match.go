@@ -522,6 +522,7 @@ type workspace struct {
 	root  string   // absolute and clean; "" when unknown
 	real  string   // root with symlinks resolved
 	extra []string // write roots: writes there are not "outside"
+	roots []string // more workspace roots (--add-dir): inside, like root
 	home  string
 }
 
@@ -604,10 +605,18 @@ func (w workspace) fact(p, cwd string) pathFact {
 			}
 		}
 	}
-	f.inside, f.outside = ok, !ok
 	if ok {
 		f.rel = filepath.ToSlash(rel)
 	}
+	for _, r := range w.roots {
+		if ok {
+			break
+		}
+		if _, in := within(f.abs, r); in {
+			_, ok = within(resolveExisting(f.abs), resolveExisting(r))
+		}
+	}
+	f.inside, f.outside = ok, !ok
 	return f
 }
 

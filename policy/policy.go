@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -122,6 +123,9 @@ type Options struct {
 	// Asker names whose requests these are when several share the
 	// prompter (a fleet: "task lint"); the question shows it.
 	Asker string
+	// Roots are more workspace roots (--add-dir, absolute): paths there
+	// are inside the workspace, as under Workspace.
+	Roots []string
 	// Protected are more of tai's own files (an --audit file) that
 	// floor-policy-files keeps agents from writing, besides the policy
 	// file, the memory file and tai's config and state directories.
@@ -185,6 +189,12 @@ func NewEngine(cfg Config, o Options) (*Engine, error) {
 	ws, err := newWorkspace(o.Workspace, home, cfg.WriteRoots)
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range o.Roots {
+		if !filepath.IsAbs(r) {
+			return nil, fmt.Errorf("policy: workspace root %q is not absolute", r)
+		}
+		ws.roots = append(ws.roots, filepath.Clean(r))
 	}
 	e := &Engine{
 		cfg: cfg, mode: cfg.Mode, ni: ni, prompter: o.Prompter, answerer: o.Answerer, asker: o.Asker, mem: o.Memory, now: o.Now, ws: ws,

@@ -26,6 +26,8 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Replacement is what every redacted secret becomes. It contains no
@@ -69,59 +71,152 @@ type Options struct {
 }
 
 // Redactor redacts secrets. Create one with [New] or [Default].
+//
+// Text is scanned once: a table of the first two bytes of every place a
+// secret can start (a pattern's literal start, a literal) gates the
+// position, and only there is a pattern's regexp run, anchored, for the
+// length of the match. Only user patterns without a literal start need a
+// regexp search over the whole text.
 type Redactor struct {
-	patterns []pattern
-	// pairs is a bitmap of the first two bytes of every trigger, and
-	// triggers lists them, for the single-pass pre-check in candidates.
-	pairs    [1 << 16 / 64]uint64
-	triggers []trigger
-	literals [][]byte // longest first, so a literal containing another wins
+	anchored []pattern // patterns with literal starts, matched where they start
+	floating []pattern // user patterns without one: searched for
+	// first and pairs gate a position: its byte, then its two bytes, can
+	// begin some start.
+	first  [256]bool
+	pairs  [1 << 16 / 64]uint64
+	starts [256][]start // by first byte (both cases for case-folded starts)
+	// literals, longest first, so a literal containing another wins.
+	literals [][]byte
 }
 
-type trigger struct {
+// start is one literal beginning of a pattern's match, or a literal.
+type start struct {
 	s       []byte
-	pattern int
+	fold    bool // compare ASCII case-insensitively
+	pattern int  // index into anchored; -1 for a literal
+	lit     []byte
 }
 
 type pattern struct {
-	re *regexp.Regexp
-	// triggers are substrings at least one of which must occur for re to be
-	// able to match; they let Bytes skip the regexp engine on clean input.
-	// nil means "always run".
-	triggers [][]byte
-	secret   int // index of the "secret" group, or 0 for the whole match
+	re     *regexp.Regexp // anchored (^) for anchored patterns
+	starts []string
+	fold   bool
+	word   bool // must begin a word (or follow a JSON escape such as \n)
+	secret int  // index of the "secret" group, or 0 for the whole match
+	// quick, if set, is a cheap necessary condition on what follows the
+	// start, so prose that only starts like a secret skips the regexp.
+	quick func(rest []byte) bool
 }
 
-// jsonEsc lets a token pattern start right after a JSON escape such as the
-// \n in "line\nsk-...", where \b would not match (n and s are both word
-// characters).
-const jsonEsc = `(?:\\[nrtbf]|\b)`
-
+// builtins are the credential formats tai knows. starts are the literal
+// beginnings of a match; expr is matched from there.
 var builtins = []struct {
-	expr     string
-	triggers []string
+	expr   string
+	starts []string
+	fold   bool // starts compare case-insensitively
+	word   bool // a match begins a word, or follows a JSON escape (the \n in "line\nsk-...")
+	quick  func(rest []byte) bool
 }{
 	// OpenAI (sk-, sk-proj-) and Anthropic (sk-ant-) keys.
-	{jsonEsc + `(?P<secret>sk-[A-Za-z0-9_-]{20,})`, []string{"sk-"}},
+	{`sk-[A-Za-z0-9_-]{20,}`, []string{"sk-"}, false, true, run(alnum+"_-", 20)},
 	// GitHub classic (ghp_/gho_/ghu_/ghs_/ghr_) and fine-grained tokens.
-	{jsonEsc + `(?P<secret>(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}))`,
-		[]string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}},
+	{`gh[pousr]_[A-Za-z0-9]{30,}`, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_"}, false, true, run(alnum, 30)},
+	{`github_pat_[A-Za-z0-9_]{30,}`, []string{"github_pat_"}, false, true, run(alnum+"_", 30)},
 	// AWS access key ids (long-term and STS).
-	{jsonEsc + `(?P<secret>(?:AKIA|ASIA)[0-9A-Z]{16})\b`, []string{"AKIA", "ASIA"}},
+	{`(?:AKIA|ASIA)[0-9A-Z]{16}\b`, []string{"AKIA", "ASIA"}, false, true, run("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ", 16)},
 	// Slack tokens.
-	{jsonEsc + `(?P<secret>xox[abprs]-[A-Za-z0-9-]{10,})`, []string{"xox"}},
+	{`xox[abprs]-[A-Za-z0-9-]{10,}`, []string{"xox"}, false, true, func(rest []byte) bool {
+		return len(rest) >= 2 && bytes.IndexByte([]byte("abprs"), rest[0]) >= 0 && rest[1] == '-'
+	}},
 	// Google API keys.
-	{jsonEsc + `(?P<secret>AIza[0-9A-Za-z_-]{35})`, []string{"AIza"}},
+	{`AIza[0-9A-Za-z_-]{35}`, []string{"AIza"}, false, true, run(alnum+"_-", 35)},
 	// Bearer tokens: keep the scheme so the log still says what kind of
 	// credential was there. 16+ chars avoids prose like "Bearer token".
-	// The pre-check covers Bearer/bearer/BEARER, not mIxEd case.
-	{`(?i:\bbearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)`, []string{"earer", "EARER"}},
+	{`(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)`, []string{"bearer"}, true, true, afterSpace(run(alnum+"._~+/-", 16))},
 	// JWTs: base64url('{"') is "eyJ" for both header and payload.
-	{jsonEsc + `(?P<secret>eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)`, []string{"eyJ"}},
+	{`eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*`, []string{"eyJ"}, false, true, run(alnum+"_-", 8)},
+	// Credentials in URLs: the password of scheme://user:password@host.
+	{`://[^/?#@\s"'\\]*:(?P<secret>[^/?#@\s"'\\]+)@`, []string{"://"}, false, false, nil},
+	// Tokens in query strings: ?token=..., &api_key=..., &sig=...
+	{`[?&][A-Za-z0-9_.-]+=(?P<secret>[^&#\s"'\\<>]+)`, []string{"?", "&"}, false, false, secretQueryName},
 	// PEM private keys: the whole block, or, if the END line is missing
 	// (a block split across lines of a trace), the base64 body that follows.
 	{`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s]|\\[nr])*)`,
-		[]string{"-----BEGIN"}},
+		[]string{"-----BEGIN"}, false, false, pemStart},
+}
+
+// pemStart: "-----BEGIN" is followed by [A-Z0-9 ]* and PRIVATE KEY-----.
+func pemStart(rest []byte) bool {
+	const tail = "PRIVATE KEY-----"
+	k := bytes.Index(rest[:min(len(rest), 80)], []byte(tail))
+	if k < 0 {
+		return false
+	}
+	for _, c := range rest[:k] {
+		if !(c == ' ' || '0' <= c && c <= '9' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// secretQueryName: rest (after ? or &) is name=value with a name that
+// looks secret.
+func secretQueryName(rest []byte) bool {
+	i := 0
+	for i < len(rest) && i < maxNameLen && (isWord(rest[i]) || rest[i] == '-' || rest[i] == '.') {
+		i++
+	}
+	if i == 0 || i >= len(rest) || rest[i] != '=' {
+		return false
+	}
+	name := rest[:i]
+	if looksSecretName(name) {
+		return true
+	}
+	for _, n := range queryNames {
+		if equalFold(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// queryNames are query parameters that carry credentials though their
+// names alone do not look secret.
+var queryNames = []string{"key", "sig", "signature", "auth", "code", "pass", "pwd", "jwt", "session", "sessionid"}
+
+const alnum = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+// run is a quick check: rest begins with n bytes of the set.
+func run(set string, n int) func([]byte) bool {
+	var in [256]bool
+	for i := 0; i < len(set); i++ {
+		in[set[i]] = true
+	}
+	return func(rest []byte) bool {
+		if len(rest) < n {
+			return false
+		}
+		for _, c := range rest[:n] {
+			if !in[c] {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// afterSpace applies check after the white space rest begins with (at
+// least one byte of it).
+func afterSpace(check func([]byte) bool) func([]byte) bool {
+	return func(rest []byte) bool {
+		i := 0
+		for i < len(rest) && (rest[i] == ' ' || rest[i] == '\t' || rest[i] == '\n' || rest[i] == '\r' || rest[i] == '\f' || rest[i] == '\v') {
+			i++
+		}
+		return i > 0 && check(rest[i:])
+	}
 }
 
 var defaultRedactor = sync.OnceValue(func() *Redactor {
@@ -140,24 +235,22 @@ func Default() *Redactor { return defaultRedactor() }
 func New(opts Options) (*Redactor, error) {
 	r := &Redactor{}
 	for _, b := range builtins {
-		p := pattern{re: regexp.MustCompile(b.expr)}
-		for _, t := range b.triggers {
-			p.triggers = append(p.triggers, []byte(t))
-		}
-		p.secret = max(p.re.SubexpIndex("secret"), 0)
-		r.patterns = append(r.patterns, p)
+		re := regexp.MustCompile(`^(?:` + b.expr + `)`)
+		r.anchored = append(r.anchored, pattern{re: re, starts: b.starts, fold: b.fold, word: b.word, quick: b.quick, secret: max(re.SubexpIndex("secret"), 0)})
 	}
 	for _, expr := range opts.Patterns {
 		re, err := regexp.Compile(expr)
 		if err != nil {
 			return nil, &PatternError{Pattern: expr, Err: err}
 		}
-		p := pattern{re: re, secret: max(re.SubexpIndex("secret"), 0)}
-		// A complete literal prefix is a cheap, exact pre-check.
+		// Every match of a pattern with a literal prefix starts with it:
+		// matched where the prefix occurs, the pattern costs no search.
 		if prefix, _ := re.LiteralPrefix(); len(prefix) >= 2 {
-			p.triggers = [][]byte{[]byte(prefix)}
+			are := regexp.MustCompile(`^(?:` + expr + `)`)
+			r.anchored = append(r.anchored, pattern{re: are, starts: []string{prefix}, secret: max(are.SubexpIndex("secret"), 0)})
+			continue
 		}
-		r.patterns = append(r.patterns, p)
+		r.floating = append(r.floating, pattern{re: re, secret: max(re.SubexpIndex("secret"), 0)})
 	}
 	seen := map[string]bool{}
 	add := func(s string) {
@@ -180,15 +273,42 @@ func New(opts Options) (*Redactor, error) {
 			add(string(esc[1 : len(esc)-1]))
 		}
 	}
-	for i, p := range r.patterns {
-		for _, t := range p.triggers {
-			k := uint16(t[0])<<8 | uint16(t[1])
-			r.pairs[k/64] |= 1 << (k % 64)
-			r.triggers = append(r.triggers, trigger{s: t, pattern: i})
+	sort.SliceStable(r.literals, func(i, j int) bool { return len(r.literals[i]) > len(r.literals[j]) })
+	for i, p := range r.anchored {
+		for _, s := range p.starts {
+			r.addStart(start{s: []byte(s), fold: p.fold, pattern: i})
 		}
 	}
-	sort.SliceStable(r.literals, func(i, j int) bool { return len(r.literals[i]) > len(r.literals[j]) })
+	for _, lit := range r.literals {
+		r.addStart(start{s: lit, pattern: -1, lit: lit})
+	}
 	return r, nil
+}
+
+// addStart indexes st by its first byte and its first two bytes (in both
+// cases when it folds case).
+func (r *Redactor) addStart(st start) {
+	variants := func(c byte) []byte {
+		if st.fold && unicode.IsLetter(rune(c)) && c < utf8.RuneSelf {
+			return []byte{c | 0x20, c &^ 0x20}
+		}
+		return []byte{c}
+	}
+	for _, c0 := range variants(st.s[0]) {
+		r.first[c0] = true
+		r.starts[c0] = append(r.starts[c0], st)
+		if len(st.s) < 2 {
+			for c1 := range 256 { // a one-byte start: every pair
+				k := uint16(c0)<<8 | uint16(c1)
+				r.pairs[k/64] |= 1 << (k % 64)
+			}
+			continue
+		}
+		for _, c1 := range variants(st.s[1]) {
+			k := uint16(c0)<<8 | uint16(c1)
+			r.pairs[k/64] |= 1 << (k % 64)
+		}
+	}
 }
 
 // String redacts free text. See [Redactor.Bytes].
@@ -248,74 +368,157 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return out
 }
 
-// text applies patterns and literals.
-func (r *Redactor) text(b []byte) ([]byte, bool) {
-	out := b
-	changed := false
-	maybe := r.candidates(b)
-	for i := range r.patterns {
-		p := &r.patterns[i]
-		if p.triggers != nil && (i >= 64 || maybe&(1<<i) == 0) {
-			if i < 64 || !p.mayMatch(b) {
+// Spans returns the byte ranges of text that patterns and literals would
+// replace, in order and not overlapping. A caller that must keep the text's
+// shape (the chunks a streamed reply came in) redacts those ranges itself.
+func (r *Redactor) Spans(text []byte) [][2]int {
+	if r == nil {
+		return nil
+	}
+	var spans [][2]int
+	for i := 0; i < len(text); i++ {
+		if i+1 < len(text) {
+			k := uint16(text[i])<<8 | uint16(text[i+1])
+			if r.pairs[k>>6]&(1<<(k&63)) == 0 {
 				continue
 			}
-		}
-		locs := p.re.FindAllSubmatchIndex(out, -1)
-		if len(locs) == 0 {
+		} else if !r.first[text[i]] {
 			continue
 		}
-		buf := make([]byte, 0, len(out))
-		last := 0
-		for _, loc := range locs {
-			start, end := loc[2*p.secret], loc[2*p.secret+1]
-			if start < 0 || start < last {
+		from, to, next, ok := r.matchAt(text, i)
+		if !ok {
+			continue
+		}
+		spans = append(spans, [2]int{from, to})
+		i = next - 1
+	}
+	for i := range r.floating {
+		p := &r.floating[i]
+		for _, loc := range p.re.FindAllSubmatchIndex(text, -1) {
+			if loc[2*p.secret] >= 0 {
+				spans = append(spans, [2]int{loc[2*p.secret], loc[2*p.secret+1]})
+			}
+		}
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i][0] < spans[j][0] })
+	merged := spans[:0]
+	for _, sp := range spans {
+		if n := len(merged); n > 0 && sp[0] <= merged[n-1][1] {
+			merged[n-1][1] = max(merged[n-1][1], sp[1])
+			continue
+		}
+		merged = append(merged, sp)
+	}
+	return merged
+}
+
+// text applies patterns and literals in one pass over b.
+func (r *Redactor) text(b []byte) ([]byte, bool) {
+	var out []byte // nil until the first match
+	last := 0      // b[last:] is not yet in out
+	for i := 0; i < len(b); i++ {
+		if i+1 < len(b) {
+			k := uint16(b[i])<<8 | uint16(b[i+1])
+			if r.pairs[k>>6]&(1<<(k&63)) == 0 {
 				continue
 			}
-			buf = append(buf, out[last:start]...)
-			buf = append(buf, replacementBytes...)
-			last = end
+		} else if !r.first[b[i]] {
+			continue
 		}
-		buf = append(buf, out[last:]...)
-		out, changed = buf, true
+		from, to, next, ok := r.matchAt(b, i)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(b))
+		}
+		out = append(out, b[last:from]...)
+		out = append(out, replacementBytes...)
+		last = to
+		i = next - 1
 	}
-	for _, lit := range r.literals {
-		if bytes.Contains(out, lit) {
-			out, changed = bytes.ReplaceAll(out, lit, replacementBytes), true
+	changed := out != nil
+	if changed {
+		out = append(out, b[last:]...)
+	} else {
+		out = b
+	}
+	for i := range r.floating {
+		if o, ok := r.floating[i].replaceAll(out); ok {
+			out, changed = o, true
 		}
 	}
 	return out, changed
 }
 
-// candidates returns a bit set of the patterns (index < 64) whose triggers
-// occur in b. One pass over a bitmap of trigger byte pairs is several times
-// faster than a bytes.Index per trigger, because triggers start with letters
-// that are common in prose.
-func (r *Redactor) candidates(b []byte) uint64 {
-	var set uint64
-	for i := 0; i+1 < len(b); i++ {
-		k := uint16(b[i])<<8 | uint16(b[i+1])
-		if r.pairs[k/64]&(1<<(k%64)) == 0 {
+// matchAt tries every start that can begin at b[i]: it returns the span to
+// replace and where scanning goes on.
+func (r *Redactor) matchAt(b []byte, i int) (from, to, next int, ok bool) {
+	for _, st := range r.starts[b[i]] {
+		if len(b)-i < len(st.s) {
 			continue
 		}
-		for _, t := range r.triggers {
-			if t.pattern < 64 && bytes.HasPrefix(b[i:], t.s) {
-				set |= 1 << t.pattern
+		if st.fold {
+			if !equalFold(b[i:i+len(st.s)], st.s) {
+				continue
 			}
+		} else if !bytes.HasPrefix(b[i:], st.s) {
+			continue
 		}
+		if st.pattern < 0 {
+			return i, i + len(st.lit), i + len(st.lit), true
+		}
+		p := &r.anchored[st.pattern]
+		if p.word && !wordStart(b, i) || p.quick != nil && !p.quick(b[i+len(st.s):]) {
+			continue
+		}
+		loc := p.re.FindSubmatchIndex(b[i:])
+		if loc == nil || loc[2*p.secret] < 0 {
+			continue
+		}
+		return i + loc[2*p.secret], i + loc[2*p.secret+1], i + max(loc[1], 1), true
 	}
-	return set
+	return 0, 0, 0, false
 }
 
-func (p *pattern) mayMatch(b []byte) bool {
-	if p.triggers == nil {
+// wordStart reports whether a match may begin at b[i]: at a word boundary
+// (for a match beginning with a word character) or right after a JSON
+// escape such as the \n of "line\nsk-...".
+func wordStart(b []byte, i int) bool {
+	if i == 0 || !isWord(b[i]) || !isWord(b[i-1]) {
 		return true
 	}
-	for _, t := range p.triggers {
-		if bytes.Contains(b, t) {
+	if i >= 2 && b[i-2] == '\\' {
+		switch b[i-1] {
+		case 'n', 'r', 't', 'b', 'f':
 			return true
 		}
 	}
 	return false
+}
+
+func isWord(c byte) bool {
+	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// replaceAll replaces every match of a floating pattern.
+func (p *pattern) replaceAll(b []byte) ([]byte, bool) {
+	locs := p.re.FindAllSubmatchIndex(b, -1)
+	if len(locs) == 0 {
+		return b, false
+	}
+	buf := make([]byte, 0, len(b))
+	last := 0
+	for _, loc := range locs {
+		start, end := loc[2*p.secret], loc[2*p.secret+1]
+		if start < 0 || start < last {
+			continue
+		}
+		buf = append(buf, b[last:start]...)
+		buf = append(buf, replacementBytes...)
+		last = end
+	}
+	return append(buf, b[last:]...), true
 }
 
 func looksJSON(b []byte) bool {

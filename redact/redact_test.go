@@ -3,6 +3,7 @@ package redact
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -44,6 +45,10 @@ func TestString(t *testing.T) {
 		{"pem without end", "-----BEGIN PRIVATE " + "KEY-----\nMIIBVgIBADAN\nBgkq", "[REDACTED]"},
 		{"two secrets", ghp + " and " + skAnt, "[REDACTED] and [REDACTED]"},
 		{"json escape before token", `"a\n` + skAnt + `"`, `"a\n[REDACTED]"`},
+		{"url userinfo", "DB_URL=postgres://app:s3cr3t-pw@db.internal:5432/app", "DB_URL=postgres://app:[REDACTED]@db.internal:5432/app"},
+		{"url query token", "https://x.test/cb?user=me&access_token=abc123def&x=1", "https://x.test/cb?user=me&access_token=[REDACTED]&x=1"},
+		{"url query key", `"https://maps.test/api?key=AbCdEf012345"`, `"https://maps.test/api?key=[REDACTED]"`},
+		{"url without credentials", "see https://go.dev/doc?page=2&sort=asc and a&b=c", ""},
 		// No false positives on ordinary code and prose.
 		{"code", `func (t *Task) risk-assessment() { return "Bearer " + token }`, ""},
 		{"prose bearer", "use a Bearer token for auth", ""},
@@ -320,4 +325,19 @@ func FuzzBytes(f *testing.F) {
 			t.Fatalf("valid JSON became invalid:\n in %q\nout %q", b, out)
 		}
 	})
+}
+
+// Spans are the ranges Bytes replaces, for callers that redact text kept in
+// pieces.
+func TestSpans(t *testing.T) {
+	r, err := New(Options{Literals: []string{"hunter22"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "a " + ghp + " b hunter22 c"
+	got := r.Spans([]byte(text))
+	want := [][2]int{{2, 2 + len(ghp)}, {5 + len(ghp), 13 + len(ghp)}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("spans %v, want %v", got, want)
+	}
 }

@@ -46,19 +46,19 @@ func (t *Text) diff(c driver.ToolContent) {
 	if c.OldText == nil {
 		header += " (new file)"
 	}
-	fmt.Fprintln(t.W, t.style(bold, header))
+	fmt.Fprintln(t.writer(), t.style(bold, header))
 	lines, err := UnifiedDiff(c)
 	switch {
 	case err != nil:
-		fmt.Fprintln(t.W, t.style(dim, "    ("+err.Error()+")"))
+		fmt.Fprintln(t.writer(), t.style(dim, "    ("+err.Error()+")"))
 		return
 	case lines == nil:
-		fmt.Fprintln(t.W, t.style(dim, "    (no change)"))
+		fmt.Fprintln(t.writer(), t.style(dim, "    (no change)"))
 		return
 	}
 	for i, l := range lines {
 		if i == maxDiffLines {
-			fmt.Fprintln(t.W, t.style(dim, fmt.Sprintf("    … %d more lines", len(lines)-i)))
+			fmt.Fprintln(t.writer(), t.style(dim, fmt.Sprintf("    … %d more lines", len(lines)-i)))
 			return
 		}
 		col := ""
@@ -73,9 +73,9 @@ func (t *Text) diff(c driver.ToolContent) {
 			col = green
 		}
 		if col == "" {
-			fmt.Fprintln(t.W, "    "+l)
+			fmt.Fprintln(t.writer(), "    "+l)
 		} else {
-			fmt.Fprintln(t.W, t.style(col, "    "+l))
+			fmt.Fprintln(t.writer(), t.style(col, "    "+l))
 		}
 	}
 }

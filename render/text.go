@@ -4,11 +4,15 @@
 package render
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
+	"time"
+
+	"github.com/coder/quartz"
 
 	"github.com/tai-dev/tai/driver"
 )
@@ -29,25 +33,92 @@ const (
 // maxDiffLines bounds a diff shown inline; the file is on disk anyway.
 const maxDiffLines = 40
 
-// Text renders events as readable, streamed text.
+// flushDelay is how long streamed text may wait in the buffer: a reply of
+// thousands of small chunks costs a handful of writes, and a reader still
+// sees it as it streams.
+const flushDelay = 20 * time.Millisecond
+
+// maxTools is how many tool calls' states are kept before the finished
+// ones are let go.
+const maxTools = 4096
+
+// maxPrinted bounds the text kept of the message being shown, for a chunk
+// that replaces it: past it, a replacing chunk shows the message again.
+const maxPrinted = 4 << 20
+
+// Text renders events as readable, streamed text. Output is buffered: it is
+// written at most flushDelay after it was rendered, at once before anything
+// the user must see now (a permission being asked, the turn's end, an
+// error), and by Flush.
 type Text struct {
 	W     io.Writer
 	Color bool
+	// Clock times the delayed flush; nil is the real clock.
+	Clock quartz.Clock
 
 	mu        sync.Mutex
+	out       *bufio.Writer
+	flushing  bool        // a delayed flush is scheduled
 	inMessage driver.Role // role of the message being streamed, "" if none
 	atBOL     bool        // the cursor is at the start of a line
 	// printed is the text shown of the last message id, for a chunk that
-	// replaces it.
-	printedID, printed string
-	tools              map[string]string
-	shownPlan          []driver.PlanEntry // as last shown
-	diffShown          map[string]bool    // tool call ids whose diff is on screen
+	// replaces it. It is appended to, never rebuilt: per-chunk work must not
+	// grow with the message.
+	printedID string
+	printed   []byte
+	overflow  bool // printed outgrew maxPrinted and was dropped
+	tools     map[string]string
+	toolsMax  int                // len(tools) that triggers a sweep of finished calls
+	shownPlan []driver.PlanEntry // as last shown
+	diffShown map[string]bool    // tool call ids whose diff is on screen
 }
 
 // NewText returns a text renderer.
 func NewText(w io.Writer, color bool) *Text {
 	return &Text{W: w, Color: color, atBOL: true, tools: map[string]string{}, diffShown: map[string]bool{}}
+}
+
+// Flush writes out what is buffered.
+func (t *Text) Flush() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.out == nil {
+		return nil
+	}
+	return t.out.Flush()
+}
+
+// writer returns the buffered writer, scheduling a delayed flush of what is
+// about to be written.
+func (t *Text) writer() *bufio.Writer {
+	if t.out == nil {
+		t.out = bufio.NewWriterSize(t.W, 32<<10)
+		if t.Clock == nil {
+			t.Clock = quartz.NewReal()
+		}
+	}
+	if !t.flushing {
+		t.flushing = true
+		t.Clock.AfterFunc(flushDelay, func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.flushing = false
+			_ = t.out.Flush()
+		}, "render", "flush")
+	}
+	return t.out
+}
+
+// urgent reports events the user must see at once, those a prompt to the
+// user can follow (a permission ask, a mode change) among them: the flush
+// must not wait.
+func urgent(typ driver.EventType) bool {
+	switch typ {
+	case driver.EventPermissionAsked, driver.EventPermissionDecided, driver.EventModeChanged, driver.EventTurnEnded,
+		driver.EventError, driver.EventProcessExited, driver.EventScreenDelta:
+		return true
+	}
+	return false
 }
 
 func (t *Text) style(s, text string) string {
@@ -61,7 +132,7 @@ func (t *Text) style(s, text string) string {
 // line.
 func (t *Text) endMessage() {
 	if !t.atBOL {
-		fmt.Fprintln(t.W)
+		fmt.Fprintln(t.writer())
 		t.atBOL = true
 	}
 	t.inMessage = ""
@@ -69,13 +140,20 @@ func (t *Text) endMessage() {
 
 func (t *Text) line(format string, args ...any) {
 	t.endMessage()
-	fmt.Fprintf(t.W, format+"\n", args...)
+	fmt.Fprintf(t.writer(), format+"\n", args...)
 }
 
 // Emit renders one event.
 func (t *Text) Emit(ev driver.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.emit(ev)
+	if urgent(ev.Type) && t.out != nil {
+		_ = t.out.Flush()
+	}
+}
+
+func (t *Text) emit(ev driver.Event) {
 	switch ev.Type {
 	case driver.EventSessionStarted:
 		s := ev.Started
@@ -116,6 +194,22 @@ func (t *Text) Emit(ev driver.Event) {
 			opt = d.Outcome
 		}
 		t.line("  %s %s", t.style(col+bold, "→ "+verdict), t.style(dim, fmt.Sprintf("(%s; by %s: %s)", opt, d.DecidedBy, d.Reason)))
+	case driver.EventElicitationAsked:
+		e := ev.Elicitation
+		what := fmt.Sprintf("%d field(s)", len(e.Fields))
+		if e.Mode == driver.ElicitURL {
+			what = e.URL
+		}
+		t.line("%s %s %s", t.style(yellow+bold, "? elicitation ("+string(e.Mode)+"):"), e.Message, t.style(dim, what))
+	case driver.EventElicitationAnswered:
+		a := ev.ElicitationAnswer
+		col := green
+		if a.Action != driver.ElicitAccept {
+			col = red
+		}
+		t.line("  %s %s", t.style(col+bold, "→ "+string(a.Action)), t.style(dim, fmt.Sprintf("(by %s: %s)", a.DecidedBy, a.Reason)))
+	case driver.EventElicitationCompleted:
+		t.line("%s", t.style(dim, "◆ elicitation "+ev.ElicitationComplete.ElicitationID+" completed"))
 	case driver.EventModeChanged:
 		t.line("%s", t.style(cyan, "◆ mode → "+ev.Mode.ID))
 	case driver.EventCommands:
@@ -147,7 +241,7 @@ func (t *Text) Emit(ev driver.Event) {
 	case driver.EventScreenDelta:
 		t.endMessage()
 		for _, l := range ev.Screen.Lines {
-			fmt.Fprintln(t.W, l)
+			fmt.Fprintln(t.writer(), l)
 		}
 	case driver.EventFileWritten:
 		f := ev.File
@@ -202,27 +296,30 @@ func (t *Text) message(m *driver.MessageChunk) {
 		t.inMessage = m.Role
 		switch m.Role {
 		case driver.RoleThought:
-			fmt.Fprint(t.W, t.style(dim+italic, "thinking: "))
+			fmt.Fprint(t.writer(), t.style(dim+italic, "thinking: "))
 		case driver.RoleUser:
-			fmt.Fprint(t.W, t.style(blue+bold, "you: "))
+			fmt.Fprint(t.writer(), t.style(blue+bold, "you: "))
 		}
 	}
 	text := m.Text
 	if m.MessageID != t.printedID {
-		t.printedID, t.printed = m.MessageID, ""
+		t.printedID, t.printed, t.overflow = m.MessageID, t.printed[:0], false
 	}
 	if m.Replace {
 		// A terminal cannot take back what it showed: show what is new,
 		// or the whole message again if it changed.
-		if rest, ok := strings.CutPrefix(text, t.printed); ok {
-			text = rest
+		if n := len(t.printed); !t.overflow && len(text) >= n && text[:n] == string(t.printed) {
+			text = text[n:]
 		} else {
 			t.endMessage()
 			t.inMessage = m.Role
 		}
-		t.printed = m.Text
+		t.printed, t.overflow = append(t.printed[:0], m.Text...), false
 	} else {
-		t.printed += m.Text
+		t.printed = append(t.printed, m.Text...)
+	}
+	if len(t.printed) > maxPrinted {
+		t.printed, t.overflow = nil, true
 	}
 	if text == "" && len(m.Content) > 0 {
 		text = "[" + blockType(m.Content) + "]"
@@ -234,7 +331,7 @@ func (t *Text) message(m *driver.MessageChunk) {
 	if m.Role == driver.RoleThought {
 		text = t.style(dim+italic, text)
 	}
-	fmt.Fprint(t.W, text)
+	_, _ = t.writer().WriteString(text)
 	t.atBOL = bol
 }
 
@@ -272,6 +369,20 @@ func (t *Text) toolCall(tc *driver.ToolCall) {
 	state := tc.Status
 	if seen && prev == state {
 		return // a content-only patch; shown when the status moves
+	}
+	if t.toolsMax == 0 {
+		t.toolsMax = maxTools
+	}
+	if !seen && len(t.tools) >= t.toolsMax {
+		// A long session: let go of the calls that are over.
+		for id, st := range t.tools {
+			if st == "completed" || st == "failed" {
+				delete(t.tools, id)
+			}
+		}
+		if len(t.tools) > t.toolsMax/2 { // mostly running: grow, so the sweeps stay rare
+			t.toolsMax *= 2
+		}
 	}
 	t.tools[tc.ID] = state
 	col := yellow
@@ -317,13 +428,13 @@ func (t *Text) contents(tc *driver.ToolCall, diffs bool) {
 		case c.Type == "text" && !diffs:
 			for i, l := range strings.Split(strings.TrimRight(c.Text, "\n"), "\n") {
 				if i == 8 {
-					fmt.Fprintln(t.W, t.style(dim, "    …"))
+					fmt.Fprintln(t.writer(), t.style(dim, "    …"))
 					break
 				}
-				fmt.Fprintln(t.W, t.style(dim, "    "+l))
+				fmt.Fprintln(t.writer(), t.style(dim, "    "+l))
 			}
 		case c.Type == "terminal" && !diffs:
-			fmt.Fprintln(t.W, t.style(dim, "    [terminal "+c.TerminalID+"]"))
+			fmt.Fprintln(t.writer(), t.style(dim, "    [terminal "+c.TerminalID+"]"))
 		}
 	}
 }
@@ -363,6 +474,6 @@ func (t *Text) plan(p *driver.Plan) {
 	t.shownPlan = append(t.shownPlan[:0], p.Entries...)
 	t.line("%s", t.style(cyan, "◆ plan"))
 	for _, e := range p.Entries {
-		fmt.Fprintf(t.W, "    %s %s\n", box(e), e.Content)
+		fmt.Fprintf(t.writer(), "    %s %s\n", box(e), e.Content)
 	}
 }

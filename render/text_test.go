@@ -2,12 +2,14 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tai-dev/tai/driver"
 )
@@ -178,5 +180,45 @@ func TestShownDiff(t *testing.T) {
 	}
 	if !r.ShownDiff("t1") || r.ShownDiff("t2") {
 		t.Fatalf("ShownDiff t1=%v t2=%v, want true false", r.ShownDiff("t1"), r.ShownDiff("t2"))
+	}
+}
+
+// Message, plain tool call and plan frames are encoded by hand: byte for
+// byte what encoding/json writes for the event.
+func TestMessageFramesAsEncodingJSON(t *testing.T) {
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 60700, time.UTC)
+	var evs []driver.Event
+	for _, m := range []driver.MessageChunk{
+		{Role: driver.RoleAgent, Text: "hello \"world\"\n<&>\u2028\xff"},
+		{Role: driver.RoleThought, MessageID: "m\t1", Text: "x", Replace: true},
+		{Role: driver.RoleUser},
+	} {
+		evs = append(evs, driver.Event{Type: driver.EventMessage, Message: &m})
+	}
+	for _, tc := range []driver.ToolCall{{ID: "t1"}, {ID: "t\"2", Title: "<T>", Kind: "edit", Status: "pending", Name: "n"}} {
+		evs = append(evs, driver.Event{Type: driver.EventToolCall, ToolCall: &tc})
+	}
+	for _, p := range []driver.Plan{{}, {Entries: []driver.PlanEntry{}}, {Entries: []driver.PlanEntry{{Content: "a\nb"}, {Content: "c", Priority: "high", Status: "done"}}}} {
+		evs = append(evs, driver.Event{Type: driver.EventPlan, Plan: &p})
+	}
+	for _, ev := range evs {
+		for _, sess := range []string{"", "s-1"} {
+			ev.Session, ev.Seq, ev.Time = sess, 42, ts
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			if err := enc.Encode(ev); err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			f := NewFrames(&got)
+			f.Emit(ev)
+			if err := f.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if got.String() != want.String() {
+				t.Errorf("got  %s\nwant %s", got.String(), want.String())
+			}
+		}
 	}
 }

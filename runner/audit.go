@@ -133,6 +133,13 @@ func (a *auditSink) Emit(ev driver.Event) {
 		}
 	case driver.EventTurnEnded:
 		a.append(audit.KindTurnEnd, ev.Session, ev.Turn)
+	case driver.EventElicitationAsked:
+		a.append(audit.KindElicitationRequest, ev.Session, ev.Elicitation)
+	case driver.EventElicitationAnswered:
+		// The event's copy: secret fields are redacted already.
+		a.append(audit.KindElicitationAnswer, ev.Session, ev.ElicitationAnswer)
+	case driver.EventElicitationCompleted:
+		a.append(audit.KindElicitationComplete, ev.Session, ev.ElicitationComplete)
 	}
 }
 

@@ -1,10 +1,17 @@
 package runner
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/jsonw"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Result is the one document `tai run --output json` prints, and the last
@@ -26,9 +33,14 @@ type Result struct {
 	FilesWritten []driver.FileWrite          `json:"files_written"`
 	Terminals    []driver.TerminalExit       `json:"terminals"`
 	Errors       []driver.ErrorInfo          `json:"errors"`
-	DurationMS   int64                       `json:"duration_ms"`
-	ExitCode     int                         `json:"exit_code"`
-	Error        string                      `json:"error,omitempty"`
+	// Elicitations are the answers given to the agent's elicitations,
+	// secret fields redacted.
+	Elicitations []driver.ElicitationAnswer `json:"elicitations,omitempty"`
+	// Sandbox says how the agent was confined (nil: no launcher, or A2A).
+	Sandbox    *sandbox.Status `json:"sandbox,omitempty"`
+	DurationMS int64           `json:"duration_ms"`
+	ExitCode   int             `json:"exit_code"`
+	Error      string          `json:"error,omitempty"`
 
 	// LastSeq is the sequence number of the last event, so that the result
 	// frame can follow it.
@@ -45,9 +57,13 @@ type ResultFrame struct {
 
 // collector is the sink that builds the Result as events go by.
 type collector struct {
-	mu      sync.Mutex
-	res     Result
-	message []byte // agent text since the last turn began
+	mu  sync.Mutex
+	res Result
+	// message is the agent text since the last turn began, as the chunks
+	// came: kept, not copied, and joined once for the result (a single
+	// 100 MiB chunk is never copied at all).
+	message []string
+	endsNL  bool   // the message so far ends in a newline (or is empty)
 	lastID  string // message id of the last agent chunk
 	broken  bool   // something other than agent text came since the last chunk
 	// starts: where each message id's text begins in message, for a
@@ -57,10 +73,19 @@ type collector struct {
 }
 
 func newCollector() *collector {
-	return &collector{res: Result{
+	return &collector{endsNL: true, res: Result{
 		Permissions: []driver.PermissionDecision{}, Denials: []driver.PermissionDecision{},
 		FilesWritten: []driver.FileWrite{}, Terminals: []driver.TerminalExit{}, Errors: []driver.ErrorInfo{},
 	}}
+}
+
+// add appends text to the message.
+func (c *collector) add(text string) {
+	if text == "" {
+		return
+	}
+	c.message = append(c.message, text)
+	c.endsNL = text[len(text)-1] == '\n'
 }
 
 func (c *collector) Emit(ev driver.Event) {
@@ -84,15 +109,18 @@ func (c *collector) Emit(ev driver.Event) {
 		id := ev.Message.MessageID
 		if start, ok := c.starts[id]; ev.Message.Replace && ok {
 			// Everything from that message's first chunk on is replaced.
-			c.message = append(c.message[:start], ev.Message.Text...)
+			clear(c.message[start:])
+			c.message = c.message[:start]
+			c.endsNL = start == 0 || strings.HasSuffix(c.message[start-1], "\n")
+			c.add(ev.Message.Text)
 			c.lastID, c.broken = id, false
 			break
 		}
 		// Separate messages, so that "…first." and "Now…" do not run
 		// together: a new message id, or text resumed after a tool call.
 		newMsg := id != "" && c.lastID != "" && id != c.lastID
-		if (newMsg || c.broken) && len(c.message) > 0 && c.message[len(c.message)-1] != '\n' {
-			c.message = append(c.message, "\n\n"...)
+		if (newMsg || c.broken) && !c.endsNL {
+			c.add("\n\n")
 		}
 		if _, ok := c.starts[id]; id != "" && !ok {
 			if c.starts == nil {
@@ -101,7 +129,7 @@ func (c *collector) Emit(ev driver.Event) {
 			c.starts[id] = len(c.message)
 		}
 		c.lastID, c.broken = id, false
-		c.message = append(c.message, ev.Message.Text...)
+		c.add(ev.Message.Text)
 	case driver.EventToolCall, driver.EventPermissionAsked:
 		c.broken = true
 	case driver.EventPermissionDecided:
@@ -130,6 +158,10 @@ func (c *collector) Emit(ev driver.Event) {
 		}
 	case driver.EventError:
 		c.res.Errors = append(c.res.Errors, *ev.Error)
+	case driver.EventElicitationAsked:
+		c.broken = true
+	case driver.EventElicitationAnswered:
+		c.res.Elicitations = append(c.res.Elicitations, *ev.ElicitationAnswer)
 	}
 }
 
@@ -143,7 +175,8 @@ func (c *collector) usage() *driver.Usage {
 // newTurn starts collecting the message of a new turn.
 func (c *collector) newTurn() {
 	c.mu.Lock()
-	c.message, c.lastID, c.broken, c.starts = c.message[:0], "", false, nil
+	clear(c.message)
+	c.message, c.endsNL, c.lastID, c.broken, c.starts = c.message[:0], true, "", false, nil
 	c.mu.Unlock()
 }
 
@@ -158,6 +191,57 @@ func (c *collector) result() Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.res
-	r.Message = string(c.message)
+	r.Message = strings.Join(c.message, "")
 	return r
+}
+
+// messageMarker stands for the message while the rest of a result is
+// encoded; as JSON it is "\u0000tai-message\u0000", which a message
+// encodes to only if it is that very text, and it is then written as is.
+const messageMarker = "\x00tai-message\x00"
+
+// WriteJSON writes the frame as encoding/json would, with the message
+// streamed into place rather than encoded in memory with the rest: a
+// 100 MiB message is not copied again on its way out.
+func (f ResultFrame) WriteJSON(w *bufio.Writer) error {
+	return writeWithMessage(w, &f, &f.Message, "")
+}
+
+// WriteIndented writes the result as `--output json` shows it: indented by
+// two spaces, the message streamed into place.
+func (r Result) WriteIndented(w *bufio.Writer) error {
+	if err := writeWithMessage(w, &r, &r.Message, "  "); err != nil {
+		return err
+	}
+	return w.WriteByte('\n')
+}
+
+// writeWithMessage encodes v (which holds *msg) with the message replaced
+// by a marker, then writes the encoding with the message escaped straight
+// into the marker's place.
+func writeWithMessage(w *bufio.Writer, v any, msg *string, indent string) error {
+	text := *msg
+	*msg = messageMarker
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	err := enc.Encode(v)
+	*msg = text
+	if err != nil {
+		return err
+	}
+	enc2, _ := json.Marshal(messageMarker)
+	before, after, ok := bytes.Cut(bytes.TrimSuffix(buf.Bytes(), []byte("\n")), enc2)
+	if !ok {
+		return errors.New("result: message marker not found")
+	}
+	if _, err := w.Write(before); err != nil {
+		return err
+	}
+	if err := jsonw.String(w, text); err != nil {
+		return err
+	}
+	_, err = w.Write(after)
+	return err
 }

@@ -1,7 +1,11 @@
 package runner
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/tai-dev/tai/driver"
 )
@@ -36,5 +40,39 @@ func TestCollectorMessage(t *testing.T) {
 				t.Fatalf("message %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// The result frame and the indented result stream their message, and are
+// byte for byte what encoding/json writes.
+func TestResultStreamsAsEncodingJSON(t *testing.T) {
+	for _, msg := range []string{"", "plain", "quote \" and \\ and\nnew line <&> \u2028 \xff", messageMarker + "x"} {
+		r := Result{Status: "ok", Agent: "a", Message: msg, Permissions: []driver.PermissionDecision{}}
+		f := ResultFrame{Type: "result", Seq: 7, Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC), Result: r}
+		for _, tc := range []struct {
+			write  func(w *bufio.Writer) error
+			v      any
+			indent string
+		}{{f.WriteJSON, f, ""}, {r.WriteIndented, r, "  "}} {
+			var want bytes.Buffer
+			enc := json.NewEncoder(&want)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", tc.indent)
+			if err := enc.Encode(tc.v); err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			w := bufio.NewWriter(&got)
+			if err := tc.write(w); err != nil {
+				t.Fatal(err)
+			}
+			_ = w.Flush()
+			if tc.indent == "" {
+				got.WriteByte('\n')
+			}
+			if got.String() != want.String() {
+				t.Errorf("got  %s\nwant %s", got.String(), want.String())
+			}
+		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/tai-dev/tai/host"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Options configure a run.
@@ -36,12 +37,16 @@ type Options struct {
 	NoClientFS      bool
 	IgnoresStdinEOF bool
 
-	Cwd        string
-	Prompt     []driver.Content
-	Mode       string
-	Model      string
-	Config     [][2]string // --set id=value, in order
-	ResumeID   string
+	Cwd      string
+	Prompt   []driver.Content
+	Mode     string
+	Model    string
+	Config   [][2]string // --set id=value, in order
+	ResumeID string
+	ForkID   string // --fork: a new session from a copy of this one
+	// AddDirs are workspace roots besides Cwd (--add-dir): the host
+	// services serve them too.
+	AddDirs    []string
 	AuthMethod string
 	MCPServers []driver.MCPServer
 	// Attach, if set, hands the session to the user's terminal instead of
@@ -53,8 +58,15 @@ type Options struct {
 	// Interrupts cancels the turn running when it fires (not the run:
 	// the next prompt from Turns still runs).
 	Interrupts <-chan struct{}
+	// Controls switch the session's mode or model between turns (an
+	// interactive session's /mode and /model); each is answered on its
+	// Reply.
+	Controls <-chan Control
 
-	Decider      driver.PermissionDecider
+	Decider driver.PermissionDecider
+	// Elicitor answers the agent's elicitations (nil: not offered). An
+	// error from it (elicit.ErrUnanswered) stops the run with exit 5.
+	Elicitor     driver.Elicitor
 	AllowDenials bool
 	// Protected are files no agent may write through tai besides tai's
 	// config and state directories (which are always): the policy file.
@@ -84,11 +96,22 @@ type Options struct {
 	Trace        func(dir string, line []byte)
 	StderrTo     io.Writer
 	MaxLineBytes int64
+	// MaxMessageBytes bounds the text of one message; the rest of a longer
+	// one is skipped and reported. Default 256 MiB.
+	MaxMessageBytes int64
 	// Cols and Rows size a terminal driver's screen (0: its default).
 	Cols, Rows int
 	Version    string
 	Clock      quartz.Clock
+	// Sandbox, if set, starts the agent and the commands tai serves it
+	// through tai's launcher (package sandbox), Cwd being a write root
+	// besides Sandbox.Write. nil starts them directly (a binary that is not
+	// tai cannot be the launcher).
+	Sandbox *sandbox.Config
 }
+
+// DefaultMaxMessageBytes is the default of Options.MaxMessageBytes.
+const DefaultMaxMessageBytes = 256 << 20
 
 // Run runs the session. ctx being cancelled means the user interrupted.
 // The Result is always filled in, also on error; its ExitCode is final.
@@ -107,17 +130,30 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	start := o.Clock.Now()
 	col := newCollector()
-	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col)}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	st := &stamper{clock: o.Clock, sinks: append(append([]driver.Sink{}, o.Sinks...), col), maxMessage: o.MaxMessageBytes}
 	r := &run{o: o, col: col, st: st}
+	sbErr := r.newSandbox()
+	defer r.sb.Close()
 	if o.Audit != nil {
 		r.audit = &auditSink{log: o.Audit, task: o.AuditTask}
 		st.sinks = append(st.sinks, r.audit)
-		r.audit.append(audit.KindRunStart, "", map[string]any{
+		start := map[string]any{
 			"run": o.RunID, "agent": o.Agent, "argv": o.Argv, "driver": o.Driver, "cwd": o.Cwd,
 			"version": o.Version, "settings": o.RunInfo,
-		})
+		}
+		if col.res.Sandbox != nil {
+			start["sandbox"] = col.res.Sandbox
+		}
+		r.audit.append(audit.KindRunStart, "", start)
 	}
-	err := r.run(ctx)
+	err := sbErr
+	if err == nil {
+		err = r.run(ctx)
+	}
+	r.sandboxStatus()
 	res := r.finish(err)
 	res.DurationMS = o.Clock.Since(start).Milliseconds()
 	res.RunID = o.RunID
@@ -154,6 +190,7 @@ type run struct {
 	st    *stamper
 	audit *auditSink
 	modes *modeGuard
+	sb    *sandbox.Sandbox // nil: processes start directly
 
 	mu         sync.Mutex
 	promptFail error // the policy could not ask and was told to fail
@@ -278,21 +315,22 @@ func (r *run) run(ctx context.Context) error {
 	}
 	// Every file and terminal call the agent makes is decided too: by the
 	// grants of what it asked for, else as a request of its own.
-	hostOpts := host.Options{Roots: []string{cwd}, Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
+	hostOpts := host.Options{Roots: append([]string{cwd}, o.AddDirs...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
 		Protected: r.protected(), Recorded: dec.recorded}
 	svc, err := host.New(hostOpts)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
 	defer svc.Close()
+	svc.UseSandbox(r.sb)
 
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
-		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc},
-		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID,
+		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail)},
+		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, ForkID: o.ForkID, AddDirs: o.AddDirs,
 		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
-		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows,
+		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,
 	})
 	if err != nil {
 		return r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err))
@@ -317,7 +355,7 @@ func (r *run) run(ctx context.Context) error {
 		return r.attach(runCtx, sess)
 	}
 	if len(o.Prompt) > 0 {
-		if err := r.turn(runCtx, sess, o.Prompt); err != nil {
+		if err := r.turn(runCtx, sess, o.Prompt, o.Turns == nil); err != nil {
 			return err
 		}
 	}
@@ -327,10 +365,12 @@ func (r *run) run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if err := r.turn(runCtx, sess, p); err != nil {
+			if err := r.turn(runCtx, sess, p, false); err != nil {
 				return err
 			}
 		case <-o.Interrupts: // nothing running: nothing to interrupt
+		case c := <-o.Controls:
+			c.Reply <- r.control(runCtx, sess, c)
 		case <-sess.Exited():
 			return fmt.Errorf("%s exited between turns", o.Agent)
 		case <-runCtx.Done():
@@ -447,17 +487,47 @@ func (r *run) configure(ctx context.Context, sess Session) error {
 	return nil
 }
 
+// Control is a mode or model switch asked between turns.
+type Control struct {
+	Mode, Model string
+	Reply       chan<- error // buffered: the runner never waits on it
+}
+
+// control applies a Control; a bad mode or model is the answer, not the
+// end of the run.
+func (r *run) control(ctx context.Context, sess Session, c Control) error {
+	if c.Mode != "" {
+		if err := checkMode(c.Mode, r.col.availableModes()); err != nil {
+			return err
+		}
+		if r.modes != nil {
+			r.modes.expect(sess.ID(), c.Mode)
+		}
+		if err := sess.SetMode(ctx, c.Mode); err != nil {
+			return err
+		}
+	}
+	if c.Model != "" {
+		if err := sess.SetModel(ctx, c.Model); err != nil {
+			return fmt.Errorf("model %s: %w", c.Model, err)
+		}
+	}
+	return nil
+}
+
 type turnOutcome struct {
 	res driver.TurnResult
 	err error
 }
 
-func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content) error {
+// turn runs one prompt; last says no prompt follows it in this run.
+func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, last bool) error {
 	r.col.newTurn()
 	// The turn's end is delivered when the turn closes here, after the late
 	// window, however the turn ends.
 	r.st.holdTurnEnd()
 	defer r.st.releaseTurnEnd()
+	r.st.newTurn()
 	if r.audit != nil {
 		r.audit.append(audit.KindPrompt, sess.ID(), promptText(prompt))
 	}
@@ -486,35 +556,60 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content) e
 	if out.err != nil {
 		return out.err
 	}
-	r.lateWindow(sess)
+	r.lateWindow(ctx, sess, last)
 	return nil
 }
 
 // stopTurn cancels the running turn (pending permissions are answered
 // cancelled) and waits for it to end; an agent that ignores the cancel is
-// killed after CancelGrace (killed).
+// killed CancelGrace after the cancel (killed): the grace counts from the
+// cancel, sending it included, and the kill skips the drivers' own
+// graceful steps.
 func (r *run) stopTurn(sess Session, done <-chan turnOutcome) (out turnOutcome, killed bool) {
-	cctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	if err := sess.Cancel(cctx); err != nil {
-		r.o.Logger.Debug("cancel failed", "err", err)
-	}
-	cancel()
 	t := r.o.Clock.NewTimer(r.o.CancelGrace, "runner", "cancel-grace")
 	defer t.Stop()
+	cctx, cancel := context.WithCancel(context.Background())
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		if err := sess.Cancel(cctx); err != nil {
+			r.o.Logger.Debug("cancel failed", "err", err)
+		}
+	}()
+	defer func() {
+		cancel()
+		<-sent
+	}()
 	select {
 	case out = <-done:
 		return out, false
 	case <-t.C:
 		r.o.Logger.Warn("agent did not stop after the cancel; killing it", "grace", r.o.CancelGrace)
-		_ = sess.Close(context.Background())
+		cancel()
+		// A done context: Close kills at once.
+		_ = sess.Close(cctx)
 		return <-done, true
 	}
 }
 
+// finisher is a session that can be told no prompt is coming, so that its
+// agent ends its output (Drained) once it has said all it will.
+type finisher interface {
+	Finish(ctx context.Context)
+	Drained() <-chan struct{}
+}
+
 // lateWindow keeps the session open briefly after the turn: some agents
 // send their last updates after the prompt response, and they belong to
-// this turn.
-func (r *run) lateWindow(sess Session) {
+// this turn. After the last turn an agent that can be finished is: the
+// window ends as soon as it has closed its stdout or exited, and lasts
+// only while it is alive and still sending.
+func (r *run) lateWindow(ctx context.Context, sess Session, last bool) {
+	var drained <-chan struct{}
+	if f, ok := sess.(finisher); ok && last {
+		f.Finish(ctx)
+		drained = f.Drained()
+	}
 	deadline := r.o.Clock.Now().Add(4 * r.o.LateWindow)
 	for {
 		quiet := r.o.Clock.Since(r.st.lastEvent())
@@ -524,11 +619,37 @@ func (r *run) lateWindow(sess Session) {
 		t := r.o.Clock.NewTimer(r.o.LateWindow-quiet, "runner", "late")
 		select {
 		case <-t.C:
+		case <-drained:
+			t.Stop()
+			return
 		case <-sess.Exited():
 			t.Stop()
 			return
 		}
 	}
+}
+
+// elicitor wraps Options.Elicitor so that an elicitation nobody could
+// answer under --non-interactive fail stops the run, as an ask does.
+func (r *run) elicitor(onFail func(error)) driver.Elicitor {
+	if r.o.Elicitor == nil {
+		return nil
+	}
+	return elicitGuard{inner: r.o.Elicitor, onFail: onFail}
+}
+
+type elicitGuard struct {
+	inner  driver.Elicitor
+	onFail func(error)
+}
+
+func (g elicitGuard) Elicit(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	ans, err := g.inner.Elicit(ctx, req)
+	if err != nil {
+		g.onFail(err)
+		ans.Action = driver.ElicitCancel
+	}
+	return ans, nil
 }
 
 // finish turns how the run ended into the Result's status and exit code.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,7 +28,14 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			os.Exit(2)
 		}
+		if os.Getenv("TAI_RUNNER_STUBBORN") != "" {
+			// Deaf to stdin EOF, SIGTERM and SIGHUP: only a kill ends it.
+			signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+		}
 		_ = builtin.Serve(context.Background(), os.Stdin, os.Stdout, builtin.Options{Script: s})
+		if os.Getenv("TAI_RUNNER_STUBBORN") != "" {
+			select {}
+		}
 		os.Exit(0)
 	}
 	goleak.VerifyTestMain(m)
@@ -87,6 +96,70 @@ func TestTimeoutThenGraceThenKill(t *testing.T) {
 	if o.res.ExitCode != int(exitcode.Timeout) || o.res.Status != "timeout" {
 		t.Fatalf("result %+v err %v", o.res, o.err)
 	}
+}
+
+// --cancel-grace is the time from the cancel to the kill: an agent deaf to
+// the cancel, to stdin EOF and to SIGTERM is killed once the grace has run
+// out on the injected clock, with no further wait of the driver's own.
+func TestCancelGraceIsTheTimeToTheKill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang guard only
+	defer cancel()
+	clk := quartz.NewMock(t)
+	timeoutTrap := clk.Trap().AfterFunc("runner", "timeout")
+	defer timeoutTrap.Close()
+	graceTrap := clk.Trap().NewTimer("runner", "cancel-grace")
+	defer graceTrap.Close()
+	// The drivers' graceful steps must not run after the grace: any of
+	// their timers would hold the kill until the clock moved again.
+	stopTrap := clk.Trap().NewTimer("agentproc", "stop")
+	defer stopTrap.Close()
+
+	argv, env := agent(t, "steps:\n  - text: working\n  - hang: true\n")
+	env = append(env, "TAI_RUNNER_STUBBORN=1")
+	working := make(chan struct{})
+	var seen bool
+	sink := sinkFunc(func(ev driver.Event) {
+		if ev.Type == driver.EventMessage && !seen {
+			seen = true
+			close(working)
+		}
+	})
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := Run(context.Background(), Options{
+			Agent: "stubborn", Argv: argv, Env: env, Cwd: t.TempDir(),
+			Prompt:  []driver.Content{driver.TextContent("go")},
+			Decider: policy.New(policy.ApproveAll, policy.NonInteractiveDeny, nil),
+			Timeout: time.Second, CancelGrace: 3 * time.Second, Clock: clk, Sinks: []driver.Sink{sink},
+		})
+		done <- res
+	}()
+	timeoutTrap.MustWait(ctx).MustRelease(ctx)
+	<-working
+	clk.Advance(time.Second).MustWait(ctx)
+	graceTrap.MustWait(ctx).MustRelease(ctx)
+	clk.Advance(3 * time.Second).MustWait(ctx)
+	select {
+	case res := <-done:
+		if res.ExitCode != int(exitcode.Timeout) {
+			t.Fatalf("result %+v", res)
+		}
+	case c := <-stopTrapCalls(ctx, stopTrap):
+		c.MustRelease(ctx)
+		t.Fatal("after the grace, the kill waited on a driver's grace timer")
+	case <-ctx.Done():
+		t.Fatal("the agent was not killed when the grace ran out")
+	}
+}
+
+func stopTrapCalls(ctx context.Context, trap *quartz.Trap) <-chan *quartz.Call {
+	ch := make(chan *quartz.Call, 1)
+	go func() {
+		if c, err := trap.Wait(ctx); err == nil {
+			ch <- c
+		}
+	}()
+	return ch
 }
 
 // Ctrl-C (the parent context) with an agent that honours session/cancel:
@@ -204,5 +277,31 @@ func TestCheckMode(t *testing.T) {
 		if tc.bad && (exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "plan, default")) {
 			t.Errorf("%s: %v (exit %d)", tc.mode, err, exitcode.Of(err))
 		}
+	}
+}
+
+// After the last turn the late-update window ends when the agent has closed
+// its stdout, not when a quiet period has passed: the mock clock never
+// moves here, so a window waiting for quiet would never end. The updates
+// the agent sends right after the prompt response are still in the result.
+func TestLateWindowEndsWhenAgentIsDone(t *testing.T) {
+	argv, env := agent(t, "steps:\n  - text: \"main text\"\n  - late_updates: 3\n")
+	done := make(chan Result, 1)
+	go func() {
+		res, _ := Run(context.Background(), Options{
+			Agent: "late", Argv: argv, Env: env, Cwd: t.TempDir(),
+			Prompt:     []driver.Content{driver.TextContent("go")},
+			Decider:    policy.New(policy.ApproveAll, policy.NonInteractiveDeny, nil),
+			LateWindow: time.Hour, Clock: quartz.NewMock(t),
+		})
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.ExitCode != 0 || res.Message != "main text\n\nlate update 1/3 late update 2/3 late update 3/3 " {
+			t.Fatalf("exit %d message %q", res.ExitCode, res.Message)
+		}
+	case <-time.After(2 * time.Minute): // a hang guard, not a timing assertion
+		t.Fatal("the late window waited for a quiet period the clock never gives")
 	}
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -25,12 +26,61 @@ type stamper struct {
 
 	holding bool
 	held    []driver.Event // turn.ended events waiting for the turn to close
+	// maxMessage bounds one message's text (0: no bound); sizes counts
+	// this turn's messages by role and id.
+	maxMessage int64
+	sizes      map[messageKey]int64
+}
+
+type messageKey struct {
+	role driver.Role
+	id   string
+}
+
+// newTurn starts counting the messages of a new turn.
+func (s *stamper) newTurn() {
+	s.mu.Lock()
+	s.sizes = nil
+	s.mu.Unlock()
+}
+
+// capMessage passes a chunk that keeps its message within maxMessage; the
+// first one past it becomes an error event, like an oversize line, and the
+// rest of that message is skipped.
+func (s *stamper) capMessage(ev driver.Event) (driver.Event, bool) {
+	if s.maxMessage <= 0 || ev.Type != driver.EventMessage || ev.Message == nil {
+		return ev, true
+	}
+	m := ev.Message
+	k := messageKey{m.Role, m.MessageID}
+	if s.sizes == nil {
+		s.sizes = map[messageKey]int64{}
+	}
+	had := s.sizes[k]
+	if had < 0 {
+		return ev, false // already over
+	}
+	n := had + int64(len(m.Text)+len(m.Content))
+	if m.Replace {
+		n = int64(len(m.Text) + len(m.Content))
+	}
+	if n <= s.maxMessage {
+		s.sizes[k] = n
+		return ev, true
+	}
+	s.sizes[k] = -1
+	return driver.Event{Type: driver.EventError, Session: ev.Session, Error: &driver.ErrorInfo{Code: "oversize_message",
+		Message: fmt.Sprintf("skipped the rest of a %s message over the %d-byte limit (--max-message-bytes)", m.Role, s.maxMessage)}}, true
 }
 
 func (s *stamper) Emit(ev driver.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.last = s.clock.Now().UTC()
+	ev, ok := s.capMessage(ev)
+	if !ok {
+		return
+	}
 	if s.holding && ev.Type == driver.EventTurnEnded {
 		s.held = append(s.held, ev)
 		return

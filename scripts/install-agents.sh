@@ -8,7 +8,10 @@
 #   eval "$(scripts/install-agents.sh | sed 's/^/export /')"
 #
 # Agents: node22 qwen gemini codex codex-cli opencode claude copilot (codex
-# is codex-acp; codex-cli is the codex CLI, for `codex exec --json`). Progress goes to
+# is codex-acp; codex-cli is the codex CLI, for `codex exec --json`), and
+# older TUI releases qwen-old gemini-old (155 MB together), and, only when
+# named, opencode-old (360 MB: its e2e test skips without it; its recordings
+# in driver/pty/testdata run always). Progress goes to
 # stderr; stdout is only KEY=VALUE lines the tests read:
 #   TAI_AGENTS_DIR   the cache directory
 #   TAI_NODE22_BIN   the bin directory of Node 22 (put first in PATH for qwen)
@@ -42,6 +45,11 @@ PINS=(
   "copilot|1.0.102|@github/copilot@1.0.102|node_modules/@github/copilot-linux-x64/copilot"
   # The codex CLI itself (codex exec --json), the native binary, apart from codex-acp.
   "codex-cli|0.171.0|@openai/codex@0.171.0|node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+  # Older TUI releases, for e2e/pty's replies on versions the PTY profiles
+  # were not tuned to (TestRealOlder*).
+  "qwen-old|0.15.10|@qwen-code/qwen-code@0.15.10|node_modules/.bin/qwen"
+  "gemini-old|0.52.0|@google/gemini-cli@0.52.0|node_modules/.bin/gemini"
+  "opencode-old|1.17.19|opencode-ai@1.17.19|node_modules/opencode-linux-x64/bin/opencode"
 )
 
 pin() { # pin NAME -> sets P_VERSION P_SPEC P_EXE P_DIR
@@ -53,7 +61,7 @@ pin() { # pin NAME -> sets P_VERSION P_SPEC P_EXE P_DIR
       return 0
     fi
   done
-  echo "install-agents: unknown agent $1 (known: node22 qwen gemini codex codex-cli opencode claude copilot)" >&2
+  echo "install-agents: unknown agent $1 (known: node22 qwen gemini codex codex-cli opencode claude copilot qwen-old gemini-old opencode-old)" >&2
   return 1
 }
 
@@ -84,11 +92,11 @@ install_one() { # install_one NAME [PATH prefix]
 }
 
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(node22 qwen gemini codex codex-cli opencode claude copilot)
+[ ${#want[@]} -gt 0 ] || want=(node22 qwen gemini codex codex-cli opencode claude copilot qwen-old gemini-old)
 for a in "${want[@]}"; do pin "$a" >/dev/null; done
 # qwen 0.24 runs (and must be installed: npm checks engines) on Node 22.
 for a in "${want[@]}"; do
-  if [ "$a" = qwen ] && [[ " ${want[*]} " != *" node22 "* ]]; then want=(node22 "${want[@]}"); fi
+  if [[ "$a" = qwen || "$a" = qwen-old ]] && [[ " ${want[*]} " != *" node22 "* ]]; then want=(node22 "${want[@]}"); fi
 done
 
 start=$SECONDS
@@ -104,7 +112,7 @@ if [ ${#todo[@]} -gt 0 ]; then
   for a in "${todo[@]}"; do
     [ "$a" = node22 ] && continue
     prefix=""
-    [ "$a" = qwen ] && prefix="$NODE22_BIN"
+    [[ "$a" = qwen || "$a" = qwen-old ]] && prefix="$NODE22_BIN"
     install_one "$a" "$prefix" &
     running=$((running + 1))
     if [ "$running" -ge "$JOBS" ]; then

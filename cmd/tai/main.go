@@ -15,9 +15,14 @@ import (
 	"github.com/tai-dev/tai/app"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 func main() {
+	if sandbox.Launching() {
+		// tai re-executed as the launcher of an agent: no flags, no cobra.
+		os.Exit(sandbox.Main())
+	}
 	os.Exit(run())
 }
 
@@ -111,12 +116,13 @@ func newRoot(std app.IO) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return code(app.Report(std.Err, exitcode.With(exitcode.Usage, err)))
 	})
-	root.AddCommand(newRun(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
+	root.AddCommand(newRun(std, g, false), newRun(std, g, true), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
 	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std))
 	return root
 }
 
-func newRun(std app.IO, g *globals) *cobra.Command {
+// newRun is `tai run`, or with chat `tai chat`: the same flags.
+func newRun(std app.IO, g *globals, chat bool) *cobra.Command {
 	var f app.RunFlags
 	c := &cobra.Command{
 		Use:   "run [flags] PROMPT...",
@@ -130,8 +136,19 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 			f.AgentCmdSet = cmd.Flags().Changed("agent-cmd")
 			f.Changed = cmd.Flags().Changed
 			f.Verbose = g.verbose
+			if chat {
+				return code(app.Chat(cmd.Context(), f, args, std))
+			}
 			return code(app.Run(cmd.Context(), f, args, std))
 		},
+	}
+	if chat {
+		c.Use, c.Short = "chat [flags] [FIRST PROMPT...]", "An interactive session: one turn per line, with history and Tab completion"
+		c.Long = "An interactive, multi-turn session with an agent (also `tai run` with no prompt on a terminal). On a\n" +
+			"terminal: a line editor with history (Up/Down), Tab completion of the agent's slash commands (with\n" +
+			"their input hints) and of /mode and /model; Ctrl-C cancels the running turn, not the session; Ctrl-D\n" +
+			"or /quit ends it. From a pipe: one prompt per line. Every turn is in one audit log and session record."
+		c.Example = "  tai chat\n  tai chat --agent qwen --approve ask\n  printf 'first\\nsecond\\n' | tai chat --agent codex"
 	}
 	fl := c.Flags()
 	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
@@ -150,9 +167,11 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	fl.StringVar(&f.Model, "model", "", "select this model (the agent's config option of category model)")
 	fl.StringArrayVar(&f.Set, "set", nil, "set a config option, id=value (repeatable)")
 	fl.StringVar(&f.Resume, "resume", "", "resume (or load) this session id instead of starting a new one")
+	fl.StringVar(&f.Fork, "fork", "", "start a new session from a copy of this one (ACP session/fork)")
 	fl.StringVar(&f.PTYSize, "pty-size", "", "the pty driver's screen, COLSxROWS (default 200x100: tall, so replies stay on screen)")
 	fl.StringVar(&f.InputFormat, "input-format", "text", "text (the prompt is the arguments) | stream-json (user messages and control requests on stdin; needs -o stream-json)")
 	fl.BoolVarP(&f.Continue, "continue", "c", false, "resume the last resumable session of this agent and driver in this workspace")
+	fl.StringArrayVar(&f.AddDir, "add-dir", nil, "another workspace root besides --cwd: the agent is told (additionalDirectories) and tai serves it (repeatable)")
 	fl.StringVar(&f.Auth, "auth", "", "authenticate with this method if the agent needs it")
 	fl.StringArrayVar(&f.MCP, "mcp", nil, "MCP server for the agent: JSON object or array, or @file (repeatable)")
 	fl.StringArrayVarP(&f.Files, "file", "f", nil, "attach a file to the prompt (repeatable)")
@@ -162,9 +181,12 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	fl.StringVarP(&f.Output, "output", "o", "text", "output: text | json | stream-json")
 	fl.StringVar(&f.Trace, "trace", "", "write the raw wire transcript (secrets redacted) to this file")
 	fl.Int64Var(&f.MaxLineBytes, "max-line-bytes", 256<<20, "largest protocol line accepted; longer ones are skipped")
+	fl.Int64Var(&f.MaxMessageBytes, "max-message-bytes", 256<<20, "largest message text kept, over all its chunks; the rest is skipped and reported")
 	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
 	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
+	fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine the agent with Landlock: auto (where the kernel can) | on (fail where it cannot) | off")
+	fl.StringSliceVar(&f.NetAllow, "net-allow", nil, "turn the sandbox's network rule on: TCP only to these HOST:PORT (the port is what Landlock checks) and the model endpoint (repeatable, comma lists)")
 	fl.StringArrayVar(&f.Redact, "redact", nil, "also redact matches of this regexp in the audit log and trace; a (?P<secret>...) group limits it (repeatable)")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
@@ -176,6 +198,7 @@ func newRun(std app.IO, g *globals) *cobra.Command {
 	})
 	_ = c.RegisterFlagCompletionFunc("policy", tomlFiles)
 	_ = c.RegisterFlagCompletionFunc("approve", cobra.FixedCompletions([]string{"all", "reads", "ask", "deny", "yolo"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "stream-json"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
@@ -198,16 +221,18 @@ func newAgent(std app.IO) *cobra.Command {
 	parent := &cobra.Command{Use: "agent", Short: "Run an agent that tai itself provides"}
 	var script string
 	var printScript bool
+	var pageSize int
 	b := &cobra.Command{
 		Use:   "builtin",
 		Short: "Run tai's built-in ACP agent on stdin/stdout (no model needed)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return code(app.BuiltinAgent(cmd.Context(), script, printScript, std))
+			return code(app.BuiltinAgent(cmd.Context(), script, printScript, pageSize, std))
 		},
 	}
 	b.Flags().StringVar(&script, "script", "", "play this script (YAML or JSON) instead of the default")
 	b.Flags().BoolVar(&printScript, "print-script", false, "print the default script and exit")
+	b.Flags().IntVar(&pageSize, "page-size", 0, "sessions per session/list page (default 20)")
 	parent.AddCommand(b)
 	return parent
 }
@@ -289,6 +314,7 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout)")
 		fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
 		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
+		fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine each task's agent with Landlock: auto (where the kernel has it) | on (fail without it) | off")
 	}
 	run := &cobra.Command{
 		Use:   "run [flags] PLAN.yaml",
@@ -388,27 +414,47 @@ func newWorktree(std app.IO) *cobra.Command {
 
 func newSessions(std app.IO) *cobra.Command {
 	var f app.SessionsFlags
+	var recorded bool
 	var o outputFlag
 	c := &cobra.Command{
 		Use:   "sessions",
 		Short: "List the agent sessions tai ran in a workspace, newest first",
 		Long: "List the agent sessions tai ran in a workspace, newest first. `tai run --continue` resumes the\n" +
-			"newest resumable one of its agent and driver; `tai run --resume ID` any listed one.",
+			"newest resumable one of its agent and driver; `tai run --resume ID` any listed one.\n" +
+			"With --agent (an ACP agent), the agent is asked too (session/list, every page): its own sessions in the\n" +
+			"workspace (--all: everywhere) are shown next to tai's records. `tai sessions rm ID --agent NAME` deletes one.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.JSON = o.asJSON()
+			f.Ask = (f.Agent != "" || f.AgentCmd != "") && !recorded
 			return code(app.Sessions(cmd.Context(), f, std))
 		},
 	}
 	fl := c.Flags()
 	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
-	fl.StringVarP(&f.Agent, "agent", "a", "", "only this agent's sessions")
+	fl.StringVarP(&f.Agent, "agent", "a", "", "this agent's sessions: tai's records and the agent's own list (session/list)")
+	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "ask this ACP agent command for its sessions")
+	fl.BoolVar(&f.All, "all", false, "with --agent: the agent's sessions in every directory, not only the workspace")
+	fl.BoolVar(&recorded, "recorded", false, "with --agent: only tai's records; do not start the agent")
 	fl.IntVarP(&f.Limit, "limit", "n", 0, "at most this many (0: all)")
 	o.add(c)
 	fl.BoolVarP(&f.IDOnly, "quiet", "q", false, "print only the session ids")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
 	})
+	var rf app.SessionsFlags
+	rm := &cobra.Command{
+		Use:   "rm ID",
+		Short: "Delete one of the agent's own sessions (ACP session/delete)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.SessionsRm(cmd.Context(), rf, args[0], std))
+		},
+	}
+	rm.Flags().StringVarP(&rf.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
+	rm.Flags().StringVarP(&rf.Agent, "agent", "a", "builtin", "the agent whose session it is")
+	rm.Flags().StringVar(&rf.AgentCmd, "agent-cmd", "", "the ACP agent command whose session it is")
+	c.AddCommand(rm)
 	return c
 }
 

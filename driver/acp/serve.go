@@ -1,13 +1,16 @@
 package acp
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/jsonw"
 	"github.com/tai-dev/tai/jsonrpc"
 	schema "github.com/tai-dev/tai/protocol/acp"
 )
@@ -19,6 +22,8 @@ func (h handler) HandleNotification(ctx context.Context, method string, params j
 	switch method {
 	case schema.MethodSessionUpdate:
 		h.s.onUpdate(params)
+	case schema.MethodElicitationComplete:
+		h.s.elicitComplete(params)
 	default:
 		// Unknown notifications (extensions such as qwen's
 		// qwen/notify/...) must be ignored.
@@ -31,6 +36,11 @@ func (h handler) HandleRequest(ctx context.Context, method string, params json.R
 	switch method {
 	case schema.MethodSessionRequestPermission:
 		return s.requestPermission(ctx, params)
+	case schema.MethodElicitationCreate:
+		if s.cfg.Host.Elicitor == nil {
+			break
+		}
+		return s.elicit(ctx, params)
 	case schema.MethodFsReadTextFile:
 		if !s.fsOffered {
 			break
@@ -39,11 +49,19 @@ func (h handler) HandleRequest(ctx context.Context, method string, params json.R
 		if err := decode(params, &r); err != nil {
 			return nil, err
 		}
+		// A file's text is held from the read until the reply is written:
+		// only so many at once, however many the agent pipelines.
+		select {
+		case s.reads <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 		content, err := s.cfg.Host.Files.ReadTextFile(ctx, r.Path, deref(r.Line), deref(r.Limit))
 		if err != nil {
+			<-s.reads
 			return nil, s.hostError(method, r.Path, err)
 		}
-		return schema.ReadTextFileResponse{Content: content}, nil
+		return &readReply{content: content, done: func() { <-s.reads }}, nil
 	case schema.MethodFsWriteTextFile:
 		if !s.fsOffered {
 			break
@@ -134,7 +152,7 @@ func (h handler) HandleRequest(ctx context.Context, method string, params json.R
 		}
 		return schema.ReleaseTerminalResponse{}, nil
 	}
-	// Includes fs/terminal when not offered, elicitation (not offered yet)
+	// Includes fs/terminal and elicitation when not offered,
 	// and extension requests such as qwen's craft/drainMidTurnQueue.
 	return nil, jsonrpc.ErrMethodNotFound(method)
 }
@@ -206,3 +224,24 @@ func (s *Session) requestPermission(ctx context.Context, params json.RawMessage)
 	}
 	return schema.SelectPermission(d.OptionID), nil
 }
+
+// maxReads bounds the file texts held for replies at once.
+const maxReads = 2
+
+// readReply is fs/read_text_file's result, written straight to the agent's
+// stdin: the text is not encoded in memory a second time.
+type readReply struct {
+	content string
+	done    func()
+	once    sync.Once
+}
+
+func (r *readReply) WriteJSON(w *bufio.Writer) error {
+	_, _ = w.WriteString(`{"content":`)
+	if err := jsonw.String(w, r.content); err != nil {
+		return err
+	}
+	return w.WriteByte('}')
+}
+
+func (r *readReply) Release() { r.once.Do(r.done) }

@@ -24,6 +24,7 @@ import (
 	"github.com/tai-dev/tai/internal/agentproc"
 	"github.com/tai-dev/tai/jsonrpc"
 	schema "github.com/tai-dev/tai/protocol/acp"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Name is this driver's name in presets and the capability manifest.
@@ -40,6 +41,11 @@ type Config struct {
 	MCPServers []driver.MCPServer
 	AuthMethod string // --auth: the method to authenticate with, if the agent needs it
 	ResumeID   string // resume (or load) this session instead of creating one
+	ForkID     string // fork this session (session/fork) instead of creating one
+	// NoSession stops the handshake after initialize (and authenticate):
+	// the connection then serves session/list and session/delete.
+	NoSession bool
+	AddDirs   []string // more workspace roots, sent where the agent takes them
 
 	// NoClientFS withholds fs/* from the agent even though the host has it.
 	NoClientFS bool
@@ -58,6 +64,8 @@ type Config struct {
 	// StderrTo, if set, gets a live copy of the agent's stderr.
 	StderrTo io.Writer
 	Clock    quartz.Clock
+	// Sandbox starts the agent through tai's launcher; nil: directly.
+	Sandbox *sandbox.Sandbox
 }
 
 // Session is a live ACP session with one agent process.
@@ -66,12 +74,14 @@ type Session struct {
 	log    *slog.Logger
 	clock  quartz.Clock
 	cmd    *exec.Cmd
+	launch *sandbox.Proc // nil without the launcher
 	stdin  io.Closer
 	conn   *jsonrpc.Conn
 	stderr *agentproc.Tail
 
 	exited  chan struct{}
 	exitErr *driver.AgentExitError
+	reads   chan struct{} // fs/read_text_file replies being held, at most maxReads
 
 	init        schema.InitializeResponse
 	caps        driver.Capabilities
@@ -88,6 +98,7 @@ type Session struct {
 	buffered  []schema.SessionNotification
 	dropped   int
 	tools     map[string]*driver.ToolCall
+	toolsMax  int // len(tools) that triggers a sweep of finished calls
 	config    []driver.ConfigOption
 	mode      string
 
@@ -96,6 +107,7 @@ type Session struct {
 	closing  atomic.Bool
 	closeMu  sync.Mutex
 	closed   bool
+	finished bool // Finish ran: session/close sent, stdin closed
 	closeErr error
 }
 
@@ -132,6 +144,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	s := &Session{
 		cfg: cfg, log: cfg.Logger.With("agent", cfg.Agent), clock: cfg.Clock,
 		stderr: &agentproc.Tail{Max: 64 << 10}, exited: make(chan struct{}), tools: map[string]*driver.ToolCall{},
+		reads: make(chan struct{}, maxReads),
 	}
 	if cfg.StderrTo != nil {
 		w := cfg.StderrTo
@@ -173,12 +186,21 @@ func (s *Session) spawn() error {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, s.stderr
 	cmd.WaitDelay = s.cfg.StopGrace
-	if err := cmd.Start(); err != nil {
+	launch, err := s.cfg.Sandbox.Wrap(cmd)
+	if err == nil {
+		err = launch.Started(cmd.Start())
+	}
+	if err != nil {
 		for _, f := range []*os.File{outR, outW, inR, inW} {
 			f.Close()
 		}
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+			launch.Release()
+		}
 		return fmt.Errorf("starting agent %s: %w", s.cfg.Argv[0], err)
 	}
+	s.launch = launch
 	outW.Close()
 	inR.Close()
 	s.cmd, s.stdin = cmd, inW
@@ -197,6 +219,7 @@ func (s *Session) spawn() error {
 // fails at once with its exit status and stderr, instead of hanging.
 func (s *Session) wait() {
 	err := s.cmd.Wait()
+	s.launch.Release()
 	var ee *exec.ExitError
 	errors.As(err, &ee)
 	code, sig := agentproc.ExitInfo(ee, err)
@@ -291,6 +314,9 @@ func (s *Session) handshake(ctx context.Context) error {
 		},
 		ClientInfo: &schema.Implementation{Name: "tai", Title: "tai", Version: s.cfg.ClientVersion},
 	}
+	if s.cfg.Host.Elicitor != nil {
+		req.ClientCapabilities.Elicitation = schema.ElicitationCapabilities{Form: &schema.EmptyObject{}, Url: &schema.EmptyObject{}}
+	}
 	if err := s.call(ctx, schema.MethodInitialize, req, &s.init); err != nil {
 		return fmt.Errorf("initialize: %w", err)
 	}
@@ -303,15 +329,21 @@ func (s *Session) handshake(ctx context.Context) error {
 		ResumeSession: ac.SessionCapabilities.Resume != nil,
 		ListSessions:  ac.SessionCapabilities.List != nil,
 		CloseSession:  ac.SessionCapabilities.Close != nil,
+		DeleteSession: ac.SessionCapabilities.Delete != nil,
+		ForkSession:   ac.SessionCapabilities.Fork != nil,
 		Images:        ac.PromptCapabilities.Image,
 		Audio:         ac.PromptCapabilities.Audio,
 		EmbeddedFiles: ac.PromptCapabilities.EmbeddedContext,
 		MCPHTTP:       ac.McpCapabilities.Http,
+		AddDirs:       ac.SessionCapabilities.AdditionalDirectories != nil,
 	}
 	if s.cfg.AuthMethod != "" {
 		if err := s.authenticate(ctx); err != nil {
 			return err
 		}
+	}
+	if s.cfg.NoSession {
+		return nil
 	}
 	return s.openSession(ctx)
 }
@@ -373,6 +405,18 @@ func (s *Session) mcpServers() schema.McpServerList {
 	return list
 }
 
+// addDirs are the extra roots, for an agent that takes them (the host
+// serves them whether or not it does).
+func (s *Session) addDirs() []string {
+	if !s.caps.AddDirs {
+		if len(s.cfg.AddDirs) > 0 {
+			s.log.Warn("the agent does not take additionalDirectories; tai's file and terminal services still serve them", "dirs", s.cfg.AddDirs)
+		}
+		return nil
+	}
+	return s.cfg.AddDirs
+}
+
 func (s *Session) openSession(ctx context.Context) error {
 	var modes *schema.SessionModeState
 	var config schema.ConfigOptionList
@@ -388,7 +432,7 @@ func (s *Session) openSession(ctx context.Context) error {
 	switch {
 	case s.cfg.ResumeID != "" && s.caps.ResumeSession:
 		var r schema.ResumeSessionResponse
-		if err := s.call(ctx, schema.MethodSessionResume, schema.ResumeSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers()}, &r); err != nil {
+		if err := s.call(ctx, schema.MethodSessionResume, schema.ResumeSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}, &r); err != nil {
 			return sessionError("session/resume", s.cfg.ResumeID, err, s.authMethods())
 		}
 		modes, config, resumed = r.Modes, r.ConfigOptions, true
@@ -399,7 +443,7 @@ func (s *Session) openSession(ctx context.Context) error {
 		s.replaying = true
 		s.applyMu.Unlock()
 		var r schema.LoadSessionResponse
-		err := s.call(ctx, schema.MethodSessionLoad, schema.LoadSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers()}, &r)
+		err := s.call(ctx, schema.MethodSessionLoad, schema.LoadSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}, &r)
 		s.applyMu.Lock()
 		s.replaying = false
 		s.applyMu.Unlock()
@@ -409,9 +453,24 @@ func (s *Session) openSession(ctx context.Context) error {
 		modes, config, resumed = r.Modes, r.ConfigOptions, true
 	case s.cfg.ResumeID != "":
 		return fmt.Errorf("--resume: %w: the agent can neither resume nor load sessions", driver.ErrUnsupported)
+	case s.cfg.ForkID != "" && !s.caps.ForkSession:
+		return fmt.Errorf("--fork: %w: the agent does not offer session/fork", driver.ErrUnsupported)
+	case s.cfg.ForkID != "":
+		var r schema.ForkSessionResponse
+		req := schema.ForkSessionRequest{SessionId: s.cfg.ForkID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}
+		if err := s.call(ctx, schema.MethodSessionFork, req, &r); err != nil {
+			return sessionError("session/fork", s.cfg.ForkID, err, s.authMethods())
+		}
+		if r.SessionId == "" {
+			return fmt.Errorf("%w: session/fork answered without a sessionId", driver.ErrProtocol)
+		}
+		modes, config = r.Modes, r.ConfigOptions
+		s.applyMu.Lock()
+		s.id = r.SessionId
+		s.applyMu.Unlock()
 	default:
 		var r schema.NewSessionResponse
-		if err := s.call(ctx, schema.MethodSessionNew, schema.NewSessionRequest{Cwd: s.cfg.Cwd, McpServers: s.mcpServers()}, &r); err != nil {
+		if err := s.call(ctx, schema.MethodSessionNew, schema.NewSessionRequest{Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}, &r); err != nil {
 			return sessionError("session/new", "", err, s.authMethods())
 		}
 		if r.SessionId == "" {
@@ -686,6 +745,17 @@ func (s *Session) ListSessions(ctx context.Context, cwd string) ([]driver.Sessio
 	}
 }
 
+// DeleteSession deletes one of the agent's stored sessions.
+func (s *Session) DeleteSession(ctx context.Context, id string) error {
+	if !s.Capabilities().DeleteSession {
+		return fmt.Errorf("session/delete: %w", driver.ErrUnsupported)
+	}
+	if err := s.call(ctx, schema.MethodSessionDelete, schema.DeleteSessionRequest{SessionId: id}, nil); err != nil {
+		return sessionError("session/delete", id, err, s.authMethods())
+	}
+	return nil
+}
+
 // Close ends the session: session/close if the agent supports it, then
 // stdin closed, then SIGTERM and SIGKILL to the process group, each after
 // a grace period. It is idempotent.
@@ -708,7 +778,8 @@ func (s *Session) Close(ctx context.Context) error {
 	if alive {
 		tree = agentproc.Descendants(s.cmd.Process.Pid)
 	}
-	if alive && s.caps.CloseSession && s.id != "" {
+	now := ctx.Err() != nil // the caller's grace is over: kill at once
+	if alive && !now && s.caps.CloseSession && s.id != "" && !s.finished {
 		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
 		if err := s.call(cctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionId: s.id}, nil); err != nil {
 			s.log.Debug("session/close failed", "err", err)
@@ -719,11 +790,44 @@ func (s *Session) Close(ctx context.Context) error {
 	// stdin closed, then the group signalled; whatever the agent left in
 	// its group (MCP servers, shells) goes too, and what it started in
 	// groups of their own.
-	agentproc.Stop(s.clock, s.cmd, s.exited, s.cfg.StopGrace, s.cfg.IgnoresStdinEOF, func() { _ = s.stdin.Close() }, tree)
+	agentproc.Stop(agentproc.Stopping{Clock: s.clock, Cmd: s.cmd, Exited: s.exited, Grace: s.cfg.StopGrace,
+		SignalAtOnce: s.cfg.IgnoresStdinEOF, Now: now, CloseInput: func() { _ = s.stdin.Close() }, Tree: tree, Kill: s.launch.Killer()})
 	s.conn.Close(errClosedByTai)
 	<-s.conn.Done()
 	return nil
 }
+
+// Finish tells the agent no more prompts are coming: session/close if it
+// supports it, then its stdin is closed. What it still sends is handled
+// until it closes its stdout (Drained) or exits; Close ends it for good.
+func (s *Session) Finish(ctx context.Context) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed || s.finished {
+		return
+	}
+	s.finished = true
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	if s.caps.CloseSession && s.id != "" {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.StopGrace)
+		if err := s.call(cctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionId: s.id}, nil); err != nil {
+			s.log.Debug("session/close failed", "err", err)
+		}
+		cancel()
+	}
+	s.closing.Store(true)
+	if err := s.conn.CloseWrite(); err != nil {
+		s.log.Debug("closing the agent's stdin", "err", err)
+	}
+}
+
+// Drained is closed once the agent has closed its stdout and everything it
+// sent has been handled.
+func (s *Session) Drained() <-chan struct{} { return s.conn.Done() }
 
 // Exited is closed when the agent process has ended.
 func (s *Session) Exited() <-chan struct{} { return s.exited }
@@ -767,9 +871,9 @@ var _ driver.Session = (*Session)(nil)
 func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
 	cfg := Config{
 		Argv: l.Argv, Env: l.Env, Cwd: l.Cwd, Agent: l.Agent, Host: l.Host, MCPServers: l.MCPServers,
-		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, NoClientFS: l.Quirks.NoClientFS,
+		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, ForkID: l.ForkID, AddDirs: l.AddDirs, NoClientFS: l.Quirks.NoClientFS,
 		IgnoresStdinEOF: l.Quirks.IgnoresStdinEOF, ClientVersion: l.ClientVersion, Logger: l.Logger,
-		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock,
+		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock, Sandbox: l.Sandbox,
 	}
 	if l.Trace != nil {
 		trace := l.Trace

@@ -14,7 +14,7 @@ const maxBuffered = 10000
 
 func (s *Session) onUpdate(params json.RawMessage) {
 	var n schema.SessionNotification
-	if err := json.Unmarshal(params, &n); err != nil {
+	if err := schema.DecodeSessionNotification(params, &n); err != nil {
 		s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "bad_update", Message: "undecodable session/update: " + err.Error()}})
 		return
 	}
@@ -48,7 +48,7 @@ func (s *Session) apply(u schema.SessionUpdate) {
 		s.emitLocked(driver.Event{Type: driver.EventMessage, Message: chunk(driver.RoleUser, u.UserMessageChunk)})
 	case u.ToolCall != nil:
 		tc := convertToolCall(u.ToolCall)
-		s.tools[tc.ID] = tc
+		s.keepTool(tc)
 		cp := *tc
 		s.emitLocked(driver.Event{Type: driver.EventToolCall, ToolCall: &cp})
 	case u.ToolCallUpdate != nil:
@@ -176,6 +176,28 @@ func convertToolCall(t *schema.ToolCall) *driver.ToolCall {
 	return tc
 }
 
+// maxTools is how many tool calls are kept for merging updates before the
+// finished ones are let go: a long session's calls must not all stay.
+const maxTools = 4096
+
+// keepTool stores a call for later patches.
+func (s *Session) keepTool(tc *driver.ToolCall) {
+	if s.toolsMax == 0 {
+		s.toolsMax = maxTools
+	}
+	if len(s.tools) >= s.toolsMax {
+		for id, t := range s.tools {
+			if t.Status == "completed" || t.Status == "failed" {
+				delete(s.tools, id)
+			}
+		}
+		if len(s.tools) > s.toolsMax/2 { // mostly running: grow, so the sweeps stay rare
+			s.toolsMax *= 2
+		}
+	}
+	s.tools[tc.ID] = tc
+}
+
 // mergeToolCall applies a patch to the stored call (creating it when the
 // agent skipped the tool_call, as qwen 0.15 and gemini do). Content and
 // locations replace when present.
@@ -183,7 +205,7 @@ func (s *Session) mergeToolCall(u *schema.ToolCallUpdate) *driver.ToolCall {
 	tc, ok := s.tools[u.ToolCallId]
 	if !ok {
 		tc = &driver.ToolCall{ID: u.ToolCallId, Kind: driver.KindOther, Status: "pending"}
-		s.tools[u.ToolCallId] = tc
+		s.keepTool(tc)
 	}
 	patchToolCall(tc, u)
 	return tc

@@ -32,7 +32,7 @@ func replay(t testing.TB, p *profile.Profile, chunks []Chunk) replayed {
 	scr := term.NewScreen(term.DefaultCols, term.DefaultRows, nil)
 	set := settler{quiet: p.QuietWindow()}
 	for i, c := range chunks {
-		if c.Kind == "m" && string(c.Data) == "end" {
+		if c.Kind == "m" && (string(c.Data) == "end" || string(c.Data) == "turn-end") {
 			chunks = chunks[:i] // the app's exit is not part of the turn
 			break
 		}

@@ -59,3 +59,19 @@ func trimBlankTail(lines []string) []string {
 	}
 	return lines[:end]
 }
+
+// total is how many rows have scrolled off so far, dropped ones included.
+func (b *scrollback) total() int { return b.dropped + len(b.lines) }
+
+// since is the rows that scrolled off after total was n (as many of them
+// as are kept).
+func (b *scrollback) since(n int) []string {
+	k := n - b.dropped
+	if k < 0 {
+		k = 0
+	}
+	if k > len(b.lines) {
+		return nil
+	}
+	return b.lines[k:]
+}

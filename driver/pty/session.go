@@ -173,6 +173,9 @@ type turn struct {
 	crs       int
 	echoed    bool
 	before    []string
+	idle      []string // the whole screen before the paste
+	screen    []string // the whole screen at the submitting CR
+	scrollAt  int      // scrollback rows (scrollback.total) at the CR
 	cancelled bool
 	stream    replyStream
 }
@@ -224,7 +227,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	proc, err := term.Start(term.Options{
 		Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Cols: cfg.Cols, Rows: cfg.Rows,
-		Output: s.output,
+		Output: s.output, Sandbox: cfg.Sandbox,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pty: %w", err)
@@ -464,6 +467,10 @@ func (s *Session) evaluate(now time.Time) {
 		if st != StatusIdle {
 			return
 		}
+		// The idle screen before the prompt, for the reply fallback: its
+		// composer and footer rows are chrome, not reply.
+		t.idle = append([]string(nil), snap.Lines...)
+		s.record("m", []byte("paste"))
 		paste := t.text
 		if snap.BracketedPaste {
 			paste = "\x1b[200~" + paste + "\x1b[201~"
@@ -481,6 +488,9 @@ func (s *Session) evaluate(now time.Time) {
 			return
 		}
 		t.before = body
+		t.screen = append([]string(nil), snap.Lines...)
+		t.scrollAt = s.scroll.total()
+		s.record("m", []byte("submit"))
 		if err := s.send("\r"); err != nil {
 			s.endTurn("", "", err)
 			return
@@ -538,23 +548,48 @@ func (s *Session) maybeEnd(st string, body []string) {
 	if t.cancelled {
 		stop = driver.StopCancelled
 	}
-	reply := s.prof.Reply(t.before, body, t.text)
-	s.endTurn(stop, reply, nil)
+	reply, src := s.prof.Reply(t.before, body, t.text), driver.ReplyProfile
+	if !t.cancelled && profile.Implausible(reply, t.text) {
+		// A release the profile was not tuned to: read the reply from
+		// what changed on screen instead.
+		snap := s.proc.Screen.Snapshot()
+		if fb := profile.FallbackReply(profile.Turn{Idle: t.idle, Submit: t.screen, Scrolled: s.scroll.since(t.scrollAt),
+			End: snap.Lines, Prompt: t.text}); fb != "" {
+			s.log.Info("pty: the profile found no reply; using the screen diff", "agent", s.cfg.Agent)
+			reply, src = fb, driver.ReplyFallback
+		}
+	}
+	if reply == "" {
+		src = ""
+	}
+	s.endTurnFrom(stop, reply, src)
 }
 
 func (s *Session) endTurn(stop, reply string, err error) {
-	t := s.cur
-	s.cur = nil
 	if err != nil {
+		t := s.cur
+		s.cur = nil
 		t.done <- turnResult{err: err}
 		return
 	}
+	src := driver.ReplyProfile
+	if reply == "" {
+		src = ""
+	}
+	s.endTurnFrom(stop, reply, src)
+}
+
+// endTurnFrom ends the turn with its reply and where the reply was read.
+func (s *Session) endTurnFrom(stop, reply string, src driver.ReplySource) {
+	t := s.cur
+	s.cur = nil
+	s.record("m", []byte("turn-end"))
 	// What streamed during the turn, completed (or replaced) by the reply
 	// the final screen shows.
 	if text, replace := t.stream.final(reply); text != "" || replace {
 		s.emit(driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, MessageID: t.stream.id, Text: text, Replace: replace}})
 	}
-	s.emit(driver.Event{Type: driver.EventTurnEnded, Turn: &driver.TurnEnded{StopReason: stop}})
+	s.emit(driver.Event{Type: driver.EventTurnEnded, Turn: &driver.TurnEnded{StopReason: stop, ReplySource: src}})
 	t.done <- turnResult{res: driver.TurnResult{StopReason: stop}}
 }
 
@@ -874,7 +909,9 @@ func (s *Session) Close(ctx context.Context) error {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	s.proc.Signal(syscall.SIGKILL)
+	kt := s.clock.NewTimer(s.cfg.StopGrace, "pty", "kill")
+	defer kt.Stop()
+	s.proc.Kill(kt.C)
 	<-s.exited
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/agentproc"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // process is one agent process: its own process group (so the whole tree
@@ -19,8 +20,9 @@ import (
 // of its stderr, and an exit watcher.
 type process struct {
 	cmd    *exec.Cmd
-	stdin  *os.File // nil when the prompt was given up front
-	outF   *os.File // its stdout
+	launch *sandbox.Proc // nil without the launcher
+	stdin  *os.File      // nil when the prompt was given up front
+	outF   *os.File      // its stdout
 	stderr *agentproc.Tail
 	tree   []agentproc.Proc // its descendants, taken when stopping began
 
@@ -30,7 +32,7 @@ type process struct {
 
 // startProcess spawns argv. With keepStdin the caller writes to stdin;
 // otherwise stdinData (possibly empty) is written and stdin closed.
-func startProcess(argv, env []string, cwd string, keepStdin bool, stdinData []byte, stderrTo io.Writer) (*process, error) {
+func startProcess(sb *sandbox.Sandbox, argv, env []string, cwd string, keepStdin bool, stdinData []byte, stderrTo io.Writer) (*process, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("stream-json: no agent command")
 	}
@@ -58,12 +60,21 @@ func startProcess(argv, env []string, cwd string, keepStdin bool, stdinData []by
 		p.stderr.Fwd = func(b []byte) { _, _ = stderrTo.Write(b) }
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
-	if err := cmd.Start(); err != nil {
+	launch, err := sb.Wrap(cmd)
+	if err == nil {
+		err = launch.Started(cmd.Start())
+	}
+	if err != nil {
 		for _, f := range []*os.File{outR, outW, inR, inW} {
 			f.Close()
 		}
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+			launch.Release()
+		}
 		return nil, fmt.Errorf("starting agent %s: %w", argv[0], err)
 	}
+	p.launch = launch
 	outW.Close()
 	inR.Close()
 	p.outF = outR
@@ -81,6 +92,7 @@ func startProcess(argv, env []string, cwd string, keepStdin bool, stdinData []by
 
 func (p *process) wait() {
 	err := p.cmd.Wait()
+	p.launch.Release()
 	var ee *exec.ExitError
 	errors.As(err, &ee)
 	code, sig := agentproc.ExitInfo(ee, err)
@@ -108,7 +120,7 @@ func (p *process) exitEvent(quiet bool) *driver.ProcessExit {
 // SIGTERM and SIGKILL to the process group, each after grace; then what
 // it left in its group, and what it started in groups of its own, is
 // killed too.
-func (p *process) stop(clock quartz.Clock, grace time.Duration, signalAtOnce bool) {
+func (p *process) stop(clock quartz.Clock, grace time.Duration, signalAtOnce, now bool) {
 	select {
 	case <-p.exited:
 	default:
@@ -118,5 +130,6 @@ func (p *process) stop(clock quartz.Clock, grace time.Duration, signalAtOnce boo
 	if p.stdin != nil {
 		closeInput = func() { _ = p.stdin.Close() }
 	}
-	agentproc.Stop(clock, p.cmd, p.exited, grace, signalAtOnce, closeInput, p.tree)
+	agentproc.Stop(agentproc.Stopping{Clock: clock, Cmd: p.cmd, Exited: p.exited, Grace: grace, SignalAtOnce: signalAtOnce,
+		Now: now, CloseInput: closeInput, Tree: p.tree, Kill: p.launch.Killer()})
 }

@@ -192,7 +192,7 @@ func (s *Session) startDuplex(ctx context.Context) error {
 		s.id = s.o.NewID()
 	}
 	argv := s.d.launchArgs(s.l.Argv, s.id, s.l.ResumeID)
-	p, err := startProcess(argv, s.l.Env, s.l.Cwd, true, nil, s.l.StderrTo)
+	p, err := startProcess(s.l.Sandbox, argv, s.l.Env, s.l.Cwd, true, nil, s.l.StderrTo)
 	if err != nil {
 		return err
 	}
@@ -656,7 +656,7 @@ func (s *Session) turnResult(r *Result) (driver.TurnResult, error) {
 // promptOnce runs a one-shot CLI for one turn.
 func (s *Session) promptOnce(ctx context.Context, text string, done chan *Result) (driver.TurnResult, error) {
 	argv, stdin := s.d.turnArgs(s.l.Argv, text, s.ID())
-	p, err := startProcess(argv, s.l.Env, s.l.Cwd, false, stdin, s.l.StderrTo)
+	p, err := startProcess(s.l.Sandbox, argv, s.l.Env, s.l.Cwd, false, stdin, s.l.StderrTo)
 	if err != nil {
 		return driver.TurnResult{}, err
 	}
@@ -873,7 +873,7 @@ func (s *Session) Close(ctx context.Context) error {
 		if p != nil {
 			// Duplex CLIs finish on stdin EOF (the ACP adapters' quirk does
 			// not apply to them).
-			p.stop(s.clock, s.o.StopGrace, s.l.Quirks.IgnoresStdinEOF && !s.d.Duplex)
+			p.stop(s.clock, s.o.StopGrace, s.l.Quirks.IgnoresStdinEOF && !s.d.Duplex, ctx.Err() != nil)
 		}
 		if s.d.Duplex {
 			if p != nil {

@@ -36,7 +36,7 @@ func startInTerminal(t *testing.T, dir string, args ...string) *userTTY {
 	t.Helper()
 	cmd := exec.Command(taiBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(dir, ".state"))
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(filepath.Dir(dir), "state"))
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 120, Rows: 40})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func dump(entries []audit.Entry) string {
 // and Ctrl-] gives it back.
 func TestAttachTypeAndDetach(t *testing.T) {
 	dir := t.TempDir()
-	log := filepath.Join(dir, "audit.jsonl")
+	log := filepath.Join(t.TempDir(), "audit.jsonl") // outside the workspace, whose root it would keep from gaining entries under the sandbox
 	u := startInTerminal(t, dir, "run", "--agent-cmd", fakeBin, "--driver", "pty", "--audit", log)
 	u.waitFor("press Ctrl-] to detach")
 	u.typ("say hi")
@@ -178,7 +178,7 @@ func TestAttachTypeAndDetach(t *testing.T) {
 // shows deciding after the detach.
 func TestAttachPickerAfterDetachGoesToPolicy(t *testing.T) {
 	dir := t.TempDir()
-	log := filepath.Join(dir, "audit.jsonl")
+	log := filepath.Join(t.TempDir(), "audit.jsonl") // outside the workspace, whose root it would keep from gaining entries under the sandbox
 	u := startInTerminal(t, dir, "run", "--agent-cmd", fakeBin, "--driver", "pty", "--approve", "all", "--audit", log)
 	u.waitFor("press Ctrl-] to detach")
 	u.typ("please write hello")
@@ -204,7 +204,7 @@ func TestAttachPickerAfterDetachGoesToPolicy(t *testing.T) {
 // The user quitting the TUI while attached ends the run cleanly.
 func TestAttachAgentQuits(t *testing.T) {
 	dir := t.TempDir()
-	log := filepath.Join(dir, "audit.jsonl")
+	log := filepath.Join(t.TempDir(), "audit.jsonl") // outside the workspace, whose root it would keep from gaining entries under the sandbox
 	u := startInTerminal(t, dir, "run", "--agent-cmd", fakeBin, "--driver", "pty", "--audit", log)
 	u.waitFor("press Ctrl-] to detach")
 	u.typ("\x03") // raw mode: Ctrl-C is the TUI's key, and faketui quits on it
@@ -241,7 +241,7 @@ func TestNoPromptWithoutATerminal(t *testing.T) {
 // once and in order.
 func TestScrollbackInAudit(t *testing.T) {
 	dir := t.TempDir()
-	log := filepath.Join(dir, "audit.jsonl")
+	log := filepath.Join(t.TempDir(), "audit.jsonl") // outside the workspace, whose root it would keep from gaining entries under the sandbox
 	o := tai(t, dir, os.Environ(), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--audit", log, "-o", "json", "a long reply please")
 	if o.code != 0 {
 		t.Fatalf("exit %d\n%s", o.code, o.stderr)

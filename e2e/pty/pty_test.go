@@ -49,7 +49,7 @@ type result struct {
 // in tai itself; nothing asserts on time.
 func tai(t *testing.T, dir string, env []string, args ...string) outcome {
 	t.Helper()
-	o := build.Run(t, taiBin, dir, append(env, "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(dir, ".state")), args...)
+	o := build.Run(t, taiBin, dir, append(env, "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(filepath.Dir(dir), "state")), args...)
 	return outcome{o.Stdout, o.Stderr, o.Code}
 }
 

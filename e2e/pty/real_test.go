@@ -25,6 +25,12 @@ type realAgent struct {
 	args      string
 	// tai flags every scenario adds.
 	flags []string
+	// source is the reply_source the audit log's turn.end must give a
+	// turn with a reply ("" for any).
+	source string
+	// optional: not in install-agents.sh's default set, so it skips when
+	// not installed even in CI.
+	optional bool
 }
 
 var realAgents = map[string]realAgent{
@@ -88,7 +94,7 @@ func (a realAgent) setup(t *testing.T, script string) (repo string, env []string
 	t.Helper()
 	exe, node := os.Getenv(a.bin), os.Getenv("TAI_NODE22_BIN")
 	if exe == "" || (a.node && node == "") {
-		if os.Getenv("CI") != "" {
+		if os.Getenv("CI") != "" && !a.optional {
 			t.Fatalf(`%s is not installed: %s/TAI_NODE22_BIN unset; .ci/run must eval "$(scripts/%s | sed 's/^/export /')"`, a.name, a.bin, installer(a))
 		}
 		t.Skipf(`skipping: %s is not installed (%s unset); run eval "$(scripts/%s | sed 's/^/export /')"`, a.name, a.bin, installer(a))
@@ -173,6 +179,9 @@ func testReal(t *testing.T, a realAgent) {
 			if tc.message != "" && r.Message != tc.message {
 				t.Errorf("message %q, want %q\nlast screen:\n%s", r.Message, tc.message, finalScreen(t, auditPath))
 			}
+			if src := replySource(t, auditPath); tc.message != "" && (src == "" || a.source != "" && src != a.source) {
+				t.Errorf("turn.end reply_source %q, want %q", src, a.source)
+			}
 			if _, err := os.Stat(filepath.Join(repo, "hello.txt")); (err == nil) != tc.file {
 				t.Errorf("hello.txt exists = %v, want %v", err == nil, tc.file)
 			}
@@ -185,6 +194,9 @@ func testReal(t *testing.T, a realAgent) {
 func installer(a realAgent) string {
 	if a.bin == "TAI_CLAUDE_CLI" {
 		return "install-claude.sh"
+	}
+	if old, ok := strings.CutSuffix(a.bin, "_OLD"); ok {
+		return "install-agents.sh " + strings.ToLower(strings.TrimPrefix(old, "TAI_AGENT_")) + "-old"
 	}
 	return "install-agents.sh"
 }
@@ -200,6 +212,19 @@ func finalScreen(t *testing.T, auditPath string) string {
 	}
 	_ = json.Unmarshal(e.Data, &sc)
 	return sc.Text
+}
+
+// replySource is the reply_source of the audit log's turn.end.
+func replySource(t *testing.T, auditPath string) string {
+	e, ok := auditlog.First(auditlog.Read(t, auditPath), "turn.end")
+	if !ok {
+		return ""
+	}
+	var te struct {
+		Source string `json:"reply_source"`
+	}
+	_ = json.Unmarshal(e.Data, &te)
+	return te.Source
 }
 
 // checkNoLeftovers fails if a process still runs in the repo after tai

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/preset"
 )
 
@@ -492,4 +493,50 @@ func trimLongStrings(raw []byte, max int) ([]byte, error) {
 		}
 	}
 	return out.Bytes(), nil
+}
+
+// sessionsAgents are the agents whose own session list (session/list) the
+// sessions scenario checks; the others do not list sessions offline.
+var sessionsAgents = []string{"qwen", "codex", "opencode", "claude"}
+
+// The agent's own sessions: a session an earlier `tai run` created is in
+// `tai sessions --agent`'s list, asked of the agent itself (session/list
+// in a launch that stops after initialize), marked as one tai ran.
+func TestRealAgentSessions(t *testing.T) {
+	need(t)
+	for _, a := range agents {
+		if !slices.Contains(sessionsAgents, a.name) {
+			continue
+		}
+		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
+			exe, _ := a.installed(t)
+			w := newWorld(t, a, exe, "sessions", modelScript(t, "text.json"))
+			o := w.run("-o", "json", "Say hello.")
+			r := w.jsonResult(o)
+			if o.code != 0 || r.SessionID == "" {
+				t.Fatalf("the run: exit %d %+v", o.code, r)
+			}
+			ls := build.Run(t, taiBin, w.repo, w.env, "sessions", "--agent", a.name, "--agent-cmd", a.command(t, w.exe), "-C", w.repo, "--all", "--json")
+			var l struct {
+				Sessions []struct {
+					ID       string `json:"id"`
+					Cwd      string `json:"cwd"`
+					Recorded bool   `json:"recorded"`
+				} `json:"sessions"`
+			}
+			if err := json.Unmarshal([]byte(ls.Stdout), &l); err != nil || ls.Code != 0 {
+				t.Fatalf("tai sessions --agent: exit %d %v\n%s\n%s", ls.Code, err, ls.Stdout, tail(ls.Stderr, 3000))
+			}
+			for _, s := range l.Sessions {
+				if s.ID == r.SessionID {
+					if !s.Recorded {
+						t.Errorf("session %s is not marked as one tai ran", s.ID)
+					}
+					return
+				}
+			}
+			t.Fatalf("the agent's list (%d sessions) lacks the session %s of the earlier run: %+v", len(l.Sessions), r.SessionID, l.Sessions)
+		})
+	}
 }

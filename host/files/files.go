@@ -152,11 +152,20 @@ func (s *Service) Read(ctx context.Context, path string, line, limit int) (strin
 		return "", fmt.Errorf("read %q: not a regular file", path)
 	}
 	var b strings.Builder
+	if line <= 1 && limit == 0 && fi.Size() > 0 {
+		// The whole file: one allocation of its size, not a doubling
+		// builder's garbage.
+		b.Grow(int(min(fi.Size()+1, maxPrealloc)))
+	}
 	if err := readLines(ctx, &b, f, line, limit); err != nil {
 		return "", fmt.Errorf("read %q: %w", path, err)
 	}
 	return b.String(), nil
 }
+
+// maxPrealloc bounds the buffer reserved from a file's size: a size that
+// lies (a growing file, a special file) costs no more than this up front.
+const maxPrealloc = 1 << 30
 
 // ctxCheckEvery is how many bytes are read between context checks.
 const ctxCheckEvery = 1 << 20

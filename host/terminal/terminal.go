@@ -5,7 +5,8 @@
 //
 // A Manager starts real processes in the background, each in its own
 // process group so that the command and everything it spawned can be killed
-// together. Stdout and stderr are merged into one capped buffer that keeps
+// together; with a sandbox (SetSandbox), through tai's launcher, which also
+// confines them and kills what they leave behind when they exit. Stdout and stderr are merged into one capped buffer that keeps
 // the most recent output. Working directories are confined to the workspace
 // roots with the same rules as package files. Close kills and reaps
 // everything, so a session never leaves processes behind that it can see.
@@ -32,6 +33,7 @@ import (
 
 	"github.com/tai-dev/tai/host/files"
 	"github.com/tai-dev/tai/internal/agentproc"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // DefaultOutputByteLimit is the output retained per terminal when the
@@ -69,6 +71,9 @@ type Options struct {
 	OnExit func(Info)
 	// ExitDrain overrides DefaultExitDrain.
 	ExitDrain time.Duration
+	// Sandbox starts every command through tai's launcher: confined like
+	// the agent, and nothing it starts outlives it. nil: directly.
+	Sandbox *sandbox.Sandbox
 }
 
 // CreateRequest describes a command to start.
@@ -132,6 +137,7 @@ type Manager struct {
 	drain      time.Duration
 	onExit     func(Info)
 	log        *slog.Logger
+	sandbox    *sandbox.Sandbox
 
 	mu     sync.Mutex
 	terms  map[string]*term
@@ -146,7 +152,8 @@ type term struct {
 	command string
 	args    []string
 	cwd     string
-	pid     int // also the process group id (Setpgid)
+	pid     int           // also the process group id (Setpgid)
+	launch  *sandbox.Proc // nil without the launcher
 	buf     *outputBuffer
 	reaped  chan struct{} // closed when the main process has been waited
 	done    chan struct{} // closed when exit is set and output collected
@@ -162,6 +169,7 @@ func NewManager(opts Options) *Manager {
 		drain:      opts.ExitDrain,
 		onExit:     opts.OnExit,
 		log:        opts.Logger,
+		sandbox:    opts.Sandbox,
 		terms:      make(map[string]*term),
 	}
 	m.roots, m.rootsErr = files.New(opts.Roots...)
@@ -250,10 +258,17 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (string, error)
 		return "", ErrClosed
 	}
 	start := time.Now()
-	err = cmd.Start()
+	launch, err := m.sandbox.Wrap(cmd)
+	if err == nil {
+		err = launch.Started(cmd.Start())
+	}
 	pw.Close() // the child has its copy; EOF comes when all holders exit
 	if err != nil {
 		pr.Close()
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+			launch.Release()
+		}
 		return "", fmt.Errorf("terminal: start %q: %w", req.Command, err)
 	}
 	t := &term{
@@ -262,6 +277,7 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (string, error)
 		args:    slices.Clone(req.Args),
 		cwd:     cwd,
 		pid:     cmd.Process.Pid,
+		launch:  launch,
 		buf:     newOutputBuffer(int(min(limit, int64(math.MaxInt)))),
 		reaped:  make(chan struct{}),
 		done:    make(chan struct{}),
@@ -285,6 +301,7 @@ func (m *Manager) run(t *term, cmd *exec.Cmd, pr *os.File, start time.Time) {
 	}()
 
 	cmd.Wait() // the exit status is in ProcessState; the error adds nothing
+	t.launch.Release()
 	dur := time.Since(start)
 	close(t.reaped)
 	// Background children may hold the pipe open indefinitely; give them
@@ -319,6 +336,13 @@ func exitStatus(ps *os.ProcessState) ExitStatus {
 // killGroup SIGKILLs t's process group: the command and whatever it
 // spawned that stayed in the group, even after the command itself exited.
 func (t *term) killGroup() error {
+	if t.launch != nil {
+		// The launcher kills the command and all it started, setsid
+		// children included; a SIGKILL of the group now could kill the
+		// launcher first and orphan them.
+		t.launch.Kill()
+		return nil
+	}
 	select {
 	case <-t.reaped:
 		// The leader's pid is free once reaped. While group members remain
@@ -382,7 +406,9 @@ func (m *Manager) WaitForExit(ctx context.Context, id string) (ExitStatus, error
 	}
 }
 
-// Kill SIGKILLs the command's process group. The terminal stays valid:
+// Kill SIGKILLs the command's process group (under the launcher: the
+// command and everything it started, setsid children included). The
+// terminal stays valid:
 // its output and exit status remain readable until Release.
 func (m *Manager) Kill(ctx context.Context, id string) error {
 	t, err := m.get(id)
@@ -492,4 +518,12 @@ func lookPath(name string, env []string, cwd string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%q: %w", name, exec.ErrNotFound)
+}
+
+// SetSandbox makes later commands start through the launcher (nil:
+// directly). The runner sets it once, before the agent starts.
+func (m *Manager) SetSandbox(sb *sandbox.Sandbox) {
+	m.mu.Lock()
+	m.sandbox = sb
+	m.mu.Unlock()
 }

@@ -98,36 +98,84 @@ func LastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// Stop ends a process that tai started with Group: closeInput (the
-// graceful request, may be nil), then SIGTERM and SIGKILL to its group,
-// each after grace, on clock; then whatever it left in its group, and the
-// processes of tree (its descendants, taken while it was alive) that
-// escaped into groups of their own. exited must close when the process
-// has been waited for.
-func Stop(clock quartz.Clock, cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration, signalAtOnce bool, closeInput func(), tree []Proc) {
-	if closeInput != nil {
-		closeInput()
+// Stopping is how Stop ends a process that tai started with Group.
+type Stopping struct {
+	Clock  quartz.Clock
+	Cmd    *exec.Cmd
+	Exited <-chan struct{} // closed once Cmd has been waited for
+	// Grace is each wait: after CloseInput, after SIGTERM.
+	Grace time.Duration
+	// SignalAtOnce sends SIGTERM with CloseInput, for agents that ignore
+	// stdin EOF.
+	SignalAtOnce bool
+	// Now skips the waits: the caller's own grace (--cancel-grace) is
+	// over, and the kill is due.
+	Now        bool
+	CloseInput func() // the graceful request; may be nil
+	// Tree is the process's descendants, taken while it was alive: those
+	// that escaped into groups of their own are killed at the end.
+	Tree []Proc
+	// Kill, when the process is tai's launcher, has it kill the whole tree
+	// it holds and exit: that, not a SIGKILL of the launcher, is the kill,
+	// so that nothing it holds is orphaned.
+	Kill func()
+}
+
+// Stop ends the process: CloseInput, then SIGTERM to its group, then the
+// kill, each after Grace (at once with Now); then whatever it left in its
+// group, and the escaped processes of Tree.
+func Stop(s Stopping) {
+	if s.CloseInput != nil {
+		s.CloseInput()
 	}
-	if signalAtOnce {
-		SignalGroup(cmd, syscall.SIGTERM)
+	if s.SignalAtOnce && !s.Now {
+		SignalGroup(s.Cmd, syscall.SIGTERM)
 	}
 	wait := func() bool {
-		t := clock.NewTimer(grace, "agentproc", "stop")
+		if s.Now {
+			select {
+			case <-s.Exited:
+				return true
+			default:
+				return false
+			}
+		}
+		t := s.Clock.NewTimer(s.Grace, "agentproc", "stop")
 		defer t.Stop()
 		select {
-		case <-exited:
+		case <-s.Exited:
 			return true
 		case <-t.C:
 			return false
 		}
 	}
 	if !wait() {
-		SignalGroup(cmd, syscall.SIGTERM)
+		if !s.Now {
+			SignalGroup(s.Cmd, syscall.SIGTERM)
+		}
 		if !wait() {
-			SignalGroup(cmd, syscall.SIGKILL)
-			<-exited
+			Kill(s.Clock, s.Cmd, s.Exited, s.Grace, s.Kill)
+		}
+	}
+	SignalGroup(s.Cmd, syscall.SIGKILL)
+	KillEscaped(s.Tree, s.Cmd.Process.Pid)
+}
+
+// Kill kills a process and what it holds: through kill (the launcher's
+// control pipe) where given, with SIGKILL to the group only if the
+// launcher has not exited within grace; else SIGKILL to the group. It
+// returns once the process has been waited for.
+func Kill(clock quartz.Clock, cmd *exec.Cmd, exited <-chan struct{}, grace time.Duration, kill func()) {
+	if kill != nil {
+		kill()
+		t := clock.NewTimer(grace, "agentproc", "launcher")
+		defer t.Stop()
+		select {
+		case <-exited:
+			return
+		case <-t.C:
 		}
 	}
 	SignalGroup(cmd, syscall.SIGKILL)
-	KillEscaped(tree, cmd.Process.Pid)
+	<-exited
 }

@@ -25,6 +25,9 @@ type Reader struct {
 	br  *bufio.Reader
 	max int64
 	acc []byte // accumulates lines longer than the bufio buffer
+	// big holds a line past keepAccBytes (acc keeps its start, for the
+	// sample of an oversize line).
+	big *spill
 }
 
 // New reads r through a buffer of bufSize bytes; lines over max bytes are
@@ -42,14 +45,16 @@ func (lr *Reader) Next() (line []byte, skipped int64, sample string, err error) 
 		lr.acc = nil
 	}
 	lr.acc = lr.acc[:0]
+	n := int64(0)
 	for {
 		frag, rerr := lr.br.ReadSlice('\n')
 		complete := rerr == nil
 		if complete {
 			frag = frag[:len(frag)-1]
 		}
-		if n := int64(len(lr.acc)) + int64(len(frag)); n > lr.max {
+		if n += int64(len(frag)); n > lr.max {
 			sample = Sample(lr.acc, frag)
+			lr.dropBig()
 			for rerr == bufio.ErrBufferFull {
 				frag, rerr = lr.br.ReadSlice('\n')
 				if rerr == nil {
@@ -62,18 +67,60 @@ func (lr *Reader) Next() (line []byte, skipped int64, sample string, err error) 
 		if complete && len(lr.acc) == 0 {
 			return frag, 0, "", nil // common case: no copy
 		}
-		lr.acc = append(lr.acc, frag...)
+		lr.add(frag)
 		switch {
 		case complete:
-			return lr.acc, 0, "", nil
+			return lr.line(), 0, "", nil
 		case rerr == bufio.ErrBufferFull:
 			continue
-		case rerr == io.EOF && len(lr.acc) > 0:
-			return lr.acc, 0, "", io.EOF
+		case rerr == io.EOF && n > 0:
+			return lr.line(), 0, "", io.EOF
 		default:
+			lr.dropBig()
 			return nil, 0, "", rerr
 		}
 	}
+}
+
+// add appends a fragment of a long line.
+func (lr *Reader) add(frag []byte) {
+	if lr.big != nil {
+		lr.big.write(frag)
+		return
+	}
+	lr.acc = append(lr.acc, frag...)
+	if len(lr.acc) > keepAccBytes {
+		if lr.big = newSpill(lr.max); lr.big != nil {
+			lr.big.write(lr.acc)
+		}
+	}
+}
+
+// line returns the accumulated line.
+func (lr *Reader) line() []byte {
+	if lr.big == nil {
+		return lr.acc
+	}
+	lr.acc, lr.big = lr.big.take(), nil // too big to keep: Next drops it
+	return lr.acc
+}
+
+func (lr *Reader) dropBig() {
+	if lr.big != nil {
+		lr.big.release()
+		lr.big = nil
+	}
+}
+
+// Detach returns the line the last Next returned as memory the caller owns:
+// a line too long to keep the accumulator for is handed over whole, any
+// other line is copied (it sits in a buffer the next call reuses).
+func (lr *Reader) Detach(line []byte) []byte {
+	if len(line) > 0 && len(lr.acc) > 0 && &line[0] == &lr.acc[0] && cap(lr.acc) > keepAccBytes {
+		lr.acc = nil
+		return line
+	}
+	return append([]byte(nil), line...)
 }
 
 // Sample returns up to SampleBytes from the start of a+b as valid UTF-8.

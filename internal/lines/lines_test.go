@@ -63,3 +63,29 @@ func TestMakeSample(t *testing.T) {
 		t.Fatalf("sample = %q", s)
 	}
 }
+
+// Lines past the accumulator's keep size spill (outside the heap on Linux)
+// and come back whole, handed over by Detach without a copy; one over max
+// is skipped with a sample of its start, and the reader goes on.
+func TestLongLineSpills(t *testing.T) {
+	long := strings.Repeat("0123456789", (3*keepAccBytes)/10)
+	in := long + "\nshort\n" + long + "x\nafter\n"
+	lr := New(strings.NewReader(in), 4096, int64(len(long)))
+	line, _, _, err := lr.Next()
+	if err != nil || string(line) != long {
+		t.Fatalf("long line: %d bytes, err %v", len(line), err)
+	}
+	if own := lr.Detach(line); &own[0] != &line[0] {
+		t.Fatal("a long line was copied by Detach")
+	}
+	if line, _, _, _ = lr.Next(); string(line) != "short" {
+		t.Fatalf("got %q", line)
+	}
+	line, skipped, sample, _ := lr.Next()
+	if line != nil || skipped != int64(len(long))+1 || !strings.HasPrefix(sample, "0123456789") {
+		t.Fatalf("oversize: line %d bytes, skipped %d, sample %q", len(line), skipped, sample)
+	}
+	if line, _, _, _ = lr.Next(); string(line) != "after" {
+		t.Fatalf("got %q", line)
+	}
+}

@@ -121,6 +121,7 @@ type SessionCapabilities struct {
 	AdditionalDirectories *EmptyObject   `json:"additionalDirectories,omitempty"`
 	Resume                *EmptyObject   `json:"resume,omitempty"`
 	Close                 *EmptyObject   `json:"close,omitempty"`
+	Fork                  *EmptyObject   `json:"fork,omitempty"` // unstable: session/fork
 	Meta                  map[string]any `json:"_meta,omitempty"`
 }
 

@@ -3,6 +3,8 @@ package acp
 import (
 	"encoding/json"
 	"unicode/utf8"
+
+	"github.com/tai-dev/tai/internal/jsonw"
 )
 
 // peekTagFast returns the string value of key among data's top-level
@@ -95,6 +97,11 @@ func skipWS(data []byte, i int) int {
 func scanString(data []byte, i int) (start, end int, escaped, ok bool) {
 	start = i
 	for j := i + 1; j < len(data); j++ {
+		if j-i > 16 { // a long string: skip its plain stretches word by word
+			if j += jsonw.PlainPrefix(data[j:]); j >= len(data) {
+				break
+			}
+		}
 		switch data[j] {
 		case '\\':
 			escaped = true

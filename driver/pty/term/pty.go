@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/creack/pty"
 
 	"github.com/tai-dev/tai/internal/agentproc"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Options start a TUI in a pseudo-terminal.
@@ -25,12 +27,17 @@ type Options struct {
 	// Output, if set, receives every chunk the application wrote, after the
 	// screen has applied it: the driver's change signal and the recorder.
 	Output func(p []byte)
+	// Sandbox starts the application through tai's launcher, which then
+	// leads the session with the PTY as its controlling terminal, the
+	// application in its foreground group; nil starts it directly.
+	Sandbox *sandbox.Sandbox
 }
 
 // Process is a TUI running in a PTY, its output feeding a Screen.
 type Process struct {
 	Screen *Screen
 	cmd    *exec.Cmd
+	launch *sandbox.Proc // nil without the launcher
 	ptmx   *os.File
 	wmu    sync.Mutex // guards writes, resizes and the close of ptmx
 	closed bool
@@ -68,11 +75,22 @@ func Start(o Options) (*Process, error) {
 	// Pdeathsig: a TUI never sees stdin EOF, so if tai is killed -9 the
 	// agent must not live on.
 	cmd.SysProcAttr = agentproc.Session()
-	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}, cmd.SysProcAttr)
+	launch, err := o.Sandbox.Wrap(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("starting %s in a pty: %w", o.Argv[0], err)
 	}
-	p := &Process{cmd: cmd, ptmx: ptmx, done: make(chan struct{}), outEOF: make(chan struct{})}
+	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}, cmd.SysProcAttr)
+	if err = launch.Started(err); err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+			launch.Release()
+		}
+		if ptmx != nil {
+			ptmx.Close()
+		}
+		return nil, fmt.Errorf("starting %s in a pty: %w", o.Argv[0], err)
+	}
+	p := &Process{cmd: cmd, launch: launch, ptmx: ptmx, done: make(chan struct{}), outEOF: make(chan struct{})}
 	p.Screen = NewScreen(o.Cols, o.Rows, writerFunc(p.Write))
 	go p.read(o.Output)
 	go p.wait()
@@ -116,6 +134,7 @@ func (p *Process) read(out func([]byte)) {
 
 func (p *Process) wait() {
 	p.err = p.cmd.Wait()
+	p.launch.Release()
 	p.state = p.cmd.ProcessState
 	// The output is drained when the slave side closes; a grandchild that
 	// keeps the PTY open must not hold the driver, so the group is killed
@@ -157,7 +176,8 @@ func (p *Process) Resize(cols, rows int) error {
 	return nil
 }
 
-// Pid is the application's pid, also its process group id.
+// Pid is the application's pid (under the launcher, the launcher's), also
+// its process group id.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // Done is closed when the application has exited and its output is read.
@@ -165,6 +185,22 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 
 // ExitState is how the application ended; valid after Done.
 func (p *Process) ExitState() (*os.ProcessState, error) { return p.state, p.err }
+
+// Kill kills the application and everything it started: through the
+// launcher where there is one (so nothing it holds is orphaned), then
+// SIGKILL to the group, at once if the launcher has not exited by
+// backstop.
+func (p *Process) Kill(backstop <-chan time.Time) {
+	if p.launch != nil {
+		p.launch.Kill()
+		select {
+		case <-p.done:
+			return
+		case <-backstop:
+		}
+	}
+	agentproc.SignalGroup(p.cmd, syscall.SIGKILL)
+}
 
 // Signal signals the application's whole process group.
 func (p *Process) Signal(sig syscall.Signal) {

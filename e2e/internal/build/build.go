@@ -26,7 +26,9 @@ func Binaries(prefix string, pkgs ...string) (dir string, bins []string, err err
 	}
 	for _, pkg := range pkgs {
 		bin := filepath.Join(dir, path.Base(pkg))
-		args := []string{"build", "-o", bin}
+		// tai_testhooks: the binaries honour test hooks such as
+		// TAI_TEST_NO_LANDLOCK (a kernel without Landlock).
+		args := []string{"build", "-tags", "tai_testhooks", "-o", bin}
 		if os.Getenv("TAI_E2E_RACE") != "" {
 			// The binaries under test carry the race detector too.
 			args = append(args, "-race")

@@ -4,6 +4,8 @@
 // input by bracketed paste or keystrokes, and answers prompts by keyword:
 //
 //	"write"  a permission picker (arrows + Enter), then writes hello.txt
+//	"yolo: CMD" runs CMD with sh -c without asking (an agent in its own
+//	         permissive mode), then says "Ran it (exit N)."
 //	"slow"   works until Esc ("Request cancelled.")
 //	"crtwice" ignores the first CR (the driver must retry)
 //	"long"   replies with 150 numbered rows, 7 per frame: more than a screen
@@ -13,8 +15,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"time"
 
@@ -167,6 +171,19 @@ func start(u *ui) func(*ui, string) {
 	u.transcript = append(u.transcript, "  > "+prompt)
 	u.working, u.frame = "Thinking...", 0
 	switch {
+	case strings.HasPrefix(prompt, "yolo: "):
+		return func(u *ui, key string) {
+			if key == "tick3" {
+				err := exec.Command("/bin/sh", "-c", strings.TrimPrefix(prompt, "yolo: ")).Run()
+				code := 0
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					code = ee.ExitCode()
+				}
+				u.working = ""
+				u.transcript = append(u.transcript, fmt.Sprintf("  ◆ Ran it (exit %d).", code))
+			}
+		}
 	case strings.Contains(prompt, "write"):
 		return func(u *ui, key string) {
 			switch {

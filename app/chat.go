@@ -1,0 +1,197 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"golang.org/x/term"
+
+	"github.com/tai-dev/tai/chat"
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/runner"
+)
+
+// chatPrompt is the line editor's prompt.
+const chatPrompt = "tai› "
+
+// Chat runs `tai chat` (and `tai run` with no prompt on a terminal): one
+// session, one turn per line. On a terminal the line has an editor with
+// history and Tab completion; Ctrl-C cancels the running turn (or drops
+// the line being typed), Ctrl-D ends the session. From a pipe, each line
+// is one prompt.
+func Chat(ctx context.Context, f RunFlags, args []string, std IO) int {
+	f, err := applyConfig(f)
+	if err != nil {
+		return fail(std, err)
+	}
+	if f.Output == OutputStreamJSON || f.InputFormat == "stream-json" {
+		return fail(std, exitcode.Usagef("chat reads prompts from the terminal or a pipe: for stream-json use tai --cap-speak stream-json"))
+	}
+	f.chat = true
+	logger := newLogger(std.Err, f.Verbose)
+	opts, cleanup, err := buildRun(f, args, std, logger)
+	defer cleanup()
+	if err != nil {
+		return fail(std, err)
+	}
+	if opts.Driver == "pty" {
+		return fail(std, exitcode.Usagef("the pty driver has the agent's own terminal UI: use tai run --driver pty with no prompt to attach to it"))
+	}
+	state := chat.NewState()
+	turns := make(chan []driver.Content)
+	interrupts := make(chan struct{}, 1)
+	controls := make(chan runner.Control)
+	opts.Sinks = append(opts.Sinks, state)
+	opts.Turns, opts.Interrupts, opts.Controls = turns, interrupts, controls
+	first := opts.Prompt
+	opts.Prompt = nil
+
+	// Ctrl-C is the turn's, not the run's: the run ends with the input or
+	// SIGTERM.
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		for s := range sigs {
+			if s == syscall.SIGTERM {
+				cancel(exitcode.ErrInterrupted)
+				return
+			}
+			select {
+			case interrupts <- struct{}{}:
+			default:
+			}
+		}
+	}()
+
+	var res runner.Result
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, _ = runner.Run(runCtx, opts)
+	}()
+
+	in := chatInput(std, state.Complete)
+	// turn sends one prompt and waits for its end, or the run's.
+	turn := func(p []driver.Content) bool {
+		select {
+		case turns <- p:
+		case <-done:
+			return false
+		}
+		select {
+		case <-state.Turns:
+			return true
+		case <-done:
+			return false
+		}
+	}
+	if len(first) > 0 && !turn(first) {
+		goto end
+	}
+	for {
+		line, err := in.read()
+		if errors.Is(err, chat.ErrInterrupted) {
+			continue
+		}
+		if err != nil {
+			break
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		cmd, arg, _ := strings.Cut(line, " ")
+		arg = strings.TrimSpace(arg)
+		switch cmd {
+		case "/quit", "/exit":
+			goto end
+		case "/mode", "/model":
+			if arg == "" {
+				fmt.Fprintf(std.Err, "%s needs an id: Tab lists them\n", cmd)
+				continue
+			}
+			reply := make(chan error, 1)
+			c := runner.Control{Mode: arg, Reply: reply}
+			if cmd == "/model" {
+				c = runner.Control{Model: arg, Reply: reply}
+			}
+			select {
+			case controls <- c:
+			case <-done:
+				goto end
+			}
+			if err := <-reply; err != nil {
+				fmt.Fprintf(std.Err, "%s %s: %v\n", cmd, arg, err)
+			}
+			continue
+		}
+		if !turn([]driver.Content{driver.TextContent(line)}) {
+			goto end
+		}
+	}
+end:
+	in.close()
+	close(turns)
+	<-done
+	recordSession(context.WithoutCancel(ctx), opts, res, logger)
+	switch f.Output {
+	case OutputJSON:
+		enc := json.NewEncoder(std.Out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+	default:
+		if res.ExitCode != 0 {
+			Report(std.Err, exitcode.With(exitcode.Code(res.ExitCode), fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())))
+		}
+	}
+	return res.ExitCode
+}
+
+// lineReader is where chat's prompts come from.
+type lineReader struct {
+	read  func() (string, error)
+	close func()
+}
+
+// chatInput is the line editor on a terminal (raw only while a line is
+// typed, so that the turn's output and Ctrl-C behave as usual), else one
+// prompt per line of stdin.
+func chatInput(std IO, complete chat.Completer) lineReader {
+	f, ok := osFile(std.In)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		sc := bufio.NewScanner(std.In)
+		sc.Buffer(nil, 1<<20)
+		return lineReader{read: func() (string, error) {
+			if sc.Scan() {
+				return sc.Text(), nil
+			}
+			if err := sc.Err(); err != nil {
+				return "", err
+			}
+			return "", io.EOF
+		}, close: func() {}}
+	}
+	ed := &chat.Editor{In: f, Out: std.Out, Complete: complete}
+	fd := int(f.Fd())
+	return lineReader{read: func() (string, error) {
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			return "", fmt.Errorf("the terminal: %w", err)
+		}
+		defer term.Restore(fd, old)
+		return ed.ReadLine(chatPrompt)
+	}, close: func() {}}
+}

@@ -1,0 +1,149 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/statedir"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/sandbox"
+)
+
+// secretPaths are unreadable in the sandbox whatever the policy says:
+// keys and tokens an agent has no business reading.
+var secretPaths = []string{"~/.ssh", "~/.aws", "~/.config/gh", "~/.npmrc", "~/.netrc", "~/.docker/config.json",
+	"~/.kube", "~/.gnupg", "~/.git-credentials", "~/.config/gcloud", "~/.azure"}
+
+// sandboxConfig is what the run's sandbox allows: the preset's state
+// directories and the policy's write roots writable; the secret paths and
+// the policy's concrete deny-read paths hidden; tai's own policy, state and
+// audit log read-only.
+func sandboxConfig(f RunFlags, p preset.Preset, pol policy.Config, log *audit.Log, env []string) (*sandbox.Config, error) {
+	mode, err := sandbox.ParseMode(f.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	if env == nil {
+		env = os.Environ()
+	}
+	getenv := func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	home, _ := os.UserHomeDir()
+	cfg := &sandbox.Config{Mode: mode}
+	confines := mode != sandbox.ModeOff && sandbox.ABI() > 0
+	for _, sp := range p.StateDirs(home, getenv) {
+		// Confined, the agent could not make them itself.
+		switch {
+		case sp.Dir && confines:
+			_ = os.MkdirAll(sp.Path, 0o700)
+		case sp.Init != "" && confines:
+			if f, err := os.OpenFile(sp.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+				_, _ = f.WriteString(sp.Init)
+				f.Close()
+			}
+		}
+		cfg.Write = append(cfg.Write, sp.Path)
+	}
+	for _, w := range pol.WriteRoots {
+		if w = expandHome(w, home); filepath.IsAbs(w) {
+			cfg.Write = append(cfg.Write, w)
+		}
+	}
+	for _, s := range secretPaths {
+		cfg.Deny = append(cfg.Deny, expandHome(s, home))
+	}
+	cfg.Deny = append(cfg.Deny, denyReadPaths(pol.Rules, home)...)
+	cfg.Protect = append(cfg.Protect, statedir.Dir())
+	if dp, err := policy.DefaultPath(); err == nil {
+		cfg.Protect = append(cfg.Protect, filepath.Dir(dp))
+	}
+	for _, pp := range []string{pol.Path, f.Policy} {
+		if pp != "" {
+			if a, err := filepath.Abs(pp); err == nil {
+				cfg.Protect = append(cfg.Protect, a)
+			}
+		}
+	}
+	if log != nil {
+		cfg.Protect = append(cfg.Protect, log.Path())
+	}
+	for _, d := range preset.ReadOnlyDirs(home, getenv) {
+		// Only where they exist: a missing one would keep the cache dir
+		// around it from gaining entries, for nothing to protect.
+		if _, err := os.Stat(d); err == nil {
+			cfg.Protect = append(cfg.Protect, d)
+		}
+	}
+	if len(f.NetAllow) > 0 {
+		cfg.NetAllow = append(sandbox.EndpointsFromEnv(env), f.NetAllow...)
+	}
+	return cfg, nil
+}
+
+// isTai reports whether argv runs a tai binary: this one, or one named
+// tai.
+func isTai(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	if filepath.Base(argv[0]) == "tai" {
+		return true
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return false
+	}
+	a, err1 := os.Stat(argv[0])
+	b, err2 := os.Stat(exe)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
+}
+
+func expandHome(p, home string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+		return filepath.Join(home, rest)
+	}
+	return p
+}
+
+// denyReadPaths are the policy's deny rules for reads whose paths are
+// concrete places outside any workspace (~/x, /x, x/** of those): the
+// sandbox hides them too. Globs that match anywhere (**/.env) cannot be
+// spelled as Landlock rules and stay the policy's.
+func denyReadPaths(rules []policy.Rule, home string) []string {
+	var out []string
+	for _, r := range rules {
+		if r.Effect != policy.EffectDeny || len(r.Commands)+len(r.Tools)+len(r.URLs)+len(r.Modes) > 0 {
+			continue
+		}
+		if len(r.Kinds) > 0 && !contains(r.Kinds, driver.KindRead) {
+			continue
+		}
+		for _, p := range r.Paths {
+			p = strings.TrimSuffix(strings.TrimSuffix(p, "/**"), "/*")
+			p = expandHome(p, home)
+			if filepath.IsAbs(p) && !strings.ContainsAny(p, "*?[{") {
+				out = append(out, filepath.Clean(p))
+			}
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

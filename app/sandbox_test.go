@@ -1,0 +1,81 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/sandbox"
+)
+
+func TestDenyReadPaths(t *testing.T) {
+	rules := []policy.Rule{
+		{Effect: policy.EffectDeny, Kinds: []string{"read"}, Paths: []string{"~/.secrets/**", "/etc/shadow", "**/.env", "~/a/*.key"}},
+		{Effect: policy.EffectDeny, Paths: []string{"/srv/private/*"}},                                         // every kind: reads too
+		{Effect: policy.EffectDeny, Kinds: []string{"edit"}, Paths: []string{"/not/a/read"}},                   // not a read
+		{Effect: policy.EffectAllow, Kinds: []string{"read"}, Paths: []string{"/allowed"}},                     // not a deny
+		{Effect: policy.EffectDeny, Kinds: []string{"read"}, Commands: []string{"x"}, Paths: []string{"/cmd"}}, // narrowed by a command
+	}
+	got := denyReadPaths(rules, "/h")
+	want := []string{"/h/.secrets", "/etc/shadow", "/srv/private"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("denyReadPaths = %q, want %q", got, want)
+	}
+}
+
+// The sandbox's paths for a run: the preset's state dirs writable (and
+// made), the secrets hidden, tai's files protected; the installed agents
+// protected only where they exist.
+func TestSandboxConfig(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	p, _ := preset.Lookup("qwen")
+	claude, _ := preset.Lookup("claude")
+	if _, err := sandboxConfig(RunFlags{}, claude, policy.Config{}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".claude.json")); sandbox.ABI() > 0 && string(b) != "{}" {
+		t.Errorf("~/.claude.json = %q, %v; want {} made for the confined claude", b, err)
+	}
+	cfg, err := sandboxConfig(RunFlags{Sandbox: "on", Policy: "pol.toml"}, p, policy.Config{WriteRoots: []string{"~/out"}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{filepath.Join(home, ".qwen"), filepath.Join(home, ".npm"), filepath.Join(home, "out")} {
+		if !slices.Contains(cfg.Write, w) {
+			t.Errorf("%s not writable: %q", w, cfg.Write)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(home, ".qwen")); sandbox.ABI() > 0 && (err != nil || !fi.IsDir()) {
+		t.Errorf("~/.qwen was not made for the confined agent: %v", err)
+	}
+	if !slices.Contains(cfg.Deny, filepath.Join(home, ".ssh")) || !slices.Contains(cfg.Deny, filepath.Join(home, ".aws")) {
+		t.Errorf("secrets %q", cfg.Deny)
+	}
+	abs, _ := filepath.Abs("pol.toml")
+	for _, pr := range []string{filepath.Join(home, ".local", "state", "tai"), filepath.Join(home, ".config", "tai"), abs} {
+		if !slices.Contains(cfg.Protect, pr) {
+			t.Errorf("%s not protected: %q", pr, cfg.Protect)
+		}
+	}
+	agents := filepath.Join(home, ".cache", "tai-agents")
+	if slices.Contains(cfg.Protect, agents) {
+		t.Errorf("a missing %s is protected", agents)
+	}
+	if err := os.MkdirAll(agents, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ = sandboxConfig(RunFlags{}, p, policy.Config{}, nil, nil)
+	if !slices.Contains(cfg.Protect, agents) {
+		t.Errorf("the installed agents are not protected: %q", cfg.Protect)
+	}
+	if _, err := sandboxConfig(RunFlags{Sandbox: "maybe"}, p, policy.Config{}, nil, nil); err == nil {
+		t.Errorf("--sandbox maybe accepted")
+	}
+}

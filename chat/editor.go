@@ -1,0 +1,229 @@
+// Package chat is tai's interactive session: a line editor (history, Tab
+// completion of slash commands, modes and models) in front of one agent
+// session, one turn per line.
+package chat
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// ErrInterrupted is ReadLine's answer to Ctrl-C: the line is dropped.
+var ErrInterrupted = errors.New("interrupted")
+
+// Completion is one candidate of a Tab completion.
+type Completion struct {
+	Text string // what replaces the word being completed
+	Hint string // shown next to it: a command's description and input hint
+}
+
+// Completer returns the candidates for the word that ends at the cursor,
+// and where that word starts in line.
+type Completer func(line string) (start int, cands []Completion)
+
+// Editor reads lines from a terminal in raw mode. In and Out are the
+// terminal; the caller puts it in raw mode around ReadLine.
+type Editor struct {
+	In       io.Reader
+	Out      io.Writer
+	Complete Completer
+	history  []string
+}
+
+// History returns the lines entered so far, oldest first.
+func (e *Editor) History() []string { return append([]string(nil), e.history...) }
+
+type lineState struct {
+	prompt string
+	buf    []rune
+	pos    int
+}
+
+func (e *Editor) redraw(st *lineState) {
+	// \r, prompt, the line, clear to the end, then the cursor back.
+	var b strings.Builder
+	b.WriteString("\r" + st.prompt + string(st.buf) + "\x1b[K")
+	if back := len(st.buf) - st.pos; back > 0 {
+		fmt.Fprintf(&b, "\x1b[%dD", back)
+	}
+	io.WriteString(e.Out, b.String())
+}
+
+// ReadLine reads one line. Ctrl-D on an empty line is io.EOF; Ctrl-C is
+// ErrInterrupted.
+func (e *Editor) ReadLine(prompt string) (string, error) {
+	st := &lineState{prompt: prompt}
+	hist := len(e.history) // index into history; len = the new line
+	var saved []rune
+	e.redraw(st)
+	var pending []byte
+	one := make([]byte, 1)
+	readByte := func() (byte, error) {
+		if len(pending) > 0 {
+			c := pending[0]
+			pending = pending[1:]
+			return c, nil
+		}
+		n, err := e.In.Read(one)
+		if n == 0 && err == nil {
+			err = io.ErrNoProgress
+		}
+		return one[0], err
+	}
+	lastTab := false
+	for {
+		c, err := readByte()
+		if err != nil {
+			return "", err
+		}
+		tab := false
+		switch c {
+		case '\r', '\n':
+			io.WriteString(e.Out, "\r\n")
+			line := string(st.buf)
+			if strings.TrimSpace(line) != "" && (len(e.history) == 0 || e.history[len(e.history)-1] != line) {
+				e.history = append(e.history, line)
+			}
+			return line, nil
+		case 3: // Ctrl-C
+			io.WriteString(e.Out, "^C\r\n")
+			return "", ErrInterrupted
+		case 4: // Ctrl-D
+			if len(st.buf) == 0 {
+				io.WriteString(e.Out, "\r\n")
+				return "", io.EOF
+			}
+			if st.pos < len(st.buf) {
+				st.buf = append(st.buf[:st.pos], st.buf[st.pos+1:]...)
+			}
+		case 1: // Ctrl-A
+			st.pos = 0
+		case 5: // Ctrl-E
+			st.pos = len(st.buf)
+		case 21: // Ctrl-U
+			st.buf, st.pos = st.buf[st.pos:], 0
+		case 11: // Ctrl-K
+			st.buf = st.buf[:st.pos]
+		case 127, 8: // Backspace
+			if st.pos > 0 {
+				st.buf = append(st.buf[:st.pos-1], st.buf[st.pos:]...)
+				st.pos--
+			}
+		case '\t':
+			tab = true
+			e.complete(st, lastTab)
+		case 27: // an escape sequence: arrows, Home, End, Delete
+			b1, err := readByte()
+			if err != nil {
+				return "", err
+			}
+			if b1 != '[' && b1 != 'O' {
+				break
+			}
+			b2, err := readByte()
+			if err != nil {
+				return "", err
+			}
+			switch b2 {
+			case 'A', 'B': // history up, down
+				if hist == len(e.history) {
+					saved = append([]rune(nil), st.buf...)
+				}
+				if b2 == 'A' && hist > 0 {
+					hist--
+				} else if b2 == 'B' && hist < len(e.history) {
+					hist++
+				}
+				if hist == len(e.history) {
+					st.buf = append([]rune(nil), saved...)
+				} else {
+					st.buf = []rune(e.history[hist])
+				}
+				st.pos = len(st.buf)
+			case 'C':
+				st.pos = min(st.pos+1, len(st.buf))
+			case 'D':
+				st.pos = max(st.pos-1, 0)
+			case 'H':
+				st.pos = 0
+			case 'F':
+				st.pos = len(st.buf)
+			case '3':
+				if t, _ := readByte(); t == '~' && st.pos < len(st.buf) {
+					st.buf = append(st.buf[:st.pos], st.buf[st.pos+1:]...)
+				}
+			}
+		default:
+			if c < 32 {
+				break
+			}
+			// A UTF-8 sequence: collect its bytes.
+			seq := []byte{c}
+			for !utf8.FullRune(seq) && len(seq) < utf8.UTFMax {
+				n, err := readByte()
+				if err != nil {
+					return "", err
+				}
+				seq = append(seq, n)
+			}
+			r, _ := utf8.DecodeRune(seq)
+			st.buf = append(st.buf[:st.pos], append([]rune{r}, st.buf[st.pos:]...)...)
+			st.pos++
+		}
+		lastTab = tab
+		e.redraw(st)
+	}
+}
+
+// complete completes the word before the cursor: the one candidate, or
+// the candidates' common prefix; a second Tab lists them with their hints.
+func (e *Editor) complete(st *lineState, list bool) {
+	if e.Complete == nil {
+		return
+	}
+	line := string(st.buf[:st.pos])
+	start, cands := e.Complete(line)
+	if len(cands) == 0 || start < 0 || start > len(line) {
+		return
+	}
+	word := []rune(line[start:])
+	prefix := cands[0].Text
+	for _, c := range cands[1:] {
+		prefix = commonPrefix(prefix, c.Text)
+	}
+	if len(cands) == 1 {
+		prefix += " "
+	}
+	rest := append([]rune(nil), st.buf[st.pos:]...)
+	head := append([]rune(nil), st.buf[:st.pos-len(word)]...)
+	if p := []rune(prefix); len(p) >= len(word) {
+		st.buf = append(append(head, p...), rest...)
+		st.pos = len(head) + len(p)
+	}
+	if len(cands) > 1 || cands[0].Hint != "" {
+		if len(cands) == 1 || list || len([]rune(prefix)) == len(word) {
+			var b strings.Builder
+			b.WriteString("\r\n")
+			for _, c := range cands {
+				fmt.Fprintf(&b, "  %s", c.Text)
+				if c.Hint != "" {
+					fmt.Fprintf(&b, "  — %s", c.Hint)
+				}
+				b.WriteString("\r\n")
+			}
+			io.WriteString(e.Out, b.String())
+		}
+	}
+}
+
+func commonPrefix(a, b string) string {
+	ra, rb := []rune(a), []rune(b)
+	n := 0
+	for n < len(ra) && n < len(rb) && ra[n] == rb[n] {
+		n++
+	}
+	return string(ra[:n])
+}

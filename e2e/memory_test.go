@@ -1,0 +1,57 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// An agent that pipelines 16 reads of a 13 MB file does not make tai hold
+// them all, nor copy each several times: tai's peak RSS stays within a few
+// times the file (it once reached about 1 GiB).
+func TestPipelinedReadsBoundedMemory(t *testing.T) {
+	const size = 13 << 20
+	dir := t.TempDir()
+	line := strings.Repeat("the quick brown fox jumps over the lazy dog ", 2) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "big.txt"), []byte(strings.Repeat(line, size/len(line))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scr := filepath.Join(t.TempDir(), "reads.yaml")
+	if err := os.WriteFile(scr, []byte("steps:\n  - read: {path: big.txt, repeat: 16}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o, peak := taiPeak(t, dir, "run", "--no-audit", "--agent-cmd", builtinWith(scr), "-o", "json", "go")
+	if o.code != 0 {
+		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	}
+	if !strings.Contains(o.stdout, `"status": "ok"`) {
+		t.Fatalf("result: %s", o.stdout)
+	}
+	t.Logf("peak RSS %d MiB for 16 reads of a %d MiB file", peak>>20, size>>20)
+	if os.Getenv("TAI_E2E_RACE") != "" {
+		t.Skip("the race detector's shadow memory makes RSS meaningless")
+	}
+	if limit := int64(6 * size); peak > limit {
+		t.Fatalf("peak RSS %d MiB, over %d MiB", peak>>20, limit>>20)
+	}
+}
+
+// A message longer than --max-message-bytes over all its chunks (each
+// under --max-line-bytes) is cut there and reported like an oversize line;
+// the next message comes through.
+func TestMaxMessageBytes(t *testing.T) {
+	t.Parallel()
+	o := tai(t, t.TempDir(), "run", "--no-audit", "--max-message-bytes", "1000", "--agent-cmd", builtinWith(script("long_message.yaml")), "-o", "json", "go")
+	r := jsonResult(t, o)
+	if o.code != 0 {
+		t.Fatalf("exit %d: %s", o.code, o.stderr)
+	}
+	first, second, _ := strings.Cut(r.Message, "\n\n")
+	if len(first) == 0 || len(first) > 1000 || !strings.HasPrefix(first, "abcdefghij") || second != "after the long one" {
+		t.Fatalf("message %q (%d bytes before the break)", r.Message, len(first))
+	}
+	if len(r.Errors) != 1 || r.Errors[0].Code != "oversize_message" {
+		t.Fatalf("errors %+v", r.Errors)
+	}
+}

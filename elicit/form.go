@@ -1,0 +1,275 @@
+package elicit
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/term"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// Form asks a human at the terminal: each field with its type, choices,
+// default and constraints, asked again until the value is valid. A URL is
+// shown, and opened only when the user says so.
+type Form struct {
+	In  io.Reader
+	Out io.Writer
+	// Open opens a URL (nil: $BROWSER or xdg-open).
+	Open func(url string) error
+
+	mu      sync.Mutex // one form at a time on the terminal
+	r       *bufio.Reader
+	pending chan lineResult // a read still waiting for its line, kept for the next question
+}
+
+type lineResult struct {
+	s   string
+	err error
+}
+
+// line reads one line; ctx ends the wait. A terminal read cannot be
+// interrupted, so a read abandoned that way is kept and its line goes to
+// the next question instead of being lost.
+func (f *Form) line(ctx context.Context) (string, error) {
+	if f.r == nil {
+		f.r = bufio.NewReader(f.In)
+	}
+	if f.pending == nil {
+		ch := make(chan lineResult, 1)
+		go func() {
+			s, err := f.r.ReadString('\n')
+			ch <- lineResult{strings.TrimRight(s, "\r\n"), err}
+		}()
+		f.pending = ch
+	}
+	select {
+	case r := <-f.pending:
+		f.pending = nil
+		if r.err != nil && r.s == "" {
+			return "", r.err
+		}
+		return r.s, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// secretLine reads a secret without echoing it when In is a terminal.
+func (f *Form) secretLine(ctx context.Context) (string, error) {
+	file, ok := f.In.(*os.File)
+	if !ok || !term.IsTerminal(int(file.Fd())) || f.pending != nil || (f.r != nil && f.r.Buffered() > 0) {
+		return f.line(ctx)
+	}
+	b, err := term.ReadPassword(int(file.Fd()))
+	fmt.Fprintln(f.Out)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// Answer implements Answerer.
+func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if req.Mode == driver.ElicitURL {
+		return f.url(ctx, req)
+	}
+	fmt.Fprintf(f.Out, "\n? The agent asks: %s\n", req.Message)
+	fmt.Fprintf(f.Out, "  Fill in the form (%d field(s)); type !decline to refuse or !cancel to dismiss.\n", len(req.Fields))
+	content := map[string]any{}
+	for _, fl := range req.Fields {
+		for {
+			fmt.Fprint(f.Out, fieldPrompt(fl))
+			read := f.line
+			if fl.Secret {
+				read = f.secretLine
+			}
+			s, err := read(ctx)
+			if err != nil {
+				return cancelAnswer(err), nil
+			}
+			s = strings.TrimSpace(s)
+			switch s {
+			case "!decline":
+				return driver.ElicitationAnswer{Action: driver.ElicitDecline, Reason: "declined at the terminal"}, nil
+			case "!cancel":
+				return driver.ElicitationAnswer{Action: driver.ElicitCancel, Reason: "dismissed at the terminal"}, nil
+			}
+			if s == "" {
+				if fl.Default != nil {
+					v, err := CheckValue(fl, fl.Default)
+					if err == nil {
+						content[fl.Name] = v
+						break
+					}
+				}
+				if !fl.Required {
+					break
+				}
+				fmt.Fprintf(f.Out, "  ! %s is required\n", label(fl))
+				continue
+			}
+			v, err := parseInput(fl, s)
+			if err == nil {
+				v, err = CheckValue(fl, v)
+			}
+			if err != nil {
+				fmt.Fprintf(f.Out, "  ! %v\n", err)
+				continue
+			}
+			content[fl.Name] = v
+			break
+		}
+	}
+	fmt.Fprint(f.Out, "  Send these answers? [Y/n] ")
+	s, err := f.line(ctx)
+	if err != nil {
+		return cancelAnswer(err), nil
+	}
+	if a := strings.ToLower(strings.TrimSpace(s)); a == "n" || a == "no" {
+		return driver.ElicitationAnswer{Action: driver.ElicitDecline, Reason: "declined at the terminal"}, nil
+	}
+	return driver.ElicitationAnswer{Action: driver.ElicitAccept, Content: content, Reason: "answered at the terminal"}, nil
+}
+
+func cancelAnswer(err error) driver.ElicitationAnswer {
+	return driver.ElicitationAnswer{Action: driver.ElicitCancel, Reason: "the terminal gave no answer: " + err.Error()}
+}
+
+func (f *Form) url(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	fmt.Fprintf(f.Out, "\n? The agent asks you to visit a URL: %s\n  %s\n", req.Message, req.URL)
+	fmt.Fprint(f.Out, "  [o]pen it in a browser, [d]one (I opened it myself), [n]o (decline) ? ")
+	s, err := f.line(ctx)
+	if err != nil {
+		return cancelAnswer(err), nil
+	}
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "o", "open", "y", "yes":
+		open := f.Open
+		if open == nil {
+			open = openURL
+		}
+		if err := open(req.URL); err != nil {
+			fmt.Fprintf(f.Out, "  ! could not open it (%v): open it yourself\n", err)
+		}
+		return driver.ElicitationAnswer{Action: driver.ElicitAccept, Reason: "opened at the user's word"}, nil
+	case "d", "done":
+		return driver.ElicitationAnswer{Action: driver.ElicitAccept, Reason: "the user visited it"}, nil
+	}
+	return driver.ElicitationAnswer{Action: driver.ElicitDecline, Reason: "declined at the terminal"}, nil
+}
+
+func openURL(u string) error {
+	for _, cmd := range []string{"xdg-open", "open"} {
+		if p, err := exec.LookPath(cmd); err == nil {
+			return exec.Command(p, u).Start()
+		}
+	}
+	return fmt.Errorf("no xdg-open on this machine")
+}
+
+func label(fl driver.ElicitField) string {
+	if fl.Title != "" {
+		return fl.Title
+	}
+	return fl.Name
+}
+
+// fieldPrompt shows a field: its name, type, constraints, choices and
+// default.
+func fieldPrompt(fl driver.ElicitField) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s", label(fl))
+	var notes []string
+	typ := fl.Type
+	switch {
+	case fl.Type == "array":
+		typ = "several of the choices, comma-separated"
+	case len(fl.Enum) > 0:
+		typ = "one of the choices"
+	case fl.Type == "boolean":
+		typ = "yes/no"
+	case fl.Format != "":
+		typ += ", " + fl.Format
+	}
+	notes = append(notes, typ)
+	if fl.Required {
+		notes = append(notes, "required")
+	}
+	if fl.Secret {
+		notes = append(notes, "secret")
+	}
+	if fl.Minimum != nil {
+		notes = append(notes, fmt.Sprintf("min %v", *fl.Minimum))
+	}
+	if fl.Maximum != nil {
+		notes = append(notes, fmt.Sprintf("max %v", *fl.Maximum))
+	}
+	if fl.MinLength != nil {
+		notes = append(notes, fmt.Sprintf("min length %d", *fl.MinLength))
+	}
+	if fl.MaxLength != nil {
+		notes = append(notes, fmt.Sprintf("max length %d", *fl.MaxLength))
+	}
+	fmt.Fprintf(&b, " (%s)", strings.Join(notes, ", "))
+	if fl.Description != "" {
+		fmt.Fprintf(&b, " — %s", fl.Description)
+	}
+	b.WriteString("\n")
+	for i, e := range fl.Enum {
+		name := e
+		if i < len(fl.EnumNames) && fl.EnumNames[i] != "" && fl.EnumNames[i] != e {
+			name = fl.EnumNames[i] + " (" + e + ")"
+		}
+		fmt.Fprintf(&b, "    %d) %s\n", i+1, name)
+	}
+	b.WriteString("  > ")
+	if fl.Default != nil {
+		fmt.Fprintf(&b, "[%v] ", fl.Default)
+	}
+	return b.String()
+}
+
+// parseInput reads what was typed as the field's type: a choice by number
+// or value, yes/no, a number, a comma-separated list.
+func parseInput(fl driver.ElicitField, s string) (any, error) {
+	choice := func(s string) string {
+		if n, err := strconv.Atoi(s); err == nil && n >= 1 && n <= len(fl.Enum) {
+			return fl.Enum[n-1]
+		}
+		return s
+	}
+	switch fl.Type {
+	case "boolean":
+		switch strings.ToLower(s) {
+		case "y", "yes", "true", "1", "on":
+			return true, nil
+		case "n", "no", "false", "0", "off":
+			return false, nil
+		}
+		return nil, fmt.Errorf("answer yes or no, not %q", s)
+	case "integer", "number":
+		return s, nil // CheckValue parses and bounds it
+	case "array":
+		var list []string
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				list = append(list, choice(p))
+			}
+		}
+		return list, nil
+	}
+	if len(fl.Enum) > 0 {
+		return choice(s), nil
+	}
+	return s, nil
+}

@@ -1,0 +1,57 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
+)
+
+// elicitor is a task's elicitation chain: the plan's answerer agent (then
+// the human, as for questions), then decline.
+func (f *fleet) elicitor(t *Task, cwd string) driver.Elicitor {
+	return &elicit.Chain{Links: []elicit.Link{{By: elicit.ByAnswerer, A: fleetAnswerer{f: f, t: t, cwd: cwd}}}}
+}
+
+// fleetAnswerer puts a form to the fleet's answerer as a question whose
+// answer is a JSON object of the field values.
+type fleetAnswerer struct {
+	f   *fleet
+	t   *Task
+	cwd string
+}
+
+// Decline is what the answerer replies to refuse a form.
+const Decline = "DECLINE"
+
+func (a fleetAnswerer) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	if req.Mode != driver.ElicitForm || (a.f.plan.Answerer == nil && a.f.o.AskHuman == nil) {
+		return driver.ElicitationAnswer{}, elicit.ErrPass // a URL needs a person at a browser
+	}
+	fields, _ := json.Marshal(req.Fields)
+	q := fmt.Sprintf("%s\n\nFill in this form. Its fields (name, type, choices, bounds) are:\n%s\n\nReply with only a JSON object of the values by field name, or %s to refuse.",
+		req.Message, fields, Decline)
+	ans, by, _, err := a.f.answer(ctx, a.t, a.cwd, nil, q)
+	if err != nil {
+		return driver.ElicitationAnswer{}, elicit.ErrPass
+	}
+	if by == audit.DecidedByHuman {
+		by = elicit.ByHuman
+	}
+	if strings.TrimSpace(ans) == Decline {
+		return driver.ElicitationAnswer{Action: driver.ElicitDecline, DecidedBy: by, Reason: "the fleet's " + by + " declined"}, nil
+	}
+	i, j := strings.Index(ans, "{"), strings.LastIndex(ans, "}")
+	if i < 0 || j < i {
+		return driver.ElicitationAnswer{}, fmt.Errorf("the %s's reply holds no JSON object", by)
+	}
+	var content map[string]any
+	if err := json.Unmarshal([]byte(ans[i:j+1]), &content); err != nil {
+		return driver.ElicitationAnswer{}, fmt.Errorf("the %s's reply: %w", by, err)
+	}
+	return driver.ElicitationAnswer{Action: driver.ElicitAccept, Content: content, DecidedBy: by, Reason: "answered by the fleet's " + by}, nil
+}

@@ -1,0 +1,388 @@
+package acp
+
+import (
+	"encoding/json"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// aliasMin is the length from which a chunk's text shares the line's memory
+// instead of being copied: a 100 MiB chunk then exists once, and the many
+// small chunks of a long reply do not each pin the line they came in.
+const aliasMin = 64 << 10
+
+// DecodeSessionNotification decodes the params of a session/update. data
+// must be valid JSON (jsonrpc hands over nothing else) and must not be
+// modified afterwards: the text of a long chunk refers to it. The updates
+// that come by the thousand (message, thought and user chunks of text) are
+// read in the one pass that finds their members; any other update is
+// decoded by its own union decoder, and anything unusual by encoding/json,
+// so the result is always what json.Unmarshal gives.
+func DecodeSessionNotification(data []byte, n *SessionNotification) error {
+	if fastNotification(data, n) {
+		return nil
+	}
+	*n = SessionNotification{}
+	return json.Unmarshal(data, n)
+}
+
+func fastNotification(data []byte, n *SessionNotification) bool {
+	*n = SessionNotification{}
+	var update []byte
+	ok := members(data, func(key, val []byte) bool {
+		switch string(key) {
+		case "sessionId":
+			s, ok := stringValue(val)
+			n.SessionId = s
+			return ok
+		case "update":
+			update = val
+			return true
+		case "_meta":
+			return false
+		}
+		return !folds(key, "sessionId", "update", "_meta")
+	})
+	if !ok || update == nil {
+		return false
+	}
+	if c, tag, ok := fastChunk(update); ok {
+		switch tag {
+		case UpdateAgentMessageChunk:
+			n.Update.AgentMessageChunk = c
+		case UpdateAgentThoughtChunk:
+			n.Update.AgentThoughtChunk = c
+		case UpdateUserMessageChunk:
+			n.Update.UserMessageChunk = c
+		}
+		return true
+	}
+	if fastVariant(update, &n.Update) {
+		return true
+	}
+	return n.Update.UnmarshalJSON(update) == nil
+}
+
+// fastVariant reads the other updates of a flood, tool calls, their
+// updates and plans, when they hold only plain members.
+func fastVariant(data []byte, u *SessionUpdate) bool {
+	tag, present, err := peekTagFast(data, "sessionUpdate")
+	if err != nil || !present {
+		return false
+	}
+	switch tag {
+	case UpdateToolCall:
+		tc := new(ToolCall)
+		var kind, status string
+		if !fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) (ok bool) {
+			switch i {
+			case 0:
+				tc.ToolCallId, ok = stringValue(val)
+			case 1:
+				tc.Title, ok = stringValue(val)
+			case 2:
+				kind, ok = stringValue(val)
+			case 3:
+				status, ok = stringValue(val)
+			case 4:
+				tc.Name, ok = stringValue(val)
+			case 5:
+				tc.RawInput, ok = rawValue(val)
+			case 6:
+				tc.RawOutput, ok = rawValue(val)
+			}
+			return ok
+		}) {
+			return false
+		}
+		tc.Kind, tc.Status = ToolKind(kind), ToolCallStatus(status)
+		*u = SessionUpdate{ToolCall: tc}
+		return true
+	case UpdateToolCallUpdate:
+		tu := new(ToolCallUpdate)
+		if !fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) bool {
+			if i >= 5 {
+				raw, ok := rawValue(val)
+				if i == 5 {
+					tu.RawInput = raw
+				} else {
+					tu.RawOutput = raw
+				}
+				return ok
+			}
+			v, ok := stringValue(val)
+			switch i {
+			case 0:
+				tu.ToolCallId = v
+			case 1:
+				tu.Title = &v
+			case 2:
+				tu.Kind = (*ToolKind)(&v)
+			case 3:
+				tu.Status = (*ToolCallStatus)(&v)
+			case 4:
+				tu.Name = &v
+			}
+			return ok
+		}) {
+			return false
+		}
+		*u = SessionUpdate{ToolCallUpdate: tu}
+		return true
+	case UpdatePlan:
+		p := new(Plan)
+		if !fields(data, planNames, metaSlow, func(_ int, val []byte) bool { return planEntries(val, &p.Entries) }) {
+			return false
+		}
+		*u = SessionUpdate{Plan: p}
+		return true
+	}
+	return false
+}
+
+// The members the fast path reads, by index, and those it leaves to
+// encoding/json.
+var (
+	toolCallNames  = []string{"toolCallId", "title", "kind", "status", "name", "rawInput", "rawOutput"}
+	toolCallSlow   = []string{"content", "locations", "_meta"}
+	planNames      = []string{"entries"}
+	planEntryNames = []string{"content", "priority", "status"}
+	metaSlow       = []string{"_meta"}
+)
+
+// rawValue copies a raw member, as json.RawMessage does; null is left to
+// encoding/json.
+func rawValue(val []byte) (json.RawMessage, bool) {
+	return append(json.RawMessage(nil), val...), string(val) != "null"
+}
+
+// planEntries reads an array of plain plan entries.
+func planEntries(data []byte, dst *PlanEntryList) bool {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return false
+	}
+	list := PlanEntryList{}
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == ']' {
+		*dst = list
+		return true
+	}
+	for {
+		end, ok := skipValue(data, i)
+		if !ok {
+			return false
+		}
+		var e PlanEntry
+		var prio, status string
+		if !fields(data[i:end], planEntryNames, metaSlow, func(k int, v []byte) (ok bool) {
+			switch k {
+			case 0:
+				e.Content, ok = stringValue(v)
+			case 1:
+				prio, ok = stringValue(v)
+			case 2:
+				status, ok = stringValue(v)
+			}
+			return ok
+		}) {
+			return false
+		}
+		e.Priority, e.Status = PlanEntryPriority(prio), PlanEntryStatus(status)
+		list = append(list, e)
+		i = skipWS(data, end)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipWS(data, i+1)
+		case ']':
+			*dst = list
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// fields reads an object's members named in names with set (by index);
+// a member in slow, or one encoding/json would match to a name but for
+// case, makes it fail.
+func fields(data []byte, names, slow []string, set func(i int, val []byte) bool) bool {
+	return members(data, func(key, val []byte) bool {
+		for i, n := range names {
+			if string(key) == n {
+				return set(i, val)
+			}
+		}
+		for _, list := range [2][]string{names, slow} {
+			for _, n := range list {
+				if len(key) == len(n) && foldASCII(key, n) {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// fastChunk reads a text chunk update; ok is false for anything else.
+func fastChunk(data []byte) (c *ContentChunk, tag string, ok bool) {
+	var content []byte
+	c = new(ContentChunk)
+	ok = members(data, func(key, val []byte) bool {
+		switch string(key) {
+		case "sessionUpdate":
+			s, ok := stringValue(val)
+			tag = s
+			return ok
+		case "content":
+			content = val
+			return true
+		case "messageId":
+			if string(val) == "null" {
+				c.MessageId = nil
+				return true
+			}
+			s, ok := stringValue(val)
+			c.MessageId = &s
+			return ok
+		case "_meta":
+			return false
+		}
+		return !folds(key, "sessionUpdate", "content", "messageId", "_meta")
+	})
+	switch tag {
+	case UpdateAgentMessageChunk, UpdateAgentThoughtChunk, UpdateUserMessageChunk:
+	default:
+		return nil, "", false
+	}
+	if !ok || content == nil {
+		return nil, "", false
+	}
+	var typ string
+	text, hasText := "", false
+	ok = members(content, func(key, val []byte) bool {
+		switch string(key) {
+		case "type":
+			s, ok := stringValue(val)
+			typ = s
+			return ok
+		case "text":
+			s, ok := stringValue(val)
+			text, hasText = s, true
+			return ok
+		case "annotations", "_meta":
+			return false
+		}
+		return !folds(key, "type", "text", "annotations", "_meta")
+	})
+	if !ok || typ != ContentText || !hasText {
+		return nil, "", false
+	}
+	c.Content = ContentBlock{Text: &TextContent{Text: text}}
+	return c, tag, true
+}
+
+// members calls f with each member of the object data (valid JSON); it
+// reports false, for the caller to fall back, if f does or data is not
+// a plain object of plainly spelled names.
+func members(data []byte, f func(key, val []byte) bool) bool {
+	i := skipWS(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	i = skipWS(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return true
+	}
+	for {
+		if i >= len(data) || data[i] != '"' {
+			return false
+		}
+		ks, ke, escaped, ok := scanString(data, i)
+		if !ok || escaped || !ascii(data[ks:ke]) {
+			return false // encoding/json folds names Unicode-wise
+		}
+		i = skipWS(data, ke)
+		if i >= len(data) || data[i] != ':' {
+			return false
+		}
+		vs := skipWS(data, i+1)
+		ve, ok := skipValue(data, vs)
+		if !ok || !f(data[ks+1:ke-1], data[vs:ve]) {
+			return false
+		}
+		i = skipWS(data, ve)
+		if i >= len(data) {
+			return false
+		}
+		switch data[i] {
+		case ',':
+			i = skipWS(data, i+1)
+		case '}':
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// folds reports whether key is one of names but for ASCII case, which
+// encoding/json would match: such a document goes the slow way.
+func folds(key []byte, names ...string) bool {
+	for _, n := range names {
+		if len(key) == len(n) && string(key) != n && foldASCII(key, n) {
+			return true
+		}
+	}
+	return false
+}
+
+func foldASCII(a []byte, b string) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		if lx := x | 0x20; lx != y|0x20 || lx < 'a' || lx > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+func ascii(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// stringValue decodes a JSON string value. Without escapes and in valid
+// UTF-8 it is taken as is: shared with data from aliasMin bytes on, copied
+// below that.
+func stringValue(val []byte) (string, bool) {
+	if len(val) < 2 || val[0] != '"' {
+		return "", false
+	}
+	_, end, escaped, ok := scanString(val, 0)
+	if !ok || end != len(val) {
+		return "", false
+	}
+	raw := val[1 : len(val)-1]
+	if escaped || !utf8.Valid(raw) {
+		var s string
+		if json.Unmarshal(val, &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	if len(raw) >= aliasMin {
+		return unsafe.String(&raw[0], len(raw)), true
+	}
+	return string(raw), true
+}

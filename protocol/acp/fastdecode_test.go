@@ -1,0 +1,70 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// DecodeSessionNotification, the one-pass decoder of the flood's updates,
+// gives what json.Unmarshal gives, for every valid input.
+func FuzzDecodeSessionNotification(f *testing.F) {
+	for _, s := range []string{
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"},"messageId":"m1"}}`,
+		`{"update":{"content":{"text":"a\nb\u00e9","type":"text"},"sessionUpdate":"agent_thought_chunk","messageId":null},"sessionId":"s"}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"user_message_chunk","content":{"type":"text","text":"x","annotations":{"priority":1}}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"image","data":"AA==","mimeType":"image/png"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"1","title":"t"}}`,
+		`{"SessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"\xff"}},"_meta":{"a":1}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","TEXT":"a","text":"b"}}}`,
+		`{"sessionId":"s","sessionId":"t","update":{"sessionUpdate":"agent_message_chunk","sessionUpdate":"plan","entries":[]}}`,
+		`{"sessionId":5,"update":{}}`, `{"sessionId":"s","update":null}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","title":"T","kind":"other","status":"in_progress","rawInput":{"a": [1]},"name":"n"}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call","toolCallId":"t","Title":"T","locations":[{"path":"/a"}]}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed","title":null}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"t","kind":"edit","rawOutput":null,"content":[]}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"a","priority":"low","status":"pending"},{"content":"b"}]}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[null,{"content":1}],"_meta":{}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}`, `{"sessionId":"s","update":{"sessionUpdate":"plan"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if !json.Valid(data) {
+			return
+		}
+		var want, got SessionNotification
+		werr := json.Unmarshal(data, &want)
+		gerr := DecodeSessionNotification(data, &got)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("%q: json.Unmarshal err %v, DecodeSessionNotification err %v", data, werr, gerr)
+		}
+		if werr != nil {
+			return
+		}
+		w, err1 := Marshal(want)
+		g, err2 := Marshal(got)
+		if (err1 == nil) != (err2 == nil) || !bytes.Equal(w, g) {
+			t.Fatalf("%q:\n got %s (%v)\nwant %s (%v)", data, g, err2, w, err1)
+		}
+	})
+}
+
+// A long chunk's text is not copied: it is the line's own bytes.
+func TestDecodeLongChunkInPlace(t *testing.T) {
+	text := strings.Repeat("x", 2*aliasMin)
+	data := []byte(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` + text + `"}}}`)
+	var n SessionNotification
+	if err := DecodeSessionNotification(data, &n); err != nil {
+		t.Fatal(err)
+	}
+	got := n.Update.AgentMessageChunk.Content.Text.Text
+	if got != text {
+		t.Fatal("text differs")
+	}
+	if allocs := testing.AllocsPerRun(10, func() { _ = DecodeSessionNotification(data, &n) }); allocs > 4 {
+		t.Fatalf("%v allocations for one chunk", allocs)
+	}
+}

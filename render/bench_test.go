@@ -1,0 +1,124 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coder/quartz"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// chunkEvents is a reply streamed as n small chunks of one message, as long
+// replies arrive.
+func chunkEvents(n int) []driver.Event {
+	evs := make([]driver.Event, n)
+	for i := range evs {
+		evs[i] = driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{
+			Role: driver.RoleAgent, MessageID: "m1", Text: fmt.Sprintf("word%d ", i)}}
+	}
+	return evs
+}
+
+// BenchmarkTextChunks renders 10k and 100k chunks of one message; ns/chunk
+// must be the same for both (no work that grows with what was printed).
+//
+//	go test ./render -run x -bench TextChunks
+func BenchmarkTextChunks(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		evs := chunkEvents(n)
+		b.Run(fmt.Sprintf("chunks-%dk", n/1000), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				t := NewText(io.Discard, false)
+				for _, ev := range evs {
+					t.Emit(ev)
+				}
+				t.Flush()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/chunk")
+		})
+	}
+}
+
+// The bytes allocated per chunk do not grow with the length of the message:
+// 100k chunks cost at most a few times 10 times what 10k chunks cost (the
+// text renderer once copied the whole message per chunk).
+func TestTextChunksLinear(t *testing.T) {
+	alloc := func(n int) uint64 {
+		evs := chunkEvents(n)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		tx := NewText(io.Discard, false)
+		for _, ev := range evs {
+			tx.Emit(ev)
+		}
+		tx.Flush()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := alloc(10_000), alloc(100_000)
+	if large > 30*small {
+		t.Fatalf("100k chunks allocated %d bytes, 10k chunks %d: %.0f× for 10× the chunks", large, small, float64(large)/float64(small))
+	}
+}
+
+// A long session's finished tool calls are not all remembered.
+func TestTextForgetsFinishedToolCalls(t *testing.T) {
+	tx := NewText(io.Discard, false)
+	for i := range 3 * maxTools {
+		id := fmt.Sprintf("t%d", i)
+		tx.Emit(driver.Event{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: id, Status: "in_progress"}})
+		tx.Emit(driver.Event{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: id, Status: "completed"}})
+	}
+	if n := len(tx.tools); n > maxTools {
+		t.Fatalf("%d tool calls remembered after %d finished", n, 3*maxTools)
+	}
+}
+
+// Text is buffered: streamed chunks reach the writer once the flush delay
+// has passed (on the injected clock), and at once before a permission ask.
+func TestTextFlushes(t *testing.T) {
+	ctx := context.Background()
+	clk := quartz.NewMock(t)
+	var out syncBuffer
+	tx := NewText(&out, false)
+	tx.Clock = clk
+	chunk := driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, Text: "hello"}}
+	tx.Emit(chunk)
+	if out.String() != "" {
+		t.Fatalf("written before the flush delay: %q", out.String())
+	}
+	clk.Advance(flushDelay).MustWait(ctx)
+	if out.String() != "hello" {
+		t.Fatalf("after the flush delay: %q", out.String())
+	}
+	tx.Emit(chunk)
+	tx.Emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &driver.PermissionRequest{ToolCall: driver.ToolCall{Title: "Edit"}}})
+	if got := out.String(); !strings.HasPrefix(got, "hellohello\n? permission: Edit") {
+		t.Fatalf("before the ask: %q", got)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

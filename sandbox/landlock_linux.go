@@ -1,0 +1,86 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"fmt"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// ABI is the kernel's Landlock ABI version; 0 where there is none (or a
+// test says so).
+func ABI() int {
+	if testNoLandlock {
+		return 0
+	}
+	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if e != 0 {
+		return 0
+	}
+	return int(v)
+}
+
+// handledFS are the filesystem rights tai's rules speak of: all of ABI 5
+// (ioctl on devices included). Later ones (connecting to UNIX sockets by
+// path) stay allowed.
+var handledFS = landlock.V5.HandledAccessFS
+
+// restrict confines this process and its future children, in best effort
+// (an older ABI enforces what it knows). It returns the ABI in force.
+func restrict(r *rules) (int, error) {
+	planned, err := Plan(r.Grants)
+	if err != nil {
+		return 0, err
+	}
+	var rs []landlock.Rule
+	for _, p := range planned {
+		if lr, ok := toLandlock(p); ok {
+			rs = append(rs, lr)
+		}
+	}
+	cfg := landlock.Config{HandledAccessFS: handledFS}
+	if r.Net {
+		cfg.HandledAccessNet = landlock.AccessNetSet(ll.AccessNetConnectTCP)
+		for _, port := range r.Ports {
+			rs = append(rs, landlock.ConnectTCP(port))
+		}
+	}
+	if err := cfg.BestEffort().Restrict(rs...); err != nil {
+		return 0, fmt.Errorf("restricting: %w", err)
+	}
+	return ABI(), nil
+}
+
+const (
+	rightsList  = landlock.AccessFSSet(ll.AccessFSReadDir)
+	rightsRead  = landlock.AccessFSSet(ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir)
+	rightsFile  = landlock.AccessFSSet(ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate | ll.AccessFSIoctlDev)
+	rightsFileR = landlock.AccessFSSet(ll.AccessFSExecute | ll.AccessFSReadFile)
+)
+
+// rightsDirW is all of handledFS but making device nodes, which even root
+// must not do: one would open the disk.
+var rightsDirW = handledFS &^ landlock.AccessFSSet(ll.AccessFSMakeChar|ll.AccessFSMakeBlock)
+
+// toLandlock spells a planned rule with go-landlock's rights: directories
+// get directory rights, files only file rights (Landlock refuses others).
+func toLandlock(p Rule) (landlock.Rule, bool) {
+	switch {
+	case p.Dir && p.Access == Write:
+		// Refer: moving files between directories of the workspace; ioctl
+		// for /dev/pts.
+		return landlock.PathAccess(rightsDirW, p.Path).IgnoreIfMissing(), true
+	case p.Dir && p.Access == Read:
+		return landlock.PathAccess(rightsRead, p.Path).IgnoreIfMissing(), true
+	case p.Dir && p.Access == List:
+		return landlock.PathAccess(rightsList, p.Path).IgnoreIfMissing(), true
+	case !p.Dir && p.Access == Write:
+		return landlock.PathAccess(rightsFile, p.Path).IgnoreIfMissing(), true
+	case !p.Dir && p.Access == Read:
+		return landlock.PathAccess(rightsFileR, p.Path).IgnoreIfMissing(), true
+	}
+	return nil, false
+}

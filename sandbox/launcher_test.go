@@ -1,0 +1,302 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// The test binary is its own launcher, as tai is.
+func TestMain(m *testing.M) {
+	if Launching() {
+		os.Exit(Main())
+	}
+	if addr := os.Getenv("SANDBOX_TEST_DIAL"); addr != "" {
+		// The test binary as the agent: can it connect?
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Println("refused:", err)
+			os.Exit(3)
+		}
+		c.Close()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type world struct {
+	ws, outside, home string
+	sb                *Sandbox
+}
+
+func newWorld(t *testing.T, mode Mode) *world {
+	t.Helper()
+	root := t.TempDir()
+	w := &world{ws: filepath.Join(root, "ws"), outside: filepath.Join(root, "outside"), home: filepath.Join(root, "home")}
+	for _, d := range []string{w.ws, w.outside, filepath.Join(w.home, ".ssh"), filepath.Join(w.home, ".config", "tai")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(w.home, ".ssh", "id_rsa"), []byte("SECRET-KEY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.home, ".config", "tai", "policy.toml"), []byte("mode = \"deny\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := New(Config{Mode: mode, Write: []string{w.ws}, Deny: []string{filepath.Join(w.home, ".ssh")},
+		Protect: []string{filepath.Join(w.home, ".config", "tai", "policy.toml")}, Exe: os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sb.Close() })
+	w.sb = sb
+	return w
+}
+
+// start runs script under sh through the launcher, its stdout a pipe.
+func (w *world) start(t *testing.T, script string) (*exec.Cmd, *Proc, *bufio.Reader) {
+	t.Helper()
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Dir = w.ws
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = wr, wr
+	p, err := w.sb.Wrap(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Started(cmd.Start()); err != nil {
+		t.Fatal(err)
+	}
+	wr.Close()
+	t.Cleanup(func() { r.Close() })
+	return cmd, p, bufio.NewReader(r)
+}
+
+func needLandlock(t *testing.T) {
+	if ABI() < 1 {
+		t.Skip("no Landlock in this kernel")
+	}
+}
+
+func TestLandlockConfinesWritesAndSecrets(t *testing.T) {
+	needLandlock(t)
+	w := newWorld(t, ModeOn)
+	script := `echo in > ws.txt; echo out > ` + w.outside + `/escape.txt; cat ` + w.home + `/.ssh/id_rsa;
+echo planted >> ` + w.home + `/.config/tai/policy.toml; echo tmp > "$TMPDIR/t" && echo tmp-ok;
+setsid sh -c 'echo setsid > ` + w.outside + `/setsid.txt'; echo done`
+	cmd, p, out := w.start(t, script)
+	b, _ := readAll(out)
+	if err := cmd.Wait(); err != nil {
+		t.Logf("exit: %v", err)
+	}
+	p.Release()
+	got := string(b)
+	if strings.Contains(got, "SECRET-KEY") {
+		t.Errorf("the secret was read:\n%s", got)
+	}
+	if !strings.Contains(got, "tmp-ok") || !strings.Contains(got, "done") {
+		t.Errorf("the private temp dir was not writable, or the script stopped:\n%s", got)
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, "ws.txt")); err != nil {
+		t.Errorf("the workspace write failed: %v\n%s", err, got)
+	}
+	for _, f := range []string{"escape.txt", "setsid.txt"} {
+		if _, err := os.Stat(filepath.Join(w.outside, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s was written outside the workspace (stat: %v)", f, err)
+		}
+	}
+	if pol, _ := os.ReadFile(filepath.Join(w.home, ".config", "tai", "policy.toml")); strings.Contains(string(pol), "planted") {
+		t.Errorf("the protected policy file was written")
+	}
+	if st := w.sb.Status(); !st.Enabled || st.ABI < 1 {
+		t.Errorf("status %+v, want enabled with an ABI", st)
+	}
+}
+
+func readAll(r *bufio.Reader) ([]byte, error) {
+	var b []byte
+	for {
+		line, err := r.ReadBytes('\n')
+		b = append(b, line...)
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// alive reports whether pid is a live process (not gone, not a zombie).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
+}
+
+// pids reads the pids a script printed, one per line, until "ready".
+func pids(t *testing.T, r *bufio.Reader) []int {
+	t.Helper()
+	var out []int
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading pids: %v (got %v)", err, out)
+		}
+		line = strings.TrimSpace(line)
+		if line == "ready" {
+			return out
+		}
+		if n, err := strconv.Atoi(line); err == nil {
+			out = append(out, n)
+		}
+	}
+}
+
+// A double-forked child (setsid -f) of a command is gone once the command
+// ends, and once tai asks for the tree to die.
+func TestNoProcessOutlivesTheLauncher(t *testing.T) {
+	for _, mode := range []Mode{ModeOn, ModeOff} {
+		for _, how := range []string{"normal end", "kill", "crash"} {
+			t.Run(string(mode)+"/"+how, func(t *testing.T) {
+				if mode == ModeOn {
+					needLandlock(t)
+				}
+				w := newWorld(t, mode)
+				fifo := filepath.Join(w.ws, "go")
+				if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				tail := map[string]string{"normal end": "exit 0", "kill": "sleep 1000", "crash": "kill -SEGV $$"}[how]
+				// The daemon reports its own pid; the script waits on the
+				// fifo so the test decides when it ends.
+				script := `setsid -f sh -c 'echo $$ > d.pid; exec sleep 1000'; while [ ! -s d.pid ]; do :; done; cat d.pid; sleep 1000 & echo $!; echo ready; read x < ` + fifo + `; ` + tail
+				cmd, p, out := w.start(t, script)
+				ps := pids(t, out)
+				if len(ps) != 2 {
+					t.Fatalf("pids %v", ps)
+				}
+				for _, pid := range ps {
+					if !alive(pid) {
+						t.Fatalf("pid %d not running before the end", pid)
+					}
+				}
+				if how == "kill" {
+					p.Kill()
+				} else if err := os.WriteFile(fifo, []byte("x\n"), 0); err != nil {
+					t.Fatal(err)
+				}
+				err := cmd.Wait()
+				p.Release()
+				for _, pid := range ps {
+					if alive(pid) {
+						t.Errorf("pid %d outlived the launcher", pid)
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+					}
+				}
+				var ee *exec.ExitError
+				errors.As(err, &ee)
+				switch how {
+				case "normal end":
+					if err != nil {
+						t.Errorf("exit %v, want 0", err)
+					}
+				case "crash":
+					if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGSEGV {
+						t.Errorf("exit %v, want killed by SIGSEGV", err)
+					}
+				case "kill":
+					if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+						t.Errorf("exit %v, want killed by SIGKILL", err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// --net-allow: TCP connections only to the allowed ports (Landlock ABI 4+).
+func TestNetRule(t *testing.T) {
+	if ABI() < 4 {
+		t.Skip("no Landlock network rules in this kernel")
+	}
+	allowed, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer allowed.Close()
+	other, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	sb, err := New(Config{Mode: ModeOn, NetAllow: []string{allowed.Addr().String()}, Exe: os.Args[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	for _, tc := range []struct {
+		addr string
+		code int
+	}{{allowed.Addr().String(), 0}, {other.Addr().String(), 3}} {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "SANDBOX_TEST_DIAL="+tc.addr)
+		p, err := sb.Wrap(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := p.Started(cmd.Start()); err != nil {
+			t.Fatal(err)
+		}
+		err = cmd.Wait()
+		p.Release()
+		if code := cmd.ProcessState.ExitCode(); code != tc.code {
+			t.Errorf("dial %s: exit %d (%v) %s, want %d", tc.addr, code, err, out.String(), tc.code)
+		}
+	}
+	if !sb.Status().Net {
+		t.Errorf("status %+v, want net restricted", sb.Status())
+	}
+}
+
+func TestExitCodePassesThrough(t *testing.T) {
+	w := newWorld(t, ModeOff)
+	cmd, p, out := w.start(t, "exit 7")
+	_, _ = readAll(out)
+	err := cmd.Wait()
+	p.Release()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Fatalf("exit %v, want 7", err)
+	}
+}
+
+func TestModeOnWithoutLandlock(t *testing.T) {
+	testNoLandlock = true
+	defer func() { testNoLandlock = false }()
+	_, err := New(Config{Mode: ModeOn})
+	if !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("New(on) without Landlock: %v, want ErrUnsupported", err)
+	}
+	sb, err := New(Config{Mode: ModeAuto})
+	if err != nil || sb.Status().Enabled {
+		t.Fatalf("New(auto) without Landlock: %v %+v, want off", err, sb.Status())
+	}
+}

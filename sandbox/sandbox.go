@@ -1,0 +1,482 @@
+// Package sandbox runs the processes tai starts for agents (the agents,
+// their TUIs, the commands tai serves them) under a small launcher of
+// tai's own: tai re-executes itself, the launcher confines itself with
+// Linux Landlock, becomes a child subreaper (in a cgroup of its own where
+// one can be made), and starts the agent as its child. When the agent
+// exits, when tai asks, or when tai dies (even by kill -9), the launcher
+// kills everything the agent left behind, double-forked and setsid
+// children included, and only then exits.
+//
+// What the Landlock rules allow: writes inside the workspace roots, the
+// agent's own state directories and a private temp dir; reads everywhere
+// else except the secret paths; and never a write to tai's own policy and
+// state, even inside the workspace. It is not a container: processes stay
+// visible, and the network is open unless a connect rule is asked for.
+package sandbox
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// Mode is --sandbox: auto, on or off.
+type Mode string
+
+const (
+	// ModeAuto confines with Landlock where the kernel supports it.
+	ModeAuto Mode = "auto"
+	// ModeOn confines, or refuses to run where it cannot.
+	ModeOn Mode = "on"
+	// ModeOff does not confine. The launcher still keeps the process tree
+	// from outliving tai.
+	ModeOff Mode = "off"
+)
+
+// ParseMode reads a --sandbox value; "" is auto.
+func ParseMode(s string) (Mode, error) {
+	switch Mode(s) {
+	case "", ModeAuto:
+		return ModeAuto, nil
+	case ModeOn, ModeOff:
+		return Mode(s), nil
+	}
+	return "", fmt.Errorf("--sandbox %q: want auto, on or off", s)
+}
+
+// ErrUnsupported is returned by New for ModeOn where the kernel has no
+// usable Landlock.
+var ErrUnsupported = errors.New("the kernel does not support Landlock")
+
+// Config is what one run's sandbox allows.
+type Config struct {
+	Mode Mode
+	// Write are the workspace roots and the agent's state directories
+	// (files or directories); missing ones are skipped.
+	Write []string
+	// Deny are the secret paths: neither read nor written.
+	Deny []string
+	// Protect are tai's own policy and state: readable, never writable,
+	// even inside a Write root. A missing one protects its nearest existing
+	// parent below the Write root, so that it cannot be planted either.
+	Protect []string
+	// NetAllow, when not nil, turns on the network rule: TCP connections
+	// only to these HOST:PORT (Landlock checks the port only).
+	NetAllow []string
+	// Exe is the tai binary that serves as the launcher; "" is
+	// /proc/self/exe.
+	Exe string
+}
+
+// Status says how a run was confined, for the result, the audit log and
+// the manifest.
+type Status struct {
+	Mode    Mode   `json:"mode"`
+	Enabled bool   `json:"enabled"`
+	ABI     int    `json:"landlock_abi,omitempty"`
+	Cgroup  bool   `json:"cgroup"`
+	Net     bool   `json:"net_restricted,omitempty"`
+	Reason  string `json:"reason,omitempty"` // why it is off
+	TempDir string `json:"tmpdir,omitempty"`
+}
+
+// Sandbox is one run's launcher configuration. A nil *Sandbox starts
+// processes directly, as before.
+type Sandbox struct {
+	exe    string
+	rules  *rules // nil: no Landlock
+	status Status
+	cgroup atomic.Bool
+}
+
+// testNoLandlock makes ABI report no Landlock (a kernel without it), for
+// tests; set through TAI_TEST_NO_LANDLOCK only in binaries built with the
+// tai_testhooks tag.
+var testNoLandlock bool
+
+// New prepares a run's sandbox: checks the kernel (ModeOn fails with
+// ErrUnsupported where Landlock is missing) and creates the private temp
+// dir. Close removes it.
+func New(cfg Config) (*Sandbox, error) {
+	mode, err := ParseMode(string(cfg.Mode))
+	if err != nil {
+		return nil, err
+	}
+	s := &Sandbox{exe: cfg.Exe, status: Status{Mode: mode}}
+	if s.exe == "" {
+		s.exe = "/proc/self/exe"
+	}
+	sweepCgroups()
+	abi := ABI()
+	switch {
+	case mode == ModeOff:
+		s.status.Reason = "--sandbox off"
+		return s, nil
+	case abi < 1 && mode == ModeOn:
+		return nil, fmt.Errorf("--sandbox on: %w (Landlock ABI %d; use --sandbox auto or off)", ErrUnsupported, abi)
+	case abi < 1:
+		s.status.Reason = "the kernel does not support Landlock"
+		return s, nil
+	}
+	tmp, err := os.MkdirTemp("", "tai-sandbox-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: private temp dir: %w", err)
+	}
+	r := &rules{Grants: Grants(cfg.Write, cfg.Deny, cfg.Protect, tmp)}
+	if cfg.NetAllow != nil {
+		ports, err := ports(cfg.NetAllow)
+		if err != nil {
+			os.RemoveAll(tmp)
+			return nil, err
+		}
+		r.Net, r.Ports = true, ports
+	}
+	s.rules = r
+	s.status = Status{Mode: mode, Enabled: true, ABI: abi, Net: r.Net, TempDir: tmp}
+	return s, nil
+}
+
+// Status is how the run is confined.
+func (s *Sandbox) Status() Status {
+	if s == nil {
+		return Status{Mode: ModeOff, Reason: "no launcher"}
+	}
+	st := s.status
+	st.Cgroup = s.cgroup.Load()
+	return st
+}
+
+// Close removes the private temp dir.
+func (s *Sandbox) Close() error {
+	if s == nil || s.status.TempDir == "" {
+		return nil
+	}
+	return os.RemoveAll(s.status.TempDir)
+}
+
+// Grants turns a run's paths into grants: everything readable, the write
+// roots and the temp dir writable, the device files a program needs, the
+// secrets hidden and tai's own files read-only.
+func Grants(write, deny, protect []string, tmp string) []Grant {
+	gs := []Grant{{Path: "/", Access: Read}}
+	for _, p := range write {
+		if p = abs(p); p != "" {
+			gs = append(gs, Grant{Path: p, Access: Write})
+		}
+	}
+	if tmp != "" {
+		gs = append(gs, Grant{Path: tmp, Access: Write})
+	}
+	for _, d := range devices {
+		gs = append(gs, Grant{Path: d, Access: Write})
+	}
+	for _, p := range deny {
+		if p = abs(p); p != "" {
+			gs = append(gs, Grant{Path: p, Access: None})
+		}
+	}
+	for _, p := range protect {
+		if p = abs(p); p == "" {
+			continue
+		}
+		gs = append(gs, Grant{Path: existingOrParent(p, write), Access: Read})
+	}
+	return gs
+}
+
+// devices are the device files and directories normal programs write.
+var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+	"/dev/tty", "/dev/ptmx", "/dev/pts", "/dev/shm"}
+
+func abs(p string) string {
+	if p == "" || !filepath.IsAbs(p) {
+		return ""
+	}
+	return filepath.Clean(p)
+}
+
+// existingOrParent is p, or where p is missing, its nearest existing
+// parent that is still strictly inside a write root: protecting that keeps
+// p from being created. Outside every write root p needs no protection
+// beyond the default (read-only).
+func existingOrParent(p string, write []string) string {
+	for q := p; ; q = filepath.Dir(q) {
+		if _, err := os.Lstat(q); err == nil {
+			return q
+		}
+		inside := false
+		for _, w := range write {
+			if w = abs(w); w != "" && within(filepath.Dir(q), w) && filepath.Dir(q) != w {
+				inside = true
+			}
+		}
+		if !inside || q == "/" {
+			return q // the root itself (missing p) is split around q
+		}
+	}
+}
+
+// ports reads HOST:PORT entries (comma lists allowed) into ports.
+func ports(list []string) ([]uint16, error) {
+	var out []uint16
+	for _, item := range list {
+		for _, hp := range strings.Split(item, ",") {
+			hp = strings.TrimSpace(hp)
+			if hp == "" {
+				continue
+			}
+			_, port, err := net.SplitHostPort(hp)
+			if err != nil {
+				return nil, fmt.Errorf("--net-allow %q: want HOST:PORT: %w", hp, err)
+			}
+			n, err := strconv.ParseUint(port, 10, 16)
+			if err != nil || n == 0 {
+				return nil, fmt.Errorf("--net-allow %q: bad port", hp)
+			}
+			out = append(out, uint16(n))
+		}
+	}
+	return out, nil
+}
+
+// EndpointsFromEnv finds the model endpoints an agent is pointed at in its
+// environment (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, ...), as HOST:PORT,
+// plus the public APIs' port 443: what the network rule must let through
+// besides --net-allow.
+func EndpointsFromEnv(env []string) []string {
+	out := []string{"api.anthropic.com:443"}
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !(strings.HasSuffix(k, "_BASE_URL") || strings.HasSuffix(k, "_API_BASE") || strings.HasSuffix(k, "_ENDPOINT")) {
+			continue
+		}
+		u, err := url.Parse(v)
+		if err != nil || u.Host == "" {
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		}
+		if port != "" {
+			out = append(out, net.JoinHostPort(u.Hostname(), port))
+		}
+	}
+	return out
+}
+
+// rules is the Landlock part of a launch spec.
+type rules struct {
+	Grants []Grant  `json:"grants"`
+	Net    bool     `json:"net,omitempty"`
+	Ports  []uint16 `json:"ports,omitempty"`
+}
+
+// spec is what tai tells the launcher, on fd 3.
+type spec struct {
+	Path   string   `json:"path"`
+	Args   []string `json:"args"`
+	Env    []string `json:"env"`
+	Rules  *rules   `json:"rules,omitempty"`
+	Cgroup bool     `json:"cgroup"`
+}
+
+// report is the launcher's answer, on fd 5, once the agent runs (or it
+// could not start it).
+type report struct {
+	Pid    int    `json:"pid,omitempty"`
+	ABI    int    `json:"abi,omitempty"`
+	Cgroup string `json:"cgroup,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Arg is the hidden first argument that makes tai the launcher.
+const Arg = "__tai-launch"
+
+// fds the launcher receives: the spec, the control pipe, the report.
+const (
+	fdSpec   = 3
+	fdCtl    = 4
+	fdReport = 5
+)
+
+// Proc is one process started through the launcher.
+type Proc struct {
+	sb       *Sandbox
+	spec     []byte
+	specW    *os.File
+	ctl      *os.File // tai's end: closing it kills the tree
+	reportR  *os.File
+	children []*os.File // the launcher's ends, closed once it started
+	cgroup   string
+	agentPid int
+}
+
+// Wrap rewrites cmd (not yet started) to run through the launcher: the
+// same stdio, directory and process attributes, now the launcher's, which
+// hands them to the agent. A nil Sandbox leaves cmd alone and returns a
+// nil *Proc, whose methods do nothing. After cmd.Start, call Started.
+func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
+	if s == nil {
+		return nil, nil
+	}
+	if cmd.Err != nil {
+		return nil, cmd.Err // the program was not found: say so as exec would
+	}
+	if len(cmd.ExtraFiles) > 0 {
+		return nil, errors.New("sandbox: command already has extra files")
+	}
+	env := cmd.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	// exec.Cmd keeps the last of duplicate names; the launcher's
+	// os.StartProcess would pass them all, and getenv takes the first.
+	env = dedupEnv(env)
+	if s.status.TempDir != "" {
+		env = setEnv(env, "TMPDIR", s.status.TempDir)
+	}
+	sp := spec{Path: cmd.Path, Args: cmd.Args, Env: env, Rules: s.rules, Cgroup: true}
+	b, err := json.Marshal(sp)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	p := &Proc{sb: s, spec: b}
+	var files [6]*os.File
+	if files[0], files[1], err = os.Pipe(); err == nil { // spec: r, w
+		if files[2], files[3], err = os.Pipe(); err == nil { // ctl: r, w
+			files[4], files[5], err = os.Pipe() // report: r, w
+		}
+	}
+	if err != nil {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+		return nil, fmt.Errorf("sandbox: pipes: %w", err)
+	}
+	p.specW, p.ctl, p.reportR = files[1], files[3], files[4]
+	p.children = []*os.File{files[0], files[2], files[5]}
+	cmd.ExtraFiles = p.children
+	parentDeathSignal(cmd)
+	cmd.Path = s.exe
+	cmd.Args = []string{"tai", Arg}
+	cmd.Env = []string{}
+	return p, nil
+}
+
+func dedupEnv(env []string) []string {
+	last := map[string]int{}
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		last[k] = i
+	}
+	out := make([]string, 0, len(last))
+	for i, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if last[k] == i {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func setEnv(env []string, k, v string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, e := range env {
+		if !strings.HasPrefix(e, k+"=") {
+			out = append(out, e)
+		}
+	}
+	return append(out, k+"="+v)
+}
+
+// Started is called after cmd.Start with its error: it waits for the
+// launcher to say that the agent runs, confined, or why not. On error the
+// launcher is gone or going (the caller still waits for cmd).
+func (p *Proc) Started(startErr error) error {
+	if p == nil {
+		return startErr
+	}
+	for _, f := range p.children {
+		f.Close()
+	}
+	if startErr != nil {
+		p.specW.Close()
+		p.ctl.Close()
+		p.reportR.Close()
+		return startErr
+	}
+	go func() {
+		_, _ = p.specW.Write(p.spec)
+		p.specW.Close()
+	}()
+	defer p.reportR.Close()
+	line, err := bufio.NewReader(p.reportR).ReadBytes('\n')
+	if err != nil && len(line) == 0 {
+		p.ctl.Close()
+		return fmt.Errorf("sandbox: the launcher ended before starting the agent: %w", err)
+	}
+	var r report
+	if err := json.Unmarshal(line, &r); err != nil {
+		p.ctl.Close()
+		return fmt.Errorf("sandbox: launcher report %q: %w", line, err)
+	}
+	if r.Error != "" {
+		p.ctl.Close()
+		return fmt.Errorf("sandbox: %s", r.Error)
+	}
+	p.agentPid, p.cgroup = r.Pid, r.Cgroup
+	if r.Cgroup != "" {
+		p.sb.cgroup.Store(true)
+	}
+	return nil
+}
+
+// Kill makes the launcher SIGKILL the agent and everything below it, and
+// exit. Idempotent.
+func (p *Proc) Kill() {
+	if p != nil {
+		p.ctl.Close()
+	}
+}
+
+// Killer is Kill as a func for agentproc.Stopping, nil without a
+// launcher (then a SIGKILL of the group is the kill).
+func (p *Proc) Killer() func() {
+	if p == nil {
+		return nil
+	}
+	return p.Kill
+}
+
+// AgentPid is the agent's pid below the launcher (0 without one).
+func (p *Proc) AgentPid() int {
+	if p == nil {
+		return 0
+	}
+	return p.agentPid
+}
+
+// Release is called once the launcher has been waited for: whatever is
+// left in its cgroup (if the launcher itself was SIGKILLed) is killed and
+// the cgroup removed.
+func (p *Proc) Release() {
+	if p == nil {
+		return
+	}
+	p.ctl.Close()
+	if p.cgroup != "" {
+		releaseCgroup(p.cgroup)
+	}
+}
