@@ -343,7 +343,7 @@ tasks:
 `,
 			},
 			wantExit: 0,
-			want:     map[string]string{"form": StatusMerged},
+			want:     map[string]TaskStatus{"form": StatusMerged},
 			check: func(t *testing.T, repo string, out runOut) {
 				if !strings.Contains(out.audit, `"kind":"elicitation.answer"`) || !strings.Contains(out.audit, `"content":{"coats":2,"colour":"blue"},"decided_by":"answerer"`) {
 					t.Fatalf("the answerer's answer is not audited:\n%s", out.audit)
