@@ -15,11 +15,14 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/term"
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/notify"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/redact"
@@ -37,6 +40,7 @@ type FleetFlags struct {
 	Repo        string
 	Verbose     bool
 	CancelGrace time.Duration
+	Feed        FeedFlags
 	Sandbox     string // --sandbox: auto | on | off
 }
 
@@ -61,9 +65,9 @@ func FleetResume(ctx context.Context, f FleetFlags, run string, std IO) int {
 
 func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	switch f.Output {
-	case "", OutputText, OutputJSON:
+	case "", OutputText, OutputJSON, OutputStreamJSON:
 	default:
-		fmt.Fprintf(std.Err, "tai fleet: --output must be text or json, not %q\n", f.Output)
+		fmt.Fprintf(std.Err, "tai fleet: --output must be text, json or stream-json, not %q\n", f.Output)
 		return int(exitcode.Usage)
 	}
 	logger := newLogger(std.Err, f.Verbose)
@@ -108,21 +112,59 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 		}
 	}
 
-	// A human, when there is a terminal: permission asks (one "always"
-	// answers every task of the run) and questions nobody else could answer.
-	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) {
-		defer tty.Close()
-		h := newHuman(tty)
-		o.Prompter, o.AskHuman = h, h.askQuestion
+	lf, closeFeed, err := openFeed(o.RunID, feed.KindFleet, f.Feed, logger, std.Err)
+	defer closeFeed()
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai fleet:", err)
+		return int(exitcode.Usage)
+	}
+	srv := lf.srv
+	// Every run keeps its frames for `tai fleet logs`; with --output
+	// stream-json they are stdout too.
+	framesOut, err := os.OpenFile(filepath.Join(o.Dir, framesFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintln(std.Err, "tai fleet:", err)
+		return int(exitcode.Usage)
+	}
+	defer framesOut.Close()
+	var streamOut io.Writer = framesOut
+	if f.Output == OutputStreamJSON {
+		streamOut = io.MultiWriter(framesOut, std.Out) // the file first: a closed stdout must not cut it
+	}
+	stream := newFleetStream(streamOut, o.RunID, time.Now)
+	if srv != nil {
+		stream.publish = srv.Publish // the fleet's frames are the feed's too
+	}
+	o.TaskSink = func(task string) driver.Sink {
+		ks := sinks{stream.task(task)}
+		if srv != nil {
+			ks = append(ks, srv.Sink(task))
+		}
+		return ks
 	}
 
 	var table *fleet.Table
 	progressOut := std.Out
-	if f.Output == OutputJSON {
+	if f.Output == OutputJSON || f.Output == OutputStreamJSON {
 		progressOut = std.Err
 	}
-	if f.Output != OutputJSON && isTTY(std.Out) {
-		table = &fleet.Table{W: std.Out, Now: time.Now}
+	if f.Output == OutputText || f.Output == "" {
+		if w, ok := termWidth(std.Out); ok {
+			table = &fleet.Table{W: std.Out, Now: time.Now, Run: o.RunID, Width: w}
+		}
+	}
+
+	// A human, when there is a terminal: permission asks (one "always"
+	// answers every task of the run) and questions nobody else could answer.
+	// tai top answers the same asks through the feed: the first answer wins.
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) {
+		defer tty.Close()
+		h := newHuman(tty)
+		h.table, h.feed = table, srv
+		o.Prompter, o.AskHuman = withFeed(h, srv), h.askQuestion
+	}
+
+	if table != nil {
 		o.Progress = table.Event
 		tick := time.NewTicker(time.Second)
 		stop := make(chan struct{})
@@ -143,12 +185,30 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	} else {
 		o.Progress = fleet.Lines(progressOut)
 	}
+	progress := o.Progress
+	o.Progress = func(e fleet.Event) {
+		progress(e)
+		if srv != nil {
+			publishTask(srv, e)
+		}
+		stream.event(e)
+		if kind, ok := waitsFor(e); ok {
+			lf.notify(notify.Notice{Kind: kind, Run: o.RunID, Task: e.Task, Title: e.Detail, Since: e.Time})
+		}
+	}
 
 	st, err := fleet.Run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai fleet:", err)
-		return int(exitcode.Of(err))
+		sum := Summary{Run: o.RunID, Status: "error", Audit: log.Path(), Counts: map[fleet.TaskStatus]int{}}
+		if st != nil {
+			sum = summaryOf(st, log.Path())
+		}
+		sum.ExitCode, sum.Error = int(exitcode.Of(err)), err.Error()
+		stream.result(sum) // a stream always ends with its result
+		return sum.ExitCode
 	}
+	stream.result(summaryOf(st, log.Path()))
 	if f.JUnit != "" {
 		jf, err := os.Create(f.JUnit)
 		if err == nil {
@@ -161,9 +221,11 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 			fmt.Fprintln(std.Err, "tai fleet: --junit:", err)
 		}
 	}
-	if f.Output == OutputJSON {
+	switch f.Output {
+	case OutputJSON:
 		writeSummary(std.Out, st, log.Path())
-	} else {
+	case OutputStreamJSON:
+	default:
 		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d) — state %s, audit %s, results on branch %s\n",
 			st.Run, st.Status, st.ExitCode, filepath.Join(o.Dir, "state.json"), log.Path(), st.Target)
 		for _, id := range st.Order {
@@ -190,23 +252,36 @@ type Summary struct {
 	Usage    fleet.Usage              `json:"usage"`
 	Tasks    []*fleet.TaskState       `json:"tasks"`
 	Counts   map[fleet.TaskStatus]int `json:"counts"`
+	Error    string                   `json:"error,omitempty"` // why the fleet could not run or finish
 }
 
-func writeSummary(w io.Writer, st *fleet.State, auditPath string) {
+func summaryOf(st *fleet.State, auditPath string) Summary {
 	s := Summary{Run: st.Run, Status: st.Status, ExitCode: st.ExitCode, Target: st.Target, Base: st.Base,
 		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[fleet.TaskStatus]int{}}
 	for _, id := range st.Order {
 		s.Tasks = append(s.Tasks, st.Tasks[id])
 		s.Counts[st.Tasks[id].Status]++
 	}
+	return s
+}
+
+func writeSummary(w io.Writer, st *fleet.State, auditPath string) {
+	s := summaryOf(st, auditPath)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(s)
 }
 
-// FleetStatus runs `tai fleet status RUN`.
+// FleetStatus runs `tai fleet status [RUN]` (default: the latest run).
 func FleetStatus(run string, asJSON bool, std IO) int {
+	if run == "" {
+		latest, err := latestFleetRun()
+		if err != nil {
+			return fail(std, err)
+		}
+		run = latest
+	}
 	st, err := fleet.LoadState(fleet.RunDir(run))
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai fleet status:", err)
@@ -239,6 +314,8 @@ func alive(pid int) bool {
 // human asks at the terminal. Permission asks go through policy's
 // TTYPrompter; questions are read from the same line stream, one at a time.
 type human struct {
+	table  *fleet.Table // the live table, held while a question is on screen
+	feed   *feed.Server // nil: no feed
 	mu     sync.Mutex
 	out    io.Writer
 	lines  chan string
@@ -267,19 +344,50 @@ func newHuman(tty *os.File) *human {
 func (h *human) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.table != nil {
+		// The table shows who asks, then keeps off the screen until the
+		// question is answered: it must not draw over the options.
+		h.table.Hold(strings.TrimPrefix(policy.AskerOf(ctx), "task "), "permission: "+req.ToolCall.Title)
+		defer h.table.Release()
+	}
 	return h.prompt.Ask(ctx, req)
 }
 
 func (h *human) askQuestion(ctx context.Context, task, q string) (string, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.table != nil {
+		h.table.Hold(task, "question: "+lastQuestionLine(q))
+		defer h.table.Release()
+	}
 	fmt.Fprintf(h.out, "\n[tai fleet] task %s asks:\n%s\nyour answer (empty = leave it blocked): ", task, q)
+	// tai top may answer it too, through the feed: the first answer wins.
+	type fromFeed struct{ text, via string }
+	feedAns := make(chan fromFeed, 1)
+	qctx, cancel := context.WithCancel(ctx)
+	winner := "" // set before cancel: the feed's question says who answered
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	if h.feed != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if text, via, err := h.feed.AskQuestion(qctx, task, q, func() string { return winner }); err == nil {
+				feedAns <- fromFeed{text, via}
+			}
+		}()
+	}
 	select {
 	case l, ok := <-h.lines:
 		if !ok {
 			return "", io.EOF
 		}
+		winner = policy.ViaTerminal
 		return strings.TrimSpace(l), nil
+	case a := <-feedAns:
+		fmt.Fprintf(h.out, "\n  (answered via %s)\n", a.via)
+		return strings.TrimSpace(a.text), nil
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
@@ -412,4 +520,52 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) int {
 	}
 	fmt.Fprintf(std.Out, "plan saved to %s: review it, then run: tai fleet run %s\n", out, out)
 	return 0
+}
+
+// publishTask keeps the feed's view of a fleet task current.
+func publishTask(srv *feed.Server, e fleet.Event) {
+	if e.Task == "" {
+		return
+	}
+	t := e.State.Tasks[e.Task]
+	if t == nil {
+		return
+	}
+	srv.SetTask(feed.Task{ID: t.ID, Agent: t.Agent, Status: string(t.Status), Detail: e.Detail, Branch: t.Branch, Updated: e.Time.UTC()})
+}
+
+func lastQuestionLine(q string) string {
+	q = strings.TrimSpace(q)
+	if i := strings.LastIndexByte(q, '\n'); i >= 0 {
+		q = q[i+1:]
+	}
+	return q
+}
+
+// termWidth is w's width when it is a terminal.
+func termWidth(w io.Writer) (func() int, bool) {
+	f, ok := osFile(w)
+	if !ok || !isTTY(f) {
+		return nil, false
+	}
+	return func() int {
+		if c, _, err := term.GetSize(int(f.Fd())); err == nil && c > 0 {
+			return c
+		}
+		return 80
+	}, true
+}
+
+// waitsFor says whether a fleet event starts a wait for a human, and of
+// what kind (for notifications).
+func waitsFor(e fleet.Event) (string, bool) {
+	switch e.Kind {
+	case "blocked":
+		return "question", true
+	case "budget":
+		return "budget", true
+	case "conflict":
+		return "conflict", true
+	}
+	return "", false
 }

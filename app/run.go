@@ -26,6 +26,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/internal/tracefile"
@@ -98,8 +99,11 @@ type RunFlags struct {
 	// config's defaults fill the others. Nil: every field is as given.
 	Changed func(flag string) bool
 
+	Feed FeedFlags
+
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	chat     bool            // tai chat: the prompts come as lines
+	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
 	cfg      config.Config   // the user's and the project's configuration
 }
 
@@ -333,7 +337,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		}
 		o.Prompt = append(o.Prompt, c)
 	}
-	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil && !f.chat {
+	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil && f.prompter == nil && !f.chat {
 		// No prompt on a terminal, with a terminal UI: the user takes the
 		// TUI over (tai still decides what shows up after a detach).
 		ut, tty := attachTerminal(std.In, std.Out)
@@ -378,16 +382,30 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	if err != nil {
 		return o, cleanup, exitcode.With(exitcode.Usage, err)
 	}
-	var prompter policy.Prompter
+	prompter := f.prompter
 	var tp *policy.TTYPrompter
 	var form *elicit.Form
-	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON {
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON && prompter == nil {
 		closers = append(closers, func() { tty.Close() })
 		tp = &policy.TTYPrompter{In: tty, Out: tty}
 		prompter = tp
 		form = &elicit.Form{In: tty, Out: tty}
 	}
-	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil { // attached, the screen is the TUI's
+	o.RunID = newRunID()
+	lf, closeFeed, err := openFeed(o.RunID, feed.KindRun, f.Feed, logger, std.Err)
+	closers = append(closers, closeFeed)
+	if err != nil {
+		return o, cleanup, exitcode.With(exitcode.Usage, err)
+	}
+	if srv := lf.srv; srv != nil {
+		o.Sinks = append(o.Sinks, srv.Sink(""))
+		prompter = withFeed(prompter, srv)
+		if f.answerer != nil {
+			// The cap-speak parent and the feed: whoever answers first.
+			f.answerer = policy.Race{{Name: policy.ViaParent, Prompter: f.answerer}, srv.Channel()}
+		}
+	}
+	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil && f.prompter == nil { // attached, the screen is the TUI's
 		text := render.NewText(std.Out, colorOn(std.Out))
 		o.Sinks = append(o.Sinks, text)
 		if tp != nil && isTTY(std.Out) {
@@ -414,7 +432,6 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	o.Elicitor = elicitChain(eng.cfg.Elicit, form, f.answerer, ni)
 
 	// Audit log: every run has one unless --no-audit.
-	o.RunID = newRunID()
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": eng.cfg.Path, "rules": len(eng.cfg.Rules), "floor": !eng.cfg.NoFloor, "remember": string(eng.cfg.Remember),
 		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,

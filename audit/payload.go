@@ -25,6 +25,7 @@ type PermissionDecision struct {
 	Option    string          `json:"option,omitempty"` // the option chosen, e.g. "allow_once"
 	DecidedBy string          `json:"decided_by"`       // a driver.Provenance: rule:<id>, human, answerer, remembered, default, ...
 	Reason    string          `json:"reason,omitempty"`
+	Via       string          `json:"via,omitempty"` // a human's channel: terminal, dashboard, feed
 	Request   json.RawMessage `json:"request,omitempty"`
 	// Unrequested: the decision of a call the agent made without asking.
 	Unrequested bool `json:"unrequested,omitempty"`

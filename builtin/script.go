@@ -82,6 +82,10 @@ type Step struct {
 	LateUpdates *LateUpdatesStep // late_updates: N → N agent_message_chunks after the session/prompt response
 	Outside     *OutsideStep     // outside: {path} → fs/read_text_file outside the workspace; expects a refusal
 	Flood       *FloodStep       // flood: {count} → count mixed updates as fast as possible
+	// Extension: {update: {...}} → that session/update verbatim (a kind
+	// newer than the client, say); {method, params} → that request to the
+	// client, its answer said as text. For proxies' pass-through tests.
+	Extension *ExtensionStep
 	// spend_after_cancel: {used, size} → wait for session/cancel, then send
 	// this usage_update anyway and hang like hang: (an agent that goes on
 	// spending after it was told to stop)
@@ -217,6 +221,14 @@ type FloodStep struct {
 	PermissionEvery int `yaml:"permission_every"`
 }
 
+// ExtensionStep sends what ACP v1 does not define: an update, or a
+// request of an extension method.
+type ExtensionStep struct {
+	Update map[string]any `yaml:"update"`
+	Method string         `yaml:"method"`
+	Params map[string]any `yaml:"params"`
+}
+
 // Step kind names, as used in script files.
 const (
 	KindText        = "text"
@@ -242,6 +254,7 @@ const (
 	KindFlood       = "flood"
 	KindElicitForm  = "elicit_form"
 	KindElicitURL   = "elicit_url"
+	KindExtension   = "extension"
 	// KindSpendAfterCancel is the spend_after_cancel step.
 	KindSpendAfterCancel = "spend_after_cancel"
 )
@@ -285,6 +298,7 @@ func (s Step) kinds() []string {
 	add(s.Flood != nil, KindFlood)
 	add(s.ElicitForm != nil, KindElicitForm)
 	add(s.ElicitURL != nil, KindElicitURL)
+	add(s.Extension != nil, KindExtension)
 	add(s.SpendAfterCancel != nil, KindSpendAfterCancel)
 	return ks
 }
@@ -436,6 +450,15 @@ func (s Step) validate() error {
 		return s.ElicitForm.validate()
 	case s.ElicitURL != nil:
 		return s.ElicitURL.validate()
+	case s.Extension != nil:
+		if (s.Extension.Update == nil) == (s.Extension.Method == "") {
+			return errors.New("extension wants update or method, one of them")
+		}
+		if u := s.Extension.Update; u != nil {
+			if k, _ := u["sessionUpdate"].(string); k == "" {
+				return errors.New("extension update needs a sessionUpdate kind")
+			}
+		}
 	}
 	return nil
 }
@@ -571,7 +594,7 @@ func stripLinePrefix(s string) string {
 var stepKinds = []string{
 	KindText, KindThought, KindPlan, KindPlanStatus, KindRead, KindWrite, KindRun, KindPermission,
 	KindSwitchMode, KindCommands, KindDelay, KindUsage, KindInfo, KindStop, KindCrash, KindHang,
-	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel,
+	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel, KindExtension,
 }
 
 // parseStep decodes one step mapping. The returned Step has its kind set as
@@ -728,6 +751,9 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 	case KindSpendAfterCancel:
 		st.SpendAfterCancel = &UsageStep{}
 		return decodeStrict(v, st.SpendAfterCancel)
+	case KindExtension:
+		st.Extension = &ExtensionStep{}
+		return decodeStrict(v, st.Extension)
 	}
 	return nil
 }

@@ -230,6 +230,8 @@ func (t *turn) step(st Step) error {
 		return t.elicitForm(st.ElicitForm)
 	case st.ElicitURL != nil:
 		return t.elicitURL(st.ElicitURL)
+	case st.Extension != nil:
+		return t.extension(st.Extension)
 	}
 	return fmt.Errorf("empty step")
 }
@@ -374,4 +376,29 @@ func (t *turn) flood(count, permissionEvery int) error {
 		}
 	}
 	return nil
+}
+
+// extension sends an update or a request ACP v1 does not define.
+func (t *turn) extension(x *ExtensionStep) error {
+	if x.Update != nil {
+		raw, err := json.Marshal(x.Update)
+		if err != nil {
+			return err
+		}
+		kind, _ := x.Update["sessionUpdate"].(string)
+		return t.send(acp.SessionUpdate{Unknown: &acp.UnknownVariant{Kind: kind, Raw: raw}})
+	}
+	params := x.Params
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["sessionId"] = t.s.id
+	var res json.RawMessage
+	if err := t.call(x.Method, params, &res); err != nil {
+		if errors.Is(err, errCancelled) {
+			return err
+		}
+		return t.say(fmt.Sprintf("extension %s failed: %v", x.Method, err))
+	}
+	return t.say(fmt.Sprintf("extension %s answered: %s", x.Method, res))
 }

@@ -233,6 +233,9 @@ type PermissionDecision struct {
 	Verdict    string     `json:"verdict"` // allow | deny | cancelled
 	DecidedBy  Provenance `json:"decided_by"`
 	Reason     string     `json:"reason,omitempty"`
+	// Via is the channel a human answered by (decided_by "human"):
+	// terminal, dashboard (tai top), feed.
+	Via string `json:"via,omitempty"`
 	// Unrequested: the decision of a call the agent made without asking
 	// (see PermissionRequest.Unrequested).
 	Unrequested bool `json:"unrequested,omitempty"`

@@ -2,8 +2,10 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Refusals of the host services. Drivers map them onto errors the agent
@@ -95,4 +97,29 @@ type Host struct {
 	Files     Files     // nil: do not offer file access
 	Terminals Terminals // nil: do not offer terminals
 	Elicitor  Elicitor  // nil: do not offer elicitation
+	// Passthrough, if set, takes the agent's JSON-RPC requests and
+	// notifications of methods outside ACP's own (extensions): a proxy
+	// hands them to its own client unchanged. Nil: they are refused.
+	Passthrough Passthrough
+}
+
+// Passthrough carries JSON-RPC messages tai does not know, unchanged.
+type Passthrough interface {
+	CallRaw(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	NotifyRaw(ctx context.Context, method string, params json.RawMessage) error
+}
+
+// ACPMethod reports whether method is in one of ACP's own namespaces,
+// which tai serves or refuses itself and never passes through.
+func ACPMethod(method string) bool {
+	for _, ns := range []string{"session/", "fs/", "terminal/", "elicitation/", "$/"} {
+		if strings.HasPrefix(method, ns) {
+			return true
+		}
+	}
+	switch method {
+	case "initialize", "authenticate", "logout":
+		return true
+	}
+	return false
 }

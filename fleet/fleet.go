@@ -50,6 +50,9 @@ type Options struct {
 	Audit    *audit.Log      // every fleet event and every task's run events; required
 	Progress func(Event)     // progress events, called serially
 	Prompter policy.Prompter // a human for permission asks; nil = headless
+	// TaskSink, if set, gives each task's turns one more sink (the live
+	// feed, stream-json output), by task id.
+	TaskSink func(task string) driver.Sink
 	// AskHuman asks a human a question an agent asked and the answerer
 	// could not answer; nil = headless (the task ends blocked).
 	AskHuman func(ctx context.Context, task, question string) (string, error)
@@ -795,6 +798,9 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 		cancelTask(exitcode.With(exitcode.BudgetExceeded, err))
 	}}
 	opts.Sinks = append(opts.Sinks, meter)
+	if f.o.TaskSink != nil {
+		opts.Sinks = append(opts.Sinks, f.o.TaskSink(t.ID))
+	}
 	if err := res.CanTurn(before); err != nil {
 		return runner.Result{ExitCode: int(exitcode.BudgetExceeded), Error: err.Error()}, Usage{}, err
 	}

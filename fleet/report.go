@@ -21,15 +21,22 @@ func Lines(w io.Writer) func(Event) {
 }
 
 // Table is a live status table for a terminal: it redraws in place on
-// every event and on Tick (for the elapsed column).
+// every event and on Tick (for the elapsed column), within Width columns
+// (no line wraps), and keeps off the screen while a question is asked on
+// it (Hold).
 type Table struct {
 	W   io.Writer
 	Now func() time.Time
+	Run string // shown in the header
+	// Width is the terminal's width now; nil = 120.
+	Width func() int
 
-	mu    sync.Mutex
-	last  State
-	lines int
-	notes []string
+	mu      sync.Mutex
+	last    State
+	lines   int
+	notes   []string
+	held    bool
+	waiting map[string]string // task → what it waits for you for (a permission ask)
 }
 
 // Event takes a progress event.
@@ -60,25 +67,113 @@ func (t *Table) Tick() {
 	}
 }
 
+// Hold draws the table once more with task in WAITING FOR YOU (what: "permission:
+// Write a.txt"), then leaves the screen to the question below it until
+// Release: the table never draws over a prompt.
+func (t *Table) Hold(task, what string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.waiting == nil {
+		t.waiting = map[string]string{}
+	}
+	t.waiting[task] = what
+	t.draw()
+	t.held = true
+	t.lines = 0 // the question goes below; the next table starts after it
+}
+
+// Release ends a Hold: the next draw starts below the answered question.
+func (t *Table) Release() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	clear(t.waiting)
+	t.held = false
+}
+
+func (t *Table) width() int {
+	if t.Width == nil {
+		return 120
+	}
+	return max(t.Width(), 40)
+}
+
 func (t *Table) draw() {
+	if t.held {
+		return
+	}
 	var b strings.Builder
 	if t.lines > 0 {
 		fmt.Fprintf(&b, "\x1b[%dA\x1b[J", t.lines)
 	}
-	rows := TableRows(t.last, t.Now())
-	for _, r := range rows {
-		b.WriteString(r + "\n")
-	}
+	w := t.width()
+	rows := append([]string{Header(t.Run, t.last, len(t.waiting))}, TableRowsWidth(t.last, t.Now(), w, t.waiting)...)
 	for _, n := range t.notes {
-		b.WriteString("  " + truncate(n, 150) + "\n")
+		rows = append(rows, "  "+n)
 	}
-	t.lines = len(rows) + len(t.notes)
+	for _, r := range rows {
+		b.WriteString(clip(r, w) + "\n")
+	}
+	t.lines = len(rows)
 	_, _ = io.WriteString(t.W, b.String())
+}
+
+// Header is the table's first line: the run, its counts and what blocks.
+func Header(run string, st State, asks int) string {
+	counts := map[TaskStatus]int{}
+	for _, id := range st.Order {
+		if ts := st.Tasks[id]; ts != nil {
+			counts[ts.Status]++
+		}
+	}
+	wait := asks + counts[StatusBlocked] + counts[StatusConflict]
+	h := fmt.Sprintf("fleet %s · %d tasks: %d running, %d done", run, len(st.Order), counts[StatusRunning]+counts[StatusAsking],
+		counts[StatusDone]+counts[StatusMerged])
+	if wait > 0 {
+		h += fmt.Sprintf(" · %d WAITING FOR YOU", wait)
+	}
+	return h + fmt.Sprintf(" · %d tokens", st.Usage.Tokens)
+}
+
+// clip cuts s to w runes (columns, for the table's text), so a row never
+// wraps.
+func clip(s string, w int) string {
+	r := []rune(s)
+	if len(r) <= w {
+		return s
+	}
+	if w <= 1 {
+		return string(r[:w])
+	}
+	return string(r[:w-1]) + "…"
 }
 
 // TableRows renders the status table (also `tai fleet status`).
 func TableRows(st State, now time.Time) []string {
-	rows := []string{fmt.Sprintf("%-16s %-14s %-10s %5s %8s %8s %8s  %s", "TASK", "AGENT", "STATE", "TURNS", "TOKENS", "COST", "ELAPSED", "WAITING FOR YOU")}
+	return TableRowsWidth(st, now, 160, nil)
+}
+
+// TableRowsWidth renders the table within width columns: below 100 the
+// turns and cost columns go and the names narrow. waiting names the
+// tasks whose permission ask waits for you.
+func TableRowsWidth(st State, now time.Time, width int, waiting map[string]string) []string {
+	wide := width >= 100
+	taskW, agentW := 16, 14
+	if !wide {
+		taskW, agentW = 12, 10
+	}
+	row := func(task, agent, state, turns, tokens, cost, elapsed, wait string) string {
+		var l string
+		if wide {
+			l = fmt.Sprintf("%-*s %-*s %-10s %5s %8s %8s %8s  ", taskW, clip(task, taskW), agentW, clip(agent, agentW), state, turns, tokens, cost, elapsed)
+		} else {
+			l = fmt.Sprintf("%-*s %-*s %-9s %7s %7s  ", taskW, clip(task, taskW), agentW, clip(agent, agentW), clip(state, 9), tokens, elapsed)
+		}
+		if wait != "" {
+			l += clip(wait, max(width-len([]rune(l)), 8))
+		}
+		return strings.TrimRight(l, " ")
+	}
+	rows := []string{row("TASK", "AGENT", "STATE", "TURNS", "TOKENS", "COST", "ELAPSED", "WAITING FOR YOU")}
 	for _, id := range st.Order {
 		ts := st.Tasks[id]
 		if ts == nil {
@@ -88,19 +183,18 @@ func TableRows(st State, now time.Time) []string {
 		if ts.Status == StatusRunning || ts.Status == StatusAsking {
 			el = now.Sub(ts.Started)
 		}
-		wait := ""
-		switch ts.Status {
-		case StatusAsking:
-			if n := len(ts.Questions); n >= 0 {
-				wait = "question (answerer)"
-			}
-		case StatusBlocked:
+		wait := waiting[id]
+		switch {
+		case wait != "":
+		case ts.Status == StatusAsking:
+			wait = "question (answerer)"
+		case ts.Status == StatusBlocked:
 			wait = "answer: " + truncate(lastLine(ts.Reason), 40)
-		case StatusConflict:
+		case ts.Status == StatusConflict:
 			wait = "resolve: " + strings.Join(ts.ConflictFiles, ",")
 		}
-		rows = append(rows, fmt.Sprintf("%-16s %-14s %-10s %5d %8d %8.4g %8s  %s", truncate(id, 16), truncate(ts.Agent, 14), ts.Status,
-			ts.Usage.Turns, ts.Usage.Tokens, ts.Usage.Cost, el.Round(time.Second), wait))
+		rows = append(rows, row(id, ts.Agent, string(ts.Status), fmt.Sprint(ts.Usage.Turns), fmt.Sprint(ts.Usage.Tokens),
+			fmt.Sprintf("%.4g", ts.Usage.Cost), el.Round(time.Second).String(), wait))
 	}
 	return rows
 }

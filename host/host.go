@@ -6,6 +6,8 @@ package host
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +31,7 @@ type Services struct {
 	decider   driver.PermissionDecider
 	grants    *Grants
 	recorded  func() error
+	editor    driver.Files
 	requestID atomic.Uint64
 }
 
@@ -54,6 +57,10 @@ type Options struct {
 	// recorded: while it returns an error, every call is refused. What
 	// cannot be recorded is not granted.
 	Recorded func() error
+	// Editor, if set, holds the content: the reads and writes the
+	// services have confined and decided are served from it (an editor's
+	// buffers, under tai acp) instead of the disk.
+	Editor driver.Files
 }
 
 // New returns services confined to o.Roots.
@@ -63,7 +70,7 @@ func New(o Options) (*Services, error) {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	fsvc.Protect(o.Protected...)
-	s := &Services{files: fsvc, sink: o.Sink, decider: o.Decider, grants: o.Grants, recorded: o.Recorded}
+	s := &Services{files: fsvc, sink: o.Sink, decider: o.Decider, grants: o.Grants, recorded: o.Recorded, editor: o.Editor}
 	sink := o.Sink
 	s.terms = terminal.NewManager(terminal.Options{
 		Roots:  fsvc.Roots(),
@@ -178,6 +185,9 @@ func (s *Services) ReadTextFile(ctx context.Context, path string, line, limit in
 			return "", err
 		}
 	}
+	if s.editor != nil {
+		return s.editor.ReadTextFile(ctx, path, line, limit)
+	}
 	text, err := s.files.Read(ctx, path, line, limit)
 	return text, s.refused(opRead, err)
 }
@@ -197,7 +207,13 @@ func (s *Services) WriteTextFile(ctx context.Context, path, content string) erro
 			return err
 		}
 	}
-	res, err := s.files.Write(ctx, path, []byte(content))
+	var res files.WriteResult
+	var err error
+	if s.editor != nil {
+		res, err = s.editorWrite(ctx, path, content)
+	} else {
+		res, err = s.files.Write(ctx, path, []byte(content))
+	}
 	if err != nil {
 		return s.refused(opWrite, err)
 	}
@@ -205,6 +221,24 @@ func (s *Services) WriteTextFile(ctx context.Context, path, content string) erro
 		Path: res.Path, Size: res.Size, Created: res.Created, HashBefore: res.HashBefore, HashAfter: res.HashAfter,
 	}})
 	return nil
+}
+
+// editorWrite hands a decided write to the editor, after the checks a
+// write to disk gets.
+func (s *Services) editorWrite(ctx context.Context, path, content string) (files.WriteResult, error) {
+	if _, err := s.files.CheckWrite(path); err != nil {
+		return files.WriteResult{}, err
+	}
+	res := files.WriteResult{Path: path, Size: int64(len(content)), Created: true}
+	if before, err := s.files.Observe(ctx, path); err == nil {
+		res.Created, res.HashBefore = false, before.HashAfter
+	}
+	if err := s.editor.WriteTextFile(ctx, path, content); err != nil {
+		return files.WriteResult{}, err
+	}
+	sum := sha256.Sum256([]byte(content))
+	res.HashAfter = "sha256:" + hex.EncodeToString(sum[:])
+	return res, nil
 }
 
 // RecordWrite reports a file the agent wrote with its own tools (a

@@ -145,6 +145,7 @@ type Conn struct {
 	cause    error
 	pending  map[int64]chan *envelope  // our calls awaiting a response
 	inflight map[wireID][]*inflightReq // peer's requests being served
+	served   sync.WaitGroup            // HandleRequest goroutines
 
 	linesIn, linesOut, garbage, oversize, invalid, unknown atomic.Int64
 
@@ -279,6 +280,10 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 func (c *Conn) Close(cause error) error {
 	return c.shutdown(cause)
 }
+
+// Wait blocks until every HandleRequest the Conn started has returned and
+// been answered: after Close, no handler of the Conn's is left running.
+func (c *Conn) Wait() { c.served.Wait() }
 
 // ErrWriteClosed is returned by writes after [Conn.CloseWrite].
 var ErrWriteClosed = errors.New("jsonrpc: output closed")
@@ -796,8 +801,10 @@ func (c *Conn) serve(env *envelope) {
 	req := &inflightReq{cancel: cancel}
 	c.mu.Lock()
 	c.inflight[env.ID] = append(c.inflight[env.ID], req)
+	c.served.Add(1)
 	c.mu.Unlock()
 	go func() {
+		defer c.served.Done()
 		defer c.unhold(env)
 		defer c.finishInflight(env.ID, req)
 		var result any

@@ -23,7 +23,8 @@
 //
 // Every decision's decided_by is one of: "rule:<id>" (a user rule; built-in
 // floor rules have ids starting with "floor-", e.g. "rule:floor-rm-root"),
-// "remembered", "human", "answerer", "default" (the mode), or "cancel" (the
+// "remembered", "human", "answerer", "default" (the mode), "via:<by>" (a
+// tai in front answered, by <by>: see RelayingPrompter), or "cancel" (the
 // turn was cancelled, or nobody could be asked under --non-interactive
 // fail). Its reason says which rule or mode and why, when and for which
 // scope an answer was remembered, and what an ask became.

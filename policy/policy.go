@@ -92,10 +92,28 @@ func (a Answer) allows() bool { return a == AllowOnce || a == AllowAlways }
 
 func (a Answer) always() bool { return a == AllowAlways || a == DenyAlways }
 
-// Prompter asks a human. It is nil when there is no TTY.
+// Prompter asks a human. It is nil when there is no TTY. One that also
+// has a Where() string method (an editor: "in the editor") says where the
+// human answered, for the decision's reason.
 type Prompter interface {
 	Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error)
 }
+
+// Relayed is the provenance of an answer another decider gave: the tai in
+// front of this one, whose editor this tai is the agent of.
+type Relayed struct {
+	By     string // its decided_by
+	Reason string
+}
+
+// RelayingPrompter is a Prompter that can say who really answered. A nil
+// Relayed is a human's answer.
+type RelayingPrompter interface {
+	AskRelayed(ctx context.Context, req driver.PermissionRequest) (Answer, *Relayed, error)
+}
+
+// ByRelayed is the provenance of a relayed answer: "via:<its decided_by>".
+func ByRelayed(by string) driver.Provenance { return driver.Provenance("via:" + by) }
 
 // Options are what an engine needs besides its policy.
 type Options struct {
@@ -384,7 +402,17 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		return e.finish(d, req, f, m.Allow, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
 	if e.answerer != nil {
-		ans, err := e.answerer.Ask(ctx, req)
+		var ans Answer
+		var via string
+		var err error
+		actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: string(by), Why: why})
+		if vp, ok := e.answerer.(ViaPrompter); ok {
+			// The answerer raced a human channel (the cap-speak parent and
+			// the feed): a human who answered first is recorded as one.
+			ans, via, err = vp.AskVia(actx, req)
+		} else {
+			ans, err = e.answerer.Ask(actx, req)
+		}
 		switch {
 		case errors.Is(err, ErrNoAnswer):
 		case err != nil && ctx.Err() != nil:
@@ -392,6 +420,9 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		case err != nil:
 			// A judge that cannot judge must not let things through.
 			return e.finish(d, req, f, false, driver.ByAnswerer, fmt.Sprintf("%s; the answerer failed: %v", why, err)), nil
+		case via == ViaDashboard || via == ViaFeed:
+			d.Via = via
+			return e.finish(d, req, f, ans.allows(), driver.ByHuman, "answered via "+via+"; asked because "+why), nil
 		default:
 			return e.finish(d, req, f, ans.allows(), driver.ByAnswerer, "answered by the answerer; asked because "+why), nil
 		}
@@ -411,14 +442,39 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	if m, ok := e.mem.Lookup(d.Key); ok {
 		return e.finish(d, req, f, m.Allow, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
-	ans, err := e.prompter.Ask(WithAsker(ctx, e.asker), req)
+	actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: string(by), Why: why})
+	var ans Answer
+	var rel *Relayed
+	var via string
+	var err error
+	switch p := e.prompter.(type) {
+	case RelayingPrompter:
+		ans, rel, err = p.AskRelayed(actx, req)
+	case ViaPrompter:
+		ans, via, err = p.AskVia(actx, req)
+	default:
+		ans, err = e.prompter.Ask(actx, req)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return cancelled(d, "the turn was cancelled"), nil
 		}
 		return cancelled(d, "prompt failed"), fmt.Errorf("asking for permission: %w", err)
 	}
-	reason := "answered at the terminal; asked because " + why
+	where := "at the terminal"
+	if w, ok := e.prompter.(interface{ Where() string }); ok {
+		where = w.Where()
+	}
+	if via != "" && via != ViaTerminal {
+		where = "via " + via
+	}
+	reason := "answered " + where + "; asked because " + why
+	d.Via = via
+	if rel != nil {
+		// Another tai's policy answered: its provenance is the decision's,
+		// and its "always" is its own to keep.
+		return e.finish(d, req, f, ans.allows(), ByRelayed(rel.By), fmt.Sprintf("decided %s by %s: %s; asked because %s", where, rel.By, rel.Reason, why)), nil
+	}
 	if ans.always() {
 		m := Remembered{Allow: ans.allows(), At: e.now().UTC(), Title: req.ToolCall.Title, Session: req.Session}
 		if err := e.mem.Remember(d.Key, m); err != nil {

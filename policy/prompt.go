@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -114,7 +115,12 @@ func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (An
 		select {
 		case in, ok = <-p.input:
 		case <-ctx.Done():
-			fmt.Fprintln(out, "\n  (cancelled)")
+			var elsewhere *AnsweredElsewhere
+			if errors.As(context.Cause(ctx), &elsewhere) {
+				fmt.Fprintf(out, "\n  (%s)\n", elsewhere.Error()) // another channel answered first
+			} else {
+				fmt.Fprintln(out, "\n  (cancelled)")
+			}
 			return DenyOnce, ctx.Err()
 		}
 		if !ok || in.err != nil {

@@ -58,7 +58,7 @@ func decisionEntry(d *driver.PermissionDecision) audit.PermissionDecision {
 	full, _ := json.Marshal(d)
 	return audit.PermissionDecision{
 		RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: string(d.DecidedBy),
-		Reason: d.Reason, Request: full, Unrequested: d.Unrequested,
+		Reason: d.Reason, Via: d.Via, Request: full, Unrequested: d.Unrequested,
 	}
 }
 

@@ -62,6 +62,15 @@ type Options struct {
 	// interactive session's /mode and /model); each is answered on its
 	// Reply.
 	Controls <-chan Control
+	// OnSession, if set, is handed the live session once it is configured,
+	// before the first turn.
+	OnSession func(Live)
+	// EditorFiles, if set, serves the agent's decided file reads and
+	// writes instead of the disk (host.Options.Editor).
+	EditorFiles driver.Files
+	// Passthrough, if set, takes the agent's extension messages
+	// (driver.Host.Passthrough).
+	Passthrough driver.Passthrough
 
 	Decider driver.PermissionDecider
 	// Elicitor answers the agent's elicitations (nil: not offered). An
@@ -316,7 +325,7 @@ func (r *run) run(ctx context.Context) error {
 	// Every file and terminal call the agent makes is decided too: by the
 	// grants of what it asked for, else as a request of its own.
 	hostOpts := host.Options{Roots: append([]string{cwd}, o.AddDirs...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
-		Protected: r.protected(), Recorded: dec.recorded}
+		Protected: r.protected(), Recorded: dec.recorded, Editor: o.EditorFiles}
 	svc, err := host.New(hostOpts)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
@@ -326,7 +335,7 @@ func (r *run) run(ctx context.Context) error {
 
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
-		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail)},
+		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail), Passthrough: o.Passthrough},
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, ForkID: o.ForkID, AddDirs: o.AddDirs,
 		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
@@ -350,6 +359,9 @@ func (r *run) run(ctx context.Context) error {
 
 	if err := r.configure(runCtx, sess); err != nil {
 		return r.interrupted(runCtx, err)
+	}
+	if o.OnSession != nil {
+		o.OnSession(Live{r: r, sess: sess})
 	}
 	if o.Attach != nil {
 		return r.attach(runCtx, sess)

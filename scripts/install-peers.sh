@@ -22,5 +22,16 @@ if [ ! -x "$GO_AGENT" ]; then
   GOBIN="$CACHE/acp-go-0.13.0" go install github.com/coder/acp-go-sdk/example/agent@v0.13.0 >&2
 fi
 
+# acpx, a headless ACP client, drives `tai acp` in e2e/acpserver.
+ACPX_DIR="$CACHE/acpx-0.19.1"
+ACPX="$ACPX_DIR/node_modules/.bin/acpx"
+if [ ! -x "$ACPX" ]; then
+  mkdir -p "$ACPX_DIR"
+  (cd "$ACPX_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm install --no-audit --no-fund --loglevel=error acpx@0.19.1 >&2)
+fi
+
 echo "TAI_TS_AGENT=$TS_AGENT"
+echo "TAI_TS_CLIENT=$(dirname "$TS_AGENT")/client.js"
+echo "TAI_ACPX=$ACPX"
 echo "TAI_GO_AGENT=$GO_AGENT"

@@ -116,8 +116,8 @@ func newRoot(std app.IO) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return code(app.Report(std.Err, exitcode.With(exitcode.Usage, err)))
 	})
-	root.AddCommand(newRun(std, g, false), newRun(std, g, true), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
-	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std))
+	root.AddCommand(newRun(std, g, false), newRun(std, g, true), newACP(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
+	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std), newTop(std))
 	return root
 }
 
@@ -150,6 +150,13 @@ func newRun(std app.IO, g *globals, chat bool) *cobra.Command {
 			"or /quit ends it. From a pipe: one prompt per line. Every turn is in one audit log and session record."
 		c.Example = "  tai chat\n  tai chat --agent qwen --approve ask\n  printf 'first\\nsecond\\n' | tai chat --agent codex"
 	}
+	addRunFlags(c, &f)
+	return c
+}
+
+// addRunFlags defines the run flags on c: tai run's, which tai acp takes
+// too.
+func addRunFlags(c *cobra.Command, f *app.RunFlags) {
 	fl := c.Flags()
 	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
 	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "launch this command instead of a preset (split like a shell, not run by one), or an A2A agent's URL")
@@ -187,6 +194,10 @@ func newRun(std app.IO, g *globals, chat bool) *cobra.Command {
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
 	fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine the agent with Landlock: auto (where the kernel can) | on (fail where it cannot) | off")
 	fl.StringSliceVar(&f.NetAllow, "net-allow", nil, "turn the sandbox's network rule on: TCP only to these HOST:PORT (the port is what Landlock checks) and the model endpoint (repeatable, comma lists)")
+	fl.StringVar(&f.Feed.Listen, "listen", "", "also serve the live feed on TCP at this address (e.g. 127.0.0.1:7777), behind a bearer token printed on stderr")
+	fl.BoolVar(&f.Feed.NoFeed, "no-feed", false, "no live feed: tai top cannot watch or answer this run")
+	fl.StringVar(&f.Feed.NotifyURL, "notify-url", "", "POST a JSON notice here when something starts waiting for you (coalesced)")
+	fl.BoolVar(&f.Feed.NoNotify, "no-notify", false, "no bell, OSC 9 or notify-send when something starts waiting for you")
 	fl.StringArrayVar(&f.Redact, "redact", nil, "also redact matches of this regexp in the audit log and trace; a (?P<secret>...) group limits it (repeatable)")
 	_ = c.RegisterFlagCompletionFunc("agent", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return app.AgentNames(), cobra.ShellCompDirectiveNoFileComp
@@ -200,7 +211,6 @@ func newRun(std app.IO, g *globals, chat bool) *cobra.Command {
 	_ = c.RegisterFlagCompletionFunc("approve", cobra.FixedCompletions([]string{"all", "reads", "ask", "deny", "yolo"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("sandbox", cobra.FixedCompletions([]string{"auto", "on", "off"}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"text", "json", "stream-json"}, cobra.ShellCompDirectiveNoFileComp))
-	return c
 }
 
 func newAgents(std app.IO) *cobra.Command {
@@ -311,10 +321,14 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		fl := c.Flags()
 		fl.IntVarP(&f.Concurrency, "concurrency", "j", 0, "tasks at a time (default: the plan's, else 4)")
 		fl.BoolVar(&f.FailFast, "fail-fast", false, "stop every task once one fails (default: the plan's)")
-		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout)")
+		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout) | stream-json (every task's frames, fleet frames, a fleet result frame)")
 		fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
 		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
 		fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine each task's agent with Landlock: auto (where the kernel has it) | on (fail without it) | off")
+		fl.StringVar(&f.Feed.Listen, "listen", "", "also serve the live feed on TCP at this address, behind a bearer token printed on stderr")
+		fl.BoolVar(&f.Feed.NoFeed, "no-feed", false, "no live feed: tai top cannot watch or answer this run")
+		fl.StringVar(&f.Feed.NotifyURL, "notify-url", "", "POST a JSON notice here when something starts waiting for you (coalesced)")
+		fl.BoolVar(&f.Feed.NoNotify, "no-notify", false, "no bell, OSC 9 or notify-send when something starts waiting for you")
 	}
 	run := &cobra.Command{
 		Use:   "run [flags] PLAN.yaml",
@@ -347,11 +361,11 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 	addRunFlags(resume)
 	var so outputFlag
 	status := &cobra.Command{
-		Use:   "status RUN",
-		Short: "Show where a fleet run stands",
-		Args:  cobra.ExactArgs(1),
+		Use:   "status [RUN]",
+		Short: "Show where a fleet run stands (default: the latest run)",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return code(app.FleetStatus(args[0], so.asJSON(), std))
+			return code(app.FleetStatus(firstArg(args), so.asJSON(), std))
 		},
 	}
 	so.add(status)
@@ -372,7 +386,35 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 	plan.Flags().StringVarP(&pf.Cwd, "cwd", "C", "", "workspace the agent may read (default: the current directory)")
 	plan.Flags().StringVar(&pf.Approve, "approve", "reads", "permission mode for the planning agent")
 	plan.Flags().DurationVar(&pf.Timeout, "timeout", 0, "cancel the planning run after this long")
-	parent.AddCommand(run, resume, status, plan)
+	var lo outputFlag
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the fleet runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.FleetList(lo.asJSON(), std))
+		},
+	}
+	lo.add(list)
+	var lf app.FleetLogsFlags
+	var logo outputFlag
+	logs := &cobra.Command{
+		Use:   "logs [RUN [TASK]]",
+		Short: "Show a fleet run's events (one task's with TASK); -f follows a live run until it ends",
+		Args:  cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			lf.JSON = logo.asJSON()
+			task := ""
+			if len(args) == 2 {
+				task = args[1]
+			}
+			return code(app.FleetLogs(cmd.Context(), lf, firstArg(args), task, std))
+		},
+	}
+	logs.Flags().BoolVarP(&lf.Follow, "follow", "f", false, "follow a live run's feed until the run ends")
+	logo.add(logs)
+	logs.ValidArgsFunction = fleetRuns
+	parent.AddCommand(run, resume, status, plan, list, logs)
 	return parent
 }
 
@@ -526,5 +568,56 @@ func newDoctor(std app.IO) *cobra.Command {
 	}
 	c.Flags().StringVarP(&cwd, "cwd", "C", "", "the repository whose worktrees to look at (default: the current directory)")
 	o.add(c)
+	return c
+}
+
+func newACP(std app.IO, g *globals) *cobra.Command {
+	var f app.RunFlags
+	c := &cobra.Command{
+		Use:   "acp [run flags]",
+		Short: "Be an ACP agent on stdin/stdout in front of any agent, with tai's policy in between",
+		Long: "Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim, acpx) and other\n" +
+			"ACP clients: each session the editor opens runs the agent the run flags name, with any driver.\n" +
+			"What tai's policy leaves open is asked in the editor; the audit log and the session store see\n" +
+			"these sessions like any other.",
+		Example: "  tai acp --agent qwen --driver pty\n" +
+			"  tai acp --agent claude --driver stream-json\n" +
+			"  tai acp --agent-cmd 'opencode acp' --approve ask",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.AgentCmdSet = cmd.Flags().Changed("agent-cmd")
+			f.Changed = cmd.Flags().Changed
+			f.Verbose = g.verbose
+			return code(app.ACP(cmd.Context(), f, std))
+		},
+	}
+	addRunFlags(c, &f)
+	return c
+}
+
+func firstArg(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+func newTop(std app.IO) *cobra.Command {
+	var f app.TopFlags
+	c := &cobra.Command{
+		Use:   "top",
+		Short: "Watch and answer every tai running on this machine: what waits for you first",
+		Long: "A full-screen view of every live tai run, chat and fleet on this machine, read from their live feeds.\n" +
+			"The attention queue (asks, questions, budgets, errors, finished turns) comes first, oldest first;\n" +
+			"then one row per session or task. Enter peeks at an ask (tool call, options, diff, the rule that asked);\n" +
+			"y allows once, a always for the run, f always for the fleet, n denies; a fleet's question takes a typed answer;\n" +
+			"l follows a transcript. NO_COLOR is honoured.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return code(app.Top(cmd.Context(), f, std))
+		},
+	}
+	c.Flags().BoolVar(&f.Once, "once", false, "print one frame and exit (no terminal needed)")
+	c.Flags().IntVar(&f.Width, "width", 0, "--once's width in columns (default: the terminal's, else 120)")
 	return c
 }

@@ -26,7 +26,14 @@ func (h handler) HandleNotification(ctx context.Context, method string, params j
 		h.s.elicitComplete(params)
 	default:
 		// Unknown notifications (extensions such as qwen's
-		// qwen/notify/...) must be ignored.
+		// qwen/notify/...) must be ignored, unless a proxy's client may
+		// know them.
+		if p := h.s.cfg.Host.Passthrough; p != nil && !driver.ACPMethod(method) {
+			if err := p.NotifyRaw(ctx, method, params); err != nil {
+				h.s.log.Debug("passing a notification through", "method", method, "err", err)
+			}
+			return
+		}
 		h.s.log.Debug("ignored notification", "method", method)
 	}
 }
@@ -153,7 +160,11 @@ func (h handler) HandleRequest(ctx context.Context, method string, params json.R
 		return schema.ReleaseTerminalResponse{}, nil
 	}
 	// Includes fs/terminal and elicitation when not offered,
-	// and extension requests such as qwen's craft/drainMidTurnQueue.
+	// and extension requests such as qwen's craft/drainMidTurnQueue, which
+	// a proxy's client may know.
+	if p := s.cfg.Host.Passthrough; p != nil && !driver.ACPMethod(method) {
+		return p.CallRaw(ctx, method, params)
+	}
 	return nil, jsonrpc.ErrMethodNotFound(method)
 }
 
@@ -222,7 +233,28 @@ func (s *Session) requestPermission(ctx context.Context, params json.RawMessage)
 	if d.Outcome == driver.OutcomeCancelled || d.OptionID == "" {
 		return schema.CancelPermission(), nil
 	}
-	return schema.SelectPermission(d.OptionID), nil
+	res := schema.SelectPermission(d.OptionID)
+	if name, _ := s.AgentInfo(); name == "tai" {
+		// The agent is a tai (tai acp): who decided travels with the
+		// answer, so that its record keeps the provenance.
+		res.Meta = map[string]any{"tai": map[string]any{"decidedBy": d.DecidedBy, "reason": d.Reason, "verdict": d.Verdict}}
+	}
+	return res, nil
+}
+
+// CallRaw sends the agent a request tai does not know, unchanged, and
+// returns its result as it came.
+func (s *Session) CallRaw(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	var out json.RawMessage
+	if err := s.call(ctx, method, params, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// NotifyRaw sends the agent a notification tai does not know, unchanged.
+func (s *Session) NotifyRaw(ctx context.Context, method string, params json.RawMessage) error {
+	return s.conn.Notify(ctx, method, params)
 }
 
 // maxReads bounds the file texts held for replies at once.

@@ -1,0 +1,621 @@
+// Package acpserver makes tai an ACP agent (`tai acp`): an editor talks ACP
+// to tai on stdio, and tai runs each of the editor's sessions through the
+// runner, with whatever driver the run flags name. The common events come
+// back to the editor as session/update notifications; asks that tai's
+// policy leaves open go to the editor as session/request_permission, and
+// its answers are recorded as a human's.
+//
+// The package knows nothing of flags: the app hands it a RunFunc that runs
+// one session with the run flags' agent, policy and audit log.
+package acpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/jsonrpc"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/protocol/acp"
+	"github.com/tai-dev/tai/runner"
+)
+
+// ProtocolVersion is the ACP version tai speaks to editors.
+const ProtocolVersion = 1
+
+// Spec is what one session starts with.
+type Spec struct {
+	Cwd        string
+	ResumeID   string // load or resume this session of the wrapped agent
+	MCPServers []driver.MCPServer
+}
+
+// Hooks connect one session's run to the editor.
+type Hooks struct {
+	Sink       driver.Sink
+	Turns      <-chan []driver.Content
+	Interrupts <-chan struct{}
+	// Prompter is the editor, asked what the policy leaves open.
+	Prompter policy.Prompter
+	// OnSession must be handed the live session (runner.Options.OnSession
+	// with a runner.Control) before the first turn.
+	OnSession func(Control)
+	// Files, when set, is where the agent's file requests go once tai's
+	// policy and confinement have passed them: the editor's buffers.
+	Files driver.Files
+	// Passthrough takes the agent's extension messages to the editor.
+	Passthrough driver.Passthrough
+}
+
+// Control is the live session of a run (runner.Control).
+type Control interface {
+	Session() runner.Session
+	SetMode(ctx context.Context, mode string) error
+	SetConfigOption(ctx context.Context, id, value string) error
+}
+
+// RunFunc runs one session until Turns is closed or ctx is done.
+type RunFunc func(ctx context.Context, spec Spec, h Hooks) error
+
+// Options configure Serve.
+type Options struct {
+	Run RunFunc
+	// Cwd is the workspace of the session started at initialize, whose
+	// capabilities initialize reports; a session/new there takes it over.
+	Cwd string
+	// Agent names the wrapped agent in agentInfo.
+	Agent   string
+	Version string
+	// List lists the sessions tai has kept for a workspace, for agents
+	// that cannot list their own.
+	List   func(ctx context.Context, cwd string) ([]driver.SessionSummary, error)
+	Logger *slog.Logger
+	// MaxLineBytes bounds one line from the editor.
+	MaxLineBytes int64
+	// Trace receives the editor's wire lines.
+	Trace func(dir string, line []byte)
+}
+
+// ErrNoWarmSession: the session started at initialize to learn what the
+// wrapped agent can do ended before it was ready.
+var ErrNoWarmSession = errors.New("the wrapped agent did not start")
+
+// Serve serves one editor on r and w until the editor closes its output or
+// ctx is done. Every session's run has ended when it returns.
+func Serve(ctx context.Context, r io.Reader, w io.Writer, o Options) error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &Server{o: o, ctx: ctx, sessions: map[string]*session{}, live: map[*session]struct{}{}, ready: make(chan struct{})}
+	opts := jsonrpc.Options{Logger: o.Logger, MaxLineBytes: o.MaxLineBytes}
+	if o.Trace != nil {
+		opts.Trace = func(d jsonrpc.Direction, line []byte) { o.Trace(d.String(), line) }
+	}
+	s.conn = jsonrpc.NewConn(r, w, s, opts)
+	close(s.ready)
+	var err error
+	select {
+	case <-s.conn.Done():
+		if cerr := s.conn.Err(); cerr != nil && !errors.Is(cerr, jsonrpc.ErrPeerClosed) {
+			err = cerr
+		}
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	_ = s.conn.Close(err)
+	s.closeAll()
+	s.conn.Wait()
+	return err
+}
+
+// Server is one editor connection. Its methods are jsonrpc.Handler's.
+type Server struct {
+	o     Options
+	ctx   context.Context
+	conn  *jsonrpc.Conn
+	ready chan struct{}
+
+	mu         sync.Mutex
+	clientCaps acp.ClientCapabilities
+	inited     bool
+	closing    bool
+	warm       *session
+	sessions   map[string]*session   // ready, by id
+	live       map[*session]struct{} // every session whose run has not ended
+	runs       sync.WaitGroup
+}
+
+// HandleNotification implements jsonrpc.Handler: session/cancel stops the
+// session's turn; notifications tai does not know go to the wrapped agent
+// when it speaks ACP.
+func (s *Server) HandleNotification(ctx context.Context, method string, params json.RawMessage) {
+	<-s.ready
+	switch method {
+	case acp.MethodSessionCancel:
+		var p acp.CancelNotification
+		if err := json.Unmarshal(params, &p); err != nil {
+			s.o.Logger.Warn("acp: bad session/cancel", "err", err)
+			return
+		}
+		if ss := s.session(p.SessionId); ss != nil {
+			ss.cancelTurn()
+		}
+	default:
+		if ss := s.forwardTarget(params); ss != nil {
+			ss.forwardNotify(ctx, method, params)
+			return
+		}
+		s.o.Logger.Debug("acp: ignoring notification", "method", method)
+	}
+}
+
+// HandleRequest implements jsonrpc.Handler.
+func (s *Server) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	<-s.ready
+	if method == acp.MethodInitialize {
+		return s.initialize(ctx, params)
+	}
+	s.mu.Lock()
+	inited := s.inited
+	s.mu.Unlock()
+	if !inited {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize first"}
+	}
+	switch method {
+	case acp.MethodAuthenticate:
+		return acp.AuthenticateResponse{}, nil
+	case acp.MethodSessionNew:
+		var p acp.NewSessionRequest
+		if err := decode(params, &p); err != nil {
+			return nil, err
+		}
+		return s.newSession(ctx, p)
+	case acp.MethodSessionLoad, acp.MethodSessionResume:
+		var p acp.LoadSessionRequest
+		if err := decode(params, &p); err != nil {
+			return nil, err
+		}
+		return s.loadSession(ctx, method, p)
+	case acp.MethodSessionList:
+		var p acp.ListSessionsRequest
+		if err := decode(params, &p); err != nil {
+			return nil, err
+		}
+		return s.listSessions(ctx, p)
+	case acp.MethodSessionClose:
+		var p acp.CloseSessionRequest
+		if err := decode(params, &p); err != nil {
+			return nil, err
+		}
+		ss := s.session(p.SessionId)
+		if ss == nil {
+			return nil, noSession(p.SessionId)
+		}
+		ss.close()
+		return acp.CloseSessionResponse{}, nil
+	case acp.MethodSessionPrompt:
+		var p struct {
+			SessionId string             `json:"sessionId"`
+			Prompt    []acp.ContentBlock `json:"prompt"`
+		}
+		if err := decode(params, &p); err != nil {
+			return nil, err
+		}
+		ss := s.session(p.SessionId)
+		if ss == nil {
+			return nil, noSession(p.SessionId)
+		}
+		content, err := promptContent(p.Prompt)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		return ss.prompt(ctx, content)
+	case acp.MethodSessionSetMode:
+		var p acp.SetSessionModeRequest
+		if err := decode(params, &p); err != nil {
+			return nil, err
+		}
+		ss := s.session(p.SessionId)
+		if ss == nil {
+			return nil, noSession(p.SessionId)
+		}
+		if err := ss.ctl.SetMode(ctx, p.ModeId); err != nil {
+			return nil, driverError(err)
+		}
+		return acp.SetSessionModeResponse{}, nil
+	case acp.MethodSessionSetConfigOption:
+		var p struct {
+			SessionId string          `json:"sessionId"`
+			ConfigId  string          `json:"configId"`
+			Value     json.RawMessage `json:"value"`
+		}
+		if err := decode(params, &p); err != nil {
+			return nil, err
+		}
+		ss := s.session(p.SessionId)
+		if ss == nil {
+			return nil, noSession(p.SessionId)
+		}
+		value, err := configValue(p.Value)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		if err := ss.ctl.SetConfigOption(ctx, p.ConfigId, value); err != nil {
+			return nil, driverError(err)
+		}
+		return map[string]any{"configOptions": configOptions(ss.configNow())}, nil
+	}
+	if ss := s.forwardTarget(params); ss != nil {
+		return ss.forwardCall(ctx, method, params)
+	}
+	return nil, jsonrpc.ErrMethodNotFound(method)
+}
+
+func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, error) {
+	var p acp.InitializeRequest
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.inited {
+		s.mu.Unlock()
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize was already called"}
+	}
+	s.clientCaps = p.ClientCapabilities
+	s.mu.Unlock()
+	// What the wrapped agent can do is only known once it runs: the first
+	// session starts now, and the editor's first session/new takes it over.
+	warm, err := s.start(ctx, Spec{Cwd: s.o.Cwd}, "")
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.inited, s.warm = true, warm
+	s.mu.Unlock()
+	caps := warm.started.Capabilities
+	res := acp.InitializeResponse{
+		ProtocolVersion: ProtocolVersion,
+		AgentCapabilities: acp.AgentCapabilities{
+			LoadSession: caps.LoadSession,
+			PromptCapabilities: acp.PromptCapabilities{
+				// Images and audio cannot travel through tai's prompt blocks.
+				EmbeddedContext: caps.EmbeddedFiles,
+			},
+			McpCapabilities: acp.McpCapabilities{Http: caps.MCPHTTP},
+			SessionCapabilities: acp.SessionCapabilities{
+				// tai ends a run on close; it lists what it has kept when the
+				// agent cannot list, and a kept session is only worth listing
+				// if it can be taken up again.
+				Close: &acp.EmptyObject{},
+			},
+		},
+		AuthMethods: []acp.AuthMethod{},
+		AgentInfo:   &acp.Implementation{Name: "tai", Title: "tai: " + s.o.Agent, Version: s.o.Version},
+	}
+	if caps.ResumeSession || caps.LoadSession {
+		res.AgentCapabilities.SessionCapabilities.Resume = &acp.EmptyObject{}
+	}
+	if caps.ListSessions || ((caps.ResumeSession || caps.LoadSession) && s.o.List != nil) {
+		res.AgentCapabilities.SessionCapabilities.List = &acp.EmptyObject{}
+	}
+	return res, nil
+}
+
+// start runs a session and waits until it is ready for prompts.
+func (s *Server) start(ctx context.Context, spec Spec, method string) (*session, error) {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "tai is shutting down"}
+	}
+	ss := newSession(s, spec)
+	s.live[ss] = struct{}{}
+	s.runs.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.runs.Done()
+		err := s.o.Run(ss.runCtx, spec, ss.hooks())
+		ss.ended(err)
+	}()
+	select {
+	case <-ss.readyCh:
+	case <-ss.done:
+		ss.wait()
+		return nil, startError(method, spec, ss.runErr)
+	case <-ctx.Done():
+		ss.close()
+		return nil, ctx.Err()
+	}
+	s.mu.Lock()
+	s.sessions[ss.id] = ss
+	s.mu.Unlock()
+	return ss, nil
+}
+
+func startError(method string, spec Spec, err error) error {
+	if err == nil {
+		err = ErrNoWarmSession
+	}
+	if spec.ResumeID != "" && errors.Is(err, driver.ErrNoSession) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeResourceNotFound, Message: fmt.Sprintf("%s: %v", method, err)}
+	}
+	var auth *driver.AuthRequiredError
+	if errors.As(err, &auth) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeAuthRequired, Message: err.Error()}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "starting the agent: " + err.Error()}
+}
+
+func (s *Server) newSession(ctx context.Context, p acp.NewSessionRequest) (any, error) {
+	if err := checkCwd(p.Cwd); err != nil {
+		return nil, err
+	}
+	mcp := mcpServers(p.McpServers)
+	s.mu.Lock()
+	warm := s.warm
+	if warm != nil && filepath.Clean(p.Cwd) == filepath.Clean(warm.spec.Cwd) && len(mcp) == 0 {
+		s.warm = nil
+		s.mu.Unlock()
+		select {
+		case <-warm.done:
+			// It died waiting: start another.
+		default:
+			return warm.opened(), nil
+		}
+	} else {
+		s.mu.Unlock()
+	}
+	if warm != nil {
+		// An unused warm session is not worth keeping.
+		s.takeWarm(warm)
+	}
+	ss, err := s.start(ctx, Spec{Cwd: p.Cwd, MCPServers: mcp}, acp.MethodSessionNew)
+	if err != nil {
+		return nil, err
+	}
+	return ss.opened(), nil
+}
+
+// takeWarm closes the warm session if nobody took it.
+func (s *Server) takeWarm(warm *session) {
+	s.mu.Lock()
+	if s.warm == warm {
+		s.warm = nil
+		s.mu.Unlock()
+		warm.close()
+		return
+	}
+	s.mu.Unlock()
+}
+
+func (s *Server) loadSession(ctx context.Context, method string, p acp.LoadSessionRequest) (any, error) {
+	if err := checkCwd(p.Cwd); err != nil {
+		return nil, err
+	}
+	if p.SessionId == "" {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "sessionId is required"}
+	}
+	if ss := s.session(p.SessionId); ss != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("session %s is already open", p.SessionId)}
+	}
+	s.mu.Lock()
+	warm := s.warm
+	s.mu.Unlock()
+	if warm != nil {
+		s.takeWarm(warm)
+	}
+	ss, err := s.start(ctx, Spec{Cwd: p.Cwd, ResumeID: p.SessionId, MCPServers: mcpServers(p.McpServers)}, method)
+	if err != nil {
+		return nil, err
+	}
+	o := ss.opened()
+	return map[string]any{"modes": o.Modes, "configOptions": o.ConfigOptions}, nil
+}
+
+func (s *Server) listSessions(ctx context.Context, p acp.ListSessionsRequest) (any, error) {
+	var list []driver.SessionSummary
+	var err error
+	s.mu.Lock()
+	var lister driver.SessionLister
+	for _, ss := range s.sessions {
+		if l, ok := ss.ctl.Session().(driver.SessionLister); ok && ss.started.Capabilities.ListSessions {
+			lister = l
+			break
+		}
+	}
+	s.mu.Unlock()
+	switch {
+	case lister != nil:
+		list, err = lister.ListSessions(ctx, p.Cwd)
+	case s.o.List != nil:
+		cwd := p.Cwd
+		if cwd == "" {
+			cwd = s.o.Cwd
+		}
+		list, err = s.o.List(ctx, cwd)
+	default:
+		return nil, jsonrpc.ErrMethodNotFound(acp.MethodSessionList)
+	}
+	if err != nil {
+		return nil, driverError(err)
+	}
+	res := acp.ListSessionsResponse{}
+	for _, l := range list {
+		info := acp.SessionInfo{SessionId: l.ID, Cwd: l.Cwd}
+		if l.Title != "" {
+			t := l.Title
+			info.Title = &t
+		}
+		if l.UpdatedAt != "" {
+			u := l.UpdatedAt
+			info.UpdatedAt = &u
+		}
+		res.Sessions = append(res.Sessions, info)
+	}
+	return res, nil
+}
+
+func (s *Server) session(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+func (s *Server) forget(ss *session) {
+	s.mu.Lock()
+	if s.sessions[ss.id] == ss {
+		delete(s.sessions, ss.id)
+	}
+	delete(s.live, ss)
+	s.mu.Unlock()
+}
+
+// closeAll ends every session and waits for their runs.
+func (s *Server) closeAll() {
+	s.mu.Lock()
+	s.closing = true
+	all := make([]*session, 0, len(s.live))
+	for ss := range s.live {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range all {
+		ss.close()
+	}
+	s.runs.Wait()
+}
+
+func (s *Server) clientFS() acp.FileSystemCapability {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clientCaps.Fs
+}
+
+// decode reads params, answering bad ones with -32602.
+func decode(params json.RawMessage, v any) error {
+	if len(params) == 0 || string(params) == "null" {
+		params = []byte("{}")
+	}
+	if err := json.Unmarshal(params, v); err != nil {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return nil
+}
+
+func noSession(id string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeResourceNotFound, Message: fmt.Sprintf("no session %q", id)}
+}
+
+func checkCwd(cwd string) error {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("cwd must be an absolute path, not %q", cwd)}
+	}
+	return nil
+}
+
+// driverError maps what a session refused onto JSON-RPC errors.
+func driverError(err error) error {
+	var re *driver.RemoteError
+	switch {
+	case errors.As(err, &re):
+		return &jsonrpc.Error{Code: re.Code, Message: re.Message, Data: re.Data}
+	case errors.Is(err, driver.ErrUnsupported):
+		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: err.Error()}
+	case errors.Is(err, driver.ErrBadValue):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	var um *runner.UnknownModeError
+	if errors.As(err, &um) {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return err
+}
+
+func configValue(raw json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return fmt.Sprint(b), nil
+	}
+	return "", fmt.Errorf("value must be a string or a boolean, not %s", raw)
+}
+
+func mcpServers(l acp.McpServerList) []driver.MCPServer {
+	var out []driver.MCPServer
+	for _, m := range l {
+		switch {
+		case m.Stdio != nil:
+			d := driver.MCPServer{Name: m.Stdio.Name, Command: m.Stdio.Command, Args: m.Stdio.Args}
+			for _, e := range m.Stdio.Env {
+				if d.Env == nil {
+					d.Env = map[string]string{}
+				}
+				d.Env[e.Name] = e.Value
+			}
+			out = append(out, d)
+		case m.Http != nil:
+			d := driver.MCPServer{Name: m.Http.Name, Type: "http", URL: m.Http.Url}
+			for _, h := range m.Http.Headers {
+				if d.Headers == nil {
+					d.Headers = map[string]string{}
+				}
+				d.Headers[h.Name] = h.Value
+			}
+			out = append(out, d)
+		case m.Sse != nil:
+			d := driver.MCPServer{Name: m.Sse.Name, Type: "sse", URL: m.Sse.Url}
+			for _, h := range m.Sse.Headers {
+				if d.Headers == nil {
+					d.Headers = map[string]string{}
+				}
+				d.Headers[h.Name] = h.Value
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// promptContent turns the editor's prompt blocks into tai's.
+func promptContent(blocks []acp.ContentBlock) ([]driver.Content, error) {
+	var out []driver.Content
+	for _, b := range blocks {
+		switch {
+		case b.Text != nil:
+			out = append(out, driver.TextContent(b.Text.Text))
+		case b.ResourceLink != nil:
+			c := driver.Content{Type: "resource_link", URI: b.ResourceLink.Uri, Name: b.ResourceLink.Name}
+			if b.ResourceLink.MimeType != nil {
+				c.MimeType = *b.ResourceLink.MimeType
+			}
+			if b.ResourceLink.Size != nil {
+				c.Size = *b.ResourceLink.Size
+			}
+			out = append(out, c)
+		case b.Resource != nil && b.Resource.Resource.Text != nil:
+			t := b.Resource.Resource.Text
+			c := driver.Content{Type: "resource", URI: t.Uri, Text: t.Text, Name: filepath.Base(t.Uri)}
+			if t.MimeType != nil {
+				c.MimeType = *t.MimeType
+			}
+			out = append(out, c)
+		default:
+			return nil, fmt.Errorf("prompt block of type %q is not supported (initialize lists what is)", b.Kind())
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("empty prompt")
+	}
+	return out, nil
+}

@@ -1,0 +1,117 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/tai-dev/tai/acpserver"
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/runner"
+)
+
+// ACP runs `tai acp`: tai is an ACP agent on stdin/stdout, in front of the
+// agent the run flags name. Each of the editor's sessions is one run, with
+// its own audit log and session record; what the policy leaves open is
+// asked in the editor.
+func ACP(ctx context.Context, f RunFlags, std IO) int {
+	f, err := applyConfig(f)
+	if err != nil {
+		return fail(std, err)
+	}
+	logger := newLogger(std.Err, f.Verbose)
+	// The flags are checked once up front, so that a bad one is a usage
+	// error before the editor is served (no audit log for the check).
+	check := f
+	check.NoAudit, check.Trace, check.prompter = true, "", noPrompter{}
+	probe, cleanup, err := buildRun(check, nil, std, logger)
+	cleanup()
+	if err != nil {
+		return fail(std, err)
+	}
+	var editorTrace func(string, []byte)
+	if f.Trace != "" {
+		// The agent's wire goes to --trace; the editor's next to it.
+		tw, err := traceWriter(f.Trace+".editor", nil, f.Redact, nil)
+		if err != nil {
+			return fail(std, exitcode.With(exitcode.Usage, err))
+		}
+		defer func() { _ = tw.Close() }()
+		editorTrace = tw.Line
+	}
+	err = acpserver.Serve(ctx, std.In, std.Out, acpserver.Options{
+		Trace: editorTrace,
+		Run: func(ctx context.Context, spec acpserver.Spec, h acpserver.Hooks) error {
+			return acpSession(ctx, f, spec, h, std, logger)
+		},
+		Cwd: probe.Cwd, Agent: probe.Agent, Version: Version, Logger: logger, MaxLineBytes: f.MaxLineBytes,
+		List: func(ctx context.Context, cwd string) ([]driver.SessionSummary, error) {
+			return keptSessions(ctx, cwd, probe.Agent, probe.Driver)
+		},
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		logger.Error("tai acp", "err", err)
+		return int(exitcode.AgentError)
+	}
+	return 0
+}
+
+// acpSession runs one editor session until the editor closes it.
+func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserver.Hooks, std IO, logger *slog.Logger) error {
+	f.Cwd, f.Resume, f.Continue = spec.Cwd, spec.ResumeID, false
+	f.prompter = h.Prompter
+	// The editor shows what happened; denials are answers, not failures.
+	f.Output, f.AllowDenials = OutputJSON, true
+	opts, cleanup, err := buildRun(f, nil, IO{In: eofReader{}, Out: std.Err, Err: std.Err}, logger)
+	defer cleanup()
+	if err != nil {
+		return err
+	}
+	opts.MCPServers = append(opts.MCPServers, spec.MCPServers...)
+	opts.Sinks = append(opts.Sinks, h.Sink)
+	opts.Turns, opts.Interrupts = h.Turns, h.Interrupts
+	opts.OnSession = func(c runner.Live) { h.OnSession(c) }
+	opts.Passthrough = h.Passthrough
+	if h.Files != nil {
+		opts.EditorFiles = h.Files
+	}
+	res, err := runner.Run(ctx, opts)
+	recordSession(context.WithoutCancel(ctx), opts, res, logger)
+	return err
+}
+
+// keptSessions lists the resumable sessions tai kept for a workspace, newest
+// first, one entry per session.
+func keptSessions(ctx context.Context, cwd, agent, drv string) ([]driver.SessionSummary, error) {
+	recs, _, err := sessionStore().List(ctx, cwd)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []driver.SessionSummary
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i]
+		if !r.Resumable || r.Agent != agent || r.Driver != drv || seen[r.SessionID] {
+			continue
+		}
+		seen[r.SessionID] = true
+		out = append(out, driver.SessionSummary{ID: r.SessionID, Cwd: r.Workspace, Title: r.Prompt, UpdatedAt: r.Time.UTC().Format(time.RFC3339)})
+	}
+	return out, nil
+}
+
+// noPrompter stands for the editor while the flags are checked.
+type noPrompter struct{}
+
+func (noPrompter) Ask(context.Context, driver.PermissionRequest) (policy.Answer, error) {
+	return policy.DenyOnce, policy.ErrNoAnswer
+}
+
+// eofReader is a stdin that has ended: stdin is the editor's.
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }

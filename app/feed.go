@@ -1,0 +1,108 @@
+package app
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+
+	"github.com/tai-dev/tai/feed"
+	"github.com/tai-dev/tai/notify"
+	"github.com/tai-dev/tai/policy"
+)
+
+// FeedFlags are the live feed's flags (tai run, tai fleet run).
+type FeedFlags struct {
+	// Listen also serves the feed on TCP at this address, behind a bearer
+	// token printed on stderr.
+	Listen string
+	// NoFeed: no socket (nothing can watch or answer this run).
+	NoFeed bool
+	// NotifyURL gets a JSON POST when something starts waiting for a human.
+	NotifyURL string
+	// NoNotify: no bell, OSC 9 or notify-send.
+	NoNotify bool
+}
+
+// liveFeed is a run's feed and its notifications.
+type liveFeed struct {
+	srv    *feed.Server        // nil: no feed
+	notify func(notify.Notice) // never nil
+}
+
+// openFeed opens the run's live feed and its notifications. A feed that
+// cannot be opened is warned about, never fatal: the run matters more than
+// watching it; only a --listen that cannot be served is an error.
+func openFeed(run string, kind feed.Kind, ff FeedFlags, logger *slog.Logger, stderr io.Writer) (liveFeed, func(), error) {
+	lf := liveFeed{notify: func(notify.Notice) {}}
+	var senders []notify.Sender
+	if !ff.NoNotify {
+		if isTTY(stderr) {
+			senders = append(senders, notify.Terminal{W: stderr})
+		}
+		if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
+			if d, ok := notify.FindDesktop(); ok {
+				senders = append(senders, d)
+			}
+		}
+	}
+	if ff.NotifyURL != "" {
+		u, err := url.Parse(ff.NotifyURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return lf, func() {}, fmt.Errorf("--notify-url wants an http(s) URL, not %q", ff.NotifyURL)
+		}
+		senders = append(senders, notify.Webhook{URL: ff.NotifyURL})
+	}
+	closeNotes := func() {}
+	if len(senders) > 0 {
+		n := notify.New(nil, 0, logger, senders...)
+		lf.notify, closeNotes = n.Notify, n.Close
+	}
+	if ff.NoFeed {
+		if ff.Listen != "" {
+			closeNotes()
+			return lf, func() {}, fmt.Errorf("--listen needs the feed (drop --no-feed)")
+		}
+		return lf, closeNotes, nil
+	}
+	onAsk := func(a feed.Ask) {
+		lf.notify(notify.Notice{Kind: "ask", Run: run, Task: a.Task, Title: a.Request.ToolCall.Title, Since: a.Since})
+	}
+	srv, err := feed.Open(feed.Options{Run: run, Kind: kind, Logger: logger, OnAsk: onAsk})
+	if err != nil {
+		if ff.Listen != "" {
+			closeNotes()
+			return lf, func() {}, fmt.Errorf("--listen: %w", err)
+		}
+		logger.Warn("no live feed for this run (tai top will not see it)", "err", err)
+		return lf, closeNotes, nil
+	}
+	lf.srv = srv
+	closeAll := func() {
+		if err := srv.Close(); err != nil {
+			logger.Warn("closing the live feed", "err", err)
+		}
+		closeNotes()
+	}
+	logger.Debug("live feed", "socket", srv.Path())
+	if ff.Listen != "" {
+		addr, tok, err := srv.Listen(ff.Listen)
+		if err != nil {
+			closeAll()
+			return liveFeed{notify: func(notify.Notice) {}}, func() {}, err
+		}
+		fmt.Fprintf(stderr, "tai: live feed of %s on http://%s (Authorization: Bearer %s)\n", run, addr, tok)
+	}
+	return lf, closeAll, nil
+}
+
+// withFeed makes the feed a channel of the terminal's asks: whichever
+// answers first (here or in tai top) decides. Without a terminal the
+// run's --non-interactive rule stands: nobody is known to be watching.
+func withFeed(terminal policy.Prompter, srv *feed.Server) policy.Prompter {
+	if terminal == nil || srv == nil {
+		return terminal
+	}
+	return policy.Race{{Name: policy.ViaTerminal, Prompter: terminal}, srv.Channel()}
+}

@@ -1,0 +1,421 @@
+// Package feed serves a running tai's live feed: the cap.md frames of its
+// sessions as server-sent events (resumable with Last-Event-ID), a JSON
+// snapshot of its sessions, tasks and pending asks, and answers to those
+// asks. It listens on a Unix socket per run under DefaultDir (directory
+// 0700, socket 0600, the peer's uid checked on every connection) and, on
+// request, on TCP behind a bearer token. tai top and fleet logs read it.
+package feed
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/quartz"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/policy"
+)
+
+// Kind is what a feed's run is.
+type Kind string
+
+// Kinds of runs.
+const (
+	KindRun   Kind = "run"
+	KindFleet Kind = "fleet"
+)
+
+// Options configure a feed.
+type Options struct {
+	Run  string // the run id: the socket is Dir/Run.sock
+	Kind Kind
+	Dir  string // default DefaultDir()
+	// MaxFrames bounds the frames kept for resuming clients (default
+	// 50000); a client that resumes from before them is told how many it
+	// missed.
+	MaxFrames int
+	// MaxBytes bounds their size too (default 4 MiB): a feed is a window on
+	// the run, not its record (that is the audit log and fleet frames).
+	MaxBytes int
+	Clock    quartz.Clock
+	Logger   *slog.Logger
+	// OnAsk, if set, hears of every ask that starts waiting on the feed
+	// (notifications). It must not block.
+	OnAsk func(Ask)
+}
+
+type frame struct {
+	id   uint64
+	data []byte
+}
+
+// Server is one run's feed. Its methods are safe for concurrent use.
+type Server struct {
+	o       Options
+	path    string
+	started time.Time
+	srvs    []*http.Server
+	wg      sync.WaitGroup
+	refused atomic.Int64
+	token   string // TCP only
+
+	mu        sync.Mutex
+	frames    []frame // kept from head on
+	head      int
+	bytes     int // of the kept frames
+	nextID    uint64
+	changed   chan struct{} // closed and replaced on every frame
+	closed    bool
+	st        state
+	asks      map[string]*pending
+	questions map[string]*pendingQ
+	done      map[string]closedAsk // answered or withdrawn asks, for 409s
+	askSeq    int
+}
+
+// Open creates the run's socket (removing stale ones of dead runs first)
+// and serves it until Close.
+func Open(o Options) (*Server, error) {
+	if o.Dir == "" {
+		o.Dir = DefaultDir()
+	}
+	if o.Clock == nil {
+		o.Clock = quartz.NewReal()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxFrames <= 0 {
+		o.MaxFrames = 50000
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = 4 << 20
+	}
+	if o.Kind == "" {
+		o.Kind = KindRun
+	}
+	if o.Run == "" || strings.ContainsAny(o.Run, "/\x00") || strings.HasPrefix(o.Run, ".") {
+		return nil, fmt.Errorf("feed: invalid run id %q", o.Run)
+	}
+	if err := ensureDir(o.Dir); err != nil {
+		return nil, err
+	}
+	if _, err := List(o.Dir); err != nil { // cleans up dead runs' sockets
+		o.Logger.Warn("feed: listing the feeds", "err", err)
+	}
+	s := &Server{o: o, path: filepath.Join(o.Dir, o.Run+SocketExt), started: o.Clock.Now().UTC(),
+		changed: make(chan struct{}), asks: map[string]*pending{}, questions: map[string]*pendingQ{}, done: map[string]closedAsk{}}
+	s.st.init()
+	if live(s.path) {
+		return nil, fmt.Errorf("feed: run %s already has a live feed at %s", o.Run, s.path)
+	}
+	_ = os.Remove(s.path) // a socket nothing listens on
+	// Bound under a name no reader looks at, then renamed into place once
+	// it listens and has its mode: a reader that dialled it between bind
+	// and listen would take it for a dead run's and remove it.
+	tmp := filepath.Join(o.Dir, fmt.Sprintf(".%s.%d.tmp", o.Run, os.Getpid()))
+	_ = os.Remove(tmp)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, fmt.Errorf("feed: %w", err)
+	}
+	ln.SetUnlinkOnClose(false) // Close removes s.path itself
+	err = os.Chmod(tmp, 0o600)
+	if err == nil {
+		err = os.Rename(tmp, s.path)
+	}
+	if err != nil {
+		ln.Close()
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("feed: %w", err)
+	}
+	s.serve(&uidListener{Listener: ln, uid: os.Getuid(), s: s}, s.handler(false))
+	return s, nil
+}
+
+// Path is the feed's socket.
+func (s *Server) Path() string { return s.path }
+
+// Refused counts connections refused for coming from another user.
+func (s *Server) Refused() int64 { return s.refused.Load() }
+
+// Listen serves the feed on TCP too, at addr ("127.0.0.1:0"): every
+// request must carry the bearer token it returns. It returns the address
+// it listens on.
+func (s *Server) Listen(addr string) (string, string, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", "", fmt.Errorf("feed: --listen: %w", err)
+	}
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		ln.Close()
+		return "", "", fmt.Errorf("feed: token: %w", err)
+	}
+	s.mu.Lock()
+	s.token = hex.EncodeToString(b)
+	tok := s.token
+	s.mu.Unlock()
+	s.serve(ln, s.handler(true))
+	return ln.Addr().String(), tok, nil
+}
+
+func (s *Server) serve(ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelDebug)}
+	s.mu.Lock()
+	s.srvs = append(s.srvs, srv)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.o.Logger.Warn("feed: serving", "err", err)
+		}
+	}()
+}
+
+// Close ends the event streams (each client gets an end event after the
+// last frame), stops serving and removes the socket. Pending asks stay
+// with their other channels.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	// No new client from here on; the streams end after their last frame.
+	rmErr := os.Remove(s.path)
+	s.closed = true
+	close(s.changed)
+	srvs := s.srvs
+	s.mu.Unlock()
+	for _, srv := range srvs {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := srv.Shutdown(ctx); err != nil {
+			_ = srv.Close()
+		}
+		cancel()
+	}
+	s.wg.Wait()
+	if rmErr != nil && !errors.Is(rmErr, os.ErrNotExist) {
+		return fmt.Errorf("feed: %w", rmErr)
+	}
+	return nil
+}
+
+// uidListener refuses connections from other users: the socket's mode
+// already keeps them out, this holds even if the mode is changed.
+type uidListener struct {
+	net.Listener
+	uid int
+	s   *Server
+}
+
+func (l *uidListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		uid, err := peerUID(c)
+		if err == nil && uid == l.uid {
+			return c, nil
+		}
+		l.s.refused.Add(1)
+		l.s.o.Logger.Warn("feed: refused a connection from another user", "uid", uid, "err", err)
+		c.Close()
+	}
+}
+
+// publish appends one frame (a JSON object) and wakes the streams; s.mu
+// is held.
+func (s *Server) publishLocked(data []byte) {
+	if s.closed {
+		return
+	}
+	s.nextID++
+	s.frames = append(s.frames, frame{id: s.nextID, data: data})
+	s.bytes += len(data)
+	// Drop the oldest past the bounds; the slice is compacted only once
+	// half of it is dropped, so a full feed costs O(1) a frame.
+	for len(s.frames)-s.head > 1 && (len(s.frames)-s.head > s.o.MaxFrames || s.bytes > s.o.MaxBytes) {
+		s.bytes -= len(s.frames[s.head].data) // not zeroed: a stream may be reading it
+		s.head++
+	}
+	if s.head > 1024 && s.head > len(s.frames)/2 {
+		s.frames = append(s.frames[:0:0], s.frames[s.head:]...)
+		s.head = 0
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Publish sends a frame of tai's own (a fleet frame): v must marshal to a
+// JSON object with a "type".
+func (s *Server) Publish(v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		s.o.Logger.Warn("feed: a frame did not encode", "err", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.publishLocked(data)
+}
+
+// TaggedEvent is a session's frame as the feed (and fleet stream-json)
+// sends it: the cap.md frame with the run and, in a fleet, the task.
+type TaggedEvent struct {
+	Run  string `json:"run,omitempty"`
+	Task string `json:"task,omitempty"`
+	driver.Event
+}
+
+// Sink is a runner sink that feeds the session's events into the feed,
+// tagged with the task ("" outside a fleet).
+func (s *Server) Sink(task string) driver.Sink { return sink{s, task} }
+
+type sink struct {
+	s    *Server
+	task string
+}
+
+func (k sink) Emit(ev driver.Event) {
+	data, err := json.Marshal(TaggedEvent{Run: k.s.o.Run, Task: k.task, Event: ev})
+	if err != nil {
+		k.s.o.Logger.Warn("feed: an event did not encode", "type", ev.Type, "err", err)
+		return
+	}
+	k.s.mu.Lock()
+	defer k.s.mu.Unlock()
+	k.s.st.event(k.task, ev)
+	k.s.publishLocked(data)
+}
+
+// since returns the frames after id, how many before them are gone, the
+// channel that closes on the next frame and whether the feed is closed.
+func (s *Server) since(id uint64) ([]frame, uint64, chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var missed uint64
+	kept := s.frames[s.head:]
+	i := 0
+	if len(kept) > 0 {
+		first := kept[0].id
+		if id+1 < first {
+			missed = first - id - 1
+		}
+		if id >= first {
+			i = int(id - first + 1)
+		}
+		i = min(i, len(kept))
+	}
+	return kept[i:len(kept):len(kept)], missed, s.changed, s.closed
+}
+
+func (s *Server) handler(tcp bool) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /events", s.events)
+	mux.HandleFunc("GET /state", s.state)
+	mux.HandleFunc("POST /asks/{id}", s.answer)
+	mux.HandleFunc("POST /questions/{id}", s.answerQuestion)
+	if !tcp {
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		tok := s.token
+		s.mu.Unlock()
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tai"`)
+			httpError(w, http.StatusUnauthorized, "a bearer token is needed: the one tai printed with --listen")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func httpError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// events streams the frames as SSE: "id: N" then "data: FRAME". A client
+// that reconnects with Last-Event-ID (or ?last_event_id=) gets what
+// followed it, no frame twice; once the run ends, an "end" event.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	last := r.Header.Get("Last-Event-ID")
+	if q := r.URL.Query().Get("last_event_id"); q != "" {
+		last = q
+	}
+	var after uint64
+	if last != "" {
+		n, err := strconv.ParseUint(last, 10, 64)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, fmt.Sprintf("Last-Event-ID %q is not an event id", last))
+			return
+		}
+		after = n
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		httpError(w, http.StatusInternalServerError, "streaming is not supported")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fl.Flush()
+	for {
+		frames, missed, changed, closed := s.since(after)
+		if missed > 0 {
+			fmt.Fprintf(w, "event: gap\ndata: {\"missed\":%d}\n\n", missed)
+		}
+		for _, f := range frames {
+			if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", f.id, f.data); err != nil {
+				return
+			}
+			after = f.id
+		}
+		if closed {
+			fmt.Fprint(w, "event: end\ndata: {}\n\n")
+			fl.Flush()
+			return
+		}
+		fl.Flush()
+		select {
+		case <-changed:
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
+	snap := s.Snapshot()
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(snap)
+}
+
+// ensure policy's channel names stay what clients send.
+var _ = policy.ViaDashboard

@@ -1,0 +1,214 @@
+package feed
+
+import (
+	"encoding/json"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/render"
+)
+
+// State is GET /state: what the run is doing now.
+type State struct {
+	Run         string     `json:"run"`
+	Kind        Kind       `json:"kind"`
+	PID         int        `json:"pid"`
+	Started     time.Time  `json:"started"`
+	LastEventID uint64     `json:"last_event_id"` // resume /events from here to miss nothing after this snapshot
+	Sessions    []Session  `json:"sessions"`
+	Tasks       []Task     `json:"tasks,omitempty"`
+	Asks        []Ask      `json:"asks"`      // pending, oldest first
+	Questions   []Question `json:"questions"` // pending, oldest first
+}
+
+// SessionState is a session's coarse state.
+type SessionState string
+
+// Session states.
+const (
+	StateWorking SessionState = "working"
+	StateIdle    SessionState = "idle"
+	StateWaiting SessionState = "waiting" // on a human
+	StateExited  SessionState = "exited"
+)
+
+// Session is one agent session of the run.
+type Session struct {
+	ID        string       `json:"id"`
+	Task      string       `json:"task,omitempty"`
+	Agent     string       `json:"agent,omitempty"`
+	Driver    string       `json:"driver,omitempty"`
+	Model     string       `json:"model,omitempty"`
+	Cwd       string       `json:"cwd,omitempty"`
+	State     SessionState `json:"state"`
+	Activity  string       `json:"activity,omitempty"` // the latest tool call or message line
+	Started   time.Time    `json:"started"`
+	LastEvent time.Time    `json:"last_event"`
+	Tokens    int64        `json:"tokens"`
+	Cost      float64      `json:"cost,omitempty"`
+	Currency  string       `json:"currency,omitempty"`
+	Added     int          `json:"added"`   // diff lines added by its edits
+	Removed   int          `json:"removed"` // and removed
+	Error     string       `json:"error,omitempty"`
+
+	diffs map[string][2]int // tool call → its diff's +/-, as the latest upsert says
+}
+
+// Task is a fleet task, as the fleet last reported it.
+type Task struct {
+	ID      string    `json:"id"`
+	Agent   string    `json:"agent,omitempty"`
+	Status  string    `json:"status"`
+	Detail  string    `json:"detail,omitempty"`
+	Branch  string    `json:"branch,omitempty"`
+	Updated time.Time `json:"updated"`
+}
+
+// maxDiffText bounds the files whose edits are counted in +/-.
+const maxDiffText = 1 << 20
+
+type state struct {
+	sessions map[string]*Session // by task + "\x00" + session id
+	order    []string
+	tasks    map[string]*Task
+	torder   []string
+}
+
+func (s *state) init() {
+	s.sessions, s.tasks = map[string]*Session{}, map[string]*Task{}
+}
+
+func (s *state) event(task string, ev driver.Event) {
+	key := task + "\x00" + ev.Session
+	ss := s.sessions[key]
+	if ss == nil {
+		ss = &Session{ID: ev.Session, Task: task, State: StateWorking, Started: ev.Time, diffs: map[string][2]int{}}
+		s.sessions[key] = ss
+		s.order = append(s.order, key)
+	}
+	ss.LastEvent = ev.Time
+	switch ev.Type {
+	case driver.EventSessionStarted:
+		st := ev.Started
+		ss.Agent, ss.Driver, ss.Cwd = st.Agent, st.Driver, st.Cwd
+		ss.model(st.Config)
+	case driver.EventConfigOptions:
+		ss.model(ev.Config)
+	case driver.EventMessage:
+		if ev.Message.Role == driver.RoleAgent {
+			if l := lastLine(ev.Message.Text); l != "" {
+				ss.Activity = l
+			}
+		}
+		ss.State = StateWorking
+	case driver.EventToolCall:
+		tc := ev.ToolCall
+		ss.Activity = strings.TrimSpace(tc.Title)
+		var add, rm int
+		for _, c := range tc.Content {
+			if c.Type != "diff" || len(c.NewText) > maxDiffText {
+				continue // a huge file's +/- is not worth its diff on every update
+			}
+			lines, err := render.UnifiedDiff(c)
+			if err != nil {
+				continue
+			}
+			for _, l := range lines {
+				switch {
+				case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+				case strings.HasPrefix(l, "+"):
+					add++
+				case strings.HasPrefix(l, "-"):
+					rm++
+				}
+			}
+		}
+		if add+rm > 0 {
+			old := ss.diffs[tc.ID]
+			ss.Added += add - old[0]
+			ss.Removed += rm - old[1]
+			ss.diffs[tc.ID] = [2]int{add, rm}
+		}
+		ss.State = StateWorking
+	case driver.EventPermissionAsked:
+		ss.State = StateWaiting
+	case driver.EventPermissionDecided:
+		ss.State = StateWorking
+	case driver.EventStatus:
+		ss.State = SessionState(ev.Status.State)
+	case driver.EventUsage:
+		if ev.Usage.CostAmount > 0 {
+			ss.Cost, ss.Currency = ev.Usage.CostAmount, ev.Usage.Currency
+		}
+	case driver.EventTurnEnded:
+		if u := ev.Turn.Usage; u != nil {
+			t := u.TotalTokens
+			if t == 0 {
+				t = u.InputTokens + u.OutputTokens
+			}
+			ss.Tokens += t
+		}
+		ss.State = StateIdle
+	case driver.EventError:
+		ss.Error = ev.Error.Message
+	case driver.EventProcessExited:
+		ss.State = StateExited
+	}
+}
+
+func (ss *Session) model(opts []driver.ConfigOption) {
+	for _, o := range opts {
+		var v string
+		if (o.Category == "model" || o.ID == "model") && json.Unmarshal(o.CurrentValue, &v) == nil {
+			ss.Model = v
+		}
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = strings.TrimSpace(s[i+1:])
+	}
+	return s
+}
+
+// SetTask records a fleet task's status for /state.
+func (s *Server) SetTask(t Task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.st.tasks[t.ID]; !ok {
+		s.st.torder = append(s.st.torder, t.ID)
+	}
+	if t.Updated.IsZero() {
+		t.Updated = s.o.Clock.Now().UTC()
+	}
+	s.st.tasks[t.ID] = &t
+}
+
+// Snapshot is the state /state serves.
+func (s *Server) Snapshot() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := State{Run: s.o.Run, Kind: s.o.Kind, PID: os.Getpid(), Started: s.started, LastEventID: s.nextID,
+		Sessions: []Session{}, Asks: []Ask{}, Questions: []Question{}}
+	for _, k := range s.st.order {
+		ss := *s.st.sessions[k]
+		ss.diffs = nil
+		st.Sessions = append(st.Sessions, ss)
+	}
+	for _, id := range s.st.torder {
+		st.Tasks = append(st.Tasks, *s.st.tasks[id])
+	}
+	for _, p := range s.pendingLocked() {
+		st.Asks = append(st.Asks, p.Ask)
+	}
+	for _, q := range s.questions {
+		st.Questions = append(st.Questions, q.Question)
+	}
+	sort.Slice(st.Questions, func(i, j int) bool { return st.Questions[i].Since.Before(st.Questions[j].Since) })
+	return st
+}

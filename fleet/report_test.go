@@ -1,0 +1,76 @@
+package fleet
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func tableState() State {
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	return State{Run: "fleet-20261201-100000-abcdef", Order: []string{"lint-the-whole-repository", "docs", "tests"},
+		Tasks: map[string]*TaskState{
+			"lint-the-whole-repository": {ID: "lint-the-whole-repository", Agent: "builtin", Status: StatusRunning, Started: t0, Usage: Usage{Turns: 1, Tokens: 1234}},
+			"docs":                      {ID: "docs", Agent: "claude-code-acp", Status: StatusBlocked, Reason: "which license should the README name, MIT or Apache-2.0 or something else entirely?"},
+			"tests":                     {ID: "tests", Agent: "builtin", Status: StatusMerged, ElapsedMS: 4000},
+		}, Usage: Usage{Tokens: 1234}}
+}
+
+var redraw = regexp.MustCompile("\x1b\\[[0-9]+A\x1b\\[J")
+
+func TestTableFitsTheWidth(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 42, 0, time.UTC)
+	for _, width := range []int{80, 100, 200} {
+		var out bytes.Buffer
+		tb := &Table{W: &out, Now: func() time.Time { return now }, Run: "fleet-20261201-100000-abcdef", Width: func() int { return width }}
+		tb.Event(Event{Kind: "started", Task: "lint-the-whole-repository", State: tableState()})
+		tb.Hold("lint-the-whole-repository", "permission: Write /tmp/ws/a-very-long-file-name-that-goes-on-and-on.txt")
+		lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+		for _, l := range lines {
+			l = redraw.ReplaceAllString(l, "") // the redraw's cursor moves
+			if n := utf8.RuneCountInString(l); n > width {
+				t.Errorf("width %d: a line of %d columns wraps: %q", width, n, l)
+			}
+		}
+		text := out.String()
+		if !strings.Contains(text, "fleet fleet-20261201-100000-abcdef") {
+			t.Errorf("width %d: no run id in the header:\n%s", width, text)
+		}
+		last := text[strings.LastIndex(text, "TASK"):]
+		if !strings.Contains(last, "permission: Write") || !strings.Contains(last, "WAITING FOR YOU") {
+			t.Errorf("width %d: the asking task is not in WAITING FOR YOU:\n%s", width, last)
+		}
+		if strings.Count(last, "\n") != 4 { // header row and three tasks after the title line
+			t.Errorf("width %d: rows stacked or wrapped:\n%s", width, last)
+		}
+	}
+}
+
+// While a question is on screen the table does not draw, and afterwards
+// it draws below the question instead of erasing it.
+func TestTableNeverDrawsOverAPrompt(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Date(2026, 12, 1, 10, 0, 42, 0, time.UTC)
+	tb := &Table{W: &out, Now: func() time.Time { return now }, Run: "r", Width: func() int { return 80 }}
+	tb.Event(Event{Kind: "started", Task: "docs", State: tableState()})
+	tb.Hold("docs", "permission: Write a.txt")
+	out.WriteString("? the question\n")
+	mark := out.Len()
+	tb.Tick()
+	tb.Event(Event{Kind: "finished", Task: "tests", State: tableState()})
+	if out.Len() != mark {
+		t.Fatalf("the table drew while the question was open: %q", out.String()[mark:])
+	}
+	tb.Release()
+	tb.Tick()
+	after := out.String()[mark:]
+	if strings.Contains(after, "\x1b[") && strings.Contains(after, "A\x1b[J") {
+		t.Fatalf("the redraw after the answer moved up over the question: %q", after)
+	}
+	if !strings.Contains(after, "TASK") {
+		t.Fatalf("no table after the answer: %q", after)
+	}
+}

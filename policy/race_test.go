@@ -1,0 +1,170 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// chanPrompter answers what is sent on its channel, and reports how its
+// question ended.
+type chanPrompter struct {
+	answer chan Answer
+	err    error
+	asked  chan struct{}
+	ended  chan error // the cause it saw when withdrawn
+}
+
+func newChanPrompter() *chanPrompter {
+	return &chanPrompter{answer: make(chan Answer), asked: make(chan struct{}, 1), ended: make(chan error, 1)}
+}
+
+func (c *chanPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error) {
+	c.asked <- struct{}{}
+	if c.err != nil {
+		return DenyOnce, c.err
+	}
+	select {
+	case a := <-c.answer:
+		return a, nil
+	case <-ctx.Done():
+		c.ended <- context.Cause(ctx)
+		return DenyOnce, ctx.Err()
+	}
+}
+
+func TestRaceFirstChannelWins(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		winner int
+		answer Answer
+	}{
+		{"terminal first", 0, AllowOnce},
+		{"dashboard first", 1, DenyAlways},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			term, dash := newChanPrompter(), newChanPrompter()
+			chans := []*chanPrompter{term, dash}
+			r := Race{{ViaTerminal, term}, {ViaDashboard, dash}}
+			done := make(chan struct{})
+			var got Answer
+			var via string
+			var err error
+			go func() {
+				defer close(done)
+				got, via, err = r.AskVia(context.Background(), driver.PermissionRequest{ID: "1"})
+			}()
+			<-term.asked
+			<-dash.asked
+			chans[tc.winner].answer <- tc.answer
+			<-done
+			if err != nil || got != tc.answer || via != r[tc.winner].Name {
+				t.Fatalf("got %v via %q, %v; want %v via %q", got, via, err, tc.answer, r[tc.winner].Name)
+			}
+			loser := chans[1-tc.winner]
+			var ae *AnsweredElsewhere
+			if cause := <-loser.ended; !errors.As(cause, &ae) || ae.Via != r[tc.winner].Name || ae.Answer != tc.answer {
+				t.Fatalf("the loser saw %v, want answered via %s", cause, r[tc.winner].Name)
+			}
+		})
+	}
+}
+
+func TestRaceFailingChannelEndsIt(t *testing.T) {
+	term, dash := newChanPrompter(), newChanPrompter()
+	term.err = io.EOF
+	_, via, err := Race{{ViaTerminal, term}, {ViaDashboard, dash}}.AskVia(context.Background(), driver.PermissionRequest{})
+	if !errors.Is(err, io.EOF) || via != ViaTerminal {
+		t.Fatalf("got via %q, %v; want the terminal's EOF", via, err)
+	}
+	if cause := <-dash.ended; cause == nil {
+		t.Fatal("the dashboard's question was not withdrawn")
+	}
+}
+
+func TestRaceCancelled(t *testing.T) {
+	term, dash := newChanPrompter(), newChanPrompter()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, _, err := Race{{ViaTerminal, term}, {ViaDashboard, dash}}.AskVia(ctx, driver.PermissionRequest{})
+		done <- err
+	}()
+	<-term.asked
+	<-dash.asked
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want cancelled", err)
+	}
+}
+
+// The engine records the channel: decided_by human, via dashboard.
+func TestEngineRecordsVia(t *testing.T) {
+	dash := newChanPrompter()
+	term := newChanPrompter()
+	e := New(Ask, NonInteractiveDeny, Race{{ViaTerminal, term}, {ViaDashboard, dash}})
+	done := make(chan driver.PermissionDecision)
+	go func() {
+		d, err := e.Decide(context.Background(), driver.PermissionRequest{ID: "1", Session: "s",
+			ToolCall: driver.ToolCall{ID: "t", Title: "Write a", Kind: "edit"},
+			Options:  []driver.PermissionOption{{ID: "y", Kind: driver.OptionAllowOnce}, {ID: "n", Kind: driver.OptionRejectOnce}}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- d
+	}()
+	<-term.asked
+	<-dash.asked
+	dash.answer <- AllowOnce
+	d := <-done
+	if d.DecidedBy != driver.ByHuman || d.Via != ViaDashboard || d.Verdict != driver.VerdictAllow || !strings.Contains(d.Reason, "via dashboard") {
+		t.Fatalf("decision %+v", d)
+	}
+}
+
+// The answerer (a cap-speak parent) raced against the feed: the parent's
+// answer is the answerer's, the feed's a human's.
+func TestAnswererRace(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		parent  bool
+		wantBy  driver.Provenance
+		wantVia string
+	}{
+		{"parent answers", true, driver.ByAnswerer, ""},
+		{"dashboard answers", false, driver.ByHuman, ViaDashboard},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent, dash := newChanPrompter(), newChanPrompter()
+			e, err := NewEngine(Config{Mode: Ask, NonInteractive: NonInteractiveDeny}, Options{Answerer: Race{{ViaParent, parent}, {ViaDashboard, dash}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan driver.PermissionDecision)
+			go func() {
+				d, err := e.Decide(context.Background(), driver.PermissionRequest{ID: "1", Session: "s",
+					ToolCall: driver.ToolCall{ID: "t", Title: "Write a", Kind: "edit"},
+					Options:  []driver.PermissionOption{{ID: "y", Kind: driver.OptionAllowOnce}, {ID: "n", Kind: driver.OptionRejectOnce}}})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- d
+			}()
+			<-parent.asked
+			<-dash.asked
+			if tc.parent {
+				parent.answer <- AllowOnce
+			} else {
+				dash.answer <- AllowOnce
+			}
+			d := <-done
+			if d.DecidedBy != tc.wantBy || d.Via != tc.wantVia || d.Verdict != driver.VerdictAllow {
+				t.Fatalf("decision %+v", d)
+			}
+		})
+	}
+}

@@ -1,0 +1,298 @@
+package top
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/tai-dev/tai/feed"
+	"github.com/tai-dev/tai/policy"
+)
+
+// Source is where tai top gets its runs and sends its answers: the live
+// feeds on this machine (FeedSource), or a test's.
+type Source interface {
+	Runs(ctx context.Context) ([]feed.State, error)
+	// Answer answers ask of run: once, always, deny or never.
+	Answer(ctx context.Context, run, ask, answer string) error
+	// AnswerQuestion answers question of run with text.
+	AnswerQuestion(ctx context.Context, run, question, text string) error
+	// Follow calls fn with each transcript line of run's session until
+	// ctx ends or the run does.
+	Follow(ctx context.Context, run, session string, fn func(line string)) error
+}
+
+type mode int
+
+const (
+	modeList mode = iota
+	modePeek
+	modeFollow
+)
+
+// Model is tai top's bubbletea model.
+type Model struct {
+	ctx   context.Context
+	src   Source
+	now   func() time.Time
+	color bool
+	every time.Duration
+
+	runs          []feed.State
+	sel           int
+	width, height int
+	mode          mode
+	peek          Item
+	input         string // the answer being typed to a question
+	status        string
+
+	follow       []string
+	followTitle  string
+	followCancel context.CancelFunc
+	followCh     chan string
+}
+
+// New returns the model. every is how often it reloads the runs.
+func New(ctx context.Context, src Source, now func() time.Time, color bool, every time.Duration) *Model {
+	return &Model{ctx: ctx, src: src, now: now, color: color, every: every, width: 80, height: 24}
+}
+
+type runsMsg struct {
+	runs []feed.State
+	err  error
+}
+
+type tickMsg struct{}
+
+type answeredMsg struct {
+	what string
+	err  error
+}
+
+type followMsg struct {
+	line string
+	ok   bool
+}
+
+func (m *Model) load() tea.Cmd {
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+		defer cancel()
+		runs, err := m.src.Runs(ctx)
+		return runsMsg{runs, err}
+	}
+}
+
+func (m *Model) tick() tea.Cmd {
+	return tea.Tick(m.every, func(time.Time) tea.Msg { return tickMsg{} })
+}
+
+// Init implements tea.Model.
+func (m *Model) Init() tea.Cmd { return tea.Batch(m.load(), m.tick()) }
+
+// selected returns the queue item or row under the cursor.
+func (m *Model) selected() (*Item, *Row) {
+	q := Queue(m.runs)
+	if m.sel < len(q) {
+		return &q[m.sel], nil
+	}
+	rows := Rows(m.runs)
+	if i := m.sel - len(q); i < len(rows) {
+		return nil, &rows[i]
+	}
+	return nil, nil
+}
+
+func (m *Model) count() int { return len(Queue(m.runs)) + len(Rows(m.runs)) }
+
+// Update implements tea.Model.
+func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case runsMsg:
+		if msg.err != nil {
+			m.status = "error: " + msg.err.Error()
+		} else {
+			m.runs = msg.runs
+		}
+		m.sel = min(m.sel, max(m.count()-1, 0))
+	case tickMsg:
+		return m, tea.Batch(m.load(), m.tick())
+	case answeredMsg:
+		if msg.err != nil {
+			m.status = "not answered: " + msg.err.Error()
+		} else {
+			m.status = msg.what
+			m.mode = modeList
+		}
+		return m, m.load()
+	case followMsg:
+		if !msg.ok {
+			m.follow = append(m.follow, "(the run ended)")
+			return m, nil
+		}
+		m.follow = append(m.follow, msg.line)
+		if len(m.follow) > 2000 {
+			m.follow = m.follow[len(m.follow)-2000:]
+		}
+		return m, m.nextLine()
+	case tea.KeyPressMsg:
+		if m.mode == modePeek && m.peek.Question != nil {
+			return m.typing(msg)
+		}
+		return m.key(msg.String())
+	}
+	return m, nil
+}
+
+func (m *Model) key(k string) (tea.Model, tea.Cmd) {
+	switch k {
+	case "ctrl+c", "q":
+		m.stopFollow()
+		return m, tea.Quit
+	case "esc":
+		m.stopFollow()
+		m.mode = modeList
+		return m, nil
+	}
+	if m.mode == modeFollow {
+		return m, nil
+	}
+	switch k {
+	case "up", "k":
+		m.sel = max(m.sel-1, 0)
+	case "down", "j":
+		m.sel = min(m.sel+1, max(m.count()-1, 0))
+	case "enter":
+		if it, _ := m.selected(); it != nil {
+			m.peek, m.mode, m.input = *it, modePeek, ""
+		}
+	case "y", "a", "f", "n":
+		it := &m.peek
+		if m.mode != modePeek {
+			it, _ = m.selected()
+		}
+		if it == nil || it.Ask == nil {
+			m.status = "nothing to answer here: select an ASK"
+			return m, nil
+		}
+		answer := map[string]string{"y": feed.AnswerOnce, "a": feed.AnswerAlways, "f": feed.AnswerAlways, "n": feed.AnswerDeny}[k]
+		run, id, title := it.Run, it.Ask.ID, it.Title
+		return m, func() tea.Msg {
+			ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+			defer cancel()
+			err := m.src.Answer(ctx, run, id, answer)
+			return answeredMsg{what: fmt.Sprintf("answered %s (%s): %s", id, title, answer), err: err}
+		}
+	case "l":
+		_, row := m.selected()
+		if row == nil || row.Session.ID == "" {
+			m.status = "select a session to follow"
+			return m, nil
+		}
+		m.startFollow(row.Run, row.Session.ID)
+		return m, m.nextLine()
+	}
+	return m, nil
+}
+
+func (m *Model) startFollow(run, session string) {
+	m.stopFollow()
+	ctx, cancel := context.WithCancel(m.ctx)
+	ch := make(chan string, 256)
+	m.followCancel, m.followCh, m.follow, m.mode = cancel, ch, nil, modeFollow
+	m.followTitle = fmt.Sprintf("following %s of %s · esc back", session, run)
+	go func() {
+		defer close(ch)
+		_ = m.src.Follow(ctx, run, session, func(l string) {
+			select {
+			case ch <- l:
+			case <-ctx.Done():
+			}
+		})
+	}()
+}
+
+func (m *Model) stopFollow() {
+	if m.followCancel != nil {
+		m.followCancel()
+		m.followCancel = nil
+	}
+}
+
+func (m *Model) nextLine() tea.Cmd {
+	ch := m.followCh
+	return func() tea.Msg {
+		l, ok := <-ch
+		return followMsg{l, ok}
+	}
+}
+
+// Screen is what View shows, as text.
+func (m *Model) Screen() string {
+	switch m.mode {
+	case modePeek:
+		return Peek(m.peek, m.input, m.now(), m.width, m.color) + "\n" + clip(m.status, m.width)
+	case modeFollow:
+		lines := m.follow
+		if n := m.height - 2; n > 0 && len(lines) > n {
+			lines = lines[len(lines)-n:]
+		}
+		var b strings.Builder
+		b.WriteString(clip(m.followTitle, m.width) + "\n")
+		for _, l := range lines {
+			b.WriteString(clip(l, m.width) + "\n")
+		}
+		return b.String()
+	}
+	s := Frame(m.runs, m.sel, m.now(), m.width, m.height-1, m.color)
+	return s + "\n" + clip(m.status, m.width)
+}
+
+// View implements tea.Model.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.Screen())
+	v.AltScreen = true
+	v.WindowTitle = "tai top"
+	return v
+}
+
+// answers are the keys' answers, for the help line and tests.
+var _ = policy.ViaDashboard
+
+// typing edits the answer to a question: enter sends it, esc goes back.
+func (m *Model) typing(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	switch msg.String() {
+	case "ctrl+c":
+		return m, tea.Quit
+	case "esc":
+		m.mode, m.input = modeList, ""
+		return m, nil
+	case "backspace":
+		if r := []rune(m.input); len(r) > 0 {
+			m.input = string(r[:len(r)-1])
+		}
+		return m, nil
+	case "enter":
+		text := strings.TrimSpace(m.input)
+		if text == "" {
+			m.status = "type an answer first"
+			return m, nil
+		}
+		run, id, task := m.peek.Run, m.peek.Question.ID, m.peek.Task
+		return m, func() tea.Msg {
+			ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+			defer cancel()
+			err := m.src.AnswerQuestion(ctx, run, id, text)
+			return answeredMsg{what: fmt.Sprintf("answered %s (task %s): %q", id, task, text), err: err}
+		}
+	}
+	if msg.Text != "" {
+		m.input += msg.Text
+	}
+	return m, nil
+}

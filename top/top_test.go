@@ -1,0 +1,238 @@
+package top
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/feed"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden frames")
+
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+func now() time.Time { return t0.Add(95 * time.Second) }
+
+// fixture is a fleet with an ask, a blocked task and a failed one, and a
+// single run whose turn ended.
+func fixture() []feed.State {
+	ask := feed.Ask{ID: "ask-1", Task: "api", Session: "builtin-aaaa", Since: t0.Add(30 * time.Second), DecidedBy: "default", Why: "mode ask asks for every request",
+		Request: driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "w1", Title: "Write greeting.go", Kind: "edit",
+			Locations: []driver.Location{{Path: "/repo/.tai/worktrees/f1/api/greeting.go"}},
+			Content:   []driver.ToolContent{{Type: "diff", Path: "/repo/.tai/worktrees/f1/api/greeting.go", OldText: strPtr("package greeting\n"), NewText: "package greeting\n\nfunc Greet() string { return \"hi\" }\n"}}},
+			Options: []driver.PermissionOption{{ID: "allow-once", Name: "Allow", Kind: "allow_once"}, {ID: "reject-once", Name: "Reject", Kind: "reject_once"}}}}
+	return []feed.State{
+		{Run: "fleet-20261201-100000-abcdef", Kind: feed.KindFleet, Started: t0, Asks: []feed.Ask{ask},
+			Sessions: []feed.Session{
+				{ID: "builtin-aaaa", Task: "api", Agent: "builtin", Driver: "acp", Model: "builtin-small", Cwd: "/repo/.tai/worktrees/f1/api", State: feed.StateWaiting,
+					Activity: "Write greeting.go", Started: t0.Add(5 * time.Second), LastEvent: t0.Add(30 * time.Second), Tokens: 1200, Added: 2},
+				{ID: "claude-bbbb", Task: "docs", Agent: "claude", Driver: "acp", Model: "claude-sonnet-4-5", Cwd: "/repo/.tai/worktrees/f1/docs", State: feed.StateWorking,
+					Activity: "Reading the README and every file under docs/ to learn how the project documents its modules", Started: t0.Add(5 * time.Second), LastEvent: t0.Add(90 * time.Second), Tokens: 45210, Cost: 0.134, Currency: "USD", Added: 40, Removed: 12},
+			},
+			Tasks: []feed.Task{
+				{ID: "api", Agent: "builtin", Status: "running", Branch: "tai/f1/api", Updated: t0.Add(5 * time.Second)},
+				{ID: "docs", Agent: "claude", Status: "running", Branch: "tai/f1/docs", Updated: t0.Add(5 * time.Second)},
+				{ID: "license", Agent: "qwen", Status: "blocked", Detail: "which license: MIT or Apache-2.0?", Updated: t0.Add(10 * time.Second)},
+				{ID: "lint", Agent: "builtin", Status: "failed", Detail: "exit 1: the agent crashed", Updated: t0.Add(20 * time.Second)},
+			}},
+		{Run: "run-20261201-100100-123456", Kind: feed.KindRun, Started: t0.Add(time.Second),
+			Sessions: []feed.Session{{ID: "qwen-1", Agent: "qwen", Driver: "pty", Cwd: "/home/me/proj", State: feed.StateIdle, Activity: "I created hello.txt.",
+				Started: t0.Add(time.Second), LastEvent: t0.Add(60 * time.Second), Tokens: 800}}},
+	}
+}
+
+func strPtr(s string) *string { return &s }
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	p := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (run with -update to accept):\n%s", name, got)
+	}
+}
+
+func TestGoldenFrames(t *testing.T) {
+	for _, w := range []int{80, 200} {
+		t.Run(strconv.Itoa(w), func(t *testing.T) {
+			m := New(context.Background(), nil, now, false, time.Second)
+			m.Update(tea.WindowSizeMsg{Width: w, Height: 24})
+			m.Update(runsMsg{runs: fixture()})
+			got := m.Screen()
+			for i, l := range strings.Split(got, "\n") {
+				if lw := lipgloss.Width(l); lw > w {
+					t.Errorf("line %d is %d columns wide, over %d: %q", i, lw, w, l)
+				}
+			}
+			golden(t, "top-"+strconv.Itoa(w)+".golden", got)
+			// The queue: what blocks first, oldest first, with its chip.
+			q := Queue(fixture())
+			var chips []string
+			for _, it := range q {
+				chips = append(chips, string(it.Chip))
+			}
+			if strings.Join(chips, ",") != "QUESTION,ERROR,ASK,DONE" {
+				t.Errorf("queue %v", chips)
+			}
+			if !strings.Contains(got, "2 waiting for you") {
+				t.Errorf("the header does not count what blocks (the ask and the question):\n%s", got)
+			}
+			// Enter on the ask peeks at it.
+			m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+			m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+			m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+			golden(t, "peek-"+strconv.Itoa(w)+".golden", m.Screen())
+		})
+	}
+}
+
+// Colour is on unless asked off: the frame carries styles only with it.
+func TestNoColor(t *testing.T) {
+	plain := Frame(fixture(), 0, now(), 120, 0, false)
+	if strings.Contains(plain, "\x1b[") {
+		t.Fatal("escape sequences without colour")
+	}
+	if colored := Frame(fixture(), 0, now(), 120, 0, true); !strings.Contains(colored, "\x1b[") {
+		t.Fatal("no styles with colour")
+	}
+}
+
+type fakeSource struct {
+	mu      sync.Mutex
+	answers []string
+}
+
+func (f *fakeSource) Runs(context.Context) ([]feed.State, error) { return fixture(), nil }
+func (f *fakeSource) Answer(_ context.Context, run, ask, answer string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, run+" "+ask+" "+answer)
+	return nil
+}
+func (f *fakeSource) AnswerQuestion(_ context.Context, run, q, text string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, run+" "+q+" "+text)
+	return nil
+}
+
+func (f *fakeSource) Follow(ctx context.Context, run, session string, fn func(string)) error {
+	fn("● Write greeting.go [completed]")
+	return nil
+}
+
+// run executes a command and feeds its message back, as the program does.
+func run(m *Model, cmd tea.Cmd) {
+	for cmd != nil {
+		msg := cmd()
+		if msg == nil {
+			return
+		}
+		if _, ok := msg.(tea.BatchMsg); ok {
+			return
+		}
+		_, cmd = m.Update(msg)
+	}
+}
+
+func TestKeysAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		peek bool
+		want string
+	}{
+		{"y", true, "once"},
+		{"a", false, "always"},
+		{"f", true, "always"},
+		{"n", false, "deny"},
+	} {
+		src := &fakeSource{}
+		m := New(context.Background(), src, now, false, time.Second)
+		m.Update(runsMsg{runs: fixture()})
+		m.Update(tea.KeyPressMsg{Code: 'j', Text: "j"})
+		m.Update(tea.KeyPressMsg{Code: 'j', Text: "j"}) // the ASK row
+		if tc.peek {
+			m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+		}
+		_, cmd := m.Update(tea.KeyPressMsg{Code: rune(tc.key[0]), Text: tc.key})
+		run(m, cmd)
+		if len(src.answers) != 1 || src.answers[0] != "fleet-20261201-100000-abcdef ask-1 "+tc.want {
+			t.Errorf("key %s: answers %v", tc.key, src.answers)
+		}
+	}
+	// A key on a row that is not an ask answers nothing.
+	src := &fakeSource{}
+	m := New(context.Background(), src, now, false, time.Second)
+	m.Update(runsMsg{runs: fixture()})
+	_, cmd := m.Update(tea.KeyPressMsg{Code: 'y', Text: "y"})
+	run(m, cmd)
+	if len(src.answers) != 0 || !strings.Contains(m.Screen(), "nothing to answer") {
+		t.Fatalf("answered %v from the QUESTION row", src.answers)
+	}
+}
+
+func TestFollow(t *testing.T) {
+	m := New(context.Background(), &fakeSource{}, now, false, time.Second)
+	m.Update(runsMsg{runs: fixture()})
+	for range 4 { // past the queue to the first session
+		m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+	}
+	_, cmd := m.Update(tea.KeyPressMsg{Code: 'l', Text: "l"})
+	run(m, cmd)
+	if s := m.Screen(); !strings.Contains(s, "following builtin-aaaa") || !strings.Contains(s, "Write greeting.go [completed]") || !strings.Contains(s, "(the run ended)") {
+		t.Fatalf("follow screen:\n%s", s)
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
+	if !strings.Contains(m.Screen(), "ATTENTION") {
+		t.Fatal("esc did not go back")
+	}
+}
+
+// A question a human can answer here: Enter, type, Enter.
+func TestAnswerAQuestion(t *testing.T) {
+	src := &fakeSource{}
+	m := New(context.Background(), src, now, false, time.Second)
+	runs := fixture()
+	runs[0].Questions = []feed.Question{{ID: "q-2", Task: "license", Since: t0, Text: "Which license?\nMIT or Apache-2.0?"}}
+	m.Update(runsMsg{runs: runs})
+	if q := Queue(runs); q[0].Question == nil || q[0].Chip != ChipQuestion {
+		t.Fatalf("queue %+v", q[0])
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	for _, r := range "MIT ok" {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
+	m.Update(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	if s := m.Screen(); !strings.Contains(s, "answer: MIT█") || !strings.Contains(s, "MIT or Apache-2.0?") {
+		t.Fatalf("peek:\n%s", s)
+	}
+	_, cmd := m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	run(m, cmd)
+	if len(src.answers) != 1 || src.answers[0] != "fleet-20261201-100000-abcdef q-2 MIT" {
+		t.Fatalf("answers %v", src.answers)
+	}
+}
