@@ -8,7 +8,8 @@ import "context"
 // first) the decision is a cancellation, decided by ByDriver unless the
 // decider said who, for the reason reason(err) gives (err is ctx's cause
 // when dec did not fail; reason nil records the error's text). The ids,
-// title and kind a decision leaves empty are req's. dec's error is
+// title and kind a decision leaves empty are req's, and so is
+// Unrequested. dec's error is
 // returned with the decision for the driver to log.
 func AskPermission(ctx context.Context, dec PermissionDecider, emit func(Event), req PermissionRequest, reason func(error) string) (PermissionDecision, error) {
 	emit(Event{Type: EventPermissionAsked, Permission: &req})
@@ -47,5 +48,8 @@ func fillDecision(d *PermissionDecision, req PermissionRequest) {
 	}
 	if d.ToolKind == "" {
 		d.ToolKind = req.ToolCall.Kind
+	}
+	if req.Unrequested {
+		d.Unrequested = true
 	}
 }

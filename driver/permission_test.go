@@ -49,6 +49,11 @@ func TestAskPermission(t *testing.T) {
 		}, true, nil,
 			PermissionDecision{RequestID: "r1", ToolCallID: "tc1", Title: "Write a", ToolKind: KindEdit, Outcome: OutcomeCancelled,
 				Verdict: VerdictCancelled, DecidedBy: ByDriver, Reason: "context canceled"}, nil},
+		{"unrequested: marked so", func(context.Context, PermissionRequest) (PermissionDecision, error) {
+			return PermissionDecision{Outcome: OutcomeSelected, OptionID: "no", Verdict: VerdictDeny, DecidedBy: ByDefault}, nil
+		}, false, nil,
+			PermissionDecision{RequestID: "r1", ToolCallID: "tc1", Title: "Write a", ToolKind: KindEdit, Outcome: OutcomeSelected,
+				OptionID: "no", Verdict: VerdictDeny, DecidedBy: ByDefault, Unrequested: true}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,7 +63,9 @@ func TestAskPermission(t *testing.T) {
 				cancel()
 			}
 			var evs []Event
-			got, err := AskPermission(ctx, tt.decide, func(e Event) { evs = append(evs, e) }, req, tt.reason)
+			r := req
+			r.Unrequested = tt.want.Unrequested
+			got, err := AskPermission(ctx, tt.decide, func(e Event) { evs = append(evs, e) }, r, tt.reason)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
 				t.Fatalf("err %v, want %v", err, tt.wantErr)
 			}
