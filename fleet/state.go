@@ -19,18 +19,18 @@ type TaskStatus string
 // Task statuses.
 const (
 	StatusPending  TaskStatus = "pending"
-	StatusWaiting             = "waiting"  // ready, waiting for a slot or its budget reservation
-	StatusRunning             = "running"  // the agent is working
-	StatusAsking              = "asking"   // the agent asked a question; the answerer or a human is on it
-	StatusDone                = "done"     // the agent finished; not merged yet
-	StatusMerged              = "merged"   // its branch is in the target
-	StatusFailed              = "failed"   // the agent failed, or the check
-	StatusConflict            = "conflict" // its branch could not be rebased onto the target
-	StatusRefused             = "refused"  // its budget reservation was refused
-	StatusBudget              = "budget"   // stopped at its hard budget limit (partial work kept)
-	StatusBlocked             = "blocked"  // asked a question nobody could answer
-	StatusSkipped             = "skipped"  // a dependency did not succeed
-	StatusCanceled            = "cancelled"
+	StatusWaiting  TaskStatus = "waiting"  // ready, waiting for a slot or its budget reservation
+	StatusRunning  TaskStatus = "running"  // the agent is working
+	StatusAsking   TaskStatus = "asking"   // the agent asked a question; the answerer or a human is on it
+	StatusDone     TaskStatus = "done"     // the agent finished; not merged yet
+	StatusMerged   TaskStatus = "merged"   // its branch is in the target
+	StatusFailed   TaskStatus = "failed"   // the agent failed, or the check
+	StatusConflict TaskStatus = "conflict" // its branch could not be rebased onto the target
+	StatusRefused  TaskStatus = "refused"  // its budget reservation was refused
+	StatusBudget   TaskStatus = "budget"   // stopped at its hard budget limit (partial work kept)
+	StatusBlocked  TaskStatus = "blocked"  // asked a question nobody could answer
+	StatusSkipped  TaskStatus = "skipped"  // a dependency did not succeed
+	StatusCanceled TaskStatus = "cancelled"
 )
 
 // succeeded: dependents may start.

@@ -83,19 +83,13 @@ func TestTSExampleClient(t *testing.T) {
 	var stdout strings.Builder
 	answers := []string{"1", "3"} // Allow (allow_once), Reject (reject_once)
 	r := bufio.NewReader(out)
-	var asked []string
-	var last string
 	for {
 		chunk, err := r.ReadString(' ')
 		stdout.WriteString(chunk)
-		if strings.Contains(chunk, "Permission requested:") {
-			last = chunk
-		}
 		if strings.HasSuffix(stdout.String(), "Choose an option: ") {
 			if len(answers) == 0 {
 				t.Fatalf("asked more than twice:\n%s", stdout.String())
 			}
-			asked = append(asked, last)
 			fmt.Fprintln(in, answers[0])
 			answers = answers[1:]
 		}
