@@ -184,7 +184,13 @@ func chatInput(std IO, complete chat.Completer) lineReader {
 			return "", io.EOF
 		}, close: func() {}}
 	}
-	ed := &chat.Editor{In: f, Out: std.Out, Complete: complete}
+	ed := &chat.Editor{In: f, Out: std.Out, Complete: complete, Width: func() int {
+		w, _, err := term.GetSize(int(f.Fd()))
+		if err != nil {
+			return 0
+		}
+		return w
+	}}
 	fd := int(f.Fd())
 	return lineReader{read: func() (string, error) {
 		old, err := term.MakeRaw(fd)

@@ -42,6 +42,10 @@ type FleetFlags struct {
 	CancelGrace time.Duration
 	Feed        FeedFlags
 	Sandbox     string // --sandbox: auto | on | off
+	// Over NATS: workers run the tasks (see hub.go).
+	NATS   NATSFlags
+	Remote string        // the git remote workers clone and push to
+	Lease  time.Duration // a claim's lease (default 30s)
 }
 
 // FleetRun runs `tai fleet run PLAN`.
@@ -197,7 +201,12 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 		}
 	}
 
-	st, err := fleet.Run(ctx, o)
+	var st *fleet.State
+	if f.NATS.URL != "" {
+		st, err = runRemote(ctx, f, o, log)
+	} else {
+		st, err = fleet.Run(ctx, o)
+	}
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai fleet:", err)
 		sum := Summary{Run: o.RunID, Status: "error", Audit: log.Path(), Counts: map[fleet.TaskStatus]int{}}

@@ -392,6 +392,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		form = &elicit.Form{In: tty, Out: tty}
 	}
 	o.RunID = newRunID()
+	parent := f.answerer // the cap-speak parent itself: it also answers elicitations
 	lf, closeFeed, err := openFeed(o.RunID, feed.KindRun, f.Feed, logger, std.Err)
 	closers = append(closers, closeFeed)
 	if err != nil {
@@ -399,7 +400,9 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	if srv := lf.srv; srv != nil {
 		o.Sinks = append(o.Sinks, srv.Sink(""))
-		prompter = withFeed(prompter, srv)
+		if tp != nil && f.prompter == nil {
+			prompter = withFeed(tp, srv) // the terminal's asks; an editor's (tai acp) stay the editor's
+		}
 		if f.answerer != nil {
 			// The cap-speak parent and the feed: whoever answers first.
 			f.answerer = policy.Race{{Name: policy.ViaParent, Prompter: f.answerer}, srv.Channel()}
@@ -429,7 +432,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	if ni == "" {
 		ni = eng.cfg.NonInteractive
 	}
-	o.Elicitor = elicitChain(eng.cfg.Elicit, form, f.answerer, ni)
+	o.Elicitor = elicitChain(eng.cfg.Elicit, form, parent, ni)
 
 	// Audit log: every run has one unless --no-audit.
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,

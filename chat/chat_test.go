@@ -94,3 +94,24 @@ func TestReadLine(t *testing.T) {
 		t.Fatalf("no hint: %q", out.String())
 	}
 }
+
+// A line longer than the terminal scrolls: the redraw never writes more
+// than the width.
+func TestReadLineScrolls(t *testing.T) {
+	var out strings.Builder
+	long := strings.Repeat("abcdefghij", 10)
+	e := &Editor{In: strings.NewReader(long + "\r"), Out: &out, Width: func() int { return 40 }}
+	got, err := e.ReadLine("> ")
+	if err != nil || got != long {
+		t.Fatalf("%q %v", got, err)
+	}
+	for _, frame := range strings.Split(out.String(), "\r") {
+		frame = strings.TrimSuffix(strings.TrimSuffix(frame, "\x1b[K"), "\n")
+		if i := strings.Index(frame, "\x1b"); i >= 0 {
+			frame = frame[:i]
+		}
+		if len(frame) > 40 {
+			t.Fatalf("a %d-column frame: %q", len(frame), frame)
+		}
+	}
+}

@@ -30,7 +30,11 @@ type Editor struct {
 	In       io.Reader
 	Out      io.Writer
 	Complete Completer
-	history  []string
+	// Width is the terminal's width in columns (0: unbounded). A longer
+	// line scrolls sideways around the cursor instead of wrapping, which
+	// a one-row redraw could not undo.
+	Width   func() int
+	history []string
 }
 
 // History returns the lines entered so far, oldest first.
@@ -45,8 +49,15 @@ type lineState struct {
 func (e *Editor) redraw(st *lineState) {
 	// \r, prompt, the line, clear to the end, then the cursor back.
 	var b strings.Builder
-	b.WriteString("\r" + st.prompt + string(st.buf) + "\x1b[K")
-	if back := len(st.buf) - st.pos; back > 0 {
+	buf, pos := st.buf, st.pos
+	if e.Width != nil {
+		if room := e.Width() - utf8.RuneCountInString(st.prompt) - 1; room > 8 && len(buf) > room {
+			start := max(0, min(pos-room/2, len(buf)-room))
+			buf, pos = buf[start:start+room], pos-start
+		}
+	}
+	b.WriteString("\r" + st.prompt + string(buf) + "\x1b[K")
+	if back := len(buf) - pos; back > 0 {
 		fmt.Fprintf(&b, "\x1b[%dD", back)
 	}
 	io.WriteString(e.Out, b.String())

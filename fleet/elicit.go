@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
@@ -12,16 +13,36 @@ import (
 
 // elicitor is a task's elicitation chain: the plan's answerer agent (then
 // the human, as for questions), then decline.
-func (f *fleet) elicitor(t *Task, cwd string) driver.Elicitor {
-	return &elicit.Chain{Links: []elicit.Link{{By: elicit.ByAnswerer, A: fleetAnswerer{f: f, t: t, cwd: cwd}}}}
+func (f *fleet) elicitor(t *Task, cwd string, spent *spend) driver.Elicitor {
+	return &elicit.Chain{Links: []elicit.Link{{By: elicit.ByAnswerer, A: fleetAnswerer{f: f, t: t, cwd: cwd, spent: spent}}}}
+}
+
+// spend adds up what the answerer spent on a turn's elicitations, for the
+// task's budget.
+type spend struct {
+	mu sync.Mutex
+	u  Usage
+}
+
+func (s *spend) add(u Usage) {
+	s.mu.Lock()
+	s.u = s.u.add(u)
+	s.mu.Unlock()
+}
+
+func (s *spend) total() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.u
 }
 
 // fleetAnswerer puts a form to the fleet's answerer as a question whose
 // answer is a JSON object of the field values.
 type fleetAnswerer struct {
-	f   *fleet
-	t   *Task
-	cwd string
+	f     *fleet
+	t     *Task
+	cwd   string
+	spent *spend
 }
 
 // Decline is what the answerer replies to refuse a form.
@@ -34,7 +55,8 @@ func (a fleetAnswerer) Answer(ctx context.Context, req driver.ElicitationRequest
 	fields, _ := json.Marshal(req.Fields)
 	q := fmt.Sprintf("%s\n\nFill in this form. Its fields (name, type, choices, bounds) are:\n%s\n\nReply with only a JSON object of the values by field name, or %s to refuse.",
 		req.Message, fields, Decline)
-	ans, by, _, err := a.f.answer(ctx, a.t, a.cwd, nil, q)
+	ans, by, used, err := a.f.answer(ctx, a.t, a.cwd, nil, q)
+	a.spent.add(used)
 	if err != nil {
 		return driver.ElicitationAnswer{}, elicit.ErrPass
 	}

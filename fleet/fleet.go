@@ -784,7 +784,8 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
 	}
 	opts.Decider, opts.Modes = eng, eng
-	opts.Elicitor = f.elicitor(t, cwd)
+	elicitSpent := &spend{}
+	opts.Elicitor = f.elicitor(t, cwd, elicitSpent)
 	opts.AllowDenials = pol.AllowDenials
 	if opts.Mode == "" {
 		opts.Mode = eng.DefaultMode()
@@ -813,6 +814,7 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 	// every update, the result may end at the cancel.
 	live := meter.spent()
 	u.Tokens, u.Cost = max(u.Tokens, live.Tokens), max(u.Cost, live.Cost)
+	u = u.add(elicitSpent.total()) // the answerer's turns for the agent's forms
 	if over := res.Update(before.add(u)); over != nil && r.ExitCode == 0 {
 		// Over the limit at the end of the turn: the work is kept, the
 		// task stops here.

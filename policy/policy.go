@@ -466,7 +466,7 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		where = w.Where()
 	}
 	if via != "" && via != ViaTerminal {
-		where = "via " + via
+		where = "via " + via // another channel of the race answered first
 	}
 	reason := "answered " + where + "; asked because " + why
 	d.Via = via

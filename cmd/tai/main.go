@@ -117,6 +117,7 @@ func newRoot(std app.IO) *cobra.Command {
 		return code(app.Report(std.Err, exitcode.With(exitcode.Usage, err)))
 	})
 	root.AddCommand(newRun(std, g, false), newRun(std, g, true), newACP(std, g), newAgents(std), newAgent(std), newModel(std, g), newAudit(std), newVersion(std))
+	root.AddCommand(newHub(std, g), newWorker(std, g))
 	root.AddCommand(newFleet(std, g), newWorktree(std), newSessions(std), newConfig(std), newDoctor(std), newTop(std))
 	return root
 }
@@ -324,6 +325,9 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout) | stream-json (every task's frames, fleet frames, a fleet result frame)")
 		fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
 		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
+		addNATSFlags(c, &f.NATS)
+		fl.StringVar(&f.Remote, "remote", "", "with --nats: the git remote workers clone and push to (default: this repository by path)")
+		fl.DurationVar(&f.Lease, "lease", 0, "with --nats: how long a worker's claim lasts without a heartbeat (default 30s)")
 		fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine each task's agent with Landlock: auto (where the kernel has it) | on (fail without it) | off")
 		fl.StringVar(&f.Feed.Listen, "listen", "", "also serve the live feed on TCP at this address, behind a bearer token printed on stderr")
 		fl.BoolVar(&f.Feed.NoFeed, "no-feed", false, "no live feed: tai top cannot watch or answer this run")

@@ -70,6 +70,19 @@ func TestRealAgentChat(t *testing.T) {
 	typ("Say hello.\r")
 	waitFor("First chat reply.", 1)
 	waitFor("turn ended: end_turn", 1)
+	// The agent's own slash commands, from its available_commands_update:
+	// the first one completes from its first two letters.
+	i := strings.Index(screen(), "◆ commands: /")
+	if i < 0 {
+		t.Fatalf("codex sent no slash commands:\n%s", tail(screen(), 4000))
+	}
+	{
+		first := strings.Fields(screen()[i+len("◆ commands: "):])[0]
+		t.Logf("the agent's first command: %s", first)
+		typ(first[:3] + "\t")
+		waitFor("tai› "+first, 1)
+		typ("\x15") // not run: cleared
+	}
 	typ("/mode " + a.modeID[:3] + "\t")
 	waitFor("/mode "+a.modeID+" ", 1)
 	typ("\r")

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/tai-dev/tai/app"
+)
+
+func addNATSFlags(c *cobra.Command, n *app.NATSFlags) {
+	fl := c.Flags()
+	fl.StringVar(&n.URL, "nats", "", "a NATS server with JetStream (nats://host:4222): workers there run the tasks")
+	fl.StringVar(&n.Creds, "nats-creds", "", "NATS credentials file (or TAI_NATS_CREDS)")
+	fl.StringVar(&n.TokenFile, "nats-token-file", "", "a file holding the NATS token (or TAI_NATS_TOKEN)")
+}
+
+func newHub(std app.IO, g *globals) *cobra.Command {
+	var f app.HubFlags
+	c := &cobra.Command{
+		Use:   "hub [flags]",
+		Short: "Run an embedded NATS server with JetStream for fleets across hosts",
+		Long: "Run an embedded NATS server with JetStream that tai workers and fleet runs (--nats URL) share.\n" +
+			"Its URL is the first line on stdout. Restarted on the same --store it keeps every task, lease and result.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.Verbose = g.verbose
+			return code(app.Hub(cmd.Context(), f, std))
+		},
+	}
+	c.Flags().StringVar(&f.Listen, "listen", "127.0.0.1:4222", "address to listen on (port 0: a free one)")
+	c.Flags().StringVar(&f.Store, "store", "", "JetStream store directory (default: the state directory's hub/)")
+	c.Flags().StringVar(&f.TokenFile, "token-file", "", "clients must present the token in this file (or TAI_NATS_TOKEN)")
+	return c
+}
+
+func newWorker(std app.IO, g *globals) *cobra.Command {
+	var f app.WorkerFlags
+	c := &cobra.Command{
+		Use:   "worker --nats URL [flags]",
+		Short: "Run fleet tasks offered over NATS, each in a worktree of a clone kept per repository",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.Verbose = g.verbose
+			return code(app.Worker(cmd.Context(), f, std))
+		},
+	}
+	addNATSFlags(c, &f.NATS)
+	c.Flags().StringVar(&f.Name, "name", "", "the worker's name, unique among workers (default HOST-PID)")
+	c.Flags().IntVar(&f.Slots, "slots", 1, "tasks at once")
+	c.Flags().StringSliceVar(&f.Agents, "agents", []string{"builtin"}, "agents this worker runs (installed here)")
+	c.Flags().StringVar(&f.Dir, "dir", "", "clones, worktrees and audit logs (default: the state directory's worker/NAME)")
+	c.Flags().DurationVar(&f.Lease, "lease", 0, "ack wait of a task consumer this worker creates (default 30s; a run's coordinator sets its own)")
+	return c
+}

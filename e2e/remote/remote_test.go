@@ -1,0 +1,360 @@
+// Package remote_test runs fleets across processes through the real tai
+// binary: a hub (tai's embedded one, or Debian's nats-server), three
+// tai worker processes with their own clones and state, one killed with
+// kill -9 mid-task, one stopped with SIGSTOP past its lease, and the
+// coordinator killed and resumed.
+package remote_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tai-dev/tai/e2e/internal/build"
+)
+
+var taiBin string
+
+func TestMain(m *testing.M) {
+	build.Main(m, "tai-e2e-remote-", func(_ string, bins []string) { taiBin = bins[0] }, build.Tai)
+}
+
+type env struct {
+	t     *testing.T
+	state string // XDG_STATE_HOME of the coordinator
+	procs []*exec.Cmd
+}
+
+func (e *env) cmd(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+e.state, "NO_COLOR=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// start starts a long-running process, killed (its whole group) at the end.
+func (e *env) start(cmd *exec.Cmd) {
+	e.t.Helper()
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.procs = append(e.procs, cmd)
+	e.t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGCONT)
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+}
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// hubKind starts a NATS server with JetStream and returns its URL.
+type hubKind func(e *env) string
+
+// taiHub is `tai hub` on a free port; its URL is its first stdout line.
+func taiHub(e *env) string {
+	cmd := e.cmd(taiBin, "hub", "--listen", "127.0.0.1:0", "--store", e.t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.start(cmd)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		e.t.Fatalf("tai hub: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// debianHub is Debian's nats-server (2.9), started as the issue says; it
+// is ready when it logs so.
+func debianHub(e *env) string {
+	bin, err := exec.LookPath("nats-server")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			e.t.Fatal("nats-server is not installed but CI is set (.ci/run installs it)")
+		}
+		e.t.Skip("nats-server is not installed (apt-get install nats-server)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := e.cmd(bin, "-js", "-sd", e.t.TempDir(), "-a", "127.0.0.1", "-p", fmt.Sprint(port))
+	errOut, err := cmd.StderrPipe()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.start(cmd)
+	sc := bufio.NewScanner(errOut)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), "Server is ready") {
+			go func() { _, _ = io.Copy(io.Discard, errOut) }()
+			return fmt.Sprintf("nats://127.0.0.1:%d", port)
+		}
+	}
+	e.t.Fatalf("nats-server ended before it was ready: %v", sc.Err())
+	return ""
+}
+
+func TestFleetOverNATS(t *testing.T) {
+	for name, hub := range map[string]hubKind{"tai-hub": taiHub, "debian-nats-server": debianHub} {
+		t.Run(name, func(t *testing.T) { testFleet(t, hub) })
+	}
+}
+
+// unblock lets every reader of the FIFO at p go on (none: nothing to do).
+func unblock(p string) {
+	f, err := os.OpenFile(p, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err == nil {
+		f.Close()
+	}
+}
+
+func testFleet(t *testing.T, hub hubKind) {
+	e := &env{t: t, state: t.TempDir()}
+	url := hub(e)
+
+	// The repository and plan. "a" and "b" block (on a FIFO) in their
+	// first attempt after writing work in progress; an attempt that starts
+	// from that checkpoint finishes at once. "last" waits for the test.
+	repo := t.TempDir()
+	fifos := t.TempDir()
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		git(t, repo, a...)
+	}
+	for _, f := range []string{"a", "b", "last"} {
+		if err := syscall.Mkfifo(filepath.Join(fifos, f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unblock(filepath.Join(fifos, f)) })
+	}
+	files := map[string]string{"README": "hi\n"}
+	plan := "name: remote\npolicy: {approve: all}\ntasks:\n"
+	var simple []string
+	for i := range 6 {
+		id := fmt.Sprintf("s%d", i)
+		simple = append(simple, id)
+		files[id+".yaml"] = fmt.Sprintf("steps:\n  - write: {path: %s.txt, content: \"%s\\n\"}\n  - text: done\n", id, id)
+		plan += fmt.Sprintf("  - {id: %s, script: %s.yaml, prompt: %s}\n", id, id, id)
+	}
+	for _, id := range []string{"a", "b"} {
+		sh := fmt.Sprintf("if [ -e wip-%[1]s.txt ]; then rm wip-%[1]s.txt; echo %[1]s > %[1]s.txt; else echo wip > wip-%[1]s.txt; exec cat %[2]s >/dev/null; fi", id, filepath.Join(fifos, id))
+		files[id+".yaml"] = fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", sh)
+		plan += fmt.Sprintf("  - {id: %s, script: %s.yaml, prompt: %s}\n", id, id, id)
+	}
+	files["last.yaml"] = fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", "cat "+filepath.Join(fifos, "last")+" >/dev/null; echo last > last.txt")
+	plan += fmt.Sprintf("  - {id: last, script: last.yaml, prompt: last, depends_on: [a, b, %s]}\n", strings.Join(simple, ", "))
+	files["plan.yaml"] = plan
+	for f, c := range files {
+		if err := os.WriteFile(filepath.Join(repo, f), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "init")
+
+	workers := map[string]*exec.Cmd{}
+	for i := range 3 {
+		name := fmt.Sprintf("w%d", i)
+		cmd := e.cmd(taiBin, "worker", "--nats", url, "--name", name, "--dir", t.TempDir(), "--lease", "2s")
+		cmd.Stderr = &prefixWriter{t: t, p: name}
+		e.start(cmd)
+		workers[name] = cmd
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute) // a guard against a hang only
+	defer cancel()
+	coord := e.cmd(taiBin, "fleet", "run", "--nats", url, "--lease", "2s", "--run-id", "r", "-C", repo, filepath.Join(repo, "plan.yaml"))
+	lines := pipeLines(t, coord)
+	e.start(coord)
+
+	merged, started, attempt := map[string]int{}, map[string][]string{}, map[string]string{}
+	var stopped string
+	refusedB := false
+	for !refusedB {
+		ev, ok := nextEvent(ctx, t, lines)
+		if !ok {
+			t.Fatal("the coordinator ended before the stopped worker's late result was refused")
+		}
+		switch ev.kind {
+		case "merged":
+			merged[ev.task]++
+			attempt[ev.task] = strings.Fields(ev.detail)[1]
+			if ev.task == "b" && stopped != "" {
+				// b ran again elsewhere: the stopped worker goes on, past its lease.
+				_ = syscall.Kill(-workers[stopped].Process.Pid, syscall.SIGCONT)
+				unblock(filepath.Join(fifos, "b"))
+			}
+		case "worker.started":
+			started[ev.task] = append(started[ev.task], ev.detail)
+		case "worker.checkpoint":
+			w := strings.TrimSuffix(strings.Fields(ev.detail)[0], ":")
+			switch {
+			case ev.task == "a" && len(started["a"]) == 1:
+				_ = syscall.Kill(-workers[w].Process.Pid, syscall.SIGKILL)
+			case ev.task == "b" && stopped == "":
+				stopped = w
+				_ = syscall.Kill(-workers[w].Process.Pid, syscall.SIGSTOP)
+			}
+		case "refused":
+			if ev.task == "b" && strings.Contains(ev.detail, "attempt 1 by "+stopped) {
+				refusedB = true
+			}
+		}
+	}
+	// The coordinator dies; another continues from JetStream's state.
+	_ = syscall.Kill(-coord.Process.Pid, syscall.SIGKILL)
+	_ = coord.Wait()
+	resume := e.cmd(taiBin, "fleet", "resume", "r", "--nats", url)
+	lines = pipeLines(t, resume)
+	e.start(resume)
+	go unblockWhenRead(ctx, filepath.Join(fifos, "last"))
+	for {
+		ev, ok := nextEvent(ctx, t, lines)
+		if !ok {
+			break
+		}
+		switch ev.kind {
+		case "merged":
+			merged[ev.task]++
+			attempt[ev.task] = strings.Fields(ev.detail)[1]
+		case "worker.started":
+			started[ev.task] = append(started[ev.task], ev.detail)
+		}
+	}
+	err := resume.Wait()
+	if code := resume.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("tai fleet resume: exit %d (%v)", code, err)
+	}
+
+	all := append(append([]string{}, simple...), "a", "b", "last")
+	for _, id := range all {
+		if merged[id] != 1 {
+			t.Errorf("task %s merged %d times", id, merged[id])
+		}
+		// No finished task ran twice: the merged attempt is the first,
+		// but for the killed and the stopped one.
+		want := "1"
+		if id == "a" || id == "b" {
+			want = "2"
+		}
+		if attempt[id] != want {
+			t.Errorf("task %s merged from attempt %s, want %s", id, attempt[id], want)
+		}
+		// "last" may have started while no coordinator was there to see it.
+		if id != "last" && fmt.Sprint(len(started[id])) != want {
+			t.Errorf("task %s started %d times, want %s: %q", id, len(started[id]), want, started[id])
+		}
+		if got := git(t, repo, "show", "tai-fleet/r:"+id+".txt"); got != id {
+			t.Errorf("%s.txt on the target: %q", id, got)
+		}
+	}
+	for _, id := range []string{"a", "b"} {
+		if len(started[id]) == 2 && !strings.Contains(started[id][1], "from the last checkpoint") {
+			t.Errorf("task %s's second attempt did not start from the checkpoint: %q", id, started[id][1])
+		}
+	}
+	if n := len(strings.Split(git(t, repo, "log", "--format=%s", "main..tai-fleet/r"), "\n")); n != len(all) {
+		t.Errorf("%d commits on the target, want %d", n, len(all))
+	}
+	if out := git(t, repo, "ls-tree", "--name-only", "tai-fleet/r"); strings.Contains(out, "wip-") {
+		t.Errorf("work in progress left in the target:\n%s", out)
+	}
+	// fleet status reads what the coordinator mirrored.
+	st := e.cmd(taiBin, "fleet", "status", "r")
+	out, err := st.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "done") {
+		t.Errorf("tai fleet status r: %v\n%s", err, out)
+	}
+}
+
+// unblockWhenRead opens the FIFO for writing, which waits for its reader,
+// and closes it: the reader sees its end.
+func unblockWhenRead(ctx context.Context, p string) {
+	done := make(chan struct{})
+	go func() {
+		if f, err := os.OpenFile(p, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		unblock(p)
+	}
+}
+
+type event struct{ task, kind, detail string }
+
+// pipeLines gives the progress lines a coordinator writes on stdout.
+func pipeLines(t *testing.T, cmd *exec.Cmd) <-chan string {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &prefixWriter{t: t, p: "coordinator"}
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
+
+func nextEvent(ctx context.Context, t *testing.T, lines <-chan string) (event, bool) {
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return event{}, false
+			}
+			t.Log(l)
+			f := strings.Fields(l)
+			if len(f) < 3 {
+				continue
+			}
+			return event{task: f[1], kind: f[2], detail: strings.Join(f[3:], " ")}, true
+		case <-ctx.Done():
+			t.Fatal(errors.New("the fleet hung"))
+		}
+	}
+}
+
+// prefixWriter logs a process's stderr in the test's log.
+type prefixWriter struct {
+	t *testing.T
+	p string
+}
+
+func (w *prefixWriter) Write(b []byte) (int, error) {
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		w.t.Log(w.p + ": " + l)
+	}
+	return len(b), nil
+}

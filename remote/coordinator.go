@@ -1,0 +1,745 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/quartz"
+	"github.com/gofrs/flock"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/worktree"
+)
+
+// CoordinatorOptions configure a fleet run over NATS.
+type CoordinatorOptions struct {
+	Bus   *Bus
+	Plan  *fleet.Plan // nil on resume: the run's record in JetStream has it
+	RunID string
+	Dir   string // local run directory (state.json, audit.jsonl); default fleet.RunDir
+	Repo  string // a directory in the repository; default the plan's
+	// RepoURL is where workers clone and push: the --remote's URL, else
+	// the repository itself by path.
+	RepoURL  string
+	Lease    time.Duration
+	Resume   bool
+	Audit    *audit.Log // required
+	Progress func(fleet.Event)
+	Command  string
+	Clock    quartz.Clock
+	Logger   *slog.Logger
+}
+
+type coordinator struct {
+	o     CoordinatorOptions
+	bus   *Bus
+	rec   RunRecord
+	plan  *fleet.Plan
+	wt    *worktree.Manager
+	meter *fleet.Meter
+	clock quartz.Clock
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	st      fleet.State
+	evMu    sync.Mutex
+	mergeMu sync.Mutex
+	done    map[string]chan struct{}
+	results map[string]chan Lease // accepted results, to their task's goroutine
+}
+
+// Coordinate runs (or resumes) a fleet whose tasks workers run: it
+// schedules the DAG, reserves each task's budget before offering it,
+// accepts only the attempt holding a task's lease, and merges through the
+// fast-forward queue. Its state is JetStream's; state.json mirrors it for
+// tai fleet status.
+func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error) {
+	if o.Clock == nil {
+		o.Clock = quartz.NewReal()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if !worktree.ValidName(o.RunID) {
+		return nil, exitcode.Usagef("invalid run id %q", o.RunID)
+	}
+	if o.Dir == "" {
+		o.Dir = fleet.RunDir(o.RunID)
+	}
+	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
+	}
+	lk := flock.New(filepath.Join(o.Dir, "run.lock"))
+	got, err := lk.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
+	}
+	if !got {
+		return nil, exitcode.Usagef("fleet run %s is already being coordinated by another process", o.RunID)
+	}
+	defer func() { _ = lk.Unlock() }()
+	c := &coordinator{o: o, bus: o.Bus, clock: o.Clock, log: o.Logger, done: map[string]chan struct{}{}, results: map[string]chan Lease{}}
+	if err := c.init(ctx); err != nil {
+		return nil, err
+	}
+	return c.run(ctx)
+}
+
+func (c *coordinator) init(ctx context.Context) error {
+	o := c.o
+	if o.Resume {
+		e, err := c.bus.Runs.Get(ctx, o.RunID)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return exitcode.Usagef("no fleet run %s on this NATS server", o.RunID)
+		}
+		if err != nil {
+			return fmt.Errorf("remote: %w", err)
+		}
+		if err := json.Unmarshal(e.Value(), &c.rec); err != nil {
+			return fmt.Errorf("remote: run %s: %w", o.RunID, err)
+		}
+		var p fleet.Plan
+		if err := json.Unmarshal(c.rec.Plan, &p); err != nil {
+			return fmt.Errorf("remote: run %s's plan: %w", o.RunID, err)
+		}
+		p.Dir = c.rec.PlanDir
+		c.plan = &p
+		if o.Lease == DefaultLease && c.rec.Lease > 0 {
+			c.o.Lease = c.rec.Lease
+		}
+		wt, err := worktree.Open(ctx, c.rec.Repo)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		c.wt = wt
+	} else {
+		c.plan = o.Plan
+		repo := o.Repo
+		if repo == "" {
+			repo = c.plan.Dir
+		}
+		wt, err := worktree.Open(ctx, repo)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		c.wt = wt
+		base := cmpOr(c.plan.Base, "HEAD")
+		sha, err := wt.RevParse(ctx, base)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, fmt.Errorf("base: %w", err))
+		}
+		target := cmpOr(c.plan.Target, "tai-fleet/"+o.RunID)
+		if p, ok, err := wt.CheckedOut(ctx, target); err != nil {
+			return err
+		} else if ok {
+			return exitcode.Usagef("target branch %s is checked out in %s: tai merges only into branches no checkout has open", target, p)
+		}
+		planJSON, err := json.Marshal(c.plan)
+		if err != nil {
+			return err
+		}
+		url := o.RepoURL
+		if url == "" {
+			url = wt.Repo
+		}
+		c.rec = RunRecord{Run: o.RunID, Plan: planJSON, PlanDir: c.plan.Dir, Repo: wt.Repo, RepoURL: url, Base: sha, Target: target,
+			Lease: o.Lease, Created: c.clock.Now().UTC()}
+		data, _ := json.Marshal(c.rec)
+		if _, err := c.bus.Runs.Create(ctx, o.RunID, data); err != nil {
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				return exitcode.Usagef("fleet run %s exists already on this NATS server (use tai fleet resume %s --nats URL)", o.RunID, o.RunID)
+			}
+			return fmt.Errorf("remote: %w", err)
+		}
+		if err := wt.EnsureBranch(ctx, target, sha); err != nil {
+			return err
+		}
+		if err := worktree.WriteFileAtomic(filepath.Join(o.Dir, "plan.json"), planJSON, 0o600); err != nil {
+			return err
+		}
+	}
+	st := fleet.State{Version: 1, Run: o.RunID, Plan: filepath.Join(o.Dir, "plan.json"), PlanFrom: c.plan.File, Repo: c.rec.Repo,
+		Base: c.rec.Base, Target: c.rec.Target, Created: c.rec.Created, Order: c.plan.Order(), Tasks: map[string]*fleet.TaskState{},
+		Status: "running", PID: os.Getpid()}
+	if old, err := fleet.LoadState(o.Dir); err == nil && o.Resume {
+		st.Resumes = old.Resumes + 1
+	}
+	for _, t := range c.plan.Tasks {
+		st.Tasks[t.ID] = &fleet.TaskState{ID: t.ID, Agent: AgentToken(c.spec(t.AgentSpec)), Status: fleet.StatusPending,
+			Branch: worktree.Branch(o.RunID, t.ID)}
+	}
+	// What JetStream knows wins: tasks merged, accepted, or out there.
+	for id, ts := range st.Tasks {
+		l, _, err := c.bus.GetLease(ctx, o.RunID, id)
+		if err != nil {
+			continue
+		}
+		ts.Attempts, ts.Usage, ts.Message, ts.Head = l.Attempt, l.Usage, l.Message, l.Head
+		st.Usage = addUsage(st.Usage, l.Usage)
+		switch l.State {
+		case LeaseMerged:
+			ts.Status = fleet.StatusMerged
+		case LeaseAccepted:
+			ts.Status = fleet.StatusDone
+		case LeaseFinal:
+			ts.Status, ts.Reason = l.Status, l.Reason
+		case LeaseClaimed:
+			ts.Status = fleet.StatusRunning
+		case LeaseOffered:
+			ts.Status = fleet.StatusWaiting
+		}
+	}
+	c.st = st
+	for _, t := range c.plan.Tasks {
+		if err := c.bus.SetLease(ctx, AgentToken(c.spec(t.AgentSpec)), c.o.Lease); err != nil {
+			return err
+		}
+	}
+	c.meter = fleet.NewMeter(c.plan.Budget, max(c.plan.Concurrency, 1), st.Usage, func(dim string, used, limit float64) {
+		c.emit("budget", "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim), nil)
+	})
+	return c.save()
+}
+
+func addUsage(a, b fleet.Usage) fleet.Usage {
+	return fleet.Usage{Tokens: a.Tokens + b.Tokens, Turns: a.Turns + b.Turns, Cost: a.Cost + b.Cost}
+}
+
+// spec fills a task's agent from the plan's defaults.
+func (c *coordinator) spec(a fleet.AgentSpec) fleet.AgentSpec {
+	if a.Agent == "" && a.AgentCmd == "" {
+		a.Agent, a.AgentCmd = c.plan.Defaults.Agent, c.plan.Defaults.AgentCmd
+	}
+	return a
+}
+
+func (c *coordinator) save() error {
+	c.mu.Lock()
+	c.st.Updated = c.clock.Now().UTC()
+	data, err := json.MarshalIndent(&c.st, "", "  ")
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return worktree.WriteFileAtomic(filepath.Join(c.o.Dir, "state.json"), data, 0o600)
+}
+
+func (c *coordinator) task(id string) fleet.TaskState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return *c.st.Tasks[id]
+}
+
+func (c *coordinator) setTask(id string, fn func(t *fleet.TaskState)) {
+	c.mu.Lock()
+	fn(c.st.Tasks[id])
+	c.mu.Unlock()
+	if err := c.save(); err != nil {
+		c.log.Error("saving fleet state", "err", err)
+	}
+}
+
+func (c *coordinator) snapshot() fleet.State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.st
+	s.Tasks = map[string]*fleet.TaskState{}
+	for k, v := range c.st.Tasks {
+		cp := *v
+		s.Tasks[k] = &cp
+	}
+	return s
+}
+
+// emit records a fleet event (audit log, progress, the events stream).
+func (c *coordinator) emit(kind, task, detail string, data map[string]any) {
+	if data == nil {
+		data = map[string]any{}
+	}
+	data["event"], data["task"] = kind, task
+	if detail != "" {
+		data["detail"] = detail
+	}
+	k := audit.KindFleet
+	if kind == "budget" {
+		k = audit.KindBudget
+	}
+	if err := c.o.Audit.Append(k, "", data); err != nil {
+		c.log.Error("audit", "err", err)
+	}
+	c.bus.Event(context.Background(), EventMsg{Time: c.clock.Now().UTC(), Run: c.o.RunID, Task: task, Kind: kind, Detail: detail})
+	c.evMu.Lock()
+	defer c.evMu.Unlock()
+	if c.o.Progress != nil {
+		c.o.Progress(fleet.Event{Time: c.clock.Now(), Kind: kind, Task: task, Detail: detail, State: c.snapshot()})
+	}
+}
+
+func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
+	st := c.snapshot()
+	c.emit("run.start", "", fmt.Sprintf("%d task(s) over NATS, target %s, workers clone %s", len(st.Tasks), st.Target, c.rec.RepoURL),
+		map[string]any{"run": st.Run, "resume": c.o.Resume, "base": st.Base, "target": st.Target, "repo_url": c.rec.RepoURL})
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	for _, id := range st.Order {
+		c.done[id] = make(chan struct{})
+		c.results[id] = make(chan Lease, 1)
+	}
+	// Workers' events go into this run's audit log as they come.
+	sub, err := c.bus.NC.Subscribe(EventFilter(c.o.RunID), func(m *nats.Msg) {
+		var ev EventMsg
+		if json.Unmarshal(m.Data, &ev) != nil || ev.Worker == "" {
+			return
+		}
+		c.emit("worker."+ev.Kind, ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("remote: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+
+	cons, err := c.bus.Results.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "coord-" + strings.ReplaceAll(token(c.o.RunID), "%", "_"),
+		FilterSubject: resultSubject(c.o.RunID), AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxDeliver: -1})
+	if err != nil {
+		return nil, fmt.Errorf("remote: results consumer: %w", err)
+	}
+	var bg sync.WaitGroup
+	bgCtx, stopBg := context.WithCancel(runCtx)
+	bg.Go(func() { c.consumeResults(bgCtx, cons) })
+	bg.Go(func() { c.sweep(bgCtx) })
+
+	var g sync.WaitGroup
+	for _, id := range st.Order {
+		g.Go(func() {
+			defer close(c.done[id])
+			c.schedule(runCtx, id)
+		})
+	}
+	g.Wait()
+	stopBg()
+	bg.Wait()
+	return c.finish(ctx), nil
+}
+
+// consumeResults reads workers' results and settles each by the lease.
+func (c *coordinator) consumeResults(ctx context.Context, cons jetstream.Consumer) {
+	for ctx.Err() == nil {
+		msg, err := next(ctx, cons)
+		if err != nil {
+			if !idle(err) && ctx.Err() == nil {
+				c.log.Warn("pulling results", "err", err)
+				pause(ctx, c.clock)
+			}
+			continue
+		}
+		var r ResultMsg
+		if err := json.Unmarshal(msg.Data(), &r); err != nil {
+			_ = msg.Term()
+			continue
+		}
+		if err := c.settle(ctx, r); err != nil {
+			c.log.Warn("settling a result", "task", r.Task, "err", err)
+			_ = msg.Nak()
+			continue
+		}
+		_ = msg.Ack()
+	}
+}
+
+// settle accepts a result only from the attempt that holds the task's
+// lease, by compare-and-swap: a later claim and this acceptance cannot
+// both win.
+func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
+	ch, ok := c.results[r.Task]
+	if !ok || r.Run != c.o.RunID {
+		return nil // not this run's task: dropped
+	}
+	for {
+		l, rev, err := c.bus.GetLease(ctx, c.o.RunID, r.Task)
+		if err != nil {
+			return err
+		}
+		mine := l.Attempt == r.Attempt && l.Worker == r.Worker
+		switch {
+		case mine && (l.State == LeaseAccepted || l.State == LeaseMerged || l.State == LeaseFinal):
+			return nil // a redelivered result, settled already
+		case !mine || l.State != LeaseClaimed || r.Lost:
+			why := fmt.Sprintf("attempt %d by %s is not the lease holder (lease: %s, attempt %d by %s)", r.Attempt, r.Worker, l.State, l.Attempt, l.Worker)
+			c.emit("refused", r.Task, "stale result: "+why, map[string]any{"attempt": r.Attempt, "worker": r.Worker, "lease_attempt": l.Attempt, "head": r.Head})
+			return nil
+		}
+		next := Lease{State: LeaseAccepted, Worker: r.Worker, Attempt: r.Attempt, Head: r.Head, Status: r.Outcome.Status, Reason: r.Outcome.Reason,
+			Usage: r.Outcome.Usage, Message: truncate(r.Outcome.Message, 16<<10)}
+		if r.Outcome.Status != fleet.StatusDone {
+			next.State = LeaseFinal
+		} else if err := c.checkRef(ctx, r); err != nil {
+			next.State, next.Status, next.Reason = LeaseFinal, fleet.StatusFailed, err.Error()
+		}
+		if _, err := c.bus.PutLease(ctx, c.o.RunID, r.Task, next, rev); err != nil {
+			if isConflict(err) {
+				continue // the lease moved (a new claim): judge again
+			}
+			return err
+		}
+		c.emit("accepted", r.Task, fmt.Sprintf("attempt %d by %s: %s", r.Attempt, r.Worker, next.Status),
+			map[string]any{"attempt": r.Attempt, "worker": r.Worker, "head": r.Head, "audit_head": r.AuditHead, "audit_seq": r.AuditSeq, "usage": r.Outcome.Usage})
+		select {
+		case ch <- next:
+		default:
+		}
+		return nil
+	}
+}
+
+// checkRef: the pushed ref holds the reported commit.
+func (c *coordinator) checkRef(ctx context.Context, r ResultMsg) error {
+	want := attemptRef(c.o.RunID, r.Task, r.Attempt)
+	if r.Ref == "" {
+		// No change: the head is a commit of the target's history.
+		if r.Head == "" || !c.wt.IsAncestor(ctx, r.Head, "refs/heads/"+c.rec.Target) {
+			return fmt.Errorf("the result reports no change, but its head %.12s is not in %s", r.Head, c.rec.Target)
+		}
+		return nil
+	}
+	if r.Ref != want {
+		return fmt.Errorf("the result names ref %q, not %s", r.Ref, want)
+	}
+	got, err := c.wt.RevParse(ctx, want)
+	if err != nil {
+		if c.rec.RepoURL != c.rec.Repo {
+			if _, ferr := git(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+want+":"+want); ferr != nil {
+				return fmt.Errorf("fetching %s: %w", want, ferr)
+			}
+			got, err = c.wt.RevParse(ctx, want)
+		}
+		if err != nil {
+			return fmt.Errorf("the attempt's ref %s is not in the repository: %w", want, err)
+		}
+	}
+	if got != r.Head {
+		return fmt.Errorf("ref %s is %.12s, the result says %.12s", want, got, r.Head)
+	}
+	return nil
+}
+
+// sweep re-offers, once per lease period, a task whose message is gone
+// while nobody holds it: an ack from an attempt that had lost its lease
+// removes the message its successor worked on (nats-server#4786), and a
+// coordinator killed between offering and publishing leaves none.
+func (c *coordinator) sweep(ctx context.Context) {
+	tk := c.clock.NewTicker(c.o.Lease, "coordinator", "sweep")
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+		}
+		for _, id := range c.st.Order {
+			ts := c.task(id)
+			if ts.Status != fleet.StatusRunning && ts.Status != fleet.StatusWaiting {
+				continue
+			}
+			c.ensureOffered(ctx, id, false)
+		}
+	}
+}
+
+// ensureOffered republishes task id when its lease is open (offered, or
+// claimed and run out) and no message for it is on the queue.
+func (c *coordinator) ensureOffered(ctx context.Context, id string, now bool) {
+	l, rev, err := c.bus.GetLease(ctx, c.o.RunID, id)
+	if err != nil {
+		return
+	}
+	open := l.State == LeaseOffered || (l.State == LeaseClaimed && c.clock.Now().After(l.Deadline.Add(c.o.Lease)))
+	if !open && !(now && l.State == LeaseClaimed && c.clock.Now().After(l.Deadline)) {
+		return
+	}
+	t := c.plan.Task(id)
+	subj := taskSubject(AgentToken(c.spec(t.AgentSpec)), c.o.RunID, id)
+	if _, err := c.bus.Tasks.GetLastMsgForSubject(ctx, subj); err == nil || !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return // still queued (or the server cannot say)
+	}
+	tm, err := c.taskMsg(ctx, t)
+	if err != nil {
+		return
+	}
+	if err := c.bus.Publish(ctx, subj, tm, jetstream.WithMsgID(fmt.Sprintf("%s/%s/%d", c.o.RunID, id, rev))); err == nil {
+		c.emit("reoffered", id, fmt.Sprintf("no message on the queue and the lease (attempt %d) is open", l.Attempt), nil)
+	}
+}
+
+// taskMsg renders a task's offer: its prompt with its dependencies'
+// results, and the target's commit now (they are merged into it).
+func (c *coordinator) taskMsg(ctx context.Context, t *fleet.Task) (TaskMsg, error) {
+	results := map[string]fleet.TaskResult{}
+	for _, d := range t.DependsOn {
+		ds := c.task(d)
+		results[d] = fleet.TaskResult{Message: ds.Message, Branch: ds.Branch, Status: ds.Status, Diff: "merged into " + c.rec.Target}
+	}
+	prompt, err := fleet.RenderPrompt(t, c.plan, results)
+	if err != nil {
+		return TaskMsg{}, err
+	}
+	base, err := c.wt.RevParse(ctx, "refs/heads/"+c.rec.Target)
+	if err != nil {
+		return TaskMsg{}, err
+	}
+	return TaskMsg{Run: c.o.RunID, Task: t.ID, Plan: c.rec.Plan, PlanDir: c.rec.PlanDir, Prompt: prompt, RepoURL: c.rec.RepoURL,
+		Target: c.rec.Target, Base: base, Limits: c.meter.Want(t.Budget), Lease: c.o.Lease}, nil
+}
+
+// schedule waits for a task's dependencies, reserves its budget, offers
+// it, waits for the accepted result, and merges it.
+func (c *coordinator) schedule(ctx context.Context, id string) {
+	t := c.plan.Task(id)
+	ts := c.task(id)
+	if ts.Status == fleet.StatusMerged || isFinal(ts.Status) {
+		return
+	}
+	for _, d := range t.DependsOn {
+		select {
+		case <-c.done[d]:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			c.setTask(id, func(x *fleet.TaskState) { x.Status, x.Reason = fleet.StatusCanceled, causeText(ctx) })
+			return
+		}
+		if ds := c.task(d); ds.Status != fleet.StatusMerged {
+			c.setTask(id, func(x *fleet.TaskState) {
+				x.Status, x.Reason = fleet.StatusSkipped, fmt.Sprintf("dependency %s %s", d, ds.Status)
+			})
+			c.emit("skipped", id, "dependency "+d+" "+ds.Status, nil)
+			return
+		}
+	}
+	var accepted Lease
+	if ts.Status == fleet.StatusDone {
+		l, _, err := c.bus.GetLease(ctx, c.o.RunID, id)
+		if err != nil {
+			c.setTask(id, func(x *fleet.TaskState) { x.Status, x.Reason = fleet.StatusFailed, err.Error() })
+			return
+		}
+		accepted = l
+	} else {
+		res, err := c.meter.Reserve(ctx, id, t.Budget)
+		if err != nil {
+			if errors.Is(err, fleet.ErrBudget) {
+				c.setTask(id, func(x *fleet.TaskState) {
+					x.Status, x.Reason, x.ExitCode = fleet.StatusRefused, err.Error(), int(exitcode.BudgetExceeded)
+				})
+				c.emit("refused", id, err.Error(), nil)
+			} else {
+				c.setTask(id, func(x *fleet.TaskState) { x.Status, x.Reason = fleet.StatusCanceled, causeText(ctx) })
+			}
+			return
+		}
+		if err := c.offer(ctx, t, ts.Status); err != nil {
+			res.Release(fleet.Usage{})
+			c.setTask(id, func(x *fleet.TaskState) { x.Status, x.Reason = fleet.StatusFailed, err.Error() })
+			c.emit("failed", id, "offering: "+err.Error(), nil)
+			return
+		}
+		select {
+		case accepted = <-c.results[id]:
+		case <-ctx.Done():
+			res.Release(fleet.Usage{})
+			c.setTask(id, func(x *fleet.TaskState) { x.Reason = "coordinator stopped: " + causeText(ctx) })
+			return
+		}
+		res.Release(accepted.Usage)
+		c.mu.Lock()
+		c.st.Usage = c.meter.Used()
+		c.mu.Unlock()
+	}
+	c.setTask(id, func(x *fleet.TaskState) {
+		x.Attempts, x.Usage, x.Message, x.Head, x.Status, x.Reason = accepted.Attempt, accepted.Usage, accepted.Message, accepted.Head, accepted.Status, accepted.Reason
+		x.Finished = c.clock.Now().UTC()
+		if accepted.Status != fleet.StatusDone {
+			x.ExitCode = int(exitcode.AgentError)
+			if accepted.Status == fleet.StatusBudget {
+				x.ExitCode = int(exitcode.BudgetExceeded)
+			}
+		}
+	})
+	if accepted.State == LeaseAccepted {
+		c.merge(ctx, t, accepted)
+	} else {
+		c.emit("failed", id, accepted.Reason, nil)
+	}
+}
+
+func isFinal(s string) bool {
+	switch s {
+	case fleet.StatusFailed, fleet.StatusBlocked, fleet.StatusBudget, fleet.StatusConflict, fleet.StatusRefused, fleet.StatusSkipped:
+		return true
+	}
+	return false
+}
+
+func causeText(ctx context.Context) string {
+	if c := context.Cause(ctx); c != nil {
+		return c.Error()
+	}
+	return "cancelled"
+}
+
+// offer puts the task on the queue, its lease first (so a worker finds
+// it), with a message id the server deduplicates on.
+func (c *coordinator) offer(ctx context.Context, t *fleet.Task, prev string) error {
+	if prev == fleet.StatusRunning || prev == fleet.StatusWaiting {
+		// Offered before the coordinator stopped: it is out there already,
+		// unless its message went missing.
+		c.ensureOffered(ctx, t.ID, true)
+		return nil
+	}
+	tm, err := c.taskMsg(ctx, t)
+	if err != nil {
+		return err
+	}
+	rev, err := c.bus.PutLease(ctx, c.o.RunID, t.ID, Lease{State: LeaseOffered}, 0)
+	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return err
+	}
+	if err := c.bus.Publish(ctx, taskSubject(AgentToken(c.spec(t.AgentSpec)), c.o.RunID, t.ID), tm, jetstream.WithMsgID(fmt.Sprintf("%s/%s/%d", c.o.RunID, t.ID, rev))); err != nil {
+		return err
+	}
+	c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Started = fleet.StatusWaiting, c.clock.Now().UTC() })
+	c.emit("offered", t.ID, "agent "+AgentToken(c.spec(t.AgentSpec)), map[string]any{"base": tm.Base})
+	return nil
+}
+
+// merge integrates an accepted attempt's commit into the target through
+// the fast-forward queue, and records it in the lease.
+func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
+	c.mergeMu.Lock()
+	defer c.mergeMu.Unlock()
+	ctx = context.WithoutCancel(ctx)
+	branch := worktree.Branch(c.o.RunID, t.ID)
+	fail := func(status string, code exitcode.Code, reason string) {
+		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Reason, x.ExitCode = status, reason, int(code) })
+		c.emit("failed", t.ID, "merge: "+reason, nil)
+		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Status, x.Reason = LeaseFinal, status, reason })
+	}
+	if _, err := git(ctx, c.wt.Repo, "update-ref", "refs/heads/"+branch, l.Head); err != nil {
+		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
+		return
+	}
+	h, err := c.wt.Create(ctx, c.o.RunID, t.ID, l.Head, c.rec.Target, worktree.Owner{PID: os.Getpid(), Command: c.o.Command})
+	if err != nil {
+		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
+		return
+	}
+	defer func() { _ = h.Release(ctx) }()
+	// A worktree kept from before a restart may be behind the branch.
+	if _, err := git(ctx, h.Path, "reset", "-q", "--hard", l.Head); err != nil {
+		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
+		return
+	}
+	var check func(ctx context.Context, dir string) error
+	if c.plan.Check != "" {
+		check = func(ctx context.Context, dir string) error {
+			cmd := exec.CommandContext(ctx, "sh", "-c", c.plan.Check)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return fmt.Errorf("%s: %w: %s", c.plan.Check, err, truncate(strings.TrimSpace(string(out)), 2000))
+			}
+			return nil
+		}
+	}
+	head, err := c.wt.Integrate(ctx, h.Record, c.rec.Target, check)
+	var ce *worktree.ConflictError
+	switch {
+	case errors.As(err, &ce):
+		c.setTask(t.ID, func(x *fleet.TaskState) {
+			x.Status, x.ConflictFiles, x.ExitCode, x.Reason = fleet.StatusConflict, ce.Files, int(exitcode.MergeConflict), ce.Error()
+		})
+		c.emit("conflict", t.ID, strings.Join(ce.Files, ", "), map[string]any{"files": ce.Files})
+		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Status, x.Reason = LeaseFinal, fleet.StatusConflict, ce.Error() })
+	case err != nil:
+		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
+	default:
+		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
+		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Head, x.ExitCode = fleet.StatusMerged, head, 0 })
+		c.emit("merged", t.ID, fmt.Sprintf("attempt %d -> %s at %.12s", l.Attempt, c.rec.Target, head),
+			map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
+		_ = h.Release(ctx)
+		if rec, err := c.wt.Lookup(c.o.RunID, t.ID); err == nil {
+			if err := c.wt.Remove(ctx, rec, worktree.RemoveOptions{Targets: []string{c.rec.Target}}); err == nil {
+				c.setTask(t.ID, func(x *fleet.TaskState) { x.Worktree = "" })
+			}
+		}
+	}
+}
+
+// finalLease updates the coordinator's own record of a settled task.
+func (c *coordinator) finalLease(ctx context.Context, id string, fn func(*Lease)) {
+	for range 10 {
+		l, rev, err := c.bus.GetLease(ctx, c.o.RunID, id)
+		if err != nil {
+			c.log.Error("lease", "task", id, "err", err)
+			return
+		}
+		fn(&l)
+		if _, err := c.bus.PutLease(ctx, c.o.RunID, id, l, rev); err == nil || !isConflict(err) {
+			return
+		}
+	}
+}
+
+func (c *coordinator) finish(ctx context.Context) *fleet.State {
+	code := exitcode.OK
+	rank := map[exitcode.Code]int{exitcode.OK: 0, exitcode.AgentError: 1, exitcode.BudgetExceeded: 2, exitcode.MergeConflict: 3, exitcode.Interrupted: 4}
+	st := c.snapshot()
+	for _, id := range st.Order {
+		var k exitcode.Code
+		switch st.Tasks[id].Status {
+		case fleet.StatusMerged:
+			continue
+		case fleet.StatusConflict:
+			k = exitcode.MergeConflict
+		case fleet.StatusRefused, fleet.StatusBudget:
+			k = exitcode.BudgetExceeded
+		case fleet.StatusPending, fleet.StatusWaiting, fleet.StatusRunning, fleet.StatusCanceled, fleet.StatusDone:
+			k = exitcode.Interrupted
+		default:
+			k = exitcode.AgentError
+		}
+		if rank[k] > rank[code] {
+			code = k
+		}
+	}
+	status := "done"
+	switch {
+	case ctx.Err() != nil || code == exitcode.Interrupted:
+		code, status = exitcode.Interrupted, "interrupted"
+	case code != exitcode.OK:
+		status = "failed"
+	}
+	c.mu.Lock()
+	c.st.Status, c.st.ExitCode, c.st.PID, c.st.Usage = status, int(code), 0, c.meter.Used()
+	c.mu.Unlock()
+	_ = c.save()
+	c.emit("run.end", "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
+	_ = c.o.Audit.Append(audit.KindRunEnd, "", map[string]any{"fleet": c.o.RunID, "status": status, "exit_code": int(code)})
+	final := c.snapshot()
+	return &final
+}

@@ -1,0 +1,254 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/quartz"
+	"go.uber.org/goleak"
+
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/builtin"
+	"github.com/tai-dev/tai/fleet"
+)
+
+// TestMain doubles as the built-in agent: workers launch
+// `<this test binary> agent builtin --script F`.
+func TestMain(m *testing.M) {
+	if len(os.Args) >= 3 && os.Args[1] == "agent" && os.Args[2] == "builtin" {
+		opts := builtin.Options{}
+		if len(os.Args) == 5 && os.Args[3] == "--script" {
+			s, err := builtin.LoadScript(os.Args[4])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+			opts.Script = s
+		}
+		if err := builtin.Serve(context.Background(), os.Stdin, os.Stdout, opts); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"))
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("TAI_REMOTE_DEBUG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func sh(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// dagRepo makes a repository with a plan of n tasks: task i writes fNN.txt
+// and depends on task i-3, so three run at once.
+func dagRepo(t testing.TB, n int) (string, *fleet.Plan) {
+	t.Helper()
+	dir := t.TempDir()
+	sh(t, dir, "git", "init", "-q", "-b", "main")
+	sh(t, dir, "git", "config", "user.email", "t@example.com")
+	sh(t, dir, "git", "config", "user.name", "T")
+	var plan strings.Builder
+	plan.WriteString("name: dag\npolicy: {approve: all}\nconcurrency: 3\ntasks:\n")
+	for i := range n {
+		id := fmt.Sprintf("t%02d", i)
+		script := fmt.Sprintf("steps:\n  - write: {path: f%02d.txt, content: \"task %d\\n\"}\n  - text: \"wrote f%02d.txt\"\n", i, i, i)
+		if err := os.WriteFile(filepath.Join(dir, id+".yaml"), []byte(script), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&plan, "  - {id: %s, script: %s.yaml, prompt: \"do %s\"", id, id, id)
+		if i >= 3 {
+			fmt.Fprintf(&plan, ", depends_on: [t%02d]", i-3)
+		}
+		plan.WriteString("}\n")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.yaml"), []byte(plan.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, dir, "git", "add", "-A")
+	sh(t, dir, "git", "commit", "-q", "-m", "init")
+	p, err := fleet.LoadPlan(filepath.Join(dir, "plan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, p
+}
+
+type testHub struct {
+	hub *Hub
+	url string
+}
+
+func startHub(t testing.TB) *testHub {
+	t.Helper()
+	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return &testHub{hub: h, url: h.URL()}
+}
+
+func openBus(t testing.TB, url, name string) *Bus {
+	t.Helper()
+	nc, err := Connect(url, "", "", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	b, err := Open(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// startWorkers runs n workers as goroutines, each with its own
+// connection, clones and state; the returned stop waits for them.
+func startWorkers(t testing.TB, url string, n int, lease time.Duration) func() {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for i := range n {
+		b := openBus(t, url, fmt.Sprintf("w%d", i))
+		dir := t.TempDir()
+		wg.Go(func() {
+			err := RunWorker(ctx, WorkerOptions{Bus: b, Name: fmt.Sprintf("w%d", i), Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"),
+				Lease: lease, Exe: exe, Logger: testLogger()})
+			if err != nil {
+				t.Errorf("worker %d: %v", i, err)
+			}
+		})
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+func TestDAGOnThreeWorkers(t *testing.T) {
+	h := startHub(t)
+	repo, plan := dagRepo(t, 20)
+	stop := startWorkers(t, h.url, 3, 5*time.Second)
+	defer stop()
+	b := openBus(t, h.url, "coordinator")
+	runDir := t.TempDir()
+	log, err := audit.Open(filepath.Join(runDir, "audit.jsonl"), audit.Options{Run: "dag"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	var mu sync.Mutex
+	merged := map[string]int{}
+	workers := map[string]bool{}
+	st, err := Coordinate(context.Background(), CoordinatorOptions{Bus: b, Plan: plan, RunID: "dag", Dir: runDir, Lease: 5 * time.Second, Audit: log, Logger: testLogger(),
+		Progress: func(ev fleet.Event) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case ev.Kind == "merged":
+				merged[ev.Task]++
+			case ev.Kind == "worker.started":
+				workers[strings.SplitN(ev.Detail, ":", 2)[0]] = true
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ExitCode != 0 {
+		t.Fatalf("exit %d: %+v", st.ExitCode, st.Tasks)
+	}
+	for i := range 20 {
+		id := fmt.Sprintf("t%02d", i)
+		if merged[id] != 1 {
+			t.Errorf("task %s merged %d times", id, merged[id])
+		}
+		if got := st.Tasks[id].Status; got != fleet.StatusMerged {
+			t.Errorf("task %s is %s: %s", id, got, st.Tasks[id].Reason)
+		}
+		if got := sh(t, repo, "git", "show", "tai-fleet/dag:"+fmt.Sprintf("f%02d.txt", i)); got != fmt.Sprintf("task %d", i) {
+			t.Errorf("f%02d.txt in the target: %q", i, got)
+		}
+	}
+	if n := strings.Count(sh(t, repo, "git", "log", "--format=%s", "main..tai-fleet/dag"), "\n") + 1; n != 20 {
+		t.Errorf("%d commits on the target, want 20", n)
+	}
+	if len(workers) < 2 {
+		t.Errorf("tasks ran on %v only", workers)
+	}
+	// Each task's state mirrors what JetStream recorded.
+	saved, err := fleet.LoadState(runDir)
+	if err != nil || saved.Status != "done" {
+		t.Fatalf("state.json: %v %+v", err, saved)
+	}
+}
+
+// A result from an attempt that lost its lease is refused, whatever the
+// server did with its ack; the holder's result is accepted once.
+func TestFenceOnAttempt(t *testing.T) {
+	h := startHub(t)
+	b := openBus(t, h.url, "fence")
+	ctx := context.Background()
+	log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	var events []string
+	c := &coordinator{o: CoordinatorOptions{RunID: "r", Audit: log, Progress: func(ev fleet.Event) { events = append(events, ev.Kind) }},
+		bus: b, results: map[string]chan Lease{"x": make(chan Lease, 1)}, st: fleet.State{Tasks: map[string]*fleet.TaskState{}}}
+	c.clock, c.log = quartz.NewReal(), slog.New(slog.DiscardHandler)
+	// Worker A had attempt 1; its lease ran out and worker B took attempt 2.
+	if _, err := b.PutLease(ctx, "r", "x", Lease{State: LeaseClaimed, Worker: "B", Attempt: 2, Deadline: time.Now().Add(time.Hour)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	done := fleet.TaskOutcome{Status: fleet.StatusFailed, Reason: "x"}
+	tests := []struct {
+		name   string
+		r      ResultMsg
+		events []string
+		state  LeaseState
+	}{
+		{"stale attempt", ResultMsg{Run: "r", Task: "x", Attempt: 1, Worker: "A", Outcome: done}, []string{"refused"}, LeaseClaimed},
+		{"right attempt, wrong worker", ResultMsg{Run: "r", Task: "x", Attempt: 2, Worker: "A", Outcome: done}, []string{"refused"}, LeaseClaimed},
+		{"holder", ResultMsg{Run: "r", Task: "x", Attempt: 2, Worker: "B", Outcome: done}, []string{"accepted"}, LeaseFinal},
+		{"holder again (redelivered)", ResultMsg{Run: "r", Task: "x", Attempt: 2, Worker: "B", Outcome: done}, nil, LeaseFinal},
+		{"stale after settling", ResultMsg{Run: "r", Task: "x", Attempt: 1, Worker: "A", Outcome: done}, []string{"refused"}, LeaseFinal},
+	}
+	for _, tt := range tests {
+		events = nil
+		if err := c.settle(ctx, tt.r); err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		l, _, err := b.GetLease(ctx, "r", "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(events) != fmt.Sprint(tt.events) || l.State != tt.state {
+			t.Errorf("%s: events %v, lease %s; want %v, %s", tt.name, events, l.State, tt.events, tt.state)
+		}
+	}
+	if got := len(c.results["x"]); got != 1 {
+		t.Errorf("%d results handed to the task, want 1", got)
+	}
+}

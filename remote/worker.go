@@ -1,0 +1,518 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/quartz"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/fleet"
+)
+
+// WorkerOptions configure a worker.
+type WorkerOptions struct {
+	Bus    *Bus
+	Name   string   // unique among the workers; default host-pid
+	Agents []string // agents it runs; default builtin
+	Slots  int      // tasks at once; default 1
+	Clones string   // where it keeps a clone per repository (required)
+	State  string   // worktrees and audit logs (required)
+	// Lease is the ack wait of a task consumer this worker creates (the
+	// coordinator's, when it made it first, wins).
+	Lease       time.Duration
+	Exe         string
+	Version     string
+	CancelGrace time.Duration
+	Clock       quartz.Clock
+	Logger      *slog.Logger
+}
+
+// ErrLeaseLost ends an attempt whose lease another worker took over.
+var ErrLeaseLost = errors.New("the lease was lost")
+
+type worker struct {
+	o       WorkerOptions
+	bus     *Bus
+	clock   quartz.Clock
+	log     *slog.Logger
+	cloneMu sync.Mutex // one clone or fetch at a time
+}
+
+// RunWorker pulls tasks of its agents and runs them until ctx ends.
+func RunWorker(ctx context.Context, o WorkerOptions) error {
+	if o.Clock == nil {
+		o.Clock = quartz.NewReal()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Name == "" {
+		host, _ := os.Hostname()
+		o.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if len(o.Agents) == 0 {
+		o.Agents = []string{"builtin"}
+	}
+	if o.Slots < 1 {
+		o.Slots = 1
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.Clones == "" || o.State == "" {
+		return exitcode.Usagef("a worker needs a clone and a state directory")
+	}
+	w := &worker{o: o, bus: o.Bus, clock: o.Clock, log: o.Logger.With("worker", o.Name)}
+	slots := make(chan struct{}, o.Slots)
+	var wg sync.WaitGroup
+	for _, a := range o.Agents {
+		cons, err := w.bus.TaskConsumer(ctx, token(a), o.Lease)
+		if err != nil {
+			return err
+		}
+		for range o.Slots {
+			wg.Go(func() { w.loop(ctx, cons, slots) })
+		}
+	}
+	w.log.Info("worker ready", "agents", o.Agents, "slots", o.Slots)
+	wg.Wait()
+	return nil
+}
+
+// loop takes a slot, then waits (a long poll the server answers as soon
+// as a task is there) for one task, and runs it.
+func (w *worker) loop(ctx context.Context, cons jetstream.Consumer, slots chan struct{}) {
+	for ctx.Err() == nil {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		msg, err := next(ctx, cons)
+		if err == nil {
+			w.handle(ctx, msg)
+		} else if !idle(err) && ctx.Err() == nil {
+			w.log.Warn("pulling a task", "err", err)
+			pause(ctx, w.clock)
+		}
+		<-slots
+	}
+}
+
+// next waits for one message: a long poll the server answers as soon as
+// there is one; an idle poll ends after a while and is renewed.
+func next(ctx context.Context, cons jetstream.Consumer) (jetstream.Msg, error) {
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	return cons.Next(jetstream.FetchContext(pctx))
+}
+
+func idle(err error) bool {
+	return errors.Is(err, nats.ErrTimeout) || errors.Is(err, jetstream.ErrNoMessages) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// pause backs off after a failed poll (the connection reconnects by
+// itself meanwhile).
+func pause(ctx context.Context, clock quartz.Clock) {
+	t := clock.NewTimer(time.Second, "remote", "backoff")
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// claim takes the task's lease: a new attempt when it was offered or its
+// holder let it run out. It returns the attempt, or 0 and what to do with
+// the message.
+func (w *worker) claim(ctx context.Context, tm TaskMsg, lease time.Duration) (int, uint64, func(jetstream.Msg), error) {
+	for {
+		l, rev, err := w.bus.GetLease(ctx, tm.Run, tm.Task)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return 0, 0, func(m jetstream.Msg) { _ = m.Term() }, nil // no such run (any more)
+		}
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		now := w.clock.Now()
+		switch l.State {
+		case LeaseAccepted, LeaseMerged, LeaseFinal:
+			// Done already: the message is a redelivery of settled work.
+			return 0, 0, func(m jetstream.Msg) { _ = m.Ack() }, nil
+		case LeaseClaimed:
+			if now.Before(l.Deadline) {
+				wait := l.Deadline.Sub(now)
+				return 0, 0, func(m jetstream.Msg) { _ = m.NakWithDelay(wait) }, nil
+			}
+		}
+		next := Lease{State: LeaseClaimed, Worker: w.o.Name, Attempt: l.Attempt + 1, Deadline: now.Add(lease)}
+		nrev, err := w.bus.PutLease(ctx, tm.Run, tm.Task, next, rev)
+		if err == nil {
+			return next.Attempt, nrev, nil, nil
+		}
+		if !isConflict(err) {
+			return 0, 0, nil, err
+		}
+		// Someone else wrote it first: look again.
+	}
+}
+
+func isConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, jetstream.ErrKeyExists) || (errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence)
+}
+
+// held is an attempt's lease, refreshed by heartbeats.
+type held struct {
+	mu     sync.Mutex
+	rev    uint64
+	lease  Lease
+	lost   bool
+	onLost context.CancelCauseFunc
+	bus    *Bus
+	run    string
+	task   string
+	dur    time.Duration
+	clock  quartz.Clock
+}
+
+// beat refreshes the lease by compare-and-swap: it fails, and the attempt
+// stops, when another attempt took the task.
+func (h *held) beat(ctx context.Context) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lost {
+		return false
+	}
+	l := h.lease
+	l.Deadline = h.clock.Now().Add(h.dur)
+	rev, err := h.bus.PutLease(ctx, h.run, h.task, l, h.rev)
+	if err != nil {
+		if isConflict(err) {
+			h.lost = true
+			h.onLost(ErrLeaseLost)
+		}
+		return false
+	}
+	h.rev, h.lease = rev, l
+	return true
+}
+
+// stillMine checks, without writing, that the lease is this attempt's.
+func (h *held) stillMine(ctx context.Context) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lost {
+		return false
+	}
+	l, _, err := h.bus.GetLease(ctx, h.run, h.task)
+	return err == nil && l.State == LeaseClaimed && l.Attempt == h.lease.Attempt && l.Worker == h.lease.Worker
+}
+
+func (w *worker) event(ctx context.Context, tm TaskMsg, attempt int, kind, detail string) {
+	w.bus.Event(ctx, EventMsg{Time: w.clock.Now().UTC(), Run: tm.Run, Task: tm.Task, Worker: w.o.Name, Attempt: attempt, Kind: kind, Detail: detail})
+}
+
+func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
+	var tm TaskMsg
+	if err := json.Unmarshal(msg.Data(), &tm); err != nil || tm.Run == "" || tm.Task == "" {
+		w.log.Error("a task message tai cannot read; dropped", "err", err)
+		_ = msg.Term()
+		return
+	}
+	lease := tm.Lease
+	if lease <= 0 {
+		lease = w.o.Lease
+	}
+	attempt, rev, settle, err := w.claim(ctx, tm, lease)
+	if err != nil {
+		w.log.Warn("claiming", "task", tm.Task, "err", err)
+		_ = msg.Nak()
+		return
+	}
+	if attempt == 0 {
+		settle(msg)
+		return
+	}
+	log := w.log.With("run", tm.Run, "task", tm.Task, "attempt", attempt)
+	taskCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	h := &held{rev: rev, lease: Lease{State: LeaseClaimed, Worker: w.o.Name, Attempt: attempt}, onLost: cancel, bus: w.bus,
+		run: tm.Run, task: tm.Task, dur: lease, clock: w.clock}
+	h.lease.Deadline = w.clock.Now().Add(lease)
+
+	res := w.attempt(taskCtx, ctx, tm, attempt, lease, msg, h, log)
+	if h.lost {
+		res.Lost = true
+	}
+	if err := w.bus.Publish(context.WithoutCancel(ctx), resultSubject(tm.Run), res); err != nil {
+		log.Error("reporting the result", "err", err)
+		return // not acked: redelivered after the lease
+	}
+	// An ack from an attempt that lost its lease would remove the message
+	// the new attempt works on (the server accepts late acks).
+	if h.stillMine(context.WithoutCancel(ctx)) {
+		if err := msg.DoubleAck(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("ack", "err", err)
+		}
+	}
+	w.event(context.WithoutCancel(ctx), tm, attempt, "reported", res.Outcome.Status)
+}
+
+// attempt runs one attempt in its worktree, heartbeating and
+// checkpointing, and returns its result (the work is pushed).
+func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, lease time.Duration, msg jetstream.Msg, h *held, log *slog.Logger) ResultMsg {
+	res := ResultMsg{Run: tm.Run, Task: tm.Task, Attempt: attempt, Worker: w.o.Name}
+	fail := func(err error) ResultMsg {
+		res.Outcome = fleet.TaskOutcome{Status: fleet.StatusFailed, ExitCode: int(exitcode.Of(err)), Reason: err.Error()}
+		if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+			res.Outcome.Status, res.Outcome.Reason = fleet.StatusCanceled, ErrLeaseLost.Error()
+		}
+		log.Warn("attempt failed", "err", err)
+		return res
+	}
+	var plan fleet.Plan
+	if err := json.Unmarshal(tm.Plan, &plan); err != nil {
+		return fail(fmt.Errorf("the task's plan: %w", err))
+	}
+	plan.Dir = tm.PlanDir
+
+	// Heartbeats: InProgress resets the ack wait, the lease is refreshed
+	// by compare-and-swap, and the work so far is pushed as a checkpoint.
+	var cwdMu sync.Mutex
+	cwd := ""
+	var beats sync.WaitGroup
+	beatCtx, stopBeats := context.WithCancel(outer)
+	tick := w.clock.NewTicker(lease/3, "worker", "heartbeat")
+	beats.Go(func() {
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+			case <-beatCtx.Done():
+				return
+			}
+			_ = msg.InProgress()
+			if !h.beat(beatCtx) {
+				if h.lost {
+					w.event(beatCtx, tm, attempt, "lease.lost", "another attempt holds the task now")
+					return
+				}
+				continue
+			}
+			cwdMu.Lock()
+			if cwd != "" {
+				if err := w.checkpoint(beatCtx, cwd, tm, attempt); err != nil {
+					log.Warn("checkpoint", "err", err)
+				}
+			}
+			cwdMu.Unlock()
+		}
+	})
+	defer func() { stopBeats(); beats.Wait() }()
+
+	clone, err := w.clone(ctx, tm)
+	if err != nil {
+		return fail(err)
+	}
+	start, from := tm.Base, "the target"
+	if prev := w.lastCheckpoint(ctx, clone, tm, attempt); prev != "" {
+		start, from = prev, "the last checkpoint"
+	}
+	dir := filepath.Join(w.o.State, "worktrees", tm.Run, tm.Task, strconv.Itoa(attempt))
+	_ = os.RemoveAll(dir)
+	_, _ = git(ctx, clone, "worktree", "prune")
+	if _, err := git(ctx, clone, "worktree", "add", "--detach", "--force", dir, start); err != nil {
+		return fail(err)
+	}
+	cwdMu.Lock()
+	cwd = dir
+	cwdMu.Unlock()
+	w.event(ctx, tm, attempt, "started", fmt.Sprintf("attempt %d on %s from %s (%.12s)", attempt, w.o.Name, from, start))
+	log.Info("started", "from", from)
+
+	alog, err := w.auditLog(tm, attempt)
+	if err != nil {
+		return fail(err)
+	}
+	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, tm.Prompt, tm.Limits, fleet.TaskRunOptions{RunID: tm.Run, Attempt: attempt, Audit: alog,
+		Exe: w.o.Exe, Version: w.o.Version, CancelGrace: w.o.CancelGrace, Clock: w.clock, Logger: log})
+	_ = alog.Append(audit.KindRunEnd, "", map[string]any{"fleet": tm.Run, "task": tm.Task, "attempt": attempt, "status": out.Status})
+	res.AuditSeq, res.AuditHead = alog.Head()
+	_ = alog.Close()
+	res.Outcome = out
+	if errors.Is(context.Cause(ctx), ErrLeaseLost) {
+		res.Outcome.Status, res.Outcome.Reason = fleet.StatusCanceled, ErrLeaseLost.Error()
+	}
+	// The work goes back as git, whatever the outcome: a failed attempt's
+	// files are the next one's checkpoint.
+	cwdMu.Lock()
+	head, err := w.finalCommit(context.WithoutCancel(ctx), dir, tm, attempt, out)
+	cwd = ""
+	cwdMu.Unlock()
+	if err != nil {
+		return fail(err)
+	}
+	res.Head = head
+	if head != tm.Base {
+		res.Ref = attemptRef(tm.Run, tm.Task, attempt)
+	}
+	_, _ = git(context.WithoutCancel(ctx), clone, "worktree", "remove", "--force", dir)
+	return res
+}
+
+func attemptRef(run, task string, attempt int) string {
+	return fmt.Sprintf("refs/tai/%s/%s/%d", run, task, attempt)
+}
+
+func (w *worker) auditLog(tm TaskMsg, attempt int) (*audit.Log, error) {
+	p := filepath.Join(w.o.State, "audit", tm.Run, fmt.Sprintf("%s-%d.jsonl", tm.Task, attempt))
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nil, err
+	}
+	return audit.Open(p, audit.Options{Run: tm.Run, Logger: w.log, TruncatePartial: true})
+}
+
+// clone returns the worker's clone of the task's repository, made once and
+// fetched for each task: the target and the task's earlier attempts.
+func (w *worker) clone(ctx context.Context, tm TaskMsg) (string, error) {
+	w.cloneMu.Lock()
+	defer w.cloneMu.Unlock()
+	sum := sha256.Sum256([]byte(tm.RepoURL))
+	dir := filepath.Join(w.o.Clones, hex.EncodeToString(sum[:8])+".git")
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
+		tmp := dir + ".tmp"
+		_ = os.RemoveAll(tmp)
+		if err := os.MkdirAll(w.o.Clones, 0o755); err != nil {
+			return "", err
+		}
+		if _, err := git(ctx, "", "clone", "--bare", "--quiet", tm.RepoURL, tmp); err != nil {
+			return "", err
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			return "", err
+		}
+	}
+	prefix := fmt.Sprintf("refs/tai/%s/%s/", tm.Run, tm.Task)
+	if _, err := git(ctx, dir, "fetch", "--quiet", tm.RepoURL, "+refs/heads/"+tm.Target+":refs/heads/"+tm.Target, "+"+prefix+"*:"+prefix+"*"); err != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+// lastCheckpoint is the newest earlier attempt's pushed work, if any.
+func (w *worker) lastCheckpoint(ctx context.Context, clone string, tm TaskMsg, attempt int) string {
+	out, err := git(ctx, clone, "for-each-ref", "--format=%(refname) %(objectname)", fmt.Sprintf("refs/tai/%s/%s/", tm.Run, tm.Task))
+	if err != nil {
+		return ""
+	}
+	type ref struct {
+		n   int
+		sha string
+	}
+	var refs []ref
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		name, sha, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(name[strings.LastIndexByte(name, '/')+1:])
+		if err == nil && n < attempt {
+			refs = append(refs, ref{n, sha})
+		}
+	}
+	if len(refs) == 0 {
+		return ""
+	}
+	sort.Slice(refs, func(i, j int) bool { return refs[i].n > refs[j].n })
+	return refs[0].sha
+}
+
+// checkpoint commits the worktree as it is and pushes it as the attempt's
+// ref, so a next attempt can start from there.
+func (w *worker) checkpoint(ctx context.Context, dir string, tm TaskMsg, attempt int) error {
+	st, err := git(ctx, dir, "status", "--porcelain")
+	if err != nil || strings.TrimSpace(st) == "" {
+		return err
+	}
+	if _, err := git(ctx, dir, "add", "-A"); err != nil {
+		return err
+	}
+	if _, err := git(ctx, dir, "commit", "-q", "--no-verify", "-m", fmt.Sprintf("tai checkpoint %s/%s attempt %d", tm.Run, tm.Task, attempt)); err != nil {
+		return err
+	}
+	_, err = git(ctx, dir, "push", "-q", tm.RepoURL, "+HEAD:"+attemptRef(tm.Run, tm.Task, attempt))
+	if err == nil {
+		w.event(ctx, tm, attempt, "checkpoint", "work so far pushed")
+	}
+	return err
+}
+
+// finalCommit squashes the attempt's work (checkpoints included) into one
+// commit on the base and pushes it.
+func (w *worker) finalCommit(ctx context.Context, dir string, tm TaskMsg, attempt int, out fleet.TaskOutcome) (string, error) {
+	if _, err := git(ctx, dir, "add", "-A"); err != nil {
+		return "", err
+	}
+	if _, err := git(ctx, dir, "reset", "-q", "--soft", tm.Base); err != nil {
+		return "", err
+	}
+	if _, err := git(ctx, dir, "diff", "--cached", "--quiet"); err != nil {
+		msg := fmt.Sprintf("tai fleet %s: task %s\n\n%s", tm.Run, tm.Task, truncate(out.Message, 2000))
+		if _, err := git(ctx, dir, "commit", "-q", "--no-verify", "-m", msg); err != nil {
+			return "", err
+		}
+	}
+	rev, err := git(ctx, dir, "rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	head := strings.TrimSpace(rev)
+	if head == tm.Base {
+		return head, nil // no change: nothing to push
+	}
+	if _, err := git(ctx, dir, "push", "-q", tm.RepoURL, "+HEAD:"+attemptRef(tm.Run, tm.Task, attempt)); err != nil {
+		return "", err
+	}
+	return head, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// git runs git in dir with tai's identity (a worker's clone has no user).
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=tai", "GIT_AUTHOR_EMAIL=tai@localhost", "GIT_COMMITTER_NAME=tai",
+		"GIT_COMMITTER_EMAIL=tai@localhost", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
