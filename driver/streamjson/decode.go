@@ -88,8 +88,10 @@ type ControlResponse struct {
 // computed from. It is not safe for concurrent use.
 type decoder struct {
 	dialect string
-	tools   map[string]*driver.ToolCall
-	decided map[string]bool // tool_use ids whose permission tai decided (or a denial was reported)
+	// decodeFn is the dialect's decoder, from the dialect table.
+	decodeFn func(d *decoder, line []byte, typ, subtype string, f *Frame)
+	tools    map[string]*driver.ToolCall
+	decided  map[string]bool // tool_use ids whose permission tai decided (or a denial was reported)
 	// streamed: message ids whose text arrived as stream_event deltas, so
 	// the complete assistant block is not emitted twice.
 	streamed map[string]bool
@@ -110,7 +112,11 @@ type decoder struct {
 }
 
 func newDecoder(dialect string) *decoder {
-	return &decoder{dialect: dialect, tools: map[string]*driver.ToolCall{}, decided: map[string]bool{},
+	fn := (*decoder).claude
+	if dl, ok := LookupDialect(dialect); ok && dl.decode != nil {
+		fn = dl.decode
+	}
+	return &decoder{dialect: dialect, decodeFn: fn, tools: map[string]*driver.ToolCall{}, decided: map[string]bool{},
 		streamed: map[string]bool{}, itemText: map[string]string{}, lastTokens: map[string][2]int64{},
 		wrote: map[string]bool{}, created: map[string]bool{}}
 }
@@ -137,18 +143,7 @@ func (d *decoder) decode(line []byte) (f Frame) {
 		f.raw("text", text)
 		return f
 	}
-	switch d.dialect {
-	case DialectGemini:
-		d.gemini(line, head.Type, &f)
-	case DialectCodex:
-		d.codex(line, head.Type, &f)
-	case DialectOpenCode:
-		d.opencode(line, head.Type, &f)
-	case DialectTai:
-		d.tai(line, head.Type, &f)
-	default:
-		d.claude(line, head.Type, head.Subtype, &f)
-	}
+	d.decodeFn(d, line, head.Type, head.Subtype, &f)
 	return f
 }
 
