@@ -33,6 +33,7 @@ const ProtocolVersion = 1
 type Spec struct {
 	Cwd        string
 	ResumeID   string // load or resume this session of the wrapped agent
+	Load       bool   // session/load: its history is replayed first
 	MCPServers []driver.MCPServer
 }
 
@@ -44,7 +45,7 @@ type Hooks struct {
 	// Prompter is the editor, asked what the policy leaves open.
 	Prompter policy.Prompter
 	// OnSession must be handed the live session (runner.Options.OnSession
-	// with a runner.Control) before the first turn.
+	// with a runner.Live) before the first turn.
 	OnSession func(Control)
 	// Files, when set, is where the agent's file requests go once tai's
 	// policy and confinement have passed them: the editor's buffers.
@@ -53,7 +54,7 @@ type Hooks struct {
 	Passthrough driver.Passthrough
 }
 
-// Control is the live session of a run (runner.Control).
+// Control is the live session of a run (runner.Live).
 type Control interface {
 	Session() runner.Session
 	SetMode(ctx context.Context, mode string) error
@@ -412,7 +413,7 @@ func (s *Server) loadSession(ctx context.Context, method string, p acp.LoadSessi
 	if warm != nil {
 		s.takeWarm(warm)
 	}
-	ss, err := s.start(ctx, Spec{Cwd: p.Cwd, ResumeID: p.SessionId, MCPServers: mcpServers(p.McpServers)}, method)
+	ss, err := s.start(ctx, Spec{Cwd: p.Cwd, ResumeID: p.SessionId, Load: method == acp.MethodSessionLoad, MCPServers: mcpServers(p.McpServers)}, method)
 	if err != nil {
 		return nil, err
 	}
@@ -432,20 +433,34 @@ func (s *Server) listSessions(ctx context.Context, p acp.ListSessionsRequest) (a
 		}
 	}
 	s.mu.Unlock()
-	switch {
-	case lister != nil:
-		list, err = lister.ListSessions(ctx, p.Cwd)
-	case s.o.List != nil:
+	if lister == nil && s.o.List == nil {
+		return nil, jsonrpc.ErrMethodNotFound(acp.MethodSessionList)
+	}
+	if lister != nil {
+		if list, err = lister.ListSessions(ctx, p.Cwd); err != nil {
+			return nil, driverError(err)
+		}
+	}
+	// And the resumable sessions tai kept: an agent may list only the
+	// sessions of its own process.
+	if s.o.List != nil {
 		cwd := p.Cwd
 		if cwd == "" {
 			cwd = s.o.Cwd
 		}
-		list, err = s.o.List(ctx, cwd)
-	default:
-		return nil, jsonrpc.ErrMethodNotFound(acp.MethodSessionList)
-	}
-	if err != nil {
-		return nil, driverError(err)
+		kept, err := s.o.List(ctx, cwd)
+		if err != nil && lister == nil {
+			return nil, driverError(err)
+		}
+		have := map[string]bool{}
+		for _, l := range list {
+			have[l.ID] = true
+		}
+		for _, k := range kept {
+			if !have[k.ID] {
+				list = append(list, k)
+			}
+		}
 	}
 	res := acp.ListSessionsResponse{}
 	for _, l := range list {

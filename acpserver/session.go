@@ -44,7 +44,9 @@ type session struct {
 
 func newSession(s *Server, spec Spec) *session {
 	ctx, cancel := context.WithCancel(s.ctx)
-	return &session{srv: s, spec: spec, runCtx: ctx, stopRun: cancel, turns: make(chan []driver.Content),
+	// A loaded session's replay comes before its start: it is known by the
+	// id the editor asked for.
+	return &session{srv: s, spec: spec, id: spec.ResumeID, runCtx: ctx, stopRun: cancel, turns: make(chan []driver.Content),
 		interrupts: make(chan struct{}, 1), readyCh: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}),
 		out: updater{tools: map[string]bool{}, messages: map[string]string{}}}
 }

@@ -72,6 +72,7 @@ func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserve
 		return err
 	}
 	opts.MCPServers = append(opts.MCPServers, spec.MCPServers...)
+	opts.LoadReplay = spec.Load
 	opts.Sinks = append(opts.Sinks, h.Sink)
 	opts.Turns, opts.Interrupts = h.Turns, h.Interrupts
 	opts.OnSession = func(c runner.Live) { h.OnSession(c) }

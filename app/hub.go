@@ -15,7 +15,10 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/internal/statedir"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/remote"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // NATSFlags say how to reach a NATS server: a URL, and credentials from a
@@ -106,6 +109,7 @@ type WorkerFlags struct {
 	Dir     string // clones and state; default the state directory's worker/NAME
 	Lease   time.Duration
 	Verbose bool
+	Sandbox string // --sandbox: auto | on | off
 }
 
 // Worker runs `tai worker`: it pulls tasks of its agents until ctx ends.
@@ -135,8 +139,27 @@ func Worker(ctx context.Context, f WorkerFlags, std IO) int {
 		fmt.Fprintln(std.Err, "tai worker:", err)
 		return int(exitcode.AgentError)
 	}
-	err = remote.RunWorker(ctx, remote.WorkerOptions{Bus: bus, Name: name, Agents: f.Agents, Slots: f.Slots,
-		Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"), Lease: f.Lease, Version: Version, Logger: logger})
+	mode, err := sandbox.ParseMode(f.Sandbox)
+	if err != nil {
+		return fail(std, exitcode.With(exitcode.Usage, err))
+	}
+	if mode == sandbox.ModeOn && sandbox.ABI() <= 0 {
+		return fail(std, exitcode.Usagef("--sandbox on: this kernel does not offer Landlock"))
+	}
+	wo := remote.WorkerOptions{Bus: bus, Name: name, Agents: f.Agents, Slots: f.Slots,
+		Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"), Lease: f.Lease, Version: Version, Logger: logger}
+	if mode != sandbox.ModeOff {
+		// Each task's agent confined as in a local fleet; the worker's own
+		// task audit logs stay out of its reach.
+		wo.Sandbox = func(p preset.Preset) (*sandbox.Config, error) {
+			cfg, err := sandboxConfig(RunFlags{Sandbox: f.Sandbox}, p, policy.Config{}, nil, nil)
+			if err == nil {
+				cfg.Protect = append(cfg.Protect, filepath.Join(dir, "state", "audit"))
+			}
+			return cfg, err
+		}
+	}
+	err = remote.RunWorker(ctx, wo)
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai worker:", err)
 		return int(exitcode.Of(err))

@@ -21,6 +21,9 @@ type Launch struct {
 	MCPServers []MCPServer
 	AuthMethod string
 	ResumeID   string
+	// LoadReplay: take the session up with its history replayed as events
+	// (ACP session/load), where the agent can, rather than resume it.
+	LoadReplay bool
 	// ForkID forks this session (session/fork) instead of creating one.
 	ForkID string
 	// AddDirs are workspace roots besides Cwd (--add-dir), passed as ACP

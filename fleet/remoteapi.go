@@ -13,6 +13,8 @@ import (
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // TaskRunOptions configure RunTaskIn: one task run outside a local fleet
@@ -26,6 +28,8 @@ type TaskRunOptions struct {
 	CancelGrace time.Duration
 	Clock       quartz.Clock
 	Logger      *slog.Logger
+	// Sandbox confines the task's agent, as Options.Sandbox.
+	Sandbox func(p preset.Preset) (*sandbox.Config, error)
 }
 
 // TaskOutcome is what a task run by RunTaskIn ended with.
@@ -53,7 +57,7 @@ func RunTaskIn(ctx context.Context, plan *Plan, id, cwd, prompt string, limits L
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	f := &fleet{o: Options{RunID: o.RunID, Audit: o.Audit, Exe: o.Exe, Version: o.Version, CancelGrace: o.CancelGrace, Clock: o.Clock, Logger: o.Logger},
+	f := &fleet{o: Options{RunID: o.RunID, Audit: o.Audit, Exe: o.Exe, Version: o.Version, CancelGrace: o.CancelGrace, Clock: o.Clock, Logger: o.Logger, Sandbox: o.Sandbox},
 		plan: plan, memory: policy.NewMemory(policy.ScopeRun), clock: o.Clock, log: o.Logger, stop: func(error) {}}
 	meter := NewMeter(limits, 1, Usage{}, nil)
 	res, err := meter.Reserve(ctx, id, limits)

@@ -643,7 +643,20 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
 	}
-	h, err := c.wt.Create(ctx, c.o.RunID, t.ID, l.Head, c.rec.Target, worktree.Owner{PID: os.Getpid(), Command: c.o.Command})
+	owner := worktree.Owner{PID: os.Getpid(), Command: c.o.Command}
+	h, err := c.wt.Create(ctx, c.o.RunID, t.ID, l.Head, c.rec.Target, owner)
+	if err != nil {
+		// A coordinator killed while making this worktree leaves it half
+		// made. It is the coordinator's scratch space (the work is in the
+		// attempt's ref and the branch): make it again.
+		p := c.wt.Path(c.o.RunID, t.ID)
+		c.log.Warn("remaking the merge worktree", "task", t.ID, "err", err)
+		_, _ = git(ctx, c.wt.Repo, "worktree", "unlock", p)
+		_, _ = git(ctx, c.wt.Repo, "worktree", "remove", "--force", "--force", p)
+		_ = os.RemoveAll(p)
+		_, _ = git(ctx, c.wt.Repo, "worktree", "prune")
+		h, err = c.wt.Create(ctx, c.o.RunID, t.ID, l.Head, c.rec.Target, owner)
+	}
 	if err != nil {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return

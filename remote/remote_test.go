@@ -149,6 +149,9 @@ func startWorkers(t testing.TB, url string, n int, lease time.Duration) func() {
 func TestDAGOnThreeWorkers(t *testing.T) {
 	h := startHub(t)
 	repo, plan := dagRepo(t, 20)
+	// A merge worktree half made by a coordinator killed in git worktree
+	// add (registered, on no branch) is made again.
+	sh(t, repo, "git", "worktree", "add", "-q", "--detach", filepath.Join(repo, ".tai", "worktrees", "dag", "t05"), "HEAD")
 	stop := startWorkers(t, h.url, 3, 5*time.Second)
 	defer stop()
 	b := openBus(t, h.url, "coordinator")
@@ -250,5 +253,78 @@ func TestFenceOnAttempt(t *testing.T) {
 	}
 	if got := len(c.results["x"]); got != 1 {
 		t.Errorf("%d results handed to the task, want 1", got)
+	}
+}
+
+// A hub restarted on the same store keeps its streams, queued tasks and
+// leases.
+func TestHubRestartKeepsState(t *testing.T) {
+	store := t.TempDir()
+	ctx := context.Background()
+	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := Connect(h.URL(), "", "", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Open(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := taskSubject("builtin", "r", "x")
+	if _, err := b.PutLease(ctx, "r", "x", Lease{State: LeaseClaimed, Worker: "w", Attempt: 3}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(ctx, subj, TaskMsg{Run: "r", Task: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	h.Close()
+
+	h, err = StartHub(HubOptions{Listen: "127.0.0.1:0", Store: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	b = openBus(t, h.URL(), "t2")
+	l, _, err := b.GetLease(ctx, "r", "x")
+	if err != nil || l.Attempt != 3 || l.Worker != "w" {
+		t.Fatalf("lease after restart: %+v %v", l, err)
+	}
+	if _, err := b.Tasks.GetLastMsgForSubject(ctx, subj); err != nil {
+		t.Fatalf("queued task after restart: %v", err)
+	}
+}
+
+// A message over the cap is refused before it is sent.
+func TestMessageCap(t *testing.T) {
+	h := startHub(t)
+	b := openBus(t, h.url, "cap")
+	err := b.Publish(context.Background(), resultSubject("r"), ResultMsg{Outcome: fleet.TaskOutcome{Message: strings.Repeat("x", MaxMessage)}})
+	if err == nil || !strings.Contains(err.Error(), "cap") {
+		t.Fatalf("got %v, want the cap named", err)
+	}
+}
+
+// A hub with a token refuses clients without it.
+func TestHubToken(t *testing.T) {
+	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: t.TempDir(), Token: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	for _, tt := range []struct {
+		token string
+		ok    bool
+	}{{"", false}, {"wrong", false}, {"s3cret", true}} {
+		nc, err := Connect(h.URL(), "", tt.token, "t")
+		if (err == nil) != tt.ok {
+			t.Errorf("token %q: err %v, want ok=%v", tt.token, err, tt.ok)
+		}
+		if nc != nil {
+			nc.Close()
+		}
 	}
 }

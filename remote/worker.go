@@ -25,6 +25,8 @@ import (
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // WorkerOptions configure a worker.
@@ -43,6 +45,9 @@ type WorkerOptions struct {
 	CancelGrace time.Duration
 	Clock       quartz.Clock
 	Logger      *slog.Logger
+	// Sandbox confines each task's agent (fleet.Options.Sandbox); nil:
+	// unconfined.
+	Sandbox func(p preset.Preset) (*sandbox.Config, error)
 }
 
 // ErrLeaseLost ends an attempt whose lease another worker took over.
@@ -354,7 +359,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 		return fail(err)
 	}
 	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, tm.Prompt, tm.Limits, fleet.TaskRunOptions{RunID: tm.Run, Attempt: attempt, Audit: alog,
-		Exe: w.o.Exe, Version: w.o.Version, CancelGrace: w.o.CancelGrace, Clock: w.clock, Logger: log})
+		Exe: w.o.Exe, Version: w.o.Version, CancelGrace: w.o.CancelGrace, Clock: w.clock, Logger: log, Sandbox: w.o.Sandbox})
 	_ = alog.Append(audit.KindRunEnd, "", map[string]any{"fleet": tm.Run, "task": tm.Task, "attempt": attempt, "status": out.Status})
 	res.AuditSeq, res.AuditHead = alog.Head()
 	_ = alog.Close()
@@ -459,7 +464,7 @@ func (w *worker) checkpoint(ctx context.Context, dir string, tm TaskMsg, attempt
 	if _, err := git(ctx, dir, "commit", "-q", "--no-verify", "-m", fmt.Sprintf("tai checkpoint %s/%s attempt %d", tm.Run, tm.Task, attempt)); err != nil {
 		return err
 	}
-	_, err = git(ctx, dir, "push", "-q", tm.RepoURL, "+HEAD:"+attemptRef(tm.Run, tm.Task, attempt))
+	err = push(ctx, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt))
 	if err == nil {
 		w.event(ctx, tm, attempt, "checkpoint", "work so far pushed")
 	}
@@ -489,10 +494,23 @@ func (w *worker) finalCommit(ctx context.Context, dir string, tm TaskMsg, attemp
 	if head == tm.Base {
 		return head, nil // no change: nothing to push
 	}
-	if _, err := git(ctx, dir, "push", "-q", tm.RepoURL, "+HEAD:"+attemptRef(tm.Run, tm.Task, attempt)); err != nil {
+	if err := push(ctx, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt)); err != nil {
 		return "", err
 	}
 	return head, nil
+}
+
+// push sends HEAD to ref. A push into a repository whose refs change
+// meanwhile (the coordinator merging) can be rejected by the receiving
+// side's connectivity check; it is tried again.
+func push(ctx context.Context, dir, url, ref string) error {
+	var err error
+	for range 3 {
+		if _, err = git(ctx, dir, "push", "-q", url, "+HEAD:"+ref); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 func truncate(s string, n int) string {

@@ -43,7 +43,9 @@ type Options struct {
 	Model    string
 	Config   [][2]string // --set id=value, in order
 	ResumeID string
-	ForkID   string // --fork: a new session from a copy of this one
+	// LoadReplay: replay the resumed session's history (driver.Launch).
+	LoadReplay bool
+	ForkID     string // --fork: a new session from a copy of this one
 	// AddDirs are workspace roots besides Cwd (--add-dir): the host
 	// services serve them too.
 	AddDirs    []string
@@ -336,7 +338,7 @@ func (r *run) run(ctx context.Context) error {
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
 		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail), Passthrough: o.Passthrough},
-		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, ForkID: o.ForkID, AddDirs: o.AddDirs,
+		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, LoadReplay: o.LoadReplay, ForkID: o.ForkID, AddDirs: o.AddDirs,
 		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
 		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,

@@ -9,9 +9,9 @@
 #
 # Agents: node22 qwen gemini codex codex-cli opencode claude copilot (codex
 # is codex-acp; codex-cli is the codex CLI, for `codex exec --json`), and
-# older TUI releases qwen-old gemini-old (155 MB together), and, only when
-# named, opencode-old (360 MB: its e2e test skips without it; its recordings
-# in driver/pty/testdata run always). Progress goes to
+# the older TUI release qwen-old, and, only when named, gemini-old and
+# opencode-old (their e2e tests skip without them; their recordings in
+# driver/pty/testdata run always). Progress goes to
 # stderr; stdout is only KEY=VALUE lines the tests read:
 #   TAI_AGENTS_DIR   the cache directory
 #   TAI_NODE22_BIN   the bin directory of Node 22 (put first in PATH for qwen)
@@ -92,7 +92,7 @@ install_one() { # install_one NAME [PATH prefix]
 }
 
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(node22 qwen gemini codex codex-cli opencode claude copilot qwen-old gemini-old)
+[ ${#want[@]} -gt 0 ] || want=(node22 qwen gemini codex codex-cli opencode claude copilot qwen-old)
 for a in "${want[@]}"; do pin "$a" >/dev/null; done
 # qwen 0.24 runs (and must be installed: npm checks engines) on Node 22.
 for a in "${want[@]}"; do

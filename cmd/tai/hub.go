@@ -6,9 +6,9 @@ import (
 	"github.com/tai-dev/tai/app"
 )
 
-func addNATSFlags(c *cobra.Command, n *app.NATSFlags) {
+func addNATSFlags(c *cobra.Command, n *app.NATSFlags, usage string) {
 	fl := c.Flags()
-	fl.StringVar(&n.URL, "nats", "", "a NATS server with JetStream (nats://host:4222): workers there run the tasks")
+	fl.StringVar(&n.URL, "nats", "", usage)
 	fl.StringVar(&n.Creds, "nats-creds", "", "NATS credentials file (or TAI_NATS_CREDS)")
 	fl.StringVar(&n.TokenFile, "nats-token-file", "", "a file holding the NATS token (or TAI_NATS_TOKEN)")
 }
@@ -43,11 +43,12 @@ func newWorker(std app.IO, g *globals) *cobra.Command {
 			return code(app.Worker(cmd.Context(), f, std))
 		},
 	}
-	addNATSFlags(c, &f.NATS)
+	addNATSFlags(c, &f.NATS, "the NATS server with JetStream (nats://host:4222) to take tasks from")
 	c.Flags().StringVar(&f.Name, "name", "", "the worker's name, unique among workers (default HOST-PID)")
 	c.Flags().IntVar(&f.Slots, "slots", 1, "tasks at once")
 	c.Flags().StringSliceVar(&f.Agents, "agents", []string{"builtin"}, "agents this worker runs (installed here)")
 	c.Flags().StringVar(&f.Dir, "dir", "", "clones, worktrees and audit logs (default: the state directory's worker/NAME)")
+	c.Flags().StringVar(&f.Sandbox, "sandbox", "auto", "confine each task's agent with Landlock: auto (where the kernel has it) | on (fail without it) | off")
 	c.Flags().DurationVar(&f.Lease, "lease", 0, "ack wait of a task consumer this worker creates (default 30s; a run's coordinator sets its own)")
 	return c
 }

@@ -325,7 +325,7 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout) | stream-json (every task's frames, fleet frames, a fleet result frame)")
 		fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
 		fl.DurationVar(&f.CancelGrace, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
-		addNATSFlags(c, &f.NATS)
+		addNATSFlags(c, &f.NATS, "a NATS server with JetStream (nats://host:4222): tai worker processes there run the tasks")
 		fl.StringVar(&f.Remote, "remote", "", "with --nats: the git remote workers clone and push to (default: this repository by path)")
 		fl.DurationVar(&f.Lease, "lease", 0, "with --nats: how long a worker's claim lasts without a heartbeat (default 30s)")
 		fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine each task's agent with Landlock: auto (where the kernel has it) | on (fail without it) | off")

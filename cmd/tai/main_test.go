@@ -21,7 +21,7 @@ func TestHelpGolden(t *testing.T) {
 		{"model", "serve", "--help"}, {"audit", "verify", "--help"}, {"audit", "show", "--help"}, {"version", "--help"},
 		{"fleet", "--help"}, {"fleet", "run", "--help"}, {"fleet", "resume", "--help"}, {"fleet", "status", "--help"},
 		{"fleet", "plan", "--help"}, {"worktree", "list", "--help"}, {"worktree", "gc", "--help"}, {"sessions", "--help"},
-		{"config", "show", "--help"}, {"doctor", "--help"},
+		{"config", "show", "--help"}, {"doctor", "--help"}, {"hub", "--help"}, {"worker", "--help"},
 	} {
 		name := strings.ReplaceAll(strings.Join(args, "_"), "-", "")
 		t.Run(name, func(t *testing.T) {

@@ -41,6 +41,7 @@ type Config struct {
 	MCPServers []driver.MCPServer
 	AuthMethod string // --auth: the method to authenticate with, if the agent needs it
 	ResumeID   string // resume (or load) this session instead of creating one
+	LoadReplay bool   // load (replaying the history) rather than resume, where the agent can
 	ForkID     string // fork this session (session/fork) instead of creating one
 	// NoSession stops the handshake after initialize (and authenticate):
 	// the connection then serves session/list and session/delete.
@@ -430,7 +431,7 @@ func (s *Session) openSession(ctx context.Context) error {
 	s.applyMu.Unlock()
 
 	switch {
-	case s.cfg.ResumeID != "" && s.caps.ResumeSession:
+	case s.cfg.ResumeID != "" && s.caps.ResumeSession && !(s.cfg.LoadReplay && s.caps.LoadSession):
 		var r schema.ResumeSessionResponse
 		if err := s.call(ctx, schema.MethodSessionResume, schema.ResumeSessionRequest{SessionId: s.cfg.ResumeID, Cwd: s.cfg.Cwd, McpServers: s.mcpServers(), AdditionalDirectories: s.addDirs()}, &r); err != nil {
 			return sessionError("session/resume", s.cfg.ResumeID, err, s.authMethods())
@@ -871,7 +872,7 @@ var _ driver.Session = (*Session)(nil)
 func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
 	cfg := Config{
 		Argv: l.Argv, Env: l.Env, Cwd: l.Cwd, Agent: l.Agent, Host: l.Host, MCPServers: l.MCPServers,
-		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, ForkID: l.ForkID, AddDirs: l.AddDirs, NoClientFS: l.Quirks.NoClientFS,
+		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, LoadReplay: l.LoadReplay, ForkID: l.ForkID, AddDirs: l.AddDirs, NoClientFS: l.Quirks.NoClientFS,
 		IgnoresStdinEOF: l.Quirks.IgnoresStdinEOF, ClientVersion: l.ClientVersion, Logger: l.Logger,
 		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock, Sandbox: l.Sandbox,
 	}

@@ -21,8 +21,11 @@ func (s *Session) onUpdate(params json.RawMessage) {
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	switch {
-	case s.replaying && n.SessionId == s.id:
+	case s.replaying && n.SessionId == s.id && !s.cfg.LoadReplay:
 		s.dropped++
+	case s.replaying && n.SessionId == s.id:
+		// Asked for (tai acp's session/load): the editor shows the history.
+		s.apply(n.Update)
 	case s.awaiting:
 		if len(s.buffered) < maxBuffered {
 			s.buffered = append(s.buffered, n)

@@ -104,6 +104,9 @@ func TestTSExampleClient(t *testing.T) {
 		t.Fatalf("the client: %v\n%s", err, stdout.String())
 	}
 	got := stdout.String()
+	if len(answers) > 0 {
+		t.Errorf("the client asked %d times, want 2:\n%s", 2-len(answers), got)
+	}
 	errMu.Lock()
 	clientErr := stderr.String()
 	errMu.Unlock()

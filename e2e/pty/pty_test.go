@@ -172,3 +172,36 @@ func TestFakeTUIFrames(t *testing.T) {
 		t.Errorf("the rebuilt transcript lacks the reply:\n%s", got)
 	}
 }
+
+// A release whose reply rows the profile does not know (the fake TUI
+// marks them "✧", not "◆"): the reply is read by the fallback from what
+// changed on screen, and the audit log's turn.end says so.
+func TestFakeTUIReplyFallback(t *testing.T) {
+	for _, tc := range []struct {
+		name, prompt string
+		args         []string
+		marker       string
+		code         int
+		message      string
+		source       string
+	}{
+		{"text", "say hi", nil, "✧", 0, "Hello from the fake TUI.\nIt spans two lines.", "fallback"},
+		{"write-allowed", "please write hello", []string{"--approve", "all"}, "✧", 0, "I'll create hello.txt.\nCreated hello.txt.", "fallback"},
+		{"known-marker", "say hi", nil, "◆", 0, "Hello from the fake TUI.\nIt spans two lines.", "profile"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			auditPath := filepath.Join(dir, "audit.jsonl")
+			args := append([]string{"run", "--agent-cmd", fakeBin, "--driver", "pty", "-o", "json", "--audit", auditPath}, tc.args...)
+			o := tai(t, dir, append(os.Environ(), "FAKETUI_MARKER="+tc.marker), append(args, tc.prompt)...)
+			r := parse(t, o)
+			if o.code != tc.code || r.Message != tc.message {
+				t.Fatalf("exit %d message %q; want %d %q\nstderr:\n%s\nlast screen:\n%s", o.code, r.Message, tc.code, tc.message, o.stderr, finalScreen(t, auditPath))
+			}
+			if src := replySource(t, auditPath); src != tc.source {
+				t.Errorf("turn.end reply_source %q, want %q", src, tc.source)
+			}
+		})
+	}
+}

@@ -10,7 +10,15 @@ import "testing"
 // log says (reply_source fallback). gemini 0.52 and opencode 1.17 still
 // read by their profiles.
 func TestRealOlderQwen(t *testing.T)   { testReal(t, older("qwen", "fallback")) }
-func TestRealOlderGemini(t *testing.T) { testReal(t, older("gemini", "profile")) }
+func TestRealOlderGemini(t *testing.T) {
+	// Installed only when named: gemini restarts itself after its trust
+	// dialog and, on a loaded machine, can lose a prompt typed in between
+	// (a known race, see driver/pty), which the current release's test
+	// already exercises in CI.
+	a := older("gemini", "profile")
+	a.optional = true
+	testReal(t, a)
+}
 func TestRealOlderOpencode(t *testing.T) {
 	// 360 MB: installed only when named (its recordings in driver/pty
 	// testdata check the fallback on it always).

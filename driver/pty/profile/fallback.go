@@ -76,7 +76,7 @@ func FallbackReply(t Turn) string {
 	// is not the transcript (a restart, a dialog).
 	echoed := false
 	for i := len(rows) - 1; i >= 0 && !echoed; i-- {
-		if isEcho(strings.TrimSpace(rows[i]), echo) {
+		if echoStart(strings.TrimSpace(rows[i]), echo) {
 			rows, echoed = rows[i+1:], true
 		}
 	}
@@ -249,6 +249,22 @@ func isEcho(row, prompt string) bool {
 	}
 	r = strings.Join(strings.Fields(r), " ")
 	return r != "" && (r == prompt || len(r) >= minEcho && strings.Contains(prompt, r))
+}
+
+// echoStart says whether a row starts the echoed prompt: the TUI's marker
+// ("> ", "❯ ", "┃ "), then the prompt or, wrapped, its beginning. Keys
+// that reached a screen no TUI drew (a restart) show unmarked: no echo.
+func echoStart(row, prompt string) bool {
+	var r string
+	if body, ok := strings.CutPrefix(row, ">"); ok {
+		r = body
+	} else if body, ok := stripMarker(row); ok {
+		r = strings.TrimPrefix(body, ">")
+	} else {
+		return false
+	}
+	r = strings.Join(strings.Fields(r), " ")
+	return r != "" && (r == prompt || len(r) >= minEcho && strings.HasPrefix(prompt, r))
 }
 
 // stripMarker cuts a leading glyph that is neither a letter, a digit nor

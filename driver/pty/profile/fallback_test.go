@@ -70,6 +70,14 @@ func TestFallbackReply(t *testing.T) {
   ● Sure: the answer.
   >>  Type here
   ctx 96% left · model x`, "Please write a long answer about the following subject in detail", "Sure: the answer."},
+		{"keys on a screen no TUI drew: no echo", `
+  Banner of some TUI v9
+  Say hello.
+  Settings applied, restarted.
+  Banner of some TUI v9
+  Tips: ask anything.
+  >>  Type here
+  ctx 100% left · model x`, "Say hello.", ""},
 		{"no echo: not a transcript", `
   Banner of some TUI v9
   Restarting to apply settings...

@@ -71,7 +71,14 @@ func (u *ui) draw() {
 	os.Stdout.WriteString(b.String())
 }
 
+// reply is the marker of the agent's text rows. FAKETUI_MARKER changes it,
+// as a release the profile was not tuned to would.
+var reply = "  ◆ "
+
 func main() {
+	if m := os.Getenv("FAKETUI_MARKER"); m != "" {
+		reply = "  " + m + " "
+	}
 	old, err := term.MakeRaw(0)
 	if err == nil {
 		defer term.Restore(0, old)
@@ -189,7 +196,7 @@ func start(u *ui) func(*ui, string) {
 			switch {
 			case key == "tick5" && u.picker == nil:
 				u.working = ""
-				u.transcript = append(u.transcript, "  ◆ I'll create hello.txt.", "  ? WriteFile Writing to hello.txt ←", "   Apply this change?")
+				u.transcript = append(u.transcript, reply+"I'll create hello.txt.", "  ? WriteFile Writing to hello.txt ←", "   Apply this change?")
 				u.picker, u.sel = []string{"Yes, allow once", "Yes, allow always", "No, suggest changes (esc)"}, 0
 			case u.picker != nil && key == "up" && u.sel > 0:
 				u.sel--
@@ -204,9 +211,9 @@ func start(u *ui) func(*ui, string) {
 				u.transcript = u.transcript[:len(u.transcript)-2]
 				if choice < 2 {
 					_ = os.WriteFile("hello.txt", []byte("hello\n"), 0o644)
-					u.transcript = append(u.transcript, "  ✓ WriteFile Writing to hello.txt", "  ◆ Created hello.txt.")
+					u.transcript = append(u.transcript, "  ✓ WriteFile Writing to hello.txt", reply+"Created hello.txt.")
 				} else {
-					u.transcript = append(u.transcript, "  - WriteFile Writing to hello.txt", "  ◆ The write was declined.")
+					u.transcript = append(u.transcript, "  - WriteFile Writing to hello.txt", reply+"The write was declined.")
 				}
 			}
 		}
@@ -218,7 +225,7 @@ func start(u *ui) func(*ui, string) {
 			}
 			for i := 0; i < 7 && n < 150; i++ {
 				n++
-				u.transcript = append(u.transcript, fmt.Sprintf("  ◆ row %d of the long reply", n))
+				u.transcript = append(u.transcript, reply+fmt.Sprintf("row %d of the long reply", n))
 			}
 			if n == 150 {
 				u.working = ""
@@ -228,14 +235,14 @@ func start(u *ui) func(*ui, string) {
 		return func(u *ui, key string) {
 			if key == "esc" {
 				u.working = ""
-				u.transcript = append(u.transcript, "  ◆ Request cancelled.")
+				u.transcript = append(u.transcript, reply+"Request cancelled.")
 			}
 		}
 	default:
 		return func(u *ui, key string) {
 			if key == "tick8" {
 				u.working = ""
-				u.transcript = append(u.transcript, "  ◆ Hello from the fake TUI.", "    It spans two lines.")
+				u.transcript = append(u.transcript, reply+"Hello from the fake TUI.", "    It spans two lines.")
 			}
 		}
 	}
