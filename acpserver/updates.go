@@ -133,7 +133,7 @@ func (u *updater) toolCall(tc driver.ToolCall) update {
 	return m
 }
 
-var acpKinds = map[string]bool{driver.KindRead: true, driver.KindEdit: true, driver.KindDelete: true, driver.KindMove: true,
+var acpKinds = map[driver.ToolKind]bool{driver.KindRead: true, driver.KindEdit: true, driver.KindDelete: true, driver.KindMove: true,
 	driver.KindSearch: true, driver.KindExecute: true, driver.KindThink: true, driver.KindFetch: true,
 	driver.KindSwitchMode: true, driver.KindOther: true}
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tai-dev/tai/feed"
+	"github.com/tai-dev/tai/fleet"
 )
 
 // cap.md §7 drift tests: the fleet's and the feed's frames and /state.
@@ -63,7 +64,7 @@ func TestCapFleetFrames(t *testing.T) {
 	// What the code writes decodes the same way.
 	var out strings.Builder
 	s := newFleetStream(&out, "r", fixedNow)
-	s.result(Summary{Run: "r", Status: "done", Counts: map[string]int{}})
+	s.result(Summary{Run: "r", Status: "done", Counts: map[fleet.TaskStatus]int{}})
 	var rf FleetResultFrame
 	if err := strict(out.String(), &rf); err != nil || rf.Type != FleetResultFrameType || rf.Seq != 1 {
 		t.Fatalf("written result frame %s: %v", out.String(), err)

@@ -209,7 +209,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	}
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai fleet:", err)
-		sum := Summary{Run: o.RunID, Status: "error", Audit: log.Path(), Counts: map[string]int{}}
+		sum := Summary{Run: o.RunID, Status: "error", Audit: log.Path(), Counts: map[fleet.TaskStatus]int{}}
 		if st != nil {
 			sum = summaryOf(st, log.Path())
 		}
@@ -251,22 +251,22 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 
 // Summary is `tai fleet run --output json`'s document.
 type Summary struct {
-	Run      string             `json:"run"`
-	Status   string             `json:"status"`
-	ExitCode int                `json:"exit_code"`
-	Target   string             `json:"target"`
-	Base     string             `json:"base"`
-	State    string             `json:"state"`
-	Audit    string             `json:"audit"`
-	Usage    fleet.Usage        `json:"usage"`
-	Tasks    []*fleet.TaskState `json:"tasks"`
-	Counts   map[string]int     `json:"counts"`
-	Error    string             `json:"error,omitempty"` // why the fleet could not run or finish
+	Run      string                   `json:"run"`
+	Status   string                   `json:"status"`
+	ExitCode int                      `json:"exit_code"`
+	Target   string                   `json:"target"`
+	Base     string                   `json:"base"`
+	State    string                   `json:"state"`
+	Audit    string                   `json:"audit"`
+	Usage    fleet.Usage              `json:"usage"`
+	Tasks    []*fleet.TaskState       `json:"tasks"`
+	Counts   map[fleet.TaskStatus]int `json:"counts"`
+	Error    string                   `json:"error,omitempty"` // why the fleet could not run or finish
 }
 
 func summaryOf(st *fleet.State, auditPath string) Summary {
 	s := Summary{Run: st.Run, Status: st.Status, ExitCode: st.ExitCode, Target: st.Target, Base: st.Base,
-		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[string]int{}}
+		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[fleet.TaskStatus]int{}}
 	for _, id := range st.Order {
 		s.Tasks = append(s.Tasks, st.Tasks[id])
 		s.Counts[st.Tasks[id].Status]++
@@ -540,7 +540,7 @@ func publishTask(srv *feed.Server, e fleet.Event) {
 	if t == nil {
 		return
 	}
-	srv.SetTask(feed.Task{ID: t.ID, Agent: t.Agent, Status: t.Status, Detail: e.Detail, Branch: t.Branch, Updated: e.Time.UTC()})
+	srv.SetTask(feed.Task{ID: t.ID, Agent: t.Agent, Status: string(t.Status), Detail: e.Detail, Branch: t.Branch, Updated: e.Time.UTC()})
 }
 
 func lastQuestionLine(q string) string {

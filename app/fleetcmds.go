@@ -64,7 +64,7 @@ func fleetRuns() ([]FleetRunInfo, error) {
 		}
 		for _, id := range st.Order {
 			if t := st.Tasks[id]; t != nil {
-				info.Counts[t.Status]++
+				info.Counts[string(t.Status)]++
 			}
 		}
 		out = append(out, info)

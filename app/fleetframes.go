@@ -94,9 +94,9 @@ func (k taskSink) Emit(ev driver.Event) {
 
 func (s *fleetStream) event(e fleet.Event) {
 	s.write(true, func(seq uint64, ts time.Time) any {
-		f := FleetEventFrame{Type: FleetEventFrameType, Run: s.run, Seq: seq, Ts: ts, Event: e.Kind, Task: e.Task, Detail: e.Detail, Usage: e.State.Usage}
+		f := FleetEventFrame{Type: FleetEventFrameType, Run: s.run, Seq: seq, Ts: ts, Event: string(e.Kind), Task: e.Task, Detail: e.Detail, Usage: e.State.Usage}
 		if t := e.State.Tasks[e.Task]; t != nil {
-			f.Status = t.Status
+			f.Status = string(t.Status)
 		}
 		return f
 	})

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/atomicfile"
 	"github.com/tai-dev/tai/modelserver"
 )
 
@@ -51,10 +52,7 @@ func ModelServe(ctx context.Context, f ModelServeFlags, std IO) int {
 	}
 	fmt.Fprintln(std.Out, url)
 	if f.PortFile != "" {
-		tmp := f.PortFile + ".tmp"
-		if err := os.WriteFile(tmp, []byte(url+"\n"), 0o644); err == nil {
-			_ = os.Rename(tmp, filepath.Clean(f.PortFile))
-		}
+		_ = atomicfile.Write(filepath.Clean(f.PortFile), []byte(url+"\n"), 0o644)
 	}
 	<-ctx.Done()
 	return 0

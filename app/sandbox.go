@@ -125,7 +125,7 @@ func denyReadPaths(rules []policy.Rule, home string) []string {
 		if r.Effect != policy.EffectDeny || len(r.Commands)+len(r.Tools)+len(r.URLs)+len(r.Modes) > 0 {
 			continue
 		}
-		if len(r.Kinds) > 0 && !contains(r.Kinds, driver.KindRead) {
+		if len(r.Kinds) > 0 && !contains(r.Kinds, string(driver.KindRead)) {
 			continue
 		}
 		for _, p := range r.Paths {

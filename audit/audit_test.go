@@ -105,7 +105,7 @@ func TestAppendVerifyRoundTrip(t *testing.T) {
 		{KindSessionStart, "s1", nil},
 		{KindPrompt, "s1", Prompt{Text: "fix the bug\nplease \"now\" \u2028 \xff"}},
 		{KindPermissionRequest, "s1", PermissionRequest{Tool: "edit", Title: "Edit main.go", Options: []string{"allow_once", "reject_once"}}},
-		{KindPermissionDecision, "s1", PermissionDecision{Decision: "allow", Option: "allow_once", DecidedBy: DecidedByRule("edits"), Reason: "in workspace"}},
+		{KindPermissionDecision, "s1", PermissionDecision{Decision: "allow", Option: "allow_once", DecidedBy: "rule:edits", Reason: "in workspace"}},
 		{KindFileWrite, "s1", FileWrite{Path: "main.go", Size: 12, HashAfter: strings.Repeat("a", 64)}},
 		{KindTerminal, "s1", Terminal{Command: "go", Args: []string{"test"}, Cwd: "/w", ExitStatus: &exit}},
 		{KindSessionEnd, "s1", json.RawMessage(" {\n \"reason\": \"done\" }\n")},
@@ -579,7 +579,7 @@ func TestRender(t *testing.T) {
 	exit := 2
 	must(t, l.Append(KindRunStart, "", map[string]string{"version": "1.0"}))
 	must(t, l.Append(KindPermissionDecision, "8f2c01ab-long-session-id", PermissionDecision{
-		Decision: "allow", Option: "allow_once", DecidedBy: DecidedByRule("git-ro"), Reason: "read-only git"}))
+		Decision: "allow", Option: "allow_once", DecidedBy: "rule:git-ro", Reason: "read-only git"}))
 	must(t, l.Append(KindFileWrite, "8f2c01ab-long-session-id", FileWrite{Path: "a.go", Size: 42, HashAfter: strings.Repeat("b", 64)}))
 	must(t, l.Append(KindTerminal, "other", Terminal{Command: "go", Args: []string{"test", "./..."}, Cwd: "/w", ExitStatus: &exit}))
 	must(t, l.Append(KindPrompt, "other", Prompt{Text: "evil \x1b[31m text"}))

@@ -13,7 +13,7 @@ import (
 func BenchmarkAppend(b *testing.B) {
 	data := PermissionDecision{
 		RequestID: "req-123", Decision: "allow", Option: "allow_once",
-		DecidedBy: DecidedByRule("git-readonly"), Reason: "read-only git command in workspace",
+		DecidedBy: "rule:git-readonly", Reason: "read-only git command in workspace",
 	}
 	modes := []struct {
 		name string

@@ -6,21 +6,6 @@ import "encoding/json"
 // Render and other consumers find the fields they expect; any JSON value is
 // accepted by Append, though.
 
-// Decided-by values for PermissionDecision.DecidedBy. Rules use
-// DecidedByRule.
-const (
-	DecidedByHuman      = "human"
-	DecidedByAnswerer   = "answerer"
-	DecidedByRemembered = "remembered"
-	DecidedByDefault    = "default"
-	// DecidedByAudit: denied because the audit log could not be written
-	// (a decision that cannot be recorded is not granted).
-	DecidedByAudit = "audit"
-)
-
-// DecidedByRule returns the provenance string for a policy rule: "rule:<id>".
-func DecidedByRule(id string) string { return "rule:" + id }
-
 // PermissionRequest is the data of a permission.request entry.
 type PermissionRequest struct {
 	RequestID string          `json:"request_id,omitempty"`
@@ -38,7 +23,7 @@ type PermissionDecision struct {
 	RequestID string          `json:"request_id,omitempty"`
 	Decision  string          `json:"decision"`         // e.g. "allow", "deny", "cancelled"
 	Option    string          `json:"option,omitempty"` // the option chosen, e.g. "allow_once"
-	DecidedBy string          `json:"decided_by"`       // rule:<id>, human, answerer, remembered, default
+	DecidedBy string          `json:"decided_by"`       // a driver.Provenance: rule:<id>, human, answerer, remembered, default, ...
 	Reason    string          `json:"reason,omitempty"`
 	Via       string          `json:"via,omitempty"` // a human's channel: terminal, dashboard, feed
 	Request   json.RawMessage `json:"request,omitempty"`

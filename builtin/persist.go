@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/tai-dev/tai/internal/atomicfile"
 	"github.com/tai-dev/tai/protocol/acp"
 )
 
@@ -65,19 +66,7 @@ func writeSaved(dir string, ss savedSession) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, ".save-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), filepath.Join(dir, ss.ID+".json"))
+	return atomicfile.Write(filepath.Join(dir, ss.ID+".json"), b, 0o600)
 }
 
 // loadSaved brings a session saved by an earlier process back.

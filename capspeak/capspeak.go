@@ -239,7 +239,7 @@ func (c *Conn) Ask(ctx context.Context, req driver.PermissionRequest) (policy.An
 	}
 	name := req.ToolCall.Title
 	if name == "" {
-		name = req.ToolCall.Kind
+		name = string(req.ToolCall.Kind)
 	}
 	err := c.out.Write(map[string]any{"type": "control_request", "request_id": id, "request": map[string]any{
 		"subtype": "can_use_tool", "tool_name": name, "input": input, "tool_use_id": req.ToolCall.ID,

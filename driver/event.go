@@ -121,7 +121,7 @@ type MessageChunk struct {
 }
 
 // ToolKind is an open set; these are the ACP kinds tai knows.
-type ToolKind = string
+type ToolKind string
 
 // Tool kinds.
 const (
@@ -223,16 +223,16 @@ const (
 // PermissionDecision is the answer to a PermissionRequest with its
 // provenance: who or what decided, and why.
 type PermissionDecision struct {
-	RequestID  string `json:"request_id"`
-	ToolCallID string `json:"tool_call_id,omitempty"`
-	Title      string `json:"title,omitempty"`
-	ToolKind   string `json:"tool_kind,omitempty"`
-	Outcome    string `json:"outcome"` // selected | cancelled
-	OptionID   string `json:"option_id,omitempty"`
-	OptionKind string `json:"option_kind,omitempty"`
-	Verdict    string `json:"verdict"` // allow | deny | cancelled
-	DecidedBy  string `json:"decided_by"`
-	Reason     string `json:"reason,omitempty"`
+	RequestID  string     `json:"request_id"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Title      string     `json:"title,omitempty"`
+	ToolKind   ToolKind   `json:"tool_kind,omitempty"`
+	Outcome    string     `json:"outcome"` // selected | cancelled
+	OptionID   string     `json:"option_id,omitempty"`
+	OptionKind string     `json:"option_kind,omitempty"`
+	Verdict    string     `json:"verdict"` // allow | deny | cancelled
+	DecidedBy  Provenance `json:"decided_by"`
+	Reason     string     `json:"reason,omitempty"`
 	// Via is the channel a human answered by (decided_by "human"):
 	// terminal, dashboard (tai top), feed.
 	Via string `json:"via,omitempty"`
@@ -364,8 +364,25 @@ type ProcessExit struct {
 	Stderr   string `json:"stderr,omitempty"`
 }
 
-// RawUpdate passes through an update this build does not understand.
+// RawUpdate passes through an update this build does not understand, or
+// one of the named kinds below that only the audit log reads.
 type RawUpdate struct {
-	Kind string          `json:"kind"`
+	Kind RawKind         `json:"kind"`
 	Data json.RawMessage `json:"data"`
 }
+
+// RawKind names a raw update: an agent's own update name, or one of the
+// kinds drivers emit for the runner to record.
+type RawKind string
+
+// Raw kinds the runner records in the audit log, whichever driver emits
+// them, so that it matches no driver's literal and imports no driver.
+const (
+	// RawFinalScreen is a screen-based agent's last screen when its session
+	// ends: the scrollback users lose when a TUI dies.
+	RawFinalScreen RawKind = "pty.final_screen"
+	// RawStopHook is a CLI's Stop hook at a turn's end: its session, its
+	// own transcript file and stop_hook_active (the transcript is the CLI's
+	// full record of the session, kept outside tai).
+	RawStopHook RawKind = "hook/Stop"
+)

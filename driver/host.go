@@ -44,7 +44,7 @@ func (e *DeniedError) Error() string {
 		msg += ": " + e.Decision.Reason
 	}
 	if e.Decision.DecidedBy != "" {
-		msg += " (decided by " + e.Decision.DecidedBy + ")"
+		msg += " (decided by " + string(e.Decision.DecidedBy) + ")"
 	}
 	return msg
 }

@@ -119,7 +119,7 @@ func cancelled(ctx context.Context) driver.ElicitationAnswer {
 
 // fromRule answers from a policy rule, if it covers the form.
 func fromRule(r *policy.ElicitRule, req driver.ElicitationRequest) (driver.ElicitationAnswer, bool) {
-	ans := driver.ElicitationAnswer{Action: driver.ElicitAction(r.Action), DecidedBy: policy.ByRule(r.ID), Reason: "policy file [[elicit]] " + r.ID}
+	ans := driver.ElicitationAnswer{Action: driver.ElicitAction(r.Action), DecidedBy: string(driver.ByRule(r.ID)), Reason: "policy file [[elicit]] " + r.ID}
 	if ans.Action != driver.ElicitAccept || req.Mode != driver.ElicitForm {
 		return ans, true
 	}

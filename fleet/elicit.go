@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 )
@@ -61,7 +60,7 @@ func (a fleetAnswerer) Answer(ctx context.Context, req driver.ElicitationRequest
 	if err != nil {
 		return driver.ElicitationAnswer{}, elicit.ErrPass
 	}
-	if by == audit.DecidedByHuman {
+	if by == string(driver.ByHuman) {
 		by = elicit.ByHuman
 	}
 	if strings.TrimSpace(ans) == Decline {

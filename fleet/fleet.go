@@ -9,28 +9,21 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/quartz"
 	"github.com/gofrs/flock"
-	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
-	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
 )
@@ -75,11 +68,35 @@ type Options struct {
 // Event is a progress event.
 type Event struct {
 	Time   time.Time `json:"ts"`
-	Kind   string    `json:"event"` // started | finished | failed | refused | asked | answered | merged | conflict | skipped | budget | retry | blocked | warning
+	Kind   EventKind `json:"event"`
 	Task   string    `json:"task,omitempty"`
 	Detail string    `json:"detail,omitempty"`
 	State  State     `json:"-"` // snapshot, for live tables
 }
+
+// EventKind names what happened to a fleet or one of its tasks.
+type EventKind string
+
+// Fleet events.
+const (
+	EventRunStart     EventKind = "run.start"
+	EventRunEnd       EventKind = "run.end"
+	EventStarted      EventKind = "started"
+	EventFinished     EventKind = "finished"
+	EventFailed       EventKind = "failed"
+	EventRefused      EventKind = "refused"
+	EventAsked        EventKind = "asked"
+	EventAnswered     EventKind = "answered"
+	EventAnswererPass EventKind = "answerer.pass" // the answerer could not answer; a human is asked
+	EventMerged       EventKind = "merged"
+	EventConflict     EventKind = "conflict"
+	EventSkipped      EventKind = "skipped"
+	EventBudget       EventKind = "budget"
+	EventRetry        EventKind = "retry"
+	EventBlocked      EventKind = "blocked"
+	EventCancelled    EventKind = "cancelled"
+	EventWarning      EventKind = "warning"
+)
 
 // Fleet is a run in progress.
 type fleet struct {
@@ -254,34 +271,6 @@ func (f *fleet) init(ctx context.Context) error {
 	})
 }
 
-// mergedInGit finds, on resume, the tasks whose work is in the target
-// although the state does not say so (a state write lost, a kill between a
-// merge and its record): the task's branch has commits of its own and is
-// in the target's history. Git, not the state file, is the truth here.
-func (f *fleet) mergedInGit(ctx context.Context) map[string]string {
-	st := f.st.snapshot()
-	found := map[string]string{}
-	target := "refs/heads/" + st.Target
-	for id, ts := range st.Tasks {
-		t := f.plan.Task(id)
-		if t == nil || succeeded(ts.Status) || t.Worktree == "none" || strings.HasPrefix(t.Worktree, "shared:") {
-			continue
-		}
-		rec, err := f.wt.Lookup(f.o.RunID, id)
-		if err != nil || rec.Base == "" {
-			continue
-		}
-		tip, err := f.wt.RevParse(ctx, "refs/heads/"+worktree.Branch(f.o.RunID, id))
-		if err != nil || tip == rec.Base {
-			continue // no branch, or no commit of its own yet
-		}
-		if f.wt.IsAncestor(ctx, tip, target) {
-			found[id] = tip
-		}
-	}
-	return found
-}
-
 func (f *fleet) agentLabel(a AgentSpec) string {
 	a = f.merged(a)
 	if a.AgentCmd != "" {
@@ -315,16 +304,16 @@ func (f *fleet) merged(a AgentSpec) AgentSpec {
 }
 
 // emit records a fleet event in the audit log and tells the progress sink.
-func (f *fleet) emit(kind, task, detail string, data map[string]any) {
+func (f *fleet) emit(kind EventKind, task, detail string, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
-	data["event"], data["task"] = kind, task
+	data["event"], data["task"] = string(kind), task
 	if detail != "" {
 		data["detail"] = detail
 	}
 	auditKind := audit.KindFleet
-	if kind == "budget" {
+	if kind == EventBudget {
 		auditKind = audit.KindBudget
 	}
 	if err := f.o.Audit.Append(auditKind, "", data); err != nil {
@@ -340,747 +329,6 @@ func (f *fleet) emit(kind, task, detail string, data map[string]any) {
 func (f *fleet) setTask(id string, fn func(t *TaskState)) {
 	if err := f.st.update(func(st *State) { fn(st.Tasks[id]) }); err != nil {
 		f.log.Error("saving fleet state", "err", err)
-	}
-}
-
-func (f *fleet) run(ctx context.Context) (*State, error) {
-	st := f.st.snapshot()
-	f.meter = NewMeter(f.plan.Budget, f.plan.Concurrency, st.Usage, func(dim string, used, limit float64) {
-		f.emit("budget", "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim),
-			map[string]any{"level": "soft", "dimension": dim, "used": used, "limit": limit})
-	})
-	f.emit("run.start", "", fmt.Sprintf("%d task(s), concurrency %d, target %s", len(st.Tasks), f.plan.Concurrency, st.Target),
-		map[string]any{"run": st.Run, "resume": f.o.Resume, "plan": st.PlanFrom, "base": st.Base, "target": st.Target})
-	if !f.wt.MergeTreeSupported(ctx) {
-		f.emit("warning", "", "this git has no merge-tree --write-tree (git 2.38+): conflicts are found by the rebase in the task's worktree instead", nil)
-	}
-
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	f.stop = cancel
-	if err := f.st.err(); err != nil {
-		cancel(err)
-	}
-	if wall := f.meter.WallTime(); wall > 0 {
-		t := f.clock.AfterFunc(wall, func() {
-			f.emit("budget", "", "fleet wall time "+wall.String()+" used up", map[string]any{"level": "hard", "dimension": "wall_time"})
-			cancel(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: the fleet's wall time of %s is used up", ErrBudget, wall)))
-		}, "fleet", "wall")
-		defer t.Stop()
-	}
-	for _, id := range st.Order {
-		f.done[id] = make(chan struct{})
-	}
-	sem := semaphore.NewWeighted(int64(f.plan.Concurrency))
-	var g errgroup.Group
-	for _, id := range st.Order {
-		g.Go(func() error {
-			defer close(f.done[id])
-			f.schedule(runCtx, cancel, sem, id)
-			return nil
-		})
-	}
-	_ = g.Wait()
-
-	final := f.finish(ctx, runCtx)
-	return final, nil
-}
-
-// schedule waits for a task's dependencies, then runs and merges it.
-func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, sem *semaphore.Weighted, id string) {
-	t := f.plan.Task(id)
-	if succeeded(f.st.task(id).Status) {
-		// Finished before an interruption: only a pending merge is left.
-		if f.st.task(id).Status == StatusDone {
-			f.merge(ctx, t)
-		}
-		return
-	}
-	for _, d := range t.DependsOn {
-		select {
-		case <-f.done[d]:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			f.setTask(id, func(ts *TaskState) { ts.Status, ts.Reason = StatusCanceled, causeText(ctx) })
-			return
-		}
-		if ds := f.st.task(d); !succeeded(ds.Status) {
-			f.setTask(id, func(ts *TaskState) {
-				ts.Status, ts.Reason = StatusSkipped, fmt.Sprintf("dependency %s %s", d, ds.Status)
-			})
-			f.emit("skipped", id, "dependency "+d+" "+ds.Status, nil)
-			return
-		}
-	}
-	f.setTask(id, func(ts *TaskState) { ts.Status = StatusWaiting })
-	res, err := f.meter.Reserve(ctx, id, t.Budget)
-	if err != nil {
-		if errors.Is(err, ErrBudget) {
-			f.setTask(id, func(ts *TaskState) {
-				ts.Status, ts.Reason, ts.ExitCode = StatusRefused, err.Error(), int(exitcode.BudgetExceeded)
-			})
-			f.emit("budget", id, "refused: "+err.Error(), map[string]any{"level": "refused", "reason": err.Error()})
-			f.emit("refused", id, err.Error(), nil)
-		} else {
-			f.setTask(id, func(ts *TaskState) { ts.Status, ts.Reason = StatusCanceled, err.Error() })
-		}
-		f.failFast(cancel, id)
-		return
-	}
-	if err := sem.Acquire(ctx, 1); err != nil {
-		res.Release(Usage{})
-		f.setTask(id, func(ts *TaskState) { ts.Status, ts.Reason = StatusCanceled, causeText(ctx) })
-		return
-	}
-	spent := f.runTask(ctx, t, res)
-	sem.Release(1)
-	res.Release(spent)
-	_ = f.st.update(func(st *State) { st.Usage = f.meter.Used() })
-	if f.st.task(id).Status == StatusDone {
-		f.merge(ctx, t)
-	}
-	if !succeeded(f.st.task(id).Status) {
-		f.failFast(cancel, id)
-	}
-}
-
-func (f *fleet) failFast(cancel context.CancelCauseFunc, id string) {
-	if f.plan.FailFast {
-		cancel(fmt.Errorf("fail-fast: task %s did not succeed", id))
-	}
-}
-
-func causeText(ctx context.Context) string {
-	if c := context.Cause(ctx); c != nil {
-		return c.Error()
-	}
-	return "cancelled"
-}
-
-// runTask runs a task's turns in its worktree: the prompt, then the
-// answers to its questions, with retries. It returns what it spent.
-func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
-	id := t.ID
-	prev := f.st.task(id)
-	spent := Usage{}
-	start := f.clock.Now()
-	f.setTask(id, func(ts *TaskState) {
-		ts.Status, ts.Started, ts.Finished, ts.Questions, ts.Reason = StatusRunning, start.UTC(), time.Time{}, nil, ""
-	})
-	fail := func(status string, code exitcode.Code, reason string) Usage {
-		f.setTask(id, func(ts *TaskState) {
-			ts.Status, ts.ExitCode, ts.Reason = status, int(code), reason
-			ts.Finished = f.clock.Now().UTC()
-			ts.ElapsedMS = f.clock.Since(start).Milliseconds()
-			ts.Usage = prev.Usage.add(spent)
-		})
-		kind := "failed"
-		switch status {
-		case StatusBudget:
-			f.emit("budget", id, reason, map[string]any{"level": "hard", "reason": reason})
-		case StatusBlocked:
-			kind = "blocked"
-		case StatusCanceled:
-			kind = "cancelled"
-		}
-		f.emit(kind, id, reason, map[string]any{"exit_code": int(code)})
-		return spent
-	}
-
-	// Workspace.
-	cwd, h, err := f.workspace(ctx, t)
-	if err != nil {
-		return fail(StatusFailed, exitcode.AgentError, err.Error())
-	}
-	if h != nil {
-		defer func() { _ = h.Release(context.WithoutCancel(ctx)) }()
-		f.setTask(id, func(ts *TaskState) { ts.Branch, ts.Worktree, ts.Base = h.Branch, h.Path, h.Base })
-	}
-	results := map[string]TaskResult{}
-	for _, d := range t.DependsOn {
-		results[d] = f.result(ctx, d)
-	}
-	prompt, err := RenderPrompt(t, f.plan, results)
-	if err != nil {
-		return fail(StatusFailed, exitcode.Usage, err.Error())
-	}
-	f.emit("started", id, fmt.Sprintf("agent %s in %s", f.agentLabel(t.AgentSpec), cwd), map[string]any{"worktree": cwd, "attempt": prev.Attempts + 1})
-	f.runMu.Lock()
-	var overlaps []string
-	for oid, o := range f.running {
-		if ownsOverlap(t.Owns, o.Owns) {
-			overlaps = append(overlaps, oid)
-		}
-	}
-	f.running[id] = t
-	f.runMu.Unlock()
-	defer func() {
-		f.runMu.Lock()
-		delete(f.running, id)
-		f.runMu.Unlock()
-	}()
-	sort.Strings(overlaps)
-	for _, oid := range overlaps {
-		f.emit("warning", id, fmt.Sprintf("its owns: overlaps %s's, which is running too: their merges may conflict", oid),
-			map[string]any{"overlaps": oid, "owns": t.Owns})
-	}
-
-	taskCtx, cancelTask := context.WithCancelCause(ctx)
-	defer cancelTask(nil)
-	if wall := time.Duration(t.Budget.WallTime); wall > 0 {
-		tm := f.clock.AfterFunc(wall, func() {
-			cancelTask(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: task %s ran for its wall time of %s", ErrBudget, id, wall)))
-		}, "fleet", "task-wall")
-		defer tm.Stop()
-	}
-
-	maxQ := f.plan.MaxQuestions
-	if maxQ == 0 {
-		maxQ = 3
-	}
-	next := prompt
-	resume := "" // the session a follow-up continues, if the agent can resume it
-	attempts := 0
-	var last runner.Result
-	var fullFollowUp string // the answer with the whole task, for a fresh session
-	for {
-		if err := res.CanTurn(spent); err != nil {
-			return fail(StatusBudget, exitcode.BudgetExceeded, err.Error())
-		}
-		attempts++
-		f.setTask(id, func(ts *TaskState) { ts.Attempts++; ts.Status = StatusRunning })
-		r, turnSpent, err := f.turn(taskCtx, cancelTask, t, res, spent, cwd, next, resume, attempts)
-		spent = spent.add(turnSpent)
-		last = r
-		f.setTask(id, func(ts *TaskState) {
-			ts.Usage, ts.SessionID, ts.Message, ts.ExitCode = prev.Usage.add(spent), r.SessionID, r.Message, r.ExitCode
-		})
-		if err != nil || r.ExitCode != 0 {
-			code := exitcode.Code(r.ExitCode)
-			if code == 0 {
-				code = exitcode.Of(err)
-			}
-			reason := r.Error
-			if reason == "" && err != nil {
-				reason = err.Error()
-			}
-			// The runner's hint names tai run's flag; a fleet's is a policy key.
-			reason = strings.ReplaceAll(reason, "pass --allow-denials to accept", "set allow_denials: true in the plan's or the task's policy to accept")
-			if cause := context.Cause(taskCtx); cause != nil && errors.Is(cause, ErrBudget) {
-				return fail(StatusBudget, exitcode.BudgetExceeded, cause.Error())
-			}
-			if ctx.Err() != nil {
-				return fail(StatusCanceled, exitcode.Interrupted, causeText(ctx))
-			}
-			if resume != "" && code == exitcode.NoSession {
-				// The agent lost the session: the answer goes into a
-				// fresh one with the whole task again.
-				f.emit("retry", id, fmt.Sprintf("session %s could not be resumed; continuing in a new one", resume), nil)
-				next, resume = fullFollowUp, ""
-				continue
-			}
-			if attempts <= t.Retries {
-				f.emit("retry", id, fmt.Sprintf("attempt %d failed (%s); retrying", attempts, reason), nil)
-				next, resume = prompt, ""
-				continue
-			}
-			return fail(StatusFailed, code, reason)
-		}
-		q := strings.TrimSpace(r.Message)
-		if !strings.HasSuffix(q, "?") {
-			break
-		}
-		// The agent asked something: the answerer, then a human.
-		if len(f.st.task(id).Questions) >= maxQ {
-			return fail(StatusBlocked, exitcode.AgentError, fmt.Sprintf("still asking after %d answered question(s): %s", maxQ, lastLine(q)))
-		}
-		f.setTask(id, func(ts *TaskState) { ts.Status = StatusAsking })
-		f.emit("asked", id, lastLine(q), map[string]any{"question": q})
-		ans, by, aspent, err := f.answer(taskCtx, t, cwd, h, q)
-		spent = spent.add(aspent)
-		if err != nil {
-			return fail(StatusBlocked, exitcode.AgentError, fmt.Sprintf("the agent asked %q and %v", lastLine(q), err))
-		}
-		f.setTask(id, func(ts *TaskState) { ts.Questions = append(ts.Questions, QA{Question: q, Answer: ans, DecidedBy: by}) })
-		f.emit("answered", id, by+": "+lastLine(ans), map[string]any{"question": q, "answer": ans, "decided_by": by})
-		fullFollowUp = fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", prompt, q, by, ans)
-		next, resume = fullFollowUp, ""
-		if r.Resumable && r.SessionID != "" {
-			// The same session goes on: the agent has the task and its
-			// question in context, and needs only the answer.
-			next, resume = fmt.Sprintf("Answer (from the %s):\n%s\n\nContinue the task with this answer.", by, ans), r.SessionID
-		}
-	}
-
-	// Keep the work: commit it on the task's branch.
-	if h != nil || strings.HasPrefix(t.Worktree, "shared:") {
-		head, _, err := f.wt.Commit(context.WithoutCancel(ctx), cwd, fmt.Sprintf("tai fleet %s: task %s\n\n%s", f.o.RunID, id, truncate(last.Message, 2000)))
-		if err != nil {
-			return fail(StatusFailed, exitcode.AgentError, err.Error())
-		}
-		base := f.st.task(id).Base
-		d, err := f.wt.Diff(context.WithoutCancel(ctx), cwd, base)
-		if err != nil {
-			return fail(StatusFailed, exitcode.AgentError, err.Error())
-		}
-		f.setTask(id, func(ts *TaskState) { ts.Head, ts.Diff = head, &d })
-		// A task that changed files it does not own is not merged: its
-		// work stays on its branch, and the overlap is named.
-		if len(t.Owns) > 0 {
-			owns, _ := policy.CompilePathSet(t.Owns) // checked with the plan
-			var outside []string
-			for _, fs := range d.Files {
-				if !owns.Match(fs.Path) {
-					outside = append(outside, fs.Path)
-				}
-			}
-			if len(outside) > 0 {
-				return fail(StatusFailed, exitcode.AgentError, fmt.Sprintf("changed files outside its owns: %s (kept on branch %s, not merged)",
-					strings.Join(outside, ", "), f.st.task(id).Branch))
-			}
-		}
-	}
-	f.setTask(id, func(ts *TaskState) {
-		ts.Status, ts.ExitCode = StatusDone, 0
-		ts.Finished = f.clock.Now().UTC()
-		ts.ElapsedMS = f.clock.Since(start).Milliseconds()
-	})
-	ts := f.st.task(id)
-	diff := "no worktree"
-	if ts.Diff != nil {
-		diff = ts.Diff.Summary()
-	}
-	f.emit("finished", id, diff, map[string]any{"usage": ts.Usage, "branch": ts.Branch, "head": ts.Head})
-	return spent
-}
-
-// ownsOverlap: two owns: lists may name a common file. Without a file
-// list to test, a glob of one list matching a pattern of the other (as a
-// path) is taken as an overlap: "src/**" and "src/a.go", "a.go" and "a.go".
-func ownsOverlap(a, b []string) bool {
-	if len(a) == 0 || len(b) == 0 {
-		return false // no owns: nothing promised, nothing to warn about
-	}
-	sa, errA := policy.CompilePathSet(a)
-	sb, errB := policy.CompilePathSet(b)
-	if errA != nil || errB != nil {
-		return false
-	}
-	for _, p := range b {
-		if sa.Match(strings.TrimSuffix(p, "/")) {
-			return true
-		}
-	}
-	for _, p := range a {
-		if sb.Match(strings.TrimSuffix(p, "/")) {
-			return true
-		}
-	}
-	return false
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	return truncate(s, 200)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// workspace gives a task its directory: a new worktree, another task's, or
-// a scratch directory.
-func (f *fleet) workspace(ctx context.Context, t *Task) (string, *worktree.Handle, error) {
-	st := f.st.snapshot()
-	owner := worktree.Owner{PID: os.Getpid(), Command: f.o.Command}
-	switch {
-	case t.Worktree == "none":
-		dir := filepath.Join(f.o.Dir, "scratch", t.ID)
-		return dir, nil, os.MkdirAll(dir, 0o700)
-	case strings.HasPrefix(t.Worktree, "shared:"):
-		other := strings.TrimPrefix(t.Worktree, "shared:")
-		h, err := f.wt.Create(ctx, f.o.RunID, other, st.Target, st.Target, owner)
-		if err != nil {
-			return "", nil, err
-		}
-		// The branch is the other task's; diffs count from where it is now.
-		base, err := f.wt.RevParseIn(ctx, h.Path, "HEAD")
-		if err != nil {
-			_ = h.Release(ctx)
-			return "", nil, err
-		}
-		h.Base = base
-		return h.Path, h, nil
-	default:
-		// New tasks start from the target as it is now: their dependencies
-		// are merged into it already.
-		h, err := f.wt.Create(ctx, f.o.RunID, t.ID, "refs/heads/"+st.Target, st.Target, owner)
-		if err != nil {
-			return "", nil, err
-		}
-		return h.Path, h, nil
-	}
-}
-
-// result is what a finished task gives its dependents.
-func (f *fleet) result(ctx context.Context, id string) TaskResult {
-	ts := f.st.task(id)
-	r := TaskResult{Message: ts.Message, Branch: ts.Branch, Status: ts.Status, Diff: "no changes"}
-	if ts.Diff != nil {
-		r.Diff = ts.Diff.Summary()
-		for _, fs := range ts.Diff.Files {
-			r.Files = append(r.Files, fs.Path)
-		}
-	}
-	if ts.Branch != "" && ts.Base != "" {
-		if p, err := f.wt.Patch(ctx, f.wt.Repo, ts.Base+".."+"refs/heads/"+ts.Branch, 16<<10); err == nil {
-			r.Patch = p
-		}
-	}
-	return r
-}
-
-// turn runs one agent session in cwd with prompt, stopping it when the
-// task goes over its budget.
-func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t *Task, res *Reservation, before Usage, cwd, prompt, resume string, attempt int) (runner.Result, Usage, error) {
-	spec := f.merged(t.AgentSpec)
-	opts, err := f.agentOptions(spec, cwd)
-	if err != nil {
-		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
-	}
-	eng, pol, err := f.engine(t.Policy, cwd, "task "+t.ID)
-	if err != nil {
-		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
-	}
-	opts.Decider, opts.Modes = eng, eng
-	elicitSpent := &spend{}
-	opts.Elicitor = f.elicitor(t, cwd, elicitSpent)
-	opts.AllowDenials = pol.AllowDenials
-	if opts.Mode == "" {
-		opts.Mode = eng.DefaultMode()
-	}
-	opts.Prompt = []driver.Content{driver.TextContent(prompt)}
-	opts.ResumeID = resume
-	opts.Audit, opts.AuditTask = f.o.Audit, t.ID
-	opts.RunID = fmt.Sprintf("%s/%s/%d", f.o.RunID, t.ID, attempt)
-	opts.RunInfo = map[string]any{"fleet": f.o.RunID, "task": t.ID, "approve": string(eng.Mode()), "attempt": attempt}
-	meter := &liveMeter{res: res, before: before.add(Usage{Turns: 1}), stop: func(err error) {
-		cancelTask(exitcode.With(exitcode.BudgetExceeded, err))
-	}}
-	opts.Sinks = append(opts.Sinks, meter)
-	if f.o.TaskSink != nil {
-		opts.Sinks = append(opts.Sinks, f.o.TaskSink(t.ID))
-	}
-	if err := res.CanTurn(before); err != nil {
-		return runner.Result{ExitCode: int(exitcode.BudgetExceeded), Error: err.Error()}, Usage{}, err
-	}
-	r, err := runner.Run(ctx, opts)
-	u := Usage{Turns: 1, Tokens: tokensOf(r.Usage)}
-	if r.Usage != nil {
-		u.Cost = r.Usage.CostAmount
-	}
-	// What the agent reported after the cancel counts too: the meter saw
-	// every update, the result may end at the cancel.
-	live := meter.spent()
-	u.Tokens, u.Cost = max(u.Tokens, live.Tokens), max(u.Cost, live.Cost)
-	u = u.add(elicitSpent.total()) // the answerer's turns for the agent's forms
-	if over := res.Update(before.add(u)); over != nil && r.ExitCode == 0 {
-		// Over the limit at the end of the turn: the work is kept, the
-		// task stops here.
-		cancelTask(exitcode.With(exitcode.BudgetExceeded, over))
-		r.ExitCode, r.Error = int(exitcode.BudgetExceeded), over.Error()
-	}
-	return r, u, err
-}
-
-// liveMeter watches a running turn's usage against the task's
-// reservation and stops the task (the runner then cancels the turn, and
-// kills an agent that ignores the cancel after the cancel grace) as soon
-// as it is at the reservation or its next update could pass it: when its
-// usage plus the largest step between two of its updates so far is over
-// it. Agents report usage after
-// spending it, so this is what keeps a task within about one update of
-// its reservation, and the fleet within its limit.
-type liveMeter struct {
-	res    *Reservation
-	before Usage
-	stop   func(error)
-
-	mu      sync.Mutex
-	u       driver.Usage
-	last    Usage // the turn's usage at the previous update
-	seen    bool  // an update came
-	maxStep Usage // its largest increase between two updates
-	once    sync.Once
-}
-
-func (l *liveMeter) Emit(ev driver.Event) {
-	l.mu.Lock()
-	switch ev.Type {
-	case driver.EventUsage:
-		l.u.ContextUsed = max(l.u.ContextUsed, ev.Usage.ContextUsed)
-		if ev.Usage.CostAmount > 0 {
-			l.u.CostAmount = ev.Usage.CostAmount
-		}
-	case driver.EventTurnEnded:
-		if tu := ev.Turn.Usage; tu != nil {
-			l.u.InputTokens += tu.InputTokens
-			l.u.OutputTokens += tu.OutputTokens
-			l.u.TotalTokens += tu.TotalTokens
-		}
-	default:
-		l.mu.Unlock()
-		return
-	}
-	turn := Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount}
-	if l.seen {
-		// Steps between updates; the first update is not one: it carries
-		// the whole initial context (system prompt, tools).
-		l.maxStep = Usage{Tokens: max(l.maxStep.Tokens, turn.Tokens-l.last.Tokens), Cost: max(l.maxStep.Cost, turn.Cost-l.last.Cost)}
-	}
-	l.last, l.seen = turn, true
-	u, step := l.before.add(turn), l.maxStep
-	l.mu.Unlock()
-	err := l.res.Update(u)
-	if err == nil {
-		err = l.res.nextWouldPass(u, step)
-	}
-	if err != nil {
-		l.once.Do(func() { l.stop(err) })
-	}
-}
-
-// spent is the turn's usage as the updates reported it.
-func (l *liveMeter) spent() Usage {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount}
-}
-
-// agentOptions resolves an agent spec like tai run does.
-func (f *fleet) agentOptions(a AgentSpec, cwd string) (runner.Options, error) {
-	o := runner.Options{Cwd: cwd, Driver: a.Driver, Model: a.Model, Mode: a.Mode, Version: f.o.Version,
-		Clock: f.clock, Logger: f.log, CancelGrace: f.o.CancelGrace}
-	var p preset.Preset
-	switch {
-	case a.AgentCmd != "":
-		cp, argv, err := preset.Custom(a.AgentCmd)
-		if err != nil {
-			return o, err
-		}
-		if known, ok := preset.Lookup(a.Agent); ok && a.Agent != "" && a.Agent != "builtin" {
-			cp.Quirks, cp.Name = known.Quirks, known.Name
-		}
-		p, o.Argv = cp, argv
-	default:
-		known, ok := preset.Lookup(a.Agent)
-		if !ok {
-			return o, fmt.Errorf("unknown agent %q (known: %s; or set agent_cmd)", a.Agent, strings.Join(preset.Names(), ", "))
-		}
-		if known.Builtin {
-			exe := f.o.Exe
-			if exe == "" {
-				var err error
-				if exe, err = os.Executable(); err != nil {
-					return o, fmt.Errorf("locating tai for the built-in agent: %w", err)
-				}
-			}
-			o.Argv = []string{exe, "agent", "builtin"}
-			if a.Script != "" {
-				o.Argv = append(o.Argv, "--script", f.plan.path(a.Script))
-			}
-		} else {
-			argv, err := known.Command()
-			if err != nil {
-				return o, err
-			}
-			o.Argv = argv
-		}
-		p = known
-	}
-	if o.Driver == "" {
-		o.Driver = p.Driver
-	}
-	o.Agent, o.NoClientFS, o.IgnoresStdinEOF = p.Name, p.Quirks.NoClientFS, p.Quirks.IgnoresStdinEOF
-	if f.o.Sandbox != nil {
-		cfg, err := f.o.Sandbox(p)
-		if err != nil {
-			return o, fmt.Errorf("sandbox: %w", err)
-		}
-		o.Sandbox = cfg
-	}
-	return o, nil
-}
-
-// engine builds a task's policy: the plan's, then the task's overrides;
-// "always" answers are shared by every task of the run.
-func (f *fleet) engine(tp *Policy, cwd, asker string) (*policy.Engine, Policy, error) {
-	p := f.plan.effectivePolicy(tp)
-	cfg, err := checkPolicy(p)
-	if err != nil {
-		return nil, p, fmt.Errorf("policy: %w", err)
-	}
-	var ni policy.NonInteractive
-	if p.NonInteractive != "" {
-		if ni, err = policy.ParseNonInteractive(p.NonInteractive); err != nil {
-			return nil, p, fmt.Errorf("policy: %w", err)
-		}
-	}
-	eng, err := policy.NewEngine(cfg, policy.Options{Workspace: cwd, Prompter: f.o.Prompter, NonInteractive: ni, Memory: f.memory, Asker: asker})
-	if err != nil {
-		return nil, p, fmt.Errorf("policy: %w", err)
-	}
-	return eng, p, nil
-}
-
-// errUnanswered is a question nobody could answer.
-var errUnanswered = errors.New("nobody could answer it")
-
-// CannotAnswer is what the answerer replies when it does not know.
-const CannotAnswer = "CANNOT_ANSWER"
-
-// answer routes a question: to the plan's answerer agent (with the plan's
-// context and the task's diff), then to a human.
-func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Handle, q string) (string, string, Usage, error) {
-	var spent Usage
-	if a := f.plan.Answerer; a != nil {
-		diff := "(no worktree)"
-		if h != nil {
-			if p, err := f.wt.Patch(ctx, cwd, h.Base, 16<<10); err == nil {
-				diff = p
-			}
-		}
-		var b strings.Builder
-		if a.Prompt != "" {
-			b.WriteString(a.Prompt + "\n\n")
-		}
-		fmt.Fprintf(&b, "You answer questions from agents working on a plan; they never talk to each other.\nPlan: %s\nGoal: %s\n\nTask %q (its prompt was:\n%s\n) asks:\n%s\n\nIts changes so far:\n%s\n\nAnswer the question directly. If you cannot answer it, reply exactly %s.",
-			f.plan.Name, f.plan.Goal, t.ID, truncate(t.Prompt, 4000), q, diff, CannotAnswer)
-		spec := f.merged(a.AgentSpec)
-		opts, err := f.agentOptions(spec, cwd)
-		if err != nil {
-			return "", "", spent, err
-		}
-		// The answerer reads; it never writes in the task's worktree.
-		eng, _, err := f.engine(&Policy{Approve: "reads", NonInteractive: "deny", Deny: []string{"edit", "delete", "move", "execute"}}, cwd, "task "+t.ID+"'s answerer")
-		if err != nil {
-			return "", "", spent, err
-		}
-		opts.Decider, opts.Modes, opts.AllowDenials = eng, eng, true
-		opts.Prompt = []driver.Content{driver.TextContent(b.String())}
-		opts.Audit, opts.AuditTask = f.o.Audit, t.ID
-		opts.RunID = fmt.Sprintf("%s/%s/answerer", f.o.RunID, t.ID)
-		r, err := runner.Run(ctx, opts)
-		spent.Turns, spent.Tokens = 1, tokensOf(r.Usage)
-		if r.Usage != nil {
-			spent.Cost = r.Usage.CostAmount
-		}
-		ans := strings.TrimSpace(r.Message)
-		if err == nil && r.ExitCode == 0 && ans != "" && !strings.Contains(ans, CannotAnswer) {
-			return ans, audit.DecidedByAnswerer, spent, nil
-		}
-		f.emit("answerer.pass", t.ID, "the answerer could not answer", map[string]any{"question": q, "exit_code": r.ExitCode})
-	}
-	if f.o.AskHuman != nil {
-		f.humanMu.Lock()
-		ans, err := f.o.AskHuman(ctx, t.ID, q)
-		f.humanMu.Unlock()
-		if err == nil && strings.TrimSpace(ans) != "" {
-			return strings.TrimSpace(ans), audit.DecidedByHuman, spent, nil
-		}
-	}
-	return "", "", spent, fmt.Errorf("%w (no answerer could, and no terminal to ask a human)", errUnanswered)
-}
-
-// merge integrates a finished task's branch into the target: one at a
-// time, rebase in the task's worktree, check, fast-forward only.
-func (f *fleet) merge(ctx context.Context, t *Task) {
-	ts := f.st.task(t.ID)
-	if ts.Branch == "" {
-		f.setTask(t.ID, func(x *TaskState) { x.Status = StatusMerged })
-		return
-	}
-	f.mergeMu.Lock()
-	defer f.mergeMu.Unlock()
-	if err := f.st.err(); err != nil {
-		// What cannot be recorded is not merged: resume would not know.
-		f.log.Error("not merging: the fleet's state cannot be saved", "task", t.ID, "err", err)
-		return
-	}
-	ctx = context.WithoutCancel(ctx) // a merge is short and must not stop half-way
-	st := f.st.snapshot()
-	owner := worktree.Owner{PID: os.Getpid(), Command: f.o.Command}
-	wtTask := t.ID
-	if s, ok := strings.CutPrefix(t.Worktree, "shared:"); ok {
-		wtTask = s
-	}
-	h, err := f.wt.Create(ctx, f.o.RunID, wtTask, st.Target, st.Target, owner)
-	if err != nil {
-		f.setTask(t.ID, func(x *TaskState) {
-			x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
-		})
-		f.emit("failed", t.ID, "merge: "+err.Error(), nil)
-		return
-	}
-	defer func() { _ = h.Release(ctx) }()
-	var check func(ctx context.Context, dir string) error
-	if f.plan.Check != "" {
-		check = func(ctx context.Context, dir string) error {
-			cmd := exec.CommandContext(ctx, "sh", "-c", f.plan.Check)
-			cmd.Dir = dir
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("%s: %w: %s", f.plan.Check, err, truncate(strings.TrimSpace(string(out)), 2000))
-			}
-			return nil
-		}
-	}
-	head, err := f.wt.Integrate(ctx, h.Record, st.Target, check)
-	var ce *worktree.ConflictError
-	switch {
-	case errors.As(err, &ce):
-		f.setTask(t.ID, func(x *TaskState) {
-			x.Status, x.ConflictFiles, x.ExitCode = StatusConflict, ce.Files, int(exitcode.MergeConflict)
-			x.Reason = ce.Error()
-		})
-		f.emit("conflict", t.ID, strings.Join(ce.Files, ", "), map[string]any{"files": ce.Files, "branch": ts.Branch, "target": st.Target})
-	case err != nil:
-		f.setTask(t.ID, func(x *TaskState) {
-			x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
-		})
-		f.emit("failed", t.ID, "merge: "+err.Error(), nil)
-	default:
-		f.setTask(t.ID, func(x *TaskState) { x.Status, x.Head = StatusMerged, head })
-		f.emit("merged", t.ID, fmt.Sprintf("%s -> %s at %.12s", ts.Branch, st.Target, head), map[string]any{"branch": ts.Branch, "target": st.Target, "head": head})
-	}
-}
-
-// cleanup removes, after a successful run, the worktrees and branches of
-// the merged tasks: their work is in the target, and a worktree left
-// behind would carry a stale owner pid. Remove itself keeps anything that
-// would be lost.
-func (f *fleet) cleanup(ctx context.Context, st State) {
-	for _, id := range st.Order {
-		ts, t := st.Tasks[id], f.plan.Task(id)
-		if ts.Status != StatusMerged || ts.Branch == "" || t == nil || strings.HasPrefix(t.Worktree, "shared:") {
-			continue
-		}
-		rec, err := f.wt.Lookup(f.o.RunID, id)
-		if err != nil {
-			continue
-		}
-		if err := f.wt.Remove(context.WithoutCancel(ctx), rec, worktree.RemoveOptions{Targets: []string{st.Target}}); err != nil {
-			f.emit("warning", id, "worktree kept: "+err.Error(), nil)
-			continue
-		}
-		f.setTask(id, func(x *TaskState) { x.Worktree = "" })
 	}
 }
 
@@ -1137,7 +385,7 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 	_ = f.st.update(func(s *State) {
 		s.Status, s.ExitCode, s.PID, s.Usage = status, int(code), 0, f.meter.Used()
 	})
-	f.emit("run.end", "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
+	f.emit(EventRunEnd, "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
 	// The log of a fleet run ends like a single run's, so audit verify
 	// sees it complete.
 	if err := f.o.Audit.Append(audit.KindRunEnd, "", map[string]any{"fleet": f.o.RunID, "status": status, "exit_code": int(code)}); err != nil {

@@ -204,7 +204,7 @@ func TestFleetOutcomes(t *testing.T) {
 		name     string
 		files    map[string]string
 		wantExit exitcode.Code
-		want     map[string]string // task → status
+		want     map[string]TaskStatus // task → status
 		check    func(t *testing.T, repo string, out runOut)
 	}{
 		{
@@ -239,7 +239,7 @@ func TestFleetOutcomes(t *testing.T) {
 				"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: in, script: in.yaml, prompt: x, owns: [docs/]}\n  - {id: out, script: out.yaml, prompt: y, owns: [\"docs/**\", \"*.md\"]}\n",
 			},
 			wantExit: exitcode.AgentError,
-			want:     map[string]string{"in": StatusMerged, "out": StatusFailed},
+			want:     map[string]TaskStatus{"in": StatusMerged, "out": StatusFailed},
 			check: func(t *testing.T, repo string, out runOut) {
 				if r := out.st.Tasks["out"].Reason; !strings.Contains(r, "changed files outside its owns: src/main.go") {
 					t.Fatalf("reason %q", r)
@@ -256,7 +256,7 @@ func TestFleetOutcomes(t *testing.T) {
 				"plan.yaml": "policy: {approve: all}\nbudget: {tokens: 1000}\ntasks:\n  - {id: small, script: s.yaml, prompt: s, budget: {tokens: 400}}\n  - {id: big, script: s.yaml, prompt: s, budget: {tokens: 5000}}\n",
 			},
 			wantExit: exitcode.BudgetExceeded,
-			want:     map[string]string{"small": StatusMerged, "big": StatusRefused},
+			want:     map[string]TaskStatus{"small": StatusMerged, "big": StatusRefused},
 			check: func(t *testing.T, repo string, out runOut) {
 				if r := out.st.Tasks["big"].Reason; !strings.Contains(r, "needs 5000 tokens; the fleet has 1000 of 1000 left") {
 					t.Fatalf("reason %q", r)
@@ -275,7 +275,7 @@ func TestFleetOutcomes(t *testing.T) {
 				"plan.yaml":  "policy: {approve: all}\nbudget: {cost: 10, soft: 0.1}\ntasks:\n  - {id: spend, script: spend.yaml, prompt: go, budget: {cost: 1}}\n  - {id: after, script: spend.yaml, prompt: go, depends_on: [spend]}\n",
 			},
 			wantExit: exitcode.BudgetExceeded,
-			want:     map[string]string{"spend": StatusBudget, "after": StatusSkipped},
+			want:     map[string]TaskStatus{"spend": StatusBudget, "after": StatusSkipped},
 			check: func(t *testing.T, repo string, out runOut) {
 				wt := out.st.Tasks["spend"].Worktree
 				if b, err := os.ReadFile(filepath.Join(wt, "partial.txt")); err != nil || string(b) != "half\n" {
@@ -308,7 +308,7 @@ tasks:
 				"done.yaml": "steps:\n  - write: {path: colour.txt, content: \"blue\\n\"}\n  - text: \"Painted it blue.\"\n",
 			},
 			wantExit: 0,
-			want:     map[string]string{"paint": StatusMerged},
+			want:     map[string]TaskStatus{"paint": StatusMerged},
 			check: func(t *testing.T, repo string, out runOut) {
 				ts := out.st.Tasks["paint"]
 				if len(ts.Questions) != 1 || ts.Questions[0].Answer != "Use blue." || ts.Questions[0].DecidedBy != "answerer" {
@@ -343,7 +343,7 @@ tasks:
 `,
 			},
 			wantExit: 0,
-			want:     map[string]string{"form": StatusMerged},
+			want:     map[string]TaskStatus{"form": StatusMerged},
 			check: func(t *testing.T, repo string, out runOut) {
 				if !strings.Contains(out.audit, `"kind":"elicitation.answer"`) || !strings.Contains(out.audit, `"content":{"coats":2,"colour":"blue"},"decided_by":"answerer"`) {
 					t.Fatalf("the answerer's answer is not audited:\n%s", out.audit)
@@ -368,7 +368,7 @@ tasks:
 				"done.yaml": "steps:\n  - write: {path: colour.txt, content: \"blue\\n\"}\n  - text: \"Painted it blue.\"\n",
 			},
 			wantExit: 0,
-			want:     map[string]string{"paint": StatusMerged},
+			want:     map[string]TaskStatus{"paint": StatusMerged},
 			check: func(t *testing.T, repo string, out runOut) {
 				var retried bool
 				for _, e := range out.events {
@@ -387,7 +387,7 @@ tasks:
 				"plan.yaml":     "policy: {approve: all}\nanswerer: {script: answerer.yaml}\ntasks:\n  - {id: q, script: ask.yaml, prompt: go}\n",
 			},
 			wantExit: exitcode.AgentError,
-			want:     map[string]string{"q": StatusBlocked},
+			want:     map[string]TaskStatus{"q": StatusBlocked},
 			check: func(t *testing.T, repo string, out runOut) {
 				if r := out.st.Tasks["q"].Reason; !strings.Contains(r, `asked "Should I delete the database?"`) || !strings.Contains(r, "no terminal to ask a human") {
 					t.Fatalf("reason %q", r)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tai-dev/tai/builtin"
 	"github.com/tai-dev/tai/internal/readlimit"
+	"github.com/tai-dev/tai/internal/textdist"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/worktree"
@@ -297,7 +298,7 @@ func checkKeys(n *yaml.Node, kind, where string, add func(int, string, ...any)) 
 		k, v := n.Content[i], n.Content[i+1]
 		if !contains(allowed, k.Value) {
 			msg := fmt.Sprintf("%sunknown key %q", where, k.Value)
-			if s := closest(k.Value, allowed); s != "" {
+			if s := textdist.Closest(k.Value, allowed); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			add(k.Line, "%s", msg)
@@ -335,36 +336,6 @@ func contains(l []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func closest(s string, l []string) string {
-	best, bd := "", 3
-	for _, c := range l {
-		if d := lev(s, c); d < bd {
-			best, bd = c, d
-		}
-	}
-	return best
-}
-
-func lev(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := 1
-			if a[i-1] == b[j-1] {
-				c = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+c)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 var taskRefRE = regexp.MustCompile(`\.Tasks\.([A-Za-z0-9_]+)|index\s+\.Tasks\s+"([^"]+)"`)
@@ -545,7 +516,7 @@ func suggest(s string, byID map[string]*Task) string {
 	for id := range byID {
 		ids = append(ids, id)
 	}
-	if c := closest(s, ids); c != "" {
+	if c := textdist.Closest(s, ids); c != "" {
 		return fmt.Sprintf(" (did you mean %q?)", c)
 	}
 	return ""
@@ -682,7 +653,7 @@ type TaskResult struct {
 	Branch  string
 	Diff    string // summary: files changed, +/-
 	Patch   string // the unified diff, cut
-	Status  string
+	Status  TaskStatus
 	Files   []string
 }
 

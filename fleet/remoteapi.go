@@ -34,13 +34,13 @@ type TaskRunOptions struct {
 
 // TaskOutcome is what a task run by RunTaskIn ended with.
 type TaskOutcome struct {
-	Status    string `json:"status"` // done | failed | budget | blocked | cancelled
-	ExitCode  int    `json:"exit_code"`
-	Reason    string `json:"reason,omitempty"`
-	Message   string `json:"message,omitempty"`
-	SessionID string `json:"session_id,omitempty"`
-	Usage     Usage  `json:"usage"`
-	Turns     int    `json:"turns"`
+	Status    TaskStatus `json:"status"` // done | failed | budget | blocked | cancelled
+	ExitCode  int        `json:"exit_code"`
+	Reason    string     `json:"reason,omitempty"`
+	Message   string     `json:"message,omitempty"`
+	SessionID string     `json:"session_id,omitempty"`
+	Usage     Usage      `json:"usage"`
+	Turns     int        `json:"turns"`
 }
 
 // RunTaskIn runs task id of plan in cwd with the rendered prompt, within

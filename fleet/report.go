@@ -45,7 +45,7 @@ func (t *Table) Event(e Event) {
 	defer t.mu.Unlock()
 	t.last = e.State
 	switch e.Kind {
-	case "budget", "conflict", "blocked", "refused", "failed", "asked", "answered", "warning":
+	case EventBudget, EventConflict, EventBlocked, EventRefused, EventFailed, EventAsked, EventAnswered, EventWarning:
 		task := e.Task
 		if task == "" {
 			task = "fleet"
@@ -119,7 +119,7 @@ func (t *Table) draw() {
 
 // Header is the table's first line: the run, its counts and what blocks.
 func Header(run string, st State, asks int) string {
-	counts := map[string]int{}
+	counts := map[TaskStatus]int{}
 	for _, id := range st.Order {
 		if ts := st.Tasks[id]; ts != nil {
 			counts[ts.Status]++
@@ -193,7 +193,7 @@ func TableRowsWidth(st State, now time.Time, width int, waiting map[string]strin
 		case ts.Status == StatusConflict:
 			wait = "resolve: " + strings.Join(ts.ConflictFiles, ",")
 		}
-		rows = append(rows, row(id, ts.Agent, ts.Status, fmt.Sprint(ts.Usage.Turns), fmt.Sprint(ts.Usage.Tokens),
+		rows = append(rows, row(id, ts.Agent, string(ts.Status), fmt.Sprint(ts.Usage.Turns), fmt.Sprint(ts.Usage.Tokens),
 			fmt.Sprintf("%.4g", ts.Usage.Cost), el.Round(time.Second).String(), wait))
 	}
 	return rows
@@ -249,7 +249,7 @@ func JUnit(w io.Writer, st State) error {
 			c.Skipped = &skipped{Message: ts.Reason}
 			s.Skipped++
 		default:
-			c.Failure = &failure{Message: ts.Status + ": " + truncate(ts.Reason, 500), Type: ts.Status, Text: ts.Reason}
+			c.Failure = &failure{Message: string(ts.Status) + ": " + truncate(ts.Reason, 500), Type: string(ts.Status), Text: ts.Reason}
 			s.Failures++
 		}
 		s.Cases = append(s.Cases, c)

@@ -13,25 +13,28 @@ import (
 	"github.com/tai-dev/tai/worktree"
 )
 
+// TaskStatus is where a task is in its life.
+type TaskStatus string
+
 // Task statuses.
 const (
-	StatusPending  = "pending"
-	StatusWaiting  = "waiting"  // ready, waiting for a slot or its budget reservation
-	StatusRunning  = "running"  // the agent is working
-	StatusAsking   = "asking"   // the agent asked a question; the answerer or a human is on it
-	StatusDone     = "done"     // the agent finished; not merged yet
-	StatusMerged   = "merged"   // its branch is in the target
-	StatusFailed   = "failed"   // the agent failed, or the check
-	StatusConflict = "conflict" // its branch could not be rebased onto the target
-	StatusRefused  = "refused"  // its budget reservation was refused
-	StatusBudget   = "budget"   // stopped at its hard budget limit (partial work kept)
-	StatusBlocked  = "blocked"  // asked a question nobody could answer
-	StatusSkipped  = "skipped"  // a dependency did not succeed
-	StatusCanceled = "cancelled"
+	StatusPending  TaskStatus = "pending"
+	StatusWaiting  TaskStatus = "waiting"  // ready, waiting for a slot or its budget reservation
+	StatusRunning  TaskStatus = "running"  // the agent is working
+	StatusAsking   TaskStatus = "asking"   // the agent asked a question; the answerer or a human is on it
+	StatusDone     TaskStatus = "done"     // the agent finished; not merged yet
+	StatusMerged   TaskStatus = "merged"   // its branch is in the target
+	StatusFailed   TaskStatus = "failed"   // the agent failed, or the check
+	StatusConflict TaskStatus = "conflict" // its branch could not be rebased onto the target
+	StatusRefused  TaskStatus = "refused"  // its budget reservation was refused
+	StatusBudget   TaskStatus = "budget"   // stopped at its hard budget limit (partial work kept)
+	StatusBlocked  TaskStatus = "blocked"  // asked a question nobody could answer
+	StatusSkipped  TaskStatus = "skipped"  // a dependency did not succeed
+	StatusCanceled TaskStatus = "cancelled"
 )
 
 // succeeded: dependents may start.
-func succeeded(s string) bool { return s == StatusMerged || s == StatusDone }
+func succeeded(s TaskStatus) bool { return s == StatusMerged || s == StatusDone }
 
 // QA is one question a task asked and its answer.
 type QA struct {
@@ -44,7 +47,7 @@ type QA struct {
 type TaskState struct {
 	ID            string             `json:"id"`
 	Agent         string             `json:"agent"`
-	Status        string             `json:"status"`
+	Status        TaskStatus         `json:"status"`
 	Reason        string             `json:"reason,omitempty"`
 	ExitCode      int                `json:"exit_code"`
 	Attempts      int                `json:"attempts"`

@@ -46,7 +46,7 @@ func NewGrants(cwd string) *Grants { return &Grants{cwd: cwd} }
 
 // grantWriteKinds are the tool kinds whose grant covers writing the paths
 // they name. A read or search grant never covers a write.
-var grantWriteKinds = map[string]bool{
+var grantWriteKinds = map[driver.ToolKind]bool{
 	driver.KindEdit: true, driver.KindDelete: true, driver.KindMove: true, driver.KindOther: true, "": true,
 }
 
@@ -68,7 +68,7 @@ func (g *Grants) Decided(req driver.PermissionRequest, d driver.PermissionDecisi
 	for _, p := range paths {
 		for _, k := range pathKeys(p, g.cwd) {
 			n.reads[k] = true
-			if grantWriteKinds[strings.ToLower(tc.Kind)] || diffs[p] {
+			if grantWriteKinds[driver.ToolKind(strings.ToLower(string(tc.Kind)))] || diffs[p] {
 				n.writes[k] = true
 			}
 		}

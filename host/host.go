@@ -148,20 +148,9 @@ func (s *Services) decide(ctx context.Context, op, subject string, tc driver.Too
 	req := driver.PermissionRequest{
 		ID: fmt.Sprintf("tai-%d", s.requestID.Add(1)), ToolCall: tc, Options: unrequestedOptions, Unrequested: true,
 	}
-	s.sink.Emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &req})
-	d, err := s.decider.Decide(ctx, req)
-	if err != nil {
-		d.Outcome, d.Verdict, d.OptionID, d.OptionKind = driver.OutcomeCancelled, driver.VerdictCancelled, "", ""
-		d.Reason = "the decision failed: " + err.Error()
-	}
-	if d.RequestID == "" {
-		d.RequestID = req.ID
-	}
-	if d.Title == "" {
-		d.Title, d.ToolKind = tc.Title, tc.Kind
-	}
-	d.Unrequested = true
-	s.sink.Emit(driver.Event{Type: driver.EventPermissionDecided, Decision: &d})
+	d, _ := driver.AskPermission(ctx, s.decider, s.sink.Emit, req, func(err error) string {
+		return "the decision failed: " + err.Error()
+	})
 	if d.Verdict != driver.VerdictAllow {
 		return &driver.DeniedError{Op: op, Subject: subject, Decision: d}
 	}

@@ -40,7 +40,7 @@ func (s *sink) of(t driver.EventType) []driver.Event {
 // fakeDecider allows the tool kinds in allow and denies the rest, and
 // records what it was asked.
 type fakeDecider struct {
-	allow map[string]bool
+	allow map[driver.ToolKind]bool
 	mu    sync.Mutex
 	asked []driver.PermissionRequest
 }
@@ -84,7 +84,7 @@ func TestUnrequestedCallsAreDecided(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		allow map[string]bool
-		kind  string
+		kind  driver.ToolKind
 		call  func(s *Services, ws string) error
 		check func(t *testing.T, ws string, denied bool)
 	}{
@@ -137,7 +137,7 @@ func TestUnrequestedCallsAreDecided(t *testing.T) {
 				name = tc.name + "/allow"
 			}
 			t.Run(name, func(t *testing.T) {
-				dec := &fakeDecider{allow: map[string]bool{}}
+				dec := &fakeDecider{allow: map[driver.ToolKind]bool{}}
 				dec.allow[tc.kind] = allow
 				s, k, ws := newServices(t, Options{Decider: dec, Grants: NewGrants("")})
 				err := tc.call(s, ws)
@@ -166,7 +166,7 @@ func TestUnrequestedCallsAreDecided(t *testing.T) {
 	}
 }
 
-func ask(id, kind, title string, raw map[string]any, locs ...string) driver.PermissionRequest {
+func ask(id string, kind driver.ToolKind, title string, raw map[string]any, locs ...string) driver.PermissionRequest {
 	tc := driver.ToolCall{ID: id, Kind: kind, Title: title}
 	for _, l := range locs {
 		tc.Locations = append(tc.Locations, driver.Location{Path: l})
@@ -225,7 +225,7 @@ func TestGrantsCoverAnnouncedCalls(t *testing.T) {
 		}, runEcho, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dec := &fakeDecider{allow: map[string]bool{driver.KindEdit: true, driver.KindRead: true, driver.KindExecute: true}}
+			dec := &fakeDecider{allow: map[driver.ToolKind]bool{driver.KindEdit: true, driver.KindRead: true, driver.KindExecute: true}}
 			ws := t.TempDir()
 			ws, _ = filepath.EvalSymlinks(ws)
 			g := NewGrants(ws)
@@ -328,7 +328,7 @@ func TestUnrequestedCommandMeetsTheFloor(t *testing.T) {
 				t.Fatalf("got %v, want a denial by %s", err, tc.rule)
 			}
 			d := k.of(driver.EventPermissionDecided)
-			if len(d) != 1 || d[0].Decision.DecidedBy != tc.rule || !d[0].Decision.Unrequested {
+			if len(d) != 1 || string(d[0].Decision.DecidedBy) != tc.rule || !d[0].Decision.Unrequested {
 				t.Fatalf("decisions %+v", d)
 			}
 			if p := k.of(driver.EventPermissionAsked)[0].Permission; policy.Command(p.ToolCall) != tc.line {
@@ -360,7 +360,7 @@ func TestProtectedPathsAreNotWritten(t *testing.T) {
 	}
 	k := &sink{}
 	s, err := New(Options{Roots: []string{ws}, Sink: k, Protected: []string{pol, own},
-		Decider: &fakeDecider{allow: map[string]bool{driver.KindEdit: true}}})
+		Decider: &fakeDecider{allow: map[driver.ToolKind]bool{driver.KindEdit: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +415,7 @@ func TestNULPathsAreRefused(t *testing.T) {
 // While the record cannot be kept, nothing is served, covered or not, and
 // nothing is asked.
 func TestNothingServedWhileUnrecorded(t *testing.T) {
-	dec := &fakeDecider{allow: map[string]bool{driver.KindEdit: true, driver.KindRead: true, driver.KindExecute: true}}
+	dec := &fakeDecider{allow: map[driver.ToolKind]bool{driver.KindEdit: true, driver.KindRead: true, driver.KindExecute: true}}
 	full := errors.New("no space left on device")
 	ws := t.TempDir()
 	ws, _ = filepath.EvalSymlinks(ws)

@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/tai-dev/tai/internal/readlimit"
+	"github.com/tai-dev/tai/internal/textdist"
 )
 
 // Config is a policy: what a policy file says, plus the rule flags. The
@@ -413,36 +414,11 @@ func tomlType(v any) string {
 
 // suggest proposes the closest known key for a misspelt one.
 func suggest(k string, known []string) string {
-	best, bestD := "", 3
-	for _, c := range known {
-		if d := editDistance(k, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
+	best := textdist.Closest(k, known)
 	if best == "" {
 		return " (known keys: " + strings.Join(known, ", ") + ")"
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // lineIndex finds where keys and [[rule]] tables are in the file: the TOML

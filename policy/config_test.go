@@ -131,7 +131,7 @@ func TestLoadFullExample(t *testing.T) {
 	check(t, e, fileReq("read", filepath.Join(home, ".ssh/id_ed25519")), want{"deny", "rule:secrets"})
 	check(t, e, fileReq("read", "/etc/hosts"), want{"deny", "rule:rule-5"})
 	check(t, e, fileReq("edit", filepath.Join(ws, "main.go")), want{"allow", "rule:edits"})
-	check(t, e, fileReq("read", filepath.Join(ws, "main.go")), want{"deny", ByDefault}) // --approve ask
+	check(t, e, fileReq("read", filepath.Join(ws, "main.go")), want{"deny", driver.ByDefault}) // --approve ask
 	check(t, e, fileReq("edit", path), want{"deny", "rule:floor-policy-files"})
 	if e.DefaultMode() != "plan" || e.Mode() != Ask {
 		t.Fatalf("default mode %q, mode %q", e.DefaultMode(), e.Mode())
@@ -346,10 +346,10 @@ func TestTTYPrompter(t *testing.T) {
 	}()
 	waitFor("deny always > ")
 	io.WriteString(inW, "a\n")
-	if d := <-dch; d.Verdict != driver.VerdictAllow || d.DecidedBy != ByHuman || !strings.Contains(d.Reason, `remembered for the session as "execute:make"`) {
+	if d := <-dch; d.Verdict != driver.VerdictAllow || d.DecidedBy != driver.ByHuman || !strings.Contains(d.Reason, `remembered for the session as "execute:make"`) {
 		t.Fatalf("decision %+v", d)
 	}
-	check(t, e, execReq("make"), want{"allow", ByRemembered})
+	check(t, e, execReq("make"), want{"allow", driver.ByRemembered})
 
 	// The terminal closes: the question fails, nothing hangs.
 	inW.Close()

@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/statedir"
 )
 
@@ -90,7 +89,7 @@ func (e *Engine) floorCheck(f *facts) (id, why string) {
 					}
 				}
 			}
-			if hit("floor-rm-root") && (f.kind == driver.KindDelete || f.kind == driver.KindMove) && p.abs != "" &&
+			if hit("floor-rm-root") && (f.kind == kindDelete || f.kind == kindMove) && p.abs != "" &&
 				(isAncestorOrSelf(p.abs, e.ws.root) || isAncestorOrSelf(p.abs, e.ws.home) || p.abs == "/") {
 				return "floor-rm-root", fmt.Sprintf("built-in floor: a %s of %s, the workspace root, home or a parent of them", f.kind, p.abs)
 			}

@@ -279,7 +279,7 @@ func TestFloorLines(t *testing.T) {
 			switch {
 			case tt.id == "" && d.Verdict != driver.VerdictAllow:
 				t.Fatalf("denied by %s (%s); want allowed", d.DecidedBy, d.Reason)
-			case tt.id != "" && (d.Verdict != driver.VerdictDeny || d.DecidedBy != "rule:"+tt.id):
+			case tt.id != "" && (d.Verdict != driver.VerdictDeny || d.DecidedBy != driver.ByRule(tt.id)):
 				t.Fatalf("got %s by %s (%s); want deny by rule:%s", d.Verdict, d.DecidedBy, d.Reason, tt.id)
 			}
 		})
@@ -323,14 +323,14 @@ func TestFloorCommandArgs(t *testing.T) {
 	check(t, e, req(map[string]any{"cmd": []any{"rm", "-rf", "/", true}}), want{"deny", "rule:floor-rm-root"})
 	check(t, e, req(map[string]any{"command": "rm", "args": "-rf /"}), want{"deny", "rule:floor-rm-root"})
 	// A program name with a space is one word (terminal/create execs it).
-	check(t, e, req(map[string]any{"command": "rm -rf", "args": []any{"build"}}), want{"allow", ByDefault})
+	check(t, e, req(map[string]any{"command": "rm -rf", "args": []any{"build"}}), want{"allow", driver.ByDefault})
 }
 
 func TestFloorNoWorkspaceCd(t *testing.T) {
 	// With no workspace, relative paths cannot be placed; a cd to a place
 	// that cannot be known still counts.
 	e := New(Yolo, NonInteractiveDeny, nil)
-	check(t, e, execReq("rm -rf build"), want{"allow", ByDefault})
+	check(t, e, execReq("rm -rf build"), want{"allow", driver.ByDefault})
 	check(t, e, execReq(`cd "$X" && rm -rf build`), want{"deny", "rule:floor-rm-root"})
 }
 
@@ -342,17 +342,17 @@ func TestShellRulesOnChains(t *testing.T) {
 		line  string
 		want  want
 	}{
-		{"allow covers each command", Flags{Allow: []string{"execute:go test *", "execute:go vet *"}}, "go vet ./... && go test ./...", want{"deny", ByDefault}},
+		{"allow covers each command", Flags{Allow: []string{"execute:go test *", "execute:go vet *"}}, "go vet ./... && go test ./...", want{"deny", driver.ByDefault}},
 		{"allow covers a pipeline", Flags{Allow: []string{"execute:re:^(go test|tail)( |$)"}}, "go test ./... 2>&1 | tail -5", want{"allow", "rule:flag-1"}},
 		{"allow through sh -c", Flags{Allow: []string{"execute:go test *"}}, `sh -c 'go test ./...'`, want{"allow", "rule:flag-1"}},
-		{"allow not through a here-string", Flags{Allow: []string{"execute:go test *"}}, `bash <<< 'go test ./...'`, want{"deny", ByDefault}},
-		{"allow must cover xargs' command", Flags{Allow: []string{"execute:re:^(ls|xargs)( |$)"}}, "ls | xargs rm", want{"deny", ByDefault}},
-		{"allow must cover find -exec", Flags{Allow: []string{"execute:find *"}}, `find . -exec grep x {} \;`, want{"deny", ByDefault}},
-		{"allow must cover a function body", Flags{Allow: []string{"execute:f"}}, `f() { rm -rf x; }; f`, want{"deny", ByDefault}},
+		{"allow not through a here-string", Flags{Allow: []string{"execute:go test *"}}, `bash <<< 'go test ./...'`, want{"deny", driver.ByDefault}},
+		{"allow must cover xargs' command", Flags{Allow: []string{"execute:re:^(ls|xargs)( |$)"}}, "ls | xargs rm", want{"deny", driver.ByDefault}},
+		{"allow must cover find -exec", Flags{Allow: []string{"execute:find *"}}, `find . -exec grep x {} \;`, want{"deny", driver.ByDefault}},
+		{"allow must cover a function body", Flags{Allow: []string{"execute:f"}}, `f() { rm -rf x; }; f`, want{"deny", driver.ByDefault}},
 		{"allow in an if", Flags{Allow: []string{"execute:re:^(test|make)( |$)"}}, `if test -f Makefile; then make; fi`, want{"allow", "rule:flag-1"}},
-		{"allow does not cover a line that does not parse", Flags{Allow: []string{"execute:echo *"}}, `echo "x`, want{"deny", ByDefault}},
-		{"allow does not cover a nested script that does not parse", Flags{Allow: []string{"execute:echo *"}}, `sh -c 'echo "x'`, want{"deny", ByDefault}},
-		{"allow does not cover eval", Flags{Allow: []string{"execute:eval *"}}, `eval "rm -rf x"`, want{"deny", ByDefault}},
+		{"allow does not cover a line that does not parse", Flags{Allow: []string{"execute:echo *"}}, `echo "x`, want{"deny", driver.ByDefault}},
+		{"allow does not cover a nested script that does not parse", Flags{Allow: []string{"execute:echo *"}}, `sh -c 'echo "x'`, want{"deny", driver.ByDefault}},
+		{"allow does not cover eval", Flags{Allow: []string{"execute:eval *"}}, `eval "rm -rf x"`, want{"deny", driver.ByDefault}},
 		{"deny finds xargs' command", Flags{Deny: []string{"execute:rm *"}}, "ls | xargs rm -f", want{"deny", "rule:flag-1"}},
 		{"deny finds find -exec", Flags{Deny: []string{"execute:rm *"}}, `find . -name x -exec rm {} \;`, want{"deny", "rule:flag-1"}},
 		{"deny finds a here-string script", Flags{Deny: []string{"execute:npm publish*"}}, `bash <<< 'npm publish'`, want{"deny", "rule:flag-1"}},

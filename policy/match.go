@@ -239,19 +239,19 @@ type pathFact struct {
 
 // knownKinds are the tool kinds rules may name.
 var knownKinds = []string{
-	driver.KindRead, driver.KindEdit, driver.KindDelete, driver.KindMove, driver.KindSearch, driver.KindExecute,
-	driver.KindThink, driver.KindFetch, driver.KindSwitchMode, driver.KindOther,
+	kindRead, kindEdit, kindDelete, kindMove, kindSearch, kindExecute,
+	kindThink, kindFetch, kindSwitchMode, kindOther,
 }
 
 // writeKinds change files.
-var writeKinds = map[string]bool{driver.KindEdit: true, driver.KindDelete: true, driver.KindMove: true}
+var writeKinds = map[string]bool{kindEdit: true, kindDelete: true, kindMove: true}
 
 func normKind(k string) string {
 	k = strings.ToLower(strings.TrimSpace(k))
 	if slices.Contains(knownKinds, k) {
 		return k
 	}
-	return driver.KindOther
+	return kindOther
 }
 
 // rawFields decodes raw_input when it is a JSON object.
@@ -372,7 +372,7 @@ func argvScript(argv []string) (string, bool) {
 // titleCommand is the command an execute call's title shows. Other kinds'
 // titles hold paths and names between backticks, not commands.
 func titleCommand(tc driver.ToolCall) string {
-	if normKind(tc.Kind) != driver.KindExecute {
+	if normKind(string(tc.Kind)) != kindExecute {
 		return ""
 	}
 	t := strings.TrimSpace(tc.Title)
@@ -406,7 +406,7 @@ var rawPathKeys = []string{"path", "file_path", "filePath", "notebook_path", "ol
 func (e *Engine) facts(req driver.PermissionRequest) *facts {
 	tc := req.ToolCall
 	raw := rawFields(tc.RawInput)
-	f := &facts{kind: normKind(tc.Kind), tool: tc.Name}
+	f := &facts{kind: normKind(string(tc.Kind)), tool: tc.Name}
 	if f.tool == "" {
 		f.tool = tc.Title
 	}
@@ -430,7 +430,7 @@ func (e *Engine) facts(req driver.PermissionRequest) *facts {
 			f.writes = true
 		}
 	}
-	if f.kind != driver.KindExecute && f.kind != driver.KindFetch && f.kind != driver.KindSwitchMode {
+	if f.kind != kindExecute && f.kind != kindFetch && f.kind != kindSwitchMode {
 		for _, k := range rawPathKeys {
 			if s, ok := raw[k].(string); ok {
 				add(s)
@@ -491,7 +491,7 @@ func (e *Engine) facts(req driver.PermissionRequest) *facts {
 		f.url = urlInText.FindString(tc.Title)
 	}
 
-	if f.kind == driver.KindSwitchMode {
+	if f.kind == kindSwitchMode {
 		e.switchFacts(req, raw, f)
 	}
 	return f
@@ -687,3 +687,18 @@ func resolveExisting(p string) string {
 	}
 	return p
 }
+
+// The tool kinds as the text rules name them (driver.ToolKind is the
+// agent's word for a call; a rule's kind is a string from TOML or a flag).
+const (
+	kindRead       = string(driver.KindRead)
+	kindEdit       = string(driver.KindEdit)
+	kindDelete     = string(driver.KindDelete)
+	kindMove       = string(driver.KindMove)
+	kindSearch     = string(driver.KindSearch)
+	kindExecute    = string(driver.KindExecute)
+	kindThink      = string(driver.KindThink)
+	kindFetch      = string(driver.KindFetch)
+	kindSwitchMode = string(driver.KindSwitchMode)
+	kindOther      = string(driver.KindOther)
+)

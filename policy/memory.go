@@ -16,7 +16,9 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/atomicfile"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/statedir"
 )
@@ -330,46 +332,12 @@ func (m *Memory) write(ctx context.Context, workspace string, changes map[string
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(m.file, append(data, '\n')); err != nil {
+	if err := atomicfile.Write(m.file, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("policy memory: %w", err)
 	}
 	m.entries = entries
 	if st, err := os.Stat(m.file); err == nil {
 		m.stamp = fileStamp{st}
-	}
-	return nil
-}
-
-// writeAtomic writes a temporary file next to file, syncs it and renames it
-// over file, so readers see the old content or the new, never a part.
-func writeAtomic(file string, data []byte) error {
-	dir := filepath.Dir(file)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // a no-op after the rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), file); err != nil {
-		return err
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
 	}
 	return nil
 }
@@ -406,19 +374,19 @@ func (e *Engine) MemoryKey(req driver.PermissionRequest) string {
 
 func memoryKey(f *facts) string {
 	switch f.kind {
-	case driver.KindExecute:
+	case kindExecute:
 		if f.command != "" {
 			return f.kind + ":" + collapse(f.command)
 		}
-	case driver.KindFetch:
+	case kindFetch:
 		if f.url != "" {
 			return f.kind + ":" + urlOrigin(f.url)
 		}
-	case driver.KindSwitchMode:
+	case kindSwitchMode:
 		if f.mode != "" {
 			return f.kind + ":" + f.mode
 		}
-	case driver.KindThink, driver.KindOther:
+	case kindThink, kindOther:
 	default:
 		if len(f.paths) > 0 {
 			ps := make([]string, 0, len(f.paths))

@@ -57,14 +57,14 @@ func TestAlwaysIsNarrow(t *testing.T) {
 	ws, home := testWS(t)
 	p := &countingPrompter{ans: AllowAlways}
 	e := engine(t, Config{}, Flags{}, Options{Workspace: ws, Home: home, Prompter: p, Now: fixedNow})
-	check(t, e, execReq("go test ./..."), want{"allow", ByHuman})
-	d := check(t, e, execReq("go test ./..."), want{"allow", ByRemembered})
+	check(t, e, execReq("go test ./..."), want{"allow", driver.ByHuman})
+	d := check(t, e, execReq("go test ./..."), want{"allow", driver.ByRemembered})
 	if !strings.Contains(d.Reason, "2026-03-04T05:06:07Z") || !strings.Contains(d.Reason, "session") {
 		t.Errorf("reason %q should say when and for which scope", d.Reason)
 	}
 	p.ans = DenyOnce
-	check(t, e, execReq("go test ./... && rm -rf x"), want{"deny", ByHuman}) // not covered: asked again
-	check(t, e, execReq("rm -rf x"), want{"deny", ByHuman})
+	check(t, e, execReq("go test ./... && rm -rf x"), want{"deny", driver.ByHuman}) // not covered: asked again
+	check(t, e, execReq("rm -rf x"), want{"deny", driver.ByHuman})
 	if n := p.asked.Load(); n != 3 {
 		t.Fatalf("asked %d times, want 3", n)
 	}
@@ -85,11 +85,11 @@ func TestRememberedNeverBeatsTheFloorOrDenyRules(t *testing.T) {
 	_ = mem.Remember("execute:make deploy", Remembered{Allow: false, At: fixedNow()})
 	_ = mem.Remember("execute:git push origin x", Remembered{Allow: true, At: fixedNow()})
 	e = engine(t, Config{}, Flags{Allow: []string{"execute:make *"}, Ask: []string{"execute:git push*"}}, Options{Workspace: ws, Home: home, Memory: mem})
-	check(t, e, execReq("make deploy"), want{"deny", ByRemembered})
-	check(t, e, execReq("git push origin x"), want{"allow", ByRemembered})
+	check(t, e, execReq("make deploy"), want{"deny", driver.ByRemembered})
+	check(t, e, execReq("git push origin x"), want{"allow", driver.ByRemembered})
 	// A remembered allow does not override deny-all, which never asks.
 	e = engine(t, Config{Mode: DenyAll}, Flags{}, Options{Workspace: ws, Home: home, Memory: mem})
-	check(t, e, execReq("git push origin x"), want{"deny", ByDefault})
+	check(t, e, execReq("git push origin x"), want{"deny", driver.ByDefault})
 }
 
 func TestMemorySharedAcrossEngines(t *testing.T) {
@@ -119,9 +119,9 @@ func TestMemorySharedAcrossEngines(t *testing.T) {
 		if d.Verdict != driver.VerdictAllow {
 			t.Fatalf("decision %+v", d)
 		}
-		if d.DecidedBy == ByHuman {
+		if d.DecidedBy == driver.ByHuman {
 			humans++
-		} else if d.DecidedBy != ByRemembered || !strings.Contains(d.Reason, "for the run") {
+		} else if d.DecidedBy != driver.ByRemembered || !strings.Contains(d.Reason, "for the run") {
 			t.Fatalf("decision %+v", d)
 		}
 	}
@@ -130,7 +130,7 @@ func TestMemorySharedAcrossEngines(t *testing.T) {
 	}
 	// A separate memory does not know.
 	other := engine(t, Config{}, Flags{}, Options{Workspace: ws, Home: home})
-	check(t, other, execReq("go test ./..."), want{"deny", ByDefault})
+	check(t, other, execReq("go test ./..."), want{"deny", driver.ByDefault})
 }
 
 func TestPersistentMemory(t *testing.T) {
@@ -146,9 +146,9 @@ func TestPersistentMemory(t *testing.T) {
 	}
 	p := &countingPrompter{ans: AllowAlways}
 	e := engine(t, Config{}, Flags{}, Options{Workspace: ws, Home: home, Prompter: p, Memory: mem, Now: fixedNow})
-	check(t, e, fileReq("edit", filepath.Join(ws, "src/a.go")), want{"allow", ByHuman})
+	check(t, e, fileReq("edit", filepath.Join(ws, "src/a.go")), want{"allow", driver.ByHuman})
 	p.ans = DenyAlways
-	check(t, e, execReq("make deploy"), want{"deny", ByHuman})
+	check(t, e, execReq("make deploy"), want{"deny", driver.ByHuman})
 
 	// A new process: a new memory and engine, no terminal.
 	mem2, err := OpenWorkspaceMemory(ws)
@@ -156,17 +156,17 @@ func TestPersistentMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2 := engine(t, Config{}, Flags{}, Options{Workspace: ws, Home: home, Memory: mem2})
-	d := check(t, e2, fileReq("edit", filepath.Join(ws, "src/a.go")), want{"allow", ByRemembered})
+	d := check(t, e2, fileReq("edit", filepath.Join(ws, "src/a.go")), want{"allow", driver.ByRemembered})
 	if !strings.Contains(d.Reason, "workspace") || !strings.Contains(d.Reason, file) {
 		t.Errorf("reason %q", d.Reason)
 	}
-	check(t, e2, execReq("make deploy"), want{"deny", ByRemembered})
-	check(t, e2, fileReq("edit", filepath.Join(ws, "src/b.go")), want{"deny", ByDefault})
+	check(t, e2, execReq("make deploy"), want{"deny", driver.ByRemembered})
+	check(t, e2, fileReq("edit", filepath.Join(ws, "src/b.go")), want{"deny", driver.ByDefault})
 
 	// What one process remembers, the other sees without reopening.
 	p.ans = AllowAlways
-	check(t, e, execReq("go vet ./..."), want{"allow", ByHuman})
-	check(t, e2, execReq("go vet ./..."), want{"allow", ByRemembered})
+	check(t, e, execReq("go vet ./..."), want{"allow", driver.ByHuman})
+	check(t, e2, execReq("go vet ./..."), want{"allow", driver.ByRemembered})
 
 	// The file: private, readable, naming the workspace.
 	st, err := os.Stat(file)

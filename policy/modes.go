@@ -21,7 +21,8 @@ import (
 
 // expected is a mode change tai knows the reason for.
 type expected struct {
-	by, reason string
+	by     driver.Provenance
+	reason string
 }
 
 func isPlanLike(mode string) bool { return strings.Contains(strings.ToLower(mode), "plan") }
@@ -118,7 +119,7 @@ func (e *Engine) approved(req driver.PermissionRequest, f *facts, d *Decision) {
 // chosen option does not already name that mode. Decision.NextMode carries
 // the same.
 func (e *Engine) ModeAfterApproval(req driver.PermissionRequest, d driver.PermissionDecision) string {
-	if d.Verdict != driver.VerdictAllow || normKind(req.ToolCall.Kind) != driver.KindSwitchMode || e.cfg.ModeAfterPlan == "" {
+	if d.Verdict != driver.VerdictAllow || normKind(string(req.ToolCall.Kind)) != kindSwitchMode || e.cfg.ModeAfterPlan == "" {
 		return ""
 	}
 	f := e.facts(req)
@@ -153,7 +154,7 @@ func (e *Engine) sessionMode(session string) string {
 func (e *Engine) ExpectMode(session, mode string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.expectLocked(session, mode, expected{by: ByDefault, reason: "tai set this mode"})
+	e.expectLocked(session, mode, expected{by: driver.ByDefault, reason: "tai set this mode"})
 }
 
 func (e *Engine) expectLocked(session, mode string, why expected) {
@@ -182,14 +183,14 @@ func (e *Engine) CheckModeChange(ctx context.Context, session, from, to string) 
 	e.mu.Unlock()
 	d := driver.PermissionDecision{RequestID: "mode-change", ToolKind: driver.KindSwitchMode,
 		Title: fmt.Sprintf("switch from mode %s to %s", from, to)}
-	explained := func(by, reason string) (ModeDecision, error) {
+	explained := func(by driver.Provenance, reason string) (ModeDecision, error) {
 		d.Outcome, d.OptionID, d.OptionKind, d.Verdict = driver.OutcomeSelected, "allow", driver.OptionAllowOnce, driver.VerdictAllow
 		d.DecidedBy, d.Reason = by, reason
 		return ModeDecision{PermissionDecision: d, Explained: true}, nil
 	}
 	switch {
 	case from == to:
-		return explained(ByDefault, "the mode did not change")
+		return explained(driver.ByDefault, "the mode did not change")
 	case ok:
 		return explained(exp.by, exp.reason)
 	}

@@ -40,22 +40,22 @@ func TestModeSwitch(t *testing.T) {
 		prompter   Prompter
 		req        driver.PermissionRequest
 		wantVerd   string
-		wantBy     string
+		wantBy     driver.Provenance
 		wantOption string
 		wantNext   string
 	}{
-		{"leaving plan asks by default (headless: deny)", Config{}, Flags{}, nil, claudeExitPlan(), "deny", ByDefault, "plan", ""},
-		{"ask mode asks", Config{Mode: Ask}, Flags{}, nil, claudeExitPlan(), "deny", ByDefault, "plan", ""},
-		{"approve-all allows; never picks bypass", Config{Mode: ApproveAll}, Flags{}, nil, claudeExitPlan(), "allow", ByDefault, "default", ""},
-		{"mode_after_plan offered: chosen", Config{Mode: ApproveAll, ModeAfterPlan: "acceptEdits"}, Flags{}, nil, claudeExitPlan(), "allow", ByDefault, "acceptEdits", ""},
-		{"mode_after_plan not offered: runner moves", Config{Mode: ApproveAll, ModeAfterPlan: "auto"}, Flags{}, nil, claudeExitPlan(), "allow", ByDefault, "default", "auto"},
-		{"human approves, mode after plan", Config{ModeAfterPlan: "acceptEdits"}, Flags{}, &countingPrompter{ans: AllowOnce}, claudeExitPlan(), "allow", ByHuman, "acceptEdits", ""},
-		{"deny-all denies", Config{Mode: DenyAll}, Flags{}, nil, claudeExitPlan(), "deny", ByDefault, "plan", ""},
+		{"leaving plan asks by default (headless: deny)", Config{}, Flags{}, nil, claudeExitPlan(), "deny", driver.ByDefault, "plan", ""},
+		{"ask mode asks", Config{Mode: Ask}, Flags{}, nil, claudeExitPlan(), "deny", driver.ByDefault, "plan", ""},
+		{"approve-all allows; never picks bypass", Config{Mode: ApproveAll}, Flags{}, nil, claudeExitPlan(), "allow", driver.ByDefault, "default", ""},
+		{"mode_after_plan offered: chosen", Config{Mode: ApproveAll, ModeAfterPlan: "acceptEdits"}, Flags{}, nil, claudeExitPlan(), "allow", driver.ByDefault, "acceptEdits", ""},
+		{"mode_after_plan not offered: runner moves", Config{Mode: ApproveAll, ModeAfterPlan: "auto"}, Flags{}, nil, claudeExitPlan(), "allow", driver.ByDefault, "default", "auto"},
+		{"human approves, mode after plan", Config{ModeAfterPlan: "acceptEdits"}, Flags{}, &countingPrompter{ans: AllowOnce}, claudeExitPlan(), "allow", driver.ByHuman, "acceptEdits", ""},
+		{"deny-all denies", Config{Mode: DenyAll}, Flags{}, nil, claudeExitPlan(), "deny", driver.ByDefault, "plan", ""},
 		{"allow rule on the target mode", Config{ModeAfterPlan: "acceptEdits"}, Flags{Allow: []string{"switch_mode:acceptEdits"}}, nil, claudeExitPlan(), "allow", "rule:flag-1", "acceptEdits", ""},
 		{"deny rule on the target mode beats approve-all", Config{Mode: ApproveAll}, Flags{Deny: []string{"switch_mode:accept*"}}, nil, builtinSwitch("plan", "accept-edits"), "deny", "rule:flag-1", "reject", ""},
-		{"builtin: target from raw_input", Config{Mode: Yolo}, Flags{}, nil, builtinSwitch("plan", "accept-edits"), "allow", ByDefault, "accept-edits", ""},
-		{"builtin: mode_after_plan offered", Config{Mode: Yolo, ModeAfterPlan: "default"}, Flags{}, nil, builtinSwitch("plan", "accept-edits"), "allow", ByDefault, "default", ""},
-		{"entering plan restricts: allowed", Config{}, Flags{}, nil, builtinSwitch("default", "plan"), "allow", ByDefault, "plan", ""},
+		{"builtin: target from raw_input", Config{Mode: Yolo}, Flags{}, nil, builtinSwitch("plan", "accept-edits"), "allow", driver.ByDefault, "accept-edits", ""},
+		{"builtin: mode_after_plan offered", Config{Mode: Yolo, ModeAfterPlan: "default"}, Flags{}, nil, builtinSwitch("plan", "accept-edits"), "allow", driver.ByDefault, "default", ""},
+		{"entering plan restricts: allowed", Config{}, Flags{}, nil, builtinSwitch("default", "plan"), "allow", driver.ByDefault, "plan", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestCheckModeChange(t *testing.T) {
 	e := engine(t, Config{ModeAfterPlan: "acceptEdits"}, Flags{}, Options{})
 	// The agent switched itself out of plan mode with nobody asked: headless deny.
 	d, err := e.CheckModeChange(ctx, "s1", "plan", "bypassPermissions")
-	if err != nil || d.Verdict != driver.VerdictDeny || d.DecidedBy != ByDefault || d.OptionID != "reject" {
+	if err != nil || d.Verdict != driver.VerdictDeny || d.DecidedBy != driver.ByDefault || d.OptionID != "reject" {
 		t.Fatalf("unasked change: %+v %v", d, err)
 	}
 	// Into plan mode: allowed.
@@ -111,12 +111,12 @@ func TestCheckModeChange(t *testing.T) {
 		t.Fatalf("%+v", d)
 	}
 	d, _ = ea.CheckModeChange(ctx, "s1", "plan", "acceptEdits")
-	if d.Verdict != driver.VerdictAllow || d.DecidedBy != ByHuman || !strings.Contains(d.Reason, "approved request 7") {
+	if d.Verdict != driver.VerdictAllow || d.DecidedBy != driver.ByHuman || !strings.Contains(d.Reason, "approved request 7") {
 		t.Fatalf("approved change: %+v", d)
 	}
 	// ...once.
 	d, _ = ea.CheckModeChange(ctx, "s1", "default", "acceptEdits")
-	if d.DecidedBy == ByHuman && strings.Contains(d.Reason, "approved request") {
+	if d.DecidedBy == driver.ByHuman && strings.Contains(d.Reason, "approved request") {
 		t.Fatalf("approval reused: %+v", d)
 	}
 	// Rules apply to mode changes too.
@@ -146,11 +146,11 @@ func TestAnswerer(t *testing.T) {
 		return 0, ErrNoAnswer
 	})
 	e := engine(t, Config{}, Flags{}, Options{Workspace: ws, Home: home, Answerer: judge, Prompter: human})
-	check(t, e, execReq("make lint"), want{"allow", ByAnswerer})
-	check(t, e, execReq("make lint"), want{"allow", ByAnswerer}) // an answerer's always is not remembered
-	check(t, e, execReq("make deploy"), want{"deny", ByAnswerer})
-	check(t, e, execReq("make broken"), want{"deny", ByAnswerer}) // fails closed
-	check(t, e, execReq("make other"), want{"allow", ByHuman})    // abstained: the human
+	check(t, e, execReq("make lint"), want{"allow", driver.ByAnswerer})
+	check(t, e, execReq("make lint"), want{"allow", driver.ByAnswerer}) // an answerer's always is not remembered
+	check(t, e, execReq("make deploy"), want{"deny", driver.ByAnswerer})
+	check(t, e, execReq("make broken"), want{"deny", driver.ByAnswerer}) // fails closed
+	check(t, e, execReq("make other"), want{"allow", driver.ByHuman})    // abstained: the human
 	check(t, e, execReq("rm -rf /"), want{"deny", "rule:floor-rm-root"})
 	if human.asked.Load() != 1 {
 		t.Fatalf("human asked %d times", human.asked.Load())

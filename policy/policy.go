@@ -113,20 +113,7 @@ type RelayingPrompter interface {
 }
 
 // ByRelayed is the provenance of a relayed answer: "via:<its decided_by>".
-func ByRelayed(by string) string { return "via:" + by }
-
-// Provenance values for decided_by. Rules, the user's and the built-in
-// floor's alike, decide as "rule:<id>"; floor rule ids start with "floor-".
-const (
-	ByDefault    = "default"    // the mode's default
-	ByHuman      = "human"      // answered at the terminal
-	ByAnswerer   = "answerer"   // answered by Options.Answerer
-	ByRemembered = "remembered" // an earlier "always" answer
-	ByCancel     = "cancel"     // the turn was cancelled, or nobody could be asked (--non-interactive fail)
-)
-
-// ByRule is the provenance of a rule: "rule:<id>".
-func ByRule(id string) string { return "rule:" + id }
+func ByRelayed(by string) driver.Provenance { return driver.Provenance("via:" + by) }
 
 // Options are what an engine needs besides its policy.
 type Options struct {
@@ -310,7 +297,7 @@ type Decision struct {
 
 // readKinds are the tool kinds approve-reads lets through: they cannot
 // change anything.
-var readKinds = map[string]bool{driver.KindRead: true, driver.KindSearch: true, driver.KindThink: true}
+var readKinds = map[string]bool{kindRead: true, kindSearch: true, kindThink: true}
 
 // Decide answers one request. It never invents an option: the answer is
 // always one the agent offered, or "cancelled" when the context is done.
@@ -350,34 +337,34 @@ func (e *Engine) evaluate(ctx context.Context, req driver.PermissionRequest, adj
 	d.Key = memoryKey(f)
 
 	if id, why := e.floorCheck(f); id != "" {
-		return e.finish(d, req, f, false, ByRule(id), why), nil
+		return e.finish(d, req, f, false, driver.ByRule(id), why), nil
 	}
 	for _, r := range e.deny {
 		if r.match(f) {
-			return e.finish(d, req, f, false, ByRule(r.ID), r.describe()), nil
+			return e.finish(d, req, f, false, driver.ByRule(r.ID), r.describe()), nil
 		}
 	}
 	if m, ok := e.mem.Lookup(d.Key); ok && !m.Allow {
-		return e.finish(d, req, f, false, ByRemembered, e.rememberedReason(m)), nil
+		return e.finish(d, req, f, false, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
 	for _, r := range e.ask {
 		if r.match(f) {
-			return e.askFor(ctx, d, req, f, ByRule(r.ID), r.describe())
+			return e.askFor(ctx, d, req, f, driver.ByRule(r.ID), r.describe())
 		}
 	}
 	for _, r := range e.allow {
 		if r.match(f) {
-			return e.finish(d, req, f, true, ByRule(r.ID), r.describe()), nil
+			return e.finish(d, req, f, true, driver.ByRule(r.ID), r.describe()), nil
 		}
 	}
 	verdict, why := e.modeDefault(f)
 	switch verdict {
 	case driver.VerdictAllow:
-		return e.finish(d, req, f, true, ByDefault, why), nil
+		return e.finish(d, req, f, true, driver.ByDefault, why), nil
 	case driver.VerdictDeny:
-		return e.finish(d, req, f, false, ByDefault, why), nil
+		return e.finish(d, req, f, false, driver.ByDefault, why), nil
 	}
-	return e.askFor(ctx, d, req, f, ByDefault, why)
+	return e.askFor(ctx, d, req, f, driver.ByDefault, why)
 }
 
 // modeDefault is the mode's answer to a request no rule matched: allow,
@@ -386,7 +373,7 @@ func (e *Engine) modeDefault(f *facts) (verdict, why string) {
 	if e.mode == DenyAll {
 		return driver.VerdictDeny, "mode deny-all denies every request"
 	}
-	if f.kind == driver.KindSwitchMode && !f.planExit && isPlanLike(f.mode) {
+	if f.kind == kindSwitchMode && !f.planExit && isPlanLike(f.mode) {
 		return driver.VerdictAllow, fmt.Sprintf("switching to %s only restricts the agent", f.mode)
 	}
 	switch e.mode {
@@ -410,15 +397,15 @@ func (e *Engine) modeDefault(f *facts) (verdict, why string) {
 
 // askFor answers an ask: from memory, the answerer, the human, or the
 // non-interactive rule. by and why say who asked for the ask.
-func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRequest, f *facts, by, why string) (Decision, error) {
+func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRequest, f *facts, by driver.Provenance, why string) (Decision, error) {
 	if m, ok := e.mem.Lookup(d.Key); ok {
-		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
+		return e.finish(d, req, f, m.Allow, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
 	if e.answerer != nil {
 		var ans Answer
 		var via string
 		var err error
-		actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: by, Why: why})
+		actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: string(by), Why: why})
 		if vp, ok := e.answerer.(ViaPrompter); ok {
 			// The answerer raced a human channel (the cap-speak parent and
 			// the feed): a human who answered first is recorded as one.
@@ -432,12 +419,12 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 			return cancelled(d, "the turn was cancelled"), nil
 		case err != nil:
 			// A judge that cannot judge must not let things through.
-			return e.finish(d, req, f, false, ByAnswerer, fmt.Sprintf("%s; the answerer failed: %v", why, err)), nil
+			return e.finish(d, req, f, false, driver.ByAnswerer, fmt.Sprintf("%s; the answerer failed: %v", why, err)), nil
 		case via == ViaDashboard || via == ViaFeed:
 			d.Via = via
-			return e.finish(d, req, f, ans.allows(), ByHuman, "answered via "+via+"; asked because "+why), nil
+			return e.finish(d, req, f, ans.allows(), driver.ByHuman, "answered via "+via+"; asked because "+why), nil
 		default:
-			return e.finish(d, req, f, ans.allows(), ByAnswerer, "answered by the answerer; asked because "+why), nil
+			return e.finish(d, req, f, ans.allows(), driver.ByAnswerer, "answered by the answerer; asked because "+why), nil
 		}
 	}
 	if e.prompter == nil {
@@ -453,9 +440,9 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	}
 	defer e.mem.releaseTurn()
 	if m, ok := e.mem.Lookup(d.Key); ok {
-		return e.finish(d, req, f, m.Allow, ByRemembered, e.rememberedReason(m)), nil
+		return e.finish(d, req, f, m.Allow, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
-	actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: by, Why: why})
+	actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: string(by), Why: why})
 	var ans Answer
 	var rel *Relayed
 	var via string
@@ -496,7 +483,7 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 			reason += fmt.Sprintf("; remembered for the %s as %q", e.mem.Scope(), d.Key)
 		}
 	}
-	return e.finish(d, req, f, ans.allows(), ByHuman, reason), nil
+	return e.finish(d, req, f, ans.allows(), driver.ByHuman, reason), nil
 }
 
 func (e *Engine) rememberedReason(m Remembered) string {
@@ -512,11 +499,11 @@ func (e *Engine) rememberedReason(m Remembered) string {
 }
 
 // finish picks the option that carries the verdict.
-func (e *Engine) finish(d Decision, req driver.PermissionRequest, f *facts, allow bool, by, reason string) Decision {
+func (e *Engine) finish(d Decision, req driver.PermissionRequest, f *facts, allow bool, by driver.Provenance, reason string) Decision {
 	d.DecidedBy, d.Reason = by, reason
 	var opt driver.PermissionOption
 	ok := false
-	if allow && f.kind == driver.KindSwitchMode {
+	if allow && f.kind == kindSwitchMode {
 		opt, ok = e.switchOption(req, f)
 	} else {
 		opt, ok = ChooseOption(req.Options, allow)
@@ -538,7 +525,7 @@ func (e *Engine) finish(d Decision, req driver.PermissionRequest, f *facts, allo
 	d.Verdict = driver.VerdictDeny
 	if allow {
 		d.Verdict = driver.VerdictAllow
-		if f.kind == driver.KindSwitchMode {
+		if f.kind == kindSwitchMode {
 			e.approved(req, f, &d)
 		}
 	}
@@ -546,7 +533,7 @@ func (e *Engine) finish(d Decision, req driver.PermissionRequest, f *facts, allo
 }
 
 func cancelled(d Decision, reason string) Decision {
-	d.Outcome, d.Verdict, d.DecidedBy, d.Reason = driver.OutcomeCancelled, driver.VerdictCancelled, ByCancel, reason
+	d.Outcome, d.Verdict, d.DecidedBy, d.Reason = driver.OutcomeCancelled, driver.VerdictCancelled, driver.ByCancel, reason
 	d.OptionID, d.OptionKind = "", ""
 	return d
 }

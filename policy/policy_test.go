@@ -65,7 +65,7 @@ func (f *fakePrompter) Ask(ctx context.Context, req driver.PermissionRequest) (A
 }
 
 func req(kind, title string, opts []driver.PermissionOption) driver.PermissionRequest {
-	return driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc", Kind: kind, Title: title}, Options: opts}
+	return driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc", Kind: driver.ToolKind(kind), Title: title}, Options: opts}
 }
 
 func TestDecideModes(t *testing.T) {
@@ -76,16 +76,16 @@ func TestDecideModes(t *testing.T) {
 		kind        string
 		wantVerdict string
 		wantOption  string
-		wantBy      string
+		wantBy      driver.Provenance
 		wantErr     error
 	}{
-		{"approve-all edit", ApproveAll, NonInteractiveDeny, "edit", "allow", "allow", ByDefault, nil},
-		{"deny-all read", DenyAll, NonInteractiveDeny, "read", "deny", "reject", ByDefault, nil},
-		{"approve-reads read", ApproveReads, NonInteractiveDeny, "read", "allow", "allow", ByDefault, nil},
-		{"approve-reads search", ApproveReads, NonInteractiveDeny, "search", "allow", "allow", ByDefault, nil},
-		{"approve-reads edit headless deny", ApproveReads, NonInteractiveDeny, "edit", "deny", "reject", ByDefault, nil},
-		{"ask headless deny", Ask, NonInteractiveDeny, "read", "deny", "reject", ByDefault, nil},
-		{"ask headless fail", Ask, NonInteractiveFail, "execute", "cancelled", "", ByCancel, ErrPromptUnavailable},
+		{"approve-all edit", ApproveAll, NonInteractiveDeny, "edit", "allow", "allow", driver.ByDefault, nil},
+		{"deny-all read", DenyAll, NonInteractiveDeny, "read", "deny", "reject", driver.ByDefault, nil},
+		{"approve-reads read", ApproveReads, NonInteractiveDeny, "read", "allow", "allow", driver.ByDefault, nil},
+		{"approve-reads search", ApproveReads, NonInteractiveDeny, "search", "allow", "allow", driver.ByDefault, nil},
+		{"approve-reads edit headless deny", ApproveReads, NonInteractiveDeny, "edit", "deny", "reject", driver.ByDefault, nil},
+		{"ask headless deny", Ask, NonInteractiveDeny, "read", "deny", "reject", driver.ByDefault, nil},
+		{"ask headless fail", Ask, NonInteractiveFail, "execute", "cancelled", "", driver.ByCancel, ErrPromptUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,9 +129,9 @@ func TestHumanAlwaysIsRemembered(t *testing.T) {
 		if err != nil || d.Verdict != driver.VerdictAllow {
 			t.Fatalf("round %d: %+v %v", i, d, err)
 		}
-		want := ByHuman
+		want := driver.ByHuman
 		if i > 0 {
-			want = ByRemembered
+			want = driver.ByRemembered
 		}
 		if d.DecidedBy != want {
 			t.Fatalf("round %d decided_by %q, want %q", i, d.DecidedBy, want)
@@ -141,11 +141,11 @@ func TestHumanAlwaysIsRemembered(t *testing.T) {
 		t.Fatalf("asked %d times, want 1", p.asked)
 	}
 	d, _ := e.Decide(context.Background(), req("execute", "rm -rf build", acpOpts))
-	if d.Verdict != driver.VerdictDeny || d.DecidedBy != ByHuman {
+	if d.Verdict != driver.VerdictDeny || d.DecidedBy != driver.ByHuman {
 		t.Fatalf("deny always: %+v", d)
 	}
 	d, _ = e.Decide(context.Background(), req("execute", "rm -rf build", acpOpts))
-	if d.Verdict != driver.VerdictDeny || d.DecidedBy != ByRemembered {
+	if d.Verdict != driver.VerdictDeny || d.DecidedBy != driver.ByRemembered {
 		t.Fatalf("deny remembered: %+v", d)
 	}
 }

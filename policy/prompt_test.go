@@ -174,7 +174,7 @@ func TestEngineNamesTheAsker(t *testing.T) {
 	ws, home := testWS(t)
 	p := &askerSeen{}
 	e := engine(t, Config{}, Flags{Approve: "ask"}, Options{Workspace: ws, Home: home, Prompter: p, Asker: "task lint"})
-	if d, err := e.Decide(context.Background(), execReq("make")); err != nil || d.DecidedBy != ByHuman {
+	if d, err := e.Decide(context.Background(), execReq("make")); err != nil || d.DecidedBy != driver.ByHuman {
 		t.Fatalf("%+v %v", d, err)
 	}
 	if len(p.who) != 1 || p.who[0] != "task lint" {

@@ -121,7 +121,7 @@ func TestEngineRecordsVia(t *testing.T) {
 	<-dash.asked
 	dash.answer <- AllowOnce
 	d := <-done
-	if d.DecidedBy != ByHuman || d.Via != ViaDashboard || d.Verdict != driver.VerdictAllow || !strings.Contains(d.Reason, "via dashboard") {
+	if d.DecidedBy != driver.ByHuman || d.Via != ViaDashboard || d.Verdict != driver.VerdictAllow || !strings.Contains(d.Reason, "via dashboard") {
 		t.Fatalf("decision %+v", d)
 	}
 }
@@ -132,11 +132,11 @@ func TestAnswererRace(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		parent  bool
-		wantBy  string
+		wantBy  driver.Provenance
 		wantVia string
 	}{
-		{"parent answers", true, ByAnswerer, ""},
-		{"dashboard answers", false, ByHuman, ViaDashboard},
+		{"parent answers", true, driver.ByAnswerer, ""},
+		{"dashboard answers", false, driver.ByHuman, ViaDashboard},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			parent, dash := newChanPrompter(), newChanPrompter()

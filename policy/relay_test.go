@@ -29,10 +29,10 @@ func TestRelayedProvenance(t *testing.T) {
 		name    string
 		p       relayPrompter
 		verdict string
-		by      string
+		by      driver.Provenance
 		reason  string
 	}{
-		{"a human in the editor", relayPrompter{ans: AllowOnce}, driver.VerdictAllow, ByHuman, "answered in the editor"},
+		{"a human in the editor", relayPrompter{ans: AllowOnce}, driver.VerdictAllow, driver.ByHuman, "answered in the editor"},
 		{"the outer tai's rule", relayPrompter{ans: DenyOnce, rel: &Relayed{By: "rule:flag-1", Reason: "--deny 'edit:**'"}},
 			driver.VerdictDeny, "via:rule:flag-1", "decided in the editor by rule:flag-1: --deny 'edit:**'"},
 		{"an outer always is not kept here", relayPrompter{ans: AllowAlways, rel: &Relayed{By: "human", Reason: "r"}},
@@ -43,7 +43,7 @@ func TestRelayedProvenance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, err := e.Decide(context.Background(), req(driver.KindEdit, "Write f", acpOpts))
+			d, err := e.Decide(context.Background(), req(string(driver.KindEdit), "Write f", acpOpts))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func TestRelayedProvenance(t *testing.T) {
 				t.Errorf("decision %s by %s (%q); want %s by %s (%q)", d.Verdict, d.DecidedBy, d.Reason, tc.verdict, tc.by, tc.reason)
 			}
 			if tc.p.rel != nil {
-				again, _ := e.Decide(context.Background(), req(driver.KindEdit, "Write f", acpOpts))
+				again, _ := e.Decide(context.Background(), req(string(driver.KindEdit), "Write f", acpOpts))
 				if again.DecidedBy != tc.by {
 					t.Errorf("asked again: decided by %s; a relayed answer is not remembered here", again.DecidedBy)
 				}

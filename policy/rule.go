@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/tai-dev/tai/driver"
 )
 
 // Effect is what a rule does to the requests it matches.
@@ -61,13 +59,13 @@ type Rule struct {
 // flagCategory is what the PATTERN of a KIND:PATTERN flag is matched on.
 func flagCategory(kind string) string {
 	switch kind {
-	case driver.KindRead, driver.KindEdit, driver.KindDelete, driver.KindMove, driver.KindSearch:
+	case kindRead, kindEdit, kindDelete, kindMove, kindSearch:
 		return "path"
-	case driver.KindExecute:
+	case kindExecute:
 		return "command"
-	case driver.KindFetch:
+	case kindFetch:
 		return "url"
-	case driver.KindSwitchMode:
+	case kindSwitchMode:
 		return "mode"
 	}
 	return "tool"

@@ -21,19 +21,19 @@ func (e *Engine) Veto(_ context.Context, req driver.PermissionRequest) (driver.P
 	}}
 	f := e.facts(req)
 	d.Key = memoryKey(f)
-	deny := func(by, why string) (driver.PermissionDecision, bool) {
+	deny := func(by driver.Provenance, why string) (driver.PermissionDecision, bool) {
 		return e.finish(d, req, f, false, by, why).PermissionDecision, true
 	}
 	if id, why := e.floorCheck(f); id != "" {
-		return deny(ByRule(id), why)
+		return deny(driver.ByRule(id), why)
 	}
 	for _, r := range e.deny {
 		if r.match(f) {
-			return deny(ByRule(r.ID), r.describe())
+			return deny(driver.ByRule(r.ID), r.describe())
 		}
 	}
 	if m, ok := e.mem.Lookup(d.Key); ok && !m.Allow {
-		return deny(ByRemembered, e.rememberedReason(m))
+		return deny(driver.ByRemembered, e.rememberedReason(m))
 	}
 	return driver.PermissionDecision{}, false
 }

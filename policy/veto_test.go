@@ -14,7 +14,7 @@ import (
 // agent's own request, and nobody is ever asked.
 func TestVeto(t *testing.T) {
 	ws := t.TempDir()
-	tool := func(kind, name string, input map[string]string) driver.PermissionRequest {
+	tool := func(kind driver.ToolKind, name string, input map[string]string) driver.PermissionRequest {
 		raw, _ := json.Marshal(input)
 		tc := driver.ToolCall{ID: "tu1", Kind: kind, Name: name, Title: name, RawInput: raw}
 		if p := input["file_path"]; p != "" {
@@ -37,14 +37,14 @@ func TestVeto(t *testing.T) {
 		remember bool
 		req      driver.PermissionRequest
 		veto     bool
-		by       string
+		by       driver.Provenance
 	}{
 		{"floor: write outside the workspace", ApproveAll, nil, false,
-			tool(driver.KindEdit, "Write", map[string]string{"file_path": "/etc/passwd"}), true, ByRule("floor-write-outside")},
+			tool(driver.KindEdit, "Write", map[string]string{"file_path": "/etc/passwd"}), true, driver.ByRule("floor-write-outside")},
 		{"deny rule", ApproveAll, []Rule{denyRule}, false,
-			tool(driver.KindExecute, "Bash", map[string]string{"command": "rm notes.txt"}), true, ByRule("flag-1")},
+			tool(driver.KindExecute, "Bash", map[string]string{"command": "rm notes.txt"}), true, driver.ByRule("flag-1")},
 		{"remembered always deny", ApproveAll, nil, true,
-			tool(driver.KindExecute, "Bash", map[string]string{"command": "make clean"}), true, ByRemembered},
+			tool(driver.KindExecute, "Bash", map[string]string{"command": "make clean"}), true, driver.ByRemembered},
 		{"ask is left to the agent", Ask, nil, false,
 			tool(driver.KindExecute, "Bash", map[string]string{"command": "make"}), false, ""},
 		{"deny-all's default is left to the agent", DenyAll, nil, false,
@@ -80,7 +80,7 @@ func TestVeto(t *testing.T) {
 			}
 		})
 	}
-	if d, veto := New(ApproveAll, NonInteractiveDeny, nil).Veto(cancelledCtx(), tool(driver.KindExecute, "Bash", map[string]string{"command": "rm -rf /"})); !veto || d.DecidedBy != ByRule("floor-rm-root") {
+	if d, veto := New(ApproveAll, NonInteractiveDeny, nil).Veto(cancelledCtx(), tool(driver.KindExecute, "Bash", map[string]string{"command": "rm -rf /"})); !veto || d.DecidedBy != driver.ByRule("floor-rm-root") {
 		t.Errorf("with the turn cancelled: %+v, %v; the floor must still hold", d, veto)
 	}
 }

@@ -287,7 +287,7 @@ func (c *coordinator) emit(kind, task, detail string, data map[string]any) {
 	c.evMu.Lock()
 	defer c.evMu.Unlock()
 	if c.o.Progress != nil {
-		c.o.Progress(fleet.Event{Time: c.clock.Now(), Kind: kind, Task: task, Detail: detail, State: c.snapshot()})
+		c.o.Progress(fleet.Event{Time: c.clock.Now(), Kind: fleet.EventKind(kind), Task: task, Detail: detail, State: c.snapshot()})
 	}
 }
 
@@ -527,7 +527,7 @@ func (c *coordinator) schedule(ctx context.Context, id string) {
 			c.setTask(id, func(x *fleet.TaskState) {
 				x.Status, x.Reason = fleet.StatusSkipped, fmt.Sprintf("dependency %s %s", d, ds.Status)
 			})
-			c.emit("skipped", id, "dependency "+d+" "+ds.Status, nil)
+			c.emit("skipped", id, "dependency "+d+" "+string(ds.Status), nil)
 			return
 		}
 	}
@@ -587,7 +587,7 @@ func (c *coordinator) schedule(ctx context.Context, id string) {
 	}
 }
 
-func isFinal(s string) bool {
+func isFinal(s fleet.TaskStatus) bool {
 	switch s {
 	case fleet.StatusFailed, fleet.StatusBlocked, fleet.StatusBudget, fleet.StatusConflict, fleet.StatusRefused, fleet.StatusSkipped:
 		return true
@@ -604,7 +604,7 @@ func causeText(ctx context.Context) string {
 
 // offer puts the task on the queue, its lease first (so a worker finds
 // it), with a message id the server deduplicates on.
-func (c *coordinator) offer(ctx context.Context, t *fleet.Task, prev string) error {
+func (c *coordinator) offer(ctx context.Context, t *fleet.Task, prev fleet.TaskStatus) error {
 	if prev == fleet.StatusRunning || prev == fleet.StatusWaiting {
 		// Offered before the coordinator stopped: it is out there already,
 		// unless its message went missing.
@@ -634,7 +634,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 	defer c.mergeMu.Unlock()
 	ctx = context.WithoutCancel(ctx)
 	branch := worktree.Branch(c.o.RunID, t.ID)
-	fail := func(status string, code exitcode.Code, reason string) {
+	fail := func(status fleet.TaskStatus, code exitcode.Code, reason string) {
 		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Reason, x.ExitCode = status, reason, int(code) })
 		c.emit("failed", t.ID, "merge: "+reason, nil)
 		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Status, x.Reason = LeaseFinal, status, reason })

@@ -53,15 +53,15 @@ const (
 
 // Lease is a task's record in the leases bucket.
 type Lease struct {
-	State    LeaseState  `json:"state"`
-	Worker   string      `json:"worker,omitempty"`
-	Attempt  int         `json:"attempt"`
-	Deadline time.Time   `json:"deadline,omitzero"`
-	Head     string      `json:"head,omitempty"` // the accepted commit, then the merged one
-	Status   string      `json:"status,omitempty"`
-	Reason   string      `json:"reason,omitempty"`
-	Usage    fleet.Usage `json:"usage"`
-	Message  string      `json:"message,omitempty"`
+	State    LeaseState       `json:"state"`
+	Worker   string           `json:"worker,omitempty"`
+	Attempt  int              `json:"attempt"`
+	Deadline time.Time        `json:"deadline,omitzero"`
+	Head     string           `json:"head,omitempty"` // the accepted commit, then the merged one
+	Status   fleet.TaskStatus `json:"status,omitempty"`
+	Reason   string           `json:"reason,omitempty"`
+	Usage    fleet.Usage      `json:"usage"`
+	Message  string           `json:"message,omitempty"`
 }
 
 // RunRecord is what a coordinator needs to resume a run from JetStream.

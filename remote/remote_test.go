@@ -218,7 +218,7 @@ func TestFenceOnAttempt(t *testing.T) {
 	}
 	defer log.Close()
 	var events []string
-	c := &coordinator{o: CoordinatorOptions{RunID: "r", Audit: log, Progress: func(ev fleet.Event) { events = append(events, ev.Kind) }},
+	c := &coordinator{o: CoordinatorOptions{RunID: "r", Audit: log, Progress: func(ev fleet.Event) { events = append(events, string(ev.Kind)) }},
 		bus: b, results: map[string]chan Lease{"x": make(chan Lease, 1)}, st: fleet.State{Tasks: map[string]*fleet.TaskState{}}}
 	c.clock, c.log = quartz.NewReal(), slog.New(slog.DiscardHandler)
 	// Worker A had attempt 1; its lease ran out and worker B took attempt 2.

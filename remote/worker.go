@@ -279,7 +279,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 			log.Warn("ack", "err", err)
 		}
 	}
-	w.event(context.WithoutCancel(ctx), tm, attempt, "reported", res.Outcome.Status)
+	w.event(context.WithoutCancel(ctx), tm, attempt, "reported", string(res.Outcome.Status))
 }
 
 // attempt runs one attempt in its worktree, heartbeating and

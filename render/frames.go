@@ -74,7 +74,7 @@ func (f *Frames) byHand(ev driver.Event) bool {
 		_, _ = f.out.WriteString(`{"id":`)
 		_ = jsonw.String(f.out, tc.ID)
 		f.field("title", tc.Title)
-		f.field("kind", tc.Kind)
+		f.field("kind", string(tc.Kind))
 		f.field("status", tc.Status)
 		f.field("name", tc.Name)
 	case ev.Type == driver.EventPlan && ev.Plan != nil:

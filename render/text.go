@@ -275,7 +275,7 @@ func (t *Text) emit(ev driver.Event) {
 		}
 		t.line("%s", t.style(dim, fmt.Sprintf("◆ agent process %d exited (%s)", p.Pid, st)))
 	case driver.EventRaw:
-		t.line("%s", t.style(dim, "◆ (unknown update "+ev.Raw.Kind+")"))
+		t.line("%s", t.style(dim, "◆ (unknown update "+string(ev.Raw.Kind)+")"))
 	}
 }
 
@@ -352,7 +352,7 @@ func describeCall(tc driver.ToolCall) string {
 		s = tc.ID
 	}
 	if tc.Kind != "" {
-		s = "[" + tc.Kind + "] " + s
+		s = "[" + string(tc.Kind) + "] " + s
 	}
 	for _, l := range tc.Locations {
 		if l.Line > 0 {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
-	"github.com/tai-dev/tai/driver/streamjson"
 )
 
 // auditSink writes the events that matter for accountability into the
@@ -58,7 +57,7 @@ func (a *auditSink) writtenEarly(d driver.PermissionDecision) bool {
 func decisionEntry(d *driver.PermissionDecision) audit.PermissionDecision {
 	full, _ := json.Marshal(d)
 	return audit.PermissionDecision{
-		RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: d.DecidedBy,
+		RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: string(d.DecidedBy),
 		Reason: d.Reason, Via: d.Via, Request: full, Unrequested: d.Unrequested,
 	}
 }
@@ -98,7 +97,7 @@ func (a *auditSink) Emit(ev driver.Event) {
 			opts = append(opts, o.ID+"("+o.Kind+")")
 		}
 		a.append(audit.KindPermissionRequest, ev.Session, audit.PermissionRequest{
-			RequestID: ev.Permission.ID, Tool: ev.Permission.ToolCall.Kind, Title: ev.Permission.ToolCall.Title,
+			RequestID: ev.Permission.ID, Tool: string(ev.Permission.ToolCall.Kind), Title: ev.Permission.ToolCall.Title,
 			Options: opts, Request: req, Unrequested: ev.Permission.Unrequested,
 		})
 	case driver.EventPermissionDecided:
@@ -124,12 +123,12 @@ func (a *auditSink) Emit(ev driver.Event) {
 	case driver.EventRaw:
 		// A screen-based agent's last screen: the scrollback users lose
 		// when a TUI dies is kept with the run's record.
-		if ev.Raw.Kind == "pty.final_screen" {
+		if ev.Raw.Kind == driver.RawFinalScreen {
 			a.append(audit.KindScreenFinal, ev.Session, ev.Raw.Data)
 		}
 		// A stream-json CLI's turn end, with where it keeps its own
 		// transcript of the session.
-		if ev.Raw.Kind == streamjson.RawStopHook {
+		if ev.Raw.Kind == driver.RawStopHook {
 			a.append(audit.KindAgentStop, ev.Session, ev.Raw.Data)
 		}
 	case driver.EventTurnEnded:

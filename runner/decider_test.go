@@ -36,13 +36,13 @@ func TestDeciderDeniesWhatCannotBeRecorded(t *testing.T) {
 		failDuring  bool // it fails while the policy decides
 		failEntry   bool // it fails on the decision's own entry
 		wantVerdict string
-		wantBy      string
+		wantBy      driver.Provenance
 		wantAsked   bool
 	}{
-		{"recorded", false, false, false, driver.VerdictAllow, policy.ByDefault, true},
-		{"failed before", true, false, false, driver.VerdictDeny, audit.DecidedByAudit, false},
-		{"failed while deciding", false, true, false, driver.VerdictDeny, audit.DecidedByAudit, true},
-		{"failed on its entry", false, false, true, driver.VerdictDeny, audit.DecidedByAudit, true},
+		{"recorded", false, false, false, driver.VerdictAllow, driver.ByDefault, true},
+		{"failed before", true, false, false, driver.VerdictDeny, driver.ByAudit, false},
+		{"failed while deciding", false, true, false, driver.VerdictDeny, driver.ByAudit, true},
+		{"failed on its entry", false, false, true, driver.VerdictDeny, driver.ByAudit, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var failed error

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"slices"
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/driver/a2a"
@@ -19,17 +20,28 @@ type Session interface {
 	Pid() int
 }
 
-// Drivers lists the drivers this build can run.
-func Drivers() []string { return []string{acp.Name, streamjson.Name, pty.Name, a2a.Name} }
-
-func known(name string) bool {
-	for _, d := range Drivers() {
-		if d == name {
-			return true
-		}
-	}
-	return false
+// drivers is the table of the drivers this build can run, the default
+// (ACP) first: each name and how it launches a session.
+var drivers = []struct {
+	name   string
+	launch func(ctx context.Context, l driver.Launch) (Session, error)
+}{
+	{acp.Name, func(ctx context.Context, l driver.Launch) (Session, error) { return acp.Launch(ctx, l) }},
+	{streamjson.Name, func(ctx context.Context, l driver.Launch) (Session, error) { return streamjson.Launch(ctx, l) }},
+	{pty.Name, func(ctx context.Context, l driver.Launch) (Session, error) { return pty.Launch(ctx, l) }},
+	{a2a.Name, func(ctx context.Context, l driver.Launch) (Session, error) { return a2a.Launch(ctx, l) }},
 }
+
+// Drivers lists the drivers this build can run.
+func Drivers() []string {
+	out := make([]string, len(drivers))
+	for i, d := range drivers {
+		out[i] = d.name
+	}
+	return out
+}
+
+func known(name string) bool { return slices.Contains(Drivers(), name) }
 
 func (r *run) driverName() string {
 	if r.o.Driver == "" {
@@ -38,16 +50,13 @@ func (r *run) driverName() string {
 	return r.o.Driver
 }
 
-// startDriver starts a session with the named driver.
+// startDriver starts a session with the named driver (ACP when the name
+// is not in the table: the runner checked it before).
 func startDriver(ctx context.Context, name string, l driver.Launch) (Session, error) {
-	switch name {
-	case streamjson.Name:
-		return streamjson.Launch(ctx, l)
-	case pty.Name:
-		return pty.Launch(ctx, l)
-	case a2a.Name:
-		return a2a.Launch(ctx, l)
-	default:
-		return acp.Launch(ctx, l)
+	for _, d := range drivers {
+		if d.name == name {
+			return d.launch(ctx, l)
+		}
 	}
+	return drivers[0].launch(ctx, l)
 }

@@ -272,7 +272,7 @@ func (d decider) unrecorded(req driver.PermissionRequest) (driver.PermissionDeci
 	}
 	dec := driver.PermissionDecision{
 		RequestID: req.ID, ToolCallID: req.ToolCall.ID, Title: req.ToolCall.Title, ToolKind: req.ToolCall.Kind,
-		Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictDeny, DecidedBy: audit.DecidedByAudit,
+		Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictDeny, DecidedBy: driver.ByAudit,
 		Reason: "the audit log cannot be written, and a decision that cannot be recorded is not granted: " + aerr.Error(),
 	}
 	if opt, ok := policy.ChooseOption(req.Options, false); ok {

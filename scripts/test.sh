@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs tai's whole test suite: vet, unit tests with the race detector, and
+# Runs tai's whole test suite: vet, staticcheck, unit tests with the race detector, and
 # the end-to-end tests against the real tai binary (built with -race) and the
 # pinned third-party ACP peers (installed into a cache outside the clone).
 set -euo pipefail
@@ -10,6 +10,14 @@ eval "$(./scripts/install-agents.sh | sed 's/^/export /')"
 # The claude CLI for the stream-json driver (400 MB, so a script of its own).
 eval "$(./scripts/install-claude.sh | sed 's/^/export /')"
 go vet ./...
+# staticcheck, pinned, into a cache outside the clone (a no-op when cached).
+SC_VERSION=v0.8.2
+SC_DIR="${TAI_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tai-tools}/staticcheck-$SC_VERSION"
+if [ ! -x "$SC_DIR/staticcheck" ]; then
+  mkdir -p "$SC_DIR"
+  GOBIN="$SC_DIR" go install "honnef.co/go/tools/cmd/staticcheck@$SC_VERSION" >&2
+fi
+"$SC_DIR/staticcheck" ./...
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
   echo "gofmt needed:" >&2

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tai-dev/tai/internal/atomicfile"
 	"github.com/tai-dev/tai/internal/statedir"
 )
 
@@ -150,19 +151,7 @@ func (s *Store) compact(f *os.File) error {
 	for _, r := range recs {
 		_ = enc.Encode(r)
 	}
-	tmp, err := os.CreateTemp(s.dir, ".compact-*")
-	if err != nil {
-		return fmt.Errorf("sessions: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(buf.Bytes()); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sessions: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("sessions: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), f.Name()); err != nil {
+	if err := atomicfile.Write(f.Name(), buf.Bytes(), 0o600); err != nil {
 		return fmt.Errorf("sessions: %w", err)
 	}
 	return nil

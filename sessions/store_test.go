@@ -117,7 +117,7 @@ func TestConcurrentAddsAndCompaction(t *testing.T) {
 	if st.Size() > 2*maxBytes {
 		t.Fatalf("file is %d bytes: compaction did not run", st.Size())
 	}
-	left, _ := filepath.Glob(filepath.Join(s.dir, ".compact-*"))
+	left, _ := filepath.Glob(filepath.Join(s.dir, ".*.tmp-*"))
 	if len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
 	}

@@ -120,7 +120,7 @@ func TranscriptLine(ev driver.Event) string {
 		return "? asks: " + strings.TrimSpace(ev.Permission.ToolCall.Title)
 	case driver.EventPermissionDecided:
 		d := ev.Decision
-		by := d.DecidedBy
+		by := string(d.DecidedBy)
 		if d.Via != "" {
 			by += " via " + d.Via
 		}

@@ -43,7 +43,6 @@ package worktree
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +56,8 @@ import (
 
 	"github.com/coder/quartz"
 	"github.com/gofrs/flock"
+
+	"github.com/tai-dev/tai/internal/atomicfile"
 )
 
 // testHook, when set by a test, is called at named points of an operation
@@ -459,32 +460,7 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := filepath.Join(dir, fmt.Sprintf(".%s.tmp-%x", filepath.Base(path), rnd))
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_EXCL|os.O_WRONLY, perm)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, data, perm)
 }
 
 // registration is one entry of `git worktree list --porcelain`.

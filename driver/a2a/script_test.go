@@ -185,8 +185,7 @@ func TestNegotiateByHTTPStatus(t *testing.T) {
 	// A 0.3 server behind a card claiming 1.0 that refuses 1.0 requests
 	// with 405 rather than -32601.
 	card := v1Card(true)
-	var s *scripted
-	s = newScripted(t, CardPath, card, func(w *rpcWriter, c call, n int) {
+	s := newScripted(t, CardPath, card, func(w *rpcWriter, c call, n int) {
 		switch {
 		case c.Version != "":
 			http.Error(w.w, "no", http.StatusMethodNotAllowed)

@@ -138,7 +138,6 @@ type Session struct {
 	inputTask string // an input-required task the next prompt answers
 	closed    bool
 
-	turnMu    sync.Mutex
 	idle      chan struct{} // holds a token while no turn runs
 	exited    chan struct{}
 	closeOnce sync.Once

@@ -454,22 +454,10 @@ func (t *turn) ask(q, yes, no string) (string, error) {
 		{ID: no, Name: "No (" + no + ")", Kind: driver.OptionRejectOnce}}
 	req := driver.PermissionRequest{ID: id, Session: s.ID(), Options: opts,
 		ToolCall: driver.ToolCall{ID: id, Title: q, Kind: driver.KindOther, Status: "pending", Name: "a2a.input_required", RawInput: input}}
-	s.emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &req})
-	d, err := s.l.Host.Decider.Decide(t.ctx, req)
-	if err != nil || t.ctx.Err() != nil {
-		if err != nil {
-			s.log.Warn("permission decision failed; cancelling the task", "err", err)
-		}
-		d = driver.PermissionDecision{Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictCancelled,
-			DecidedBy: orDefault(d.DecidedBy, "tai"), Reason: "the decision was cancelled"}
+	d, err := driver.AskPermission(t.ctx, s.l.Host.Decider, s.emit, req, func(error) string { return "the decision was cancelled" })
+	if err != nil {
+		s.log.Warn("permission decision failed; cancelling the task", "err", err)
 	}
-	if d.RequestID == "" {
-		d.RequestID = id
-	}
-	if d.ToolCallID == "" {
-		d.ToolCallID = id
-	}
-	s.emit(driver.Event{Type: driver.EventPermissionDecided, Decision: &d})
 	switch {
 	case d.Outcome != driver.OutcomeSelected || d.Verdict == driver.VerdictCancelled:
 		return "", errDecisionCancelled

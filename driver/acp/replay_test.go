@@ -523,7 +523,7 @@ func describeEvents(evs []driver.Event) string {
 		case driver.EventToolCall:
 			d += fmt.Sprintf("(%s, %s)", ev.ToolCall.Kind, ev.ToolCall.Status)
 		case driver.EventPermissionAsked:
-			d += "(" + ev.Permission.ToolCall.Kind + ")"
+			d += "(" + string(ev.Permission.ToolCall.Kind) + ")"
 		case driver.EventPermissionDecided:
 			d += "(" + ev.Decision.Verdict + ")"
 		case driver.EventCommands:
@@ -537,7 +537,7 @@ func describeEvents(evs []driver.Event) string {
 		case driver.EventModeChanged:
 			d += "(" + ev.Mode.ID + ")"
 		case driver.EventRaw:
-			d += "(" + ev.Raw.Kind + ")"
+			d += "(" + string(ev.Raw.Kind) + ")"
 		case driver.EventError:
 			d += "(" + ev.Error.Code + ")"
 		}

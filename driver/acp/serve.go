@@ -220,23 +220,16 @@ func (s *Session) requestPermission(ctx context.Context, params json.RawMessage)
 	for _, o := range r.Options {
 		req.Options = append(req.Options, driver.PermissionOption{ID: o.OptionId, Name: o.Name, Kind: string(o.Kind)})
 	}
-	s.emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &req})
-
 	// The decision is abandoned when the agent withdraws the request
 	// ($/cancel_request) or the turn is cancelled.
 	dctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.turn.Load().ctx, cancel)
 	defer stop()
-	d, err := s.cfg.Host.Decider.Decide(dctx, req)
+	d, err := driver.AskPermission(dctx, s.cfg.Host.Decider, s.emit, req, nil)
 	if err != nil {
 		s.log.Warn("permission decision failed; answering cancelled", "err", err)
-		d.Outcome, d.Verdict = driver.OutcomeCancelled, driver.VerdictCancelled
 	}
-	if d.RequestID == "" {
-		d.RequestID = req.ID
-	}
-	s.emit(driver.Event{Type: driver.EventPermissionDecided, Decision: &d})
 	if d.Outcome == driver.OutcomeCancelled || d.OptionID == "" {
 		return schema.CancelPermission(), nil
 	}

@@ -101,7 +101,7 @@ func (s *Session) apply(u schema.SessionUpdate) {
 		// notice, compaction (not offered by tai) and kinds newer than tai:
 		// passed through raw, never misread.
 		raw, _ := u.MarshalJSON()
-		s.emitLocked(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: u.Kind(), Data: raw}})
+		s.emitLocked(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: driver.RawKind(u.Kind()), Data: raw}})
 	}
 }
 
@@ -168,7 +168,7 @@ func chunk(role driver.Role, c *schema.ContentChunk) *driver.MessageChunk {
 }
 
 func convertToolCall(t *schema.ToolCall) *driver.ToolCall {
-	tc := &driver.ToolCall{ID: t.ToolCallId, Title: t.Title, Kind: string(t.Kind), Status: string(t.Status), Name: t.Name,
+	tc := &driver.ToolCall{ID: t.ToolCallId, Title: t.Title, Kind: driver.ToolKind(t.Kind), Status: string(t.Status), Name: t.Name,
 		RawInput: t.RawInput, RawOutput: t.RawOutput, Locations: convertLocations(t.Locations), Content: convertContent(t.Content)}
 	if tc.Kind == "" {
 		tc.Kind = driver.KindOther
@@ -219,7 +219,7 @@ func patchToolCall(tc *driver.ToolCall, u *schema.ToolCallUpdate) {
 		tc.Title = *u.Title
 	}
 	if u.Kind != nil {
-		tc.Kind = string(*u.Kind)
+		tc.Kind = driver.ToolKind(*u.Kind)
 	}
 	if u.Status != nil {
 		tc.Status = string(*u.Status)

@@ -47,7 +47,7 @@ var Features = []string{
 
 // FinalScreenKind is the raw event carrying the last screen when the
 // session ends (the runner can put it in the audit log).
-const FinalScreenKind = "pty.final_screen"
+const FinalScreenKind = driver.RawFinalScreen
 
 // Config is a Launch plus the PTY driver's own knobs; zero values take
 // the defaults.
@@ -650,7 +650,6 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 		}
 		req.Options = append(req.Options, driver.PermissionOption{ID: o.Number, Name: o.Label, Kind: o.Kind})
 	}
-	s.emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &req})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		select {
@@ -659,13 +658,8 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 		case <-ctx.Done():
 		}
 	}()
-	dec, err := s.cfg.Host.Decider.Decide(ctx, req)
+	dec, _ := driver.AskPermission(ctx, s.cfg.Host.Decider, s.emit, req, nil)
 	cancel()
-	if err != nil {
-		dec = driver.PermissionDecision{RequestID: reqID, Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictCancelled,
-			DecidedBy: "default", Reason: err.Error()}
-	}
-	dec.RequestID, dec.ToolCallID, dec.Title, dec.ToolKind = reqID, tc.ID, tc.Title, tc.Kind
 	// A cancelled decision picks the picker's own way out: its reject.
 	target := -1
 	for i, o := range pk.Options {
@@ -680,7 +674,6 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 			}
 		}
 	}
-	s.emit(driver.Event{Type: driver.EventPermissionDecided, Decision: &dec})
 	if target < 0 {
 		return
 	}

@@ -28,11 +28,8 @@ const (
 	hookStop       = "tai_stop"
 )
 
-// RawStopHook is the kind of the raw event each Stop hook becomes: the
-// CLI's session, its own transcript file and stop_hook_active, for the
-// audit log (the transcript is the CLI's full record of the session, kept
-// outside tai).
-const RawStopHook = "hook/Stop"
+// RawStopHook is the kind of the raw event each Stop hook becomes.
+const RawStopHook = driver.RawStopHook
 
 // hooks is the initialize request's hook registration: PreToolUse on every
 // tool (matcher null) when the decider can veto, and Stop.
@@ -144,7 +141,7 @@ func denyMessage(d driver.PermissionDecision) string {
 		msg += ": " + d.Reason
 	}
 	if d.DecidedBy != "" {
-		msg += " (decided by " + d.DecidedBy + ")"
+		msg += " (decided by " + string(d.DecidedBy) + ")"
 	}
 	return msg
 }

@@ -234,10 +234,7 @@ func (s *Session) startDuplex(ctx context.Context) error {
 		select {
 		case <-s.startedCh:
 		case <-s.readerDone:
-			if derr := s.deathError("start"); derr != nil {
-				return s.startupError(derr)
-			}
-			return fmt.Errorf("%s exited before starting a session", s.l.Agent)
+			return s.startupError(s.deathError("start"))
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the session: %w", context.Cause(ctx))
 		}
@@ -567,28 +564,21 @@ func (s *Session) canUseTool(c ControlRequest, pp *pendingPerm, ctx context.Cont
 	s.mu.Unlock()
 
 	req := driver.PermissionRequest{ID: c.ID, Session: id, ToolCall: tc, Options: permOptions}
-	s.emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &req})
-	d, err := s.l.Host.Decider.Decide(ctx, req)
-	s.mu.Lock()
-	withdrawn := pp.withdrawn
-	s.mu.Unlock()
-	if err != nil || ctx.Err() != nil {
-		if err != nil {
-			s.log.Warn("permission decision failed; answering deny", "err", err)
+	isWithdrawn := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return pp.withdrawn
+	}
+	d, err := driver.AskPermission(ctx, s.l.Host.Decider, s.emit, req, func(error) string {
+		if isWithdrawn() {
+			return "withdrawn by the agent"
 		}
-		d = driver.PermissionDecision{Outcome: driver.OutcomeCancelled, Verdict: driver.VerdictCancelled, DecidedBy: orDefault(d.DecidedBy, "tai"),
-			Reason: "the turn was cancelled"}
-		if withdrawn {
-			d.Reason = "withdrawn by the agent"
-		}
+		return "the turn was cancelled"
+	})
+	if err != nil {
+		s.log.Warn("permission decision failed; answering deny", "err", err)
 	}
-	if d.RequestID == "" {
-		d.RequestID = req.ID
-	}
-	if d.ToolCallID == "" {
-		d.ToolCallID = tc.ID
-	}
-	s.emit(driver.Event{Type: driver.EventPermissionDecided, Decision: &d})
+	withdrawn := isWithdrawn()
 	if withdrawn {
 		return // the CLI withdrew it: never answered
 	}
@@ -630,7 +620,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []driver.Content) (driver.T
 	msg := map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": blocks},
 		"parent_tool_use_id": nil, "session_id": s.ID()}
 	if err := s.send(msg); err != nil {
-		return driver.TurnResult{}, s.turnDeath(err)
+		return driver.TurnResult{}, s.turnDeath()
 	}
 	select {
 	case r := <-done:
@@ -642,18 +632,16 @@ func (s *Session) Prompt(ctx context.Context, prompt []driver.Content) (driver.T
 			return s.turnResult(r)
 		default:
 		}
-		return driver.TurnResult{}, s.turnDeath(nil)
+		return driver.TurnResult{}, s.turnDeath()
 	case <-ctx.Done():
 		return driver.TurnResult{}, fmt.Errorf("prompt: %w", ctx.Err())
 	}
 }
 
-func (s *Session) turnDeath(err error) error {
-	derr := s.deathError("prompt")
-	if derr != nil {
-		return fmt.Errorf("the agent exited during the turn: %w", derr)
-	}
-	return err
+// turnDeath is the error of a turn the CLI's exit ended (deathError is
+// never nil: the exit is always recorded before exited closes).
+func (s *Session) turnDeath() error {
+	return fmt.Errorf("the agent exited during the turn: %w", s.deathError("prompt"))
 }
 
 func (s *Session) turnResult(r *Result) (driver.TurnResult, error) {

@@ -319,9 +319,9 @@ func TestHooks(t *testing.T) {
 	tests := []struct {
 		name    string
 		dec     func(chan driver.PermissionRequest) driver.PermissionDecider
-		vetoed  int    // requests the veto saw
-		status  string // of the tool call
-		decided string // the one decision's decided_by ("": none)
+		vetoed  int               // requests the veto saw
+		status  string            // of the tool call
+		decided driver.Provenance // the one decision's decided_by ("": none)
 	}{
 		{"veto", func(c chan driver.PermissionRequest) driver.PermissionDecider {
 			return vetoer{veto: driver.VerdictDeny, asked: c}

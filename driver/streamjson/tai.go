@@ -60,10 +60,10 @@ func (d *decoder) tai(line []byte, typ string, f *Frame) {
 			return
 		}
 		asked := d.takeAsk(dec.RequestID)
-		if dec.DecidedBy == "answerer" {
+		if dec.DecidedBy == driver.ByAnswerer {
 			return // this tai decided it, through can_use_tool
 		}
-		dec.DecidedBy = "tai:" + strings.TrimPrefix(dec.DecidedBy, "tai:")
+		dec.DecidedBy = "tai:" + driver.Provenance(strings.TrimPrefix(string(dec.DecidedBy), "tai:"))
 		if asked != nil {
 			f.emit(*asked)
 		}

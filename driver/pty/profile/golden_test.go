@@ -50,7 +50,7 @@ func TestGoldenScreens(t *testing.T) {
 				got["picker"] = string(v.Picker.Kind)
 				got["options"] = strings.Join(kinds, ",")
 				got["selected"] = strconv.Itoa(v.Picker.Selected)
-				got["toolkind"] = v.Picker.ToolKind
+				got["toolkind"] = string(v.Picker.ToolKind)
 				got["title"] = v.Picker.Title
 				got["path"] = v.Picker.Path
 			}

@@ -1,0 +1,71 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/worktree"
+)
+
+// errUnanswered is a question nobody could answer.
+var errUnanswered = errors.New("nobody could answer it")
+
+// CannotAnswer is what the answerer replies when it does not know.
+const CannotAnswer = "CANNOT_ANSWER"
+
+// answer routes a question: to the plan's answerer agent (with the plan's
+// context and the task's diff), then to a human.
+func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Handle, q string) (string, string, Usage, error) {
+	var spent Usage
+	if a := f.plan.Answerer; a != nil {
+		diff := "(no worktree)"
+		if h != nil {
+			if p, err := f.wt.Patch(ctx, cwd, h.Base, 16<<10); err == nil {
+				diff = p
+			}
+		}
+		var b strings.Builder
+		if a.Prompt != "" {
+			b.WriteString(a.Prompt + "\n\n")
+		}
+		fmt.Fprintf(&b, "You answer questions from agents working on a plan; they never talk to each other.\nPlan: %s\nGoal: %s\n\nTask %q (its prompt was:\n%s\n) asks:\n%s\n\nIts changes so far:\n%s\n\nAnswer the question directly. If you cannot answer it, reply exactly %s.",
+			f.plan.Name, f.plan.Goal, t.ID, truncate(t.Prompt, 4000), q, diff, CannotAnswer)
+		spec := f.merged(a.AgentSpec)
+		opts, err := f.agentOptions(spec, cwd)
+		if err != nil {
+			return "", "", spent, err
+		}
+		// The answerer reads; it never writes in the task's worktree.
+		eng, _, err := f.engine(&Policy{Approve: "reads", NonInteractive: "deny", Deny: []string{"edit", "delete", "move", "execute"}}, cwd, "task "+t.ID+"'s answerer")
+		if err != nil {
+			return "", "", spent, err
+		}
+		opts.Decider, opts.Modes, opts.AllowDenials = eng, eng, true
+		opts.Prompt = []driver.Content{driver.TextContent(b.String())}
+		opts.Audit, opts.AuditTask = f.o.Audit, t.ID
+		opts.RunID = fmt.Sprintf("%s/%s/answerer", f.o.RunID, t.ID)
+		r, err := runner.Run(ctx, opts)
+		spent.Turns, spent.Tokens = 1, tokensOf(r.Usage)
+		if r.Usage != nil {
+			spent.Cost = r.Usage.CostAmount
+		}
+		ans := strings.TrimSpace(r.Message)
+		if err == nil && r.ExitCode == 0 && ans != "" && !strings.Contains(ans, CannotAnswer) {
+			return ans, string(driver.ByAnswerer), spent, nil
+		}
+		f.emit(EventAnswererPass, t.ID, "the answerer could not answer", map[string]any{"question": q, "exit_code": r.ExitCode})
+	}
+	if f.o.AskHuman != nil {
+		f.humanMu.Lock()
+		ans, err := f.o.AskHuman(ctx, t.ID, q)
+		f.humanMu.Unlock()
+		if err == nil && strings.TrimSpace(ans) != "" {
+			return strings.TrimSpace(ans), string(driver.ByHuman), spent, nil
+		}
+	}
+	return "", "", spent, fmt.Errorf("%w (no answerer could, and no terminal to ask a human)", errUnanswered)
+}

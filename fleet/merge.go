@@ -1,0 +1,126 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/worktree"
+)
+
+// mergedInGit finds, on resume, the tasks whose work is in the target
+// although the state does not say so (a state write lost, a kill between a
+// merge and its record): the task's branch has commits of its own and is
+// in the target's history. Git, not the state file, is the truth here.
+func (f *fleet) mergedInGit(ctx context.Context) map[string]string {
+	st := f.st.snapshot()
+	found := map[string]string{}
+	target := "refs/heads/" + st.Target
+	for id, ts := range st.Tasks {
+		t := f.plan.Task(id)
+		if t == nil || succeeded(ts.Status) || t.Worktree == "none" || strings.HasPrefix(t.Worktree, "shared:") {
+			continue
+		}
+		rec, err := f.wt.Lookup(f.o.RunID, id)
+		if err != nil || rec.Base == "" {
+			continue
+		}
+		tip, err := f.wt.RevParse(ctx, "refs/heads/"+worktree.Branch(f.o.RunID, id))
+		if err != nil || tip == rec.Base {
+			continue // no branch, or no commit of its own yet
+		}
+		if f.wt.IsAncestor(ctx, tip, target) {
+			found[id] = tip
+		}
+	}
+	return found
+}
+
+// merge integrates a finished task's branch into the target: one at a
+// time, rebase in the task's worktree, check, fast-forward only.
+func (f *fleet) merge(ctx context.Context, t *Task) {
+	ts := f.st.task(t.ID)
+	if ts.Branch == "" {
+		f.setTask(t.ID, func(x *TaskState) { x.Status = StatusMerged })
+		return
+	}
+	f.mergeMu.Lock()
+	defer f.mergeMu.Unlock()
+	if err := f.st.err(); err != nil {
+		// What cannot be recorded is not merged: resume would not know.
+		f.log.Error("not merging: the fleet's state cannot be saved", "task", t.ID, "err", err)
+		return
+	}
+	ctx = context.WithoutCancel(ctx) // a merge is short and must not stop half-way
+	st := f.st.snapshot()
+	owner := worktree.Owner{PID: os.Getpid(), Command: f.o.Command}
+	wtTask := t.ID
+	if s, ok := strings.CutPrefix(t.Worktree, "shared:"); ok {
+		wtTask = s
+	}
+	h, err := f.wt.Create(ctx, f.o.RunID, wtTask, st.Target, st.Target, owner)
+	if err != nil {
+		f.setTask(t.ID, func(x *TaskState) {
+			x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
+		})
+		f.emit(EventFailed, t.ID, "merge: "+err.Error(), nil)
+		return
+	}
+	defer func() { _ = h.Release(ctx) }()
+	var check func(ctx context.Context, dir string) error
+	if f.plan.Check != "" {
+		check = func(ctx context.Context, dir string) error {
+			cmd := exec.CommandContext(ctx, "sh", "-c", f.plan.Check)
+			cmd.Dir = dir
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%s: %w: %s", f.plan.Check, err, truncate(strings.TrimSpace(string(out)), 2000))
+			}
+			return nil
+		}
+	}
+	head, err := f.wt.Integrate(ctx, h.Record, st.Target, check)
+	var ce *worktree.ConflictError
+	switch {
+	case errors.As(err, &ce):
+		f.setTask(t.ID, func(x *TaskState) {
+			x.Status, x.ConflictFiles, x.ExitCode = StatusConflict, ce.Files, int(exitcode.MergeConflict)
+			x.Reason = ce.Error()
+		})
+		f.emit(EventConflict, t.ID, strings.Join(ce.Files, ", "), map[string]any{"files": ce.Files, "branch": ts.Branch, "target": st.Target})
+	case err != nil:
+		f.setTask(t.ID, func(x *TaskState) {
+			x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
+		})
+		f.emit(EventFailed, t.ID, "merge: "+err.Error(), nil)
+	default:
+		f.setTask(t.ID, func(x *TaskState) { x.Status, x.Head = StatusMerged, head })
+		f.emit(EventMerged, t.ID, fmt.Sprintf("%s -> %s at %.12s", ts.Branch, st.Target, head), map[string]any{"branch": ts.Branch, "target": st.Target, "head": head})
+	}
+}
+
+// cleanup removes, after a successful run, the worktrees and branches of
+// the merged tasks: their work is in the target, and a worktree left
+// behind would carry a stale owner pid. Remove itself keeps anything that
+// would be lost.
+func (f *fleet) cleanup(ctx context.Context, st State) {
+	for _, id := range st.Order {
+		ts, t := st.Tasks[id], f.plan.Task(id)
+		if ts.Status != StatusMerged || ts.Branch == "" || t == nil || strings.HasPrefix(t.Worktree, "shared:") {
+			continue
+		}
+		rec, err := f.wt.Lookup(f.o.RunID, id)
+		if err != nil {
+			continue
+		}
+		if err := f.wt.Remove(context.WithoutCancel(ctx), rec, worktree.RemoveOptions{Targets: []string{st.Target}}); err != nil {
+			f.emit(EventWarning, id, "worktree kept: "+err.Error(), nil)
+			continue
+		}
+		f.setTask(id, func(x *TaskState) { x.Worktree = "" })
+	}
+}

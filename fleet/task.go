@@ -1,0 +1,477 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/worktree"
+)
+
+// runTask runs a task's turns in its worktree: the prompt, then the
+// answers to its questions, with retries. It returns what it spent.
+func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
+	id := t.ID
+	prev := f.st.task(id)
+	spent := Usage{}
+	start := f.clock.Now()
+	f.setTask(id, func(ts *TaskState) {
+		ts.Status, ts.Started, ts.Finished, ts.Questions, ts.Reason = StatusRunning, start.UTC(), time.Time{}, nil, ""
+	})
+	fail := func(status TaskStatus, code exitcode.Code, reason string) Usage {
+		f.setTask(id, func(ts *TaskState) {
+			ts.Status, ts.ExitCode, ts.Reason = status, int(code), reason
+			ts.Finished = f.clock.Now().UTC()
+			ts.ElapsedMS = f.clock.Since(start).Milliseconds()
+			ts.Usage = prev.Usage.add(spent)
+		})
+		kind := EventFailed
+		switch status {
+		case StatusBudget:
+			f.emit(EventBudget, id, reason, map[string]any{"level": "hard", "reason": reason})
+		case StatusBlocked:
+			kind = EventBlocked
+		case StatusCanceled:
+			kind = EventCancelled
+		}
+		f.emit(kind, id, reason, map[string]any{"exit_code": int(code)})
+		return spent
+	}
+
+	// Workspace.
+	cwd, h, err := f.workspace(ctx, t)
+	if err != nil {
+		return fail(StatusFailed, exitcode.AgentError, err.Error())
+	}
+	if h != nil {
+		defer func() { _ = h.Release(context.WithoutCancel(ctx)) }()
+		f.setTask(id, func(ts *TaskState) { ts.Branch, ts.Worktree, ts.Base = h.Branch, h.Path, h.Base })
+	}
+	results := map[string]TaskResult{}
+	for _, d := range t.DependsOn {
+		results[d] = f.result(ctx, d)
+	}
+	prompt, err := RenderPrompt(t, f.plan, results)
+	if err != nil {
+		return fail(StatusFailed, exitcode.Usage, err.Error())
+	}
+	f.emit(EventStarted, id, fmt.Sprintf("agent %s in %s", f.agentLabel(t.AgentSpec), cwd), map[string]any{"worktree": cwd, "attempt": prev.Attempts + 1})
+	f.runMu.Lock()
+	var overlaps []string
+	for oid, o := range f.running {
+		if ownsOverlap(t.Owns, o.Owns) {
+			overlaps = append(overlaps, oid)
+		}
+	}
+	f.running[id] = t
+	f.runMu.Unlock()
+	defer func() {
+		f.runMu.Lock()
+		delete(f.running, id)
+		f.runMu.Unlock()
+	}()
+	sort.Strings(overlaps)
+	for _, oid := range overlaps {
+		f.emit(EventWarning, id, fmt.Sprintf("its owns: overlaps %s's, which is running too: their merges may conflict", oid),
+			map[string]any{"overlaps": oid, "owns": t.Owns})
+	}
+
+	taskCtx, cancelTask := context.WithCancelCause(ctx)
+	defer cancelTask(nil)
+	if wall := time.Duration(t.Budget.WallTime); wall > 0 {
+		tm := f.clock.AfterFunc(wall, func() {
+			cancelTask(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: task %s ran for its wall time of %s", ErrBudget, id, wall)))
+		}, "fleet", "task-wall")
+		defer tm.Stop()
+	}
+
+	maxQ := f.plan.MaxQuestions
+	if maxQ == 0 {
+		maxQ = 3
+	}
+	next := prompt
+	resume := "" // the session a follow-up continues, if the agent can resume it
+	attempts := 0
+	var last runner.Result
+	var fullFollowUp string // the answer with the whole task, for a fresh session
+	for {
+		if err := res.CanTurn(spent); err != nil {
+			return fail(StatusBudget, exitcode.BudgetExceeded, err.Error())
+		}
+		attempts++
+		f.setTask(id, func(ts *TaskState) { ts.Attempts++; ts.Status = StatusRunning })
+		r, turnSpent, err := f.turn(taskCtx, cancelTask, t, res, spent, cwd, next, resume, attempts)
+		spent = spent.add(turnSpent)
+		last = r
+		f.setTask(id, func(ts *TaskState) {
+			ts.Usage, ts.SessionID, ts.Message, ts.ExitCode = prev.Usage.add(spent), r.SessionID, r.Message, r.ExitCode
+		})
+		if err != nil || r.ExitCode != 0 {
+			code := exitcode.Code(r.ExitCode)
+			if code == 0 {
+				code = exitcode.Of(err)
+			}
+			reason := r.Error
+			if reason == "" && err != nil {
+				reason = err.Error()
+			}
+			// The runner's hint names tai run's flag; a fleet's is a policy key.
+			reason = strings.ReplaceAll(reason, "pass --allow-denials to accept", "set allow_denials: true in the plan's or the task's policy to accept")
+			if cause := context.Cause(taskCtx); cause != nil && errors.Is(cause, ErrBudget) {
+				return fail(StatusBudget, exitcode.BudgetExceeded, cause.Error())
+			}
+			if ctx.Err() != nil {
+				return fail(StatusCanceled, exitcode.Interrupted, causeText(ctx))
+			}
+			if resume != "" && code == exitcode.NoSession {
+				// The agent lost the session: the answer goes into a
+				// fresh one with the whole task again.
+				f.emit(EventRetry, id, fmt.Sprintf("session %s could not be resumed; continuing in a new one", resume), nil)
+				next, resume = fullFollowUp, ""
+				continue
+			}
+			if attempts <= t.Retries {
+				f.emit(EventRetry, id, fmt.Sprintf("attempt %d failed (%s); retrying", attempts, reason), nil)
+				next, resume = prompt, ""
+				continue
+			}
+			return fail(StatusFailed, code, reason)
+		}
+		q := strings.TrimSpace(r.Message)
+		if !strings.HasSuffix(q, "?") {
+			break
+		}
+		// The agent asked something: the answerer, then a human.
+		if len(f.st.task(id).Questions) >= maxQ {
+			return fail(StatusBlocked, exitcode.AgentError, fmt.Sprintf("still asking after %d answered question(s): %s", maxQ, lastLine(q)))
+		}
+		f.setTask(id, func(ts *TaskState) { ts.Status = StatusAsking })
+		f.emit(EventAsked, id, lastLine(q), map[string]any{"question": q})
+		ans, by, aspent, err := f.answer(taskCtx, t, cwd, h, q)
+		spent = spent.add(aspent)
+		if err != nil {
+			return fail(StatusBlocked, exitcode.AgentError, fmt.Sprintf("the agent asked %q and %v", lastLine(q), err))
+		}
+		f.setTask(id, func(ts *TaskState) { ts.Questions = append(ts.Questions, QA{Question: q, Answer: ans, DecidedBy: by}) })
+		f.emit(EventAnswered, id, by+": "+lastLine(ans), map[string]any{"question": q, "answer": ans, "decided_by": by})
+		fullFollowUp = fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", prompt, q, by, ans)
+		next, resume = fullFollowUp, ""
+		if r.Resumable && r.SessionID != "" {
+			// The same session goes on: the agent has the task and its
+			// question in context, and needs only the answer.
+			next, resume = fmt.Sprintf("Answer (from the %s):\n%s\n\nContinue the task with this answer.", by, ans), r.SessionID
+		}
+	}
+
+	// Keep the work: commit it on the task's branch.
+	if h != nil || strings.HasPrefix(t.Worktree, "shared:") {
+		head, _, err := f.wt.Commit(context.WithoutCancel(ctx), cwd, fmt.Sprintf("tai fleet %s: task %s\n\n%s", f.o.RunID, id, truncate(last.Message, 2000)))
+		if err != nil {
+			return fail(StatusFailed, exitcode.AgentError, err.Error())
+		}
+		base := f.st.task(id).Base
+		d, err := f.wt.Diff(context.WithoutCancel(ctx), cwd, base)
+		if err != nil {
+			return fail(StatusFailed, exitcode.AgentError, err.Error())
+		}
+		f.setTask(id, func(ts *TaskState) { ts.Head, ts.Diff = head, &d })
+		// A task that changed files it does not own is not merged: its
+		// work stays on its branch, and the overlap is named.
+		if len(t.Owns) > 0 {
+			owns, _ := policy.CompilePathSet(t.Owns) // checked with the plan
+			var outside []string
+			for _, fs := range d.Files {
+				if !owns.Match(fs.Path) {
+					outside = append(outside, fs.Path)
+				}
+			}
+			if len(outside) > 0 {
+				return fail(StatusFailed, exitcode.AgentError, fmt.Sprintf("changed files outside its owns: %s (kept on branch %s, not merged)",
+					strings.Join(outside, ", "), f.st.task(id).Branch))
+			}
+		}
+	}
+	f.setTask(id, func(ts *TaskState) {
+		ts.Status, ts.ExitCode = StatusDone, 0
+		ts.Finished = f.clock.Now().UTC()
+		ts.ElapsedMS = f.clock.Since(start).Milliseconds()
+	})
+	ts := f.st.task(id)
+	diff := "no worktree"
+	if ts.Diff != nil {
+		diff = ts.Diff.Summary()
+	}
+	f.emit(EventFinished, id, diff, map[string]any{"usage": ts.Usage, "branch": ts.Branch, "head": ts.Head})
+	return spent
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return truncate(s, 200)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// workspace gives a task its directory: a new worktree, another task's, or
+// a scratch directory.
+func (f *fleet) workspace(ctx context.Context, t *Task) (string, *worktree.Handle, error) {
+	st := f.st.snapshot()
+	owner := worktree.Owner{PID: os.Getpid(), Command: f.o.Command}
+	switch {
+	case t.Worktree == "none":
+		dir := filepath.Join(f.o.Dir, "scratch", t.ID)
+		return dir, nil, os.MkdirAll(dir, 0o700)
+	case strings.HasPrefix(t.Worktree, "shared:"):
+		other := strings.TrimPrefix(t.Worktree, "shared:")
+		h, err := f.wt.Create(ctx, f.o.RunID, other, st.Target, st.Target, owner)
+		if err != nil {
+			return "", nil, err
+		}
+		// The branch is the other task's; diffs count from where it is now.
+		base, err := f.wt.RevParseIn(ctx, h.Path, "HEAD")
+		if err != nil {
+			_ = h.Release(ctx)
+			return "", nil, err
+		}
+		h.Base = base
+		return h.Path, h, nil
+	default:
+		// New tasks start from the target as it is now: their dependencies
+		// are merged into it already.
+		h, err := f.wt.Create(ctx, f.o.RunID, t.ID, "refs/heads/"+st.Target, st.Target, owner)
+		if err != nil {
+			return "", nil, err
+		}
+		return h.Path, h, nil
+	}
+}
+
+// result is what a finished task gives its dependents.
+func (f *fleet) result(ctx context.Context, id string) TaskResult {
+	ts := f.st.task(id)
+	r := TaskResult{Message: ts.Message, Branch: ts.Branch, Status: ts.Status, Diff: "no changes"}
+	if ts.Diff != nil {
+		r.Diff = ts.Diff.Summary()
+		for _, fs := range ts.Diff.Files {
+			r.Files = append(r.Files, fs.Path)
+		}
+	}
+	if ts.Branch != "" && ts.Base != "" {
+		if p, err := f.wt.Patch(ctx, f.wt.Repo, ts.Base+".."+"refs/heads/"+ts.Branch, 16<<10); err == nil {
+			r.Patch = p
+		}
+	}
+	return r
+}
+
+// turn runs one agent session in cwd with prompt, stopping it when the
+// task goes over its budget.
+func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t *Task, res *Reservation, before Usage, cwd, prompt, resume string, attempt int) (runner.Result, Usage, error) {
+	spec := f.merged(t.AgentSpec)
+	opts, err := f.agentOptions(spec, cwd)
+	if err != nil {
+		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
+	}
+	eng, pol, err := f.engine(t.Policy, cwd, "task "+t.ID)
+	if err != nil {
+		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
+	}
+	opts.Decider, opts.Modes = eng, eng
+	elicitSpent := &spend{}
+	opts.Elicitor = f.elicitor(t, cwd, elicitSpent)
+	opts.AllowDenials = pol.AllowDenials
+	if opts.Mode == "" {
+		opts.Mode = eng.DefaultMode()
+	}
+	opts.Prompt = []driver.Content{driver.TextContent(prompt)}
+	opts.ResumeID = resume
+	opts.Audit, opts.AuditTask = f.o.Audit, t.ID
+	opts.RunID = fmt.Sprintf("%s/%s/%d", f.o.RunID, t.ID, attempt)
+	opts.RunInfo = map[string]any{"fleet": f.o.RunID, "task": t.ID, "approve": string(eng.Mode()), "attempt": attempt}
+	meter := &liveMeter{res: res, before: before.add(Usage{Turns: 1}), stop: func(err error) {
+		cancelTask(exitcode.With(exitcode.BudgetExceeded, err))
+	}}
+	opts.Sinks = append(opts.Sinks, meter)
+	if f.o.TaskSink != nil {
+		opts.Sinks = append(opts.Sinks, f.o.TaskSink(t.ID))
+	}
+	if err := res.CanTurn(before); err != nil {
+		return runner.Result{ExitCode: int(exitcode.BudgetExceeded), Error: err.Error()}, Usage{}, err
+	}
+	r, err := runner.Run(ctx, opts)
+	u := Usage{Turns: 1, Tokens: tokensOf(r.Usage)}
+	if r.Usage != nil {
+		u.Cost = r.Usage.CostAmount
+	}
+	// What the agent reported after the cancel counts too: the meter saw
+	// every update, the result may end at the cancel.
+	live := meter.spent()
+	u.Tokens, u.Cost = max(u.Tokens, live.Tokens), max(u.Cost, live.Cost)
+	u = u.add(elicitSpent.total()) // the answerer's turns for the agent's forms
+	if over := res.Update(before.add(u)); over != nil && r.ExitCode == 0 {
+		// Over the limit at the end of the turn: the work is kept, the
+		// task stops here.
+		cancelTask(exitcode.With(exitcode.BudgetExceeded, over))
+		r.ExitCode, r.Error = int(exitcode.BudgetExceeded), over.Error()
+	}
+	return r, u, err
+}
+
+// liveMeter watches a running turn's usage against the task's
+// reservation and stops the task (the runner then cancels the turn, and
+// kills an agent that ignores the cancel after the cancel grace) as soon
+// as it is at the reservation or its next update could pass it: when its
+// usage plus the largest step between two of its updates so far is over
+// it. Agents report usage after
+// spending it, so this is what keeps a task within about one update of
+// its reservation, and the fleet within its limit.
+type liveMeter struct {
+	res    *Reservation
+	before Usage
+	stop   func(error)
+
+	mu      sync.Mutex
+	u       driver.Usage
+	last    Usage // the turn's usage at the previous update
+	seen    bool  // an update came
+	maxStep Usage // its largest increase between two updates
+	once    sync.Once
+}
+
+func (l *liveMeter) Emit(ev driver.Event) {
+	l.mu.Lock()
+	switch ev.Type {
+	case driver.EventUsage:
+		l.u.ContextUsed = max(l.u.ContextUsed, ev.Usage.ContextUsed)
+		if ev.Usage.CostAmount > 0 {
+			l.u.CostAmount = ev.Usage.CostAmount
+		}
+	case driver.EventTurnEnded:
+		if tu := ev.Turn.Usage; tu != nil {
+			l.u.InputTokens += tu.InputTokens
+			l.u.OutputTokens += tu.OutputTokens
+			l.u.TotalTokens += tu.TotalTokens
+		}
+	default:
+		l.mu.Unlock()
+		return
+	}
+	turn := Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount}
+	if l.seen {
+		// Steps between updates; the first update is not one: it carries
+		// the whole initial context (system prompt, tools).
+		l.maxStep = Usage{Tokens: max(l.maxStep.Tokens, turn.Tokens-l.last.Tokens), Cost: max(l.maxStep.Cost, turn.Cost-l.last.Cost)}
+	}
+	l.last, l.seen = turn, true
+	u, step := l.before.add(turn), l.maxStep
+	l.mu.Unlock()
+	err := l.res.Update(u)
+	if err == nil {
+		err = l.res.nextWouldPass(u, step)
+	}
+	if err != nil {
+		l.once.Do(func() { l.stop(err) })
+	}
+}
+
+// spent is the turn's usage as the updates reported it.
+func (l *liveMeter) spent() Usage {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount}
+}
+
+// agentOptions resolves an agent spec like tai run does.
+func (f *fleet) agentOptions(a AgentSpec, cwd string) (runner.Options, error) {
+	o := runner.Options{Cwd: cwd, Driver: a.Driver, Model: a.Model, Mode: a.Mode, Version: f.o.Version,
+		Clock: f.clock, Logger: f.log, CancelGrace: f.o.CancelGrace}
+	var p preset.Preset
+	switch {
+	case a.AgentCmd != "":
+		cp, argv, err := preset.Custom(a.AgentCmd)
+		if err != nil {
+			return o, err
+		}
+		if known, ok := preset.Lookup(a.Agent); ok && a.Agent != "" && a.Agent != "builtin" {
+			cp.Quirks, cp.Name = known.Quirks, known.Name
+		}
+		p, o.Argv = cp, argv
+	default:
+		known, ok := preset.Lookup(a.Agent)
+		if !ok {
+			return o, fmt.Errorf("unknown agent %q (known: %s; or set agent_cmd)", a.Agent, strings.Join(preset.Names(), ", "))
+		}
+		if known.Builtin {
+			exe := f.o.Exe
+			if exe == "" {
+				var err error
+				if exe, err = os.Executable(); err != nil {
+					return o, fmt.Errorf("locating tai for the built-in agent: %w", err)
+				}
+			}
+			o.Argv = []string{exe, "agent", "builtin"}
+			if a.Script != "" {
+				o.Argv = append(o.Argv, "--script", f.plan.path(a.Script))
+			}
+		} else {
+			argv, err := known.Command()
+			if err != nil {
+				return o, err
+			}
+			o.Argv = argv
+		}
+		p = known
+	}
+	if o.Driver == "" {
+		o.Driver = p.Driver
+	}
+	o.Agent, o.NoClientFS, o.IgnoresStdinEOF = p.Name, p.Quirks.NoClientFS, p.Quirks.IgnoresStdinEOF
+	if f.o.Sandbox != nil {
+		cfg, err := f.o.Sandbox(p)
+		if err != nil {
+			return o, fmt.Errorf("sandbox: %w", err)
+		}
+		o.Sandbox = cfg
+	}
+	return o, nil
+}
+
+// engine builds a task's policy: the plan's, then the task's overrides;
+// "always" answers are shared by every task of the run.
+func (f *fleet) engine(tp *Policy, cwd, asker string) (*policy.Engine, Policy, error) {
+	p := f.plan.effectivePolicy(tp)
+	cfg, err := checkPolicy(p)
+	if err != nil {
+		return nil, p, fmt.Errorf("policy: %w", err)
+	}
+	var ni policy.NonInteractive
+	if p.NonInteractive != "" {
+		if ni, err = policy.ParseNonInteractive(p.NonInteractive); err != nil {
+			return nil, p, fmt.Errorf("policy: %w", err)
+		}
+	}
+	eng, err := policy.NewEngine(cfg, policy.Options{Workspace: cwd, Prompter: f.o.Prompter, NonInteractive: ni, Memory: f.memory, Asker: asker})
+	if err != nil {
+		return nil, p, fmt.Errorf("policy: %w", err)
+	}
+	return eng, p, nil
+}
