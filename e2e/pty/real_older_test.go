@@ -9,7 +9,7 @@ import "testing"
 // no reply and the layout-independent fallback reads it, which the audit
 // log says (reply_source fallback). gemini 0.52 and opencode 1.17 still
 // read by their profiles.
-func TestRealOlderQwen(t *testing.T)   { testReal(t, older("qwen", "fallback")) }
+func TestRealOlderQwen(t *testing.T) { testReal(t, older("qwen", "fallback")) }
 func TestRealOlderGemini(t *testing.T) {
 	// Installed only when named: gemini restarts itself after its trust
 	// dialog and, on a loaded machine, can lose a prompt typed in between
