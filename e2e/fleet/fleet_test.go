@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,6 +63,17 @@ func write(t *testing.T, p, s string) {
 }
 
 func tai(dir string, args ...string) *exec.Cmd {
+	return taiSandbox(dir, "off", args...)
+}
+
+// taiSandbox runs tai with fleet run and resume under --sandbox mode. These
+// tests' agents report to the test through files and FIFOs outside their
+// worktrees, which the sandbox (rightly) refuses, so tai() turns it off;
+// TestFleetTasksAreSandboxed checks it is on by default.
+func taiSandbox(dir, mode string, args ...string) *exec.Cmd {
+	if len(args) >= 2 && args[0] == "fleet" && (args[1] == "run" || args[1] == "resume") && !slices.Contains(args, "--sandbox") {
+		args = append([]string{args[0], args[1], "--sandbox", mode}, args[2:]...)
+	}
 	cmd := exec.Command(taiBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "NO_COLOR=1")
@@ -553,5 +565,22 @@ func TestGitDirRedirectPlantedRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("tai's git ran the planted fsmonitor command")
+	}
+}
+
+// A fleet task's agent runs under the sandbox by default: a command it runs
+// cannot write outside its worktree, and the task's own write lands.
+func TestFleetTasksAreSandboxed(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	outside := filepath.Join(t.TempDir(), "escaped.txt")
+	write(t, filepath.Join(pd, "s.yaml"), fmt.Sprintf("steps:\n  - write: {path: in.txt, content: \"in\\n\"}\n  - run: {command: sh, args: [\"-c\", \"echo x > %s\"]}\n  - text: done\n", outside))
+	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n")
+	cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "sandboxed", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	out, _ := cmd.CombinedOutput()
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatalf("a fleet task's command wrote outside its worktree\n%s", out)
+	}
+	if !strings.Contains(git(t, repo, "ls-tree", "-r", "--name-only", "tai-fleet/sandboxed"), "in.txt") {
+		t.Fatalf("the task's own write was not merged\n%s", out)
 	}
 }
