@@ -45,7 +45,7 @@ func BenchmarkFloodInProcess(b *testing.B) {
 			var taiCPU, bareCPU time.Duration
 			for b.Loop() {
 				bare, err := bareacp.Client(dir, agent)
-				if err != nil || bare.Updates != updates {
+				if err != nil || bare.Updates < updates {
 					b.Fatalf("bare client: %d updates, %v", bare.Updates, err)
 				}
 				bareCPU += bare.CPU - bare.Agent
