@@ -7,6 +7,7 @@
 package feed
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -14,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,6 +31,7 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/render"
 )
 
 // Kind is what a feed's run is.
@@ -59,11 +62,6 @@ type Options struct {
 	OnAsk func(Ask)
 }
 
-type frame struct {
-	id   uint64
-	data []byte
-}
-
 // Server is one run's feed. Its methods are safe for concurrent use.
 type Server struct {
 	o       Options
@@ -74,12 +72,13 @@ type Server struct {
 	refused atomic.Int64
 	token   string // TCP only
 
-	mu        sync.Mutex
-	frames    []frame // kept from head on
-	head      int
-	bytes     int // of the kept frames
-	nextID    uint64
-	changed   chan struct{} // closed and replaced on every frame
+	mu     sync.Mutex
+	frames ring
+	enc    render.FrameEncoder
+	buf    bytes.Buffer // a frame being encoded
+	// changed is closed on the next frame; nil while no stream waits, so
+	// a feed nobody reads makes no channel a frame.
+	changed   chan struct{}
 	closed    bool
 	st        state
 	asks      map[string]*pending
@@ -119,7 +118,7 @@ func Open(o Options) (*Server, error) {
 		o.Logger.Warn("feed: listing the feeds", "err", err)
 	}
 	s := &Server{o: o, path: filepath.Join(o.Dir, o.Run+SocketExt), started: o.Clock.Now().UTC(),
-		changed: make(chan struct{}), asks: map[string]*pending{}, questions: map[string]*pendingQ{}, done: map[string]closedAsk{}}
+		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.MaxBytes}, asks: map[string]*pending{}, questions: map[string]*pendingQ{}, done: map[string]closedAsk{}}
 	s.st.init()
 	if live(s.path) {
 		return nil, fmt.Errorf("feed: run %s already has a live feed at %s", o.Run, s.path)
@@ -201,7 +200,7 @@ func (s *Server) Close() error {
 	// No new client from here on; the streams end after their last frame.
 	rmErr := os.Remove(s.path)
 	s.closed = true
-	close(s.changed)
+	s.wakeLocked()
 	srvs := s.srvs
 	s.mu.Unlock()
 	for _, srv := range srvs {
@@ -242,27 +241,22 @@ func (l *uidListener) Accept() (net.Conn, error) {
 	}
 }
 
-// publish appends one frame (a JSON object) and wakes the streams; s.mu
-// is held.
+// publishLocked keeps one frame (a JSON object, copied) and wakes the
+// streams; s.mu is held.
 func (s *Server) publishLocked(data []byte) {
 	if s.closed {
 		return
 	}
-	s.nextID++
-	s.frames = append(s.frames, frame{id: s.nextID, data: data})
-	s.bytes += len(data)
-	// Drop the oldest past the bounds; the slice is compacted only once
-	// half of it is dropped, so a full feed costs O(1) a frame.
-	for len(s.frames)-s.head > 1 && (len(s.frames)-s.head > s.o.MaxFrames || s.bytes > s.o.MaxBytes) {
-		s.bytes -= len(s.frames[s.head].data) // not zeroed: a stream may be reading it
-		s.head++
+	s.frames.add(data)
+	s.wakeLocked()
+}
+
+// wakeLocked wakes the streams waiting for a frame; s.mu is held.
+func (s *Server) wakeLocked() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
 	}
-	if s.head > 1024 && s.head > len(s.frames)/2 {
-		s.frames = append(s.frames[:0:0], s.frames[s.head:]...)
-		s.head = 0
-	}
-	close(s.changed)
-	s.changed = make(chan struct{})
 }
 
 // Publish sends a frame of tai's own (a fleet frame): v must marshal to a
@@ -280,11 +274,7 @@ func (s *Server) Publish(v any) {
 
 // TaggedEvent is a session's frame as the feed (and fleet stream-json)
 // sends it: the cap.md frame with the run and, in a fleet, the task.
-type TaggedEvent struct {
-	Run  string `json:"run,omitempty"`
-	Task string `json:"task,omitempty"`
-	driver.Event
-}
+type TaggedEvent = render.Tagged
 
 // Sink is a runner sink that feeds the session's events into the feed,
 // tagged with the task ("" outside a fleet).
@@ -295,37 +285,38 @@ type sink struct {
 	task string
 }
 
+// Emit encodes the event by hand (render.FrameEncoder) into the feed's
+// blocks: a flood costs the feed no allocation a frame.
 func (k sink) Emit(ev driver.Event) {
-	data, err := json.Marshal(TaggedEvent{Run: k.s.o.Run, Task: k.task, Event: ev})
-	if err != nil {
-		k.s.o.Logger.Warn("feed: an event did not encode", "type", ev.Type, "err", err)
-		return
-	}
-	k.s.mu.Lock()
-	defer k.s.mu.Unlock()
-	k.s.st.event(k.task, ev)
-	k.s.publishLocked(data)
-}
-
-// since returns the frames after id, how many before them are gone, the
-// channel that closes on the next frame and whether the feed is closed.
-func (s *Server) since(id uint64) ([]frame, uint64, chan struct{}, bool) {
+	s := k.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var missed uint64
-	kept := s.frames[s.head:]
-	i := 0
-	if len(kept) > 0 {
-		first := kept[0].id
-		if id+1 < first {
-			missed = first - id - 1
-		}
-		if id >= first {
-			i = int(id - first + 1)
-		}
-		i = min(i, len(kept))
+	s.st.event(k.task, ev)
+	s.buf.Reset()
+	if err := s.enc.Write(&s.buf, ev, s.o.Run, k.task); err != nil {
+		s.o.Logger.Warn("feed: an event did not encode", "type", ev.Type, "err", err)
+		return
 	}
-	return kept[i:len(kept):len(kept)], missed, s.changed, s.closed
+	s.publishLocked(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
+	if s.buf.Cap() > blockSize {
+		s.buf = bytes.Buffer{} // a huge frame's buffer is not kept
+	}
+}
+
+// streamBatch is how many frames a stream takes from the feed at once.
+const streamBatch = 256
+
+// since fills buf with the frames after id and returns how many before
+// them are gone, the channel that closes on the next frame and whether
+// the feed is closed.
+func (s *Server) since(id uint64, buf []kept) ([]kept, uint64, chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	frames, missed := s.frames.since(id, buf)
+	if len(frames) == 0 && !s.closed && s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return frames, missed, s.changed, s.closed
 }
 
 func (s *Server) handler(tcp bool) http.Handler {
@@ -384,16 +375,25 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
+	buf := make([]kept, 0, streamBatch)
+	var line []byte
 	for {
-		frames, missed, changed, closed := s.since(after)
+		frames, missed, changed, closed := s.since(after, buf)
 		if missed > 0 {
 			fmt.Fprintf(w, "event: gap\ndata: {\"missed\":%d}\n\n", missed)
 		}
 		for _, f := range frames {
-			if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", f.id, f.data); err != nil {
+			line = strconv.AppendUint(append(line[:0], "id: "...), f.id, 10)
+			line = append(line, "\ndata: "...)
+			_, _ = w.Write(line)
+			_, _ = w.Write(f.data)
+			if _, err := io.WriteString(w, "\n\n"); err != nil {
 				return
 			}
 			after = f.id
+		}
+		if len(frames) > 0 {
+			continue // more may be kept already: wait only once none is
 		}
 		if closed {
 			fmt.Fprint(w, "event: end\ndata: {}\n\n")

@@ -1,0 +1,129 @@
+package feed
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tai-dev/tai/driver"
+)
+
+// The ring agrees with the plain model of it, a list of the latest frames
+// within the bounds, whatever the sizes of the frames (some larger than a
+// block), the bounds and the batch a stream reads in.
+func TestRingAgreesWithModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		r := ring{maxFrames: 1 + rng.IntN(400), maxBytes: 1 + rng.IntN(3*blockSize)}
+		var model [][]byte // every frame added; the kept ones are a suffix
+		for range rng.IntN(2000) {
+			size := 1 + rng.IntN(600)
+			if rng.IntN(50) == 0 {
+				size = blockSize + rng.IntN(blockSize)
+			}
+			f := bytes.Repeat([]byte{byte('a' + len(model)%26)}, size)
+			if id := r.add(f); id != uint64(len(model)+1) {
+				t.Fatalf("trial %d: frame %d got id %d", trial, len(model)+1, id)
+			}
+			model = append(model, f)
+		}
+		// The model keeps the newest frames within both bounds, at least one.
+		first, n, size := len(model), 0, 0
+		for first > 0 {
+			f := model[first-1]
+			if n > 0 && (n+1 > r.maxFrames || size+len(f) > r.maxBytes) {
+				break
+			}
+			first, n, size = first-1, n+1, size+len(f)
+		}
+		if r.n != n || r.bytes != size {
+			t.Fatalf("trial %d: ring keeps %d frames, %d bytes; the model %d, %d", trial, r.n, r.bytes, n, size)
+		}
+		for _, after := range []int{0, first, first + 1, len(model) / 2, len(model) - 1, len(model)} {
+			if after < 0 {
+				continue
+			}
+			buf := make([]kept, 0, 1+rng.IntN(300))
+			id, gotMissed := uint64(after), uint64(0)
+			for round := 0; ; round++ {
+				frames, missed := r.since(id, buf)
+				if round == 0 {
+					gotMissed = missed
+				} else if missed != 0 {
+					t.Fatalf("trial %d: missed %d on a later batch", trial, missed)
+				}
+				if len(frames) == 0 {
+					break
+				}
+				for _, f := range frames {
+					if want := max(id+1, uint64(first+1)); f.id != want {
+						t.Fatalf("trial %d: after %d, frame %d where %d was due", trial, after, f.id, want)
+					}
+					if !bytes.Equal(f.data, model[f.id-1]) {
+						t.Fatalf("trial %d: frame %d's data differs", trial, f.id)
+					}
+					id = f.id
+				}
+			}
+			if id != uint64(len(model)) {
+				t.Fatalf("trial %d: after %d, the frames ended at %d of %d", trial, after, id, len(model))
+			}
+			if want := uint64(max(0, first-after)); gotMissed != want {
+				t.Fatalf("trial %d: after %d, missed %d, want %d", trial, after, gotMissed, want)
+			}
+		}
+	}
+}
+
+// A flood into a feed allocates nothing a frame: the frames are encoded by
+// hand into the feed's blocks, and nobody waiting means no channel to
+// close. (Each frame was once json.Marshal'ed into its own slice.)
+func TestFeedFloodAllocatesNothingPerFrame(t *testing.T) {
+	s := open(t, t.TempDir(), "run-allocs")
+	k := s.Sink("")
+	ts := time.Date(2026, 12, 1, 10, 0, 0, 123, time.UTC)
+	msg := &driver.MessageChunk{Role: driver.RoleAgent, MessageID: "m1", Text: "flood 1 "}
+	tc := &driver.ToolCall{ID: "flood-1", Title: "Flood flood-1", Kind: driver.KindOther, Status: "in_progress"}
+	plan := &driver.Plan{Entries: []driver.PlanEntry{{Content: "Flood 4/100000", Priority: "low", Status: "in_progress"}}}
+	var seq uint64
+	for _, ev := range []driver.Event{
+		{Type: driver.EventMessage, Message: msg},
+		{Type: driver.EventToolCall, ToolCall: tc},
+		{Type: driver.EventPlan, Plan: plan},
+	} {
+		ev.Session, ev.Time = "s1", ts
+		allocs := testing.AllocsPerRun(1000, func() {
+			seq++
+			ev.Seq = seq
+			k.Emit(ev)
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %v allocations a frame", ev.Type, allocs)
+		}
+	}
+	// And what is kept is the frame encoding/json would write.
+	frames, _ := s.frames.since(s.frames.next-1, make([]kept, 0, 1))
+	var got TaggedEvent
+	if err := json.Unmarshal(frames[0].data, &got); err != nil || got.Run != "run-allocs" || got.Plan == nil || got.Plan.Entries[0] != plan.Entries[0] {
+		t.Fatalf("last frame %s: %v", frames[0].data, err)
+	}
+}
+
+// A frame far larger than a block is kept whole, and its buffer is not
+// kept by the feed after it.
+func TestFeedHugeFrame(t *testing.T) {
+	s := open(t, t.TempDir(), "run-huge")
+	text := strings.Repeat("x", 3*blockSize)
+	s.Sink("").Emit(driver.Event{Type: driver.EventMessage, Session: "s1", Seq: 1, Message: &driver.MessageChunk{Role: driver.RoleAgent, Text: text}})
+	frames, _ := s.frames.since(0, make([]kept, 0, 4))
+	var got TaggedEvent
+	if len(frames) != 1 || json.Unmarshal(frames[0].data, &got) != nil || got.Message.Text != text {
+		t.Fatalf("%d frames kept", len(frames))
+	}
+	if s.buf.Cap() > blockSize {
+		t.Fatalf("the encode buffer keeps %d bytes", s.buf.Cap())
+	}
+}
