@@ -52,10 +52,21 @@ func (r *ring) add(frame []byte) uint64 {
 	}
 	r.n++
 	r.bytes += len(frame)
+	r.trim()
+	return r.next
+}
+
+// setMaxBytes changes the byte bound, dropping what is past it now.
+func (r *ring) setMaxBytes(n int) {
+	r.maxBytes = n
+	r.trim()
+}
+
+// trim drops the oldest frames past the bounds, the last one excepted.
+func (r *ring) trim() {
 	for r.n > 1 && (r.n > r.maxFrames || r.bytes > r.maxBytes) {
 		r.dropOldest()
 	}
-	return r.next
 }
 
 func (r *ring) dropOldest() {

@@ -2,6 +2,8 @@ package feed
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -125,5 +127,53 @@ func TestFeedHugeFrame(t *testing.T) {
 	}
 	if s.buf.Cap() > blockSize {
 		t.Fatalf("the encode buffer keeps %d bytes", s.buf.Cap())
+	}
+}
+
+// A feed nobody reads keeps IdleBytes of frames; while a stream reads, up
+// to MaxBytes.
+func TestFeedKeepsLessWhileNobodyReads(t *testing.T) {
+	s, err := Open(Options{Run: "run-idle", Dir: t.TempDir(), MaxBytes: 20000, IdleBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := s.Sink("")
+	for i := uint64(1); i <= 100; i++ {
+		emit(k, i)
+	}
+	keptBytes := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.frames.bytes
+	}
+	if b := keptBytes(); b > 1000 || b == 0 {
+		t.Fatalf("nobody reading: %d bytes kept, want at most 1000", b)
+	}
+	c := Dial(s.Path())
+	defer c.Close()
+	reading := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		first := true
+		_, err := c.Events(context.Background(), 0, func(Event) error {
+			if first {
+				first = false
+				close(reading)
+			}
+			return nil
+		})
+		done <- err
+	}()
+	<-reading
+	for i := uint64(101); i <= 300; i++ {
+		emit(k, i)
+	}
+	if b := keptBytes(); b <= 1000 || b > 20000 {
+		t.Fatalf("a stream reading: %d bytes kept, want over 1000, at most 20000", b)
+	}
+	s.Close()
+	if err := <-done; !errors.Is(err, ErrEnded) {
+		t.Fatal(err)
 	}
 }

@@ -55,6 +55,10 @@ type Options struct {
 	// MaxBytes bounds their size too (default 4 MiB): a feed is a window on
 	// the run, not its record (that is the audit log and fleet frames).
 	MaxBytes int
+	// IdleBytes is the bound while no stream reads (default 1 MiB, at
+	// most MaxBytes): a run nobody watches keeps only a short history
+	// for a client that comes later.
+	IdleBytes int
 	Clock    quartz.Clock
 	Logger   *slog.Logger
 	// OnAsk, if set, hears of every ask that starts waiting on the feed
@@ -79,6 +83,7 @@ type Server struct {
 	// changed is closed on the next frame; nil while no stream waits, so
 	// a feed nobody reads makes no channel a frame.
 	changed   chan struct{}
+	streams   int // streams reading /events
 	closed    bool
 	st        state
 	asks      map[string]*pending
@@ -105,6 +110,10 @@ func Open(o Options) (*Server, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 4 << 20
 	}
+	if o.IdleBytes <= 0 {
+		o.IdleBytes = 1 << 20
+	}
+	o.IdleBytes = min(o.IdleBytes, o.MaxBytes)
 	if o.Kind == "" {
 		o.Kind = KindRun
 	}
@@ -118,7 +127,7 @@ func Open(o Options) (*Server, error) {
 		o.Logger.Warn("feed: listing the feeds", "err", err)
 	}
 	s := &Server{o: o, path: filepath.Join(o.Dir, o.Run+SocketExt), started: o.Clock.Now().UTC(),
-		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.MaxBytes}, asks: map[string]*pending{}, questions: map[string]*pendingQ{}, done: map[string]closedAsk{}}
+		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.IdleBytes}, asks: map[string]*pending{}, questions: map[string]*pendingQ{}, done: map[string]closedAsk{}}
 	s.st.init()
 	if live(s.path) {
 		return nil, fmt.Errorf("feed: run %s already has a live feed at %s", o.Run, s.path)
@@ -303,6 +312,19 @@ func (k sink) Emit(ev driver.Event) {
 	}
 }
 
+// streaming counts a stream in or out: the feed keeps MaxBytes of
+// frames while one reads, IdleBytes while none does.
+func (s *Server) streaming(delta int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streams += delta
+	if s.streams > 0 {
+		s.frames.maxBytes = s.o.MaxBytes
+	} else {
+		s.frames.setMaxBytes(s.o.IdleBytes)
+	}
+}
+
 // streamBatch is how many frames a stream takes from the feed at once.
 const streamBatch = 256
 
@@ -375,6 +397,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
+	s.streaming(1)
+	defer s.streaming(-1)
 	buf := make([]kept, 0, streamBatch)
 	var line []byte
 	for {
