@@ -14,7 +14,7 @@ const maxBuffered = 10000
 
 func (s *Session) onUpdate(params json.RawMessage) {
 	var n schema.SessionNotification
-	if err := schema.DecodeSessionNotification(params, &n); err != nil {
+	if err := s.dec.Decode(params, &n); err != nil {
 		s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "bad_update", Message: "undecodable session/update: " + err.Error()}})
 		return
 	}
@@ -59,7 +59,13 @@ func (s *Session) apply(u schema.SessionUpdate) {
 		cp := *tc
 		s.emitLocked(driver.Event{Type: driver.EventToolCall, ToolCall: &cp})
 	case u.Plan != nil:
-		p := &driver.Plan{Entries: []driver.PlanEntry{}}
+		// A short plan (most are) and its entries in one allocation.
+		pe := new(struct {
+			driver.Plan
+			entries [4]driver.PlanEntry
+		})
+		p := &pe.Plan
+		p.Entries = pe.entries[:0]
 		for _, e := range u.Plan.Entries {
 			p.Entries = append(p.Entries, driver.PlanEntry{Content: e.Content, Priority: string(e.Priority), Status: string(e.Status)})
 		}
