@@ -59,8 +59,8 @@ type Options struct {
 	// most MaxBytes): a run nobody watches keeps only a short history
 	// for a client that comes later.
 	IdleBytes int
-	Clock    quartz.Clock
-	Logger   *slog.Logger
+	Clock     quartz.Clock
+	Logger    *slog.Logger
 	// OnAsk, if set, hears of every ask that starts waiting on the feed
 	// (notifications). It must not block.
 	OnAsk func(Ask)
