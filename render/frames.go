@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -67,6 +68,8 @@ type Tagged struct {
 // zero value is ready; it is not safe for concurrent use.
 type FrameEncoder struct {
 	scratch []byte
+	key     frameKey // of prefix
+	prefix  []byte
 }
 
 // Write writes ev's frame to w, tagged with run and task (a Tagged frame)
@@ -137,35 +140,48 @@ func byHand(ev driver.Event) bool {
 	return false
 }
 
-// header writes a frame's common members up to its payload's value.
+// header writes a frame's common members up to its payload's value. The
+// part before the sequence number repeats from frame to frame: it is kept
+// for the next frame of the same run, task, type and session.
 func (e *FrameEncoder) header(w jsonw.Writer, ev driver.Event, run, task string) {
-	_ = w.WriteByte('{')
-	if run != "" {
-		_, _ = w.WriteString(`"run":`)
-		_ = jsonw.String(w, run)
-		_ = w.WriteByte(',')
+	if k := (frameKey{run, task, ev.Type, ev.Session}); k != e.key || e.prefix == nil {
+		var b bytes.Buffer
+		b.WriteByte('{')
+		if run != "" {
+			b.WriteString(`"run":`)
+			_ = jsonw.String(&b, run)
+			b.WriteByte(',')
+		}
+		if task != "" {
+			b.WriteString(`"task":`)
+			_ = jsonw.String(&b, task)
+			b.WriteByte(',')
+		}
+		b.WriteString(`"type":`)
+		_ = jsonw.String(&b, string(ev.Type))
+		if ev.Session != "" {
+			b.WriteString(`,"session":`)
+			_ = jsonw.String(&b, ev.Session)
+		}
+		b.WriteString(`,"seq":`)
+		e.key, e.prefix = k, b.Bytes()
 	}
-	if task != "" {
-		_, _ = w.WriteString(`"task":`)
-		_ = jsonw.String(w, task)
-		_ = w.WriteByte(',')
-	}
-	b := append(e.scratch[:0], `"type":`...)
-	b = strconv.AppendQuote(b, string(ev.Type)) // a fixed ASCII name
-	if ev.Session != "" {
-		_, _ = w.Write(append(b, `,"session":`...))
-		_ = jsonw.String(w, ev.Session)
-		b = b[:0]
-	}
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, ev.Seq, 10)
-	b = append(b, `,"ts":"`...)
-	b = ev.Time.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","`...)
-	b = append(b, payloadName(ev.Type)...)
-	b = append(b, `":`...)
-	_, _ = w.Write(b)
-	e.scratch = b[:0]
+	buf := append(e.scratch[:0], e.prefix...)
+	buf = strconv.AppendUint(buf, ev.Seq, 10)
+	buf = append(buf, `,"ts":"`...)
+	buf = ev.Time.AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, `","`...)
+	buf = append(buf, payloadName(ev.Type)...)
+	buf = append(buf, `":`...)
+	_, _ = w.Write(buf)
+	e.scratch = buf[:0]
+}
+
+// frameKey is what a frame's header prefix depends on.
+type frameKey struct {
+	run, task string
+	typ       driver.EventType
+	session   string
 }
 
 // payloadName is the member holding a hand-written frame's payload.
