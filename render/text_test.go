@@ -202,7 +202,7 @@ func TestMessageFramesAsEncodingJSON(t *testing.T) {
 		evs = append(evs, driver.Event{Type: driver.EventPlan, Plan: &p})
 	}
 	evs = append(evs, driver.Event{Type: driver.EventUsage, Usage: &driver.Usage{ContextUsed: 1}}) // by encoding/json
-	var shared FrameEncoder // one encoder for every frame: what it keeps from one to the next is right for the next
+	var shared FrameEncoder                                                                        // one encoder for every frame: what it keeps from one to the next is right for the next
 	for _, ev := range evs {
 		for _, sess := range []string{"", "s-1"} {
 			ev.Session, ev.Seq, ev.Time = sess, 42, ts
