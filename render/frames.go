@@ -68,8 +68,9 @@ type Tagged struct {
 // zero value is ready; it is not safe for concurrent use.
 type FrameEncoder struct {
 	scratch []byte
-	key     frameKey // of prefix
-	prefix  []byte
+	key     frameKey // of tags and session
+	tags    []byte   // {"run":…,"task":…,"type":"
+	session []byte   // ","session":…,"seq":
 }
 
 // Write writes ev's frame to w, tagged with run and task (a Tagged frame)
@@ -141,10 +142,10 @@ func byHand(ev driver.Event) bool {
 }
 
 // header writes a frame's common members up to its payload's value. The
-// part before the sequence number repeats from frame to frame: it is kept
-// for the next frame of the same run, task, type and session.
+// run, task and session repeat from frame to frame: their encoding is kept
+// for the next frame of the same ones.
 func (e *FrameEncoder) header(w jsonw.Writer, ev driver.Event, run, task string) {
-	if k := (frameKey{run, task, ev.Type, ev.Session}); k != e.key || e.prefix == nil {
+	if k := (frameKey{run, task, ev.Session}); k != e.key || e.tags == nil {
 		var b bytes.Buffer
 		b.WriteByte('{')
 		if run != "" {
@@ -157,16 +158,19 @@ func (e *FrameEncoder) header(w jsonw.Writer, ev driver.Event, run, task string)
 			_ = jsonw.String(&b, task)
 			b.WriteByte(',')
 		}
-		b.WriteString(`"type":`)
-		_ = jsonw.String(&b, string(ev.Type))
+		b.WriteString(`"type":"`)
+		tags := len(b.Bytes())
+		b.WriteByte('"')
 		if ev.Session != "" {
 			b.WriteString(`,"session":`)
 			_ = jsonw.String(&b, ev.Session)
 		}
 		b.WriteString(`,"seq":`)
-		e.key, e.prefix = k, b.Bytes()
+		e.key, e.tags, e.session = k, b.Bytes()[:tags], b.Bytes()[tags:]
 	}
-	buf := append(e.scratch[:0], e.prefix...)
+	buf := append(e.scratch[:0], e.tags...)
+	buf = append(buf, ev.Type...) // a fixed ASCII name
+	buf = append(buf, e.session...)
 	buf = strconv.AppendUint(buf, ev.Seq, 10)
 	buf = append(buf, `,"ts":"`...)
 	buf = ev.Time.AppendFormat(buf, time.RFC3339Nano)
@@ -177,12 +181,8 @@ func (e *FrameEncoder) header(w jsonw.Writer, ev driver.Event, run, task string)
 	e.scratch = buf[:0]
 }
 
-// frameKey is what a frame's header prefix depends on.
-type frameKey struct {
-	run, task string
-	typ       driver.EventType
-	session   string
-}
+// frameKey is what the header's kept encoding depends on.
+type frameKey struct{ run, task, session string }
 
 // payloadName is the member holding a hand-written frame's payload.
 func payloadName(t driver.EventType) string {
