@@ -7,11 +7,14 @@ const blockSize = 64 << 10
 // ring keeps the latest frames, encoded, for the streams and for clients
 // that resume: within maxFrames and maxBytes, dropping the oldest frame by
 // frame. Frames sit back to back in blocks. A block is only ever appended
-// to and is let go, never reused, once its frames are dropped, so a stream
-// may read the frames it was handed without holding the feed's lock while
-// new ones are added.
+// to, so a stream may read the frames it was handed without holding the
+// feed's lock while new ones are added; a block whose frames are all
+// dropped is reused only while recycle is set (no stream is reading), and
+// let go otherwise.
 type ring struct {
 	maxFrames, maxBytes int
+	recycle             bool
+	spare               *block
 
 	blocks []*block // oldest first
 	head   int      // frames of blocks[0] already dropped
@@ -41,7 +44,11 @@ func (r *ring) add(frame []byte) uint64 {
 	if k := len(r.blocks); k > 0 && len(r.blocks[k-1].data)+len(frame) <= cap(r.blocks[k-1].data) {
 		b = r.blocks[k-1]
 	} else {
-		b = &block{data: make([]byte, 0, max(blockSize, len(frame)))}
+		if b = r.spare; b != nil && len(frame) <= cap(b.data) {
+			r.spare = nil
+		} else {
+			b = &block{data: make([]byte, 0, max(blockSize, len(frame)))}
+		}
 		r.blocks = append(r.blocks, b)
 	}
 	b.data = append(b.data, frame...)
@@ -79,6 +86,10 @@ func (r *ring) dropOldest() {
 		r.blocks[0] = nil
 		r.blocks = r.blocks[1:]
 		r.head = 0
+		if r.recycle && cap(b.data) == blockSize {
+			b.data, b.ends = b.data[:0], b.ends[:0]
+			r.spare = b
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 func TestRingAgreesWithModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for trial := range 200 {
-		r := ring{maxFrames: 1 + rng.IntN(400), maxBytes: 1 + rng.IntN(3*blockSize)}
+		r := ring{maxFrames: 1 + rng.IntN(400), maxBytes: 1 + rng.IntN(3*blockSize), recycle: rng.IntN(2) == 0}
 		var model [][]byte // every frame added; the kept ones are a suffix
 		for range rng.IntN(2000) {
 			size := 1 + rng.IntN(600)
@@ -105,6 +106,25 @@ func TestFeedFloodAllocatesNothingPerFrame(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations a frame", allocs/float64(len(evs)))
+	}
+	// Nor a block, once the feed is full: with nobody reading, the blocks
+	// of dropped frames are reused (four times IdleBytes of frames here).
+	flood := func(bytes int) {
+		for range bytes / 200 / len(evs) { // frames of about 200 bytes
+			for _, ev := range evs {
+				seq++
+				ev.Session, ev.Time, ev.Seq = "s1", ts, seq
+				k.Emit(ev)
+			}
+		}
+	}
+	flood(2 << 20) // full
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	flood(4 << 20)
+	runtime.ReadMemStats(&after)
+	if n := after.TotalAlloc - before.TotalAlloc; n > 2*blockSize {
+		t.Errorf("%d bytes allocated for 4 MiB of frames", n)
 	}
 	// And what is kept is the frame encoding/json would write.
 	frames, _ := s.frames.since(s.frames.next-1, make([]kept, 0, 1))

@@ -127,7 +127,7 @@ func Open(o Options) (*Server, error) {
 		o.Logger.Warn("feed: listing the feeds", "err", err)
 	}
 	s := &Server{o: o, path: filepath.Join(o.Dir, o.Run+SocketExt), started: o.Clock.Now().UTC(),
-		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.IdleBytes}, asks: map[string]*pending{}, questions: map[string]*pendingQ{}, done: map[string]closedAsk{}}
+		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.IdleBytes, recycle: true}, asks: map[string]*pending{}, questions: map[string]*pendingQ{}, done: map[string]closedAsk{}}
 	s.st.init()
 	if live(s.path) {
 		return nil, fmt.Errorf("feed: run %s already has a live feed at %s", o.Run, s.path)
@@ -320,8 +320,10 @@ func (s *Server) streaming(delta int) {
 	s.streams += delta
 	if s.streams > 0 {
 		s.frames.maxBytes = s.o.MaxBytes
+		s.frames.recycle, s.frames.spare = false, nil // a stream may hold a dropped block's frames
 	} else {
 		s.frames.setMaxBytes(s.o.IdleBytes)
+		s.frames.recycle = true
 	}
 }
 

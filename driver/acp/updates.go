@@ -59,13 +59,16 @@ func (s *Session) apply(u schema.SessionUpdate) {
 		cp := *tc
 		s.emitLocked(driver.Event{Type: driver.EventToolCall, ToolCall: &cp})
 	case u.Plan != nil:
-		// A short plan (most are) and its entries in one allocation.
+		// A plan of one entry in one allocation, a longer one in two.
 		pe := new(struct {
 			driver.Plan
-			entries [4]driver.PlanEntry
+			entries [1]driver.PlanEntry
 		})
 		p := &pe.Plan
 		p.Entries = pe.entries[:0]
+		if n := len(u.Plan.Entries); n > 1 {
+			p.Entries = make([]driver.PlanEntry, 0, n)
+		}
 		for _, e := range u.Plan.Entries {
 			p.Entries = append(p.Entries, driver.PlanEntry{Content: e.Content, Priority: string(e.Priority), Status: string(e.Status)})
 		}

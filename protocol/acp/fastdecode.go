@@ -188,10 +188,11 @@ func (d *Decoder) fastVariant(data []byte, u *SessionUpdate) bool {
 		*u = SessionUpdate{ToolCallUpdate: &tu.ToolCallUpdate}
 		return true
 	case UpdatePlan:
-		// The plan and room for its entries, one allocation for a short plan.
+		// The plan and room for an entry: one allocation for a plan of one
+		// (a longer one grows as it would have).
 		p := new(struct {
 			Plan
-			entries [4]PlanEntry
+			entries [1]PlanEntry
 		})
 		p.Entries = p.entries[:0]
 		if !fields(data, planNames, metaSlow, func(_ int, val []byte) bool { return planEntries(val, &p.Entries) }) {

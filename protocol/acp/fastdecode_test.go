@@ -105,3 +105,23 @@ func TestDecoderFloodAllocations(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecodeFlood decodes the four updates a flood is made of.
+func BenchmarkDecodeFlood(b *testing.B) {
+	lines := [][]byte{
+		[]byte(`{"sessionId":"builtin-6516dcbe0e86b511","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"flood 4242 "}}}`),
+		[]byte(`{"sessionId":"builtin-6516dcbe0e86b511","update":{"sessionUpdate":"tool_call","toolCallId":"flood-4243","title":"Flood flood-4243","kind":"other","status":"in_progress"}}`),
+		[]byte(`{"sessionId":"builtin-6516dcbe0e86b511","update":{"sessionUpdate":"tool_call_update","toolCallId":"flood-4243","status":"completed"}}`),
+		[]byte(`{"sessionId":"builtin-6516dcbe0e86b511","update":{"sessionUpdate":"plan","entries":[{"content":"Flood 4245/100000","priority":"low","status":"in_progress"}]}}`),
+	}
+	var d Decoder
+	var n SessionNotification
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			if err := d.Decode(l, &n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -115,10 +115,9 @@ func skipWS(data []byte, i int) int {
 func scanString(data []byte, i int) (start, end int, escaped, ok bool) {
 	start = i
 	for j := i + 1; j < len(data); j++ {
-		if j-i > 16 { // a long string: skip its plain stretches word by word
-			if j += jsonw.PlainPrefix(data[j:]); j >= len(data) {
-				break
-			}
+		// Skip the plain stretches word by word: a text is mostly plain.
+		if j += jsonw.PlainPrefix(data[j:]); j >= len(data) {
+			break
 		}
 		switch data[j] {
 		case '\\':
