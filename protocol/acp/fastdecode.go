@@ -66,7 +66,8 @@ func (d *Decoder) fastNotification(data []byte, n *SessionNotification) bool {
 	if !ok || update == nil {
 		return false
 	}
-	if c, tag, ok := fastChunk(update); ok {
+	c, tag, ok := fastChunk(update)
+	if ok {
 		switch tag {
 		case UpdateAgentMessageChunk:
 			n.Update.AgentMessageChunk = c
@@ -77,7 +78,7 @@ func (d *Decoder) fastNotification(data []byte, n *SessionNotification) bool {
 		}
 		return true
 	}
-	if d.fastVariant(update, &n.Update) {
+	if d.fastVariant(update, tag, &n.Update) {
 		return true
 	}
 	return n.Update.UnmarshalJSON(update) == nil
@@ -114,11 +115,20 @@ func (d *Decoder) toolID(val []byte) (string, bool) {
 }
 
 // fastVariant reads the other updates of a flood, tool calls, their
-// updates and plans, when they hold only plain members.
-func (d *Decoder) fastVariant(data []byte, u *SessionUpdate) bool {
-	tag, present, err := peekTagFast(data, "sessionUpdate")
-	if err != nil || !present {
-		return false
+// updates and plans, when they hold only plain members. tag is the
+// update's tag when fastChunk saw it ("" if not): every sessionUpdate
+// member must say the same.
+func (d *Decoder) fastVariant(data []byte, tag string, u *SessionUpdate) bool {
+	if tag == "" {
+		t, present, err := peekTagFast(data, "sessionUpdate")
+		if err != nil || !present {
+			return false
+		}
+		tag = t
+	}
+	sameTag := func(val []byte) bool {
+		raw, ok := plainString(val)
+		return ok && string(raw) == tag
 	}
 	switch tag {
 	case UpdateToolCall:
@@ -140,6 +150,8 @@ func (d *Decoder) fastVariant(data []byte, u *SessionUpdate) bool {
 				tc.RawInput, ok = rawValue(val)
 			case 6:
 				tc.RawOutput, ok = rawValue(val)
+			case 7:
+				ok = sameTag(val)
 			}
 			return ok
 		}) {
@@ -180,6 +192,8 @@ func (d *Decoder) fastVariant(data []byte, u *SessionUpdate) bool {
 				tu.RawInput, ok = rawValue(val)
 			case 6:
 				tu.RawOutput, ok = rawValue(val)
+			case 7:
+				ok = sameTag(val)
 			}
 			return ok
 		}) {
@@ -195,7 +209,12 @@ func (d *Decoder) fastVariant(data []byte, u *SessionUpdate) bool {
 			entries [1]PlanEntry
 		})
 		p.Entries = p.entries[:0]
-		if !fields(data, planNames, metaSlow, func(_ int, val []byte) bool { return planEntries(val, &p.Entries) }) {
+		if !fields(data, planNames, metaSlow, func(i int, val []byte) bool {
+			if i == 1 {
+				return sameTag(val)
+			}
+			return planEntries(val, &p.Entries)
+		}) {
 			return false
 		}
 		*u = SessionUpdate{Plan: &p.Plan}
@@ -207,9 +226,9 @@ func (d *Decoder) fastVariant(data []byte, u *SessionUpdate) bool {
 // The members the fast path reads, by index, and those it leaves to
 // encoding/json.
 var (
-	toolCallNames  = []string{"toolCallId", "title", "kind", "status", "name", "rawInput", "rawOutput"}
+	toolCallNames  = []string{"toolCallId", "title", "kind", "status", "name", "rawInput", "rawOutput", "sessionUpdate"}
 	toolCallSlow   = []string{"content", "locations", "_meta"}
-	planNames      = []string{"entries"}
+	planNames      = []string{"entries", "sessionUpdate"}
 	planEntryNames = []string{"content", "priority", "status"}
 	metaSlow       = []string{"_meta"}
 
@@ -221,7 +240,6 @@ var (
 	planPriority = []string{string(PlanPriorityHigh), string(PlanPriorityMedium), string(PlanPriorityLow)}
 	planStatuses = []string{string(PlanStatusPending), string(PlanStatusInProgress), string(PlanStatusCompleted)}
 	contentTypes = []string{ContentText}
-	chunkUpdates = []string{UpdateAgentMessageChunk, UpdateAgentThoughtChunk, UpdateUserMessageChunk}
 )
 
 // plainString returns the bytes of a JSON string value without escapes.
@@ -331,7 +349,9 @@ func fields(data []byte, names, slow []string, set func(i int, val []byte) bool)
 	})
 }
 
-// fastChunk reads a text chunk update; ok is false for anything else.
+// fastChunk reads a text chunk update; ok is false for anything else, and
+// tag then names the update when its first sessionUpdate member is
+// another known one (what made fastChunk stop).
 func fastChunk(data []byte) (c *ContentChunk, tag string, ok bool) {
 	var content, messageID []byte
 	ok = members(data, func(key, val []byte) bool {
@@ -341,13 +361,13 @@ func fastChunk(data []byte) (c *ContentChunk, tag string, ok bool) {
 			// stop here, without a copy of the tag.
 			tag = ""
 			if raw, ok := plainString(val); ok {
-				for _, t := range chunkUpdates {
-					if string(raw) == t {
-						tag = t
-					}
-				}
+				tag = knownTags[string(raw)]
 			}
-			return tag != ""
+			switch tag {
+			case UpdateAgentMessageChunk, UpdateAgentThoughtChunk, UpdateUserMessageChunk:
+				return true
+			}
+			return false
 		case "content":
 			content = val
 			return true
@@ -362,7 +382,7 @@ func fastChunk(data []byte) (c *ContentChunk, tag string, ok bool) {
 	switch tag {
 	case UpdateAgentMessageChunk, UpdateAgentThoughtChunk, UpdateUserMessageChunk:
 	default:
-		return nil, "", false
+		return nil, tag, false
 	}
 	if !ok || content == nil {
 		return nil, "", false
