@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tai-dev/tai/agentspec"
+
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
@@ -128,9 +130,9 @@ func doctorAgents(ctx context.Context) []DoctorAgent {
 	if cfg, err := loadConfig(""); err == nil {
 		for _, c := range cfg.Agents {
 			a := DoctorAgent{Name: c.Name, Drivers: []string{c.Driver}, Note: "from " + c.From}
-			if p, argv, err := configAgent(c); err == nil {
-				a.Drivers = []string{p.Driver}
-				if path, err := exec.LookPath(argv[0]); err == nil {
+			if r, err := agentspec.ResolveAgent(agentspec.Agent{Name: c.Name, Custom: cfg.Agents}); err == nil {
+				a.Drivers = []string{r.Preset.Driver}
+				if path, err := exec.LookPath(r.Argv[0]); err == nil {
 					a.Installed, a.Path = true, path
 				}
 			}

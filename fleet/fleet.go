@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tai-dev/tai/agentspec"
+
 	"github.com/coder/quartz"
 	"github.com/gofrs/flock"
 
@@ -23,8 +25,6 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/preset"
-	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -57,10 +57,10 @@ type Options struct {
 	Logger      *slog.Logger
 	// Exe is the tai binary for the built-in agent; default os.Executable.
 	Exe string
-	// Sandbox confines a task's agent, given its preset: nil runs agents
-	// unconfined. It is asked per task, so each agent's own state
-	// directories are writable.
-	Sandbox func(p preset.Preset) (*sandbox.Config, error)
+	// Sandbox confines each task's agent (the resolver builds its config
+	// from the agent's preset and the task's policy); nil starts agents
+	// without tai's launcher (tests whose binary is not tai).
+	Sandbox *agentspec.Sandbox
 
 	writeState func(path string, data []byte) error // tests: a full disk
 }

@@ -11,10 +11,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tai-dev/tai/agentspec"
+
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/worktree"
 )
@@ -286,22 +287,12 @@ func (f *fleet) result(ctx context.Context, id string) TaskResult {
 // turn runs one agent session in cwd with prompt, stopping it when the
 // task goes over its budget.
 func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t *Task, res *Reservation, before Usage, cwd, prompt, resume string, attempt int) (runner.Result, Usage, error) {
-	spec := f.merged(t.AgentSpec)
-	opts, err := f.agentOptions(spec, cwd)
+	opts, eng, err := f.resolve(t.AgentSpec, f.plan.effectivePolicy(t.Policy), cwd, "task "+t.ID)
 	if err != nil {
 		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
 	}
-	eng, pol, err := f.engine(t.Policy, cwd, "task "+t.ID)
-	if err != nil {
-		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
-	}
-	opts.Decider, opts.Modes = eng, eng
 	elicitSpent := &spend{}
 	opts.Elicitor = f.elicitor(t, cwd, elicitSpent)
-	opts.AllowDenials = pol.AllowDenials
-	if opts.Mode == "" {
-		opts.Mode = eng.DefaultMode()
-	}
 	opts.Prompt = []driver.Content{driver.TextContent(prompt)}
 	opts.ResumeID = resume
 	opts.Audit, opts.AuditTask = f.o.Audit, t.ID
@@ -400,78 +391,35 @@ func (l *liveMeter) spent() Usage {
 	return Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount}
 }
 
-// agentOptions resolves an agent spec like tai run does.
-func (f *fleet) agentOptions(a AgentSpec, cwd string) (runner.Options, error) {
-	o := runner.Options{Cwd: cwd, Driver: a.Driver, Model: a.Model, Mode: a.Mode, Version: f.o.Version,
-		Clock: f.clock, Logger: f.log, CancelGrace: f.o.CancelGrace}
-	var p preset.Preset
-	switch {
-	case a.AgentCmd != "":
-		cp, argv, err := preset.Custom(a.AgentCmd)
-		if err != nil {
-			return o, err
-		}
-		if known, ok := preset.Lookup(a.Agent); ok && a.Agent != "" && a.Agent != "builtin" {
-			cp.Quirks, cp.Name = known.Quirks, known.Name
-		}
-		p, o.Argv = cp, argv
-	default:
-		known, ok := preset.Lookup(a.Agent)
-		if !ok {
-			return o, fmt.Errorf("unknown agent %q (known: %s; or set agent_cmd)", a.Agent, strings.Join(preset.Names(), ", "))
-		}
-		if known.Builtin {
-			exe := f.o.Exe
-			if exe == "" {
-				var err error
-				if exe, err = os.Executable(); err != nil {
-					return o, fmt.Errorf("locating tai for the built-in agent: %w", err)
-				}
-			}
-			o.Argv = []string{exe, "agent", "builtin"}
-			if a.Script != "" {
-				o.Argv = append(o.Argv, "--script", f.plan.path(a.Script))
-			}
-		} else {
-			argv, err := known.Command()
-			if err != nil {
-				return o, err
-			}
-			o.Argv = argv
-		}
-		p = known
+// resolve resolves an agent spec of the plan (filled from its defaults)
+// under pol in cwd, through the resolver tai run uses too: the same
+// command for the driver, the same quirks, and a sandbox built from the
+// policy the agent runs under. "always" answers are shared by every task
+// of the run.
+func (f *fleet) resolve(a AgentSpec, pol Policy, cwd, asker string) (runner.Options, *policy.Engine, error) {
+	a = f.merged(a)
+	script := ""
+	if a.Script != "" {
+		script = f.plan.path(a.Script)
 	}
-	if o.Driver == "" {
-		o.Driver = p.Driver
+	r, err := agentspec.Resolve(agentspec.Spec{
+		Agent: agentspec.Agent{Name: a.Agent, Command: a.AgentCmd, Driver: a.Driver, Model: a.Model, Mode: a.Mode,
+			Script: script, Exe: f.o.Exe, CommandHint: "set agent_cmd"},
+		Cwd: cwd,
+		Policy: agentspec.Policy{Approve: pol.Approve, Allow: pol.Allow, Ask: pol.Ask, Deny: pol.Deny, NonInteractive: pol.NonInteractive,
+			AllowDenials: pol.AllowDenials, Memory: f.memory, Asker: asker, Prompter: f.o.Prompter},
+		Sandbox: f.o.Sandbox,
+	})
+	switch agentspec.StageOf(err) {
+	case agentspec.StagePolicy:
+		err = fmt.Errorf("policy: %w", err)
+	case agentspec.StageSandbox:
+		err = fmt.Errorf("sandbox: %w", err)
 	}
-	o.Agent, o.NoClientFS, o.IgnoresStdinEOF = p.Name, p.Quirks.NoClientFS, p.Quirks.IgnoresStdinEOF
-	if f.o.Sandbox != nil {
-		cfg, err := f.o.Sandbox(p)
-		if err != nil {
-			return o, fmt.Errorf("sandbox: %w", err)
-		}
-		o.Sandbox = cfg
-	}
-	return o, nil
-}
-
-// engine builds a task's policy: the plan's, then the task's overrides;
-// "always" answers are shared by every task of the run.
-func (f *fleet) engine(tp *Policy, cwd, asker string) (*policy.Engine, Policy, error) {
-	p := f.plan.effectivePolicy(tp)
-	cfg, err := checkPolicy(p)
 	if err != nil {
-		return nil, p, fmt.Errorf("policy: %w", err)
+		return runner.Options{}, nil, err
 	}
-	var ni policy.NonInteractive
-	if p.NonInteractive != "" {
-		if ni, err = policy.ParseNonInteractive(p.NonInteractive); err != nil {
-			return nil, p, fmt.Errorf("policy: %w", err)
-		}
-	}
-	eng, err := policy.NewEngine(cfg, policy.Options{Workspace: cwd, Prompter: f.o.Prompter, NonInteractive: ni, Memory: f.memory, Asker: asker})
-	if err != nil {
-		return nil, p, fmt.Errorf("policy: %w", err)
-	}
-	return eng, p, nil
+	o := r.Options
+	o.Version, o.Clock, o.Logger, o.CancelGrace = f.o.Version, f.clock, f.log, f.o.CancelGrace
+	return o, r.Engine, nil
 }
