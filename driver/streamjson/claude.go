@@ -63,7 +63,23 @@ type block struct {
 	IsError   bool            `json:"is_error"`
 }
 
-func (d *decoder) claude(line []byte, typ, subtype string, f *Frame) {
+// claudeDecoder decodes Claude Code's format, which qwen, cursor and amp
+// share, keeping what only it needs: the message ids whose text arrived
+// as stream_event deltas (so the complete assistant block is not emitted
+// twice), and the cumulative cost and tokens at the last result, from
+// which each turn's are computed.
+type claudeDecoder struct {
+	*decoder
+	streamed   map[string]bool
+	lastCost   float64
+	lastTokens map[string][2]int64
+}
+
+func newClaude(d *decoder) lineDecoder {
+	return &claudeDecoder{decoder: d, streamed: map[string]bool{}, lastTokens: map[string][2]int64{}}
+}
+
+func (d *claudeDecoder) decode(line []byte, typ, subtype string, f *Frame) {
 	var l claudeLine
 	_ = json.Unmarshal(line, &l)
 	switch typ {
@@ -191,7 +207,7 @@ func (d *decoder) claude(line []byte, typ, subtype string, f *Frame) {
 	}
 }
 
-func (d *decoder) claudeSystem(line []byte, subtype string, l *claudeLine, f *Frame) {
+func (d *claudeDecoder) claudeSystem(line []byte, subtype string, l *claudeLine, f *Frame) {
 	mode := l.PermissionMode
 	if mode == "" {
 		mode = l.PermissionSnk
@@ -236,7 +252,7 @@ type modelUsage struct {
 	CostUSD                  float64 `json:"costUSD"`
 }
 
-func (d *decoder) claudeResult(line []byte, f *Frame) *Result {
+func (d *claudeDecoder) claudeResult(line []byte, f *Frame) *Result {
 	var r struct {
 		Subtype        string          `json:"subtype"`
 		IsError        bool            `json:"is_error"`
@@ -326,13 +342,13 @@ func sumUsage(m map[string]modelUsage) *driver.Usage {
 	return u
 }
 
-func (d *decoder) noteCumulative(m map[string]modelUsage) {
+func (d *claudeDecoder) noteCumulative(m map[string]modelUsage) {
 	for k, mu := range m {
 		d.lastTokens[k] = [2]int64{mu.InputTokens + mu.CacheReadInputTokens + mu.CacheCreationInputTokens, mu.OutputTokens}
 	}
 }
 
-func (d *decoder) deltaUsage(m map[string]modelUsage) *driver.Usage {
+func (d *claudeDecoder) deltaUsage(m map[string]modelUsage) *driver.Usage {
 	u := &driver.Usage{}
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -7,7 +7,15 @@ import (
 	"github.com/tai-dev/tai/driver"
 )
 
-func (d *decoder) opencode(line []byte, typ string, f *Frame) {
+// openCodeDecoder decodes opencode run --format json, keeping the sum of
+// a turn's steps' usage and whether the session was announced.
+type openCodeDecoder struct {
+	*decoder
+	stepUsage *driver.Usage
+	sawInit   bool
+}
+
+func (d *openCodeDecoder) decode(line []byte, typ, _ string, f *Frame) {
 	var l struct {
 		SessionID string `json:"sessionID"`
 		Part      struct {
