@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/tai-dev/tai/agentspec"
-
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/driver/acp"
 	"github.com/tai-dev/tai/exitcode"

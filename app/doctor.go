@@ -14,11 +14,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/tai-dev/tai/agentspec"
-
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"

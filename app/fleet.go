@@ -14,11 +14,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tai-dev/tai/agentspec"
-
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/term"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"

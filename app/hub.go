@@ -9,10 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tai-dev/tai/agentspec"
-
 	"github.com/nats-io/nats.go"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"

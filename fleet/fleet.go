@@ -16,11 +16,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tai-dev/tai/agentspec"
-
 	"github.com/coder/quartz"
 	"github.com/gofrs/flock"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"

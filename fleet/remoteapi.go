@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tai-dev/tai/agentspec"
-
 	"github.com/coder/quartz"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tai-dev/tai/agentspec"
-
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"

@@ -18,12 +18,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tai-dev/tai/agentspec"
-
 	"github.com/coder/quartz"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
