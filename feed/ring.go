@@ -63,6 +63,17 @@ func (r *ring) add(frame []byte) uint64 {
 	return r.next
 }
 
+// skip numbers a frame too large to keep, past maxBytes on its own: it
+// is dropped at once with every frame before it, as keeping it would
+// have, and a stream or a resuming client is told it missed them.
+func (r *ring) skip() uint64 {
+	for r.n > 0 {
+		r.dropOldest()
+	}
+	r.next++
+	return r.next
+}
+
 // setMaxBytes changes the byte bound, dropping what is past it now.
 func (r *ring) setMaxBytes(n int) {
 	r.maxBytes = n
@@ -104,7 +115,10 @@ type kept struct {
 func (r *ring) since(id uint64, buf []kept) (frames []kept, missed uint64) {
 	buf = buf[:0]
 	if r.n == 0 {
-		return buf, 0
+		if id < r.next {
+			missed = r.next - id
+		}
+		return buf, missed
 	}
 	if id+1 < r.first {
 		missed = r.first - id - 1

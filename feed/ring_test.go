@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -22,12 +23,21 @@ func TestRingAgreesWithModel(t *testing.T) {
 	for trial := range 200 {
 		r := ring{maxFrames: 1 + rng.IntN(400), maxBytes: 1 + rng.IntN(3*blockSize), recycle: rng.IntN(2) == 0}
 		var model [][]byte // every frame added; the kept ones are a suffix
+		skipped := 0       // the last frame skipped: none before it is kept
 		for range rng.IntN(2000) {
 			size := 1 + rng.IntN(600)
 			if rng.IntN(50) == 0 {
 				size = blockSize + rng.IntN(blockSize)
 			}
 			f := bytes.Repeat([]byte{byte('a' + len(model)%26)}, size)
+			if rng.IntN(100) == 0 { // too large to keep: numbered, dropped with all before it
+				if id := r.skip(); id != uint64(len(model)+1) {
+					t.Fatalf("trial %d: skipped frame %d got id %d", trial, len(model)+1, id)
+				}
+				model = append(model, nil)
+				skipped = len(model)
+				continue
+			}
 			if id := r.add(f); id != uint64(len(model)+1) {
 				t.Fatalf("trial %d: frame %d got id %d", trial, len(model)+1, id)
 			}
@@ -35,7 +45,7 @@ func TestRingAgreesWithModel(t *testing.T) {
 		}
 		// The model keeps the newest frames within both bounds, at least one.
 		first, n, size := len(model), 0, 0
-		for first > 0 {
+		for first > skipped {
 			f := model[first-1]
 			if n > 0 && (n+1 > r.maxFrames || size+len(f) > r.maxBytes) {
 				break
@@ -71,8 +81,12 @@ func TestRingAgreesWithModel(t *testing.T) {
 					id = f.id
 				}
 			}
-			if id != uint64(len(model)) {
-				t.Fatalf("trial %d: after %d, the frames ended at %d of %d", trial, after, id, len(model))
+			end := uint64(len(model))
+			if n == 0 {
+				end = uint64(after) // nothing kept: nothing to read
+			}
+			if id != end {
+				t.Fatalf("trial %d: after %d, the frames ended at %d, want %d", trial, after, id, end)
 			}
 			if want := uint64(max(0, first-after)); gotMissed != want {
 				t.Fatalf("trial %d: after %d, missed %d, want %d", trial, after, gotMissed, want)
@@ -195,5 +209,35 @@ func TestFeedKeepsLessWhileNobodyReads(t *testing.T) {
 	s.Close()
 	if err := <-done; !errors.Is(err, ErrEnded) {
 		t.Fatal(err)
+	}
+}
+
+// A message chunk larger than the feed (a 100 MiB line) is neither encoded
+// nor kept: a client is told it missed it.
+func TestFeedSkipsAFrameLargerThanItself(t *testing.T) {
+	s, err := Open(Options{Run: "run-big", Dir: t.TempDir(), MaxBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	k := s.Sink("")
+	emit(k, 1)
+	k.Emit(driver.Event{Type: driver.EventMessage, Session: "s1", Seq: 2, Message: &driver.MessageChunk{Role: driver.RoleAgent, Text: strings.Repeat("x", 2000)}})
+	emit(k, 3)
+	if s.frames.bytes > 1000 {
+		t.Fatalf("%d bytes kept", s.frames.bytes)
+	}
+	c := Dial(s.Path())
+	defer c.Close()
+	var names []string
+	_, err = c.Events(context.Background(), 0, func(ev Event) error {
+		names = append(names, fmt.Sprintf("%s%d", ev.Name, ev.ID))
+		if ev.ID == 3 {
+			return errDrop
+		}
+		return nil
+	})
+	if !errors.Is(err, errDrop) || strings.Join(names, ",") != "gap0,3" {
+		t.Fatalf("got %v, %v; want the gap (frames 1 and 2) then frame 3", names, err)
 	}
 }

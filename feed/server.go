@@ -301,6 +301,15 @@ func (k sink) Emit(ev driver.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.event(k.task, ev)
+	if m := ev.Message; m != nil && len(m.Text)+len(m.Content) > s.o.MaxBytes {
+		// A message chunk larger than the whole feed (a 100 MiB line) is
+		// not encoded, nor kept: counted, and missed by the streams.
+		if !s.closed {
+			s.frames.skip()
+			s.wakeLocked()
+		}
+		return
+	}
 	s.buf.Reset()
 	if err := s.enc.Write(&s.buf, ev, s.o.Run, k.task); err != nil {
 		s.o.Logger.Warn("feed: an event did not encode", "type", ev.Type, "err", err)
