@@ -147,15 +147,15 @@ type Session struct {
 	homeCols, homeRows int
 
 	// Loop state (only the loop goroutine touches these).
-	set       settler
-	status    string
-	verdict   profile.Verdict
-	lastBody  []string
-	scroll    scrollback
-	answered  string    // signature of the picker last answered, until it goes
-	pickSig   string    // signature of the picker on screen
-	pickSeen  time.Time // when it was first seen (for Profile.PickerDelay)
-	confirm   int       // 1 + the option the highlight was moved to, to confirm once it shows there; 0 none
+	set      settler
+	status   string
+	verdict  profile.Verdict
+	lastBody []string
+	scroll   scrollback
+	answered string    // signature of the picker last answered, until it goes
+	pickSig  string    // signature of the picker on screen
+	pickSeen time.Time // when it was first seen (for Profile.PickerDelay)
+	confirm  int       // 1 + the option the highlight was moved to, to confirm once it shows there; 0 none
 	// The answered picker's chosen option (its Esc: pickEsc), and when its
 	// keys were last pressed (zero: none) and how often, to press them
 	// again if the TUI shows no sign of having read them.
@@ -163,11 +163,11 @@ type Session struct {
 	pickEsc    bool
 	pressedAt  time.Time
 	presses    int
-	reqSeq    int
-	isReady   bool
-	cur       *turn
-	pending   bool      // output not yet read into a verdict
-	firstPend time.Time // when the pending output began
+	reqSeq     int
+	isReady    bool
+	cur        *turn
+	pending    bool      // output not yet read into a verdict
+	firstPend  time.Time // when the pending output began
 }
 
 // turn is one prompt in flight.
