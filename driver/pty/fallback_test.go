@@ -61,6 +61,7 @@ func TestFallbackReplyRecordings(t *testing.T) {
 	wants := map[string]string{
 		"text":        "Hello from the scripted model.",
 		"write-allow": "I'll create hello.txt.\nCreated hello.txt.",
+		"write-deny":  "I'll create hello.txt.",
 	}
 	profileFails := map[string]bool{"qwen/0.15.10": true}
 	for _, path := range recordings(t) {
