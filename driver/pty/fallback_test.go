@@ -18,7 +18,7 @@ import (
 func turnOf(t *testing.T, p *profile.Profile, chunks []Chunk) profile.Turn {
 	t.Helper()
 	scr := term.NewScreen(term.DefaultCols, term.DefaultRows, nil)
-	var tr profile.Turn
+	tr := profile.Turn{Notices: p.Notices}
 	var sb scrollback
 	submitted, scrollAt := false, 0
 	var lastIdle []string

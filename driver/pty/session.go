@@ -577,7 +577,7 @@ func (s *Session) maybeEnd(st string, body []string) {
 		// what changed on screen instead.
 		snap := s.proc.Screen.Snapshot()
 		if fb := profile.FallbackReply(profile.Turn{Idle: t.idle, Submit: t.screen, Scrolled: s.scroll.since(t.scrollAt),
-			End: snap.Lines, Prompt: t.text}); fb != "" {
+			End: snap.Lines, Prompt: t.text, Notices: s.prof.Notices}); fb != "" {
 			s.log.Info("pty: the profile found no reply; using the screen diff", "agent", s.cfg.Agent)
 			reply, src = fb, driver.ReplyFallback
 		}

@@ -38,7 +38,8 @@ func copilot() *Profile {
 		// Rows with the reply's "●" that are not text: a finished edit
 		// ends in its diff stats ("● Create hello.txt +1"; 1.0.80 adds its
 		// duration far right, "+1      11s"), and notices.
-		Chrome: []*regexp.Regexp{rx(`^\s*●\s+\S.*\s\+\d+(?:\s+-\d+)?(?:\s{2,}(?:\d+m\s*)?[\d.]+s)?\s*$`), rx(`^\s*●\s+(?:MCP Servers|Tip:|No copilot-instructions|Operation cancelled by user)`),
+		Chrome: []*regexp.Regexp{rx(`^\s*●\s+\S.*\s\+\d+(?:\s+-\d+)?(?:\s{2,}(?:\d+m\s*)?[\d.]+s)?\s*$`), rx(`^\s*●\s+Operation cancelled by user`),
 			rx(`^\s*[○└│╭╰]`)},
+		Notices: []*regexp.Regexp{rx(`^\s*●\s+(?:MCP Servers|Tip:|No copilot-instructions)`)},
 	}
 }
