@@ -50,6 +50,10 @@ func (f *Form) line(ctx context.Context) (string, error) {
 		}()
 		f.pending = ch
 	}
+	return f.wait(ctx)
+}
+
+func (f *Form) wait(ctx context.Context) (string, error) {
 	select {
 	case r := <-f.pending:
 		f.pending = nil
@@ -62,18 +66,21 @@ func (f *Form) line(ctx context.Context) (string, error) {
 	}
 }
 
-// secretLine reads a secret without echoing it when In is a terminal.
+// secretLine reads a secret without echoing it when In is a terminal. The
+// read is kept like line's when ctx ends first (another channel answered).
 func (f *Form) secretLine(ctx context.Context) (string, error) {
 	file, ok := f.In.(*os.File)
 	if !ok || !term.IsTerminal(int(file.Fd())) || f.pending != nil || (f.r != nil && f.r.Buffered() > 0) {
 		return f.line(ctx)
 	}
-	b, err := term.ReadPassword(int(file.Fd()))
-	fmt.Fprintln(f.Out)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
+	ch := make(chan lineResult, 1)
+	go func() {
+		b, err := term.ReadPassword(int(file.Fd()))
+		fmt.Fprintln(f.Out)
+		ch <- lineResult{string(b), err}
+	}()
+	f.pending = ch
+	return f.wait(ctx)
 }
 
 // Answer implements Answerer.
@@ -95,7 +102,7 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 			}
 			s, err := read(ctx)
 			if err != nil {
-				return cancelAnswer(err), nil
+				return f.gone(ctx, err), nil
 			}
 			s = strings.TrimSpace(s)
 			switch s {
@@ -133,7 +140,7 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 	fmt.Fprint(f.Out, "  Send these answers? [Y/n] ")
 	s, err := f.line(ctx)
 	if err != nil {
-		return cancelAnswer(err), nil
+		return f.gone(ctx, err), nil
 	}
 	if a := strings.ToLower(strings.TrimSpace(s)); a == "n" || a == "no" {
 		return driver.ElicitationAnswer{Action: driver.ElicitDecline, Reason: "declined at the terminal"}, nil
@@ -141,7 +148,12 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 	return driver.ElicitationAnswer{Action: driver.ElicitAccept, Content: content, Reason: "answered at the terminal"}, nil
 }
 
-func cancelAnswer(err error) driver.ElicitationAnswer {
+// gone is the answer of a form the terminal did not finish: another
+// channel answered (the terminal says so) or the read failed.
+func (f *Form) gone(ctx context.Context, err error) driver.ElicitationAnswer {
+	if note, ok := withdrawn(ctx); ok {
+		fmt.Fprintf(f.Out, "\n  (%s)\n", note)
+	}
 	return driver.ElicitationAnswer{Action: driver.ElicitCancel, Reason: "the terminal gave no answer: " + err.Error()}
 }
 
@@ -150,7 +162,7 @@ func (f *Form) url(ctx context.Context, req driver.ElicitationRequest) (driver.E
 	fmt.Fprint(f.Out, "  [o]pen it in a browser, [d]one (I opened it myself), [n]o (decline) ? ")
 	s, err := f.line(ctx)
 	if err != nil {
-		return cancelAnswer(err), nil
+		return f.gone(ctx, err), nil
 	}
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "o", "open", "y", "yes":
