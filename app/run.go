@@ -400,8 +400,12 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	}
 	if srv := lf.srv; srv != nil {
 		o.Sinks = append(o.Sinks, srv.Sink(""))
-		if tp != nil && f.prompter == nil {
-			prompter = withFeed(tp, srv) // the terminal's asks; an editor's (tai acp) stay the editor's
+		switch {
+		case tp != nil && f.prompter == nil:
+			prompter = withFeed(tp, srv) // the terminal's asks
+		case f.prompter != nil:
+			// tai acp: the editor and the feed, whichever answers first.
+			prompter = policy.Race{{Name: policy.ViaEditor, Prompter: f.prompter}, srv.Channel()}
 		}
 		if f.answerer != nil {
 			// The cap-speak parent and the feed: whoever answers first.
@@ -432,7 +436,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 	if ni == "" {
 		ni = eng.cfg.NonInteractive
 	}
-	o.Elicitor = elicitChain(eng.cfg.Elicit, form, parent, ni)
+	o.Elicitor = elicitChain(eng.cfg.Elicit, form, parent, lf.srv, ni)
 
 	// Audit log: every run has one unless --no-audit.
 	o.RunInfo = map[string]any{"approve": string(mode), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
@@ -551,14 +555,21 @@ func resolveAgent(f RunFlags) (preset.Preset, []string, error) {
 
 // elicitChain is the answer chain of the agent's elicitations: the policy
 // file's [[elicit]] rules, the human at the terminal, the cap-speak parent;
-// then decline, or a stop under --non-interactive fail.
-func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, ni policy.NonInteractive) *elicit.Chain {
+// then decline, or a stop under --non-interactive fail. The live feed (tai
+// top) races the terminal and the parent, as it does for asks.
+func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, srv *feed.Server, ni policy.NonInteractive) *elicit.Chain {
 	c := &elicit.Chain{Rules: rules, Fail: ni == policy.NonInteractiveFail}
+	raced := func(ch elicit.Channel) elicit.Answerer {
+		if srv == nil {
+			return ch.A
+		}
+		return elicit.Race{ch, srv.Elicitor()}
+	}
 	if form != nil {
-		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: form})
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: raced(elicit.Channel{Via: policy.ViaTerminal, A: form})})
 	}
 	if p, ok := parent.(elicit.Answerer); ok {
-		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: p})
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: raced(elicit.Channel{Via: policy.ViaParent, A: p})})
 	}
 	return c
 }
