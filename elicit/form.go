@@ -125,7 +125,7 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 				fmt.Fprintf(f.Out, "  ! %s is required\n", label(fl))
 				continue
 			}
-			v, err := parseInput(fl, s)
+			v, err := ParseInput(fl, s)
 			if err == nil {
 				v, err = CheckValue(fl, v)
 			}
@@ -251,9 +251,9 @@ func fieldPrompt(fl driver.ElicitField) string {
 	return b.String()
 }
 
-// parseInput reads what was typed as the field's type: a choice by number
+// ParseInput reads what was typed as the field's type: a choice by number
 // or value, yes/no, a number, a comma-separated list.
-func parseInput(fl driver.ElicitField, s string) (any, error) {
+func ParseInput(fl driver.ElicitField, s string) (any, error) {
 	choice := func(s string) string {
 		if n, err := strconv.Atoi(s); err == nil && n >= 1 && n <= len(fl.Enum) {
 			return fl.Enum[n-1]
