@@ -137,15 +137,6 @@ func (s *Server) askClosed(a Ask, ans *policy.Answer, via, reason string) any {
 	return c
 }
 
-func (s *Server) publishJSONLocked(v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		s.o.Logger.Warn("feed: a frame did not encode", "err", err)
-		return
-	}
-	s.publishLocked(data)
-}
-
 // answer is POST /asks/ID.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")

@@ -1,7 +1,7 @@
 // Package feed serves a running tai's live feed: the cap.md frames of its
 // sessions as server-sent events (resumable with Last-Event-ID), a JSON
-// snapshot of its sessions, tasks and pending asks, and answers to those
-// asks. It listens on a Unix socket per run under DefaultDir (directory
+// snapshot of its sessions, tasks, budgets and what waits for a human
+// (asks, questions, elicitations), and answers to those. It listens on a Unix socket per run under DefaultDir (directory
 // 0700, socket 0600, the peer's uid checked on every connection) and, on
 // request, on TCP behind a bearer token. tai top and fleet logs read it.
 package feed
@@ -270,6 +270,16 @@ func (s *Server) publishLocked(data []byte) {
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
+}
+
+// publishJSONLocked publishes v's JSON; s.mu is held.
+func (s *Server) publishJSONLocked(v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		s.o.Logger.Warn("feed: a frame did not encode", "err", err)
+		return
+	}
+	s.publishLocked(data)
 }
 
 // Publish sends a frame of tai's own (a fleet frame): v must marshal to a

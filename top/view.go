@@ -1,7 +1,8 @@
 // Package top is `tai top`: a terminal UI over the live feeds of every
 // tai running on this machine. The attention queue (what waits for a human,
 // oldest first) comes first, then one row per session or fleet task; Enter
-// peeks at an ask and one key answers it through the run's feed.
+// peeks at an ask (one key answers it), a question or an elicitation's form
+// (typed answers), and the answer goes through the run's feed.
 package top
 
 import (
