@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -158,5 +159,69 @@ func TestFeedAnswersAnElicitation(t *testing.T) {
 	}
 	if strings.Join(vias, ", ") != "human via dashboard, human via feed" {
 		t.Fatalf("the audit log's elicitation answers: %v", vias)
+	}
+}
+
+// Under --cap-speak an elicitation goes to the parent and the feed at
+// once: the form, left to the parent, is answered through the feed (the
+// parent is sent a control_cancel_request for it); the URL is answered by
+// the parent (the feed sees it closed). Each is recorded with its channel.
+func TestFeedRacesTheCapSpeakParent(t *testing.T) { // not parallel: t.Setenv
+	rt := filepath.Join(t.TempDir(), "rt")
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	p := startParent(t, t.TempDir(), "--agent-cmd", builtinWith(script("elicit.yaml")))
+	p.say("go")
+	isElicit := func(mode string) func(map[string]any) bool {
+		return func(m map[string]any) bool {
+			req, _ := m["request"].(map[string]any)
+			return m["type"] == "control_request" && req["subtype"] == "elicitation" && req["mode"] == mode
+		}
+	}
+	formReq := p.next(isElicit("form"), nil)
+	eps, err := feed.List(filepath.Join(rt, "tai"))
+	if err != nil || len(eps) != 1 {
+		t.Fatalf("feeds %v, %v", eps, err)
+	}
+	c := feed.Dial(eps[0].Path)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var el feed.Elicitation
+	for el.ID == "" {
+		st, err := c.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Elicitations) == 1 {
+			el = st.Elicitations[0]
+		} else {
+			time.Sleep(20 * time.Millisecond) // the feed's channel is asked alongside the parent's
+		}
+	}
+	if err := c.AnswerElicitation(ctx, el.ID, "accept", map[string]any{"database": "prod", "port": 8080}, "feed"); err != nil {
+		t.Fatal(err)
+	}
+	p.next(func(m map[string]any) bool {
+		return m["type"] == "control_cancel_request" && m["request_id"] == formReq["request_id"]
+	}, nil)
+	urlReq := p.next(isElicit("url"), nil)
+	p.send(map[string]any{"type": "control_response", "response": map[string]any{
+		"subtype": "success", "request_id": urlReq["request_id"], "response": map[string]any{"action": "decline"}}})
+	p.next(ofType("turn.ended"), nil)
+	res, code := p.finish(nil)
+	els, _ := res["elicitations"].([]any)
+	if code != 0 || len(els) != 2 {
+		t.Fatalf("exit %d, elicitations %v", code, res["elicitations"])
+	}
+	var got []string
+	for _, e := range els {
+		m := e.(map[string]any)
+		got = append(got, fmt.Sprintf("%v by %v via %v", m["action"], m["decided_by"], m["via"]))
+	}
+	if strings.Join(got, ", ") != "accept by human via feed, decline by parent via parent" {
+		t.Fatalf("elicitations %v", got)
+	}
+	if msg, _ := res["message"].(string); !strings.Contains(msg, `database="prod"`) {
+		t.Fatalf("the agent did not get the feed's values: %q", msg)
 	}
 }
