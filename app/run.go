@@ -389,7 +389,7 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 		closers = append(closers, func() { tty.Close() })
 		tp = &policy.TTYPrompter{In: tty, Out: tty}
 		prompter = tp
-		form = &elicit.Form{In: tty, Out: tty}
+		form = &elicit.Form{In: tty, Out: tty, Lines: tp} // one reader of the terminal for both
 	}
 	o.RunID = newRunID()
 	parent := f.answerer // the cap-speak parent itself: it also answers elicitations

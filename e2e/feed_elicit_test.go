@@ -225,3 +225,81 @@ func TestFeedRacesTheCapSpeakParent(t *testing.T) { // not parallel: t.Setenv
 		t.Fatalf("the agent did not get the feed's values: %q", msg)
 	}
 }
+
+// An ask answered at the terminal, then a form filled in there: every line
+// typed for the form reaches it (the ask's reader of the terminal does
+// not swallow one).
+func TestTerminalAskThenForm(t *testing.T) {
+	t.Parallel()
+	scr := writeScript(t, `steps:
+  - permission: {title: "deploy", kind: execute, command: "make deploy"}
+  - elicit_form:
+      message: "Which database?"
+      schema:
+        properties:
+          database: {type: string, enum: [dev, prod], default: dev}
+          token: {type: string, format: password}
+        required: [database]
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "result.json")
+	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-feed", "--no-notify", "-o", "json", "go")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "NO_COLOR=1")
+	resf, err := os.Create(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resf.Close()
+	cmd.Stdout = resf
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var screen lockedBuf
+	go func() { _, _ = io.Copy(&screen, tty) }()
+	waitFor := func(after, want string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); ; {
+			s := screen.String()
+			if i := strings.LastIndex(s, after); i >= 0 && strings.Contains(s[i:], want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the terminal never showed %q after %q:\n%s", want, after, s)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	send := func(s string) {
+		t.Helper()
+		if _, err := tty.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor("deploy", "deny always >")
+	send("y")
+	waitFor("database (one of the choices, required)", "> [dev] ")
+	send("prod\n")
+	waitFor("token (string, password", "> ")
+	send("t0ken\r")
+	waitFor("Send these answers?", "[Y/n] ")
+	send("y\n")
+	_ = cmd.Wait()
+	data, _ := os.ReadFile(out)
+	var r struct {
+		ExitCode int    `json:"exit_code"`
+		Message  string `json:"message"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil || r.ExitCode != 0 {
+		t.Fatalf("result %s: %v\n%s", data, err, screen.String())
+	}
+	if !strings.Contains(r.Message, `database="prod"`) || !strings.Contains(r.Message, "token=<secret, 5 chars>") {
+		t.Fatalf("the agent got %q\n%s", r.Message, screen.String())
+	}
+	if strings.Contains(screen.String(), "t0ken") {
+		t.Fatalf("the secret was echoed:\n%s", screen.String())
+	}
+}

@@ -24,10 +24,19 @@ type Form struct {
 	Out io.Writer
 	// Open opens a URL (nil: $BROWSER or xdg-open).
 	Open func(url string) error
+	// Lines, if set, reads the lines instead of In: the terminal's
+	// permission prompter (policy.TTYPrompter), which owns its input, so
+	// that the two never compete for what is typed.
+	Lines LineReader
 
 	mu      sync.Mutex // one form at a time on the terminal
 	r       *bufio.Reader
 	pending chan lineResult // a read still waiting for its line, kept for the next question
+}
+
+// LineReader reads one line, not echoed if secret, until ctx ends.
+type LineReader interface {
+	ReadLine(ctx context.Context, secret bool) (string, error)
 }
 
 type lineResult struct {
@@ -39,6 +48,9 @@ type lineResult struct {
 // interrupted, so a read abandoned that way is kept and its line goes to
 // the next question instead of being lost.
 func (f *Form) line(ctx context.Context) (string, error) {
+	if f.Lines != nil {
+		return f.Lines.ReadLine(ctx, false)
+	}
 	if f.r == nil {
 		f.r = bufio.NewReader(f.In)
 	}
@@ -69,6 +81,9 @@ func (f *Form) wait(ctx context.Context) (string, error) {
 // secretLine reads a secret without echoing it when In is a terminal. The
 // read is kept like line's when ctx ends first (another channel answered).
 func (f *Form) secretLine(ctx context.Context) (string, error) {
+	if f.Lines != nil {
+		return f.Lines.ReadLine(ctx, true)
+	}
 	file, ok := f.In.(*os.File)
 	if !ok || !term.IsTerminal(int(file.Fd())) || f.pending != nil || (f.r != nil && f.r.Buffered() > 0) {
 		return f.line(ctx)
