@@ -244,7 +244,10 @@ func doctorWorktrees(ctx context.Context, dir string) *DoctorWorktrees {
 }
 
 // DoctorCmd prints RunDoctor as text or JSON.
-func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) int {
+func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
+	if dir == "" {
+		dir, _ = std.Wd()
+	}
 	d := RunDoctor(ctx, dir)
 	if asJSON {
 		return printJSON(std.Out, d)
@@ -309,7 +312,7 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) int {
 			fmt.Fprintln(w, "  (tai worktree gc removes those whose work is merged or pushed)")
 		}
 	}
-	return 0
+	return nil
 }
 
 func orDash(s string) string {
