@@ -469,7 +469,11 @@ var fenceRE = regexp.MustCompile("(?s)```(?:ya?ml)?\\s*\\n(.*?)```")
 // FleetPlan runs `tai fleet plan "goal"`: an agent drafts the plan, tai
 // validates it against the plan schema and saves it for review.
 func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) error {
-	rf := RunFlags{Agent: f.Agent, AgentCmd: f.AgentCmd, Cwd: f.Cwd, Approve: f.Approve, NonInteractive: "deny",
+	cwd, err := workdir(f.Cwd, std)
+	if err != nil {
+		return fmt.Errorf("fleet plan: %w", err)
+	}
+	rf := RunFlags{Agent: f.Agent, AgentCmd: f.AgentCmd, Cwd: cwd, Approve: f.Approve, NonInteractive: "deny",
 		AllowDenials: true, Timeout: f.Timeout, NoAudit: true}
 	if rf.Approve == "" {
 		rf.Approve = "reads"

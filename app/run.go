@@ -1,6 +1,8 @@
-// Package app holds what tai's commands do, so that cmd/tai is only cobra
-// wiring: it resolves an agent, builds the policy and the output, runs the
-// session and turns the outcome into stdout and an exit code.
+// Package app holds tai's commands, so that cmd/tai only assembles them:
+// each command's constructor (NewCmd*, in cmd_*.go) declares its flags next
+// to its options and takes an IO and, for tests, the function it runs. The
+// commands resolve an agent, build the policy and the output, run the
+// session and return an error that carries the exit code; Report prints it.
 package app
 
 import (
