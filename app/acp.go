@@ -66,7 +66,10 @@ func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserve
 	f.prompter = h.Prompter
 	// The editor shows what happened; denials are answers, not failures.
 	f.Output, f.AllowDenials = OutputJSON, true
-	opts, cleanup, err := buildRun(f, nil, IO{In: eofReader{}, Out: std.Err, Err: std.Err}, logger)
+	// stdin and stdout are the editor's: the run has neither.
+	sub := std
+	sub.In, sub.Out = eofReader{}, std.Err
+	opts, cleanup, err := buildRun(f, nil, sub, logger)
 	defer cleanup()
 	if err != nil {
 		return err
