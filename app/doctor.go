@@ -81,7 +81,8 @@ type DoctorWorktrees struct {
 // versionTimeout bounds one agent's --version.
 const versionTimeout = 10 * time.Second
 
-// RunDoctor finds out what works here.
+// RunDoctor finds out what works here; dir is the repository whose
+// worktrees to look at.
 func RunDoctor(ctx context.Context, dir string) Doctor {
 	d := Doctor{Tai: ReadBuildInfo(), Agents: doctorAgents(ctx), Drivers: doctorDrivers()}
 	if abi, err := landlockABI(); err != nil {
@@ -217,10 +218,11 @@ func doctorDirs() []DoctorDir {
 }
 
 // doctorWorktrees lists, read-only, tai's worktrees of the repository dir
-// is in; nil when it is not in one.
+// is in; nil when it is not in one (or dir is "": the command gives the
+// working directory).
 func doctorWorktrees(ctx context.Context, dir string) *DoctorWorktrees {
 	if dir == "" {
-		dir, _ = os.Getwd()
+		return nil
 	}
 	m, err := worktree.Open(ctx, dir)
 	if err != nil {
