@@ -20,8 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/config"
@@ -205,15 +203,6 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: logValue}))
-}
-
-// colorOn: colour only on a terminal, and never with NO_COLOR.
-func colorOn(w io.Writer) bool {
-	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	f, ok := osFile(w)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // elicitChain is the answer chain of the agent's elicitations: the policy
