@@ -36,7 +36,7 @@ func ACP(ctx context.Context, f RunFlags, std IO) error {
 	var editorTrace func(string, []byte)
 	if f.Trace != "" {
 		// The agent's wire goes to --trace; the editor's next to it.
-		tw, err := traceWriter(f.Trace+".editor", nil, f.Redact, nil)
+		tw, err := traceWriter(f.Trace+".editor", std.Env(), f.Redact, nil)
 		if err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}

@@ -105,7 +105,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	// read-only.
 	o.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{log.Path()}}
 
-	lf, closeFeed, err := openFeed(o.RunID, feed.KindFleet, f.Feed, logger, std.Err)
+	lf, closeFeed, err := openFeed(o.RunID, feed.KindFleet, f.Feed, logger, std)
 	defer closeFeed()
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))

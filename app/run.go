@@ -284,11 +284,9 @@ func parseMCP(s string) ([]driver.MCPServer, error) {
 
 // traceWriter opens the raw wire transcript (JSONL, secrets redacted, the
 // MCP servers' env, headers and secret flags among them):
-// {"ts":..., "dir":"in"|"out", "line": <the message>}.
+// {"ts":..., "dir":"in"|"out", "line": <the message>}. env is the
+// environment whose secret values it masks.
 func traceWriter(path string, env, patterns []string, mcp []driver.MCPServer) (*tracefile.Writer, error) {
-	if env == nil {
-		env = os.Environ()
-	}
 	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(mcp)...), Patterns: patterns})
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %w", err)

@@ -166,7 +166,7 @@ func (b *runBuild) askers() error {
 			b.form = &elicit.Form{In: tty, Out: tty}
 		}
 	}
-	lf, closeFeed, err := openFeed(b.o.RunID, feed.KindRun, f.Feed, b.logger, b.std.Err)
+	lf, closeFeed, err := openFeed(b.o.RunID, feed.KindRun, f.Feed, b.logger, b.std)
 	b.closers = append(b.closers, closeFeed)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
@@ -360,7 +360,11 @@ func (b *runBuild) agentOutput() error {
 		b.o.StderrTo = prefixWriter(b.std.Err, "["+b.o.Agent+"] ")
 	}
 	if b.f.Trace != "" {
-		tw, err := traceWriter(b.f.Trace, b.o.Env, b.f.Redact, b.o.MCPServers)
+		env := b.o.Env
+		if env == nil {
+			env = b.std.Env()
+		}
+		tw, err := traceWriter(b.f.Trace, env, b.f.Redact, b.o.MCPServers)
 		if err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}
