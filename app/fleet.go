@@ -177,10 +177,15 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 		o.Progress = fleet.Lines(progressOut)
 	}
 	progress := o.Progress
+	budget, err := budgetOf(o.Plan, o.Dir, o.Concurrency)
+	if err != nil {
+		logger.Debug("no budgets on the live feed", "err", err)
+	}
 	o.Progress = func(e fleet.Event) {
 		progress(e)
 		if srv != nil {
-			publishTask(srv, e)
+			budget.publish(srv, e)
+			publishTask(srv, e, budget)
 		}
 		stream.event(e)
 		if kind, ok := waitsFor(e); ok {
@@ -520,7 +525,7 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) error
 }
 
 // publishTask keeps the feed's view of a fleet task current.
-func publishTask(srv *feed.Server, e fleet.Event) {
+func publishTask(srv *feed.Server, e fleet.Event, b fleetBudget) {
 	if e.Task == "" {
 		return
 	}
@@ -528,7 +533,7 @@ func publishTask(srv *feed.Server, e fleet.Event) {
 	if t == nil {
 		return
 	}
-	srv.SetTask(feed.Task{ID: t.ID, Agent: t.Agent, Status: string(t.Status), Detail: e.Detail, Branch: t.Branch, Updated: e.Time.UTC()})
+	srv.SetTask(feed.Task{ID: t.ID, Agent: t.Agent, Status: string(t.Status), Detail: e.Detail, Branch: t.Branch, Updated: e.Time.UTC(), Budget: b.task(t)})
 }
 
 func lastQuestionLine(q string) string {

@@ -26,6 +26,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
@@ -207,14 +208,21 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 
 // elicitChain is the answer chain of the agent's elicitations: the policy
 // file's [[elicit]] rules, the human at the terminal, the cap-speak parent;
-// then decline, or a stop under --non-interactive fail.
-func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, ni policy.NonInteractive) *elicit.Chain {
+// then decline, or a stop under --non-interactive fail. The live feed (tai
+// top) races the terminal and the parent, as it does for asks.
+func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, srv *feed.Server, ni policy.NonInteractive) *elicit.Chain {
 	c := &elicit.Chain{Rules: rules, Fail: ni == policy.NonInteractiveFail}
+	raced := func(ch elicit.Channel) elicit.Answerer {
+		if srv == nil {
+			return ch.A
+		}
+		return elicit.Race{ch, srv.Elicitor()}
+	}
 	if form != nil {
-		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: form})
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: raced(elicit.Channel{Via: policy.ViaTerminal, A: form})})
 	}
 	if p, ok := parent.(elicit.Answerer); ok {
-		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: p})
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: raced(elicit.Channel{Via: policy.ViaParent, A: p})})
 	}
 	return c
 }

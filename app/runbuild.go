@@ -163,7 +163,7 @@ func (b *runBuild) askers() error {
 			b.closers = append(b.closers, func() { tty.Close() })
 			b.tp = &policy.TTYPrompter{In: tty, Out: tty}
 			b.prompter = b.tp
-			b.form = &elicit.Form{In: tty, Out: tty}
+			b.form = &elicit.Form{In: tty, Out: tty, Lines: b.tp} // one reader of the terminal for both
 		}
 	}
 	lf, closeFeed, err := openFeed(b.o.RunID, feed.KindRun, f.Feed, b.logger, b.std)
@@ -173,8 +173,12 @@ func (b *runBuild) askers() error {
 	}
 	if b.feed = lf.srv; b.feed != nil {
 		b.o.Sinks = append(b.o.Sinks, b.feed.Sink(""))
-		if b.tp != nil && f.prompter == nil {
-			b.prompter = withFeed(b.tp, b.feed) // the terminal's asks; an editor's (tai acp) stay the editor's
+		switch {
+		case b.tp != nil && f.prompter == nil:
+			b.prompter = withFeed(b.tp, b.feed) // the terminal's asks
+		case f.prompter != nil:
+			// tai acp: the editor and the feed, whichever answers first.
+			b.prompter = policy.Race{{Name: policy.ViaEditor, Prompter: f.prompter}, b.feed.Channel()}
 		}
 		if f.answerer != nil {
 			// The cap-speak parent and the feed: whoever answers first.
@@ -319,7 +323,7 @@ func (b *runBuild) sinks() {
 		}
 	}
 	cfg, ni := b.res.Policy, b.res.NonInteractive
-	o.Elicitor = elicitChain(cfg.Elicit, b.form, f.answerer, ni) // the cap-speak parent itself answers elicitations
+	o.Elicitor = elicitChain(cfg.Elicit, b.form, f.answerer, b.feed, ni) // the cap-speak parent itself answers elicitations
 	o.RunInfo = map[string]any{"approve": string(b.res.Engine.Mode()), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": cfg.Path, "rules": len(cfg.Rules), "floor": !cfg.NoFloor, "remember": string(cfg.Remember),
 		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
