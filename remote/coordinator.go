@@ -21,6 +21,9 @@ import (
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -41,6 +44,16 @@ type CoordinatorOptions struct {
 	Command  string
 	Clock    quartz.Clock
 	Logger   *slog.Logger
+	// Who answers the tasks' asks, as in a local fleet: a human for
+	// permission asks and for questions the plan's answerer could not
+	// answer (nil: headless).
+	Prompter policy.Prompter
+	AskHuman func(ctx context.Context, task, question string) (string, error)
+	// The plan's answerer agent runs here: the built-in agent's binary,
+	// and how it is confined (fleet.Options').
+	Exe     string
+	Version string
+	Sandbox func(p preset.Preset) (*sandbox.Config, error)
 }
 
 type coordinator struct {
@@ -323,6 +336,7 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	bgCtx, stopBg := context.WithCancel(runCtx)
 	bg.Go(func() { c.consumeResults(bgCtx, cons) })
 	bg.Go(func() { c.sweep(bgCtx) })
+	bg.Go(func() { c.serveAsks(bgCtx) })
 
 	var g sync.WaitGroup
 	for _, id := range st.Order {
@@ -385,7 +399,7 @@ func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
 			return nil
 		}
 		next := Lease{State: LeaseAccepted, Worker: r.Worker, Attempt: r.Attempt, Head: r.Head, Status: r.Outcome.Status, Reason: r.Outcome.Reason,
-			Usage: r.Outcome.Usage, Message: truncate(r.Outcome.Message, 16<<10)}
+			Usage: r.Outcome.Usage, Message: truncate(r.Outcome.Message, 16<<10), Base: r.Base, Questions: r.Outcome.Questions}
 		if r.Outcome.Status != fleet.StatusDone {
 			next.State = LeaseFinal
 		} else if err := c.checkRef(ctx, r); err != nil {
@@ -503,7 +517,7 @@ func (c *coordinator) taskMsg(ctx context.Context, t *fleet.Task) (TaskMsg, erro
 		return TaskMsg{}, err
 	}
 	return TaskMsg{Run: c.o.RunID, Task: t.ID, Plan: c.rec.Plan, PlanDir: c.rec.PlanDir, Prompt: prompt, RepoURL: c.rec.RepoURL,
-		Target: c.rec.Target, Base: base, Limits: c.meter.Want(t.Budget), Lease: c.o.Lease}, nil
+		Target: c.rec.Target, Base: base, Limits: c.meter.Want(t.Budget), Lease: c.o.Lease, Interactive: c.o.Prompter != nil}, nil
 }
 
 // schedule waits for a task's dependencies, reserves its budget, offers
@@ -572,6 +586,7 @@ func (c *coordinator) schedule(ctx context.Context, id string) {
 	}
 	c.setTask(id, func(x *fleet.TaskState) {
 		x.Attempts, x.Usage, x.Message, x.Head, x.Status, x.Reason = accepted.Attempt, accepted.Usage, accepted.Message, accepted.Head, accepted.Status, accepted.Reason
+		x.Questions, x.Base = accepted.Questions, accepted.Base
 		x.Finished = c.clock.Now().UTC()
 		if accepted.Status != fleet.StatusDone {
 			x.ExitCode = int(exitcode.AgentError)

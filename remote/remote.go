@@ -62,6 +62,9 @@ type Lease struct {
 	Reason   string           `json:"reason,omitempty"`
 	Usage    fleet.Usage      `json:"usage"`
 	Message  string           `json:"message,omitempty"`
+	// Base is the commit the attempt started from: Base..Head is its work.
+	Base      string     `json:"base,omitempty"`
+	Questions []fleet.QA `json:"questions,omitempty"`
 }
 
 // RunRecord is what a coordinator needs to resume a run from JetStream.
@@ -89,6 +92,9 @@ type TaskMsg struct {
 	Base    string          `json:"base"` // the target's commit when offered
 	Limits  fleet.Limits    `json:"limits"`
 	Lease   time.Duration   `json:"lease"`
+	// Interactive: the coordinator has a human for permission asks; a
+	// worker sends them there (else policy's non-interactive rule holds).
+	Interactive bool `json:"interactive,omitempty"`
 }
 
 // ResultMsg reports an attempt's end. The work itself is the commit Head,
@@ -100,6 +106,7 @@ type ResultMsg struct {
 	Worker    string            `json:"worker"`
 	Outcome   fleet.TaskOutcome `json:"outcome"`
 	Head      string            `json:"head,omitempty"`
+	Base      string            `json:"base,omitempty"` // the target's commit it started from (Head's parent when it changed something)
 	Ref       string            `json:"ref,omitempty"`
 	AuditSeq  uint64            `json:"audit_seq,omitempty"`
 	AuditHead string            `json:"audit_head,omitempty"` // the hash of the task's audit log on its worker
@@ -169,6 +176,7 @@ type Bus struct {
 	Events  jetstream.Stream
 	Leases  jetstream.KeyValue
 	Runs    jetstream.KeyValue
+	Asks    jetstream.KeyValue
 }
 
 // Open makes (or finds) tai's streams and buckets on the server nc talks
@@ -203,6 +211,7 @@ func Open(ctx context.Context, nc *nats.Conn) (*Bus, error) {
 	}{
 		{&b.Leases, jetstream.KeyValueConfig{Bucket: BucketLeases, History: 5, Storage: jetstream.FileStorage}},
 		{&b.Runs, jetstream.KeyValueConfig{Bucket: BucketRuns, History: 1, Storage: jetstream.FileStorage}},
+		{&b.Asks, jetstream.KeyValueConfig{Bucket: BucketAsks, History: 1, Storage: jetstream.FileStorage}},
 	} {
 		kv, err := js.KeyValue(ctx, k.cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {

@@ -126,6 +126,12 @@ func openBus(t testing.TB, url, name string) *Bus {
 // connection, clones and state; the returned stop waits for them.
 func startWorkers(t testing.TB, url string, n int, lease time.Duration) func() {
 	t.Helper()
+	return startWorkersFor(t, url, n, lease, nil)
+}
+
+// startWorkersFor runs n workers of the given agents (nil: builtin).
+func startWorkersFor(t testing.TB, url string, n int, lease time.Duration, agents []string) func() {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +142,7 @@ func startWorkers(t testing.TB, url string, n int, lease time.Duration) func() {
 		b := openBus(t, url, fmt.Sprintf("w%d", i))
 		dir := t.TempDir()
 		wg.Go(func() {
-			err := RunWorker(ctx, WorkerOptions{Bus: b, Name: fmt.Sprintf("w%d", i), Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"),
+			err := RunWorker(ctx, WorkerOptions{Bus: b, Name: fmt.Sprintf("w%d", i), Agents: agents, Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"),
 				Lease: lease, Exe: exe, Logger: testLogger()})
 			if err != nil {
 				t.Errorf("worker %d: %v", i, err)
@@ -326,5 +332,126 @@ func TestHubToken(t *testing.T) {
 		if nc != nil {
 			nc.Close()
 		}
+	}
+}
+
+// planRepo makes a repository holding files (plan.yaml among them; EXE in
+// it is the test binary) and loads its plan.
+func planRepo(t *testing.T, files map[string]string) (string, *fleet.Plan) {
+	t.Helper()
+	dir := t.TempDir()
+	sh(t, dir, "git", "init", "-q", "-b", "main")
+	sh(t, dir, "git", "config", "user.email", "t@example.com")
+	sh(t, dir, "git", "config", "user.name", "T")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.ReplaceAll(c, "EXE", exe)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh(t, dir, "git", "add", "-A")
+	sh(t, dir, "git", "commit", "-q", "-m", "init")
+	p, err := fleet.LoadPlan(filepath.Join(dir, "plan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, p
+}
+
+func coordinate(t *testing.T, url string, plan *fleet.Plan, run string, mod func(o *CoordinatorOptions)) (*fleet.State, string) {
+	t.Helper()
+	runDir := t.TempDir()
+	log, err := audit.Open(filepath.Join(runDir, "audit.jsonl"), audit.Options{Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := CoordinatorOptions{Bus: openBus(t, url, "coordinator"), Plan: plan, RunID: run, Dir: runDir, Lease: 5 * time.Second, Audit: log, Logger: testLogger()}
+	if mod != nil {
+		mod(&o)
+	}
+	st, err := Coordinate(context.Background(), o)
+	_ = log.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(runDir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, string(data)
+}
+
+// askPlan: task paint asks a question in its first session (and marks
+// that it asked); its next session paints with the answer it was given.
+const askAgent = "sh -c 'if [ -e asked ]; then exec \"$0\" agent builtin --script done.yaml; else exec \"$0\" agent builtin --script ask.yaml; fi' EXE"
+
+// A remote task's question goes to the coordinator, which answers it as a
+// local fleet does (the plan's answerer, then a human); the answer goes
+// back to the worker's agent, which completes.
+func TestRemoteQuestionIsAnswered(t *testing.T) {
+	h := startHub(t)
+	stop := startWorkersFor(t, h.url, 1, 5*time.Second, []string{"custom"})
+	defer stop()
+	files := map[string]string{
+		"ask.yaml":  "steps:\n  - write: {path: asked, content: \"1\\n\"}\n  - text: \"Which colour should I use?\"\n",
+		"done.yaml": "steps:\n  - write: {path: colour.txt, content: \"blue\\n\"}\n  - text: \"Painted it blue.\"\n",
+	}
+	tests := []struct {
+		name     string
+		answerer string // the plan's answerer's script; "" = none
+		human    string // what the coordinator's human answers; "" = no human
+		want     fleet.TaskStatus
+		by       string
+	}{
+		{name: "the plan's answerer", answerer: "steps:\n  - text: \"Use blue.\"\n", want: fleet.StatusMerged, by: "answerer"},
+		{name: "the answerer cannot, a human at the coordinator can", answerer: "steps:\n  - text: CANNOT_ANSWER\n", human: "Use blue.", want: fleet.StatusMerged, by: "human"},
+		{name: "nobody can", want: fleet.StatusBlocked},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := map[string]string{"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: paint, agent_cmd: " + fmt.Sprintf("%q", askAgent) + ", prompt: paint it}\n"}
+			for k, v := range files {
+				fs[k] = v
+			}
+			if tt.answerer != "" {
+				fs["answerer.yaml"] = tt.answerer
+				fs["plan.yaml"] = strings.Replace(fs["plan.yaml"], "tasks:", "answerer: {script: answerer.yaml}\ntasks:", 1)
+			}
+			repo, plan := planRepo(t, fs)
+			var asked []string
+			st, auditLog := coordinate(t, h.url, plan, fmt.Sprintf("ask%d", i), func(o *CoordinatorOptions) {
+				if tt.human != "" {
+					o.AskHuman = func(_ context.Context, task, q string) (string, error) {
+						asked = append(asked, task+": "+q)
+						return tt.human, nil
+					}
+				}
+			})
+			ts := st.Tasks["paint"]
+			if ts.Status != tt.want {
+				t.Fatalf("paint is %s (%s), want %s", ts.Status, ts.Reason, tt.want)
+			}
+			if tt.want != fleet.StatusMerged {
+				if !strings.Contains(ts.Reason, "Which colour should I use?") {
+					t.Errorf("reason %q does not name the question", ts.Reason)
+				}
+				return
+			}
+			if got := sh(t, repo, "git", "show", fmt.Sprintf("tai-fleet/ask%d:colour.txt", i)); got != "blue" {
+				t.Errorf("colour.txt in the target: %q", got)
+			}
+			if len(ts.Questions) != 1 || ts.Questions[0].Answer != "Use blue." || ts.Questions[0].DecidedBy != tt.by {
+				t.Errorf("questions %+v", ts.Questions)
+			}
+			if tt.human != "" && (len(asked) != 1 || asked[0] != "paint: Which colour should I use?") {
+				t.Errorf("the human was asked %q", asked)
+			}
+			if !strings.Contains(auditLog, `"event":"answered"`) || !strings.Contains(auditLog, `"decided_by":"`+tt.by+`"`) {
+				t.Errorf("the answer is not in the coordinator's audit log:\n%s", auditLog)
+			}
+		})
 	}
 }

@@ -285,7 +285,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 // attempt runs one attempt in its worktree, heartbeating and
 // checkpointing, and returns its result (the work is pushed).
 func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, lease time.Duration, msg jetstream.Msg, h *held, log *slog.Logger) ResultMsg {
-	res := ResultMsg{Run: tm.Run, Task: tm.Task, Attempt: attempt, Worker: w.o.Name}
+	res := ResultMsg{Run: tm.Run, Task: tm.Task, Attempt: attempt, Worker: w.o.Name, Base: tm.Base}
 	fail := func(err error) ResultMsg {
 		res.Outcome = fleet.TaskOutcome{Status: fleet.StatusFailed, ExitCode: int(exitcode.Of(err)), Reason: err.Error()}
 		if errors.Is(context.Cause(ctx), ErrLeaseLost) {
@@ -358,8 +358,31 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	if err != nil {
 		return fail(err)
 	}
-	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, tm.Prompt, tm.Limits, fleet.TaskRunOptions{RunID: tm.Run, Attempt: attempt, Audit: alog,
-		Exe: w.o.Exe, Version: w.o.Version, CancelGrace: w.o.CancelGrace, Clock: w.clock, Logger: log, Sandbox: w.o.Sandbox})
+	k := &asker{bus: w.bus, tm: tm, attempt: attempt, worker: w.o.Name}
+	ro := fleet.TaskRunOptions{RunID: tm.Run, Attempt: attempt, Audit: alog,
+		Exe: w.o.Exe, Version: w.o.Version, CancelGrace: w.o.CancelGrace, Clock: w.clock, Logger: log, Sandbox: w.o.Sandbox,
+		Ask: func(ctx context.Context, q string) (string, string, fleet.Usage, error) {
+			// The work so far goes with the question, as git (the
+			// coordinator's answerer reads it there) and as a patch.
+			cwdMu.Lock()
+			if err := w.checkpoint(ctx, dir, tm, attempt); err != nil {
+				log.Warn("checkpoint before asking", "err", err)
+			}
+			cwdMu.Unlock()
+			head, patch := "", ""
+			if out, err := git(ctx, dir, "rev-parse", "HEAD"); err == nil && strings.TrimSpace(out) != tm.Base {
+				head = strings.TrimSpace(out)
+			}
+			if out, err := git(ctx, dir, "diff", "--no-color", tm.Base); err == nil {
+				patch = truncate(out, 16<<10)
+			}
+			w.event(ctx, tm, attempt, "asked", lastLine(q))
+			return k.question(ctx, q, head, patch)
+		}}
+	if tm.Interactive {
+		ro.Prompter = prompter{k}
+	}
+	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, tm.Prompt, tm.Limits, ro)
 	_ = alog.Append(audit.KindRunEnd, "", map[string]any{"fleet": tm.Run, "task": tm.Task, "attempt": attempt, "status": out.Status})
 	res.AuditSeq, res.AuditHead = alog.Head()
 	_ = alog.Close()
