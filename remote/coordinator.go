@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -203,7 +204,7 @@ func (c *coordinator) init(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		ts.Attempts, ts.Usage, ts.Message, ts.Head = l.Attempt, l.Usage, l.Message, l.Head
+		ts.Attempts, ts.Usage, ts.Message, ts.Head, ts.Base, ts.Questions = l.Attempt, l.Usage, l.Message, l.Head, l.Base, l.Questions
 		st.Usage = addUsage(st.Usage, l.Usage)
 		switch l.State {
 		case LeaseMerged:
@@ -505,8 +506,7 @@ func (c *coordinator) ensureOffered(ctx context.Context, id string, now bool) {
 func (c *coordinator) taskMsg(ctx context.Context, t *fleet.Task) (TaskMsg, error) {
 	results := map[string]fleet.TaskResult{}
 	for _, d := range t.DependsOn {
-		ds := c.task(d)
-		results[d] = fleet.TaskResult{Message: ds.Message, Branch: ds.Branch, Status: ds.Status, Diff: "merged into " + c.rec.Target}
+		results[d] = c.result(ctx, d)
 	}
 	prompt, err := fleet.RenderPrompt(t, c.plan, results)
 	if err != nil {
@@ -518,6 +518,57 @@ func (c *coordinator) taskMsg(ctx context.Context, t *fleet.Task) (TaskMsg, erro
 	}
 	return TaskMsg{Run: c.o.RunID, Task: t.ID, Plan: c.rec.Plan, PlanDir: c.rec.PlanDir, Prompt: prompt, RepoURL: c.rec.RepoURL,
 		Target: c.rec.Target, Base: base, Limits: c.meter.Want(t.Budget), Lease: c.o.Lease, Interactive: c.o.Prompter != nil}, nil
+}
+
+// result is what a dependent's prompt template sees of task id, as in a
+// local fleet: its message, branch, status, and the diff of its accepted
+// attempt (Base..the attempt's ref; the branch is gone once merged).
+func (c *coordinator) result(ctx context.Context, id string) fleet.TaskResult {
+	ds := c.task(id)
+	r := fleet.TaskResult{Message: ds.Message, Branch: ds.Branch, Status: ds.Status, Diff: "no changes"}
+	ref := attemptRef(c.o.RunID, id, ds.Attempts)
+	if ds.Base == "" || ds.Attempts == 0 {
+		return r
+	}
+	if _, err := c.wt.RevParse(ctx, ref); err != nil {
+		return r // the attempt changed nothing: it pushed no ref
+	}
+	rng := ds.Base + ".." + ref
+	d, err := c.diffStat(ctx, rng)
+	if err != nil {
+		c.log.Warn("a dependency's diff", "task", id, "err", err)
+		return r
+	}
+	r.Diff = d.Summary()
+	for _, f := range d.Files {
+		r.Files = append(r.Files, f.Path)
+	}
+	if p, err := c.wt.Patch(ctx, c.wt.Repo, rng, 16<<10); err == nil {
+		r.Patch = p
+	}
+	return r
+}
+
+// diffStat is the change of a commit range (worktree.Manager.Diff is a
+// worktree's, untracked files included).
+func (c *coordinator) diffStat(ctx context.Context, rng string) (worktree.DiffStat, error) {
+	var d worktree.DiffStat
+	out, err := git(ctx, c.wt.Repo, "diff", "--numstat", "--no-renames", rng)
+	if err != nil {
+		return d, err
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) != 3 {
+			continue
+		}
+		a, _ := strconv.Atoi(f[0])
+		del, _ := strconv.Atoi(f[1])
+		d.Files = append(d.Files, worktree.FileStat{Path: f[2], Added: a, Deleted: del})
+		d.Insertions += a
+		d.Deletions += del
+	}
+	return d, nil
 }
 
 // schedule waits for a task's dependencies, reserves its budget, offers
@@ -706,7 +757,13 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 	default:
 		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
-		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Head, x.ExitCode = fleet.StatusMerged, head, 0 })
+		var diff *worktree.DiffStat
+		if l.Base != "" {
+			if d, err := c.diffStat(ctx, l.Base+".."+l.Head); err == nil {
+				diff = &d
+			}
+		}
+		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Head, x.ExitCode, x.Diff = fleet.StatusMerged, head, 0, diff })
 		c.emit("merged", t.ID, fmt.Sprintf("attempt %d -> %s at %.12s", l.Attempt, c.rec.Target, head),
 			map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
 		_ = h.Release(ctx)

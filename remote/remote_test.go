@@ -132,15 +132,24 @@ func startWorkers(t testing.TB, url string, n int, lease time.Duration) func() {
 // startWorkersFor runs n workers of the given agents (nil: builtin).
 func startWorkersFor(t testing.TB, url string, n int, lease time.Duration, agents []string) func() {
 	t.Helper()
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	return startWorkersIn(t, url, lease, agents, dirs...)
+}
+
+// startWorkersIn runs a worker in each of dirs (clones/, state/).
+func startWorkersIn(t testing.TB, url string, lease time.Duration, agents []string, dirs ...string) func() {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for i := range n {
+	for i, dir := range dirs {
 		b := openBus(t, url, fmt.Sprintf("w%d", i))
-		dir := t.TempDir()
 		wg.Go(func() {
 			err := RunWorker(ctx, WorkerOptions{Bus: b, Name: fmt.Sprintf("w%d", i), Agents: agents, Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"),
 				Lease: lease, Exe: exe, Logger: testLogger()})
@@ -453,5 +462,44 @@ func TestRemoteQuestionIsAnswered(t *testing.T) {
 				t.Errorf("the answer is not in the coordinator's audit log:\n%s", auditLog)
 			}
 		})
+	}
+}
+
+// A dependent of a remote task sees the task's real result in its prompt
+// template: the diff of the merged attempt, its files and its patch.
+func TestRemoteDependentSeesDiff(t *testing.T) {
+	h := startHub(t)
+	wdir := t.TempDir()
+	stop := startWorkersIn(t, h.url, 5*time.Second, nil, wdir)
+	defer stop()
+	_, plan := planRepo(t, map[string]string{
+		"a.yaml": "steps:\n  - write: {path: a.txt, content: \"alpha\\n\"}\n  - text: \"wrote a.txt\"\n",
+		"b.yaml": "steps:\n  - text: \"read it\"\n",
+		"plan.yaml": `policy: {approve: all}
+tasks:
+  - {id: a, script: a.yaml, prompt: "do a"}
+  - id: b
+    script: b.yaml
+    depends_on: [a]
+    prompt: "after {{ .Tasks.a.Message }} on {{ .Tasks.a.Branch }} ({{ .Tasks.a.Status }}): {{ .Tasks.a.Diff }}; files {{ .Tasks.a.Files }}; patch {{ .Tasks.a.Patch }}"
+`})
+	st, _ := coordinate(t, h.url, plan, "deps", nil)
+	if st.ExitCode != 0 {
+		t.Fatalf("exit %d: %+v", st.ExitCode, st.Tasks)
+	}
+	if d := st.Tasks["a"].Diff; d == nil || d.Summary() != "1 file(s) changed, +1 -0: a.txt" {
+		t.Errorf("a's diff in the state: %+v", d)
+	}
+	data, err := os.ReadFile(filepath.Join(wdir, "state", "audit", "deps", "b-1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"after wrote a.txt on tai/deps/a (merged): 1 file(s) changed, +1 -0: a.txt; files [a.txt]; patch diff --git a/a.txt b/a.txt",
+		`+alpha`,
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("b's prompt lacks %q:\n%s", want, data)
+		}
 	}
 }
