@@ -46,6 +46,10 @@ type FleetFlags struct {
 	NATS   NATSFlags
 	Remote string        // the git remote workers clone and push to
 	Lease  time.Duration // a claim's lease (default 30s)
+	// Submit hands the run to the hub's coordinator (tai hub --coordinate)
+	// and follows it; Detach then returns at once.
+	Submit bool
+	Detach bool
 }
 
 // FleetRun runs `tai fleet run PLAN`.
@@ -75,6 +79,9 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 		return int(exitcode.Usage)
 	}
 	logger := newLogger(std.Err, f.Verbose)
+	if f.Submit || f.Detach {
+		return submitFleet(ctx, f, o, std)
+	}
 	o.Dir = fleet.RunDir(o.RunID)
 	o.Repo, o.Concurrency, o.FailFast, o.CancelGrace = f.Repo, f.Concurrency, f.FailFast, f.CancelGrace
 	o.Version, o.Logger = Version, logger
@@ -296,20 +303,25 @@ func FleetStatus(run string, asJSON bool, std IO) int {
 		fmt.Fprintln(std.Err, "tai fleet status:", err)
 		return int(exitcode.Usage)
 	}
-	if asJSON {
-		writeSummary(std.Out, st, filepath.Join(fleet.RunDir(run), "audit.jsonl"))
-		return 0
-	}
 	status := st.Status
 	if status == "running" && st.PID != 0 && !alive(st.PID) {
 		status = "interrupted (resume with: tai fleet resume " + run + ")"
+	}
+	printStatus(std, st, status, filepath.Join(fleet.RunDir(run), "audit.jsonl"), asJSON)
+	return 0
+}
+
+// printStatus prints a run's state as tai fleet status does.
+func printStatus(std IO, st *fleet.State, status, auditPath string, asJSON bool) {
+	if asJSON {
+		writeSummary(std.Out, st, auditPath)
+		return
 	}
 	fmt.Fprintf(std.Out, "fleet %s: %s; target %s; used %d tokens, %d turns, %.4g cost; updated %s\n",
 		st.Run, status, st.Target, st.Usage.Tokens, st.Usage.Turns, st.Usage.Cost, st.Updated.Format(time.RFC3339))
 	for _, r := range fleet.TableRows(*st, time.Now()) {
 		fmt.Fprintln(std.Out, r)
 	}
-	return 0
 }
 
 func alive(pid int) bool {

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
@@ -42,6 +43,9 @@ type CoordinatorOptions struct {
 	Resume   bool
 	Audit    *audit.Log // required
 	Progress func(fleet.Event)
+	// TaskSink, if set, gets each task's session events as its worker
+	// reports them (fleet.Options.TaskSink).
+	TaskSink func(task string) driver.Sink
 	Command  string
 	Clock    quartz.Clock
 	Logger   *slog.Logger
@@ -144,36 +148,11 @@ func (c *coordinator) init(ctx context.Context) error {
 		c.wt = wt
 	} else {
 		c.plan = o.Plan
-		repo := o.Repo
-		if repo == "" {
-			repo = c.plan.Dir
-		}
-		wt, err := worktree.Open(ctx, repo)
-		if err != nil {
-			return exitcode.With(exitcode.Usage, err)
-		}
-		c.wt = wt
-		base := cmpOr(c.plan.Base, "HEAD")
-		sha, err := wt.RevParse(ctx, base)
-		if err != nil {
-			return exitcode.With(exitcode.Usage, fmt.Errorf("base: %w", err))
-		}
-		target := cmpOr(c.plan.Target, "tai-fleet/"+o.RunID)
-		if p, ok, err := wt.CheckedOut(ctx, target); err != nil {
-			return err
-		} else if ok {
-			return exitcode.Usagef("target branch %s is checked out in %s: tai merges only into branches no checkout has open", target, p)
-		}
-		planJSON, err := json.Marshal(c.plan)
+		rec, wt, err := newRecord(ctx, o.Plan, o.RunID, o.Repo, o.RepoURL, o.Lease, c.clock)
 		if err != nil {
 			return err
 		}
-		url := o.RepoURL
-		if url == "" {
-			url = wt.Repo
-		}
-		c.rec = RunRecord{Run: o.RunID, Plan: planJSON, PlanDir: c.plan.Dir, Repo: wt.Repo, RepoURL: url, Base: sha, Target: target,
-			Lease: o.Lease, Created: c.clock.Now().UTC()}
+		c.rec, c.wt = rec, wt
 		data, _ := json.Marshal(c.rec)
 		if _, err := c.bus.Runs.Create(ctx, o.RunID, data); err != nil {
 			if errors.Is(err, jetstream.ErrKeyExists) {
@@ -181,10 +160,14 @@ func (c *coordinator) init(ctx context.Context) error {
 			}
 			return fmt.Errorf("remote: %w", err)
 		}
-		if err := wt.EnsureBranch(ctx, target, sha); err != nil {
-			return err
-		}
-		if err := worktree.WriteFileAtomic(filepath.Join(o.Dir, "plan.json"), planJSON, 0o600); err != nil {
+	}
+	// The target and the plan's copy: made on a first run, and by the
+	// coordinator that adopts a submitted run.
+	if err := c.wt.EnsureBranch(ctx, c.rec.Target, c.rec.Base); err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, "plan.json")); err != nil {
+		if err := worktree.WriteFileAtomic(filepath.Join(o.Dir, "plan.json"), c.rec.Plan, 0o600); err != nil {
 			return err
 		}
 	}
@@ -231,6 +214,39 @@ func (c *coordinator) init(ctx context.Context) error {
 	return c.save()
 }
 
+// newRecord resolves a new run's repository, base and target.
+func newRecord(ctx context.Context, plan *fleet.Plan, run, repo, repoURL string, lease time.Duration, clock quartz.Clock) (RunRecord, *worktree.Manager, error) {
+	if repo == "" {
+		repo = plan.Dir
+	}
+	wt, err := worktree.Open(ctx, repo)
+	if err != nil {
+		return RunRecord{}, nil, exitcode.With(exitcode.Usage, err)
+	}
+	sha, err := wt.RevParse(ctx, cmpOr(plan.Base, "HEAD"))
+	if err != nil {
+		return RunRecord{}, nil, exitcode.With(exitcode.Usage, fmt.Errorf("base: %w", err))
+	}
+	target := cmpOr(plan.Target, "tai-fleet/"+run)
+	if p, ok, err := wt.CheckedOut(ctx, target); err != nil {
+		return RunRecord{}, nil, err
+	} else if ok {
+		return RunRecord{}, nil, exitcode.Usagef("target branch %s is checked out in %s: tai merges only into branches no checkout has open", target, p)
+	}
+	planJSON, err := json.Marshal(plan)
+	if err != nil {
+		return RunRecord{}, nil, err
+	}
+	if repoURL == "" {
+		repoURL = wt.Repo
+	}
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	return RunRecord{Run: run, Plan: planJSON, PlanDir: plan.Dir, Repo: wt.Repo, RepoURL: repoURL, Base: sha, Target: target,
+		Lease: lease, Created: clock.Now().UTC()}, wt, nil
+}
+
 func addUsage(a, b fleet.Usage) fleet.Usage {
 	return fleet.Usage{Tokens: a.Tokens + b.Tokens, Turns: a.Turns + b.Turns, Cost: a.Cost + b.Cost}
 }
@@ -251,7 +267,25 @@ func (c *coordinator) save() error {
 	if err != nil {
 		return err
 	}
+	// The bus has it too, for tai fleet status --nats on any host.
+	c.pubState()
 	return worktree.WriteFileAtomic(filepath.Join(c.o.Dir, "state.json"), data, 0o600)
+}
+
+// pubState puts the run's state in the state bucket, its messages cut to
+// keep it under the message cap.
+func (c *coordinator) pubState() {
+	s := c.snapshot()
+	for _, t := range s.Tasks {
+		t.Message = truncate(t.Message, 2<<10)
+	}
+	data, err := json.Marshal(&s)
+	if err != nil || len(data) > MaxMessage {
+		return
+	}
+	if _, err := c.bus.State.Put(context.Background(), c.o.RunID, data); err != nil {
+		c.log.Warn("publishing the run's state", "err", err)
+	}
 }
 
 func (c *coordinator) task(id string) fleet.TaskState {
@@ -319,6 +353,15 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	sub, err := c.bus.NC.Subscribe(EventFilter(c.o.RunID), func(m *nats.Msg) {
 		var ev EventMsg
 		if json.Unmarshal(m.Data, &ev) != nil || ev.Worker == "" {
+			return
+		}
+		if ev.Kind == KindFrame {
+			// A task's session frame: into this run's frames, as a local
+			// task's would be.
+			var de driver.Event
+			if c.o.TaskSink != nil && ev.Task != "" && json.Unmarshal(ev.Frame, &de) == nil {
+				c.o.TaskSink(ev.Task).Emit(de)
+			}
 			return
 		}
 		c.emit("worker."+ev.Kind, ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
@@ -823,7 +866,18 @@ func (c *coordinator) finish(ctx context.Context) *fleet.State {
 	c.st.Status, c.st.ExitCode, c.st.PID, c.st.Usage = status, int(code), 0, c.meter.Used()
 	c.mu.Unlock()
 	_ = c.save()
+	if status != "interrupted" {
+		// The run is over: a hub's coordinator does not adopt it again.
+		rec := c.rec
+		rec.Finished, rec.Status, rec.ExitCode = c.clock.Now().UTC(), status, int(code)
+		if data, err := json.Marshal(rec); err == nil {
+			if _, err := c.bus.Runs.Put(context.WithoutCancel(ctx), c.o.RunID, data); err != nil {
+				c.log.Warn("recording the run's end", "err", err)
+			}
+		}
+	}
 	c.emit("run.end", "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
+	_ = c.bus.NC.Flush()
 	_ = c.o.Audit.Append(audit.KindRunEnd, "", map[string]any{"fleet": c.o.RunID, "status": status, "exit_code": int(code)})
 	final := c.snapshot()
 	return &final

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/preset"
@@ -382,6 +383,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	if tm.Interactive {
 		ro.Prompter = prompter{k}
 	}
+	ro.TaskSink = frameSink{w: w, tm: tm, attempt: attempt}
 	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, tm.Prompt, tm.Limits, ro)
 	_ = alog.Append(audit.KindRunEnd, "", map[string]any{"fleet": tm.Run, "task": tm.Task, "attempt": attempt, "status": out.Status})
 	res.AuditSeq, res.AuditHead = alog.Head()
@@ -556,4 +558,21 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return string(out), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return string(out), nil
+}
+
+// frameSink publishes a task's session events on the events stream, for
+// its coordinator's frames and tai fleet logs.
+type frameSink struct {
+	w       *worker
+	tm      TaskMsg
+	attempt int
+}
+
+func (k frameSink) Emit(ev driver.Event) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	k.w.bus.Event(context.Background(), EventMsg{Time: k.w.clock.Now().UTC(), Run: k.tm.Run, Task: k.tm.Task, Worker: k.w.o.Name, Attempt: k.attempt,
+		Kind: KindFrame, Frame: data})
 }

@@ -19,7 +19,8 @@ func newHub(std app.IO, g *globals) *cobra.Command {
 		Use:   "hub [flags]",
 		Short: "Run an embedded NATS server with JetStream for fleets across hosts",
 		Long: "Run an embedded NATS server with JetStream that tai workers and fleet runs (--nats URL) share.\n" +
-			"Its URL is the first line on stdout. Restarted on the same --store it keeps every task, lease and result.",
+			"Its URL is the first line on stdout. Restarted on the same --store it keeps every task, lease and result.\n" +
+			"With --coordinate it also schedules, answers for and merges the runs submitted to it.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.Verbose = g.verbose
@@ -29,6 +30,8 @@ func newHub(std app.IO, g *globals) *cobra.Command {
 	c.Flags().StringVar(&f.Listen, "listen", "127.0.0.1:4222", "address to listen on (port 0: a free one)")
 	c.Flags().StringVar(&f.Store, "store", "", "JetStream store directory (default: the state directory's hub/)")
 	c.Flags().StringVar(&f.TokenFile, "token-file", "", "clients must present the token in this file (or TAI_NATS_TOKEN)")
+	c.Flags().BoolVar(&f.Coordinate, "coordinate", false, "also coordinate the runs submitted to the hub (tai fleet run --nats URL --submit), resuming unfinished ones on restart")
+	addNATSFlags(c, &f.NATS, "with --coordinate: coordinate on this NATS server instead of embedding one")
 	return c
 }
 

@@ -352,6 +352,8 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 	addRunFlags(run)
 	run.Flags().StringVar(&f.RunID, "run-id", "", "name the run (default: fleet-DATE-TIME-RANDOM)")
 	run.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the plan file's directory)")
+	run.Flags().BoolVar(&f.Submit, "submit", false, "with --nats: hand the run to the hub's coordinator (tai hub --coordinate) and follow it")
+	run.Flags().BoolVar(&f.Detach, "detach", false, "with --nats: submit the run, print its id and return (follow it with tai fleet logs RUN --nats URL -f)")
 	resume := &cobra.Command{
 		Use:   "resume [flags] RUN",
 		Short: "Continue an interrupted fleet run without redoing finished tasks",
@@ -364,15 +366,20 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 	resume.ValidArgsFunction = fleetRuns
 	addRunFlags(resume)
 	var so outputFlag
+	var statusNATS, listNATS app.NATSFlags
 	status := &cobra.Command{
 		Use:   "status [RUN]",
 		Short: "Show where a fleet run stands (default: the latest run)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if statusNATS.URL != "" {
+				return code(app.FleetStatusNATS(cmd.Context(), statusNATS, firstArg(args), so.asJSON(), std))
+			}
 			return code(app.FleetStatus(firstArg(args), so.asJSON(), std))
 		},
 	}
 	so.add(status)
+	addNATSFlags(status, &statusNATS, "a run over NATS: the state its coordinator publishes there")
 	status.ValidArgsFunction = fleetRuns
 	var pf app.FleetPlanFlags
 	plan := &cobra.Command{
@@ -396,10 +403,14 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 		Short: "List the fleet runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if listNATS.URL != "" {
+				return code(app.FleetListNATS(cmd.Context(), listNATS, lo.asJSON(), std))
+			}
 			return code(app.FleetList(lo.asJSON(), std))
 		},
 	}
 	lo.add(list)
+	addNATSFlags(list, &listNATS, "list the runs on this NATS server instead of this host's")
 	var lf app.FleetLogsFlags
 	var logo outputFlag
 	logs := &cobra.Command{
@@ -417,6 +428,7 @@ func newFleet(std app.IO, g *globals) *cobra.Command {
 	}
 	logs.Flags().BoolVarP(&lf.Follow, "follow", "f", false, "follow a live run's feed until the run ends")
 	logo.add(logs)
+	addNATSFlags(logs, &lf.NATS, "a run over NATS: read its events stream there (from any host)")
 	logs.ValidArgsFunction = fleetRuns
 	parent.AddCommand(run, resume, status, plan, list, logs)
 	return parent
