@@ -317,6 +317,11 @@ func (c *coordinator) snapshot() fleet.State {
 
 // emit records a fleet event (audit log, progress, the events stream).
 func (c *coordinator) emit(kind, task, detail string, data map[string]any) {
+	c.emitAt(c.clock.Now(), kind, task, detail, data)
+}
+
+// emitAt records an event that happened at t (a worker's, forwarded).
+func (c *coordinator) emitAt(t time.Time, kind, task, detail string, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
@@ -331,11 +336,11 @@ func (c *coordinator) emit(kind, task, detail string, data map[string]any) {
 	if err := c.o.Audit.Append(k, "", data); err != nil {
 		c.log.Error("audit", "err", err)
 	}
-	c.bus.Event(context.Background(), EventMsg{Time: c.clock.Now().UTC(), Run: c.o.RunID, Task: task, Kind: kind, Detail: detail})
+	c.bus.Event(context.Background(), EventMsg{Time: t.UTC(), Run: c.o.RunID, Task: task, Kind: kind, Detail: detail})
 	c.evMu.Lock()
 	defer c.evMu.Unlock()
 	if c.o.Progress != nil {
-		c.o.Progress(fleet.Event{Time: c.clock.Now(), Kind: fleet.EventKind(kind), Task: task, Detail: detail, State: c.snapshot()})
+		c.o.Progress(fleet.Event{Time: t, Kind: fleet.EventKind(kind), Task: task, Detail: detail, State: c.snapshot()})
 	}
 }
 
@@ -364,7 +369,7 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 			}
 			return
 		}
-		c.emit("worker."+ev.Kind, ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
+		c.emitAt(ev.Time, "worker."+ev.Kind, ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)

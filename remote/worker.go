@@ -335,17 +335,21 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	})
 	defer func() { stopBeats(); beats.Wait() }()
 
-	clone, err := w.clone(ctx, tm)
+	clone, err := w.clone(ctx, tm, attempt)
 	if err != nil {
 		return fail(err)
 	}
 	start, from := tm.Base, "the target"
-	if prev := w.lastCheckpoint(ctx, clone, tm, attempt); prev != "" {
-		start, from = prev, "the last checkpoint"
+	if attempt > 1 {
+		if prev := w.lastCheckpoint(ctx, clone, tm, attempt); prev != "" {
+			start, from = prev, "the last checkpoint"
+		}
 	}
 	dir := filepath.Join(w.o.State, "worktrees", tm.Run, tm.Task, strconv.Itoa(attempt))
-	_ = os.RemoveAll(dir)
-	_, _ = git(ctx, clone, "worktree", "prune")
+	if _, err := os.Stat(dir); err == nil {
+		_ = os.RemoveAll(dir) // left by a worker killed here before
+		_, _ = git(ctx, clone, "worktree", "prune")
+	}
 	if _, err := git(ctx, clone, "worktree", "add", "--detach", "--force", dir, start); err != nil {
 		return fail(err)
 	}
@@ -422,8 +426,9 @@ func (w *worker) auditLog(tm TaskMsg, attempt int) (*audit.Log, error) {
 }
 
 // clone returns the worker's clone of the task's repository, made once and
-// fetched for each task: the target and the task's earlier attempts.
-func (w *worker) clone(ctx context.Context, tm TaskMsg) (string, error) {
+// fetched for a task whose base it lacks, or whose earlier attempts'
+// checkpoints it needs.
+func (w *worker) clone(ctx context.Context, tm TaskMsg, attempt int) (string, error) {
 	w.cloneMu.Lock()
 	defer w.cloneMu.Unlock()
 	sum := sha256.Sum256([]byte(tm.RepoURL))
@@ -439,6 +444,11 @@ func (w *worker) clone(ctx context.Context, tm TaskMsg) (string, error) {
 		}
 		if err := os.Rename(tmp, dir); err != nil {
 			return "", err
+		}
+	}
+	if attempt == 1 {
+		if _, err := git(ctx, dir, "cat-file", "-e", tm.Base+"^{commit}"); err == nil {
+			return dir, nil // a first attempt starts from the base, which the clone has
 		}
 	}
 	prefix := fmt.Sprintf("refs/tai/%s/%s/", tm.Run, tm.Task)
