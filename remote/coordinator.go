@@ -753,6 +753,22 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		c.emit("failed", t.ID, "merge: "+reason, nil)
 		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Status, x.Reason = LeaseFinal, status, reason })
 	}
+	if l.Head != "" && c.wt.IsAncestor(ctx, l.Head, "refs/heads/"+c.rec.Target) {
+		// The attempt changed nothing (its head is in the target's
+		// history): there is nothing to integrate, and no worktree to make.
+		head, err := c.wt.RevParse(ctx, "refs/heads/"+c.rec.Target)
+		if err != nil {
+			fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
+			return
+		}
+		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
+		c.setTask(t.ID, func(x *fleet.TaskState) {
+			x.Status, x.Head, x.ExitCode, x.Diff, x.Worktree = fleet.StatusMerged, head, 0, &worktree.DiffStat{}, ""
+		})
+		c.emit("merged", t.ID, fmt.Sprintf("attempt %d -> %s at %.12s (no changes)", l.Attempt, c.rec.Target, head),
+			map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
+		return
+	}
 	if _, err := git(ctx, c.wt.Repo, "update-ref", "refs/heads/"+branch, l.Head); err != nil {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
