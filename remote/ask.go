@@ -234,12 +234,8 @@ func (c *coordinator) answerAsk(ctx context.Context, a Ask) Ask {
 		c.emit(string(fleet.EventAsked), a.Task, lastLine(a.Question), map[string]any{"question": a.Question, "attempt": a.Attempt, "worker": a.Worker})
 		dir, cleanup := c.askWorktree(ctx, a)
 		defer cleanup()
-		var ask func(context.Context, string, string) (string, error)
-		if c.o.AskHuman != nil {
-			ask = c.o.AskHuman
-		}
 		ans, by, used, err := fleet.Answer(ctx, c.plan, a.Task, dir, a.Question, a.Patch, fleet.AnswerOptions{RunID: c.o.RunID, Audit: c.o.Audit,
-			AskHuman: ask, Exe: c.o.Exe, Version: c.o.Version, Clock: c.clock, Logger: c.log, Sandbox: c.o.Sandbox})
+			AskHuman: c.o.AskHuman, Exe: c.o.Exe, Version: c.o.Version, Clock: c.clock, Logger: c.log, Sandbox: c.o.Sandbox})
 		a.Usage = used
 		c.setTask(a.Task, func(x *fleet.TaskState) { x.Status = fleet.StatusRunning })
 		if err != nil {

@@ -17,7 +17,9 @@ import (
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/builtin"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/policy"
 )
 
 // TestMain doubles as the built-in agent: workers launch
@@ -500,6 +502,53 @@ tasks:
 	} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("b's prompt lacks %q:\n%s", want, data)
+		}
+	}
+}
+
+// stubHuman answers permission asks at the coordinator.
+type stubHuman struct {
+	mu     sync.Mutex
+	asked  []string
+	answer policy.Answer
+}
+
+func (h *stubHuman) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.asked = append(h.asked, policy.AskerOf(ctx)+": "+req.ToolCall.Title)
+	return h.answer, nil
+}
+
+// A permission ask that policy sends to a human, on a remote worker, is
+// put to the coordinator's human; the answer decides the agent's call.
+func TestRemotePermissionAskGoesToTheCoordinator(t *testing.T) {
+	h := startHub(t)
+	stop := startWorkers(t, h.url, 1, 5*time.Second)
+	defer stop()
+	for i, tt := range []struct {
+		answer policy.Answer
+		want   fleet.TaskStatus
+	}{{policy.AllowOnce, fleet.StatusMerged}, {policy.DenyOnce, fleet.StatusFailed}} {
+		repo, plan := planRepo(t, map[string]string{
+			"w.yaml":    "steps:\n  - write: {path: w.txt, content: \"w\\n\"}\n  - text: wrote w.txt\n",
+			"plan.yaml": "policy: {approve: reads}\ntasks:\n  - {id: w, script: w.yaml, prompt: write}\n",
+		})
+		human := &stubHuman{answer: tt.answer}
+		st, auditLog := coordinate(t, h.url, plan, fmt.Sprintf("perm%d", i), func(o *CoordinatorOptions) { o.Prompter = human })
+		if got := st.Tasks["w"].Status; got != tt.want {
+			t.Fatalf("answer %v: w is %s (%s), want %s", tt.answer, got, st.Tasks["w"].Reason, tt.want)
+		}
+		if len(human.asked) != 1 || !strings.HasPrefix(human.asked[0], "task w: ") || !strings.Contains(human.asked[0], "w.txt") {
+			t.Errorf("the coordinator's human was asked %q", human.asked)
+		}
+		if !strings.Contains(auditLog, `"event":"permission.asked"`) {
+			t.Errorf("the ask is not in the coordinator's audit log")
+		}
+		if tt.want == fleet.StatusMerged {
+			if got := sh(t, repo, "git", "show", fmt.Sprintf("tai-fleet/perm%d:w.txt", i)); got != "w" {
+				t.Errorf("w.txt on the target: %q", got)
+			}
 		}
 	}
 }
