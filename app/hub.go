@@ -333,14 +333,17 @@ func followRun(ctx context.Context, bus *remote.Bus, run, output string, std IO)
 		progress = fleet.Lines(progressOut)
 	}
 	var st *fleet.State
+	var end remote.EventMsg
+	var rec remote.RunRecord
 	err := remote.Events(ctx, bus, run, true, func(ev remote.EventMsg) error {
 		if ev.Worker != "" || ev.Kind == remote.KindFrame {
 			return nil // the coordinator's own events say it (worker.*)
 		}
-		rec, s, err := remote.LoadRun(ctx, bus, run)
+		r, s, err := remote.LoadRun(ctx, bus, run)
 		if err != nil {
 			return err
 		}
+		rec = r
 		if s != nil {
 			st = s
 		}
@@ -350,12 +353,17 @@ func followRun(ctx context.Context, bus *remote.Bus, run, output string, std IO)
 		}
 		progress(fleet.Event{Time: ev.Time, Kind: fleet.EventKind(ev.Kind), Task: ev.Task, Detail: ev.Detail, State: state})
 		if ev.Kind == "run.end" && ev.Task == "" && !rec.Finished.IsZero() {
+			end = ev
 			return remote.ErrStop
 		}
 		return nil
 	})
 	if err != nil {
 		return fail(std, err)
+	}
+	if st == nil && !rec.Finished.IsZero() {
+		fmt.Fprintf(std.Err, "tai fleet: run %s: %s\n", run, end.Detail)
+		return rec.ExitCode
 	}
 	if st == nil || ctx.Err() != nil {
 		fmt.Fprintf(std.Err, "tai fleet: stopped following run %s; it goes on at the hub\n", run)

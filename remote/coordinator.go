@@ -61,6 +61,9 @@ type CoordinatorOptions struct {
 	Sandbox func(p preset.Preset) (*sandbox.Config, error)
 }
 
+// ErrBusy: another process coordinates the run.
+var ErrBusy = errors.New("already being coordinated by another process")
+
 type coordinator struct {
 	o     CoordinatorOptions
 	bus   *Bus
@@ -109,7 +112,7 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error)
 		return nil, fmt.Errorf("remote: %w", err)
 	}
 	if !got {
-		return nil, exitcode.Usagef("fleet run %s is already being coordinated by another process", o.RunID)
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("fleet run %s is %w", o.RunID, ErrBusy))
 	}
 	defer func() { _ = lk.Unlock() }()
 	c := &coordinator{o: o, bus: o.Bus, clock: o.Clock, log: o.Logger, done: map[string]chan struct{}{}, results: map[string]chan Lease{}}

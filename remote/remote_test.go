@@ -552,3 +552,44 @@ func TestRemotePermissionAskGoesToTheCoordinator(t *testing.T) {
 		}
 	}
 }
+
+// A submitted run the hub's coordinator cannot coordinate (its repository
+// is not on the hub's host) ends failed, with the reason on its events.
+func TestServeEndsARunItCannotCoordinate(t *testing.T) {
+	h := startHub(t)
+	b := openBus(t, h.url, "submit")
+	ctx := context.Background()
+	repo, plan := planRepo(t, map[string]string{"plan.yaml": "tasks:\n  - {id: a, prompt: a}\n"})
+	if _, err := Submit(ctx, b, SubmitOptions{Plan: plan, RunID: "gone", Repo: repo}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(run string, o *CoordinatorOptions) (func(), error) {
+			o.Dir = filepath.Join(t.TempDir(), run)
+			log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: run})
+			o.Audit = log
+			return func() { _ = log.Close() }, err
+		}})
+	}()
+	var end EventMsg
+	err := Events(ctx, b, "gone", true, func(ev EventMsg) error {
+		if ev.Kind == "run.end" {
+			end = ev
+			return ErrStop
+		}
+		return nil
+	})
+	stop()
+	if serr := <-done; err != nil || serr != nil {
+		t.Fatalf("events: %v, serve: %v", err, serr)
+	}
+	rec, _, err := LoadRun(ctx, b, "gone")
+	if err != nil || rec.Finished.IsZero() || rec.Status != "failed" || !strings.Contains(end.Detail, "could not coordinate") {
+		t.Fatalf("record %+v (%v), end %+v", rec, err, end)
+	}
+}
