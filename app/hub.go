@@ -138,6 +138,7 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 	err = remote.Serve(ctx, remote.ServeOptions{Bus: bus, Logger: logger, Prepare: func(run string, o *remote.CoordinatorOptions) (func(), error) {
 		o.Dir = fleet.RunDir(run)
 		o.Version = Version
+		o.Clones = statedir.Dir("hub", "repos") // runs submitted from other hosts
 		if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 			return nil, err
 		}

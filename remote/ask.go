@@ -258,7 +258,7 @@ func (c *coordinator) askWorktree(ctx context.Context, a Ask) (string, func()) {
 	at := "refs/heads/" + c.rec.Target
 	if a.Head != "" {
 		ref := attemptRef(c.o.RunID, a.Task, a.Attempt)
-		if c.rec.RepoURL != c.rec.Repo {
+		if c.rec.RepoURL != c.wt.Repo {
 			_, _ = git(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+ref+":"+ref)
 		}
 		if _, err := c.wt.RevParse(ctx, a.Head+"^{commit}"); err == nil {

@@ -2,6 +2,8 @@ package remote
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,6 +61,9 @@ type CoordinatorOptions struct {
 	Exe     string
 	Version string
 	Sandbox func(p preset.Preset) (*sandbox.Config, error)
+	// Clones is where a coordinator that adopts a run from another host
+	// (tai hub --coordinate) keeps its clones of the runs' repositories.
+	Clones string
 }
 
 // ErrBusy: another process coordinates the run.
@@ -80,6 +85,41 @@ type coordinator struct {
 	mergeMu sync.Mutex
 	done    map[string]chan struct{}
 	results map[string]chan Lease // accepted results, to their task's goroutine
+	pushTo  string                // where the target goes after each merge (a clone's origin)
+}
+
+// cloneRepo is this host's clone of the run's repository (made once, then
+// fetched), with the target as the repository has it.
+func (c *coordinator) cloneRepo(ctx context.Context) (*worktree.Manager, error) {
+	sum := sha256.Sum256([]byte(c.rec.RepoURL))
+	dir := filepath.Join(c.o.Clones, hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		tmp := dir + ".tmp"
+		_ = os.RemoveAll(tmp)
+		if err := os.MkdirAll(c.o.Clones, 0o700); err != nil {
+			return nil, err
+		}
+		if _, err := git(ctx, "", "clone", "--quiet", "--no-checkout", c.rec.RepoURL, tmp); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := git(ctx, dir, "fetch", "--quiet", c.rec.RepoURL, "+refs/heads/*:refs/remotes/origin/*"); err != nil {
+		return nil, err
+	}
+	// The target as the repository has it (a resumed run's merges so far).
+	_, _ = git(ctx, dir, "fetch", "--quiet", c.rec.RepoURL, "+refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target)
+	wt, err := worktree.Open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !wt.IsAncestor(ctx, c.rec.Base, c.rec.Base) {
+		return nil, fmt.Errorf("%s does not have the run's base %.12s (push it there)", c.rec.RepoURL, c.rec.Base)
+	}
+	c.pushTo = c.rec.RepoURL
+	return wt, nil
 }
 
 // Coordinate runs (or resumes) a fleet whose tasks workers run: it
@@ -145,6 +185,14 @@ func (c *coordinator) init(ctx context.Context) error {
 			c.o.Lease = c.rec.Lease
 		}
 		wt, err := worktree.Open(ctx, c.rec.Repo)
+		if err == nil && !wt.IsAncestor(ctx, c.rec.Base, c.rec.Base) {
+			err = fmt.Errorf("%s does not have the run's base %.12s", c.rec.Repo, c.rec.Base)
+		}
+		if err != nil && o.Clones != "" && c.rec.RepoURL != c.rec.Repo {
+			// Not the submitter's host: merge in a clone of where the
+			// workers push, and push the target back there.
+			wt, err = c.cloneRepo(ctx)
+		}
 		if err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}
@@ -169,12 +217,18 @@ func (c *coordinator) init(ctx context.Context) error {
 	if err := c.wt.EnsureBranch(ctx, c.rec.Target, c.rec.Base); err != nil {
 		return err
 	}
+	if c.pushTo != "" {
+		// Workers fetch the target from there.
+		if _, err := git(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
+			return fmt.Errorf("pushing the target to %s: %w", c.pushTo, err)
+		}
+	}
 	if _, err := os.Stat(filepath.Join(o.Dir, "plan.json")); err != nil {
 		if err := worktree.WriteFileAtomic(filepath.Join(o.Dir, "plan.json"), c.rec.Plan, 0o600); err != nil {
 			return err
 		}
 	}
-	st := fleet.State{Version: 1, Run: o.RunID, Plan: filepath.Join(o.Dir, "plan.json"), PlanFrom: c.plan.File, Repo: c.rec.Repo,
+	st := fleet.State{Version: 1, Run: o.RunID, Plan: filepath.Join(o.Dir, "plan.json"), PlanFrom: c.plan.File, Repo: c.wt.Repo,
 		Base: c.rec.Base, Target: c.rec.Target, Created: c.rec.Created, Order: c.plan.Order(), Tasks: map[string]*fleet.TaskState{},
 		Status: "running", PID: os.Getpid()}
 	if old, err := fleet.LoadState(o.Dir); err == nil && o.Resume {
@@ -488,7 +542,7 @@ func (c *coordinator) checkRef(ctx context.Context, r ResultMsg) error {
 	}
 	got, err := c.wt.RevParse(ctx, want)
 	if err != nil {
-		if c.rec.RepoURL != c.rec.Repo {
+		if c.rec.RepoURL != c.wt.Repo {
 			if _, ferr := git(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+want+":"+want); ferr != nil {
 				return fmt.Errorf("fetching %s: %w", want, ferr)
 			}
@@ -823,6 +877,11 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 	case err != nil:
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 	default:
+		if c.pushTo != "" {
+			if _, err := git(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
+				c.emit("warning", t.ID, "pushing the target: "+err.Error(), nil)
+			}
+		}
 		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
 		var diff *worktree.DiffStat
 		if l.Base != "" {

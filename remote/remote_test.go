@@ -593,3 +593,57 @@ func TestServeEndsARunItCannotCoordinate(t *testing.T) {
 		t.Fatalf("record %+v (%v), end %+v", rec, err, end)
 	}
 }
+
+// A run submitted from another host (its repository is not here) is
+// coordinated in a clone of where its workers push, and its target is
+// pushed back there.
+func TestServeCoordinatesARunFromAnotherHost(t *testing.T) {
+	h := startHub(t)
+	stop := startWorkers(t, h.url, 1, 5*time.Second)
+	defer stop()
+	b := openBus(t, h.url, "submit")
+	ctx := context.Background()
+	work, plan := planRepo(t, map[string]string{
+		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: wrote a\n",
+		"b.yaml":    "steps:\n  - write: {path: b.txt, content: \"b\\n\"}\n  - text: wrote b\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: a}\n  - {id: b, script: b.yaml, prompt: \"b after {{ .Tasks.a.Diff }}\", depends_on: [a]}\n",
+	})
+	origin := filepath.Join(t.TempDir(), "origin.git")
+	sh(t, work, "git", "clone", "-q", "--bare", work, origin)
+	if _, err := Submit(ctx, b, SubmitOptions{Plan: plan, RunID: "far", Repo: work, RepoURL: origin}); err != nil {
+		t.Fatal(err)
+	}
+	// The submitter's repository is elsewhere: the coordinator's host has
+	// only the plan's directory (the scripts), not the repository.
+	sh(t, work, "rm", "-rf", ".git")
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	clones := t.TempDir()
+	go func() {
+		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(run string, o *CoordinatorOptions) (func(), error) {
+			o.Dir, o.Clones = filepath.Join(t.TempDir(), run), clones
+			log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: run})
+			o.Audit = log
+			return func() { _ = log.Close() }, err
+		}})
+	}()
+	err := Events(ctx, b, "far", true, func(ev EventMsg) error {
+		if ev.Kind == "run.end" {
+			return ErrStop
+		}
+		return nil
+	})
+	cancel()
+	if serr := <-done; err != nil || serr != nil {
+		t.Fatalf("events: %v, serve: %v", err, serr)
+	}
+	rec, st, err := LoadRun(ctx, b, "far")
+	if err != nil || rec.Status != "done" || st == nil {
+		t.Fatalf("record %+v, state %+v: %v", rec, st, err)
+	}
+	for _, f := range []string{"a", "b"} {
+		if got := sh(t, origin, "git", "show", "tai-fleet/far:"+f+".txt"); got != f {
+			t.Errorf("%s.txt in origin's target: %q", f, got)
+		}
+	}
+}
