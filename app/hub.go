@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
@@ -135,7 +137,7 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 	}
 	fmt.Fprintln(std.Out, url)
 	logger.Info("hub coordinating submitted runs", "url", url)
-	err = remote.Serve(ctx, remote.ServeOptions{Bus: bus, Logger: logger, Prepare: func(run string, o *remote.CoordinatorOptions) (func(), error) {
+	err = remote.Serve(ctx, remote.ServeOptions{Bus: bus, Logger: logger, Prepare: func(run string, o *remote.CoordinatorOptions) (func(*fleet.State), error) {
 		o.Dir = fleet.RunDir(run)
 		o.Version = Version
 		o.Clones = statedir.Dir("hub", "repos") // runs submitted from other hosts
@@ -156,13 +158,41 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 			return nil, err
 		}
 		stream := newFleetStream(frames, run, time.Now)
+		// A live feed per run: tai top and fleet logs -f on this host
+		// watch it as a local run.
+		lf, closeFeed, err := openFeed(run, feed.KindFleet, FeedFlags{NoNotify: true}, logger, io.Discard)
+		if err != nil {
+			logger.Warn("the run's live feed", "run", run, "err", err)
+		}
+		srv := lf.srv
+		if srv != nil {
+			stream.publish = srv.Publish
+		}
 		o.Audit = log
-		o.Progress = stream.event
-		o.TaskSink = stream.task
+		o.Progress = func(e fleet.Event) {
+			stream.event(e)
+			if srv != nil {
+				publishTask(srv, e)
+			}
+		}
+		o.TaskSink = func(task string) driver.Sink {
+			ks := sinks{stream.task(task)}
+			if srv != nil {
+				ks = append(ks, srv.Sink(task))
+			}
+			return ks
+		}
 		o.Sandbox = func(p preset.Preset) (*sandbox.Config, error) {
 			return sandboxConfig(RunFlags{Sandbox: "auto"}, p, policy.Config{}, log, nil)
 		}
-		return func() { _ = frames.Close(); _ = log.Close() }, nil
+		return func(st *fleet.State) {
+			if st != nil {
+				stream.result(summaryOf(st, log.Path()))
+			}
+			closeFeed()
+			_ = frames.Close()
+			_ = log.Close()
+		}, nil
 	}})
 	if err != nil {
 		return fail(std, err)

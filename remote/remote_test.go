@@ -569,11 +569,11 @@ func TestServeEndsARunItCannotCoordinate(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(run string, o *CoordinatorOptions) (func(), error) {
+		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(run string, o *CoordinatorOptions) (func(*fleet.State), error) {
 			o.Dir = filepath.Join(t.TempDir(), run)
 			log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: run})
 			o.Audit = log
-			return func() { _ = log.Close() }, err
+			return func(*fleet.State) { _ = log.Close() }, err
 		}})
 	}()
 	var end EventMsg
@@ -620,11 +620,11 @@ func TestServeCoordinatesARunFromAnotherHost(t *testing.T) {
 	done := make(chan error, 1)
 	clones := t.TempDir()
 	go func() {
-		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(run string, o *CoordinatorOptions) (func(), error) {
+		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(run string, o *CoordinatorOptions) (func(*fleet.State), error) {
 			o.Dir, o.Clones = filepath.Join(t.TempDir(), run), clones
 			log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: run})
 			o.Audit = log
-			return func() { _ = log.Close() }, err
+			return func(*fleet.State) { _ = log.Close() }, err
 		}})
 	}()
 	err := Events(ctx, b, "far", true, func(ev EventMsg) error {

@@ -61,8 +61,8 @@ type ServeOptions struct {
 	Bus *Bus
 	// Prepare fills in a run's local side before it is coordinated: its
 	// directory, audit log, progress and frames. The returned func closes
-	// them when the run ends.
-	Prepare func(run string, o *CoordinatorOptions) (func(), error)
+	// them when the run ends, given its final state (nil: it did not run).
+	Prepare func(run string, o *CoordinatorOptions) (func(*fleet.State), error)
 	Logger  *slog.Logger
 }
 
@@ -108,7 +108,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			defer func() { mu.Lock(); delete(running, rec.Run); mu.Unlock() }()
 			log := o.Logger.With("run", rec.Run)
 			co := CoordinatorOptions{Bus: o.Bus, RunID: rec.Run, Resume: true, Logger: log, Command: "tai hub --coordinate"}
-			done := func() {}
+			done := func(*fleet.State) {}
 			if o.Prepare != nil {
 				var err error
 				if done, err = o.Prepare(rec.Run, &co); err != nil {
@@ -116,9 +116,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 					return
 				}
 			}
-			defer done()
 			log.Info("coordinating a submitted run", "repo", rec.Repo)
 			st, err := Coordinate(ctx, co)
+			done(st)
 			if err != nil {
 				log.Error("coordinating", "err", err)
 				if ctx.Err() == nil && exitcode.Of(err) == exitcode.Usage && !errors.Is(err, ErrBusy) {

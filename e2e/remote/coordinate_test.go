@@ -229,6 +229,12 @@ tasks:
 	if local := run("fleet", "logs", "h", "after"); !strings.Contains(local, "after        agent: after done") {
 		t.Errorf("fleet logs h after (the hub's host):\n%s", local)
 	}
+	if local := run("fleet", "logs", "h"); !strings.Contains(local, "fleet        result: done") {
+		t.Errorf("fleet logs h after (the hub's host):\n%s", local)
+	}
+	if local := run("fleet", "status", "h"); !strings.Contains(local, "fleet h: done") {
+		t.Errorf("fleet status h (the hub's host):\n%s", local)
+	}
 
 	// Submitted without --detach, the run is followed to its end and its
 	// exit code is the run's.
