@@ -849,7 +849,12 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		return
 	}
 	defer func() { _ = h.Release(ctx) }()
-	// A worktree kept from before a restart may be behind the branch.
+	// A worktree kept from before a restart may be behind the branch, and
+	// hold the index lock of a coordinator killed in it: this process
+	// holds the run's lock, so no other git works here.
+	if gd, err := git(ctx, h.Path, "rev-parse", "--absolute-git-dir"); err == nil {
+		_ = os.Remove(filepath.Join(strings.TrimSpace(gd), "index.lock"))
+	}
 	if _, err := git(ctx, h.Path, "reset", "-q", "--hard", l.Head); err != nil {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
