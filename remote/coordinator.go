@@ -18,7 +18,6 @@ import (
 
 	"github.com/coder/quartz"
 	"github.com/gofrs/flock"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tai-dev/tai/audit"
@@ -411,27 +410,14 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 		c.done[id] = make(chan struct{})
 		c.results[id] = make(chan Lease, 1)
 	}
-	// Workers' events go into this run's audit log as they come.
-	sub, err := c.bus.NC.Subscribe(EventFilter(c.o.RunID), func(m *nats.Msg) {
-		var ev EventMsg
-		if json.Unmarshal(m.Data, &ev) != nil || ev.Worker == "" {
-			return
-		}
-		if ev.Kind == KindFrame {
-			// A task's session frame: into this run's frames, as a local
-			// task's would be.
-			var de driver.Event
-			if c.o.TaskSink != nil && ev.Task != "" && json.Unmarshal(ev.Frame, &de) == nil {
-				c.o.TaskSink(ev.Task).Emit(de)
-			}
-			return
-		}
-		c.emitAt(ev.Time, "worker."+ev.Kind, ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
-	})
+	// Workers' events go into this run's audit log as they come, through
+	// a durable consumer: a resumed coordinator forwards those that came
+	// while none was running, and none twice.
+	evCons, err := c.bus.Events.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "fwd-" + strings.ReplaceAll(token(c.o.RunID), "%", "_"),
+		FilterSubject: EventFilter(c.o.RunID), AckPolicy: jetstream.AckAllPolicy, AckWait: time.Minute, MaxDeliver: -1})
 	if err != nil {
-		return nil, fmt.Errorf("remote: %w", err)
+		return nil, fmt.Errorf("remote: events consumer: %w", err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
 
 	cons, err := c.bus.Results.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "coord-" + strings.ReplaceAll(token(c.o.RunID), "%", "_"),
 		FilterSubject: resultSubject(c.o.RunID), AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxDeliver: -1})
@@ -443,6 +429,7 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	bg.Go(func() { c.consumeResults(bgCtx, cons) })
 	bg.Go(func() { c.sweep(bgCtx) })
 	bg.Go(func() { c.serveAsks(bgCtx) })
+	bg.Go(func() { c.forwardEvents(bgCtx, evCons) })
 
 	var g sync.WaitGroup
 	for _, id := range st.Order {
@@ -455,6 +442,43 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	stopBg()
 	bg.Wait()
 	return c.finish(ctx), nil
+}
+
+// forwardEvents records workers' events as the run's: fleet events in the
+// audit log and progress, session frames in the run's frames.
+func (c *coordinator) forwardEvents(ctx context.Context, cons jetstream.Consumer) {
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("pulling events", "err", err)
+				pause(ctx, c.clock)
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			c.forward(m)
+			_ = m.Ack() // at once: a coordinator killed after this does not forward it again
+		}
+	}
+}
+
+// forward records one of the run's events if a worker sent it.
+func (c *coordinator) forward(m jetstream.Msg) {
+	var ev EventMsg
+	if json.Unmarshal(m.Data(), &ev) != nil || ev.Worker == "" {
+		return // the coordinator's own
+	}
+	if ev.Kind == KindFrame {
+		// A task's session frame: into this run's frames, as a local
+		// task's would be.
+		var de driver.Event
+		if c.o.TaskSink != nil && ev.Task != "" && json.Unmarshal(ev.Frame, &de) == nil {
+			c.o.TaskSink(ev.Task).Emit(de)
+		}
+		return
+	}
+	c.emitAt(ev.Time, "worker."+ev.Kind, ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
 }
 
 // consumeResults reads workers' results and settles each by the lease.
