@@ -206,7 +206,8 @@ tasks:
 	tree := git(t, repo, "ls-tree", "--name-only", "tai-fleet/h")
 	for _, id := range []string{"s0", "s1", "gate", "after"} {
 		if !strings.Contains(tree, id+".txt") {
-			t.Fatalf("%s.txt is not on the target:\n%s\n%s", id, run("fleet", "status", "h", "--nats", url), run("fleet", "logs", "h", "--nats", url))
+			t.Fatalf("%s.txt is not on the target:\n%s\n%s\n%s\n%s", id, git(t, repo, "log", "--stat", "--format=%h %p %s", "tai-fleet/h"),
+				git(t, repo, "for-each-ref"), run("fleet", "status", "h", "--nats", url), run("fleet", "logs", "h", "--nats", url))
 		}
 	}
 	if out := run("fleet", "status", "h", "--nats", url); !strings.Contains(out, "fleet h: done") || strings.Count(out, "merged") < 4 {
