@@ -69,7 +69,10 @@ func openFeed(run string, kind feed.Kind, ff FeedFlags, logger *slog.Logger, std
 	onAsk := func(a feed.Ask) {
 		lf.notify(notify.Notice{Kind: "ask", Run: run, Task: a.Task, Title: a.Request.ToolCall.Title, Since: a.Since})
 	}
-	srv, err := feed.Open(feed.Options{Run: run, Kind: kind, Logger: logger, OnAsk: onAsk})
+	onElicit := func(e feed.Elicitation) {
+		lf.notify(notify.Notice{Kind: "elicitation", Run: run, Task: e.Task, Title: e.Request.Message, Since: e.Since})
+	}
+	srv, err := feed.Open(feed.Options{Run: run, Kind: kind, Logger: logger, OnAsk: onAsk, OnElicit: onElicit})
 	if err != nil {
 		if ff.Listen != "" {
 			closeNotes()

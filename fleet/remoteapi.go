@@ -10,12 +10,11 @@ import (
 
 	"github.com/coder/quartz"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/preset"
-	"github.com/tai-dev/tai/sandbox"
 )
 
 // TaskRunOptions configure RunTaskIn: one task run outside a local fleet
@@ -30,7 +29,7 @@ type TaskRunOptions struct {
 	Clock       quartz.Clock
 	Logger      *slog.Logger
 	// Sandbox confines the task's agent, as Options.Sandbox.
-	Sandbox func(p preset.Preset) (*sandbox.Config, error)
+	Sandbox *agentspec.Sandbox
 	// Ask routes a question the agent asks (a turn ending in one, or a
 	// form) to the run's coordinator, which answers it as a local fleet
 	// does (the plan's answerer, then a human) and says who answered.
@@ -179,7 +178,7 @@ type AnswerOptions struct {
 	Version  string
 	Clock    quartz.Clock
 	Logger   *slog.Logger
-	Sandbox  func(p preset.Preset) (*sandbox.Config, error)
+	Sandbox  *agentspec.Sandbox
 }
 
 // Answer answers a question task id of plan asked elsewhere (on a remote

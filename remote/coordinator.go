@@ -20,13 +20,12 @@ import (
 	"github.com/gofrs/flock"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/preset"
-	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -59,7 +58,7 @@ type CoordinatorOptions struct {
 	// and how it is confined (fleet.Options').
 	Exe     string
 	Version string
-	Sandbox func(p preset.Preset) (*sandbox.Config, error)
+	Sandbox *agentspec.Sandbox
 	// Clones is where a coordinator that adopts a run from another host
 	// (tai hub --coordinate) keeps its clones of the runs' repositories.
 	Clones string
