@@ -258,6 +258,11 @@ func (c *coordinator) init(ctx context.Context) error {
 		}
 	}
 	c.st = st
+	if o.Resume {
+		for _, t := range c.plan.Tasks {
+			c.dropStaleLock(ctx, c.wt.Path(o.RunID, t.ID))
+		}
+	}
 	for _, t := range c.plan.Tasks {
 		if err := c.bus.SetLease(ctx, AgentToken(c.spec(t.AgentSpec)), c.o.Lease); err != nil {
 			return err
@@ -873,11 +878,8 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 	}
 	defer func() { _ = h.Release(ctx) }()
 	// A worktree kept from before a restart may be behind the branch, and
-	// hold the index lock of a coordinator killed in it: this process
-	// holds the run's lock, so no other git works here.
-	if gd, err := git(ctx, h.Path, "rev-parse", "--absolute-git-dir"); err == nil {
-		_ = os.Remove(filepath.Join(strings.TrimSpace(gd), "index.lock"))
-	}
+	// hold the index lock of a coordinator killed in it.
+	c.dropStaleLock(ctx, h.Path)
 	if _, err := git(ctx, h.Path, "reset", "-q", "--hard", l.Head); err != nil {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
@@ -926,6 +928,20 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 				c.setTask(t.ID, func(x *fleet.TaskState) { x.Worktree = "" })
 			}
 		}
+	}
+}
+
+// dropStaleLock removes the index lock a coordinator killed in the merge
+// worktree dir left: this process holds the run's lock, and the merge
+// worktrees are the run's, so no other git works there.
+func (c *coordinator) dropStaleLock(ctx context.Context, dir string) {
+	// Only a worktree's own git dir (its .git is a file naming it), never
+	// the repository's: a half-made one would resolve to that.
+	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	if gd, err := git(ctx, dir, "rev-parse", "--absolute-git-dir"); err == nil && strings.Contains(filepath.ToSlash(gd), "/worktrees/") {
+		_ = os.Remove(filepath.Join(strings.TrimSpace(gd), "index.lock"))
 	}
 }
 
