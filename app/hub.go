@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -36,7 +35,7 @@ type NATSFlags struct {
 	TokenFile string
 }
 
-func (n NATSFlags) token() (string, error) {
+func (n NATSFlags) token(std IO) (string, error) {
 	if n.TokenFile != "" {
 		b, err := os.ReadFile(n.TokenFile)
 		if err != nil {
@@ -44,17 +43,17 @@ func (n NATSFlags) token() (string, error) {
 		}
 		return strings.TrimSpace(string(b)), nil
 	}
-	return os.Getenv("TAI_NATS_TOKEN"), nil
+	return std.Getenv("TAI_NATS_TOKEN"), nil
 }
 
-func (n NATSFlags) connect(name string) (*nats.Conn, error) {
-	tok, err := n.token()
+func (n NATSFlags) connect(name string, std IO) (*nats.Conn, error) {
+	tok, err := n.token(std)
 	if err != nil {
 		return nil, err
 	}
 	creds := n.Creds
 	if creds == "" {
-		creds = os.Getenv("TAI_NATS_CREDS")
+		creds = std.Getenv("TAI_NATS_CREDS")
 	}
 	nc, err := remote.Connect(n.URL, creds, tok, name)
 	if err != nil {
@@ -79,15 +78,15 @@ type HubFlags struct {
 
 // Hub runs `tai hub`: an embedded NATS server with JetStream until ctx
 // ends. Its URL is the first line on stdout.
-func Hub(ctx context.Context, f HubFlags, std IO) int {
+func Hub(ctx context.Context, f HubFlags, std IO) error {
 	logger := newLogger(std.Err, f.Verbose)
 	if f.NATS.URL != "" {
 		if !f.Coordinate {
-			return fail(std, exitcode.Usagef("tai hub --nats URL: only with --coordinate (the hub is that server)"))
+			return exitcode.Usagef("tai hub --nats URL: only with --coordinate (the hub is that server)")
 		}
-		nc, err := f.NATS.connect("tai hub --coordinate")
+		nc, err := f.NATS.connect("tai hub --coordinate", std)
 		if err != nil {
-			return fail(std, err)
+			return err
 		}
 		defer nc.Close()
 		return serveRuns(ctx, nc, f.NATS.URL, logger, std)
@@ -96,15 +95,13 @@ func Hub(ctx context.Context, f HubFlags, std IO) int {
 	if store == "" {
 		store = statedir.Dir("hub")
 	}
-	tok, err := NATSFlags{TokenFile: f.TokenFile}.token()
+	tok, err := NATSFlags{TokenFile: f.TokenFile}.token(std)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai hub:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("hub: %w", err))
 	}
 	h, err := remote.StartHub(remote.HubOptions{Listen: f.Listen, Store: store, Token: tok})
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai hub:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("hub: %w", err))
 	}
 	defer h.Close()
 	// The streams and buckets exist before the first client needs them.
@@ -113,8 +110,7 @@ func Hub(ctx context.Context, f HubFlags, std IO) int {
 		_, err = remote.Open(ctx, nc)
 	}
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai hub:", err)
-		return int(exitcode.AgentError)
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("hub: %w", err))
 	}
 	defer nc.Close()
 	if f.Coordinate {
@@ -123,16 +119,16 @@ func Hub(ctx context.Context, f HubFlags, std IO) int {
 	fmt.Fprintln(std.Out, h.URL())
 	logger.Info("hub ready", "url", h.URL(), "store", store)
 	<-ctx.Done()
-	return 0
+	return nil
 }
 
 // serveRuns coordinates the runs submitted on nc's server until ctx ends.
 // Each has its run directory here, as a local run's: state.json, its audit
 // log and its frames, so tai fleet status and logs on this host read it.
-func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logger, std IO) int {
+func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logger, std IO) error {
 	bus, err := remote.Open(ctx, nc)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	fmt.Fprintln(std.Out, url)
 	logger.Info("hub coordinating submitted runs", "url", url)
@@ -159,7 +155,7 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 		stream := newFleetStream(frames, run, time.Now)
 		// A live feed per run: tai top and fleet logs -f on this host
 		// watch it as a local run.
-		lf, closeFeed, err := openFeed(run, feed.KindFleet, FeedFlags{NoNotify: true}, logger, io.Discard)
+		lf, closeFeed, err := openFeed(run, feed.KindFleet, FeedFlags{NoNotify: true}, logger, std)
 		if err != nil {
 			logger.Warn("the run's live feed", "run", run, "err", err)
 		}
@@ -192,9 +188,9 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 		}, nil
 	}})
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
-	return 0
+	return nil
 }
 
 // WorkerFlags are `tai worker`'s flags.
@@ -210,11 +206,10 @@ type WorkerFlags struct {
 }
 
 // Worker runs `tai worker`: it pulls tasks of its agents until ctx ends.
-func Worker(ctx context.Context, f WorkerFlags, std IO) int {
+func Worker(ctx context.Context, f WorkerFlags, std IO) error {
 	logger := newLogger(std.Err, f.Verbose)
 	if f.NATS.URL == "" {
-		fmt.Fprintln(std.Err, "tai worker: --nats URL is required")
-		return int(exitcode.Usage)
+		return exitcode.Usagef("worker: --nats URL is required")
 	}
 	name := f.Name
 	if name == "" {
@@ -225,37 +220,33 @@ func Worker(ctx context.Context, f WorkerFlags, std IO) int {
 	if dir == "" {
 		dir = statedir.Dir("worker", name)
 	}
-	nc, err := f.NATS.connect("tai worker " + name)
+	nc, err := f.NATS.connect("tai worker "+name, std)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai worker:", err)
-		return int(exitcode.Of(err))
+		return fmt.Errorf("worker: %w", err)
 	}
 	defer nc.Close()
 	bus, err := remote.Open(ctx, nc)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai worker:", err)
-		return int(exitcode.AgentError)
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("worker: %w", err))
 	}
 	if _, err := sandbox.Preflight(f.Sandbox); err != nil {
-		return fail(std, exitcode.With(exitcode.Usage, err))
+		return exitcode.With(exitcode.Usage, err)
 	}
 	wo := remote.WorkerOptions{Bus: bus, Name: name, Agents: f.Agents, Slots: f.Slots,
 		Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"), Lease: f.Lease, Version: Version, Logger: logger}
 	// Each task's agent confined as in a local fleet, by its task's policy;
 	// the worker's own task audit logs stay out of its reach.
 	wo.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{filepath.Join(dir, "state", "audit")}}
-	err = remote.RunWorker(ctx, wo)
-	if err != nil {
-		fmt.Fprintln(std.Err, "tai worker:", err)
-		return int(exitcode.Of(err))
+	if err := remote.RunWorker(ctx, wo); err != nil {
+		return fmt.Errorf("worker: %w", err)
 	}
-	return 0
+	return nil
 }
 
 // runRemote coordinates a fleet run over NATS instead of running its
 // tasks here.
-func runRemote(ctx context.Context, f FleetFlags, o fleet.Options, log *audit.Log) (*fleet.State, error) {
-	nc, err := f.NATS.connect("tai fleet " + o.RunID)
+func runRemote(ctx context.Context, f FleetFlags, o fleet.Options, log *audit.Log, std IO) (*fleet.State, error) {
+	nc, err := f.NATS.connect("tai fleet "+o.RunID, std)
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +280,11 @@ func remoteURL(ctx context.Context, f FleetFlags, plan *fleet.Plan) (string, err
 	return strings.TrimSpace(string(out)), nil
 }
 
-func openBus(ctx context.Context, n NATSFlags, name string) (*remote.Bus, func(), error) {
+func openBus(ctx context.Context, n NATSFlags, name string, std IO) (*remote.Bus, func(), error) {
 	if n.URL == "" {
 		return nil, nil, exitcode.Usagef("--nats URL is required")
 	}
-	nc, err := n.connect(name)
+	nc, err := n.connect(name, std)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -307,36 +298,36 @@ func openBus(ctx context.Context, n NATSFlags, name string) (*remote.Bus, func()
 
 // submitFleet hands a run to the hub's coordinator, then (unless --detach)
 // follows it as tai fleet run shows a local one, and exits with its code.
-func submitFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
+func submitFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error {
 	if o.Resume {
-		return fail(std, exitcode.Usagef("a submitted run is resumed by the hub's coordinator itself: follow it with tai fleet logs %s --nats URL -f", o.RunID))
+		return exitcode.Usagef("a submitted run is resumed by the hub's coordinator itself: follow it with tai fleet logs %s --nats URL -f", o.RunID)
 	}
 	if f.NATS.URL == "" {
-		return fail(std, exitcode.Usagef("--submit and --detach need --nats URL (a hub started with --coordinate)"))
+		return exitcode.Usagef("--submit and --detach need --nats URL (a hub started with --coordinate)")
 	}
-	bus, closeBus, err := openBus(ctx, f.NATS, "tai fleet submit "+o.RunID)
+	bus, closeBus, err := openBus(ctx, f.NATS, "tai fleet submit "+o.RunID, std)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	defer closeBus()
 	url, err := remoteURL(ctx, f, o.Plan)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	if _, err := remote.Submit(ctx, bus, remote.SubmitOptions{Plan: o.Plan, RunID: o.RunID, Repo: f.Repo, RepoURL: url, Lease: f.Lease}); err != nil {
-		return fail(std, err)
+		return err
 	}
 	fmt.Fprintf(std.Err, "tai fleet: run %s submitted to the hub's coordinator; follow it with: tai fleet logs %s --nats %s -f\n", o.RunID, o.RunID, f.NATS.URL)
 	if f.Detach {
 		fmt.Fprintln(std.Out, o.RunID)
-		return 0
+		return nil
 	}
 	return followRun(ctx, bus, o.RunID, f.Output, std)
 }
 
 // followRun shows a run another process coordinates, from its events and
 // the state its coordinator publishes, until it finishes.
-func followRun(ctx context.Context, bus *remote.Bus, run, output string, std IO) int {
+func followRun(ctx context.Context, bus *remote.Bus, run, output string, std IO) error {
 	progressOut := std.Out
 	if output == OutputJSON || output == OutputStreamJSON {
 		progressOut = std.Err
@@ -375,15 +366,15 @@ func followRun(ctx context.Context, bus *remote.Bus, run, output string, std IO)
 		return nil
 	})
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	if st == nil && !rec.Finished.IsZero() {
 		fmt.Fprintf(std.Err, "tai fleet: run %s: %s\n", run, end.Detail)
-		return rec.ExitCode
+		return exitcode.Said(exitcode.Code(rec.ExitCode))
 	}
 	if st == nil || ctx.Err() != nil {
 		fmt.Fprintf(std.Err, "tai fleet: stopped following run %s; it goes on at the hub\n", run)
-		return int(exitcode.Interrupted)
+		return exitcode.With(exitcode.Interrupted, nil)
 	}
 	switch output {
 	case OutputJSON:
@@ -397,41 +388,44 @@ func followRun(ctx context.Context, bus *remote.Bus, run, output string, std IO)
 			}
 		}
 	}
-	return st.ExitCode
+	if st.ExitCode != 0 {
+		return exitcode.Said(exitcode.Code(st.ExitCode))
+	}
+	return nil
 }
 
 // FleetStatusNATS runs `tai fleet status [RUN] --nats URL`: the state the
 // run's coordinator publishes, from any host.
-func FleetStatusNATS(ctx context.Context, n NATSFlags, run string, asJSON bool, std IO) int {
-	bus, closeBus, err := openBus(ctx, n, "tai fleet status")
+func FleetStatusNATS(ctx context.Context, n NATSFlags, run string, asJSON bool, std IO) error {
+	bus, closeBus, err := openBus(ctx, n, "tai fleet status", std)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	defer closeBus()
 	if run == "" {
 		runs, err := remoteRuns(ctx, bus)
 		if err != nil {
-			return fail(std, err)
+			return err
 		}
 		if len(runs) == 0 {
-			return fail(std, exitcode.Usagef("no fleet runs on this NATS server"))
+			return exitcode.Usagef("no fleet runs on this NATS server")
 		}
 		run = runs[0].Run
 	}
 	rec, st, err := remote.LoadRun(ctx, bus, run)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	if st == nil {
 		fmt.Fprintf(std.Out, "fleet %s: submitted %s, waiting for the hub's coordinator (tai hub --coordinate)\n", run, rec.Created.Local().Format(time.RFC3339))
-		return 0
+		return nil
 	}
 	status := st.Status
 	if rec.Submitted && status == "running" {
 		status = "running (coordinated by the hub)"
 	}
 	printStatus(std, st, status, "", asJSON)
-	return 0
+	return nil
 }
 
 // remoteRuns is every run on the bus, newest first.
@@ -464,15 +458,15 @@ func remoteRuns(ctx context.Context, bus *remote.Bus) ([]FleetRunInfo, error) {
 }
 
 // FleetListNATS runs `tai fleet list --nats URL`.
-func FleetListNATS(ctx context.Context, n NATSFlags, asJSON bool, std IO) int {
-	bus, closeBus, err := openBus(ctx, n, "tai fleet list")
+func FleetListNATS(ctx context.Context, n NATSFlags, asJSON bool, std IO) error {
+	bus, closeBus, err := openBus(ctx, n, "tai fleet list", std)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	defer closeBus()
 	runs, err := remoteRuns(ctx, bus)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	return printRuns(std, runs, asJSON)
 }
@@ -480,24 +474,24 @@ func FleetListNATS(ctx context.Context, n NATSFlags, asJSON bool, std IO) int {
 // fleetLogsNATS is tai fleet logs for a run over NATS: its events stream,
 // the coordinator's events and the workers' task frames, shown as a local
 // run's frames are; -f follows until the run finishes.
-func fleetLogsNATS(ctx context.Context, f FleetLogsFlags, run, task string, std IO) int {
-	bus, closeBus, err := openBus(ctx, f.NATS, "tai fleet logs")
+func fleetLogsNATS(ctx context.Context, f FleetLogsFlags, run, task string, std IO) error {
+	bus, closeBus, err := openBus(ctx, f.NATS, "tai fleet logs", std)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	defer closeBus()
 	if run == "" {
 		runs, err := remoteRuns(ctx, bus)
 		if err != nil {
-			return fail(std, err)
+			return err
 		}
 		if len(runs) == 0 {
-			return fail(std, exitcode.Usagef("no fleet runs on this NATS server"))
+			return exitcode.Usagef("no fleet runs on this NATS server")
 		}
 		run = runs[0].Run
 	}
 	if _, _, err := remote.LoadRun(ctx, bus, run); err != nil {
-		return fail(std, err)
+		return err
 	}
 	show := logShower(f, task, std)
 	var seq uint64
@@ -530,7 +524,7 @@ func fleetLogsNATS(ctx context.Context, f FleetLogsFlags, run, task string, std 
 		return nil
 	})
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
-	return 0
+	return nil
 }
