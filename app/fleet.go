@@ -47,6 +47,10 @@ type FleetFlags struct {
 	NATS   NATSFlags
 	Remote string        // the git remote workers clone and push to
 	Lease  time.Duration // a claim's lease (default 30s)
+	// Submit hands the run to the hub's coordinator (tai hub --coordinate)
+	// and follows it; Detach then returns at once.
+	Submit bool
+	Detach bool
 }
 
 // FleetRun runs `tai fleet run PLAN`.
@@ -74,6 +78,9 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 		return exitcode.Usagef("fleet: --output must be text, json or stream-json, not %q", f.Output)
 	}
 	logger := newLogger(std.Err, f.Verbose)
+	if f.Submit || f.Detach {
+		return submitFleet(ctx, f, o, std)
+	}
 	o.Dir = fleet.RunDir(o.RunID)
 	o.Repo, o.Concurrency, o.FailFast, o.CancelGrace = f.Repo, f.Concurrency, f.FailFast, f.CancelGrace
 	o.Version, o.Logger = Version, logger
@@ -290,20 +297,25 @@ func FleetStatus(run string, asJSON bool, std IO) error {
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet status: %w", err))
 	}
-	if asJSON {
-		writeSummary(std.Out, st, filepath.Join(fleet.RunDir(run), "audit.jsonl"))
-		return nil
-	}
 	status := st.Status
 	if status == "running" && st.PID != 0 && !alive(st.PID) {
 		status = "interrupted (resume with: tai fleet resume " + run + ")"
+	}
+	printStatus(std, st, status, filepath.Join(fleet.RunDir(run), "audit.jsonl"), asJSON)
+	return nil
+}
+
+// printStatus prints a run's state as tai fleet status does.
+func printStatus(std IO, st *fleet.State, status, auditPath string, asJSON bool) {
+	if asJSON {
+		writeSummary(std.Out, st, auditPath)
+		return
 	}
 	fmt.Fprintf(std.Out, "fleet %s: %s; target %s; used %d tokens, %d turns, %.4g cost; updated %s\n",
 		st.Run, status, st.Target, st.Usage.Tokens, st.Usage.Turns, st.Usage.Cost, st.Updated.Format(time.RFC3339))
 	for _, r := range fleet.TableRows(*st, time.Now()) {
 		fmt.Fprintln(std.Out, r)
 	}
-	return nil
 }
 
 func alive(pid int) bool {
