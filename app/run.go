@@ -102,6 +102,8 @@ type RunFlags struct {
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	chat     bool            // tai chat: the prompts come as lines
 	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
+	// editorForms is that editor's elicitation forms (nil: it shows none).
+	editorForms elicit.Answerer
 	cfg      config.Config   // the user's and the project's configuration
 }
 
@@ -220,10 +222,13 @@ func isTTY(r any) bool {
 }
 
 // elicitChain is the answer chain of the agent's elicitations: the policy
-// file's [[elicit]] rules, the human at the terminal, the cap-speak parent;
-// then decline, or a stop under --non-interactive fail. The live feed (tai
-// top) races the terminal and the parent, as it does for asks.
-func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, srv *feed.Server, ni policy.NonInteractive) *elicit.Chain {
+// file's [[elicit]] rules, the human (at the terminal, or in the editor of
+// tai acp), the cap-speak parent; then decline, or a stop under
+// --non-interactive fail. The live feed (tai top) races the human and the
+// parent, as it does for asks. Under tai acp an editor that shows no forms
+// leaves the feed alone to answer (the turn's cancel still ends the wait);
+// with no feed either, nobody can answer and the chain declines at once.
+func elicitChain(rules []policy.ElicitRule, form *elicit.Form, editor elicit.Answerer, inEditor bool, parent policy.Prompter, srv *feed.Server, ni policy.NonInteractive) *elicit.Chain {
 	c := &elicit.Chain{Rules: rules, Fail: ni == policy.NonInteractiveFail}
 	raced := func(ch elicit.Channel) elicit.Answerer {
 		if srv == nil {
@@ -231,8 +236,13 @@ func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Pro
 		}
 		return elicit.Race{ch, srv.Elicitor()}
 	}
-	if form != nil {
+	switch {
+	case form != nil:
 		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: raced(elicit.Channel{Via: policy.ViaTerminal, A: form})})
+	case editor != nil:
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: raced(elicit.Channel{Via: policy.ViaEditor, A: editor})})
+	case inEditor && srv != nil:
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: elicit.Race{srv.Elicitor()}})
 	}
 	if p, ok := parent.(elicit.Answerer); ok {
 		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: raced(elicit.Channel{Via: policy.ViaParent, A: p})})
