@@ -104,7 +104,7 @@ type RunFlags struct {
 	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
 	// editorForms is that editor's elicitation forms (nil: it shows none).
 	editorForms elicit.Answerer
-	cfg      config.Config   // the user's and the project's configuration
+	cfg         config.Config // the user's and the project's configuration
 }
 
 // Outputs.
