@@ -34,6 +34,11 @@ type editorElicitor struct {
 	form, url bool
 }
 
+// Offers says whether the editor shows elicitations of this mode.
+func (e editorElicitor) Offers(m driver.ElicitMode) bool {
+	return m == driver.ElicitForm && e.form || m == driver.ElicitURL && e.url
+}
+
 // Answer implements elicit.Answerer: a mode the editor lacks passes.
 func (e editorElicitor) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
 	ss := e.ss

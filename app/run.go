@@ -226,8 +226,10 @@ func elicitChain(rules []policy.ElicitRule, form *elicit.Form, editor elicit.Ans
 	switch {
 	case form != nil:
 		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: raced(elicit.Channel{Via: policy.ViaTerminal, A: form})})
+	case editor != nil && srv != nil:
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: editorOrFeed{editor: editor, feed: srv.Elicitor()}})
 	case editor != nil:
-		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: raced(elicit.Channel{Via: policy.ViaEditor, A: editor})})
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: editor})
 	case inEditor && srv != nil:
 		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: elicit.Race{srv.Elicitor()}})
 	}
@@ -235,6 +237,25 @@ func elicitChain(rules []policy.ElicitRule, form *elicit.Form, editor elicit.Ans
 		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: raced(elicit.Channel{Via: policy.ViaParent, A: p})})
 	}
 	return c
+}
+
+// editorOrFeed races the editor and the feed for an elicitation of a mode
+// the editor shows, and leaves the feed alone for one it does not.
+type editorOrFeed struct {
+	editor elicit.Answerer
+	feed   elicit.Channel
+}
+
+// modeOfferer is an editor that says which elicitation modes it shows.
+type modeOfferer interface {
+	Offers(driver.ElicitMode) bool
+}
+
+func (e editorOrFeed) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	if o, ok := e.editor.(modeOfferer); ok && !o.Offers(req.Mode) {
+		return elicit.Race{e.feed}.Answer(ctx, req)
+	}
+	return elicit.Race{{Via: policy.ViaEditor, A: e.editor}, e.feed}.Answer(ctx, req)
 }
 
 // fileContent turns --file into a prompt block: embedded text when asked
