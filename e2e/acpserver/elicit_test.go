@@ -58,16 +58,19 @@ func (c *elicitingClient) UnstableCompleteElicitation(context.Context, acpsdk.Un
 // elicitation.form (a Go SDK client) and to the session's feed at once.
 // Answered in the editor, the agent gets the values and the feed sees the
 // form closed via editor; answered through the feed, the editor's request
-// is withdrawn. The audit log records a human via each channel.
+// is withdrawn; an editor that shows no forms leaves the feed alone to
+// answer. The audit log records a human via each channel.
 func TestACPElicitation(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
+		noForms bool           // the editor advertises no elicitation: the feed alone
 		answer  map[string]any // the editor's; nil: the feed answers
 		message string
 		via     string
 	}{
-		{"editor", map[string]any{"database": "staging", "port": 5432}, `database="staging"`, "editor"},
-		{"feed", nil, `database="prod"`, "dashboard"},
+		{"editor", false, map[string]any{"database": "staging", "port": 5432}, `database="staging"`, "editor"},
+		{"feed", false, nil, `database="prod"`, "dashboard"},
+		{"feed alone", true, nil, `database="prod"`, "dashboard"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -90,6 +93,9 @@ func TestACPElicitation(t *testing.T) {
 				asked: make(chan acpsdk.UnstableCreateElicitationRequest, 1), withdrawn: make(chan struct{}), release: make(chan struct{})}
 			conn := acpsdk.NewClientSideConnection(cl, in, out)
 			caps := acpsdk.ClientCapabilities{Elicitation: &acpsdk.ElicitationCapabilities{Form: &acpsdk.ElicitationFormCapabilities{}}}
+			if tc.noForms {
+				caps = acpsdk.ClientCapabilities{}
+			}
 			if _, err := conn.Initialize(ctx, acpsdk.InitializeRequest{ProtocolVersion: acpsdk.ProtocolVersionNumber, ClientCapabilities: caps}); err != nil {
 				t.Fatalf("initialize: %v", err)
 			}
@@ -106,14 +112,16 @@ func TestACPElicitation(t *testing.T) {
 				r, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: ns.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("go")}})
 				done <- result{r, err}
 			}()
-			var req acpsdk.UnstableCreateElicitationRequest
-			select {
-			case req = <-cl.asked:
-			case r := <-done:
-				t.Fatalf("the turn ended without a form in the editor: %+v %v", r.res, r.err)
-			}
-			if req.Form == nil || !strings.Contains(req.Form.Message, "database") || len(req.Form.RequestedSchema.Properties) != 2 {
-				t.Fatalf("the editor's form: %+v", req)
+			if !tc.noForms {
+				var req acpsdk.UnstableCreateElicitationRequest
+				select {
+				case req = <-cl.asked:
+				case r := <-done:
+					t.Fatalf("the turn ended without a form in the editor: %+v %v", r.res, r.err)
+				}
+				if req.Form == nil || !strings.Contains(req.Form.Message, "database") || len(req.Form.RequestedSchema.Properties) != 2 {
+					t.Fatalf("the editor's form: %+v", req)
+				}
 			}
 			// The same form is on the session's feed.
 			c, el := feedElicitation(ctx, t, rt)
@@ -127,9 +135,14 @@ func TestACPElicitation(t *testing.T) {
 				if err := c.AnswerElicitation(ctx, el.ID, "accept", map[string]any{"database": "prod", "port": 5433}, "dashboard"); err != nil {
 					t.Fatal(err)
 				}
-				<-cl.withdrawn
+				if !tc.noForms {
+					<-cl.withdrawn
+				}
 			}
 			r := <-done
+			if tc.noForms && len(cl.asked) != 0 {
+				t.Fatal("an editor that advertised no elicitation was sent a form")
+			}
 			if r.err != nil || r.res.StopReason != acpsdk.StopReasonEndTurn {
 				t.Fatalf("the turn: %+v, %v", r.res, r.err)
 			}
