@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,10 +45,6 @@ var Features = []string{
 	"tui", "status", "screen.delta", "bracketed_paste", "permission_picker", "trust_dialog",
 	"cancel", "final_screen", "scrollback", "attach", "profiles:" + strings.Join(profile.Names(), ","),
 }
-
-// FinalScreenKind is the raw event carrying the last screen when the
-// session ends (the runner can put it in the audit log).
-const FinalScreenKind = driver.RawFinalScreen
 
 // Config is a Launch plus the PTY driver's own knobs; zero values take
 // the defaults.
@@ -846,16 +843,9 @@ func (s *Session) finish() {
 	// The rows that scrolled off the top go with the last screen, so the
 	// record of a long session is whole.
 	s.scroll.observe(s.prof.Body(snap.Lines))
-	final := map[string]any{"cols": snap.Cols, "rows": snap.Rows, "cursor": []int{snap.CursorX, snap.CursorY},
-		"alt_screen": snap.AltScreen, "text": snap.Text()}
-	if len(s.scroll.lines) > 0 {
-		final["scrollback"] = s.scroll.lines
-	}
-	if s.scroll.dropped > 0 {
-		final["scrollback_dropped"] = s.scroll.dropped
-	}
-	raw, _ := json.Marshal(final)
-	s.emit(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: FinalScreenKind, Data: raw}})
+	s.emit(driver.Event{Type: driver.EventScreenFinal, FinalScreen: &driver.FinalScreen{Cols: snap.Cols, Rows: snap.Rows,
+		Cursor: []int{snap.CursorX, snap.CursorY}, AltScreen: snap.AltScreen, Text: snap.Text(),
+		Scrollback: slices.Clone(s.scroll.lines), ScrollbackDropped: s.scroll.dropped}})
 	if !s.isReady {
 		s.isReady = true
 		close(s.ready)
