@@ -79,11 +79,16 @@ func fleetRuns() ([]FleetRunInfo, error) {
 }
 
 // FleetList runs `tai fleet list`.
-func FleetList(asJSON bool, std IO) int {
+func FleetList(asJSON bool, std IO) error {
 	runs, err := fleetRuns()
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
+	return printRuns(std, runs, asJSON)
+}
+
+// printRuns prints runs as tai fleet list does.
+func printRuns(std IO, runs []FleetRunInfo, asJSON bool) error {
 	if asJSON {
 		if runs == nil {
 			runs = []FleetRunInfo{}
@@ -91,11 +96,11 @@ func FleetList(asJSON bool, std IO) int {
 		enc := json.NewEncoder(std.Out)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(runs)
-		return 0
+		return nil
 	}
 	if len(runs) == 0 {
 		fmt.Fprintln(std.Err, "no fleet runs yet: tai fleet run PLAN.yaml")
-		return 0
+		return nil
 	}
 	fmt.Fprintf(std.Out, "%-34s %-12s %5s  %-28s %8s  %s\n", "RUN", "STATUS", "TASKS", "COUNTS", "TOKENS", "CREATED")
 	for _, r := range runs {
@@ -106,7 +111,7 @@ func FleetList(asJSON bool, std IO) int {
 		sort.Strings(cs)
 		fmt.Fprintf(std.Out, "%-34s %-12s %5d  %-28s %8d  %s\n", r.Run, r.Status, r.Tasks, strings.Join(cs, ", "), r.Tokens, r.Created.Local().Format("2006-01-02 15:04"))
 	}
-	return 0
+	return nil
 }
 
 // latestFleetRun is the newest run, for `tai fleet status` without one.
@@ -125,24 +130,33 @@ func latestFleetRun() (string, error) {
 type FleetLogsFlags struct {
 	Follow bool
 	JSON   bool
+	NATS   NATSFlags // a run over NATS: its events stream, from any host
 }
 
 // FleetLogs runs `tai fleet logs [RUN] [TASK] [-f]`: the run's frames
 // (one task's, with TASK), as lines or (-o json) as the frames
 // themselves. -f follows a live run through its feed until it ends.
-func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) int {
+func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) error {
+	if f.NATS.URL != "" {
+		return fleetLogsNATS(ctx, f, run, task, std)
+	}
 	if run == "" {
 		r, err := latestFleetRun()
 		if err != nil {
-			return fail(std, err)
+			return err
 		}
 		run = r
 	}
 	dir := fleet.RunDir(run)
 	if _, err := fleet.LoadState(dir); err != nil {
-		return fail(std, exitcode.With(exitcode.Usage, err))
+		return exitcode.With(exitcode.Usage, err)
 	}
-	show := func(data []byte) {
+	return fleetLogsFrom(ctx, f, run, dir, logShower(f, task, std), std)
+}
+
+// logShower prints a frame as tai fleet logs does (one task's, with task).
+func logShower(f FleetLogsFlags, task string, std IO) func([]byte) {
+	return func(data []byte) {
 		var fr logFrame
 		if json.Unmarshal(data, &fr) != nil || (task != "" && fr.Task != task) {
 			return
@@ -155,6 +169,10 @@ func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) 
 			fmt.Fprintln(std.Out, l)
 		}
 	}
+}
+
+// fleetLogsFrom prints a local run's frames, or follows its live feed.
+func fleetLogsFrom(ctx context.Context, f FleetLogsFlags, run, dir string, show func([]byte), std IO) error {
 	if f.Follow {
 		if ep, ok := liveFeedOf(run); ok {
 			c := feed.Dial(ep.Path)
@@ -166,14 +184,14 @@ func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) 
 				return nil
 			})
 			if err != nil && !errors.Is(err, feed.ErrEnded) && ctx.Err() == nil {
-				return fail(std, err)
+				return err
 			}
-			return 0
+			return nil
 		}
 	}
 	fh, err := os.Open(filepath.Join(dir, framesFile))
 	if err != nil {
-		return fail(std, fmt.Errorf("fleet run %s has no frames (a run from before tai kept them?): %w", run, err))
+		return fmt.Errorf("fleet run %s has no frames (a run from before tai kept them?): %w", run, err)
 	}
 	defer fh.Close()
 	sc := bufio.NewScanner(fh)
@@ -182,9 +200,9 @@ func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) 
 		show(sc.Bytes())
 	}
 	if err := sc.Err(); err != nil {
-		return fail(std, err)
+		return err
 	}
-	return 0
+	return nil
 }
 
 func liveFeedOf(run string) (feed.Endpoint, bool) {

@@ -1,6 +1,8 @@
-// Package app holds what tai's commands do, so that cmd/tai is only cobra
-// wiring: it resolves an agent, builds the policy and the output, runs the
-// session and turns the outcome into stdout and an exit code.
+// Package app holds tai's commands, so that cmd/tai only assembles them:
+// each command's constructor (NewCmd*, in cmd_*.go) declares its flags next
+// to its options and takes an IO and, for tests, the function it runs. The
+// commands resolve an agent, build the policy and the output, run the
+// session and return an error that carries the exit code; Report prints it.
 package app
 
 import (
@@ -17,8 +19,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/capspeak"
@@ -37,12 +37,6 @@ import (
 
 // Version is tai's version, set at build time.
 var Version = "0.1.0-dev"
-
-// IO is the process's standard streams.
-type IO struct {
-	In       io.Reader
-	Out, Err io.Writer
-}
 
 // RunFlags are `tai run`'s flags.
 type RunFlags struct {
@@ -112,9 +106,8 @@ const (
 	OutputStreamJSON = "stream-json"
 )
 
-// Run runs `tai run`. It returns the exit code; what went wrong has been
-// reported on the streams.
-func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
+// Run runs `tai run`. Its error carries the exit code (exitcode.Of).
+func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	if wantsChat(f, args, std) {
 		return Chat(ctx, f, args, std)
 	}
@@ -123,7 +116,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
 	f, err := applyConfig(f)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	logger := newLogger(std.Err, f.Verbose)
 	var frames *render.Frames
@@ -135,17 +128,17 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	case "", "text":
 	case "stream-json":
 		if f.Output != OutputStreamJSON {
-			return fail(std, exitcode.Usagef("--input-format stream-json needs --output stream-json (tai --cap-speak stream-json sets both)"))
+			return exitcode.Usagef("--input-format stream-json needs --output stream-json (tai --cap-speak stream-json sets both)")
 		}
 		conn = capspeak.New(frames, logger, Version)
 		f.answerer = conn
 	default:
-		return fail(std, exitcode.Usagef("--input-format must be text or stream-json, not %q", f.InputFormat))
+		return exitcode.Usagef("--input-format must be text or stream-json, not %q", f.InputFormat)
 	}
 	opts, cleanup, err := buildRun(f, args, std, logger)
 	defer cleanup()
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	var text *render.Text // buffered: flushed once the run is over
 	for _, s := range opts.Sinks {
@@ -169,24 +162,32 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 		out := bufio.NewWriterSize(std.Out, 64<<10)
 		_ = res.WriteIndented(out)
 		_ = out.Flush()
+		return exit(res.ExitCode)
 	case OutputStreamJSON:
 		_ = frames.Write(runner.ResultFrame{Type: "result", Seq: res.LastSeq + 1, Time: time.Now().UTC(), Result: res})
-	default:
-		if text != nil {
-			_ = text.Flush()
-		}
-		if runErr != nil || res.ExitCode != 0 {
-			Report(std.Err, exitcode.With(exitcode.Code(res.ExitCode), fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())))
-		}
+		return exit(res.ExitCode)
 	}
-	return res.ExitCode
+	if text != nil {
+		_ = text.Flush()
+	}
+	return runEnd(res, runErr != nil || res.ExitCode != 0)
+}
+
+// runEnd is how a run in text ended: when it failed, the error with the
+// run's code (which may be 0 for a run that ended early but clean).
+func runEnd(res runner.Result, failed bool) error {
+	if !failed {
+		return nil
+	}
+	c := exitcode.Code(res.ExitCode)
+	return exitcode.With(c, fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, c.Name()))
 }
 
 // wantsChat: no prompt on a terminal, for a driver without a terminal UI
 // of its own, is an interactive session (tai chat).
 func wantsChat(f RunFlags, args []string, std IO) bool {
 	if len(args) > 0 || f.Resume != "" || f.Continue || f.Fork != "" || len(f.Files) > 0 ||
-		f.InputFormat == "stream-json" || !isTTY(std.In) || !isTTY(std.Out) {
+		f.InputFormat == "stream-json" || !std.InTTY() || !std.OutTTY() {
 		return false
 	}
 	cf, err := applyConfig(f)
@@ -203,20 +204,6 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 		level = slog.LevelDebug
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: logValue}))
-}
-
-// colorOn: colour only on a terminal, and never with NO_COLOR.
-func colorOn(w io.Writer) bool {
-	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	f, ok := osFile(w)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-func isTTY(r any) bool {
-	f, ok := osFile(r)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // elicitChain is the answer chain of the agent's elicitations: the policy
@@ -305,11 +292,9 @@ func parseMCP(s string) ([]driver.MCPServer, error) {
 
 // traceWriter opens the raw wire transcript (JSONL, secrets redacted, the
 // MCP servers' env, headers and secret flags among them):
-// {"ts":..., "dir":"in"|"out", "line": <the message>}.
+// {"ts":..., "dir":"in"|"out", "line": <the message>}. env is the
+// environment whose secret values it masks.
 func traceWriter(path string, env, patterns []string, mcp []driver.MCPServer) (*tracefile.Writer, error) {
-	if env == nil {
-		env = os.Environ()
-	}
 	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(mcp)...), Patterns: patterns})
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %w", err)

@@ -21,7 +21,8 @@ func TestPipelinedReadsBoundedMemory(t *testing.T) {
 	if err := os.WriteFile(scr, []byte("steps:\n  - read: {path: big.txt, repeat: 16}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	o, peak := taiPeak(t, dir, "run", "--no-audit", "--agent-cmd", builtinWith(scr), "-o", "json", "go")
+	o := taiPeak(t, dir, "run", "--no-audit", "--agent-cmd", builtinWith(scr), "-o", "json", "go")
+	peak := o.hwm
 	if o.code != 0 {
 		t.Fatalf("exit %d: %s", o.code, o.stderr)
 	}

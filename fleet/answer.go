@@ -21,9 +21,14 @@ const CannotAnswer = "CANNOT_ANSWER"
 // context and the task's diff), then to a human.
 func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Handle, q string) (string, string, Usage, error) {
 	var spent Usage
+	if f.ask != nil {
+		return f.ask(ctx, q) // a remote task: its coordinator answers
+	}
 	if a := f.plan.Answerer; a != nil {
 		diff := "(no worktree)"
-		if h != nil {
+		if f.patch != "" {
+			diff = f.patch
+		} else if h != nil {
 			if p, err := f.wt.Patch(ctx, cwd, h.Base, 16<<10); err == nil {
 				diff = p
 			}

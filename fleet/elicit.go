@@ -49,7 +49,7 @@ type fleetAnswerer struct {
 const Decline = "DECLINE"
 
 func (a fleetAnswerer) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
-	if req.Mode != driver.ElicitForm || (a.f.plan.Answerer == nil && a.f.o.AskHuman == nil) {
+	if req.Mode != driver.ElicitForm || (a.f.plan.Answerer == nil && a.f.o.AskHuman == nil && a.f.ask == nil) {
 		return driver.ElicitationAnswer{}, elicit.ErrPass // a URL needs a person at a browser
 	}
 	fields, _ := json.Marshal(req.Fields)

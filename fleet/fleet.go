@@ -119,6 +119,10 @@ type fleet struct {
 	running map[string]*Task // tasks whose agent is working, for the owns: overlap warning
 	done    map[string]chan struct{}
 	humanMu sync.Mutex
+
+	// A task run by a remote worker (RunTaskIn) or answered for one (Answer).
+	ask   func(ctx context.Context, q string) (string, string, Usage, error) // routes questions to the coordinator
+	patch string                                                             // the remote task's changes so far, for the answerer
 }
 
 // Run runs (or resumes) a fleet. The returned State is final; its
