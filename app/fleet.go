@@ -21,6 +21,7 @@ import (
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
@@ -160,6 +161,12 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 		h := newHuman(tty)
 		h.table, h.feed = table, srv
 		o.Prompter, o.AskHuman = withFeed(h, srv), h.askQuestion
+		// An elicitation the answerer escalates is a form, at the terminal
+		// and as the feed's ELICIT: the first answer wins.
+		o.ElicitHuman = humanForm{h: h, form: &elicit.Form{In: tty, Out: tty, Lines: h.prompt}}
+		if srv != nil {
+			o.ElicitHuman = elicit.Race{{Via: policy.ViaTerminal, A: o.ElicitHuman}, srv.Elicitor()}
+		}
 	}
 
 	if table != nil {
@@ -366,6 +373,25 @@ func (h *human) Ask(ctx context.Context, req driver.PermissionRequest) (policy.A
 		defer h.table.Release()
 	}
 	return h.prompt.Ask(ctx, req)
+}
+
+// humanForm is a task's form on the fleet's terminal, which shows one
+// prompt at a time, the table held meanwhile.
+type humanForm struct {
+	h    *human
+	form *elicit.Form
+}
+
+func (f humanForm) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	task := strings.TrimPrefix(policy.AskerOf(ctx), "task ")
+	if f.h.table != nil {
+		f.h.table.Hold(task, "form: "+req.Message)
+		defer f.h.table.Release()
+	}
+	fmt.Fprintf(f.h.out, "\n[tai fleet] task %s asks:\n", task)
+	return f.form.Answer(ctx, req)
 }
 
 func (h *human) askQuestion(ctx context.Context, task, q string) (string, error) {
