@@ -162,6 +162,23 @@ func (s *Server) HandleNotification(ctx context.Context, method string, params j
 	}
 }
 
+// serverMethod serves one client → agent request after initialize.
+type serverMethod func(s *Server, ctx context.Context, method string, params json.RawMessage) (any, error)
+
+// serverMethods is the table of the ACP requests tai serves itself; the
+// rest go to the wrapped agent's session, when they name one.
+var serverMethods = map[string]serverMethod{
+	acp.MethodAuthenticate:           (*Server).serveAuthenticate,
+	acp.MethodSessionNew:             (*Server).serveNewSession,
+	acp.MethodSessionLoad:            (*Server).serveLoadSession,
+	acp.MethodSessionResume:          (*Server).serveLoadSession,
+	acp.MethodSessionList:            (*Server).serveListSessions,
+	acp.MethodSessionClose:           (*Server).serveCloseSession,
+	acp.MethodSessionPrompt:          (*Server).servePrompt,
+	acp.MethodSessionSetMode:         (*Server).serveSetMode,
+	acp.MethodSessionSetConfigOption: (*Server).serveSetConfigOption,
+}
+
 // HandleRequest implements jsonrpc.Handler.
 func (s *Server) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	<-s.ready
@@ -174,94 +191,111 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 	if !inited {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize first"}
 	}
-	switch method {
-	case acp.MethodAuthenticate:
-		return acp.AuthenticateResponse{}, nil
-	case acp.MethodSessionNew:
-		var p acp.NewSessionRequest
-		if err := decode(params, &p); err != nil {
-			return nil, err
-		}
-		return s.newSession(ctx, p)
-	case acp.MethodSessionLoad, acp.MethodSessionResume:
-		var p acp.LoadSessionRequest
-		if err := decode(params, &p); err != nil {
-			return nil, err
-		}
-		return s.loadSession(ctx, method, p)
-	case acp.MethodSessionList:
-		var p acp.ListSessionsRequest
-		if err := decode(params, &p); err != nil {
-			return nil, err
-		}
-		return s.listSessions(ctx, p)
-	case acp.MethodSessionClose:
-		var p acp.CloseSessionRequest
-		if err := decode(params, &p); err != nil {
-			return nil, err
-		}
-		ss := s.session(p.SessionId)
-		if ss == nil {
-			return nil, noSession(p.SessionId)
-		}
-		ss.close()
-		return acp.CloseSessionResponse{}, nil
-	case acp.MethodSessionPrompt:
-		var p struct {
-			SessionId string             `json:"sessionId"`
-			Prompt    []acp.ContentBlock `json:"prompt"`
-		}
-		if err := decode(params, &p); err != nil {
-			return nil, err
-		}
-		ss := s.session(p.SessionId)
-		if ss == nil {
-			return nil, noSession(p.SessionId)
-		}
-		content, err := promptContent(p.Prompt)
-		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-		}
-		return ss.prompt(ctx, content)
-	case acp.MethodSessionSetMode:
-		var p acp.SetSessionModeRequest
-		if err := decode(params, &p); err != nil {
-			return nil, err
-		}
-		ss := s.session(p.SessionId)
-		if ss == nil {
-			return nil, noSession(p.SessionId)
-		}
-		if err := ss.ctl.SetMode(ctx, p.ModeId); err != nil {
-			return nil, driverError(err)
-		}
-		return acp.SetSessionModeResponse{}, nil
-	case acp.MethodSessionSetConfigOption:
-		var p struct {
-			SessionId string          `json:"sessionId"`
-			ConfigId  string          `json:"configId"`
-			Value     json.RawMessage `json:"value"`
-		}
-		if err := decode(params, &p); err != nil {
-			return nil, err
-		}
-		ss := s.session(p.SessionId)
-		if ss == nil {
-			return nil, noSession(p.SessionId)
-		}
-		value, err := configValue(p.Value)
-		if err != nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-		}
-		if err := ss.ctl.SetConfigOption(ctx, p.ConfigId, value); err != nil {
-			return nil, driverError(err)
-		}
-		return map[string]any{"configOptions": configOptions(ss.configNow())}, nil
+	if serve, ok := serverMethods[method]; ok {
+		return serve(s, ctx, method, params)
 	}
 	if ss := s.forwardTarget(params); ss != nil {
 		return ss.forwardCall(ctx, method, params)
 	}
 	return nil, jsonrpc.ErrMethodNotFound(method)
+}
+
+func (s *Server) serveAuthenticate(context.Context, string, json.RawMessage) (any, error) {
+	return acp.AuthenticateResponse{}, nil
+}
+
+func (s *Server) serveNewSession(ctx context.Context, _ string, params json.RawMessage) (any, error) {
+	var p acp.NewSessionRequest
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	return s.newSession(ctx, p)
+}
+
+func (s *Server) serveLoadSession(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	var p acp.LoadSessionRequest
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	return s.loadSession(ctx, method, p)
+}
+
+func (s *Server) serveListSessions(ctx context.Context, _ string, params json.RawMessage) (any, error) {
+	var p acp.ListSessionsRequest
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	return s.listSessions(ctx, p)
+}
+
+func (s *Server) serveCloseSession(_ context.Context, _ string, params json.RawMessage) (any, error) {
+	var p acp.CloseSessionRequest
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	ss := s.session(p.SessionId)
+	if ss == nil {
+		return nil, noSession(p.SessionId)
+	}
+	ss.close()
+	return acp.CloseSessionResponse{}, nil
+}
+
+func (s *Server) servePrompt(ctx context.Context, _ string, params json.RawMessage) (any, error) {
+	var p struct {
+		SessionId string             `json:"sessionId"`
+		Prompt    []acp.ContentBlock `json:"prompt"`
+	}
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	ss := s.session(p.SessionId)
+	if ss == nil {
+		return nil, noSession(p.SessionId)
+	}
+	content, err := promptContent(p.Prompt)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	return ss.prompt(ctx, content)
+}
+
+func (s *Server) serveSetMode(ctx context.Context, _ string, params json.RawMessage) (any, error) {
+	var p acp.SetSessionModeRequest
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	ss := s.session(p.SessionId)
+	if ss == nil {
+		return nil, noSession(p.SessionId)
+	}
+	if err := ss.ctl.SetMode(ctx, p.ModeId); err != nil {
+		return nil, driverError(err)
+	}
+	return acp.SetSessionModeResponse{}, nil
+}
+
+func (s *Server) serveSetConfigOption(ctx context.Context, _ string, params json.RawMessage) (any, error) {
+	var p struct {
+		SessionId string          `json:"sessionId"`
+		ConfigId  string          `json:"configId"`
+		Value     json.RawMessage `json:"value"`
+	}
+	if err := decode(params, &p); err != nil {
+		return nil, err
+	}
+	ss := s.session(p.SessionId)
+	if ss == nil {
+		return nil, noSession(p.SessionId)
+	}
+	value, err := configValue(p.Value)
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	}
+	if err := ss.ctl.SetConfigOption(ctx, p.ConfigId, value); err != nil {
+		return nil, driverError(err)
+	}
+	return map[string]any{"configOptions": configOptions(ss.configNow())}, nil
 }
 
 func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, error) {

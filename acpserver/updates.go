@@ -34,57 +34,83 @@ func (u *updater) updates(ev driver.Event) []update {
 			return []update{u.toolCall(*tc)}
 		}
 	case driver.EventPlan:
-		if ev.Plan != nil {
-			entries := []map[string]any{}
-			for _, e := range ev.Plan.Entries {
-				entries = append(entries, map[string]any{"content": e.Content, "priority": oneOf(e.Priority, "medium", "high", "medium", "low"),
-					"status": oneOf(e.Status, "pending", "pending", "in_progress", "completed")})
-			}
-			return []update{{"sessionUpdate": "plan", "entries": entries}}
-		}
+		return planUpdate(ev.Plan)
 	case driver.EventModeChanged:
 		if ev.Mode != nil {
 			return []update{{"sessionUpdate": "current_mode_update", "currentModeId": ev.Mode.ID}}
 		}
 	case driver.EventCommands:
-		cmds := []map[string]any{}
-		for _, c := range ev.Commands {
-			m := map[string]any{"name": c.Name, "description": c.Description}
-			if c.Hint != "" {
-				m["input"] = map[string]any{"hint": c.Hint}
-			}
-			cmds = append(cmds, m)
-		}
-		return []update{{"sessionUpdate": "available_commands_update", "availableCommands": cmds}}
+		return commandsUpdate(ev.Commands)
 	case driver.EventConfigOptions:
 		return []update{{"sessionUpdate": "config_option_update", "configOptions": configOptions(ev.Config)}}
 	case driver.EventSessionInfo:
-		if i := ev.Info; i != nil {
-			m := update{"sessionUpdate": "session_info_update"}
-			if i.Title != nil {
-				m["title"] = *i.Title
-			}
-			if i.UpdatedAt != nil {
-				m["updatedAt"] = *i.UpdatedAt
-			}
-			return []update{m}
-		}
+		return infoUpdate(ev.Info)
 	case driver.EventUsage:
-		if us := ev.Usage; us != nil && us.ContextSize > 0 {
-			m := update{"sessionUpdate": "usage_update", "used": us.ContextUsed, "size": us.ContextSize}
-			if us.Currency != "" {
-				m["cost"] = map[string]any{"amount": us.CostAmount, "currency": us.Currency}
-			}
-			return []update{m}
-		}
+		return usageUpdate(ev.Usage)
 	case driver.EventRaw:
-		// An update tai does not know, from an ACP agent: the editor may.
-		if r := ev.Raw; r != nil && u.rawOK && json.Valid(r.Data) {
-			var m update
-			if json.Unmarshal(r.Data, &m) == nil && m["sessionUpdate"] != nil {
-				return []update{m}
-			}
+		return u.rawUpdate(ev.Raw)
+	}
+	return nil
+}
+
+func planUpdate(p *driver.Plan) []update {
+	if p == nil {
+		return nil
+	}
+	entries := []map[string]any{}
+	for _, e := range p.Entries {
+		entries = append(entries, map[string]any{"content": e.Content, "priority": oneOf(e.Priority, "medium", "high", "medium", "low"),
+			"status": oneOf(e.Status, "pending", "pending", "in_progress", "completed")})
+	}
+	return []update{{"sessionUpdate": "plan", "entries": entries}}
+}
+
+func commandsUpdate(commands []driver.Command) []update {
+	cmds := []map[string]any{}
+	for _, c := range commands {
+		m := map[string]any{"name": c.Name, "description": c.Description}
+		if c.Hint != "" {
+			m["input"] = map[string]any{"hint": c.Hint}
 		}
+		cmds = append(cmds, m)
+	}
+	return []update{{"sessionUpdate": "available_commands_update", "availableCommands": cmds}}
+}
+
+func infoUpdate(i *driver.SessionInfo) []update {
+	if i == nil {
+		return nil
+	}
+	m := update{"sessionUpdate": "session_info_update"}
+	if i.Title != nil {
+		m["title"] = *i.Title
+	}
+	if i.UpdatedAt != nil {
+		m["updatedAt"] = *i.UpdatedAt
+	}
+	return []update{m}
+}
+
+func usageUpdate(us *driver.Usage) []update {
+	if us == nil || us.ContextSize <= 0 {
+		return nil
+	}
+	m := update{"sessionUpdate": "usage_update", "used": us.ContextUsed, "size": us.ContextSize}
+	if us.Currency != "" {
+		m["cost"] = map[string]any{"amount": us.CostAmount, "currency": us.Currency}
+	}
+	return []update{m}
+}
+
+// rawUpdate passes on an update tai does not know, from an ACP agent: the
+// editor may.
+func (u *updater) rawUpdate(r *driver.RawUpdate) []update {
+	if r == nil || !u.rawOK || !json.Valid(r.Data) {
+		return nil
+	}
+	var m update
+	if json.Unmarshal(r.Data, &m) == nil && m["sessionUpdate"] != nil {
+		return []update{m}
 	}
 	return nil
 }

@@ -31,6 +31,8 @@ const (
 	EventTurnEnded         EventType = "turn.ended"
 	EventError             EventType = "error"
 	EventProcessExited     EventType = "process.exited"
+	EventScreenFinal       EventType = "screen.final"
+	EventAgentStop         EventType = "agent.stop"
 	EventRaw               EventType = "raw"
 
 	EventElicitationAsked     EventType = "elicitation.asked"
@@ -45,7 +47,8 @@ var EventTypes = []EventType{
 	EventPermissionAsked, EventPermissionDecided, EventModeChanged,
 	EventCommands, EventConfigOptions, EventSessionInfo, EventUsage,
 	EventStatus, EventScreenDelta, EventFileWritten, EventTerminalExited,
-	EventTurnEnded, EventError, EventProcessExited, EventRaw,
+	EventTurnEnded, EventError, EventProcessExited, EventScreenFinal,
+	EventAgentStop, EventRaw,
 	EventElicitationAsked, EventElicitationAnswered, EventElicitationCompleted,
 }
 
@@ -80,6 +83,9 @@ type Event struct {
 	Elicitation         *ElicitationRequest  `json:"elicitation,omitempty"`
 	ElicitationAnswer   *ElicitationAnswer   `json:"elicitation_answer,omitempty"`
 	ElicitationComplete *ElicitationComplete `json:"elicitation_complete,omitempty"`
+
+	FinalScreen *FinalScreen `json:"final_screen,omitempty"`
+	AgentStop   *AgentStop   `json:"agent_stop,omitempty"`
 }
 
 // SessionStarted describes a session once its handshake is done.
@@ -364,25 +370,35 @@ type ProcessExit struct {
 	Stderr   string `json:"stderr,omitempty"`
 }
 
-// RawUpdate passes through an update this build does not understand, or
-// one of the named kinds below that only the audit log reads.
+// FinalScreen is a screen-based agent's last screen when its session ends,
+// with the rows that scrolled off it: the scrollback users lose when a TUI
+// dies. Fields are in name order, as the audit log has always kept them.
+type FinalScreen struct {
+	AltScreen         bool     `json:"alt_screen"`
+	Cols              int      `json:"cols"`
+	Cursor            []int    `json:"cursor"` // column, row
+	Rows              int      `json:"rows"`
+	Scrollback        []string `json:"scrollback,omitempty"`
+	ScrollbackDropped int      `json:"scrollback_dropped,omitempty"` // oldest rows beyond the cap
+	Text              string   `json:"text"`
+}
+
+// AgentStop is a CLI's own end-of-turn hook (Claude Code's Stop): its
+// session, and the transcript file it keeps of the session outside tai.
+// Fields are in name order, as the audit log has always kept them.
+type AgentStop struct {
+	Cwd            string `json:"cwd"`
+	PermissionMode string `json:"permission_mode"`
+	SessionID      string `json:"session_id"`
+	StopHookActive bool   `json:"stop_hook_active"`
+	TranscriptPath string `json:"transcript_path"`
+}
+
+// RawUpdate passes through an update this build does not understand.
 type RawUpdate struct {
 	Kind RawKind         `json:"kind"`
 	Data json.RawMessage `json:"data"`
 }
 
-// RawKind names a raw update: an agent's own update name, or one of the
-// kinds drivers emit for the runner to record.
+// RawKind names a raw update: the agent's own name for it.
 type RawKind string
-
-// Raw kinds the runner records in the audit log, whichever driver emits
-// them, so that it matches no driver's literal and imports no driver.
-const (
-	// RawFinalScreen is a screen-based agent's last screen when its session
-	// ends: the scrollback users lose when a TUI dies.
-	RawFinalScreen RawKind = "pty.final_screen"
-	// RawStopHook is a CLI's Stop hook at a turn's end: its session, its
-	// own transcript file and stop_hook_active (the transcript is the CLI's
-	// full record of the session, kept outside tai).
-	RawStopHook RawKind = "hook/Stop"
-)

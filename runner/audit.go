@@ -120,17 +120,14 @@ func (a *auditSink) Emit(ev driver.Event) {
 		a.append(audit.KindProcessExit, ev.Session, audit.Process{PID: p.Pid, ExitStatus: p.ExitCode, Signal: p.Signal})
 	case driver.EventError:
 		a.append(audit.KindError, ev.Session, audit.Error{Error: ev.Error.Message, Op: ev.Error.Code})
-	case driver.EventRaw:
+	case driver.EventScreenFinal:
 		// A screen-based agent's last screen: the scrollback users lose
 		// when a TUI dies is kept with the run's record.
-		if ev.Raw.Kind == driver.RawFinalScreen {
-			a.append(audit.KindScreenFinal, ev.Session, ev.Raw.Data)
-		}
-		// A stream-json CLI's turn end, with where it keeps its own
-		// transcript of the session.
-		if ev.Raw.Kind == driver.RawStopHook {
-			a.append(audit.KindAgentStop, ev.Session, ev.Raw.Data)
-		}
+		a.append(audit.KindScreenFinal, ev.Session, ev.FinalScreen)
+	case driver.EventAgentStop:
+		// A CLI's turn end, with where it keeps its own transcript of the
+		// session.
+		a.append(audit.KindAgentStop, ev.Session, ev.AgentStop)
 	case driver.EventTurnEnded:
 		a.append(audit.KindTurnEnd, ev.Session, ev.Turn)
 	case driver.EventElicitationAsked:

@@ -132,3 +132,72 @@ func TestAuditDecisionWrittenOnce(t *testing.T) {
 		t.Fatalf("entries %v", got)
 	}
 }
+
+// The drivers' side channels (a PTY agent's last screen, a CLI's Stop
+// hook) are first-class events; the audit log keeps them exactly as it did
+// when they were raw events, byte for byte.
+func TestAuditSideChannels(t *testing.T) {
+	tests := []struct {
+		name     string
+		ev       driver.Event
+		kind     string
+		wantData string
+	}{
+		{"final screen with scrollback",
+			driver.Event{Type: driver.EventScreenFinal, FinalScreen: &driver.FinalScreen{Cols: 80, Rows: 24, Cursor: []int{3, 4}, Text: "hi",
+				Scrollback: []string{"a", "b"}, ScrollbackDropped: 2}},
+			audit.KindScreenFinal,
+			`{"alt_screen":false,"cols":80,"cursor":[3,4],"rows":24,"scrollback":["a","b"],"scrollback_dropped":2,"text":"hi"}`},
+		{"final screen without scrollback",
+			driver.Event{Type: driver.EventScreenFinal, FinalScreen: &driver.FinalScreen{Cols: 80, Rows: 24, Cursor: []int{0, 0}, AltScreen: true,
+				Scrollback: []string{}}},
+			audit.KindScreenFinal,
+			`{"alt_screen":true,"cols":80,"cursor":[0,0],"rows":24,"text":""}`},
+		{"stop hook",
+			driver.Event{Type: driver.EventAgentStop, AgentStop: &driver.AgentStop{SessionID: "s1", TranscriptPath: "/t.jsonl", Cwd: "/w",
+				PermissionMode: "default"}},
+			audit.KindAgentStop,
+			`{"cwd":"/w","permission_mode":"default","session_id":"s1","stop_hook_active":false,"transcript_path":"/t.jsonl"}`},
+		{"a raw update is not recorded",
+			driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: "pty.final_screen", Data: json.RawMessage(`{}`)}},
+			"", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "a.jsonl")
+			log, err := audit.Open(path, audit.Options{Run: "r"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.ev.Session = "s"
+			(&auditSink{log: log}).Emit(tt.ev)
+			if err := log.Close(); err != nil {
+				t.Fatal(err)
+			}
+			b, _ := os.ReadFile(path)
+			var got []string
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if line == "" {
+					continue
+				}
+				var e struct {
+					Kind string          `json:"kind"`
+					Data json.RawMessage `json:"data"`
+				}
+				if err := json.Unmarshal([]byte(line), &e); err != nil {
+					t.Fatal(err)
+				}
+				if e.Kind == audit.KindScreenFinal || e.Kind == audit.KindAgentStop {
+					got = append(got, e.Kind+" "+string(e.Data))
+				}
+			}
+			var want []string
+			if tt.kind != "" {
+				want = []string{tt.kind + " " + tt.wantData}
+			}
+			if strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("entries\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}

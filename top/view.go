@@ -198,7 +198,7 @@ func age(now, t time.Time) string {
 // Frame renders the whole screen: width columns, height lines (0: as
 // many as needed).
 func Frame(runs []feed.State, sel int, now time.Time, width, height int, color bool) string {
-	st := newStyles(color)
+	f := &frame{st: newStyles(color), sel: sel, now: now, width: width}
 	q := Queue(runs)
 	rows := Rows(runs)
 	blocking := 0
@@ -207,99 +207,19 @@ func Frame(runs []feed.State, sel int, now time.Time, width, height int, color b
 			blocking++
 		}
 	}
-	var b []string
 	title := fmt.Sprintf("tai top · %d runs · %d sessions · %d waiting for you", len(runs), len(rows), blocking)
-	b = append(b, st.title.Render(clip(title, width)))
-	line := func(s string, selected bool) {
-		cursor := "  "
-		if selected {
-			cursor = "▸ " // visible without colour too
-		}
-		s = clip(cursor+s, width)
-		if selected {
-			s = st.sel.Render(s)
-		}
-		b = append(b, s)
-	}
-	idx := 0
-	if len(q) > 0 {
-		b = append(b, "", st.head.Render(clip("  ATTENTION (oldest first)", width)))
-		for _, it := range q {
-			chip := fmt.Sprintf("%-8s", it.Chip)
-			if cs, ok := st.chips[it.Chip]; ok && idx != sel {
-				chip = cs.Render(chip)
-			}
-			who := it.Run
-			if it.Task != "" {
-				who = it.Task + " @ " + shortRun(it.Run)
-			}
-			whoW := 28
-			if width < 100 {
-				whoW = 20
-			}
-			rest := fmt.Sprintf(" %6s  %s  %s", age(now, it.Since), pad(who, whoW), it.Title)
-			line(chip+rest, idx == sel)
-			idx++
-		}
-	}
-	b = append(b, "")
-	wide := width >= 120
-	for _, r := range runs {
-		if r.Budget != nil {
-			b = append(b, clip(fmt.Sprintf("  budget of %s: %s", shortRun(r.Run), budgetLine(*r.Budget)), width))
-		}
-	}
-	header := fmt.Sprintf("%-12s %-9s %-8s %7s %9s %9s %5s  %s", "AGENT", "STATE", "TASK", "ELAPSED", "TOKENS", "DIFF", "LAST", "ACTIVITY")
-	if wide {
-		header = fmt.Sprintf("%-14s %-6s %-14s %-22s %-8s %7s %9s %10s %9s %5s  %s", "AGENT", "DRIVER", "MODEL", "WORKTREE", "STATE", "ELAPSED", "TOKENS", "COST", "DIFF", "LAST", "ACTIVITY")
-	}
-	b = append(b, st.head.Render(clip("  "+header, width)))
-	for _, r := range rows {
-		s := r.Session
-		state := string(s.State)
-		task, where := "", ""
-		if s.Cwd != "" {
-			where = filepath.Base(s.Cwd)
-		}
-		if r.Task != nil {
-			task = r.Task.ID
-			if r.Task.Branch != "" {
-				where = r.Task.Branch
-			}
-			if s.ID == "" {
-				state = r.Task.Status
-			}
-		}
-		agent := s.Agent
-		if agent == "" && r.Task != nil {
-			agent = r.Task.Agent
-		}
-		diff := fmt.Sprintf("+%d/-%d", s.Added, s.Removed)
-		el := "-"
-		if !s.Started.IsZero() {
-			el = age(now, s.Started)
-		}
-		var tb *feed.Budget
-		if r.Task != nil {
-			tb = r.Task.Budget
-		}
-		var l string
-		if wide {
-			l = fmt.Sprintf("%s %s %s %s %s %7s %9s %10s %9s %5s  %s", pad(agent, 14), pad(s.Driver, 6), pad(s.Model, 14), pad(where, 22), pad(state, 8),
-				el, tokens(s.Tokens, tb), cost(s.Cost, tb), diff, age(now, s.LastEvent), s.Activity)
-		} else {
-			l = fmt.Sprintf("%s %s %s %7s %9s %9s %5s  %s", pad(agent, 12), pad(state, 9), pad(task, 8), el, tokens(s.Tokens, tb), diff, age(now, s.LastEvent), s.Activity)
-		}
-		line(l, idx == sel)
-		idx++
-	}
+	f.b = append(f.b, f.st.title.Render(clip(title, width)))
+	f.queue(q)
+	f.b = append(f.b, "")
+	f.sessions(runs, rows)
 	if len(runs) == 0 {
-		b = append(b, st.dim.Render(clip("no tai is running on this machine (tai run, tai fleet run and tai chat show up here)", width)))
+		f.b = append(f.b, f.st.dim.Render(clip("no tai is running on this machine (tai run, tai fleet run and tai chat show up here)", width)))
 	}
 	help := "↑/↓ select · enter peek · y once · a always (run) · f always (fleet) · n deny · l follow · q quit"
 	if width < 100 {
 		help = "↑↓ enter:peek y:once a:always f:fleet n:deny l:follow q:quit"
 	}
+	b := f.b
 	if height > 0 {
 		for len(b) < height-1 {
 			b = append(b, "")
@@ -308,8 +228,111 @@ func Frame(runs []feed.State, sel int, now time.Time, width, height int, color b
 			b = b[:height-1]
 		}
 	}
-	b = append(b, st.dim.Render(clip(help, width)))
+	b = append(b, f.st.dim.Render(clip(help, width)))
 	return strings.Join(b, "\n")
+}
+
+// frame is a screen being rendered: its lines so far, and the index of the
+// next selectable line (asks first, then sessions).
+type frame struct {
+	st       styles
+	b        []string
+	sel, idx int
+	width    int
+	now      time.Time
+}
+
+// item adds the next selectable line, marked if it is the selected one.
+func (f *frame) item(s string) {
+	selected := f.idx == f.sel
+	cursor := "  "
+	if selected {
+		cursor = "▸ " // visible without colour too
+	}
+	s = clip(cursor+s, f.width)
+	if selected {
+		s = f.st.sel.Render(s)
+	}
+	f.b = append(f.b, s)
+	f.idx++
+}
+
+// queue adds the asks waiting for the user, oldest first.
+func (f *frame) queue(q []Item) {
+	if len(q) == 0 {
+		return
+	}
+	f.b = append(f.b, "", f.st.head.Render(clip("  ATTENTION (oldest first)", f.width)))
+	for _, it := range q {
+		chip := fmt.Sprintf("%-8s", it.Chip)
+		if cs, ok := f.st.chips[it.Chip]; ok && f.idx != f.sel {
+			chip = cs.Render(chip)
+		}
+		who := it.Run
+		if it.Task != "" {
+			who = it.Task + " @ " + shortRun(it.Run)
+		}
+		whoW := 28
+		if f.width < 100 {
+			whoW = 20
+		}
+		rest := fmt.Sprintf(" %6s  %s  %s", age(f.now, it.Since), pad(who, whoW), it.Title)
+		f.item(chip + rest)
+	}
+}
+
+// sessions adds the runs' budgets and the table of sessions; a wide
+// screen has more columns.
+func (f *frame) sessions(runs []feed.State, rows []Row) {
+	wide := f.width >= 120
+	for _, r := range runs {
+		if r.Budget != nil {
+			f.b = append(f.b, clip(fmt.Sprintf("  budget of %s: %s", shortRun(r.Run), budgetLine(*r.Budget)), f.width))
+		}
+	}
+	header := fmt.Sprintf("%-12s %-9s %-8s %7s %9s %9s %5s  %s", "AGENT", "STATE", "TASK", "ELAPSED", "TOKENS", "DIFF", "LAST", "ACTIVITY")
+	if wide {
+		header = fmt.Sprintf("%-14s %-6s %-14s %-22s %-8s %7s %9s %10s %9s %5s  %s", "AGENT", "DRIVER", "MODEL", "WORKTREE", "STATE", "ELAPSED", "TOKENS", "COST", "DIFF", "LAST", "ACTIVITY")
+	}
+	f.b = append(f.b, f.st.head.Render(clip("  "+header, f.width)))
+	for _, r := range rows {
+		f.item(sessionLine(r, f.now, wide))
+	}
+}
+
+// sessionLine is one session's row of the table.
+func sessionLine(r Row, now time.Time, wide bool) string {
+	s := r.Session
+	state := string(s.State)
+	task, where := "", ""
+	if s.Cwd != "" {
+		where = filepath.Base(s.Cwd)
+	}
+	var tb *feed.Budget
+	agent := s.Agent
+	if r.Task != nil {
+		task = r.Task.ID
+		if r.Task.Branch != "" {
+			where = r.Task.Branch
+		}
+		if s.ID == "" {
+			state = r.Task.Status
+		}
+		if agent == "" {
+			agent = r.Task.Agent
+		}
+		tb = r.Task.Budget
+	}
+	diff := fmt.Sprintf("+%d/-%d", s.Added, s.Removed)
+	el := "-"
+	if !s.Started.IsZero() {
+		el = age(now, s.Started)
+	}
+	if wide {
+		return fmt.Sprintf("%s %s %s %s %s %7s %9s %10s %9s %5s  %s", pad(agent, 14), pad(s.Driver, 6), pad(s.Model, 14), pad(where, 22), pad(state, 8),
+			el, tokens(s.Tokens, tb), cost(s.Cost, tb), diff, age(now, s.LastEvent), s.Activity)
+	}
+	return fmt.Sprintf("%s %s %s %7s %9s %9s %5s  %s", pad(agent, 12), pad(state, 9), pad(task, 8), el, tokens(s.Tokens, tb), diff, age(now, s.LastEvent), s.Activity)
 }
 
 func shortRun(r string) string {

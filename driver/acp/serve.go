@@ -38,126 +38,36 @@ func (h handler) HandleNotification(ctx context.Context, method string, params j
 	}
 }
 
+// hostMethod serves one agent → client request: offered says whether tai
+// announced it to this agent (else it goes to the passthrough, or is
+// unknown).
+type hostMethod struct {
+	offered func(*Session) bool
+	serve   func(s *Session, ctx context.Context, params json.RawMessage) (any, error)
+}
+
+func always(*Session) bool          { return true }
+func fsOffered(s *Session) bool     { return s.fsOffered }
+func termOffered(s *Session) bool   { return s.termOffered }
+func elicitOffered(s *Session) bool { return s.cfg.Host.Elicitor != nil }
+
+// hostMethods is the table of requests the agent may send tai.
+var hostMethods = map[string]hostMethod{
+	schema.MethodSessionRequestPermission: {always, (*Session).requestPermission},
+	schema.MethodElicitationCreate:        {elicitOffered, (*Session).elicit},
+	schema.MethodFsReadTextFile:           {fsOffered, (*Session).serveReadTextFile},
+	schema.MethodFsWriteTextFile:          {fsOffered, (*Session).serveWriteTextFile},
+	schema.MethodTerminalCreate:           {termOffered, (*Session).serveCreateTerminal},
+	schema.MethodTerminalOutput:           {termOffered, (*Session).serveTerminalOutput},
+	schema.MethodTerminalWaitForExit:      {termOffered, (*Session).serveWaitForTerminalExit},
+	schema.MethodTerminalKill:             {termOffered, (*Session).serveKillTerminal},
+	schema.MethodTerminalRelease:          {termOffered, (*Session).serveReleaseTerminal},
+}
+
 func (h handler) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	s := h.s
-	switch method {
-	case schema.MethodSessionRequestPermission:
-		return s.requestPermission(ctx, params)
-	case schema.MethodElicitationCreate:
-		if s.cfg.Host.Elicitor == nil {
-			break
-		}
-		return s.elicit(ctx, params)
-	case schema.MethodFsReadTextFile:
-		if !s.fsOffered {
-			break
-		}
-		var r schema.ReadTextFileRequest
-		if err := decode(params, &r); err != nil {
-			return nil, err
-		}
-		// A file's text is held from the read until the reply is written:
-		// only so many at once, however many the agent pipelines.
-		select {
-		case s.reads <- struct{}{}:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		content, err := s.cfg.Host.Files.ReadTextFile(ctx, r.Path, deref(r.Line), deref(r.Limit))
-		if err != nil {
-			<-s.reads
-			return nil, s.hostError(method, r.Path, err)
-		}
-		return &readReply{content: content, done: func() { <-s.reads }}, nil
-	case schema.MethodFsWriteTextFile:
-		if !s.fsOffered {
-			break
-		}
-		var r schema.WriteTextFileRequest
-		if err := decode(params, &r); err != nil {
-			return nil, err
-		}
-		if err := s.cfg.Host.Files.WriteTextFile(ctx, r.Path, r.Content); err != nil {
-			return nil, s.hostError(method, r.Path, err)
-		}
-		return schema.WriteTextFileResponse{}, nil
-	case schema.MethodTerminalCreate:
-		if !s.termOffered {
-			break
-		}
-		var r schema.CreateTerminalRequest
-		if err := decode(params, &r); err != nil {
-			return nil, err
-		}
-		req := driver.TerminalRequest{Command: r.Command, Args: r.Args, Cwd: deref(r.Cwd), OutputByteLimit: deref(r.OutputByteLimit)}
-		if req.Cwd == "" {
-			req.Cwd = s.cfg.Cwd
-		}
-		if len(r.Env) > 0 {
-			req.Env = map[string]string{}
-			for _, e := range r.Env {
-				req.Env[e.Name] = e.Value
-			}
-		}
-		id, err := s.cfg.Host.Terminals.CreateTerminal(ctx, req)
-		if err != nil {
-			return nil, s.hostError(method, req.Cwd, err)
-		}
-		return schema.CreateTerminalResponse{TerminalId: id}, nil
-	case schema.MethodTerminalOutput:
-		if !s.termOffered {
-			break
-		}
-		var r schema.TerminalOutputRequest
-		if err := decode(params, &r); err != nil {
-			return nil, err
-		}
-		out, err := s.cfg.Host.Terminals.TerminalOutput(ctx, r.TerminalId)
-		if err != nil {
-			return nil, s.hostError(method, r.TerminalId, err)
-		}
-		resp := schema.TerminalOutputResponse{Output: out.Output, Truncated: out.Truncated}
-		if out.Exit != nil {
-			resp.ExitStatus = &schema.TerminalExitStatus{ExitCode: out.Exit.ExitCode, Signal: nonEmpty(out.Exit.Signal)}
-		}
-		return resp, nil
-	case schema.MethodTerminalWaitForExit:
-		if !s.termOffered {
-			break
-		}
-		var r schema.WaitForTerminalExitRequest
-		if err := decode(params, &r); err != nil {
-			return nil, err
-		}
-		st, err := s.cfg.Host.Terminals.WaitForTerminalExit(ctx, r.TerminalId)
-		if err != nil {
-			return nil, s.hostError(method, r.TerminalId, err)
-		}
-		return schema.WaitForTerminalExitResponse{ExitCode: st.ExitCode, Signal: nonEmpty(st.Signal)}, nil
-	case schema.MethodTerminalKill:
-		if !s.termOffered {
-			break
-		}
-		var r schema.KillTerminalRequest
-		if err := decode(params, &r); err != nil {
-			return nil, err
-		}
-		if err := s.cfg.Host.Terminals.KillTerminal(ctx, r.TerminalId); err != nil {
-			return nil, s.hostError(method, r.TerminalId, err)
-		}
-		return schema.KillTerminalResponse{}, nil
-	case schema.MethodTerminalRelease:
-		if !s.termOffered {
-			break
-		}
-		var r schema.ReleaseTerminalRequest
-		if err := decode(params, &r); err != nil {
-			return nil, err
-		}
-		if err := s.cfg.Host.Terminals.ReleaseTerminal(ctx, r.TerminalId); err != nil {
-			return nil, s.hostError(method, r.TerminalId, err)
-		}
-		return schema.ReleaseTerminalResponse{}, nil
+	if m, ok := hostMethods[method]; ok && m.offered(s) {
+		return m.serve(s, ctx, params)
 	}
 	// Includes fs/terminal and elicitation when not offered,
 	// and extension requests such as qwen's craft/drainMidTurnQueue, which
@@ -166,6 +76,109 @@ func (h handler) HandleRequest(ctx context.Context, method string, params json.R
 		return p.CallRaw(ctx, method, params)
 	}
 	return nil, jsonrpc.ErrMethodNotFound(method)
+}
+
+func (s *Session) serveReadTextFile(ctx context.Context, params json.RawMessage) (any, error) {
+	var r schema.ReadTextFileRequest
+	if err := decode(params, &r); err != nil {
+		return nil, err
+	}
+	// A file's text is held from the read until the reply is written:
+	// only so many at once, however many the agent pipelines.
+	select {
+	case s.reads <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	content, err := s.cfg.Host.Files.ReadTextFile(ctx, r.Path, deref(r.Line), deref(r.Limit))
+	if err != nil {
+		<-s.reads
+		return nil, s.hostError(schema.MethodFsReadTextFile, r.Path, err)
+	}
+	return &readReply{content: content, done: func() { <-s.reads }}, nil
+}
+
+func (s *Session) serveWriteTextFile(ctx context.Context, params json.RawMessage) (any, error) {
+	var r schema.WriteTextFileRequest
+	if err := decode(params, &r); err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Host.Files.WriteTextFile(ctx, r.Path, r.Content); err != nil {
+		return nil, s.hostError(schema.MethodFsWriteTextFile, r.Path, err)
+	}
+	return schema.WriteTextFileResponse{}, nil
+}
+
+func (s *Session) serveCreateTerminal(ctx context.Context, params json.RawMessage) (any, error) {
+	var r schema.CreateTerminalRequest
+	if err := decode(params, &r); err != nil {
+		return nil, err
+	}
+	req := driver.TerminalRequest{Command: r.Command, Args: r.Args, Cwd: deref(r.Cwd), OutputByteLimit: deref(r.OutputByteLimit)}
+	if req.Cwd == "" {
+		req.Cwd = s.cfg.Cwd
+	}
+	if len(r.Env) > 0 {
+		req.Env = map[string]string{}
+		for _, e := range r.Env {
+			req.Env[e.Name] = e.Value
+		}
+	}
+	id, err := s.cfg.Host.Terminals.CreateTerminal(ctx, req)
+	if err != nil {
+		return nil, s.hostError(schema.MethodTerminalCreate, req.Cwd, err)
+	}
+	return schema.CreateTerminalResponse{TerminalId: id}, nil
+}
+
+func (s *Session) serveTerminalOutput(ctx context.Context, params json.RawMessage) (any, error) {
+	var r schema.TerminalOutputRequest
+	if err := decode(params, &r); err != nil {
+		return nil, err
+	}
+	out, err := s.cfg.Host.Terminals.TerminalOutput(ctx, r.TerminalId)
+	if err != nil {
+		return nil, s.hostError(schema.MethodTerminalOutput, r.TerminalId, err)
+	}
+	resp := schema.TerminalOutputResponse{Output: out.Output, Truncated: out.Truncated}
+	if out.Exit != nil {
+		resp.ExitStatus = &schema.TerminalExitStatus{ExitCode: out.Exit.ExitCode, Signal: nonEmpty(out.Exit.Signal)}
+	}
+	return resp, nil
+}
+
+func (s *Session) serveWaitForTerminalExit(ctx context.Context, params json.RawMessage) (any, error) {
+	var r schema.WaitForTerminalExitRequest
+	if err := decode(params, &r); err != nil {
+		return nil, err
+	}
+	st, err := s.cfg.Host.Terminals.WaitForTerminalExit(ctx, r.TerminalId)
+	if err != nil {
+		return nil, s.hostError(schema.MethodTerminalWaitForExit, r.TerminalId, err)
+	}
+	return schema.WaitForTerminalExitResponse{ExitCode: st.ExitCode, Signal: nonEmpty(st.Signal)}, nil
+}
+
+func (s *Session) serveKillTerminal(ctx context.Context, params json.RawMessage) (any, error) {
+	var r schema.KillTerminalRequest
+	if err := decode(params, &r); err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Host.Terminals.KillTerminal(ctx, r.TerminalId); err != nil {
+		return nil, s.hostError(schema.MethodTerminalKill, r.TerminalId, err)
+	}
+	return schema.KillTerminalResponse{}, nil
+}
+
+func (s *Session) serveReleaseTerminal(ctx context.Context, params json.RawMessage) (any, error) {
+	var r schema.ReleaseTerminalRequest
+	if err := decode(params, &r); err != nil {
+		return nil, err
+	}
+	if err := s.cfg.Host.Terminals.ReleaseTerminal(ctx, r.TerminalId); err != nil {
+		return nil, s.hostError(schema.MethodTerminalRelease, r.TerminalId, err)
+	}
+	return schema.ReleaseTerminalResponse{}, nil
 }
 
 func decode(params json.RawMessage, v any) error {

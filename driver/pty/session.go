@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,10 +45,6 @@ var Features = []string{
 	"tui", "status", "screen.delta", "bracketed_paste", "permission_picker", "trust_dialog",
 	"cancel", "final_screen", "scrollback", "attach", "profiles:" + strings.Join(profile.Names(), ","),
 }
-
-// FinalScreenKind is the raw event carrying the last screen when the
-// session ends (the runner can put it in the audit log).
-const FinalScreenKind = driver.RawFinalScreen
 
 // Config is a Launch plus the PTY driver's own knobs; zero values take
 // the defaults.
@@ -425,136 +422,177 @@ func (s *Session) evaluate(now time.Time) {
 	v := s.prof.Parse(snap.Lines)
 	st := s.set.status(now, v)
 	s.verdict = v
-	if st != s.status {
-		s.status = st
-		s.log.Debug("status", "state", st, "why", v.Why)
-		s.emit(driver.Event{Type: driver.EventStatus, Status: &driver.Status{State: st}})
-		s.publishStatus(st)
-	}
+	s.setStatus(st, v)
 	body := s.prof.Body(snap.Lines)
 	s.delta(body)
 	s.scroll.observe(body)
 
-	if v.Picker == nil {
-		s.answered, s.pickSig, s.confirm, s.pressedAt, s.presses = "", "", 0, time.Time{}, 0
-	} else if s.attached.Load() {
-		return // the user answers it
-	} else if sig := v.Picker.Signature(); sig != s.answered {
-		if sig != s.pickSig {
-			s.pickSig, s.pickSeen = sig, now
-		}
-		if !s.isReady && s.prof.StartQuiet && now.Sub(s.set.lastOut) < s.set.quiet ||
-			now.Sub(s.pickSeen) < s.prof.PickerDelay {
-			return // keys now may be lost
-		}
-		s.answerPicker(v.Picker, snap)
-		s.answered = sig
+	if s.onPicker(v, snap, now) {
 		return
-	} else {
-		if s.confirm > 0 && v.Picker.Selected == s.confirm-1 {
-			// The highlight is on the chosen option now: confirm it.
-			s.confirm = 0
-			s.pressedAt = now
-			_ = s.send("\r")
-		} else if s.mayPressAgain() && now.Sub(s.pressedAt) >= s.cfg.Confirm {
-			// Not a byte of output since the keys: the TUI did not read
-			// them (codex 0.160 drops a key that comes as its trust dialog
-			// is drawn). Press them again, from the highlight it shows.
-			s.log.Info("pty: the picker did not take the keys; pressing them again", "title", v.Picker.Title)
-			s.presses++
-			s.press(v.Picker, snap)
-		}
-		return // answered; waiting for it to go
 	}
-
-	if !s.isReady && st == StatusIdle && (!s.prof.ReadyOnScreen || v.State == profile.Idle) &&
-		(!s.prof.ReadyQuiet || now.Sub(s.set.lastOut) >= s.set.quiet) {
-		s.isReady = true
-		close(s.ready)
-	}
+	s.checkReady(st, v, now)
 	t := s.cur
 	if t == nil {
 		return
 	}
 	switch t.phase {
 	case phaseWait:
-		if t.cancelled {
-			s.endTurn(driver.StopCancelled, "", nil)
-			return
-		}
-		if st != StatusIdle {
-			return
-		}
-		// The idle screen before the prompt, for the reply fallback: its
-		// composer and footer rows are chrome, not reply.
-		t.idle = append([]string(nil), snap.Lines...)
-		s.record("m", []byte("paste"))
-		paste := t.text
-		if snap.BracketedPaste {
-			paste = "\x1b[200~" + paste + "\x1b[201~"
-		} else {
-			// Without bracketed paste a newline would submit early.
-			paste = strings.ReplaceAll(paste, "\n", " ")
-		}
-		if err := s.send(paste); err != nil {
-			s.endTurn("", "", err)
-			return
-		}
-		t.phase, t.due = phaseCR, now.Add(s.prof.SubmitWait())
+		s.turnWait(t, st, snap, now)
 	case phaseCR:
-		if now.Before(t.due) {
-			return
-		}
-		t.before = body
-		t.screen = append([]string(nil), snap.Lines...)
-		t.scrollAt = s.scroll.total()
-		s.record("m", []byte("submit"))
-		if err := s.send("\r"); err != nil {
-			s.endTurn("", "", err)
-			return
-		}
-		t.crs++
-		t.phase, t.crAt, t.due = phaseSubmitted, now, now.Add(s.cfg.Confirm)
+		s.turnCR(t, body, snap, now)
 	case phaseSubmitted:
-		if st == StatusWorking || st == StatusWaiting {
-			t.phase = phaseRunning
-			return
-		}
-		// The prompt left the composer and the transcript changed, but no
-		// working screen was seen: either the turn was faster than a
-		// frame, or the agent has not started yet (the echo comes before
-		// the spinner). Only quiescence can tell these apart, so an idle
-		// screen ends the turn only after the quiet window, with the
-		// agent's processes at rest: a TUI starved of CPU may not have
-		// drawn its spinner yet.
-		if v.Composer != profile.ComposerDraft && !equalLines(body, t.before) {
-			t.echoed = true
-			if st == StatusIdle && now.Sub(s.set.lastOut) >= s.set.quiet && s.set.byProcess(now) == StatusIdle {
-				s.maybeEnd(st, body)
-			}
-			return
-		}
-		if now.Before(t.due) {
-			return
-		}
-		if t.crs > s.cfg.Retries {
-			s.endTurn("", "", fmt.Errorf("pty: %s did not take the prompt after %d CRs; last screen:\n%s", s.cfg.Agent, t.crs, lastRows(snap.Lines, 15)))
-			return
-		}
-		// Not taken: the CR was eaten (it arrived inside a paste, or the
-		// app was busy). Press it again.
-		if err := s.send("\r"); err != nil {
-			s.endTurn("", "", err)
-			return
-		}
-		t.crs++
-		t.due = now.Add(s.cfg.Confirm)
+		s.turnSubmitted(t, st, v, body, snap, now)
 	case phaseRunning:
-		if d := t.stream.next(s.prof.Reply(t.before, body, t.text)); d != "" {
-			s.emit(driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, MessageID: t.stream.id, Text: d}})
-		}
-		s.maybeEnd(st, body)
+		s.turnRunning(t, st, body)
 	}
+}
+
+// setStatus emits and publishes the coarse state when it changes.
+func (s *Session) setStatus(st string, v profile.Verdict) {
+	if st == s.status {
+		return
+	}
+	s.status = st
+	s.log.Debug("status", "state", st, "why", v.Why)
+	s.emit(driver.Event{Type: driver.EventStatus, Status: &driver.Status{State: st}})
+	s.publishStatus(st)
+}
+
+// onPicker answers a picker on screen, or waits for an answered one to go;
+// it says whether the screen is the picker's (nothing else is done then).
+func (s *Session) onPicker(v profile.Verdict, snap term.Snapshot, now time.Time) bool {
+	if v.Picker == nil {
+		s.answered, s.pickSig, s.confirm, s.pressedAt, s.presses = "", "", 0, time.Time{}, 0
+		return false
+	}
+	if s.attached.Load() {
+		return true // the user answers it
+	}
+	if sig := v.Picker.Signature(); sig != s.answered {
+		if sig != s.pickSig {
+			s.pickSig, s.pickSeen = sig, now
+		}
+		if !s.isReady && s.prof.StartQuiet && now.Sub(s.set.lastOut) < s.set.quiet ||
+			now.Sub(s.pickSeen) < s.prof.PickerDelay {
+			return true // keys now may be lost
+		}
+		s.answerPicker(v.Picker, snap)
+		s.answered = sig
+		return true
+	}
+	if s.confirm > 0 && v.Picker.Selected == s.confirm-1 {
+		// The highlight is on the chosen option now: confirm it.
+		s.confirm = 0
+		s.pressedAt = now
+		_ = s.send("\r")
+	} else if s.mayPressAgain() && now.Sub(s.pressedAt) >= s.cfg.Confirm {
+		// Not a byte of output since the keys: the TUI did not read
+		// them (codex 0.160 drops a key that comes as its trust dialog
+		// is drawn). Press them again, from the highlight it shows.
+		s.log.Info("pty: the picker did not take the keys; pressing them again", "title", v.Picker.Title)
+		s.presses++
+		s.press(v.Picker, snap)
+	}
+	return true // answered; waiting for it to go
+}
+
+// checkReady declares the session ready at its first idle screen.
+func (s *Session) checkReady(st string, v profile.Verdict, now time.Time) {
+	if !s.isReady && st == StatusIdle && (!s.prof.ReadyOnScreen || v.State == profile.Idle) &&
+		(!s.prof.ReadyQuiet || now.Sub(s.set.lastOut) >= s.set.quiet) {
+		s.isReady = true
+		close(s.ready)
+	}
+}
+
+// turnWait pastes the prompt once the composer is idle.
+func (s *Session) turnWait(t *turn, st string, snap term.Snapshot, now time.Time) {
+	if t.cancelled {
+		s.endTurn(driver.StopCancelled, "", nil)
+		return
+	}
+	if st != StatusIdle {
+		return
+	}
+	// The idle screen before the prompt, for the reply fallback: its
+	// composer and footer rows are chrome, not reply.
+	t.idle = append([]string(nil), snap.Lines...)
+	s.record("m", []byte("paste"))
+	paste := t.text
+	if snap.BracketedPaste {
+		paste = "\x1b[200~" + paste + "\x1b[201~"
+	} else {
+		// Without bracketed paste a newline would submit early.
+		paste = strings.ReplaceAll(paste, "\n", " ")
+	}
+	if err := s.send(paste); err != nil {
+		s.endTurn("", "", err)
+		return
+	}
+	t.phase, t.due = phaseCR, now.Add(s.prof.SubmitWait())
+}
+
+// turnCR submits the pasted prompt after the profile's wait.
+func (s *Session) turnCR(t *turn, body []string, snap term.Snapshot, now time.Time) {
+	if now.Before(t.due) {
+		return
+	}
+	t.before = body
+	t.screen = append([]string(nil), snap.Lines...)
+	t.scrollAt = s.scroll.total()
+	s.record("m", []byte("submit"))
+	if err := s.send("\r"); err != nil {
+		s.endTurn("", "", err)
+		return
+	}
+	t.crs++
+	t.phase, t.crAt, t.due = phaseSubmitted, now, now.Add(s.cfg.Confirm)
+}
+
+// turnSubmitted waits for the agent to take the prompt, pressing CR again
+// if it was eaten.
+func (s *Session) turnSubmitted(t *turn, st string, v profile.Verdict, body []string, snap term.Snapshot, now time.Time) {
+	if st == StatusWorking || st == StatusWaiting {
+		t.phase = phaseRunning
+		return
+	}
+	// The prompt left the composer and the transcript changed, but no
+	// working screen was seen: either the turn was faster than a
+	// frame, or the agent has not started yet (the echo comes before
+	// the spinner). Only quiescence can tell these apart, so an idle
+	// screen ends the turn only after the quiet window, with the
+	// agent's processes at rest: a TUI starved of CPU may not have
+	// drawn its spinner yet.
+	if v.Composer != profile.ComposerDraft && !equalLines(body, t.before) {
+		t.echoed = true
+		if st == StatusIdle && now.Sub(s.set.lastOut) >= s.set.quiet && s.set.byProcess(now) == StatusIdle {
+			s.maybeEnd(st, body)
+		}
+		return
+	}
+	if now.Before(t.due) {
+		return
+	}
+	if t.crs > s.cfg.Retries {
+		s.endTurn("", "", fmt.Errorf("pty: %s did not take the prompt after %d CRs; last screen:\n%s", s.cfg.Agent, t.crs, lastRows(snap.Lines, 15)))
+		return
+	}
+	// Not taken: the CR was eaten (it arrived inside a paste, or the
+	// app was busy). Press it again.
+	if err := s.send("\r"); err != nil {
+		s.endTurn("", "", err)
+		return
+	}
+	t.crs++
+	t.due = now.Add(s.cfg.Confirm)
+}
+
+// turnRunning streams the reply as the TUI writes it, until idle.
+func (s *Session) turnRunning(t *turn, st string, body []string) {
+	if d := t.stream.next(s.prof.Reply(t.before, body, t.text)); d != "" {
+		s.emit(driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, MessageID: t.stream.id, Text: d}})
+	}
+	s.maybeEnd(st, body)
 }
 
 // testProfileMiss makes every turn's reply a profile miss, read by the
@@ -636,17 +674,35 @@ func (s *Session) delta(body []string) {
 func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 	s.pressedAt, s.confirm = time.Time{}, 0
 	if pk.Kind == profile.PickerQuestion {
-		msg := fmt.Sprintf("%s asks a question tai cannot answer by policy: %s", s.cfg.Agent, pk.Title)
-		s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "unanswerable_picker", Message: msg}})
-		if s.cur != nil {
-			s.endTurn("", "", errors.New("pty: "+msg))
-		} else if !s.isReady {
-			s.readyErr = errors.New("pty: " + msg)
-			s.isReady = true
-			close(s.ready)
-		}
+		s.unanswerable(pk)
 		return
 	}
+	dec := s.decidePicker(s.pickerRequest(pk))
+	target := pickerTarget(pk, dec)
+	if target < 0 {
+		return
+	}
+	s.pickTarget, s.presses = target, 1
+	s.pickEsc = s.prof.EscOption && escLabel.MatchString(pk.Options[target].Label)
+	s.press(pk, snap)
+}
+
+// unanswerable fails the turn (or the start) on a question policy cannot
+// answer.
+func (s *Session) unanswerable(pk *profile.Picker) {
+	msg := fmt.Sprintf("%s asks a question tai cannot answer by policy: %s", s.cfg.Agent, pk.Title)
+	s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "unanswerable_picker", Message: msg}})
+	if s.cur != nil {
+		s.endTurn("", "", errors.New("pty: "+msg))
+	} else if !s.isReady {
+		s.readyErr = errors.New("pty: " + msg)
+		s.isReady = true
+		close(s.ready)
+	}
+}
+
+// pickerRequest is the permission request a picker on screen asks.
+func (s *Session) pickerRequest(pk *profile.Picker) driver.PermissionRequest {
 	s.reqSeq++
 	reqID := strconv.Itoa(s.reqSeq)
 	tc := driver.ToolCall{ID: "pty-" + reqID, Title: pk.Title, Kind: pk.ToolKind, Status: "pending"}
@@ -674,6 +730,11 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 		}
 		req.Options = append(req.Options, driver.PermissionOption{ID: o.Number, Name: o.Label, Kind: o.Kind})
 	}
+	return req
+}
+
+// decidePicker asks the decider, cancelled if the session stops.
+func (s *Session) decidePicker(req driver.PermissionRequest) driver.PermissionDecision {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		select {
@@ -684,7 +745,12 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 	}()
 	dec, _ := driver.AskPermission(ctx, s.cfg.Host.Decider, s.emit, req, nil)
 	cancel()
-	// A cancelled decision picks the picker's own way out: its reject.
+	return dec
+}
+
+// pickerTarget is the index of the option the decision chose, or -1. A
+// cancelled decision picks the picker's own way out: its reject.
+func pickerTarget(pk *profile.Picker, dec driver.PermissionDecision) int {
 	target := -1
 	for i, o := range pk.Options {
 		if dec.Outcome == driver.OutcomeSelected && o.Number == dec.OptionID && o.Number != "" {
@@ -698,12 +764,7 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 			}
 		}
 	}
-	if target < 0 {
-		return
-	}
-	s.pickTarget, s.presses = target, 1
-	s.pickEsc = s.prof.EscOption && escLabel.MatchString(pk.Options[target].Label)
-	s.press(pk, snap)
+	return target
 }
 
 // press sends the keys that pick the answered picker's chosen option
@@ -818,16 +879,9 @@ func (s *Session) finish() {
 	// The rows that scrolled off the top go with the last screen, so the
 	// record of a long session is whole.
 	s.scroll.observe(s.prof.Body(snap.Lines))
-	final := map[string]any{"cols": snap.Cols, "rows": snap.Rows, "cursor": []int{snap.CursorX, snap.CursorY},
-		"alt_screen": snap.AltScreen, "text": snap.Text()}
-	if len(s.scroll.lines) > 0 {
-		final["scrollback"] = s.scroll.lines
-	}
-	if s.scroll.dropped > 0 {
-		final["scrollback_dropped"] = s.scroll.dropped
-	}
-	raw, _ := json.Marshal(final)
-	s.emit(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: FinalScreenKind, Data: raw}})
+	s.emit(driver.Event{Type: driver.EventScreenFinal, FinalScreen: &driver.FinalScreen{Cols: snap.Cols, Rows: snap.Rows,
+		Cursor: []int{snap.CursorX, snap.CursorY}, AltScreen: snap.AltScreen, Text: snap.Text(),
+		Scrollback: slices.Clone(s.scroll.lines), ScrollbackDropped: s.scroll.dropped}})
 	if !s.isReady {
 		s.isReady = true
 		close(s.ready)

@@ -28,9 +28,6 @@ const (
 	hookStop       = "tai_stop"
 )
 
-// RawStopHook is the kind of the raw event each Stop hook becomes.
-const RawStopHook = driver.RawStopHook
-
 // hooks is the initialize request's hook registration: PreToolUse on every
 // tool (matcher null) when the decider can veto, and Stop.
 // Claude 2.1.332 calls them back; qwen 0.24 answers
@@ -79,9 +76,9 @@ func (s *Session) hookCallback(c ControlRequest) (map[string]any, error) {
 	case hookPreToolUse:
 		return s.preToolUse(c.ID, h), nil
 	case hookStop:
-		data, _ := json.Marshal(map[string]any{"session_id": h.Input.SessionID, "transcript_path": h.Input.TranscriptPath,
-			"cwd": h.Input.Cwd, "permission_mode": h.Input.PermissionMode, "stop_hook_active": h.Input.StopHookActive})
-		s.emit(driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: RawStopHook, Data: data}})
+		s.emit(driver.Event{Type: driver.EventAgentStop, AgentStop: &driver.AgentStop{SessionID: h.Input.SessionID,
+			TranscriptPath: h.Input.TranscriptPath, Cwd: h.Input.Cwd, PermissionMode: h.Input.PermissionMode,
+			StopHookActive: h.Input.StopHookActive}})
 		return map[string]any{}, nil
 	}
 	return nil, fmt.Errorf("hook_callback: tai registered no callback %q", h.CallbackID)

@@ -319,41 +319,14 @@ func trimNL(b []byte) []byte {
 func (s *Session) handle(line []byte) {
 	s.mu.Lock()
 	f := s.dec.decode(line)
-	if f.Init != nil {
-		if f.Init.SessionID != "" && (s.id == "" || !s.d.Duplex || s.d.ChildID) {
-			s.id = f.Init.SessionID
-		}
-		if f.Init.Model != "" {
-			s.model = f.Init.Model
-		}
-		if f.Init.Version != "" && s.version == "" {
-			s.version = f.Init.Version
-		}
-		if !s.started {
-			if f.Init.Mode != "" {
-				s.mode = f.Init.Mode
-			}
-			s.startedLocked(s.d.ChildID && s.l.ResumeID != "")
-		}
-	}
+	s.initLocked(f.Init)
 	var changed string
 	if f.Mode != "" && f.Mode != s.mode && s.started {
 		s.mode, changed = f.Mode, f.Mode
 	}
 	id := s.id
-	var done chan *Result
+	done := s.resultLocked(f.Result)
 	var ctl chan ControlResponse
-	if f.Result != nil {
-		done = s.turnDone
-		if s.interrupted && f.Result.IsError && f.Result.StopReason == StopError {
-			// What an interrupt looks like on the wire.
-			f.Result.StopReason, f.Result.IsError = driver.StopCancelled, false
-		}
-		if f.Result.StopReason == driver.StopCancelled || f.Result.StopReason == driver.StopMaxTurnRequests {
-			// A stop reason tai already understands, not a failure.
-			f.Result.IsError = false
-		}
-	}
 	if f.Response != nil {
 		ctl = s.pending[f.Response.ID]
 		delete(s.pending, f.Response.ID)
@@ -377,20 +350,66 @@ func (s *Session) handle(line []byte) {
 	if ctl != nil {
 		ctl <- *f.Response
 	}
-	if c := f.Control; c != nil {
-		if c.Subtype == "can_use_tool" {
-			pp, ctx := s.registerPerm(*c)
-			go s.canUseTool(*c, pp, ctx)
-		} else {
-			go s.serveControl(*c)
-		}
-	}
+	s.serveRequest(f.Control)
 	if f.Result != nil {
 		r := f.Result
 		s.emit(driver.Event{Type: driver.EventTurnEnded, Turn: &driver.TurnEnded{StopReason: r.StopReason, Usage: r.Usage}})
 		if done != nil {
 			done <- r
 		}
+	}
+}
+
+// initLocked takes the session's id, model, version and mode from the
+// CLI's init frame, and starts the session at the first one.
+func (s *Session) initLocked(in *Init) {
+	if in == nil {
+		return
+	}
+	if in.SessionID != "" && (s.id == "" || !s.d.Duplex || s.d.ChildID) {
+		s.id = in.SessionID
+	}
+	if in.Model != "" {
+		s.model = in.Model
+	}
+	if in.Version != "" && s.version == "" {
+		s.version = in.Version
+	}
+	if !s.started {
+		if in.Mode != "" {
+			s.mode = in.Mode
+		}
+		s.startedLocked(s.d.ChildID && s.l.ResumeID != "")
+	}
+}
+
+// resultLocked normalizes a turn's result and returns the channel of the
+// turn waiting for it (nil without a result).
+func (s *Session) resultLocked(r *Result) chan *Result {
+	if r == nil {
+		return nil
+	}
+	if s.interrupted && r.IsError && r.StopReason == StopError {
+		// What an interrupt looks like on the wire.
+		r.StopReason, r.IsError = driver.StopCancelled, false
+	}
+	if r.StopReason == driver.StopCancelled || r.StopReason == driver.StopMaxTurnRequests {
+		// A stop reason tai already understands, not a failure.
+		r.IsError = false
+	}
+	return s.turnDone
+}
+
+// serveRequest answers the CLI's control request beside the reader.
+func (s *Session) serveRequest(c *ControlRequest) {
+	if c == nil {
+		return
+	}
+	if c.Subtype == "can_use_tool" {
+		pp, ctx := s.registerPerm(*c)
+		go s.canUseTool(*c, pp, ctx)
+	} else {
+		go s.serveControl(*c)
 	}
 }
 

@@ -2,7 +2,6 @@ package streamjson
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -374,18 +373,17 @@ func TestHooks(t *testing.T) {
 			} else if tt.decided != "" && !strings.Contains(last.Content[0].Text, "rm is off limits (decided by rule:no-rm)") {
 				t.Errorf("the agent was not told why: %q", last.Content[0].Text)
 			}
-			raw := k.of(driver.EventRaw)
-			var stop map[string]any
-			for _, ev := range raw {
-				if ev.Raw.Kind == RawStopHook {
-					if stop != nil {
-						t.Errorf("two Stop hook events")
-					}
-					_ = json.Unmarshal(ev.Raw.Data, &stop)
-				}
+			stops := k.of(driver.EventAgentStop)
+			if len(stops) != 1 {
+				t.Fatalf("%d Stop hook events, want 1", len(stops))
 			}
-			if stop["transcript_path"] != "/fake/transcript.jsonl" || stop["stop_hook_active"] != false || stop["session_id"] != "fake-session" {
-				t.Errorf("Stop hook event = %v", stop)
+			if stop := stops[0].AgentStop; stop.TranscriptPath != "/fake/transcript.jsonl" || stop.StopHookActive || stop.SessionID != "fake-session" {
+				t.Errorf("Stop hook event = %+v", stop)
+			}
+			for _, ev := range k.of(driver.EventRaw) {
+				if ev.Raw.Kind == "hook/Stop" {
+					t.Errorf("the Stop hook is also a raw event: %s", ev.Raw.Data)
+				}
 			}
 		})
 	}

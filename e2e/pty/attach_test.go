@@ -318,17 +318,14 @@ func TestPTYSize(t *testing.T) {
 	var size string
 	for _, line := range strings.Split(o.stdout, "\n") {
 		var f struct {
-			Type string `json:"type"`
-			Raw  struct {
-				Kind string `json:"kind"`
-				Data struct {
-					Cols int `json:"cols"`
-					Rows int `json:"rows"`
-				} `json:"data"`
-			} `json:"raw"`
+			Type  string `json:"type"`
+			Final struct {
+				Cols int `json:"cols"`
+				Rows int `json:"rows"`
+			} `json:"final_screen"`
 		}
-		if json.Unmarshal([]byte(line), &f) == nil && f.Raw.Kind == "pty.final_screen" {
-			size = fmt.Sprintf("%dx%d", f.Raw.Data.Cols, f.Raw.Data.Rows)
+		if json.Unmarshal([]byte(line), &f) == nil && f.Type == "screen.final" {
+			size = fmt.Sprintf("%dx%d", f.Final.Cols, f.Final.Rows)
 		}
 	}
 	if size != "80x30" {
