@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/runner"
 )
 
 // TaskRunOptions configure RunTaskIn: one task run outside a local fleet
@@ -70,6 +70,23 @@ func RunTaskIn(ctx context.Context, plan *Plan, id, cwd, prompt string, limits L
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	f := remoteFleet(plan, o)
+	// The coordinator reserved the budget; this meter holds the task to it.
+	res, err := NewMeter(limits, 1, Usage{}, nil).Reserve(ctx, id, limits)
+	if err != nil {
+		return TaskOutcome{Status: StatusRefused, ExitCode: int(exitcode.BudgetExceeded), Reason: err.Error()}
+	}
+	defer res.Release(Usage{})
+	taskCtx, cancelTask := context.WithCancelCause(ctx)
+	defer cancelTask(nil)
+	defer wallTimer(o.Clock, time.Duration(limits.WallTime), id, cancelTask)()
+	r := &remoteRun{f: f, t: t, res: res, cwd: cwd, prompt: prompt, attempt: o.Attempt}
+	return r.turns(ctx, taskCtx, cancelTask)
+}
+
+// remoteFleet is the fleet a remote task runs in: just this task's plan,
+// policy and answerer, no local state.
+func remoteFleet(plan *Plan, o TaskRunOptions) *fleet {
 	f := &fleet{o: Options{RunID: o.RunID, Audit: o.Audit, Exe: o.Exe, Version: o.Version, CancelGrace: o.CancelGrace, Clock: o.Clock, Logger: o.Logger,
 		Sandbox: o.Sandbox, Prompter: o.Prompter},
 		plan: plan, memory: policy.NewMemory(policy.ScopeRun), clock: o.Clock, log: o.Logger, stop: func(error) {}}
@@ -79,94 +96,97 @@ func RunTaskIn(ctx context.Context, plan *Plan, id, cwd, prompt string, limits L
 	if o.Ask != nil {
 		f.ask = func(ctx context.Context, q string) (string, string, Usage, error) { return o.Ask(ctx, q) }
 	}
-	meter := NewMeter(limits, 1, Usage{}, nil)
-	res, err := meter.Reserve(ctx, id, limits)
-	if err != nil {
-		return TaskOutcome{Status: StatusRefused, ExitCode: int(exitcode.BudgetExceeded), Reason: err.Error()}
-	}
-	defer res.Release(Usage{})
-	taskCtx, cancelTask := context.WithCancelCause(ctx)
-	defer cancelTask(nil)
-	if wall := time.Duration(limits.WallTime); wall > 0 {
-		tm := o.Clock.AfterFunc(wall, func() {
-			cancelTask(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: task %s ran for its wall time of %s", ErrBudget, id, wall)))
-		}, "fleet", "task-wall")
-		defer tm.Stop()
-	}
-	maxQ := plan.MaxQuestions
-	if maxQ == 0 {
-		maxQ = 3
-	}
-	var out TaskOutcome
-	next, resume, full := prompt, "", ""
+	return f
+}
+
+// remoteRun is one attempt of a task on a remote worker: the local
+// taskRun's turns, with its state kept in the outcome (the coordinator
+// records it) rather than in fleet state.
+type remoteRun struct {
+	f       *fleet
+	t       *Task
+	res     *Reservation
+	cwd     string
+	prompt  string
+	attempt int // the lease's: turn run ids are attempt*100+turn
+	out     TaskOutcome
+}
+
+// turns runs turns until the agent is done, as taskRun.turns does.
+func (r *remoteRun) turns(ctx, taskCtx context.Context, cancelTask context.CancelCauseFunc) TaskOutcome {
+	out := &r.out
+	n := next{prompt: r.prompt}
 	for turn := 1; ; turn++ {
-		if err := res.CanTurn(out.Usage); err != nil {
-			out.Status, out.ExitCode, out.Reason = StatusBudget, int(exitcode.BudgetExceeded), err.Error()
-			return out
+		if err := r.res.CanTurn(out.Usage); err != nil {
+			return r.end(&taskEnd{StatusBudget, exitcode.BudgetExceeded, err.Error()})
 		}
-		r, u, err := f.turn(taskCtx, cancelTask, t, res, out.Usage, cwd, next, resume, o.Attempt*100+turn)
+		res, u, err := r.f.turn(taskCtx, cancelTask, r.t, r.res, out.Usage, r.cwd, n.prompt, n.resume, r.attempt*100+turn)
 		out.Usage, out.Turns = out.Usage.add(u), out.Turns+1
-		out.Message, out.SessionID, out.ExitCode = r.Message, r.SessionID, r.ExitCode
-		if err != nil || r.ExitCode != 0 {
-			out.Reason = r.Error
-			if out.Reason == "" && err != nil {
-				out.Reason = err.Error()
-			}
-			if out.ExitCode == 0 {
-				out.ExitCode = int(exitcode.Of(err))
-			}
-			switch cause := context.Cause(taskCtx); {
-			case cause != nil && errors.Is(cause, ErrBudget):
-				out.Status, out.ExitCode, out.Reason = StatusBudget, int(exitcode.BudgetExceeded), cause.Error()
-				return out
-			case ctx.Err() != nil:
-				out.Status, out.ExitCode, out.Reason = StatusCanceled, int(exitcode.Interrupted), causeText(ctx)
-				return out
-			}
-			if resume != "" && exitcode.Code(out.ExitCode) == exitcode.NoSession {
-				next, resume = full, "" // the session is gone: the answer goes into a new one
-				continue
-			}
-			if turn <= t.Retries {
-				next, resume = prompt, ""
-				continue
-			}
-			out.Status = StatusFailed
-			return out
+		out.Message, out.SessionID, out.ExitCode = res.Message, res.SessionID, res.ExitCode
+		var e *taskEnd
+		if err != nil || res.ExitCode != 0 {
+			n, e = r.failed(ctx, taskCtx, res, err, n, turn)
+		} else if q := strings.TrimSpace(out.Message); strings.HasSuffix(q, "?") {
+			n, e = r.asked(ctx, taskCtx, res, q)
+		} else {
+			return r.end(&taskEnd{StatusDone, 0, out.Reason})
 		}
-		q := strings.TrimSpace(out.Message)
-		if !strings.HasSuffix(q, "?") {
-			break
-		}
-		if f.ask == nil {
-			out.Status, out.ExitCode = StatusBlocked, int(exitcode.AgentError)
-			out.Reason = "the agent asked a question, and a remote worker has no answerer to route it to: " + lastLine(q)
-			return out
-		}
-		if len(out.Questions) >= maxQ {
-			out.Status, out.ExitCode = StatusBlocked, int(exitcode.AgentError)
-			out.Reason = fmt.Sprintf("still asking after %d answered question(s): %s", maxQ, lastLine(q))
-			return out
-		}
-		ans, by, spent, err := f.answer(taskCtx, t, cwd, nil, q)
-		out.Usage = out.Usage.add(spent)
-		if err != nil {
-			out.Status, out.ExitCode = StatusBlocked, int(exitcode.AgentError)
-			if ctx.Err() != nil {
-				out.Status, out.ExitCode = StatusCanceled, int(exitcode.Interrupted)
-			}
-			out.Reason = fmt.Sprintf("the agent asked %q and %v", lastLine(q), err)
-			return out
-		}
-		out.Questions = append(out.Questions, QA{Question: q, Answer: ans, DecidedBy: by})
-		full = fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", prompt, q, by, ans)
-		next, resume = full, ""
-		if r.Resumable && r.SessionID != "" {
-			next, resume = fmt.Sprintf("Answer (from the %s):\n%s\n\nContinue the task with this answer.", by, ans), r.SessionID
+		if e != nil {
+			return r.end(e)
 		}
 	}
-	out.Status, out.ExitCode = StatusDone, 0
-	return out
+}
+
+// failed decides what follows a failed turn: the task's end, or the next
+// try. The failure's reason stays in the outcome even if a retry succeeds.
+func (r *remoteRun) failed(ctx, taskCtx context.Context, res runner.Result, err error, n next, turn int) (next, *taskEnd) {
+	out := &r.out
+	out.Reason = res.Error
+	if out.Reason == "" && err != nil {
+		out.Reason = err.Error()
+	}
+	if out.ExitCode == 0 {
+		out.ExitCode = int(exitcode.Of(err))
+	}
+	if e := interrupted(ctx, taskCtx); e != nil {
+		return n, e
+	}
+	switch {
+	case n.resume != "" && exitcode.Code(out.ExitCode) == exitcode.NoSession:
+		return next{prompt: n.full, full: n.full}, nil // the session is gone: the answer goes into a new one
+	case turn <= r.t.Retries:
+		return next{prompt: r.prompt, full: n.full}, nil
+	}
+	return n, &taskEnd{StatusFailed, exitcode.Code(out.ExitCode), out.Reason}
+}
+
+// asked sends the agent's question to the coordinator (o.Ask) and makes
+// the answer the next turn.
+func (r *remoteRun) asked(ctx, taskCtx context.Context, res runner.Result, q string) (next, *taskEnd) {
+	out := &r.out
+	if r.f.ask == nil {
+		return next{}, &taskEnd{StatusBlocked, exitcode.AgentError, "the agent asked a question, and a remote worker has no answerer to route it to: " + lastLine(q)}
+	}
+	if maxQ := maxQuestions(r.f.plan); len(out.Questions) >= maxQ {
+		return next{}, &taskEnd{StatusBlocked, exitcode.AgentError, fmt.Sprintf("still asking after %d answered question(s): %s", maxQ, lastLine(q))}
+	}
+	ans, by, spent, err := r.f.answer(taskCtx, r.t, r.cwd, nil, q)
+	out.Usage = out.Usage.add(spent)
+	if err != nil {
+		e := &taskEnd{StatusBlocked, exitcode.AgentError, fmt.Sprintf("the agent asked %q and %v", lastLine(q), err)}
+		if ctx.Err() != nil {
+			e.status, e.code = StatusCanceled, exitcode.Interrupted
+		}
+		return next{}, e
+	}
+	out.Questions = append(out.Questions, QA{Question: q, Answer: ans, DecidedBy: by})
+	return answerNext(r.prompt, q, by, ans, res), nil
+}
+
+// end puts how the attempt ended in its outcome.
+func (r *remoteRun) end(e *taskEnd) TaskOutcome {
+	r.out.Status, r.out.ExitCode, r.out.Reason = e.status, int(e.code), e.reason
+	return r.out
 }
 
 // AnswerOptions configure Answer.

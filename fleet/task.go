@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coder/quartz"
+
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
@@ -48,12 +50,7 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 
 	taskCtx, cancelTask := context.WithCancelCause(ctx)
 	defer cancelTask(nil)
-	if wall := time.Duration(t.Budget.WallTime); wall > 0 {
-		tm := f.clock.AfterFunc(wall, func() {
-			cancelTask(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: task %s ran for its wall time of %s", ErrBudget, t.ID, wall)))
-		}, "fleet", "task-wall")
-		defer tm.Stop()
-	}
+	defer wallTimer(f.clock, time.Duration(t.Budget.WallTime), t.ID, cancelTask)()
 	if e := r.turns(ctx, taskCtx, cancelTask); e != nil {
 		return r.end(*e)
 	}
@@ -134,11 +131,10 @@ func (r *taskRun) failed(ctx, taskCtx context.Context, res runner.Result, err er
 	}
 	// The runner's hint names tai run's flag; a fleet's is a policy key.
 	reason = strings.ReplaceAll(reason, "pass --allow-denials to accept", "set allow_denials: true in the plan's or the task's policy to accept")
-	switch cause := context.Cause(taskCtx); {
-	case cause != nil && errors.Is(cause, ErrBudget):
-		return n, &taskEnd{StatusBudget, exitcode.BudgetExceeded, cause.Error()}
-	case ctx.Err() != nil:
-		return n, &taskEnd{StatusCanceled, exitcode.Interrupted, causeText(ctx)}
+	if e := interrupted(ctx, taskCtx); e != nil {
+		return n, e
+	}
+	switch {
 	case n.resume != "" && code == exitcode.NoSession:
 		// The agent lost the session: the answer goes into a fresh one
 		// with the whole task again.
@@ -155,11 +151,7 @@ func (r *taskRun) failed(ctx, taskCtx context.Context, res runner.Result, err er
 // makes the answer the next turn.
 func (r *taskRun) asked(taskCtx context.Context, res runner.Result, q string, n next) (next, *taskEnd) {
 	f, id := r.f, r.t.ID
-	maxQ := f.plan.MaxQuestions
-	if maxQ == 0 {
-		maxQ = 3
-	}
-	if len(f.st.task(id).Questions) >= maxQ {
+	if maxQ := maxQuestions(f.plan); len(f.st.task(id).Questions) >= maxQ {
 		return n, &taskEnd{StatusBlocked, exitcode.AgentError, fmt.Sprintf("still asking after %d answered question(s): %s", maxQ, lastLine(q))}
 	}
 	f.setTask(id, func(ts *TaskState) { ts.Status = StatusAsking })
@@ -171,13 +163,51 @@ func (r *taskRun) asked(taskCtx context.Context, res runner.Result, q string, n 
 	}
 	f.setTask(id, func(ts *TaskState) { ts.Questions = append(ts.Questions, QA{Question: q, Answer: ans, DecidedBy: by}) })
 	f.emit(EventAnswered, id, by+": "+lastLine(ans), map[string]any{"question": q, "answer": ans, "decided_by": by})
-	full := fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", r.prompt, q, by, ans)
+	return answerNext(r.prompt, q, by, ans, res), nil
+}
+
+// answerNext is the turn that sends an answer on: only the answer when the
+// agent's session goes on, else the whole task with it in a fresh one.
+func answerNext(prompt, q, by, ans string, res runner.Result) next {
+	full := fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", prompt, q, by, ans)
 	if res.Resumable && res.SessionID != "" {
 		// The same session goes on: the agent has the task and its
 		// question in context, and needs only the answer.
-		return next{prompt: fmt.Sprintf("Answer (from the %s):\n%s\n\nContinue the task with this answer.", by, ans), resume: res.SessionID, full: full}, nil
+		return next{prompt: fmt.Sprintf("Answer (from the %s):\n%s\n\nContinue the task with this answer.", by, ans), resume: res.SessionID, full: full}
 	}
-	return next{prompt: full, full: full}, nil
+	return next{prompt: full, full: full}
+}
+
+// maxQuestions is how many questions a task may have answered (default 3).
+func maxQuestions(p *Plan) int {
+	if p.MaxQuestions == 0 {
+		return 3
+	}
+	return p.MaxQuestions
+}
+
+// interrupted is the task's end when a turn failed because the task was
+// stopped: over its budget (wall time, tokens), or the run cancelled.
+func interrupted(ctx, taskCtx context.Context) *taskEnd {
+	switch cause := context.Cause(taskCtx); {
+	case cause != nil && errors.Is(cause, ErrBudget):
+		return &taskEnd{StatusBudget, exitcode.BudgetExceeded, cause.Error()}
+	case ctx.Err() != nil:
+		return &taskEnd{StatusCanceled, exitcode.Interrupted, causeText(ctx)}
+	}
+	return nil
+}
+
+// wallTimer cancels the task when it has run for its wall time (none if
+// wall is 0); the returned func stops the timer.
+func wallTimer(clock quartz.Clock, wall time.Duration, id string, cancelTask context.CancelCauseFunc) func() {
+	if wall <= 0 {
+		return func() {}
+	}
+	tm := clock.AfterFunc(wall, func() {
+		cancelTask(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: task %s ran for its wall time of %s", ErrBudget, id, wall)))
+	}, "fleet", "task-wall")
+	return func() { tm.Stop() }
 }
 
 // keep commits the work on the task's branch. A task that changed files
