@@ -160,58 +160,107 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error)
 	return c.run(ctx)
 }
 
+// init loads (on resume) or creates the run's record, readies the target,
+// and rebuilds the run's state from what JetStream knows.
 func (c *coordinator) init(ctx context.Context) error {
 	o := c.o
+	load := c.create
 	if o.Resume {
-		e, err := c.bus.Runs.Get(ctx, o.RunID)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return exitcode.Usagef("no fleet run %s on this NATS server", o.RunID)
-		}
-		if err != nil {
-			return fmt.Errorf("remote: %w", err)
-		}
-		if err := json.Unmarshal(e.Value(), &c.rec); err != nil {
-			return fmt.Errorf("remote: run %s: %w", o.RunID, err)
-		}
-		var p fleet.Plan
-		if err := json.Unmarshal(c.rec.Plan, &p); err != nil {
-			return fmt.Errorf("remote: run %s's plan: %w", o.RunID, err)
-		}
-		p.Dir = c.rec.PlanDir
-		c.plan = &p
-		if o.Lease == DefaultLease && c.rec.Lease > 0 {
-			c.o.Lease = c.rec.Lease
-		}
-		wt, err := worktree.Open(ctx, c.rec.Repo)
-		if err == nil && !wt.IsAncestor(ctx, c.rec.Base, c.rec.Base) {
-			err = fmt.Errorf("%s does not have the run's base %.12s", c.rec.Repo, c.rec.Base)
-		}
-		if err != nil && o.Clones != "" && c.rec.RepoURL != c.rec.Repo {
-			// Not the submitter's host: merge in a clone of where the
-			// workers push, and push the target back there.
-			wt, err = c.cloneRepo(ctx)
-		}
-		if err != nil {
-			return exitcode.With(exitcode.Usage, err)
-		}
-		c.wt = wt
-	} else {
-		c.plan = o.Plan
-		rec, wt, err := newRecord(ctx, o.Plan, o.RunID, o.Repo, o.RepoURL, o.Lease, c.clock)
-		if err != nil {
-			return err
-		}
-		c.rec, c.wt = rec, wt
-		data, _ := json.Marshal(c.rec)
-		if _, err := c.bus.Runs.Create(ctx, o.RunID, data); err != nil {
-			if errors.Is(err, jetstream.ErrKeyExists) {
-				return exitcode.Usagef("fleet run %s exists already on this NATS server (use tai fleet resume %s --nats URL)", o.RunID, o.RunID)
-			}
-			return fmt.Errorf("remote: %w", err)
+		load = c.load
+	}
+	if err := load(ctx); err != nil {
+		return err
+	}
+	if err := c.readyTarget(ctx); err != nil {
+		return err
+	}
+	c.st = c.initialState(ctx)
+	if o.Resume {
+		for _, t := range c.plan.Tasks {
+			c.dropStaleLock(ctx, c.wt.Path(o.RunID, t.ID))
 		}
 	}
-	// The target and the plan's copy: made on a first run, and by the
-	// coordinator that adopts a submitted run.
+	for _, t := range c.plan.Tasks {
+		if err := c.bus.SetLease(ctx, AgentToken(c.spec(t.AgentSpec)), c.o.Lease); err != nil {
+			return err
+		}
+	}
+	c.meter = fleet.NewMeter(c.plan.Budget, max(c.plan.Concurrency, 1), c.st.Usage, func(dim string, used, limit float64) {
+		c.emit("budget", "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim), nil)
+	})
+	return c.save()
+}
+
+// load reads a resumed run's record and plan from JetStream, and opens
+// its repository.
+func (c *coordinator) load(ctx context.Context) error {
+	o := c.o
+	e, err := c.bus.Runs.Get(ctx, o.RunID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return exitcode.Usagef("no fleet run %s on this NATS server", o.RunID)
+	}
+	if err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	if err := json.Unmarshal(e.Value(), &c.rec); err != nil {
+		return fmt.Errorf("remote: run %s: %w", o.RunID, err)
+	}
+	var p fleet.Plan
+	if err := json.Unmarshal(c.rec.Plan, &p); err != nil {
+		return fmt.Errorf("remote: run %s's plan: %w", o.RunID, err)
+	}
+	p.Dir = c.rec.PlanDir
+	c.plan = &p
+	// The run's own lease, unless this resume set one.
+	if o.Lease == DefaultLease && c.rec.Lease > 0 {
+		c.o.Lease = c.rec.Lease
+	}
+	wt, err := c.openRepo(ctx)
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
+	c.wt = wt
+	return nil
+}
+
+// openRepo opens a resumed run's repository: the submitter's, or on
+// another host a clone of where the workers push.
+func (c *coordinator) openRepo(ctx context.Context) (*worktree.Manager, error) {
+	wt, err := worktree.Open(ctx, c.rec.Repo)
+	if err == nil && !wt.IsAncestor(ctx, c.rec.Base, c.rec.Base) {
+		err = fmt.Errorf("%s does not have the run's base %.12s", c.rec.Repo, c.rec.Base)
+	}
+	if err != nil && c.o.Clones != "" && c.rec.RepoURL != c.rec.Repo {
+		// Not the submitter's host: merge in a clone of where the
+		// workers push, and push the target back there.
+		return c.cloneRepo(ctx)
+	}
+	return wt, err
+}
+
+// create makes a new run's record and puts it in JetStream, where only
+// one run of that id may be.
+func (c *coordinator) create(ctx context.Context) error {
+	o := c.o
+	c.plan = o.Plan
+	rec, wt, err := newRecord(ctx, o.Plan, o.RunID, o.Repo, o.RepoURL, o.Lease, c.clock)
+	if err != nil {
+		return err
+	}
+	c.rec, c.wt = rec, wt
+	data, _ := json.Marshal(c.rec)
+	if _, err := c.bus.Runs.Create(ctx, o.RunID, data); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			return exitcode.Usagef("fleet run %s exists already on this NATS server (use tai fleet resume %s --nats URL)", o.RunID, o.RunID)
+		}
+		return fmt.Errorf("remote: %w", err)
+	}
+	return nil
+}
+
+// readyTarget makes the target and the plan's copy: on a first run, and
+// by the coordinator that adopts a submitted run.
+func (c *coordinator) readyTarget(ctx context.Context) error {
 	if err := c.wt.EnsureBranch(ctx, c.rec.Target, c.rec.Base); err != nil {
 		return err
 	}
@@ -221,11 +270,19 @@ func (c *coordinator) init(ctx context.Context) error {
 			return fmt.Errorf("pushing the target to %s: %w", c.pushTo, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(o.Dir, "plan.json")); err != nil {
-		if err := worktree.WriteFileAtomic(filepath.Join(o.Dir, "plan.json"), c.rec.Plan, 0o600); err != nil {
+	plan := filepath.Join(c.o.Dir, "plan.json")
+	if _, err := os.Stat(plan); err != nil {
+		if err := worktree.WriteFileAtomic(plan, c.rec.Plan, 0o600); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// initialState is the run's state: its tasks pending, then as their
+// leases in JetStream say.
+func (c *coordinator) initialState(ctx context.Context) fleet.State {
+	o := c.o
 	st := fleet.State{Version: 1, Run: o.RunID, Plan: filepath.Join(o.Dir, "plan.json"), PlanFrom: c.plan.File, Repo: c.wt.Repo,
 		Base: c.rec.Base, Target: c.rec.Target, Created: c.rec.Created, Order: c.plan.Order(), Tasks: map[string]*fleet.TaskState{},
 		Status: "running", PID: os.Getpid()}
@@ -242,36 +299,27 @@ func (c *coordinator) init(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		ts.Attempts, ts.Usage, ts.Message, ts.Head, ts.Base, ts.Questions = l.Attempt, l.Usage, l.Message, l.Head, l.Base, l.Questions
+		fromLease(ts, l)
 		st.Usage = addUsage(st.Usage, l.Usage)
-		switch l.State {
-		case LeaseMerged:
-			ts.Status = fleet.StatusMerged
-		case LeaseAccepted:
-			ts.Status = fleet.StatusDone
-		case LeaseFinal:
-			ts.Status, ts.Reason = l.Status, l.Reason
-		case LeaseClaimed:
-			ts.Status = fleet.StatusRunning
-		case LeaseOffered:
-			ts.Status = fleet.StatusWaiting
-		}
 	}
-	c.st = st
-	if o.Resume {
-		for _, t := range c.plan.Tasks {
-			c.dropStaleLock(ctx, c.wt.Path(o.RunID, t.ID))
-		}
+	return st
+}
+
+// fromLease sets a task's state from its lease.
+func fromLease(ts *fleet.TaskState, l Lease) {
+	ts.Attempts, ts.Usage, ts.Message, ts.Head, ts.Base, ts.Questions = l.Attempt, l.Usage, l.Message, l.Head, l.Base, l.Questions
+	switch l.State {
+	case LeaseMerged:
+		ts.Status = fleet.StatusMerged
+	case LeaseAccepted:
+		ts.Status = fleet.StatusDone
+	case LeaseFinal:
+		ts.Status, ts.Reason = l.Status, l.Reason
+	case LeaseClaimed:
+		ts.Status = fleet.StatusRunning
+	case LeaseOffered:
+		ts.Status = fleet.StatusWaiting
 	}
-	for _, t := range c.plan.Tasks {
-		if err := c.bus.SetLease(ctx, AgentToken(c.spec(t.AgentSpec)), c.o.Lease); err != nil {
-			return err
-		}
-	}
-	c.meter = fleet.NewMeter(c.plan.Budget, max(c.plan.Concurrency, 1), st.Usage, func(dim string, used, limit float64) {
-		c.emit("budget", "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim), nil)
-	})
-	return c.save()
 }
 
 // newRecord resolves a new run's repository, base and target.
