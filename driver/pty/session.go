@@ -158,6 +158,8 @@ type Session struct {
 	confirm   int       // 1 + the option the highlight was moved to, to confirm once it shows there; 0 none
 	reqSeq    int
 	isReady   bool
+	rawSeen   bool // the TUI has read keys in raw mode
+	keysGap   bool // it did, and the terminal is back in canonical mode
 	cur       *turn
 	pending   bool      // output not yet read into a verdict
 	firstPend time.Time // when the pending output began
@@ -393,6 +395,11 @@ func (s *Session) nextWake() (time.Time, bool) {
 	if t, ok := s.set.probeDue(); ok {
 		add(t)
 	}
+	// A terminal back in canonical mode changes without output: look
+	// again while a prompt or the ready screen waits on it.
+	if s.keysGap && (!s.isReady || s.cur != nil && s.cur.phase == phaseWait) {
+		add(now.Add(cookedPoll))
+	}
 	if s.cur != nil && (s.cur.phase == phaseCR || s.cur.phase == phaseSubmitted) {
 		add(s.cur.due)
 		if s.cur.echoed && quietAt.After(now) {
@@ -402,6 +409,9 @@ func (s *Session) nextWake() (time.Time, bool) {
 	return next, !next.IsZero()
 }
 
+// cookedPoll is how often the mode of a terminal in a keys gap is read.
+const cookedPoll = 100 * time.Millisecond
+
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {
 		return a
@@ -409,9 +419,28 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
+// keysLost reports whether keys typed now would be lost: the TUI read
+// them in raw mode before, and the terminal is back in canonical mode, so
+// no app is reading them (gemini restarts itself after its trust dialog,
+// its old idle screen still up, and the new process may take seconds to
+// start on a busy machine). A TUI that never went raw reads lines, and
+// typing to it is fine.
+func (s *Session) keysLost() bool {
+	cooked, err := s.proc.KeysCooked()
+	if err != nil {
+		return false
+	}
+	if !cooked {
+		s.rawSeen = true
+		return false
+	}
+	return s.rawSeen
+}
+
 // evaluate reads the screen and acts on it.
 func (s *Session) evaluate(now time.Time) {
 	snap := s.proc.Screen.Snapshot()
+	s.keysGap = s.keysLost()
 	v := s.prof.Parse(snap.Lines)
 	st := s.set.status(now, v)
 	s.verdict = v
@@ -449,7 +478,7 @@ func (s *Session) evaluate(now time.Time) {
 		return // answered; waiting for it to go
 	}
 
-	if !s.isReady && st == StatusIdle && (!s.prof.ReadyOnScreen || v.State == profile.Idle) &&
+	if !s.isReady && st == StatusIdle && !s.keysGap && (!s.prof.ReadyOnScreen || v.State == profile.Idle) &&
 		(!s.prof.ReadyQuiet || now.Sub(s.set.lastOut) >= s.set.quiet) {
 		s.isReady = true
 		close(s.ready)
@@ -464,7 +493,7 @@ func (s *Session) evaluate(now time.Time) {
 			s.endTurn(driver.StopCancelled, "", nil)
 			return
 		}
-		if st != StatusIdle {
+		if st != StatusIdle || s.keysGap {
 			return
 		}
 		// The idle screen before the prompt, for the reply fallback: its
