@@ -159,7 +159,9 @@ type Session struct {
 	reqSeq    int
 	isReady   bool
 	rawSeen   bool // the TUI has read keys in raw mode
-	keysGap   bool // it did, and the terminal is back in canonical mode
+	pasteSeen bool // with bracketed paste on
+	keysGap   bool // it did, then the terminal went back to canonical mode (keysLost)
+	gapPaste  bool // pasteSeen when the gap began
 	cur       *turn
 	pending   bool      // output not yet read into a verdict
 	firstPend time.Time // when the pending output began
@@ -420,27 +422,36 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // keysLost reports whether keys typed now would be lost: the TUI read
-// them in raw mode before, and the terminal is back in canonical mode, so
-// no app is reading them (gemini restarts itself after its trust dialog,
+// them in raw mode before, and the terminal went back to canonical mode,
+// so no app reads them (gemini restarts itself after its trust dialog,
 // its old idle screen still up, and the new process may take seconds to
-// start on a busy machine). A TUI that never went raw reads lines, and
-// typing to it is fine.
-func (s *Session) keysLost() bool {
+// start on a busy machine). The gap lasts until a new process reads keys
+// again: raw mode, and bracketed paste on again if the TUI had it on, as
+// raw mode alone comes earlier (gemini's new process goes raw to read its
+// terminal queries and drops the keys it reads meanwhile). A TUI that
+// never went raw reads lines, and typing to it is fine.
+func (s *Session) keysLost(snap term.Snapshot) bool {
 	cooked, err := s.proc.KeysCooked()
 	if err != nil {
 		return false
 	}
-	if !cooked {
+	switch {
+	case !s.keysGap && !cooked:
 		s.rawSeen = true
-		return false
+		s.pasteSeen = s.pasteSeen || snap.BracketedPaste
+	case !s.keysGap && cooked && s.rawSeen:
+		s.keysGap, s.gapPaste = true, s.pasteSeen
+		s.log.Debug("pty: the terminal is back in canonical mode; no keys until a TUI reads them again")
+	case s.keysGap && !cooked && (!s.gapPaste || snap.BracketedPaste):
+		s.keysGap = false
 	}
-	return s.rawSeen
+	return s.keysGap
 }
 
 // evaluate reads the screen and acts on it.
 func (s *Session) evaluate(now time.Time) {
 	snap := s.proc.Screen.Snapshot()
-	s.keysGap = s.keysLost()
+	s.keysLost(snap)
 	v := s.prof.Parse(snap.Lines)
 	st := s.set.status(now, v)
 	s.verdict = v

@@ -14,7 +14,7 @@
 // FAKETUI_RESTART=1 starts with a trust dialog whose answer restarts the
 // app as gemini does: the terminal goes back to canonical mode with the
 // idle screen still up, keys typed in the gap are lost, and a new process
-// takes over.
+// takes over, which drops keys until it turns bracketed paste on.
 //
 // It runs in real time (it is the agent, not the test), with short frames.
 package main
@@ -89,8 +89,6 @@ func main() {
 	if err == nil {
 		defer term.Restore(0, old)
 	}
-	os.Stdout.WriteString("\x1b[?2004h")
-	defer os.Stdout.WriteString("\x1b[?2004l")
 	u := &ui{}
 	keys := make(chan []byte)
 	go func() {
@@ -104,6 +102,20 @@ func main() {
 			keys <- append([]byte(nil), buf[:n]...)
 		}
 	}()
+	if os.Getenv("FAKETUI_RESTARTED") != "" {
+		// The new process after a restart, raw already but still starting
+		// (gemini reads its terminal queries' answers now): keys are
+		// dropped until its input is up, bracketed paste on.
+		for start := time.After(time.Second); start != nil; {
+			select {
+			case <-keys:
+			case <-start:
+				start = nil
+			}
+		}
+	}
+	os.Stdout.WriteString("\x1b[?2004h")
+	defer os.Stdout.WriteString("\x1b[?2004l")
 	tick := time.NewTicker(40 * time.Millisecond)
 	defer tick.Stop()
 	var job func(ui *ui, key string) // the running prompt, fed keys
