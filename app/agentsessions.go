@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/driver/acp"
 	"github.com/tai-dev/tai/exitcode"
@@ -28,20 +29,21 @@ func connectAgent(ctx context.Context, f SessionsFlags, std IO) (*acp.Session, s
 	if err != nil {
 		return nil, "", err
 	}
-	p, argv, err := resolveAgent(rf)
+	a, err := agentspec.ResolveAgent(rf.agent())
 	if err != nil {
 		return nil, "", err
 	}
+	p, argv := a.Preset, a.Argv
 	if p.Driver != "" && p.Driver != "acp" && f.AgentCmd == "" {
 		return nil, "", exitcode.Usagef("agent %s is driven over %s: only ACP agents list their sessions (session/list)", p.Name, p.Driver)
 	}
 	var env []string
-	if isTai(argv) {
+	if agentspec.IsTai(argv) {
 		// tai as the agent keeps its state where tai run puts it.
 		env = append(os.Environ(), "XDG_STATE_HOME="+statedir.Dir("agents"))
 	}
 	s, err := acp.Start(ctx, acp.Config{Argv: argv, Env: env, Cwd: f.Cwd, Agent: p.Name, NoSession: true, ClientVersion: Version,
-		IgnoresStdinEOF: p.Quirks.IgnoresStdinEOF, Logger: newLogger(std.Err, false),
+		Quirks: p.Quirks, Logger: newLogger(std.Err, false),
 		Host: driver.Host{Sink: discardSink{}}})
 	if err != nil {
 		return nil, "", fmt.Errorf("starting %s: %w", p.Name, err)

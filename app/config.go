@@ -84,21 +84,6 @@ func applyConfig(f RunFlags) (RunFlags, error) {
 	return f, nil
 }
 
-// configAgent is a custom agent of the config as a preset and its argv.
-func configAgent(a config.Agent) (preset.Preset, []string, error) {
-	p, argv, err := preset.Custom(a.Command)
-	if err != nil {
-		return p, nil, fmt.Errorf("config agent %q: %w", a.Name, err)
-	}
-	p.Name = a.Name
-	if a.Driver != "" {
-		p.Driver = a.Driver
-	}
-	p.Quirks.NoClientFS = slices.Contains(a.Quirks, config.QuirkNoClientFS)
-	p.Quirks.IgnoresStdinEOF = slices.Contains(a.Quirks, config.QuirkIgnoresStdinEOF)
-	return p, argv, nil
-}
-
 // configView is `tai config show -o json`.
 type configView struct {
 	Files    []string       `json:"files"`

@@ -17,6 +17,7 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
@@ -128,9 +129,9 @@ func doctorAgents(ctx context.Context) []DoctorAgent {
 	if cfg, err := loadConfig(""); err == nil {
 		for _, c := range cfg.Agents {
 			a := DoctorAgent{Name: c.Name, Drivers: []string{c.Driver}, Note: "from " + c.From}
-			if p, argv, err := configAgent(c); err == nil {
-				a.Drivers = []string{p.Driver}
-				if path, err := exec.LookPath(argv[0]); err == nil {
+			if r, err := agentspec.ResolveAgent(agentspec.Agent{Name: c.Name, Custom: cfg.Agents}); err == nil {
+				a.Drivers = []string{r.Preset.Driver}
+				if path, err := exec.LookPath(r.Argv[0]); err == nil {
 					a.Installed, a.Path = true, path
 				}
 			}

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/term"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
@@ -24,7 +25,6 @@ import (
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/notify"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/sandbox"
@@ -78,12 +78,8 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	o.Dir = fleet.RunDir(o.RunID)
 	o.Repo, o.Concurrency, o.FailFast, o.CancelGrace = f.Repo, f.Concurrency, f.FailFast, f.CancelGrace
 	o.Version, o.Logger = Version, logger
-	mode, err := sandbox.ParseMode(f.Sandbox)
-	if err != nil {
+	if _, err := sandbox.Preflight(f.Sandbox); err != nil {
 		return fail(std, exitcode.With(exitcode.Usage, err))
-	}
-	if mode == sandbox.ModeOn && sandbox.ABI() <= 0 {
-		return fail(std, exitcode.Usagef("--sandbox on: this kernel does not offer Landlock"))
 	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		fmt.Fprintln(std.Err, "tai fleet:", err)
@@ -107,14 +103,11 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 		}
 	}()
 	o.Audit = log
-	if mode != sandbox.ModeOff {
-		// Each task's agent confined like tai run's: its own state dirs
-		// writable, secrets hidden, tai's own files (this run's state and
-		// audit log included) read-only.
-		o.Sandbox = func(p preset.Preset) (*sandbox.Config, error) {
-			return sandboxConfig(RunFlags{Sandbox: f.Sandbox}, p, policy.Config{}, log, nil)
-		}
-	}
+	// Each task's agent confined like tai run's, by its task's policy: its
+	// own state dirs writable, secrets and the policy's deny-read paths
+	// hidden, tai's own files (this run's state and audit log included)
+	// read-only.
+	o.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{log.Path()}}
 
 	lf, closeFeed, err := openFeed(o.RunID, feed.KindFleet, f.Feed, logger, std.Err)
 	defer closeFeed()

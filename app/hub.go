@@ -11,12 +11,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/internal/statedir"
-	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/remote"
 	"github.com/tai-dev/tai/sandbox"
 )
@@ -139,26 +138,14 @@ func Worker(ctx context.Context, f WorkerFlags, std IO) int {
 		fmt.Fprintln(std.Err, "tai worker:", err)
 		return int(exitcode.AgentError)
 	}
-	mode, err := sandbox.ParseMode(f.Sandbox)
-	if err != nil {
+	if _, err := sandbox.Preflight(f.Sandbox); err != nil {
 		return fail(std, exitcode.With(exitcode.Usage, err))
-	}
-	if mode == sandbox.ModeOn && sandbox.ABI() <= 0 {
-		return fail(std, exitcode.Usagef("--sandbox on: this kernel does not offer Landlock"))
 	}
 	wo := remote.WorkerOptions{Bus: bus, Name: name, Agents: f.Agents, Slots: f.Slots,
 		Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"), Lease: f.Lease, Version: Version, Logger: logger}
-	if mode != sandbox.ModeOff {
-		// Each task's agent confined as in a local fleet; the worker's own
-		// task audit logs stay out of its reach.
-		wo.Sandbox = func(p preset.Preset) (*sandbox.Config, error) {
-			cfg, err := sandboxConfig(RunFlags{Sandbox: f.Sandbox}, p, policy.Config{}, nil, nil)
-			if err == nil {
-				cfg.Protect = append(cfg.Protect, filepath.Join(dir, "state", "audit"))
-			}
-			return cfg, err
-		}
-	}
+	// Each task's agent confined as in a local fleet, by its task's policy;
+	// the worker's own task audit logs stay out of its reach.
+	wo.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{filepath.Join(dir, "state", "audit")}}
 	err = remote.RunWorker(ctx, wo)
 	if err != nil {
 		fmt.Fprintln(std.Err, "tai worker:", err)

@@ -46,10 +46,16 @@ type Launch struct {
 	Sandbox *sandbox.Sandbox
 }
 
-// Quirks are agent-specific fixes a preset asks the driver to apply.
+// Quirks are agent-specific fixes the driver applies. They are named once,
+// here: a preset (package preset) and a config.toml agent carry them, the
+// runner passes them through, and the driver reads them.
 type Quirks struct {
-	// NoClientFS: do not offer file access even though the host has it.
-	NoClientFS bool
-	// IgnoresStdinEOF: the agent does not exit when stdin closes.
-	IgnoresStdinEOF bool
+	// NoClientFS: do not offer fs/* to the agent even though the host has
+	// it. gemini-cli fails to create new files through the client's fs (it
+	// mistakes the not-found error), and writes them itself when fs is not
+	// offered.
+	NoClientFS bool `json:"no_client_fs,omitempty"`
+	// IgnoresStdinEOF: the agent does not exit when stdin closes, so tai
+	// signals its process group right away instead of waiting.
+	IgnoresStdinEOF bool `json:"ignores_stdin_eof,omitempty"`
 }

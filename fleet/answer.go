@@ -34,17 +34,13 @@ func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Han
 		}
 		fmt.Fprintf(&b, "You answer questions from agents working on a plan; they never talk to each other.\nPlan: %s\nGoal: %s\n\nTask %q (its prompt was:\n%s\n) asks:\n%s\n\nIts changes so far:\n%s\n\nAnswer the question directly. If you cannot answer it, reply exactly %s.",
 			f.plan.Name, f.plan.Goal, t.ID, truncate(t.Prompt, 4000), q, diff, CannotAnswer)
-		spec := f.merged(a.AgentSpec)
-		opts, err := f.agentOptions(spec, cwd)
-		if err != nil {
-			return "", "", spent, err
-		}
 		// The answerer reads; it never writes in the task's worktree.
-		eng, _, err := f.engine(&Policy{Approve: "reads", NonInteractive: "deny", Deny: []string{"edit", "delete", "move", "execute"}}, cwd, "task "+t.ID+"'s answerer")
+		pol := f.plan.effectivePolicy(&Policy{Approve: "reads", NonInteractive: "deny", Deny: []string{"edit", "delete", "move", "execute"}})
+		pol.AllowDenials = true
+		opts, _, err := f.resolve(a.AgentSpec, pol, cwd, "task "+t.ID+"'s answerer")
 		if err != nil {
 			return "", "", spent, err
 		}
-		opts.Decider, opts.Modes, opts.AllowDenials = eng, eng, true
 		opts.Prompt = []driver.Content{driver.TextContent(b.String())}
 		opts.Audit, opts.AuditTask = f.o.Audit, t.ID
 		opts.RunID = fmt.Sprintf("%s/%s/answerer", f.o.RunID, t.ID)

@@ -19,12 +19,11 @@ import (
 	"github.com/coder/quartz"
 	"github.com/gofrs/flock"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/preset"
-	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -57,10 +56,10 @@ type Options struct {
 	Logger      *slog.Logger
 	// Exe is the tai binary for the built-in agent; default os.Executable.
 	Exe string
-	// Sandbox confines a task's agent, given its preset: nil runs agents
-	// unconfined. It is asked per task, so each agent's own state
-	// directories are writable.
-	Sandbox func(p preset.Preset) (*sandbox.Config, error)
+	// Sandbox confines each task's agent (the resolver builds its config
+	// from the agent's preset and the task's policy); nil starts agents
+	// without tai's launcher (tests whose binary is not tai).
+	Sandbox *agentspec.Sandbox
 
 	writeState func(path string, data []byte) error // tests: a full disk
 }
@@ -163,26 +162,8 @@ func Run(ctx context.Context, o Options) (*State, error) {
 
 func (f *fleet) init(ctx context.Context) error {
 	o := f.o
-	statePath := filepath.Join(o.Dir, "state.json")
-	planCopy := filepath.Join(o.Dir, "plan.yaml")
-	f.st = &store{path: statePath, now: func() time.Time { return f.clock.Now() }, write: o.writeState,
-		onFail: func(err error) { f.stop(err) }}
-	if o.Resume {
-		st, err := LoadState(o.Dir)
-		if err != nil {
-			return exitcode.With(exitcode.Usage, err)
-		}
-		plan, err := loadPlanIn(planCopy, filepath.Dir(st.PlanFrom))
-		if err != nil {
-			return exitcode.With(exitcode.Usage, err)
-		}
-		f.plan = plan
-		f.st.st = st
-	} else {
-		if _, err := os.Stat(statePath); err == nil {
-			return exitcode.Usagef("fleet run %s exists already (use tai fleet resume %s)", o.RunID, o.RunID)
-		}
-		f.plan = o.Plan
+	if err := f.load(); err != nil {
+		return err
 	}
 	repo := o.Repo
 	if repo == "" {
@@ -201,43 +182,9 @@ func (f *fleet) init(ctx context.Context) error {
 	}
 	f.wt = wt
 	if !o.Resume {
-		// Prompt files were inlined by LoadPlan: the copy is self-contained.
-		b, err := marshalPlan(f.plan)
-		if err != nil {
+		if err := f.start(ctx); err != nil {
 			return err
 		}
-		if err := worktree.WriteFileAtomic(planCopy, b, 0o600); err != nil {
-			return err
-		}
-		base := f.plan.Base
-		if base == "" {
-			base = "HEAD"
-		}
-		if !wt.HasCommits(ctx) && base == "HEAD" {
-			return exitcode.Usagef("the repository %s has no commits yet: a fleet's tasks start from a commit (make one, or set base: in the plan)", wt.Repo)
-		}
-		sha, err := wt.RevParse(ctx, base)
-		if err != nil {
-			return exitcode.With(exitcode.Usage, fmt.Errorf("base: %w", err))
-		}
-		target := f.plan.Target
-		if target == "" {
-			target = "tai-fleet/" + o.RunID
-		}
-		if p, ok, err := wt.CheckedOut(ctx, target); err != nil {
-			return err
-		} else if ok {
-			return exitcode.Usagef("target branch %s is checked out in %s: tai merges only into branches no checkout has open (set target: to another branch, e.g. tai-fleet/%s)", target, p, o.RunID)
-		}
-		if err := wt.EnsureBranch(ctx, target, sha); err != nil {
-			return err
-		}
-		st := &State{Version: 1, Run: o.RunID, Plan: planCopy, PlanFrom: f.plan.File, Repo: wt.Repo, Base: sha, Target: target,
-			Created: f.clock.Now().UTC(), Order: f.plan.Order(), Tasks: map[string]*TaskState{}}
-		for _, t := range f.plan.Tasks {
-			st.Tasks[t.ID] = &TaskState{ID: t.ID, Agent: f.agentLabel(t.AgentSpec), Status: StatusPending}
-		}
-		f.st.st = st
 	}
 	conc := o.Concurrency
 	if conc == 0 {
@@ -269,6 +216,77 @@ func (f *fleet) init(ctx context.Context) error {
 			}
 		}
 	})
+}
+
+// load opens the run's state store: a resumed run's state and plan copy,
+// or the new run's plan.
+func (f *fleet) load() error {
+	o := f.o
+	statePath := filepath.Join(o.Dir, "state.json")
+	f.st = &store{path: statePath, now: func() time.Time { return f.clock.Now() }, write: o.writeState,
+		onFail: func(err error) { f.stop(err) }}
+	if !o.Resume {
+		if _, err := os.Stat(statePath); err == nil {
+			return exitcode.Usagef("fleet run %s exists already (use tai fleet resume %s)", o.RunID, o.RunID)
+		}
+		f.plan = o.Plan
+		return nil
+	}
+	st, err := LoadState(o.Dir)
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
+	plan, err := loadPlanIn(filepath.Join(o.Dir, "plan.yaml"), filepath.Dir(st.PlanFrom))
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
+	f.plan, f.st.st = plan, st
+	return nil
+}
+
+// start sets a new run up: the self-contained plan copy, the base commit,
+// the target branch and the first state.
+func (f *fleet) start(ctx context.Context) error {
+	o, wt := f.o, f.wt
+	planCopy := filepath.Join(o.Dir, "plan.yaml")
+	// Prompt files were inlined by LoadPlan: the copy is self-contained.
+	b, err := marshalPlan(f.plan)
+	if err != nil {
+		return err
+	}
+	if err := worktree.WriteFileAtomic(planCopy, b, 0o600); err != nil {
+		return err
+	}
+	base := f.plan.Base
+	if base == "" {
+		base = "HEAD"
+	}
+	if !wt.HasCommits(ctx) && base == "HEAD" {
+		return exitcode.Usagef("the repository %s has no commits yet: a fleet's tasks start from a commit (make one, or set base: in the plan)", wt.Repo)
+	}
+	sha, err := wt.RevParse(ctx, base)
+	if err != nil {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("base: %w", err))
+	}
+	target := f.plan.Target
+	if target == "" {
+		target = "tai-fleet/" + o.RunID
+	}
+	if p, ok, err := wt.CheckedOut(ctx, target); err != nil {
+		return err
+	} else if ok {
+		return exitcode.Usagef("target branch %s is checked out in %s: tai merges only into branches no checkout has open (set target: to another branch, e.g. tai-fleet/%s)", target, p, o.RunID)
+	}
+	if err := wt.EnsureBranch(ctx, target, sha); err != nil {
+		return err
+	}
+	st := &State{Version: 1, Run: o.RunID, Plan: planCopy, PlanFrom: f.plan.File, Repo: wt.Repo, Base: sha, Target: target,
+		Created: f.clock.Now().UTC(), Order: f.plan.Order(), Tasks: map[string]*TaskState{}}
+	for _, t := range f.plan.Tasks {
+		st.Tasks[t.ID] = &TaskState{ID: t.ID, Agent: f.agentLabel(t.AgentSpec), Status: StatusPending}
+	}
+	f.st.st = st
+	return nil
 }
 
 func (f *fleet) agentLabel(a AgentSpec) string {

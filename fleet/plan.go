@@ -340,7 +340,10 @@ func contains(l []string, s string) bool {
 
 var taskRefRE = regexp.MustCompile(`\.Tasks\.([A-Za-z0-9_]+)|index\s+\.Tasks\s+"([^"]+)"`)
 
-func (p *Plan) validate(add func(int, string, ...any)) {
+// adder records a mistake in a plan at a line.
+type adder func(line int, format string, args ...any)
+
+func (p *Plan) validate(add adder) {
 	if p.Name == "" {
 		p.Name = strings.TrimSuffix(filepath.Base(p.File), filepath.Ext(p.File))
 	}
@@ -353,40 +356,10 @@ func (p *Plan) validate(add func(int, string, ...any)) {
 	if len(p.Tasks) == 0 {
 		add(0, "no tasks")
 	}
-	checkLimits := func(line int, where string, l Limits) {
-		if l.Tokens < 0 || l.Turns < 0 || l.WallTime < 0 || l.Cost < 0 || l.Soft < 0 || l.Soft > 1 {
-			add(line, "%sbudget: limits must be >= 0 and soft in [0,1]", where)
-		}
-	}
-	checkLimits(0, "", p.Budget)
-	checkAgent := func(line int, where string, a AgentSpec) {
-		if a.Agent != "" && a.AgentCmd != "" && a.Agent != "builtin" && a.Script != "" {
-			add(line, "%sscript is only for the built-in agent", where)
-		}
-		if a.Script != "" && a.AgentCmd != "" {
-			add(line, "%sscript and agent_cmd are exclusive", where)
-		}
-		if a.AgentCmd != "" {
-			if _, _, err := preset.Custom(a.AgentCmd); err != nil {
-				add(line, "%sagent_cmd: %v", where, err)
-			}
-		} else if a.Agent != "" {
-			known, ok := preset.Lookup(a.Agent)
-			if !ok {
-				add(line, "%sunknown agent %q (known: %s; or set agent_cmd)", where, a.Agent, strings.Join(preset.Names(), ", "))
-			} else if a.Script != "" && !known.Builtin {
-				add(line, "%sscript is only for the built-in agent, not %s", where, a.Agent)
-			}
-		}
-		if a.Script != "" {
-			if _, err := builtin.LoadScript(p.path(a.Script)); err != nil {
-				add(line, "%sscript: %v", where, err)
-			}
-		}
-	}
-	checkAgent(p.lines["defaults"], "defaults: ", p.Defaults)
+	checkLimits(add, 0, "", p.Budget)
+	p.checkAgent(add, p.lines["defaults"], "defaults: ", p.Defaults)
 	if p.Answerer != nil {
-		checkAgent(p.lines["answerer"], "answerer: ", p.Answerer.AgentSpec)
+		p.checkAgent(add, p.lines["answerer"], "answerer: ", p.Answerer.AgentSpec)
 	}
 	if _, err := checkPolicy(p.effectivePolicy(nil)); err != nil {
 		add(p.lines["policy"], "policy: %v", err)
@@ -394,7 +367,6 @@ func (p *Plan) validate(add func(int, string, ...any)) {
 	byID := map[string]*Task{}
 	for i := range p.Tasks {
 		t := &p.Tasks[i]
-		where := fmt.Sprintf("task %q: ", t.ID)
 		switch {
 		case t.ID == "":
 			add(t.Line, "task %d has no id", i+1)
@@ -406,74 +378,118 @@ func (p *Plan) validate(add func(int, string, ...any)) {
 			continue
 		}
 		byID[t.ID] = t
-		if (t.Prompt == "") == (t.PromptFile == "") {
-			add(t.Line, "%sexactly one of prompt and prompt_file is needed", where)
-		}
-		if t.PromptFile != "" {
-			b, err := readlimit.ReadFile(p.path(t.PromptFile), readlimit.Plan)
-			if err != nil {
-				add(t.Line, "%sprompt_file: %v", where, err)
-			} else {
-				t.Prompt, t.PromptFile = string(b), ""
-			}
-		}
-		if _, err := template.New(t.ID).Option("missingkey=error").Parse(t.Prompt); err != nil {
-			add(t.Line, "%sprompt template: %v", where, err)
-		}
-		checkAgent(t.Line, where, t.AgentSpec)
-		if t.Policy != nil {
-			if _, err := checkPolicy(p.effectivePolicy(t.Policy)); err != nil {
-				add(t.policyLine, "%spolicy: %v", where, err)
-			}
-		}
-		checkLimits(t.Line, where, t.Budget)
-		if t.Retries < 0 {
-			add(t.Line, "%sretries must be >= 0", where)
-		}
-		if _, err := policy.CompilePathSet(t.Owns); err != nil {
-			add(t.Line, "%sowns: %v", where, err)
-		}
-		switch wt := t.Worktree; {
-		case wt == "" || wt == "new" || wt == "none":
-		case strings.HasPrefix(wt, "shared:"):
-		default:
-			add(t.Line, "%sworktree must be new, none or shared:<task>, not %q", where, wt)
-		}
+		p.checkTask(add, t)
 	}
 	for i := range p.Tasks {
-		t := &p.Tasks[i]
-		if t.ID == "" {
-			continue
-		}
-		where := fmt.Sprintf("task %q: ", t.ID)
-		for _, d := range t.DependsOn {
-			if byID[d] == nil {
-				add(t.Line, "%sdepends_on %q: no such task%s", where, d, suggest(d, byID))
-			} else if d == t.ID {
-				add(t.Line, "%sdepends on itself", where)
-			}
-		}
-		if s, ok := strings.CutPrefix(t.Worktree, "shared:"); ok {
-			o := byID[s]
-			switch {
-			case o == nil:
-				add(t.Line, "%sworktree shared:%s: no such task%s", where, s, suggest(s, byID))
-			case !p.reaches(t.ID, s, byID):
-				// Sharing a directory is only safe if the two never run at once.
-				add(t.Line, "%sworktree shared:%s needs %q in its depends_on (directly or not), so they never run at once", where, s, s)
-			case o.Worktree == "none" || strings.HasPrefix(o.Worktree, "shared:"):
-				add(t.Line, "%sworktree shared:%s: that task has no worktree of its own", where, s)
-			}
-		}
-		for _, m := range taskRefRE.FindAllStringSubmatch(t.Prompt, -1) {
-			ref := m[1] + m[2]
-			if !contains(t.DependsOn, ref) {
-				add(t.Line, "%sprompt uses the result of %q, which is not in its depends_on", where, ref)
-			}
+		if t := &p.Tasks[i]; t.ID != "" {
+			p.checkLinks(add, t, byID)
 		}
 	}
 	if cyc := p.cycle(byID); len(cyc) > 0 {
 		add(byID[cyc[0]].Line, "dependency cycle: %s", strings.Join(cyc, " -> "))
+	}
+}
+
+func checkLimits(add adder, line int, where string, l Limits) {
+	if l.Tokens < 0 || l.Turns < 0 || l.WallTime < 0 || l.Cost < 0 || l.Soft < 0 || l.Soft > 1 {
+		add(line, "%sbudget: limits must be >= 0 and soft in [0,1]", where)
+	}
+}
+
+// checkAgent checks an agent spec as far as a plan can without running
+// it: the resolver (package agentspec) finds the rest when the task runs.
+func (p *Plan) checkAgent(add adder, line int, where string, a AgentSpec) {
+	if a.Agent != "" && a.AgentCmd != "" && a.Agent != "builtin" && a.Script != "" {
+		add(line, "%sscript is only for the built-in agent", where)
+	}
+	if a.Script != "" && a.AgentCmd != "" {
+		add(line, "%sscript and agent_cmd are exclusive", where)
+	}
+	if a.AgentCmd != "" {
+		if _, _, err := preset.Custom(a.AgentCmd); err != nil {
+			add(line, "%sagent_cmd: %v", where, err)
+		}
+	} else if a.Agent != "" {
+		known, ok := preset.Lookup(a.Agent)
+		if !ok {
+			add(line, "%sunknown agent %q (known: %s; or set agent_cmd)", where, a.Agent, strings.Join(preset.Names(), ", "))
+		} else if a.Script != "" && !known.Builtin {
+			add(line, "%sscript is only for the built-in agent, not %s", where, a.Agent)
+		}
+	}
+	if a.Script != "" {
+		if _, err := builtin.LoadScript(p.path(a.Script)); err != nil {
+			add(line, "%sscript: %v", where, err)
+		}
+	}
+}
+
+// checkTask checks one task on its own (its prompt file is inlined).
+func (p *Plan) checkTask(add adder, t *Task) {
+	where := fmt.Sprintf("task %q: ", t.ID)
+	if (t.Prompt == "") == (t.PromptFile == "") {
+		add(t.Line, "%sexactly one of prompt and prompt_file is needed", where)
+	}
+	if t.PromptFile != "" {
+		b, err := readlimit.ReadFile(p.path(t.PromptFile), readlimit.Plan)
+		if err != nil {
+			add(t.Line, "%sprompt_file: %v", where, err)
+		} else {
+			t.Prompt, t.PromptFile = string(b), ""
+		}
+	}
+	if _, err := template.New(t.ID).Option("missingkey=error").Parse(t.Prompt); err != nil {
+		add(t.Line, "%sprompt template: %v", where, err)
+	}
+	p.checkAgent(add, t.Line, where, t.AgentSpec)
+	if t.Policy != nil {
+		if _, err := checkPolicy(p.effectivePolicy(t.Policy)); err != nil {
+			add(t.policyLine, "%spolicy: %v", where, err)
+		}
+	}
+	checkLimits(add, t.Line, where, t.Budget)
+	if t.Retries < 0 {
+		add(t.Line, "%sretries must be >= 0", where)
+	}
+	if _, err := policy.CompilePathSet(t.Owns); err != nil {
+		add(t.Line, "%sowns: %v", where, err)
+	}
+	switch wt := t.Worktree; {
+	case wt == "" || wt == "new" || wt == "none":
+	case strings.HasPrefix(wt, "shared:"):
+	default:
+		add(t.Line, "%sworktree must be new, none or shared:<task>, not %q", where, wt)
+	}
+}
+
+// checkLinks checks what a task says of others: its dependencies, the
+// worktree it shares, the results its prompt uses.
+func (p *Plan) checkLinks(add adder, t *Task, byID map[string]*Task) {
+	where := fmt.Sprintf("task %q: ", t.ID)
+	for _, d := range t.DependsOn {
+		if byID[d] == nil {
+			add(t.Line, "%sdepends_on %q: no such task%s", where, d, suggest(d, byID))
+		} else if d == t.ID {
+			add(t.Line, "%sdepends on itself", where)
+		}
+	}
+	if s, ok := strings.CutPrefix(t.Worktree, "shared:"); ok {
+		o := byID[s]
+		switch {
+		case o == nil:
+			add(t.Line, "%sworktree shared:%s: no such task%s", where, s, suggest(s, byID))
+		case !p.reaches(t.ID, s, byID):
+			// Sharing a directory is only safe if the two never run at once.
+			add(t.Line, "%sworktree shared:%s needs %q in its depends_on (directly or not), so they never run at once", where, s, s)
+		case o.Worktree == "none" || strings.HasPrefix(o.Worktree, "shared:"):
+			add(t.Line, "%sworktree shared:%s: that task has no worktree of its own", where, s)
+		}
+	}
+	for _, m := range taskRefRE.FindAllStringSubmatch(t.Prompt, -1) {
+		ref := m[1] + m[2]
+		if !contains(t.DependsOn, ref) {
+			add(t.Line, "%sprompt uses the result of %q, which is not in its depends_on", where, ref)
+		}
 	}
 }
 

@@ -10,11 +10,10 @@ import (
 
 	"github.com/coder/quartz"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/preset"
-	"github.com/tai-dev/tai/sandbox"
 )
 
 // TaskRunOptions configure RunTaskIn: one task run outside a local fleet
@@ -29,7 +28,7 @@ type TaskRunOptions struct {
 	Clock       quartz.Clock
 	Logger      *slog.Logger
 	// Sandbox confines the task's agent, as Options.Sandbox.
-	Sandbox func(p preset.Preset) (*sandbox.Config, error)
+	Sandbox *agentspec.Sandbox
 }
 
 // TaskOutcome is what a task run by RunTaskIn ended with.

@@ -11,201 +11,239 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/worktree"
 )
 
 // runTask runs a task's turns in its worktree: the prompt, then the
-// answers to its questions, with retries. It returns what it spent.
+// answers to its questions, with retries; then it keeps the work on the
+// task's branch. It returns what it spent.
 func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
-	id := t.ID
-	prev := f.st.task(id)
-	spent := Usage{}
-	start := f.clock.Now()
-	f.setTask(id, func(ts *TaskState) {
-		ts.Status, ts.Started, ts.Finished, ts.Questions, ts.Reason = StatusRunning, start.UTC(), time.Time{}, nil, ""
+	r := &taskRun{f: f, t: t, res: res, prev: f.st.task(t.ID), start: f.clock.Now()}
+	f.setTask(t.ID, func(ts *TaskState) {
+		ts.Status, ts.Started, ts.Finished, ts.Questions, ts.Reason = StatusRunning, r.start.UTC(), time.Time{}, nil, ""
 	})
-	fail := func(status TaskStatus, code exitcode.Code, reason string) Usage {
-		f.setTask(id, func(ts *TaskState) {
-			ts.Status, ts.ExitCode, ts.Reason = status, int(code), reason
-			ts.Finished = f.clock.Now().UTC()
-			ts.ElapsedMS = f.clock.Since(start).Milliseconds()
-			ts.Usage = prev.Usage.add(spent)
-		})
-		kind := EventFailed
-		switch status {
-		case StatusBudget:
-			f.emit(EventBudget, id, reason, map[string]any{"level": "hard", "reason": reason})
-		case StatusBlocked:
-			kind = EventBlocked
-		case StatusCanceled:
-			kind = EventCancelled
-		}
-		f.emit(kind, id, reason, map[string]any{"exit_code": int(code)})
-		return spent
-	}
-
-	// Workspace.
 	cwd, h, err := f.workspace(ctx, t)
 	if err != nil {
-		return fail(StatusFailed, exitcode.AgentError, err.Error())
+		return r.end(taskEnd{StatusFailed, exitcode.AgentError, err.Error()})
 	}
+	r.cwd, r.h = cwd, h
 	if h != nil {
 		defer func() { _ = h.Release(context.WithoutCancel(ctx)) }()
-		f.setTask(id, func(ts *TaskState) { ts.Branch, ts.Worktree, ts.Base = h.Branch, h.Path, h.Base })
+		f.setTask(t.ID, func(ts *TaskState) { ts.Branch, ts.Worktree, ts.Base = h.Branch, h.Path, h.Base })
 	}
 	results := map[string]TaskResult{}
 	for _, d := range t.DependsOn {
 		results[d] = f.result(ctx, d)
 	}
-	prompt, err := RenderPrompt(t, f.plan, results)
-	if err != nil {
-		return fail(StatusFailed, exitcode.Usage, err.Error())
+	if r.prompt, err = RenderPrompt(t, f.plan, results); err != nil {
+		return r.end(taskEnd{StatusFailed, exitcode.Usage, err.Error()})
 	}
-	f.emit(EventStarted, id, fmt.Sprintf("agent %s in %s", f.agentLabel(t.AgentSpec), cwd), map[string]any{"worktree": cwd, "attempt": prev.Attempts + 1})
-	f.runMu.Lock()
-	var overlaps []string
-	for oid, o := range f.running {
-		if ownsOverlap(t.Owns, o.Owns) {
-			overlaps = append(overlaps, oid)
-		}
-	}
-	f.running[id] = t
-	f.runMu.Unlock()
-	defer func() {
-		f.runMu.Lock()
-		delete(f.running, id)
-		f.runMu.Unlock()
-	}()
-	sort.Strings(overlaps)
-	for _, oid := range overlaps {
-		f.emit(EventWarning, id, fmt.Sprintf("its owns: overlaps %s's, which is running too: their merges may conflict", oid),
-			map[string]any{"overlaps": oid, "owns": t.Owns})
-	}
+	f.emit(EventStarted, t.ID, fmt.Sprintf("agent %s in %s", f.agentLabel(t.AgentSpec), cwd), map[string]any{"worktree": cwd, "attempt": r.prev.Attempts + 1})
+	defer f.track(t)()
 
 	taskCtx, cancelTask := context.WithCancelCause(ctx)
 	defer cancelTask(nil)
 	if wall := time.Duration(t.Budget.WallTime); wall > 0 {
 		tm := f.clock.AfterFunc(wall, func() {
-			cancelTask(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: task %s ran for its wall time of %s", ErrBudget, id, wall)))
+			cancelTask(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: task %s ran for its wall time of %s", ErrBudget, t.ID, wall)))
 		}, "fleet", "task-wall")
 		defer tm.Stop()
 	}
+	if e := r.turns(ctx, taskCtx, cancelTask); e != nil {
+		return r.end(*e)
+	}
+	if e := r.keep(ctx); e != nil {
+		return r.end(*e)
+	}
+	return r.done()
+}
 
+// taskRun is one run of a task: its worktree, its turns so far and what
+// they spent.
+type taskRun struct {
+	f      *fleet
+	t      *Task
+	res    *Reservation
+	prev   TaskState // the task as it was before this run (a resume's)
+	start  time.Time
+	cwd    string
+	h      *worktree.Handle // nil: no worktree of its own
+	prompt string
+	spent  Usage
+	last   runner.Result // the last turn's
+}
+
+// taskEnd is how a task ends when it does not finish.
+type taskEnd struct {
+	status TaskStatus
+	code   exitcode.Code
+	reason string
+}
+
+// next is what the next turn sends: a prompt, in a session it resumes
+// (if any), and the answer with the whole task, for a fresh session.
+type next struct {
+	prompt, resume, full string
+}
+
+// turns runs turns until the agent is done: each failed turn is retried
+// (a lost session continued in a new one), each question answered and the
+// answer sent on, within the task's budget and questions.
+func (r *taskRun) turns(ctx, taskCtx context.Context, cancelTask context.CancelCauseFunc) *taskEnd {
+	f, t := r.f, r.t
+	n := next{prompt: r.prompt}
+	for attempt := 1; ; attempt++ {
+		if err := r.res.CanTurn(r.spent); err != nil {
+			return &taskEnd{StatusBudget, exitcode.BudgetExceeded, err.Error()}
+		}
+		f.setTask(t.ID, func(ts *TaskState) { ts.Attempts++; ts.Status = StatusRunning })
+		res, turnSpent, err := f.turn(taskCtx, cancelTask, t, r.res, r.spent, r.cwd, n.prompt, n.resume, attempt)
+		r.spent, r.last = r.spent.add(turnSpent), res
+		f.setTask(t.ID, func(ts *TaskState) {
+			ts.Usage, ts.SessionID, ts.Message, ts.ExitCode = r.prev.Usage.add(r.spent), res.SessionID, res.Message, res.ExitCode
+		})
+		var e *taskEnd
+		if err != nil || res.ExitCode != 0 {
+			n, e = r.failed(ctx, taskCtx, res, err, n, attempt)
+		} else if q := strings.TrimSpace(res.Message); strings.HasSuffix(q, "?") {
+			n, e = r.asked(taskCtx, res, q, n)
+		} else {
+			return nil
+		}
+		if e != nil {
+			return e
+		}
+	}
+}
+
+// failed decides what follows a failed turn: the task's end, or the
+// next try.
+func (r *taskRun) failed(ctx, taskCtx context.Context, res runner.Result, err error, n next, attempt int) (next, *taskEnd) {
+	code := exitcode.Code(res.ExitCode)
+	if code == 0 {
+		code = exitcode.Of(err)
+	}
+	reason := res.Error
+	if reason == "" && err != nil {
+		reason = err.Error()
+	}
+	// The runner's hint names tai run's flag; a fleet's is a policy key.
+	reason = strings.ReplaceAll(reason, "pass --allow-denials to accept", "set allow_denials: true in the plan's or the task's policy to accept")
+	switch cause := context.Cause(taskCtx); {
+	case cause != nil && errors.Is(cause, ErrBudget):
+		return n, &taskEnd{StatusBudget, exitcode.BudgetExceeded, cause.Error()}
+	case ctx.Err() != nil:
+		return n, &taskEnd{StatusCanceled, exitcode.Interrupted, causeText(ctx)}
+	case n.resume != "" && code == exitcode.NoSession:
+		// The agent lost the session: the answer goes into a fresh one
+		// with the whole task again.
+		r.f.emit(EventRetry, r.t.ID, fmt.Sprintf("session %s could not be resumed; continuing in a new one", n.resume), nil)
+		return next{prompt: n.full, full: n.full}, nil
+	case attempt <= r.t.Retries:
+		r.f.emit(EventRetry, r.t.ID, fmt.Sprintf("attempt %d failed (%s); retrying", attempt, reason), nil)
+		return next{prompt: r.prompt, full: n.full}, nil
+	}
+	return n, &taskEnd{StatusFailed, code, reason}
+}
+
+// asked routes the agent's question to the answerer, then a human, and
+// makes the answer the next turn.
+func (r *taskRun) asked(taskCtx context.Context, res runner.Result, q string, n next) (next, *taskEnd) {
+	f, id := r.f, r.t.ID
 	maxQ := f.plan.MaxQuestions
 	if maxQ == 0 {
 		maxQ = 3
 	}
-	next := prompt
-	resume := "" // the session a follow-up continues, if the agent can resume it
-	attempts := 0
-	var last runner.Result
-	var fullFollowUp string // the answer with the whole task, for a fresh session
-	for {
-		if err := res.CanTurn(spent); err != nil {
-			return fail(StatusBudget, exitcode.BudgetExceeded, err.Error())
-		}
-		attempts++
-		f.setTask(id, func(ts *TaskState) { ts.Attempts++; ts.Status = StatusRunning })
-		r, turnSpent, err := f.turn(taskCtx, cancelTask, t, res, spent, cwd, next, resume, attempts)
-		spent = spent.add(turnSpent)
-		last = r
-		f.setTask(id, func(ts *TaskState) {
-			ts.Usage, ts.SessionID, ts.Message, ts.ExitCode = prev.Usage.add(spent), r.SessionID, r.Message, r.ExitCode
-		})
-		if err != nil || r.ExitCode != 0 {
-			code := exitcode.Code(r.ExitCode)
-			if code == 0 {
-				code = exitcode.Of(err)
-			}
-			reason := r.Error
-			if reason == "" && err != nil {
-				reason = err.Error()
-			}
-			// The runner's hint names tai run's flag; a fleet's is a policy key.
-			reason = strings.ReplaceAll(reason, "pass --allow-denials to accept", "set allow_denials: true in the plan's or the task's policy to accept")
-			if cause := context.Cause(taskCtx); cause != nil && errors.Is(cause, ErrBudget) {
-				return fail(StatusBudget, exitcode.BudgetExceeded, cause.Error())
-			}
-			if ctx.Err() != nil {
-				return fail(StatusCanceled, exitcode.Interrupted, causeText(ctx))
-			}
-			if resume != "" && code == exitcode.NoSession {
-				// The agent lost the session: the answer goes into a
-				// fresh one with the whole task again.
-				f.emit(EventRetry, id, fmt.Sprintf("session %s could not be resumed; continuing in a new one", resume), nil)
-				next, resume = fullFollowUp, ""
-				continue
-			}
-			if attempts <= t.Retries {
-				f.emit(EventRetry, id, fmt.Sprintf("attempt %d failed (%s); retrying", attempts, reason), nil)
-				next, resume = prompt, ""
-				continue
-			}
-			return fail(StatusFailed, code, reason)
-		}
-		q := strings.TrimSpace(r.Message)
-		if !strings.HasSuffix(q, "?") {
-			break
-		}
-		// The agent asked something: the answerer, then a human.
-		if len(f.st.task(id).Questions) >= maxQ {
-			return fail(StatusBlocked, exitcode.AgentError, fmt.Sprintf("still asking after %d answered question(s): %s", maxQ, lastLine(q)))
-		}
-		f.setTask(id, func(ts *TaskState) { ts.Status = StatusAsking })
-		f.emit(EventAsked, id, lastLine(q), map[string]any{"question": q})
-		ans, by, aspent, err := f.answer(taskCtx, t, cwd, h, q)
-		spent = spent.add(aspent)
-		if err != nil {
-			return fail(StatusBlocked, exitcode.AgentError, fmt.Sprintf("the agent asked %q and %v", lastLine(q), err))
-		}
-		f.setTask(id, func(ts *TaskState) { ts.Questions = append(ts.Questions, QA{Question: q, Answer: ans, DecidedBy: by}) })
-		f.emit(EventAnswered, id, by+": "+lastLine(ans), map[string]any{"question": q, "answer": ans, "decided_by": by})
-		fullFollowUp = fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", prompt, q, by, ans)
-		next, resume = fullFollowUp, ""
-		if r.Resumable && r.SessionID != "" {
-			// The same session goes on: the agent has the task and its
-			// question in context, and needs only the answer.
-			next, resume = fmt.Sprintf("Answer (from the %s):\n%s\n\nContinue the task with this answer.", by, ans), r.SessionID
-		}
+	if len(f.st.task(id).Questions) >= maxQ {
+		return n, &taskEnd{StatusBlocked, exitcode.AgentError, fmt.Sprintf("still asking after %d answered question(s): %s", maxQ, lastLine(q))}
 	}
+	f.setTask(id, func(ts *TaskState) { ts.Status = StatusAsking })
+	f.emit(EventAsked, id, lastLine(q), map[string]any{"question": q})
+	ans, by, aspent, err := f.answer(taskCtx, r.t, r.cwd, r.h, q)
+	r.spent = r.spent.add(aspent)
+	if err != nil {
+		return n, &taskEnd{StatusBlocked, exitcode.AgentError, fmt.Sprintf("the agent asked %q and %v", lastLine(q), err)}
+	}
+	f.setTask(id, func(ts *TaskState) { ts.Questions = append(ts.Questions, QA{Question: q, Answer: ans, DecidedBy: by}) })
+	f.emit(EventAnswered, id, by+": "+lastLine(ans), map[string]any{"question": q, "answer": ans, "decided_by": by})
+	full := fmt.Sprintf("%s\n\n---\nYou asked:\n%s\n\nAnswer (from the %s):\n%s\n\nContinue the task with this answer.", r.prompt, q, by, ans)
+	if res.Resumable && res.SessionID != "" {
+		// The same session goes on: the agent has the task and its
+		// question in context, and needs only the answer.
+		return next{prompt: fmt.Sprintf("Answer (from the %s):\n%s\n\nContinue the task with this answer.", by, ans), resume: res.SessionID, full: full}, nil
+	}
+	return next{prompt: full, full: full}, nil
+}
 
-	// Keep the work: commit it on the task's branch.
-	if h != nil || strings.HasPrefix(t.Worktree, "shared:") {
-		head, _, err := f.wt.Commit(context.WithoutCancel(ctx), cwd, fmt.Sprintf("tai fleet %s: task %s\n\n%s", f.o.RunID, id, truncate(last.Message, 2000)))
-		if err != nil {
-			return fail(StatusFailed, exitcode.AgentError, err.Error())
-		}
-		base := f.st.task(id).Base
-		d, err := f.wt.Diff(context.WithoutCancel(ctx), cwd, base)
-		if err != nil {
-			return fail(StatusFailed, exitcode.AgentError, err.Error())
-		}
-		f.setTask(id, func(ts *TaskState) { ts.Head, ts.Diff = head, &d })
-		// A task that changed files it does not own is not merged: its
-		// work stays on its branch, and the overlap is named.
-		if len(t.Owns) > 0 {
-			owns, _ := policy.CompilePathSet(t.Owns) // checked with the plan
-			var outside []string
-			for _, fs := range d.Files {
-				if !owns.Match(fs.Path) {
-					outside = append(outside, fs.Path)
-				}
-			}
-			if len(outside) > 0 {
-				return fail(StatusFailed, exitcode.AgentError, fmt.Sprintf("changed files outside its owns: %s (kept on branch %s, not merged)",
-					strings.Join(outside, ", "), f.st.task(id).Branch))
-			}
+// keep commits the work on the task's branch. A task that changed files
+// it does not own is not merged: its work stays on its branch, and the
+// overlap is named.
+func (r *taskRun) keep(ctx context.Context) *taskEnd {
+	f, t, id := r.f, r.t, r.t.ID
+	if r.h == nil && !strings.HasPrefix(t.Worktree, "shared:") {
+		return nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	head, _, err := f.wt.Commit(ctx, r.cwd, fmt.Sprintf("tai fleet %s: task %s\n\n%s", f.o.RunID, id, truncate(r.last.Message, 2000)))
+	if err != nil {
+		return &taskEnd{StatusFailed, exitcode.AgentError, err.Error()}
+	}
+	d, err := f.wt.Diff(ctx, r.cwd, f.st.task(id).Base)
+	if err != nil {
+		return &taskEnd{StatusFailed, exitcode.AgentError, err.Error()}
+	}
+	f.setTask(id, func(ts *TaskState) { ts.Head, ts.Diff = head, &d })
+	if len(t.Owns) == 0 {
+		return nil
+	}
+	owns, _ := policy.CompilePathSet(t.Owns) // checked with the plan
+	var outside []string
+	for _, fs := range d.Files {
+		if !owns.Match(fs.Path) {
+			outside = append(outside, fs.Path)
 		}
 	}
+	if len(outside) > 0 {
+		return &taskEnd{StatusFailed, exitcode.AgentError, fmt.Sprintf("changed files outside its owns: %s (kept on branch %s, not merged)",
+			strings.Join(outside, ", "), f.st.task(id).Branch)}
+	}
+	return nil
+}
+
+// end records how the task ended, and says so.
+func (r *taskRun) end(e taskEnd) Usage {
+	f, id := r.f, r.t.ID
+	f.setTask(id, func(ts *TaskState) {
+		ts.Status, ts.ExitCode, ts.Reason = e.status, int(e.code), e.reason
+		ts.Finished = f.clock.Now().UTC()
+		ts.ElapsedMS = f.clock.Since(r.start).Milliseconds()
+		ts.Usage = r.prev.Usage.add(r.spent)
+	})
+	kind := EventFailed
+	switch e.status {
+	case StatusBudget:
+		f.emit(EventBudget, id, e.reason, map[string]any{"level": "hard", "reason": e.reason})
+	case StatusBlocked:
+		kind = EventBlocked
+	case StatusCanceled:
+		kind = EventCancelled
+	}
+	f.emit(kind, id, e.reason, map[string]any{"exit_code": int(e.code)})
+	return r.spent
+}
+
+// done records the task finished.
+func (r *taskRun) done() Usage {
+	f, id := r.f, r.t.ID
 	f.setTask(id, func(ts *TaskState) {
 		ts.Status, ts.ExitCode = StatusDone, 0
 		ts.Finished = f.clock.Now().UTC()
-		ts.ElapsedMS = f.clock.Since(start).Milliseconds()
+		ts.ElapsedMS = f.clock.Since(r.start).Milliseconds()
 	})
 	ts := f.st.task(id)
 	diff := "no worktree"
@@ -213,7 +251,31 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 		diff = ts.Diff.Summary()
 	}
 	f.emit(EventFinished, id, diff, map[string]any{"usage": ts.Usage, "branch": ts.Branch, "head": ts.Head})
-	return spent
+	return r.spent
+}
+
+// track marks t running until the returned func is called, warning of
+// running tasks whose owns: overlap its.
+func (f *fleet) track(t *Task) func() {
+	f.runMu.Lock()
+	var overlaps []string
+	for oid, o := range f.running {
+		if ownsOverlap(t.Owns, o.Owns) {
+			overlaps = append(overlaps, oid)
+		}
+	}
+	f.running[t.ID] = t
+	f.runMu.Unlock()
+	sort.Strings(overlaps)
+	for _, oid := range overlaps {
+		f.emit(EventWarning, t.ID, fmt.Sprintf("its owns: overlaps %s's, which is running too: their merges may conflict", oid),
+			map[string]any{"overlaps": oid, "owns": t.Owns})
+	}
+	return func() {
+		f.runMu.Lock()
+		delete(f.running, t.ID)
+		f.runMu.Unlock()
+	}
 }
 
 func lastLine(s string) string {
@@ -286,22 +348,12 @@ func (f *fleet) result(ctx context.Context, id string) TaskResult {
 // turn runs one agent session in cwd with prompt, stopping it when the
 // task goes over its budget.
 func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t *Task, res *Reservation, before Usage, cwd, prompt, resume string, attempt int) (runner.Result, Usage, error) {
-	spec := f.merged(t.AgentSpec)
-	opts, err := f.agentOptions(spec, cwd)
+	opts, eng, err := f.resolve(t.AgentSpec, f.plan.effectivePolicy(t.Policy), cwd, "task "+t.ID)
 	if err != nil {
 		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
 	}
-	eng, pol, err := f.engine(t.Policy, cwd, "task "+t.ID)
-	if err != nil {
-		return runner.Result{ExitCode: int(exitcode.Usage), Error: err.Error()}, Usage{}, err
-	}
-	opts.Decider, opts.Modes = eng, eng
 	elicitSpent := &spend{}
 	opts.Elicitor = f.elicitor(t, cwd, elicitSpent)
-	opts.AllowDenials = pol.AllowDenials
-	if opts.Mode == "" {
-		opts.Mode = eng.DefaultMode()
-	}
 	opts.Prompt = []driver.Content{driver.TextContent(prompt)}
 	opts.ResumeID = resume
 	opts.Audit, opts.AuditTask = f.o.Audit, t.ID
@@ -400,78 +452,35 @@ func (l *liveMeter) spent() Usage {
 	return Usage{Tokens: tokensOf(&l.u), Cost: l.u.CostAmount}
 }
 
-// agentOptions resolves an agent spec like tai run does.
-func (f *fleet) agentOptions(a AgentSpec, cwd string) (runner.Options, error) {
-	o := runner.Options{Cwd: cwd, Driver: a.Driver, Model: a.Model, Mode: a.Mode, Version: f.o.Version,
-		Clock: f.clock, Logger: f.log, CancelGrace: f.o.CancelGrace}
-	var p preset.Preset
-	switch {
-	case a.AgentCmd != "":
-		cp, argv, err := preset.Custom(a.AgentCmd)
-		if err != nil {
-			return o, err
-		}
-		if known, ok := preset.Lookup(a.Agent); ok && a.Agent != "" && a.Agent != "builtin" {
-			cp.Quirks, cp.Name = known.Quirks, known.Name
-		}
-		p, o.Argv = cp, argv
-	default:
-		known, ok := preset.Lookup(a.Agent)
-		if !ok {
-			return o, fmt.Errorf("unknown agent %q (known: %s; or set agent_cmd)", a.Agent, strings.Join(preset.Names(), ", "))
-		}
-		if known.Builtin {
-			exe := f.o.Exe
-			if exe == "" {
-				var err error
-				if exe, err = os.Executable(); err != nil {
-					return o, fmt.Errorf("locating tai for the built-in agent: %w", err)
-				}
-			}
-			o.Argv = []string{exe, "agent", "builtin"}
-			if a.Script != "" {
-				o.Argv = append(o.Argv, "--script", f.plan.path(a.Script))
-			}
-		} else {
-			argv, err := known.Command()
-			if err != nil {
-				return o, err
-			}
-			o.Argv = argv
-		}
-		p = known
+// resolve resolves an agent spec of the plan (filled from its defaults)
+// under pol in cwd, through the resolver tai run uses too: the same
+// command for the driver, the same quirks, and a sandbox built from the
+// policy the agent runs under. "always" answers are shared by every task
+// of the run.
+func (f *fleet) resolve(a AgentSpec, pol Policy, cwd, asker string) (runner.Options, *policy.Engine, error) {
+	a = f.merged(a)
+	script := ""
+	if a.Script != "" {
+		script = f.plan.path(a.Script)
 	}
-	if o.Driver == "" {
-		o.Driver = p.Driver
+	r, err := agentspec.Resolve(agentspec.Spec{
+		Agent: agentspec.Agent{Name: a.Agent, Command: a.AgentCmd, Driver: a.Driver, Model: a.Model, Mode: a.Mode,
+			Script: script, Exe: f.o.Exe, CommandHint: "set agent_cmd"},
+		Cwd: cwd,
+		Policy: agentspec.Policy{Approve: pol.Approve, Allow: pol.Allow, Ask: pol.Ask, Deny: pol.Deny, NonInteractive: pol.NonInteractive,
+			AllowDenials: pol.AllowDenials, Memory: f.memory, Asker: asker, Prompter: f.o.Prompter},
+		Sandbox: f.o.Sandbox,
+	})
+	switch agentspec.StageOf(err) {
+	case agentspec.StagePolicy:
+		err = fmt.Errorf("policy: %w", err)
+	case agentspec.StageSandbox:
+		err = fmt.Errorf("sandbox: %w", err)
 	}
-	o.Agent, o.NoClientFS, o.IgnoresStdinEOF = p.Name, p.Quirks.NoClientFS, p.Quirks.IgnoresStdinEOF
-	if f.o.Sandbox != nil {
-		cfg, err := f.o.Sandbox(p)
-		if err != nil {
-			return o, fmt.Errorf("sandbox: %w", err)
-		}
-		o.Sandbox = cfg
-	}
-	return o, nil
-}
-
-// engine builds a task's policy: the plan's, then the task's overrides;
-// "always" answers are shared by every task of the run.
-func (f *fleet) engine(tp *Policy, cwd, asker string) (*policy.Engine, Policy, error) {
-	p := f.plan.effectivePolicy(tp)
-	cfg, err := checkPolicy(p)
 	if err != nil {
-		return nil, p, fmt.Errorf("policy: %w", err)
+		return runner.Options{}, nil, err
 	}
-	var ni policy.NonInteractive
-	if p.NonInteractive != "" {
-		if ni, err = policy.ParseNonInteractive(p.NonInteractive); err != nil {
-			return nil, p, fmt.Errorf("policy: %w", err)
-		}
-	}
-	eng, err := policy.NewEngine(cfg, policy.Options{Workspace: cwd, Prompter: f.o.Prompter, NonInteractive: ni, Memory: f.memory, Asker: asker})
-	if err != nil {
-		return nil, p, fmt.Errorf("policy: %w", err)
-	}
-	return eng, p, nil
+	o := r.Options
+	o.Version, o.Clock, o.Logger, o.CancelGrace = f.o.Version, f.clock, f.log, f.o.CancelGrace
+	return o, r.Engine, nil
 }

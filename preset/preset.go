@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/google/shlex"
+
+	"github.com/tai-dev/tai/driver"
 )
 
 // Preset is a known agent.
@@ -24,7 +26,9 @@ type Preset struct {
 	Args        []string `json:"args,omitempty"` // arguments after Binary
 	Fallback    []string `json:"fallback,omitempty"`
 	Package     string   `json:"package,omitempty"` // npm package, for the install hint
-	Quirks      Quirks   `json:"quirks"`
+	// Quirks are the fixes the driver applies for this agent; they live
+	// with the preset, so every front end gets them.
+	Quirks driver.Quirks `json:"quirks"`
 	// Builtin marks tai's own agent, launched by re-executing tai.
 	Builtin bool `json:"builtin,omitempty"`
 	// Drivers are the agent's commands for drivers other than Driver (the
@@ -57,34 +61,22 @@ func (p Preset) CommandFor(driver string) ([]string, error) {
 	return append([]string{path}, argv[1:]...), nil
 }
 
-// Quirks are fixes tai applies for an agent. They live here, with the
-// preset, so every caller (run, fleet, tests) gets them.
-type Quirks struct {
-	// NoClientFS: do not offer fs/* to the agent. gemini-cli fails to create
-	// new files through the client's fs (it mistakes the not-found error),
-	// and writes them itself when fs is not offered.
-	NoClientFS bool `json:"no_client_fs,omitempty"`
-	// IgnoresStdinEOF: the agent does not exit when stdin closes, so tai
-	// signals its process group right away instead of waiting.
-	IgnoresStdinEOF bool `json:"ignores_stdin_eof,omitempty"`
-}
-
 // All returns the presets, sorted by name.
 func All() []Preset {
 	out := []Preset{
 		{Name: "builtin", Description: "tai's built-in scripted agent (no model, no API key)", Driver: "acp", Builtin: true},
 		{Name: "claude", Description: "Claude Code through the ACP adapter", Driver: "acp", Binary: "claude-agent-acp",
 			Fallback: []string{"npx", "-y", "@agentclientprotocol/claude-agent-acp"}, Package: "@agentclientprotocol/claude-agent-acp",
-			Quirks: Quirks{IgnoresStdinEOF: true},
+			Quirks: driver.Quirks{IgnoresStdinEOF: true},
 			Drivers: map[string][]string{streamJSON: {"claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"},
 				ptyDriver: {"claude"}}},
 		{Name: "codex", Description: "OpenAI Codex through codex-acp", Driver: "acp", Binary: "codex-acp",
 			Fallback: []string{"npx", "-y", "@agentclientprotocol/codex-acp"}, Package: "@agentclientprotocol/codex-acp",
-			Quirks:  Quirks{IgnoresStdinEOF: true},
+			Quirks:  driver.Quirks{IgnoresStdinEOF: true},
 			Drivers: map[string][]string{streamJSON: {"codex", "exec", "--json"}, ptyDriver: {"codex"}}},
 		{Name: "gemini", Description: "Gemini CLI", Driver: "acp", Binary: "gemini", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@google/gemini-cli", "--acp"}, Package: "@google/gemini-cli",
-			Quirks:  Quirks{NoClientFS: true},
+			Quirks:  driver.Quirks{NoClientFS: true},
 			Drivers: map[string][]string{streamJSON: {"gemini", "--output-format", "stream-json"}, ptyDriver: {"gemini"}}},
 		{Name: "qwen", Description: "Qwen Code", Driver: "acp", Binary: "qwen", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@qwen-code/qwen-code", "--acp"}, Package: "@qwen-code/qwen-code",

@@ -22,11 +22,10 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
-	"github.com/tai-dev/tai/preset"
-	"github.com/tai-dev/tai/sandbox"
 )
 
 // WorkerOptions configure a worker.
@@ -46,8 +45,8 @@ type WorkerOptions struct {
 	Clock       quartz.Clock
 	Logger      *slog.Logger
 	// Sandbox confines each task's agent (fleet.Options.Sandbox); nil:
-	// unconfined.
-	Sandbox func(p preset.Preset) (*sandbox.Config, error)
+	// started without tai's launcher.
+	Sandbox *agentspec.Sandbox
 }
 
 // ErrLeaseLost ends an attempt whose lease another worker took over.

@@ -34,8 +34,7 @@ type Options struct {
 	Env    []string // its environment; nil = tai's
 	Driver string   // only "acp" for now
 
-	NoClientFS      bool
-	IgnoresStdinEOF bool
+	Quirks driver.Quirks // the agent's (its preset's)
 
 	Cwd      string
 	Prompt   []driver.Content
@@ -339,7 +338,7 @@ func (r *run) run(ctx context.Context) error {
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
 		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail), Passthrough: o.Passthrough},
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, LoadReplay: o.LoadReplay, ForkID: o.ForkID, AddDirs: o.AddDirs,
-		Quirks:        driver.Quirks{NoClientFS: o.NoClientFS, IgnoresStdinEOF: o.IgnoresStdinEOF},
+		Quirks:        o.Quirks,
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
 		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,
 	})

@@ -103,11 +103,25 @@ type Sandbox struct {
 // tai_testhooks tag.
 var testNoLandlock bool
 
+// Preflight checks a --sandbox value before anything starts: a bad value,
+// or on where the kernel has no Landlock (ErrUnsupported), is refused here
+// as New would refuse it, so a fleet or a worker fails before its first task.
+func Preflight(s string) (Mode, error) {
+	mode, err := ParseMode(s)
+	if err != nil {
+		return "", err
+	}
+	if abi := ABI(); mode == ModeOn && abi < 1 {
+		return "", fmt.Errorf("--sandbox on: %w (Landlock ABI %d; use --sandbox auto or off)", ErrUnsupported, abi)
+	}
+	return mode, nil
+}
+
 // New prepares a run's sandbox: checks the kernel (ModeOn fails with
-// ErrUnsupported where Landlock is missing) and creates the private temp
-// dir. Close removes it.
+// ErrUnsupported where Landlock is missing, see Preflight) and creates the
+// private temp dir. Close removes it.
 func New(cfg Config) (*Sandbox, error) {
-	mode, err := ParseMode(string(cfg.Mode))
+	mode, err := Preflight(string(cfg.Mode))
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +135,6 @@ func New(cfg Config) (*Sandbox, error) {
 	case mode == ModeOff:
 		s.status.Reason = "--sandbox off"
 		return s, nil
-	case abi < 1 && mode == ModeOn:
-		return nil, fmt.Errorf("--sandbox on: %w (Landlock ABI %d; use --sandbox auto or off)", ErrUnsupported, abi)
 	case abi < 1:
 		s.status.Reason = "the kernel does not support Landlock"
 		return s, nil

@@ -48,11 +48,10 @@ type Config struct {
 	NoSession bool
 	AddDirs   []string // more workspace roots, sent where the agent takes them
 
-	// NoClientFS withholds fs/* from the agent even though the host has it.
-	NoClientFS bool
-	// IgnoresStdinEOF: the agent does not exit when stdin closes; signal it
-	// at once on close instead of waiting.
-	IgnoresStdinEOF bool
+	// Quirks: NoClientFS withholds fs/* from the agent even though the
+	// host has it; IgnoresStdinEOF signals it at once on close instead of
+	// waiting for it to see stdin end.
+	Quirks driver.Quirks
 
 	ClientVersion string
 	Logger        *slog.Logger
@@ -305,7 +304,7 @@ func (s *Session) call(ctx context.Context, method string, params, result any) e
 }
 
 func (s *Session) handshake(ctx context.Context) error {
-	s.fsOffered = s.cfg.Host.Files != nil && !s.cfg.NoClientFS
+	s.fsOffered = s.cfg.Host.Files != nil && !s.cfg.Quirks.NoClientFS
 	s.termOffered = s.cfg.Host.Terminals != nil
 	req := schema.InitializeRequest{
 		ProtocolVersion: schema.ProtocolVersion,
@@ -792,7 +791,7 @@ func (s *Session) Close(ctx context.Context) error {
 	// its group (MCP servers, shells) goes too, and what it started in
 	// groups of their own.
 	agentproc.Stop(agentproc.Stopping{Clock: s.clock, Cmd: s.cmd, Exited: s.exited, Grace: s.cfg.StopGrace,
-		SignalAtOnce: s.cfg.IgnoresStdinEOF, Now: now, CloseInput: func() { _ = s.stdin.Close() }, Tree: tree, Kill: s.launch.Killer()})
+		SignalAtOnce: s.cfg.Quirks.IgnoresStdinEOF, Now: now, CloseInput: func() { _ = s.stdin.Close() }, Tree: tree, Kill: s.launch.Killer()})
 	s.conn.Close(errClosedByTai)
 	<-s.conn.Done()
 	return nil
@@ -872,8 +871,8 @@ var _ driver.Session = (*Session)(nil)
 func Launch(ctx context.Context, l driver.Launch) (*Session, error) {
 	cfg := Config{
 		Argv: l.Argv, Env: l.Env, Cwd: l.Cwd, Agent: l.Agent, Host: l.Host, MCPServers: l.MCPServers,
-		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, LoadReplay: l.LoadReplay, ForkID: l.ForkID, AddDirs: l.AddDirs, NoClientFS: l.Quirks.NoClientFS,
-		IgnoresStdinEOF: l.Quirks.IgnoresStdinEOF, ClientVersion: l.ClientVersion, Logger: l.Logger,
+		AuthMethod: l.AuthMethod, ResumeID: l.ResumeID, LoadReplay: l.LoadReplay, ForkID: l.ForkID, AddDirs: l.AddDirs, Quirks: l.Quirks,
+		ClientVersion: l.ClientVersion, Logger: l.Logger,
 		MaxLineBytes: l.MaxLineBytes, StderrTo: l.StderrTo, Clock: l.Clock, Sandbox: l.Sandbox,
 	}
 	if l.Trace != nil {

@@ -63,117 +63,38 @@ type block struct {
 	IsError   bool            `json:"is_error"`
 }
 
-func (d *decoder) claude(line []byte, typ, subtype string, f *Frame) {
+// claudeDecoder decodes Claude Code's format, which qwen, cursor and amp
+// share, keeping what only it needs: the message ids whose text arrived
+// as stream_event deltas (so the complete assistant block is not emitted
+// twice), and the cumulative cost and tokens at the last result, from
+// which each turn's are computed.
+type claudeDecoder struct {
+	*decoder
+	streamed   map[string]bool
+	lastCost   float64
+	lastTokens map[string][2]int64
+}
+
+func newClaude(d *decoder) lineDecoder {
+	return &claudeDecoder{decoder: d, streamed: map[string]bool{}, lastTokens: map[string][2]int64{}}
+}
+
+func (d *claudeDecoder) decode(line []byte, typ, subtype string, f *Frame) {
 	var l claudeLine
 	_ = json.Unmarshal(line, &l)
 	switch typ {
 	case "system":
 		d.claudeSystem(line, subtype, &l, f)
 	case "assistant":
-		var m anthropicMessage
-		_ = json.Unmarshal(l.Message, &m)
-		var apiErr string
-		_ = json.Unmarshal(l.Error, &apiErr)
-		for _, b := range m.Content {
-			switch b.Type {
-			case "text":
-				if apiErr != "" || m.Model == "<synthetic>" && strings.HasPrefix(b.Text, "API Error") {
-					// Claude's synthetic message for a failed API call:
-					// an error, not the agent speaking.
-					f.errorEvent("api_error", b.Text)
-					continue
-				}
-				if !d.streamed[m.ID] {
-					f.chunk(driver.RoleAgent, m.ID, b.Text)
-				}
-			case "thinking":
-				if !d.streamed[m.ID] {
-					f.chunk(driver.RoleThought, m.ID, b.Thinking)
-				}
-			case "tool_use", "server_tool_use":
-				d.upsert(f, b.ID, func(tc *driver.ToolCall) {
-					toolCall(tc, b.Name, b.Input)
-					tc.Status = "pending"
-				})
-			default:
-				f.raw("assistant/"+b.Type, mustJSON(b))
-			}
-		}
+		d.assistant(&l, f)
 	case "user":
-		var m struct {
-			Content json.RawMessage `json:"content"`
-		}
-		_ = json.Unmarshal(l.Message, &m)
-		var blocks []block
-		if json.Unmarshal(m.Content, &blocks) != nil {
-			return // a plain user text (our own prompt echoed, a synthetic note)
-		}
-		var res struct {
-			Type     string `json:"type"`
-			FilePath string `json:"filePath"`
-		}
-		_ = json.Unmarshal(l.ToolUseResult, &res)
-		for _, b := range blocks {
-			if b.Type != "tool_result" {
-				continue
-			}
-			if res.Type == "create" && res.FilePath != "" && !b.IsError {
-				d.created[b.ToolUseID+"\x00"+res.FilePath] = true
-			}
-			d.upsert(f, b.ToolUseID, func(tc *driver.ToolCall) {
-				tc.Status = "completed"
-				if b.IsError {
-					tc.Status = "failed"
-				}
-				if text := contentText(b.Content); text != "" {
-					tc.Content = []driver.ToolContent{{Type: "text", Text: text}}
-				}
-				if present(l.ToolUseResult) {
-					tc.RawOutput = bytes.Clone(l.ToolUseResult)
-				} else if len(b.Content) > 0 {
-					tc.RawOutput = bytes.Clone(b.Content)
-				}
-			})
-		}
+		d.user(&l, f)
 	case "stream_event":
-		var ev struct {
-			Type    string `json:"type"`
-			Message struct {
-				ID string `json:"id"`
-			} `json:"message"`
-			Delta struct {
-				Type     string `json:"type"`
-				Text     string `json:"text"`
-				Thinking string `json:"thinking"`
-			} `json:"delta"`
-		}
-		_ = json.Unmarshal(l.Event, &ev)
-		if ev.Type == "content_block_delta" {
-			id := l.APIMessageID
-			switch ev.Delta.Type {
-			case "text_delta":
-				d.streamed[id] = id != ""
-				f.chunk(driver.RoleAgent, id, ev.Delta.Text)
-			case "thinking_delta":
-				d.streamed[id] = id != ""
-				f.chunk(driver.RoleThought, id, ev.Delta.Thinking)
-			}
-		}
-		// The other SSE events are framing; the complete blocks follow.
+		d.streamEvent(&l, f)
 	case "tool_call": // cursor
 		d.cursorTool(subtype, &l, f)
 	case "result":
-		f.Result = d.claudeResult(line, f)
-		if r := f.Result; r.Usage != nil || r.SessionCost > 0 {
-			u := &driver.Usage{}
-			if r.SessionCost > 0 {
-				u.CostAmount, u.Currency = r.SessionCost, "USD"
-			}
-			if r.Usage != nil {
-				u.InputTokens, u.OutputTokens, u.TotalTokens = r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.TotalTokens
-			}
-			f.emit(driver.Event{Type: driver.EventUsage, Usage: u})
-		}
+		d.result(line, f)
 	case "control_request":
 		var r struct {
 			Subtype string `json:"subtype"`
@@ -191,7 +112,126 @@ func (d *decoder) claude(line []byte, typ, subtype string, f *Frame) {
 	}
 }
 
-func (d *decoder) claudeSystem(line []byte, subtype string, l *claudeLine, f *Frame) {
+// assistant is a complete assistant message: text and thinking (unless
+// they came as deltas already), tool uses, or Claude's synthetic message
+// for a failed API call.
+func (d *claudeDecoder) assistant(l *claudeLine, f *Frame) {
+	var m anthropicMessage
+	_ = json.Unmarshal(l.Message, &m)
+	var apiErr string
+	_ = json.Unmarshal(l.Error, &apiErr)
+	for _, b := range m.Content {
+		switch b.Type {
+		case "text":
+			if apiErr != "" || m.Model == "<synthetic>" && strings.HasPrefix(b.Text, "API Error") {
+				// Claude's synthetic message for a failed API call:
+				// an error, not the agent speaking.
+				f.errorEvent("api_error", b.Text)
+				continue
+			}
+			if !d.streamed[m.ID] {
+				f.chunk(driver.RoleAgent, m.ID, b.Text)
+			}
+		case "thinking":
+			if !d.streamed[m.ID] {
+				f.chunk(driver.RoleThought, m.ID, b.Thinking)
+			}
+		case "tool_use", "server_tool_use":
+			d.upsert(f, b.ID, func(tc *driver.ToolCall) {
+				toolCall(tc, b.Name, b.Input)
+				tc.Status = "pending"
+			})
+		default:
+			f.raw("assistant/"+b.Type, mustJSON(b))
+		}
+	}
+}
+
+// user is a user message: the results of tool uses (a plain text is our
+// own prompt echoed, or a synthetic note).
+func (d *claudeDecoder) user(l *claudeLine, f *Frame) {
+	var m struct {
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(l.Message, &m)
+	var blocks []block
+	if json.Unmarshal(m.Content, &blocks) != nil {
+		return
+	}
+	var res struct {
+		Type     string `json:"type"`
+		FilePath string `json:"filePath"`
+	}
+	_ = json.Unmarshal(l.ToolUseResult, &res)
+	for _, b := range blocks {
+		if b.Type != "tool_result" {
+			continue
+		}
+		if res.Type == "create" && res.FilePath != "" && !b.IsError {
+			d.created[b.ToolUseID+"\x00"+res.FilePath] = true
+		}
+		d.upsert(f, b.ToolUseID, func(tc *driver.ToolCall) {
+			tc.Status = "completed"
+			if b.IsError {
+				tc.Status = "failed"
+			}
+			if text := contentText(b.Content); text != "" {
+				tc.Content = []driver.ToolContent{{Type: "text", Text: text}}
+			}
+			if present(l.ToolUseResult) {
+				tc.RawOutput = bytes.Clone(l.ToolUseResult)
+			} else if len(b.Content) > 0 {
+				tc.RawOutput = bytes.Clone(b.Content)
+			}
+		})
+	}
+}
+
+// streamEvent is a partial message's SSE event: text and thinking deltas
+// are chunks; the other events are framing, and the complete blocks follow.
+func (d *claudeDecoder) streamEvent(l *claudeLine, f *Frame) {
+	var ev struct {
+		Type    string `json:"type"`
+		Message struct {
+			ID string `json:"id"`
+		} `json:"message"`
+		Delta struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			Thinking string `json:"thinking"`
+		} `json:"delta"`
+	}
+	_ = json.Unmarshal(l.Event, &ev)
+	if ev.Type != "content_block_delta" {
+		return
+	}
+	id := l.APIMessageID
+	switch ev.Delta.Type {
+	case "text_delta":
+		d.streamed[id] = id != ""
+		f.chunk(driver.RoleAgent, id, ev.Delta.Text)
+	case "thinking_delta":
+		d.streamed[id] = id != ""
+		f.chunk(driver.RoleThought, id, ev.Delta.Thinking)
+	}
+}
+
+// result ends the turn, with its usage.
+func (d *claudeDecoder) result(line []byte, f *Frame) {
+	f.Result = d.claudeResult(line, f)
+	if r := f.Result; r.Usage != nil || r.SessionCost > 0 {
+		u := &driver.Usage{}
+		if r.SessionCost > 0 {
+			u.CostAmount, u.Currency = r.SessionCost, "USD"
+		}
+		if r.Usage != nil {
+			u.InputTokens, u.OutputTokens, u.TotalTokens = r.Usage.InputTokens, r.Usage.OutputTokens, r.Usage.TotalTokens
+		}
+		f.emit(driver.Event{Type: driver.EventUsage, Usage: u})
+	}
+}
+
+func (d *claudeDecoder) claudeSystem(line []byte, subtype string, l *claudeLine, f *Frame) {
 	mode := l.PermissionMode
 	if mode == "" {
 		mode = l.PermissionSnk
@@ -236,7 +276,7 @@ type modelUsage struct {
 	CostUSD                  float64 `json:"costUSD"`
 }
 
-func (d *decoder) claudeResult(line []byte, f *Frame) *Result {
+func (d *claudeDecoder) claudeResult(line []byte, f *Frame) *Result {
 	var r struct {
 		Subtype        string          `json:"subtype"`
 		IsError        bool            `json:"is_error"`
@@ -326,13 +366,13 @@ func sumUsage(m map[string]modelUsage) *driver.Usage {
 	return u
 }
 
-func (d *decoder) noteCumulative(m map[string]modelUsage) {
+func (d *claudeDecoder) noteCumulative(m map[string]modelUsage) {
 	for k, mu := range m {
 		d.lastTokens[k] = [2]int64{mu.InputTokens + mu.CacheReadInputTokens + mu.CacheCreationInputTokens, mu.OutputTokens}
 	}
 }
 
-func (d *decoder) deltaUsage(m map[string]modelUsage) *driver.Usage {
+func (d *claudeDecoder) deltaUsage(m map[string]modelUsage) *driver.Usage {
 	u := &driver.Usage{}
 	keys := make([]string, 0, len(m))
 	for k := range m {

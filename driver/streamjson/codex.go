@@ -30,7 +30,14 @@ type codexItem struct {
 	} `json:"items"`
 }
 
-func (d *decoder) codex(line []byte, typ string, f *Frame) {
+// codexDecoder decodes codex exec --json, keeping the text of each item
+// already emitted (codex sends snapshots, not deltas).
+type codexDecoder struct {
+	*decoder
+	itemText map[string]string
+}
+
+func (d *codexDecoder) decode(line []byte, typ, _ string, f *Frame) {
 	var l struct {
 		ThreadID string    `json:"thread_id"`
 		Item     codexItem `json:"item"`
@@ -67,7 +74,7 @@ func (d *decoder) codex(line []byte, typ string, f *Frame) {
 	}
 }
 
-func (d *decoder) codexItem(phase string, it codexItem, f *Frame) {
+func (d *codexDecoder) codexItem(phase string, it codexItem, f *Frame) {
 	status := map[string]string{"started": "in_progress", "updated": "in_progress", "completed": "completed"}[phase]
 	switch it.Type {
 	case "agent_message", "reasoning":

@@ -87,38 +87,31 @@ type ControlResponse struct {
 // need (tool calls by id) and the cumulative usage figures turns are
 // computed from. It is not safe for concurrent use.
 type decoder struct {
-	dialect string
-	// decodeFn is the dialect's decoder, from the dialect table.
-	decodeFn func(d *decoder, line []byte, typ, subtype string, f *Frame)
-	tools    map[string]*driver.ToolCall
-	decided  map[string]bool // tool_use ids whose permission tai decided (or a denial was reported)
-	// streamed: message ids whose text arrived as stream_event deltas, so
-	// the complete assistant block is not emitted twice.
-	streamed map[string]bool
-	// per-item text already emitted (codex snapshots).
-	itemText map[string]string
-	// cumulative figures at the last result.
-	lastCost   float64
-	lastTokens map[string][2]int64
-	// opencode sums a turn's steps.
-	stepUsage *driver.Usage
-	sawInit   bool
+	// format is the dialect's own decoder (from the dialect table), which
+	// keeps the state only that dialect needs.
+	format  lineDecoder
+	tools   map[string]*driver.ToolCall
+	decided map[string]bool // tool_use ids whose permission tai decided (or a denial was reported)
 	// wrote: tool call ids whose writes were reported; created: the
 	// tool id and path (joined by NUL) of files the agent said it created.
 	wrote   map[string]bool
 	created map[string]bool
-	// A child tai's permission.asked frames, until their decisions come.
-	childAsked []driver.Event
+}
+
+// lineDecoder decodes one JSON line of a dialect's output, its type and
+// subtype already read, into f.
+type lineDecoder interface {
+	decode(line []byte, typ, subtype string, f *Frame)
 }
 
 func newDecoder(dialect string) *decoder {
-	fn := (*decoder).claude
-	if dl, ok := LookupDialect(dialect); ok && dl.decode != nil {
-		fn = dl.decode
+	d := &decoder{tools: map[string]*driver.ToolCall{}, decided: map[string]bool{}, wrote: map[string]bool{}, created: map[string]bool{}}
+	format := newClaude
+	if dl, ok := LookupDialect(dialect); ok && dl.format != nil {
+		format = dl.format
 	}
-	return &decoder{dialect: dialect, decodeFn: fn, tools: map[string]*driver.ToolCall{}, decided: map[string]bool{},
-		streamed: map[string]bool{}, itemText: map[string]string{}, lastTokens: map[string][2]int64{},
-		wrote: map[string]bool{}, created: map[string]bool{}}
+	d.format = format(d)
+	return d
 }
 
 // DecodeLine decodes one line of dialect's output with a fresh decoder. It
@@ -143,7 +136,7 @@ func (d *decoder) decode(line []byte) (f Frame) {
 		f.raw("text", text)
 		return f
 	}
-	d.decodeFn(d, line, head.Type, head.Subtype, &f)
+	d.format.decode(line, head.Type, head.Subtype, &f)
 	return f
 }
 

@@ -37,9 +37,9 @@ type Dialect struct {
 	// ChildID: the session id is the agent's own, announced once it has
 	// started (not chosen by tai).
 	ChildID bool
-	// decode decodes one JSON line of the dialect's output (its type and
-	// subtype already read); nil is Claude Code's format.
-	decode func(d *decoder, line []byte, typ, subtype string, f *Frame)
+	// format makes the dialect's decoder for a session's decoder d, with
+	// the dialect's own state; nil is Claude Code's format.
+	format func(d *decoder) lineDecoder
 }
 
 var dialects = []Dialect{
@@ -47,17 +47,12 @@ var dialects = []Dialect{
 		Modes: []string{"default", "acceptEdits", "plan", "bypassPermissions", "dontAsk", "auto"}},
 	{Name: DialectQwen, Duplex: true, SessionID: true, DefaultMode: "default",
 		Modes: []string{"default", "plan", "auto-edit", "auto", "yolo"}},
-	{Name: DialectGemini, decode: withoutSubtype((*decoder).gemini)},
-	{Name: DialectCodex, decode: withoutSubtype((*decoder).codex)},
-	{Name: DialectOpenCode, decode: withoutSubtype((*decoder).opencode)},
+	{Name: DialectGemini, format: func(d *decoder) lineDecoder { return geminiDecoder{d} }},
+	{Name: DialectCodex, format: func(d *decoder) lineDecoder { return &codexDecoder{decoder: d, itemText: map[string]string{}} }},
+	{Name: DialectOpenCode, format: func(d *decoder) lineDecoder { return &openCodeDecoder{decoder: d} }},
 	{Name: DialectCursor},
 	{Name: DialectAmp},
-	{Name: DialectTai, Duplex: true, ChildID: true, decode: withoutSubtype((*decoder).tai)},
-}
-
-// withoutSubtype adapts a decoder that reads only the line's type.
-func withoutSubtype(fn func(d *decoder, line []byte, typ string, f *Frame)) func(*decoder, []byte, string, string, *Frame) {
-	return func(d *decoder, line []byte, typ, _ string, f *Frame) { fn(d, line, typ, f) }
+	{Name: DialectTai, Duplex: true, ChildID: true, format: func(d *decoder) lineDecoder { return &taiDecoder{claudeDecoder: newClaude(d).(*claudeDecoder)} }},
 }
 
 // Features are what the driver does, for the capability manifest.

@@ -6,7 +6,11 @@ import (
 	"github.com/tai-dev/tai/driver"
 )
 
-func (d *decoder) gemini(line []byte, typ string, f *Frame) {
+// geminiDecoder decodes gemini --output-format stream-json; it keeps no
+// state of its own.
+type geminiDecoder struct{ *decoder }
+
+func (d geminiDecoder) decode(line []byte, typ, _ string, f *Frame) {
 	var l struct {
 		SessionID  string          `json:"session_id"`
 		Model      string          `json:"model"`

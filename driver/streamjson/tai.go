@@ -7,16 +7,23 @@ import (
 	"github.com/tai-dev/tai/driver"
 )
 
-// tai decodes a child tai's frames (`tai --cap-speak stream-json`, cap.md):
+// taiDecoder decodes a child tai's frames (`tai --cap-speak stream-json`, cap.md):
 // they are the common event model already, so most pass through as they
 // are. The child's session is the session; its turn.ended ends the turn;
 // its control lines are Claude's. What the child decided by its own policy
 // keeps that provenance ("tai:<who>"); what it asked this tai about
 // (decided_by "answerer") was recorded here already, by can_use_tool.
-func (d *decoder) tai(line []byte, typ string, f *Frame) {
+//
+// It keeps the child's permission.asked frames until their decisions come.
+type taiDecoder struct {
+	*claudeDecoder
+	childAsked []driver.Event
+}
+
+func (d *taiDecoder) decode(line []byte, typ, _ string, f *Frame) {
 	switch typ {
 	case "control_request", "control_response", "control_cancel_request", "keep_alive":
-		d.claude(line, typ, "", f)
+		d.claudeDecoder.decode(line, typ, "", f)
 		return
 	case "result":
 		// The child's run is over (its input ended): the process exit that
@@ -76,7 +83,7 @@ func (d *decoder) tai(line []byte, typ string, f *Frame) {
 }
 
 // takeAsk removes and returns the child's held permission.asked.
-func (d *decoder) takeAsk(id string) *driver.Event {
+func (d *taiDecoder) takeAsk(id string) *driver.Event {
 	for i, ev := range d.childAsked {
 		if ev.Permission.ID == id {
 			d.childAsked = append(d.childAsked[:i], d.childAsked[i+1:]...)

@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 var (
@@ -582,5 +583,29 @@ func TestFleetTasksAreSandboxed(t *testing.T) {
 	}
 	if !strings.Contains(git(t, repo, "ls-tree", "-r", "--name-only", "tai-fleet/sandboxed"), "in.txt") {
 		t.Fatalf("the task's own write was not merged\n%s", out)
+	}
+}
+
+// A plan's policy that denies reading a path reaches the kernel: a task's
+// agent reads it through a command the policy cannot see into (a script
+// that cats it), and Landlock refuses the read. Before the fleet built its
+// sandbox from the task's policy, only tai's own reads were refused.
+func TestFleetPolicyDenyReadReachesTheSandbox(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("the kernel has no Landlock")
+	}
+	repo, pd := gitRepo(t), t.TempDir()
+	secrets := t.TempDir()
+	write(t, filepath.Join(secrets, "token.txt"), "SECRET-4242\n")
+	script := fmt.Sprintf("cat %s > leaked.txt 2>&1\necho ran > ran.txt\n", filepath.Join(secrets, "token.txt"))
+	steps, _ := json.Marshal(script)
+	write(t, filepath.Join(pd, "s.yaml"), fmt.Sprintf("steps:\n  - write: {path: r.sh, content: %s}\n  - run: {command: sh, args: [r.sh]}\n  - text: done\n", steps))
+	write(t, filepath.Join(pd, "plan.yaml"), fmt.Sprintf("policy: {approve: all, deny: [\"read:%s/**\"]}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", secrets))
+	out, _ := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "denyread", "-C", repo, filepath.Join(pd, "plan.yaml")).CombinedOutput()
+	if got := git(t, repo, "show", "tai-fleet/denyread:ran.txt"); !strings.Contains(got, "ran") {
+		t.Fatalf("the task's script did not run: %q\n%s", got, out)
+	}
+	if leaked := git(t, repo, "show", "tai-fleet/denyread:leaked.txt"); strings.Contains(leaked, "SECRET-4242") {
+		t.Fatalf("the task's script read a path its plan's policy denies: %q\n%s", leaked, out)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 var taiBin string
@@ -357,4 +358,47 @@ func (w *prefixWriter) Write(b []byte) (int, error) {
 		w.t.Log(w.p + ": " + l)
 	}
 	return len(b), nil
+}
+
+// A worker confines a task's agent by the task's policy, as a local fleet
+// does: a path the plan denies reading stays unreadable to a script the
+// policy cannot see into.
+func TestWorkerSandboxHasThePlansDenyRead(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("the kernel has no Landlock")
+	}
+	e := &env{t: t, state: t.TempDir()}
+	url := taiHub(e)
+	repo, secrets := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(secrets, "token.txt"), []byte("SECRET-4242\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		git(t, repo, a...)
+	}
+	sh := fmt.Sprintf("cat %s > leaked.txt 2>&1\necho ran > ran.txt\n", filepath.Join(secrets, "token.txt"))
+	files := map[string]string{
+		"s.yaml":    fmt.Sprintf("steps:\n  - write: {path: r.sh, content: %q}\n  - run: {command: sh, args: [r.sh]}\n  - text: done\n", sh),
+		"plan.yaml": fmt.Sprintf("name: denyread\npolicy: {approve: all, deny: [\"read:%s/**\"]}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", secrets),
+	}
+	for f, c := range files {
+		if err := os.WriteFile(filepath.Join(repo, f), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "init")
+	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", t.TempDir())
+	w.Stderr = &prefixWriter{t: t, p: "w"}
+	e.start(w)
+	out, err := e.cmd(taiBin, "fleet", "run", "--nats", url, "--run-id", "d", "-C", repo, filepath.Join(repo, "plan.yaml")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tai fleet run: %v\n%s", err, out)
+	}
+	if got := git(t, repo, "show", "tai-fleet/d:ran.txt"); got != "ran" {
+		t.Fatalf("the task's script did not run: %q\n%s", got, out)
+	}
+	if leaked := git(t, repo, "show", "tai-fleet/d:leaked.txt"); strings.Contains(leaked, "SECRET-4242") {
+		t.Fatalf("the task's script read a path its plan's policy denies: %q\n%s", leaked, out)
+	}
 }

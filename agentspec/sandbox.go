@@ -1,11 +1,10 @@
-package app
+package agentspec
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
@@ -18,12 +17,12 @@ import (
 var secretPaths = []string{"~/.ssh", "~/.aws", "~/.config/gh", "~/.npmrc", "~/.netrc", "~/.docker/config.json",
 	"~/.kube", "~/.gnupg", "~/.git-credentials", "~/.config/gcloud", "~/.azure"}
 
-// sandboxConfig is what the run's sandbox allows: the preset's state
+// sandboxConfig is what the agent's sandbox allows: the preset's state
 // directories and the policy's write roots writable; the secret paths and
-// the policy's concrete deny-read paths hidden; tai's own policy, state and
-// audit log read-only.
-func sandboxConfig(f RunFlags, p preset.Preset, pol policy.Config, log *audit.Log, env []string) (*sandbox.Config, error) {
-	mode, err := sandbox.ParseMode(f.Sandbox)
+// the policy's concrete deny-read paths hidden; tai's own policy (pol's
+// file and policyFile, as given), state and audit log read-only.
+func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile string, env []string) (*sandbox.Config, error) {
+	mode, err := sandbox.ParseMode(sb.Mode)
 	if err != nil {
 		return nil, err
 	}
@@ -67,16 +66,14 @@ func sandboxConfig(f RunFlags, p preset.Preset, pol policy.Config, log *audit.Lo
 	if dp, err := policy.DefaultPath(); err == nil {
 		cfg.Protect = append(cfg.Protect, filepath.Dir(dp))
 	}
-	for _, pp := range []string{pol.Path, f.Policy} {
+	for _, pp := range []string{pol.Path, policyFile} {
 		if pp != "" {
 			if a, err := filepath.Abs(pp); err == nil {
 				cfg.Protect = append(cfg.Protect, a)
 			}
 		}
 	}
-	if log != nil {
-		cfg.Protect = append(cfg.Protect, log.Path())
-	}
+	cfg.Protect = append(cfg.Protect, sb.Protect...)
 	for _, d := range preset.ReadOnlyDirs(home, getenv) {
 		// Only where they exist: a missing one would keep the cache dir
 		// around it from gaining entries, for nothing to protect.
@@ -84,28 +81,10 @@ func sandboxConfig(f RunFlags, p preset.Preset, pol policy.Config, log *audit.Lo
 			cfg.Protect = append(cfg.Protect, d)
 		}
 	}
-	if len(f.NetAllow) > 0 {
-		cfg.NetAllow = append(sandbox.EndpointsFromEnv(env), f.NetAllow...)
+	if len(sb.NetAllow) > 0 {
+		cfg.NetAllow = append(sandbox.EndpointsFromEnv(env), sb.NetAllow...)
 	}
 	return cfg, nil
-}
-
-// isTai reports whether argv runs a tai binary: this one, or one named
-// tai.
-func isTai(argv []string) bool {
-	if len(argv) == 0 {
-		return false
-	}
-	if filepath.Base(argv[0]) == "tai" {
-		return true
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return false
-	}
-	a, err1 := os.Stat(argv[0])
-	b, err2 := os.Stat(exe)
-	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 func expandHome(p, home string) string {

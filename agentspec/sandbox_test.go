@@ -1,4 +1,4 @@
-package app
+package agentspec
 
 import (
 	"os"
@@ -37,13 +37,13 @@ func TestSandboxConfig(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", "")
 	p, _ := preset.Lookup("qwen")
 	claude, _ := preset.Lookup("claude")
-	if _, err := sandboxConfig(RunFlags{}, claude, policy.Config{}, nil, nil); err != nil {
+	if _, err := sandboxConfig(Sandbox{}, claude, policy.Config{}, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(home, ".claude.json")); sandbox.ABI() > 0 && string(b) != "{}" {
 		t.Errorf("~/.claude.json = %q, %v; want {} made for the confined claude", b, err)
 	}
-	cfg, err := sandboxConfig(RunFlags{Sandbox: "on", Policy: "pol.toml"}, p, policy.Config{WriteRoots: []string{"~/out"}}, nil, nil)
+	cfg, err := sandboxConfig(Sandbox{Mode: "on"}, p, policy.Config{WriteRoots: []string{"~/out"}}, "pol.toml", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,11 +71,11 @@ func TestSandboxConfig(t *testing.T) {
 	if err := os.MkdirAll(agents, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ = sandboxConfig(RunFlags{}, p, policy.Config{}, nil, nil)
+	cfg, _ = sandboxConfig(Sandbox{}, p, policy.Config{}, "", nil)
 	if !slices.Contains(cfg.Protect, agents) {
 		t.Errorf("the installed agents are not protected: %q", cfg.Protect)
 	}
-	if _, err := sandboxConfig(RunFlags{Sandbox: "maybe"}, p, policy.Config{}, nil, nil); err == nil {
+	if _, err := sandboxConfig(Sandbox{Mode: "maybe"}, p, policy.Config{}, "", nil); err == nil {
 		t.Errorf("--sandbox maybe accepted")
 	}
 }

@@ -1,0 +1,369 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tai-dev/tai/agentspec"
+	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
+	"github.com/tai-dev/tai/internal/readlimit"
+	"github.com/tai-dev/tai/internal/tracefile"
+	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/redact"
+	"github.com/tai-dev/tai/render"
+	"github.com/tai-dev/tai/runner"
+)
+
+// buildRun turns flags into runner options: the flags become an agent
+// Spec (package agentspec, the resolver every front end shares), and the
+// run's own parts (prompt, session, sinks, audit log, trace) are added
+// around what it resolves. cleanup is always safe to call.
+func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Options, func(), error) {
+	b := &runBuild{f: f, std: std, logger: logger}
+	err := b.build(args)
+	return b.o, b.cleanup, err
+}
+
+// runBuild is buildRun in progress.
+type runBuild struct {
+	f       RunFlags
+	std     IO
+	logger  *slog.Logger
+	closers []func()
+	o       runner.Options
+	res     agentspec.Resolved
+
+	tp       *policy.TTYPrompter // the terminal's asks, when there is one
+	form     *elicit.Form        // the terminal's elicitation forms
+	prompter policy.Prompter
+	answerer policy.Prompter // the cap-speak parent, raced with the feed
+	feed     *feed.Server
+}
+
+func (b *runBuild) cleanup() {
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		b.closers[i]()
+	}
+}
+
+func (b *runBuild) build(args []string) error {
+	f := b.f
+	if err := checkRunFlags(f); err != nil {
+		return err
+	}
+	switch f.Output {
+	case "", OutputText, OutputJSON, OutputStreamJSON:
+	default:
+		return exitcode.Usagef("--output must be text, json or stream-json, not %q", f.Output)
+	}
+	// The agent (its driver decides what --continue and --fork can do)
+	// first, then the workspace, as tai run has always reported them.
+	if _, err := agentspec.ResolveAgent(f.agent()); err != nil {
+		return err
+	}
+	cwd, addDirs, err := workspaceOf(f)
+	if err != nil {
+		return err
+	}
+	b.o.RunID = newRunID()
+	if err := b.askers(); err != nil {
+		return err
+	}
+	if err := b.resolve(cwd, addDirs); err != nil {
+		return err
+	}
+	for _, step := range []func() error{b.session, func() error { return b.prompt(args) }, b.settings} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	b.sinks()
+	if err := b.auditLog(); err != nil {
+		return err
+	}
+	return b.agentOutput()
+}
+
+// agent is the agent the flags name.
+func (f RunFlags) agent() agentspec.Agent {
+	return agentspec.Agent{Name: f.Agent, Command: f.AgentCmd, Driver: f.Driver, Model: f.Model, Mode: f.Mode, Custom: f.cfg.Agents}
+}
+
+// auditPath is the run's audit log ("" with --no-audit).
+func (f RunFlags) auditPath(runID string) string {
+	switch {
+	case f.NoAudit:
+		return ""
+	case f.Audit != "":
+		return f.Audit
+	}
+	return audit.DefaultPath(runID)
+}
+
+// spec is the run's agent Spec.
+func (f RunFlags) spec(cwd string, addDirs []string, runID string) agentspec.Spec {
+	pol := agentspec.Policy{File: f.Policy, UserFile: true, Approve: f.Approve, Allow: f.Allow, Ask: f.Ask, Deny: f.Deny,
+		Remember: f.Remember, NonInteractive: f.NonInteractive, AllowDenials: f.AllowDenials}
+	sb := &agentspec.Sandbox{Mode: f.Sandbox, NetAllow: f.NetAllow}
+	if p := f.auditPath(runID); p != "" {
+		sb.Protect = append(sb.Protect, p) // tai's own, like its state
+		if f.Audit != "" {
+			pol.Protected = append(pol.Protected, f.Audit)
+		}
+	}
+	return agentspec.Spec{Agent: f.agent(), Cwd: cwd, AddDirs: addDirs, Env: f.Env, Policy: pol, Sandbox: sb}
+}
+
+// workspaceOf is --cwd (default the working directory) and --add-dir,
+// absolute and checked.
+func workspaceOf(f RunFlags) (string, []string, error) {
+	cwd := f.Cwd
+	if cwd == "" {
+		var err error
+		if cwd, err = os.Getwd(); err != nil {
+			return "", nil, exitcode.Usagef("working directory: %v", err)
+		}
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return "", nil, exitcode.Usagef("--cwd: %v", err)
+	}
+	if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+		return "", nil, exitcode.Usagef("--cwd %s is not a directory", abs)
+	}
+	var dirs []string
+	for _, d := range f.AddDir {
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(abs, d)
+		}
+		d = filepath.Clean(d)
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return "", nil, exitcode.Usagef("--add-dir %s is not a directory", d)
+		}
+		dirs = append(dirs, d)
+	}
+	return abs, dirs, nil
+}
+
+// askers are who answers the agent's asks: an editor (tai acp), else the
+// terminal, and the cap-speak parent; the live feed races both.
+func (b *runBuild) askers() error {
+	f := b.f
+	b.prompter, b.answerer = f.prompter, f.answerer
+	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON && b.prompter == nil {
+		b.closers = append(b.closers, func() { tty.Close() })
+		b.tp = &policy.TTYPrompter{In: tty, Out: tty}
+		b.prompter = b.tp
+		b.form = &elicit.Form{In: tty, Out: tty}
+	}
+	lf, closeFeed, err := openFeed(b.o.RunID, feed.KindRun, f.Feed, b.logger, b.std.Err)
+	b.closers = append(b.closers, closeFeed)
+	if err != nil {
+		return exitcode.With(exitcode.Usage, err)
+	}
+	if b.feed = lf.srv; b.feed != nil {
+		b.o.Sinks = append(b.o.Sinks, b.feed.Sink(""))
+		if b.tp != nil && f.prompter == nil {
+			b.prompter = withFeed(b.tp, b.feed) // the terminal's asks; an editor's (tai acp) stay the editor's
+		}
+		if f.answerer != nil {
+			// The cap-speak parent and the feed: whoever answers first.
+			b.answerer = policy.Race{{Name: policy.ViaParent, Prompter: f.answerer}, b.feed.Channel()}
+		}
+	}
+	return nil
+}
+
+// resolve resolves the run's Spec and takes its options.
+func (b *runBuild) resolve(cwd string, addDirs []string) error {
+	spec := b.f.spec(cwd, addDirs, b.o.RunID)
+	spec.Policy.Prompter, spec.Policy.Answerer = b.prompter, b.answerer
+	r, err := agentspec.Resolve(spec)
+	if err != nil {
+		return err
+	}
+	b.res = r
+	o := r.Options
+	f := b.f
+	o.RunID, o.Sinks = b.o.RunID, b.o.Sinks
+	o.Logger, o.Version, o.Timeout, o.CancelGrace = b.logger, Version, f.Timeout, f.CancelGrace
+	o.ResumeID, o.AuthMethod, o.MaxLineBytes, o.MaxMessageBytes = f.Resume, f.Auth, f.MaxLineBytes, f.MaxMessageBytes
+	b.o = o
+	return nil
+}
+
+// session is --continue (the last resumable session of this agent, driver
+// and workspace, as kept by earlier runs) and --fork.
+func (b *runBuild) session() error {
+	f := b.f
+	if f.Continue {
+		if f.Resume != "" {
+			return exitcode.Usagef("--continue and --resume both name the session; pass one")
+		}
+		id, err := continueSession(context.Background(), b.o.Cwd, b.o.Agent, b.o.Driver)
+		if err != nil {
+			return err
+		}
+		b.o.ResumeID = id
+	}
+	if f.Fork != "" {
+		switch {
+		case f.Resume != "" || f.Continue:
+			return exitcode.Usagef("--fork starts a new session from another: it does not go with --resume or --continue")
+		case b.o.Driver != "acp":
+			return exitcode.Usagef("--fork needs an ACP agent (session/fork); the %s driver has none", b.o.Driver)
+		}
+		b.o.ForkID = f.Fork
+	}
+	return nil
+}
+
+// prompt is the arguments (or stdin, for -) and --file; with none on a
+// terminal, the user takes the agent's TUI over.
+func (b *runBuild) prompt(args []string) error {
+	f, o := b.f, &b.o
+	text := strings.Join(args, " ")
+	if text == "-" && f.answerer != nil {
+		return exitcode.Usagef("with --input-format stream-json, stdin carries the conversation: pass the first prompt as arguments, or none")
+	}
+	if text == "-" {
+		data, err := readlimit.Read(b.std.In, "the prompt on stdin", readlimit.Stdin)
+		if err != nil {
+			return exitcode.Usagef("reading the prompt from stdin: %v", err)
+		}
+		text = string(data)
+	}
+	if err := checkPrompt(text, len(args) > 0); err != nil {
+		return err
+	}
+	if text != "" {
+		o.Prompt = append(o.Prompt, driver.TextContent(text))
+	}
+	for _, path := range f.Files {
+		c, err := fileContent(o.Cwd, path, f.EmbedFiles)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		o.Prompt = append(o.Prompt, c)
+	}
+	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil && f.prompter == nil && !f.chat {
+		return b.attach()
+	}
+	return nil
+}
+
+// attach: no prompt on a terminal, with a terminal UI: the user takes the
+// TUI over (tai still decides what shows up after a detach).
+func (b *runBuild) attach() error {
+	ut, tty := attachTerminal(b.std.In, b.std.Out)
+	switch {
+	case b.o.Driver != "pty":
+		return exitcode.Usagef("no prompt: pass it as arguments, or - to read it from stdin (or use --driver pty on a terminal to attach to the agent's TUI)")
+	case !tty:
+		return exitcode.Usagef("no prompt: pass it as arguments, or - to read it from stdin; attaching to the TUI needs a terminal on stdin and stdout")
+	case b.f.Output != "" && b.f.Output != OutputText:
+		return exitcode.Usagef("attaching to the TUI (no prompt) takes --output text, not %s", b.f.Output)
+	}
+	b.closers = append(b.closers, ut.close)
+	b.o.Attach = ut.attach(driver.DefaultDetachKey, b.std, b.o.Agent)
+	return nil
+}
+
+// settings are --pty-size, --set and --mcp.
+func (b *runBuild) settings() error {
+	f, o := b.f, &b.o
+	if f.PTYSize != "" {
+		var cols, rows int
+		if n, err := fmt.Sscanf(f.PTYSize, "%dx%d", &cols, &rows); err != nil || n != 2 || cols < 20 || rows < 5 || cols > 1000 || rows > 10000 {
+			return exitcode.Usagef("--pty-size wants COLSxROWS (at least 20x5), not %q", f.PTYSize)
+		}
+		o.Cols, o.Rows = cols, rows
+	}
+	for _, kv := range f.Set {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return exitcode.Usagef("--set wants id=value, not %q", kv)
+		}
+		o.Config = append(o.Config, [2]string{k, v})
+	}
+	for _, m := range f.MCP {
+		servers, err := parseMCP(m)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		o.MCPServers = append(o.MCPServers, servers...)
+	}
+	return nil
+}
+
+// sinks are the text renderer (on the screen tai owns) and the
+// elicitation chain, and what the audit log records of the settings.
+func (b *runBuild) sinks() {
+	f, o := b.f, &b.o
+	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil && f.prompter == nil { // attached, the screen is the TUI's
+		text := render.NewText(b.std.Out, colorOn(b.std.Out))
+		o.Sinks = append(o.Sinks, text)
+		if b.tp != nil && isTTY(b.std.Out) {
+			// The same screen: a diff tai's output showed is not asked again.
+			b.tp.Shown = text.ShownDiff
+		}
+	}
+	cfg, ni := b.res.Policy, b.res.NonInteractive
+	o.Elicitor = elicitChain(cfg.Elicit, b.form, f.answerer, ni) // the cap-speak parent itself answers elicitations
+	o.RunInfo = map[string]any{"approve": string(b.res.Engine.Mode()), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
+		"policy": cfg.Path, "rules": len(cfg.Rules), "floor": !cfg.NoFloor, "remember": string(cfg.Remember),
+		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
+		"sandbox": f.Sandbox, "net_allow": f.NetAllow}
+}
+
+// auditLog opens the run's audit log: every run has one unless --no-audit.
+func (b *runBuild) auditLog() error {
+	path := b.f.auditPath(b.o.RunID)
+	if path == "" {
+		return nil
+	}
+	env := b.o.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(b.o.MCPServers)...), Patterns: b.f.Redact})
+	if err != nil {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("--redact: %w", err))
+	}
+	log, err := audit.Open(path, audit.Options{Run: b.o.RunID, Redactor: red, Logger: b.logger})
+	if err != nil {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("--audit: %w", err))
+	}
+	b.closers = append(b.closers, func() {
+		if err := log.Close(); err != nil {
+			b.logger.Error("closing the audit log", "path", path, "err", err)
+		}
+	})
+	b.o.Audit = log
+	return nil
+}
+
+// agentOutput is the agent's stderr (shown live with --verbose; always
+// kept for crash reports) and the --trace transcript.
+func (b *runBuild) agentOutput() error {
+	if b.f.Verbose {
+		b.o.StderrTo = prefixWriter(b.std.Err, "["+b.o.Agent+"] ")
+	}
+	if b.f.Trace != "" {
+		tw, err := traceWriter(b.f.Trace, b.o.Env, b.f.Redact, b.o.MCPServers)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		b.closers = append(b.closers, func() { _ = tw.Close() })
+		b.o.Trace = tw.Line
+	}
+	return nil
+}
