@@ -18,10 +18,10 @@ import (
 // agent the run flags name. Each of the editor's sessions is one run, with
 // its own audit log and session record; what the policy leaves open is
 // asked in the editor.
-func ACP(ctx context.Context, f RunFlags, std IO) int {
+func ACP(ctx context.Context, f RunFlags, std IO) error {
 	f, err := applyConfig(f)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	logger := newLogger(std.Err, f.Verbose)
 	// The flags are checked once up front, so that a bad one is a usage
@@ -31,14 +31,14 @@ func ACP(ctx context.Context, f RunFlags, std IO) int {
 	probe, cleanup, err := buildRun(check, nil, std, logger)
 	cleanup()
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	var editorTrace func(string, []byte)
 	if f.Trace != "" {
 		// The agent's wire goes to --trace; the editor's next to it.
-		tw, err := traceWriter(f.Trace+".editor", nil, f.Redact, nil)
+		tw, err := traceWriter(f.Trace+".editor", std.Env(), f.Redact, nil)
 		if err != nil {
-			return fail(std, exitcode.With(exitcode.Usage, err))
+			return exitcode.With(exitcode.Usage, err)
 		}
 		defer func() { _ = tw.Close() }()
 		editorTrace = tw.Line
@@ -55,9 +55,9 @@ func ACP(ctx context.Context, f RunFlags, std IO) int {
 	})
 	if err != nil && !errors.Is(err, context.Canceled) {
 		logger.Error("tai acp", "err", err)
-		return int(exitcode.AgentError)
+		return exitcode.Said(exitcode.AgentError)
 	}
-	return 0
+	return nil
 }
 
 // acpSession runs one editor session until the editor closes it.
@@ -66,7 +66,10 @@ func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserve
 	f.prompter = h.Prompter
 	// The editor shows what happened; denials are answers, not failures.
 	f.Output, f.AllowDenials = OutputJSON, true
-	opts, cleanup, err := buildRun(f, nil, IO{In: eofReader{}, Out: std.Err, Err: std.Err}, logger)
+	// stdin and stdout are the editor's: the run has neither.
+	sub := std
+	sub.In, sub.Out = eofReader{}, std.Err
+	opts, cleanup, err := buildRun(f, nil, sub, logger)
 	defer cleanup()
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -25,7 +24,7 @@ type AgentInfo struct {
 }
 
 // Agents lists the presets and whether each is installed here.
-func Agents(w io.Writer, asJSON bool) int {
+func Agents(w io.Writer, asJSON bool) error {
 	var rows []AgentInfo
 	for _, p := range preset.All() {
 		path, ok := p.Installed()
@@ -36,7 +35,7 @@ func Agents(w io.Writer, asJSON bool) int {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(rows)
-		return 0
+		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tDRIVER\tINSTALLED\tCOMMAND")
@@ -55,37 +54,37 @@ func Agents(w io.Writer, asJSON bool) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Driver, inst, cmd)
 	}
 	_ = tw.Flush()
-	return 0
+	return nil
 }
 
 // BuiltinAgent runs tai's built-in agent on stdin/stdout.
 // pageSize is its session/list page (0: the default).
-func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, pageSize int, std IO) int {
+func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, pageSize int, std IO) error {
 	if printScript {
 		_, _ = std.Out.Write(builtin.DefaultScriptSource())
-		return 0
+		return nil
 	}
-	opts := builtin.Options{Logger: newLogger(std.Err, os.Getenv("TAI_DEBUG") != ""), Stderr: std.Err, Version: Version,
+	opts := builtin.Options{Logger: newLogger(std.Err, std.Getenv("TAI_DEBUG") != ""), Stderr: std.Err, Version: Version,
 		StateDir: statedir.Dir("builtin"), PageSize: pageSize}
 	if pageSize < 0 {
-		return fail(std, exitcode.Usagef("agent builtin: --page-size must not be negative"))
+		return exitcode.Usagef("agent builtin: --page-size must not be negative")
 	}
 	if scriptPath != "" {
 		s, err := builtin.LoadScript(scriptPath)
 		if err != nil {
-			return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("agent builtin: %w", err)))
+			return exitcode.With(exitcode.Usage, fmt.Errorf("agent builtin: %w", err))
 		}
 		opts.Script = s
 	}
 	err := builtin.Serve(ctx, std.In, std.Out, opts)
 	if err == nil {
-		return 0
+		return nil
 	}
 	var ce *builtin.CrashError
 	if errors.As(err, &ce) {
-		return ce.Code
+		return exit(ce.Code) // a scripted crash: its code, nothing said
 	}
-	return fail(std, exitcode.With(exitcode.AgentError, fmt.Errorf("agent builtin: %w", err)))
+	return exitcode.With(exitcode.AgentError, fmt.Errorf("agent builtin: %w", err))
 }
 
 // AgentNames returns the preset names, for completion.

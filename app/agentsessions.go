@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -40,7 +39,7 @@ func connectAgent(ctx context.Context, f SessionsFlags, std IO) (*acp.Session, s
 	var env []string
 	if agentspec.IsTai(argv) {
 		// tai as the agent keeps its state where tai run puts it.
-		env = append(os.Environ(), "XDG_STATE_HOME="+statedir.Dir("agents"))
+		env = append(std.Env(), "XDG_STATE_HOME="+statedir.Dir("agents"))
 	}
 	s, err := acp.Start(ctx, acp.Config{Argv: argv, Env: env, Cwd: f.Cwd, Agent: p.Name, NoSession: true, ClientVersion: Version,
 		Quirks: p.Quirks, Logger: newLogger(std.Err, false),
@@ -72,13 +71,13 @@ type agentListing struct {
 
 // agentSessions lists the agent's own sessions (session/list, every page)
 // next to tai's records.
-func agentSessions(ctx context.Context, f SessionsFlags, ws string, recs []sessions.Record, std IO) int {
+func agentSessions(ctx context.Context, f SessionsFlags, ws string, recs []sessions.Record, std IO) error {
 	ctx, cancel := context.WithTimeout(ctx, agentSessionTimeout)
 	defer cancel()
 	f.Cwd = ws
 	s, name, err := connectAgent(ctx, f, std)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	defer s.Close(context.Background())
 	filter := ws
@@ -87,10 +86,10 @@ func agentSessions(ctx context.Context, f SessionsFlags, ws string, recs []sessi
 	}
 	list, err := s.ListSessions(ctx, filter)
 	if errors.Is(err, driver.ErrUnsupported) {
-		return fail(std, exitcode.Usagef("sessions --agent: %s does not list its sessions (no session/list)", name))
+		return exitcode.Usagef("sessions --agent: %s does not list its sessions (no session/list)", name)
 	}
 	if err != nil {
-		return fail(std, exitcode.With(exitcode.AgentError, fmt.Errorf("sessions --agent %s: %w", name, err)))
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("sessions --agent %s: %w", name, err))
 	}
 	out := agentListing{Agent: name, Cwd: filter, Sessions: []agentSession{}, Recorded: []sessions.Record{}}
 	ran := map[string]bool{}
@@ -143,32 +142,32 @@ func agentSessions(ctx context.Context, f SessionsFlags, ws string, recs []sessi
 			tw.Flush()
 		}
 	}
-	return 0
+	return nil
 }
 
 // SessionsRm deletes one of the agent's sessions (session/delete).
-func SessionsRm(ctx context.Context, f SessionsFlags, id string, std IO) int {
+func SessionsRm(ctx context.Context, f SessionsFlags, id string, std IO) error {
 	ctx, cancel := context.WithTimeout(ctx, agentSessionTimeout)
 	defer cancel()
-	ws, err := sessionsWorkspace(f.Cwd)
+	ws, err := sessionsWorkspace(f.Cwd, std)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	f.Cwd = ws
 	s, name, err := connectAgent(ctx, f, std)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	defer s.Close(context.Background())
 	err = s.DeleteSession(ctx, id)
 	switch {
 	case errors.Is(err, driver.ErrUnsupported):
-		return fail(std, exitcode.Usagef("sessions rm: %s cannot delete sessions (no session/delete)", name))
+		return exitcode.Usagef("sessions rm: %s cannot delete sessions (no session/delete)", name)
 	case errors.Is(err, driver.ErrNoSession):
-		return fail(std, exitcode.With(exitcode.NoSession, fmt.Errorf("sessions rm: %w", err)))
+		return exitcode.With(exitcode.NoSession, fmt.Errorf("sessions rm: %w", err))
 	case err != nil:
-		return fail(std, exitcode.With(exitcode.AgentError, fmt.Errorf("sessions rm: %w", err)))
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("sessions rm: %w", err))
 	}
 	fmt.Fprintf(std.Out, "deleted %s's session %s\n", name, id)
-	return 0
+	return nil
 }

@@ -15,40 +15,40 @@ import (
 
 // AuditVerify checks a log's hash chain and says where it breaks. Exit 0
 // only for a log that verifies completely and records a run.
-func AuditVerify(arg string, std IO) int {
+func AuditVerify(arg string, std IO) error {
 	f, err := openAuditLog(arg)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	defer f.Close()
 	rep, err := audit.Verify(f)
 	if err != nil {
-		return fail(std, fmt.Errorf("audit verify: %w", err))
+		return fmt.Errorf("audit verify: %w", err)
 	}
 	switch {
 	case rep.OK && rep.Entries == 0:
 		fmt.Fprintln(std.Out, "FAILED: no entries (the file is empty)")
-		return int(exitcode.AgentError)
+		return exitcode.Said(exitcode.AgentError)
 	case rep.OK && !rep.Started:
 		fmt.Fprintf(std.Out, "FAILED: %d entries verify, but none is run.start: not a log of a tai run\n", rep.Entries)
-		return int(exitcode.AgentError)
+		return exitcode.Said(exitcode.AgentError)
 	case rep.OK:
 		ended := ""
 		if !rep.Ended {
 			ended = " (no run.end entry: the run did not finish, or its last entries were removed)"
 		}
 		fmt.Fprintf(std.Out, "OK: %d entries, chain intact, head %s%s\n", rep.Entries, rep.Head, ended)
-		return 0
+		return nil
 	}
 	fmt.Fprintf(std.Out, "FAILED at %s\n%d entries before it verify.\n", rep.Problem, rep.Entries)
-	return int(exitcode.AgentError)
+	return exitcode.Said(exitcode.AgentError)
 }
 
 // AuditShow renders a log readably, or passes matching lines through.
-func AuditShow(arg string, f audit.Filter, asJSON bool, std IO) int {
+func AuditShow(arg string, f audit.Filter, asJSON bool, std IO) error {
 	file, err := openAuditLog(arg)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	defer file.Close()
 	if asJSON {
@@ -57,9 +57,9 @@ func AuditShow(arg string, f audit.Filter, asJSON bool, std IO) int {
 		err = audit.Render(std.Out, file, f)
 	}
 	if err != nil {
-		return fail(std, exitcode.With(exitcode.AgentError, fmt.Errorf("audit show %s: %w", file.Name(), err)))
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("audit show %s: %w", file.Name(), err))
 	}
-	return 0
+	return nil
 }
 
 // openAuditLog opens a log by path, or by the id of the run that wrote it:

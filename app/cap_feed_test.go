@@ -98,11 +98,21 @@ func TestCapFeedFrames(t *testing.T) {
 			if err := strict(b, &f); err != nil || f.ID == "" {
 				t.Errorf("question.closed example: %v\n%s", err, b)
 			}
+		case feed.FrameElicitOpened:
+			var f feed.ElicitFrame
+			if err := strict(b, &f); err != nil || f.Elicitation.ID == "" || f.Elicitation.Request.Mode == "" {
+				t.Errorf("elicit.opened example: %v\n%s", err, b)
+			}
+		case feed.FrameElicitClosed:
+			var f feed.ElicitClosed
+			if err := strict(b, &f); err != nil || f.ID == "" || f.Action == "" {
+				t.Errorf("elicit.closed example: %v\n%s", err, b)
+			}
 		default:
 			t.Errorf("cap.md documents feed frame %q that the code does not send", typ)
 		}
 	}
-	for _, ft := range []string{feed.FrameAskOpened, feed.FrameAskClosed, feed.FrameQuestionOpened, feed.FrameQuestionClosed} {
+	for _, ft := range []string{feed.FrameAskOpened, feed.FrameAskClosed, feed.FrameQuestionOpened, feed.FrameQuestionClosed, feed.FrameElicitOpened, feed.FrameElicitClosed} {
 		if !seen[ft] || !strings.Contains(doc, "| `"+ft+"` |") {
 			t.Errorf("feed frame %q lacks its example or table row", ft)
 		}
@@ -119,13 +129,24 @@ func TestCapFeedFrames(t *testing.T) {
 	// and described.
 	var ex map[string]json.RawMessage
 	_ = json.Unmarshal([]byte(st[0]), &ex)
-	var sess, task []map[string]json.RawMessage
+	var sess, task, els []map[string]json.RawMessage
+	var budget, limit map[string]json.RawMessage
 	_ = json.Unmarshal(ex["sessions"], &sess)
 	_ = json.Unmarshal(ex["tasks"], &task)
+	_ = json.Unmarshal(ex["elicitations"], &els)
+	_ = json.Unmarshal(ex["budget"], &budget)
+	_ = json.Unmarshal(budget["limit"], &limit)
+	var taskBudget map[string]json.RawMessage
+	_ = json.Unmarshal(task[0]["budget"], &taskBudget)
+	budget["over"] = taskBudget["over"] // the example's fleet is within its budget, its task is not
+	if len(sess) == 0 || len(task) == 0 || len(els) == 0 {
+		t.Fatal("the feed-state example lacks a session, a task or an elicitation")
+	}
 	for _, c := range []struct {
 		typ reflect.Type
 		ex  map[string]json.RawMessage
-	}{{reflect.TypeOf(feed.State{}), ex}, {reflect.TypeOf(feed.Session{}), sess[0]}, {reflect.TypeOf(feed.Task{}), task[0]}} {
+	}{{reflect.TypeOf(feed.State{}), ex}, {reflect.TypeOf(feed.Session{}), sess[0]}, {reflect.TypeOf(feed.Task{}), task[0]},
+		{reflect.TypeOf(feed.Elicitation{}), els[0]}, {reflect.TypeOf(feed.Budget{}), budget}, {reflect.TypeOf(feed.Limits{}), limit}} {
 		for i := 0; i < c.typ.NumField(); i++ {
 			name, _, _ := strings.Cut(c.typ.Field(i).Tag.Get("json"), ",")
 			if name == "" || name == "-" {

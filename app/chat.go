@@ -28,23 +28,23 @@ const chatPrompt = "tai› "
 // history and Tab completion; Ctrl-C cancels the running turn (or drops
 // the line being typed), Ctrl-D ends the session. From a pipe, each line
 // is one prompt.
-func Chat(ctx context.Context, f RunFlags, args []string, std IO) int {
+func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 	f, err := applyConfig(f)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	if f.Output == OutputStreamJSON || f.InputFormat == "stream-json" {
-		return fail(std, exitcode.Usagef("chat reads prompts from the terminal or a pipe: for stream-json use tai --cap-speak stream-json"))
+		return exitcode.Usagef("chat reads prompts from the terminal or a pipe: for stream-json use tai --cap-speak stream-json")
 	}
 	f.chat = true
 	logger := newLogger(std.Err, f.Verbose)
 	opts, cleanup, err := buildRun(f, args, std, logger)
 	defer cleanup()
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	if opts.Driver == "pty" {
-		return fail(std, exitcode.Usagef("the pty driver has the agent's own terminal UI: use tai run --driver pty with no prompt to attach to it"))
+		return exitcode.Usagef("the pty driver has the agent's own terminal UI: use tai run --driver pty with no prompt to attach to it")
 	}
 	state := chat.NewState()
 	turns := make(chan []driver.Content)
@@ -152,12 +152,9 @@ end:
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(res)
-	default:
-		if res.ExitCode != 0 {
-			Report(std.Err, exitcode.With(exitcode.Code(res.ExitCode), fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())))
-		}
+		return exit(res.ExitCode)
 	}
-	return res.ExitCode
+	return runEnd(res, res.ExitCode != 0)
 }
 
 // lineReader is where chat's prompts come from.
@@ -171,7 +168,7 @@ type lineReader struct {
 // prompt per line of stdin.
 func chatInput(std IO, complete chat.Completer) lineReader {
 	f, ok := osFile(std.In)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !ok || !std.InTTY() {
 		sc := bufio.NewScanner(std.In)
 		sc.Buffer(nil, 1<<20)
 		return lineReader{read: func() (string, error) {

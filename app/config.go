@@ -94,17 +94,17 @@ type configView struct {
 
 // ConfigShow prints the configuration that applies in workspace ("" = the
 // current directory), with where each value came from.
-func ConfigShow(workspace string, asJSON bool, std IO) int {
+func ConfigShow(workspace string, asJSON bool, std IO) error {
 	if workspace == "" {
-		workspace, _ = os.Getwd()
+		workspace, _ = std.Wd()
 	}
 	ws, err := filepath.Abs(workspace)
 	if err != nil {
-		return fail(std, exitcode.Usagef("config show: %v", err))
+		return exitcode.Usagef("config show: %v", err)
 	}
 	cfg, err := loadConfig(ws)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	var looked []string
 	if p, err := config.UserPath(); err == nil {
@@ -138,5 +138,5 @@ func ConfigShow(workspace string, asJSON bool, std IO) int {
 	if len(v.Files) == 0 {
 		fmt.Fprintf(std.Out, "\nno config file (looked for %s)\n", strings.Join(looked, ", "))
 	}
-	return 0
+	return nil
 }

@@ -82,7 +82,8 @@ type DoctorWorktrees struct {
 // versionTimeout bounds one agent's --version.
 const versionTimeout = 10 * time.Second
 
-// RunDoctor finds out what works here.
+// RunDoctor finds out what works here; dir is the repository whose
+// worktrees to look at.
 func RunDoctor(ctx context.Context, dir string) Doctor {
 	d := Doctor{Tai: ReadBuildInfo(), Agents: doctorAgents(ctx), Drivers: doctorDrivers()}
 	if abi, err := landlockABI(); err != nil {
@@ -218,10 +219,11 @@ func doctorDirs() []DoctorDir {
 }
 
 // doctorWorktrees lists, read-only, tai's worktrees of the repository dir
-// is in; nil when it is not in one.
+// is in; nil when it is not in one (or dir is "": the command gives the
+// working directory).
 func doctorWorktrees(ctx context.Context, dir string) *DoctorWorktrees {
 	if dir == "" {
-		dir, _ = os.Getwd()
+		return nil
 	}
 	m, err := worktree.Open(ctx, dir)
 	if err != nil {
@@ -245,7 +247,10 @@ func doctorWorktrees(ctx context.Context, dir string) *DoctorWorktrees {
 }
 
 // DoctorCmd prints RunDoctor as text or JSON.
-func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) int {
+func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
+	if dir == "" {
+		dir, _ = std.Wd()
+	}
 	d := RunDoctor(ctx, dir)
 	if asJSON {
 		return printJSON(std.Out, d)
@@ -310,7 +315,7 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) int {
 			fmt.Fprintln(w, "  (tai worktree gc removes those whose work is merged or pushed)")
 		}
 	}
-	return 0
+	return nil
 }
 
 func orDash(s string) string {

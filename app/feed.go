@@ -2,10 +2,8 @@ package app
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
-	"os"
 
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/notify"
@@ -34,14 +32,15 @@ type liveFeed struct {
 // openFeed opens the run's live feed and its notifications. A feed that
 // cannot be opened is warned about, never fatal: the run matters more than
 // watching it; only a --listen that cannot be served is an error.
-func openFeed(run string, kind feed.Kind, ff FeedFlags, logger *slog.Logger, stderr io.Writer) (liveFeed, func(), error) {
+func openFeed(run string, kind feed.Kind, ff FeedFlags, logger *slog.Logger, std IO) (liveFeed, func(), error) {
+	stderr := std.Err
 	lf := liveFeed{notify: func(notify.Notice) {}}
 	var senders []notify.Sender
 	if !ff.NoNotify {
-		if isTTY(stderr) {
+		if std.ErrTTY() {
 			senders = append(senders, notify.Terminal{W: stderr})
 		}
-		if os.Getenv("DISPLAY") != "" || os.Getenv("WAYLAND_DISPLAY") != "" {
+		if std.Getenv("DISPLAY") != "" || std.Getenv("WAYLAND_DISPLAY") != "" {
 			if d, ok := notify.FindDesktop(); ok {
 				senders = append(senders, d)
 			}
@@ -69,7 +68,10 @@ func openFeed(run string, kind feed.Kind, ff FeedFlags, logger *slog.Logger, std
 	onAsk := func(a feed.Ask) {
 		lf.notify(notify.Notice{Kind: "ask", Run: run, Task: a.Task, Title: a.Request.ToolCall.Title, Since: a.Since})
 	}
-	srv, err := feed.Open(feed.Options{Run: run, Kind: kind, Logger: logger, OnAsk: onAsk})
+	onElicit := func(e feed.Elicitation) {
+		lf.notify(notify.Notice{Kind: "elicitation", Run: run, Task: e.Task, Title: e.Request.Message, Since: e.Since})
+	}
+	srv, err := feed.Open(feed.Options{Run: run, Kind: kind, Logger: logger, OnAsk: onAsk, OnElicit: onElicit})
 	if err != nil {
 		if ff.Listen != "" {
 			closeNotes()

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -49,11 +50,10 @@ type FleetFlags struct {
 }
 
 // FleetRun runs `tai fleet run PLAN`.
-func FleetRun(ctx context.Context, f FleetFlags, planPath string, std IO) int {
+func FleetRun(ctx context.Context, f FleetFlags, planPath string, std IO) error {
 	plan, err := fleet.LoadPlan(planPath)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai fleet run:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet run: %w", err))
 	}
 	id := f.RunID
 	if id == "" {
@@ -63,39 +63,35 @@ func FleetRun(ctx context.Context, f FleetFlags, planPath string, std IO) int {
 }
 
 // FleetResume runs `tai fleet resume RUN`.
-func FleetResume(ctx context.Context, f FleetFlags, run string, std IO) int {
+func FleetResume(ctx context.Context, f FleetFlags, run string, std IO) error {
 	return runFleet(ctx, f, fleet.Options{RunID: run, Resume: true, Command: "tai fleet resume " + run}, std)
 }
 
-func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
+func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error {
 	switch f.Output {
 	case "", OutputText, OutputJSON, OutputStreamJSON:
 	default:
-		fmt.Fprintf(std.Err, "tai fleet: --output must be text, json or stream-json, not %q\n", f.Output)
-		return int(exitcode.Usage)
+		return exitcode.Usagef("fleet: --output must be text, json or stream-json, not %q", f.Output)
 	}
 	logger := newLogger(std.Err, f.Verbose)
 	o.Dir = fleet.RunDir(o.RunID)
 	o.Repo, o.Concurrency, o.FailFast, o.CancelGrace = f.Repo, f.Concurrency, f.FailFast, f.CancelGrace
 	o.Version, o.Logger = Version, logger
 	if _, err := sandbox.Preflight(f.Sandbox); err != nil {
-		return fail(std, exitcode.With(exitcode.Usage, err))
+		return exitcode.With(exitcode.Usage, err)
 	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		fmt.Fprintln(std.Err, "tai fleet:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}
-	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(os.Environ())})
+	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(std.Env())})
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai fleet:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}
 	// One audit log per fleet run; a resume continues its chain (repairing
 	// a last line cut by kill -9).
 	log, err := audit.Open(filepath.Join(o.Dir, "audit.jsonl"), audit.Options{Run: o.RunID, Redactor: red, Logger: logger, TruncatePartial: true})
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai fleet: audit log:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: audit log: %w", err))
 	}
 	defer func() {
 		if err := log.Close(); err != nil {
@@ -109,19 +105,17 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	// read-only.
 	o.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{log.Path()}}
 
-	lf, closeFeed, err := openFeed(o.RunID, feed.KindFleet, f.Feed, logger, std.Err)
+	lf, closeFeed, err := openFeed(o.RunID, feed.KindFleet, f.Feed, logger, std)
 	defer closeFeed()
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai fleet:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}
 	srv := lf.srv
 	// Every run keeps its frames for `tai fleet logs`; with --output
 	// stream-json they are stdout too.
 	framesOut, err := os.OpenFile(filepath.Join(o.Dir, framesFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai fleet:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}
 	defer framesOut.Close()
 	var streamOut io.Writer = framesOut
@@ -154,7 +148,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 	// A human, when there is a terminal: permission asks (one "always"
 	// answers every task of the run) and questions nobody else could answer.
 	// tai top answers the same asks through the feed: the first answer wins.
-	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) {
+	if tty, ok := std.TTY(); ok {
 		defer tty.Close()
 		h := newHuman(tty)
 		h.table, h.feed = table, srv
@@ -183,10 +177,15 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 		o.Progress = fleet.Lines(progressOut)
 	}
 	progress := o.Progress
+	budget, err := budgetOf(o.Plan, o.Dir, o.Concurrency)
+	if err != nil {
+		logger.Debug("no budgets on the live feed", "err", err)
+	}
 	o.Progress = func(e fleet.Event) {
 		progress(e)
 		if srv != nil {
-			publishTask(srv, e)
+			budget.publish(srv, e)
+			publishTask(srv, e, budget)
 		}
 		stream.event(e)
 		if kind, ok := waitsFor(e); ok {
@@ -196,20 +195,20 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 
 	var st *fleet.State
 	if f.NATS.URL != "" {
-		st, err = runRemote(ctx, f, o, log)
+		st, err = runRemote(ctx, f, o, log, std)
 	} else {
 		st, err = fleet.Run(ctx, o)
 	}
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai fleet:", err)
 		sum := Summary{Run: o.RunID, Status: "error", Audit: log.Path(), Counts: map[fleet.TaskStatus]int{}}
 		if st != nil {
 			sum = summaryOf(st, log.Path())
 		}
 		sum.ExitCode, sum.Error = int(exitcode.Of(err)), err.Error()
 		stream.result(sum) // a stream always ends with its result
-		return sum.ExitCode
+		return exitcode.With(exitcode.Code(sum.ExitCode), fmt.Errorf("fleet: %w", err))
 	}
+	var errs []error // what went wrong, one line each
 	stream.result(summaryOf(st, log.Path()))
 	if f.JUnit != "" {
 		jf, err := os.Create(f.JUnit)
@@ -220,7 +219,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 			}
 		}
 		if err != nil {
-			fmt.Fprintln(std.Err, "tai fleet: --junit:", err)
+			errs = append(errs, fmt.Errorf("fleet: --junit: %w", err))
 		}
 	}
 	switch f.Output {
@@ -233,13 +232,16 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) int {
 		for _, id := range st.Order {
 			ts := st.Tasks[id]
 			if ts.Status == fleet.StatusConflict {
-				fmt.Fprintf(std.Err, "tai fleet: task %s: merge conflict in %s (branch %s kept)\n", id, strings.Join(ts.ConflictFiles, ", "), ts.Branch)
+				errs = append(errs, fmt.Errorf("fleet: task %s: merge conflict in %s (branch %s kept)", id, strings.Join(ts.ConflictFiles, ", "), ts.Branch))
 			} else if ts.Status != fleet.StatusMerged && ts.Status != fleet.StatusDone {
-				fmt.Fprintf(std.Err, "tai fleet: task %s %s: %s\n", id, ts.Status, ts.Reason)
+				errs = append(errs, fmt.Errorf("fleet: task %s %s: %s", id, ts.Status, ts.Reason))
 			}
 		}
 	}
-	return st.ExitCode
+	if len(errs) == 0 {
+		return exit(st.ExitCode) // the summary said it
+	}
+	return exitcode.With(exitcode.Code(st.ExitCode), errors.Join(errs...))
 }
 
 // Summary is `tai fleet run --output json`'s document.
@@ -276,22 +278,21 @@ func writeSummary(w io.Writer, st *fleet.State, auditPath string) {
 }
 
 // FleetStatus runs `tai fleet status [RUN]` (default: the latest run).
-func FleetStatus(run string, asJSON bool, std IO) int {
+func FleetStatus(run string, asJSON bool, std IO) error {
 	if run == "" {
 		latest, err := latestFleetRun()
 		if err != nil {
-			return fail(std, err)
+			return err
 		}
 		run = latest
 	}
 	st, err := fleet.LoadState(fleet.RunDir(run))
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai fleet status:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet status: %w", err))
 	}
 	if asJSON {
 		writeSummary(std.Out, st, filepath.Join(fleet.RunDir(run), "audit.jsonl"))
-		return 0
+		return nil
 	}
 	status := st.Status
 	if status == "running" && st.PID != 0 && !alive(st.PID) {
@@ -302,7 +303,7 @@ func FleetStatus(run string, asJSON bool, std IO) int {
 	for _, r := range fleet.TableRows(*st, time.Now()) {
 		fmt.Fprintln(std.Out, r)
 	}
-	return 0
+	return nil
 }
 
 func alive(pid int) bool {
@@ -465,8 +466,12 @@ var fenceRE = regexp.MustCompile("(?s)```(?:ya?ml)?\\s*\\n(.*?)```")
 
 // FleetPlan runs `tai fleet plan "goal"`: an agent drafts the plan, tai
 // validates it against the plan schema and saves it for review.
-func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) int {
-	rf := RunFlags{Agent: f.Agent, AgentCmd: f.AgentCmd, Cwd: f.Cwd, Approve: f.Approve, NonInteractive: "deny",
+func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) error {
+	cwd, err := workdir(f.Cwd, std)
+	if err != nil {
+		return fmt.Errorf("fleet plan: %w", err)
+	}
+	rf := RunFlags{Agent: f.Agent, AgentCmd: f.AgentCmd, Cwd: cwd, Approve: f.Approve, NonInteractive: "deny",
 		AllowDenials: true, Timeout: f.Timeout, NoAudit: true}
 	if rf.Approve == "" {
 		rf.Approve = "reads"
@@ -475,8 +480,7 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) int {
 	opts, cleanup, err := buildRun(rf, []string{planPrompt + goal}, std, logger)
 	defer cleanup()
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai fleet plan:", err)
-		return int(exitcode.Of(err))
+		return fmt.Errorf("fleet plan: %w", err)
 	}
 	if f.AgentCmd == "" && (f.Agent == "" || f.Agent == "builtin") {
 		// The built-in agent has no model to split a goal with: it drafts
@@ -493,15 +497,13 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) int {
 			}
 		}
 		if err != nil {
-			fmt.Fprintln(std.Err, "tai fleet plan:", err)
-			return int(exitcode.Usage)
+			return exitcode.With(exitcode.Usage, fmt.Errorf("fleet plan: %w", err))
 		}
-		fmt.Fprintln(std.Err, "tai fleet plan: the built-in agent has no model: it drafts a one-task plan; use --agent claude (or another agent) to split the goal")
+		warn(std, "fleet plan: the built-in agent has no model: it drafts a one-task plan; use --agent claude (or another agent) to split the goal")
 	}
 	res, err := runner.Run(ctx, opts)
 	if err != nil || res.ExitCode != 0 {
-		fmt.Fprintf(std.Err, "tai fleet plan: the agent failed: %s\n", res.Error)
-		return res.ExitCode
+		return exitcode.With(exitcode.Code(res.ExitCode), fmt.Errorf("fleet plan: the agent failed: %s", res.Error))
 	}
 	text := res.Message
 	if m := fenceRE.FindStringSubmatch(text); m != nil {
@@ -513,19 +515,17 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) int {
 	}
 	abs, _ := filepath.Abs(out)
 	if _, err := fleet.ParsePlan([]byte(text), abs); err != nil {
-		fmt.Fprintf(std.Err, "tai fleet plan: the agent's plan is not valid:\n%v\n--- the agent said:\n%s\n", err, res.Message)
-		return int(exitcode.AgentError)
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("fleet plan: the agent's plan is not valid:\n%v\n--- the agent said:\n%s", err, res.Message))
 	}
 	if err := os.WriteFile(out, []byte(strings.TrimSpace(text)+"\n"), 0o644); err != nil {
-		fmt.Fprintln(std.Err, "tai fleet plan:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet plan: %w", err))
 	}
 	fmt.Fprintf(std.Out, "plan saved to %s: review it, then run: tai fleet run %s\n", out, out)
-	return 0
+	return nil
 }
 
 // publishTask keeps the feed's view of a fleet task current.
-func publishTask(srv *feed.Server, e fleet.Event) {
+func publishTask(srv *feed.Server, e fleet.Event, b fleetBudget) {
 	if e.Task == "" {
 		return
 	}
@@ -533,7 +533,7 @@ func publishTask(srv *feed.Server, e fleet.Event) {
 	if t == nil {
 		return
 	}
-	srv.SetTask(feed.Task{ID: t.ID, Agent: t.Agent, Status: string(t.Status), Detail: e.Detail, Branch: t.Branch, Updated: e.Time.UTC()})
+	srv.SetTask(feed.Task{ID: t.ID, Agent: t.Agent, Status: string(t.Status), Detail: e.Detail, Branch: t.Branch, Updated: e.Time.UTC(), Budget: b.task(t)})
 }
 
 func lastQuestionLine(q string) string {

@@ -79,10 +79,10 @@ func fleetRuns() ([]FleetRunInfo, error) {
 }
 
 // FleetList runs `tai fleet list`.
-func FleetList(asJSON bool, std IO) int {
+func FleetList(asJSON bool, std IO) error {
 	runs, err := fleetRuns()
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	if asJSON {
 		if runs == nil {
@@ -91,11 +91,11 @@ func FleetList(asJSON bool, std IO) int {
 		enc := json.NewEncoder(std.Out)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(runs)
-		return 0
+		return nil
 	}
 	if len(runs) == 0 {
 		fmt.Fprintln(std.Err, "no fleet runs yet: tai fleet run PLAN.yaml")
-		return 0
+		return nil
 	}
 	fmt.Fprintf(std.Out, "%-34s %-12s %5s  %-28s %8s  %s\n", "RUN", "STATUS", "TASKS", "COUNTS", "TOKENS", "CREATED")
 	for _, r := range runs {
@@ -106,7 +106,7 @@ func FleetList(asJSON bool, std IO) int {
 		sort.Strings(cs)
 		fmt.Fprintf(std.Out, "%-34s %-12s %5d  %-28s %8d  %s\n", r.Run, r.Status, r.Tasks, strings.Join(cs, ", "), r.Tokens, r.Created.Local().Format("2006-01-02 15:04"))
 	}
-	return 0
+	return nil
 }
 
 // latestFleetRun is the newest run, for `tai fleet status` without one.
@@ -130,17 +130,17 @@ type FleetLogsFlags struct {
 // FleetLogs runs `tai fleet logs [RUN] [TASK] [-f]`: the run's frames
 // (one task's, with TASK), as lines or (-o json) as the frames
 // themselves. -f follows a live run through its feed until it ends.
-func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) int {
+func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) error {
 	if run == "" {
 		r, err := latestFleetRun()
 		if err != nil {
-			return fail(std, err)
+			return err
 		}
 		run = r
 	}
 	dir := fleet.RunDir(run)
 	if _, err := fleet.LoadState(dir); err != nil {
-		return fail(std, exitcode.With(exitcode.Usage, err))
+		return exitcode.With(exitcode.Usage, err)
 	}
 	show := func(data []byte) {
 		var fr logFrame
@@ -166,14 +166,14 @@ func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) 
 				return nil
 			})
 			if err != nil && !errors.Is(err, feed.ErrEnded) && ctx.Err() == nil {
-				return fail(std, err)
+				return err
 			}
-			return 0
+			return nil
 		}
 	}
 	fh, err := os.Open(filepath.Join(dir, framesFile))
 	if err != nil {
-		return fail(std, fmt.Errorf("fleet run %s has no frames (a run from before tai kept them?): %w", run, err))
+		return fmt.Errorf("fleet run %s has no frames (a run from before tai kept them?): %w", run, err)
 	}
 	defer fh.Close()
 	sc := bufio.NewScanner(fh)
@@ -182,9 +182,9 @@ func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) 
 		show(sc.Bytes())
 	}
 	if err := sc.Err(); err != nil {
-		return fail(std, err)
+		return err
 	}
-	return 0
+	return nil
 }
 
 func liveFeedOf(run string) (feed.Endpoint, bool) {

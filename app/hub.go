@@ -29,7 +29,7 @@ type NATSFlags struct {
 	TokenFile string
 }
 
-func (n NATSFlags) token() (string, error) {
+func (n NATSFlags) token(std IO) (string, error) {
 	if n.TokenFile != "" {
 		b, err := os.ReadFile(n.TokenFile)
 		if err != nil {
@@ -37,17 +37,17 @@ func (n NATSFlags) token() (string, error) {
 		}
 		return strings.TrimSpace(string(b)), nil
 	}
-	return os.Getenv("TAI_NATS_TOKEN"), nil
+	return std.Getenv("TAI_NATS_TOKEN"), nil
 }
 
-func (n NATSFlags) connect(name string) (*nats.Conn, error) {
-	tok, err := n.token()
+func (n NATSFlags) connect(name string, std IO) (*nats.Conn, error) {
+	tok, err := n.token(std)
 	if err != nil {
 		return nil, err
 	}
 	creds := n.Creds
 	if creds == "" {
-		creds = os.Getenv("TAI_NATS_CREDS")
+		creds = std.Getenv("TAI_NATS_CREDS")
 	}
 	nc, err := remote.Connect(n.URL, creds, tok, name)
 	if err != nil {
@@ -66,21 +66,19 @@ type HubFlags struct {
 
 // Hub runs `tai hub`: an embedded NATS server with JetStream until ctx
 // ends. Its URL is the first line on stdout.
-func Hub(ctx context.Context, f HubFlags, std IO) int {
+func Hub(ctx context.Context, f HubFlags, std IO) error {
 	logger := newLogger(std.Err, f.Verbose)
 	store := f.Store
 	if store == "" {
 		store = statedir.Dir("hub")
 	}
-	tok, err := NATSFlags{TokenFile: f.TokenFile}.token()
+	tok, err := NATSFlags{TokenFile: f.TokenFile}.token(std)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai hub:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("hub: %w", err))
 	}
 	h, err := remote.StartHub(remote.HubOptions{Listen: f.Listen, Store: store, Token: tok})
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai hub:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("hub: %w", err))
 	}
 	defer h.Close()
 	// The streams and buckets exist before the first client needs them.
@@ -90,13 +88,12 @@ func Hub(ctx context.Context, f HubFlags, std IO) int {
 		nc.Close()
 	}
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai hub:", err)
-		return int(exitcode.AgentError)
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("hub: %w", err))
 	}
 	fmt.Fprintln(std.Out, h.URL())
 	logger.Info("hub ready", "url", h.URL(), "store", store)
 	<-ctx.Done()
-	return 0
+	return nil
 }
 
 // WorkerFlags are `tai worker`'s flags.
@@ -112,11 +109,10 @@ type WorkerFlags struct {
 }
 
 // Worker runs `tai worker`: it pulls tasks of its agents until ctx ends.
-func Worker(ctx context.Context, f WorkerFlags, std IO) int {
+func Worker(ctx context.Context, f WorkerFlags, std IO) error {
 	logger := newLogger(std.Err, f.Verbose)
 	if f.NATS.URL == "" {
-		fmt.Fprintln(std.Err, "tai worker: --nats URL is required")
-		return int(exitcode.Usage)
+		return exitcode.Usagef("worker: --nats URL is required")
 	}
 	name := f.Name
 	if name == "" {
@@ -127,37 +123,33 @@ func Worker(ctx context.Context, f WorkerFlags, std IO) int {
 	if dir == "" {
 		dir = statedir.Dir("worker", name)
 	}
-	nc, err := f.NATS.connect("tai worker " + name)
+	nc, err := f.NATS.connect("tai worker "+name, std)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai worker:", err)
-		return int(exitcode.Of(err))
+		return fmt.Errorf("worker: %w", err)
 	}
 	defer nc.Close()
 	bus, err := remote.Open(ctx, nc)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai worker:", err)
-		return int(exitcode.AgentError)
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("worker: %w", err))
 	}
 	if _, err := sandbox.Preflight(f.Sandbox); err != nil {
-		return fail(std, exitcode.With(exitcode.Usage, err))
+		return exitcode.With(exitcode.Usage, err)
 	}
 	wo := remote.WorkerOptions{Bus: bus, Name: name, Agents: f.Agents, Slots: f.Slots,
 		Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"), Lease: f.Lease, Version: Version, Logger: logger}
 	// Each task's agent confined as in a local fleet, by its task's policy;
 	// the worker's own task audit logs stay out of its reach.
 	wo.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{filepath.Join(dir, "state", "audit")}}
-	err = remote.RunWorker(ctx, wo)
-	if err != nil {
-		fmt.Fprintln(std.Err, "tai worker:", err)
-		return int(exitcode.Of(err))
+	if err := remote.RunWorker(ctx, wo); err != nil {
+		return fmt.Errorf("worker: %w", err)
 	}
-	return 0
+	return nil
 }
 
 // runRemote coordinates a fleet run over NATS instead of running its
 // tasks here.
-func runRemote(ctx context.Context, f FleetFlags, o fleet.Options, log *audit.Log) (*fleet.State, error) {
-	nc, err := f.NATS.connect("tai fleet " + o.RunID)
+func runRemote(ctx context.Context, f FleetFlags, o fleet.Options, log *audit.Log, std IO) (*fleet.State, error) {
+	nc, err := f.NATS.connect("tai fleet "+o.RunID, std)
 	if err != nil {
 		return nil, err
 	}

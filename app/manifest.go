@@ -96,9 +96,9 @@ func BuildManifest() Manifest {
 }
 
 // PrintManifest writes the manifest as indented JSON.
-func PrintManifest(w io.Writer) int {
+func PrintManifest(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(BuildManifest())
-	return 0
+	return nil
 }

@@ -24,36 +24,36 @@ type ModelServeFlags struct {
 // ModelServe runs the scripted model server until interrupted. It prints
 // the base URL on stdout (and to --port-file), so scripts can point agents
 // at it.
-func ModelServe(ctx context.Context, f ModelServeFlags, std IO) int {
+func ModelServe(ctx context.Context, f ModelServeFlags, std IO) error {
 	opts := modelserver.Options{ScriptPath: f.Script, Cwd: f.Cwd, Logger: newLogger(std.Err, f.Verbose)}
 	if f.Script != "" {
 		s, err := modelserver.LoadScript(f.Script)
 		if err != nil {
-			return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err)))
+			return exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err))
 		}
 		opts.Script = s
 	}
 	if f.Log != "" {
 		lf, err := os.OpenFile(f.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
-			return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err)))
+			return exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err))
 		}
 		defer lf.Close()
 		opts.Log = lf
 	}
 	srv, err := modelserver.New(opts)
 	if err != nil {
-		return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err)))
+		return exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err))
 	}
 	defer srv.Close()
 	url, err := srv.Start(ctx, f.Addr)
 	if err != nil {
-		return fail(std, exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err)))
+		return exitcode.With(exitcode.Usage, fmt.Errorf("model serve: %w", err))
 	}
 	fmt.Fprintln(std.Out, url)
 	if f.PortFile != "" {
 		_ = atomicfile.Write(filepath.Clean(f.PortFile), []byte(url+"\n"), 0o644)
 	}
 	<-ctx.Done()
-	return 0
+	return nil
 }

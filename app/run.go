@@ -1,6 +1,8 @@
-// Package app holds what tai's commands do, so that cmd/tai is only cobra
-// wiring: it resolves an agent, builds the policy and the output, runs the
-// session and turns the outcome into stdout and an exit code.
+// Package app holds tai's commands, so that cmd/tai only assembles them:
+// each command's constructor (NewCmd*, in cmd_*.go) declares its flags next
+// to its options and takes an IO and, for tests, the function it runs. The
+// commands resolve an agent, build the policy and the output, run the
+// session and return an error that carries the exit code; Report prints it.
 package app
 
 import (
@@ -18,14 +20,13 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
@@ -36,12 +37,6 @@ import (
 
 // Version is tai's version, set at build time.
 var Version = "0.1.0-dev"
-
-// IO is the process's standard streams.
-type IO struct {
-	In       io.Reader
-	Out, Err io.Writer
-}
 
 // RunFlags are `tai run`'s flags.
 type RunFlags struct {
@@ -111,9 +106,8 @@ const (
 	OutputStreamJSON = "stream-json"
 )
 
-// Run runs `tai run`. It returns the exit code; what went wrong has been
-// reported on the streams.
-func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
+// Run runs `tai run`. Its error carries the exit code (exitcode.Of).
+func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	if wantsChat(f, args, std) {
 		return Chat(ctx, f, args, std)
 	}
@@ -122,7 +116,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
 	f, err := applyConfig(f)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	logger := newLogger(std.Err, f.Verbose)
 	var frames *render.Frames
@@ -134,17 +128,17 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 	case "", "text":
 	case "stream-json":
 		if f.Output != OutputStreamJSON {
-			return fail(std, exitcode.Usagef("--input-format stream-json needs --output stream-json (tai --cap-speak stream-json sets both)"))
+			return exitcode.Usagef("--input-format stream-json needs --output stream-json (tai --cap-speak stream-json sets both)")
 		}
 		conn = capspeak.New(frames, logger, Version)
 		f.answerer = conn
 	default:
-		return fail(std, exitcode.Usagef("--input-format must be text or stream-json, not %q", f.InputFormat))
+		return exitcode.Usagef("--input-format must be text or stream-json, not %q", f.InputFormat)
 	}
 	opts, cleanup, err := buildRun(f, args, std, logger)
 	defer cleanup()
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	var text *render.Text // buffered: flushed once the run is over
 	for _, s := range opts.Sinks {
@@ -168,24 +162,32 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) int {
 		out := bufio.NewWriterSize(std.Out, 64<<10)
 		_ = res.WriteIndented(out)
 		_ = out.Flush()
+		return exit(res.ExitCode)
 	case OutputStreamJSON:
 		_ = frames.Write(runner.ResultFrame{Type: "result", Seq: res.LastSeq + 1, Time: time.Now().UTC(), Result: res})
-	default:
-		if text != nil {
-			_ = text.Flush()
-		}
-		if runErr != nil || res.ExitCode != 0 {
-			Report(std.Err, exitcode.With(exitcode.Code(res.ExitCode), fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, exitcode.Code(res.ExitCode).Name())))
-		}
+		return exit(res.ExitCode)
 	}
-	return res.ExitCode
+	if text != nil {
+		_ = text.Flush()
+	}
+	return runEnd(res, runErr != nil || res.ExitCode != 0)
+}
+
+// runEnd is how a run in text ended: when it failed, the error with the
+// run's code (which may be 0 for a run that ended early but clean).
+func runEnd(res runner.Result, failed bool) error {
+	if !failed {
+		return nil
+	}
+	c := exitcode.Code(res.ExitCode)
+	return exitcode.With(c, fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, c.Name()))
 }
 
 // wantsChat: no prompt on a terminal, for a driver without a terminal UI
 // of its own, is an interactive session (tai chat).
 func wantsChat(f RunFlags, args []string, std IO) bool {
 	if len(args) > 0 || f.Resume != "" || f.Continue || f.Fork != "" || len(f.Files) > 0 ||
-		f.InputFormat == "stream-json" || !isTTY(std.In) || !isTTY(std.Out) {
+		f.InputFormat == "stream-json" || !std.InTTY() || !std.OutTTY() {
 		return false
 	}
 	cf, err := applyConfig(f)
@@ -204,30 +206,23 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: logValue}))
 }
 
-// colorOn: colour only on a terminal, and never with NO_COLOR.
-func colorOn(w io.Writer) bool {
-	if os.Getenv("NO_COLOR") != "" || os.Getenv("TERM") == "dumb" {
-		return false
-	}
-	f, ok := osFile(w)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
-func isTTY(r any) bool {
-	f, ok := osFile(r)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 // elicitChain is the answer chain of the agent's elicitations: the policy
 // file's [[elicit]] rules, the human at the terminal, the cap-speak parent;
-// then decline, or a stop under --non-interactive fail.
-func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, ni policy.NonInteractive) *elicit.Chain {
+// then decline, or a stop under --non-interactive fail. The live feed (tai
+// top) races the terminal and the parent, as it does for asks.
+func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, srv *feed.Server, ni policy.NonInteractive) *elicit.Chain {
 	c := &elicit.Chain{Rules: rules, Fail: ni == policy.NonInteractiveFail}
+	raced := func(ch elicit.Channel) elicit.Answerer {
+		if srv == nil {
+			return ch.A
+		}
+		return elicit.Race{ch, srv.Elicitor()}
+	}
 	if form != nil {
-		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: form})
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: raced(elicit.Channel{Via: policy.ViaTerminal, A: form})})
 	}
 	if p, ok := parent.(elicit.Answerer); ok {
-		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: p})
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: raced(elicit.Channel{Via: policy.ViaParent, A: p})})
 	}
 	return c
 }
@@ -297,11 +292,9 @@ func parseMCP(s string) ([]driver.MCPServer, error) {
 
 // traceWriter opens the raw wire transcript (JSONL, secrets redacted, the
 // MCP servers' env, headers and secret flags among them):
-// {"ts":..., "dir":"in"|"out", "line": <the message>}.
+// {"ts":..., "dir":"in"|"out", "line": <the message>}. env is the
+// environment whose secret values it masks.
 func traceWriter(path string, env, patterns []string, mcp []driver.MCPServer) (*tracefile.Writer, error) {
-	if env == nil {
-		env = os.Environ()
-	}
 	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(mcp)...), Patterns: patterns})
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %w", err)

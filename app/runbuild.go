@@ -69,7 +69,7 @@ func (b *runBuild) build(args []string) error {
 	if _, err := agentspec.ResolveAgent(f.agent()); err != nil {
 		return err
 	}
-	cwd, addDirs, err := workspaceOf(f)
+	cwd, addDirs, err := workspaceOf(f, b.std)
 	if err != nil {
 		return err
 	}
@@ -124,11 +124,11 @@ func (f RunFlags) spec(cwd string, addDirs []string, runID string) agentspec.Spe
 
 // workspaceOf is --cwd (default the working directory) and --add-dir,
 // absolute and checked.
-func workspaceOf(f RunFlags) (string, []string, error) {
+func workspaceOf(f RunFlags, std IO) (string, []string, error) {
 	cwd := f.Cwd
 	if cwd == "" {
 		var err error
-		if cwd, err = os.Getwd(); err != nil {
+		if cwd, err = std.Wd(); err != nil {
 			return "", nil, exitcode.Usagef("working directory: %v", err)
 		}
 	}
@@ -158,21 +158,27 @@ func workspaceOf(f RunFlags) (string, []string, error) {
 func (b *runBuild) askers() error {
 	f := b.f
 	b.prompter, b.answerer = f.prompter, f.answerer
-	if tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0); err == nil && isTTY(tty) && f.Output != OutputStreamJSON && b.prompter == nil {
-		b.closers = append(b.closers, func() { tty.Close() })
-		b.tp = &policy.TTYPrompter{In: tty, Out: tty}
-		b.prompter = b.tp
-		b.form = &elicit.Form{In: tty, Out: tty}
+	if f.Output != OutputStreamJSON && b.prompter == nil { // else no tty is opened (and left open)
+		if tty, ok := b.std.TTY(); ok {
+			b.closers = append(b.closers, func() { tty.Close() })
+			b.tp = &policy.TTYPrompter{In: tty, Out: tty}
+			b.prompter = b.tp
+			b.form = &elicit.Form{In: tty, Out: tty, Lines: b.tp} // one reader of the terminal for both
+		}
 	}
-	lf, closeFeed, err := openFeed(b.o.RunID, feed.KindRun, f.Feed, b.logger, b.std.Err)
+	lf, closeFeed, err := openFeed(b.o.RunID, feed.KindRun, f.Feed, b.logger, b.std)
 	b.closers = append(b.closers, closeFeed)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
 	if b.feed = lf.srv; b.feed != nil {
 		b.o.Sinks = append(b.o.Sinks, b.feed.Sink(""))
-		if b.tp != nil && f.prompter == nil {
-			b.prompter = withFeed(b.tp, b.feed) // the terminal's asks; an editor's (tai acp) stay the editor's
+		switch {
+		case b.tp != nil && f.prompter == nil:
+			b.prompter = withFeed(b.tp, b.feed) // the terminal's asks
+		case f.prompter != nil:
+			// tai acp: the editor and the feed, whichever answers first.
+			b.prompter = policy.Race{{Name: policy.ViaEditor, Prompter: f.prompter}, b.feed.Channel()}
 		}
 		if f.answerer != nil {
 			// The cap-speak parent and the feed: whoever answers first.
@@ -309,15 +315,15 @@ func (b *runBuild) settings() error {
 func (b *runBuild) sinks() {
 	f, o := b.f, &b.o
 	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil && f.prompter == nil { // attached, the screen is the TUI's
-		text := render.NewText(b.std.Out, colorOn(b.std.Out))
+		text := render.NewText(b.std.Out, b.std.ColorOn(b.std.Out))
 		o.Sinks = append(o.Sinks, text)
-		if b.tp != nil && isTTY(b.std.Out) {
+		if b.tp != nil && b.std.OutTTY() {
 			// The same screen: a diff tai's output showed is not asked again.
 			b.tp.Shown = text.ShownDiff
 		}
 	}
 	cfg, ni := b.res.Policy, b.res.NonInteractive
-	o.Elicitor = elicitChain(cfg.Elicit, b.form, f.answerer, ni) // the cap-speak parent itself answers elicitations
+	o.Elicitor = elicitChain(cfg.Elicit, b.form, f.answerer, b.feed, ni) // the cap-speak parent itself answers elicitations
 	o.RunInfo = map[string]any{"approve": string(b.res.Engine.Mode()), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": cfg.Path, "rules": len(cfg.Rules), "floor": !cfg.NoFloor, "remember": string(cfg.Remember),
 		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
@@ -332,7 +338,7 @@ func (b *runBuild) auditLog() error {
 	}
 	env := b.o.Env
 	if env == nil {
-		env = os.Environ()
+		env = b.std.Env()
 	}
 	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(b.o.MCPServers)...), Patterns: b.f.Redact})
 	if err != nil {
@@ -358,7 +364,11 @@ func (b *runBuild) agentOutput() error {
 		b.o.StderrTo = prefixWriter(b.std.Err, "["+b.o.Agent+"] ")
 	}
 	if b.f.Trace != "" {
-		tw, err := traceWriter(b.f.Trace, b.o.Env, b.f.Redact, b.o.MCPServers)
+		env := b.o.Env
+		if env == nil {
+			env = b.std.Env()
+		}
+		tw, err := traceWriter(b.f.Trace, env, b.f.Redact, b.o.MCPServers)
 		if err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}

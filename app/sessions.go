@@ -101,10 +101,10 @@ type SessionsFlags struct {
 	IDOnly bool
 }
 
-func sessionsWorkspace(dir string) (string, error) {
+func sessionsWorkspace(dir string, std IO) (string, error) {
 	if dir == "" {
 		var err error
-		if dir, err = os.Getwd(); err != nil {
+		if dir, err = std.Wd(); err != nil {
 			return "", exitcode.With(exitcode.Usage, fmt.Errorf("sessions: %w", err))
 		}
 	}
@@ -117,14 +117,14 @@ func sessionsWorkspace(dir string) (string, error) {
 
 // Sessions lists the sessions tai ran in a workspace, newest first; with
 // Ask, next to the agent's own list.
-func Sessions(ctx context.Context, f SessionsFlags, std IO) int {
-	ws, err := sessionsWorkspace(f.Cwd)
+func Sessions(ctx context.Context, f SessionsFlags, std IO) error {
+	ws, err := sessionsWorkspace(f.Cwd, std)
 	if err != nil {
-		return fail(std, err)
+		return err
 	}
 	recs, bad, err := sessionStore().List(ctx, ws)
 	if err != nil {
-		return fail(std, exitcode.With(exitcode.AgentError, fmt.Errorf("sessions: %w", err)))
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("sessions: %w", err))
 	}
 	if bad > 0 {
 		warn(std, "sessions: skipped %d damaged line(s) in the store", bad)
@@ -153,7 +153,7 @@ func Sessions(ctx context.Context, f SessionsFlags, std IO) int {
 	default:
 		if len(out) == 0 {
 			fmt.Fprintf(std.Err, "no sessions in %s\n", ws)
-			return 0
+			return nil
 		}
 		tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "WHEN\tAGENT\tDRIVER\tSESSION\tSTATUS\tRESUMABLE\tPROMPT")
@@ -167,5 +167,5 @@ func Sessions(ctx context.Context, f SessionsFlags, std IO) int {
 		}
 		tw.Flush()
 	}
-	return 0
+	return nil
 }

@@ -24,15 +24,15 @@ type TopFlags struct {
 }
 
 // Top runs `tai top`.
-func Top(ctx context.Context, f TopFlags, std IO) int {
-	color := os.Getenv("NO_COLOR") == ""
+func Top(ctx context.Context, f TopFlags, std IO) error {
+	color := !std.NoColor()
 	src := top.FeedSource{Dir: feed.DefaultDir()}
-	out, outTTY := osFile(std.Out)
-	outTTY = outTTY && isTTY(out)
+	out, outFile := osFile(std.Out)
+	outTTY := outFile && std.OutTTY()
 	if f.Once {
 		runs, err := src.Runs(ctx)
 		if err != nil {
-			return fail(std, err)
+			return fmt.Errorf("top: %w", err)
 		}
 		w := f.Width
 		if w <= 0 {
@@ -44,22 +44,22 @@ func Top(ctx context.Context, f TopFlags, std IO) int {
 			}
 		}
 		fmt.Fprintln(std.Out, top.Frame(runs, -1, time.Now(), w, 0, color && outTTY))
-		return 0
+		return nil
 	}
 	in, inOK := std.In.(*os.File)
-	if !inOK || !isTTY(in) || !outTTY {
-		return fail(std, exitcode.Usagef("tai top needs a terminal (tai top --once prints one frame)"))
+	if !inOK || !std.InTTY() || !outTTY {
+		return exitcode.Usagef("top needs a terminal (tai top --once prints one frame)")
 	}
 	m := top.New(ctx, src, time.Now, color, time.Second)
 	p := tea.NewProgram(m, tea.WithContext(ctx), tea.WithInput(in), tea.WithOutput(out))
 	if _, err := p.Run(); err != nil {
 		switch {
 		case errors.Is(err, tea.ErrInterrupted):
-			return int(exitcode.Interrupted)
+			return exitcode.Said(exitcode.Interrupted)
 		case errors.Is(err, tea.ErrProgramKilled) || ctx.Err() != nil:
 		default:
-			return fail(std, fmt.Errorf("tai top: %w", err))
+			return fmt.Errorf("top: %w", err)
 		}
 	}
-	return 0
+	return nil
 }

@@ -68,22 +68,22 @@ func short(h string) string {
 }
 
 // PrintVersion prints the build info as text or JSON (-o json).
-func PrintVersion(w io.Writer, output string) int {
+func PrintVersion(w io.Writer, output string) error {
 	b := ReadBuildInfo()
 	if output == OutputJSON {
 		return printJSON(w, b)
 	}
 	fmt.Fprintln(w, b.String())
-	return 0
+	return nil
 }
 
 // printJSON is every command's -o json: indented, not HTML-escaped.
-func printJSON(w io.Writer, v any) int {
+func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return int(exitcode.AgentError) // stdout is gone; nothing to say it on
+		return exitcode.Said(exitcode.AgentError) // stdout is gone; nothing to say it on
 	}
-	return 0
+	return nil
 }

@@ -28,8 +28,8 @@ func TestBuildInfo(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if code := PrintVersion(&out, OutputJSON); code != 0 {
-		t.Fatal(code)
+	if err := PrintVersion(&out, OutputJSON); err != nil {
+		t.Fatal(err)
 	}
 	var b BuildInfo
 	if err := json.Unmarshal(out.Bytes(), &b); err != nil || b.Go != runtime.Version() || b.OS == "" || b.Arch == "" || b.Version == "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -21,11 +20,11 @@ type WorktreeFlags struct {
 	OlderThan time.Duration
 }
 
-func openWorktrees(ctx context.Context, f WorktreeFlags) (*worktree.Manager, error) {
+func openWorktrees(ctx context.Context, f WorktreeFlags, std IO) (*worktree.Manager, error) {
 	dir := f.Repo
 	if dir == "" {
 		var err error
-		if dir, err = os.Getwd(); err != nil {
+		if dir, err = std.Wd(); err != nil {
 			return nil, err
 		}
 	}
@@ -33,16 +32,14 @@ func openWorktrees(ctx context.Context, f WorktreeFlags) (*worktree.Manager, err
 }
 
 // WorktreeList runs `tai worktree list`.
-func WorktreeList(ctx context.Context, f WorktreeFlags, std IO) int {
-	m, err := openWorktrees(ctx, f)
+func WorktreeList(ctx context.Context, f WorktreeFlags, std IO) error {
+	m, err := openWorktrees(ctx, f, std)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai worktree list:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("worktree list: %w", err))
 	}
 	list, err := m.List(ctx)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai worktree list:", err)
-		return int(exitcode.AgentError)
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("worktree list: %w", err))
 	}
 	if f.JSON {
 		if list == nil {
@@ -51,7 +48,7 @@ func WorktreeList(ctx context.Context, f WorktreeFlags, std IO) int {
 		enc := json.NewEncoder(std.Out)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(list)
-		return 0
+		return nil
 	}
 	tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATE\tBRANCH\tUNMERGED\tOWNER PID\tPATH")
@@ -59,15 +56,14 @@ func WorktreeList(ctx context.Context, f WorktreeFlags, std IO) int {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", i.State, i.Branch, i.Unmerged, i.Owner.PID, i.Path)
 	}
 	_ = tw.Flush()
-	return 0
+	return nil
 }
 
 // WorktreeGC runs `tai worktree gc`.
-func WorktreeGC(ctx context.Context, f WorktreeFlags, std IO) int {
-	m, err := openWorktrees(ctx, f)
+func WorktreeGC(ctx context.Context, f WorktreeFlags, std IO) error {
+	m, err := openWorktrees(ctx, f, std)
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai worktree gc:", err)
-		return int(exitcode.Usage)
+		return exitcode.With(exitcode.Usage, fmt.Errorf("worktree gc: %w", err))
 	}
 	acts, err := m.GC(ctx, worktree.GCOptions{DryRun: f.DryRun, Force: f.Force, OlderThan: f.OlderThan})
 	if f.JSON {
@@ -88,8 +84,7 @@ func WorktreeGC(ctx context.Context, f WorktreeFlags, std IO) int {
 		}
 	}
 	if err != nil {
-		fmt.Fprintln(std.Err, "tai worktree gc:", err)
-		return int(exitcode.AgentError)
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("worktree gc: %w", err))
 	}
-	return 0
+	return nil
 }

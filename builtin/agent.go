@@ -479,7 +479,17 @@ func (a *agent) closeSession(params json.RawMessage) (any, error) {
 	if err := decodeParams(params, &req); err != nil {
 		return nil, err
 	}
-	s, err := a.mustSession(req.SessionId)
+	if _, err := a.dropSession(req.SessionId); err != nil {
+		return nil, err
+	}
+	return acp.CloseSessionResponse{}, nil
+}
+
+// dropSession ends the session's turn and forgets it (session/close and
+// session/delete); a saved session is loaded first, so that an unknown id
+// is an error.
+func (a *agent) dropSession(id string) (*session, error) {
+	s, err := a.mustSession(id)
 	if err != nil {
 		return nil, err
 	}
@@ -487,7 +497,7 @@ func (a *agent) closeSession(params json.RawMessage) (any, error) {
 	a.mu.Lock()
 	delete(a.sessions, s.id)
 	a.mu.Unlock()
-	return acp.CloseSessionResponse{}, nil
+	return s, nil
 }
 
 func (a *agent) setModeRequest(params json.RawMessage) (any, error) {

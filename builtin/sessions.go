@@ -96,14 +96,10 @@ func (a *agent) deleteSession(params json.RawMessage) (any, error) {
 	if err := decodeParams(params, &req); err != nil {
 		return nil, err
 	}
-	s, err := a.mustSession(req.SessionId)
+	s, err := a.dropSession(req.SessionId)
 	if err != nil {
 		return nil, err
 	}
-	s.cancelTurn()
-	a.mu.Lock()
-	delete(a.sessions, s.id)
-	a.mu.Unlock()
 	if a.opts.StateDir != "" {
 		if err := os.Remove(filepath.Join(a.opts.StateDir, s.id+".json")); err != nil && !os.IsNotExist(err) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "deleting the saved session: " + err.Error()}

@@ -80,6 +80,9 @@ type ElicitationAnswer struct {
 	Redacted  []string `json:"redacted,omitempty"`
 	DecidedBy string   `json:"decided_by"` // rule:<id>, answerer, human, parent, default
 	Reason    string   `json:"reason,omitempty"`
+	// Via is the channel the answer came by when several raced for it:
+	// terminal, dashboard (tai top), feed, parent.
+	Via string `json:"via,omitempty"`
 }
 
 // RedactedValue replaces a secret field's value in events and the audit log.

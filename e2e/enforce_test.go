@@ -1,19 +1,15 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/e2e/internal/build"
@@ -361,7 +357,6 @@ func TestAuditFullDenies(t *testing.T) {
 // decides whether it is served.
 func TestUnrequestedAskOnTTY(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
 	scr := writeScript(t, `steps:
   - run: {command: sh, args: ["-c", "echo ran > ran.txt"]}
   - write: {path: w.txt, content: "w\n", ask: false}
@@ -369,50 +364,20 @@ func TestUnrequestedAskOnTTY(t *testing.T) {
 `)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out := filepath.Join(t.TempDir(), "result.json")
-	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "-o", "json", "go")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "NO_COLOR=1")
-	resf, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resf.Close()
-	cmd.Stdout = resf
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
+	run := startOnTTY(ctx, t, nil, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "-o", "json", "go")
+	dir := run.cmd.Dir
 	// Allow the command; deny the write's read (for its diff) and the write.
 	answers := []string{"y\n", "n\n", "n\n"}
-	rd := bufio.NewReader(tty)
-	var screen strings.Builder
-	prompts := 0
-	for {
-		line, err := rd.ReadString('>')
-		screen.WriteString(line)
-		if strings.Contains(line, "[a] allow always") {
-			if prompts < len(answers) {
-				if _, err := tty.Write([]byte(answers[prompts])); err != nil {
-					t.Fatal(err)
-				}
-			}
-			prompts++
+	prompts, screen := run.answer(t, "[a] allow always", func(n int) string {
+		if n < len(answers) {
+			return answers[n]
 		}
-		if err != nil {
-			break
-		}
+		return ""
+	})
+	if prompts != 3 || strings.Count(screen, "The agent did not ask, but wants tai to") != 3 {
+		t.Fatalf("prompted %d times, want 3 unrequested:\n%s", prompts, screen)
 	}
-	_ = cmd.Wait()
-	if prompts != 3 || strings.Count(screen.String(), "The agent did not ask, but wants tai to") != 3 {
-		t.Fatalf("prompted %d times, want 3 unrequested:\n%s", prompts, screen.String())
-	}
-	data, _ := os.ReadFile(out)
-	var r result
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("result: %v\n%s\nterminal:\n%s", err, data, screen.String())
-	}
+	r := run.result(t, screen)
 	var got []string
 	for _, p := range r.Permissions {
 		got = append(got, p.ToolKind+":"+p.Verdict+":"+p.DecidedBy)

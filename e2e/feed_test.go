@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
-
 	"github.com/tai-dev/tai/feed"
 )
 
@@ -49,21 +47,8 @@ func TestFeedResumeAndAnswer(t *testing.T) {
 	rt := filepath.Join(t.TempDir(), "rt")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out := filepath.Join(t.TempDir(), "result.json")
-	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "-o", "json", "go")
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "XDG_RUNTIME_DIR="+rt, "NO_COLOR=1")
-	resf, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resf.Close()
-	cmd.Stdout = resf
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
+	run := startOnTTY(ctx, t, []string{"XDG_RUNTIME_DIR=" + rt}, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "-o", "json", "go")
+	cmd, tty, out := run.cmd, run.tty, run.out
 	var screen lockedBuf
 	copied := make(chan struct{})
 	go func() { _, _ = io.Copy(&screen, tty); close(copied) }()
@@ -191,15 +176,10 @@ func TestFeedListenToken(t *testing.T) {
 	scr := writeScript(t, "steps:\n  - permission: {title: \"deploy\", kind: execute, command: \"make deploy\"}\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "--listen", "127.0.0.1:0", "-o", "json", "go")
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "XDG_RUNTIME_DIR="+filepath.Join(t.TempDir(), "rt"), "NO_COLOR=1")
-	cmd.Stdout = io.Discard
-	tty, err := pty.Start(cmd) // a terminal: the ask waits, so the feed stays up
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
+	// A terminal: the ask waits, so the feed stays up.
+	run := startOnTTY(ctx, t, []string{"XDG_RUNTIME_DIR=" + filepath.Join(t.TempDir(), "rt")},
+		"run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "--listen", "127.0.0.1:0", "-o", "json", "go")
+	cmd, tty := run.cmd, run.tty
 	var screen lockedBuf
 	go func() { _, _ = io.Copy(&screen, tty) }()
 	var addr, tok string
@@ -240,7 +220,7 @@ func TestFeedListenToken(t *testing.T) {
 	if err := good.Answer(ctx, askID, "deny", "feed"); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 5 {
 		t.Fatalf("denied over TCP: %v (want exit 5)\n%s", err, screen.String())
@@ -253,16 +233,10 @@ func TestFeedStaleSocketOfAKilledRun(t *testing.T) {
 	t.Parallel()
 	scr := writeScript(t, "steps:\n  - permission: {title: \"deploy\", kind: execute, command: \"make deploy\"}\n")
 	rt := filepath.Join(t.TempDir(), "rt")
-	env := append(os.Environ(), "XDG_STATE_HOME="+stateDir, "XDG_RUNTIME_DIR="+rt, "NO_COLOR=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "-o", "json", "go")
-	cmd.Dir, cmd.Env, cmd.Stdout = t.TempDir(), env, io.Discard
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
+	run := startOnTTY(ctx, t, []string{"XDG_RUNTIME_DIR=" + rt}, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "-o", "json", "go")
+	cmd, tty, env := run.cmd, run.tty, run.cmd.Env
 	go func() { _, _ = io.Copy(io.Discard, tty) }()
 	dir := filepath.Join(rt, "tai")
 	var sock string

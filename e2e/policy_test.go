@@ -1,18 +1,12 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 )
 
 // A run of the default tour under each built-in mode. The tour asks before
@@ -186,48 +180,14 @@ func TestPolicyAskOnTTYRemembersAlways(t *testing.T) {
 `)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out := filepath.Join(t.TempDir(), "result.json")
-	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "-o", "json", "go")
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "NO_COLOR=1")
-	resf, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resf.Close()
 	// stdout is a file (the JSON result); the prompt goes to the
 	// controlling terminal.
-	cmd.Stdout = resf
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	rd := bufio.NewReader(tty)
-	prompts := 0
-	var screen strings.Builder
-	for {
-		line, err := rd.ReadString('>')
-		screen.WriteString(line)
-		if strings.Contains(line, "[a] allow always") {
-			prompts++
-			if _, err := tty.Write([]byte("a\n")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	_ = cmd.Wait()
+	run := startOnTTY(ctx, t, nil, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "-o", "json", "go")
+	prompts, screen := run.answer(t, "[a] allow always", func(int) string { return "a\n" })
 	if prompts != 1 {
-		t.Fatalf("prompted %d times, want 1:\n%s", prompts, screen.String())
+		t.Fatalf("prompted %d times, want 1:\n%s", prompts, screen)
 	}
-	data, _ := os.ReadFile(out)
-	var r result
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("result: %v\n%s\nterminal:\n%s", err, data, screen.String())
-	}
+	r := run.result(t, screen)
 	by := []string{}
 	for _, p := range r.Permissions {
 		if p.Verdict != "allow" {
@@ -247,47 +207,22 @@ func TestPolicyAskOneKeyOnTTY(t *testing.T) {
 	scr := writeScript(t, "steps:\n  - permission: {title: \"deploy\", kind: execute, command: \"make deploy\"}\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out := filepath.Join(t.TempDir(), "result.json")
-	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "-o", "json", "go")
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "NO_COLOR=1")
-	resf, err := os.Create(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resf.Close()
-	cmd.Stdout = resf
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	rd := bufio.NewReader(tty)
-	var screen strings.Builder
-	for keys := []string{"x", "y"}; len(keys) > 0; {
-		chunk, err := rd.ReadString('>')
-		screen.WriteString(chunk)
-		if err != nil {
-			t.Fatalf("%v; screen:\n%s", err, screen.String())
+	run := startOnTTY(ctx, t, nil, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "-o", "json", "go")
+	keys := []string{"x", "y"} // one key, no Enter
+	asked, screen := run.answer(t, "deny always", func(n int) string {
+		if n < len(keys) {
+			return keys[n]
 		}
-		if strings.Contains(chunk, "deny always") {
-			if _, err := tty.Write([]byte(keys[0])); err != nil { // one key, no Enter
-				t.Fatal(err)
-			}
-			keys = keys[1:]
-		}
+		return ""
+	})
+	if asked != len(keys) {
+		t.Fatalf("asked %d times, want %d; screen:\n%s", asked, len(keys), screen)
 	}
-	_, _ = io.Copy(&screen, rd)
-	_ = cmd.Wait()
-	if !strings.Contains(screen.String(), `"x" is not an answer: press y, a, n or d`) {
-		t.Errorf("no reason for the second question:\n%s", screen.String())
+	if !strings.Contains(screen, `"x" is not an answer: press y, a, n or d`) {
+		t.Errorf("no reason for the second question:\n%s", screen)
 	}
-	data, _ := os.ReadFile(out)
-	var r result
-	if err := json.Unmarshal(data, &r); err != nil {
-		t.Fatalf("result: %v\n%s\nterminal:\n%s", err, data, screen.String())
-	}
+	r := run.result(t, screen)
 	if len(r.Permissions) != 1 || r.Permissions[0].Verdict != "allow" || r.Permissions[0].DecidedBy != "human" {
-		t.Fatalf("permissions %+v\nterminal:\n%s", r.Permissions, screen.String())
+		t.Fatalf("permissions %+v\nterminal:\n%s", r.Permissions, screen)
 	}
 }

@@ -24,10 +24,19 @@ type Form struct {
 	Out io.Writer
 	// Open opens a URL (nil: $BROWSER or xdg-open).
 	Open func(url string) error
+	// Lines, if set, reads the lines instead of In: the terminal's
+	// permission prompter (policy.TTYPrompter), which owns its input, so
+	// that the two never compete for what is typed.
+	Lines LineReader
 
 	mu      sync.Mutex // one form at a time on the terminal
 	r       *bufio.Reader
 	pending chan lineResult // a read still waiting for its line, kept for the next question
+}
+
+// LineReader reads one line, not echoed if secret, until ctx ends.
+type LineReader interface {
+	ReadLine(ctx context.Context, secret bool) (string, error)
 }
 
 type lineResult struct {
@@ -39,6 +48,9 @@ type lineResult struct {
 // interrupted, so a read abandoned that way is kept and its line goes to
 // the next question instead of being lost.
 func (f *Form) line(ctx context.Context) (string, error) {
+	if f.Lines != nil {
+		return f.Lines.ReadLine(ctx, false)
+	}
 	if f.r == nil {
 		f.r = bufio.NewReader(f.In)
 	}
@@ -50,6 +62,10 @@ func (f *Form) line(ctx context.Context) (string, error) {
 		}()
 		f.pending = ch
 	}
+	return f.wait(ctx)
+}
+
+func (f *Form) wait(ctx context.Context) (string, error) {
 	select {
 	case r := <-f.pending:
 		f.pending = nil
@@ -62,18 +78,24 @@ func (f *Form) line(ctx context.Context) (string, error) {
 	}
 }
 
-// secretLine reads a secret without echoing it when In is a terminal.
+// secretLine reads a secret without echoing it when In is a terminal. The
+// read is kept like line's when ctx ends first (another channel answered).
 func (f *Form) secretLine(ctx context.Context) (string, error) {
+	if f.Lines != nil {
+		return f.Lines.ReadLine(ctx, true)
+	}
 	file, ok := f.In.(*os.File)
 	if !ok || !term.IsTerminal(int(file.Fd())) || f.pending != nil || (f.r != nil && f.r.Buffered() > 0) {
 		return f.line(ctx)
 	}
-	b, err := term.ReadPassword(int(file.Fd()))
-	fmt.Fprintln(f.Out)
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
+	ch := make(chan lineResult, 1)
+	go func() {
+		b, err := term.ReadPassword(int(file.Fd()))
+		fmt.Fprintln(f.Out)
+		ch <- lineResult{string(b), err}
+	}()
+	f.pending = ch
+	return f.wait(ctx)
 }
 
 // Answer implements Answerer.
@@ -95,7 +117,7 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 			}
 			s, err := read(ctx)
 			if err != nil {
-				return cancelAnswer(err), nil
+				return f.gone(ctx, err), nil
 			}
 			s = strings.TrimSpace(s)
 			switch s {
@@ -118,7 +140,7 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 				fmt.Fprintf(f.Out, "  ! %s is required\n", label(fl))
 				continue
 			}
-			v, err := parseInput(fl, s)
+			v, err := ParseInput(fl, s)
 			if err == nil {
 				v, err = CheckValue(fl, v)
 			}
@@ -133,7 +155,7 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 	fmt.Fprint(f.Out, "  Send these answers? [Y/n] ")
 	s, err := f.line(ctx)
 	if err != nil {
-		return cancelAnswer(err), nil
+		return f.gone(ctx, err), nil
 	}
 	if a := strings.ToLower(strings.TrimSpace(s)); a == "n" || a == "no" {
 		return driver.ElicitationAnswer{Action: driver.ElicitDecline, Reason: "declined at the terminal"}, nil
@@ -141,7 +163,12 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 	return driver.ElicitationAnswer{Action: driver.ElicitAccept, Content: content, Reason: "answered at the terminal"}, nil
 }
 
-func cancelAnswer(err error) driver.ElicitationAnswer {
+// gone is the answer of a form the terminal did not finish: another
+// channel answered (the terminal says so) or the read failed.
+func (f *Form) gone(ctx context.Context, err error) driver.ElicitationAnswer {
+	if note, ok := withdrawn(ctx); ok {
+		fmt.Fprintf(f.Out, "\n  (%s)\n", note)
+	}
 	return driver.ElicitationAnswer{Action: driver.ElicitCancel, Reason: "the terminal gave no answer: " + err.Error()}
 }
 
@@ -150,7 +177,7 @@ func (f *Form) url(ctx context.Context, req driver.ElicitationRequest) (driver.E
 	fmt.Fprint(f.Out, "  [o]pen it in a browser, [d]one (I opened it myself), [n]o (decline) ? ")
 	s, err := f.line(ctx)
 	if err != nil {
-		return cancelAnswer(err), nil
+		return f.gone(ctx, err), nil
 	}
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "o", "open", "y", "yes":
@@ -239,9 +266,9 @@ func fieldPrompt(fl driver.ElicitField) string {
 	return b.String()
 }
 
-// parseInput reads what was typed as the field's type: a choice by number
+// ParseInput reads what was typed as the field's type: a choice by number
 // or value, yes/no, a number, a comma-separated list.
-func parseInput(fl driver.ElicitField, s string) (any, error) {
+func ParseInput(fl driver.ElicitField, s string) (any, error) {
 	choice := func(s string) string {
 		if n, err := strconv.Atoi(s); err == nil && n >= 1 && n <= len(fl.Enum) {
 			return fl.Enum[n-1]

@@ -67,6 +67,9 @@ func (c Code) Name() string {
 type Error struct {
 	Code Code
 	Err  error
+	// Said: the command has already said why it ended (a result on stdout,
+	// a FAILED line), so the reporter prints nothing more.
+	Said bool
 }
 
 func (e *Error) Error() string {
@@ -84,6 +87,13 @@ func With(code Code, err error) error {
 		err = errors.New(code.Name())
 	}
 	return &Error{Code: code, Err: err}
+}
+
+// Said ends a command with code when the command has already said why: a
+// JSON result carrying the code, a report on stdout. Nothing more is
+// printed for it.
+func Said(code Code) error {
+	return &Error{Code: code, Said: true}
 }
 
 // Usagef returns a usage error.

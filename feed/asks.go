@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"time"
 
@@ -69,20 +68,6 @@ const (
 	FrameAskClosed = "ask.closed"
 )
 
-type reply struct {
-	answer policy.Answer
-	via    string
-}
-
-type pending struct {
-	Ask
-	reply chan reply // buffered 1: the one answer
-}
-
-type closedAsk struct {
-	answer, via, reason string
-}
-
 func parseAnswer(s string) (policy.Answer, bool) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case AnswerOnce, "y", "yes", "allow":
@@ -128,67 +113,28 @@ func (c channel) AskVia(ctx context.Context, req driver.PermissionRequest) (poli
 	s := c.s
 	info := policy.AskInfoOf(ctx)
 	task := strings.TrimPrefix(policy.AskerOf(ctx), "task ")
-	s.mu.Lock()
-	s.askSeq++
-	p := &pending{Ask: Ask{ID: fmt.Sprintf("ask-%d", s.askSeq), Task: task, Session: req.Session, Since: s.o.Clock.Now().UTC(),
-		Request: req, DecidedBy: info.By, Why: info.Why}, reply: make(chan reply, 1)}
-	s.asks[p.ID] = p
-	s.publishJSONLocked(AskFrame{Type: FrameAskOpened, Run: s.o.Run, Ts: p.Since, Ask: p.Ask})
-	s.mu.Unlock()
+	e := s.asks.open(func(id string, since time.Time) Ask {
+		return Ask{ID: id, Task: task, Session: req.Session, Since: since, Request: req, DecidedBy: info.By, Why: info.Why}
+	}, func(a Ask) any { return AskFrame{Type: FrameAskOpened, Run: s.o.Run, Ts: a.Since, Ask: a} })
 	if s.o.OnAsk != nil {
-		s.o.OnAsk(p.Ask)
+		s.o.OnAsk(e.item)
 	}
-
-	select {
-	case r := <-p.reply:
-		return r.answer, r.via, nil // answer() closed it
-	case <-ctx.Done():
-	}
-	closed := AskClosed{Type: FrameAskClosed, Run: s.o.Run, ID: p.ID, Task: task, Reason: "withdrawn"}
-	var elsewhere *policy.AnsweredElsewhere
-	if errors.As(context.Cause(ctx), &elsewhere) {
-		closed.Answer, closed.Via, closed.Reason = answerName(elsewhere.Answer), elsewhere.Via, ""
-	} else if cause := context.Cause(ctx); cause != nil {
-		closed.Reason = cause.Error()
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.asks[p.ID]; !ok {
-		// Answered here in the same instant: the race took the other.
-		select {
-		case r := <-p.reply:
-			return r.answer, r.via, nil
-		default:
+	return s.asks.wait(ctx, e, func(cause error) (*policy.Answer, string) {
+		var elsewhere *policy.AnsweredElsewhere
+		if errors.As(cause, &elsewhere) {
+			return &elsewhere.Answer, elsewhere.Via
 		}
-	}
-	delete(s.asks, p.ID)
-	s.done[p.ID] = closedAsk{answer: closed.Answer, via: closed.Via, reason: closed.Reason}
-	closed.Ts = s.o.Clock.Now().UTC()
-	s.publishJSONLocked(closed)
-	return policy.DenyOnce, "", ctx.Err()
-}
-
-func (s *Server) publishJSONLocked(v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		s.o.Logger.Warn("feed: a frame did not encode", "err", err)
-		return
-	}
-	s.publishLocked(data)
-}
-
-func (s *Server) pendingLocked() []*pending {
-	out := make([]*pending, 0, len(s.asks))
-	for _, p := range s.asks {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Since.Equal(out[j].Since) {
-			return out[i].Since.Before(out[j].Since)
-		}
-		return out[i].ID < out[j].ID
+		return nil, ""
 	})
-	return out
+}
+
+// askClosed is the ask.closed frame of an answer or a withdrawal.
+func (s *Server) askClosed(a Ask, ans *policy.Answer, via, reason string) any {
+	c := AskClosed{Type: FrameAskClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: a.ID, Task: a.Task, Via: via, Reason: reason}
+	if ans != nil {
+		c.Answer = answerName(*ans)
+	}
+	return c
 }
 
 // answer is POST /asks/ID.
@@ -211,18 +157,11 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.asks[id]
-	if !ok {
-		s.refuseLocked(w, id, "ask")
+	if _, ok := s.asks.answer(w, id, ans, via); !ok {
 		return
 	}
-	delete(s.asks, id)
-	p.reply <- reply{ans, via}
-	name := answerName(ans)
-	s.done[id] = closedAsk{answer: name, via: via}
-	s.publishJSONLocked(AskClosed{Type: FrameAskClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: id, Task: p.Task, Answer: name, Via: via})
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "answer": name, "via": via})
+	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "answer": answerName(ans), "via": via})
 }
 
 // clientVia is the channel a client says it is ("" = feed).
@@ -234,18 +173,4 @@ func clientVia(v string) (string, bool) {
 		return v, true
 	}
 	return "", false
-}
-
-// refuseLocked answers a POST for an ask or question that is not pending:
-// 409 if it was answered or withdrawn, 404 if there never was one.
-func (s *Server) refuseLocked(w http.ResponseWriter, id, what string) {
-	if c, ok := s.done[id]; ok {
-		msg := "already " + c.reason
-		if c.via != "" {
-			msg = fmt.Sprintf("already answered via %s: %s", c.via, c.answer)
-		}
-		httpError(w, http.StatusConflict, msg)
-		return
-	}
-	httpError(w, http.StatusNotFound, fmt.Sprintf("no pending %s %q", what, id))
 }

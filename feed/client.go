@@ -179,3 +179,19 @@ func (c *Client) AnswerQuestion(ctx context.Context, id, text, via string) error
 	resp.Body.Close()
 	return nil
 }
+
+// AnswerElicitation answers a pending elicitation: accept (with the form's
+// values), decline or cancel, via dashboard or feed. An invalid form is a
+// 400 whose message says what is wrong; the elicitation stays pending.
+func (c *Client) AnswerElicitation(ctx context.Context, id, action string, content map[string]any, via string) error {
+	b, err := json.Marshal(ElicitationBody{Action: action, Content: content, Via: via})
+	if err != nil {
+		return fmt.Errorf("feed: %w", err)
+	}
+	resp, err := c.do(ctx, http.MethodPost, "/elicitations/"+id, bytes.NewReader(b), map[string]string{"Content-Type": "application/json"})
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}

@@ -50,45 +50,29 @@ const (
 	FrameQuestionClosed = "question.closed"
 )
 
-type pendingQ struct {
-	Question
-	reply chan [2]string // answer, via
-}
-
 // AskQuestion puts a question to the feed's clients until one answers
 // (the answer and its channel) or ctx ends (another channel answered:
 // closed says by which, "" for a withdrawal).
 func (s *Server) AskQuestion(ctx context.Context, task, text string, closed func() string) (string, string, error) {
-	s.mu.Lock()
-	s.askSeq++
-	p := &pendingQ{Question: Question{ID: fmt.Sprintf("q-%d", s.askSeq), Task: task, Since: s.o.Clock.Now().UTC(), Text: text}, reply: make(chan [2]string, 1)}
-	s.questions[p.ID] = p
-	s.publishJSONLocked(QuestionFrame{Type: FrameQuestionOpened, Run: s.o.Run, Ts: p.Since, Question: p.Question})
-	s.mu.Unlock()
-	select {
-	case r := <-p.reply:
-		return r[0], r[1], nil
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.questions[p.ID]; !ok {
-		select {
-		case r := <-p.reply: // answered here in the same instant
-			return r[0], r[1], nil
-		default:
+	e := s.questions.open(func(id string, since time.Time) Question {
+		return Question{ID: id, Task: task, Since: since, Text: text}
+	}, func(q Question) any {
+		return QuestionFrame{Type: FrameQuestionOpened, Run: s.o.Run, Ts: q.Since, Question: q}
+	})
+	return s.questions.wait(ctx, e, func(error) (*string, string) {
+		if closed != nil {
+			if via := closed(); via != "" {
+				var unknown string // the other channel's text is its own
+				return &unknown, via
+			}
 		}
-	}
-	delete(s.questions, p.ID)
-	c := QuestionClosed{Type: FrameQuestionClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: p.ID, Task: task, Reason: "withdrawn"}
-	if closed != nil {
-		if via := closed(); via != "" {
-			c.Via, c.Reason = via, ""
-		}
-	}
-	s.done[p.ID] = closedAsk{via: c.Via, reason: c.Reason, answer: "an answer"}
-	s.publishJSONLocked(c)
-	return "", "", ctx.Err()
+		return nil, ""
+	})
+}
+
+// questionClosed is the question.closed frame.
+func (s *Server) questionClosed(q Question, _ *string, via, reason string) any {
+	return QuestionClosed{Type: FrameQuestionClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: q.ID, Task: q.Task, Via: via, Reason: reason}
 }
 
 func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
@@ -109,15 +93,9 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.questions[id]
-	if !ok {
-		s.refuseLocked(w, id, "question")
+	if _, ok := s.questions.answer(w, id, body.Text, via); !ok {
 		return
 	}
-	delete(s.questions, id)
-	p.reply <- [2]string{body.Text, via}
-	s.done[id] = closedAsk{answer: "an answer", via: via}
-	s.publishJSONLocked(QuestionClosed{Type: FrameQuestionClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: id, Task: p.Task, Via: via})
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "via": via})
 }

@@ -1,7 +1,7 @@
 // Package feed serves a running tai's live feed: the cap.md frames of its
 // sessions as server-sent events (resumable with Last-Event-ID), a JSON
-// snapshot of its sessions, tasks and pending asks, and answers to those
-// asks. It listens on a Unix socket per run under DefaultDir (directory
+// snapshot of its sessions, tasks, budgets and what waits for a human
+// (asks, questions, elicitations), and answers to those. It listens on a Unix socket per run under DefaultDir (directory
 // 0700, socket 0600, the peer's uid checked on every connection) and, on
 // request, on TCP behind a bearer token. tai top and fleet logs read it.
 package feed
@@ -57,6 +57,8 @@ type Options struct {
 	// OnAsk, if set, hears of every ask that starts waiting on the feed
 	// (notifications). It must not block.
 	OnAsk func(Ask)
+	// OnElicit, likewise, hears of every elicitation that starts waiting.
+	OnElicit func(Elicitation)
 }
 
 type frame struct {
@@ -82,10 +84,12 @@ type Server struct {
 	changed   chan struct{} // closed and replaced on every frame
 	closed    bool
 	st        state
-	asks      map[string]*pending
-	questions map[string]*pendingQ
-	done      map[string]closedAsk // answered or withdrawn asks, for 409s
-	askSeq    int
+	asks      *pendings[Ask, policy.Answer]
+	questions *pendings[Question, string]
+	elicits   *pendings[Elicitation, elicitReply]
+	done      map[string]closedItem // answered or withdrawn items, for 409s
+	seq       int                   // of the items' ids
+	budget    *Budget               // the run's or fleet's, if it has one
 }
 
 // Open creates the run's socket (removing stale ones of dead runs first)
@@ -119,7 +123,10 @@ func Open(o Options) (*Server, error) {
 		o.Logger.Warn("feed: listing the feeds", "err", err)
 	}
 	s := &Server{o: o, path: filepath.Join(o.Dir, o.Run+SocketExt), started: o.Clock.Now().UTC(),
-		changed: make(chan struct{}), asks: map[string]*pending{}, questions: map[string]*pendingQ{}, done: map[string]closedAsk{}}
+		changed: make(chan struct{}), done: map[string]closedItem{}}
+	s.asks = newPendings(s, "ask", "ask-", s.askClosed, answerName)
+	s.questions = newPendings(s, "question", "q-", s.questionClosed, func(string) string { return "an answer" })
+	s.elicits = newPendings(s, "elicitation", "el-", s.elicitClosed, func(r elicitReply) string { return string(r.Action) })
 	s.st.init()
 	if live(s.path) {
 		return nil, fmt.Errorf("feed: run %s already has a live feed at %s", o.Run, s.path)
@@ -265,6 +272,16 @@ func (s *Server) publishLocked(data []byte) {
 	s.changed = make(chan struct{})
 }
 
+// publishJSONLocked publishes v's JSON; s.mu is held.
+func (s *Server) publishJSONLocked(v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		s.o.Logger.Warn("feed: a frame did not encode", "err", err)
+		return
+	}
+	s.publishLocked(data)
+}
+
 // Publish sends a frame of tai's own (a fleet frame): v must marshal to a
 // JSON object with a "type".
 func (s *Server) Publish(v any) {
@@ -334,6 +351,7 @@ func (s *Server) handler(tcp bool) http.Handler {
 	mux.HandleFunc("GET /state", s.state)
 	mux.HandleFunc("POST /asks/{id}", s.answer)
 	mux.HandleFunc("POST /questions/{id}", s.answerQuestion)
+	mux.HandleFunc("POST /elicitations/{id}", s.answerElicitation)
 	if !tcp {
 		return mux
 	}
@@ -416,6 +434,3 @@ func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(snap)
 }
-
-// ensure policy's channel names stay what clients send.
-var _ = policy.ViaDashboard

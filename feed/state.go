@@ -3,7 +3,6 @@ package feed
 import (
 	"encoding/json"
 	"os"
-	"sort"
 	"strings"
 	"time"
 
@@ -13,15 +12,18 @@ import (
 
 // State is GET /state: what the run is doing now.
 type State struct {
-	Run         string     `json:"run"`
-	Kind        Kind       `json:"kind"`
-	PID         int        `json:"pid"`
-	Started     time.Time  `json:"started"`
-	LastEventID uint64     `json:"last_event_id"` // resume /events from here to miss nothing after this snapshot
-	Sessions    []Session  `json:"sessions"`
-	Tasks       []Task     `json:"tasks,omitempty"`
-	Asks        []Ask      `json:"asks"`      // pending, oldest first
-	Questions   []Question `json:"questions"` // pending, oldest first
+	Run          string        `json:"run"`
+	Kind         Kind          `json:"kind"`
+	PID          int           `json:"pid"`
+	Started      time.Time     `json:"started"`
+	LastEventID  uint64        `json:"last_event_id"` // resume /events from here to miss nothing after this snapshot
+	Sessions     []Session     `json:"sessions"`
+	Tasks        []Task        `json:"tasks,omitempty"`
+	Asks         []Ask         `json:"asks"`         // pending, oldest first
+	Questions    []Question    `json:"questions"`    // pending, oldest first
+	Elicitations []Elicitation `json:"elicitations"` // pending, oldest first
+	// Budget is the fleet's: its limits and what it used; nil without one.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // SessionState is a session's coarse state.
@@ -65,6 +67,50 @@ type Task struct {
 	Detail  string    `json:"detail,omitempty"`
 	Branch  string    `json:"branch,omitempty"`
 	Updated time.Time `json:"updated"`
+	// Budget is the task's: what it may spend (its own budget, or its
+	// share of the fleet's) and what it spent.
+	Budget *Budget `json:"budget,omitempty"`
+}
+
+// Limits are budget limits; zero means none.
+type Limits struct {
+	Tokens     int64   `json:"tokens,omitempty"`
+	Turns      int     `json:"turns,omitempty"`
+	Cost       float64 `json:"cost,omitempty"`
+	WallTimeMS int64   `json:"wall_time_ms,omitempty"`
+}
+
+// Usage is what was spent against Limits.
+type Usage struct {
+	Tokens int64   `json:"tokens"`
+	Turns  int     `json:"turns"`
+	Cost   float64 `json:"cost"`
+}
+
+// Budget is a run's, fleet's or task's limits and what it used of them.
+type Budget struct {
+	Limit Limits `json:"limit"`
+	Used  Usage  `json:"used"`
+	// Over names the limits used up (tokens, turns, cost): the fleet or
+	// task is stopped, or its next task blocked, at its budget.
+	Over []string `json:"over,omitempty"`
+	// Updated is when it was last reported.
+	Updated time.Time `json:"updated,omitzero"`
+}
+
+// Exhausted fills in Over from the limits and the usage.
+func (b *Budget) Exhausted() []string {
+	b.Over = nil
+	if b.Limit.Tokens > 0 && b.Used.Tokens >= b.Limit.Tokens {
+		b.Over = append(b.Over, "tokens")
+	}
+	if b.Limit.Turns > 0 && b.Used.Turns >= b.Limit.Turns {
+		b.Over = append(b.Over, "turns")
+	}
+	if b.Limit.Cost > 0 && b.Used.Cost >= b.Limit.Cost {
+		b.Over = append(b.Over, "cost")
+	}
+	return b.Over
 }
 
 // maxDiffText bounds the files whose edits are counted in +/-.
@@ -186,7 +232,23 @@ func (s *Server) SetTask(t Task) {
 	if t.Updated.IsZero() {
 		t.Updated = s.o.Clock.Now().UTC()
 	}
+	if t.Budget != nil {
+		b := *t.Budget
+		b.Exhausted()
+		t.Budget = &b
+	}
 	s.st.tasks[t.ID] = &t
+}
+
+// SetBudget records the fleet's (or run's) budget for /state.
+func (s *Server) SetBudget(b Budget) {
+	b.Exhausted()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.Updated.IsZero() {
+		b.Updated = s.o.Clock.Now().UTC()
+	}
+	s.budget = &b
 }
 
 // Snapshot is the state /state serves.
@@ -194,7 +256,7 @@ func (s *Server) Snapshot() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := State{Run: s.o.Run, Kind: s.o.Kind, PID: os.Getpid(), Started: s.started, LastEventID: s.nextID,
-		Sessions: []Session{}, Asks: []Ask{}, Questions: []Question{}}
+		Sessions: []Session{}, Asks: []Ask{}, Questions: []Question{}, Elicitations: []Elicitation{}}
 	for _, k := range s.st.order {
 		ss := *s.st.sessions[k]
 		ss.diffs = nil
@@ -203,12 +265,12 @@ func (s *Server) Snapshot() State {
 	for _, id := range s.st.torder {
 		st.Tasks = append(st.Tasks, *s.st.tasks[id])
 	}
-	for _, p := range s.pendingLocked() {
-		st.Asks = append(st.Asks, p.Ask)
+	st.Asks = append(st.Asks, s.asks.list()...)
+	st.Questions = append(st.Questions, s.questions.list()...)
+	st.Elicitations = append(st.Elicitations, s.elicits.list()...)
+	if s.budget != nil {
+		b := *s.budget
+		st.Budget = &b
 	}
-	for _, q := range s.questions {
-		st.Questions = append(st.Questions, q.Question)
-	}
-	sort.Slice(st.Questions, func(i, j int) bool { return st.Questions[i].Since.Before(st.Questions[j].Since) })
 	return st
 }

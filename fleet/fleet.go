@@ -64,6 +64,10 @@ type Options struct {
 	writeState func(path string, data []byte) error // tests: a full disk
 }
 
+// DefaultConcurrency is how many tasks run at once when neither the plan
+// nor the run says.
+const DefaultConcurrency = 4
+
 // Event is a progress event.
 type Event struct {
 	Time   time.Time `json:"ts"`
@@ -191,7 +195,7 @@ func (f *fleet) init(ctx context.Context) error {
 		conc = f.plan.Concurrency
 	}
 	if conc == 0 {
-		conc = 4
+		conc = DefaultConcurrency
 	}
 	f.plan.Concurrency = conc
 	f.plan.FailFast = f.plan.FailFast || o.FailFast

@@ -23,7 +23,7 @@ import (
 
 // Notice is one thing that waits.
 type Notice struct {
-	Kind  string    `json:"kind"` // ask | question | budget | error
+	Kind  string    `json:"kind"` // ask | question | elicitation | budget | error
 	Run   string    `json:"run"`
 	Task  string    `json:"task,omitempty"`
 	Title string    `json:"title"`

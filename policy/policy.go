@@ -447,7 +447,17 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	var rel *Relayed
 	var via string
 	var err error
+	where := "at the terminal"
+	if w, ok := e.prompter.(interface{ Where() string }); ok {
+		where = w.Where()
+	}
 	switch p := e.prompter.(type) {
+	case Race:
+		res := p.race(actx, req)
+		ans, via, rel, err = res.a, res.via, res.rel, res.err
+		if res.where != "" {
+			where = res.where
+		}
 	case RelayingPrompter:
 		ans, rel, err = p.AskRelayed(actx, req)
 	case ViaPrompter:
@@ -461,11 +471,7 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		}
 		return cancelled(d, "prompt failed"), fmt.Errorf("asking for permission: %w", err)
 	}
-	where := "at the terminal"
-	if w, ok := e.prompter.(interface{ Where() string }); ok {
-		where = w.Where()
-	}
-	if via != "" && via != ViaTerminal {
+	if via != "" && via != ViaTerminal && via != ViaEditor {
 		where = "via " + via // another channel of the race answered first
 	}
 	reason := "answered " + where + "; asked because " + why

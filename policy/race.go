@@ -16,6 +16,7 @@ const (
 	ViaDashboard = "dashboard" // tai top, through the live feed
 	ViaFeed      = "feed"      // another client of the live feed
 	ViaParent    = "parent"    // the cap-speak parent (decided_by answerer)
+	ViaEditor    = "editor"    // the ACP client of tai acp
 )
 
 // ViaPrompter is a Prompter that also says by which channel the human
@@ -62,37 +63,57 @@ func (r Race) Ask(ctx context.Context, req driver.PermissionRequest) (Answer, er
 
 // AskVia implements ViaPrompter.
 func (r Race) AskVia(ctx context.Context, req driver.PermissionRequest) (Answer, string, error) {
+	res := r.race(ctx, req)
+	return res.a, res.via, res.err
+}
+
+// raced is a Race's answer: by which channel, where that is (its Where,
+// for the decision's reason), and, when the channel relayed another tai's
+// decision (an editor that is a tai), whose.
+type raced struct {
+	a     Answer
+	via   string
+	where string
+	rel   *Relayed
+	err   error
+}
+
+func (r Race) race(ctx context.Context, req driver.PermissionRequest) raced {
+	ask := func(ctx context.Context, ch Named) raced {
+		var res raced
+		switch p := ch.Prompter.(type) {
+		case RelayingPrompter:
+			res.a, res.rel, res.err = p.AskRelayed(ctx, req)
+		case ViaPrompter:
+			res.a, res.via, res.err = p.AskVia(ctx, req)
+		default:
+			res.a, res.err = ch.Ask(ctx, req)
+		}
+		if res.via == "" {
+			res.via = ch.Name
+		}
+		if w, ok := ch.Prompter.(interface{ Where() string }); ok {
+			res.where = w.Where()
+		}
+		return res
+	}
 	switch len(r) {
 	case 0:
-		return DenyOnce, "", errors.New("no channel to ask on")
+		return raced{a: DenyOnce, err: errors.New("no channel to ask on")}
 	case 1:
-		return r[0].AskVia(ctx, req)
+		return ask(ctx, r[0])
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
-	type result struct {
-		a   Answer
-		via string
-		err error
-	}
-	results := make(chan result, len(r))
+	results := make(chan raced, len(r))
 	var wg sync.WaitGroup
 	for _, ch := range r {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var res result
-			if vp, ok := ch.Prompter.(ViaPrompter); ok {
-				res.a, res.via, res.err = vp.AskVia(rctx, req)
-			} else {
-				res.a, res.err = ch.Ask(rctx, req)
-			}
-			if res.via == "" {
-				res.via = ch.Name
-			}
-			results <- res
+			results <- ask(rctx, ch)
 		}()
 	}
-	var won result
+	var won raced
 	select {
 	case won = <-results:
 		if won.err == nil {
@@ -102,10 +123,10 @@ func (r Race) AskVia(ctx context.Context, req driver.PermissionRequest) (Answer,
 		}
 	case <-ctx.Done():
 		cancel(context.Cause(ctx))
-		won = result{DenyOnce, "", ctx.Err()}
+		won = raced{a: DenyOnce, err: ctx.Err()}
 	}
 	wg.Wait() // no channel outlives its question
-	return won.a, won.via, won.err
+	return won
 }
 
 // askInfoKey carries why a question is asked to the channels.

@@ -168,3 +168,65 @@ func TestAnswererRace(t *testing.T) {
 		})
 	}
 }
+
+// relayingEditor is tai acp's editor: its answer may carry the decision of
+// a tai in front of it.
+type relayingEditor struct {
+	*chanPrompter
+	rel *Relayed
+}
+
+func (r relayingEditor) AskRelayed(ctx context.Context, req driver.PermissionRequest) (Answer, *Relayed, error) {
+	a, err := r.Ask(ctx, req)
+	if err != nil {
+		return a, nil, err
+	}
+	return a, r.rel, nil
+}
+
+func (relayingEditor) Where() string { return "in the editor" }
+
+// Under tai acp the editor and the feed race: the editor's answer keeps
+// its relayed provenance and its place, via editor; the feed's is a
+// human's via the dashboard.
+func TestEditorRace(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		editor     bool
+		rel        *Relayed
+		wantBy     driver.Provenance
+		wantVia    string
+		wantReason string
+	}{
+		{"editor answers", true, nil, driver.ByHuman, ViaEditor, "answered in the editor"},
+		{"a tai editor relays", true, &Relayed{By: "rule:r1", Reason: "rule r1 allows"}, ByRelayed("rule:r1"), ViaEditor, "decided in the editor by rule:r1"},
+		{"dashboard answers", false, nil, driver.ByHuman, ViaDashboard, "answered via dashboard"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ed := relayingEditor{newChanPrompter(), tc.rel}
+			dash := newChanPrompter()
+			e := New(Ask, NonInteractiveDeny, Race{{ViaEditor, ed}, {ViaDashboard, dash}})
+			done := make(chan driver.PermissionDecision)
+			go func() {
+				d, err := e.Decide(context.Background(), driver.PermissionRequest{ID: "1", Session: "s",
+					ToolCall: driver.ToolCall{ID: "t", Title: "Write a", Kind: "edit"},
+					Options:  []driver.PermissionOption{{ID: "y", Kind: driver.OptionAllowOnce}, {ID: "n", Kind: driver.OptionRejectOnce}}})
+				if err != nil {
+					t.Error(err)
+				}
+				done <- d
+			}()
+			<-ed.asked
+			<-dash.asked
+			if tc.editor {
+				ed.answer <- AllowOnce
+			} else {
+				dash.answer <- AllowOnce
+			}
+			d := <-done
+			if d.DecidedBy != tc.wantBy || d.Via != tc.wantVia || d.Verdict != driver.VerdictAllow || !strings.Contains(d.Reason, tc.wantReason) {
+				t.Fatalf("decision %+v", d)
+			}
+		})
+	}
+}

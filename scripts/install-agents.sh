@@ -9,9 +9,10 @@
 #
 # Agents: node22 qwen gemini codex codex-cli opencode claude copilot (codex
 # is codex-acp; codex-cli is the codex CLI, for `codex exec --json`), and
-# the older TUI release qwen-old, and, only when named, gemini-old and
-# opencode-old (their e2e tests skip without them; their recordings in
-# driver/pty/testdata run always). Progress goes to
+# the older TUI release qwen-old, and, only when named, gemini-old,
+# opencode-old, codex-cli-old and copilot-old (their e2e tests skip without
+# them; their recordings in driver/pty/testdata run always; the older
+# Claude Code is scripts/install-claude.sh old). Progress goes to
 # stderr; stdout is only KEY=VALUE lines the tests read:
 #   TAI_AGENTS_DIR   the cache directory
 #   TAI_NODE22_BIN   the bin directory of Node 22 (put first in PATH for qwen)
@@ -50,6 +51,8 @@ PINS=(
   "qwen-old|0.15.10|@qwen-code/qwen-code@0.15.10|node_modules/.bin/qwen"
   "gemini-old|0.52.0|@google/gemini-cli@0.52.0|node_modules/.bin/gemini"
   "opencode-old|1.17.19|opencode-ai@1.17.19|node_modules/opencode-linux-x64/bin/opencode"
+  "codex-cli-old|0.160.0|@openai/codex@0.160.0|node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
+  "copilot-old|1.0.80|@github/copilot@1.0.80|node_modules/@github/copilot-linux-x64/copilot"
 )
 
 pin() { # pin NAME -> sets P_VERSION P_SPEC P_EXE P_DIR
@@ -61,7 +64,7 @@ pin() { # pin NAME -> sets P_VERSION P_SPEC P_EXE P_DIR
       return 0
     fi
   done
-  echo "install-agents: unknown agent $1 (known: node22 qwen gemini codex codex-cli opencode claude copilot qwen-old gemini-old opencode-old)" >&2
+  echo "install-agents: unknown agent $1 (known: node22 qwen gemini codex codex-cli opencode claude copilot qwen-old gemini-old opencode-old codex-cli-old copilot-old)" >&2
   return 1
 }
 

@@ -5,14 +5,28 @@
 # claude-code-<version>. A second run reuses the cache and is a fast no-op.
 #
 #   eval "$(scripts/install-claude.sh | sed 's/^/export /')"
+#   eval "$(scripts/install-claude.sh old | sed 's/^/export /')"
 #
+# "old" installs, instead, the older release that e2e/pty's
+# TestRealOlderClaude drives (replies on a version the PTY profile was not
+# tuned to); only when named: it is 380 MB.
 # Progress goes to stderr; stdout is only KEY=VALUE lines the tests read:
 #   TAI_CLAUDE_CLI   the claude executable (a native binary)
+#   TAI_CLAUDE_CLI_OLD  the same of the older release, with "old"
 # The directory is finished by a .ok stamp written only after npm
 # succeeded, so an interrupted install is redone rather than trusted.
 set -euo pipefail
 
 VERSION="${TAI_CLAUDE_CODE_VERSION:-2.1.332}"
+KEY=TAI_CLAUDE_CLI
+case "${1:-}" in
+"") ;;
+old) VERSION=2.1.300 KEY=TAI_CLAUDE_CLI_OLD ;;
+*)
+  echo "install-claude: unknown argument $1 (known: old)" >&2
+  exit 2
+  ;;
+esac
 CACHE="${TAI_AGENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tai-agents}"
 mkdir -p "$CACHE"
 CACHE="$(cd "$CACHE" && pwd -P)"
@@ -44,7 +58,7 @@ if [ ! -f "$DIR/.ok" ]; then
   touch "$DIR/.ok"
 fi
 if "$EXE" --version >/dev/null 2>&1; then
-  echo "TAI_CLAUDE_CLI=$EXE"
+  echo "$KEY=$EXE"
 else
-  echo "TAI_CLAUDE_CLI=$FALLBACK"
+  echo "$KEY=$FALLBACK"
 fi

@@ -2,12 +2,15 @@ package top
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/policy"
 )
@@ -20,6 +23,9 @@ type Source interface {
 	Answer(ctx context.Context, run, ask, answer string) error
 	// AnswerQuestion answers question of run with text.
 	AnswerQuestion(ctx context.Context, run, question, text string) error
+	// AnswerElicitation answers elicitation of run: accept (with the
+	// form's content), decline or cancel.
+	AnswerElicitation(ctx context.Context, run, elicitation, action string, content map[string]any) error
 	// Follow calls fn with each transcript line of run's session until
 	// ctx ends or the run does.
 	Follow(ctx context.Context, run, session string, fn func(line string)) error
@@ -46,7 +52,7 @@ type Model struct {
 	width, height int
 	mode          mode
 	peek          Item
-	input         string // the answer being typed to a question
+	in            Input // what is typed in a peek: a question's answer, a form
 	status        string
 
 	follow       []string
@@ -144,6 +150,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.mode == modePeek && m.peek.Question != nil {
 			return m.typing(msg)
 		}
+		if m.mode == modePeek && m.peek.Elicit != nil {
+			return m.elicitKey(msg)
+		}
 		return m.key(msg.String())
 	}
 	return m, nil
@@ -169,7 +178,10 @@ func (m *Model) key(k string) (tea.Model, tea.Cmd) {
 		m.sel = min(m.sel+1, max(m.count()-1, 0))
 	case "enter":
 		if it, _ := m.selected(); it != nil {
-			m.peek, m.mode, m.input = *it, modePeek, ""
+			m.peek, m.mode, m.in = *it, modePeek, Input{}
+			if it.Elicit != nil {
+				m.in.Fields = make([]string, len(it.Elicit.Request.Fields))
+			}
 		}
 	case "y", "a", "f", "n":
 		it := &m.peek
@@ -236,7 +248,7 @@ func (m *Model) nextLine() tea.Cmd {
 func (m *Model) Screen() string {
 	switch m.mode {
 	case modePeek:
-		return Peek(m.peek, m.input, m.now(), m.width, m.color) + "\n" + clip(m.status, m.width)
+		return Peek(m.peek, m.in, m.now(), m.width, m.color) + "\n" + clip(m.status, m.width)
 	case modeFollow:
 		lines := m.follow
 		if n := m.height - 2; n > 0 && len(lines) > n {
@@ -270,15 +282,13 @@ func (m *Model) typing(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 	case "ctrl+c":
 		return m, tea.Quit
 	case "esc":
-		m.mode, m.input = modeList, ""
+		m.mode, m.in = modeList, Input{}
 		return m, nil
 	case "backspace":
-		if r := []rune(m.input); len(r) > 0 {
-			m.input = string(r[:len(r)-1])
-		}
+		m.in.Text = dropLast(m.in.Text)
 		return m, nil
 	case "enter":
-		text := strings.TrimSpace(m.input)
+		text := strings.TrimSpace(m.in.Text)
 		if text == "" {
 			m.status = "type an answer first"
 			return m, nil
@@ -292,7 +302,101 @@ func (m *Model) typing(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
 		}
 	}
 	if msg.Text != "" {
-		m.input += msg.Text
+		m.in.Text += msg.Text
 	}
 	return m, nil
+}
+
+func dropLast(s string) string {
+	if r := []rune(s); len(r) > 0 {
+		return string(r[:len(r)-1])
+	}
+	return s
+}
+
+// elicitKey fills in and answers an elicitation: a form's fields are typed
+// one by one (tab or ↓ to the next), enter accepts, ctrl+d declines,
+// ctrl+x cancels; a URL's is a, d or c.
+func (m *Model) elicitKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	el := m.peek.Elicit
+	k := msg.String()
+	switch k {
+	case "ctrl+c":
+		return m, tea.Quit
+	case "esc":
+		m.mode, m.in = modeList, Input{}
+		return m, nil
+	case "ctrl+d":
+		return m, m.answerElicit(el, driver.ElicitDecline, nil)
+	case "ctrl+x":
+		return m, m.answerElicit(el, driver.ElicitCancel, nil)
+	}
+	if el.Request.Mode == driver.ElicitURL {
+		switch k {
+		case "a":
+			return m, m.answerElicit(el, driver.ElicitAccept, nil)
+		case "d":
+			return m, m.answerElicit(el, driver.ElicitDecline, nil)
+		case "c":
+			return m, m.answerElicit(el, driver.ElicitCancel, nil)
+		}
+		return m, nil
+	}
+	n := len(el.Request.Fields)
+	switch k {
+	case "tab", "down":
+		m.in.Field = min(m.in.Field+1, max(n-1, 0))
+		return m, nil
+	case "shift+tab", "up":
+		m.in.Field = max(m.in.Field-1, 0)
+		return m, nil
+	case "backspace":
+		if m.in.Field < len(m.in.Fields) {
+			m.in.Fields[m.in.Field] = dropLast(m.in.Fields[m.in.Field])
+		}
+		return m, nil
+	case "enter":
+		content, err := formContent(el.Request, m.in.Fields)
+		if err != nil {
+			m.status = "the form is not complete: " + err.Error()
+			return m, nil
+		}
+		return m, m.answerElicit(el, driver.ElicitAccept, content)
+	}
+	if msg.Text != "" && m.in.Field < len(m.in.Fields) {
+		m.in.Fields[m.in.Field] += msg.Text
+	}
+	return m, nil
+}
+
+// formContent reads the typed values as the fields' types and checks the
+// form (an empty value takes the field's default, if it has one).
+func formContent(req driver.ElicitationRequest, typed []string) (map[string]any, error) {
+	content := map[string]any{}
+	var errs []error
+	for i, f := range req.Fields {
+		if i >= len(typed) || strings.TrimSpace(typed[i]) == "" {
+			continue
+		}
+		v, err := elicit.ParseInput(f, strings.TrimSpace(typed[i]))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.Name, err))
+			continue
+		}
+		content[f.Name] = v
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return elicit.Validate(req, content)
+}
+
+func (m *Model) answerElicit(el *feed.Elicitation, action driver.ElicitAction, content map[string]any) tea.Cmd {
+	run := m.peek.Run
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+		defer cancel()
+		err := m.src.AnswerElicitation(ctx, run, el.ID, string(action), content)
+		return answeredMsg{what: fmt.Sprintf("answered %s (%s): %s", el.ID, lastLine(el.Request.Message), action), err: err}
+	}
 }

@@ -72,6 +72,16 @@ func (s FeedSource) AnswerQuestion(ctx context.Context, run, question, text stri
 	return c.AnswerQuestion(ctx, question, text, policy.ViaDashboard)
 }
 
+// AnswerElicitation answers through the run's feed, as the dashboard.
+func (s FeedSource) AnswerElicitation(ctx context.Context, run, id, action string, content map[string]any) error {
+	c, err := s.client(run)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return c.AnswerElicitation(ctx, id, action, content, policy.ViaDashboard)
+}
+
 // Follow streams the session's transcript from the start of the run.
 func (s FeedSource) Follow(ctx context.Context, run, session string, fn func(string)) error {
 	c, err := s.client(run)
@@ -125,6 +135,15 @@ func TranscriptLine(ev driver.Event) string {
 			by += " via " + d.Via
 		}
 		return fmt.Sprintf("  %s (%s)", d.Verdict, by)
+	case driver.EventElicitationAsked:
+		return "? asks for input: " + lastLine(ev.Elicitation.Message)
+	case driver.EventElicitationAnswered:
+		a := ev.ElicitationAnswer
+		by := a.DecidedBy
+		if a.Via != "" {
+			by += " via " + a.Via
+		}
+		return fmt.Sprintf("  %s (%s)", a.Action, by)
 	case driver.EventTurnEnded:
 		return "— turn ended: " + ev.Turn.StopReason
 	case driver.EventError:

@@ -3,6 +3,7 @@ package top
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -32,8 +33,18 @@ func fixture() []feed.State {
 			Locations: []driver.Location{{Path: "/repo/.tai/worktrees/f1/api/greeting.go"}},
 			Content:   []driver.ToolContent{{Type: "diff", Path: "/repo/.tai/worktrees/f1/api/greeting.go", OldText: strPtr("package greeting\n"), NewText: "package greeting\n\nfunc Greet() string { return \"hi\" }\n"}}},
 			Options: []driver.PermissionOption{{ID: "allow-once", Name: "Allow", Kind: "allow_once"}, {ID: "reject-once", Name: "Reject", Kind: "reject_once"}}}}
+	min1, max65535 := 1.0, 65535.0
+	el := feed.Elicitation{ID: "el-2", Task: "docs", Session: "claude-bbbb", Since: t0.Add(40 * time.Second),
+		Request: driver.ElicitationRequest{ID: "7", Session: "claude-bbbb", Mode: driver.ElicitForm, Message: "Which database should the docs describe?",
+			Fields: []driver.ElicitField{
+				{Name: "database", Title: "Database", Type: "string", Enum: []string{"dev", "staging", "prod"}, Default: "dev", Required: true},
+				{Name: "port", Type: "integer", Minimum: &min1, Maximum: &max65535},
+				{Name: "password", Type: "string", Format: "password", Secret: true},
+			}}}
+	taskBudget := &feed.Budget{Limit: feed.Limits{Tokens: 50000, Cost: 0.5}, Used: feed.Usage{Tokens: 45210, Cost: 0.134}}
 	return []feed.State{
-		{Run: "fleet-20261201-100000-abcdef", Kind: feed.KindFleet, Started: t0, Asks: []feed.Ask{ask},
+		{Run: "fleet-20261201-100000-abcdef", Kind: feed.KindFleet, Started: t0, Asks: []feed.Ask{ask}, Elicitations: []feed.Elicitation{el},
+			Budget: &feed.Budget{Limit: feed.Limits{Tokens: 200000, Turns: 3, Cost: 2}, Used: feed.Usage{Tokens: 46410, Turns: 3, Cost: 0.134}, Over: []string{"turns"}, Updated: t0.Add(50 * time.Second)},
 			Sessions: []feed.Session{
 				{ID: "builtin-aaaa", Task: "api", Agent: "builtin", Driver: "acp", Model: "builtin-small", Cwd: "/repo/.tai/worktrees/f1/api", State: feed.StateWaiting,
 					Activity: "Write greeting.go", Started: t0.Add(5 * time.Second), LastEvent: t0.Add(30 * time.Second), Tokens: 1200, Added: 2},
@@ -42,7 +53,7 @@ func fixture() []feed.State {
 			},
 			Tasks: []feed.Task{
 				{ID: "api", Agent: "builtin", Status: "running", Branch: "tai/f1/api", Updated: t0.Add(5 * time.Second)},
-				{ID: "docs", Agent: "claude", Status: "running", Branch: "tai/f1/docs", Updated: t0.Add(5 * time.Second)},
+				{ID: "docs", Agent: "claude", Status: "running", Branch: "tai/f1/docs", Updated: t0.Add(5 * time.Second), Budget: taskBudget},
 				{ID: "license", Agent: "qwen", Status: "blocked", Detail: "which license: MIT or Apache-2.0?", Updated: t0.Add(10 * time.Second)},
 				{ID: "lint", Agent: "builtin", Status: "failed", Detail: "exit 1: the agent crashed", Updated: t0.Add(20 * time.Second)},
 			}},
@@ -93,17 +104,41 @@ func TestGoldenFrames(t *testing.T) {
 			for _, it := range q {
 				chips = append(chips, string(it.Chip))
 			}
-			if strings.Join(chips, ",") != "QUESTION,ERROR,ASK,DONE" {
+			if strings.Join(chips, ",") != "QUESTION,ERROR,ASK,ELICIT,BUDGET,DONE" {
 				t.Errorf("queue %v", chips)
 			}
-			if !strings.Contains(got, "2 waiting for you") {
-				t.Errorf("the header does not count what blocks (the ask and the question):\n%s", got)
+			if !strings.Contains(got, "4 waiting for you") {
+				t.Errorf("the header does not count what blocks (the ask, the question, the elicitation, the budget):\n%s", got)
+			}
+			for _, want := range []string{"45k/50k", "tokens 46k/200k (23%) · turns 3/3"} {
+				if !strings.Contains(got, want) {
+					t.Errorf("the frame lacks the budget's %q", want)
+				}
 			}
 			// Enter on the ask peeks at it.
 			m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
 			m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
 			m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
 			golden(t, "peek-"+strconv.Itoa(w)+".golden", m.Screen())
+			// The elicitation: its form, a value typed in each field.
+			m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
+			m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+			m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+			typeText(m, "2")
+			m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+			typeText(m, "5432")
+			m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+			typeText(m, "hunter2")
+			got = m.Screen()
+			if strings.Contains(got, "hunter2") {
+				t.Errorf("the secret field is shown:\n%s", got)
+			}
+			golden(t, "elicit-"+strconv.Itoa(w)+".golden", got)
+			// The fleet's budget.
+			m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
+			m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+			m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+			golden(t, "budget-"+strconv.Itoa(w)+".golden", m.Screen())
 		})
 	}
 }
@@ -136,6 +171,19 @@ func (f *fakeSource) AnswerQuestion(_ context.Context, run, q, text string) erro
 	defer f.mu.Unlock()
 	f.answers = append(f.answers, run+" "+q+" "+text)
 	return nil
+}
+
+func (f *fakeSource) AnswerElicitation(_ context.Context, run, id, action string, content map[string]any) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answers = append(f.answers, fmt.Sprintf("%s %s %s %v", run, id, action, content))
+	return nil
+}
+
+func typeText(m *Model, s string) {
+	for _, r := range s {
+		m.Update(tea.KeyPressMsg{Code: r, Text: string(r)})
+	}
 }
 
 func (f *fakeSource) Follow(ctx context.Context, run, session string, fn func(string)) error {
@@ -196,7 +244,7 @@ func TestKeysAnswer(t *testing.T) {
 func TestFollow(t *testing.T) {
 	m := New(context.Background(), &fakeSource{}, now, false, time.Second)
 	m.Update(runsMsg{runs: fixture()})
-	for range 4 { // past the queue to the first session
+	for range 6 { // past the queue to the first session
 		m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
 	}
 	_, cmd := m.Update(tea.KeyPressMsg{Code: 'l', Text: "l"})
@@ -234,5 +282,57 @@ func TestAnswerAQuestion(t *testing.T) {
 	run(m, cmd)
 	if len(src.answers) != 1 || src.answers[0] != "fleet-20261201-100000-abcdef q-2 MIT" {
 		t.Fatalf("answers %v", src.answers)
+	}
+}
+
+// An elicitation is answered from its peek: the form's values typed, read
+// as the fields' types and checked; an invalid one is not sent. Decline
+// and cancel take one key.
+func TestAnswerAnElicitation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		keys []string // "" is tab
+		last tea.KeyPressMsg
+		want string
+	}{
+		{"accept", []string{"staging", "", "5432", "", "s3cret"}, tea.KeyPressMsg{Code: tea.KeyEnter},
+			"fleet-20261201-100000-abcdef el-2 accept map[database:staging password:s3cret port:5432]"},
+		{"accept the defaults", nil, tea.KeyPressMsg{Code: tea.KeyEnter}, "fleet-20261201-100000-abcdef el-2 accept map[database:dev]"},
+		{"a choice by number", []string{"3"}, tea.KeyPressMsg{Code: tea.KeyEnter}, "fleet-20261201-100000-abcdef el-2 accept map[database:prod]"},
+		{"out of bounds", []string{"", "70000"}, tea.KeyPressMsg{Code: tea.KeyEnter}, ""},
+		{"not a choice", []string{"qa"}, tea.KeyPressMsg{Code: tea.KeyEnter}, ""},
+		{"decline", []string{"staging"}, tea.KeyPressMsg{Code: 'd', Mod: tea.ModCtrl}, "fleet-20261201-100000-abcdef el-2 decline map[]"},
+		{"cancel", nil, tea.KeyPressMsg{Code: 'x', Mod: tea.ModCtrl}, "fleet-20261201-100000-abcdef el-2 cancel map[]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &fakeSource{}
+			m := New(context.Background(), src, now, false, time.Second)
+			m.Update(runsMsg{runs: fixture()})
+			for range 3 { // the ELICIT row
+				m.Update(tea.KeyPressMsg{Code: tea.KeyDown})
+			}
+			m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+			if !strings.Contains(m.Screen(), "Which database") {
+				t.Fatalf("not the elicitation's peek:\n%s", m.Screen())
+			}
+			for _, k := range tc.keys {
+				if k == "" {
+					m.Update(tea.KeyPressMsg{Code: tea.KeyTab})
+					continue
+				}
+				typeText(m, k)
+			}
+			_, cmd := m.Update(tc.last)
+			run(m, cmd)
+			if tc.want == "" {
+				if len(src.answers) != 0 || !strings.Contains(m.Screen(), "not complete") {
+					t.Fatalf("sent %v; screen:\n%s", src.answers, m.Screen())
+				}
+				return
+			}
+			if len(src.answers) != 1 || src.answers[0] != tc.want {
+				t.Fatalf("answers %v, want %q", src.answers, tc.want)
+			}
+		})
 	}
 }

@@ -1,7 +1,8 @@
 // Package top is `tai top`: a terminal UI over the live feeds of every
 // tai running on this machine. The attention queue (what waits for a human,
 // oldest first) comes first, then one row per session or fleet task; Enter
-// peeks at an ask and one key answers it through the run's feed.
+// peeks at an ask (one key answers it), a question or an elicitation's form
+// (typed answers), and the answer goes through the run's feed.
 package top
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/render"
@@ -43,8 +45,10 @@ type Item struct {
 	Task     string
 	Title    string
 	Since    time.Time
-	Ask      *feed.Ask      // for ASK
-	Question *feed.Question // for a QUESTION a human can answer here
+	Ask      *feed.Ask         // for ASK
+	Question *feed.Question    // for a QUESTION a human can answer here
+	Elicit   *feed.Elicitation // for ELICIT
+	Budget   *feed.Budget      // for a fleet's BUDGET
 }
 
 // Queue builds the attention queue of runs, oldest first.
@@ -58,6 +62,13 @@ func Queue(runs []feed.State) []Item {
 		for i := range r.Questions {
 			qu := r.Questions[i]
 			q = append(q, Item{Chip: ChipQuestion, Run: r.Run, Task: qu.Task, Title: lastLine(qu.Text), Since: qu.Since, Question: &qu})
+		}
+		for i := range r.Elicitations {
+			el := r.Elicitations[i]
+			q = append(q, Item{Chip: ChipElicit, Run: r.Run, Task: el.Task, Title: lastLine(el.Request.Message), Since: el.Since, Elicit: &el})
+		}
+		if b := r.Budget; b != nil && len(b.Over) > 0 {
+			q = append(q, Item{Chip: ChipBudget, Run: r.Run, Title: "budget used up: " + budgetLine(*b), Since: b.Updated, Budget: b})
 		}
 		for _, t := range r.Tasks {
 			var c Chip
@@ -233,9 +244,14 @@ func Frame(runs []feed.State, sel int, now time.Time, width, height int, color b
 	}
 	b = append(b, "")
 	wide := width >= 120
-	header := fmt.Sprintf("%-14s %-10s %-8s %7s %7s %9s %5s  %s", "AGENT", "STATE", "TASK", "ELAPSED", "TOKENS", "DIFF", "LAST", "ACTIVITY")
+	for _, r := range runs {
+		if r.Budget != nil {
+			b = append(b, clip(fmt.Sprintf("  budget of %s: %s", shortRun(r.Run), budgetLine(*r.Budget)), width))
+		}
+	}
+	header := fmt.Sprintf("%-12s %-9s %-8s %7s %9s %9s %5s  %s", "AGENT", "STATE", "TASK", "ELAPSED", "TOKENS", "DIFF", "LAST", "ACTIVITY")
 	if wide {
-		header = fmt.Sprintf("%-14s %-6s %-14s %-22s %-8s %7s %7s %8s %9s %5s  %s", "AGENT", "DRIVER", "MODEL", "WORKTREE", "STATE", "ELAPSED", "TOKENS", "COST", "DIFF", "LAST", "ACTIVITY")
+		header = fmt.Sprintf("%-14s %-6s %-14s %-22s %-8s %7s %9s %10s %9s %5s  %s", "AGENT", "DRIVER", "MODEL", "WORKTREE", "STATE", "ELAPSED", "TOKENS", "COST", "DIFF", "LAST", "ACTIVITY")
 	}
 	b = append(b, st.head.Render(clip("  "+header, width)))
 	for _, r := range rows {
@@ -263,16 +279,16 @@ func Frame(runs []feed.State, sel int, now time.Time, width, height int, color b
 		if !s.Started.IsZero() {
 			el = age(now, s.Started)
 		}
+		var tb *feed.Budget
+		if r.Task != nil {
+			tb = r.Task.Budget
+		}
 		var l string
 		if wide {
-			cost := "-"
-			if s.Cost > 0 {
-				cost = fmt.Sprintf("%.3f", s.Cost)
-			}
-			l = fmt.Sprintf("%s %s %s %s %s %7s %7d %8s %9s %5s  %s", pad(agent, 14), pad(s.Driver, 6), pad(s.Model, 14), pad(where, 22), pad(state, 8),
-				el, s.Tokens, cost, diff, age(now, s.LastEvent), s.Activity)
+			l = fmt.Sprintf("%s %s %s %s %s %7s %9s %10s %9s %5s  %s", pad(agent, 14), pad(s.Driver, 6), pad(s.Model, 14), pad(where, 22), pad(state, 8),
+				el, tokens(s.Tokens, tb), cost(s.Cost, tb), diff, age(now, s.LastEvent), s.Activity)
 		} else {
-			l = fmt.Sprintf("%s %s %s %7s %7d %9s %5s  %s", pad(agent, 14), pad(state, 10), pad(task, 8), el, s.Tokens, diff, age(now, s.LastEvent), s.Activity)
+			l = fmt.Sprintf("%s %s %s %7s %9s %9s %5s  %s", pad(agent, 12), pad(state, 9), pad(task, 8), el, tokens(s.Tokens, tb), diff, age(now, s.LastEvent), s.Activity)
 		}
 		line(l, idx == sel)
 		idx++
@@ -305,7 +321,7 @@ func shortRun(r string) string {
 
 // Peek renders an ask in full: the tool call, the options, the diff and
 // the rule that asked.
-func Peek(it Item, input string, now time.Time, width int, color bool) string {
+func Peek(it Item, in Input, now time.Time, width int, color bool) string {
 	st := newStyles(color)
 	var b []string
 	add := func(s string) {
@@ -322,9 +338,20 @@ func Peek(it Item, input string, now time.Time, width int, color bool) string {
 		add("")
 		add(it.Question.Text)
 		add("")
-		add("answer: " + input + "█")
+		add("answer: " + in.Text + "█")
 		add("")
 		add(st.dim.Render("type the answer · enter send · esc back"))
+		return strings.Join(b, "\n")
+	}
+	if it.Elicit != nil {
+		peekElicit(add, st, it.Elicit, in)
+		return strings.Join(b, "\n")
+	}
+	if it.Budget != nil {
+		add("")
+		add(budgetLine(*it.Budget))
+		add("")
+		add(st.dim.Render("the fleet is at its budget: a task that needs more is refused or stopped · esc back"))
 		return strings.Join(b, "\n")
 	}
 	if it.Ask == nil {
@@ -389,4 +416,156 @@ func lastLine(s string) string {
 		s = strings.TrimSpace(s[i+1:])
 	}
 	return s
+}
+
+// count is n short: 950, 1.2k, 45k, 1.5M.
+func count(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d", n)
+	case n < 10000:
+		return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1000), ".0") + "k"
+	case n < 1000000:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.1f", float64(n)/1e6), ".0") + "M"
+}
+
+// tokens is a session's tokens, against its task's token limit if it has one.
+func tokens(used int64, b *feed.Budget) string {
+	if b == nil || b.Limit.Tokens == 0 {
+		return count(used)
+	}
+	return count(used) + "/" + count(b.Limit.Tokens)
+}
+
+// cost is a session's cost, against its task's cost limit if it has one.
+func cost(used float64, b *feed.Budget) string {
+	switch {
+	case b != nil && b.Limit.Cost > 0:
+		return fmt.Sprintf("%.2f/%.2f", used, b.Limit.Cost)
+	case used > 0:
+		return fmt.Sprintf("%.3f", used)
+	}
+	return "-"
+}
+
+// budgetLine is a budget's use against each of its limits.
+func budgetLine(b feed.Budget) string {
+	var parts []string
+	pct := func(used, limit float64) string { return fmt.Sprintf(" (%d%%)", int(100*used/limit)) }
+	if l := b.Limit.Tokens; l > 0 {
+		parts = append(parts, "tokens "+count(b.Used.Tokens)+"/"+count(l)+pct(float64(b.Used.Tokens), float64(l)))
+	}
+	if l := b.Limit.Turns; l > 0 {
+		parts = append(parts, fmt.Sprintf("turns %d/%d", b.Used.Turns, l))
+	}
+	if l := b.Limit.Cost; l > 0 {
+		parts = append(parts, fmt.Sprintf("cost %.2f/%.2f", b.Used.Cost, l)+pct(b.Used.Cost, l))
+	}
+	if l := b.Limit.WallTimeMS; l > 0 {
+		parts = append(parts, "wall time "+(time.Duration(l)*time.Millisecond).String())
+	}
+	if len(parts) == 0 {
+		return "no limits"
+	}
+	return strings.Join(parts, " · ")
+}
+
+// Input is what is being typed in a peek: a question's answer, or an
+// elicitation's form, one value per field, with the field being edited.
+type Input struct {
+	Text   string
+	Fields []string
+	Field  int
+}
+
+// peekElicit shows an elicitation: the message, then the form's fields
+// with their types, constraints, choices and the values typed so far (a
+// secret's as dots), or the URL to visit.
+func peekElicit(add func(string), st styles, el *feed.Elicitation, in Input) {
+	req := el.Request
+	add("")
+	add(req.Message)
+	if req.Mode == driver.ElicitURL {
+		add("")
+		add("  " + req.URL)
+		add("")
+		add(st.dim.Render("a accept (I visited it) · d decline · c cancel · esc back"))
+		return
+	}
+	add("")
+	add(st.head.Render("Form"))
+	for i, f := range req.Fields {
+		cursor := "  "
+		if i == in.Field {
+			cursor = "▸ "
+		}
+		val := ""
+		if i < len(in.Fields) {
+			val = in.Fields[i]
+		}
+		if f.Secret {
+			val = strings.Repeat("•", len([]rune(val)))
+		}
+		if i == in.Field {
+			val += "█"
+		}
+		add(fmt.Sprintf("%s%s (%s): %s", cursor, fieldLabel(f), fieldNotes(f), val))
+		if len(f.Enum) > 0 {
+			var ch []string
+			for j, e := range f.Enum {
+				ch = append(ch, fmt.Sprintf("%d) %s", j+1, e))
+			}
+			add("      " + strings.Join(ch, "  "))
+		}
+	}
+	add("")
+	add(st.dim.Render("type a value · tab/↓ next field · ↑ previous · enter accept · ctrl+d decline · ctrl+x cancel · esc back"))
+}
+
+func fieldLabel(f driver.ElicitField) string {
+	if f.Title != "" && f.Title != f.Name {
+		return f.Title + " [" + f.Name + "]"
+	}
+	return f.Name
+}
+
+// fieldNotes is a field's type and constraints, as the terminal's form
+// shows them.
+func fieldNotes(f driver.ElicitField) string {
+	typ := f.Type
+	switch {
+	case f.Type == "array":
+		typ = "several, comma-separated"
+	case len(f.Enum) > 0:
+		typ = "one of"
+	case f.Type == "boolean":
+		typ = "yes/no"
+	case f.Format != "":
+		typ += ", " + f.Format
+	}
+	notes := []string{typ}
+	if f.Required {
+		notes = append(notes, "required")
+	}
+	if f.Secret {
+		notes = append(notes, "secret")
+	}
+	if f.Minimum != nil {
+		notes = append(notes, fmt.Sprintf("min %v", *f.Minimum))
+	}
+	if f.Maximum != nil {
+		notes = append(notes, fmt.Sprintf("max %v", *f.Maximum))
+	}
+	if f.MinLength != nil {
+		notes = append(notes, fmt.Sprintf("min length %d", *f.MinLength))
+	}
+	if f.MaxLength != nil {
+		notes = append(notes, fmt.Sprintf("max length %d", *f.MaxLength))
+	}
+	if f.Default != nil {
+		notes = append(notes, fmt.Sprintf("default %v", f.Default))
+	}
+	return strings.Join(notes, ", ")
 }

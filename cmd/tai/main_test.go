@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -52,8 +53,7 @@ func TestUsageExitCode(t *testing.T) {
 	var out, errb bytes.Buffer
 	root := newRoot(app.IO{In: strings.NewReader(""), Out: &out, Err: &errb})
 	root.SetArgs([]string{"run", "--no-such-flag"})
-	err := root.Execute()
-	if e, ok := err.(exitErr); !ok || e.code != 2 {
-		t.Fatalf("err = %v", err)
+	if code := app.Report(&errb, execute(context.Background(), root)); code != 2 {
+		t.Fatalf("exit %d: %s", code, errb.String())
 	}
 }

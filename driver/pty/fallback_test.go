@@ -18,7 +18,7 @@ import (
 func turnOf(t *testing.T, p *profile.Profile, chunks []Chunk) profile.Turn {
 	t.Helper()
 	scr := term.NewScreen(term.DefaultCols, term.DefaultRows, nil)
-	var tr profile.Turn
+	tr := profile.Turn{Notices: p.Notices}
 	var sb scrollback
 	submitted, scrollAt := false, 0
 	var lastIdle []string
@@ -61,6 +61,7 @@ func TestFallbackReplyRecordings(t *testing.T) {
 	wants := map[string]string{
 		"text":        "Hello from the scripted model.",
 		"write-allow": "I'll create hello.txt.\nCreated hello.txt.",
+		"write-deny":  "I'll create hello.txt.",
 	}
 	profileFails := map[string]bool{"qwen/0.15.10": true}
 	for _, path := range recordings(t) {

@@ -147,24 +147,31 @@ type Session struct {
 	homeCols, homeRows int
 
 	// Loop state (only the loop goroutine touches these).
-	set       settler
-	status    string
-	verdict   profile.Verdict
-	lastBody  []string
-	scroll    scrollback
-	answered  string    // signature of the picker last answered, until it goes
-	pickSig   string    // signature of the picker on screen
-	pickSeen  time.Time // when it was first seen (for Profile.PickerDelay)
-	confirm   int       // 1 + the option the highlight was moved to, to confirm once it shows there; 0 none
-	reqSeq    int
-	isReady   bool
-	rawSeen   bool // the TUI has read keys in raw mode
-	pasteSeen bool // with bracketed paste on
-	keysGap   bool // it did, then the terminal went back to canonical mode (keysLost)
-	gapPaste  bool // pasteSeen when the gap began
-	cur       *turn
-	pending   bool      // output not yet read into a verdict
-	firstPend time.Time // when the pending output began
+	set      settler
+	status   string
+	verdict  profile.Verdict
+	lastBody []string
+	scroll   scrollback
+	answered string    // signature of the picker last answered, until it goes
+	pickSig  string    // signature of the picker on screen
+	pickSeen time.Time // when it was first seen (for Profile.PickerDelay)
+	confirm  int       // 1 + the option the highlight was moved to, to confirm once it shows there; 0 none
+	// The answered picker's chosen option (its Esc: pickEsc), and when its
+	// keys were last pressed (zero: none) and how often, to press them
+	// again if the TUI shows no sign of having read them.
+	pickTarget int
+	pickEsc    bool
+	pressedAt  time.Time
+	presses    int
+	reqSeq     int
+	isReady    bool
+	rawSeen    bool // the TUI has read keys in raw mode
+	pasteSeen  bool // with bracketed paste on
+	keysGap    bool // it did, then the terminal went back to canonical mode (keysLost)
+	gapPaste   bool // pasteSeen when the gap began
+	cur        *turn
+	pending    bool      // output not yet read into a verdict
+	firstPend  time.Time // when the pending output began
 }
 
 // turn is one prompt in flight.
@@ -394,6 +401,9 @@ func (s *Session) nextWake() (time.Time, bool) {
 	if s.pickSig != "" && s.pickSig != s.answered && s.pickSeen.Add(s.prof.PickerDelay).After(now) {
 		add(s.pickSeen.Add(s.prof.PickerDelay))
 	}
+	if s.mayPressAgain() {
+		add(s.pressedAt.Add(s.cfg.Confirm))
+	}
 	if t, ok := s.set.probeDue(); ok {
 		add(t)
 	}
@@ -466,7 +476,7 @@ func (s *Session) evaluate(now time.Time) {
 	s.scroll.observe(body)
 
 	if v.Picker == nil {
-		s.answered, s.pickSig, s.confirm = "", "", 0
+		s.answered, s.pickSig, s.confirm, s.pressedAt, s.presses = "", "", 0, time.Time{}, 0
 	} else if s.attached.Load() {
 		return // the user answers it
 	} else if sig := v.Picker.Signature(); sig != s.answered {
@@ -484,7 +494,15 @@ func (s *Session) evaluate(now time.Time) {
 		if s.confirm > 0 && v.Picker.Selected == s.confirm-1 {
 			// The highlight is on the chosen option now: confirm it.
 			s.confirm = 0
+			s.pressedAt = now
 			_ = s.send("\r")
+		} else if s.mayPressAgain() && now.Sub(s.pressedAt) >= s.cfg.Confirm {
+			// Not a byte of output since the keys: the TUI did not read
+			// them (codex 0.160 drops a key that comes as its trust dialog
+			// is drawn). Press them again, from the highlight it shows.
+			s.log.Info("pty: the picker did not take the keys; pressing them again", "title", v.Picker.Title)
+			s.presses++
+			s.press(v.Picker, snap)
 		}
 		return // answered; waiting for it to go
 	}
@@ -579,6 +597,11 @@ func (s *Session) evaluate(now time.Time) {
 	}
 }
 
+// testProfileMiss makes every turn's reply a profile miss, read by the
+// fallback, for tests; set through TAI_TEST_PTY_PROFILE_MISS only in
+// binaries built with the tai_testhooks tag.
+var testProfileMiss bool
+
 func (s *Session) maybeEnd(st string, body []string) {
 	t := s.cur
 	if st != StatusIdle || s.verdict.Composer == profile.ComposerDraft {
@@ -589,12 +612,12 @@ func (s *Session) maybeEnd(st string, body []string) {
 		stop = driver.StopCancelled
 	}
 	reply, src := s.prof.Reply(t.before, body, t.text), driver.ReplyProfile
-	if !t.cancelled && profile.Implausible(reply, t.text) {
+	if !t.cancelled && (testProfileMiss || profile.Implausible(reply, t.text)) {
 		// A release the profile was not tuned to: read the reply from
 		// what changed on screen instead.
 		snap := s.proc.Screen.Snapshot()
 		if fb := profile.FallbackReply(profile.Turn{Idle: t.idle, Submit: t.screen, Scrolled: s.scroll.since(t.scrollAt),
-			End: snap.Lines, Prompt: t.text}); fb != "" {
+			End: snap.Lines, Prompt: t.text, Notices: s.prof.Notices}); fb != "" {
 			s.log.Info("pty: the profile found no reply; using the screen diff", "agent", s.cfg.Agent)
 			reply, src = fb, driver.ReplyFallback
 		}
@@ -651,6 +674,7 @@ func (s *Session) delta(body []string) {
 // A question (options neither allow nor deny) cannot be decided by policy:
 // the turn fails, saying what was asked, instead of hanging.
 func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
+	s.pressedAt, s.confirm = time.Time{}, 0
 	if pk.Kind == profile.PickerQuestion {
 		msg := fmt.Sprintf("%s asks a question tai cannot answer by policy: %s", s.cfg.Agent, pk.Title)
 		s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "unanswerable_picker", Message: msg}})
@@ -717,12 +741,21 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 	if target < 0 {
 		return
 	}
-	if s.prof.EscOption && escLabel.MatchString(pk.Options[target].Label) {
+	s.pickTarget, s.presses = target, 1
+	s.pickEsc = s.prof.EscOption && escLabel.MatchString(pk.Options[target].Label)
+	s.press(pk, snap)
+}
+
+// press sends the keys that pick the answered picker's chosen option
+// from the highlight pk shows.
+func (s *Session) press(pk *profile.Picker, snap term.Snapshot) {
+	s.pressedAt = s.clock.Now()
+	if s.pickEsc {
 		_ = s.send("\x1b")
 		return
 	}
-	keys := pickKeys(pk.Selected, target, snap.AppCursor, pk.Horizontal)
-	if target == pk.Selected || pk.Horizontal {
+	keys := pickKeys(pk.Selected, s.pickTarget, snap.AppCursor, pk.Horizontal)
+	if s.pickTarget == pk.Selected || pk.Horizontal {
 		// Nothing to move, or a highlight the screen text does not show
 		// (opencode's colour): keys and Enter at once.
 		_ = s.send(keys)
@@ -733,8 +766,16 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 	// another option than the policy chose (Claude Code, starting, redraws
 	// its trust dialog with the first option highlighted again, and an
 	// arrow typed before is lost).
-	s.confirm = target + 1
+	s.confirm = s.pickTarget + 1
 	_ = s.send(strings.TrimSuffix(keys, "\r"))
+}
+
+// mayPressAgain says whether the answered picker's keys went unread so
+// far: pressed, not a byte of output since, and not pressed Retries times
+// again already. A TUI that reads a key redraws (the picker goes, or its
+// highlight moves).
+func (s *Session) mayPressAgain() bool {
+	return !s.pressedAt.IsZero() && s.pickSig == s.answered && !s.set.lastOut.After(s.pressedAt) && s.presses <= s.cfg.Retries
 }
 
 // escLabel marks an option whose key is Esc: "No, and tell Copilot what

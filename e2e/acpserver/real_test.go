@@ -14,7 +14,7 @@ import (
 
 	acpsdk "github.com/coder/acp-go-sdk"
 
-	"github.com/tai-dev/tai/e2e/internal/modelsrv"
+	"github.com/tai-dev/tai/e2e/internal/realagent"
 )
 
 // wrapped is a real agent tai acp wraps, set up offline against `tai model
@@ -68,49 +68,15 @@ var wrappedAgents = map[string]wrapped{
 // script (under modelserver/testdata/scripts, or a path from there).
 func (a wrapped) setup(t *testing.T, script string) (repo, url string, env []string, cmd string) {
 	t.Helper()
-	exe, node := os.Getenv(a.bin), os.Getenv("TAI_NODE22_BIN")
-	if exe == "" || (a.node && node == "") {
+	s, ok := realagent.Start(t, taiBin, realagent.Agent{Name: a.name, Bin: a.bin, Node: a.node, Files: a.home, Env: a.env}, script)
+	if !ok {
 		if os.Getenv("CI") != "" {
 			t.Fatalf("%s is not installed (%s unset)", a.name, a.bin)
 		}
 		t.Skipf("skipping: %s is not installed (%s unset); see scripts/install-agents.sh and scripts/install-claude.sh", a.name, a.bin)
 	}
-	dir := t.TempDir()
-	home, repo := filepath.Join(dir, "home"), filepath.Join(dir, "repo")
-	for _, d := range []string{filepath.Join(home, "tmp"), repo} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git := exec.Command("git", "init", "-q", "-b", "main")
-	git.Dir = repo
-	if out, err := git.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
-	}
-	abs, err := filepath.Abs(filepath.Join("..", "..", "modelserver", "testdata", "scripts", script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	url = modelsrv.Start(t, taiBin, abs, repo, "").URL
-	for name, body := range a.home(url) {
-		p := filepath.Join(home, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := os.Getenv("PATH")
-	if a.node {
-		path = node + string(os.PathListSeparator) + path
-	}
-	env = append([]string{
-		"HOME=" + home, "TMPDIR=" + filepath.Join(home, "tmp"), "LANG=C.UTF-8", "SHELL=/bin/bash", "PATH=" + path,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
-		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_STATE_HOME=" + filepath.Join(dir, "state"), "NO_COLOR=1",
-	}, a.env(url)...)
-	return repo, url, env, exe + a.args
+	env = append(s.Env, "XDG_STATE_HOME="+filepath.Join(s.Dir, "state"), "NO_COLOR=1")
+	return s.Repo, s.URL, env, s.Exe + a.args
 }
 
 func TestWrappedQwenPTY(t *testing.T)          { testWrapped(t, wrappedAgents["qwen-pty"]) }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -321,6 +322,10 @@ func TestConflictExit7AndGC(t *testing.T) {
 	_, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "conf", "-C", repo, filepath.Join(pd, "plan.yaml"))
 	if code != 7 || !strings.Contains(errOut, "merge conflict in same.txt") {
 		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	// The task's line is reported as every error is: one prefix.
+	if !regexp.MustCompile(`(?m)^tai: fleet: task [xy]: merge conflict in same\.txt \(branch \S+ kept\)$`).MatchString(errOut) {
+		t.Fatalf("the conflict is not reported with the one prefix:\n%s", errOut)
 	}
 	st, _, _ := runTai(t, repo, "fleet", "status", "conf", "--json")
 	var s summary

@@ -67,8 +67,9 @@ func parse(t *testing.T, o outcome) result {
 }
 
 // The fake TUI through the whole driver: text, a write allowed and denied
-// by policy through the picker, a CR that is eaten and retried, and a
-// cancelled (timed-out) turn.
+// by policy through the picker, a CR that is eaten and retried, picker
+// keys that are dropped and pressed again, and a cancelled (timed-out)
+// turn.
 func TestFakeTUI(t *testing.T) {
 	for _, tc := range []struct {
 		name, prompt string
@@ -85,6 +86,11 @@ func TestFakeTUI(t *testing.T) {
 		{name: "write-denied", prompt: "please write hello", args: []string{"--approve", "deny"}, code: 5, status: "denied", stop: "end_turn",
 			message: "I'll create hello.txt.\nThe write was declined.", verdict: "deny"},
 		{name: "cr-retried", prompt: "crtwice please", code: 0, status: "ok", stop: "end_turn", message: "Hello from the fake TUI.\nIt spans two lines."},
+		// The picker drops the first keys unread: pressed again, once.
+		{name: "picker-keys-lost-allowed", prompt: "please write hello lostkey", args: []string{"--approve", "all"}, code: 0, status: "ok", stop: "end_turn",
+			message: "I'll create hello.txt.\nCreated hello.txt.", file: true, verdict: "allow"},
+		{name: "picker-keys-lost-denied", prompt: "please write hello lostkey", args: []string{"--approve", "deny"}, code: 5, status: "denied", stop: "end_turn",
+			message: "I'll create hello.txt.\nThe write was declined.", verdict: "deny"},
 		{name: "timeout-cancels", prompt: "be slow", args: []string{"--timeout", "3s"}, code: 3, status: "timeout",
 			message: "Request cancelled."}, // the Esc reached it: the agent says so
 	} {

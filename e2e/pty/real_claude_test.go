@@ -32,6 +32,9 @@ func init() {
 		// The trust dialog is a tool call of kind other: allowed in every
 		// scenario, so that the outcome is the write's.
 		flags: []string{"--allow", "other"},
+		// The reply turns again with the profile made to miss: the
+		// fallback reads the same reply.
+		fallback: true,
 	}
 }
 

@@ -28,6 +28,9 @@ env_key = "FAKE_API_KEY"
 		env:   func(string) []string { return []string{"FAKE_API_KEY=sk-fake"} },
 		args:  " -a on-request -s read-only --no-daemon",
 		flags: []string{"--allow", "other"},
+		// The reply turns again with the profile made to miss: the
+		// fallback reads the same reply.
+		fallback: true,
 	}
 }
 

@@ -4,13 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tai-dev/tai/e2e/internal/auditlog"
-	"github.com/tai-dev/tai/e2e/internal/modelsrv"
+	"github.com/tai-dev/tai/e2e/internal/realagent"
 )
 
 // realAgent is one real TUI agent set up against `tai model serve`: its
@@ -31,6 +30,10 @@ type realAgent struct {
 	// optional: not in install-agents.sh's default set, so it skips when
 	// not installed even in CI.
 	optional bool
+	// fallback: the reply turns run again with the profile made to miss
+	// (TAI_TEST_PTY_PROFILE_MISS), read by the layout-independent fallback:
+	// the same reply.
+	fallback bool
 }
 
 var realAgents = map[string]realAgent{
@@ -92,49 +95,14 @@ var realAgents = map[string]realAgent{
 // CI is unset.
 func (a realAgent) setup(t *testing.T, script string) (repo string, env []string, cmd string) {
 	t.Helper()
-	exe, node := os.Getenv(a.bin), os.Getenv("TAI_NODE22_BIN")
-	if exe == "" || (a.node && node == "") {
+	s, ok := realagent.Start(t, taiBin, realagent.Agent{Name: a.name, Bin: a.bin, Node: a.node, Files: a.files, Env: a.env}, script)
+	if !ok {
 		if os.Getenv("CI") != "" && !a.optional {
 			t.Fatalf(`%s is not installed: %s/TAI_NODE22_BIN unset; .ci/run must eval "$(scripts/%s | sed 's/^/export /')"`, a.name, a.bin, installer(a))
 		}
 		t.Skipf(`skipping: %s is not installed (%s unset); run eval "$(scripts/%s | sed 's/^/export /')"`, a.name, a.bin, installer(a))
 	}
-	dir := t.TempDir()
-	home, repo := filepath.Join(dir, "home"), filepath.Join(dir, "repo")
-	for _, d := range []string{filepath.Join(home, "tmp"), repo} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git := exec.Command("git", "init", "-q", "-b", "main")
-	git.Dir = repo
-	if out, err := git.CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
-	}
-	abs, err := filepath.Abs(filepath.Join("..", "..", "modelserver", "testdata", "scripts", script))
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := modelsrv.Start(t, taiBin, abs, repo, "").URL
-	for name, body := range a.files(url) {
-		p := filepath.Join(home, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	path := os.Getenv("PATH")
-	if a.node {
-		path = node + string(os.PathListSeparator) + path
-	}
-	env = append([]string{
-		"HOME=" + home, "TMPDIR=" + filepath.Join(home, "tmp"), "LANG=C.UTF-8", "SHELL=/bin/bash", "PATH=" + path,
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
-		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-	}, a.env(url)...)
-	return repo, env, exe + a.args
+	return s.Repo, s.Env, s.Exe + a.args
 }
 
 // The real TUIs through tai: a text turn, a write allowed and denied by
@@ -146,20 +114,34 @@ func TestRealGemini(t *testing.T)   { testReal(t, realAgents["gemini"]) }
 func TestRealOpencode(t *testing.T) { testReal(t, realAgents["opencode"]) }
 
 func testReal(t *testing.T, a realAgent) {
-	for _, tc := range []struct {
+	type scenario struct {
 		name, script, prompt string
 		args                 []string
 		code                 int
 		status, message      string
 		file                 bool
-	}{
-		{"text", "text.json", "Say hello.", nil, 0, "ok", "Hello from the scripted model.", false},
-		{"write-allowed", "write.json", "Create hello.txt", []string{"--approve", "all"}, 0, "ok", "I'll create hello.txt.\nCreated hello.txt.", true},
-		{"write-denied", "write.json", "Create hello.txt", []string{"--approve", "deny"}, 5, "denied", "I'll create hello.txt.", false},
-		{"cancel", "../../../e2e/realagents/testdata/slow-model.json", "Take your time.", []string{"--timeout", "8s"}, 3, "timeout", "", false},
-	} {
+		miss                 bool // the profile made to miss: the fallback reads the reply
+	}
+	text := scenario{"text", "text.json", "Say hello.", nil, 0, "ok", "Hello from the scripted model.", false, false}
+	write := scenario{"write-allowed", "write.json", "Create hello.txt", []string{"--approve", "all"}, 0, "ok", "I'll create hello.txt.\nCreated hello.txt.", true, false}
+	scenarios := []scenario{
+		text, write,
+		{"write-denied", "write.json", "Create hello.txt", []string{"--approve", "deny"}, 5, "denied", "I'll create hello.txt.", false, false},
+		{"cancel", "../../../e2e/realagents/testdata/slow-model.json", "Take your time.", []string{"--timeout", "8s"}, 3, "timeout", "", false, false},
+	}
+	if a.fallback {
+		for _, sc := range []scenario{text, write} {
+			sc.name, sc.miss = sc.name+"-fallback", true
+			scenarios = append(scenarios, sc)
+		}
+	}
+	for _, tc := range scenarios {
 		t.Run(tc.name, func(t *testing.T) {
 			repo, env, cmd := a.setup(t, tc.script)
+			source := a.source
+			if tc.miss {
+				env, source = append(env, "TAI_TEST_PTY_PROFILE_MISS=1"), "fallback"
+			}
 			auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 			args := append([]string{"run", "--agent", a.name, "--agent-cmd", cmd, "--driver", "pty", "-C", repo, "-o", "json", "--audit", auditPath}, a.flags...)
 			args = append(args, tc.args...)
@@ -179,8 +161,8 @@ func testReal(t *testing.T, a realAgent) {
 			if tc.message != "" && r.Message != tc.message {
 				t.Errorf("message %q, want %q\nlast screen:\n%s", r.Message, tc.message, finalScreen(t, auditPath))
 			}
-			if src := replySource(t, auditPath); tc.message != "" && (src == "" || a.source != "" && src != a.source) {
-				t.Errorf("turn.end reply_source %q, want %q", src, a.source)
+			if src := replySource(t, auditPath); tc.message != "" && (src == "" || source != "" && src != source) {
+				t.Errorf("turn.end reply_source %q, want %q", src, source)
 			}
 			if _, err := os.Stat(filepath.Join(repo, "hello.txt")); (err == nil) != tc.file {
 				t.Errorf("hello.txt exists = %v, want %v", err == nil, tc.file)
@@ -192,11 +174,14 @@ func testReal(t *testing.T, a realAgent) {
 
 // installer is the script that installs the agent.
 func installer(a realAgent) string {
-	if a.bin == "TAI_CLAUDE_CLI" {
+	bin, old := strings.CutSuffix(a.bin, "_OLD")
+	switch {
+	case bin == "TAI_CLAUDE_CLI" && old:
+		return "install-claude.sh old"
+	case bin == "TAI_CLAUDE_CLI":
 		return "install-claude.sh"
-	}
-	if old, ok := strings.CutSuffix(a.bin, "_OLD"); ok {
-		return "install-agents.sh " + strings.ToLower(strings.TrimPrefix(old, "TAI_AGENT_")) + "-old"
+	case old:
+		return "install-agents.sh " + strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(bin, "TAI_AGENT_")), "_", "-") + "-old"
 	}
 	return "install-agents.sh"
 }

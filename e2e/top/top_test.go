@@ -4,6 +4,7 @@ package top_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
+	"github.com/tai-dev/tai/feed"
 )
 
 var taiBin string
@@ -50,7 +52,8 @@ func (x tmux) wait(pane, want string) string {
 			return s
 		}
 		if time.Now().After(deadline) {
-			x.t.Fatalf("pane %s never showed %q; it shows:\n%s\nthe other pane:\n%s", pane, want, s, x.screen(other(pane)))
+			o, _ := exec.Command("tmux", "-S", x.sock, "capture-pane", "-p", "-t", other(pane)).CombinedOutput() // there may be no other pane
+			x.t.Fatalf("pane %s never showed %q; it shows:\n%s\nthe other pane:\n%s", pane, want, s, o)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -257,4 +260,147 @@ func TestTopAnswersAFleetQuestion(t *testing.T) {
 	if !strings.Contains(string(b), "Answer (from the human):\\nMIT please") {
 		t.Fatalf("the agent's next prompt lacks the answer:\n%s", b)
 	}
+}
+
+// A run elicits a form and then a URL; tai top, in another pane, shows
+// each as ELICIT, peeks at the form's fields, fills them in and accepts,
+// then declines the URL. The agent got the values, and the result and the
+// audit log record a human via the dashboard.
+func TestTopAnswersAnElicitation(t *testing.T) {
+	tmp, _, _ := setup(t)
+	work := filepath.Join(tmp, "work")
+	if err := os.Mkdir(work, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(tmp, "elicit.yaml"), `steps:
+  - elicit_form:
+      message: "Which database should I migrate?"
+      schema:
+        properties:
+          database: {type: string, title: Database, enum: [dev, staging, prod], default: dev}
+          port: {type: integer, title: Port, minimum: 1, maximum: 65535}
+          password: {type: string, title: Password, format: password}
+        required: [database, port]
+  - elicit_url:
+      message: "Log in to the registry"
+      url: "https://auth.example.com/device"
+`)
+	result, auditPath := filepath.Join(tmp, "result.json"), filepath.Join(tmp, "audit.jsonl")
+	x := tmux{t: t, sock: filepath.Join(tmp, "tmux.sock")}
+	x.run("new-session", "-d", "-s", "e2e", "-x", "160", "-y", "40",
+		fmt.Sprintf("cd %s && %s %s run --no-notify --audit %s -o json --agent-cmd '%s agent builtin --script %s' go > %s; echo RUN-EXIT=$?; sleep 3600",
+			work, env(tmp), taiBin, auditPath, taiBin, filepath.Join(tmp, "elicit.yaml"), result))
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", x.sock, "kill-server").Run() })
+	x.run("split-window", "-t", "e2e", "-v", fmt.Sprintf("%s %s top; echo TOP-EXIT=$?; sleep 3600", env(tmp), taiBin))
+	runPane, topPane := "e2e.0", "e2e.1"
+
+	x.wait(runPane, "Database")
+	x.wait(topPane, "ELICIT")
+	x.run("send-keys", "-t", topPane, "Enter")
+	peek := x.wait(topPane, "Form")
+	for _, want := range []string{"Which database should I migrate?", "Database [database] (one of, required, default dev)", "1) dev  2) staging  3) prod",
+		"Port [port] (integer, required, min 1, max 65535)", "Password [password] (string, password, secret)"} {
+		if !strings.Contains(peek, want) {
+			t.Errorf("the peek lacks %q:\n%s", want, peek)
+		}
+	}
+	x.run("send-keys", "-t", topPane, "-l", "2")
+	x.run("send-keys", "-t", topPane, "Tab")
+	x.run("send-keys", "-t", topPane, "-l", "5432")
+	x.run("send-keys", "-t", topPane, "Tab")
+	x.run("send-keys", "-t", topPane, "-l", "s3cret-top")
+	x.wait(topPane, "••••••••••█")
+	x.run("send-keys", "-t", topPane, "Enter")
+	x.wait(runPane, "(answered via dashboard: accept)")
+	// The URL: peeked, declined with one key.
+	x.wait(topPane, "Log in to the registry")
+	x.run("send-keys", "-t", topPane, "Enter")
+	x.wait(topPane, "https://auth.example.com/device")
+	x.run("send-keys", "-t", topPane, "d")
+	x.wait(runPane, "RUN-EXIT=0")
+
+	b, err := os.ReadFile(result)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Message      string `json:"message"`
+		Elicitations []struct {
+			Action    string `json:"action"`
+			DecidedBy string `json:"decided_by"`
+			Via       string `json:"via"`
+		} `json:"elicitations"`
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	var got []string
+	for _, e := range r.Elicitations {
+		got = append(got, e.Action+" by "+e.DecidedBy+" via "+e.Via)
+	}
+	if strings.Join(got, ", ") != "accept by human via dashboard, decline by human via dashboard" {
+		t.Fatalf("elicitations %v", got)
+	}
+	if !strings.Contains(r.Message, `database="staging"`) || !strings.Contains(r.Message, "port=5432") || !strings.Contains(r.Message, "password=<secret, 10 chars>") {
+		t.Fatalf("the agent did not get the values: %q", r.Message)
+	}
+	log, err := os.ReadFile(auditPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(log), "s3cret-top") || strings.Count(string(log), `"via":"dashboard"`) < 2 {
+		t.Fatalf("the audit log leaks the secret or lacks the channel:\n%s", log)
+	}
+	x.run("send-keys", "-t", topPane, "q")
+	x.wait(topPane, "TOP-EXIT=0")
+}
+
+// A fleet's budget is in its feed's /state (the fleet's limits, each
+// task's reservation) and in tai top, usage against the limits.
+func TestTopShowsTheBudget(t *testing.T) {
+	tmp, _, repo := setup(t)
+	write(t, filepath.Join(tmp, "plan.yaml"), `name: budget
+goal: a task under a budget that asks
+policy: {approve: ask, allow: ["read"]}
+concurrency: 1
+budget: {tokens: 100000, turns: 5, cost: 2}
+tasks:
+  - {id: alpha, script: alpha.yaml, prompt: write alpha.txt}
+`)
+	write(t, filepath.Join(tmp, "alpha.yaml"), "steps:\n  - write: {path: alpha.txt, content: \"alpha\\n\"}\n  - text: \"alpha done\"\n")
+	x := tmux{t: t, sock: filepath.Join(tmp, "tmux.sock")}
+	x.run("new-session", "-d", "-s", "e2e", "-x", "160", "-y", "40",
+		fmt.Sprintf("%s %s fleet run --run-id budget -C %s %s; echo FLEET-EXIT=$?; sleep 3600", env(tmp), taiBin, repo, filepath.Join(tmp, "plan.yaml")))
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", x.sock, "kill-server").Run() })
+	x.wait("e2e.0", "[y] allow once")
+
+	eps, err := feed.List(filepath.Join(tmp, "rt", "tai"))
+	if err != nil || len(eps) != 1 {
+		t.Fatalf("feeds %v, %v", eps, err)
+	}
+	c := feed.Dial(eps[0].Path)
+	defer c.Close()
+	st, err := c.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := st.Budget; b == nil || b.Limit != (feed.Limits{Tokens: 100000, Turns: 5, Cost: 2}) || len(b.Over) != 0 {
+		t.Fatalf("the fleet's budget in /state: %+v", st.Budget)
+	}
+	if len(st.Tasks) != 1 || st.Tasks[0].Budget == nil || st.Tasks[0].Budget.Limit != (feed.Limits{Tokens: 100000, Turns: 5, Cost: 2}) {
+		t.Fatalf("the task's budget in /state: %+v", st.Tasks)
+	}
+	top := exec.Command(taiBin, "top", "--once", "--width", "200")
+	top.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(tmp, "state"), "XDG_RUNTIME_DIR="+filepath.Join(tmp, "rt"), "NO_COLOR=1")
+	out, err := top.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tai top --once: %v\n%s", err, out)
+	}
+	for _, want := range []string{"budget of budget: tokens 0/100k (0%) · turns 0/5 · cost 0.00/2.00 (0%)", "0/100k", "0.00/2.00"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("tai top lacks %q:\n%s", want, out)
+		}
+	}
+	x.run("send-keys", "-t", "e2e.0", "y", "Enter")
+	x.wait("e2e.0", "FLEET-EXIT=0")
 }

@@ -334,7 +334,11 @@ func (p *Profile) cutPane(lines []string) []string {
 }
 
 func (p *Profile) chrome(l string) bool {
-	for _, re := range p.Chrome {
+	return matchAny(p.Chrome, l) || matchAny(p.Notices, l)
+}
+
+func matchAny(res []*regexp.Regexp, l string) bool {
+	for _, re := range res {
 		if re.MatchString(l) {
 			return true
 		}

@@ -35,3 +35,16 @@ func TestCapturedReplies(t *testing.T) {
 		})
 	}
 }
+
+// Copilot 1.0.80 prints a line and stays silent for seconds before its
+// first frame: that screen is no verdict of the profile, and quiet alone
+// must not make it ready (a prompt typed then reaches no composer).
+func TestCopilotReadyOnlyOnScreen(t *testing.T) {
+	p, _ := Builtin("copilot")
+	if v := p.Parse([]string{"Package extraction took 6013ms", "", ""}); v.State != Unknown {
+		t.Fatalf("the pre-start screen is %s (%s), want unknown", v.State, v.Why)
+	}
+	if !p.ReadyOnScreen {
+		t.Error("copilot is ready on quiet alone: a quiet pre-start screen would take the prompt")
+	}
+}

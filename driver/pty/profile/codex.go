@@ -61,6 +61,8 @@ func codex() *Profile {
 		Chrome: []*regexp.Regexp{
 			// Tool cells share the agent text's bullet.
 			rx(`^• (Ran|Running|Exited|Explored|Exploring|Edited|Editing|Added|Deleted|Called|Calling|Searched|Searching|Waiting for|Working|Updated Plan|Proposed Change|Change Approved|Viewed Image)\b`),
+			// 0.160 heads a command that a denial stopped "• Failed (exit 1) cmd".
+			rx(`^• Failed \(exit \d+\) `),
 			rx(`^\s*└`), rx(`^\s*Worked for \S+ •`), rx(`context left`), rx(`^\s*⏎`), rx(`\? for shortcuts`),
 		},
 	}

@@ -28,13 +28,18 @@ func copilot() *Profile {
 		// It prints notices ("● MCP Servers reloaded") a few seconds into
 		// its start, after the first idle composer: a prompt sent before
 		// would count them as its reply.
-		ReadyQuiet:  true,
-		EscOption:   true,
-		ReplyPrefix: []string{"● "},
-		EchoPrefix:  "❯ ",
+		ReadyQuiet: true,
+		// 1.0.80 prints "Package extraction took 6013ms" and is silent
+		// for seconds before its first frame: quiet is not ready.
+		ReadyOnScreen: true,
+		EscOption:     true,
+		ReplyPrefix:   []string{"● "},
+		EchoPrefix:    "❯ ",
 		// Rows with the reply's "●" that are not text: a finished edit
-		// ends in its diff stats ("● Create hello.txt +1"), and notices.
-		Chrome: []*regexp.Regexp{rx(`^\s*●\s+\S.*\s\+\d+(?:\s+-\d+)?\s*$`), rx(`^\s*●\s+(?:MCP Servers|Tip:|No copilot-instructions|Operation cancelled by user)`),
+		// ends in its diff stats ("● Create hello.txt +1"; 1.0.80 adds its
+		// duration far right, "+1      11s"), and notices.
+		Chrome: []*regexp.Regexp{rx(`^\s*●\s+\S.*\s\+\d+(?:\s+-\d+)?(?:\s{2,}(?:\d+m\s*)?[\d.]+s)?\s*$`), rx(`^\s*●\s+Operation cancelled by user`),
 			rx(`^\s*[○└│╭╰]`)},
+		Notices: []*regexp.Regexp{rx(`^\s*●\s+(?:MCP Servers|Tip:|No copilot-instructions)`)},
 	}
 }

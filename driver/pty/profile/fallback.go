@@ -16,6 +16,9 @@ type Turn struct {
 	Scrolled []string // the transcript rows that scrolled off the top after the CR
 	End      []string // the idle screen the turn ended on
 	Prompt   string
+	// Notices: rows the agent prints by itself (Profile.Notices), dropped
+	// wherever they land.
+	Notices []*regexp.Regexp
 }
 
 // Implausible says whether a reply the profile extracted is no reply: empty,
@@ -120,7 +123,7 @@ func FallbackReply(t Turn) string {
 			drop()
 			continue
 		case strings.ContainsRune(fbBox, firstRune(k)), fbRule.MatchString(k), fbSpinner.MatchString(k),
-			fbChrome.MatchString(k), isEcho(k, echo):
+			fbChrome.MatchString(k), isEcho(k, echo), matchAny(t.Notices, l):
 			drop()
 			continue
 		}

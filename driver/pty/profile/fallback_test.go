@@ -93,6 +93,40 @@ func TestFallbackReply(t *testing.T) {
 	}
 }
 
+// A notice the agent prints by itself, drawn late under the echoed
+// prompt (Copilot 1.0.102 on a loaded machine), is the profile's Notices:
+// the fallback drops it too.
+func TestFallbackDropsNotices(t *testing.T) {
+	p, _ := Builtin("copilot")
+	idle := rows(`
+ ● No copilot-instructions.md found. Run /init to generate.
+
+ /repo [⎇ main]
+──────────────────────────────
+❯
+──────────────────────────────
+ ← open sidebar · Interactive · Manual Approval`)
+	submit := append(append([]string(nil), idle[:4]...), "❯ Say hello.", idle[5], idle[6])
+	end := rows(`
+ ● No copilot-instructions.md found. Run /init to generate.
+
+ ❯ Say hello.                                   12:00
+
+ ● MCP Servers reloaded: 0 servers connected
+
+ ● Hello from the scripted model.
+
+ /repo [⎇ main]
+──────────────────────────────
+❯
+──────────────────────────────
+ ← open sidebar · Interactive · Manual Approval`)
+	got := FallbackReply(Turn{Idle: idle, Submit: submit, End: end, Prompt: "Say hello.", Notices: p.Notices})
+	if want := "Hello from the scripted model."; got != want {
+		t.Errorf("FallbackReply = %q, want %q", got, want)
+	}
+}
+
 func TestImplausible(t *testing.T) {
 	for _, tc := range []struct {
 		reply, prompt string

@@ -119,6 +119,11 @@ type Profile struct {
 	ReplyPrefix []string         // prefixes of the agent's text rows ("✦ ")
 	EchoPrefix  string           // prefix of the echoed prompt row ("> ")
 	Chrome      []*regexp.Regexp // rows that are never part of a reply
+	// Notices are rows the agent prints by itself, whatever the turn
+	// (Copilot's "● MCP Servers reloaded", drawn a few seconds into its
+	// start: after the echoed prompt on a loaded machine). They are chrome,
+	// and the fallback drops them too: they name no layout.
+	Notices []*regexp.Regexp
 	// ComposerUnderRule: the composer row sits right under a horizontal
 	// rule; an echoed "> prompt" in the transcript does not.
 	ComposerUnderRule bool

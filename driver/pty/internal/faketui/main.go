@@ -8,6 +8,9 @@
 //	         permissive mode), then says "Ran it (exit N)."
 //	"slow"   works until Esc ("Request cancelled.")
 //	"crtwice" ignores the first CR (the driver must retry)
+//	"lostkey" with "write": the picker is drawn once, no spinner, and the
+//	         first keys it gets are dropped unread (the driver must press
+//	         them again)
 //	"long"   replies with 150 numbered rows, 7 per frame: more than a screen
 //	else     "Hello from the fake TUI."
 //
@@ -39,6 +42,9 @@ type ui struct {
 	picker     []string
 	sel        int
 	eatCR      bool
+	// still: the picker is not redrawn while it waits; eatKey: it drops
+	// the next keys.
+	still, eatKey bool
 }
 
 var spin = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
@@ -141,6 +147,10 @@ func main() {
 			if !ok {
 				return
 			}
+			if u.picker != nil && u.eatKey {
+				u.eatKey = false
+				continue
+			}
 			s := string(k)
 			for len(s) > 0 {
 				switch {
@@ -195,11 +205,14 @@ func main() {
 			if job != nil {
 				u.frame++
 				steps++
+				shown := u.picker != nil
 				job(u, fmt.Sprintf("tick%d", steps))
 				if u.working == "" && u.picker == nil {
 					job = nil
 				}
-				u.draw()
+				if !u.still || !shown || u.picker == nil {
+					u.draw()
+				}
 			}
 		}
 	}
@@ -255,6 +268,8 @@ func start(u *ui) func(*ui, string) {
 				u.working = ""
 				u.transcript = append(u.transcript, reply+"I'll create hello.txt.", "  ? WriteFile Writing to hello.txt ←", "   Apply this change?")
 				u.picker, u.sel = []string{"Yes, allow once", "Yes, allow always", "No, suggest changes (esc)"}, 0
+				u.still = strings.Contains(prompt, "lostkey")
+				u.eatKey = u.still
 			case u.picker != nil && key == "up" && u.sel > 0:
 				u.sel--
 			case u.picker != nil && key == "down" && u.sel < len(u.picker)-1:

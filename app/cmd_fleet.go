@@ -1,0 +1,224 @@
+package app
+
+import (
+	"context"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// FleetFunc is what `tai fleet run PLAN` and `tai fleet resume RUN` do
+// once their flags are parsed; arg is the plan or the run. Nil runs the
+// command; a test gives its own.
+type FleetFunc func(ctx context.Context, f FleetFlags, arg string, std IO) error
+
+// NewCmdFleet is `tai fleet` and its subcommands.
+func NewCmdFleet(std IO, g *Globals) *cobra.Command {
+	parent := &cobra.Command{Use: "fleet", Short: "Run a plan of agent tasks in git worktrees, under one budget"}
+	parent.AddCommand(NewCmdFleetRun(std, g, nil), NewCmdFleetResume(std, g, nil), newCmdFleetStatus(std), newCmdFleetPlan(std),
+		newCmdFleetList(std), newCmdFleetLogs(std))
+	return parent
+}
+
+// NewCmdFleetRun is `tai fleet run PLAN`.
+func NewCmdFleetRun(std IO, g *Globals, runF FleetFunc) *cobra.Command {
+	if runF == nil {
+		runF = FleetRun
+	}
+	var f FleetFlags
+	c := &cobra.Command{
+		Use:   "run [flags] PLAN.yaml",
+		Short: "Run a plan's tasks, each in its own worktree, and merge the results back",
+		Long: "Run a plan's tasks as a DAG, each with its agent in its own git worktree (branch tai/RUN/TASK),\n" +
+			"at most --concurrency at a time, under the plan's budget. Finished branches are rebased and\n" +
+			"fast-forwarded into the plan's target branch one at a time, never through your checkout.\n" +
+			"Exit 0 if every task merged; 1 a task failed; 6 a budget ran out; 7 a merge conflict; 130 interrupted.",
+		Example: "  tai fleet run plan.yaml\n  tai fleet run -j 8 --output json --junit fleet.xml plan.yaml",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.Verbose = g.Verbose
+			return runF(cmd.Context(), f, args[0], std)
+		},
+	}
+	c.ValidArgsFunction = planFiles
+	f.addFlags(c)
+	c.Flags().StringVar(&f.RunID, "run-id", "", "name the run (default: fleet-DATE-TIME-RANDOM)")
+	c.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the plan file's directory)")
+	return c
+}
+
+// NewCmdFleetResume is `tai fleet resume RUN`.
+func NewCmdFleetResume(std IO, g *Globals, runF FleetFunc) *cobra.Command {
+	if runF == nil {
+		runF = FleetResume
+	}
+	var f FleetFlags
+	c := &cobra.Command{
+		Use:   "resume [flags] RUN",
+		Short: "Continue an interrupted fleet run without redoing finished tasks",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.Verbose = g.Verbose
+			return runF(cmd.Context(), f, args[0], std)
+		},
+	}
+	c.ValidArgsFunction = completeFleetRuns
+	f.addFlags(c)
+	return c
+}
+
+// addFlags defines the flags tai fleet run and tai fleet resume share.
+func (f *FleetFlags) addFlags(c *cobra.Command) {
+	fl := c.Flags()
+	fl.IntVarP(&f.Concurrency, "concurrency", "j", 0, "tasks at a time (default: the plan's, else 4)")
+	fl.BoolVar(&f.FailFast, "fail-fast", false, "stop every task once one fails (default: the plan's)")
+	fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout) | stream-json (every task's frames, fleet frames, a fleet result frame)")
+	fl.StringVar(&f.JUnit, "junit", "", "write a JUnit XML report here")
+	addCancelGrace(fl, &f.CancelGrace)
+	f.NATS.addFlags(fl, "a NATS server with JetStream (nats://host:4222): tai worker processes there run the tasks")
+	fl.StringVar(&f.Remote, "remote", "", "with --nats: the git remote workers clone and push to (default: this repository by path)")
+	fl.DurationVar(&f.Lease, "lease", 0, "with --nats: how long a worker's claim lasts without a heartbeat (default 30s)")
+	addTaskSandbox(fl, &f.Sandbox)
+	f.Feed.addFlags(fl)
+}
+
+// addTaskSandbox is --sandbox for commands that run tasks: fleets, workers.
+func addTaskSandbox(fl *pflag.FlagSet, s *string) {
+	fl.StringVar(s, "sandbox", "auto", "confine each task's agent with Landlock: auto (where the kernel has it) | on (fail without it) | off")
+}
+
+func newCmdFleetStatus(std IO) *cobra.Command {
+	var o outputFlag
+	c := &cobra.Command{
+		Use:   "status [RUN]",
+		Short: "Show where a fleet run stands (default: the latest run)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return FleetStatus(firstArg(args), o.asJSON(), std)
+		},
+	}
+	o.add(c)
+	c.ValidArgsFunction = completeFleetRuns
+	return c
+}
+
+func newCmdFleetPlan(std IO) *cobra.Command {
+	var f FleetPlanFlags
+	c := &cobra.Command{
+		Use:   "plan [flags] GOAL...",
+		Short: "Ask an agent for a plan, validate it and save it for review",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return FleetPlan(cmd.Context(), f, strings.Join(args, " "), std)
+		},
+	}
+	fl := c.Flags()
+	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
+	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "launch this command instead of a preset")
+	fl.StringVarP(&f.Out, "out", "O", "plan.yaml", "save the plan here")
+	_ = c.RegisterFlagCompletionFunc("out", planFlagFiles)
+	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace the agent may read (default: the current directory)")
+	fl.StringVar(&f.Approve, "approve", "reads", "permission mode for the planning agent")
+	fl.DurationVar(&f.Timeout, "timeout", 0, "cancel the planning run after this long")
+	return c
+}
+
+func newCmdFleetList(std IO) *cobra.Command {
+	var o outputFlag
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List the fleet runs, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return FleetList(o.asJSON(), std)
+		},
+	}
+	o.add(c)
+	return c
+}
+
+func newCmdFleetLogs(std IO) *cobra.Command {
+	var f FleetLogsFlags
+	var o outputFlag
+	c := &cobra.Command{
+		Use:   "logs [RUN [TASK]]",
+		Short: "Show a fleet run's events (one task's with TASK); -f follows a live run until it ends",
+		Args:  cobra.MaximumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.JSON = o.asJSON()
+			task := ""
+			if len(args) == 2 {
+				task = args[1]
+			}
+			return FleetLogs(cmd.Context(), f, firstArg(args), task, std)
+		},
+	}
+	c.Flags().BoolVarP(&f.Follow, "follow", "f", false, "follow a live run's feed until the run ends")
+	o.add(c)
+	c.ValidArgsFunction = completeFleetRuns
+	return c
+}
+
+// addFlags defines how to reach NATS: --nats (its usage says what for),
+// and the credentials' files.
+func (n *NATSFlags) addFlags(fl *pflag.FlagSet, usage string) {
+	fl.StringVar(&n.URL, "nats", "", usage)
+	fl.StringVar(&n.Creds, "nats-creds", "", "NATS credentials file (or TAI_NATS_CREDS)")
+	fl.StringVar(&n.TokenFile, "nats-token-file", "", "a file holding the NATS token (or TAI_NATS_TOKEN)")
+}
+
+// HubFunc is what `tai hub` does; nil runs it.
+type HubFunc func(ctx context.Context, f HubFlags, std IO) error
+
+// NewCmdHub is `tai hub`.
+func NewCmdHub(std IO, g *Globals, runF HubFunc) *cobra.Command {
+	if runF == nil {
+		runF = Hub
+	}
+	var f HubFlags
+	c := &cobra.Command{
+		Use:   "hub [flags]",
+		Short: "Run an embedded NATS server with JetStream for fleets across hosts",
+		Long: "Run an embedded NATS server with JetStream that tai workers and fleet runs (--nats URL) share.\n" +
+			"Its URL is the first line on stdout. Restarted on the same --store it keeps every task, lease and result.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.Verbose = g.Verbose
+			return runF(cmd.Context(), f, std)
+		},
+	}
+	c.Flags().StringVar(&f.Listen, "listen", "127.0.0.1:4222", "address to listen on (port 0: a free one)")
+	c.Flags().StringVar(&f.Store, "store", "", "JetStream store directory (default: the state directory's hub/)")
+	c.Flags().StringVar(&f.TokenFile, "token-file", "", "clients must present the token in this file (or TAI_NATS_TOKEN)")
+	return c
+}
+
+// WorkerFunc is what `tai worker` does; nil runs it.
+type WorkerFunc func(ctx context.Context, f WorkerFlags, std IO) error
+
+// NewCmdWorker is `tai worker`.
+func NewCmdWorker(std IO, g *Globals, runF WorkerFunc) *cobra.Command {
+	if runF == nil {
+		runF = Worker
+	}
+	var f WorkerFlags
+	c := &cobra.Command{
+		Use:   "worker --nats URL [flags]",
+		Short: "Run fleet tasks offered over NATS, each in a worktree of a clone kept per repository",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.Verbose = g.Verbose
+			return runF(cmd.Context(), f, std)
+		},
+	}
+	fl := c.Flags()
+	f.NATS.addFlags(fl, "the NATS server with JetStream (nats://host:4222) to take tasks from")
+	fl.StringVar(&f.Name, "name", "", "the worker's name, unique among workers (default HOST-PID)")
+	fl.IntVar(&f.Slots, "slots", 1, "tasks at once")
+	fl.StringSliceVar(&f.Agents, "agents", []string{"builtin"}, "agents this worker runs (installed here)")
+	fl.StringVar(&f.Dir, "dir", "", "clones, worktrees and audit logs (default: the state directory's worker/NAME)")
+	addTaskSandbox(fl, &f.Sandbox)
+	fl.DurationVar(&f.Lease, "lease", 0, "ack wait of a task consumer this worker creates (default 30s; a run's coordinator sets its own)")
+	return c
+}

@@ -1,0 +1,171 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tai-dev/tai/exitcode"
+)
+
+// Globals are the flags every command takes: the root's persistent ones.
+type Globals struct {
+	Verbose bool
+}
+
+// RunFunc is what `tai run`, `tai chat` and `tai acp` do once their flags
+// are parsed into RunFlags. A constructor given nil runs the command; a
+// test gives its own to see the options without a process.
+type RunFunc func(ctx context.Context, f RunFlags, args []string, std IO) error
+
+// NewCmdRun is `tai run`.
+func NewCmdRun(std IO, g *Globals, runF RunFunc) *cobra.Command {
+	if runF == nil {
+		runF = Run
+	}
+	var f RunFlags
+	c := &cobra.Command{
+		Use:   "run [flags] PROMPT...",
+		Short: "Run one prompt turn against an agent and stream it",
+		Long: "Run one prompt turn against an agent. Without --agent, tai's built-in agent runs a scripted demo\n" +
+			"of every feature, needing no model or API key. Use - as the prompt to read it from stdin.",
+		Example: "  tai run \"show me what you can do\"\n" +
+			"  tai run --agent qwen --approve all \"add a README\"\n" +
+			"  tai run --agent-cmd 'npx -y @agentclientprotocol/claude-agent-acp' --output json \"fix the tests\"",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.fromCommand(cmd, g, std); err != nil {
+				return err
+			}
+			return runF(cmd.Context(), f, args, std)
+		},
+	}
+	addRunFlags(c, &f)
+	return c
+}
+
+// NewCmdChat is `tai chat`: tai run's flags, one turn per line.
+func NewCmdChat(std IO, g *Globals, runF RunFunc) *cobra.Command {
+	if runF == nil {
+		runF = Chat
+	}
+	c := NewCmdRun(std, g, runF)
+	c.Use, c.Short = "chat [flags] [FIRST PROMPT...]", "An interactive session: one turn per line, with history and Tab completion"
+	c.Long = "An interactive, multi-turn session with an agent (also `tai run` with no prompt on a terminal). On a\n" +
+		"terminal: a line editor with history (Up/Down), Tab completion of the agent's slash commands (with\n" +
+		"their input hints) and of /mode and /model; Ctrl-C cancels the running turn, not the session; Ctrl-D\n" +
+		"or /quit ends it. From a pipe: one prompt per line. Every turn is in one audit log and session record."
+	c.Example = "  tai chat\n  tai chat --agent qwen --approve ask\n  printf 'first\\nsecond\\n' | tai chat --agent codex"
+	return c
+}
+
+// NewCmdACP is `tai acp`: tai run's flags, tai an ACP agent in front of
+// the agent they name.
+func NewCmdACP(std IO, g *Globals, runF RunFunc) *cobra.Command {
+	if runF == nil {
+		runF = func(ctx context.Context, f RunFlags, _ []string, std IO) error { return ACP(ctx, f, std) }
+	}
+	c := NewCmdRun(std, g, runF)
+	c.Use, c.Short = "acp [run flags]", "Be an ACP agent on stdin/stdout in front of any agent, with tai's policy in between"
+	c.Long = "Serve the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim, acpx) and other\n" +
+		"ACP clients: each session the editor opens runs the agent the run flags name, with any driver.\n" +
+		"What tai's policy leaves open is asked in the editor; the audit log and the session store see\n" +
+		"these sessions like any other."
+	c.Example = "  tai acp --agent qwen --driver pty\n" +
+		"  tai acp --agent claude --driver stream-json\n" +
+		"  tai acp --agent-cmd 'opencode acp' --approve ask"
+	c.Args = cobra.NoArgs
+	return c
+}
+
+// fromCommand fills what the flags alone do not say: which were given (the
+// config fills the others), -v, and the working directory from IO.
+func (f *RunFlags) fromCommand(cmd *cobra.Command, g *Globals, std IO) error {
+	f.AgentCmdSet = cmd.Flags().Changed("agent-cmd")
+	f.Changed = cmd.Flags().Changed
+	f.Verbose = g.Verbose
+	cwd, err := workdir(f.Cwd, std)
+	f.Cwd = cwd
+	return err
+}
+
+// workdir is dir, or the working directory when dir is "".
+func workdir(dir string, std IO) (string, error) {
+	if dir != "" {
+		return dir, nil
+	}
+	wd, err := std.Wd()
+	if err != nil {
+		return "", exitcode.Usagef("working directory: %v", err)
+	}
+	return wd, nil
+}
+
+// addRunFlags defines the run flags on c: tai run's, which tai chat and
+// tai acp take too.
+func addRunFlags(c *cobra.Command, f *RunFlags) {
+	fl := c.Flags()
+	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
+	fl.StringVar(&f.AgentCmd, "agent-cmd", "", "launch this command instead of a preset (split like a shell, not run by one), or an A2A agent's URL")
+	fl.StringVar(&f.Driver, "driver", "", "driver: acp | stream-json | pty | a2a (default: the preset's; a2a for an http(s) URL)")
+	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
+	fl.StringVar(&f.Approve, "approve", "", "permission mode: all | reads | ask | deny | yolo (default: the policy file's, else reads)")
+	fl.StringVar(&f.NonInteractive, "non-interactive", "", "what ask becomes with no terminal: deny | fail (default: the policy file's, else deny)")
+	fl.StringVar(&f.Policy, "policy", "", "policy file, TOML (default: $XDG_CONFIG_HOME/tai/policy.toml if it exists)")
+	fl.StringArrayVar(&f.Allow, "allow", nil, "allow rule KIND[,KIND][:PATTERN] or tool=NAME, e.g. 'execute:go test *' (repeatable)")
+	fl.StringArrayVar(&f.Ask, "ask", nil, "ask rule, same syntax, e.g. 'execute:git push*' (repeatable)")
+	fl.StringArrayVar(&f.Deny, "deny", nil, "deny rule, same syntax, e.g. 'edit:**/.env' (repeatable)")
+	fl.StringVar(&f.Remember, "remember", "", "how far an 'always' answer reaches: session | run | workspace")
+	fl.BoolVar(&f.AllowDenials, "allow-denials", false, "exit 0 even if a permission was denied")
+	fl.StringVar(&f.Mode, "mode", "", "start the session in this mode")
+	fl.StringVar(&f.Model, "model", "", "select this model (the agent's config option of category model)")
+	fl.StringArrayVar(&f.Set, "set", nil, "set a config option, id=value (repeatable)")
+	fl.StringVar(&f.Resume, "resume", "", "resume (or load) this session id instead of starting a new one")
+	fl.StringVar(&f.Fork, "fork", "", "start a new session from a copy of this one (ACP session/fork)")
+	fl.StringVar(&f.PTYSize, "pty-size", "", "the pty driver's screen, COLSxROWS (default 200x100: tall, so replies stay on screen)")
+	fl.StringVar(&f.InputFormat, "input-format", "text", "text (the prompt is the arguments) | stream-json (user messages and control requests on stdin; needs -o stream-json)")
+	fl.BoolVarP(&f.Continue, "continue", "c", false, "resume the last resumable session of this agent and driver in this workspace")
+	fl.StringArrayVar(&f.AddDir, "add-dir", nil, "another workspace root besides --cwd: the agent is told (additionalDirectories) and tai serves it (repeatable)")
+	fl.StringVar(&f.Auth, "auth", "", "authenticate with this method if the agent needs it")
+	fl.StringArrayVar(&f.MCP, "mcp", nil, "MCP server for the agent: JSON object or array, or @file (repeatable)")
+	fl.StringArrayVarP(&f.Files, "file", "f", nil, "attach a file to the prompt (repeatable)")
+	fl.BoolVar(&f.EmbedFiles, "embed", false, "embed --file contents in the prompt instead of linking them")
+	fl.DurationVar(&f.Timeout, "timeout", 0, "cancel the run after this long (exit 3)")
+	addCancelGrace(fl, &f.CancelGrace)
+	fl.StringVarP(&f.Output, "output", "o", "text", "output: text | json | stream-json")
+	fl.StringVar(&f.Trace, "trace", "", "write the raw wire transcript (secrets redacted) to this file")
+	fl.Int64Var(&f.MaxLineBytes, "max-line-bytes", 256<<20, "largest protocol line accepted; longer ones are skipped")
+	fl.Int64Var(&f.MaxMessageBytes, "max-message-bytes", 256<<20, "largest message text kept, over all its chunks; the rest is skipped and reported")
+	fl.StringArrayVarP(&f.Env, "env", "e", nil, "extra environment for the agent, KEY=VALUE (repeatable)")
+	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
+	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
+	fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine the agent with Landlock: auto (where the kernel can) | on (fail where it cannot) | off")
+	fl.StringSliceVar(&f.NetAllow, "net-allow", nil, "turn the sandbox's network rule on: TCP only to these HOST:PORT (the port is what Landlock checks) and the model endpoint (repeatable, comma lists)")
+	f.Feed.addFlags(fl)
+	fl.StringArrayVar(&f.Redact, "redact", nil, "also redact matches of this regexp in the audit log and trace; a (?P<secret>...) group limits it (repeatable)")
+	_ = c.RegisterFlagCompletionFunc("agent", agentNames)
+	_ = c.RegisterFlagCompletionFunc("driver", cobra.FixedCompletions(DriverNames(), cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("resume", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		ws, _ := cmd.Flags().GetString("cwd")
+		return SessionIDs(cmd.Context(), ws), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = c.RegisterFlagCompletionFunc("policy", tomlFiles)
+	_ = c.RegisterFlagCompletionFunc("approve", cobra.FixedCompletions([]string{"all", "reads", "ask", "deny", "yolo"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("sandbox", sandboxModes)
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{OutputText, OutputJSON, OutputStreamJSON}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// addCancelGrace is --cancel-grace, which tai run and tai fleet share.
+func addCancelGrace(fl *pflag.FlagSet, d *time.Duration) {
+	fl.DurationVar(d, "cancel-grace", 0, "how long a cancelled agent gets before it is killed (default 3s)")
+}
+
+// addFlags defines the live feed's flags, which tai run and tai fleet
+// share.
+func (f *FeedFlags) addFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&f.Listen, "listen", "", "also serve the live feed on TCP at this address (e.g. 127.0.0.1:7777), behind a bearer token printed on stderr")
+	fl.BoolVar(&f.NoFeed, "no-feed", false, "no live feed: tai top cannot watch or answer this run")
+	fl.StringVar(&f.NotifyURL, "notify-url", "", "POST a JSON notice here when something starts waiting for you (coalesced)")
+	fl.BoolVar(&f.NoNotify, "no-notify", false, "no bell, OSC 9 or notify-send when something starts waiting for you")
+}

@@ -1,0 +1,152 @@
+package feed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
+	"github.com/tai-dev/tai/policy"
+)
+
+// Elicitation is an agent's request for input (a form to fill or a URL to
+// visit) waiting for a human, as /state and the elicit frames show it.
+type Elicitation struct {
+	ID      string                    `json:"id"` // the feed's id: POST /elicitations/ID
+	Task    string                    `json:"task,omitempty"`
+	Session string                    `json:"session,omitempty"`
+	Since   time.Time                 `json:"since"`
+	Request driver.ElicitationRequest `json:"request"`
+}
+
+// ElicitationBody is POST /elicitations/ID's body.
+type ElicitationBody struct {
+	Action string `json:"action"` // accept | decline | cancel
+	// Content is an accepted form's values by field name, checked against
+	// the request's fields (defaults filled in).
+	Content map[string]any `json:"content,omitempty"`
+	Via     string         `json:"via,omitempty"` // dashboard (tai top) or feed (default)
+}
+
+// ElicitFrame is the elicit.opened frame: an elicitation waits.
+type ElicitFrame struct {
+	Type        string      `json:"type"` // elicit.opened
+	Run         string      `json:"run"`
+	Ts          time.Time   `json:"ts"`
+	Elicitation Elicitation `json:"elicitation"`
+}
+
+// ElicitClosed is the elicit.closed frame: answered (action, via) or
+// withdrawn (reason). The form's values are not in it: the session's
+// elicitation.answered frame has them, secret fields redacted.
+type ElicitClosed struct {
+	Type   string    `json:"type"` // elicit.closed
+	Run    string    `json:"run"`
+	Ts     time.Time `json:"ts"`
+	ID     string    `json:"id"`
+	Task   string    `json:"task,omitempty"`
+	Action string    `json:"action,omitempty"`
+	Via    string    `json:"via,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+}
+
+// Elicitation frame types.
+const (
+	FrameElicitOpened = "elicit.opened"
+	FrameElicitClosed = "elicit.closed"
+)
+
+type elicitReply struct {
+	Action  driver.ElicitAction
+	Content map[string]any
+}
+
+// Elicitor is the feed as one channel of an elicitation's race (see
+// elicit.Race): the request waits in /state (and an elicit.opened frame)
+// until a client answers it with POST /elicitations/ID, or another
+// channel answers first. Its answers are a human's, with the client's via.
+func (s *Server) Elicitor() elicit.Channel {
+	return elicit.Channel{Via: policy.ViaFeed, A: elicitor{s}}
+}
+
+type elicitor struct{ s *Server }
+
+func (e elicitor) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	s := e.s
+	task := strings.TrimPrefix(policy.AskerOf(ctx), "task ")
+	ent := s.elicits.open(func(id string, since time.Time) Elicitation {
+		return Elicitation{ID: id, Task: task, Session: req.Session, Since: since, Request: req}
+	}, func(el Elicitation) any {
+		return ElicitFrame{Type: FrameElicitOpened, Run: s.o.Run, Ts: el.Since, Elicitation: el}
+	})
+	if s.o.OnElicit != nil {
+		s.o.OnElicit(ent.item)
+	}
+	r, via, err := s.elicits.wait(ctx, ent, func(cause error) (*elicitReply, string) {
+		var elsewhere *elicit.AnsweredElsewhere
+		if errors.As(cause, &elsewhere) {
+			return &elicitReply{Action: elsewhere.Action}, elsewhere.Via
+		}
+		return nil, ""
+	})
+	if err != nil {
+		return driver.ElicitationAnswer{}, err
+	}
+	return driver.ElicitationAnswer{Action: r.Action, Content: r.Content, DecidedBy: elicit.ByHuman, Via: via,
+		Reason: "answered via " + via}, nil
+}
+
+func (s *Server) elicitClosed(el Elicitation, r *elicitReply, via, reason string) any {
+	c := ElicitClosed{Type: FrameElicitClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: el.ID, Task: el.Task, Via: via, Reason: reason}
+	if r != nil {
+		c.Action = string(r.Action)
+	}
+	return c
+}
+
+// answerElicitation is POST /elicitations/ID. An accepted form is checked
+// against the request's fields here, so a client hears what is wrong and
+// the elicitation stays pending.
+func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body ElicitationBody
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil {
+		httpError(w, http.StatusBadRequest, `the body must be JSON: {"action":"accept|decline|cancel","content":{...}}: `+err.Error())
+		return
+	}
+	action := driver.ElicitAction(strings.ToLower(strings.TrimSpace(body.Action)))
+	switch action {
+	case driver.ElicitAccept, driver.ElicitDecline, driver.ElicitCancel:
+	default:
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("action %q: want accept, decline or cancel", body.Action))
+		return
+	}
+	via, ok := clientVia(body.Via)
+	if !ok {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("via %q: want dashboard or feed", body.Via))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el, ok := s.elicits.get(id)
+	if ok && action == driver.ElicitAccept && el.Request.Mode == driver.ElicitForm {
+		content, err := elicit.Validate(el.Request, body.Content)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, "the form is not valid: "+err.Error())
+			return
+		}
+		body.Content = content
+	} else {
+		body.Content = nil // only an accepted form has values
+	}
+	if _, ok := s.elicits.answer(w, id, elicitReply{Action: action, Content: body.Content}, via); !ok {
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "action": string(action), "via": via})
+}
