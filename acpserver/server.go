@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/jsonrpc"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/protocol/acp"
@@ -52,6 +53,9 @@ type Hooks struct {
 	Files driver.Files
 	// Passthrough takes the agent's extension messages to the editor.
 	Passthrough driver.Passthrough
+	// Elicitor is the editor, asked the agent's elicitations in the modes
+	// it advertised (elicitation/create); nil when it advertised none.
+	Elicitor elicit.Answerer
 }
 
 // Control is the live session of a run (runner.Live).

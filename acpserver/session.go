@@ -57,6 +57,7 @@ func (ss *session) hooks() Hooks {
 	if fs := ss.srv.clientFS(); fs.ReadTextFile && fs.WriteTextFile {
 		h.Files = editorFiles{ss}
 	}
+	h.Elicitor = ss.elicitor()
 	return h
 }
 

@@ -63,7 +63,7 @@ func ACP(ctx context.Context, f RunFlags, std IO) error {
 // acpSession runs one editor session until the editor closes it.
 func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserver.Hooks, std IO, logger *slog.Logger) error {
 	f.Cwd, f.Resume, f.Continue = spec.Cwd, spec.ResumeID, false
-	f.prompter = h.Prompter
+	f.prompter, f.editorForms = h.Prompter, h.Elicitor
 	// The editor shows what happened; denials are answers, not failures.
 	f.Output, f.AllowDenials = OutputJSON, true
 	// stdin and stdout are the editor's: the run has neither.

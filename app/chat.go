@@ -47,21 +47,46 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 		return exitcode.Usagef("the pty driver has the agent's own terminal UI: use tai run --driver pty with no prompt to attach to it")
 	}
 	state := chat.NewState()
-	turns := make(chan []driver.Content)
+	c := &chatSession{
+		std: std, state: state,
+		turns: make(chan []driver.Content), controls: make(chan runner.Control), done: make(chan struct{}),
+	}
 	interrupts := make(chan struct{}, 1)
-	controls := make(chan runner.Control)
 	opts.Sinks = append(opts.Sinks, state)
-	opts.Turns, opts.Interrupts, opts.Controls = turns, interrupts, controls
+	opts.Turns, opts.Interrupts, opts.Controls = c.turns, interrupts, c.controls
 	first := opts.Prompt
 	opts.Prompt = nil
 
-	// Ctrl-C is the turn's, not the run's: the run ends with the input or
-	// SIGTERM.
+	runCtx, stop := chatSignals(ctx, interrupts)
+	defer stop()
+	var res runner.Result
+	go func() {
+		defer close(c.done)
+		res, _ = runner.Run(runCtx, opts)
+	}()
+
+	in := chatInput(std, state.Complete)
+	c.loop(in, first)
+	in.close()
+	close(c.turns)
+	<-c.done
+	recordSession(context.WithoutCancel(ctx), opts, res, logger)
+	if f.Output == OutputJSON {
+		enc := json.NewEncoder(std.Out)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(res)
+		return exit(res.ExitCode)
+	}
+	return runEnd(res, res.ExitCode != 0)
+}
+
+// chatSignals makes Ctrl-C the turn's, not the run's: SIGINT interrupts
+// the turn, and the run ends with the input or SIGTERM.
+func chatSignals(ctx context.Context, interrupts chan<- struct{}) (context.Context, func()) {
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancel(nil)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	go func() {
 		for s := range sigs {
 			if s == syscall.SIGTERM {
@@ -74,31 +99,23 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 			}
 		}
 	}()
+	return runCtx, func() { signal.Stop(sigs); cancel(nil) }
+}
 
-	var res runner.Result
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		res, _ = runner.Run(runCtx, opts)
-	}()
+// chatSession feeds one running session from the user's lines: prompts as
+// turns, /mode and /model as controls.
+type chatSession struct {
+	std      IO
+	state    *chat.State
+	turns    chan []driver.Content
+	controls chan runner.Control
+	done     chan struct{} // closed when the run has ended
+}
 
-	in := chatInput(std, state.Complete)
-	// turn sends one prompt and waits for its end, or the run's.
-	turn := func(p []driver.Content) bool {
-		select {
-		case turns <- p:
-		case <-done:
-			return false
-		}
-		select {
-		case <-state.Turns:
-			return true
-		case <-done:
-			return false
-		}
-	}
-	if len(first) > 0 && !turn(first) {
-		goto end
+// loop reads lines until the input ends, /quit, or the run ends.
+func (c *chatSession) loop(in lineReader, first []driver.Content) {
+	if len(first) > 0 && !c.turn(first) {
+		return
 	}
 	for {
 		line, err := in.read()
@@ -106,7 +123,7 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 			continue
 		}
 		if err != nil {
-			break
+			return
 		}
 		line = strings.TrimSpace(line)
 		if line == "" {
@@ -114,47 +131,56 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 		}
 		cmd, arg, _ := strings.Cut(line, " ")
 		arg = strings.TrimSpace(arg)
+		var ok bool
 		switch cmd {
 		case "/quit", "/exit":
-			goto end
+			return
 		case "/mode", "/model":
-			if arg == "" {
-				fmt.Fprintf(std.Err, "%s needs an id: Tab lists them\n", cmd)
-				continue
-			}
-			reply := make(chan error, 1)
-			c := runner.Control{Mode: arg, Reply: reply}
-			if cmd == "/model" {
-				c = runner.Control{Model: arg, Reply: reply}
-			}
-			select {
-			case controls <- c:
-			case <-done:
-				goto end
-			}
-			if err := <-reply; err != nil {
-				fmt.Fprintf(std.Err, "%s %s: %v\n", cmd, arg, err)
-			}
-			continue
+			ok = c.control(cmd, arg)
+		default:
+			ok = c.turn([]driver.Content{driver.TextContent(line)})
 		}
-		if !turn([]driver.Content{driver.TextContent(line)}) {
-			goto end
+		if !ok {
+			return
 		}
 	}
-end:
-	in.close()
-	close(turns)
-	<-done
-	recordSession(context.WithoutCancel(ctx), opts, res, logger)
-	switch f.Output {
-	case OutputJSON:
-		enc := json.NewEncoder(std.Out)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(res)
-		return exit(res.ExitCode)
+}
+
+// turn sends one prompt and waits for its end, or the run's (false).
+func (c *chatSession) turn(p []driver.Content) bool {
+	select {
+	case c.turns <- p:
+	case <-c.done:
+		return false
 	}
-	return runEnd(res, res.ExitCode != 0)
+	select {
+	case <-c.state.Turns:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// control switches the session's mode or model; false when the run ended.
+func (c *chatSession) control(cmd, arg string) bool {
+	if arg == "" {
+		fmt.Fprintf(c.std.Err, "%s needs an id: Tab lists them\n", cmd)
+		return true
+	}
+	reply := make(chan error, 1)
+	ctl := runner.Control{Mode: arg, Reply: reply}
+	if cmd == "/model" {
+		ctl = runner.Control{Model: arg, Reply: reply}
+	}
+	select {
+	case c.controls <- ctl:
+	case <-c.done:
+		return false
+	}
+	if err := <-reply; err != nil {
+		fmt.Fprintf(c.std.Err, "%s %s: %v\n", cmd, arg, err)
+	}
+	return true
 }
 
 // lineReader is where chat's prompts come from.

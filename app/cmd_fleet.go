@@ -45,6 +45,8 @@ func NewCmdFleetRun(std IO, g *Globals, runF FleetFunc) *cobra.Command {
 	f.addFlags(c)
 	c.Flags().StringVar(&f.RunID, "run-id", "", "name the run (default: fleet-DATE-TIME-RANDOM)")
 	c.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the plan file's directory)")
+	c.Flags().BoolVar(&f.Submit, "submit", false, "with --nats: hand the run to the hub's coordinator (tai hub --coordinate) and follow it")
+	c.Flags().BoolVar(&f.Detach, "detach", false, "with --nats: submit the run, print its id and return (follow it with tai fleet logs RUN --nats URL -f)")
 	return c
 }
 
@@ -90,15 +92,20 @@ func addTaskSandbox(fl *pflag.FlagSet, s *string) {
 
 func newCmdFleetStatus(std IO) *cobra.Command {
 	var o outputFlag
+	var n NATSFlags
 	c := &cobra.Command{
 		Use:   "status [RUN]",
 		Short: "Show where a fleet run stands (default: the latest run)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if n.URL != "" {
+				return FleetStatusNATS(cmd.Context(), n, firstArg(args), o.asJSON(), std)
+			}
 			return FleetStatus(firstArg(args), o.asJSON(), std)
 		},
 	}
 	o.add(c)
+	n.addFlags(c.Flags(), "a run over NATS: the state its coordinator publishes there")
 	c.ValidArgsFunction = completeFleetRuns
 	return c
 }
@@ -126,15 +133,20 @@ func newCmdFleetPlan(std IO) *cobra.Command {
 
 func newCmdFleetList(std IO) *cobra.Command {
 	var o outputFlag
+	var n NATSFlags
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List the fleet runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if n.URL != "" {
+				return FleetListNATS(cmd.Context(), n, o.asJSON(), std)
+			}
 			return FleetList(o.asJSON(), std)
 		},
 	}
 	o.add(c)
+	n.addFlags(c.Flags(), "list the runs on this NATS server instead of this host's")
 	return c
 }
 
@@ -156,6 +168,7 @@ func newCmdFleetLogs(std IO) *cobra.Command {
 	}
 	c.Flags().BoolVarP(&f.Follow, "follow", "f", false, "follow a live run's feed until the run ends")
 	o.add(c)
+	f.NATS.addFlags(c.Flags(), "a run over NATS: read its events stream there (from any host)")
 	c.ValidArgsFunction = completeFleetRuns
 	return c
 }
@@ -181,7 +194,8 @@ func NewCmdHub(std IO, g *Globals, runF HubFunc) *cobra.Command {
 		Use:   "hub [flags]",
 		Short: "Run an embedded NATS server with JetStream for fleets across hosts",
 		Long: "Run an embedded NATS server with JetStream that tai workers and fleet runs (--nats URL) share.\n" +
-			"Its URL is the first line on stdout. Restarted on the same --store it keeps every task, lease and result.",
+			"Its URL is the first line on stdout. Restarted on the same --store it keeps every task, lease and result.\n" +
+			"With --coordinate it also schedules, answers for and merges the runs submitted to it.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.Verbose = g.Verbose
@@ -191,6 +205,8 @@ func NewCmdHub(std IO, g *Globals, runF HubFunc) *cobra.Command {
 	c.Flags().StringVar(&f.Listen, "listen", "127.0.0.1:4222", "address to listen on (port 0: a free one)")
 	c.Flags().StringVar(&f.Store, "store", "", "JetStream store directory (default: the state directory's hub/)")
 	c.Flags().StringVar(&f.TokenFile, "token-file", "", "clients must present the token in this file (or TAI_NATS_TOKEN)")
+	c.Flags().BoolVar(&f.Coordinate, "coordinate", false, "also coordinate the runs submitted to the hub (tai fleet run --nats URL --submit), resuming unfinished ones on restart")
+	f.NATS.addFlags(c.Flags(), "with --coordinate: coordinate on this NATS server instead of embedding one")
 	return c
 }
 

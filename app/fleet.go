@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -21,6 +22,7 @@ import (
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
@@ -47,6 +49,10 @@ type FleetFlags struct {
 	NATS   NATSFlags
 	Remote string        // the git remote workers clone and push to
 	Lease  time.Duration // a claim's lease (default 30s)
+	// Submit hands the run to the hub's coordinator (tai hub --coordinate)
+	// and follows it; Detach then returns at once.
+	Submit bool
+	Detach bool
 }
 
 // FleetRun runs `tai fleet run PLAN`.
@@ -74,6 +80,9 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 		return exitcode.Usagef("fleet: --output must be text, json or stream-json, not %q", f.Output)
 	}
 	logger := newLogger(std.Err, f.Verbose)
+	if f.Submit || f.Detach {
+		return submitFleet(ctx, f, o, std)
+	}
 	o.Dir = fleet.RunDir(o.RunID)
 	o.Repo, o.Concurrency, o.FailFast, o.CancelGrace = f.Repo, f.Concurrency, f.FailFast, f.CancelGrace
 	o.Version, o.Logger = Version, logger
@@ -83,15 +92,9 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}
-	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(std.Env())})
+	log, err := openFleetAudit(o, logger, std)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
-	}
-	// One audit log per fleet run; a resume continues its chain (repairing
-	// a last line cut by kill -9).
-	log, err := audit.Open(filepath.Join(o.Dir, "audit.jsonl"), audit.Options{Run: o.RunID, Redactor: red, Logger: logger, TruncatePartial: true})
-	if err != nil {
-		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: audit log: %w", err))
 	}
 	defer func() {
 		if err := log.Close(); err != nil {
@@ -110,88 +113,19 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}
-	srv := lf.srv
-	// Every run keeps its frames for `tai fleet logs`; with --output
-	// stream-json they are stdout too.
-	framesOut, err := os.OpenFile(filepath.Join(o.Dir, framesFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	stream, closeStream, err := fleetFrames(&o, f.Output, lf.srv, std)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}
-	defer framesOut.Close()
-	var streamOut io.Writer = framesOut
-	if f.Output == OutputStreamJSON {
-		streamOut = io.MultiWriter(framesOut, std.Out) // the file first: a closed stdout must not cut it
-	}
-	stream := newFleetStream(streamOut, o.RunID, time.Now)
-	if srv != nil {
-		stream.publish = srv.Publish // the fleet's frames are the feed's too
-	}
-	o.TaskSink = func(task string) driver.Sink {
-		ks := sinks{stream.task(task)}
-		if srv != nil {
-			ks = append(ks, srv.Sink(task))
-		}
-		return ks
-	}
-
-	var table *fleet.Table
-	progressOut := std.Out
-	if f.Output == OutputJSON || f.Output == OutputStreamJSON {
-		progressOut = std.Err
-	}
-	if f.Output == OutputText || f.Output == "" {
-		if w, ok := termWidth(std.Out); ok {
-			table = &fleet.Table{W: std.Out, Now: time.Now, Run: o.RunID, Width: w}
-		}
-	}
-
-	// A human, when there is a terminal: permission asks (one "always"
-	// answers every task of the run) and questions nobody else could answer.
-	// tai top answers the same asks through the feed: the first answer wins.
+	defer closeStream()
+	table := fleetTable(o.RunID, f.Output, std)
 	if tty, ok := std.TTY(); ok {
 		defer tty.Close()
-		h := newHuman(tty)
-		h.table, h.feed = table, srv
-		o.Prompter, o.AskHuman = withFeed(h, srv), h.askQuestion
+		withHuman(&o, tty, table, lf.srv)
 	}
-
-	if table != nil {
-		o.Progress = table.Event
-		tick := time.NewTicker(time.Second)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-tick.C:
-					table.Tick()
-				case <-stop:
-					return
-				}
-			}
-		}()
-		defer func() { tick.Stop(); close(stop); wg.Wait() }()
-	} else {
-		o.Progress = fleet.Lines(progressOut)
-	}
-	progress := o.Progress
-	budget, err := budgetOf(o.Plan, o.Dir, o.Concurrency)
-	if err != nil {
-		logger.Debug("no budgets on the live feed", "err", err)
-	}
-	o.Progress = func(e fleet.Event) {
-		progress(e)
-		if srv != nil {
-			budget.publish(srv, e)
-			publishTask(srv, e, budget)
-		}
-		stream.event(e)
-		if kind, ok := waitsFor(e); ok {
-			lf.notify(notify.Notice{Kind: kind, Run: o.RunID, Task: e.Task, Title: e.Detail, Since: e.Time})
-		}
-	}
+	stopTable := fleetProgress(&o, f.Output, table, std)
+	defer stopTable()
+	watchFleet(&o, stream, lf, logger)
 
 	var st *fleet.State
 	if f.NATS.URL != "" {
@@ -208,8 +142,134 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 		stream.result(sum) // a stream always ends with its result
 		return exitcode.With(exitcode.Code(sum.ExitCode), fmt.Errorf("fleet: %w", err))
 	}
-	var errs []error // what went wrong, one line each
 	stream.result(summaryOf(st, log.Path()))
+	return reportFleet(f, o.Dir, st, log.Path(), std)
+}
+
+// openFleetAudit opens the run's one audit log; a resume continues its
+// chain (repairing a last line cut by kill -9).
+func openFleetAudit(o fleet.Options, logger *slog.Logger, std IO) (*audit.Log, error) {
+	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(std.Env())})
+	if err != nil {
+		return nil, err
+	}
+	log, err := audit.Open(filepath.Join(o.Dir, "audit.jsonl"), audit.Options{Run: o.RunID, Redactor: red, Logger: logger, TruncatePartial: true})
+	if err != nil {
+		return nil, fmt.Errorf("audit log: %w", err)
+	}
+	return log, nil
+}
+
+// fleetFrames routes every task's frames, and the fleet's own, to the
+// run's frames file (for `tai fleet logs`), to stdout under --output
+// stream-json, and to the live feed.
+func fleetFrames(o *fleet.Options, output string, srv *feed.Server, std IO) (*fleetStream, func(), error) {
+	framesOut, err := os.OpenFile(filepath.Join(o.Dir, framesFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, err
+	}
+	var streamOut io.Writer = framesOut
+	if output == OutputStreamJSON {
+		streamOut = io.MultiWriter(framesOut, std.Out) // the file first: a closed stdout must not cut it
+	}
+	stream := newFleetStream(streamOut, o.RunID, time.Now)
+	if srv != nil {
+		stream.publish = srv.Publish // the fleet's frames are the feed's too
+	}
+	o.TaskSink = func(task string) driver.Sink {
+		ks := sinks{stream.task(task)}
+		if srv != nil {
+			ks = append(ks, srv.Sink(task))
+		}
+		return ks
+	}
+	return stream, func() { framesOut.Close() }, nil
+}
+
+// fleetTable is the live table, for text output to a terminal.
+func fleetTable(run, output string, std IO) *fleet.Table {
+	if output != OutputText && output != "" {
+		return nil
+	}
+	w, ok := termWidth(std.Out)
+	if !ok {
+		return nil
+	}
+	return &fleet.Table{W: std.Out, Now: time.Now, Run: run, Width: w}
+}
+
+// withHuman puts a human behind the fleet, when there is a terminal:
+// permission asks (one "always" answers every task of the run) and
+// questions nobody else could answer. tai top answers the same asks
+// through the feed: the first answer wins.
+func withHuman(o *fleet.Options, tty *os.File, table *fleet.Table, srv *feed.Server) {
+	h := newHuman(tty)
+	h.table, h.feed = table, srv
+	o.Prompter, o.AskHuman = withFeed(h, srv), h.askQuestion
+	// An elicitation the answerer escalates is a form, at the terminal
+	// and as the feed's ELICIT: the first answer wins.
+	o.ElicitHuman = humanForm{h: h, form: &elicit.Form{In: tty, Out: tty, Lines: h.prompt}}
+	if srv != nil {
+		o.ElicitHuman = elicit.Race{{Via: policy.ViaTerminal, A: o.ElicitHuman}, srv.Elicitor()}
+	}
+}
+
+// fleetProgress shows the fleet's events: the live table, redrawn every
+// second, or one line each (on stderr when stdout holds the result).
+func fleetProgress(o *fleet.Options, output string, table *fleet.Table, std IO) (stop func()) {
+	if table == nil {
+		progressOut := std.Out
+		if output == OutputJSON || output == OutputStreamJSON {
+			progressOut = std.Err
+		}
+		o.Progress = fleet.Lines(progressOut)
+		return func() {}
+	}
+	o.Progress = table.Event
+	tick := time.NewTicker(time.Second)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-tick.C:
+				table.Tick()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { tick.Stop(); close(done); wg.Wait() }
+}
+
+// watchFleet tees the fleet's events to the frames, the live feed (tasks
+// and budgets) and the notifier, after the progress display.
+func watchFleet(o *fleet.Options, stream *fleetStream, lf liveFeed, logger *slog.Logger) {
+	progress, srv := o.Progress, lf.srv
+	budget, err := budgetOf(o.Plan, o.Dir, o.Concurrency)
+	if err != nil {
+		logger.Debug("no budgets on the live feed", "err", err)
+	}
+	run := o.RunID
+	o.Progress = func(e fleet.Event) {
+		progress(e)
+		if srv != nil {
+			budget.publish(srv, e)
+			publishTask(srv, e, budget)
+		}
+		stream.event(e)
+		if kind, ok := waitsFor(e); ok {
+			lf.notify(notify.Notice{Kind: kind, Run: run, Task: e.Task, Title: e.Detail, Since: e.Time})
+		}
+	}
+}
+
+// reportFleet writes the --junit file and the summary (text or json), and
+// returns what went wrong, one error per line, under the fleet's exit code.
+func reportFleet(f FleetFlags, dir string, st *fleet.State, auditPath string, std IO) error {
+	var errs []error
 	if f.JUnit != "" {
 		jf, err := os.Create(f.JUnit)
 		if err == nil {
@@ -224,11 +284,11 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	}
 	switch f.Output {
 	case OutputJSON:
-		writeSummary(std.Out, st, log.Path())
+		writeSummary(std.Out, st, auditPath)
 	case OutputStreamJSON:
 	default:
 		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d) — state %s, audit %s, results on branch %s\n",
-			st.Run, st.Status, st.ExitCode, filepath.Join(o.Dir, "state.json"), log.Path(), st.Target)
+			st.Run, st.Status, st.ExitCode, filepath.Join(dir, "state.json"), auditPath, st.Target)
 		for _, id := range st.Order {
 			ts := st.Tasks[id]
 			if ts.Status == fleet.StatusConflict {
@@ -290,20 +350,25 @@ func FleetStatus(run string, asJSON bool, std IO) error {
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet status: %w", err))
 	}
-	if asJSON {
-		writeSummary(std.Out, st, filepath.Join(fleet.RunDir(run), "audit.jsonl"))
-		return nil
-	}
 	status := st.Status
 	if status == "running" && st.PID != 0 && !alive(st.PID) {
 		status = "interrupted (resume with: tai fleet resume " + run + ")"
+	}
+	printStatus(std, st, status, filepath.Join(fleet.RunDir(run), "audit.jsonl"), asJSON)
+	return nil
+}
+
+// printStatus prints a run's state as tai fleet status does.
+func printStatus(std IO, st *fleet.State, status, auditPath string, asJSON bool) {
+	if asJSON {
+		writeSummary(std.Out, st, auditPath)
+		return
 	}
 	fmt.Fprintf(std.Out, "fleet %s: %s; target %s; used %d tokens, %d turns, %.4g cost; updated %s\n",
 		st.Run, status, st.Target, st.Usage.Tokens, st.Usage.Turns, st.Usage.Cost, st.Updated.Format(time.RFC3339))
 	for _, r := range fleet.TableRows(*st, time.Now()) {
 		fmt.Fprintln(std.Out, r)
 	}
-	return nil
 }
 
 func alive(pid int) bool {
@@ -354,6 +419,25 @@ func (h *human) Ask(ctx context.Context, req driver.PermissionRequest) (policy.A
 		defer h.table.Release()
 	}
 	return h.prompt.Ask(ctx, req)
+}
+
+// humanForm is a task's form on the fleet's terminal, which shows one
+// prompt at a time, the table held meanwhile.
+type humanForm struct {
+	h    *human
+	form *elicit.Form
+}
+
+func (f humanForm) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	f.h.mu.Lock()
+	defer f.h.mu.Unlock()
+	task := strings.TrimPrefix(policy.AskerOf(ctx), "task ")
+	if f.h.table != nil {
+		f.h.table.Hold(task, "form: "+req.Message)
+		defer f.h.table.Release()
+	}
+	fmt.Fprintf(f.h.out, "\n[tai fleet] task %s asks:\n", task)
+	return f.form.Answer(ctx, req)
 }
 
 func (h *human) askQuestion(ctx context.Context, task, q string) (string, error) {

@@ -84,6 +84,11 @@ func FleetList(asJSON bool, std IO) error {
 	if err != nil {
 		return err
 	}
+	return printRuns(std, runs, asJSON)
+}
+
+// printRuns prints runs as tai fleet list does.
+func printRuns(std IO, runs []FleetRunInfo, asJSON bool) error {
 	if asJSON {
 		if runs == nil {
 			runs = []FleetRunInfo{}
@@ -125,12 +130,16 @@ func latestFleetRun() (string, error) {
 type FleetLogsFlags struct {
 	Follow bool
 	JSON   bool
+	NATS   NATSFlags // a run over NATS: its events stream, from any host
 }
 
 // FleetLogs runs `tai fleet logs [RUN] [TASK] [-f]`: the run's frames
 // (one task's, with TASK), as lines or (-o json) as the frames
 // themselves. -f follows a live run through its feed until it ends.
 func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) error {
+	if f.NATS.URL != "" {
+		return fleetLogsNATS(ctx, f, run, task, std)
+	}
 	if run == "" {
 		r, err := latestFleetRun()
 		if err != nil {
@@ -142,7 +151,12 @@ func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) 
 	if _, err := fleet.LoadState(dir); err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
-	show := func(data []byte) {
+	return fleetLogsFrom(ctx, f, run, dir, logShower(f, task, std), std)
+}
+
+// logShower prints a frame as tai fleet logs does (one task's, with task).
+func logShower(f FleetLogsFlags, task string, std IO) func([]byte) {
+	return func(data []byte) {
 		var fr logFrame
 		if json.Unmarshal(data, &fr) != nil || (task != "" && fr.Task != task) {
 			return
@@ -155,6 +169,10 @@ func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) 
 			fmt.Fprintln(std.Out, l)
 		}
 	}
+}
+
+// fleetLogsFrom prints a local run's frames, or follows its live feed.
+func fleetLogsFrom(ctx context.Context, f FleetLogsFlags, run, dir string, show func([]byte), std IO) error {
 	if f.Follow {
 		if ep, ok := liveFeedOf(run); ok {
 			c := feed.Dial(ep.Path)

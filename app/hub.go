@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -13,9 +16,12 @@ import (
 
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/internal/statedir"
+	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/remote"
 	"github.com/tai-dev/tai/sandbox"
 )
@@ -62,12 +68,29 @@ type HubFlags struct {
 	Store     string
 	TokenFile string
 	Verbose   bool
+	// Coordinate: the hub also coordinates the runs submitted to it (tai
+	// fleet run --nats URL --submit).
+	Coordinate bool
+	// NATS, with Coordinate: coordinate on this server instead of
+	// embedding one.
+	NATS NATSFlags
 }
 
 // Hub runs `tai hub`: an embedded NATS server with JetStream until ctx
 // ends. Its URL is the first line on stdout.
 func Hub(ctx context.Context, f HubFlags, std IO) error {
 	logger := newLogger(std.Err, f.Verbose)
+	if f.NATS.URL != "" {
+		if !f.Coordinate {
+			return exitcode.Usagef("tai hub --nats URL: only with --coordinate (the hub is that server)")
+		}
+		nc, err := f.NATS.connect("tai hub --coordinate", std)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		return serveRuns(ctx, nc, f.NATS.URL, logger, std)
+	}
 	store := f.Store
 	if store == "" {
 		store = statedir.Dir("hub")
@@ -85,14 +108,88 @@ func Hub(ctx context.Context, f HubFlags, std IO) error {
 	nc, err := remote.Connect(h.URL(), "", tok, "tai hub")
 	if err == nil {
 		_, err = remote.Open(ctx, nc)
-		nc.Close()
 	}
 	if err != nil {
 		return exitcode.With(exitcode.AgentError, fmt.Errorf("hub: %w", err))
 	}
+	defer nc.Close()
+	if f.Coordinate {
+		return serveRuns(ctx, nc, h.URL(), logger, std)
+	}
 	fmt.Fprintln(std.Out, h.URL())
 	logger.Info("hub ready", "url", h.URL(), "store", store)
 	<-ctx.Done()
+	return nil
+}
+
+// serveRuns coordinates the runs submitted on nc's server until ctx ends.
+// Each has its run directory here, as a local run's: state.json, its audit
+// log and its frames, so tai fleet status and logs on this host read it.
+func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logger, std IO) error {
+	bus, err := remote.Open(ctx, nc)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(std.Out, url)
+	logger.Info("hub coordinating submitted runs", "url", url)
+	err = remote.Serve(ctx, remote.ServeOptions{Bus: bus, Logger: logger, Prepare: func(run string, o *remote.CoordinatorOptions) (func(*fleet.State), error) {
+		o.Dir = fleet.RunDir(run)
+		o.Version = Version
+		o.Clones = statedir.Dir("hub", "repos") // runs submitted from other hosts
+		if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+			return nil, err
+		}
+		red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(os.Environ())})
+		if err != nil {
+			return nil, err
+		}
+		log, err := audit.Open(filepath.Join(o.Dir, "audit.jsonl"), audit.Options{Run: run, Redactor: red, Logger: logger, TruncatePartial: true})
+		if err != nil {
+			return nil, err
+		}
+		frames, err := os.OpenFile(filepath.Join(o.Dir, framesFile), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			_ = log.Close()
+			return nil, err
+		}
+		stream := newFleetStream(frames, run, time.Now)
+		// A live feed per run: tai top and fleet logs -f on this host
+		// watch it as a local run.
+		lf, closeFeed, err := openFeed(run, feed.KindFleet, FeedFlags{NoNotify: true}, logger, std)
+		if err != nil {
+			logger.Warn("the run's live feed", "run", run, "err", err)
+		}
+		srv := lf.srv
+		if srv != nil {
+			stream.publish = srv.Publish
+		}
+		o.Audit = log
+		o.Progress = func(e fleet.Event) {
+			stream.event(e)
+			if srv != nil {
+				publishTask(srv, e, fleetBudget{})
+			}
+		}
+		o.TaskSink = func(task string) driver.Sink {
+			ks := sinks{stream.task(task)}
+			if srv != nil {
+				ks = append(ks, srv.Sink(task))
+			}
+			return ks
+		}
+		o.Sandbox = &agentspec.Sandbox{Protect: []string{log.Path()}} // the answerer's: auto
+		return func(st *fleet.State) {
+			if st != nil {
+				stream.result(summaryOf(st, log.Path()))
+			}
+			closeFeed()
+			_ = frames.Close()
+			_ = log.Close()
+		}, nil
+	}})
+	if err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -158,18 +255,276 @@ func runRemote(ctx context.Context, f FleetFlags, o fleet.Options, log *audit.Lo
 	if err != nil {
 		return nil, err
 	}
-	url := ""
-	if f.Remote != "" {
-		dir := f.Repo
-		if dir == "" && o.Plan != nil {
-			dir = o.Plan.Dir
-		}
-		out, err := exec.CommandContext(ctx, "git", "-C", dir, "remote", "get-url", f.Remote).Output()
-		if err != nil {
-			return nil, exitcode.Usagef("--remote %s: not a remote of the repository: %v", f.Remote, err)
-		}
-		url = strings.TrimSpace(string(out))
+	url, err := remoteURL(ctx, f, o.Plan)
+	if err != nil {
+		return nil, err
 	}
 	return remote.Coordinate(ctx, remote.CoordinatorOptions{Bus: bus, Plan: o.Plan, RunID: o.RunID, Dir: o.Dir, Repo: f.Repo, RepoURL: url,
-		Lease: f.Lease, Resume: o.Resume, Audit: log, Progress: o.Progress, Command: o.Command, Logger: o.Logger})
+		Lease: f.Lease, Resume: o.Resume, Audit: log, Progress: o.Progress, TaskSink: o.TaskSink, Command: o.Command, Logger: o.Logger,
+		Prompter: o.Prompter, AskHuman: o.AskHuman, Version: o.Version, Sandbox: o.Sandbox})
+}
+
+// remoteURL is --remote's URL, if given.
+func remoteURL(ctx context.Context, f FleetFlags, plan *fleet.Plan) (string, error) {
+	if f.Remote == "" {
+		return "", nil
+	}
+	dir := f.Repo
+	if dir == "" && plan != nil {
+		dir = plan.Dir
+	}
+	out, err := exec.CommandContext(ctx, "git", "-C", dir, "remote", "get-url", f.Remote).Output()
+	if err != nil {
+		return "", exitcode.Usagef("--remote %s: not a remote of the repository: %v", f.Remote, err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func openBus(ctx context.Context, n NATSFlags, name string, std IO) (*remote.Bus, func(), error) {
+	if n.URL == "" {
+		return nil, nil, exitcode.Usagef("--nats URL is required")
+	}
+	nc, err := n.connect(name, std)
+	if err != nil {
+		return nil, nil, err
+	}
+	bus, err := remote.Open(ctx, nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return bus, nc.Close, nil
+}
+
+// submitFleet hands a run to the hub's coordinator, then (unless --detach)
+// follows it as tai fleet run shows a local one, and exits with its code.
+func submitFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error {
+	if o.Resume {
+		return exitcode.Usagef("a submitted run is resumed by the hub's coordinator itself: follow it with tai fleet logs %s --nats URL -f", o.RunID)
+	}
+	if f.NATS.URL == "" {
+		return exitcode.Usagef("--submit and --detach need --nats URL (a hub started with --coordinate)")
+	}
+	bus, closeBus, err := openBus(ctx, f.NATS, "tai fleet submit "+o.RunID, std)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	url, err := remoteURL(ctx, f, o.Plan)
+	if err != nil {
+		return err
+	}
+	if _, err := remote.Submit(ctx, bus, remote.SubmitOptions{Plan: o.Plan, RunID: o.RunID, Repo: f.Repo, RepoURL: url, Lease: f.Lease}); err != nil {
+		return err
+	}
+	fmt.Fprintf(std.Err, "tai fleet: run %s submitted to the hub's coordinator; follow it with: tai fleet logs %s --nats %s -f\n", o.RunID, o.RunID, f.NATS.URL)
+	if f.Detach {
+		fmt.Fprintln(std.Out, o.RunID)
+		return nil
+	}
+	return followRun(ctx, bus, o.RunID, f.Output, std)
+}
+
+// followRun shows a run another process coordinates, from its events and
+// the state its coordinator publishes, until it finishes.
+func followRun(ctx context.Context, bus *remote.Bus, run, output string, std IO) error {
+	progressOut := std.Out
+	if output == OutputJSON || output == OutputStreamJSON {
+		progressOut = std.Err
+	}
+	var progress func(fleet.Event)
+	if w, ok := termWidth(std.Out); ok && (output == "" || output == OutputText) {
+		table := &fleet.Table{W: std.Out, Now: time.Now, Run: run, Width: w}
+		progress = table.Event
+	} else {
+		progress = fleet.Lines(progressOut)
+	}
+	var st *fleet.State
+	var end remote.EventMsg
+	var rec remote.RunRecord
+	err := remote.Events(ctx, bus, run, true, func(ev remote.EventMsg) error {
+		if ev.Worker != "" || ev.Kind == remote.KindFrame {
+			return nil // the coordinator's own events say it (worker.*)
+		}
+		r, s, err := remote.LoadRun(ctx, bus, run)
+		if err != nil {
+			return err
+		}
+		rec = r
+		if s != nil {
+			st = s
+		}
+		state := fleet.State{}
+		if st != nil {
+			state = *st
+		}
+		progress(fleet.Event{Time: ev.Time, Kind: fleet.EventKind(ev.Kind), Task: ev.Task, Detail: ev.Detail, State: state})
+		if ev.Kind == "run.end" && ev.Task == "" && !rec.Finished.IsZero() {
+			end = ev
+			return remote.ErrStop
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if st == nil && !rec.Finished.IsZero() {
+		fmt.Fprintf(std.Err, "tai fleet: run %s: %s\n", run, end.Detail)
+		return exitcode.Said(exitcode.Code(rec.ExitCode))
+	}
+	if st == nil || ctx.Err() != nil {
+		fmt.Fprintf(std.Err, "tai fleet: stopped following run %s; it goes on at the hub\n", run)
+		return exitcode.With(exitcode.Interrupted, nil)
+	}
+	switch output {
+	case OutputJSON:
+		writeSummary(std.Out, st, "")
+	case OutputStreamJSON:
+	default:
+		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d) — coordinated by the hub, results on branch %s\n", st.Run, st.Status, st.ExitCode, st.Target)
+		for _, id := range st.Order {
+			if ts := st.Tasks[id]; ts.Status != fleet.StatusMerged && ts.Status != fleet.StatusDone {
+				fmt.Fprintf(std.Err, "tai fleet: task %s %s: %s\n", id, ts.Status, ts.Reason)
+			}
+		}
+	}
+	if st.ExitCode != 0 {
+		return exitcode.Said(exitcode.Code(st.ExitCode))
+	}
+	return nil
+}
+
+// FleetStatusNATS runs `tai fleet status [RUN] --nats URL`: the state the
+// run's coordinator publishes, from any host.
+func FleetStatusNATS(ctx context.Context, n NATSFlags, run string, asJSON bool, std IO) error {
+	bus, closeBus, err := openBus(ctx, n, "tai fleet status", std)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	if run == "" {
+		runs, err := remoteRuns(ctx, bus)
+		if err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			return exitcode.Usagef("no fleet runs on this NATS server")
+		}
+		run = runs[0].Run
+	}
+	rec, st, err := remote.LoadRun(ctx, bus, run)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		fmt.Fprintf(std.Out, "fleet %s: submitted %s, waiting for the hub's coordinator (tai hub --coordinate)\n", run, rec.Created.Local().Format(time.RFC3339))
+		return nil
+	}
+	status := st.Status
+	if rec.Submitted && status == "running" {
+		status = "running (coordinated by the hub)"
+	}
+	printStatus(std, st, status, "", asJSON)
+	return nil
+}
+
+// remoteRuns is every run on the bus, newest first.
+func remoteRuns(ctx context.Context, bus *remote.Bus) ([]FleetRunInfo, error) {
+	recs, err := remote.ListRuns(ctx, bus)
+	if err != nil {
+		return nil, err
+	}
+	var out []FleetRunInfo
+	for _, rec := range recs {
+		info := FleetRunInfo{Run: rec.Run, Status: "submitted", Counts: map[string]int{}, Target: rec.Target, Created: rec.Created}
+		if _, st, err := remote.LoadRun(ctx, bus, rec.Run); err == nil && st != nil {
+			info.Status, info.Tasks, info.Tokens, info.Updated = st.Status, len(st.Order), st.Usage.Tokens, st.Updated
+			info.Live = rec.Finished.IsZero() && st.Status == "running"
+			for _, id := range st.Order {
+				if t := st.Tasks[id]; t != nil {
+					info.Counts[string(t.Status)]++
+				}
+			}
+		}
+		out = append(out, info)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.After(out[j].Created)
+		}
+		return out[i].Run > out[j].Run
+	})
+	return out, nil
+}
+
+// FleetListNATS runs `tai fleet list --nats URL`.
+func FleetListNATS(ctx context.Context, n NATSFlags, asJSON bool, std IO) error {
+	bus, closeBus, err := openBus(ctx, n, "tai fleet list", std)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	runs, err := remoteRuns(ctx, bus)
+	if err != nil {
+		return err
+	}
+	return printRuns(std, runs, asJSON)
+}
+
+// fleetLogsNATS is tai fleet logs for a run over NATS: its events stream,
+// the coordinator's events and the workers' task frames, shown as a local
+// run's frames are; -f follows until the run finishes.
+func fleetLogsNATS(ctx context.Context, f FleetLogsFlags, run, task string, std IO) error {
+	bus, closeBus, err := openBus(ctx, f.NATS, "tai fleet logs", std)
+	if err != nil {
+		return err
+	}
+	defer closeBus()
+	if run == "" {
+		runs, err := remoteRuns(ctx, bus)
+		if err != nil {
+			return err
+		}
+		if len(runs) == 0 {
+			return exitcode.Usagef("no fleet runs on this NATS server")
+		}
+		run = runs[0].Run
+	}
+	if _, _, err := remote.LoadRun(ctx, bus, run); err != nil {
+		return err
+	}
+	show := logShower(f, task, std)
+	var seq uint64
+	err = remote.Events(ctx, bus, run, f.Follow, func(ev remote.EventMsg) error {
+		seq++
+		var frame any
+		switch {
+		case ev.Kind == remote.KindFrame:
+			var de driver.Event
+			if json.Unmarshal(ev.Frame, &de) != nil {
+				return nil
+			}
+			de.Seq = seq
+			frame = TaskFrame{Run: ev.Run, Task: ev.Task, Event: de}
+		case ev.Worker != "":
+			return nil // the coordinator's worker.* events say it
+		default:
+			frame = FleetEventFrame{Type: FleetEventFrameType, Run: ev.Run, Seq: seq, Ts: ev.Time, Event: ev.Kind, Task: ev.Task, Detail: ev.Detail}
+		}
+		data, err := json.Marshal(frame)
+		if err != nil {
+			return err
+		}
+		show(data)
+		if f.Follow && ev.Kind == "run.end" && ev.Task == "" {
+			if rec, _, err := remote.LoadRun(ctx, bus, run); err == nil && !rec.Finished.IsZero() {
+				return remote.ErrStop
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return nil
 }

@@ -96,7 +96,9 @@ type RunFlags struct {
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	chat     bool            // tai chat: the prompts come as lines
 	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
-	cfg      config.Config   // the user's and the project's configuration
+	// editorForms is that editor's elicitation forms (nil: it shows none).
+	editorForms elicit.Answerer
+	cfg         config.Config // the user's and the project's configuration
 }
 
 // Outputs.
@@ -207,10 +209,13 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 }
 
 // elicitChain is the answer chain of the agent's elicitations: the policy
-// file's [[elicit]] rules, the human at the terminal, the cap-speak parent;
-// then decline, or a stop under --non-interactive fail. The live feed (tai
-// top) races the terminal and the parent, as it does for asks.
-func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Prompter, srv *feed.Server, ni policy.NonInteractive) *elicit.Chain {
+// file's [[elicit]] rules, the human (at the terminal, or in the editor of
+// tai acp), the cap-speak parent; then decline, or a stop under
+// --non-interactive fail. The live feed (tai top) races the human and the
+// parent, as it does for asks. Under tai acp an editor that shows no forms
+// leaves the feed alone to answer (the turn's cancel still ends the wait);
+// with no feed either, nobody can answer and the chain declines at once.
+func elicitChain(rules []policy.ElicitRule, form *elicit.Form, editor elicit.Answerer, inEditor bool, parent policy.Prompter, srv *feed.Server, ni policy.NonInteractive) *elicit.Chain {
 	c := &elicit.Chain{Rules: rules, Fail: ni == policy.NonInteractiveFail}
 	raced := func(ch elicit.Channel) elicit.Answerer {
 		if srv == nil {
@@ -218,13 +223,39 @@ func elicitChain(rules []policy.ElicitRule, form *elicit.Form, parent policy.Pro
 		}
 		return elicit.Race{ch, srv.Elicitor()}
 	}
-	if form != nil {
+	switch {
+	case form != nil:
 		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: raced(elicit.Channel{Via: policy.ViaTerminal, A: form})})
+	case editor != nil && srv != nil:
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: editorOrFeed{editor: editor, feed: srv.Elicitor()}})
+	case editor != nil:
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: editor})
+	case inEditor && srv != nil:
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: elicit.Race{srv.Elicitor()}})
 	}
 	if p, ok := parent.(elicit.Answerer); ok {
 		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: raced(elicit.Channel{Via: policy.ViaParent, A: p})})
 	}
 	return c
+}
+
+// editorOrFeed races the editor and the feed for an elicitation of a mode
+// the editor shows, and leaves the feed alone for one it does not.
+type editorOrFeed struct {
+	editor elicit.Answerer
+	feed   elicit.Channel
+}
+
+// modeOfferer is an editor that says which elicitation modes it shows.
+type modeOfferer interface {
+	Offers(driver.ElicitMode) bool
+}
+
+func (e editorOrFeed) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	if o, ok := e.editor.(modeOfferer); ok && !o.Offers(req.Mode) {
+		return elicit.Race{e.feed}.Answer(ctx, req)
+	}
+	return elicit.Race{{Via: policy.ViaEditor, A: e.editor}, e.feed}.Answer(ctx, req)
 }
 
 // fileContent turns --file into a prompt block: embedded text when asked

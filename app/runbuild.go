@@ -323,7 +323,7 @@ func (b *runBuild) sinks() {
 		}
 	}
 	cfg, ni := b.res.Policy, b.res.NonInteractive
-	o.Elicitor = elicitChain(cfg.Elicit, b.form, f.answerer, b.feed, ni) // the cap-speak parent itself answers elicitations
+	o.Elicitor = elicitChain(cfg.Elicit, b.form, f.editorForms, f.prompter != nil, f.answerer, b.feed, ni) // the cap-speak parent itself answers elicitations
 	o.RunInfo = map[string]any{"approve": string(b.res.Engine.Mode()), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": cfg.Path, "rules": len(cfg.Rules), "floor": !cfg.NoFloor, "remember": string(cfg.Remember),
 		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,

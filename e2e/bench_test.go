@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tai-dev/tai/internal/bareacp"
 )
 
 // floodUpdates is what testdata/flood.yaml sends: 100k mixed updates and a
@@ -24,40 +23,45 @@ const floodUpdates = 100000
 // BenchmarkFlood drives the built-in agent's flood through the real tai
 // binary in each output mode and, in the same iteration, through a bare
 // client: bufio plus one encoding/json decode per line, answering the
-// permissions. x-bare is tai's wall time over the bare client's; tai-MiB
-// is tai's peak RSS (VmHWM).
+// permissions. x-bare is tai's wall time over the bare client's; cpu-x is
+// the same for CPU time (user+sys, the agent's included on both sides),
+// client-cpu-x for the clients alone (tai's CPU less the agent's, over
+// the bare loop's), the figures least disturbed by a busy machine;
+// tai-MiB is tai's peak RSS (VmHWM). json-nofeed is json under --no-feed,
+// for what the live feed costs.
 //
 //	go test ./e2e -run x -bench Flood -benchtime 3x
 func BenchmarkFlood(b *testing.B) {
 	agent := []string{taiBin, "agent", "builtin", "--script", script("flood.yaml")}
-	for _, mode := range []string{"json", "stream-json", "text"} {
-		b.Run(mode, func(b *testing.B) {
+	for _, mode := range []struct{ name, output, extra string }{
+		{"json", "json", ""}, {"json-nofeed", "json", "--no-feed"}, {"stream-json", "stream-json", ""}, {"text", "text", ""},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
 			dir := b.TempDir()
-			var taiT, bareT time.Duration
-			var best pair
+			var sum, best pair
 			var hwm int64
 			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
-				if n := bareClient(b, dir, agent); n < floodUpdates {
-					b.Fatalf("bare client saw %d updates", n)
+				bare := bareClient(b, dir, agent)
+				if bare.Updates < floodUpdates {
+					b.Fatalf("bare client saw %d updates", bare.Updates)
 				}
-				bt := time.Since(t0)
-				bareT += bt
-				t0 = time.Now()
-				o, peak := taiPeak(b, dir, "run", "--approve", "all", "--agent-cmd", strings.Join(agent, " "), "-o", mode, "go")
-				tt := time.Since(t0)
-				taiT += tt
-				best.add(tt, bt)
-				if o.code != 0 {
-					b.Fatalf("exit %d: %s", o.code, o.stderr)
+				args := []string{"run", "--approve", "all", "--agent-cmd", strings.Join(agent, " "), "-o", mode.output}
+				if mode.extra != "" {
+					args = append(args, mode.extra)
 				}
-				checkFlood(b, mode, o.stdout)
-				hwm = max(hwm, peak)
+				t := taiPeak(b, dir, append(args, "go")...)
+				sum.sum(t, bare)
+				best.best(t, bare)
+				if t.code != 0 {
+					b.Fatalf("exit %d: %s", t.code, t.stderr)
+				}
+				checkFlood(b, mode.output, t.stdout)
+				hwm = max(hwm, t.hwm)
 			}
-			b.ReportMetric(taiT.Seconds()/bareT.Seconds(), "x-bare")
-			b.ReportMetric(best.ratio(), "x-bare-best")
-			b.ReportMetric(float64(floodUpdates)*float64(b.N)/taiT.Seconds(), "tai-updates/s")
-			b.ReportMetric(float64(floodUpdates)*float64(b.N)/bareT.Seconds(), "bare-updates/s")
+			sum.report(b)
+			b.ReportMetric(best.wallRatio(), "x-bare-best")
+			b.ReportMetric(float64(floodUpdates)*float64(b.N)/sum.tai.wall.Seconds(), "tai-updates/s")
+			b.ReportMetric(float64(floodUpdates)*float64(b.N)/sum.bare.wall.Seconds(), "bare-updates/s")
 			b.ReportMetric(float64(hwm)/(1<<20), "tai-MiB")
 		})
 	}
@@ -96,28 +100,25 @@ func checkFlood(b *testing.B, mode, stdout string) {
 func BenchmarkStartup(b *testing.B) {
 	agent := []string{taiBin, "agent", "builtin", "--script", script("one.yaml")}
 	dir := b.TempDir()
-	var taiT, bareT time.Duration
-	var best pair
+	var sum, best pair
 	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		if n := bareClient(b, dir, agent); n < 1 {
+		bare := bareClient(b, dir, agent)
+		if bare.Updates < 1 {
 			b.Fatal("bare client saw no update")
 		}
-		bt := time.Since(t0)
-		bareT += bt
-		t0 = time.Now()
-		o := taiB(b, dir, "run", "--no-audit", "--agent-cmd", strings.Join(agent, " "), "-o", "json", "go")
-		tt := time.Since(t0)
-		taiT += tt
-		best.add(tt, bt)
-		if o.code != 0 || !strings.Contains(o.stdout, "one update") {
-			b.Fatalf("exit %d: %s %s", o.code, o.stdout, o.stderr)
+		t := taiPeak(b, dir, "run", "--no-audit", "--agent-cmd", strings.Join(agent, " "), "-o", "json", "go")
+		sum.sum(t, bare)
+		best.best(t, bare)
+		if t.code != 0 || !strings.Contains(t.stdout, "one update") {
+			b.Fatalf("exit %d: %s %s", t.code, t.stdout, t.stderr)
 		}
 	}
-	b.ReportMetric(taiT.Seconds()/bareT.Seconds(), "x-bare")
-	b.ReportMetric(best.ratio(), "x-bare-best")
-	b.ReportMetric(float64(taiT.Milliseconds())/float64(b.N), "tai-ms")
-	b.ReportMetric(float64(bareT.Milliseconds())/float64(b.N), "bare-ms")
+	sum.report(b)
+	b.ReportMetric(best.wallRatio(), "x-bare-best")
+	b.ReportMetric(float64(sum.tai.wall.Microseconds())/1e3/float64(b.N), "tai-ms")
+	b.ReportMetric(float64(sum.bare.wall.Microseconds())/1e3/float64(b.N), "bare-ms")
+	b.ReportMetric(float64(best.tai.wall.Microseconds())/1e3, "tai-best-ms")
+	b.ReportMetric(float64(sum.tai.cpu.Microseconds())/1e3/float64(b.N), "tai-cpu-ms")
 }
 
 // BenchmarkBigLine sends one 100 MiB agent_message_chunk (testdata/big1.yaml)
@@ -127,45 +128,74 @@ func BenchmarkBigLine(b *testing.B) {
 	const line = 100 << 20
 	agent := []string{taiBin, "agent", "builtin", "--script", script("big1.yaml")}
 	dir := b.TempDir()
-	var taiT, bareT time.Duration
+	var sum pair
 	var hwm int64
 	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		bareClient(b, dir, agent)
-		bareT += time.Since(t0)
-		t0 = time.Now()
-		o, peak := taiPeak(b, dir, "run", "--no-audit", "--agent-cmd", strings.Join(agent, " "), "-o", "json", "go")
-		taiT += time.Since(t0)
-		if o.code != 0 || len(o.stdout) < line {
-			b.Fatalf("exit %d, %d bytes out: %s", o.code, len(o.stdout), o.stderr)
+		bare := bareClient(b, dir, agent)
+		t := taiPeak(b, dir, "run", "--no-audit", "--agent-cmd", strings.Join(agent, " "), "-o", "json", "go")
+		sum.sum(t, bare)
+		if t.code != 0 || len(t.stdout) < line {
+			b.Fatalf("exit %d, %d bytes out: %s", t.code, len(t.stdout), t.stderr)
 		}
-		hwm = max(hwm, peak)
+		hwm = max(hwm, t.hwm)
 	}
-	b.ReportMetric(taiT.Seconds()/bareT.Seconds(), "x-bare")
+	sum.report(b)
 	b.ReportMetric(float64(hwm)/(1<<20), "tai-MiB")
 	b.ReportMetric(float64(hwm)/line, "line-x")
 }
 
-// pair keeps the fastest run of tai and of the bare client: on a shared
-// machine the minimum is the figure least disturbed by others' load.
-type pair struct{ tai, bare time.Duration }
+// cost is what one run of a client took: wall time, CPU time (user+sys)
+// of the client and its agent, and the agent's alone where it is known.
+type cost struct{ wall, cpu, agent time.Duration }
 
-func (p *pair) add(tai, bare time.Duration) {
-	if p.tai == 0 || tai < p.tai {
-		p.tai = tai
+// pair adds up, or keeps the best of, tai's runs and the bare client's.
+type pair struct{ tai, bare cost }
+
+func (p *pair) sum(t taiRun, bare bareacp.Run) {
+	p.tai.wall += t.wall
+	p.tai.cpu += t.cpu
+	p.bare.wall += bare.Wall
+	p.bare.cpu += bare.CPU
+	p.bare.agent += bare.Agent
+}
+
+// best keeps the fastest run of each: on a shared machine the minimum is
+// the figure least disturbed by others' load.
+func (p *pair) best(t taiRun, bare bareacp.Run) {
+	if p.tai.wall == 0 || t.wall < p.tai.wall {
+		p.tai.wall = t.wall
 	}
-	if p.bare == 0 || bare < p.bare {
-		p.bare = bare
+	if p.bare.wall == 0 || bare.Wall < p.bare.wall {
+		p.bare.wall = bare.Wall
 	}
 }
 
-func (p pair) ratio() float64 { return p.tai.Seconds() / p.bare.Seconds() }
+func (p pair) wallRatio() float64 { return p.tai.wall.Seconds() / p.bare.wall.Seconds() }
 
-// taiPeak runs tai like taiB and samples its VmHWM (peak RSS, bytes) while
-// it runs. VmHWM only grows, so the last sample before the exit is the peak
+// report reports the summed runs' ratios. The agent is the same program
+// on the same wire on both sides, so the bare run's agent CPU stands for
+// the agent's share of tai's (which rusage counts with tai's own).
+func (p pair) report(b *testing.B) {
+	b.ReportMetric(p.wallRatio(), "x-bare")
+	b.ReportMetric(p.tai.cpu.Seconds()/p.bare.cpu.Seconds(), "cpu-x")
+	if client := p.bare.cpu - p.bare.agent; client > 0 {
+		b.ReportMetric((p.tai.cpu-p.bare.agent).Seconds()/client.Seconds(), "client-cpu-x")
+	}
+}
+
+// taiRun is one run of the tai binary.
+type taiRun struct {
+	outcome
+	wall, cpu time.Duration
+	hwm       int64 // peak RSS, bytes
+}
+
+// taiPeak runs tai like taiB, timing it, and samples its VmHWM (peak RSS,
+// bytes) while it runs. VmHWM only grows, so the last sample before the exit is the peak
 // unless the peak came in the last few milliseconds.
-func taiPeak(b testing.TB, dir string, args ...string) (outcome, int64) {
+func taiPeak(b testing.TB, dir string, args ...string) taiRun {
 	b.Helper()
+	t0 := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, taiBin, args...)
@@ -193,6 +223,7 @@ func taiPeak(b testing.TB, dir string, args ...string) (outcome, int64) {
 		}
 	}()
 	err := cmd.Wait()
+	wall := time.Since(t0)
 	close(done)
 	hwm := <-peak
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && hwm == 0 {
@@ -204,7 +235,7 @@ func taiPeak(b testing.TB, dir string, args ...string) (outcome, int64) {
 	} else if err != nil {
 		b.Fatal(err)
 	}
-	return outcome{out.String(), errb.String(), code}, hwm
+	return taiRun{outcome: outcome{out.String(), errb.String(), code}, wall: wall, cpu: bareacp.ProcessCPU(cmd.ProcessState), hwm: hwm}
 }
 
 // vmHWM reads the VmHWM line of a /proc/PID/status file, in bytes; 0 when
@@ -223,98 +254,12 @@ func vmHWM(status string) int64 {
 	return 0
 }
 
-// bareClient is the baseline: the least an ACP client must do. It starts
-// the agent, opens a session, sends one prompt and reads every line with
-// bufio and one encoding/json decode, answering permission requests with
-// the first allow option, until the prompt's response. It returns the
-// number of session/update notifications seen.
-func bareClient(b *testing.B, dir string, argv []string) int {
+// bareClient runs the baseline client (package bareacp).
+func bareClient(b *testing.B, dir string, argv []string) bareacp.Run {
 	b.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Dir = dir
-	in, err := cmd.StdinPipe()
+	r, err := bareacp.Client(dir, argv)
 	if err != nil {
 		b.Fatal(err)
 	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		in.Close()
-		_ = cmd.Wait()
-	}()
-	rd := bufio.NewReaderSize(outPipe, 64<<10)
-	w := bufio.NewWriter(in)
-	send := func(format string, args ...any) {
-		fmt.Fprintf(w, format+"\n", args...)
-		if err := w.Flush(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	type message struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			SessionID string `json:"sessionId"`
-			Options   []struct {
-				OptionID string `json:"optionId"`
-				Kind     string `json:"kind"`
-			} `json:"options"`
-		} `json:"params"`
-		Result struct {
-			SessionID  string `json:"sessionId"`
-			StopReason string `json:"stopReason"`
-		} `json:"result"`
-		Error json.RawMessage `json:"error"`
-	}
-	cwd, _ := json.Marshal(dir)
-	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}`)
-	send(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%s,"mcpServers":[]}}`, cwd)
-	updates := 0
-	for {
-		line, err := rd.ReadSlice('\n')
-		if err == bufio.ErrBufferFull { // a line longer than the buffer
-			long := bytes.Clone(line)
-			for err == bufio.ErrBufferFull {
-				line, err = rd.ReadSlice('\n')
-				long = append(long, line...)
-			}
-			line = long
-		}
-		if err != nil {
-			b.Fatalf("agent output ended: %v", err)
-		}
-		var m message
-		if err := json.Unmarshal(line, &m); err != nil {
-			continue
-		}
-		switch {
-		case m.Method == "session/update":
-			updates++
-		case m.Method == "session/request_permission":
-			opt := ""
-			for _, o := range m.Params.Options {
-				if strings.HasPrefix(o.Kind, "allow") {
-					opt = o.OptionID
-					break
-				}
-			}
-			send(`{"jsonrpc":"2.0","id":%s,"result":{"outcome":{"outcome":"selected","optionId":%q}}}`, m.ID, opt)
-		case m.Method != "":
-			send(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"not supported"}}`, m.ID)
-		case string(m.ID) == "2":
-			sid, _ := json.Marshal(m.Result.SessionID)
-			send(`{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":%s,"prompt":[{"type":"text","text":"go"}]}}`, sid)
-		case string(m.ID) == "3":
-			if len(m.Error) > 0 {
-				b.Fatalf("prompt failed: %s", m.Error)
-			}
-			return updates
-		}
-	}
+	return r
 }

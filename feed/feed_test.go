@@ -432,7 +432,7 @@ func TestBoundedWhileStreaming(t *testing.T) {
 		emit(k, i)
 	}
 	s.mu.Lock()
-	kept := len(s.frames) - s.head
+	kept := s.frames.n
 	s.mu.Unlock()
 	if kept != 100 {
 		t.Errorf("kept %d frames, want 100", kept)

@@ -7,6 +7,7 @@
 package feed
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -14,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,6 +31,7 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/render"
 )
 
 // Kind is what a feed's run is.
@@ -52,18 +55,17 @@ type Options struct {
 	// MaxBytes bounds their size too (default 4 MiB): a feed is a window on
 	// the run, not its record (that is the audit log and fleet frames).
 	MaxBytes int
-	Clock    quartz.Clock
-	Logger   *slog.Logger
+	// IdleBytes is the bound while no stream reads (default 1 MiB, at
+	// most MaxBytes): a run nobody watches keeps only a short history
+	// for a client that comes later.
+	IdleBytes int
+	Clock     quartz.Clock
+	Logger    *slog.Logger
 	// OnAsk, if set, hears of every ask that starts waiting on the feed
 	// (notifications). It must not block.
 	OnAsk func(Ask)
 	// OnElicit, likewise, hears of every elicitation that starts waiting.
 	OnElicit func(Elicitation)
-}
-
-type frame struct {
-	id   uint64
-	data []byte
 }
 
 // Server is one run's feed. Its methods are safe for concurrent use.
@@ -76,12 +78,14 @@ type Server struct {
 	refused atomic.Int64
 	token   string // TCP only
 
-	mu        sync.Mutex
-	frames    []frame // kept from head on
-	head      int
-	bytes     int // of the kept frames
-	nextID    uint64
-	changed   chan struct{} // closed and replaced on every frame
+	mu     sync.Mutex
+	frames ring
+	enc    render.FrameEncoder
+	buf    bytes.Buffer // a frame being encoded
+	// changed is closed on the next frame; nil while no stream waits, so
+	// a feed nobody reads makes no channel a frame.
+	changed   chan struct{}
+	streams   int // streams reading /events
 	closed    bool
 	st        state
 	asks      *pendings[Ask, policy.Answer]
@@ -110,6 +114,10 @@ func Open(o Options) (*Server, error) {
 	if o.MaxBytes <= 0 {
 		o.MaxBytes = 4 << 20
 	}
+	if o.IdleBytes <= 0 {
+		o.IdleBytes = 1 << 20
+	}
+	o.IdleBytes = min(o.IdleBytes, o.MaxBytes)
 	if o.Kind == "" {
 		o.Kind = KindRun
 	}
@@ -123,7 +131,7 @@ func Open(o Options) (*Server, error) {
 		o.Logger.Warn("feed: listing the feeds", "err", err)
 	}
 	s := &Server{o: o, path: filepath.Join(o.Dir, o.Run+SocketExt), started: o.Clock.Now().UTC(),
-		changed: make(chan struct{}), done: map[string]closedItem{}}
+		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.IdleBytes, recycle: true}, done: map[string]closedItem{}}
 	s.asks = newPendings(s, "ask", "ask-", s.askClosed, answerName)
 	s.questions = newPendings(s, "question", "q-", s.questionClosed, func(string) string { return "an answer" })
 	s.elicits = newPendings(s, "elicitation", "el-", s.elicitClosed, func(r elicitReply) string { return string(r.Action) })
@@ -208,7 +216,7 @@ func (s *Server) Close() error {
 	// No new client from here on; the streams end after their last frame.
 	rmErr := os.Remove(s.path)
 	s.closed = true
-	close(s.changed)
+	s.wakeLocked()
 	srvs := s.srvs
 	s.mu.Unlock()
 	for _, srv := range srvs {
@@ -249,27 +257,22 @@ func (l *uidListener) Accept() (net.Conn, error) {
 	}
 }
 
-// publish appends one frame (a JSON object) and wakes the streams; s.mu
-// is held.
+// publishLocked keeps one frame (a JSON object, copied) and wakes the
+// streams; s.mu is held.
 func (s *Server) publishLocked(data []byte) {
 	if s.closed {
 		return
 	}
-	s.nextID++
-	s.frames = append(s.frames, frame{id: s.nextID, data: data})
-	s.bytes += len(data)
-	// Drop the oldest past the bounds; the slice is compacted only once
-	// half of it is dropped, so a full feed costs O(1) a frame.
-	for len(s.frames)-s.head > 1 && (len(s.frames)-s.head > s.o.MaxFrames || s.bytes > s.o.MaxBytes) {
-		s.bytes -= len(s.frames[s.head].data) // not zeroed: a stream may be reading it
-		s.head++
+	s.frames.add(data)
+	s.wakeLocked()
+}
+
+// wakeLocked wakes the streams waiting for a frame; s.mu is held.
+func (s *Server) wakeLocked() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
 	}
-	if s.head > 1024 && s.head > len(s.frames)/2 {
-		s.frames = append(s.frames[:0:0], s.frames[s.head:]...)
-		s.head = 0
-	}
-	close(s.changed)
-	s.changed = make(chan struct{})
 }
 
 // publishJSONLocked publishes v's JSON; s.mu is held.
@@ -297,11 +300,7 @@ func (s *Server) Publish(v any) {
 
 // TaggedEvent is a session's frame as the feed (and fleet stream-json)
 // sends it: the cap.md frame with the run and, in a fleet, the task.
-type TaggedEvent struct {
-	Run  string `json:"run,omitempty"`
-	Task string `json:"task,omitempty"`
-	driver.Event
-}
+type TaggedEvent = render.Tagged
 
 // Sink is a runner sink that feeds the session's events into the feed,
 // tagged with the task ("" outside a fleet).
@@ -312,37 +311,62 @@ type sink struct {
 	task string
 }
 
+// Emit encodes the event by hand (render.FrameEncoder) into the feed's
+// blocks: a flood costs the feed no allocation a frame.
 func (k sink) Emit(ev driver.Event) {
-	data, err := json.Marshal(TaggedEvent{Run: k.s.o.Run, Task: k.task, Event: ev})
-	if err != nil {
-		k.s.o.Logger.Warn("feed: an event did not encode", "type", ev.Type, "err", err)
-		return
-	}
-	k.s.mu.Lock()
-	defer k.s.mu.Unlock()
-	k.s.st.event(k.task, ev)
-	k.s.publishLocked(data)
-}
-
-// since returns the frames after id, how many before them are gone, the
-// channel that closes on the next frame and whether the feed is closed.
-func (s *Server) since(id uint64) ([]frame, uint64, chan struct{}, bool) {
+	s := k.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var missed uint64
-	kept := s.frames[s.head:]
-	i := 0
-	if len(kept) > 0 {
-		first := kept[0].id
-		if id+1 < first {
-			missed = first - id - 1
+	s.st.event(k.task, ev)
+	if m := ev.Message; m != nil && len(m.Text)+len(m.Content) > s.o.MaxBytes {
+		// A message chunk larger than the whole feed (a 100 MiB line) is
+		// not encoded, nor kept: counted, and missed by the streams.
+		if !s.closed {
+			s.frames.skip()
+			s.wakeLocked()
 		}
-		if id >= first {
-			i = int(id - first + 1)
-		}
-		i = min(i, len(kept))
+		return
 	}
-	return kept[i:len(kept):len(kept)], missed, s.changed, s.closed
+	s.buf.Reset()
+	if err := s.enc.Write(&s.buf, ev, s.o.Run, k.task); err != nil {
+		s.o.Logger.Warn("feed: an event did not encode", "type", ev.Type, "err", err)
+		return
+	}
+	s.publishLocked(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
+	if s.buf.Cap() > blockSize {
+		s.buf = bytes.Buffer{} // a huge frame's buffer is not kept
+	}
+}
+
+// streaming counts a stream in or out: the feed keeps MaxBytes of
+// frames while one reads, IdleBytes while none does.
+func (s *Server) streaming(delta int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.streams += delta
+	if s.streams > 0 {
+		s.frames.maxBytes = s.o.MaxBytes
+		s.frames.recycle, s.frames.spare = false, nil // a stream may hold a dropped block's frames
+	} else {
+		s.frames.setMaxBytes(s.o.IdleBytes)
+		s.frames.recycle = true
+	}
+}
+
+// streamBatch is how many frames a stream takes from the feed at once.
+const streamBatch = 256
+
+// since fills buf with the frames after id and returns how many before
+// them are gone, the channel that closes on the next frame and whether
+// the feed is closed.
+func (s *Server) since(id uint64, buf []kept) ([]kept, uint64, chan struct{}, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	frames, missed := s.frames.since(id, buf)
+	if len(frames) == 0 && !s.closed && s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return frames, missed, s.changed, s.closed
 }
 
 func (s *Server) handler(tcp bool) http.Handler {
@@ -402,16 +426,27 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	fl.Flush()
+	s.streaming(1)
+	defer s.streaming(-1)
+	buf := make([]kept, 0, streamBatch)
+	var line []byte
 	for {
-		frames, missed, changed, closed := s.since(after)
+		frames, missed, changed, closed := s.since(after, buf)
 		if missed > 0 {
 			fmt.Fprintf(w, "event: gap\ndata: {\"missed\":%d}\n\n", missed)
 		}
 		for _, f := range frames {
-			if _, err := fmt.Fprintf(w, "id: %d\ndata: %s\n\n", f.id, f.data); err != nil {
+			line = strconv.AppendUint(append(line[:0], "id: "...), f.id, 10)
+			line = append(line, "\ndata: "...)
+			_, _ = w.Write(line)
+			_, _ = w.Write(f.data)
+			if _, err := io.WriteString(w, "\n\n"); err != nil {
 				return
 			}
 			after = f.id
+		}
+		if len(frames) > 0 {
+			continue // more may be kept already: wait only once none is
 		}
 		if closed {
 			fmt.Fprint(w, "event: end\ndata: {}\n\n")

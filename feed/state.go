@@ -117,18 +117,21 @@ func (b *Budget) Exhausted() []string {
 const maxDiffText = 1 << 20
 
 type state struct {
-	sessions map[string]*Session // by task + "\x00" + session id
-	order    []string
+	sessions map[sessionKey]*Session
+	order    []sessionKey
 	tasks    map[string]*Task
 	torder   []string
 }
 
+// sessionKey is a session of a task (an empty task outside a fleet).
+type sessionKey struct{ task, session string }
+
 func (s *state) init() {
-	s.sessions, s.tasks = map[string]*Session{}, map[string]*Task{}
+	s.sessions, s.tasks = map[sessionKey]*Session{}, map[string]*Task{}
 }
 
 func (s *state) event(task string, ev driver.Event) {
-	key := task + "\x00" + ev.Session
+	key := sessionKey{task, ev.Session}
 	ss := s.sessions[key]
 	if ss == nil {
 		ss = &Session{ID: ev.Session, Task: task, State: StateWorking, Started: ev.Time, diffs: map[string][2]int{}}
@@ -255,7 +258,7 @@ func (s *Server) SetBudget(b Budget) {
 func (s *Server) Snapshot() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := State{Run: s.o.Run, Kind: s.o.Kind, PID: os.Getpid(), Started: s.started, LastEventID: s.nextID,
+	st := State{Run: s.o.Run, Kind: s.o.Kind, PID: os.Getpid(), Started: s.started, LastEventID: s.frames.next,
 		Sessions: []Session{}, Asks: []Ask{}, Questions: []Question{}, Elicitations: []Elicitation{}}
 	for _, k := range s.st.order {
 		ss := *s.st.sessions[k]

@@ -20,10 +20,36 @@ const CannotAnswer = "CANNOT_ANSWER"
 // answer routes a question: to the plan's answerer agent (with the plan's
 // context and the task's diff), then to a human.
 func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Handle, q string) (string, string, Usage, error) {
+	if f.ask != nil {
+		return f.ask(ctx, q) // a remote task: its coordinator answers, by its own route
+	}
+	ans, spent, err := f.askAnswerer(ctx, t, cwd, h, q)
+	switch {
+	case err == nil:
+		return ans, string(driver.ByAnswerer), spent, nil
+	case !errors.Is(err, errUnanswered):
+		return "", "", spent, err
+	}
+	if f.o.AskHuman != nil {
+		f.humanMu.Lock()
+		ans, err := f.o.AskHuman(ctx, t.ID, q)
+		f.humanMu.Unlock()
+		if err == nil && strings.TrimSpace(ans) != "" {
+			return strings.TrimSpace(ans), string(driver.ByHuman), spent, nil
+		}
+	}
+	return "", "", spent, fmt.Errorf("%w (no answerer could, and no terminal to ask a human)", errUnanswered)
+}
+
+// askAnswerer asks the plan's answerer agent alone: errUnanswered when
+// there is none or it could not answer.
+func (f *fleet) askAnswerer(ctx context.Context, t *Task, cwd string, h *worktree.Handle, q string) (string, Usage, error) {
 	var spent Usage
 	if a := f.plan.Answerer; a != nil {
 		diff := "(no worktree)"
-		if h != nil {
+		if f.patch != "" {
+			diff = f.patch
+		} else if h != nil {
 			if p, err := f.wt.Patch(ctx, cwd, h.Base, 16<<10); err == nil {
 				diff = p
 			}
@@ -39,7 +65,7 @@ func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Han
 		pol.AllowDenials = true
 		opts, _, err := f.resolve(a.AgentSpec, pol, cwd, "task "+t.ID+"'s answerer")
 		if err != nil {
-			return "", "", spent, err
+			return "", spent, err
 		}
 		opts.Prompt = []driver.Content{driver.TextContent(b.String())}
 		opts.Audit, opts.AuditTask = f.o.Audit, t.ID
@@ -51,17 +77,9 @@ func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Han
 		}
 		ans := strings.TrimSpace(r.Message)
 		if err == nil && r.ExitCode == 0 && ans != "" && !strings.Contains(ans, CannotAnswer) {
-			return ans, string(driver.ByAnswerer), spent, nil
+			return ans, spent, nil
 		}
 		f.emit(EventAnswererPass, t.ID, "the answerer could not answer", map[string]any{"question": q, "exit_code": r.ExitCode})
 	}
-	if f.o.AskHuman != nil {
-		f.humanMu.Lock()
-		ans, err := f.o.AskHuman(ctx, t.ID, q)
-		f.humanMu.Unlock()
-		if err == nil && strings.TrimSpace(ans) != "" {
-			return strings.TrimSpace(ans), string(driver.ByHuman), spent, nil
-		}
-	}
-	return "", "", spent, fmt.Errorf("%w (no answerer could, and no terminal to ask a human)", errUnanswered)
+	return "", spent, errUnanswered
 }

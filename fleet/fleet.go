@@ -22,6 +22,7 @@ import (
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/worktree"
@@ -48,6 +49,10 @@ type Options struct {
 	// AskHuman asks a human a question an agent asked and the answerer
 	// could not answer; nil = headless (the task ends blocked).
 	AskHuman func(ctx context.Context, task, question string) (string, error)
+	// ElicitHuman answers, as a form, an elicitation the answerer could not
+	// (the terminal's form raced with the feed, tagged with the task by
+	// policy.AskerOf); nil = it goes to AskHuman as a question.
+	ElicitHuman elicit.Answerer
 	// Command records who owns the worktrees ("tai fleet run plan.yaml").
 	Command     string
 	Version     string
@@ -119,6 +124,10 @@ type fleet struct {
 	running map[string]*Task // tasks whose agent is working, for the owns: overlap warning
 	done    map[string]chan struct{}
 	humanMu sync.Mutex
+
+	// A task run by a remote worker (RunTaskIn) or answered for one (Answer).
+	ask   func(ctx context.Context, q string) (string, string, Usage, error) // routes questions to the coordinator
+	patch string                                                             // the remote task's changes so far, for the answerer
 }
 
 // Run runs (or resumes) a fleet. The returned State is final; its

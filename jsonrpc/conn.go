@@ -624,7 +624,8 @@ func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 	}
 	owned := lr.Detach(line)
 	msg = bytes.TrimSpace(owned)
-	env := new(envelope)
+	env := envelopes.Get().(*envelope)
+	*env = envelope{}
 	if err := parseEnvelope(msg, env); err != nil {
 		c.skipGarbage(msg, err)
 		return
@@ -668,6 +669,10 @@ func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 	c.hold(env)
 	c.q.push(env)
 }
+
+// envelopes recycles the envelopes of notifications, which come by the
+// thousand in a flood.
+var envelopes = sync.Pool{New: func() any { return new(envelope) }}
 
 // hold waits, on the reader, until env fits the in-flight bounds, and
 // counts it.
@@ -755,6 +760,13 @@ func (c *Conn) dispatchLoop() {
 			c.dispatch(env)
 			if env.kind != kindRequest {
 				c.unhold(env)
+			}
+			if env.kind == kindNotification {
+				// Handled and not referred to again (a response goes on
+				// to its Call, a request to its goroutine). Cleared, so the
+				// pool does not pin its line.
+				*env = envelope{}
+				envelopes.Put(env)
 			}
 			batch[i] = nil // let params be collected
 		}

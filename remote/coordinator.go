@@ -2,6 +2,8 @@ package remote
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,18 +11,21 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/quartz"
 	"github.com/gofrs/flock"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -38,10 +43,29 @@ type CoordinatorOptions struct {
 	Resume   bool
 	Audit    *audit.Log // required
 	Progress func(fleet.Event)
+	// TaskSink, if set, gets each task's session events as its worker
+	// reports them (fleet.Options.TaskSink).
+	TaskSink func(task string) driver.Sink
 	Command  string
 	Clock    quartz.Clock
 	Logger   *slog.Logger
+	// Who answers the tasks' asks, as in a local fleet: a human for
+	// permission asks and for questions the plan's answerer could not
+	// answer (nil: headless).
+	Prompter policy.Prompter
+	AskHuman func(ctx context.Context, task, question string) (string, error)
+	// The plan's answerer agent runs here: the built-in agent's binary,
+	// and how it is confined (fleet.Options').
+	Exe     string
+	Version string
+	Sandbox *agentspec.Sandbox
+	// Clones is where a coordinator that adopts a run from another host
+	// (tai hub --coordinate) keeps its clones of the runs' repositories.
+	Clones string
 }
+
+// ErrBusy: another process coordinates the run.
+var ErrBusy = errors.New("already being coordinated by another process")
 
 type coordinator struct {
 	o     CoordinatorOptions
@@ -59,6 +83,41 @@ type coordinator struct {
 	mergeMu sync.Mutex
 	done    map[string]chan struct{}
 	results map[string]chan Lease // accepted results, to their task's goroutine
+	pushTo  string                // where the target goes after each merge (a clone's origin)
+}
+
+// cloneRepo is this host's clone of the run's repository (made once, then
+// fetched), with the target as the repository has it.
+func (c *coordinator) cloneRepo(ctx context.Context) (*worktree.Manager, error) {
+	sum := sha256.Sum256([]byte(c.rec.RepoURL))
+	dir := filepath.Join(c.o.Clones, hex.EncodeToString(sum[:8]))
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		tmp := dir + ".tmp"
+		_ = os.RemoveAll(tmp)
+		if err := os.MkdirAll(c.o.Clones, 0o700); err != nil {
+			return nil, err
+		}
+		if _, err := git(ctx, "", "clone", "--quiet", "--no-checkout", c.rec.RepoURL, tmp); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := git(ctx, dir, "fetch", "--quiet", c.rec.RepoURL, "+refs/heads/*:refs/remotes/origin/*"); err != nil {
+		return nil, err
+	}
+	// The target as the repository has it (a resumed run's merges so far).
+	_, _ = git(ctx, dir, "fetch", "--quiet", c.rec.RepoURL, "+refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target)
+	wt, err := worktree.Open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	if !wt.IsAncestor(ctx, c.rec.Base, c.rec.Base) {
+		return nil, fmt.Errorf("%s does not have the run's base %.12s (push it there)", c.rec.RepoURL, c.rec.Base)
+	}
+	c.pushTo = c.rec.RepoURL
+	return wt, nil
 }
 
 // Coordinate runs (or resumes) a fleet whose tasks workers run: it
@@ -91,7 +150,7 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error)
 		return nil, fmt.Errorf("remote: %w", err)
 	}
 	if !got {
-		return nil, exitcode.Usagef("fleet run %s is already being coordinated by another process", o.RunID)
+		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("fleet run %s is %w", o.RunID, ErrBusy))
 	}
 	defer func() { _ = lk.Unlock() }()
 	c := &coordinator{o: o, bus: o.Bus, clock: o.Clock, log: o.Logger, done: map[string]chan struct{}{}, results: map[string]chan Lease{}}
@@ -124,42 +183,25 @@ func (c *coordinator) init(ctx context.Context) error {
 			c.o.Lease = c.rec.Lease
 		}
 		wt, err := worktree.Open(ctx, c.rec.Repo)
+		if err == nil && !wt.IsAncestor(ctx, c.rec.Base, c.rec.Base) {
+			err = fmt.Errorf("%s does not have the run's base %.12s", c.rec.Repo, c.rec.Base)
+		}
+		if err != nil && o.Clones != "" && c.rec.RepoURL != c.rec.Repo {
+			// Not the submitter's host: merge in a clone of where the
+			// workers push, and push the target back there.
+			wt, err = c.cloneRepo(ctx)
+		}
 		if err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}
 		c.wt = wt
 	} else {
 		c.plan = o.Plan
-		repo := o.Repo
-		if repo == "" {
-			repo = c.plan.Dir
-		}
-		wt, err := worktree.Open(ctx, repo)
-		if err != nil {
-			return exitcode.With(exitcode.Usage, err)
-		}
-		c.wt = wt
-		base := cmpOr(c.plan.Base, "HEAD")
-		sha, err := wt.RevParse(ctx, base)
-		if err != nil {
-			return exitcode.With(exitcode.Usage, fmt.Errorf("base: %w", err))
-		}
-		target := cmpOr(c.plan.Target, "tai-fleet/"+o.RunID)
-		if p, ok, err := wt.CheckedOut(ctx, target); err != nil {
-			return err
-		} else if ok {
-			return exitcode.Usagef("target branch %s is checked out in %s: tai merges only into branches no checkout has open", target, p)
-		}
-		planJSON, err := json.Marshal(c.plan)
+		rec, wt, err := newRecord(ctx, o.Plan, o.RunID, o.Repo, o.RepoURL, o.Lease, c.clock)
 		if err != nil {
 			return err
 		}
-		url := o.RepoURL
-		if url == "" {
-			url = wt.Repo
-		}
-		c.rec = RunRecord{Run: o.RunID, Plan: planJSON, PlanDir: c.plan.Dir, Repo: wt.Repo, RepoURL: url, Base: sha, Target: target,
-			Lease: o.Lease, Created: c.clock.Now().UTC()}
+		c.rec, c.wt = rec, wt
 		data, _ := json.Marshal(c.rec)
 		if _, err := c.bus.Runs.Create(ctx, o.RunID, data); err != nil {
 			if errors.Is(err, jetstream.ErrKeyExists) {
@@ -167,14 +209,24 @@ func (c *coordinator) init(ctx context.Context) error {
 			}
 			return fmt.Errorf("remote: %w", err)
 		}
-		if err := wt.EnsureBranch(ctx, target, sha); err != nil {
-			return err
+	}
+	// The target and the plan's copy: made on a first run, and by the
+	// coordinator that adopts a submitted run.
+	if err := c.wt.EnsureBranch(ctx, c.rec.Target, c.rec.Base); err != nil {
+		return err
+	}
+	if c.pushTo != "" {
+		// Workers fetch the target from there.
+		if _, err := git(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
+			return fmt.Errorf("pushing the target to %s: %w", c.pushTo, err)
 		}
-		if err := worktree.WriteFileAtomic(filepath.Join(o.Dir, "plan.json"), planJSON, 0o600); err != nil {
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, "plan.json")); err != nil {
+		if err := worktree.WriteFileAtomic(filepath.Join(o.Dir, "plan.json"), c.rec.Plan, 0o600); err != nil {
 			return err
 		}
 	}
-	st := fleet.State{Version: 1, Run: o.RunID, Plan: filepath.Join(o.Dir, "plan.json"), PlanFrom: c.plan.File, Repo: c.rec.Repo,
+	st := fleet.State{Version: 1, Run: o.RunID, Plan: filepath.Join(o.Dir, "plan.json"), PlanFrom: c.plan.File, Repo: c.wt.Repo,
 		Base: c.rec.Base, Target: c.rec.Target, Created: c.rec.Created, Order: c.plan.Order(), Tasks: map[string]*fleet.TaskState{},
 		Status: "running", PID: os.Getpid()}
 	if old, err := fleet.LoadState(o.Dir); err == nil && o.Resume {
@@ -190,7 +242,7 @@ func (c *coordinator) init(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		ts.Attempts, ts.Usage, ts.Message, ts.Head = l.Attempt, l.Usage, l.Message, l.Head
+		ts.Attempts, ts.Usage, ts.Message, ts.Head, ts.Base, ts.Questions = l.Attempt, l.Usage, l.Message, l.Head, l.Base, l.Questions
 		st.Usage = addUsage(st.Usage, l.Usage)
 		switch l.State {
 		case LeaseMerged:
@@ -206,6 +258,11 @@ func (c *coordinator) init(ctx context.Context) error {
 		}
 	}
 	c.st = st
+	if o.Resume {
+		for _, t := range c.plan.Tasks {
+			c.dropStaleLock(ctx, c.wt.Path(o.RunID, t.ID))
+		}
+	}
 	for _, t := range c.plan.Tasks {
 		if err := c.bus.SetLease(ctx, AgentToken(c.spec(t.AgentSpec)), c.o.Lease); err != nil {
 			return err
@@ -215,6 +272,39 @@ func (c *coordinator) init(ctx context.Context) error {
 		c.emit("budget", "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim), nil)
 	})
 	return c.save()
+}
+
+// newRecord resolves a new run's repository, base and target.
+func newRecord(ctx context.Context, plan *fleet.Plan, run, repo, repoURL string, lease time.Duration, clock quartz.Clock) (RunRecord, *worktree.Manager, error) {
+	if repo == "" {
+		repo = plan.Dir
+	}
+	wt, err := worktree.Open(ctx, repo)
+	if err != nil {
+		return RunRecord{}, nil, exitcode.With(exitcode.Usage, err)
+	}
+	sha, err := wt.RevParse(ctx, cmpOr(plan.Base, "HEAD"))
+	if err != nil {
+		return RunRecord{}, nil, exitcode.With(exitcode.Usage, fmt.Errorf("base: %w", err))
+	}
+	target := cmpOr(plan.Target, "tai-fleet/"+run)
+	if p, ok, err := wt.CheckedOut(ctx, target); err != nil {
+		return RunRecord{}, nil, err
+	} else if ok {
+		return RunRecord{}, nil, exitcode.Usagef("target branch %s is checked out in %s: tai merges only into branches no checkout has open", target, p)
+	}
+	planJSON, err := json.Marshal(plan)
+	if err != nil {
+		return RunRecord{}, nil, err
+	}
+	if repoURL == "" {
+		repoURL = wt.Repo
+	}
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	return RunRecord{Run: run, Plan: planJSON, PlanDir: plan.Dir, Repo: wt.Repo, RepoURL: repoURL, Base: sha, Target: target,
+		Lease: lease, Created: clock.Now().UTC()}, wt, nil
 }
 
 func addUsage(a, b fleet.Usage) fleet.Usage {
@@ -237,7 +327,25 @@ func (c *coordinator) save() error {
 	if err != nil {
 		return err
 	}
+	// The bus has it too, for tai fleet status --nats on any host.
+	c.pubState()
 	return worktree.WriteFileAtomic(filepath.Join(c.o.Dir, "state.json"), data, 0o600)
+}
+
+// pubState puts the run's state in the state bucket, its messages cut to
+// keep it under the message cap.
+func (c *coordinator) pubState() {
+	s := c.snapshot()
+	for _, t := range s.Tasks {
+		t.Message = truncate(t.Message, 2<<10)
+	}
+	data, err := json.Marshal(&s)
+	if err != nil || len(data) > MaxMessage {
+		return
+	}
+	if _, err := c.bus.State.Put(context.Background(), c.o.RunID, data); err != nil {
+		c.log.Warn("publishing the run's state", "err", err)
+	}
 }
 
 func (c *coordinator) task(id string) fleet.TaskState {
@@ -269,6 +377,11 @@ func (c *coordinator) snapshot() fleet.State {
 
 // emit records a fleet event (audit log, progress, the events stream).
 func (c *coordinator) emit(kind, task, detail string, data map[string]any) {
+	c.emitAt(c.clock.Now(), kind, task, detail, data)
+}
+
+// emitAt records an event that happened at t (a worker's, forwarded).
+func (c *coordinator) emitAt(t time.Time, kind, task, detail string, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
@@ -283,11 +396,11 @@ func (c *coordinator) emit(kind, task, detail string, data map[string]any) {
 	if err := c.o.Audit.Append(k, "", data); err != nil {
 		c.log.Error("audit", "err", err)
 	}
-	c.bus.Event(context.Background(), EventMsg{Time: c.clock.Now().UTC(), Run: c.o.RunID, Task: task, Kind: kind, Detail: detail})
+	c.bus.Event(context.Background(), EventMsg{Time: t.UTC(), Run: c.o.RunID, Task: task, Kind: kind, Detail: detail})
 	c.evMu.Lock()
 	defer c.evMu.Unlock()
 	if c.o.Progress != nil {
-		c.o.Progress(fleet.Event{Time: c.clock.Now(), Kind: fleet.EventKind(kind), Task: task, Detail: detail, State: c.snapshot()})
+		c.o.Progress(fleet.Event{Time: t, Kind: fleet.EventKind(kind), Task: task, Detail: detail, State: c.snapshot()})
 	}
 }
 
@@ -301,18 +414,14 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 		c.done[id] = make(chan struct{})
 		c.results[id] = make(chan Lease, 1)
 	}
-	// Workers' events go into this run's audit log as they come.
-	sub, err := c.bus.NC.Subscribe(EventFilter(c.o.RunID), func(m *nats.Msg) {
-		var ev EventMsg
-		if json.Unmarshal(m.Data, &ev) != nil || ev.Worker == "" {
-			return
-		}
-		c.emit("worker."+ev.Kind, ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
-	})
+	// Workers' events go into this run's audit log as they come, through
+	// a durable consumer: a resumed coordinator forwards those that came
+	// while none was running, and none twice.
+	evCons, err := c.bus.Events.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "fwd-" + strings.ReplaceAll(token(c.o.RunID), "%", "_"),
+		FilterSubject: EventFilter(c.o.RunID), AckPolicy: jetstream.AckAllPolicy, AckWait: time.Minute, MaxDeliver: -1})
 	if err != nil {
-		return nil, fmt.Errorf("remote: %w", err)
+		return nil, fmt.Errorf("remote: events consumer: %w", err)
 	}
-	defer func() { _ = sub.Unsubscribe() }()
 
 	cons, err := c.bus.Results.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "coord-" + strings.ReplaceAll(token(c.o.RunID), "%", "_"),
 		FilterSubject: resultSubject(c.o.RunID), AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxDeliver: -1})
@@ -323,6 +432,8 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	bgCtx, stopBg := context.WithCancel(runCtx)
 	bg.Go(func() { c.consumeResults(bgCtx, cons) })
 	bg.Go(func() { c.sweep(bgCtx) })
+	bg.Go(func() { c.serveAsks(bgCtx) })
+	bg.Go(func() { c.forwardEvents(bgCtx, evCons) })
 
 	var g sync.WaitGroup
 	for _, id := range st.Order {
@@ -335,6 +446,43 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	stopBg()
 	bg.Wait()
 	return c.finish(ctx), nil
+}
+
+// forwardEvents records workers' events as the run's: fleet events in the
+// audit log and progress, session frames in the run's frames.
+func (c *coordinator) forwardEvents(ctx context.Context, cons jetstream.Consumer) {
+	for ctx.Err() == nil {
+		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("pulling events", "err", err)
+				pause(ctx, c.clock)
+			}
+			continue
+		}
+		for m := range batch.Messages() {
+			c.forward(m)
+			_ = m.Ack() // at once: a coordinator killed after this does not forward it again
+		}
+	}
+}
+
+// forward records one of the run's events if a worker sent it.
+func (c *coordinator) forward(m jetstream.Msg) {
+	var ev EventMsg
+	if json.Unmarshal(m.Data(), &ev) != nil || ev.Worker == "" {
+		return // the coordinator's own
+	}
+	if ev.Kind == KindFrame {
+		// A task's session frame: into this run's frames, as a local
+		// task's would be.
+		var de driver.Event
+		if c.o.TaskSink != nil && ev.Task != "" && json.Unmarshal(ev.Frame, &de) == nil {
+			c.o.TaskSink(ev.Task).Emit(de)
+		}
+		return
+	}
+	c.emitAt(ev.Time, "worker."+ev.Kind, ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
 }
 
 // consumeResults reads workers' results and settles each by the lease.
@@ -385,7 +533,7 @@ func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
 			return nil
 		}
 		next := Lease{State: LeaseAccepted, Worker: r.Worker, Attempt: r.Attempt, Head: r.Head, Status: r.Outcome.Status, Reason: r.Outcome.Reason,
-			Usage: r.Outcome.Usage, Message: truncate(r.Outcome.Message, 16<<10)}
+			Usage: r.Outcome.Usage, Message: truncate(r.Outcome.Message, 16<<10), Base: r.Base, Questions: r.Outcome.Questions}
 		if r.Outcome.Status != fleet.StatusDone {
 			next.State = LeaseFinal
 		} else if err := c.checkRef(ctx, r); err != nil {
@@ -422,7 +570,7 @@ func (c *coordinator) checkRef(ctx context.Context, r ResultMsg) error {
 	}
 	got, err := c.wt.RevParse(ctx, want)
 	if err != nil {
-		if c.rec.RepoURL != c.rec.Repo {
+		if c.rec.RepoURL != c.wt.Repo {
 			if _, ferr := git(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+want+":"+want); ferr != nil {
 				return fmt.Errorf("fetching %s: %w", want, ferr)
 			}
@@ -491,8 +639,7 @@ func (c *coordinator) ensureOffered(ctx context.Context, id string, now bool) {
 func (c *coordinator) taskMsg(ctx context.Context, t *fleet.Task) (TaskMsg, error) {
 	results := map[string]fleet.TaskResult{}
 	for _, d := range t.DependsOn {
-		ds := c.task(d)
-		results[d] = fleet.TaskResult{Message: ds.Message, Branch: ds.Branch, Status: ds.Status, Diff: "merged into " + c.rec.Target}
+		results[d] = c.result(ctx, d)
 	}
 	prompt, err := fleet.RenderPrompt(t, c.plan, results)
 	if err != nil {
@@ -503,7 +650,58 @@ func (c *coordinator) taskMsg(ctx context.Context, t *fleet.Task) (TaskMsg, erro
 		return TaskMsg{}, err
 	}
 	return TaskMsg{Run: c.o.RunID, Task: t.ID, Plan: c.rec.Plan, PlanDir: c.rec.PlanDir, Prompt: prompt, RepoURL: c.rec.RepoURL,
-		Target: c.rec.Target, Base: base, Limits: c.meter.Want(t.Budget), Lease: c.o.Lease}, nil
+		Target: c.rec.Target, Base: base, Limits: c.meter.Want(t.Budget), Lease: c.o.Lease, Interactive: c.o.Prompter != nil}, nil
+}
+
+// result is what a dependent's prompt template sees of task id, as in a
+// local fleet: its message, branch, status, and the diff of its accepted
+// attempt (Base..the attempt's ref; the branch is gone once merged).
+func (c *coordinator) result(ctx context.Context, id string) fleet.TaskResult {
+	ds := c.task(id)
+	r := fleet.TaskResult{Message: ds.Message, Branch: ds.Branch, Status: ds.Status, Diff: "no changes"}
+	ref := attemptRef(c.o.RunID, id, ds.Attempts)
+	if ds.Base == "" || ds.Attempts == 0 {
+		return r
+	}
+	if _, err := c.wt.RevParse(ctx, ref); err != nil {
+		return r // the attempt changed nothing: it pushed no ref
+	}
+	rng := ds.Base + ".." + ref
+	d, err := c.diffStat(ctx, rng)
+	if err != nil {
+		c.log.Warn("a dependency's diff", "task", id, "err", err)
+		return r
+	}
+	r.Diff = d.Summary()
+	for _, f := range d.Files {
+		r.Files = append(r.Files, f.Path)
+	}
+	if p, err := c.wt.Patch(ctx, c.wt.Repo, rng, 16<<10); err == nil {
+		r.Patch = p
+	}
+	return r
+}
+
+// diffStat is the change of a commit range (worktree.Manager.Diff is a
+// worktree's, untracked files included).
+func (c *coordinator) diffStat(ctx context.Context, rng string) (worktree.DiffStat, error) {
+	var d worktree.DiffStat
+	out, err := git(ctx, c.wt.Repo, "diff", "--numstat", "--no-renames", rng)
+	if err != nil {
+		return d, err
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) != 3 {
+			continue
+		}
+		a, _ := strconv.Atoi(f[0])
+		del, _ := strconv.Atoi(f[1])
+		d.Files = append(d.Files, worktree.FileStat{Path: f[2], Added: a, Deleted: del})
+		d.Insertions += a
+		d.Deletions += del
+	}
+	return d, nil
 }
 
 // schedule waits for a task's dependencies, reserves its budget, offers
@@ -572,6 +770,7 @@ func (c *coordinator) schedule(ctx context.Context, id string) {
 	}
 	c.setTask(id, func(x *fleet.TaskState) {
 		x.Attempts, x.Usage, x.Message, x.Head, x.Status, x.Reason = accepted.Attempt, accepted.Usage, accepted.Message, accepted.Head, accepted.Status, accepted.Reason
+		x.Questions, x.Base = accepted.Questions, accepted.Base
 		x.Finished = c.clock.Now().UTC()
 		if accepted.Status != fleet.StatusDone {
 			x.ExitCode = int(exitcode.AgentError)
@@ -639,6 +838,22 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		c.emit("failed", t.ID, "merge: "+reason, nil)
 		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Status, x.Reason = LeaseFinal, status, reason })
 	}
+	if l.Head != "" && c.wt.IsAncestor(ctx, l.Head, "refs/heads/"+c.rec.Target) {
+		// The attempt changed nothing (its head is in the target's
+		// history): there is nothing to integrate, and no worktree to make.
+		head, err := c.wt.RevParse(ctx, "refs/heads/"+c.rec.Target)
+		if err != nil {
+			fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
+			return
+		}
+		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
+		c.setTask(t.ID, func(x *fleet.TaskState) {
+			x.Status, x.Head, x.ExitCode, x.Diff, x.Worktree = fleet.StatusMerged, head, 0, &worktree.DiffStat{}, ""
+		})
+		c.emit("merged", t.ID, fmt.Sprintf("attempt %d -> %s at %.12s (no changes)", l.Attempt, c.rec.Target, head),
+			map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
+		return
+	}
 	if _, err := git(ctx, c.wt.Repo, "update-ref", "refs/heads/"+branch, l.Head); err != nil {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
@@ -662,7 +877,9 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		return
 	}
 	defer func() { _ = h.Release(ctx) }()
-	// A worktree kept from before a restart may be behind the branch.
+	// A worktree kept from before a restart may be behind the branch, and
+	// hold the index lock of a coordinator killed in it.
+	c.dropStaleLock(ctx, h.Path)
 	if _, err := git(ctx, h.Path, "reset", "-q", "--hard", l.Head); err != nil {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
@@ -690,8 +907,19 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 	case err != nil:
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 	default:
+		if c.pushTo != "" {
+			if _, err := git(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
+				c.emit("warning", t.ID, "pushing the target: "+err.Error(), nil)
+			}
+		}
 		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
-		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Head, x.ExitCode = fleet.StatusMerged, head, 0 })
+		var diff *worktree.DiffStat
+		if l.Base != "" {
+			if d, err := c.diffStat(ctx, l.Base+".."+l.Head); err == nil {
+				diff = &d
+			}
+		}
+		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Head, x.ExitCode, x.Diff = fleet.StatusMerged, head, 0, diff })
 		c.emit("merged", t.ID, fmt.Sprintf("attempt %d -> %s at %.12s", l.Attempt, c.rec.Target, head),
 			map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
 		_ = h.Release(ctx)
@@ -700,6 +928,20 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 				c.setTask(t.ID, func(x *fleet.TaskState) { x.Worktree = "" })
 			}
 		}
+	}
+}
+
+// dropStaleLock removes the index lock a coordinator killed in the merge
+// worktree dir left: this process holds the run's lock, and the merge
+// worktrees are the run's, so no other git works there.
+func (c *coordinator) dropStaleLock(ctx context.Context, dir string) {
+	// Only a worktree's own git dir (its .git is a file naming it), never
+	// the repository's: a half-made one would resolve to that.
+	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	if gd, err := git(ctx, dir, "rev-parse", "--absolute-git-dir"); err == nil && strings.Contains(filepath.ToSlash(gd), "/worktrees/") {
+		_ = os.Remove(filepath.Join(strings.TrimSpace(gd), "index.lock"))
 	}
 }
 
@@ -751,7 +993,18 @@ func (c *coordinator) finish(ctx context.Context) *fleet.State {
 	c.st.Status, c.st.ExitCode, c.st.PID, c.st.Usage = status, int(code), 0, c.meter.Used()
 	c.mu.Unlock()
 	_ = c.save()
+	if status != "interrupted" {
+		// The run is over: a hub's coordinator does not adopt it again.
+		rec := c.rec
+		rec.Finished, rec.Status, rec.ExitCode = c.clock.Now().UTC(), status, int(code)
+		if data, err := json.Marshal(rec); err == nil {
+			if _, err := c.bus.Runs.Put(context.WithoutCancel(ctx), c.o.RunID, data); err != nil {
+				c.log.Warn("recording the run's end", "err", err)
+			}
+		}
+	}
 	c.emit("run.end", "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
+	_ = c.bus.NC.Flush()
 	_ = c.o.Audit.Append(audit.KindRunEnd, "", map[string]any{"fleet": c.o.RunID, "status": status, "exit_code": int(code)})
 	final := c.snapshot()
 	return &final

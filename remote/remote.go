@@ -30,6 +30,7 @@ const (
 	StreamEvents  = "TAI_EVENTS"  // tai.event.<run>.<task>, replayable
 	BucketLeases  = "tai_leases"  // <run>/<task> → Lease
 	BucketRuns    = "tai_runs"    // <run> → RunRecord
+	BucketState   = "tai_state"   // <run> → fleet.State, as its coordinator saves it
 )
 
 // DefaultLease is how long a claim lasts without a heartbeat; the task
@@ -62,6 +63,9 @@ type Lease struct {
 	Reason   string           `json:"reason,omitempty"`
 	Usage    fleet.Usage      `json:"usage"`
 	Message  string           `json:"message,omitempty"`
+	// Base is the commit the attempt started from: Base..Head is its work.
+	Base      string     `json:"base,omitempty"`
+	Questions []fleet.QA `json:"questions,omitempty"`
 }
 
 // RunRecord is what a coordinator needs to resume a run from JetStream.
@@ -75,6 +79,13 @@ type RunRecord struct {
 	Target  string          `json:"target"`
 	Lease   time.Duration   `json:"lease"`
 	Created time.Time       `json:"created"`
+	// Submitted: the run was handed to the hub's coordinator (tai hub
+	// --coordinate), which adopts it, and again after a restart until it
+	// has Finished.
+	Submitted bool      `json:"submitted,omitempty"`
+	Finished  time.Time `json:"finished,omitzero"`
+	Status    string    `json:"status,omitempty"` // done | failed | interrupted, once finished
+	ExitCode  int       `json:"exit_code,omitempty"`
 }
 
 // TaskMsg offers a task.
@@ -89,6 +100,9 @@ type TaskMsg struct {
 	Base    string          `json:"base"` // the target's commit when offered
 	Limits  fleet.Limits    `json:"limits"`
 	Lease   time.Duration   `json:"lease"`
+	// Interactive: the coordinator has a human for permission asks; a
+	// worker sends them there (else policy's non-interactive rule holds).
+	Interactive bool `json:"interactive,omitempty"`
 }
 
 // ResultMsg reports an attempt's end. The work itself is the commit Head,
@@ -100,6 +114,7 @@ type ResultMsg struct {
 	Worker    string            `json:"worker"`
 	Outcome   fleet.TaskOutcome `json:"outcome"`
 	Head      string            `json:"head,omitempty"`
+	Base      string            `json:"base,omitempty"` // the target's commit it started from (Head's parent when it changed something)
 	Ref       string            `json:"ref,omitempty"`
 	AuditSeq  uint64            `json:"audit_seq,omitempty"`
 	AuditHead string            `json:"audit_head,omitempty"` // the hash of the task's audit log on its worker
@@ -115,7 +130,13 @@ type EventMsg struct {
 	Attempt int       `json:"attempt,omitempty"`
 	Kind    string    `json:"event"`
 	Detail  string    `json:"detail,omitempty"`
+	// Frame is a task's session event (Kind "frame"): what a local fleet
+	// writes to its frames, for tai fleet logs.
+	Frame json.RawMessage `json:"frame,omitempty"`
 }
+
+// KindFrame is the event kind of a task's session frame.
+const KindFrame = "frame"
 
 var tokenRE = regexp.MustCompile(`[^A-Za-z0-9_-]`)
 
@@ -169,6 +190,8 @@ type Bus struct {
 	Events  jetstream.Stream
 	Leases  jetstream.KeyValue
 	Runs    jetstream.KeyValue
+	Asks    jetstream.KeyValue
+	State   jetstream.KeyValue
 }
 
 // Open makes (or finds) tai's streams and buckets on the server nc talks
@@ -203,6 +226,8 @@ func Open(ctx context.Context, nc *nats.Conn) (*Bus, error) {
 	}{
 		{&b.Leases, jetstream.KeyValueConfig{Bucket: BucketLeases, History: 5, Storage: jetstream.FileStorage}},
 		{&b.Runs, jetstream.KeyValueConfig{Bucket: BucketRuns, History: 1, Storage: jetstream.FileStorage}},
+		{&b.Asks, jetstream.KeyValueConfig{Bucket: BucketAsks, History: 1, Storage: jetstream.FileStorage}},
+		{&b.State, jetstream.KeyValueConfig{Bucket: BucketState, History: 1, Storage: jetstream.FileStorage}},
 	} {
 		kv, err := js.KeyValue(ctx, k.cfg.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) {
@@ -294,9 +319,15 @@ func (b *Bus) Publish(ctx context.Context, subj string, v any, opts ...jetstream
 	return nil
 }
 
-// Event publishes an event (best effort: events are a record, not control).
-func (b *Bus) Event(ctx context.Context, ev EventMsg) {
-	_ = b.Publish(ctx, eventSubject(ev.Run, ev.Task), ev)
+// Event publishes an event. Best effort, and without waiting for the
+// server's ack (events are a record, not control; an agent's stream of
+// frames must not wait on the network).
+func (b *Bus) Event(_ context.Context, ev EventMsg) {
+	data, err := json.Marshal(ev)
+	if err != nil || len(data) > MaxMessage {
+		return
+	}
+	_ = b.NC.Publish(eventSubject(ev.Run, ev.Task), data)
 }
 
 // Connect dials a NATS URL with a creds file or a token (read from a file

@@ -17,7 +17,9 @@ import (
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/builtin"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/policy"
 )
 
 // TestMain doubles as the built-in agent: workers launch
@@ -126,17 +128,32 @@ func openBus(t testing.TB, url, name string) *Bus {
 // connection, clones and state; the returned stop waits for them.
 func startWorkers(t testing.TB, url string, n int, lease time.Duration) func() {
 	t.Helper()
+	return startWorkersFor(t, url, n, lease, nil)
+}
+
+// startWorkersFor runs n workers of the given agents (nil: builtin).
+func startWorkersFor(t testing.TB, url string, n int, lease time.Duration, agents []string) func() {
+	t.Helper()
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	return startWorkersIn(t, url, lease, agents, dirs...)
+}
+
+// startWorkersIn runs a worker in each of dirs (clones/, state/).
+func startWorkersIn(t testing.TB, url string, lease time.Duration, agents []string, dirs ...string) func() {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	for i := range n {
+	for i, dir := range dirs {
 		b := openBus(t, url, fmt.Sprintf("w%d", i))
-		dir := t.TempDir()
 		wg.Go(func() {
-			err := RunWorker(ctx, WorkerOptions{Bus: b, Name: fmt.Sprintf("w%d", i), Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"),
+			err := RunWorker(ctx, WorkerOptions{Bus: b, Name: fmt.Sprintf("w%d", i), Agents: agents, Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"),
 				Lease: lease, Exe: exe, Logger: testLogger()})
 			if err != nil {
 				t.Errorf("worker %d: %v", i, err)
@@ -325,6 +342,308 @@ func TestHubToken(t *testing.T) {
 		}
 		if nc != nil {
 			nc.Close()
+		}
+	}
+}
+
+// planRepo makes a repository holding files (plan.yaml among them; EXE in
+// it is the test binary) and loads its plan.
+func planRepo(t *testing.T, files map[string]string) (string, *fleet.Plan) {
+	t.Helper()
+	dir := t.TempDir()
+	sh(t, dir, "git", "init", "-q", "-b", "main")
+	sh(t, dir, "git", "config", "user.email", "t@example.com")
+	sh(t, dir, "git", "config", "user.name", "T")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.ReplaceAll(c, "EXE", exe)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh(t, dir, "git", "add", "-A")
+	sh(t, dir, "git", "commit", "-q", "-m", "init")
+	p, err := fleet.LoadPlan(filepath.Join(dir, "plan.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, p
+}
+
+func coordinate(t *testing.T, url string, plan *fleet.Plan, run string, mod func(o *CoordinatorOptions)) (*fleet.State, string) {
+	t.Helper()
+	runDir := t.TempDir()
+	log, err := audit.Open(filepath.Join(runDir, "audit.jsonl"), audit.Options{Run: run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := CoordinatorOptions{Bus: openBus(t, url, "coordinator"), Plan: plan, RunID: run, Dir: runDir, Lease: 5 * time.Second, Audit: log, Logger: testLogger()}
+	if mod != nil {
+		mod(&o)
+	}
+	st, err := Coordinate(context.Background(), o)
+	_ = log.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(runDir, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, string(data)
+}
+
+// askPlan: task paint asks a question in its first session (and marks
+// that it asked); its next session paints with the answer it was given.
+const askAgent = "sh -c 'if [ -e asked ]; then exec \"$0\" agent builtin --script done.yaml; else exec \"$0\" agent builtin --script ask.yaml; fi' EXE"
+
+// A remote task's question goes to the coordinator, which answers it as a
+// local fleet does (the plan's answerer, then a human); the answer goes
+// back to the worker's agent, which completes.
+func TestRemoteQuestionIsAnswered(t *testing.T) {
+	h := startHub(t)
+	stop := startWorkersFor(t, h.url, 1, 5*time.Second, []string{"custom"})
+	defer stop()
+	files := map[string]string{
+		"ask.yaml":  "steps:\n  - write: {path: asked, content: \"1\\n\"}\n  - text: \"Which colour should I use?\"\n",
+		"done.yaml": "steps:\n  - write: {path: colour.txt, content: \"blue\\n\"}\n  - text: \"Painted it blue.\"\n",
+	}
+	tests := []struct {
+		name     string
+		answerer string // the plan's answerer's script; "" = none
+		human    string // what the coordinator's human answers; "" = no human
+		want     fleet.TaskStatus
+		by       string
+	}{
+		{name: "the plan's answerer", answerer: "steps:\n  - text: \"Use blue.\"\n", want: fleet.StatusMerged, by: "answerer"},
+		{name: "the answerer cannot, a human at the coordinator can", answerer: "steps:\n  - text: CANNOT_ANSWER\n", human: "Use blue.", want: fleet.StatusMerged, by: "human"},
+		{name: "nobody can", want: fleet.StatusBlocked},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := map[string]string{"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: paint, agent_cmd: " + fmt.Sprintf("%q", askAgent) + ", prompt: paint it}\n"}
+			for k, v := range files {
+				fs[k] = v
+			}
+			if tt.answerer != "" {
+				fs["answerer.yaml"] = tt.answerer
+				fs["plan.yaml"] = strings.Replace(fs["plan.yaml"], "tasks:", "answerer: {script: answerer.yaml}\ntasks:", 1)
+			}
+			repo, plan := planRepo(t, fs)
+			var asked []string
+			st, auditLog := coordinate(t, h.url, plan, fmt.Sprintf("ask%d", i), func(o *CoordinatorOptions) {
+				if tt.human != "" {
+					o.AskHuman = func(_ context.Context, task, q string) (string, error) {
+						asked = append(asked, task+": "+q)
+						return tt.human, nil
+					}
+				}
+			})
+			ts := st.Tasks["paint"]
+			if ts.Status != tt.want {
+				t.Fatalf("paint is %s (%s), want %s", ts.Status, ts.Reason, tt.want)
+			}
+			if tt.want != fleet.StatusMerged {
+				if !strings.Contains(ts.Reason, "Which colour should I use?") {
+					t.Errorf("reason %q does not name the question", ts.Reason)
+				}
+				return
+			}
+			if got := sh(t, repo, "git", "show", fmt.Sprintf("tai-fleet/ask%d:colour.txt", i)); got != "blue" {
+				t.Errorf("colour.txt in the target: %q", got)
+			}
+			if len(ts.Questions) != 1 || ts.Questions[0].Answer != "Use blue." || ts.Questions[0].DecidedBy != tt.by {
+				t.Errorf("questions %+v", ts.Questions)
+			}
+			if tt.human != "" && (len(asked) != 1 || asked[0] != "paint: Which colour should I use?") {
+				t.Errorf("the human was asked %q", asked)
+			}
+			if !strings.Contains(auditLog, `"event":"answered"`) || !strings.Contains(auditLog, `"decided_by":"`+tt.by+`"`) {
+				t.Errorf("the answer is not in the coordinator's audit log:\n%s", auditLog)
+			}
+		})
+	}
+}
+
+// A dependent of a remote task sees the task's real result in its prompt
+// template: the diff of the merged attempt, its files and its patch.
+func TestRemoteDependentSeesDiff(t *testing.T) {
+	h := startHub(t)
+	wdir := t.TempDir()
+	stop := startWorkersIn(t, h.url, 5*time.Second, nil, wdir)
+	defer stop()
+	_, plan := planRepo(t, map[string]string{
+		"a.yaml": "steps:\n  - write: {path: a.txt, content: \"alpha\\n\"}\n  - text: \"wrote a.txt\"\n",
+		"b.yaml": "steps:\n  - text: \"read it\"\n",
+		"plan.yaml": `policy: {approve: all}
+tasks:
+  - {id: a, script: a.yaml, prompt: "do a"}
+  - id: b
+    script: b.yaml
+    depends_on: [a]
+    prompt: "after {{ .Tasks.a.Message }} on {{ .Tasks.a.Branch }} ({{ .Tasks.a.Status }}): {{ .Tasks.a.Diff }}; files {{ .Tasks.a.Files }}; patch {{ .Tasks.a.Patch }}"
+`})
+	st, _ := coordinate(t, h.url, plan, "deps", nil)
+	if st.ExitCode != 0 {
+		t.Fatalf("exit %d: %+v", st.ExitCode, st.Tasks)
+	}
+	if d := st.Tasks["a"].Diff; d == nil || d.Summary() != "1 file(s) changed, +1 -0: a.txt" {
+		t.Errorf("a's diff in the state: %+v", d)
+	}
+	data, err := os.ReadFile(filepath.Join(wdir, "state", "audit", "deps", "b-1.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"after wrote a.txt on tai/deps/a (merged): 1 file(s) changed, +1 -0: a.txt; files [a.txt]; patch diff --git a/a.txt b/a.txt",
+		`+alpha`,
+	} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("b's prompt lacks %q:\n%s", want, data)
+		}
+	}
+}
+
+// stubHuman answers permission asks at the coordinator.
+type stubHuman struct {
+	mu     sync.Mutex
+	asked  []string
+	answer policy.Answer
+}
+
+func (h *stubHuman) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.asked = append(h.asked, policy.AskerOf(ctx)+": "+req.ToolCall.Title)
+	return h.answer, nil
+}
+
+// A permission ask that policy sends to a human, on a remote worker, is
+// put to the coordinator's human; the answer decides the agent's call.
+func TestRemotePermissionAskGoesToTheCoordinator(t *testing.T) {
+	h := startHub(t)
+	stop := startWorkers(t, h.url, 1, 5*time.Second)
+	defer stop()
+	for i, tt := range []struct {
+		answer policy.Answer
+		want   fleet.TaskStatus
+	}{{policy.AllowOnce, fleet.StatusMerged}, {policy.DenyOnce, fleet.StatusFailed}} {
+		repo, plan := planRepo(t, map[string]string{
+			"w.yaml":    "steps:\n  - write: {path: w.txt, content: \"w\\n\"}\n  - text: wrote w.txt\n",
+			"plan.yaml": "policy: {approve: reads}\ntasks:\n  - {id: w, script: w.yaml, prompt: write}\n",
+		})
+		human := &stubHuman{answer: tt.answer}
+		st, auditLog := coordinate(t, h.url, plan, fmt.Sprintf("perm%d", i), func(o *CoordinatorOptions) { o.Prompter = human })
+		if got := st.Tasks["w"].Status; got != tt.want {
+			t.Fatalf("answer %v: w is %s (%s), want %s", tt.answer, got, st.Tasks["w"].Reason, tt.want)
+		}
+		if len(human.asked) != 1 || !strings.HasPrefix(human.asked[0], "task w: ") || !strings.Contains(human.asked[0], "w.txt") {
+			t.Errorf("the coordinator's human was asked %q", human.asked)
+		}
+		if !strings.Contains(auditLog, `"event":"permission.asked"`) {
+			t.Errorf("the ask is not in the coordinator's audit log")
+		}
+		if tt.want == fleet.StatusMerged {
+			if got := sh(t, repo, "git", "show", fmt.Sprintf("tai-fleet/perm%d:w.txt", i)); got != "w" {
+				t.Errorf("w.txt on the target: %q", got)
+			}
+		}
+	}
+}
+
+// A submitted run the hub's coordinator cannot coordinate (its repository
+// is not on the hub's host) ends failed, with the reason on its events.
+func TestServeEndsARunItCannotCoordinate(t *testing.T) {
+	h := startHub(t)
+	b := openBus(t, h.url, "submit")
+	ctx := context.Background()
+	repo, plan := planRepo(t, map[string]string{"plan.yaml": "tasks:\n  - {id: a, prompt: a}\n"})
+	if _, err := Submit(ctx, b, SubmitOptions{Plan: plan, RunID: "gone", Repo: repo}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(repo); err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(run string, o *CoordinatorOptions) (func(*fleet.State), error) {
+			o.Dir = filepath.Join(t.TempDir(), run)
+			log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: run})
+			o.Audit = log
+			return func(*fleet.State) { _ = log.Close() }, err
+		}})
+	}()
+	var end EventMsg
+	err := Events(ctx, b, "gone", true, func(ev EventMsg) error {
+		if ev.Kind == "run.end" {
+			end = ev
+			return ErrStop
+		}
+		return nil
+	})
+	stop()
+	if serr := <-done; err != nil || serr != nil {
+		t.Fatalf("events: %v, serve: %v", err, serr)
+	}
+	rec, _, err := LoadRun(ctx, b, "gone")
+	if err != nil || rec.Finished.IsZero() || rec.Status != "failed" || !strings.Contains(end.Detail, "could not coordinate") {
+		t.Fatalf("record %+v (%v), end %+v", rec, err, end)
+	}
+}
+
+// A run submitted from another host (its repository is not here) is
+// coordinated in a clone of where its workers push, and its target is
+// pushed back there.
+func TestServeCoordinatesARunFromAnotherHost(t *testing.T) {
+	h := startHub(t)
+	stop := startWorkers(t, h.url, 1, 5*time.Second)
+	defer stop()
+	b := openBus(t, h.url, "submit")
+	ctx := context.Background()
+	work, plan := planRepo(t, map[string]string{
+		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: wrote a\n",
+		"b.yaml":    "steps:\n  - write: {path: b.txt, content: \"b\\n\"}\n  - text: wrote b\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: a}\n  - {id: b, script: b.yaml, prompt: \"b after {{ .Tasks.a.Diff }}\", depends_on: [a]}\n",
+	})
+	origin := filepath.Join(t.TempDir(), "origin.git")
+	sh(t, work, "git", "clone", "-q", "--bare", work, origin)
+	if _, err := Submit(ctx, b, SubmitOptions{Plan: plan, RunID: "far", Repo: work, RepoURL: origin}); err != nil {
+		t.Fatal(err)
+	}
+	// The submitter's repository is elsewhere: the coordinator's host has
+	// only the plan's directory (the scripts), not the repository.
+	sh(t, work, "rm", "-rf", ".git")
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	clones := t.TempDir()
+	go func() {
+		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(run string, o *CoordinatorOptions) (func(*fleet.State), error) {
+			o.Dir, o.Clones = filepath.Join(t.TempDir(), run), clones
+			log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: run})
+			o.Audit = log
+			return func(*fleet.State) { _ = log.Close() }, err
+		}})
+	}()
+	err := Events(ctx, b, "far", true, func(ev EventMsg) error {
+		if ev.Kind == "run.end" {
+			return ErrStop
+		}
+		return nil
+	})
+	cancel()
+	if serr := <-done; err != nil || serr != nil {
+		t.Fatalf("events: %v, serve: %v", err, serr)
+	}
+	rec, st, err := LoadRun(ctx, b, "far")
+	if err != nil || rec.Status != "done" || st == nil {
+		t.Fatalf("record %+v, state %+v: %v", rec, st, err)
+	}
+	for _, f := range []string{"a", "b"} {
+		if got := sh(t, origin, "git", "show", "tai-fleet/far:"+f+".txt"); got != f {
+			t.Errorf("%s.txt in origin's target: %q", f, got)
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 )
@@ -284,7 +285,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 // attempt runs one attempt in its worktree, heartbeating and
 // checkpointing, and returns its result (the work is pushed).
 func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, lease time.Duration, msg jetstream.Msg, h *held, log *slog.Logger) ResultMsg {
-	res := ResultMsg{Run: tm.Run, Task: tm.Task, Attempt: attempt, Worker: w.o.Name}
+	res := ResultMsg{Run: tm.Run, Task: tm.Task, Attempt: attempt, Worker: w.o.Name, Base: tm.Base}
 	fail := func(err error) ResultMsg {
 		res.Outcome = fleet.TaskOutcome{Status: fleet.StatusFailed, ExitCode: int(exitcode.Of(err)), Reason: err.Error()}
 		if errors.Is(context.Cause(ctx), ErrLeaseLost) {
@@ -333,17 +334,21 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	})
 	defer func() { stopBeats(); beats.Wait() }()
 
-	clone, err := w.clone(ctx, tm)
+	clone, err := w.clone(ctx, tm, attempt)
 	if err != nil {
 		return fail(err)
 	}
 	start, from := tm.Base, "the target"
-	if prev := w.lastCheckpoint(ctx, clone, tm, attempt); prev != "" {
-		start, from = prev, "the last checkpoint"
+	if attempt > 1 {
+		if prev := w.lastCheckpoint(ctx, clone, tm, attempt); prev != "" {
+			start, from = prev, "the last checkpoint"
+		}
 	}
 	dir := filepath.Join(w.o.State, "worktrees", tm.Run, tm.Task, strconv.Itoa(attempt))
-	_ = os.RemoveAll(dir)
-	_, _ = git(ctx, clone, "worktree", "prune")
+	if _, err := os.Stat(dir); err == nil {
+		_ = os.RemoveAll(dir) // left by a worker killed here before
+		_, _ = git(ctx, clone, "worktree", "prune")
+	}
 	if _, err := git(ctx, clone, "worktree", "add", "--detach", "--force", dir, start); err != nil {
 		return fail(err)
 	}
@@ -357,8 +362,32 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	if err != nil {
 		return fail(err)
 	}
-	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, tm.Prompt, tm.Limits, fleet.TaskRunOptions{RunID: tm.Run, Attempt: attempt, Audit: alog,
-		Exe: w.o.Exe, Version: w.o.Version, CancelGrace: w.o.CancelGrace, Clock: w.clock, Logger: log, Sandbox: w.o.Sandbox})
+	k := &asker{bus: w.bus, tm: tm, attempt: attempt, worker: w.o.Name}
+	ro := fleet.TaskRunOptions{RunID: tm.Run, Attempt: attempt, Audit: alog,
+		Exe: w.o.Exe, Version: w.o.Version, CancelGrace: w.o.CancelGrace, Clock: w.clock, Logger: log, Sandbox: w.o.Sandbox,
+		Ask: func(ctx context.Context, q string) (string, string, fleet.Usage, error) {
+			// The work so far goes with the question, as git (the
+			// coordinator's answerer reads it there) and as a patch.
+			cwdMu.Lock()
+			if err := w.checkpoint(ctx, dir, tm, attempt); err != nil {
+				log.Warn("checkpoint before asking", "err", err)
+			}
+			cwdMu.Unlock()
+			head, patch := "", ""
+			if out, err := git(ctx, dir, "rev-parse", "HEAD"); err == nil && strings.TrimSpace(out) != tm.Base {
+				head = strings.TrimSpace(out)
+			}
+			if out, err := git(ctx, dir, "diff", "--no-color", tm.Base); err == nil {
+				patch = truncate(out, 16<<10)
+			}
+			w.event(ctx, tm, attempt, "asked", lastLine(q))
+			return k.question(ctx, q, head, patch)
+		}}
+	if tm.Interactive {
+		ro.Prompter = prompter{k}
+	}
+	ro.TaskSink = frameSink{w: w, tm: tm, attempt: attempt}
+	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, tm.Prompt, tm.Limits, ro)
 	_ = alog.Append(audit.KindRunEnd, "", map[string]any{"fleet": tm.Run, "task": tm.Task, "attempt": attempt, "status": out.Status})
 	res.AuditSeq, res.AuditHead = alog.Head()
 	_ = alog.Close()
@@ -396,8 +425,9 @@ func (w *worker) auditLog(tm TaskMsg, attempt int) (*audit.Log, error) {
 }
 
 // clone returns the worker's clone of the task's repository, made once and
-// fetched for each task: the target and the task's earlier attempts.
-func (w *worker) clone(ctx context.Context, tm TaskMsg) (string, error) {
+// fetched for a task whose base it lacks, or whose earlier attempts'
+// checkpoints it needs.
+func (w *worker) clone(ctx context.Context, tm TaskMsg, attempt int) (string, error) {
 	w.cloneMu.Lock()
 	defer w.cloneMu.Unlock()
 	sum := sha256.Sum256([]byte(tm.RepoURL))
@@ -413,6 +443,11 @@ func (w *worker) clone(ctx context.Context, tm TaskMsg) (string, error) {
 		}
 		if err := os.Rename(tmp, dir); err != nil {
 			return "", err
+		}
+	}
+	if attempt == 1 {
+		if _, err := git(ctx, dir, "cat-file", "-e", tm.Base+"^{commit}"); err == nil {
+			return dir, nil // a first attempt starts from the base, which the clone has
 		}
 	}
 	prefix := fmt.Sprintf("refs/tai/%s/%s/", tm.Run, tm.Task)
@@ -532,4 +567,21 @@ func git(ctx context.Context, dir string, args ...string) (string, error) {
 		return string(out), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
 	return string(out), nil
+}
+
+// frameSink publishes a task's session events on the events stream, for
+// its coordinator's frames and tai fleet logs.
+type frameSink struct {
+	w       *worker
+	tm      TaskMsg
+	attempt int
+}
+
+func (k frameSink) Emit(ev driver.Event) {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	k.w.bus.Event(context.Background(), EventMsg{Time: k.w.clock.Now().UTC(), Run: k.tm.Run, Task: k.tm.Task, Worker: k.w.o.Name, Attempt: k.attempt,
+		Kind: KindFrame, Frame: data})
 }

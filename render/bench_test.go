@@ -122,3 +122,29 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A flood's tool calls and plans render without an allocation each (they
+// went through fmt, a few boxed strings a line).
+func TestTextFloodAllocations(t *testing.T) {
+	tx := NewText(io.Discard, false)
+	const runs = 1000
+	var evs [][3]driver.Event // made beforehand: only the rendering is counted
+	for i := range runs + 1 {
+		tc := &driver.ToolCall{ID: fmt.Sprintf("flood-%d", i), Title: "Flood call", Kind: driver.KindOther, Status: "in_progress"}
+		done := *tc
+		done.Status = "completed"
+		p := &driver.Plan{Entries: []driver.PlanEntry{{Content: fmt.Sprintf("Flood %d/%d", i, runs), Priority: "low", Status: "in_progress"}}}
+		evs = append(evs, [3]driver.Event{{Type: driver.EventToolCall, ToolCall: tc},
+			{Type: driver.EventToolCall, ToolCall: &done}, {Type: driver.EventPlan, Plan: p}})
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		for _, ev := range evs[i] {
+			tx.Emit(ev)
+		}
+		i++
+	})
+	if allocs >= 3 {
+		t.Fatalf("%v allocations for a tool call, its update and a plan", allocs)
+	}
+}

@@ -2,6 +2,7 @@ package render
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"strconv"
@@ -18,8 +19,7 @@ import (
 // output, specified in cap.md. Frames go through one buffer, written out
 // within flushDelay, at once for the events a reader must not wait for, and
 // on every Write (results and protocol lines, which a parent answers).
-// Message chunks, most of a stream, are encoded by hand: no reflection, and
-// a long text goes from the agent's line to the output without a copy.
+// The frames a stream is mostly made of are encoded by hand (FrameEncoder).
 type Frames struct {
 	// Clock times the delayed flush; nil is the real clock.
 	Clock quartz.Clock
@@ -27,8 +27,8 @@ type Frames struct {
 	mu       sync.Mutex
 	out      *bufio.Writer
 	enc      *json.Encoder
+	frame    FrameEncoder
 	flushing bool
-	scratch  []byte
 }
 
 // NewFrames returns a frame writer.
@@ -43,9 +43,7 @@ func NewFrames(w io.Writer) *Frames {
 func (f *Frames) Emit(ev driver.Event) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.byHand(ev) {
-		_ = f.enc.Encode(ev)
-	}
+	_ = f.frame.Write(f.out, ev, "", "")
 	if urgent(ev.Type) {
 		_ = f.out.Flush()
 		return
@@ -53,90 +51,160 @@ func (f *Frames) Emit(ev driver.Event) {
 	f.later()
 }
 
-// byHand writes the frames a flood is made of, text chunks, plain tool
-// calls and plans, as encoding/json would; false for any other event.
-func (f *Frames) byHand(ev driver.Event) bool {
-	switch {
-	case ev.Type == driver.EventMessage && ev.Message != nil && len(ev.Message.Content) == 0:
-		m := ev.Message
-		f.header(ev, "message")
-		_, _ = f.out.WriteString(`{"role":`)
-		_ = jsonw.String(f.out, string(m.Role))
-		f.field("message_id", m.MessageID)
-		f.field("text", m.Text)
-		if m.Replace {
-			_, _ = f.out.WriteString(`,"replace":true`)
-		}
-	case ev.Type == driver.EventToolCall && ev.ToolCall != nil && len(ev.ToolCall.Locations) == 0 &&
-		len(ev.ToolCall.Content) == 0 && len(ev.ToolCall.RawInput) == 0 && len(ev.ToolCall.RawOutput) == 0:
-		tc := ev.ToolCall
-		f.header(ev, "tool_call")
-		_, _ = f.out.WriteString(`{"id":`)
-		_ = jsonw.String(f.out, tc.ID)
-		f.field("title", tc.Title)
-		f.field("kind", string(tc.Kind))
-		f.field("status", tc.Status)
-		f.field("name", tc.Name)
-	case ev.Type == driver.EventPlan && ev.Plan != nil:
-		f.header(ev, "plan")
-		_, _ = f.out.WriteString(`{"entries":`)
-		if ev.Plan.Entries == nil {
-			_, _ = f.out.WriteString("null")
-		} else {
-			_ = f.out.WriteByte('[')
-			for i, e := range ev.Plan.Entries {
-				if i > 0 {
-					_ = f.out.WriteByte(',')
-				}
-				_, _ = f.out.WriteString(`{"content":`)
-				_ = jsonw.String(f.out, e.Content)
-				f.field("priority", e.Priority)
-				f.field("status", e.Status)
-				_ = f.out.WriteByte('}')
-			}
-			_ = f.out.WriteByte(']')
-		}
-	default:
-		return false
-	}
-	_, _ = f.out.WriteString("}}\n")
-	return true
+// Tagged is an event's frame with the run and, in a fleet, the task it
+// belongs to: how the live feed and fleet stream-json send a session's
+// frames.
+type Tagged struct {
+	Run  string `json:"run,omitempty"`
+	Task string `json:"task,omitempty"`
+	driver.Event
 }
 
-// header writes a frame's common members up to its payload's value.
-func (f *Frames) header(ev driver.Event, payload string) {
-	b := append(f.scratch[:0], `{"type":`...)
-	b = strconv.AppendQuote(b, string(ev.Type)) // a fixed ASCII name
-	if ev.Session != "" {
-		f.flushScratch(append(b, `,"session":`...))
-		_ = jsonw.String(f.out, ev.Session)
-		b = f.scratch[:0]
+// FrameEncoder writes events as frames, one JSON object and a newline
+// each, byte for byte as encoding/json writes them with
+// SetEscapeHTML(false). The frames a flood is made of, text chunks, plain
+// tool calls and plans, are written by hand: no reflection, no allocation,
+// and a long text goes from the agent's line to w without a copy. The
+// zero value is ready; it is not safe for concurrent use.
+type FrameEncoder struct {
+	scratch []byte
+	key     frameKey // of tags and session
+	tags    []byte   // {"run":…,"task":…,"type":"
+	session []byte   // ","session":…,"seq":
+}
+
+// Write writes ev's frame to w, tagged with run and task (a Tagged frame)
+// when they are not empty.
+func (e *FrameEncoder) Write(w jsonw.Writer, ev driver.Event, run, task string) error {
+	if !byHand(ev) {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		if run == "" && task == "" {
+			return enc.Encode(ev)
+		}
+		return enc.Encode(Tagged{Run: run, Task: task, Event: ev})
 	}
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, ev.Seq, 10)
-	b = append(b, `,"ts":"`...)
-	b = ev.Time.AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","`...)
-	b = append(b, payload...)
-	b = append(b, `":`...)
-	f.flushScratch(b)
+	e.header(w, ev, run, task)
+	switch ev.Type {
+	case driver.EventMessage:
+		m := ev.Message
+		_, _ = w.WriteString(`{"role":`)
+		_ = jsonw.String(w, string(m.Role))
+		field(w, "message_id", m.MessageID)
+		field(w, "text", m.Text)
+		if m.Replace {
+			_, _ = w.WriteString(`,"replace":true`)
+		}
+	case driver.EventToolCall:
+		tc := ev.ToolCall
+		_, _ = w.WriteString(`{"id":`)
+		_ = jsonw.String(w, tc.ID)
+		field(w, "title", tc.Title)
+		field(w, "kind", string(tc.Kind))
+		field(w, "status", tc.Status)
+		field(w, "name", tc.Name)
+	case driver.EventPlan:
+		_, _ = w.WriteString(`{"entries":`)
+		if ev.Plan.Entries == nil {
+			_, _ = w.WriteString("null")
+		} else {
+			_ = w.WriteByte('[')
+			for i, pe := range ev.Plan.Entries {
+				if i > 0 {
+					_ = w.WriteByte(',')
+				}
+				_, _ = w.WriteString(`{"content":`)
+				_ = jsonw.String(w, pe.Content)
+				field(w, "priority", pe.Priority)
+				field(w, "status", pe.Status)
+				_ = w.WriteByte('}')
+			}
+			_ = w.WriteByte(']')
+		}
+	}
+	_, err := w.WriteString("}}\n")
+	return err
+}
+
+// byHand reports whether ev is one of the frames FrameEncoder writes by
+// hand: a text chunk, a tool call of plain members, a plan.
+func byHand(ev driver.Event) bool {
+	switch ev.Type {
+	case driver.EventMessage:
+		return ev.Message != nil && len(ev.Message.Content) == 0
+	case driver.EventToolCall:
+		tc := ev.ToolCall
+		return tc != nil && len(tc.Locations) == 0 && len(tc.Content) == 0 && len(tc.RawInput) == 0 && len(tc.RawOutput) == 0
+	case driver.EventPlan:
+		return ev.Plan != nil
+	}
+	return false
+}
+
+// header writes a frame's common members up to its payload's value. The
+// run, task and session repeat from frame to frame: their encoding is kept
+// for the next frame of the same ones.
+func (e *FrameEncoder) header(w jsonw.Writer, ev driver.Event, run, task string) {
+	if k := (frameKey{run, task, ev.Session}); k != e.key || e.tags == nil {
+		var b bytes.Buffer
+		b.WriteByte('{')
+		if run != "" {
+			b.WriteString(`"run":`)
+			_ = jsonw.String(&b, run)
+			b.WriteByte(',')
+		}
+		if task != "" {
+			b.WriteString(`"task":`)
+			_ = jsonw.String(&b, task)
+			b.WriteByte(',')
+		}
+		b.WriteString(`"type":"`)
+		tags := len(b.Bytes())
+		b.WriteByte('"')
+		if ev.Session != "" {
+			b.WriteString(`,"session":`)
+			_ = jsonw.String(&b, ev.Session)
+		}
+		b.WriteString(`,"seq":`)
+		e.key, e.tags, e.session = k, b.Bytes()[:tags], b.Bytes()[tags:]
+	}
+	buf := append(e.scratch[:0], e.tags...)
+	buf = append(buf, ev.Type...) // a fixed ASCII name
+	buf = append(buf, e.session...)
+	buf = strconv.AppendUint(buf, ev.Seq, 10)
+	buf = append(buf, `,"ts":"`...)
+	buf = ev.Time.AppendFormat(buf, time.RFC3339Nano)
+	buf = append(buf, `","`...)
+	buf = append(buf, payloadName(ev.Type)...)
+	buf = append(buf, `":`...)
+	_, _ = w.Write(buf)
+	e.scratch = buf[:0]
+}
+
+// frameKey is what the header's kept encoding depends on.
+type frameKey struct{ run, task, session string }
+
+// payloadName is the member holding a hand-written frame's payload.
+func payloadName(t driver.EventType) string {
+	switch t {
+	case driver.EventMessage:
+		return "message"
+	case driver.EventToolCall:
+		return "tool_call"
+	}
+	return "plan"
 }
 
 // field writes an omitempty string member.
-func (f *Frames) field(name, v string) {
+func field(w jsonw.Writer, name, v string) {
 	if v == "" {
 		return
 	}
-	_ = f.out.WriteByte(',')
-	_ = f.out.WriteByte('"')
-	_, _ = f.out.WriteString(name)
-	_, _ = f.out.WriteString(`":`)
-	_ = jsonw.String(f.out, v)
-}
-
-func (f *Frames) flushScratch(b []byte) {
-	_, _ = f.out.Write(b)
-	f.scratch = b[:0]
+	_ = w.WriteByte(',')
+	_ = w.WriteByte('"')
+	_, _ = w.WriteString(name)
+	_, _ = w.WriteString(`":`)
+	_ = jsonw.String(w, v)
 }
 
 // later schedules the delayed flush.

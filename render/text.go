@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -141,6 +142,20 @@ func (t *Text) endMessage() {
 func (t *Text) line(format string, args ...any) {
 	t.endMessage()
 	fmt.Fprintf(t.writer(), format+"\n", args...)
+}
+
+// words writes a line of parts separated by spaces, without fmt: the
+// lines a flood of tool calls and plans is made of.
+func (t *Text) words(parts ...string) {
+	t.endMessage()
+	w := t.writer()
+	for i, p := range parts {
+		if i > 0 {
+			_ = w.WriteByte(' ')
+		}
+		_, _ = w.WriteString(p)
+	}
+	_ = w.WriteByte('\n')
 }
 
 // Emit renders one event.
@@ -347,21 +362,30 @@ func blockType(raw json.RawMessage) string {
 }
 
 func describeCall(tc driver.ToolCall) string {
-	s := tc.Title
-	if s == "" {
-		s = tc.ID
-	}
+	var b strings.Builder
+	writeCall(&b, &tc)
+	return b.String()
+}
+
+// writeCall writes a call's description: kind, title (or id), locations.
+func writeCall(w io.StringWriter, tc *driver.ToolCall) {
 	if tc.Kind != "" {
-		s = "[" + string(tc.Kind) + "] " + s
+		_, _ = w.WriteString("[")
+		_, _ = w.WriteString(string(tc.Kind))
+		_, _ = w.WriteString("] ")
+	}
+	if tc.Title != "" {
+		_, _ = w.WriteString(tc.Title)
+	} else {
+		_, _ = w.WriteString(tc.ID)
 	}
 	for _, l := range tc.Locations {
+		_, _ = w.WriteString(" ")
+		_, _ = w.WriteString(l.Path)
 		if l.Line > 0 {
-			s += fmt.Sprintf(" %s:%d", l.Path, l.Line)
-		} else {
-			s += " " + l.Path
+			_, _ = w.WriteString(":" + strconv.Itoa(l.Line))
 		}
 	}
-	return s
 }
 
 func (t *Text) toolCall(tc *driver.ToolCall) {
@@ -396,9 +420,16 @@ func (t *Text) toolCall(tc *driver.ToolCall) {
 		mark = "…"
 	}
 	if !seen {
-		t.line("%s %s %s", t.style(col, mark), describeCall(*tc), t.style(dim, state))
+		t.endMessage()
+		w := t.writer()
+		_, _ = w.WriteString(t.style(col, mark))
+		_ = w.WriteByte(' ')
+		writeCall(w, tc)
+		_ = w.WriteByte(' ')
+		_, _ = w.WriteString(t.style(dim, state))
+		_ = w.WriteByte('\n')
 	} else {
-		t.line("%s %s %s", t.style(col, mark), t.style(dim, tc.Title), t.style(dim, state))
+		t.words(t.style(col, mark), t.style(dim, tc.Title), t.style(dim, state))
 	}
 	if state != "completed" && state != "failed" {
 		if !seen {
@@ -472,8 +503,13 @@ func (t *Text) plan(p *driver.Plan) {
 		}
 	}
 	t.shownPlan = append(t.shownPlan[:0], p.Entries...)
-	t.line("%s", t.style(cyan, "◆ plan"))
+	t.words(t.style(cyan, "◆ plan"))
+	w := t.writer()
 	for _, e := range p.Entries {
-		fmt.Fprintf(t.writer(), "    %s %s\n", box(e), e.Content)
+		_, _ = w.WriteString("    ")
+		_, _ = w.WriteString(box(e))
+		_ = w.WriteByte(' ')
+		_, _ = w.WriteString(e.Content)
+		_ = w.WriteByte('\n')
 	}
 }

@@ -201,6 +201,8 @@ func TestMessageFramesAsEncodingJSON(t *testing.T) {
 	for _, p := range []driver.Plan{{}, {Entries: []driver.PlanEntry{}}, {Entries: []driver.PlanEntry{{Content: "a\nb"}, {Content: "c", Priority: "high", Status: "done"}}}} {
 		evs = append(evs, driver.Event{Type: driver.EventPlan, Plan: &p})
 	}
+	evs = append(evs, driver.Event{Type: driver.EventUsage, Usage: &driver.Usage{ContextUsed: 1}}) // by encoding/json
+	var shared FrameEncoder                                                                        // one encoder for every frame: what it keeps from one to the next is right for the next
 	for _, ev := range evs {
 		for _, sess := range []string{"", "s-1"} {
 			ev.Session, ev.Seq, ev.Time = sess, 42, ts
@@ -218,6 +220,25 @@ func TestMessageFramesAsEncodingJSON(t *testing.T) {
 			}
 			if got.String() != want.String() {
 				t.Errorf("got  %s\nwant %s", got.String(), want.String())
+			}
+			// Tagged with the run and task, as the feed sends them.
+			for _, tag := range [][2]string{{"run-1", ""}, {"", "t1"}, {"r\"1", "<t>"}} {
+				want.Reset()
+				if err := enc.Encode(Tagged{Run: tag[0], Task: tag[1], Event: ev}); err != nil {
+					t.Fatal(err)
+				}
+				got.Reset()
+				var fe FrameEncoder
+				if err := fe.Write(&got, ev, tag[0], tag[1]); err != nil {
+					t.Fatal(err)
+				}
+				if got.String() != want.String() {
+					t.Errorf("tagged %q: got  %s\nwant %s", tag, got.String(), want.String())
+				}
+				got.Reset()
+				if err := shared.Write(&got, ev, tag[0], tag[1]); err != nil || got.String() != want.String() {
+					t.Errorf("tagged %q, shared encoder: got  %s\nwant %s", tag, got.String(), want.String())
+				}
 			}
 		}
 	}

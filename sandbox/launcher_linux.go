@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"unsafe"
 
+	"github.com/tai-dev/tai/internal/agentproc"
 	"golang.org/x/sys/unix"
 )
 
@@ -179,43 +180,8 @@ func killTree(cg *cgroup) {
 	}
 }
 
-// descendants lists the live processes below root, from /proc.
-func descendants(root int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 || f[0] == "Z" {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		children[ppid] = append(children[ppid], pid)
-	}
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		out = append(out, children[pid]...)
-		queue = append(queue, children[pid]...)
-	}
-	return out
-}
+// descendants lists the live processes below root.
+func descendants(root int) []int { return agentproc.LiveDescendants(root) }
 
 // exitAs ends the launcher the way the agent ended: the same exit code,
 // or the same fatal signal, so that tai's exit reporting is unchanged.

@@ -8,15 +8,21 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tai-dev/tai/app"
+	"github.com/tai-dev/tai/internal/bareacp"
 )
 
 // BenchmarkFloodInProcess runs `tai run` in this process against the
 // built-in agent's flood (100k updates, a permission every 1000, the agent
 // a separate tai binary), for what the binary benchmarks in e2e cannot
 // see: allocations per update on tai's side, and a CPU profile
-// (-cpuprofile).
+// (-cpuprofile). Each iteration also runs the bare client (package
+// bareacp) on the same agent; cpu-x is tai's CPU time over the bare
+// client's, both in this process and without the agent's, which is the
+// figure a busy machine disturbs least. The bare client's allocations
+// are not counted in allocs/update.
 //
 //	go test ./cmd/tai -run x -bench FloodInProcess -benchtime 3x
 func BenchmarkFloodInProcess(b *testing.B) {
@@ -32,22 +38,36 @@ func BenchmarkFloodInProcess(b *testing.B) {
 	}
 	b.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	b.Setenv("NO_COLOR", "1")
+	agent := []string{bin, "agent", "builtin", "--script", scr}
 	for _, mode := range []string{"json", "stream-json", "text"} {
 		b.Run(mode, func(b *testing.B) {
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
+			var mallocs, bytes uint64
+			var taiCPU, bareCPU time.Duration
 			for b.Loop() {
+				bare, err := bareacp.Client(dir, agent)
+				if err != nil || bare.Updates < updates {
+					b.Fatalf("bare client: %d updates, %v", bare.Updates, err)
+				}
+				bareCPU += bare.CPU - bare.Agent
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				cpu0 := bareacp.SelfCPU()
 				root := newRoot(app.IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
 				root.SetArgs([]string{"run", "--no-audit", "--approve", "all", "-C", dir,
-					"--agent-cmd", bin + " agent builtin --script " + scr, "-o", mode, "go"})
+					"--agent-cmd", strings.Join(agent, " "), "-o", mode, "go"})
 				if err := root.Execute(); err != nil {
 					b.Fatal(err)
 				}
+				taiCPU += bareacp.SelfCPU() - cpu0
+				runtime.ReadMemStats(&after)
+				mallocs += after.Mallocs - before.Mallocs
+				bytes += after.TotalAlloc - before.TotalAlloc
 			}
-			runtime.ReadMemStats(&after)
 			n := float64(b.N) * updates
-			b.ReportMetric(float64(after.Mallocs-before.Mallocs)/n, "allocs/update")
-			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/n, "B/update")
+			b.ReportMetric(float64(mallocs)/n, "allocs/update")
+			b.ReportMetric(float64(bytes)/n, "B/update")
+			b.ReportMetric(float64(taiCPU.Nanoseconds())/n, "cpu-ns/update")
+			b.ReportMetric(taiCPU.Seconds()/bareCPU.Seconds(), "cpu-x")
 		})
 	}
 }

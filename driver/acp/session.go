@@ -92,6 +92,7 @@ type Session struct {
 	// goroutine and the flush of updates buffered before session/new
 	// answered.
 	applyMu   sync.Mutex
+	dec       schema.Decoder // onUpdate's, on the dispatch goroutine
 	id        string
 	awaiting  bool
 	replaying bool

@@ -14,7 +14,7 @@ const maxBuffered = 10000
 
 func (s *Session) onUpdate(params json.RawMessage) {
 	var n schema.SessionNotification
-	if err := schema.DecodeSessionNotification(params, &n); err != nil {
+	if err := s.dec.Decode(params, &n); err != nil {
 		s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "bad_update", Message: "undecodable session/update: " + err.Error()}})
 		return
 	}
@@ -59,7 +59,16 @@ func (s *Session) apply(u schema.SessionUpdate) {
 		cp := *tc
 		s.emitLocked(driver.Event{Type: driver.EventToolCall, ToolCall: &cp})
 	case u.Plan != nil:
-		p := &driver.Plan{Entries: []driver.PlanEntry{}}
+		// A plan of one entry in one allocation, a longer one in two.
+		pe := new(struct {
+			driver.Plan
+			entries [1]driver.PlanEntry
+		})
+		p := &pe.Plan
+		p.Entries = pe.entries[:0]
+		if n := len(u.Plan.Entries); n > 1 {
+			p.Entries = make([]driver.PlanEntry, 0, n)
+		}
 		for _, e := range u.Plan.Entries {
 			p.Entries = append(p.Entries, driver.PlanEntry{Content: e.Content, Priority: string(e.Priority), Status: string(e.Status)})
 		}

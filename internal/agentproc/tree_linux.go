@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -47,6 +48,78 @@ func statOf(pid int) (ppid int, p Proc, state byte, ok bool) {
 // with setsid, outside the agent's process group, so signalling the group
 // alone leaves those shells (and what they run) behind.
 func Descendants(root int) []Proc {
+	var out []Proc
+	if walkChildren(root, func(pid int) {
+		if _, p, _, ok := statOf(pid); ok {
+			out = append(out, p)
+		}
+	}) {
+		return out
+	}
+	return scanDescendants(root)
+}
+
+// LiveDescendants lists the pids below root that have not exited (zombies
+// left out).
+func LiveDescendants(root int) []int {
+	var out []int
+	if walkChildren(root, func(pid int) {
+		if _, _, state, ok := statOf(pid); ok && state != 'Z' {
+			out = append(out, pid)
+		}
+	}) {
+		return out
+	}
+	for _, p := range scanDescendants(root) {
+		if _, _, state, ok := statOf(p.pid); ok && state != 'Z' {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// haveChildren says whether the kernel lists a task's children
+// (/proc/PID/task/TID/children, CONFIG_PROC_CHILDREN).
+var haveChildren = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/thread-self/children")
+	return err == nil
+})
+
+// walkChildren calls f with each process below root, breadth first, read
+// from the children lists of each process's threads: a handful of small
+// reads, where a scan of /proc reads every process's stat. It reports
+// false, having called nothing, where the kernel has no such lists.
+func walkChildren(root int, f func(pid int)) bool {
+	if !haveChildren() {
+		return false
+	}
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			continue // gone
+		}
+		for _, t := range tasks {
+			b, err := os.ReadFile(dir + t.Name() + "/children")
+			if err != nil {
+				continue
+			}
+			for _, field := range bytes.Fields(b) {
+				if kid, err := strconv.Atoi(string(field)); err == nil {
+					f(kid)
+					queue = append(queue, kid)
+				}
+			}
+		}
+	}
+	return true
+}
+
+// scanDescendants is Descendants by a scan of every process in /proc.
+func scanDescendants(root int) []Proc {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil

@@ -119,3 +119,46 @@ func TestCPUOf(t *testing.T) {
 		t.Error("a process that does not exist has a CPU figure")
 	}
 }
+
+// The children lists of each process's threads give the tree a scan of
+// all of /proc gives, grandchildren included.
+func TestDescendantsFromChildrenLists(t *testing.T) {
+	if !haveChildren() {
+		t.Skip("the kernel has no /proc/PID/task/TID/children")
+	}
+	cmd := exec.Command("sh", "-c", `sh -c 'sleep 30 & echo x; wait' & sleep 30 & echo y; read _; kill 0`)
+	stdin, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}()
+	rd := bufio.NewReader(out)
+	for range 2 { // both shells have forked their sleeps
+		if _, err := rd.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pids := func(ps []Proc) []int {
+		var out []int
+		for _, p := range ps {
+			out = append(out, p.pid)
+		}
+		slices.Sort(out)
+		return out
+	}
+	got, want := pids(Descendants(cmd.Process.Pid)), pids(scanDescendants(cmd.Process.Pid))
+	if len(want) < 3 || !slices.Equal(got, want) {
+		t.Fatalf("from the children lists %v, from a scan %v (want 3 or more)", got, want)
+	}
+	live := LiveDescendants(cmd.Process.Pid)
+	slices.Sort(live)
+	if !slices.Equal(live, want) {
+		t.Fatalf("live %v, want %v", live, want)
+	}
+	_ = stdin.Close()
+}

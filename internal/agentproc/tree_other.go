@@ -14,6 +14,9 @@ func Descendants(int) []Proc { return nil }
 
 func KillEscaped([]Proc, int) {}
 
+// LiveDescendants is Linux-only too.
+func LiveDescendants(int) []int { return nil }
+
 // CPU is a sample of a process tree's CPU use (Linux only).
 type CPU struct {
 	Ticks   uint64

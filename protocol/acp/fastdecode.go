@@ -14,25 +14,45 @@ const aliasMin = 64 << 10
 // DecodeSessionNotification decodes the params of a session/update. data
 // must be valid JSON (jsonrpc hands over nothing else) and must not be
 // modified afterwards: the text of a long chunk refers to it. The updates
-// that come by the thousand (message, thought and user chunks of text) are
-// read in the one pass that finds their members; any other update is
-// decoded by its own union decoder, and anything unusual by encoding/json,
-// so the result is always what json.Unmarshal gives.
+// that come by the thousand (message, thought and user chunks of text,
+// plain tool calls and plans) are read in the one pass that finds their
+// members; any other update is decoded by its own union decoder, and
+// anything unusual by encoding/json, so the result is always what
+// json.Unmarshal gives.
 func DecodeSessionNotification(data []byte, n *SessionNotification) error {
-	if fastNotification(data, n) {
-		return nil
-	}
-	*n = SessionNotification{}
-	return json.Unmarshal(data, n)
+	var d Decoder
+	return d.Decode(data, n)
 }
 
-func fastNotification(data []byte, n *SessionNotification) bool {
+// A Decoder decodes session/update params as DecodeSessionNotification
+// does, and reuses the strings that repeat from one update to the next
+// (the session id, the ids of the latest tool calls) instead of copying
+// them out of every line. It is not safe for concurrent use: a connection
+// has one, used in wire order.
+type Decoder struct {
+	session string
+	toolIDs [8]string // the latest, round robin
+	nextID  int
+}
+
+// Decode decodes one session/update's params into n.
+func (d *Decoder) Decode(data []byte, n *SessionNotification) error {
+	if d.fastNotification(data, n) {
+		return nil
+	}
+	var m SessionNotification // on the heap only on this, the slow, path
+	err := json.Unmarshal(data, &m)
+	*n = m
+	return err
+}
+
+func (d *Decoder) fastNotification(data []byte, n *SessionNotification) bool {
 	*n = SessionNotification{}
 	var update []byte
 	ok := members(data, func(key, val []byte) bool {
 		switch string(key) {
 		case "sessionId":
-			s, ok := stringValue(val)
+			s, ok := d.sessionID(val)
 			n.SessionId = s
 			return ok
 		case "update":
@@ -46,7 +66,8 @@ func fastNotification(data []byte, n *SessionNotification) bool {
 	if !ok || update == nil {
 		return false
 	}
-	if c, tag, ok := fastChunk(update); ok {
+	c, tag, ok := fastChunk(update)
+	if ok {
 		switch tag {
 		case UpdateAgentMessageChunk:
 			n.Update.AgentMessageChunk = c
@@ -57,18 +78,57 @@ func fastNotification(data []byte, n *SessionNotification) bool {
 		}
 		return true
 	}
-	if fastVariant(update, &n.Update) {
+	if d.fastVariant(update, tag, &n.Update) {
 		return true
 	}
 	return n.Update.UnmarshalJSON(update) == nil
 }
 
+// sessionID decodes the session id, which is the same in every update of
+// a session.
+func (d *Decoder) sessionID(val []byte) (string, bool) {
+	if raw, ok := plainString(val); ok && string(raw) == d.session {
+		return d.session, true
+	}
+	s, ok := stringValue(val)
+	if ok {
+		d.session = s
+	}
+	return s, ok
+}
+
+// toolID decodes a tool call id: a call's updates follow it closely.
+func (d *Decoder) toolID(val []byte) (string, bool) {
+	if raw, ok := plainString(val); ok {
+		for _, id := range d.toolIDs {
+			if string(raw) == id && id != "" {
+				return id, true
+			}
+		}
+	}
+	s, ok := stringValue(val)
+	if ok {
+		d.toolIDs[d.nextID] = s
+		d.nextID = (d.nextID + 1) % len(d.toolIDs)
+	}
+	return s, ok
+}
+
 // fastVariant reads the other updates of a flood, tool calls, their
-// updates and plans, when they hold only plain members.
-func fastVariant(data []byte, u *SessionUpdate) bool {
-	tag, present, err := peekTagFast(data, "sessionUpdate")
-	if err != nil || !present {
-		return false
+// updates and plans, when they hold only plain members. tag is the
+// update's tag when fastChunk saw it ("" if not): every sessionUpdate
+// member must say the same.
+func (d *Decoder) fastVariant(data []byte, tag string, u *SessionUpdate) bool {
+	if tag == "" {
+		t, present, err := peekTagFast(data, "sessionUpdate")
+		if err != nil || !present {
+			return false
+		}
+		tag = t
+	}
+	sameTag := func(val []byte) bool {
+		raw, ok := plainString(val)
+		return ok && string(raw) == tag
 	}
 	switch tag {
 	case UpdateToolCall:
@@ -77,19 +137,21 @@ func fastVariant(data []byte, u *SessionUpdate) bool {
 		if !fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) (ok bool) {
 			switch i {
 			case 0:
-				tc.ToolCallId, ok = stringValue(val)
+				tc.ToolCallId, ok = d.toolID(val)
 			case 1:
 				tc.Title, ok = stringValue(val)
 			case 2:
-				kind, ok = stringValue(val)
+				kind, ok = knownString(val, toolKinds)
 			case 3:
-				status, ok = stringValue(val)
+				status, ok = knownString(val, toolStatuses)
 			case 4:
 				tc.Name, ok = stringValue(val)
 			case 5:
 				tc.RawInput, ok = rawValue(val)
 			case 6:
 				tc.RawOutput, ok = rawValue(val)
+			case 7:
+				ok = sameTag(val)
 			}
 			return ok
 		}) {
@@ -99,42 +161,63 @@ func fastVariant(data []byte, u *SessionUpdate) bool {
 		*u = SessionUpdate{ToolCall: tc}
 		return true
 	case UpdateToolCallUpdate:
-		tu := new(ToolCallUpdate)
-		if !fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) bool {
-			if i >= 5 {
-				raw, ok := rawValue(val)
-				if i == 5 {
-					tu.RawInput = raw
-				} else {
-					tu.RawOutput = raw
-				}
-				return ok
-			}
-			v, ok := stringValue(val)
+		// One allocation for the update and the members it points to.
+		tu := new(struct {
+			ToolCallUpdate
+			title, name string
+			kind        ToolKind
+			status      ToolCallStatus
+		})
+		if !fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) (ok bool) {
 			switch i {
 			case 0:
-				tu.ToolCallId = v
+				tu.ToolCallId, ok = d.toolID(val)
 			case 1:
-				tu.Title = &v
+				tu.title, ok = stringValue(val)
+				tu.Title = &tu.title
 			case 2:
-				tu.Kind = (*ToolKind)(&v)
+				var k string
+				k, ok = knownString(val, toolKinds)
+				tu.kind = ToolKind(k)
+				tu.Kind = &tu.kind
 			case 3:
-				tu.Status = (*ToolCallStatus)(&v)
+				var st string
+				st, ok = knownString(val, toolStatuses)
+				tu.status = ToolCallStatus(st)
+				tu.Status = &tu.status
 			case 4:
-				tu.Name = &v
+				tu.name, ok = stringValue(val)
+				tu.Name = &tu.name
+			case 5:
+				tu.RawInput, ok = rawValue(val)
+			case 6:
+				tu.RawOutput, ok = rawValue(val)
+			case 7:
+				ok = sameTag(val)
 			}
 			return ok
 		}) {
 			return false
 		}
-		*u = SessionUpdate{ToolCallUpdate: tu}
+		*u = SessionUpdate{ToolCallUpdate: &tu.ToolCallUpdate}
 		return true
 	case UpdatePlan:
-		p := new(Plan)
-		if !fields(data, planNames, metaSlow, func(_ int, val []byte) bool { return planEntries(val, &p.Entries) }) {
+		// The plan and room for an entry: one allocation for a plan of one
+		// (a longer one grows as it would have).
+		p := new(struct {
+			Plan
+			entries [1]PlanEntry
+		})
+		p.Entries = p.entries[:0]
+		if !fields(data, planNames, metaSlow, func(i int, val []byte) bool {
+			if i == 1 {
+				return sameTag(val)
+			}
+			return planEntries(val, &p.Entries)
+		}) {
 			return false
 		}
-		*u = SessionUpdate{Plan: p}
+		*u = SessionUpdate{Plan: &p.Plan}
 		return true
 	}
 	return false
@@ -143,12 +226,48 @@ func fastVariant(data []byte, u *SessionUpdate) bool {
 // The members the fast path reads, by index, and those it leaves to
 // encoding/json.
 var (
-	toolCallNames  = []string{"toolCallId", "title", "kind", "status", "name", "rawInput", "rawOutput"}
+	toolCallNames  = []string{"toolCallId", "title", "kind", "status", "name", "rawInput", "rawOutput", "sessionUpdate"}
 	toolCallSlow   = []string{"content", "locations", "_meta"}
-	planNames      = []string{"entries"}
+	planNames      = []string{"entries", "sessionUpdate"}
 	planEntryNames = []string{"content", "priority", "status"}
 	metaSlow       = []string{"_meta"}
+
+	// The values of the enumerations a flood repeats, decoded without a
+	// copy.
+	toolKinds = []string{string(ToolKindRead), string(ToolKindEdit), string(ToolKindDelete), string(ToolKindMove), string(ToolKindSearch),
+		string(ToolKindExecute), string(ToolKindThink), string(ToolKindFetch), string(ToolKindSwitchMode), string(ToolKindOther)}
+	toolStatuses = []string{string(ToolCallPending), string(ToolCallInProgress), string(ToolCallCompleted), string(ToolCallFailed)}
+	planPriority = []string{string(PlanPriorityHigh), string(PlanPriorityMedium), string(PlanPriorityLow)}
+	planStatuses = []string{string(PlanStatusPending), string(PlanStatusInProgress), string(PlanStatusCompleted)}
+	contentTypes = []string{ContentText}
 )
+
+// plainString returns the bytes of a JSON string value without escapes.
+func plainString(val []byte) ([]byte, bool) {
+	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
+		return nil, false
+	}
+	raw := val[1 : len(val)-1]
+	for _, c := range raw {
+		if c == '\\' || c == '"' {
+			return nil, false
+		}
+	}
+	return raw, true
+}
+
+// knownString decodes a JSON string, returning the one of names it spells
+// (no copy) or else a decoded copy.
+func knownString(val []byte, names []string) (string, bool) {
+	if raw, ok := plainString(val); ok {
+		for _, n := range names {
+			if string(raw) == n {
+				return n, true
+			}
+		}
+	}
+	return stringValue(val)
+}
 
 // rawValue copies a raw member, as json.RawMessage does; null is left to
 // encoding/json.
@@ -162,7 +281,10 @@ func planEntries(data []byte, dst *PlanEntryList) bool {
 	if i >= len(data) || data[i] != '[' {
 		return false
 	}
-	list := PlanEntryList{}
+	list := (*dst)[:0]
+	if list == nil {
+		list = PlanEntryList{}
+	}
 	i = skipWS(data, i+1)
 	if i < len(data) && data[i] == ']' {
 		*dst = list
@@ -180,9 +302,9 @@ func planEntries(data []byte, dst *PlanEntryList) bool {
 			case 0:
 				e.Content, ok = stringValue(v)
 			case 1:
-				prio, ok = stringValue(v)
+				prio, ok = knownString(v, planPriority)
 			case 2:
-				status, ok = stringValue(v)
+				status, ok = knownString(v, planStatuses)
 			}
 			return ok
 		}) {
@@ -227,27 +349,31 @@ func fields(data []byte, names, slow []string, set func(i int, val []byte) bool)
 	})
 }
 
-// fastChunk reads a text chunk update; ok is false for anything else.
+// fastChunk reads a text chunk update; ok is false for anything else, and
+// tag then names the update when its first sessionUpdate member is
+// another known one (what made fastChunk stop).
 func fastChunk(data []byte) (c *ContentChunk, tag string, ok bool) {
-	var content []byte
-	c = new(ContentChunk)
+	var content, messageID []byte
 	ok = members(data, func(key, val []byte) bool {
 		switch string(key) {
 		case "sessionUpdate":
-			s, ok := stringValue(val)
-			tag = s
-			return ok
+			// Anything but a plainly spelled chunk tag is another update:
+			// stop here, without a copy of the tag.
+			tag = ""
+			if raw, ok := plainString(val); ok {
+				tag = knownTags[string(raw)]
+			}
+			switch tag {
+			case UpdateAgentMessageChunk, UpdateAgentThoughtChunk, UpdateUserMessageChunk:
+				return true
+			}
+			return false
 		case "content":
 			content = val
 			return true
 		case "messageId":
-			if string(val) == "null" {
-				c.MessageId = nil
-				return true
-			}
-			s, ok := stringValue(val)
-			c.MessageId = &s
-			return ok
+			messageID = val
+			return true
 		case "_meta":
 			return false
 		}
@@ -256,7 +382,7 @@ func fastChunk(data []byte) (c *ContentChunk, tag string, ok bool) {
 	switch tag {
 	case UpdateAgentMessageChunk, UpdateAgentThoughtChunk, UpdateUserMessageChunk:
 	default:
-		return nil, "", false
+		return nil, tag, false
 	}
 	if !ok || content == nil {
 		return nil, "", false
@@ -266,7 +392,7 @@ func fastChunk(data []byte) (c *ContentChunk, tag string, ok bool) {
 	ok = members(content, func(key, val []byte) bool {
 		switch string(key) {
 		case "type":
-			s, ok := stringValue(val)
+			s, ok := knownString(val, contentTypes)
 			typ = s
 			return ok
 		case "text":
@@ -281,8 +407,21 @@ func fastChunk(data []byte) (c *ContentChunk, tag string, ok bool) {
 	if !ok || typ != ContentText || !hasText {
 		return nil, "", false
 	}
-	c.Content = ContentBlock{Text: &TextContent{Text: text}}
-	return c, tag, true
+	// One allocation for the chunk, its text block and its message id.
+	tc := new(struct {
+		ContentChunk
+		text TextContent
+		id   string
+	})
+	tc.text.Text = text
+	tc.Content = ContentBlock{Text: &tc.text}
+	if messageID != nil && string(messageID) != "null" {
+		if tc.id, ok = stringValue(messageID); !ok {
+			return nil, "", false
+		}
+		tc.MessageId = &tc.id
+	}
+	return &tc.ContentChunk, tag, true
 }
 
 // members calls f with each member of the object data (valid JSON); it

@@ -31,13 +31,23 @@ func FuzzDecodeSessionNotification(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	var d Decoder // shared by the inputs, as by a connection's updates
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if !json.Valid(data) {
 			return
 		}
-		var want, got SessionNotification
+		var want, got, again SessionNotification
 		werr := json.Unmarshal(data, &want)
 		gerr := DecodeSessionNotification(data, &got)
+		if derr := d.Decode(data, &again); (derr == nil) != (gerr == nil) {
+			t.Fatalf("%q: a Decoder's err %v, DecodeSessionNotification's %v", data, derr, gerr)
+		}
+		if derr := d.Decode(data, &again); derr == nil { // the strings it keeps reused
+			g, _ := Marshal(got)
+			if a, _ := Marshal(again); !bytes.Equal(a, g) {
+				t.Fatalf("%q: a Decoder's second decode %s, want %s", data, a, g)
+			}
+		}
 		if (werr == nil) != (gerr == nil) {
 			t.Fatalf("%q: json.Unmarshal err %v, DecodeSessionNotification err %v", data, werr, gerr)
 		}
@@ -66,5 +76,52 @@ func TestDecodeLongChunkInPlace(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(10, func() { _ = DecodeSessionNotification(data, &n) }); allocs > 4 {
 		t.Fatalf("%v allocations for one chunk", allocs)
+	}
+}
+
+// A Decoder decodes the updates a flood is made of with the fewest
+// allocations: one for each update's struct and one for each string that
+// is new (text, title, plan entry); the session id, enumerations and a
+// recent tool call's id are not copied.
+func TestDecoderFloodAllocations(t *testing.T) {
+	for _, c := range []struct {
+		line string
+		max  float64
+	}{
+		{`{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"flood 0 "}}}`, 2},
+		{`{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"flood 0 "},"messageId":"m1"}}`, 3},
+		{`{"sessionId":"sess-1","update":{"sessionUpdate":"tool_call","toolCallId":"flood-1","title":"Flood flood-1","kind":"other","status":"in_progress"}}`, 2},
+		{`{"sessionId":"sess-1","update":{"sessionUpdate":"tool_call_update","toolCallId":"flood-1","status":"completed"}}`, 1},
+		{`{"sessionId":"sess-1","update":{"sessionUpdate":"plan","entries":[{"content":"Flood 4/100000","priority":"low","status":"in_progress"}]}}`, 2},
+	} {
+		var d Decoder
+		var n SessionNotification
+		data := []byte(c.line)
+		if err := d.Decode(data, &n); err != nil {
+			t.Fatal(err)
+		}
+		if allocs := testing.AllocsPerRun(100, func() { _ = d.Decode(data, &n) }); allocs > c.max {
+			t.Errorf("%s: %v allocations, want at most %v", c.line, allocs, c.max)
+		}
+	}
+}
+
+// BenchmarkDecodeFlood decodes the four updates a flood is made of.
+func BenchmarkDecodeFlood(b *testing.B) {
+	lines := [][]byte{
+		[]byte(`{"sessionId":"builtin-6516dcbe0e86b511","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"flood 4242 "}}}`),
+		[]byte(`{"sessionId":"builtin-6516dcbe0e86b511","update":{"sessionUpdate":"tool_call","toolCallId":"flood-4243","title":"Flood flood-4243","kind":"other","status":"in_progress"}}`),
+		[]byte(`{"sessionId":"builtin-6516dcbe0e86b511","update":{"sessionUpdate":"tool_call_update","toolCallId":"flood-4243","status":"completed"}}`),
+		[]byte(`{"sessionId":"builtin-6516dcbe0e86b511","update":{"sessionUpdate":"plan","entries":[{"content":"Flood 4245/100000","priority":"low","status":"in_progress"}]}}`),
+	}
+	var d Decoder
+	var n SessionNotification
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, l := range lines {
+			if err := d.Decode(l, &n); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }

@@ -46,7 +46,10 @@ func peekTagFast(data []byte, key string) (tag string, present bool, err error) 
 		if !escaped && string(data[ks+1:ke-1]) == key {
 			// Later duplicates win in encoding/json; keep looking.
 			if _, _, esc, _ := scanString(data, vs); data[vs] == '"' && !esc && utf8.Valid(data[vs+1:ve-1]) {
-				tag, present = string(data[vs+1:ve-1]), true
+				tag, present = knownTags[string(data[vs+1:ve-1])], true
+				if tag == "" {
+					tag = string(data[vs+1 : ve-1])
+				}
 			} else if data[vs] == '"' {
 				var s string
 				if err := json.Unmarshal(data[vs:ve], &s); err != nil {
@@ -75,6 +78,21 @@ func peekTagFast(data []byte, key string) (tag string, present bool, err error) 
 	}
 }
 
+// knownTags are the tags of the unions peekTagFast reads for, returned
+// without a copy.
+var knownTags = func() map[string]string {
+	m := map[string]string{}
+	for _, t := range []string{
+		UpdateUserMessageChunk, UpdateAgentMessageChunk, UpdateAgentThoughtChunk, UpdateToolCall, UpdateToolCallUpdate,
+		UpdatePlan, UpdateAvailableCommandsUpdate, UpdateCurrentModeUpdate, UpdateConfigOptionUpdate, UpdateSessionInfoUpdate,
+		UpdateUsageUpdate, UpdateNotice, UpdateCompactionUpdate, UpdateCompactionSummaryChunk,
+		ContentText, ContentImage, ContentAudio, ContentResourceLink, ContentResource, "content", "diff", "terminal",
+	} {
+		m[t] = t
+	}
+	return m
+}()
+
 func slowTag(data []byte, key string) (string, bool, error) {
 	tag, present, _, err := peekTag(data, key)
 	return tag, present, err
@@ -97,10 +115,9 @@ func skipWS(data []byte, i int) int {
 func scanString(data []byte, i int) (start, end int, escaped, ok bool) {
 	start = i
 	for j := i + 1; j < len(data); j++ {
-		if j-i > 16 { // a long string: skip its plain stretches word by word
-			if j += jsonw.PlainPrefix(data[j:]); j >= len(data) {
-				break
-			}
+		// Skip the plain stretches word by word: a text is mostly plain.
+		if j += jsonw.PlainPrefix(data[j:]); j >= len(data) {
+			break
 		}
 		switch data[j] {
 		case '\\':

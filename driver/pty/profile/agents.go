@@ -59,11 +59,15 @@ func gemini() *Profile {
 
 // Builtin returns the profile of a known agent by name.
 func Builtin(name string) (*Profile, bool) {
-	p, ok := builtins()[name]
-	return p, ok
+	mk, ok := builtins()[name]
+	if !ok {
+		return nil, false
+	}
+	return mk(), true
 }
 
-// Names lists the built-in profiles.
+// Names lists the built-in profiles, without building them (their
+// regexps would cost every tai process's start-up).
 func Names() []string {
 	var out []string
 	for n := range builtins() {
@@ -73,17 +77,17 @@ func Names() []string {
 	return out
 }
 
-func builtins() map[string]*Profile {
-	return map[string]*Profile{
+func builtins() map[string]func() *Profile {
+	return map[string]func() *Profile{
 		// qwen-code 0.24: fixtures testdata/qwen/0.24.4.
-		"qwen": geminiFamily("qwen", "◆︎ "),
+		"qwen": func() *Profile { return geminiFamily("qwen", "◆︎ ") },
 		// faketui: driver/pty/internal/faketui, the e2e tests' agent.
-		"faketui": geminiFamily("faketui", "◆ "),
+		"faketui": func() *Profile { return geminiFamily("faketui", "◆ ") },
 		// gemini-cli 0.61: fixtures testdata/gemini/0.61.0.
-		"gemini":  gemini(),
-		"claude":  claude(),
-		"codex":   codex(),
-		"copilot": copilot(),
+		"gemini":  gemini,
+		"claude":  claude,
+		"codex":   codex,
+		"copilot": copilot,
 		// OpenCode (alternate screen): "esc interrupt" while working.
 		// OpenCode 1.18 (alternate screen, captured: testdata/opencode/
 		// 1.18.33): the input box is "┃" rows closed by the footer
@@ -93,25 +97,27 @@ func builtins() map[string]*Profile {
 		// picker is "△ Permission required", "→ Edit hello.txt", the diff,
 		// and the options side by side (highlight by colour only). Replies
 		// are rows indented 5 spaces; a sidebar starts at column 160.
-		"opencode": {
-			Name:          "opencode",
-			Bottom:        60, // the home screen's box is mid-screen
-			ReadyOnScreen: true,
-			Working:       []*regexp.Regexp{rx(`esc\s+interrupt`)},
-			ComposerBox:   rx(`^\s*┃\s+(?:Build|Plan)\s+·\s`),
-			Placeholder:   rx(`^Ask anything…`),
-			PickerHint:    []*regexp.Regexp{rx(`^\s*┃\s+△ Permission required`)},
-			InlinePicker:  rx(`^\s*┃\s+(\S.*?)\s{3,}(?:ctrl\+f fullscreen\s+)?⇆ select\s+enter confirm`),
-			ToolLine:      rx(`^\s*┃\s+→\s+(\S.*?)\s*$`),
-			CancelKeys:    "\x1b\x1b",
-			ReplyIndent:   "     ",
-			PaneGap:       20,
-			Chrome:        []*regexp.Regexp{rx(`^\s*[┃╹▣←→■⬝]`), rx(`(?i)ctrl\+p`), rx(`esc\s+interrupt`)},
+		"opencode": func() *Profile {
+			return &Profile{
+				Name:          "opencode",
+				Bottom:        60, // the home screen's box is mid-screen
+				ReadyOnScreen: true,
+				Working:       []*regexp.Regexp{rx(`esc\s+interrupt`)},
+				ComposerBox:   rx(`^\s*┃\s+(?:Build|Plan)\s+·\s`),
+				Placeholder:   rx(`^Ask anything…`),
+				PickerHint:    []*regexp.Regexp{rx(`^\s*┃\s+△ Permission required`)},
+				InlinePicker:  rx(`^\s*┃\s+(\S.*?)\s{3,}(?:ctrl\+f fullscreen\s+)?⇆ select\s+enter confirm`),
+				ToolLine:      rx(`^\s*┃\s+→\s+(\S.*?)\s*$`),
+				CancelKeys:    "\x1b\x1b",
+				ReplyIndent:   "     ",
+				PaneGap:       20,
+				Chrome:        []*regexp.Regexp{rx(`^\s*[┃╹▣←→■⬝]`), rx(`(?i)ctrl\+p`), rx(`esc\s+interrupt`)},
+			}
 		},
 		// generic is for --agent-cmd with no known profile: nothing is
 		// recognised structurally unless configured, so idle comes from
 		// quiescence and a marked numbered list is a picker.
-		"generic": Generic(GenericConfig{}),
+		"generic": func() *Profile { return Generic(GenericConfig{}) },
 	}
 }
 

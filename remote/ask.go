@@ -1,0 +1,289 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/policy"
+)
+
+// BucketAsks holds the questions and permission asks of remote tasks
+// until their coordinator answers: <run>.<task>.<attempt>.<n> → Ask. A
+// bucket (not a request) so that an ask outlives a coordinator restart:
+// a resumed coordinator's watch sees every open ask again.
+const BucketAsks = "tai_asks"
+
+// AskKind is what a remote task asks.
+type AskKind string
+
+// Ask kinds.
+const (
+	AskQuestion   AskKind = "question"   // the agent's question (a turn ending in one, or a form)
+	AskPermission AskKind = "permission" // policy says ask a human
+)
+
+// Ask is a remote task's ask and, once Answered, its coordinator's reply.
+type Ask struct {
+	Kind    AskKind `json:"kind"`
+	Run     string  `json:"run"`
+	Task    string  `json:"task"`
+	Attempt int     `json:"attempt"`
+	Worker  string  `json:"worker"`
+	// A question, with the task's work so far: Head (pushed as the
+	// attempt's ref) and its patch against the task's base.
+	Question   string                    `json:"question,omitempty"`
+	Head       string                    `json:"head,omitempty"`
+	Patch      string                    `json:"patch,omitempty"`
+	Permission *driver.PermissionRequest `json:"permission,omitempty"`
+
+	Answered  bool          `json:"answered,omitempty"`
+	Answer    string        `json:"answer,omitempty"`     // a question's
+	DecidedBy string        `json:"decided_by,omitempty"` // answerer | human
+	Verdict   policy.Answer `json:"verdict,omitempty"`    // a permission's
+	Via       string        `json:"via,omitempty"`        // the channel a human answered on
+	Usage     fleet.Usage   `json:"usage"`                // what the answerer spent
+	Error     string        `json:"error,omitempty"`      // nobody could answer
+}
+
+// kvToken makes a run or task name a key token: names hold [A-Za-z0-9_.-],
+// keys split on dots, and '=' is in neither.
+func kvToken(s string) string { return strings.ReplaceAll(s, ".", "=") }
+
+func askKey(run, task string, attempt, n int) string {
+	return kvToken(run) + "." + kvToken(task) + "." + strconv.Itoa(attempt) + "." + strconv.Itoa(n)
+}
+
+// asker is one attempt's channel to its coordinator.
+type asker struct {
+	bus     *Bus
+	tm      TaskMsg
+	attempt int
+	worker  string
+	n       atomic.Int32
+}
+
+// ask puts a to the coordinator and waits for its reply (or ctx).
+func (k *asker) ask(ctx context.Context, a Ask) (Ask, error) {
+	a.Run, a.Task, a.Attempt, a.Worker = k.tm.Run, k.tm.Task, k.attempt, k.worker
+	key := askKey(k.tm.Run, k.tm.Task, k.attempt, int(k.n.Add(1)))
+	data, err := json.Marshal(a)
+	if err != nil {
+		return Ask{}, err
+	}
+	if len(data) > MaxMessage {
+		return Ask{}, fmt.Errorf("remote: a %d-byte ask is over the %d-byte cap", len(data), MaxMessage)
+	}
+	w, err := k.bus.Asks.Watch(ctx, key)
+	if err != nil {
+		return Ask{}, fmt.Errorf("remote: watching %s: %w", key, err)
+	}
+	defer func() { _ = w.Stop() }()
+	// Answered or given up, the ask is gone: a coordinator resumed later
+	// must not answer it again.
+	defer func() { _ = k.bus.Asks.Delete(context.WithoutCancel(ctx), key) }()
+	if _, err := k.bus.Asks.Create(ctx, key, data); err != nil {
+		return Ask{}, fmt.Errorf("remote: asking: %w", err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return Ask{}, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return Ask{}, errors.New("remote: the ask's watch ended")
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			var got Ask
+			if json.Unmarshal(e.Value(), &got) == nil && got.Answered {
+				return got, nil
+			}
+		}
+	}
+}
+
+// question routes the agent's question: fleet.TaskRunOptions.Ask.
+func (k *asker) question(ctx context.Context, q, head, patch string) (string, string, fleet.Usage, error) {
+	got, err := k.ask(ctx, Ask{Kind: AskQuestion, Question: q, Head: head, Patch: patch})
+	if err != nil {
+		return "", "", fleet.Usage{}, err
+	}
+	if got.Error != "" {
+		return "", "", got.Usage, errors.New(got.Error)
+	}
+	return got.Answer, got.DecidedBy, got.Usage, nil
+}
+
+// prompter sends a task's permission asks to the coordinator's human.
+type prompter struct{ k *asker }
+
+func (p prompter) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
+	a, _, err := p.AskVia(ctx, req)
+	return a, err
+}
+
+// AskVia says which of the coordinator's channels answered.
+func (p prompter) AskVia(ctx context.Context, req driver.PermissionRequest) (policy.Answer, string, error) {
+	got, err := p.k.ask(ctx, Ask{Kind: AskPermission, Permission: &req})
+	if err != nil {
+		return policy.DenyOnce, "", err
+	}
+	if got.Error != "" {
+		return policy.DenyOnce, "", errors.New(got.Error)
+	}
+	return got.Verdict, got.Via, nil
+}
+
+// Where: the human is at the coordinator, not on this host.
+func (prompter) Where() string { return "at the coordinator's terminal" }
+
+// serveAsks answers the run's asks as they come, and those open from
+// before a restart, until ctx ends.
+func (c *coordinator) serveAsks(ctx context.Context) {
+	w, err := c.bus.Asks.Watch(ctx, kvToken(c.o.RunID)+".>")
+	if err != nil {
+		c.log.Error("watching asks", "err", err)
+		return
+	}
+	defer func() { _ = w.Stop() }()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	busy := map[string]bool{}
+	var mu sync.Mutex
+	for {
+		var e jetstream.KeyValueEntry
+		select {
+		case <-ctx.Done():
+			return
+		case e = <-w.Updates():
+		}
+		if e == nil || e.Operation() != jetstream.KeyValuePut {
+			continue
+		}
+		var a Ask
+		if json.Unmarshal(e.Value(), &a) != nil || a.Answered || a.Run != c.o.RunID {
+			continue
+		}
+		key, rev := e.Key(), e.Revision()
+		mu.Lock()
+		if busy[key] {
+			mu.Unlock()
+			continue
+		}
+		busy[key] = true
+		mu.Unlock()
+		wg.Go(func() {
+			defer func() { mu.Lock(); delete(busy, key); mu.Unlock() }()
+			reply := c.answerAsk(ctx, a)
+			if ctx.Err() != nil {
+				return // answered by the next coordinator
+			}
+			reply.Answered = true
+			data, _ := json.Marshal(reply)
+			if _, err := c.bus.Asks.Update(context.WithoutCancel(ctx), key, data, rev); err != nil {
+				c.log.Warn("replying to an ask", "task", a.Task, "err", err)
+			}
+		})
+	}
+}
+
+// answerAsk answers one ask as a local fleet would, if it is from the
+// attempt holding the task's lease.
+func (c *coordinator) answerAsk(ctx context.Context, a Ask) Ask {
+	if _, ok := c.results[a.Task]; !ok {
+		a.Error = "no task " + a.Task + " in run " + c.o.RunID
+		return a
+	}
+	if l, _, err := c.bus.GetLease(ctx, c.o.RunID, a.Task); err != nil || l.State != LeaseClaimed || l.Attempt != a.Attempt || l.Worker != a.Worker {
+		a.Error = fmt.Sprintf("attempt %d by %s does not hold the task's lease", a.Attempt, a.Worker)
+		return a
+	}
+	switch a.Kind {
+	case AskPermission:
+		if c.o.Prompter == nil || a.Permission == nil {
+			a.Error = "the coordinator has no human to ask"
+			return a
+		}
+		title := a.Permission.ToolCall.Title
+		c.emit("permission.asked", a.Task, a.Worker+": "+title, map[string]any{"attempt": a.Attempt, "worker": a.Worker})
+		pctx := policy.WithAsker(ctx, "task "+a.Task)
+		var err error
+		if vp, ok := c.o.Prompter.(policy.ViaPrompter); ok {
+			a.Verdict, a.Via, err = vp.AskVia(pctx, *a.Permission)
+		} else {
+			a.Verdict, err = c.o.Prompter.Ask(pctx, *a.Permission)
+		}
+		if err != nil {
+			a.Error = "asking for permission: " + err.Error()
+		}
+		return a
+	case AskQuestion:
+		c.setTask(a.Task, func(x *fleet.TaskState) { x.Status = fleet.StatusAsking })
+		c.emit(string(fleet.EventAsked), a.Task, lastLine(a.Question), map[string]any{"question": a.Question, "attempt": a.Attempt, "worker": a.Worker})
+		dir, cleanup := c.askWorktree(ctx, a)
+		defer cleanup()
+		ans, by, used, err := fleet.Answer(ctx, c.plan, a.Task, dir, a.Question, a.Patch, fleet.AnswerOptions{RunID: c.o.RunID, Audit: c.o.Audit,
+			AskHuman: c.o.AskHuman, Exe: c.o.Exe, Version: c.o.Version, Clock: c.clock, Logger: c.log, Sandbox: c.o.Sandbox})
+		a.Usage = used
+		c.setTask(a.Task, func(x *fleet.TaskState) { x.Status = fleet.StatusRunning })
+		if err != nil {
+			a.Error = err.Error()
+			c.emit(string(fleet.EventAnswererPass), a.Task, "nobody could answer: "+err.Error(), nil)
+			return a
+		}
+		a.Answer, a.DecidedBy = ans, by
+		c.emit(string(fleet.EventAnswered), a.Task, by+": "+lastLine(ans), map[string]any{"question": a.Question, "answer": ans, "decided_by": by})
+		return a
+	}
+	a.Error = fmt.Sprintf("unknown ask kind %q", a.Kind)
+	return a
+}
+
+// askWorktree is where the answerer reads: the task's work so far (the
+// attempt's pushed checkpoint), else the target.
+func (c *coordinator) askWorktree(ctx context.Context, a Ask) (string, func()) {
+	ctx = context.WithoutCancel(ctx)
+	at := "refs/heads/" + c.rec.Target
+	if a.Head != "" {
+		ref := attemptRef(c.o.RunID, a.Task, a.Attempt)
+		if c.rec.RepoURL != c.wt.Repo {
+			_, _ = git(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+ref+":"+ref)
+		}
+		if _, err := c.wt.RevParse(ctx, a.Head+"^{commit}"); err == nil {
+			at = a.Head
+		}
+	}
+	dir, err := os.MkdirTemp(c.o.Dir, "ask-"+a.Task+"-")
+	if err != nil {
+		return c.o.Dir, func() {}
+	}
+	if _, err := git(ctx, c.wt.Repo, "worktree", "add", "--detach", "--force", dir, at); err != nil {
+		c.log.Warn("the answerer's worktree", "err", err)
+		return dir, func() { _ = os.RemoveAll(dir) }
+	}
+	return dir, func() {
+		_, _ = git(ctx, c.wt.Repo, "worktree", "remove", "--force", "--force", dir)
+		_ = os.RemoveAll(dir)
+		_, _ = git(ctx, c.wt.Repo, "worktree", "prune")
+	}
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
