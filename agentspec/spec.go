@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/exitcode"
@@ -34,8 +35,11 @@ type Spec struct {
 	Cwd     string
 	AddDirs []string
 	// Env is added to tai's environment for the agent (--env KEY=VALUE).
-	Env    []string
-	Policy Policy
+	Env []string
+	// BaseEnv is the environment tai runs in, which the agent inherits and
+	// the sandbox reads (HOME, XDG dirs); nil is this process's.
+	BaseEnv []string
+	Policy  Policy
 	// Sandbox confines the agent; nil starts it without tai's launcher (a
 	// binary that is not tai, such as a unit test, cannot be the launcher).
 	Sandbox *Sandbox
@@ -170,8 +174,13 @@ func Resolve(s Spec) (Resolved, error) {
 	r.Preset = a.Preset
 	o := runner.Options{Agent: a.Preset.Name, Argv: a.Argv, Driver: a.Driver, Quirks: a.Preset.Quirks,
 		Cwd: s.Cwd, AddDirs: s.AddDirs, Model: s.Agent.Model, Mode: s.Agent.Mode, AllowDenials: s.Policy.AllowDenials}
-	if len(s.Env) > 0 {
-		o.Env = append(os.Environ(), s.Env...)
+	env := s.BaseEnv
+	if env == nil {
+		env = os.Environ()
+	}
+	env = slices.Clip(env) // appends below never write into the caller's
+	if len(s.Env) > 0 || s.BaseEnv != nil {
+		o.Env = append(env, s.Env...)
 	}
 	if r.Policy, r.NonInteractive, err = loadPolicy(s.Policy); err != nil {
 		return r, stageErr(StagePolicy, err)
@@ -187,7 +196,7 @@ func Resolve(s Spec) (Resolved, error) {
 		o.Protected = append(o.Protected, r.Policy.Path)
 	}
 	if s.Sandbox != nil {
-		if r.Sandbox, err = sandboxConfig(*s.Sandbox, a.Preset, r.Policy, s.Policy.File, o.Env); err != nil {
+		if r.Sandbox, err = sandboxConfig(*s.Sandbox, a.Preset, r.Policy, s.Policy.File, sandboxEnv(o.Env, env)); err != nil {
 			return r, stageErr(StageSandbox, err)
 		}
 	}
@@ -199,7 +208,7 @@ func Resolve(s Spec) (Resolved, error) {
 			return r, &Error{Stage: StageAgent, Err: fmt.Errorf("state directory for tai as the agent: %w", err)}
 		}
 		if o.Env == nil {
-			o.Env = os.Environ()
+			o.Env = env
 		}
 		o.Env = append(o.Env, "XDG_STATE_HOME="+nested)
 		if r.Sandbox != nil {
@@ -209,4 +218,12 @@ func Resolve(s Spec) (Resolved, error) {
 	o.Sandbox = r.Sandbox
 	r.Options = o
 	return r, nil
+}
+
+// sandboxEnv is the agent's environment when it has its own, else tai's.
+func sandboxEnv(agent, tai []string) []string {
+	if agent != nil {
+		return agent
+	}
+	return tai
 }

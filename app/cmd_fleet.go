@@ -3,10 +3,85 @@ package app
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
+
+// FleetFlags are `tai fleet run` and `tai fleet resume`'s flags.
+type FleetFlags struct {
+	Concurrency int
+	FailFast    bool
+	Output      string // text | json
+	JUnit       string
+	RunID       string
+	Repo        string
+	Verbose     bool
+	CancelGrace time.Duration
+	Feed        FeedFlags
+	Sandbox     string // --sandbox: auto | on | off
+	// Over NATS: workers run the tasks (see hub.go).
+	NATS   NATSFlags
+	Remote string        // the git remote workers clone and push to
+	Lease  time.Duration // a claim's lease (default 30s)
+	// Submit hands the run to the hub's coordinator (tai hub --coordinate)
+	// and follows it; Detach then returns at once.
+	Submit bool
+	Detach bool
+}
+
+// FleetPlanFlags are `tai fleet plan`'s flags.
+type FleetPlanFlags struct {
+	Agent    string
+	AgentCmd string
+	Out      string
+	Cwd      string
+	Approve  string
+	Timeout  time.Duration
+}
+
+// FleetLogsFlags are `tai fleet logs`'s flags.
+type FleetLogsFlags struct {
+	Follow bool
+	JSON   bool
+	NATS   NATSFlags // a run over NATS: its events stream, from any host
+}
+
+// NATSFlags say how to reach a NATS server: a URL, and credentials from a
+// creds file or a token file (or TAI_NATS_CREDS / TAI_NATS_TOKEN), never on
+// the command line.
+type NATSFlags struct {
+	URL       string
+	Creds     string
+	TokenFile string
+}
+
+// HubFlags are `tai hub`'s flags.
+type HubFlags struct {
+	Listen    string
+	Store     string
+	TokenFile string
+	Verbose   bool
+	// Coordinate: the hub also coordinates the runs submitted to it (tai
+	// fleet run --nats URL --submit).
+	Coordinate bool
+	// NATS, with Coordinate: coordinate on this server instead of
+	// embedding one.
+	NATS NATSFlags
+}
+
+// WorkerFlags are `tai worker`'s flags.
+type WorkerFlags struct {
+	NATS    NATSFlags
+	Name    string
+	Slots   int
+	Agents  []string
+	Dir     string // clones and state; default the state directory's worker/NAME
+	Lease   time.Duration
+	Verbose bool
+	Sandbox string // --sandbox: auto | on | off
+}
 
 // FleetFunc is what `tai fleet run PLAN` and `tai fleet resume RUN` do
 // once their flags are parsed; arg is the plan or the run. Nil runs the

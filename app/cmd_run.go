@@ -7,8 +7,87 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tai-dev/tai/config"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/policy"
 )
+
+// RunFlags are `tai run`'s flags.
+type RunFlags struct {
+	Agent           string
+	AgentCmd        string
+	AgentCmdSet     bool // --agent-cmd was given (an empty one is refused)
+	Driver          string
+	Cwd             string
+	Approve         string
+	NonInteractive  string
+	AllowDenials    bool
+	Mode            string
+	Model           string
+	Set             []string
+	Resume          string
+	Continue        bool
+	Fork            string
+	AddDir          []string
+	Auth            string
+	MCP             []string
+	Files           []string
+	EmbedFiles      bool
+	Timeout         time.Duration
+	CancelGrace     time.Duration
+	Output          string
+	Trace           string
+	Verbose         bool
+	MaxLineBytes    int64
+	MaxMessageBytes int64
+	Env             []string
+	Audit           string
+	NoAudit         bool
+	Policy          string
+	Allow           []string
+	Ask             []string
+	Deny            []string
+	Remember        string
+	Redact          []string
+	// PTYSize is COLSxROWS for the pty driver's screen.
+	PTYSize string
+	// Sandbox is --sandbox: auto | on | off.
+	Sandbox string
+	// NetAllow is --net-allow: HOST:PORT the agent may connect to; given,
+	// it turns the network rule on.
+	NetAllow []string
+	// InputFormat "stream-json" makes tai an agent its parent drives on
+	// stdin (cap.md's agent-side binding); "" or "text" is the prompt
+	// from the arguments.
+	InputFormat string
+
+	// Changed reports whether a flag was given on the command line; the
+	// config's defaults fill the others. Nil: every field is as given.
+	Changed func(flag string) bool
+
+	Feed FeedFlags
+
+	answerer policy.Prompter // the parent, under --input-format stream-json
+	chat     bool            // tai chat: the prompts come as lines
+	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
+	// editorForms is that editor's elicitation forms (nil: it shows none).
+	editorForms elicit.Answerer
+	cfg         config.Config // the user's and the project's configuration
+}
+
+// FeedFlags are the live feed's flags (tai run, tai fleet run).
+type FeedFlags struct {
+	// Listen also serves the feed on TCP at this address, behind a bearer
+	// token printed on stderr.
+	Listen string
+	// NoFeed: no socket (nothing can watch or answer this run).
+	NoFeed bool
+	// NotifyURL gets a JSON POST when something starts waiting for a human.
+	NotifyURL string
+	// NoNotify: no bell, OSC 9 or notify-send.
+	NoNotify bool
+}
 
 // Globals are the flags every command takes: the root's persistent ones.
 type Globals struct {

@@ -10,19 +10,6 @@ import (
 	"github.com/tai-dev/tai/policy"
 )
 
-// FeedFlags are the live feed's flags (tai run, tai fleet run).
-type FeedFlags struct {
-	// Listen also serves the feed on TCP at this address, behind a bearer
-	// token printed on stderr.
-	Listen string
-	// NoFeed: no socket (nothing can watch or answer this run).
-	NoFeed bool
-	// NotifyURL gets a JSON POST when something starts waiting for a human.
-	NotifyURL string
-	// NoNotify: no bell, OSC 9 or notify-send.
-	NoNotify bool
-}
-
 // liveFeed is a run's feed and its notifications.
 type liveFeed struct {
 	srv    *feed.Server        // nil: no feed

@@ -33,28 +33,6 @@ import (
 	"github.com/tai-dev/tai/sandbox"
 )
 
-// FleetFlags are `tai fleet run` and `tai fleet resume`'s flags.
-type FleetFlags struct {
-	Concurrency int
-	FailFast    bool
-	Output      string // text | json
-	JUnit       string
-	RunID       string
-	Repo        string
-	Verbose     bool
-	CancelGrace time.Duration
-	Feed        FeedFlags
-	Sandbox     string // --sandbox: auto | on | off
-	// Over NATS: workers run the tasks (see hub.go).
-	NATS   NATSFlags
-	Remote string        // the git remote workers clone and push to
-	Lease  time.Duration // a claim's lease (default 30s)
-	// Submit hands the run to the hub's coordinator (tai hub --coordinate)
-	// and follows it; Detach then returns at once.
-	Submit bool
-	Detach bool
-}
-
 // FleetRun runs `tai fleet run PLAN`.
 func FleetRun(ctx context.Context, f FleetFlags, planPath string, std IO) error {
 	plan, err := fleet.LoadPlan(planPath)
@@ -496,16 +474,6 @@ func (c *chanReader) Read(p []byte) (int, error) {
 	n := copy(p, c.buf)
 	c.buf = c.buf[n:]
 	return n, nil
-}
-
-// FleetPlanFlags are `tai fleet plan`'s flags.
-type FleetPlanFlags struct {
-	Agent    string
-	AgentCmd string
-	Out      string
-	Cwd      string
-	Approve  string
-	Timeout  time.Duration
 }
 
 // planPrompt asks an agent for a plan.

@@ -126,13 +126,6 @@ func latestFleetRun() (string, error) {
 	return runs[0].Run, nil
 }
 
-// FleetLogsFlags are `tai fleet logs`'s flags.
-type FleetLogsFlags struct {
-	Follow bool
-	JSON   bool
-	NATS   NATSFlags // a run over NATS: its events stream, from any host
-}
-
 // FleetLogs runs `tai fleet logs [RUN] [TASK] [-f]`: the run's frames
 // (one task's, with TASK), as lines or (-o json) as the frames
 // themselves. -f follows a live run through its feed until it ends.

@@ -26,15 +26,6 @@ import (
 	"github.com/tai-dev/tai/sandbox"
 )
 
-// NATSFlags say how to reach a NATS server: a URL, and credentials from a
-// creds file or a token file (or TAI_NATS_CREDS / TAI_NATS_TOKEN), never on
-// the command line.
-type NATSFlags struct {
-	URL       string
-	Creds     string
-	TokenFile string
-}
-
 func (n NATSFlags) token(std IO) (string, error) {
 	if n.TokenFile != "" {
 		b, err := os.ReadFile(n.TokenFile)
@@ -60,20 +51,6 @@ func (n NATSFlags) connect(name string, std IO) (*nats.Conn, error) {
 		return nil, exitcode.With(exitcode.Usage, err)
 	}
 	return nc, nil
-}
-
-// HubFlags are `tai hub`'s flags.
-type HubFlags struct {
-	Listen    string
-	Store     string
-	TokenFile string
-	Verbose   bool
-	// Coordinate: the hub also coordinates the runs submitted to it (tai
-	// fleet run --nats URL --submit).
-	Coordinate bool
-	// NATS, with Coordinate: coordinate on this server instead of
-	// embedding one.
-	NATS NATSFlags
 }
 
 // Hub runs `tai hub`: an embedded NATS server with JetStream until ctx
@@ -191,18 +168,6 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 		return err
 	}
 	return nil
-}
-
-// WorkerFlags are `tai worker`'s flags.
-type WorkerFlags struct {
-	NATS    NATSFlags
-	Name    string
-	Slots   int
-	Agents  []string
-	Dir     string // clones and state; default the state directory's worker/NAME
-	Lease   time.Duration
-	Verbose bool
-	Sandbox string // --sandbox: auto | on | off
 }
 
 // Worker runs `tai worker`: it pulls tasks of its agents until ctx ends.

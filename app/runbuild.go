@@ -191,6 +191,7 @@ func (b *runBuild) askers() error {
 // resolve resolves the run's Spec and takes its options.
 func (b *runBuild) resolve(cwd string, addDirs []string) error {
 	spec := b.f.spec(cwd, addDirs, b.o.RunID)
+	spec.BaseEnv = b.std.Env()
 	spec.Policy.Prompter, spec.Policy.Answerer = b.prompter, b.answerer
 	r, err := agentspec.Resolve(spec)
 	if err != nil {

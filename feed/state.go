@@ -131,13 +131,7 @@ func (s *state) init() {
 }
 
 func (s *state) event(task string, ev driver.Event) {
-	key := sessionKey{task, ev.Session}
-	ss := s.sessions[key]
-	if ss == nil {
-		ss = &Session{ID: ev.Session, Task: task, State: StateWorking, Started: ev.Time, diffs: map[string][2]int{}}
-		s.sessions[key] = ss
-		s.order = append(s.order, key)
-	}
+	ss := s.session(task, ev.Session, ev.Time)
 	ss.LastEvent = ev.Time
 	switch ev.Type {
 	case driver.EventSessionStarted:
@@ -147,41 +141,9 @@ func (s *state) event(task string, ev driver.Event) {
 	case driver.EventConfigOptions:
 		ss.model(ev.Config)
 	case driver.EventMessage:
-		if ev.Message.Role == driver.RoleAgent {
-			if l := lastLine(ev.Message.Text); l != "" {
-				ss.Activity = l
-			}
-		}
-		ss.State = StateWorking
+		ss.message(ev.Message)
 	case driver.EventToolCall:
-		tc := ev.ToolCall
-		ss.Activity = strings.TrimSpace(tc.Title)
-		var add, rm int
-		for _, c := range tc.Content {
-			if c.Type != "diff" || len(c.NewText) > maxDiffText {
-				continue // a huge file's +/- is not worth its diff on every update
-			}
-			lines, err := render.UnifiedDiff(c)
-			if err != nil {
-				continue
-			}
-			for _, l := range lines {
-				switch {
-				case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
-				case strings.HasPrefix(l, "+"):
-					add++
-				case strings.HasPrefix(l, "-"):
-					rm++
-				}
-			}
-		}
-		if add+rm > 0 {
-			old := ss.diffs[tc.ID]
-			ss.Added += add - old[0]
-			ss.Removed += rm - old[1]
-			ss.diffs[tc.ID] = [2]int{add, rm}
-		}
-		ss.State = StateWorking
+		ss.toolCall(ev.ToolCall)
 	case driver.EventPermissionAsked:
 		ss.State = StateWaiting
 	case driver.EventPermissionDecided:
@@ -193,19 +155,87 @@ func (s *state) event(task string, ev driver.Event) {
 			ss.Cost, ss.Currency = ev.Usage.CostAmount, ev.Usage.Currency
 		}
 	case driver.EventTurnEnded:
-		if u := ev.Turn.Usage; u != nil {
-			t := u.TotalTokens
-			if t == 0 {
-				t = u.InputTokens + u.OutputTokens
-			}
-			ss.Tokens += t
-		}
-		ss.State = StateIdle
+		ss.turnEnded(ev.Turn)
 	case driver.EventError:
 		ss.Error = ev.Error.Message
 	case driver.EventProcessExited:
 		ss.State = StateExited
 	}
+}
+
+// session is task's session id, begun (working) at its first event, at.
+func (s *state) session(task, id string, at time.Time) *Session {
+	key := sessionKey{task, id}
+	ss := s.sessions[key]
+	if ss == nil {
+		ss = &Session{ID: id, Task: task, State: StateWorking, Started: at, diffs: map[string][2]int{}}
+		s.sessions[key] = ss
+		s.order = append(s.order, key)
+	}
+	return ss
+}
+
+// message shows the last line of the agent's text as the activity.
+func (ss *Session) message(m *driver.MessageChunk) {
+	if m.Role == driver.RoleAgent {
+		if l := lastLine(m.Text); l != "" {
+			ss.Activity = l
+		}
+	}
+	ss.State = StateWorking
+}
+
+// toolCall shows the tool call as the activity and counts its edits in
+// +/-; a call's later updates replace its earlier count.
+func (ss *Session) toolCall(tc *driver.ToolCall) {
+	ss.Activity = strings.TrimSpace(tc.Title)
+	var add, rm int
+	for _, c := range tc.Content {
+		a, r := diffStat(c)
+		add, rm = add+a, rm+r
+	}
+	if add+rm > 0 {
+		old := ss.diffs[tc.ID]
+		ss.Added += add - old[0]
+		ss.Removed += rm - old[1]
+		ss.diffs[tc.ID] = [2]int{add, rm}
+	}
+	ss.State = StateWorking
+}
+
+// diffStat counts the lines a diff content adds and removes (0, 0 for
+// other content).
+func diffStat(c driver.ToolContent) (add, rm int) {
+	if c.Type != "diff" || len(c.NewText) > maxDiffText {
+		return 0, 0 // a huge file's +/- is not worth its diff on every update
+	}
+	lines, err := render.UnifiedDiff(c)
+	if err != nil {
+		return 0, 0
+	}
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "+++"), strings.HasPrefix(l, "---"):
+		case strings.HasPrefix(l, "+"):
+			add++
+		case strings.HasPrefix(l, "-"):
+			rm++
+		}
+	}
+	return add, rm
+}
+
+// turnEnded adds the turn's tokens (input plus output when no total is
+// given) and makes the session idle.
+func (ss *Session) turnEnded(t *driver.TurnEnded) {
+	if u := t.Usage; u != nil {
+		n := u.TotalTokens
+		if n == 0 {
+			n = u.InputTokens + u.OutputTokens
+		}
+		ss.Tokens += n
+	}
+	ss.State = StateIdle
 }
 
 func (ss *Session) model(opts []driver.ConfigOption) {

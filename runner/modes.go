@@ -45,6 +45,10 @@ type modeGuard struct {
 	closed  bool
 	queue   chan modeChange
 	done    chan struct{}
+	// pending counts the queued changes not yet decided (a revert's own
+	// change included); settled is closed when it drops to zero.
+	pending int
+	settled chan struct{}
 }
 
 type modeChange struct{ session, from, to string }
@@ -111,6 +115,7 @@ func (g *modeGuard) Emit(ev driver.Event) {
 		}
 		select {
 		case g.queue <- modeChange{ev.Session, from, ev.Mode.ID}:
+			g.pending++
 		default:
 			// A flood of mode changes: the policy still sees the mode.
 			g.pol.ObserveMode(ev.Session, ev.Mode.ID)
@@ -122,7 +127,32 @@ func (g *modeGuard) loop(ctx context.Context) {
 	defer close(g.done)
 	for c := range g.queue {
 		g.decide(ctx, c)
+		g.mu.Lock()
+		g.pending--
+		if g.pending == 0 && g.settled != nil {
+			close(g.settled)
+			g.settled = nil
+		}
+		g.mu.Unlock()
 	}
+}
+
+// idle is closed once every mode change reported so far is decided, and a
+// denied one switched back: a turn's end waits for it, so that the revert
+// is part of the turn (and not cut off by the session's close or the end
+// of the agent's input).
+func (g *modeGuard) idle() <-chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pending == 0 || g.sess == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if g.settled == nil {
+		g.settled = make(chan struct{})
+	}
+	return g.settled
 }
 
 func (g *modeGuard) decide(ctx context.Context, c modeChange) {

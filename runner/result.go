@@ -91,78 +91,119 @@ func (c *collector) add(text string) {
 func (c *collector) Emit(ev driver.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// One small method per event type keeps this per-event path free of
+	// closures and allocations.
 	switch ev.Type {
 	case driver.EventSessionStarted:
-		c.res.SessionID = ev.Session
-		if st := ev.Started; st != nil {
-			c.res.Resumable = st.Capabilities.LoadSession || st.Capabilities.ResumeSession
-			c.modes = c.modes[:0]
-			for _, m := range st.Modes {
-				c.modes = append(c.modes, m.ID)
-			}
-		}
+		c.sessionStarted(ev.Session, ev.Started)
 	case driver.EventMessage:
-		if ev.Message.Role != driver.RoleAgent {
-			c.broken = true
-			break
-		}
-		id := ev.Message.MessageID
-		if start, ok := c.starts[id]; ev.Message.Replace && ok {
-			// Everything from that message's first chunk on is replaced.
-			clear(c.message[start:])
-			c.message = c.message[:start]
-			c.endsNL = start == 0 || strings.HasSuffix(c.message[start-1], "\n")
-			c.add(ev.Message.Text)
-			c.lastID, c.broken = id, false
-			break
-		}
-		// Separate messages, so that "…first." and "Now…" do not run
-		// together: a new message id, or text resumed after a tool call.
-		newMsg := id != "" && c.lastID != "" && id != c.lastID
-		if (newMsg || c.broken) && !c.endsNL {
-			c.add("\n\n")
-		}
-		if _, ok := c.starts[id]; id != "" && !ok {
-			if c.starts == nil {
-				c.starts = map[string]int{}
-			}
-			c.starts[id] = len(c.message)
-		}
-		c.lastID, c.broken = id, false
-		c.add(ev.Message.Text)
-	case driver.EventToolCall, driver.EventPermissionAsked:
+		c.messageChunk(ev.Message)
+	case driver.EventToolCall, driver.EventPermissionAsked, driver.EventElicitationAsked:
 		c.broken = true
 	case driver.EventPermissionDecided:
-		d := *ev.Decision
-		c.res.Permissions = append(c.res.Permissions, d)
-		if d.Denied() {
-			c.res.Denials = append(c.res.Denials, d)
-		}
+		c.decided(*ev.Decision)
 	case driver.EventFileWritten:
 		c.res.FilesWritten = append(c.res.FilesWritten, *ev.File)
 	case driver.EventTerminalExited:
 		c.res.Terminals = append(c.res.Terminals, *ev.Terminal)
 	case driver.EventUsage:
-		u := c.usage()
-		u.ContextUsed, u.ContextSize = ev.Usage.ContextUsed, ev.Usage.ContextSize
-		if ev.Usage.CostAmount > 0 {
-			u.CostAmount, u.Currency = ev.Usage.CostAmount, ev.Usage.Currency
-		}
+		c.usageUpdate(ev.Usage)
 	case driver.EventTurnEnded:
-		c.res.StopReason = ev.Turn.StopReason
-		if tu := ev.Turn.Usage; tu != nil {
-			u := c.usage()
-			u.InputTokens += tu.InputTokens
-			u.OutputTokens += tu.OutputTokens
-			u.TotalTokens += tu.TotalTokens
-		}
+		c.turnEnded(ev.Turn)
 	case driver.EventError:
 		c.res.Errors = append(c.res.Errors, *ev.Error)
-	case driver.EventElicitationAsked:
-		c.broken = true
 	case driver.EventElicitationAnswered:
 		c.res.Elicitations = append(c.res.Elicitations, *ev.ElicitationAnswer)
 	}
+}
+
+// sessionStarted records the session id, whether it can be resumed, and
+// the modes it offers.
+func (c *collector) sessionStarted(session string, st *driver.SessionStarted) {
+	c.res.SessionID = session
+	if st == nil {
+		return
+	}
+	c.res.Resumable = st.Capabilities.LoadSession || st.Capabilities.ResumeSession
+	c.modes = c.modes[:0]
+	for _, m := range st.Modes {
+		c.modes = append(c.modes, m.ID)
+	}
+}
+
+// messageChunk adds an agent text chunk to the message; any other role's
+// text breaks it.
+func (c *collector) messageChunk(m *driver.MessageChunk) {
+	if m.Role != driver.RoleAgent {
+		c.broken = true
+		return
+	}
+	id := m.MessageID
+	if start, ok := c.starts[id]; m.Replace && ok {
+		c.replace(id, start, m.Text)
+		return
+	}
+	// Separate messages, so that "…first." and "Now…" do not run
+	// together: a new message id, or text resumed after a tool call.
+	newMsg := id != "" && c.lastID != "" && id != c.lastID
+	if (newMsg || c.broken) && !c.endsNL {
+		c.add("\n\n")
+	}
+	c.markStart(id)
+	c.lastID, c.broken = id, false
+	c.add(m.Text)
+}
+
+// replace puts text in place of everything from message id's first
+// chunk (at start) on.
+func (c *collector) replace(id string, start int, text string) {
+	clear(c.message[start:])
+	c.message = c.message[:start]
+	c.endsNL = start == 0 || strings.HasSuffix(c.message[start-1], "\n")
+	c.add(text)
+	c.lastID, c.broken = id, false
+}
+
+// markStart notes where message id's text begins, the first time it is
+// seen, for a later chunk that replaces it.
+func (c *collector) markStart(id string) {
+	if _, ok := c.starts[id]; id == "" || ok {
+		return
+	}
+	if c.starts == nil {
+		c.starts = map[string]int{}
+	}
+	c.starts[id] = len(c.message)
+}
+
+// decided records a permission decision, and a denial among the denials.
+func (c *collector) decided(d driver.PermissionDecision) {
+	c.res.Permissions = append(c.res.Permissions, d)
+	if d.Denied() {
+		c.res.Denials = append(c.res.Denials, d)
+	}
+}
+
+// usageUpdate takes the context figures and, when given, the cost.
+func (c *collector) usageUpdate(eu *driver.Usage) {
+	u := c.usage()
+	u.ContextUsed, u.ContextSize = eu.ContextUsed, eu.ContextSize
+	if eu.CostAmount > 0 {
+		u.CostAmount, u.Currency = eu.CostAmount, eu.Currency
+	}
+}
+
+// turnEnded records the stop reason and adds the turn's tokens.
+func (c *collector) turnEnded(t *driver.TurnEnded) {
+	c.res.StopReason = t.StopReason
+	tu := t.Usage
+	if tu == nil {
+		return
+	}
+	u := c.usage()
+	u.InputTokens += tu.InputTokens
+	u.OutputTokens += tu.OutputTokens
+	u.TotalTokens += tu.TotalTokens
 }
 
 func (c *collector) usage() *driver.Usage {

@@ -569,6 +569,16 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, l
 	if out.err != nil {
 		return out.err
 	}
+	if r.modes != nil {
+		// The mode changes of the turn are decided on the guard's own
+		// goroutine; a denied one is switched back before the turn ends.
+		select {
+		case <-r.modes.idle():
+		case <-sess.Exited():
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 	r.lateWindow(ctx, sess, last)
 	return nil
 }

@@ -162,6 +162,10 @@ type Session struct {
 	presses    int
 	reqSeq     int
 	isReady    bool
+	rawSeen    bool // the TUI has read keys in raw mode
+	pasteSeen  bool // with bracketed paste on
+	keysGap    bool // it did, then the terminal went back to canonical mode (keysLost)
+	gapPaste   bool // pasteSeen when the gap began
 	cur        *turn
 	pending    bool      // output not yet read into a verdict
 	firstPend  time.Time // when the pending output began
@@ -400,6 +404,11 @@ func (s *Session) nextWake() (time.Time, bool) {
 	if t, ok := s.set.probeDue(); ok {
 		add(t)
 	}
+	// A terminal back in canonical mode changes without output: look
+	// again while a prompt or the ready screen waits on it.
+	if s.keysGap && (!s.isReady || s.cur != nil && s.cur.phase == phaseWait) {
+		add(now.Add(cookedPoll))
+	}
 	if s.cur != nil && (s.cur.phase == phaseCR || s.cur.phase == phaseSubmitted) {
 		add(s.cur.due)
 		if s.cur.echoed && quietAt.After(now) {
@@ -409,6 +418,9 @@ func (s *Session) nextWake() (time.Time, bool) {
 	return next, !next.IsZero()
 }
 
+// cookedPoll is how often the mode of a terminal in a keys gap is read.
+const cookedPoll = 100 * time.Millisecond
+
 func minTime(a, b time.Time) time.Time {
 	if a.Before(b) {
 		return a
@@ -416,9 +428,37 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
+// keysLost reports whether keys typed now would be lost: the TUI read
+// them in raw mode before, and the terminal went back to canonical mode,
+// so no app reads them (gemini restarts itself after its trust dialog,
+// its old idle screen still up, and the new process may take seconds to
+// start on a busy machine). The gap lasts until a new process reads keys
+// again: raw mode, and bracketed paste on again if the TUI had it on, as
+// raw mode alone comes earlier (gemini's new process goes raw to read its
+// terminal queries and drops the keys it reads meanwhile). A TUI that
+// never went raw reads lines, and typing to it is fine.
+func (s *Session) keysLost(snap term.Snapshot) bool {
+	cooked, err := s.proc.KeysCooked()
+	if err != nil {
+		return false
+	}
+	switch {
+	case !s.keysGap && !cooked:
+		s.rawSeen = true
+		s.pasteSeen = s.pasteSeen || snap.BracketedPaste
+	case !s.keysGap && cooked && s.rawSeen:
+		s.keysGap, s.gapPaste = true, s.pasteSeen
+		s.log.Debug("pty: the terminal is back in canonical mode; no keys until a TUI reads them again")
+	case s.keysGap && !cooked && (!s.gapPaste || snap.BracketedPaste):
+		s.keysGap = false
+	}
+	return s.keysGap
+}
+
 // evaluate reads the screen and acts on it.
 func (s *Session) evaluate(now time.Time) {
 	snap := s.proc.Screen.Snapshot()
+	s.keysLost(snap)
 	v := s.prof.Parse(snap.Lines)
 	st := s.set.status(now, v)
 	s.verdict = v
@@ -498,7 +538,7 @@ func (s *Session) onPicker(v profile.Verdict, snap term.Snapshot, now time.Time)
 
 // checkReady declares the session ready at its first idle screen.
 func (s *Session) checkReady(st string, v profile.Verdict, now time.Time) {
-	if !s.isReady && st == StatusIdle && (!s.prof.ReadyOnScreen || v.State == profile.Idle) &&
+	if !s.isReady && st == StatusIdle && !s.keysGap && (!s.prof.ReadyOnScreen || v.State == profile.Idle) &&
 		(!s.prof.ReadyQuiet || now.Sub(s.set.lastOut) >= s.set.quiet) {
 		s.isReady = true
 		close(s.ready)
@@ -511,7 +551,7 @@ func (s *Session) turnWait(t *turn, st string, snap term.Snapshot, now time.Time
 		s.endTurn(driver.StopCancelled, "", nil)
 		return
 	}
-	if st != StatusIdle {
+	if st != StatusIdle || s.keysGap {
 		return
 	}
 	// The idle screen before the prompt, for the reply fallback: its

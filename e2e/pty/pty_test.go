@@ -42,6 +42,7 @@ type result struct {
 		OptionKind string `json:"option_kind"`
 		Verdict    string `json:"verdict"`
 		ToolKind   string `json:"tool_kind"`
+		Title      string `json:"title"`
 	} `json:"permissions"`
 }
 
@@ -209,5 +210,22 @@ func TestFakeTUIReplyFallback(t *testing.T) {
 				t.Errorf("turn.end reply_source %q, want %q", src, tc.source)
 			}
 		})
+	}
+}
+
+// A TUI that restarts itself after its trust dialog (gemini) gives the
+// terminal back to canonical mode with its idle screen still up, and the
+// keys typed before the new process reads them are lost: the prompt waits
+// for the new process instead, however long it takes to start.
+func TestFakeTUIRestart(t *testing.T) {
+	dir := t.TempDir()
+	auditPath := filepath.Join(dir, "audit.jsonl")
+	o := tai(t, dir, append(os.Environ(), "FAKETUI_RESTART=1"), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--allow", "other", "-o", "json", "--audit", auditPath, "say hi")
+	r := parse(t, o)
+	if o.code != 0 || r.Message != "Hello from the fake TUI.\nIt spans two lines." {
+		t.Fatalf("exit %d message %q error %q\nstderr:\n%s\nlast screen:\n%s", o.code, r.Message, r.Error, o.stderr, finalScreen(t, auditPath))
+	}
+	if len(r.Permissions) != 1 || !strings.HasPrefix(r.Permissions[0].Title, "Trust folder") {
+		t.Errorf("permissions %+v, want the one trust dialog", r.Permissions)
 	}
 }

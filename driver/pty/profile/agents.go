@@ -245,11 +245,31 @@ func (p *Profile) Reply(before, after []string, prompt string) string {
 	if p.PaneGap > 0 {
 		before, after = p.cutPane(before), p.cutPane(after)
 	}
+	rows := newRows(before, after)
+	if rows == nil {
+		return ""
+	}
+	echo := strings.TrimSpace(firstLine(prompt))
+	var out []string
+	switch {
+	case p.ReplyIndent != "":
+		out = p.indentedReply(rows)
+	case len(p.ReplyPrefix) > 0:
+		out = p.markedReply(rows, echo)
+	default:
+		out = p.plainReply(rows, echo)
+	}
+	return strings.TrimSpace(strings.Join(out, "\n"))
+}
+
+// newRows is after from its first non-blank row that before did not
+// already show (nil: nothing new), so that the screen's old text is not
+// taken for the reply.
+func newRows(before, after []string) []string {
 	seen := map[string]int{}
 	for _, l := range before {
 		seen[strings.TrimSpace(l)]++
 	}
-	first := -1
 	for i, l := range after {
 		k := strings.TrimSpace(l)
 		if seen[k] > 0 {
@@ -257,72 +277,103 @@ func (p *Profile) Reply(before, after []string, prompt string) string {
 			continue
 		}
 		if k != "" {
-			first = i
-			break
+			return after[i:]
 		}
 	}
-	if first < 0 {
-		return ""
-	}
-	rows := after[first:]
-	echo := strings.TrimSpace(firstLine(prompt))
+	return nil
+}
+
+// indentedReply keeps the rows indented by exactly ReplyIndent, chrome
+// excluded; the indent alone sets the reply apart, so the echo is not
+// looked for.
+func (p *Profile) indentedReply(rows []string) []string {
 	var out []string
-	inReply := len(p.ReplyPrefix) == 0
 	for _, l := range rows {
 		t := strings.TrimSpace(l)
-		if p.ReplyIndent != "" {
-			if strings.HasPrefix(l, p.ReplyIndent) && !strings.HasPrefix(l, p.ReplyIndent+" ") && t != "" && !p.chrome(l) {
-				out = append(out, t)
-			}
-			continue
+		if strings.HasPrefix(l, p.ReplyIndent) && !strings.HasPrefix(l, p.ReplyIndent+" ") && t != "" && !p.chrome(l) {
+			out = append(out, t)
 		}
-		if p.EchoPrefix != "" && echo != "" && strings.HasPrefix(t, strings.TrimSpace(p.EchoPrefix)) &&
-			strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(t, strings.TrimSpace(p.EchoPrefix))), prefixRunes(echo, 12)) {
-			inReply = len(p.ReplyPrefix) == 0 && false
-			continue
-		}
-		if len(p.ReplyPrefix) > 0 {
-			// With ContinueIndent set, an indented row under a reply row
-			// continues it even if it starts with the marker: codex's
-			// list items ("  • item") keep their bullets.
-			if inReply && p.ContinueIndent != "" && t != "" && strings.HasPrefix(l, p.ContinueIndent) && !p.chrome(l) {
-				out = append(out, t)
-				continue
-			}
-			// A chrome row with the reply's marker (codex's "• Ran cmd"
-			// tool cells) is no reply either.
-			if body, ok := cutAnyPrefix(t, p.ReplyPrefix); ok && !p.chrome(l) {
-				out = append(out, body)
-				inReply = true
-				continue
-			}
-			// A continuation row is indented text under a reply row.
-			indent := p.ContinueIndent
-			if indent == "" {
-				indent = "    "
-			}
-			if inReply && t != "" && strings.HasPrefix(l, indent) && !p.chrome(l) {
-				out = append(out, t)
-				continue
-			}
-			if inReply && t == "" {
-				out = append(out, "")
-				continue
-			}
-			// The block ended (a tool row): its trailing blank rows are
-			// not part of the text.
-			for inReply && len(out) > 0 && out[len(out)-1] == "" {
-				out = out[:len(out)-1]
-			}
+	}
+	return out
+}
+
+// markedReply keeps the rows of the blocks that start with a ReplyPrefix
+// marker, with their continuation rows.
+func (p *Profile) markedReply(rows []string, echo string) []string {
+	var out []string
+	inReply := false
+	for _, l := range rows {
+		t := strings.TrimSpace(l)
+		if p.isEcho(t, echo) {
 			inReply = false
 			continue
 		}
-		if p.chrome(l) || rule.MatchString(l) {
+		out, inReply = p.markedRow(out, l, t, inReply)
+	}
+	return out
+}
+
+// markedRow adds row l (trimmed: t) to out and says whether a reply
+// block goes on after it.
+func (p *Profile) markedRow(out []string, l, t string, inReply bool) ([]string, bool) {
+	// With ContinueIndent set, an indented row under a reply row
+	// continues it even if it starts with the marker: codex's
+	// list items ("  • item") keep their bullets.
+	if inReply && p.ContinueIndent != "" && t != "" && strings.HasPrefix(l, p.ContinueIndent) && !p.chrome(l) {
+		return append(out, t), true
+	}
+	// A chrome row with the reply's marker (codex's "• Ran cmd"
+	// tool cells) is no reply either.
+	if body, ok := cutAnyPrefix(t, p.ReplyPrefix); ok && !p.chrome(l) {
+		return append(out, body), true
+	}
+	if !inReply {
+		return out, false
+	}
+	// A continuation row is indented text under a reply row.
+	if t != "" && strings.HasPrefix(l, p.continueIndent()) && !p.chrome(l) {
+		return append(out, t), true
+	}
+	if t == "" {
+		return append(out, ""), true
+	}
+	// The block ended (a tool row): its trailing blank rows are
+	// not part of the text.
+	for len(out) > 0 && out[len(out)-1] == "" {
+		out = out[:len(out)-1]
+	}
+	return out, false
+}
+
+// continueIndent is the indent of a reply's continuation rows.
+func (p *Profile) continueIndent() string {
+	if p.ContinueIndent == "" {
+		return "    "
+	}
+	return p.ContinueIndent
+}
+
+// plainReply keeps every row but the echo, chrome and rules.
+func (p *Profile) plainReply(rows []string, echo string) []string {
+	var out []string
+	for _, l := range rows {
+		t := strings.TrimSpace(l)
+		if p.isEcho(t, echo) || p.chrome(l) || rule.MatchString(l) {
 			continue
 		}
 		out = append(out, t)
 	}
-	return strings.TrimSpace(strings.Join(out, "\n"))
+	return out
+}
+
+// isEcho says whether row t is the agent's echo of the prompt (its first
+// line, as far as a narrow screen shows it).
+func (p *Profile) isEcho(t, echo string) bool {
+	if p.EchoPrefix == "" || echo == "" {
+		return false
+	}
+	pre := strings.TrimSpace(p.EchoPrefix)
+	return strings.HasPrefix(t, pre) && strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(t, pre)), prefixRunes(echo, 12))
 }
 
 // cutPane drops what stands after a PaneGap run of spaces in each row.

@@ -14,6 +14,11 @@
 //	"long"   replies with 150 numbered rows, 7 per frame: more than a screen
 //	else     "Hello from the fake TUI."
 //
+// FAKETUI_RESTART=1 starts with a trust dialog whose answer restarts the
+// app as gemini does: the terminal goes back to canonical mode with the
+// idle screen still up, keys typed in the gap are lost, and a new process
+// takes over, which drops keys until it turns bracketed paste on.
+//
 // It runs in real time (it is the agent, not the test), with short frames.
 package main
 
@@ -23,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -89,8 +95,6 @@ func main() {
 	if err == nil {
 		defer term.Restore(0, old)
 	}
-	os.Stdout.WriteString("\x1b[?2004h")
-	defer os.Stdout.WriteString("\x1b[?2004l")
 	u := &ui{}
 	keys := make(chan []byte)
 	go func() {
@@ -104,10 +108,37 @@ func main() {
 			keys <- append([]byte(nil), buf[:n]...)
 		}
 	}()
+	if os.Getenv("FAKETUI_RESTARTED") != "" {
+		// The new process after a restart, raw already but still starting
+		// (gemini reads its terminal queries' answers now): keys are
+		// dropped until its input is up, bracketed paste on.
+		for start := time.After(time.Second); start != nil; {
+			select {
+			case <-keys:
+			case <-start:
+				start = nil
+			}
+		}
+	}
+	os.Stdout.WriteString("\x1b[?2004h")
+	defer os.Stdout.WriteString("\x1b[?2004l")
 	tick := time.NewTicker(40 * time.Millisecond)
 	defer tick.Stop()
 	var job func(ui *ui, key string) // the running prompt, fed keys
 	var steps int
+	restart := false
+	if os.Getenv("FAKETUI_RESTART") != "" && os.Getenv("FAKETUI_RESTARTED") == "" {
+		u.transcript = []string{"  Do you trust this folder?"}
+		u.picker, u.sel = []string{"Trust folder", "Don't trust"}, 0
+		job = func(u *ui, key string) {
+			switch key {
+			case "up", "down":
+				u.sel = 1 - u.sel
+			case "enter":
+				u.picker, u.transcript, restart = nil, nil, true
+			}
+		}
+	}
 	u.draw()
 	pasting := false
 	for {
@@ -166,6 +197,9 @@ func main() {
 					s = s[len(string(r)):]
 				}
 			}
+			if restart {
+				relaunch(u, old, keys)
+			}
 			u.draw()
 		case <-tick.C:
 			if job != nil {
@@ -182,6 +216,29 @@ func main() {
 			}
 		}
 	}
+}
+
+// relaunch is gemini's restart after its trust dialog: the old process
+// gives the terminal back (canonical mode, no bracketed paste) before its
+// idle screen is drawn, so that whoever sees that screen also sees the
+// mode; a line typed in the gap is lost (or the gap ends by itself); then
+// a new process takes over.
+func relaunch(u *ui, old *term.State, keys <-chan []byte) {
+	if old != nil {
+		_ = term.Restore(0, old)
+	}
+	os.Stdout.WriteString("\x1b[?2004l")
+	u.draw()
+	select {
+	case <-keys:
+	case <-time.After(time.Second):
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		err = syscall.Exec(exe, os.Args, append(os.Environ(), "FAKETUI_RESTARTED=1"))
+	}
+	fmt.Fprintln(os.Stderr, "faketui: relaunch:", err)
+	os.Exit(1)
 }
 
 // start begins a turn for the draft and returns its state machine.

@@ -1,0 +1,36 @@
+package term
+
+import (
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// KeysCooked reports whether the PTY's line discipline is in canonical
+// mode: the kernel, not the application, is reading the keys (line by
+// line, echoing them). A TUI reads keys in raw mode; back in canonical
+// mode, it has exited or is between processes (gemini restarts itself
+// after its trust dialog), and keys typed now are lost. On a PTY master
+// the mode ioctls act on the slave, so the master's fd shows the app's
+// mode.
+func (p *Process) KeysCooked() (bool, error) {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.closed {
+		return false, fmt.Errorf("reading the pty's mode: %w", os.ErrClosed)
+	}
+	rc, err := p.ptmx.SyscallConn()
+	if err != nil {
+		return false, fmt.Errorf("reading the pty's mode: %w", err)
+	}
+	var t *unix.Termios
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { t, ierr = unix.IoctlGetTermios(int(fd), unix.TCGETS) }); err != nil {
+		return false, fmt.Errorf("reading the pty's mode: %w", err)
+	}
+	if ierr != nil {
+		return false, fmt.Errorf("reading the pty's mode: %w", ierr)
+	}
+	return t.Lflag&unix.ICANON != 0, nil
+}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package term
+
+import "errors"
+
+// KeysCooked is known only on Linux.
+func (p *Process) KeysCooked() (bool, error) {
+	return false, errors.New("reading the pty's mode: not supported on this system")
+}
