@@ -341,7 +341,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	start, from := tm.Base, "the target"
 	if attempt > 1 {
 		if prev := w.lastCheckpoint(ctx, clone, tm, attempt); prev != "" {
-			start, from = prev, "the last checkpoint"
+			start, from = checkpointOnBase(ctx, clone, prev, tm.Base, log)
 		}
 	}
 	dir := filepath.Join(w.o.State, "worktrees", tm.Run, tm.Task, strconv.Itoa(attempt))
@@ -483,6 +483,32 @@ func (w *worker) lastCheckpoint(ctx context.Context, clone string, tm TaskMsg, a
 	}
 	sort.Slice(refs, func(i, j int) bool { return refs[i].n > refs[j].n })
 	return refs[0].sha
+}
+
+// checkpointOnBase is where an attempt resumes an earlier one's checkpoint:
+// its work carried onto the base this attempt was offered. A checkpoint
+// is built on the target as it was when that attempt began; since then
+// the target may have moved (other tasks merged, a coordinator resumed),
+// and the final commit is a squash onto the new base, so starting from the
+// bare checkpoint would revert everything merged meanwhile. The two are
+// merged three-way (base: where they forked); when they conflict, the
+// attempt starts over from the target, losing only its own earlier work.
+func checkpointOnBase(ctx context.Context, clone, checkpoint, base string, log *slog.Logger) (start, from string) {
+	if _, err := git(ctx, clone, "merge-base", "--is-ancestor", base, checkpoint); err == nil {
+		return checkpoint, "the last checkpoint" // it already holds the base
+	}
+	out, err := git(ctx, clone, "merge-tree", "--write-tree", "--no-messages", base, checkpoint)
+	tree, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	if err != nil || tree == "" {
+		log.Warn("the last checkpoint does not merge with the moved target; starting from the target", "checkpoint", checkpoint, "err", err)
+		return base, "the target (the last checkpoint conflicts with it)"
+	}
+	c, err := git(ctx, clone, "commit-tree", tree, "-p", base, "-m", "tai checkpoint carried onto the target")
+	if err != nil {
+		log.Warn("carrying the last checkpoint onto the target", "err", err)
+		return base, "the target"
+	}
+	return strings.TrimSpace(c), "the last checkpoint, carried onto the moved target"
 }
 
 // checkpoint commits the worktree as it is and pushes it as the attempt's
