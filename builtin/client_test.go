@@ -333,6 +333,17 @@ func (c *testClient) newSession() acp.NewSessionResponse {
 	if err := c.call(acp.MethodSessionNew, acp.NewSessionRequest{Cwd: c.root}, &resp); err != nil {
 		c.t.Fatalf("session/new: %v", err)
 	}
+	// The agent sends its commands after the response, on a goroutine of its
+	// own: wait for them, so that they do not land inside what a test reads
+	// next (a replay, say).
+	waitFor(c.t, "the new session's available commands", func() bool {
+		for _, l := range c.snapshot() {
+			if n, ok := l.update(); ok && n.SessionId == resp.SessionId && n.Update.AvailableCommandsUpdate != nil {
+				return true
+			}
+		}
+		return false
+	})
 	return resp
 }
 
@@ -409,10 +420,11 @@ func rpcCode(err error) int {
 	return 0
 }
 
-// waitFor polls cond for up to 5 s.
+// waitFor polls cond for up to 20 s, the bound of a call: only a stuck
+// agent takes that long, even on a loaded machine.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
