@@ -100,10 +100,12 @@ func truncate(s string, n int) string {
 }
 
 // play runs steps in order; cancellation is honoured between steps and
-// inside steps that wait (delays, client requests).
+// inside steps that wait (delays, client requests), except before a step
+// that plays an agent deaf to it (hang, spend_after_cancel): that agent
+// goes on however early the cancel comes.
 func (t *turn) play(steps []Step) error {
 	for i, st := range steps {
-		if t.ctx.Err() != nil {
+		if t.ctx.Err() != nil && st.Hang == nil && st.SpendAfterCancel == nil {
 			return errCancelled
 		}
 		if err := t.step(st); err != nil {
