@@ -395,8 +395,13 @@ func (s *Session) nextWake() (time.Time, bool) {
 	if (s.status == StatusUnknown || !s.isReady && (s.prof.ReadyQuiet || s.prof.StartQuiet)) && !s.set.lastOut.IsZero() && quietAt.After(now) {
 		add(quietAt)
 	}
-	if s.pickSig != "" && s.pickSig != s.answered && s.pickSeen.Add(s.prof.PickerDelay).After(now) {
-		add(s.pickSeen.Add(s.prof.PickerDelay))
+	if s.pickSig != "" && s.pickSig != s.answered {
+		if at := s.pickSeen.Add(s.prof.PickerDelay); at.After(now) {
+			add(at)
+		}
+		if s.pickerNotQuiet(now) {
+			add(minTime(s.set.lastOut.Add(s.prof.PickerQuiet), s.pickSeen.Add(pickerQuietCap*s.prof.PickerQuiet)))
+		}
 	}
 	if s.mayPressAgain() {
 		add(s.pressedAt.Add(s.cfg.Confirm))
@@ -513,7 +518,7 @@ func (s *Session) onPicker(v profile.Verdict, snap term.Snapshot, now time.Time)
 			s.pickSig, s.pickSeen = sig, now
 		}
 		if !s.isReady && s.prof.StartQuiet && now.Sub(s.set.lastOut) < s.set.quiet ||
-			now.Sub(s.pickSeen) < s.prof.PickerDelay {
+			now.Sub(s.pickSeen) < s.prof.PickerDelay || s.pickerNotQuiet(now) {
 			return true // keys now may be lost
 		}
 		s.answerPicker(v.Picker, snap)
@@ -725,6 +730,18 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 	s.pickTarget, s.presses = target, 1
 	s.pickEsc = s.prof.EscOption && escLabel.MatchString(pk.Options[target].Label)
 	s.press(pk, snap)
+}
+
+// pickerQuietCap bounds the wait for Profile.PickerQuiet, in multiples of
+// it: a picker over a screen that never stops moving (a spinner elsewhere)
+// is still answered.
+const pickerQuietCap = 4
+
+// pickerNotQuiet says whether the picker on screen must wait for the
+// output to pause (Profile.PickerQuiet) before it is answered.
+func (s *Session) pickerNotQuiet(now time.Time) bool {
+	q := s.prof.PickerQuiet
+	return q > 0 && now.Sub(s.set.lastOut) < q && now.Sub(s.pickSeen) < pickerQuietCap*q
 }
 
 // unanswerable fails the turn (or the start) on a question policy cannot

@@ -57,6 +57,14 @@ func gemini() *Profile {
 	return p
 }
 
+// faketui is the gemini family with codex's pause before a picker's keys
+// (its "drain" scenario exits on a key that comes too soon).
+func faketui() *Profile {
+	p := geminiFamily("faketui", "◆ ")
+	p.PickerQuiet = 300 * time.Millisecond
+	return p
+}
+
 // Builtin returns the profile of a known agent by name.
 func Builtin(name string) (*Profile, bool) {
 	mk, ok := builtins()[name]
@@ -82,7 +90,7 @@ func builtins() map[string]func() *Profile {
 		// qwen-code 0.24: fixtures testdata/qwen/0.24.4.
 		"qwen": func() *Profile { return geminiFamily("qwen", "◆︎ ") },
 		// faketui: driver/pty/internal/faketui, the e2e tests' agent.
-		"faketui": func() *Profile { return geminiFamily("faketui", "◆ ") },
+		"faketui": faketui,
 		// gemini-cli 0.61: fixtures testdata/gemini/0.61.0.
 		"gemini":  gemini,
 		"claude":  claude,

@@ -1,6 +1,9 @@
 package profile
 
-import "regexp"
+import (
+	"regexp"
+	"time"
+)
 
 // Codex CLI 0.171 (ratatui, full screen; captured: testdata/codex/0.171.0).
 // The composer is the row "› Ask Codex to do anything" near the bottom,
@@ -48,6 +51,7 @@ func codex() *Profile {
 		// may end in "?" too) and the command are its context.
 		ToolLine:    rx(`^\s*(Would you like to .*\?|Trust this folder\?)`),
 		Marker:      "›",
+		PickerQuiet: 300 * time.Millisecond,
 		CancelKeys:  "\x1b",
 		ReplyPrefix: []string{"• "},
 		// Wrapped and later paragraphs, list items included.

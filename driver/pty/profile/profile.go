@@ -147,6 +147,14 @@ type Profile struct {
 	// permission dialog (a guard against keystrokes meant for the
 	// composer), so an Enter sent at once is lost and the turn hangs.
 	PickerDelay time.Duration
+	// PickerQuiet is how long the output must have paused before a picker
+	// is answered. Codex drains its input as it draws a screen that takes
+	// a decision (trust, approval); a key that comes during the drain is
+	// lost (0.160) or makes it exit "timed out discarding buffered
+	// terminal input" (0.171), and the drain lasts longer the busier the
+	// machine. Its end draws nothing, so a pause after the last frame is
+	// the only sign of it.
+	PickerQuiet time.Duration
 	// EscOption: an option labelled "(Esc …)" is chosen with Esc, not
 	// with arrows and Enter: Copilot's "No, and tell Copilot what to do
 	// differently (Esc to stop)" takes Enter as the start of a message to

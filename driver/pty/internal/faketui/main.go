@@ -11,6 +11,10 @@
 //	"lostkey" with "write": the picker is drawn once, no spinner, and the
 //	         first keys it gets are dropped unread (the driver must press
 //	         them again)
+//	"drain"  with "write": the picker is drawn once, no spinner, and a key
+//	         that comes within 200 ms of it makes the app exit, as codex
+//	         does when a key comes while it drains its input ("timed out
+//	         discarding buffered terminal input")
 //	"long"   replies with 150 numbered rows, 7 per frame: more than a screen
 //	else     "Hello from the fake TUI."
 //
@@ -45,6 +49,8 @@ type ui struct {
 	// still: the picker is not redrawn while it waits; eatKey: it drops
 	// the next keys.
 	still, eatKey bool
+	// drainUntil: a key before it ends the app ("drain").
+	drainUntil time.Time
 }
 
 var spin = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
@@ -146,6 +152,10 @@ func main() {
 		case k, ok := <-keys:
 			if !ok {
 				return
+			}
+			if u.picker != nil && time.Now().Before(u.drainUntil) {
+				fmt.Fprintln(os.Stderr, "Error: timed out discarding buffered terminal input")
+				os.Exit(1)
 			}
 			if u.picker != nil && u.eatKey {
 				u.eatKey = false
@@ -268,8 +278,11 @@ func start(u *ui) func(*ui, string) {
 				u.working = ""
 				u.transcript = append(u.transcript, reply+"I'll create hello.txt.", "  ? WriteFile Writing to hello.txt ←", "   Apply this change?")
 				u.picker, u.sel = []string{"Yes, allow once", "Yes, allow always", "No, suggest changes (esc)"}, 0
-				u.still = strings.Contains(prompt, "lostkey")
-				u.eatKey = u.still
+				u.still = strings.Contains(prompt, "lostkey") || strings.Contains(prompt, "drain")
+				u.eatKey = strings.Contains(prompt, "lostkey")
+				if strings.Contains(prompt, "drain") {
+					u.drainUntil = time.Now().Add(200 * time.Millisecond)
+				}
 			case u.picker != nil && key == "up" && u.sel > 0:
 				u.sel--
 			case u.picker != nil && key == "down" && u.sel < len(u.picker)-1:
