@@ -414,6 +414,17 @@ func (s *Session) nextWake() (time.Time, bool) {
 	if s.keysGap && (!s.isReady || s.cur != nil && s.cur.phase == phaseWait) {
 		add(now.Add(cookedPoll))
 	}
+	if s.cur != nil && s.cur.phase == phaseRunning && s.prof.EndSettle > 0 && s.status == StatusIdle {
+		// An idle screen waiting out EndSettle (the probe is due above).
+		if at := s.set.lastOut.Add(s.prof.EndSettle); at.After(now) {
+			add(at)
+		} else if _, ok := s.set.probeDue(); !ok && quietAt.After(now) {
+			add(now.Add(s.cfg.Frame))
+		}
+		if quietAt.After(now) {
+			add(quietAt)
+		}
+	}
 	if s.cur != nil && (s.cur.phase == phaseCR || s.cur.phase == phaseSubmitted) {
 		add(s.cur.due)
 		if s.cur.echoed && quietAt.After(now) {
@@ -488,7 +499,7 @@ func (s *Session) evaluate(now time.Time) {
 	case phaseSubmitted:
 		s.turnSubmitted(t, st, v, body, snap, now)
 	case phaseRunning:
-		s.turnRunning(t, st, body)
+		s.turnRunning(t, st, body, now)
 	}
 }
 
@@ -633,11 +644,32 @@ func (s *Session) turnSubmitted(t *turn, st string, v profile.Verdict, body []st
 }
 
 // turnRunning streams the reply as the TUI writes it, until idle.
-func (s *Session) turnRunning(t *turn, st string, body []string) {
+func (s *Session) turnRunning(t *turn, st string, body []string, now time.Time) {
 	if d := t.stream.next(s.prof.Reply(t.before, body, t.text)); d != "" {
 		s.emit(driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, MessageID: t.stream.id, Text: d}})
 	}
+	if st == StatusIdle && !s.endSettled(now) {
+		return
+	}
 	s.maybeEnd(st, body)
+}
+
+// endSettled says whether an idle screen may end the turn under
+// Profile.EndSettle: the output paused that long and the process tree is
+// at rest (a TUI still typing its reply out, starved of CPU, is runnable),
+// or quiescence was reached.
+func (s *Session) endSettled(now time.Time) bool {
+	if s.prof.EndSettle <= 0 {
+		return true
+	}
+	quiet := now.Sub(s.set.lastOut)
+	switch {
+	case quiet >= s.set.quiet:
+		return true
+	case quiet < s.prof.EndSettle:
+		return false
+	}
+	return s.set.byProcess(now) == StatusIdle
 }
 
 // testProfileMiss makes every turn's reply a profile miss, read by the

@@ -95,6 +95,8 @@ func TestFakeTUI(t *testing.T) {
 		// ends the app. The keys wait for the output to pause.
 		{name: "picker-drains-input", prompt: "please write hello drain", args: []string{"--approve", "all"}, code: 0, status: "ok", stop: "end_turn",
 			message: "I'll create hello.txt.\nCreated hello.txt.", file: true, verdict: "allow"},
+		// The reply is typed out after the screen went idle.
+		{name: "reply-typed-out-after-idle", prompt: "typeout please", code: 0, status: "ok", stop: "end_turn", message: "Hello from the fake TUI."},
 		{name: "timeout-cancels", prompt: "be slow", args: []string{"--timeout", "3s"}, code: 3, status: "timeout",
 			message: "Request cancelled."}, // the Esc reached it: the agent says so
 	} {

@@ -58,10 +58,12 @@ func gemini() *Profile {
 }
 
 // faketui is the gemini family with codex's pause before a picker's keys
-// (its "drain" scenario exits on a key that comes too soon).
+// (its "drain" scenario exits on a key that comes too soon) and Copilot's
+// settle before a turn ends ("typeout" types its reply out after idle).
 func faketui() *Profile {
 	p := geminiFamily("faketui", "◆ ")
 	p.PickerQuiet = 300 * time.Millisecond
+	p.EndSettle = 300 * time.Millisecond
 	return p
 }
 

@@ -1,6 +1,9 @@
 package profile
 
-import "regexp"
+import (
+	"regexp"
+	"time"
+)
 
 // GitHub Copilot CLI 1.0 (captured: testdata/copilot/1.0.102, BYOK
 // against the model server). Alternate screen, laid out to the full
@@ -32,6 +35,7 @@ func copilot() *Profile {
 		// 1.0.80 prints "Package extraction took 6013ms" and is silent
 		// for seconds before its first frame: quiet is not ready.
 		ReadyOnScreen: true,
+		EndSettle:     300 * time.Millisecond,
 		EscOption:     true,
 		ReplyPrefix:   []string{"● "},
 		EchoPrefix:    "❯ ",

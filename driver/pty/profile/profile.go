@@ -155,6 +155,12 @@ type Profile struct {
 	// machine. Its end draws nothing, so a pause after the last frame is
 	// the only sign of it.
 	PickerQuiet time.Duration
+	// EndSettle: an idle screen ends a turn only once the output has
+	// paused this long and the agent's processes are at rest (or after
+	// the quiet window). Copilot types a reply out after its footer has
+	// gone idle when the machine is busy; read at once, the reply stops
+	// mid-word ("Hello from the scripted mo").
+	EndSettle time.Duration
 	// EscOption: an option labelled "(Esc …)" is chosen with Esc, not
 	// with arrows and Enter: Copilot's "No, and tell Copilot what to do
 	// differently (Esc to stop)" takes Enter as the start of a message to

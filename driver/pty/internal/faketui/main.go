@@ -15,6 +15,8 @@
 //	         that comes within 200 ms of it makes the app exit, as codex
 //	         does when a key comes while it drains its input ("timed out
 //	         discarding buffered terminal input")
+//	"typeout" goes idle (no spinner), then types its reply out a word
+//	         every 80 ms, as Copilot does on a busy machine
 //	"long"   replies with 150 numbered rows, 7 per frame: more than a screen
 //	else     "Hello from the fake TUI."
 //
@@ -51,6 +53,8 @@ type ui struct {
 	still, eatKey bool
 	// drainUntil: a key before it ends the app ("drain").
 	drainUntil time.Time
+	// typing: words still to add to the last row ("typeout").
+	typing []string
 }
 
 var spin = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
@@ -217,7 +221,7 @@ func main() {
 				steps++
 				shown := u.picker != nil
 				job(u, fmt.Sprintf("tick%d", steps))
-				if u.working == "" && u.picker == nil {
+				if u.working == "" && u.picker == nil && len(u.typing) == 0 {
 					job = nil
 				}
 				if !u.still || !shown || u.picker == nil {
@@ -314,6 +318,18 @@ func start(u *ui) func(*ui, string) {
 			}
 			if n == 150 {
 				u.working = ""
+			}
+		}
+	case strings.Contains(prompt, "typeout"):
+		return func(u *ui, key string) {
+			switch {
+			case key == "tick8":
+				u.working = ""
+				u.transcript = append(u.transcript, reply+"Hello")
+				u.typing = []string{" from", " the", " fake", " TUI."}
+			case strings.HasPrefix(key, "tick") && len(u.typing) > 0 && u.frame%2 == 0:
+				u.transcript[len(u.transcript)-1] += u.typing[0]
+				u.typing = u.typing[1:]
 			}
 		}
 	case strings.Contains(prompt, "slow"):
