@@ -24,4 +24,8 @@ if [ -n "$unformatted" ]; then
   echo "$unformatted" >&2
   exit 1
 fi
+# The e2e packages build tai (and their test programs) once for the run, here.
+TAI_E2E_BIN_CACHE=$(mktemp -d -t tai-e2e-bin-XXXXXX)
+export TAI_E2E_BIN_CACHE
+trap 'rm -rf "$TAI_E2E_BIN_CACHE"' EXIT
 TAI_E2E_RACE=1 go test -race -count=1 -timeout 20m ./...

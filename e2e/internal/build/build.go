@@ -12,36 +12,83 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 )
 
-// Binaries builds each package (an import path) into a new temporary
-// directory and returns the directory (remove it when done) and the paths
-// of the binaries, in order.
+// Binaries builds each package (an import path) and returns a new
+// temporary directory for the tests' files (remove it when done) and the
+// paths of the binaries, in order. They are built into that directory, or,
+// when TAI_E2E_BIN_CACHE names a directory, once into it for every e2e
+// package of the run (scripts/test.sh makes one per run of the suite):
+// the race build of tai takes minutes on a busy machine, and each package
+// paid it.
 func Binaries(prefix string, pkgs ...string) (dir string, bins []string, err error) {
 	dir, err = os.MkdirTemp("", prefix)
 	if err != nil {
 		return "", nil, err
 	}
+	race := os.Getenv("TAI_E2E_RACE") != ""
+	cache := os.Getenv("TAI_E2E_BIN_CACHE")
 	for _, pkg := range pkgs {
-		bin := filepath.Join(dir, path.Base(pkg))
-		// tai_testhooks: the binaries honour test hooks such as
-		// TAI_TEST_NO_LANDLOCK (a kernel without Landlock).
-		args := []string{"build", "-tags", "tai_testhooks", "-o", bin}
-		if os.Getenv("TAI_E2E_RACE") != "" {
-			// The binaries under test carry the race detector too.
-			args = append(args, "-race")
+		var bin string
+		if cache != "" {
+			bin, err = cached(cache, pkg, race)
+		} else {
+			bin = filepath.Join(dir, path.Base(pkg))
+			err = buildTo(bin, pkg, race)
 		}
-		cmd := exec.Command("go", append(args, pkg)...)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
+		if err != nil {
 			os.RemoveAll(dir)
-			return "", nil, fmt.Errorf("building %s: %w", pkg, err)
+			return "", nil, err
 		}
 		bins = append(bins, bin)
 	}
 	return dir, bins, nil
+}
+
+// cached is pkg's binary in the cache directory, built by whichever test
+// process gets there first; the others wait on its lock.
+func cached(cache, pkg string, race bool) (string, error) {
+	name := path.Base(pkg)
+	if race {
+		name += "-race"
+	}
+	bin := filepath.Join(cache, name)
+	lock, err := os.OpenFile(bin+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("locking %s: %w", lock.Name(), err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	// Built aside and renamed: a build cut short leaves no binary.
+	if err := buildTo(bin+".tmp", pkg, race); err != nil {
+		return "", err
+	}
+	return bin, os.Rename(bin+".tmp", bin)
+}
+
+func buildTo(bin, pkg string, race bool) error {
+	// tai_testhooks: the binaries honour test hooks such as
+	// TAI_TEST_NO_LANDLOCK (a kernel without Landlock).
+	args := []string{"build", "-tags", "tai_testhooks", "-o", bin}
+	if race {
+		// The binaries under test carry the race detector too.
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %s: %w", pkg, err)
+	}
+	return nil
 }
 
 // Tai is the import path of the tai command.
