@@ -42,12 +42,15 @@ func turnOf(t *testing.T, p *profile.Profile, chunks []Chunk) profile.Turn {
 			}
 		case c.Kind == "o":
 			_, _ = scr.Write(c.Data)
-			sb.observe(p.Body(scr.Snapshot().Lines))
+			snap, scrolled := scr.Take()
+			sb.take(scrolled)
+			sb.observe(p.Body(snap.Lines), len(scrolled.Rows) > 0)
 		}
 	}
 	if !submitted {
 		t.Fatal("the recording has no submit marker")
 	}
+	sb.settle()
 	tr.End, tr.Scrolled = scr.Snapshot().Lines, sb.since(scrollAt)
 	return tr
 }

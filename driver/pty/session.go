@@ -221,6 +221,9 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		return nil, errors.New("pty: no agent command")
 	}
 	cfg.defaults()
+	if testSlowRead > 0 {
+		cfg.Frame, cfg.MaxFrame = testSlowRead, 24 * time.Hour
+	}
 	s := &Session{
 		cfg: cfg, prof: cfg.Profile, clock: cfg.Clock, log: cfg.Logger.With("agent", cfg.Agent, "driver", Name),
 		sig: make(chan struct{}, 1), promptCh: make(chan *turn), cancelCh: make(chan struct{}, 1),
@@ -473,7 +476,8 @@ func (s *Session) keysLost(snap term.Snapshot) bool {
 
 // evaluate reads the screen and acts on it.
 func (s *Session) evaluate(now time.Time) {
-	snap := s.proc.Screen.Snapshot()
+	snap, scrolled := s.proc.Screen.Take()
+	s.scroll.take(scrolled)
 	s.keysLost(snap)
 	v := s.prof.Parse(snap.Lines)
 	st := s.set.status(now, v)
@@ -481,7 +485,7 @@ func (s *Session) evaluate(now time.Time) {
 	s.setStatus(st, v)
 	body := s.prof.Body(snap.Lines)
 	s.delta(body)
-	s.scroll.observe(body)
+	s.scroll.observe(body, len(scrolled.Rows) > 0)
 
 	if s.onPicker(v, snap, now) {
 		return
@@ -645,7 +649,7 @@ func (s *Session) turnSubmitted(t *turn, st string, v profile.Verdict, body []st
 
 // turnRunning streams the reply as the TUI writes it, until idle.
 func (s *Session) turnRunning(t *turn, st string, body []string, now time.Time) {
-	if d := t.stream.next(s.prof.Reply(t.before, body, t.text)); d != "" {
+	if d := t.stream.next(s.prof.Reply(t.before, s.transcript(t, body), t.text)); d != "" {
 		s.emit(driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, MessageID: t.stream.id, Text: d}})
 	}
 	if st == StatusIdle && !s.endSettled(now) {
@@ -672,6 +676,25 @@ func (s *Session) endSettled(now time.Time) bool {
 	return s.set.byProcess(now) == StatusIdle
 }
 
+// transcript is the turn's part of the transcript: the rows that
+// scrolled off since its prompt was submitted, then body. A reply longer
+// than the screen is read whole from it, however rarely the screen was
+// read while it scrolled.
+func (s *Session) transcript(t *turn, body []string) []string {
+	off := s.scroll.since(t.scrollAt)
+	if len(off) == 0 {
+		return body
+	}
+	return append(slices.Clip(off), body...)
+}
+
+// testSlowRead, if set, is how long the output must pause before the
+// screen is read, with no cap under a continuous stream: a reader slower
+// than any loaded machine's, for tests; set through
+// TAI_TEST_PTY_SLOW_READ only in binaries built with the tai_testhooks
+// tag.
+var testSlowRead time.Duration
+
 // testProfileMiss makes every turn's reply a profile miss, read by the
 // fallback, for tests; set through TAI_TEST_PTY_PROFILE_MISS only in
 // binaries built with the tai_testhooks tag.
@@ -686,7 +709,8 @@ func (s *Session) maybeEnd(st string, body []string) {
 	if t.cancelled {
 		stop = driver.StopCancelled
 	}
-	reply, src := s.prof.Reply(t.before, body, t.text), driver.ReplyProfile
+	s.scroll.settle()
+	reply, src := s.prof.Reply(t.before, s.transcript(t, body), t.text), driver.ReplyProfile
 	if !t.cancelled && (testProfileMiss || profile.Implausible(reply, t.text)) {
 		// A release the profile was not tuned to: read the reply from
 		// what changed on screen instead.
@@ -948,7 +972,7 @@ func (s *Session) finish() {
 			code = ps.ExitCode()
 		}
 	}
-	snap := s.proc.Screen.Snapshot()
+	snap, scrolled := s.proc.Screen.Take()
 	s.mu.Lock()
 	s.final = snap
 	s.exitErr = &driver.AgentExitError{ExitCode: code, Signal: sig, Stderr: lastRows(snap.Lines, 20)}
@@ -967,7 +991,9 @@ func (s *Session) finish() {
 	s.emit(driver.Event{Type: driver.EventProcessExited, Process: pe})
 	// The rows that scrolled off the top go with the last screen, so the
 	// record of a long session is whole.
-	s.scroll.observe(s.prof.Body(snap.Lines))
+	s.scroll.take(scrolled)
+	s.scroll.settle()
+	s.scroll.observe(s.prof.Body(snap.Lines), len(scrolled.Rows) > 0)
 	s.emit(driver.Event{Type: driver.EventScreenFinal, FinalScreen: &driver.FinalScreen{Cols: snap.Cols, Rows: snap.Rows,
 		Cursor: []int{snap.CursorX, snap.CursorY}, AltScreen: snap.AltScreen, Text: snap.Text(),
 		Scrollback: slices.Clone(s.scroll.lines), ScrollbackDropped: s.scroll.dropped}})

@@ -68,6 +68,8 @@ type Screen struct {
 	scan    modeScanner
 	filter  csiFilter
 	replies io.Writer
+	scroll  scrollWatch
+	line    []rune // scratch for the rows captured
 }
 
 // NewScreen returns an emulator of cols x rows. replies receives what the
@@ -78,6 +80,7 @@ func NewScreen(cols, rows int, replies io.Writer) *Screen {
 		replies = io.Discard
 	}
 	s := &Screen{replies: replies}
+	s.scroll.bottom = -1
 	s.vt = vt10x.New(vt10x.WithSize(cols, rows), vt10x.WithWriter(lockedWriter{s: s}))
 	s.scan.onDA = func() { _, _ = replies.Write([]byte("\x1b[?62;22c")) }
 	return s
@@ -107,7 +110,7 @@ func (s *Screen) Write(p []byte) (int, error) {
 		s.partial = append([]byte(nil), buf[cut:]...)
 	}
 	if cut > 0 {
-		if _, err := s.vt.Write(buf[:cut]); err != nil {
+		if err := s.feed(buf[:cut]); err != nil {
 			return 0, err
 		}
 	}
@@ -219,12 +222,17 @@ func (s *Screen) Resize(cols, rows int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.vt.Resize(cols, rows)
+	s.scroll.top, s.scroll.bottom = 0, -1 // vt10x resets the region too
 }
 
 // Snapshot returns the current screen.
 func (s *Screen) Snapshot() Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.snapshot()
+}
+
+func (s *Screen) snapshot() Snapshot {
 	s.vt.Lock()
 	defer s.vt.Unlock()
 	cols, rows := s.vt.Size()

@@ -2,6 +2,9 @@ package term
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -69,4 +72,85 @@ func TestAltScreenAndResize(t *testing.T) {
 	if snap := s.Snapshot(); snap.Cols != 30 || snap.Rows != 6 || len(snap.Lines) != 6 {
 		t.Fatalf("resize: %dx%d", snap.Cols, snap.Rows)
 	}
+}
+
+func numbered(from, to int, sep string) string {
+	var b strings.Builder
+	for i := from; i <= to; i++ {
+		if i > from {
+			b.WriteString(sep)
+		}
+		fmt.Fprintf(&b, "row %d ✦ ü", i)
+	}
+	return b.String()
+}
+
+func rowsOf(from, to int) []string {
+	var out []string
+	for i := from; i <= to; i++ {
+		out = append(out, fmt.Sprintf("row %d ✦ ü", i))
+	}
+	return out
+}
+
+// The rows that leave the top of the main screen are kept, each once and
+// in order, however the output is split across writes.
+func TestScrolledRows(t *testing.T) {
+	text := numbered(1, 250, "\r\n") // 249 line feeds: 150 scroll a 100-row screen
+	for _, tc := range []struct {
+		name   string
+		writes []string
+		want   []string
+		erases []int
+	}{
+		{name: "one write", writes: []string{text}, want: rowsOf(1, 150)},
+		{name: "split writes", writes: splitEvery(text, 7), want: rowsOf(1, 150)},
+		{name: "split in every byte", writes: splitEvery(text, 1), want: rowsOf(1, 150)},
+		{name: "bare LF, IND and NEL", writes: []string{"\x1b[100;1Ha\nb\x1bDc\x1bEd"}, want: []string{"", "", ""}},
+		{name: "SU", writes: []string{"top\r\nnext\r\nthird\x1b[2S"}, want: []string{"top", "next"}},
+		{name: "SU with no count", writes: []string{"top\x1b[S"}, want: []string{"top"}},
+		// A pane scrolled inside a region: not the screen's history.
+		{name: "region above a footer", writes: []string{"\x1b[1;99r" + numbered(1, 150, "\r\n") + "\x1b[r\x1b[100;1H\nx"}, want: []string{"row 52 ✦ ü"}},
+		{name: "region below a header", writes: []string{"\x1b[2;100r\x1b[100;1H" + numbered(1, 5, "\r\n")}},
+		{name: "region split across writes", writes: []string{"\x1b[2;", "100r\x1b[100;1H", numbered(1, 5, "\r\n"), "\x1b[", "r\x1b[100;1Hlast\n"}, want: []string{""}},
+		{name: "alternate screen", writes: []string{"\x1b[?1049h" + numbered(1, 150, "\r\n") + "\x1b[?1049l"}},
+		{name: "line feed in an OSC string", writes: []string{"\x1b[100;1H\x1b]0;a\nb\x07\x1b]2;c\n\x1b\\x"}},
+		{name: "repaints", writes: []string{"\x1b[H\x1b[2J" + numbered(1, 101, "\r\n"), "\x1b[H\x1b[2J" + numbered(1, 102, "\r\n")},
+			want: append(rowsOf(1, 1), rowsOf(1, 2)...), erases: []int{0, 1}},
+		{name: "ED 0 from home", writes: []string{"x\x1b[H\x1b[J", "\x1b[5;1H\x1b[J"}, erases: []int{0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewScreen(40, 100, nil)
+			for _, w := range tc.writes {
+				if _, err := s.Write([]byte(w)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := s.TakeScrolled()
+			if !slices.Equal(got.Rows, tc.want) {
+				t.Errorf("rows %q,\nwant %q", got.Rows, tc.want)
+			}
+			if !slices.Equal(got.Erases, tc.erases) {
+				t.Errorf("erases %v, want %v", got.Erases, tc.erases)
+			}
+			if again := s.TakeScrolled(); len(again.Rows)+len(again.Erases) != 0 {
+				t.Errorf("taken twice: %+v", again)
+			}
+		})
+	}
+	// What stays on screen is vt10x's as before.
+	s := NewScreen(40, 100, nil)
+	_, _ = s.Write([]byte(text))
+	if snap := s.Snapshot(); !slices.Equal(snap.Lines, rowsOf(151, 250)) {
+		t.Errorf("screen %q", snap.Lines)
+	}
+}
+
+func splitEvery(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	return append(out, s)
 }
