@@ -222,7 +222,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 	}
 	cfg.defaults()
 	if testSlowRead > 0 {
-		cfg.Frame, cfg.MaxFrame = testSlowRead, 24 * time.Hour
+		cfg.Frame, cfg.MaxFrame = testSlowRead, 24*time.Hour
 	}
 	s := &Session{
 		cfg: cfg, prof: cfg.Profile, clock: cfg.Clock, log: cfg.Logger.With("agent", cfg.Agent, "driver", Name),

@@ -239,10 +239,27 @@ func TestNoPromptWithoutATerminal(t *testing.T) {
 // A reply longer than the screen scrolls rows off the emulator; the audit
 // log's final screen carries them as scrollback, so every row is kept,
 // once and in order.
+//
+// The slow reader reads the screen only once the output has paused for a
+// second, so never while the reply scrolls (faketui draws a frame every
+// 40 ms until it is done): the rows are kept by the emulator as they
+// scroll off, not by comparing what tai happened to read.
 func TestScrollbackInAudit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"reader as fast as it can", nil},
+		{"slow reader", []string{"TAI_TEST_PTY_SLOW_READ=1s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { scrollbackInAudit(t, tc.env) })
+	}
+}
+
+func scrollbackInAudit(t *testing.T, env []string) {
 	dir := t.TempDir()
 	log := filepath.Join(t.TempDir(), "audit.jsonl") // outside the workspace, whose root it would keep from gaining entries under the sandbox
-	o := tai(t, dir, os.Environ(), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--audit", log, "-o", "json", "a long reply please")
+	o := tai(t, dir, append(os.Environ(), env...), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--audit", log, "-o", "json", "a long reply please")
 	if o.code != 0 {
 		t.Fatalf("exit %d\n%s", o.code, o.stderr)
 	}
