@@ -142,6 +142,8 @@ type Session struct {
 	attached atomic.Bool
 	// The size tai runs the TUI at when nobody is attached.
 	homeCols, homeRows int
+	// keysTo, if set, takes the keys instead of the PTY (unit tests).
+	keysTo io.Writer
 
 	// Loop state (only the loop goroutine touches these).
 	set      settler
@@ -318,7 +320,11 @@ func (s *Session) emit(ev driver.Event) {
 // send writes keystrokes to the TUI.
 func (s *Session) send(b string) error {
 	s.record("i", []byte(b))
-	_, err := s.proc.Write([]byte(b))
+	var w io.Writer = s.proc
+	if s.keysTo != nil {
+		w = s.keysTo
+	}
+	_, err := w.Write([]byte(b))
 	return err
 }
 
@@ -429,7 +435,11 @@ func (s *Session) nextWake() (time.Time, bool) {
 		}
 	}
 	if s.cur != nil && (s.cur.phase == phaseCR || s.cur.phase == phaseSubmitted) {
-		add(s.cur.due)
+		if s.cur.due.After(now) || s.cur.phase == phaseCR {
+			// (Past due, a submitted prompt waits on the settle's
+			// verdict, whose wake-ups are above.)
+			add(s.cur.due)
+		}
 		if s.cur.echoed && quietAt.After(now) {
 			add(quietAt)
 		}
@@ -630,7 +640,14 @@ func (s *Session) turnSubmitted(t *turn, st string, v profile.Verdict, body []st
 		}
 		return
 	}
-	if now.Before(t.due) {
+	// Nothing on screen changed. The CR went unread only if the app is
+	// at rest: an app that takes a prompt without showing it (a shell
+	// script that computes before it prints) is told from one that ate
+	// the CR by the settle, whose process probe needs the quiet window
+	// and probeGap after the CR's echo, and on a busy machine more: a CR
+	// pressed again before its verdict (Confirm is only a little longer)
+	// was typed into the app as a second, empty prompt.
+	if now.Before(t.due) || st != StatusIdle {
 		return
 	}
 	if t.crs > s.cfg.Retries {
@@ -639,6 +656,7 @@ func (s *Session) turnSubmitted(t *turn, st string, v profile.Verdict, body []st
 	}
 	// Not taken: the CR was eaten (it arrived inside a paste, or the
 	// app was busy). Press it again.
+	s.log.Debug("pty: the prompt was not taken; pressing CR again", "crs", t.crs)
 	if err := s.send("\r"); err != nil {
 		s.endTurn("", "", err)
 		return

@@ -1,12 +1,15 @@
 package pty
 
 import (
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/tai-dev/tai/driver/pty/profile"
+	"github.com/tai-dev/tai/driver/pty/term"
 	"github.com/tai-dev/tai/internal/agentproc"
 )
 
@@ -103,5 +106,66 @@ func TestSettlerProcessState(t *testing.T) {
 	// The profile's verdict still wins at once.
 	if got := s.status(base.Add(11*time.Second+2*time.Millisecond), profile.Verdict{State: profile.Idle}); got != StatusIdle {
 		t.Fatalf("profile idle: %s", got)
+	}
+}
+
+// A submitted prompt that changed nothing on screen is typed again only
+// once the app is known to be at rest: a silent TUI that took it and
+// computes (a shell script) must not get a second CR while the settle's
+// process probe has not decided yet. On a loaded machine the probe's
+// first sample comes late, and the confirm time (3 s) passed before its
+// second one (CI: TestGenericSilentWorkIsNotIdle got an empty second
+// prompt).
+func TestSubmittedPromptIsTypedAgainOnlyAtRest(t *testing.T) {
+	base := time.Unix(1000, 0)
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, tc := range []struct {
+		name    string
+		busy    bool
+		evals   []time.Duration // when the screen is read, after the CR
+		wantCRs string
+		running bool
+	}{
+		{"busy, reads on time", true, []time.Duration{ms(2010), ms(2510), ms(3000)}, "", true},
+		{"busy, first sample late", true, []time.Duration{ms(2700), ms(3000), ms(3200)}, "", true},
+		{"busy, starved for seconds", true, []time.Duration{ms(2900), ms(3000), ms(4500), ms(6100), ms(6600)}, "", true},
+		{"at rest: the CR was eaten", false, []time.Duration{ms(2700), ms(3000), ms(3200)}, "\r", false},
+		{"at rest, reads on time", false, []time.Duration{ms(2010), ms(2510), ms(3000)}, "\r", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ticks uint64
+			probe := func() (agentproc.CPU, bool) {
+				if tc.busy {
+					ticks++ // starved: a tick per sample, but runnable
+					return agentproc.CPU{Ticks: ticks, Running: 1}, true
+				}
+				return agentproc.CPU{Ticks: 7}, true
+			}
+			var keys strings.Builder
+			prof, _ := profile.Builtin("generic")
+			s := &Session{cfg: Config{Confirm: 3 * time.Second, Retries: 3}, prof: prof, log: slog.New(slog.DiscardHandler),
+				keysTo: &keys, set: settler{quiet: prof.QuietWindow(), probe: probe}, status: StatusIdle}
+			lines := []string{"ready> hello", ""}
+			body := prof.Body(lines)
+			tr := &turn{text: "hello", phase: phaseSubmitted, before: body, crs: 1, crAt: base, due: base.Add(s.cfg.Confirm), done: make(chan turnResult, 1)}
+			s.cur = tr
+			s.set.output(base.Add(ms(5))) // the CR's echo
+			for _, at := range tc.evals {
+				now := base.Add(at)
+				v := prof.Parse(lines)
+				st := s.set.status(now, v)
+				s.status = st
+				switch tr.phase {
+				case phaseSubmitted:
+					s.turnSubmitted(tr, st, v, body, term.Snapshot{Lines: lines}, now)
+				}
+			}
+			if keys.String() != tc.wantCRs {
+				t.Errorf("keys typed %q, want %q", keys.String(), tc.wantCRs)
+			}
+			if got := tr.phase == phaseRunning; got != tc.running {
+				t.Errorf("running = %v, want %v", got, tc.running)
+			}
+		})
 	}
 }
