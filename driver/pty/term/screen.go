@@ -69,7 +69,7 @@ type Screen struct {
 	filter  csiFilter
 	replies io.Writer
 	scroll  scrollWatch
-	line    []rune // scratch for the rows captured
+	line    []byte // scratch for the rows captured
 }
 
 // NewScreen returns an emulator of cols x rows. replies receives what the

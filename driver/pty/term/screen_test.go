@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hinshun/vt10x"
 	"go.uber.org/goleak"
 )
 
@@ -153,4 +154,28 @@ func splitEvery(s string, n int) []string {
 		s = s[n:]
 	}
 	return append(out, s)
+}
+
+// BenchmarkScrollingWrite is Screen.Write on output that scrolls the
+// screen at every line (a reply printed past the bottom), against vt10x
+// alone on the same bytes: the cost of keeping the rows that scroll off.
+func BenchmarkScrollingWrite(b *testing.B) {
+	text := []byte("\x1b[38;5;12m" + numbered(1, 1000, "\x1b[0m\r\n\x1b[38;5;12m") + "\r\n")
+	b.Run("screen", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		b.ReportAllocs()
+		for b.Loop() {
+			s := NewScreen(DefaultCols, DefaultRows, nil)
+			_, _ = s.Write(text)
+			_ = s.TakeScrolled()
+		}
+	})
+	b.Run("vt10x", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		b.ReportAllocs()
+		for b.Loop() {
+			vt := vt10x.New(vt10x.WithSize(DefaultCols, DefaultRows))
+			_, _ = vt.Write(text)
+		}
+	})
 }

@@ -1,7 +1,7 @@
 package term
 
 import (
-	"strings"
+	"unicode/utf8"
 
 	"github.com/hinshun/vt10x"
 )
@@ -309,12 +309,15 @@ func (s *Screen) keep(y, n int) {
 	w := &s.scroll
 	for ; n > 0; n, y = n-1, y+1 {
 		s.line = s.line[:0]
+		end := 0 // the length without trailing blanks
 		for x := 0; x < cols; x++ {
 			c := s.vt.Cell(x, y).Char
-			if c == 0 {
-				c = ' '
+			if c == 0 || c == ' ' {
+				s.line = append(s.line, ' ')
+				continue
 			}
-			s.line = append(s.line, c)
+			s.line = utf8.AppendRune(s.line, c)
+			end = len(s.line)
 		}
 		if len(w.rows) >= maxScrolled {
 			over := maxScrolled / 2
@@ -329,6 +332,6 @@ func (s *Screen) keep(y, n int) {
 			}
 			w.erases = w.erases[:k]
 		}
-		w.rows = append(w.rows, strings.TrimRight(string(s.line), " "))
+		w.rows = append(w.rows, string(s.line[:end]))
 	}
 }
