@@ -43,6 +43,7 @@ type scrollback struct {
 	// rows counted, of the kept row its next row repeats (replay >= 0).
 	repainting bool
 	pending    []string
+	pendText   int // the pending rows that are not blank
 	replay     int
 }
 
@@ -64,7 +65,7 @@ func (b *scrollback) take(sc term.Scrolled) {
 // erased starts a repaint.
 func (b *scrollback) erased() {
 	b.settle()
-	b.repainting, b.pending, b.replay = true, b.pending[:0], -1
+	b.repainting, b.pending, b.pendText, b.replay = true, b.pending[:0], 0, -1
 }
 
 func (b *scrollback) row(r string) {
@@ -80,7 +81,10 @@ func (b *scrollback) row(r string) {
 		b.add(r)
 	default:
 		b.pending = append(b.pending, r)
-		if nonBlank(b.pending) >= repaintMatch {
+		if strings.TrimSpace(r) != "" {
+			b.pendText++
+		}
+		if b.pendText >= repaintMatch {
 			b.place(repaintMatch)
 		}
 	}
@@ -103,7 +107,7 @@ func (b *scrollback) settle() {
 // are new.
 func (b *scrollback) place(need int) {
 	seg := b.pending
-	need = max(1, min(need, nonBlank(seg)))
+	need = max(1, min(need, b.pendText))
 	for k := range b.lines {
 		if b.lines[k] != seg[0] {
 			continue
@@ -112,7 +116,7 @@ func (b *scrollback) place(need int) {
 		if !equalLines(b.lines[k:k+o], seg[:o]) || nonBlank(seg[:o]) < need {
 			continue
 		}
-		b.pending = b.pending[:0]
+		b.pending, b.pendText = b.pending[:0], 0
 		if o < len(seg) {
 			b.repainting = false
 			for _, r := range seg[o:] {
@@ -127,7 +131,7 @@ func (b *scrollback) place(need int) {
 	for _, r := range seg {
 		b.add(r)
 	}
-	b.pending = b.pending[:0]
+	b.pending, b.pendText = b.pending[:0], 0
 }
 
 func nonBlank(rows []string) int {

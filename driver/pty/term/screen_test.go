@@ -119,6 +119,7 @@ func TestScrolledRows(t *testing.T) {
 		{name: "repaints", writes: []string{"\x1b[H\x1b[2J" + numbered(1, 101, "\r\n"), "\x1b[H\x1b[2J" + numbered(1, 102, "\r\n")},
 			want: append(rowsOf(1, 1), rowsOf(1, 2)...), erases: []int{0, 1}},
 		{name: "ED 0 from home", writes: []string{"x\x1b[H\x1b[J", "\x1b[5;1H\x1b[J"}, erases: []int{0}},
+		{name: "erasing the alternate screen", writes: []string{"\x1b[?1049h\x1b[2J\x1b[H\x1b[J\x1b[?1049l"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewScreen(40, 100, nil)

@@ -149,7 +149,7 @@ func (s *Screen) feed(p []byte) error {
 					return err
 				}
 				s.lineFeed()
-			case 'c': // RIS
+			case 'c': // RIS: the main screen, erased
 				w.top, w.bottom = 0, -1
 				w.erase()
 			}
@@ -216,19 +216,18 @@ func (s *Screen) csi(final byte, p []byte, last *int, i int) error {
 		}
 		w.top, w.bottom = top, bottom
 	case 'J': // ED
-		switch csiArg(params, 0, 0) {
-		case 2:
+		arg := csiArg(params, 0, 0)
+		if arg != 0 && arg != 2 {
+			return nil
+		}
+		if err := s.flush(p, last, i); err != nil {
+			return err
+		}
+		s.vt.Lock()
+		cur, alt := s.vt.Cursor(), s.vt.Mode()&vt10x.ModeAltScreen != 0
+		s.vt.Unlock()
+		if !alt && (arg == 2 || cur.X == 0 && cur.Y == 0) {
 			w.erase()
-		case 0:
-			if err := s.flush(p, last, i); err != nil {
-				return err
-			}
-			s.vt.Lock()
-			cur := s.vt.Cursor()
-			s.vt.Unlock()
-			if cur.X == 0 && cur.Y == 0 {
-				w.erase()
-			}
 		}
 	}
 	return nil
@@ -266,7 +265,7 @@ func csiArg(params []byte, i, def int) int {
 	}
 }
 
-// erase marks that the whole screen was erased here.
+// erase marks that the whole main screen was erased here.
 func (w *scrollWatch) erase() {
 	if n := len(w.erases); n == 0 || w.erases[n-1] != len(w.rows) {
 		w.erases = append(w.erases, len(w.rows))
