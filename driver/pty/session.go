@@ -251,6 +251,14 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		cpu = agentproc.CPUOf
 	}
 	s.set.probe = func() (agentproc.CPU, bool) { return cpu(proc.Pid()) }
+	s.set.pending = func() bool {
+		// Read after the probe: what the app wrote before it came to
+		// rest is in the PTY, being applied, or already counted here.
+		s.mu.Lock()
+		lo := s.lastOut
+		s.mu.Unlock()
+		return lo.After(s.set.lastOut) || proc.OutputPending()
+	}
 	if snap := proc.Screen.Snapshot(); snap.Cols > 0 {
 		s.homeCols, s.homeRows = snap.Cols, snap.Rows
 	}

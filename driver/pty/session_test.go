@@ -169,3 +169,48 @@ func TestSubmittedPromptIsTypedAgainOnlyAtRest(t *testing.T) {
 		})
 	}
 }
+
+// An app that printed its answer and went back to waiting is at rest
+// before tai has read the answer; on a loaded machine the probe can come
+// in between (the app starved while it computed, so its ticks say
+// little, and asleep at the second sample). While output is on its way
+// the settle gives no verdict; once it is read, it starts over.
+func TestSettlerAtRestWithOutputOnItsWay(t *testing.T) {
+	base := time.Unix(0, 0)
+	cpu := agentproc.CPU{Ticks: 10, Running: 1} // computing, starved
+	pending := false
+	s := settler{quiet: 2 * time.Second,
+		probe:   func() (agentproc.CPU, bool) { return cpu, true },
+		pending: func() bool { return pending }}
+	unknown := profile.Verdict{State: profile.Unknown}
+	s.output(base)
+	if got := s.status(base.Add(2*time.Second), unknown); got != StatusUnknown {
+		t.Fatalf("first sample: %s", got)
+	}
+	// It finished, printed and sleeps; tai has not read the output yet.
+	cpu, pending = agentproc.CPU{Ticks: 12}, true
+	if got := s.status(base.Add(2*time.Second+probeGap), unknown); got != StatusUnknown {
+		t.Fatalf("at rest with its answer unread: %s, want unknown", got)
+	}
+	if got := s.status(base.Add(2*time.Second+2*probeGap), unknown); got != StatusUnknown {
+		t.Fatalf("still unread: %s, want unknown", got)
+	}
+	// Read: the settle starts over from that output.
+	pending = false
+	read := base.Add(3 * time.Second)
+	s.output(read)
+	if got := s.status(read.Add(time.Second), unknown); got != StatusUnknown {
+		t.Fatalf("just after the answer: %s", got)
+	}
+	_ = s.status(read.Add(2*time.Second), unknown)
+	if got := s.status(read.Add(2*time.Second+probeGap), unknown); got != StatusIdle {
+		t.Fatalf("at rest, nothing on its way: %s, want idle", got)
+	}
+	// Quiescence alone (no figure) waits for pending output too.
+	n := settler{quiet: 2 * time.Second, pending: func() bool { return pending }}
+	n.output(base)
+	pending = true
+	if got := n.status(base.Add(2*time.Second), unknown); got != StatusUnknown {
+		t.Fatalf("no probe, output on its way: %s, want unknown", got)
+	}
+}

@@ -31,7 +31,11 @@ type settler struct {
 
 	// probe samples the agent's process tree; nil leaves quiescence
 	// alone.
-	probe    func() (agentproc.CPU, bool)
+	probe func() (agentproc.CPU, bool)
+	// pending says the app wrote output tai has not read yet (nil: none
+	// known). An app at rest with output on its way has answered, and
+	// the answer is not on screen yet: no verdict until it is.
+	pending  func() bool
 	sampleAt time.Time // the last probe (zero: none since the output)
 	sample   agentproc.CPU
 	idle     bool // the probe found the tree at rest since the last output
@@ -73,16 +77,23 @@ func (s *settler) status(now time.Time, v profile.Verdict) string {
 
 // byProcess settles a quiet, unrecognised screen by the process tree's
 // CPU use over probeGap.
+//
+// An idle verdict also needs that no output is on its way (pending, asked
+// after the probe): an app that printed its answer and went back to
+// waiting is at rest before tai has read the answer, which on a busy
+// machine takes a while; called idle then, the turn ended with the
+// answer unread (CI: TestGenericSilentWorkIsNotIdle's empty reply). The
+// output, once read, starts the settle over.
 func (s *settler) byProcess(now time.Time) string {
 	if s.probe == nil || s.idle {
-		return StatusIdle
+		return s.unlessPending(StatusIdle)
 	}
 	if !s.sampleAt.IsZero() && now.Sub(s.sampleAt) < probeGap {
 		return StatusUnknown
 	}
 	cur, ok := s.probe()
 	if !ok {
-		return StatusIdle // no figure (not Linux, or exiting): quiescence alone
+		return s.unlessPending(StatusIdle) // no figure (not Linux, or exiting): quiescence alone
 	}
 	if s.sampleAt.IsZero() {
 		s.sampleAt, s.sample = now, cur
@@ -93,8 +104,19 @@ func (s *settler) byProcess(now time.Time) string {
 	if busy {
 		return StatusWorking
 	}
+	if s.unlessPending(StatusIdle) != StatusIdle {
+		return StatusUnknown
+	}
 	s.idle = true
 	return StatusIdle
+}
+
+// unlessPending is st, or unknown while output is on its way.
+func (s *settler) unlessPending(st string) string {
+	if s.pending != nil && s.pending() {
+		return StatusUnknown
+	}
+	return st
 }
 
 // quietAt is when quiescence will be reached, for the wake-up timer.

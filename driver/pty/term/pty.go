@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,6 +46,9 @@ type Process struct {
 	outEOF chan struct{}
 	state  *os.ProcessState
 	err    error
+	// inflight: a chunk was read and is not yet on the Screen and passed
+	// to Output (see OutputPending).
+	inflight atomic.Bool
 }
 
 // Start runs the application in a new PTY, in its own session and
@@ -121,10 +125,12 @@ func (p *Process) read(out func([]byte)) {
 	for {
 		n, err := p.ptmx.Read(buf)
 		if n > 0 {
+			p.inflight.Store(true)
 			_, _ = p.Screen.Write(buf[:n])
 			if out != nil {
 				out(buf[:n])
 			}
+			p.inflight.Store(false)
 		}
 		if err != nil {
 			return // EIO once the last process holding the slave is gone

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/hinshun/vt10x"
@@ -179,4 +180,31 @@ func BenchmarkScrollingWrite(b *testing.B) {
 			_, _ = vt.Write(text)
 		}
 	})
+}
+
+// Output the app wrote is pending until it is on the Screen and passed
+// to Output: the settle must not call an app idle whose answer tai has
+// not read.
+func TestOutputPending(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	p, err := Start(Options{Argv: []string{"sh", "-c", "printf answer; exec sleep 30"}, Output: func([]byte) {
+		select {
+		case entered <- struct{}{}:
+			<-release
+		default:
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	if !p.OutputPending() {
+		t.Error("a chunk being applied is not pending")
+	}
+	close(release)
+	p.Signal(syscall.SIGKILL)
+	<-p.Done()
+	if p.OutputPending() {
+		t.Error("pending after the process is gone and its output drained")
+	}
 }

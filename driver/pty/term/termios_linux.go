@@ -34,3 +34,28 @@ func (p *Process) KeysCooked() (bool, error) {
 	}
 	return t.Lflag&unix.ICANON != 0, nil
 }
+
+// OutputPending reports whether the application wrote output that has
+// not reached the Screen and Output yet: bytes waiting in the PTY, or a
+// chunk being applied. An app that printed its answer and went back to
+// waiting for input is at rest before tai has read what it printed (on a
+// busy machine, for long), so its rest says nothing until then.
+func (p *Process) OutputPending() bool {
+	if p.inflight.Load() {
+		return true
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	if p.closed {
+		return false
+	}
+	rc, err := p.ptmx.SyscallConn()
+	if err != nil {
+		return false
+	}
+	n, ierr := 0, error(nil)
+	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil || ierr != nil {
+		return false
+	}
+	return n > 0 || p.inflight.Load()
+}
