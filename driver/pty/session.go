@@ -165,15 +165,15 @@ type Session struct {
 	// synchronized frame) is no sign that keys were read.
 	lastLines []string
 	changedAt time.Time
-	reqSeq     int
-	isReady    bool
-	rawSeen    bool // the TUI has read keys in raw mode
-	pasteSeen  bool // with bracketed paste on
-	keysGap    bool // it did, then the terminal went back to canonical mode (keysLost)
-	gapPaste   bool // pasteSeen when the gap began
-	cur        *turn
-	pending    bool      // output not yet read into a verdict
-	firstPend  time.Time // when the pending output began
+	reqSeq    int
+	isReady   bool
+	rawSeen   bool // the TUI has read keys in raw mode
+	pasteSeen bool // with bracketed paste on
+	keysGap   bool // it did, then the terminal went back to canonical mode (keysLost)
+	gapPaste  bool // pasteSeen when the gap began
+	cur       *turn
+	pending   bool      // output not yet read into a verdict
+	firstPend time.Time // when the pending output began
 }
 
 // turn is one prompt in flight.
