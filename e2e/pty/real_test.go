@@ -95,16 +95,10 @@ var realAgents = map[string]realAgent{
 	},
 }
 
-// setup prepares the agent's TUI against `tai model serve` with script
+// start prepares the agent's TUI against `tai model serve` with script
 // (a path under modelserver/testdata/scripts): a throw-away HOME, a git
 // repo, the model server. It skips when the agent is not installed and
 // CI is unset.
-func (a realAgent) setup(t *testing.T, script string) (repo string, env []string, cmd string) {
-	s := a.start(t, script)
-	return s.Repo, s.Env, s.Exe + a.args
-}
-
-// start is setup with the model server's URL too.
 func (a realAgent) start(t *testing.T, script string) realagent.Setup {
 	t.Helper()
 	s, ok := realagent.Start(t, taiBin, realagent.Agent{Name: a.name, Bin: a.bin, Node: a.node, Files: a.files, Env: a.env}, script)
@@ -180,7 +174,7 @@ func testReal(t *testing.T, a realAgent) {
 				t.Logf("stdout:\n%s\nstderr:\n%s", o.stdout, o.stderr)
 			}
 			if o.code != tc.code || r.Status != tc.status {
-				t.Fatalf("exit %d status %q error %q; want %d %q\nstderr:\n%s\nlast screen:\n%s", o.code, r.Status, r.Error, tc.code, tc.status, o.stderr, finalScreen(t, auditPath))
+				t.Fatalf("exit %d status %q error %q; want %d %q\nresult:\n%s\nstderr:\n%s\nlast screen:\n%s", o.code, r.Status, r.Error, tc.code, tc.status, o.stdout, o.stderr, finalScreen(t, auditPath))
 			}
 			if tc.message != "" && r.Message != tc.message {
 				t.Errorf("message %q, want %q\nlast screen:\n%s", r.Message, tc.message, finalScreen(t, auditPath))
