@@ -1,7 +1,8 @@
 // Package term is the PTY driver's terminal: a pseudo-terminal running the
 // agent's TUI (creack/pty) and the emulator that turns its output into a
 // screen (vt10x), plus what vt10x does not track: bracketed paste (DECSET
-// 2004), device-attribute queries, and UTF-8 split across reads.
+// 2004), device-attribute queries, UTF-8 split across reads, and the rows
+// that scroll off the top of the screen (TakeScrolled).
 package term
 
 import (
