@@ -81,7 +81,7 @@ func NewScreen(cols, rows int, replies io.Writer) *Screen {
 		replies = io.Discard
 	}
 	s := &Screen{replies: replies}
-	s.scroll.bottom = -1
+	s.scroll.bottom, s.scroll.cols = -1, cols
 	s.vt = vt10x.New(vt10x.WithSize(cols, rows), vt10x.WithWriter(lockedWriter{s: s}))
 	s.scan.onDA = func() { _, _ = replies.Write([]byte("\x1b[?62;22c")) }
 	return s
@@ -224,6 +224,7 @@ func (s *Screen) Resize(cols, rows int) {
 	defer s.mu.Unlock()
 	s.vt.Resize(cols, rows)
 	s.scroll.top, s.scroll.bottom = 0, -1 // vt10x resets the region too
+	s.scroll.safe, s.scroll.cols = 0, cols
 }
 
 // Snapshot returns the current screen.

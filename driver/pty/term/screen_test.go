@@ -3,6 +3,7 @@ package term
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"syscall"
@@ -206,5 +207,50 @@ func TestOutputPending(t *testing.T) {
 	<-p.Done()
 	if p.OutputPending() {
 		t.Error("pending after the process is gone and its output drained")
+	}
+}
+
+// The line feeds Write passes to vt10x without looking (scrollWatch.safe)
+// are ones that cannot scroll: on random streams of text, line feeds and
+// sequences, split at random, the rows kept are those of a watch that
+// looks at every line feed.
+func TestScrolledRowsSkipOnlySafeLineFeeds(t *testing.T) {
+	tokens := []string{"\r\n", "\r\n", "\r\n", "\n", "\r", "\b", "\t", "\x1b[31m", "\x1b[0m", "\x1b[K", "\x1b[5C", "\x1b[2D",
+		"\x1b[38G", "\x1b[H", "\x1b[11;1H", "\x1b[2J", "\x1bD", "\x1bE", "\x1bM", "\x1b7", "\x1b8", "\x1b[2S", "\x1b[2;10r",
+		"\x1b[r", "\x1b[?1049h", "\x1b[?1049l", "\x1b]0;t\nt\x07", "\x1b[s", "\x1b[u", "\x1b[A", "\x1b[3B"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	kept := 0
+	for round := 0; round < 300; round++ {
+		var b strings.Builder
+		for range 200 {
+			if rng.IntN(3) == 0 {
+				n := rng.IntN(90)
+				for i := range n {
+					b.WriteByte(byte('a' + (round+i)%26))
+				}
+				continue
+			}
+			b.WriteString(tokens[rng.IntN(len(tokens))])
+		}
+		text := b.String()
+		got, want := NewScreen(40, 12, nil), NewScreen(40, 12, nil)
+		want.scroll.exact = true
+		for rest := text; len(rest) > 0; {
+			n := min(len(rest), 1+rng.IntN(64))
+			_, _ = got.Write([]byte(rest[:n]))
+			_, _ = want.Write([]byte(rest[:n]))
+			rest = rest[n:]
+		}
+		g, w := got.TakeScrolled(), want.TakeScrolled()
+		if !slices.Equal(g.Rows, w.Rows) || !slices.Equal(g.Erases, w.Erases) {
+			t.Fatalf("round %d: kept %q %v,\nwant %q %v\nstream %q", round, g.Rows, g.Erases, w.Rows, w.Erases, text)
+		}
+		if gs, ws := got.Snapshot(), want.Snapshot(); !slices.Equal(gs.Lines, ws.Lines) {
+			t.Fatalf("round %d: screens differ", round)
+		}
+		kept += len(w.Rows)
+	}
+	if kept == 0 {
+		t.Fatal("no row scrolled off in any round: the streams test nothing")
 	}
 }

@@ -74,6 +74,17 @@ type scrollWatch struct {
 	// top and bottom are the region's margins, 0-based; bottom -1 is the
 	// last row (the default, whatever the size).
 	top, bottom int
+	// safe is how many more line feeds cannot scroll the whole main
+	// screen: the cursor was looked at, and only line feeds, CR, BS, text
+	// and sequences that leave the cursor where it is (colours, erasing)
+	// came since. Each line feed counts two rows: one for a wrap of the
+	// text before it, which, shorter than a row (lineText) and with no
+	// move to the right (tab, CUF, CHA), wraps at most once. Those line
+	// feeds go to vt10x with the text around them in one write.
+	safe     int
+	lineText int // printable bytes since the last line feed
+	cols     int
+	exact    bool // look at every line feed (tests: the reference)
 
 	rows    []string
 	erases  []int
@@ -103,6 +114,9 @@ func (s *Screen) feed(p []byte) error {
 			for j < len(p) && p[j] >= 0x20 {
 				j++
 			}
+			if w.lineText += j - i; w.lineText >= w.cols {
+				w.safe = 0 // it may wrap more than once
+			}
 			i = j - 1
 			continue
 		}
@@ -119,12 +133,19 @@ func (s *Screen) feed(p []byte) error {
 			// vt10x runs the control codes in every state but a string.
 			switch b {
 			case '\n', '\v', '\f':
+				w.lineText = 0
+				if w.safe > 0 {
+					w.safe--
+					continue
+				}
 				if err := s.flush(p, &last, i); err != nil {
 					return err
 				}
 				s.lineFeed()
 			case 0x1b:
 				w.state, w.np = swEsc, 0
+			case '\t':
+				w.safe = 0
 			case 0x18, 0x1a:
 				w.np = 0
 			}
@@ -144,14 +165,19 @@ func (s *Screen) feed(p []byte) error {
 				w.state = swStr
 			case '(', '#':
 				w.state = swSkip
+			case ')', '*', '+', '7', '=', '>', 'M', '\\', 'H':
+				// No move down.
 			case 'D', 'E': // IND, NEL
 				if err := s.flush(p, &last, i); err != nil {
 					return err
 				}
+				w.safe = 0
 				s.lineFeed()
 			case 'c': // RIS: the main screen, erased
-				w.top, w.bottom = 0, -1
+				w.top, w.bottom, w.safe = 0, -1, 0
 				w.erase()
+			default: // DECRC and the rest: the cursor may be anywhere
+				w.safe = 0
 			}
 		case swCSI:
 			if w.np < len(w.params) {
@@ -193,6 +219,17 @@ func (s *Screen) csi(final byte, p []byte, last *int, i int) error {
 	priv := len(params) > 0 && params[0] == '?'
 	if priv {
 		params = params[1:]
+	}
+	switch final {
+	case 'm', 'K', 'X', 'P', '@', 'D', 'c', 'n', 'q', 's', 't', 'J', 'S':
+		// Colours, erasing, a move left: the cursor stays on its row,
+		// no further right.
+	case 'h', 'l':
+		if priv {
+			w.safe = 0 // the alternate screen, origin mode
+		}
+	default:
+		w.safe = 0
 	}
 	switch final {
 	case 'S': // SU
@@ -273,15 +310,30 @@ func (w *scrollWatch) erase() {
 }
 
 // lineFeed keeps the top row if the line feed about to run scrolls the
-// whole main screen.
+// whole main screen, and counts the line feeds after it that cannot.
 func (s *Screen) lineFeed() {
 	s.vt.Lock()
 	defer s.vt.Unlock()
 	_, rows := s.vt.Size()
-	if !s.fullRegion(rows) || s.vt.Cursor().Y != rows-1 {
+	w := &s.scroll
+	if !s.fullRegion(rows) {
+		// Nothing scrolls off until a sequence changes the region or
+		// the screen (and resets safe).
+		if !w.exact {
+			w.safe = 1 << 30
+		}
 		return
 	}
-	s.keep(0, 1)
+	y := s.vt.Cursor().Y
+	if y == rows-1 {
+		s.keep(0, 1)
+		return
+	}
+	// After this one the cursor is on row y+1; a line feed scrolls only
+	// from the last row, and each moves it at most two rows.
+	if !w.exact {
+		w.safe = max(0, (rows-2-(y+1))/2)
+	}
 }
 
 // scrollUp keeps the n top rows if SU scrolls the whole main screen.
