@@ -88,10 +88,10 @@ type RunRecord struct {
 	// asks policy or the answerer leave to a human to them and to its live
 	// feed. Without one, the plan's non-interactive rule holds and an
 	// unanswered question ends its task blocked: nobody waits.
-	Human     bool      `json:"human,omitempty"`
-	Finished  time.Time `json:"finished,omitzero"`
-	Status    string    `json:"status,omitempty"` // done | failed | interrupted, once finished
-	ExitCode  int       `json:"exit_code,omitempty"`
+	Human    bool      `json:"human,omitempty"`
+	Finished time.Time `json:"finished,omitzero"`
+	Status   string    `json:"status,omitempty"` // done | failed | interrupted, once finished
+	ExitCode int       `json:"exit_code,omitempty"`
 }
 
 // TaskMsg offers a task.
