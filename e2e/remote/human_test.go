@@ -154,7 +154,7 @@ func TestHubAsksTheHumanWhoFollowsTheRun(t *testing.T) {
 	rt := filepath.Join(t.TempDir(), "rt")
 	e := &env{t: t, state: t.TempDir(), env: []string{"XDG_RUNTIME_DIR=" + rt}}
 	url, _ := taiHubCoordinating(e)
-	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w0", "--dir", t.TempDir())
+	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w0", "--agents", "builtin,custom", "--dir", t.TempDir())
 	w.Stderr = &prefixWriter{t: t, p: "w0"}
 	e.start(w)
 
@@ -165,6 +165,12 @@ func TestHubAsksTheHumanWhoFollowsTheRun(t *testing.T) {
 	files := map[string]string{
 		"deploy.yaml": "steps:\n  - permission: {title: deploy, kind: execute, command: \"make deploy\"}\n  - text: deployed\n",
 		"plan.yaml":   "name: asks\npolicy: {approve: ask}\ntasks:\n  - {id: d, script: deploy.yaml, prompt: deploy}\n",
+		// paint asks a question in its first session (and marks that it
+		// asked); its next session paints with the answer.
+		"ask.yaml":  "steps:\n  - write: {path: asked, content: \"1\\n\"}\n  - text: \"Which colour should I use?\"\n",
+		"done.yaml": "steps:\n  - write: {path: colour.txt, content: \"blue\\n\"}\n  - text: \"Painted it blue.\"\n",
+		"question.yaml": fmt.Sprintf("name: q\npolicy: {approve: all}\ntasks:\n  - {id: paint, prompt: paint it, agent_cmd: %q}\n",
+			"sh -c 'if [ -e asked ]; then exec \"$0\" agent builtin --script done.yaml; else exec \"$0\" agent builtin --script ask.yaml; fi' "+taiBin),
 	}
 	for f, c := range files {
 		if err := os.WriteFile(filepath.Join(repo, f), []byte(c), 0o644); err != nil {
@@ -233,6 +239,34 @@ func TestHubAsksTheHumanWhoFollowsTheRun(t *testing.T) {
 		}
 		if code != 1 || !strings.Contains(screen, "fleet ta: failed (exit 1)") {
 			t.Errorf("tai fleet run --submit (denied): exit %d\n%s", code, screen)
+		}
+	})
+
+	t.Run("a question answered on the hub's feed", func(t *testing.T) {
+		sub := e.submitOnTTY("fleet", "run", "--nats", url, "--submit", "--run-id", "qa", "-C", repo, filepath.Join(repo, "question.yaml"))
+		c := runFeed(ctx, t, rt, "qa")
+		sub.waitScreen(ctx, t, "your answer (empty = leave it blocked)")
+		_, err := c.Events(ctx, 0, func(ev feed.Event) error {
+			var f struct {
+				Type     string        `json:"type"`
+				Question feed.Question `json:"question"`
+			}
+			if json.Unmarshal(ev.Data, &f) == nil && f.Type == feed.FrameQuestionOpened {
+				if err := c.AnswerQuestion(ctx, f.Question.ID, "Use blue.", "dashboard"); err != nil {
+					t.Errorf("answering %s on the feed: %v", f.Question.ID, err)
+				}
+			}
+			return nil
+		})
+		code, screen := sub.end()
+		if err != nil && !errors.Is(err, feed.ErrEnded) {
+			t.Errorf("the feed: %v", err)
+		}
+		if code != 0 || !strings.Contains(screen, "fleet qa: done (exit 0)") {
+			t.Fatalf("tai fleet run --submit: exit %d\n%s", code, screen)
+		}
+		if got := git(t, repo, "show", "tai-fleet/qa:colour.txt"); got != "blue" {
+			t.Errorf("colour.txt on the target: %q", got)
 		}
 	})
 

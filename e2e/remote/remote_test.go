@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 
 type env struct {
 	t     *testing.T
-	state string // XDG_STATE_HOME of the coordinator
+	state string   // XDG_STATE_HOME of the coordinator
 	env   []string // more of every process's environment
 	procs []*exec.Cmd
 }
