@@ -211,16 +211,18 @@ func label(fl driver.ElicitField) string {
 	return fl.Name
 }
 
-// fieldPrompt shows a field: its name, type, constraints, choices and
-// default.
-func fieldPrompt(fl driver.ElicitField) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "  %s", label(fl))
-	var notes []string
+// Notes is a field's type and constraints ("one of the choices,
+// required, min 1"), as a form shows them next to its label; short words
+// them for a narrow screen (tai top).
+func Notes(fl driver.ElicitField, short bool) []string {
 	typ := fl.Type
 	switch {
+	case fl.Type == "array" && short:
+		typ = "several, comma-separated"
 	case fl.Type == "array":
 		typ = "several of the choices, comma-separated"
+	case len(fl.Enum) > 0 && short:
+		typ = "one of"
 	case len(fl.Enum) > 0:
 		typ = "one of the choices"
 	case fl.Type == "boolean":
@@ -228,7 +230,7 @@ func fieldPrompt(fl driver.ElicitField) string {
 	case fl.Format != "":
 		typ += ", " + fl.Format
 	}
-	notes = append(notes, typ)
+	notes := []string{typ}
 	if fl.Required {
 		notes = append(notes, "required")
 	}
@@ -247,6 +249,15 @@ func fieldPrompt(fl driver.ElicitField) string {
 	if fl.MaxLength != nil {
 		notes = append(notes, fmt.Sprintf("max length %d", *fl.MaxLength))
 	}
+	return notes
+}
+
+// fieldPrompt shows a field: its name, type, constraints, choices and
+// default.
+func fieldPrompt(fl driver.ElicitField) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  %s", label(fl))
+	notes := Notes(fl, false)
 	fmt.Fprintf(&b, " (%s)", strings.Join(notes, ", "))
 	if fl.Description != "" {
 		fmt.Fprintf(&b, " — %s", fl.Description)

@@ -107,16 +107,7 @@ func TestEngineRecordsVia(t *testing.T) {
 	dash := newChanPrompter()
 	term := newChanPrompter()
 	e := New(Ask, NonInteractiveDeny, Race{{ViaTerminal, term}, {ViaDashboard, dash}})
-	done := make(chan driver.PermissionDecision)
-	go func() {
-		d, err := e.Decide(context.Background(), driver.PermissionRequest{ID: "1", Session: "s",
-			ToolCall: driver.ToolCall{ID: "t", Title: "Write a", Kind: "edit"},
-			Options:  []driver.PermissionOption{{ID: "y", Kind: driver.OptionAllowOnce}, {ID: "n", Kind: driver.OptionRejectOnce}}})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- d
-	}()
+	done := decideWrite(t, e)
 	<-term.asked
 	<-dash.asked
 	dash.answer <- AllowOnce
@@ -144,16 +135,7 @@ func TestAnswererRace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			done := make(chan driver.PermissionDecision)
-			go func() {
-				d, err := e.Decide(context.Background(), driver.PermissionRequest{ID: "1", Session: "s",
-					ToolCall: driver.ToolCall{ID: "t", Title: "Write a", Kind: "edit"},
-					Options:  []driver.PermissionOption{{ID: "y", Kind: driver.OptionAllowOnce}, {ID: "n", Kind: driver.OptionRejectOnce}}})
-				if err != nil {
-					t.Error(err)
-				}
-				done <- d
-			}()
+			done := decideWrite(t, e)
 			<-parent.asked
 			<-dash.asked
 			if tc.parent {
@@ -206,16 +188,7 @@ func TestEditorRace(t *testing.T) {
 			ed := relayingEditor{newChanPrompter(), tc.rel}
 			dash := newChanPrompter()
 			e := New(Ask, NonInteractiveDeny, Race{{ViaEditor, ed}, {ViaDashboard, dash}})
-			done := make(chan driver.PermissionDecision)
-			go func() {
-				d, err := e.Decide(context.Background(), driver.PermissionRequest{ID: "1", Session: "s",
-					ToolCall: driver.ToolCall{ID: "t", Title: "Write a", Kind: "edit"},
-					Options:  []driver.PermissionOption{{ID: "y", Kind: driver.OptionAllowOnce}, {ID: "n", Kind: driver.OptionRejectOnce}}})
-				if err != nil {
-					t.Error(err)
-				}
-				done <- d
-			}()
+			done := decideWrite(t, e)
 			<-ed.asked
 			<-dash.asked
 			if tc.editor {
@@ -229,4 +202,21 @@ func TestEditorRace(t *testing.T) {
 			}
 		})
 	}
+}
+
+// decideWrite asks e about a write ("Write a", allow once or reject once)
+// in the background: the test answers through its prompters, then reads
+// the decision.
+func decideWrite(t *testing.T, e *Engine) <-chan driver.PermissionDecision {
+	done := make(chan driver.PermissionDecision, 1)
+	go func() {
+		d, err := e.Decide(context.Background(), driver.PermissionRequest{ID: "1", Session: "s",
+			ToolCall: driver.ToolCall{ID: "t", Title: "Write a", Kind: "edit"},
+			Options:  []driver.PermissionOption{{ID: "y", Kind: driver.OptionAllowOnce}, {ID: "n", Kind: driver.OptionRejectOnce}}})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- d
+	}()
+	return done
 }

@@ -15,6 +15,7 @@ import (
 	"charm.land/lipgloss/v2"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/render"
@@ -554,39 +555,10 @@ func fieldLabel(f driver.ElicitField) string {
 	return f.Name
 }
 
-// fieldNotes is a field's type and constraints, as the terminal's form
-// shows them.
+// fieldNotes is a field's type, constraints and default, as the
+// terminal's form shows them (in short words).
 func fieldNotes(f driver.ElicitField) string {
-	typ := f.Type
-	switch {
-	case f.Type == "array":
-		typ = "several, comma-separated"
-	case len(f.Enum) > 0:
-		typ = "one of"
-	case f.Type == "boolean":
-		typ = "yes/no"
-	case f.Format != "":
-		typ += ", " + f.Format
-	}
-	notes := []string{typ}
-	if f.Required {
-		notes = append(notes, "required")
-	}
-	if f.Secret {
-		notes = append(notes, "secret")
-	}
-	if f.Minimum != nil {
-		notes = append(notes, fmt.Sprintf("min %v", *f.Minimum))
-	}
-	if f.Maximum != nil {
-		notes = append(notes, fmt.Sprintf("max %v", *f.Maximum))
-	}
-	if f.MinLength != nil {
-		notes = append(notes, fmt.Sprintf("min length %d", *f.MinLength))
-	}
-	if f.MaxLength != nil {
-		notes = append(notes, fmt.Sprintf("max length %d", *f.MaxLength))
-	}
+	notes := elicit.Notes(f, true)
 	if f.Default != nil {
 		notes = append(notes, fmt.Sprintf("default %v", f.Default))
 	}

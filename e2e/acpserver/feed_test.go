@@ -64,15 +64,7 @@ func TestACPAskAnsweredThroughTheFeed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("session/new: %v", err)
 	}
-	type result struct {
-		res acpsdk.PromptResponse
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		r, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: ns.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock("go")}})
-		done <- result{r, err}
-	}()
+	done := prompt(ctx, conn, ns.SessionId, "go")
 	var title string
 	select {
 	case title = <-cl.asked:

@@ -8,12 +8,15 @@
 package acpserver
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	acpsdk "github.com/coder/acp-go-sdk"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
 )
@@ -106,4 +109,21 @@ func mustNotExist(t *testing.T, path string) {
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("%s exists (err %v): the client's denial did not hold", path, err)
 	}
+}
+
+// promptResult is a prompt's outcome, received from prompt's channel.
+type promptResult struct {
+	res acpsdk.PromptResponse
+	err error
+}
+
+// prompt sends text to the session in the background: the test answers
+// what tai asks meanwhile, then reads the outcome.
+func prompt(ctx context.Context, conn *acpsdk.ClientSideConnection, session acpsdk.SessionId, text string) <-chan promptResult {
+	done := make(chan promptResult, 1)
+	go func() {
+		r, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: session, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(text)}})
+		done <- promptResult{r, err}
+	}()
+	return done
 }

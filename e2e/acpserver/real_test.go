@@ -120,15 +120,7 @@ func testWrapped(t *testing.T, a wrapped) {
 			if err != nil {
 				t.Fatalf("session/new: %v", err)
 			}
-			type result struct {
-				res acpsdk.PromptResponse
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				r, err := conn.Prompt(ctx, acpsdk.PromptRequest{SessionId: ns.SessionId, Prompt: []acpsdk.ContentBlock{acpsdk.TextBlock(tc.prompt)}})
-				done <- result{r, err}
-			}()
+			done := prompt(ctx, conn, ns.SessionId, tc.prompt)
 			if tc.stop == acpsdk.StopReasonCancelled {
 				waitModelAsked(t, url)
 				if err := conn.Cancel(ctx, acpsdk.CancelNotification{SessionId: ns.SessionId}); err != nil {

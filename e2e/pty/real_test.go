@@ -2,11 +2,17 @@ package pty
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tai-dev/tai/e2e/internal/auditlog"
 	"github.com/tai-dev/tai/e2e/internal/realagent"
@@ -94,6 +100,12 @@ var realAgents = map[string]realAgent{
 // repo, the model server. It skips when the agent is not installed and
 // CI is unset.
 func (a realAgent) setup(t *testing.T, script string) (repo string, env []string, cmd string) {
+	s := a.start(t, script)
+	return s.Repo, s.Env, s.Exe + a.args
+}
+
+// start is setup with the model server's URL too.
+func (a realAgent) start(t *testing.T, script string) realagent.Setup {
 	t.Helper()
 	s, ok := realagent.Start(t, taiBin, realagent.Agent{Name: a.name, Bin: a.bin, Node: a.node, Files: a.files, Env: a.env}, script)
 	if !ok {
@@ -102,7 +114,7 @@ func (a realAgent) setup(t *testing.T, script string) (repo string, env []string
 		}
 		t.Skipf(`skipping: %s is not installed (%s unset); run eval "$(scripts/%s | sed 's/^/export /')"`, a.name, a.bin, installer(a))
 	}
-	return s.Repo, s.Env, s.Exe + a.args
+	return s
 }
 
 // The real TUIs through tai: a text turn, a write allowed and denied by
@@ -121,13 +133,19 @@ func testReal(t *testing.T, a realAgent) {
 		status, message      string
 		file                 bool
 		miss                 bool // the profile made to miss: the fallback reads the reply
+		// interrupt: tai gets SIGINT once the agent is mid-turn (the model
+		// server took its request), however long the agent took to start.
+		interrupt bool
 	}
-	text := scenario{"text", "text.json", "Say hello.", nil, 0, "ok", "Hello from the scripted model.", false, false}
-	write := scenario{"write-allowed", "write.json", "Create hello.txt", []string{"--approve", "all"}, 0, "ok", "I'll create hello.txt.\nCreated hello.txt.", true, false}
+	text := scenario{name: "text", script: "text.json", prompt: "Say hello.", status: "ok", message: "Hello from the scripted model."}
+	write := scenario{name: "write-allowed", script: "write.json", prompt: "Create hello.txt", args: []string{"--approve", "all"}, status: "ok",
+		message: "I'll create hello.txt.\nCreated hello.txt.", file: true}
 	scenarios := []scenario{
 		text, write,
-		{"write-denied", "write.json", "Create hello.txt", []string{"--approve", "deny"}, 5, "denied", "I'll create hello.txt.", false, false},
-		{"cancel", "../../../e2e/realagents/testdata/slow-model.json", "Take your time.", []string{"--timeout", "8s"}, 3, "timeout", "", false, false},
+		{name: "write-denied", script: "write.json", prompt: "Create hello.txt", args: []string{"--approve", "deny"}, code: 5, status: "denied",
+			message: "I'll create hello.txt."},
+		{name: "cancel", script: "../../../e2e/realagents/testdata/slow-model.json", prompt: "Take your time.", code: 130, status: "interrupted",
+			interrupt: true},
 	}
 	if a.fallback {
 		for _, sc := range []scenario{text, write} {
@@ -137,7 +155,8 @@ func testReal(t *testing.T, a realAgent) {
 	}
 	for _, tc := range scenarios {
 		t.Run(tc.name, func(t *testing.T) {
-			repo, env, cmd := a.setup(t, tc.script)
+			st := a.start(t, tc.script)
+			repo, env, cmd := st.Repo, st.Env, st.Exe+a.args
 			source := a.source
 			if tc.miss {
 				env, source = append(env, "TAI_TEST_PTY_PROFILE_MISS=1"), "fallback"
@@ -150,7 +169,12 @@ func testReal(t *testing.T, a realAgent) {
 			if d := os.Getenv("TAI_E2E_DEBUG"); d != "" {
 				env = append(env, "TAI_PTY_RECORD="+filepath.Join(d, a.name+"-"+tc.name+".rec"))
 			}
-			o := tai(t, repo, env, append(args, tc.prompt)...)
+			var o outcome
+			if tc.interrupt {
+				o = taiInterrupted(t, repo, env, st.URL, append(args, tc.prompt)...)
+			} else {
+				o = tai(t, repo, env, append(args, tc.prompt)...)
+			}
 			r := parse(t, o)
 			if os.Getenv("TAI_E2E_DEBUG") != "" {
 				t.Logf("stdout:\n%s\nstderr:\n%s", o.stdout, o.stderr)
@@ -231,4 +255,68 @@ func checkNoLeftovers(t *testing.T, repo string) {
 		sc.Scan()
 		t.Errorf("process %s left running in the workspace: %s", e.Name(), sc.Text())
 	}
+}
+
+// taiInterrupted runs tai like tai() and sends it SIGINT once the model
+// server at url has handed out its first scripted turn: the agent is then
+// mid-turn, waiting on the model (the script delays its answer for
+// minutes), so the interrupt cancels a running turn.
+func taiInterrupted(t *testing.T, dir string, env []string, url string, args ...string) outcome {
+	t.Helper()
+	cmd := exec.Command(taiBin, args...)
+	cmd.Dir, cmd.Env = dir, append(env, "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(filepath.Dir(dir), "state"))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	// The bounds only guard against a hang; nothing is asserted on time.
+	guard := time.After(5 * time.Minute)
+	for taken := false; !taken; {
+		select {
+		case err := <-exited:
+			t.Fatalf("tai ended before the agent was mid-turn: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+		case <-guard:
+			_ = cmd.Process.Kill()
+			<-exited
+			t.Fatalf("the agent never took its turn from the model server\nstderr:\n%s", errb.String())
+		case <-time.After(50 * time.Millisecond):
+			taken = nextTurn(t, url) > 0
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	var err error
+	select {
+	case err = <-exited:
+	case <-guard:
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatalf("tai did not end after SIGINT\nstderr:\n%s", errb.String())
+	}
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return outcome{out.String(), errb.String(), code}
+}
+
+// nextTurn is the model server's next scripted turn (GET /_state).
+func nextTurn(t *testing.T, url string) int {
+	resp, err := http.Get(url + "/_state")
+	if err != nil {
+		t.Fatalf("GET /_state: %v", err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		NextTurn int `json:"next_turn"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatalf("decoding /_state: %v", err)
+	}
+	return st.NextTurn
 }
