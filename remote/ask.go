@@ -105,6 +105,9 @@ func (k *asker) ask(ctx context.Context, a Ask) (Ask, error) {
 			return Ask{}, ctx.Err()
 		case e, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return Ask{}, ctx.Err() // the watch ends with ctx
+				}
 				return Ask{}, errors.New("remote: the ask's watch ended")
 			}
 			if e == nil || e.Operation() != jetstream.KeyValuePut {

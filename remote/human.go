@@ -121,7 +121,11 @@ func (s Submitter) ask(ctx context.Context, h HumanAsk) (HumanAsk, error) {
 	if len(data) > MaxMessage {
 		return HumanAsk{}, fmt.Errorf("remote: a %d-byte ask is over the %d-byte cap", len(data), MaxMessage)
 	}
-	w, err := kv.Watch(ctx, key)
+	// The watch outlives ctx: when ctx ends the ask is closed, not just
+	// abandoned (a watch made with ctx would end with it, unclosed).
+	wctx, stopWatch := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWatch()
+	w, err := kv.Watch(wctx, key)
 	if err != nil {
 		return HumanAsk{}, fmt.Errorf("remote: watching %s: %w", key, err)
 	}
@@ -129,16 +133,19 @@ func (s Submitter) ask(ctx context.Context, h HumanAsk) (HumanAsk, error) {
 	// Answered or withdrawn, the ask is gone: a follower that starts later
 	// must not be asked it.
 	defer func() { _ = kv.Delete(context.WithoutCancel(ctx), key) }()
-	rev, err := kv.Create(ctx, key, data)
+	// Opened whatever ctx does meanwhile, so that it is closed, not just
+	// deleted, when ctx ends (the follower then hears who answered).
+	octx := context.WithoutCancel(ctx)
+	rev, err := kv.Create(octx, key, data)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		// The coordinator before a restart opened it; the follower may
 		// have answered it meanwhile.
-		if e, gerr := kv.Get(ctx, key); gerr == nil {
+		if e, gerr := kv.Get(octx, key); gerr == nil {
 			var old HumanAsk
 			if json.Unmarshal(e.Value(), &old) == nil && old.State == HumanAnswered {
 				return old, nil
 			}
-			rev, err = kv.Update(ctx, key, data, e.Revision())
+			rev, err = kv.Update(octx, key, data, e.Revision())
 		}
 	}
 	if err != nil {
@@ -233,6 +240,9 @@ func FollowAsks(ctx context.Context, b *Bus, run string, h HumanAnswerer) error 
 			return nil
 		case e, ok = <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return nil // the watch ends with ctx
+				}
 				return errors.New("remote: the asks' watch ended")
 			}
 		}

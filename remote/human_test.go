@@ -76,6 +76,28 @@ func follow(t *testing.T, b *Bus, run string, h HumanAnswerer) {
 	})
 }
 
+// waitWatchers waits until n followers watch the human asks' bucket (its
+// stream has their consumers): an ask opened while a follower's watch is
+// being made may reach it without its later close.
+func waitWatchers(t *testing.T, b *Bus, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for {
+		st, err := b.JS.Stream(ctx, "KV_"+BucketHuman)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Consumers >= n {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // A hub-coordinated run's permission asks and unanswerable questions
 // reach the human following it: the follower's answers decide.
 func TestSubmitterAnswersTheRunsAsks(t *testing.T) {
@@ -168,6 +190,7 @@ func TestSubmitterWithdrawsWhenAnotherChannelAnswers(t *testing.T) {
 	human := newStubFollower(policy.AllowOnce, "")
 	human.block = true
 	follow(t, b, "wd", human)
+	waitWatchers(t, b, 1)
 	sub := Submitter{Bus: b, Run: "wd"}
 	ctx, cancel := askKeyCtx(askKey("wd", "w", 1, 1))
 	got := make(chan error, 1)
@@ -199,6 +222,7 @@ func TestFirstFollowerAnswerWins(t *testing.T) {
 	slow.block = true
 	follow(t, b, "two", fast)
 	follow(t, b, "two", slow)
+	waitWatchers(t, b, 2)
 	sub := Submitter{Bus: b, Run: "two"}
 	ctx, cancel := askKeyCtx(askKey("two", "w", 1, 1))
 	defer cancel(nil)
