@@ -421,6 +421,9 @@ func followRun(ctx context.Context, bus *remote.Bus, run, output string, tty *os
 	}
 	if st == nil || ctx.Err() != nil {
 		fmt.Fprintf(std.Err, "tai fleet: stopped following run %s; it goes on at the hub\n", run)
+		if tty != nil {
+			fmt.Fprintf(std.Err, "tai fleet: its asks for a human now wait for tai top on the hub's host\n")
+		}
 		return exitcode.With(exitcode.Interrupted, nil)
 	}
 	switch output {
