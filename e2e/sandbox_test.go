@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tai-dev/tai/e2e/internal/auditlog"
+	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/sandbox"
 )
 
@@ -113,21 +113,8 @@ func runIn(t *testing.T, dir string, env []string, args ...string) (sandboxResul
 
 func runTai(t *testing.T, dir string, env []string, args ...string) outcome {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, taiBin, args...)
-	cmd.Dir, cmd.Env = dir, env
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return outcome{out.String(), errb.String(), code}
+	o := build.Run(t, taiBin, dir, env, args...)
+	return outcome{o.Stdout, o.Stderr, o.Code}
 }
 
 func needLandlock(t *testing.T) {

@@ -160,15 +160,20 @@ type Session struct {
 	pickEsc    bool
 	pressedAt  time.Time
 	presses    int
-	reqSeq     int
-	isReady    bool
-	rawSeen    bool // the TUI has read keys in raw mode
-	pasteSeen  bool // with bracketed paste on
-	keysGap    bool // it did, then the terminal went back to canonical mode (keysLost)
-	gapPaste   bool // pasteSeen when the gap began
-	cur        *turn
-	pending    bool      // output not yet read into a verdict
-	firstPend  time.Time // when the pending output began
+	// The screen as last read, and when it last changed: output that
+	// leaves the text as it was (a cursor shown again, an empty
+	// synchronized frame) is no sign that keys were read.
+	lastLines []string
+	changedAt time.Time
+	reqSeq    int
+	isReady   bool
+	rawSeen   bool // the TUI has read keys in raw mode
+	pasteSeen bool // with bracketed paste on
+	keysGap   bool // it did, then the terminal went back to canonical mode (keysLost)
+	gapPaste  bool // pasteSeen when the gap began
+	cur       *turn
+	pending   bool      // output not yet read into a verdict
+	firstPend time.Time // when the pending output began
 }
 
 // turn is one prompt in flight.
@@ -395,13 +400,12 @@ func (s *Session) nextWake() (time.Time, bool) {
 	if (s.status == StatusUnknown || !s.isReady && (s.prof.ReadyQuiet || s.prof.StartQuiet)) && !s.set.lastOut.IsZero() && quietAt.After(now) {
 		add(quietAt)
 	}
-	if s.pickSig != "" && s.pickSig != s.answered {
-		if at := s.pickSeen.Add(s.prof.PickerDelay); at.After(now) {
-			add(at)
-		}
-		if s.pickerNotQuiet(now) {
-			add(minTime(s.set.lastOut.Add(s.prof.PickerQuiet), s.pickSeen.Add(pickerQuietCap*s.prof.PickerQuiet)))
-		}
+	if s.pickSig != "" && s.pickSig != s.answered && !s.attached.Load() {
+		// The evaluation that saw the picker waits until pickerDue. Wake
+		// then, or at once when it has passed since: on a screen that
+		// stays quiet, a wake-up only for a time still ahead would never
+		// come, and the picker would wait forever.
+		add(maxTime(s.pickerDue(), now))
 	}
 	if s.mayPressAgain() {
 		add(s.pressedAt.Add(s.cfg.Confirm))
@@ -444,6 +448,13 @@ func minTime(a, b time.Time) time.Time {
 	return b
 }
 
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
 // keysLost reports whether keys typed now would be lost: the TUI read
 // them in raw mode before, and the terminal went back to canonical mode,
 // so no app reads them (gemini restarts itself after its trust dialog,
@@ -474,6 +485,9 @@ func (s *Session) keysLost(snap term.Snapshot) bool {
 // evaluate reads the screen and acts on it.
 func (s *Session) evaluate(now time.Time) {
 	snap := s.proc.Screen.Snapshot()
+	if !equalLines(snap.Lines, s.lastLines) {
+		s.lastLines, s.changedAt = append(s.lastLines[:0], snap.Lines...), now
+	}
 	s.keysLost(snap)
 	v := s.prof.Parse(snap.Lines)
 	st := s.set.status(now, v)
@@ -528,8 +542,7 @@ func (s *Session) onPicker(v profile.Verdict, snap term.Snapshot, now time.Time)
 		if sig != s.pickSig {
 			s.pickSig, s.pickSeen = sig, now
 		}
-		if !s.isReady && s.prof.StartQuiet && now.Sub(s.set.lastOut) < s.set.quiet ||
-			now.Sub(s.pickSeen) < s.prof.PickerDelay || s.pickerNotQuiet(now) {
+		if now.Before(s.pickerDue()) {
 			return true // keys now may be lost
 		}
 		s.answerPicker(v.Picker, snap)
@@ -769,11 +782,20 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 // is still answered.
 const pickerQuietCap = 4
 
-// pickerNotQuiet says whether the picker on screen must wait for the
-// output to pause (Profile.PickerQuiet) before it is answered.
-func (s *Session) pickerNotQuiet(now time.Time) bool {
-	q := s.prof.PickerQuiet
-	return q > 0 && now.Sub(s.set.lastOut) < q && now.Sub(s.pickSeen) < pickerQuietCap*q
+// pickerDue is when the picker on screen may be answered: it has been up
+// for Profile.PickerDelay; before the first idle screen, under StartQuiet,
+// the output has paused for the quiet window; under PickerQuiet, the
+// output has paused that long (or the picker has been up pickerQuietCap
+// times that).
+func (s *Session) pickerDue() time.Time {
+	due := s.pickSeen.Add(s.prof.PickerDelay)
+	if !s.isReady && s.prof.StartQuiet {
+		due = maxTime(due, s.set.lastOut.Add(s.set.quiet))
+	}
+	if q := s.prof.PickerQuiet; q > 0 {
+		due = maxTime(due, minTime(s.set.lastOut.Add(q), s.pickSeen.Add(pickerQuietCap*q)))
+	}
+	return due
 }
 
 // unanswerable fails the turn (or the start) on a question policy cannot
@@ -881,11 +903,12 @@ func (s *Session) press(pk *profile.Picker, snap term.Snapshot) {
 }
 
 // mayPressAgain says whether the answered picker's keys went unread so
-// far: pressed, not a byte of output since, and not pressed Retries times
+// far: pressed, the screen unchanged since, and not pressed Retries times
 // again already. A TUI that reads a key redraws (the picker goes, or its
-// highlight moves).
+// highlight moves); codex also writes frames that change nothing, and a
+// key it dropped while draining its input was never pressed again.
 func (s *Session) mayPressAgain() bool {
-	return !s.pressedAt.IsZero() && s.pickSig == s.answered && !s.set.lastOut.After(s.pressedAt) && s.presses <= s.cfg.Retries
+	return !s.pressedAt.IsZero() && s.pickSig == s.answered && !s.changedAt.After(s.pressedAt) && s.presses <= s.cfg.Retries
 }
 
 // escLabel marks an option whose key is Esc: "No, and tell Copilot what

@@ -91,6 +91,10 @@ func TestFakeTUI(t *testing.T) {
 			message: "I'll create hello.txt.\nCreated hello.txt.", file: true, verdict: "allow"},
 		{name: "picker-keys-lost-denied", prompt: "please write hello lostkey", args: []string{"--approve", "deny"}, code: 5, status: "denied", stop: "end_turn",
 			message: "I'll create hello.txt.\nThe write was declined.", verdict: "deny"},
+		// The keys are dropped, and the picker writes frames that change
+		// nothing while it waits: pressed again all the same.
+		{name: "picker-keys-lost-noisy", prompt: "please write hello lostkey noisy", args: []string{"--approve", "all", "--timeout", "60s"}, code: 0, status: "ok", stop: "end_turn",
+			message: "I'll create hello.txt.\nCreated hello.txt.", file: true, verdict: "allow"},
 		// The picker drains its input as it is drawn: a key that soon
 		// ends the app. The keys wait for the output to pause.
 		{name: "picker-drains-input", prompt: "please write hello drain", args: []string{"--approve", "all"}, code: 0, status: "ok", stop: "end_turn",

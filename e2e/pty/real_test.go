@@ -180,7 +180,7 @@ func testReal(t *testing.T, a realAgent) {
 				t.Logf("stdout:\n%s\nstderr:\n%s", o.stdout, o.stderr)
 			}
 			if o.code != tc.code || r.Status != tc.status {
-				t.Fatalf("exit %d status %q error %q; want %d %q\nstderr:\n%s\nlast screen:\n%s", o.code, r.Status, r.Error, tc.code, tc.status, o.stderr, finalScreen(t, auditPath))
+				t.Fatalf("exit %d status %q error %q; want %d %q\nresult:\n%s\nstderr:\n%s\nlast screen:\n%s", o.code, r.Status, r.Error, tc.code, tc.status, o.stdout, o.stderr, finalScreen(t, auditPath))
 			}
 			if tc.message != "" && r.Message != tc.message {
 				t.Errorf("message %q, want %q\nlast screen:\n%s", r.Message, tc.message, finalScreen(t, auditPath))

@@ -11,6 +11,9 @@
 //	"lostkey" with "write": the picker is drawn once, no spinner, and the
 //	         first keys it gets are dropped unread (the driver must press
 //	         them again)
+//	"noisy"  with "lostkey": while the picker waits it writes output that
+//	         changes nothing on screen (a cursor shown again in an empty
+//	         synchronized frame), as codex does
 //	"drain"  with "write": the picker is drawn once, no spinner, and a key
 //	         that comes within 200 ms of it makes the app exit, as codex
 //	         does when a key comes while it drains its input ("timed out
@@ -55,6 +58,8 @@ type ui struct {
 	drainUntil time.Time
 	// typing: words still to add to the last row ("typeout").
 	typing []string
+	// noisy: a still picker writes invisible frames ("noisy").
+	noisy bool
 }
 
 var spin = []rune("⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏")
@@ -226,6 +231,8 @@ func main() {
 				}
 				if !u.still || !shown || u.picker == nil {
 					u.draw()
+				} else if u.noisy {
+					os.Stdout.WriteString("\x1b[?2026h\x1b[?25h\x1b[?2026l")
 				}
 			}
 		}
@@ -284,6 +291,7 @@ func start(u *ui) func(*ui, string) {
 				u.picker, u.sel = []string{"Yes, allow once", "Yes, allow always", "No, suggest changes (esc)"}, 0
 				u.still = strings.Contains(prompt, "lostkey") || strings.Contains(prompt, "drain")
 				u.eatKey = strings.Contains(prompt, "lostkey")
+				u.noisy = strings.Contains(prompt, "noisy")
 				if strings.Contains(prompt, "drain") {
 					u.drainUntil = time.Now().Add(200 * time.Millisecond)
 				}
