@@ -499,7 +499,11 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	g.Wait()
 	stopBg()
 	bg.Wait()
-	return c.finish(ctx), nil
+	end := c.finish(ctx)
+	if ctx.Err() == nil {
+		purgeHuman(context.WithoutCancel(ctx), c.bus, c.o.RunID) // its asks are over
+	}
+	return end, nil
 }
 
 // forwardEvents records workers' events as the run's: fleet events in the

@@ -20,7 +20,10 @@ import (
 // <run>.<task>.<attempt>.<n> (the worker's ask's key) → HumanAsk. The
 // coordinator opens one, the follower answers it with compare-and-swap,
 // and the coordinator closes it, saying who answered, when another channel
-// (the hub's live feed) answered first. Only KV operations of NATS 2.9.
+// (the hub's live feed) answered first. Answered and closed asks stay, as
+// their last state, until the run ends (a follower that starts later asks
+// only open ones; a restarted coordinator takes an answer given while none
+// ran). Only KV operations of NATS 2.9.
 const BucketHuman = "tai_human"
 
 // ViaSubmitter is the channel of the human who submitted the run and
@@ -130,9 +133,6 @@ func (s Submitter) ask(ctx context.Context, h HumanAsk) (HumanAsk, error) {
 		return HumanAsk{}, fmt.Errorf("remote: watching %s: %w", key, err)
 	}
 	defer func() { _ = w.Stop() }()
-	// Answered or withdrawn, the ask is gone: a follower that starts later
-	// must not be asked it.
-	defer func() { _ = kv.Delete(context.WithoutCancel(ctx), key) }()
 	// Opened whatever ctx does meanwhile, so that it is closed, not just
 	// deleted, when ctx ends (the follower then hears who answered).
 	octx := context.WithoutCancel(ctx)
@@ -198,6 +198,17 @@ func (s Submitter) close(ctx context.Context, key string, rev uint64, h HumanAsk
 	}
 }
 
+// purgeHuman removes a finished run's asks from the bucket.
+func purgeHuman(ctx context.Context, b *Bus, run string) {
+	keys, err := b.Human.ListKeysFiltered(ctx, kvToken(run)+".>")
+	if err != nil {
+		return
+	}
+	for k := range keys.Keys() {
+		_ = b.Human.Purge(ctx, k)
+	}
+}
+
 // HumanAnswerer is the human at the follower's terminal. Each call's ctx
 // ends when the ask is withdrawn, its cause a *policy.AnsweredElsewhere
 // when another channel answered first.
@@ -257,15 +268,15 @@ func FollowAsks(ctx context.Context, b *Bus, run string, h HumanAnswerer) error 
 			if o := asking[key]; o != nil {
 				cause := error(errors.New("the ask was withdrawn"))
 				switch {
+				case a.State == HumanAnswered: // at another following terminal
+					cause = &policy.AnsweredElsewhere{Via: ViaSubmitter, Answer: a.Verdict}
 				case a.State == HumanClosed && a.Via != "":
 					cause = &policy.AnsweredElsewhere{Via: a.Via, Answer: a.Verdict}
 				case a.State == HumanClosed && a.Reason != "":
 					cause = errors.New(a.Reason)
 				}
-				if a.State != HumanAnswered {
-					o.cancel(cause)
-					delete(asking, key)
-				}
+				o.cancel(cause)
+				delete(asking, key)
 			}
 			mu.Unlock()
 			continue
