@@ -419,11 +419,10 @@ func (s *Session) nextWake() (time.Time, bool) {
 		add(now.Add(cookedPoll))
 	}
 	if s.cur != nil && s.cur.phase == phaseRunning && s.prof.EndSettle > 0 && s.status == StatusIdle {
-		// An idle screen waiting out EndSettle (the probe is due above).
+		// An idle screen waiting out EndSettle; once it has passed, the
+		// process probe (due above) or the quiet window decides.
 		if at := s.set.lastOut.Add(s.prof.EndSettle); at.After(now) {
 			add(at)
-		} else if _, ok := s.set.probeDue(); !ok && quietAt.After(now) {
-			add(now.Add(s.cfg.Frame))
 		}
 		if quietAt.After(now) {
 			add(quietAt)

@@ -95,16 +95,10 @@ var realAgents = map[string]realAgent{
 	},
 }
 
-// setup prepares the agent's TUI against `tai model serve` with script
+// start prepares the agent's TUI against `tai model serve` with script
 // (a path under modelserver/testdata/scripts): a throw-away HOME, a git
 // repo, the model server. It skips when the agent is not installed and
 // CI is unset.
-func (a realAgent) setup(t *testing.T, script string) (repo string, env []string, cmd string) {
-	s := a.start(t, script)
-	return s.Repo, s.Env, s.Exe + a.args
-}
-
-// start is setup with the model server's URL too.
 func (a realAgent) start(t *testing.T, script string) realagent.Setup {
 	t.Helper()
 	s, ok := realagent.Start(t, taiBin, realagent.Agent{Name: a.name, Bin: a.bin, Node: a.node, Files: a.files, Env: a.env}, script)

@@ -51,11 +51,16 @@ func Binaries(prefix string, pkgs ...string) (dir string, bins []string, err err
 // cached is pkg's binary in the cache directory, built by whichever test
 // process gets there first; the others wait on its lock.
 func cached(cache, pkg string, race bool) (string, error) {
-	name := path.Base(pkg)
+	// A directory per variant: the binary keeps its name, which tests
+	// rely on (tai's agent presets and dialects go by the command's name).
+	variant := "plain"
 	if race {
-		name += "-race"
+		variant = "race"
 	}
-	bin := filepath.Join(cache, name)
+	if err := os.MkdirAll(filepath.Join(cache, variant), 0o700); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(cache, variant, path.Base(pkg))
 	lock, err := os.OpenFile(bin+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return "", err
