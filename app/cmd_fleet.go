@@ -120,7 +120,7 @@ func NewCmdFleetRun(std IO, g *Globals, runF FleetFunc) *cobra.Command {
 	f.addFlags(c)
 	c.Flags().StringVar(&f.RunID, "run-id", "", "name the run (default: fleet-DATE-TIME-RANDOM)")
 	c.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the plan file's directory)")
-	c.Flags().BoolVar(&f.Submit, "submit", false, "with --nats: hand the run to the hub's coordinator (tai hub --coordinate) and follow it")
+	c.Flags().BoolVar(&f.Submit, "submit", false, "with --nats: hand the run to the hub's coordinator (tai hub --coordinate) and follow it, answering its asks on a terminal")
 	c.Flags().BoolVar(&f.Detach, "detach", false, "with --nats: submit the run, print its id and return (follow it with tai fleet logs RUN --nats URL -f)")
 	return c
 }

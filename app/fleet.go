@@ -454,6 +454,11 @@ func (h *human) askQuestion(ctx context.Context, task, q string) (string, error)
 		fmt.Fprintf(h.out, "\n  (answered via %s)\n", a.via)
 		return strings.TrimSpace(a.text), nil
 	case <-ctx.Done():
+		// Another channel answered first (a hub's feed, for a run this
+		// terminal follows): say so, as a permission prompt does.
+		if elsewhere := (*policy.AnsweredElsewhere)(nil); errors.As(context.Cause(ctx), &elsewhere) {
+			fmt.Fprintf(h.out, "\n  (answered via %s)\n", elsewhere.Via)
+		}
 		return "", ctx.Err()
 	}
 }

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -21,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/internal/statedir"
+	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/remote"
 	"github.com/tai-dev/tai/sandbox"
@@ -109,7 +112,8 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 	}
 	fmt.Fprintln(std.Out, url)
 	logger.Info("hub coordinating submitted runs", "url", url)
-	err = remote.Serve(ctx, remote.ServeOptions{Bus: bus, Logger: logger, Prepare: func(run string, o *remote.CoordinatorOptions) (func(*fleet.State), error) {
+	err = remote.Serve(ctx, remote.ServeOptions{Bus: bus, Logger: logger, Prepare: func(rec remote.RunRecord, o *remote.CoordinatorOptions) (func(*fleet.State), error) {
+		run := rec.Run
 		o.Dir = fleet.RunDir(run)
 		o.Version = Version
 		o.Clones = statedir.Dir("hub", "repos") // runs submitted from other hosts
@@ -155,6 +159,13 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 			return ks
 		}
 		o.Sandbox = &agentspec.Sandbox{Protect: []string{log.Path()}} // the answerer's: auto
+		if rec.Human {
+			// Its submitter follows it at a terminal: the asks policy and
+			// the answerer leave to a human go there and to this live
+			// feed (tai top here). A run nobody follows keeps the plan's
+			// non-interactive rule, and nothing waits.
+			o.Prompter, o.AskHuman = hubHuman(remote.Submitter{Bus: bus, Run: run}, srv)
+		}
 		return func(st *fleet.State) {
 			if st != nil {
 				stream.result(summaryOf(st, log.Path()))
@@ -168,6 +179,54 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 		return err
 	}
 	return nil
+}
+
+// hubHuman is who answers the asks of a hub-coordinated run a human
+// follows: its submitter's terminal (over JetStream) raced against the
+// run's live feed on the hub, as a local fleet races its terminal against
+// its feed. The first answer wins; the other channel withdraws, saying
+// who answered.
+func hubHuman(sub remote.Submitter, srv *feed.Server) (policy.Prompter, func(ctx context.Context, task, q string) (string, error)) {
+	if srv == nil {
+		return sub.Named(), sub.AskQuestion
+	}
+	return policy.Race{sub.Named(), srv.Channel()}, func(ctx context.Context, task, q string) (string, error) {
+		type answer struct {
+			text, via string
+			err       error
+		}
+		qctx, cancel := context.WithCancelCause(ctx)
+		results := make(chan answer, 2)
+		winner := "" // set before cancel: the feed's question says who answered
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			text, err := sub.AskQuestion(qctx, task, q)
+			results <- answer{text, remote.ViaSubmitter, err}
+		})
+		wg.Go(func() {
+			text, via, err := srv.AskQuestion(qctx, task, q, func() string { return winner })
+			results <- answer{text, via, err}
+		})
+		defer wg.Wait()
+		var errs []error
+		for range 2 {
+			select {
+			case a := <-results:
+				if a.err != nil {
+					errs = append(errs, a.err) // the other channel may still answer
+					continue
+				}
+				winner = a.via
+				cancel(&policy.AnsweredElsewhere{Via: a.via})
+				return a.text, nil
+			case <-ctx.Done():
+				cancel(context.Cause(ctx))
+				return "", ctx.Err()
+			}
+		}
+		cancel(nil)
+		return "", errors.Join(errs...)
+	}
 }
 
 // Worker runs `tai worker`: it pulls tasks of its agents until ctx ends.
@@ -279,7 +338,16 @@ func submitFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) err
 	if err != nil {
 		return err
 	}
-	if _, err := remote.Submit(ctx, bus, remote.SubmitOptions{Plan: o.Plan, RunID: o.RunID, Repo: f.Repo, RepoURL: url, Lease: f.Lease}); err != nil {
+	// A human follows the run at this terminal: the hub puts its asks
+	// here too. Detached or without a terminal (CI), nobody is waited for.
+	var tty *os.File
+	if !f.Detach {
+		if t, ok := std.TTY(); ok {
+			tty = t
+			defer tty.Close()
+		}
+	}
+	if _, err := remote.Submit(ctx, bus, remote.SubmitOptions{Plan: o.Plan, RunID: o.RunID, Repo: f.Repo, RepoURL: url, Lease: f.Lease, Human: tty != nil}); err != nil {
 		return err
 	}
 	fmt.Fprintf(std.Err, "tai fleet: run %s submitted to the hub's coordinator; follow it with: tai fleet logs %s --nats %s -f\n", o.RunID, o.RunID, f.NATS.URL)
@@ -287,22 +355,36 @@ func submitFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) err
 		fmt.Fprintln(std.Out, o.RunID)
 		return nil
 	}
-	return followRun(ctx, bus, o.RunID, f.Output, std)
+	return followRun(ctx, bus, o.RunID, f.Output, tty, std)
 }
 
 // followRun shows a run another process coordinates, from its events and
-// the state its coordinator publishes, until it finishes.
-func followRun(ctx context.Context, bus *remote.Bus, run, output string, std IO) error {
+// the state its coordinator publishes, until it finishes. With a tty, the
+// human there answers the run's asks the coordinator puts to it.
+func followRun(ctx context.Context, bus *remote.Bus, run, output string, tty *os.File, std IO) error {
 	progressOut := std.Out
 	if output == OutputJSON || output == OutputStreamJSON {
 		progressOut = std.Err
 	}
 	var progress func(fleet.Event)
-	if w, ok := termWidth(std.Out); ok && (output == "" || output == OutputText) {
-		table := &fleet.Table{W: std.Out, Now: time.Now, Run: run, Width: w}
+	table := fleetTable(run, output, std)
+	if table != nil {
 		progress = table.Event
 	} else {
 		progress = fleet.Lines(progressOut)
+	}
+	if tty != nil {
+		h := newHuman(tty)
+		h.table = table
+		actx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := remote.FollowAsks(actx, bus, run, follower{h}); err != nil {
+				fmt.Fprintf(std.Err, "tai fleet: the run's asks will not come here: %v\n", err)
+			}
+		}()
+		defer func() { cancel(); <-done }()
 	}
 	var st *fleet.State
 	var end remote.EventMsg
@@ -339,6 +421,9 @@ func followRun(ctx context.Context, bus *remote.Bus, run, output string, std IO)
 	}
 	if st == nil || ctx.Err() != nil {
 		fmt.Fprintf(std.Err, "tai fleet: stopped following run %s; it goes on at the hub\n", run)
+		if tty != nil {
+			fmt.Fprintf(std.Err, "tai fleet: its asks for a human now wait for tai top on the hub's host\n")
+		}
 		return exitcode.With(exitcode.Interrupted, nil)
 	}
 	switch output {
@@ -357,6 +442,18 @@ func followRun(ctx context.Context, bus *remote.Bus, run, output string, std IO)
 		return exitcode.Said(exitcode.Code(st.ExitCode))
 	}
 	return nil
+}
+
+// follower is the human at a following terminal, as the coordinator's
+// asks reach it: the same prompts a local fleet's terminal shows.
+type follower struct{ h *human }
+
+func (f follower) Permission(ctx context.Context, a remote.HumanAsk) (policy.Answer, error) {
+	return f.h.Ask(policy.WithAsker(ctx, "task "+a.Task), *a.Permission)
+}
+
+func (f follower) Question(ctx context.Context, a remote.HumanAsk) (string, error) {
+	return f.h.askQuestion(ctx, a.Task, a.Question)
 }
 
 // FleetStatusNATS runs `tai fleet status [RUN] --nats URL`: the state the

@@ -46,6 +46,10 @@ type Ask struct {
 	Head       string                    `json:"head,omitempty"`
 	Patch      string                    `json:"patch,omitempty"`
 	Permission *driver.PermissionRequest `json:"permission,omitempty"`
+	// Key is what the worker's policy remembers a permission's "always"
+	// under (policy.MemoryKey, workspace-relative): the coordinator
+	// remembers it for the run, as a local fleet's memory does.
+	Key string `json:"key,omitempty"`
 
 	Answered  bool          `json:"answered,omitempty"`
 	Answer    string        `json:"answer,omitempty"`     // a question's
@@ -101,6 +105,9 @@ func (k *asker) ask(ctx context.Context, a Ask) (Ask, error) {
 			return Ask{}, ctx.Err()
 		case e, ok := <-w.Updates():
 			if !ok {
+				if ctx.Err() != nil {
+					return Ask{}, ctx.Err() // the watch ends with ctx
+				}
 				return Ask{}, errors.New("remote: the ask's watch ended")
 			}
 			if e == nil || e.Operation() != jetstream.KeyValuePut {
@@ -127,7 +134,11 @@ func (k *asker) question(ctx context.Context, q, head, patch string) (string, st
 }
 
 // prompter sends a task's permission asks to the coordinator's human.
-type prompter struct{ k *asker }
+// key names what an ask's "always" would be remembered under.
+type prompter struct {
+	k   *asker
+	key func(driver.PermissionRequest) string
+}
 
 func (p prompter) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
 	a, _, err := p.AskVia(ctx, req)
@@ -136,7 +147,11 @@ func (p prompter) Ask(ctx context.Context, req driver.PermissionRequest) (policy
 
 // AskVia says which of the coordinator's channels answered.
 func (p prompter) AskVia(ctx context.Context, req driver.PermissionRequest) (policy.Answer, string, error) {
-	got, err := p.k.ask(ctx, Ask{Kind: AskPermission, Permission: &req})
+	a := Ask{Kind: AskPermission, Permission: &req}
+	if p.key != nil {
+		a.Key = p.key(req)
+	}
+	got, err := p.k.ask(ctx, a)
 	if err != nil {
 		return policy.DenyOnce, "", err
 	}
@@ -146,8 +161,9 @@ func (p prompter) AskVia(ctx context.Context, req driver.PermissionRequest) (pol
 	return got.Verdict, got.Via, nil
 }
 
-// Where: the human is at the coordinator, not on this host.
-func (prompter) Where() string { return "at the coordinator's terminal" }
+// Where: the human is at the coordinator (its terminal or live feed, or
+// the terminal of the submitter following a hub's run), not on this host.
+func (prompter) Where() string { return "by the coordinator's human" }
 
 // serveAsks answers the run's asks as they come, and those open from
 // before a restart, until ctx ends.
@@ -186,7 +202,7 @@ func (c *coordinator) serveAsks(ctx context.Context) {
 		mu.Unlock()
 		wg.Go(func() {
 			defer func() { mu.Lock(); delete(busy, key); mu.Unlock() }()
-			reply := c.answerAsk(ctx, a)
+			reply := c.answerAsk(ctx, key, a)
 			if ctx.Err() != nil {
 				return // answered by the next coordinator
 			}
@@ -199,9 +215,9 @@ func (c *coordinator) serveAsks(ctx context.Context) {
 	}
 }
 
-// answerAsk answers one ask as a local fleet would, if it is from the
-// attempt holding the task's lease.
-func (c *coordinator) answerAsk(ctx context.Context, a Ask) Ask {
+// answerAsk answers one ask (under key in the asks bucket) as a local
+// fleet would, if it is from the attempt holding the task's lease.
+func (c *coordinator) answerAsk(ctx context.Context, key string, a Ask) Ask {
 	if _, ok := c.results[a.Task]; !ok {
 		a.Error = "no task " + a.Task + " in run " + c.o.RunID
 		return a
@@ -216,25 +232,13 @@ func (c *coordinator) answerAsk(ctx context.Context, a Ask) Ask {
 			a.Error = "the coordinator has no human to ask"
 			return a
 		}
-		title := a.Permission.ToolCall.Title
-		c.emit("permission.asked", a.Task, a.Worker+": "+title, map[string]any{"attempt": a.Attempt, "worker": a.Worker})
-		pctx := policy.WithAsker(ctx, "task "+a.Task)
-		var err error
-		if vp, ok := c.o.Prompter.(policy.ViaPrompter); ok {
-			a.Verdict, a.Via, err = vp.AskVia(pctx, *a.Permission)
-		} else {
-			a.Verdict, err = c.o.Prompter.Ask(pctx, *a.Permission)
-		}
-		if err != nil {
-			a.Error = "asking for permission: " + err.Error()
-		}
-		return a
+		return c.askPermission(withHumanKey(ctx, key), a)
 	case AskQuestion:
 		c.setTask(a.Task, func(x *fleet.TaskState) { x.Status = fleet.StatusAsking })
 		c.emit(string(fleet.EventAsked), a.Task, lastLine(a.Question), map[string]any{"question": a.Question, "attempt": a.Attempt, "worker": a.Worker})
 		dir, cleanup := c.askWorktree(ctx, a)
 		defer cleanup()
-		ans, by, used, err := fleet.Answer(ctx, c.plan, a.Task, dir, a.Question, a.Patch, fleet.AnswerOptions{RunID: c.o.RunID, Audit: c.o.Audit,
+		ans, by, used, err := fleet.Answer(withHumanKey(ctx, key), c.plan, a.Task, dir, a.Question, a.Patch, fleet.AnswerOptions{RunID: c.o.RunID, Audit: c.o.Audit,
 			AskHuman: c.o.AskHuman, Exe: c.o.Exe, Version: c.o.Version, Clock: c.clock, Logger: c.log, Sandbox: c.o.Sandbox})
 		a.Usage = used
 		c.setTask(a.Task, func(x *fleet.TaskState) { x.Status = fleet.StatusRunning })
@@ -249,6 +253,58 @@ func (c *coordinator) answerAsk(ctx context.Context, a Ask) Ask {
 	}
 	a.Error = fmt.Sprintf("unknown ask kind %q", a.Kind)
 	return a
+}
+
+// askPermission puts a permission ask to the coordinator's human, one at
+// a time as a local fleet's engines do, unless an "always" answer for the
+// same thing is remembered for the run; an "always" answer is.
+func (c *coordinator) askPermission(ctx context.Context, a Ask) Ask {
+	if a.remembered(c.mem) {
+		return a
+	}
+	select {
+	case c.humanTurn <- struct{}{}:
+		defer func() { <-c.humanTurn }()
+	case <-ctx.Done():
+		a.Error = "asking for permission: " + ctx.Err().Error()
+		return a
+	}
+	if a.remembered(c.mem) { // given while this ask waited its turn
+		return a
+	}
+	title := a.Permission.ToolCall.Title
+	c.emit("permission.asked", a.Task, a.Worker+": "+title, map[string]any{"attempt": a.Attempt, "worker": a.Worker})
+	pctx := policy.WithAsker(ctx, "task "+a.Task)
+	var err error
+	if vp, ok := c.o.Prompter.(policy.ViaPrompter); ok {
+		a.Verdict, a.Via, err = vp.AskVia(pctx, *a.Permission)
+	} else {
+		a.Verdict, err = c.o.Prompter.Ask(pctx, *a.Permission)
+	}
+	if err != nil {
+		a.Error = "asking for permission: " + err.Error()
+		return a
+	}
+	if a.Key != "" && (a.Verdict == policy.AllowAlways || a.Verdict == policy.DenyAlways) {
+		_ = c.mem.Remember(a.Key, policy.Remembered{Allow: a.Verdict == policy.AllowAlways, At: c.clock.Now().UTC(), Title: title, Session: a.Permission.Session})
+	}
+	return a
+}
+
+// remembered answers a from the run's memory of "always" answers.
+func (a *Ask) remembered(mem *policy.Memory) bool {
+	if a.Key == "" {
+		return false
+	}
+	m, ok := mem.Lookup(a.Key)
+	if !ok {
+		return false
+	}
+	a.Verdict, a.DecidedBy = policy.DenyAlways, "remembered"
+	if m.Allow {
+		a.Verdict = policy.AllowAlways
+	}
+	return true
 }
 
 // askWorktree is where the answerer reads: the task's work so far (the

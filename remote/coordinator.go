@@ -77,6 +77,11 @@ type coordinator struct {
 	clock quartz.Clock
 	log   *slog.Logger
 
+	// mem holds the run's "always" answers, by policy memory key;
+	// humanTurn lets one permission ask at a time reach the human.
+	mem       *policy.Memory
+	humanTurn chan struct{}
+
 	mu      sync.Mutex
 	st      fleet.State
 	evMu    sync.Mutex
@@ -153,7 +158,8 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error)
 		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("fleet run %s is %w", o.RunID, ErrBusy))
 	}
 	defer func() { _ = lk.Unlock() }()
-	c := &coordinator{o: o, bus: o.Bus, clock: o.Clock, log: o.Logger, done: map[string]chan struct{}{}, results: map[string]chan Lease{}}
+	c := &coordinator{o: o, bus: o.Bus, clock: o.Clock, log: o.Logger, done: map[string]chan struct{}{}, results: map[string]chan Lease{},
+		mem: policy.NewMemory(policy.ScopeRun), humanTurn: make(chan struct{}, 1)}
 	if err := c.init(ctx); err != nil {
 		return nil, err
 	}
@@ -493,7 +499,11 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	g.Wait()
 	stopBg()
 	bg.Wait()
-	return c.finish(ctx), nil
+	end := c.finish(ctx)
+	if ctx.Err() == nil {
+		purgeHuman(context.WithoutCancel(ctx), c.bus, c.o.RunID) // its asks are over
+	}
+	return end, nil
 }
 
 // forwardEvents records workers' events as the run's: fleet events in the

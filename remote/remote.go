@@ -82,10 +82,16 @@ type RunRecord struct {
 	// Submitted: the run was handed to the hub's coordinator (tai hub
 	// --coordinate), which adopts it, and again after a restart until it
 	// has Finished.
-	Submitted bool      `json:"submitted,omitempty"`
-	Finished  time.Time `json:"finished,omitzero"`
-	Status    string    `json:"status,omitempty"` // done | failed | interrupted, once finished
-	ExitCode  int       `json:"exit_code,omitempty"`
+	Submitted bool `json:"submitted,omitempty"`
+	// Human: a human follows the submitted run at a terminal (tai fleet
+	// run --submit, not --detach, on one): the hub's coordinator puts the
+	// asks policy or the answerer leave to a human to them and to its live
+	// feed. Without one, the plan's non-interactive rule holds and an
+	// unanswered question ends its task blocked: nobody waits.
+	Human    bool      `json:"human,omitempty"`
+	Finished time.Time `json:"finished,omitzero"`
+	Status   string    `json:"status,omitempty"` // done | failed | interrupted, once finished
+	ExitCode int       `json:"exit_code,omitempty"`
 }
 
 // TaskMsg offers a task.
@@ -191,6 +197,7 @@ type Bus struct {
 	Leases  jetstream.KeyValue
 	Runs    jetstream.KeyValue
 	Asks    jetstream.KeyValue
+	Human   jetstream.KeyValue
 	State   jetstream.KeyValue
 }
 
@@ -227,6 +234,7 @@ func Open(ctx context.Context, nc *nats.Conn) (*Bus, error) {
 		{&b.Leases, jetstream.KeyValueConfig{Bucket: BucketLeases, History: 5, Storage: jetstream.FileStorage}},
 		{&b.Runs, jetstream.KeyValueConfig{Bucket: BucketRuns, History: 1, Storage: jetstream.FileStorage}},
 		{&b.Asks, jetstream.KeyValueConfig{Bucket: BucketAsks, History: 1, Storage: jetstream.FileStorage}},
+		{&b.Human, jetstream.KeyValueConfig{Bucket: BucketHuman, History: 1, Storage: jetstream.FileStorage}},
 		{&b.State, jetstream.KeyValueConfig{Bucket: BucketState, History: 1, Storage: jetstream.FileStorage}},
 	} {
 		kv, err := js.KeyValue(ctx, k.cfg.Bucket)

@@ -569,9 +569,9 @@ func TestServeEndsARunItCannotCoordinate(t *testing.T) {
 	sctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(run string, o *CoordinatorOptions) (func(*fleet.State), error) {
-			o.Dir = filepath.Join(t.TempDir(), run)
-			log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: run})
+		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(rec RunRecord, o *CoordinatorOptions) (func(*fleet.State), error) {
+			o.Dir = filepath.Join(t.TempDir(), rec.Run)
+			log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: rec.Run})
 			o.Audit = log
 			return func(*fleet.State) { _ = log.Close() }, err
 		}})
@@ -620,9 +620,9 @@ func TestServeCoordinatesARunFromAnotherHost(t *testing.T) {
 	done := make(chan error, 1)
 	clones := t.TempDir()
 	go func() {
-		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(run string, o *CoordinatorOptions) (func(*fleet.State), error) {
-			o.Dir, o.Clones = filepath.Join(t.TempDir(), run), clones
-			log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: run})
+		done <- Serve(sctx, ServeOptions{Bus: b, Prepare: func(rec RunRecord, o *CoordinatorOptions) (func(*fleet.State), error) {
+			o.Dir, o.Clones = filepath.Join(t.TempDir(), rec.Run), clones
+			log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: rec.Run})
 			o.Audit = log
 			return func(*fleet.State) { _ = log.Close() }, err
 		}})

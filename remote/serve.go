@@ -24,7 +24,10 @@ type SubmitOptions struct {
 	Repo    string // a directory in the repository; default the plan's
 	RepoURL string // where workers clone and push; default the repository by path
 	Lease   time.Duration
-	Clock   quartz.Clock
+	// Human: the submitter follows the run at a terminal and answers its
+	// asks (RunRecord.Human).
+	Human bool
+	Clock quartz.Clock
 }
 
 // Submit hands a run to the hub's coordinator (tai hub --coordinate): its
@@ -42,7 +45,7 @@ func Submit(ctx context.Context, b *Bus, o SubmitOptions) (RunRecord, error) {
 	if err != nil {
 		return RunRecord{}, err
 	}
-	rec.Submitted = true
+	rec.Submitted, rec.Human = true, o.Human
 	data, err := json.Marshal(rec)
 	if err != nil {
 		return RunRecord{}, err
@@ -60,9 +63,10 @@ func Submit(ctx context.Context, b *Bus, o SubmitOptions) (RunRecord, error) {
 type ServeOptions struct {
 	Bus *Bus
 	// Prepare fills in a run's local side before it is coordinated: its
-	// directory, audit log, progress and frames. The returned func closes
+	// directory, audit log, progress and frames, and for a run a human
+	// follows (rec.Human) who answers its asks. The returned func closes
 	// them when the run ends, given its final state (nil: it did not run).
-	Prepare func(run string, o *CoordinatorOptions) (func(*fleet.State), error)
+	Prepare func(rec RunRecord, o *CoordinatorOptions) (func(*fleet.State), error)
 	Logger  *slog.Logger
 }
 
@@ -111,7 +115,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			done := func(*fleet.State) {}
 			if o.Prepare != nil {
 				var err error
-				if done, err = o.Prepare(rec.Run, &co); err != nil {
+				if done, err = o.Prepare(rec, &co); err != nil {
 					log.Error("preparing a submitted run", "err", err)
 					return
 				}

@@ -27,6 +27,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/policy"
 )
 
 // WorkerOptions configure a worker.
@@ -384,7 +385,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 			return k.question(ctx, q, head, patch)
 		}}
 	if tm.Interactive {
-		ro.Prompter = prompter{k}
+		ro.Prompter = prompter{k: k, key: memoryKeys(dir)}
 	}
 	ro.TaskSink = frameSink{w: w, tm: tm, attempt: attempt}
 	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, tm.Prompt, tm.Limits, ro)
@@ -410,6 +411,17 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	}
 	_, _ = git(context.WithoutCancel(ctx), clone, "worktree", "remove", "--force", dir)
 	return res
+}
+
+// memoryKeys names what a permission's "always" is remembered under in
+// the task's workspace dir, as the task's policy names it (the key is
+// the thing allowed, relative to the workspace: the same on every worker).
+func memoryKeys(dir string) func(driver.PermissionRequest) string {
+	e, err := policy.NewEngine(policy.Config{}, policy.Options{Workspace: dir})
+	if err != nil {
+		return nil
+	}
+	return e.MemoryKey
 }
 
 func attemptRef(run, task string, attempt int) string {

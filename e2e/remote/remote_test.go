@@ -33,13 +33,14 @@ func TestMain(m *testing.M) {
 
 type env struct {
 	t     *testing.T
-	state string // XDG_STATE_HOME of the coordinator
+	state string   // XDG_STATE_HOME of the coordinator
+	env   []string // more of every process's environment
 	procs []*exec.Cmd
 }
 
 func (e *env) cmd(name string, args ...string) *exec.Cmd {
 	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+e.state, "NO_COLOR=1")
+	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+e.state, "NO_COLOR=1"), e.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd
 }
