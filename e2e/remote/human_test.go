@@ -151,9 +151,15 @@ func feedAsks(ctx context.Context, c *feed.Client, opened func(id string)) ([]fe
 // A run submitted without a terminal (CI) is never waited on: the plan's
 // non-interactive rule decides, as before.
 func TestHubAsksTheHumanWhoFollowsTheRun(t *testing.T) {
+	for name, k := range map[string]coordinatorKind{"tai-hub": taiHubCoordinating, "debian-nats-server": debianCoordinating} {
+		t.Run(name, func(t *testing.T) { testHubAsks(t, k) })
+	}
+}
+
+func testHubAsks(t *testing.T, kind coordinatorKind) {
 	rt := filepath.Join(t.TempDir(), "rt")
 	e := &env{t: t, state: t.TempDir(), env: []string{"XDG_RUNTIME_DIR=" + rt}}
-	url, _ := taiHubCoordinating(e)
+	url, _ := kind(e)
 	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w0", "--agents", "builtin,custom", "--dir", t.TempDir())
 	w.Stderr = &prefixWriter{t: t, p: "w0"}
 	e.start(w)
