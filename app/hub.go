@@ -374,17 +374,7 @@ func followRun(ctx context.Context, bus *remote.Bus, run, output string, tty *os
 		progress = fleet.Lines(progressOut)
 	}
 	if tty != nil {
-		h := newHuman(tty)
-		h.table = table
-		actx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if err := remote.FollowAsks(actx, bus, run, follower{h}); err != nil {
-				fmt.Fprintf(std.Err, "tai fleet: the run's asks will not come here: %v\n", err)
-			}
-		}()
-		defer func() { cancel(); <-done }()
+		defer answerAsks(ctx, bus, run, tty, table, std)()
 	}
 	var st *fleet.State
 	var end remote.EventMsg
@@ -426,6 +416,28 @@ func followRun(ctx context.Context, bus *remote.Bus, run, output string, tty *os
 		}
 		return exitcode.With(exitcode.Interrupted, nil)
 	}
+	return followedResult(st, output, std)
+}
+
+// answerAsks has the human at tty answer the run's asks the coordinator
+// puts to it, until the returned stop.
+func answerAsks(ctx context.Context, bus *remote.Bus, run string, tty *os.File, table *fleet.Table, std IO) (stop func()) {
+	h := newHuman(tty)
+	h.table = table
+	actx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := remote.FollowAsks(actx, bus, run, follower{h}); err != nil {
+			fmt.Fprintf(std.Err, "tai fleet: the run's asks will not come here: %v\n", err)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// followedResult prints a followed run's end as a local run's, and is its
+// exit.
+func followedResult(st *fleet.State, output string, std IO) error {
 	switch output {
 	case OutputJSON:
 		writeSummary(std.Out, st, "")

@@ -217,6 +217,20 @@ type HumanAnswerer interface {
 	Question(ctx context.Context, a HumanAsk) (string, error)
 }
 
+// withdrawnBy is why a prompt for an ask that is no longer open goes: who
+// answered it, or why it was withdrawn.
+func withdrawnBy(a HumanAsk) error {
+	switch {
+	case a.State == HumanAnswered: // at another following terminal
+		return &policy.AnsweredElsewhere{Via: ViaSubmitter, Answer: a.Verdict}
+	case a.State == HumanClosed && a.Via != "":
+		return &policy.AnsweredElsewhere{Via: a.Via, Answer: a.Verdict}
+	case a.State == HumanClosed && a.Reason != "":
+		return errors.New(a.Reason)
+	}
+	return errors.New("the ask was withdrawn")
+}
+
 // FollowAsks puts run's asks that wait for a human to h as they come
 // (those open before it started included) until ctx ends, and writes each
 // answer back with compare-and-swap: the first answer wins, and a late one
@@ -266,16 +280,7 @@ func FollowAsks(ctx context.Context, b *Bus, run string, h HumanAnswerer) error 
 			// Answered, withdrawn or gone: a prompt still on screen goes.
 			mu.Lock()
 			if o := asking[key]; o != nil {
-				cause := error(errors.New("the ask was withdrawn"))
-				switch {
-				case a.State == HumanAnswered: // at another following terminal
-					cause = &policy.AnsweredElsewhere{Via: ViaSubmitter, Answer: a.Verdict}
-				case a.State == HumanClosed && a.Via != "":
-					cause = &policy.AnsweredElsewhere{Via: a.Via, Answer: a.Verdict}
-				case a.State == HumanClosed && a.Reason != "":
-					cause = errors.New(a.Reason)
-				}
-				o.cancel(cause)
+				o.cancel(withdrawnBy(a))
 				delete(asking, key)
 			}
 			mu.Unlock()

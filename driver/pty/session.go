@@ -398,64 +398,85 @@ func (s *Session) step() {
 }
 
 func (s *Session) nextWake() (time.Time, bool) {
-	var next time.Time
-	add := func(t time.Time) {
-		if !t.IsZero() && (next.IsZero() || t.Before(next)) {
-			next = t
-		}
+	var w wakeup
+	now := s.clock.Now()
+	s.screenWakeups(&w, now)
+	s.turnWakeups(&w, now)
+	return w.next, !w.next.IsZero()
+}
+
+// wakeup collects the earliest of the times something falls due.
+type wakeup struct{ next time.Time }
+
+func (w *wakeup) add(t time.Time) {
+	if !t.IsZero() && (w.next.IsZero() || t.Before(w.next)) {
+		w.next = t
 	}
+}
+
+// screenWakeups are the times the screen must be read again whatever the
+// turn: a frame, the quiet window, a picker, the process probe, a keys gap.
+func (s *Session) screenWakeups(w *wakeup, now time.Time) {
 	if s.pending {
 		s.mu.Lock()
 		lo := s.lastOut
 		s.mu.Unlock()
-		add(minTime(lo.Add(s.cfg.Frame), s.firstPend.Add(s.cfg.MaxFrame)))
+		w.add(minTime(lo.Add(s.cfg.Frame), s.firstPend.Add(s.cfg.MaxFrame)))
 	}
 	// A quiet window already reached needs no wake-up (that evaluation
 	// ran); past it, the process probe sets the pace.
-	now := s.clock.Now()
 	quietAt := s.set.quietAt()
 	if (s.status == StatusUnknown || !s.isReady && (s.prof.ReadyQuiet || s.prof.StartQuiet)) && !s.set.lastOut.IsZero() && quietAt.After(now) {
-		add(quietAt)
+		w.add(quietAt)
 	}
 	if s.pickSig != "" && s.pickSig != s.answered && !s.attached.Load() {
 		// The evaluation that saw the picker waits until pickerDue. Wake
 		// then, or at once when it has passed since: on a screen that
 		// stays quiet, a wake-up only for a time still ahead would never
 		// come, and the picker would wait forever.
-		add(maxTime(s.pickerDue(), now))
+		w.add(maxTime(s.pickerDue(), now))
 	}
 	if s.mayPressAgain() {
-		add(s.pressedAt.Add(s.cfg.Confirm))
+		w.add(s.pressedAt.Add(s.cfg.Confirm))
 	}
 	if t, ok := s.set.probeDue(); ok {
-		add(t)
+		w.add(t)
 	}
 	// A terminal back in canonical mode changes without output: look
 	// again while a prompt or the ready screen waits on it.
 	if s.keysGap && (!s.isReady || s.cur != nil && s.cur.phase == phaseWait) {
-		add(now.Add(cookedPoll))
+		w.add(now.Add(cookedPoll))
 	}
-	if s.cur != nil && s.cur.phase == phaseRunning && s.prof.EndSettle > 0 && s.status == StatusIdle {
+}
+
+// turnWakeups are the times the running turn is due: its CR, its retry,
+// the quiet window of an echoed prompt, Profile.EndSettle.
+func (s *Session) turnWakeups(w *wakeup, now time.Time) {
+	t := s.cur
+	if t == nil {
+		return
+	}
+	quietAt := s.set.quietAt()
+	if t.phase == phaseRunning && s.prof.EndSettle > 0 && s.status == StatusIdle {
 		// An idle screen waiting out EndSettle; once it has passed, the
-		// process probe (due above) or the quiet window decides.
+		// process probe (a screen wake-up) or the quiet window decides.
 		if at := s.set.lastOut.Add(s.prof.EndSettle); at.After(now) {
-			add(at)
+			w.add(at)
 		}
 		if quietAt.After(now) {
-			add(quietAt)
+			w.add(quietAt)
 		}
 	}
-	if s.cur != nil && (s.cur.phase == phaseCR || s.cur.phase == phaseSubmitted) {
-		if s.cur.due.After(now) || s.cur.phase == phaseCR {
+	if t.phase == phaseCR || t.phase == phaseSubmitted {
+		if t.due.After(now) || t.phase == phaseCR {
 			// (Past due, a submitted prompt waits on the settle's
-			// verdict, whose wake-ups are above.)
-			add(s.cur.due)
+			// verdict, whose wake-ups are the screen's.)
+			w.add(t.due)
 		}
-		if s.cur.echoed && quietAt.After(now) {
-			add(quietAt)
+		if t.echoed && quietAt.After(now) {
+			w.add(quietAt)
 		}
 	}
-	return next, !next.IsZero()
 }
 
 // cookedPoll is how often the mode of a terminal in a keys gap is read.

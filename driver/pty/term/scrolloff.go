@@ -131,23 +131,8 @@ func (s *Screen) feed(p []byte) error {
 		}
 		if b < 0x20 || b == 0x7f {
 			// vt10x runs the control codes in every state but a string.
-			switch b {
-			case '\n', '\v', '\f':
-				w.lineText = 0
-				if w.safe > 0 {
-					w.safe--
-					continue
-				}
-				if err := s.flush(p, &last, i); err != nil {
-					return err
-				}
-				s.lineFeed()
-			case 0x1b:
-				w.state, w.np = swEsc, 0
-			case '\t':
-				w.safe = 0
-			case 0x18, 0x1a:
-				w.np = 0
+			if err := s.control(b, p, &last, i); err != nil {
+				return err
 			}
 			continue
 		}
@@ -157,27 +142,8 @@ func (s *Screen) feed(p []byte) error {
 		case swSkip:
 			w.state = swGround
 		case swEsc:
-			w.state = swGround
-			switch b {
-			case '[':
-				w.state = swCSI
-			case 'P', '_', '^', ']', 'k':
-				w.state = swStr
-			case '(', '#':
-				w.state = swSkip
-			case ')', '*', '+', '7', '=', '>', 'M', '\\', 'H':
-				// No move down.
-			case 'D', 'E': // IND, NEL
-				if err := s.flush(p, &last, i); err != nil {
-					return err
-				}
-				w.safe = 0
-				s.lineFeed()
-			case 'c': // RIS: the main screen, erased
-				w.top, w.bottom, w.safe = 0, -1, 0
-				w.erase()
-			default: // DECRC and the rest: the cursor may be anywhere
-				w.safe = 0
+			if err := s.escape(b, p, &last, i); err != nil {
+				return err
 			}
 		case swCSI:
 			if w.np < len(w.params) {
@@ -196,6 +162,59 @@ func (s *Screen) feed(p []byte) error {
 		}
 	}
 	return s.flush(p, &last, len(p))
+}
+
+// control acts on the control code p[i] (b): a line feed that may scroll
+// keeps the row it pushes off.
+func (s *Screen) control(b byte, p []byte, last *int, i int) error {
+	w := &s.scroll
+	switch b {
+	case '\n', '\v', '\f':
+		w.lineText = 0
+		if w.safe > 0 {
+			w.safe--
+			return nil
+		}
+		if err := s.flush(p, last, i); err != nil {
+			return err
+		}
+		s.lineFeed()
+	case 0x1b:
+		w.state, w.np = swEsc, 0
+	case '\t':
+		w.safe = 0
+	case 0x18, 0x1a:
+		w.np = 0
+	}
+	return nil
+}
+
+// escape acts on the byte p[i] (b) after an ESC.
+func (s *Screen) escape(b byte, p []byte, last *int, i int) error {
+	w := &s.scroll
+	w.state = swGround
+	switch b {
+	case '[':
+		w.state = swCSI
+	case 'P', '_', '^', ']', 'k':
+		w.state = swStr
+	case '(', '#':
+		w.state = swSkip
+	case ')', '*', '+', '7', '=', '>', 'M', '\\', 'H':
+		// No move down.
+	case 'D', 'E': // IND, NEL
+		if err := s.flush(p, last, i); err != nil {
+			return err
+		}
+		w.safe = 0
+		s.lineFeed()
+	case 'c': // RIS: the main screen, erased
+		w.top, w.bottom, w.safe = 0, -1, 0
+		w.erase()
+	default: // DECRC and the rest: the cursor may be anywhere
+		w.safe = 0
+	}
+	return nil
 }
 
 // flush writes p[*last:i] to vt10x.
