@@ -15,6 +15,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/feed"
 )
 
@@ -44,7 +45,7 @@ func TestFeedAnswersAnElicitation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tty.Close()
-	var screen lockedBuf
+	var screen build.Buffer
 	copied := make(chan struct{})
 	go func() { _, _ = io.Copy(&screen, tty); close(copied) }()
 
@@ -258,7 +259,7 @@ func TestTerminalAskThenForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tty.Close()
-	var screen lockedBuf
+	var screen build.Buffer
 	go func() { _, _ = io.Copy(&screen, tty) }()
 	waitFor := func(after, want string) {
 		t.Helper()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/feed"
 )
 
@@ -59,14 +60,14 @@ func TestFeedAnswersAFleetTasksElicitation(t *testing.T) {
 	cmd := exec.CommandContext(ctx, taiBin, "fleet", "run", "-C", repo, "--no-notify", "-o", "json", filepath.Join(pd, "plan.yaml"))
 	cmd.Dir = repo
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "XDG_RUNTIME_DIR="+rt, "NO_COLOR=1")
-	var stdout lockedBuf
+	var stdout build.Buffer
 	cmd.Stdout = &stdout
 	tty, err := pty.Start(cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tty.Close()
-	var screen lockedBuf
+	var screen build.Buffer
 	copied := make(chan struct{})
 	go func() { _, _ = io.Copy(&screen, tty); close(copied) }()
 

@@ -9,30 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/feed"
 )
-
-// lockedBuf collects a terminal's output.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 var errStop = errors.New("stop reading")
 
@@ -49,7 +31,7 @@ func TestFeedResumeAndAnswer(t *testing.T) {
 	defer cancel()
 	run := startOnTTY(ctx, t, []string{"XDG_RUNTIME_DIR=" + rt}, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "-o", "json", "go")
 	cmd, tty, out := run.cmd, run.tty, run.out
-	var screen lockedBuf
+	var screen build.Buffer
 	copied := make(chan struct{})
 	go func() { _, _ = io.Copy(&screen, tty); close(copied) }()
 
@@ -180,7 +162,7 @@ func TestFeedListenToken(t *testing.T) {
 	run := startOnTTY(ctx, t, []string{"XDG_RUNTIME_DIR=" + filepath.Join(t.TempDir(), "rt")},
 		"run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "--listen", "127.0.0.1:0", "-o", "json", "go")
 	cmd, tty := run.cmd, run.tty
-	var screen lockedBuf
+	var screen build.Buffer
 	go func() { _, _ = io.Copy(&screen, tty) }()
 	var addr, tok string
 	for deadline := time.Now().Add(time.Minute); addr == ""; {

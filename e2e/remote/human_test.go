@@ -11,46 +11,28 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/creack/pty"
 
+	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/feed"
 )
-
-// screenBuf is what a terminal showed so far.
-type screenBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *screenBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *screenBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // submitOnTTY is tai fleet run --submit on a terminal of its own: a human
 // follows the run there.
 type submitOnTTY struct {
 	cmd    *exec.Cmd
 	tty    *os.File
-	screen *screenBuf
+	screen *build.Buffer
 	copied chan struct{}
 }
 
 func (e *env) submitOnTTY(args ...string) *submitOnTTY {
 	e.t.Helper()
-	s := &submitOnTTY{screen: &screenBuf{}, copied: make(chan struct{})}
+	s := &submitOnTTY{screen: &build.Buffer{}, copied: make(chan struct{})}
 	s.cmd = exec.Command(taiBin, args...)
 	s.cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+e.state, "NO_COLOR=1"), e.env...)
 	var err error

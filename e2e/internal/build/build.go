@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -138,4 +139,24 @@ func Run(t testing.TB, bin, dir string, env []string, args ...string) Outcome {
 		t.Fatalf("running %s: %v", filepath.Base(bin), err)
 	}
 	return Outcome{out.String(), errb.String(), code}
+}
+
+// Buffer collects what a running binary writes (its terminal, a pipe) for
+// tests that read it while it is still being written.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String is what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
