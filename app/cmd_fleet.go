@@ -63,11 +63,13 @@ type HubFlags struct {
 	Store     string
 	TokenFile string
 	Verbose   bool
+	// Server is the nats-server program (--nats-server).
+	Server string
 	// Coordinate: the hub also coordinates the runs submitted to it (tai
 	// fleet run --nats URL --submit).
 	Coordinate bool
 	// NATS, with Coordinate: coordinate on this server instead of
-	// embedding one.
+	// starting one.
 	NATS NATSFlags
 }
 
@@ -267,9 +269,10 @@ func NewCmdHub(std IO, g *Globals, runF HubFunc) *cobra.Command {
 	var f HubFlags
 	c := &cobra.Command{
 		Use:   "hub [flags]",
-		Short: "Run an embedded NATS server with JetStream for fleets across hosts",
-		Long: "Run an embedded NATS server with JetStream that tai workers and fleet runs (--nats URL) share.\n" +
-			"Its URL is the first line on stdout. Restarted on the same --store it keeps every task, lease and result.\n" +
+		Short: "Run a NATS server with JetStream for fleets across hosts",
+		Long: "Run a NATS server with JetStream (nats-server 2.9 or later, started and watched by tai) that tai workers\n" +
+			"and fleet runs (--nats URL) share. Its URL is the first line on stdout. Restarted on the same --store it keeps\n" +
+			"every task, lease and result. The server is its own program: nats-server on PATH or next to tai, or --nats-server.\n" +
 			"With --coordinate it also schedules, answers for and merges the runs submitted to it.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -280,8 +283,9 @@ func NewCmdHub(std IO, g *Globals, runF HubFunc) *cobra.Command {
 	c.Flags().StringVar(&f.Listen, "listen", "127.0.0.1:4222", "address to listen on (port 0: a free one)")
 	c.Flags().StringVar(&f.Store, "store", "", "JetStream store directory (default: the state directory's hub/)")
 	c.Flags().StringVar(&f.TokenFile, "token-file", "", "clients must present the token in this file (or TAI_NATS_TOKEN)")
+	c.Flags().StringVar(&f.Server, "nats-server", "", "the nats-server program to run (or TAI_NATS_SERVER; default: nats-server on PATH, then next to tai)")
 	c.Flags().BoolVar(&f.Coordinate, "coordinate", false, "also coordinate the runs submitted to the hub (tai fleet run --nats URL --submit), resuming unfinished ones on restart")
-	f.NATS.addFlags(c.Flags(), "with --coordinate: coordinate on this NATS server instead of embedding one")
+	f.NATS.addFlags(c.Flags(), "with --coordinate: coordinate on this NATS server instead of starting one")
 	return c
 }
 

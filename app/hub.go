@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -56,8 +57,9 @@ func (n NATSFlags) connect(name string, std IO) (*nats.Conn, error) {
 	return nc, nil
 }
 
-// Hub runs `tai hub`: an embedded NATS server with JetStream until ctx
-// ends. Its URL is the first line on stdout.
+// Hub runs `tai hub`: a nats-server with JetStream, started and watched
+// by tai, until ctx ends or the server dies. Its URL is the first line on
+// stdout.
 func Hub(ctx context.Context, f HubFlags, std IO) error {
 	logger := newLogger(std.Err, f.Verbose)
 	if f.NATS.URL != "" {
@@ -79,11 +81,24 @@ func Hub(ctx context.Context, f HubFlags, std IO) error {
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("hub: %w", err))
 	}
-	h, err := remote.StartHub(remote.HubOptions{Listen: f.Listen, Store: store, Token: tok})
+	h, err := remote.StartHub(ctx, remote.HubOptions{Listen: f.Listen, Store: store, Token: tok, Server: f.server(std), Logger: logger})
 	if err != nil {
-		return exitcode.With(exitcode.Usage, fmt.Errorf("hub: %w", err))
+		if errors.Is(err, remote.ErrNoServer) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, exec.ErrNotFound) {
+			return exitcode.With(exitcode.Usage, fmt.Errorf("hub: %w", err))
+		}
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("hub: %w", err))
 	}
 	defer h.Close()
+	// A server that dies ends the hub, with its cause.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		select {
+		case <-h.Done():
+			cancel(h.Err())
+		case <-ctx.Done():
+		}
+	}()
 	// The streams and buckets exist before the first client needs them.
 	nc, err := remote.Connect(h.URL(), "", tok, "tai hub")
 	if err == nil {
@@ -94,12 +109,25 @@ func Hub(ctx context.Context, f HubFlags, std IO) error {
 	}
 	defer nc.Close()
 	if f.Coordinate {
-		return serveRuns(ctx, nc, h.URL(), logger, std)
+		err = serveRuns(ctx, nc, h.URL(), logger, std)
+	} else {
+		fmt.Fprintln(std.Out, h.URL())
+		logger.Info("hub ready", "url", h.URL(), "store", store)
+		<-ctx.Done()
 	}
-	fmt.Fprintln(std.Out, h.URL())
-	logger.Info("hub ready", "url", h.URL(), "store", store)
-	<-ctx.Done()
-	return nil
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return exitcode.With(exitcode.AgentError, fmt.Errorf("hub: %w", cause))
+	}
+	return err
+}
+
+// server is the nats-server program the hub runs: --nats-server, else
+// TAI_NATS_SERVER, else "" (remote looks on PATH and next to tai).
+func (f HubFlags) server(std IO) string {
+	if f.Server != "" {
+		return f.Server
+	}
+	return std.Getenv("TAI_NATS_SERVER")
 }
 
 // serveRuns coordinates the runs submitted on nc's server until ctx ends.

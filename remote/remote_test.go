@@ -40,8 +40,33 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/nats-io/nats-server/v2/server.(*Server).startGoRoutine.func1"))
+	dir, err := os.MkdirTemp("", "tai-remote-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The hub runs nats-server as a program of its own: the one go.mod
+	// pins, built here (the build cache keeps it).
+	natsServer = filepath.Join(dir, "nats-server")
+	build := exec.Command("go", "build", "-o", natsServer, "github.com/nats-io/nats-server/v2")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building nats-server:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
+
+// natsServer is the nats-server program the tests' hubs run.
+var natsServer string
 
 func testLogger() *slog.Logger {
 	if os.Getenv("TAI_REMOTE_DEBUG") == "" {
@@ -102,7 +127,7 @@ type testHub struct {
 
 func startHub(t testing.TB) *testHub {
 	t.Helper()
-	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: t.TempDir()})
+	h, err := StartHub(context.Background(), HubOptions{Listen: "127.0.0.1:0", Store: t.TempDir(), Server: natsServer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,7 +303,7 @@ func TestFenceOnAttempt(t *testing.T) {
 func TestHubRestartKeepsState(t *testing.T) {
 	store := t.TempDir()
 	ctx := context.Background()
-	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: store})
+	h, err := StartHub(ctx, HubOptions{Listen: "127.0.0.1:0", Store: store, Server: natsServer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +325,7 @@ func TestHubRestartKeepsState(t *testing.T) {
 	nc.Close()
 	h.Close()
 
-	h, err = StartHub(HubOptions{Listen: "127.0.0.1:0", Store: store})
+	h, err = StartHub(ctx, HubOptions{Listen: "127.0.0.1:0", Store: store, Server: natsServer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +352,7 @@ func TestMessageCap(t *testing.T) {
 
 // A hub with a token refuses clients without it.
 func TestHubToken(t *testing.T) {
-	h, err := StartHub(HubOptions{Listen: "127.0.0.1:0", Store: t.TempDir(), Token: "s3cret"})
+	h, err := StartHub(context.Background(), HubOptions{Listen: "127.0.0.1:0", Store: t.TempDir(), Token: "s3cret", Server: natsServer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,8 @@ import (
 
 var (
 	taiBin string
+	// natsServer is the nats-server tai hub runs (go.mod's version).
+	natsServer string
 	// skipAll, when set, is why the whole suite skips (agents not installed
 	// and CI unset).
 	skipAll string
@@ -45,14 +47,14 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	build.Main(m, "tai-realagents-bin-", func(_ string, bins []string) {
-		taiBin = bins[0]
+		taiBin, natsServer = bins[0], bins[1]
 		help, err := exec.Command(taiBin, "run", "--help").CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "tai run --help: %v\n%s", err, help)
 			os.Exit(1)
 		}
 		hasAudit = strings.Contains(string(help), "--audit")
-	}, build.Tai)
+	}, build.Tai, build.NATSServer)
 }
 
 // need skips a test when the suite cannot run here.

@@ -49,7 +49,7 @@ tasks:
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		return cmd
 	}
-	hub := start("hub", "--listen", "127.0.0.1:0", "--store", filepath.Join(w.dir, "hub"))
+	hub := start("hub", "--listen", "127.0.0.1:0", "--store", filepath.Join(w.dir, "hub"), "--nats-server", natsServer)
 	out, err := hub.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

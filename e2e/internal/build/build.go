@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -37,7 +38,7 @@ func Binaries(prefix string, pkgs ...string) (dir string, bins []string, err err
 		if cache != "" {
 			bin, err = cached(cache, pkg, race)
 		} else {
-			bin = filepath.Join(dir, path.Base(pkg))
+			bin = filepath.Join(dir, binName(pkg))
 			err = buildTo(bin, pkg, race)
 		}
 		if err != nil {
@@ -61,7 +62,7 @@ func cached(cache, pkg string, race bool) (string, error) {
 	if err := os.MkdirAll(filepath.Join(cache, variant), 0o700); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(cache, variant, path.Base(pkg))
+	bin := filepath.Join(cache, variant, binName(pkg))
 	lock, err := os.OpenFile(bin+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return "", err
@@ -81,12 +82,24 @@ func cached(cache, pkg string, race bool) (string, error) {
 	return bin, os.Rename(bin+".tmp", bin)
 }
 
+// binName is the binary's name as go install would give it: the last
+// element of the import path that is not a major version (nats-server/v2
+// is nats-server).
+func binName(pkg string) string {
+	base := path.Base(pkg)
+	if v, ok := strings.CutPrefix(base, "v"); ok && v != "" && strings.Trim(v, "0123456789") == "" {
+		return path.Base(path.Dir(pkg))
+	}
+	return base
+}
+
 func buildTo(bin, pkg string, race bool) error {
 	// tai_testhooks: the binaries honour test hooks such as
 	// TAI_TEST_NO_LANDLOCK (a kernel without Landlock).
 	args := []string{"build", "-tags", "tai_testhooks", "-o", bin}
-	if race {
-		// The binaries under test carry the race detector too.
+	if race && strings.HasPrefix(pkg, "github.com/tai-dev/tai/") {
+		// The binaries under test carry the race detector too (not the
+		// third-party programs they run).
 		args = append(args, "-race")
 	}
 	cmd := exec.Command("go", append(args, pkg)...)
@@ -99,6 +112,10 @@ func buildTo(bin, pkg string, race bool) error {
 
 // Tai is the import path of the tai command.
 const Tai = "github.com/tai-dev/tai/cmd/tai"
+
+// NATSServer is the import path of nats-server, at the version go.mod
+// pins: the program tai hub runs (TAI_NATS_SERVER).
+const NATSServer = "github.com/nats-io/nats-server/v2"
 
 // Main is an e2e package's TestMain: it builds pkgs, hands the binaries to
 // use, runs the tests and removes the binaries.
