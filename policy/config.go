@@ -11,6 +11,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/tai-dev/tai/internal/lazyre"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/textdist"
 )
@@ -340,7 +341,7 @@ func (p *parser) rule(i int, t map[string]any, home string) (Rule, error) {
 		switch k {
 		case "id":
 			var s string
-			if s, err = p.str(v, errAt); err == nil && !validID.MatchString(strings.TrimSpace(s)) {
+			if s, err = p.str(v, errAt); err == nil && !validID().MatchString(strings.TrimSpace(s)) {
 				err = errAt("id %q: use letters, digits, '.', '_' and '-'", s)
 			}
 		case "effect":
@@ -390,7 +391,7 @@ func (p *parser) rule(i int, t map[string]any, home string) (Rule, error) {
 	return r, nil
 }
 
-var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var validID = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 func tomlType(v any) string {
 	switch v.(type) {
@@ -431,8 +432,8 @@ type lineIndex struct {
 }
 
 var (
-	ruleHeader  = regexp.MustCompile(`^\s*\[\[\s*rule\s*\]\]`)
-	tableHeader = regexp.MustCompile(`^\s*\[`)
+	ruleHeader  = lazyre.New(`^\s*\[\[\s*rule\s*\]\]`)
+	tableHeader = lazyre.New(`^\s*\[`)
 )
 
 func indexLines(text string) lineIndex {
@@ -449,14 +450,14 @@ func indexLines(text string) lineIndex {
 		if inMultiline {
 			continue
 		}
-		if !tableHeader.MatchString(l) {
+		if !tableHeader().MatchString(l) {
 			continue
 		}
 		if idx.firstTable == len(idx.lines) {
 			idx.firstTable = i
 		}
 		idx.tables = append(idx.tables, i)
-		if ruleHeader.MatchString(l) {
+		if ruleHeader().MatchString(l) {
 			idx.rules = append(idx.rules, i)
 		}
 	}

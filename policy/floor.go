@@ -5,9 +5,9 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
 
+	"github.com/tai-dev/tai/internal/lazyre"
 	"github.com/tai-dev/tai/internal/statedir"
 )
 
@@ -64,11 +64,11 @@ func (fl *floor) own(files []string) {
 
 var (
 	// For lines that do not parse: the text itself is searched.
-	forkBomb       = regexp.MustCompile(`([A-Za-z_:.][\w:.]*)\s*\(\)\s*\{\s*([\w:.]+)\s*\|\s*([\w:.]+)\s*&`)
-	deviceRedirect = regexp.MustCompile(`>\s*/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
-	downloadPipe   = regexp.MustCompile(`\b(curl|wget|fetch|aria2c|nc|ncat|socat|xh|http)\b[^|]*\|.*\b(sh|bash|zsh|dash|ksh|fish|python[0-9.]*|perl|ruby|node|php|source|eval)\b`)
+	forkBomb       = lazyre.New(`([A-Za-z_:.][\w:.]*)\s*\(\)\s*\{\s*([\w:.]+)\s*\|\s*([\w:.]+)\s*&`)
+	deviceRedirect = lazyre.New(`>\s*/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
+	downloadPipe   = lazyre.New(`\b(curl|wget|fetch|aria2c|nc|ncat|socat|xh|http)\b[^|]*\|.*\b(sh|bash|zsh|dash|ksh|fish|python[0-9.]*|perl|ruby|node|php|source|eval)\b`)
 
-	diskDevice  = regexp.MustCompile(`^/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d|sr\d)`)
+	diskDevice  = lazyre.New(`^/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d|sr\d)`)
 	safeDevices = map[string]bool{"null": true, "zero": true, "stdout": true, "stderr": true, "stdin": true, "tty": true, "random": true, "urandom": true, "full": true}
 )
 
@@ -121,16 +121,16 @@ func (e *Engine) floorLine(sl *shellLine, raw string) (id, why string) {
 		// Not all of the line parsed: its text is searched as well.
 		const guessed = " (the line does not parse: read at its most dangerous)"
 		if hit("floor-fork-bomb") {
-			for _, m := range forkBomb.FindAllStringSubmatch(raw, -1) {
+			for _, m := range forkBomb().FindAllStringSubmatch(raw, -1) {
 				if m[1] == m[2] && m[2] == m[3] {
 					return "floor-fork-bomb", "a fork bomb" + guessed
 				}
 			}
 		}
-		if hit("floor-dd-device") && deviceRedirect.MatchString(raw) {
+		if hit("floor-dd-device") && deviceRedirect().MatchString(raw) {
 			return "floor-dd-device", "a redirection onto a disk device" + guessed
 		}
-		if hit("floor-pipe-shell") && downloadPipe.MatchString(raw) {
+		if hit("floor-pipe-shell") && downloadPipe().MatchString(raw) {
 			return "floor-pipe-shell", "a download piped into an interpreter" + guessed
 		}
 	}
@@ -222,7 +222,7 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool) (id, why string) {
 			targets = args[len(args)-1:] // cp reads the others
 		}
 		for _, a := range targets {
-			if diskDevice.MatchString(a.val) {
+			if diskDevice().MatchString(a.val) {
 				return "floor-dd-device", name + " onto the disk device " + a.val
 			}
 		}
@@ -237,14 +237,14 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool) (id, why string) {
 
 var (
 	// Calls that delete a directory tree, in the interpreters' libraries.
-	codeTreeDelete  = regexp.MustCompile(`\b(rmtree|remove_tree|rm_rf|rm_r|remove_dir|remove_entry_secure|remove_entry|rmSync|rmdirSync|remove_dir_all|RemoveAll|rimraf|deltree)\b\s*`)
-	codeRecursiveRm = regexp.MustCompile(`\.(rm|rmdir)\s*\(\s*`)
+	codeTreeDelete  = lazyre.New(`\b(rmtree|remove_tree|rm_rf|rm_r|remove_dir|remove_entry_secure|remove_entry|rmSync|rmdirSync|remove_dir_all|RemoveAll|rimraf|deltree)\b\s*`)
+	codeRecursiveRm = lazyre.New(`\.(rm|rmdir)\s*\(\s*`)
 	// Calls that run a command line.
-	codeExec          = regexp.MustCompile(`\b(system|popen|exec|execSync|execFile|execFileSync|spawn|spawnSync|check_call|check_output|call|run|Popen|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute|execvp|execv|execl|execlp)\b\s*`)
-	codeBackticks     = regexp.MustCompile("`([^`]*)`|\\bqx\\s*[({\\[/]([^)}\\]/]*)|%x[({\\[]([^)}\\]]*)")
-	codeForkBomb      = regexp.MustCompile(`(?s)(\b(while|until|loop)\b|for\s*\(\s*;\s*;\s*\)).{0,60}\bfork\b|\bfork\b.{0,20}\bwhile\b`)
-	codeInterpolation = regexp.MustCompile(`#\{[^}]*\}|\$\{[^}]*\}`)
-	codeDisk          = regexp.MustCompile(`["']/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
+	codeExec          = lazyre.New(`\b(system|popen|exec|execSync|execFile|execFileSync|spawn|spawnSync|check_call|check_output|call|run|Popen|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute|execvp|execv|execl|execlp)\b\s*`)
+	codeBackticks     = lazyre.New("`([^`]*)`|\\bqx\\s*[({\\[/]([^)}\\]/]*)|%x[({\\[]([^)}\\]]*)")
+	codeForkBomb      = lazyre.New(`(?s)(\b(while|until|loop)\b|for\s*\(\s*;\s*;\s*\)).{0,60}\bfork\b|\bfork\b.{0,20}\bwhile\b`)
+	codeInterpolation = lazyre.New(`#\{[^}]*\}|\$\{[^}]*\}`)
+	codeDisk          = lazyre.New(`["']/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
 )
 
 // floorCode checks a program given to an interpreter (python3 -c CODE):
@@ -252,37 +252,37 @@ var (
 // runs, a fork loop, a disk device it opens.
 func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, why string) {
 	if hit("floor-rm-root") {
-		for _, m := range codeTreeDelete.FindAllStringSubmatchIndex(code, -1) {
+		for _, m := range codeTreeDelete().FindAllStringSubmatchIndex(code, -1) {
 			if t, ok := e.codeTarget(code, m[1], c.cwds); ok {
 				return "floor-rm-root", fmt.Sprintf("%s deleting the tree %s", c.name, t)
 			}
 		}
 		if strings.Contains(code, "recursive") {
-			for _, m := range codeRecursiveRm.FindAllStringIndex(code, -1) {
+			for _, m := range codeRecursiveRm().FindAllStringIndex(code, -1) {
 				if t, ok := e.codeTarget(code, m[1], c.cwds); ok {
 					return "floor-rm-root", fmt.Sprintf("%s deleting the tree %s", c.name, t)
 				}
 			}
 		}
 	}
-	if hit("floor-fork-bomb") && codeForkBomb.MatchString(code) {
+	if hit("floor-fork-bomb") && codeForkBomb().MatchString(code) {
 		return "floor-fork-bomb", c.name + " forking in a loop"
 	}
-	if hit("floor-dd-device") && codeDisk.MatchString(code) {
+	if hit("floor-dd-device") && codeDisk().MatchString(code) {
 		return "floor-dd-device", c.name + " opening a disk device"
 	}
 	if c.depth >= maxShellDepth {
 		return "", ""
 	}
 	var lines []string
-	for _, m := range codeExec.FindAllStringIndex(code, -1) {
+	for _, m := range codeExec().FindAllStringIndex(code, -1) {
 		if l, ok := codeCommand(code, m[1]); ok {
 			lines = append(lines, l)
 		}
 	}
-	for _, m := range codeBackticks.FindAllStringSubmatch(code, -1) {
+	for _, m := range codeBackticks().FindAllStringSubmatch(code, -1) {
 		// Ruby's #{x} and the like are not known before it runs.
-		lines = append(lines, codeInterpolation.ReplaceAllString(m[1]+m[2]+m[3], "$$unknown"))
+		lines = append(lines, codeInterpolation().ReplaceAllString(m[1]+m[2]+m[3], "$$unknown"))
 	}
 	for _, l := range lines {
 		sl := parseShellAt(l, shellEnv{home: e.ws.home, cwd: ""}, c.cwds, c.depth+1)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/lazyre"
 )
 
 // ---- patterns ----
@@ -397,7 +398,7 @@ func joinArgv(argv []string) string {
 	return strings.Join(parts, " ")
 }
 
-var urlInText = regexp.MustCompile(`https?://[^\s"'<>` + "`" + `]+`)
+var urlInText = lazyre.New(`https?://[^\s"'<>` + "`" + `]+`)
 
 // rawPathKeys are raw_input fields holding the paths a file tool touches.
 var rawPathKeys = []string{"path", "file_path", "filePath", "notebook_path", "old_path", "new_path", "source", "destination", "dest"}
@@ -488,7 +489,7 @@ func (e *Engine) facts(req driver.PermissionRequest) *facts {
 	// URL.
 	f.url = str(raw, "url", "uri", "href")
 	if f.url == "" {
-		f.url = urlInText.FindString(tc.Title)
+		f.url = urlInText().FindString(tc.Title)
 	}
 
 	if f.kind == kindSwitchMode {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/lazyre"
 )
 
 // Mode switches are policy too. A switch_mode request (an agent asking to
@@ -27,7 +27,7 @@ type expected struct {
 
 func isPlanLike(mode string) bool { return strings.Contains(strings.ToLower(mode), "plan") }
 
-var exitPlanName = regexp.MustCompile(`(?i)exit.?plan`)
+var exitPlanName = lazyre.New(`(?i)exit.?plan`)
 
 // bypassLike are modes that turn the agent's own checks off; policy never
 // picks one when the agent offers a choice, unless configured to.
@@ -53,7 +53,7 @@ func (e *Engine) switchFacts(req driver.PermissionRequest, raw map[string]any, f
 		return isPlanLike(o.ID) && strings.HasPrefix(OptionKind(o), "reject")
 	})
 	f.planExit = !isPlanLike(target) &&
-		(isPlanLike(from) || stayInPlan || exitPlanName.MatchString(req.ToolCall.Name+" "+req.ToolCall.Title))
+		(isPlanLike(from) || stayInPlan || exitPlanName().MatchString(req.ToolCall.Name+" "+req.ToolCall.Title))
 	f.target = target
 	switch {
 	case f.planExit && e.cfg.ModeAfterPlan != "":

@@ -388,7 +388,7 @@ func (p *part) redirect(rd *syntax.Redirect, cwds []string, out *redirs) {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll,
 		syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut, syntax.DplOut:
 		if rd.Word != nil {
-			if v := p.word(rd.Word).val; diskDevice.MatchString(v) {
+			if v := p.word(rd.Word).val; diskDevice().MatchString(v) {
 				out.device = v
 			}
 		}

@@ -206,7 +206,7 @@ func (p *Profile) Body(lines []string) []string {
 	region, base := p.region(lines[:end])
 	if p.ComposerBox != nil {
 		for i := len(region) - 2; i >= 0; i-- {
-			if p.ComposerBox.MatchString(region[i]) && boxBottom.MatchString(region[i+1]) {
+			if p.ComposerBox.MatchString(region[i]) && boxBottom().MatchString(region[i+1]) {
 				cut := base + i
 				for cut > 0 && strings.HasPrefix(strings.TrimSpace(lines[cut-1]), "┃") {
 					cut--

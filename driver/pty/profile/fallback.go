@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tai-dev/tai/internal/lazyre"
 )
 
 // Turn is what the screen showed around one prompt, whole screens (not
@@ -42,14 +44,14 @@ const footerRows = 8
 const paneIndent = 60
 
 var (
-	fbRule    = regexp.MustCompile(`^[─━═╌┄▀▄_=\-]{4,}$`)
-	fbSpinner = regexp.MustCompile(`^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷✻✽✶✳✢◐◓◑◒■⬝]`)
+	fbRule    = lazyre.New(`^[─━═╌┄▀▄_=\-]{4,}$`)
+	fbSpinner = lazyre.New(`^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷✻✽✶✳✢◐◓◑◒■⬝]`)
 	// Status and tool rows of any of the TUIs: working indicators, key
 	// hints, tool cells' headers and their results.
-	fbChrome = regexp.MustCompile(`(?i)(esc to (cancel|interrupt)|esc\s+interrupt|ctrl\+[a-z]|shift\+tab|\? for shortcuts|context left|tokens? used|\(\d+(\.\d+)?m?s\b)`)
+	fbChrome = lazyre.New(`(?i)(esc to (cancel|interrupt)|esc\s+interrupt|ctrl\+[a-z]|shift\+tab|\? for shortcuts|context left|tokens? used|\(\d+(\.\d+)?m?s\b)`)
 	// Tool rows: a status glyph, "Name(args)", a diff stat ("+1 -0"), or
 	// a row that ends in a clock time (a status line's timestamp).
-	fbTool = regexp.MustCompile(`^(?:[✓✔✗✘⊷⎿←→△⚠]|[^\p{L}\p{N}\s]\s*\p{Lu}\w*\(.*\)\s*$)|\s\+\d+(?:\s+-\d+)?$|\b\d{1,2}:\d{2}(?:\s*[AP]M)?$`)
+	fbTool = lazyre.New(`^(?:[✓✔✗✘⊷⎿←→△⚠]|[^\p{L}\p{N}\s]\s*\p{Lu}\w*\(.*\)\s*$)|\s\+\d+(?:\s+-\d+)?$|\b\d{1,2}:\d{2}(?:\s*[AP]M)?$`)
 	// A tool's result hangs under its header from one of these.
 	fbResult = "└⎿"
 	fbBox    = "│┃|╭╮╰╯┌┐└┘├┤╹╻▣"
@@ -118,12 +120,12 @@ func FallbackReply(t Turn) string {
 		}
 		text, marked := stripMarker(k)
 		switch {
-		case fbTool.MatchString(k), resultBelow(rows, i):
+		case fbTool().MatchString(k), resultBelow(rows, i):
 			cell = indent
 			drop()
 			continue
-		case strings.ContainsRune(fbBox, firstRune(k)), fbRule.MatchString(k), fbSpinner.MatchString(k),
-			fbChrome.MatchString(k), isEcho(k, echo), matchAny(t.Notices, l):
+		case strings.ContainsRune(fbBox, firstRune(k)), fbRule().MatchString(k), fbSpinner().MatchString(k),
+			fbChrome().MatchString(k), isEcho(k, echo), matchAny(t.Notices, l):
 			drop()
 			continue
 		}

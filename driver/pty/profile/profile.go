@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/lazyre"
 )
 
 // State is what the agent is doing, as far as the screen tells.
@@ -70,7 +71,7 @@ type Picker struct {
 	Horizontal bool
 }
 
-var inlineSep = regexp.MustCompile(`\s{2,}`)
+var inlineSep = lazyre.New(`\s{2,}`)
 
 // Option is one choice of a picker.
 type Option struct {
@@ -205,13 +206,13 @@ type Profile struct {
 	TurnOpen, TurnDone []*regexp.Regexp
 }
 
-var boxBottom = regexp.MustCompile(`^\s*[╹└╰┗][▀─━]{8,}`)
+var boxBottom = lazyre.New(`^\s*[╹└╰┗][▀─━]{8,}`)
 
 // boxComposer is the composer of a ComposerBox profile: found, its draft
 // (placeholder included) and the row that decided.
 func (p *Profile) boxComposer(region []string) (bool, string, string) {
 	for i := len(region) - 2; i >= 0; i-- {
-		if !p.ComposerBox.MatchString(region[i]) || !boxBottom.MatchString(region[i+1]) {
+		if !p.ComposerBox.MatchString(region[i]) || !boxBottom().MatchString(region[i+1]) {
 			continue
 		}
 		draft := ""
@@ -259,7 +260,7 @@ func (p *Profile) SubmitWait() time.Duration {
 	return p.SubmitDelay
 }
 
-var optionRow = regexp.MustCompile(`^\s*(?:([^\s\w])\s*)?(\d{1,2})[.)]\s+(\S.*?)\s*$`)
+var optionRow = lazyre.New(`^\s*(?:([^\s\w])\s*)?(\d{1,2})[.)]\s+(\S.*?)\s*$`)
 
 // Parse reads one screen (rows, trailing blanks allowed).
 func (p *Profile) Parse(lines []string) Verdict {
@@ -409,7 +410,7 @@ func (p *Profile) picker(region []string) *Picker {
 				continue
 			}
 			var opts []Option
-			for _, l := range inlineSep.Split(strings.TrimSpace(m[1]), -1) {
+			for _, l := range inlineSep().Split(strings.TrimSpace(m[1]), -1) {
 				opts = append(opts, Option{Label: l, Number: itoa(len(opts) + 1), Kind: classify(l)})
 			}
 			if len(opts) < 2 {
@@ -425,7 +426,7 @@ func (p *Profile) picker(region []string) *Picker {
 		markers = defaultMarkerChars
 	}
 	for i := len(region) - 1; i >= 0; i-- {
-		m := optionRow.FindStringSubmatch(unbox(region[i]))
+		m := optionRow().FindStringSubmatch(unbox(region[i]))
 		if m == nil {
 			continue
 		}
@@ -433,7 +434,7 @@ func (p *Profile) picker(region []string) *Picker {
 		end := i
 		start := i
 		for start > 0 {
-			if optionRow.MatchString(unbox(region[start-1])) {
+			if optionRow().MatchString(unbox(region[start-1])) {
 				start--
 				continue
 			}
@@ -442,7 +443,7 @@ func (p *Profile) picker(region []string) *Picker {
 		var opts []Option
 		selected, marks := -1, 0
 		for k := start; k <= end; k++ {
-			mm := optionRow.FindStringSubmatch(unbox(region[k]))
+			mm := optionRow().FindStringSubmatch(unbox(region[k]))
 			if mm[2] != itoa(len(opts)+1) {
 				opts = nil
 				break
@@ -584,53 +585,53 @@ func (p *Profile) describe(pk *Picker, region []string, optStart int) {
 		pk.Kind = PickerQuestion
 	}
 	pk.ToolKind = toolKind(all, pk.Kind)
-	if m := pathRe.FindStringSubmatch(all); m != nil {
+	if m := pathRe().FindStringSubmatch(all); m != nil {
 		pk.Path = m[1]
 	}
 }
 
 var (
-	rejectRe = regexp.MustCompile(`(?i)^(no\b|deny|reject|don'?t|do not|cancel|abort|decline|exit|quit|skip|back\b)|\(esc\)`)
-	alwaysRe = regexp.MustCompile(`(?i)(always|don'?t ask again|for (this|the) session|all (edits|commands|tools)|remember|parent folder)`)
-	allowRe  = regexp.MustCompile(`(?i)^(yes|allow|approve|proceed|accept|trust|run|ok\b|continue|apply|execute)`)
-	pathRe   = regexp.MustCompile(`(?:[Ww]rit(?:e|ing) to|[Ee]dit(?:ing)?|[Cc]reat(?:e|ing)|[Rr]ead(?:ing)?|[Pp]atch(?:ing)?|file)\s+([\w./~-]+\.\w+)`)
+	rejectRe = lazyre.New(`(?i)^(no\b|deny|reject|don'?t|do not|cancel|abort|decline|exit|quit|skip|back\b)|\(esc\)`)
+	alwaysRe = lazyre.New(`(?i)(always|don'?t ask again|for (this|the) session|all (edits|commands|tools)|remember|parent folder)`)
+	allowRe  = lazyre.New(`(?i)^(yes|allow|approve|proceed|accept|trust|run|ok\b|continue|apply|execute)`)
+	pathRe   = lazyre.New(`(?:[Ww]rit(?:e|ing) to|[Ee]dit(?:ing)?|[Cc]reat(?:e|ing)|[Rr]ead(?:ing)?|[Pp]atch(?:ing)?|file)\s+([\w./~-]+\.\w+)`)
 )
 
 // classify maps an option label to a permission option kind.
 func classify(label string) string {
 	l := strings.TrimSpace(label)
 	switch {
-	case rejectRe.MatchString(l):
-		if alwaysRe.MatchString(l) {
+	case rejectRe().MatchString(l):
+		if alwaysRe().MatchString(l) {
 			return driver.OptionRejectAlways
 		}
 		return driver.OptionRejectOnce
-	case allowRe.MatchString(l) && alwaysRe.MatchString(l):
+	case allowRe().MatchString(l) && alwaysRe().MatchString(l):
 		return driver.OptionAllowAlways
-	case allowRe.MatchString(l):
+	case allowRe().MatchString(l):
 		return driver.OptionAllowOnce
 	}
 	return ""
 }
 
 var (
-	editRe  = regexp.MustCompile(`(?i)(apply this change|write|edit|patch|creat|modif|replace|save)`)
-	execRe  = regexp.MustCompile(`(?i)(shell|command|execut|bash|run\b|allow execution)`)
-	readRe  = regexp.MustCompile(`(?i)(read|view|open)`)
-	fetchRe = regexp.MustCompile(`(?i)(fetch|url|http|web)`)
+	editRe  = lazyre.New(`(?i)(apply this change|write|edit|patch|creat|modif|replace|save)`)
+	execRe  = lazyre.New(`(?i)(shell|command|execut|bash|run\b|allow execution)`)
+	readRe  = lazyre.New(`(?i)(read|view|open)`)
+	fetchRe = lazyre.New(`(?i)(fetch|url|http|web)`)
 )
 
 func toolKind(text string, kind PickerKind) driver.ToolKind {
 	switch {
 	case kind == PickerTrust:
 		return driver.KindOther
-	case execRe.MatchString(text):
+	case execRe().MatchString(text):
 		return driver.KindExecute
-	case editRe.MatchString(text):
+	case editRe().MatchString(text):
 		return driver.KindEdit
-	case fetchRe.MatchString(text):
+	case fetchRe().MatchString(text):
 		return driver.KindFetch
-	case readRe.MatchString(text):
+	case readRe().MatchString(text):
 		return driver.KindRead
 	}
 	return driver.KindOther
