@@ -666,6 +666,19 @@ func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 		return
 	}
 	env.size = int64(len(msg))
+	// The common case of a stream of updates: the dispatcher has nothing
+	// queued or in hand, so a notification or a response is dispatched
+	// here, in wire order all the same, with no hand-off (a wake-up and a
+	// context switch per line on a flood). A request still goes through
+	// the queue: its handler runs on a goroutine of its own.
+	if env.kind != kindRequest && c.q.idle() {
+		c.dispatch(env)
+		if env.kind == kindNotification {
+			*env = envelope{}
+			envelopes.Put(env)
+		}
+		return
+	}
 	c.hold(env)
 	c.q.push(env)
 }
@@ -870,7 +883,20 @@ type queue struct {
 	mu       sync.Mutex
 	items    []*envelope
 	finished bool
-	wake     chan struct{} // capacity 1: a pending wake-up is never lost
+	// busy: the dispatcher holds a batch it took; it is cleared by the
+	// take that finds the queue empty.
+	busy bool
+	wake chan struct{} // capacity 1: a pending wake-up is never lost
+}
+
+// idle reports whether the reader may dispatch the next message itself:
+// nothing is queued and the dispatcher holds nothing, so every earlier
+// message has been handled. Only the reader queues, so nothing can get
+// ahead of what it then dispatches.
+func (q *queue) idle() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return !q.busy && len(q.items) == 0 && !q.finished
 }
 
 func (q *queue) push(env *envelope) {
@@ -899,10 +925,12 @@ func (q *queue) signal() {
 	}
 }
 
-// take swaps out everything queued, handing back spare for reuse.
+// take swaps out everything queued, handing back spare for reuse. The
+// dispatcher is busy until a take finds nothing.
 func (q *queue) take(spare []*envelope) (batch []*envelope, finished bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	batch, q.items = q.items, spare[:0]
+	q.busy = len(batch) > 0
 	return batch, q.finished
 }

@@ -754,3 +754,45 @@ func TestConcurrentCalls(t *testing.T) {
 		t.Fatalf("stats = %+v, traced %d", s, traced.Load())
 	}
 }
+
+// Notifications stay in wire order while the reader switches between
+// dispatching them itself (the dispatcher idle) and queueing them behind
+// requests the dispatcher holds.
+func TestOrderingAcrossInlineAndQueued(t *testing.T) {
+	rec := newRecorder()
+	var requests atomic.Int64
+	h := &funcHandler{
+		notify: rec.notify,
+		request: func(context.Context, string, json.RawMessage) (any, error) {
+			requests.Add(1)
+			return nil, nil
+		},
+	}
+	c, peer := newRawPeer(t, h, Options{})
+	const n = 600
+	go func() {
+		for i := range n {
+			if i%7 == 0 {
+				peer.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"x"}`, i))
+			}
+			peer.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"session/update","params":{"n":%d}}`, i))
+		}
+	}()
+	for range n {
+		<-rec.ch
+	}
+	rec.mu.Lock()
+	for i, got := range rec.seen {
+		if want := fmt.Sprintf(`session/update {"n":%d}`, i); got != want {
+			t.Fatalf("notification %d = %s, want %s", i, got, want)
+		}
+	}
+	rec.mu.Unlock()
+	for range (n + 6) / 7 {
+		peer.recv() // every request answered
+	}
+	if got := requests.Load(); got != (n+6)/7 {
+		t.Fatalf("%d requests handled", got)
+	}
+	_ = c
+}
