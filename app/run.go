@@ -51,6 +51,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	}
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
+	go warmEncoders()
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
 	f, err := applyConfig(f)
 	if err != nil {
@@ -304,4 +305,15 @@ func newRunID() string {
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("run-%s-%x", time.Now().UTC().Format("20060102-150405"), b)
+}
+
+// warmEncoders builds encoding/json's encoders for the types every run
+// writes (its frames on the live feed and the audit log, its result) while
+// the agent starts: built on first use they would cost the run about a
+// millisecond each on its critical path, for a one-turn run most of its
+// own time.
+func warmEncoders() {
+	for _, v := range []any{driver.Event{}, render.Tagged{}, runner.Result{}} {
+		_ = json.NewEncoder(io.Discard).Encode(v)
+	}
 }

@@ -96,9 +96,27 @@ func checkFlood(b *testing.B, mode, stdout string) {
 }
 
 // BenchmarkStartup is a one-update agent through tai against the bare
-// client's start-up and one update.
+// client's start-up and one update (the bare client runs in this process:
+// its figure is the agent's start and one turn). builtin is the built-in
+// agent, itself the tai binary; minimal is internal/bareacp/oneupdate, a
+// small program, so that the figure is tai's own start-up.
 func BenchmarkStartup(b *testing.B) {
-	agent := []string{taiBin, "agent", "builtin", "--script", script("one.yaml")}
+	minimal := filepath.Join(b.TempDir(), "oneupdate")
+	if out, err := exec.Command("go", "build", "-o", minimal, "github.com/tai-dev/tai/internal/bareacp/oneupdate").CombinedOutput(); err != nil {
+		b.Fatalf("building oneupdate: %v\n%s", err, out)
+	}
+	for _, agent := range []struct {
+		name string
+		argv []string
+	}{
+		{"builtin", []string{taiBin, "agent", "builtin", "--script", script("one.yaml")}},
+		{"minimal", []string{minimal}},
+	} {
+		b.Run(agent.name, func(b *testing.B) { startup(b, agent.argv) })
+	}
+}
+
+func startup(b *testing.B, agent []string) {
 	dir := b.TempDir()
 	var sum, best pair
 	for i := 0; i < b.N; i++ {

@@ -136,7 +136,10 @@ func Open(o Options) (*Server, error) {
 	s.questions = newPendings(s, "question", "q-", s.questionClosed, func(string) string { return "an answer" })
 	s.elicits = newPendings(s, "elicitation", "el-", s.elicitClosed, func(r elicitReply) string { return string(r.Action) })
 	s.st.init()
-	if live(s.path) {
+	// The path names this run: a socket is there only if this run id was
+	// used before, so the dial (the first of the process: costly) is only
+	// for that case.
+	if _, err := os.Lstat(s.path); err == nil && live(s.path) {
 		return nil, fmt.Errorf("feed: run %s already has a live feed at %s", o.Run, s.path)
 	}
 	_ = os.Remove(s.path) // a socket nothing listens on

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"sync"
 	"unicode"
@@ -227,17 +228,24 @@ var defaultRedactor = sync.OnceValue(func() *Redactor {
 	return r
 })
 
+// builtinPatterns are the built-ins compiled, once per process: a run
+// makes a Redactor for its audit log, its session record and its feed.
+var builtinPatterns = sync.OnceValue(func() []pattern {
+	ps := make([]pattern, 0, len(builtins))
+	for _, b := range builtins {
+		re := regexp.MustCompile(`^(?:` + b.expr + `)`)
+		ps = append(ps, pattern{re: re, starts: b.starts, fold: b.fold, word: b.word, quick: b.quick, secret: max(re.SubexpIndex("secret"), 0)})
+	}
+	return ps
+})
+
 // Default returns a shared Redactor with only the built-in patterns.
 func Default() *Redactor { return defaultRedactor() }
 
 // New returns a Redactor with the built-in patterns plus opts. A bad pattern
 // yields a *PatternError; a too-short literal wraps ErrShortLiteral.
 func New(opts Options) (*Redactor, error) {
-	r := &Redactor{}
-	for _, b := range builtins {
-		re := regexp.MustCompile(`^(?:` + b.expr + `)`)
-		r.anchored = append(r.anchored, pattern{re: re, starts: b.starts, fold: b.fold, word: b.word, quick: b.quick, secret: max(re.SubexpIndex("secret"), 0)})
-	}
+	r := &Redactor{anchored: slices.Clone(builtinPatterns())}
 	for _, expr := range opts.Patterns {
 		re, err := regexp.Compile(expr)
 		if err != nil {
