@@ -27,7 +27,9 @@ const floodUpdates = 100000
 // the same for CPU time (user+sys, the agent's included on both sides),
 // client-cpu-x for the clients alone (tai's CPU less the agent's, over
 // the bare loop's), the figures least disturbed by a busy machine;
-// tai-MiB is tai's peak RSS (VmHWM). json-nofeed is json under --no-feed,
+// tai-MiB is tai's peak RSS (VmHWM), tai-anon-MiB its peak RssAnon (its
+// own memory: the rest is its binary's file pages, which the kernel maps a
+// folio at a time and shares with the agent, itself tai). json-nofeed is json under --no-feed,
 // for what the live feed costs.
 //
 //	go test ./e2e -run x -bench Flood -benchtime 3x
@@ -39,7 +41,7 @@ func BenchmarkFlood(b *testing.B) {
 		b.Run(mode.name, func(b *testing.B) {
 			dir := b.TempDir()
 			var sum, best pair
-			var hwm int64
+			var hwm, anon int64
 			for i := 0; i < b.N; i++ {
 				bare := bareClient(b, dir, agent)
 				if bare.Updates < floodUpdates {
@@ -56,13 +58,14 @@ func BenchmarkFlood(b *testing.B) {
 					b.Fatalf("exit %d: %s", t.code, t.stderr)
 				}
 				checkFlood(b, mode.output, t.stdout)
-				hwm = max(hwm, t.hwm)
+				hwm, anon = max(hwm, t.hwm), max(anon, t.anon)
 			}
 			sum.report(b)
 			b.ReportMetric(best.wallRatio(), "x-bare-best")
 			b.ReportMetric(float64(floodUpdates)*float64(b.N)/sum.tai.wall.Seconds(), "tai-updates/s")
 			b.ReportMetric(float64(floodUpdates)*float64(b.N)/sum.bare.wall.Seconds(), "bare-updates/s")
 			b.ReportMetric(float64(hwm)/(1<<20), "tai-MiB")
+			b.ReportMetric(float64(anon)/(1<<20), "tai-anon-MiB")
 		})
 	}
 }
@@ -206,6 +209,7 @@ type taiRun struct {
 	outcome
 	wall, cpu time.Duration
 	hwm       int64 // peak RSS, bytes
+	anon      int64 // peak RssAnon: tai's own memory, without its binary's file pages
 }
 
 // taiPeak runs tai like taiB, timing it, and samples its VmHWM (peak RSS,
@@ -224,17 +228,18 @@ func taiPeak(b testing.TB, dir string, args ...string) taiRun {
 		b.Fatal(err)
 	}
 	done := make(chan struct{})
-	peak := make(chan int64, 1)
+	peak := make(chan [2]int64, 1)
 	go func() {
-		var hwm int64
+		var hwm, anon int64
 		status := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "status")
 		t := time.NewTicker(5 * time.Millisecond)
 		defer t.Stop()
 		for {
-			hwm = max(hwm, vmHWM(status))
+			h, a := vmHWM(status)
+			hwm, anon = max(hwm, h), max(anon, a)
 			select {
 			case <-done:
-				peak <- hwm
+				peak <- [2]int64{hwm, anon}
 				return
 			case <-t.C:
 			}
@@ -243,7 +248,8 @@ func taiPeak(b testing.TB, dir string, args ...string) taiRun {
 	err := cmd.Wait()
 	wall := time.Since(t0)
 	close(done)
-	hwm := <-peak
+	peaks := <-peak
+	hwm, anon := peaks[0], peaks[1]
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && hwm == 0 {
 		hwm = ru.Maxrss << 10 // includes the agent: only when no sample was taken
 	}
@@ -253,23 +259,28 @@ func taiPeak(b testing.TB, dir string, args ...string) taiRun {
 	} else if err != nil {
 		b.Fatal(err)
 	}
-	return taiRun{outcome: outcome{out.String(), errb.String(), code}, wall: wall, cpu: bareacp.ProcessCPU(cmd.ProcessState), hwm: hwm}
+	return taiRun{outcome: outcome{out.String(), errb.String(), code}, wall: wall, cpu: bareacp.ProcessCPU(cmd.ProcessState), hwm: hwm, anon: anon}
 }
 
-// vmHWM reads the VmHWM line of a /proc/PID/status file, in bytes; 0 when
-// the process is gone.
-func vmHWM(status string) int64 {
+// vmHWM reads the VmHWM and RssAnon lines of a /proc/PID/status file, in
+// bytes; 0 when the process is gone.
+func vmHWM(status string) (hwm, anon int64) {
 	data, err := os.ReadFile(status)
 	if err != nil {
-		return 0
+		return 0, 0
+	}
+	kb := func(v string) int64 {
+		n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		return n << 10
 	}
 	for l := range strings.Lines(string(data)) {
 		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
+			hwm = kb(v)
+		} else if v, ok := strings.CutPrefix(l, "RssAnon:"); ok {
+			anon = kb(v)
 		}
 	}
-	return 0
+	return hwm, anon
 }
 
 // bareClient runs the baseline client (package bareacp).

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/tai-dev/tai/internal/agentproc"
@@ -167,14 +168,17 @@ func killTree(cg *cgroup) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		if len(kids) == 0 {
+			// A child may be mid-exit (a zombie not yet reaped) or mid-fork:
+			// look again in 2 ms, unless the reaper finds none left first
+			// (the common case: it is about to, having just reaped the
+			// agent).
+			t := time.NewTimer(2 * time.Millisecond)
 			select {
 			case <-reaperDone:
+				t.Stop()
 				return
-			default:
+			case <-t.C:
 			}
-			// a child may be mid-exit (a zombie not yet reaped) or mid-fork
-			var ts = unix.Timespec{Nsec: 2e6}
-			_ = unix.Nanosleep(&ts, nil)
 			continue
 		}
 	}

@@ -4,7 +4,8 @@ import "testing"
 
 func TestOnceAndRegistered(t *testing.T) {
 	re := New(`^a+$`)
-	if re() != re() || !re().MatchString("aaa") {
+	first, again := re(), re()
+	if first != again || !first.MatchString("aaa") {
 		t.Fatal("not one compiled expression")
 	}
 	found := false
