@@ -48,7 +48,7 @@ func noopRepo(b *testing.B, n int, chain bool) *fleet.Plan {
 const benchTasks = 30
 
 // BenchmarkNoopTasks: tasks/s for no-op tasks with 1, 3 and 10 workers
-// over the embedded hub, and the same plan run by a local fleet at the
+// over a hub (go.mod's nats-server), and the same plan run by a local fleet at the
 // same concurrency; over NATS also the dispatch latency (offered to
 // started on a worker).
 func BenchmarkNoopTasks(b *testing.B) {

@@ -1,8 +1,8 @@
 // Package remote_test runs fleets across processes through the real tai
-// binary: a hub (tai's embedded one, or Debian's nats-server), three
-// tai worker processes with their own clones and state, one killed with
-// kill -9 mid-task, one stopped with SIGSTOP past its lease, and the
-// coordinator killed and resumed.
+// binary: a hub (tai hub running go.mod's nats-server or Debian's, or
+// Debian's nats-server on its own), three tai worker processes with their
+// own clones and state, one killed with kill -9 mid-task, one stopped with
+// SIGSTOP past its lease, and the coordinator killed and resumed.
 package remote_test
 
 import (
