@@ -22,6 +22,7 @@ import (
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
+	"github.com/tai-dev/tai/remote"
 	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/sessions"
 	"github.com/tai-dev/tai/worktree"
@@ -33,8 +34,17 @@ type Doctor struct {
 	Agents    []DoctorAgent    `json:"agents"`
 	Drivers   []DoctorDriver   `json:"drivers"`
 	Landlock  DoctorLandlock   `json:"landlock"`
+	Hub       DoctorHub        `json:"hub"`
 	Dirs      []DoctorDir      `json:"dirs"`
 	Worktrees *DoctorWorktrees `json:"worktrees,omitempty"`
+}
+
+// DoctorHub is the nats-server tai hub would run (TAI_NATS_SERVER, PATH,
+// next to tai).
+type DoctorHub struct {
+	Server  string `json:"nats_server,omitempty"`
+	Version string `json:"version,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // DoctorAgent is one agent preset (or config agent) here.
@@ -91,9 +101,20 @@ func RunDoctor(ctx context.Context, dir string) Doctor {
 	} else {
 		d.Landlock.ABI = abi
 	}
+	d.Hub = doctorHub(ctx)
 	d.Dirs = doctorDirs()
 	d.Worktrees = doctorWorktrees(ctx, dir)
 	return d
+}
+
+func doctorHub(ctx context.Context) DoctorHub {
+	p, err := remote.FindServer(os.Getenv("TAI_NATS_SERVER"))
+	if err != nil {
+		return DoctorHub{Error: err.Error()}
+	}
+	h := DoctorHub{Server: p}
+	h.Version, h.Error = toolVersion(ctx, p)
+	return h
 }
 
 func doctorAgents(ctx context.Context) []DoctorAgent {
@@ -285,6 +306,14 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 		fmt.Fprintf(w, "\nLandlock: none (%s)\n", d.Landlock.Error)
 	} else {
 		fmt.Fprintf(w, "\nLandlock: ABI %d\n", d.Landlock.ABI)
+	}
+	switch {
+	case d.Hub.Server == "":
+		fmt.Fprintf(w, "\nHub (tai hub): no nats-server (%s)\n", d.Hub.Error)
+	case d.Hub.Error != "":
+		fmt.Fprintf(w, "\nHub (tai hub): %s (%s)\n", d.Hub.Server, d.Hub.Error)
+	default:
+		fmt.Fprintf(w, "\nHub (tai hub): %s, %s\n", d.Hub.Server, d.Hub.Version)
 	}
 	fmt.Fprintln(w, "\nDirectories:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -38,6 +38,10 @@ func TestDoctor(t *testing.T) {
 	if _, err := landlockABI(); err != nil && !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EOPNOTSUPP) {
 		t.Errorf("landlock: %v", err)
 	}
+	// The hub's server: found (with its version), or why not.
+	if d.Hub.Server == "" && d.Hub.Error == "" || d.Hub.Server != "" && d.Hub.Version == "" && d.Hub.Error == "" {
+		t.Errorf("hub %+v", d.Hub)
+	}
 	for _, dir := range d.Dirs {
 		if !dir.Writable {
 			t.Errorf("%s %s not writable", dir.What, dir.Path)

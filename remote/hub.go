@@ -64,7 +64,7 @@ func StartHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	prog, err := serverProgram(o.Server)
+	prog, err := FindServer(o.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +145,10 @@ func hubListen(listen string) (string, int, error) {
 	return h, n, nil
 }
 
-// serverProgram finds the nats-server to run.
-func serverProgram(named string) (string, error) {
+// FindServer finds the nats-server tai hub runs: named (a path or a name
+// on PATH) when given, else nats-server on PATH, else next to tai's own
+// executable.
+func FindServer(named string) (string, error) {
 	if named != "" {
 		p, err := exec.LookPath(named)
 		if err != nil {

@@ -72,7 +72,7 @@ func TestHubTokenWithEscapes(t *testing.T) {
 
 func TestHubServerMissingOrFailing(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	if _, err := serverProgram(""); !errors.Is(err, ErrNoServer) {
+	if _, err := FindServer(""); !errors.Is(err, ErrNoServer) {
 		t.Fatalf("no server: %v", err)
 	}
 	if _, err := StartHub(context.Background(), HubOptions{Store: t.TempDir(), Server: filepath.Join(t.TempDir(), "none")}); err == nil {
