@@ -31,9 +31,12 @@ var handledFS = landlock.V5.HandledAccessFS
 // restrict confines this process and its future children, in best effort
 // (an older ABI enforces what it knows). It returns the ABI in force.
 func restrict(r *rules) (int, error) {
-	planned, err := Plan(r.Grants)
-	if err != nil {
-		return 0, err
+	planned := r.Plan
+	if !r.Planned {
+		var err error
+		if planned, err = Plan(r.Grants); err != nil {
+			return 0, err
+		}
 	}
 	var rs []landlock.Rule
 	for _, p := range planned {

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -71,6 +72,7 @@ func Main() int {
 
 	var cg *cgroup
 	if sp.Cgroup {
+		specMount = sp.CgroupMount
 		cg = newCgroup() // nil where none can be made: the subreaper still holds
 	}
 	abi := 0
@@ -312,8 +314,25 @@ func sweepCgroups() {
 	}
 }
 
-// cgroup2Mount finds where the cgroup v2 hierarchy is mounted.
+// cgroup2Mount is where the cgroup v2 hierarchy is mounted: what tai
+// found, in the launcher (the spec says), else parsed once per process.
 func cgroup2Mount() string {
+	if specMount != "" {
+		return specMount
+	}
+	return cgroupMount()
+}
+
+// specMount is tai's cgroup2Mount, handed to the launcher in its spec:
+// parsing mountinfo again cost the launcher a millisecond of every start.
+var specMount string
+
+var cgroupMount = sync.OnceValue(parseCgroup2Mount)
+
+// cgroupMountHint is the mount for a launcher's spec.
+func cgroupMountHint() string { return cgroup2Mount() }
+
+func parseCgroup2Mount() string {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return ""

@@ -20,3 +20,5 @@ func releaseCgroup(string) {}
 func sweepCgroups() {}
 
 func parentDeathSignal(*exec.Cmd) {}
+
+func cgroupMountHint() string { return "" }

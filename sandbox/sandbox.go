@@ -291,6 +291,10 @@ type rules struct {
 	Grants []Grant  `json:"grants"`
 	Net    bool     `json:"net,omitempty"`
 	Ports  []uint16 `json:"ports,omitempty"`
+	// Planned: Plan is Plan(Grants), made by tai while the launcher
+	// starts (the launcher plans itself otherwise).
+	Planned bool   `json:"planned,omitempty"`
+	Plan    []Rule `json:"plan,omitempty"`
 }
 
 // spec is what tai tells the launcher, on fd 3.
@@ -300,6 +304,8 @@ type spec struct {
 	Env    []string `json:"env"`
 	Rules  *rules   `json:"rules,omitempty"`
 	Cgroup bool     `json:"cgroup"`
+	// CgroupMount is where tai found the cgroup v2 hierarchy.
+	CgroupMount string `json:"cgroup_mount,omitempty"`
 }
 
 // report is the launcher's answer, on fd 5, once the agent runs (or it
@@ -324,7 +330,7 @@ const (
 // Proc is one process started through the launcher.
 type Proc struct {
 	sb       *Sandbox
-	spec     []byte
+	spec     spec
 	specW    *os.File
 	ctl      *os.File // tai's end: closing it kills the tree
 	reportR  *os.File
@@ -357,12 +363,8 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	if s.status.TempDir != "" {
 		env = setEnv(env, "TMPDIR", s.status.TempDir)
 	}
-	sp := spec{Path: cmd.Path, Args: cmd.Args, Env: env, Rules: s.rules, Cgroup: true}
-	b, err := json.Marshal(sp)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: %w", err)
-	}
-	p := &Proc{sb: s, spec: b}
+	p := &Proc{sb: s, spec: spec{Path: cmd.Path, Args: cmd.Args, Env: env, Rules: s.rules, Cgroup: true, CgroupMount: cgroupMountHint()}}
+	var err error
 	var files [6]*os.File
 	if files[0], files[1], err = os.Pipe(); err == nil { // spec: r, w
 		if files[2], files[3], err = os.Pipe(); err == nil { // ctl: r, w
@@ -429,9 +431,24 @@ func (p *Proc) Started(startErr error) error {
 		p.reportR.Close()
 		return startErr
 	}
+	// The spec is finished here, while the launcher starts: planning the
+	// Landlock rules walks the directories on the way to each exception,
+	// and the launcher would otherwise do it after its start-up.
 	go func() {
-		_, _ = p.specW.Write(p.spec)
-		p.specW.Close()
+		defer p.specW.Close()
+		sp := p.spec
+		if r := sp.Rules; r != nil {
+			if plan, err := Plan(r.Grants); err == nil {
+				planned := *r
+				planned.Planned, planned.Plan = true, plan
+				sp.Rules = &planned
+			} // else the launcher plans, and reports the error
+		}
+		b, err := json.Marshal(sp)
+		if err != nil {
+			return // the launcher reports an unreadable spec
+		}
+		_, _ = p.specW.Write(b)
 	}()
 	defer p.reportR.Close()
 	line, err := bufio.NewReader(p.reportR).ReadBytes('\n')
