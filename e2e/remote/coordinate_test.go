@@ -32,7 +32,9 @@ func taiHubCoordinating(e *env) (string, func()) {
 	store := e.t.TempDir()
 	var cmd *exec.Cmd
 	start := func() string {
-		cmd = e.cmd(taiBin, "hub", "--coordinate", "--listen", addr, "--store", store)
+		// -v: the coordinator's and the server's lines are in the test's
+		// log if it fails.
+		cmd = e.cmd(taiBin, "-v", "hub", "--coordinate", "--listen", addr, "--store", store)
 		cmd.Stderr = &prefixWriter{t: e.t, p: "hub"}
 		return firstLine(e, cmd)
 	}
@@ -40,6 +42,19 @@ func taiHubCoordinating(e *env) (string, func()) {
 	return url, func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
+		// The hub's nats-server, killed with it, may still hold the port
+		// for a moment (on a loaded machine): the new one needs it free.
+		for i := 0; ; i++ {
+			l, err := net.Listen("tcp", addr)
+			if err == nil {
+				l.Close()
+				break
+			}
+			if i == 3000 {
+				e.t.Fatalf("%s stayed taken after the hub was killed: %v", addr, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 		start()
 	}
 }
@@ -159,12 +174,14 @@ tasks:
 		}()
 		return cmd, ch
 	}
+	stage := "waiting for the gate task to start"
 	next := func(ch <-chan map[string]string) (map[string]string, bool) {
 		select {
 		case fr, ok := <-ch:
 			return fr, ok
 		case <-ctx.Done():
-			t.Fatal("the run hung")
+			status, _ := e.cmd(taiBin, "fleet", "status", "h", "--nats", url).CombinedOutput()
+			t.Fatalf("the run hung %s; fleet status:\n%s", stage, status)
 			return nil, false
 		}
 	}
@@ -179,7 +196,9 @@ tasks:
 		}
 	}
 	_ = syscall.Kill(-f1.Process.Pid, syscall.SIGKILL)
+	stage = "restarting the coordinator"
 	restart()
+	stage = "after the coordinator's restart, until the run's end"
 	go unblockWhenRead(ctx, gate)
 	f2, ch := follow()
 	ended := false
