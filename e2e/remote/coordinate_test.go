@@ -199,7 +199,9 @@ tasks:
 	stage = "restarting the coordinator"
 	restart()
 	stage = "after the coordinator's restart, until the run's end"
-	go unblockWhenRead(ctx, gate)
+	// The gate attempt may have lost its lease while the hub was down (3s):
+	// its next attempt blocks on the gate again.
+	go unblockEveryRead(ctx, gate)
 	f2, ch := follow()
 	ended := false
 	for {

@@ -340,6 +340,27 @@ func unblockWhenRead(ctx context.Context, p string) {
 	}
 }
 
+// unblockEveryRead lets every reader of the FIFO p through until ctx
+// ends: each attempt of a task that blocks on it, a second one included
+// (an attempt whose lease ran out while the hub was down is started
+// again).
+func unblockEveryRead(ctx context.Context, p string) {
+	go func() {
+		<-ctx.Done()
+		// Wakes the blocking open below, whose loop then ends.
+		if f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	}()
+	for ctx.Err() == nil {
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		f.Close()
+	}
+}
+
 type event struct{ task, kind, detail string }
 
 // pipeLines gives the progress lines a coordinator writes on stdout.
