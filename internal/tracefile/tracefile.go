@@ -3,10 +3,11 @@
 //
 // Redaction happens on the writer's own goroutine, off the turn's path: the
 // hook only copies the line and queues it. Streamed text is redacted as the
-// text it is, not line by line: consecutive chunks of one message are held
-// until the message is interrupted, their texts joined and redacted
-// together, so a token streamed four characters at a time is caught like a
-// whole one.
+// text it is, not line by line: the chunks of one message are held, with
+// the lines that come between them, until another message starts, their
+// texts joined and redacted together, so a token streamed four characters
+// at a time is caught like a whole one, even with another update in the
+// middle.
 package tracefile
 
 import (
@@ -28,8 +29,10 @@ const (
 	// maxPending bounds the bytes queued for the writer; the hook waits
 	// beyond it, so a slow disk slows the agent instead of growing tai.
 	maxPending = 64 << 20
-	// maxHeld bounds the text of one message held for joint redaction.
-	maxHeld = 1 << 20
+	// maxHeld bounds the text of one message held for joint redaction
+	// (and the lines held with it); maxHeldLines the lines.
+	maxHeld      = 1 << 20
+	maxHeldLines = 4096
 )
 
 // Writer is an open trace file.
@@ -58,7 +61,8 @@ type record struct {
 
 type chunkRec struct {
 	record
-	text string
+	text  string
+	other bool // not a chunk of the held message: written as it is
 }
 
 // Open creates (truncates) path, private to the user, and starts the
@@ -133,18 +137,28 @@ func (w *Writer) loop() {
 	}
 }
 
-// add writes rec, or holds it with the message it continues.
+// add writes rec, or holds it with the message it continues. A line that
+// comes while a message is held (another update, tai's answer to a
+// request) is held with it, in order: the message may go on after it, and
+// a secret streamed across it must still be redacted as one.
 func (w *Writer) add(rec record) {
 	key, text, ok := textChunk(rec.line)
 	if !ok {
-		w.release()
-		w.write(rec, w.red.Bytes(rec.line))
+		if len(w.held) == 0 {
+			w.write(rec, w.red.Bytes(rec.line))
+			return
+		}
+		w.held = append(w.held, chunkRec{record: rec, other: true})
+		w.heldLen += len(rec.line)
+		if w.heldLen > maxHeld || len(w.held) > maxHeldLines {
+			w.release()
+		}
 		return
 	}
 	if key != w.heldKey || w.heldLen+len(text) > maxHeld {
 		w.release()
 	}
-	w.held = append(w.held, chunkRec{rec, text})
+	w.held = append(w.held, chunkRec{record: rec, text: text})
 	w.heldKey = key
 	w.heldLen += len(text)
 }
@@ -165,6 +179,10 @@ func (w *Writer) release() {
 	spans := w.red.Spans(joined)
 	off := 0
 	for _, c := range held {
+		if c.other {
+			w.write(c.record, w.red.Bytes(c.line))
+			continue
+		}
 		start, end := off, off+len(c.text)
 		off = end
 		var text []byte

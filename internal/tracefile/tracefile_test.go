@@ -34,6 +34,11 @@ func TestChunksRedactedJoined(t *testing.T) {
 	}
 	for i := 0; i < len(text); i += 3 {
 		w.Line("in", chunk("m1", text[i:min(i+3, len(text))]))
+		if i == 6 {
+			// Another update in the middle of a streamed token (an
+			// agent's commands list, sent on a goroutine of its own).
+			w.Line("in", []byte(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"available_commands_update","availableCommands":[]}}}`))
+		}
 	}
 	w.Line("out", []byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 	w.Line("in", chunk("m2", "plain"))
@@ -46,6 +51,7 @@ func TestChunksRedactedJoined(t *testing.T) {
 	}
 	defer f.Close()
 	var joined, other strings.Builder
+	interleaved := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var rec struct {
@@ -63,6 +69,12 @@ func TestChunksRedactedJoined(t *testing.T) {
 		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
 			t.Fatalf("%v: %s", err, sc.Text())
 		}
+		if strings.Contains(sc.Text(), "available_commands_update") {
+			if joined.Len() == 0 {
+				t.Fatal("the line held with the message was written before it")
+			}
+			interleaved++
+		}
 		switch u := rec.Line.Params.Update; u.MessageID {
 		case "m1":
 			joined.WriteString(u.Content.Text)
@@ -75,5 +87,8 @@ func TestChunksRedactedJoined(t *testing.T) {
 	}
 	if other.String() != "plain" {
 		t.Fatalf("the next message reads %q", other.String())
+	}
+	if interleaved != 1 {
+		t.Fatalf("the update between the chunks was written %d times", interleaved)
 	}
 }
