@@ -1,7 +1,6 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +17,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tai-dev/tai/internal/testutil"
 	"github.com/tai-dev/tai/jsonrpc"
 	"github.com/tai-dev/tai/protocol/acp"
 )
@@ -62,7 +62,7 @@ type testClient struct {
 	choose permissionChooser
 
 	serveErr chan error
-	stderr   *syncBuffer
+	stderr   *testutil.Buffer
 	toAgent  *io.PipeWriter
 
 	mu          sync.Mutex
@@ -72,23 +72,6 @@ type testClient struct {
 	cancelled   int      // requests whose ctx was cancelled ($/cancel_request)
 	terms       map[string]*fakeTerm
 	nextTerm    int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type clientOpts struct {
@@ -112,7 +95,7 @@ func startAgent(t *testing.T, o clientOpts) *testClient {
 	fromAgent, agentOut := io.Pipe()
 	c := &testClient{
 		t: t, root: t.TempDir(), choose: o.choose,
-		serveErr: make(chan error, 1), stderr: &syncBuffer{}, toAgent: toAgent,
+		serveErr: make(chan error, 1), stderr: &testutil.Buffer{}, toAgent: toAgent,
 		terms: map[string]*fakeTerm{},
 	}
 	// TempDir may be a symlink on some systems; the agent gets the real path.
@@ -272,7 +255,7 @@ func (c *testClient) confine(path string) error {
 
 type fakeTerm struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testutil.Buffer
 	done chan struct{}
 }
 
@@ -290,7 +273,7 @@ func (c *testClient) createTerminal(req acp.CreateTerminalRequest) (any, error) 
 	if req.Cwd != nil {
 		cmd.Dir = *req.Cwd
 	}
-	ft := &fakeTerm{cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	ft := &fakeTerm{cmd: cmd, out: &testutil.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = ft.out, ft.out
 	if err := cmd.Start(); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}

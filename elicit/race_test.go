@@ -4,32 +4,15 @@ import (
 	"context"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/testutil"
 )
-
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // gated answers once the form's first prompt is on the terminal.
 type gated struct {
-	out  *lockedBuf
+	out  *testutil.Buffer
 	seen chan struct{}
 	ans  driver.ElicitationAnswer
 }
@@ -50,7 +33,7 @@ func (g gated) Answer(ctx context.Context, _ driver.ElicitationRequest) (driver.
 func TestRaceWithdrawsTheForm(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	out := &lockedBuf{}
+	out := &testutil.Buffer{}
 	seen := make(chan struct{})
 	f := &Form{In: pr, Out: writerFunc(func(p []byte) (int, error) {
 		n, err := out.Write(p)

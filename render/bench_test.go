@@ -6,12 +6,12 @@ import (
 	"io"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/coder/quartz"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/testutil"
 )
 
 // chunkEvents is a reply streamed as n small chunks of one message, as long
@@ -87,7 +87,7 @@ func TestTextForgetsFinishedToolCalls(t *testing.T) {
 func TestTextFlushes(t *testing.T) {
 	ctx := context.Background()
 	clk := quartz.NewMock(t)
-	var out syncBuffer
+	var out testutil.Buffer
 	tx := NewText(&out, false)
 	tx.Clock = clk
 	chunk := driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, Text: "hello"}}
@@ -104,23 +104,6 @@ func TestTextFlushes(t *testing.T) {
 	if got := out.String(); !strings.HasPrefix(got, "hellohello\n? permission: Edit") {
 		t.Fatalf("before the ask: %q", got)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A flood's tool calls and plans render without an allocation each (they

@@ -13,10 +13,11 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tai-dev/tai/internal/testutil"
 )
 
 // Binaries builds each package (an import path) and returns a new
@@ -160,20 +161,4 @@ func Run(t testing.TB, bin, dir string, env []string, args ...string) Outcome {
 
 // Buffer collects what a running binary writes (its terminal, a pipe) for
 // tests that read it while it is still being written.
-type Buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *Buffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String is what was written so far.
-func (s *Buffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type Buffer = testutil.Buffer
