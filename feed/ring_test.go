@@ -95,11 +95,21 @@ func TestRingAgreesWithModel(t *testing.T) {
 	}
 }
 
-// A flood into a feed allocates nothing a frame: the frames are encoded by
-// hand into the feed's blocks, and nobody waiting means no channel to
-// close. (Each frame was once json.Marshal'ed into its own slice.)
+// A flood into a feed allocates nothing a frame, whether it is kept
+// unencoded (nobody reads) or encoded by hand into the feed's blocks (a
+// stream reads); and nobody waiting means no channel to close. (Each
+// frame was once json.Marshal'ed into its own slice.)
 func TestFeedFloodAllocatesNothingPerFrame(t *testing.T) {
+	for _, reading := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reading=%v", reading), func(t *testing.T) { testFloodAllocs(t, reading) })
+	}
+}
+
+func testFloodAllocs(t *testing.T, reading bool) {
 	s := open(t, t.TempDir(), "run-allocs")
+	if reading {
+		s.streaming(1) // as /events does
+	}
 	k := s.Sink("")
 	ts := time.Date(2026, 12, 1, 10, 0, 0, 123, time.UTC)
 	msg := &driver.MessageChunk{Role: driver.RoleAgent, MessageID: "m1", Text: "flood 1 "}
@@ -121,8 +131,9 @@ func TestFeedFloodAllocatesNothingPerFrame(t *testing.T) {
 	if allocs != 0 {
 		t.Errorf("%v allocations a frame", allocs/float64(len(evs)))
 	}
-	// Nor a block, once the feed is full: with nobody reading, the blocks
-	// of dropped frames are reused (four times IdleBytes of frames here).
+	// Nor a block, once the feed is full, with nobody reading: the lazy
+	// frames' slots and the blocks of dropped frames are reused (four
+	// times IdleBytes of frames here).
 	flood := func(bytes int) {
 		for range bytes / 200 / len(evs) { // frames of about 200 bytes
 			for _, ev := range evs {
@@ -132,19 +143,29 @@ func TestFeedFloodAllocatesNothingPerFrame(t *testing.T) {
 			}
 		}
 	}
-	flood(2 << 20) // full
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	flood(4 << 20)
-	runtime.ReadMemStats(&after)
-	if n := after.TotalAlloc - before.TotalAlloc; n > 2*blockSize {
-		t.Errorf("%d bytes allocated for 4 MiB of frames", n)
+	if !reading {
+		flood(2 << 20) // full
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		flood(4 << 20)
+		runtime.ReadMemStats(&after)
+		if n := after.TotalAlloc - before.TotalAlloc; n > 2*blockSize {
+			t.Errorf("%d bytes allocated for 4 MiB of frames", n)
+		}
 	}
-	// And what is kept is the frame encoding/json would write.
-	frames, _ := s.frames.since(s.frames.next-1, make([]kept, 0, 1))
+	// And what is kept is the frame encoding/json would write, with the
+	// ids of a feed that encoded every frame: the last frame is seq.
+	frames, missed, _, _ := s.since(seq-1, make([]kept, 0, 1))
 	var got TaggedEvent
+	if len(frames) != 1 || missed != 0 || frames[0].id != seq {
+		t.Fatalf("after %d: %d frames, %d missed", seq-1, len(frames), missed)
+	}
 	if err := json.Unmarshal(frames[0].data, &got); err != nil || got.Run != "run-allocs" || got.Plan == nil || got.Plan.Entries[0] != plan.Entries[0] {
 		t.Fatalf("last frame %s: %v", frames[0].data, err)
+	}
+	want, _ := json.Marshal(TaggedEvent{Run: "run-allocs", Event: driver.Event{Type: driver.EventPlan, Session: "s1", Seq: seq, Time: ts, Plan: plan}})
+	if string(frames[0].data) != string(want) {
+		t.Fatalf("last frame\n%s\nwant\n%s", frames[0].data, want)
 	}
 }
 
@@ -154,7 +175,7 @@ func TestFeedHugeFrame(t *testing.T) {
 	s := open(t, t.TempDir(), "run-huge")
 	text := strings.Repeat("x", 3*blockSize)
 	s.Sink("").Emit(driver.Event{Type: driver.EventMessage, Session: "s1", Seq: 1, Message: &driver.MessageChunk{Role: driver.RoleAgent, Text: text}})
-	frames, _ := s.frames.since(0, make([]kept, 0, 4))
+	frames, _, _, _ := s.since(0, make([]kept, 0, 4))
 	var got TaggedEvent
 	if len(frames) != 1 || json.Unmarshal(frames[0].data, &got) != nil || got.Message.Text != text {
 		t.Fatalf("%d frames kept", len(frames))
@@ -179,6 +200,7 @@ func TestFeedKeepsLessWhileNobodyReads(t *testing.T) {
 	keptBytes := func() int {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		s.encodeLazyLocked() // what a client coming now would find
 		return s.frames.bytes
 	}
 	if b := keptBytes(); b > 1000 || b == 0 {

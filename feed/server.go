@@ -56,8 +56,9 @@ type Options struct {
 	// the run, not its record (that is the audit log and fleet frames).
 	MaxBytes int
 	// IdleBytes is the bound while no stream reads (default 1 MiB, at
-	// most MaxBytes): a run nobody watches keeps only a short history
-	// for a client that comes later.
+	// most MaxBytes, and at most 2048 frames): a run nobody watches keeps
+	// only a short history for a client that comes later, and encodes it
+	// only when one does.
 	IdleBytes int
 	Clock     quartz.Clock
 	Logger    *slog.Logger
@@ -78,10 +79,12 @@ type Server struct {
 	refused atomic.Int64
 	token   string // TCP only
 
-	mu     sync.Mutex
-	frames ring
-	enc    render.FrameEncoder
-	buf    bytes.Buffer // a frame being encoded
+	mu      sync.Mutex
+	frames  ring
+	lazy    lazyFrames // frames after the ring's, while no stream reads
+	payload lazyPayload
+	enc     render.FrameEncoder
+	buf     bytes.Buffer // a frame being encoded
 	// changed is closed on the next frame; nil while no stream waits, so
 	// a feed nobody reads makes no channel a frame.
 	changed   chan struct{}
@@ -263,9 +266,10 @@ func (l *uidListener) Accept() (net.Conn, error) {
 // publishLocked keeps one frame (a JSON object, copied) and wakes the
 // streams; s.mu is held.
 func (s *Server) publishLocked(data []byte) {
-	if s.closed {
+	if s.closed || s.keepRawLocked(data) {
 		return
 	}
+	s.encodeLazyLocked()
 	s.frames.add(data)
 	s.wakeLocked()
 }
@@ -314,30 +318,50 @@ type sink struct {
 	task string
 }
 
-// Emit encodes the event by hand (render.FrameEncoder) into the feed's
-// blocks: a flood costs the feed no allocation a frame.
+// Emit keeps the event's frame: unencoded while no stream reads and it is
+// one render.FrameEncoder writes by hand (see lazyFrame), else encoded by
+// hand into the feed's blocks. Either way a flood costs the feed no
+// allocation a frame.
 func (k sink) Emit(ev driver.Event) {
 	s := k.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.st.event(k.task, ev)
+	if s.closed {
+		return
+	}
 	if m := ev.Message; m != nil && len(m.Text)+len(m.Content) > s.o.MaxBytes {
 		// A message chunk larger than the whole feed (a 100 MiB line) is
 		// not encoded, nor kept: counted, and missed by the streams.
-		if !s.closed {
-			s.frames.skip()
-			s.wakeLocked()
-		}
+		s.dropLazyLocked()
+		s.frames.skip()
+		s.wakeLocked()
 		return
 	}
+	if s.keepLazyLocked(k.task, ev) {
+		return // no stream reads, so none waits
+	}
+	if data := s.encodeLocked(k.task, ev); data != nil {
+		s.publishLocked(data)
+	}
+	s.releaseBuf()
+}
+
+// encodeLocked encodes ev's frame (without its newline) into s.buf, valid
+// until the next call; nil if it does not encode. s.mu is held.
+func (s *Server) encodeLocked(task string, ev driver.Event) []byte {
 	s.buf.Reset()
-	if err := s.enc.Write(&s.buf, ev, s.o.Run, k.task); err != nil {
+	if err := s.enc.Write(&s.buf, ev, s.o.Run, task); err != nil {
 		s.o.Logger.Warn("feed: an event did not encode", "type", ev.Type, "err", err)
-		return
+		return nil
 	}
-	s.publishLocked(bytes.TrimSuffix(s.buf.Bytes(), []byte("\n")))
+	return bytes.TrimSuffix(s.buf.Bytes(), []byte("\n"))
+}
+
+// releaseBuf lets go of a huge frame's buffer once its frame is kept.
+func (s *Server) releaseBuf() {
 	if s.buf.Cap() > blockSize {
-		s.buf = bytes.Buffer{} // a huge frame's buffer is not kept
+		s.buf = bytes.Buffer{}
 	}
 }
 
@@ -350,6 +374,7 @@ func (s *Server) streaming(delta int) {
 	if s.streams > 0 {
 		s.frames.maxBytes = s.o.MaxBytes
 		s.frames.recycle, s.frames.spare = false, nil // a stream may hold a dropped block's frames
+		s.encodeLazyLocked()
 	} else {
 		s.frames.setMaxBytes(s.o.IdleBytes)
 		s.frames.recycle = true
@@ -365,6 +390,7 @@ const streamBatch = 256
 func (s *Server) since(id uint64, buf []kept) ([]kept, uint64, chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.encodeLazyLocked()
 	frames, missed := s.frames.since(id, buf)
 	if len(frames) == 0 && !s.closed && s.changed == nil {
 		s.changed = make(chan struct{})

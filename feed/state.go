@@ -288,7 +288,7 @@ func (s *Server) SetBudget(b Budget) {
 func (s *Server) Snapshot() State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := State{Run: s.o.Run, Kind: s.o.Kind, PID: os.Getpid(), Started: s.started, LastEventID: s.frames.next,
+	st := State{Run: s.o.Run, Kind: s.o.Kind, PID: os.Getpid(), Started: s.started, LastEventID: s.frames.next + uint64(s.lazy.n),
 		Sessions: []Session{}, Asks: []Ask{}, Questions: []Question{}, Elicitations: []Elicitation{}}
 	for _, k := range s.st.order {
 		ss := *s.st.sessions[k]

@@ -76,7 +76,7 @@ type FrameEncoder struct {
 // Write writes ev's frame to w, tagged with run and task (a Tagged frame)
 // when they are not empty.
 func (e *FrameEncoder) Write(w jsonw.Writer, ev driver.Event, run, task string) error {
-	if !byHand(ev) {
+	if !ByHand(ev) {
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		if run == "" && task == "" {
@@ -126,9 +126,10 @@ func (e *FrameEncoder) Write(w jsonw.Writer, ev driver.Event, run, task string) 
 	return err
 }
 
-// byHand reports whether ev is one of the frames FrameEncoder writes by
-// hand: a text chunk, a tool call of plain members, a plan.
-func byHand(ev driver.Event) bool {
+// ByHand reports whether ev is one of the frames FrameEncoder writes by
+// hand: a text chunk, a tool call of plain members, a plan. Such a frame
+// depends on nothing but the event's header and that payload.
+func ByHand(ev driver.Event) bool {
 	switch ev.Type {
 	case driver.EventMessage:
 		return ev.Message != nil && len(ev.Message.Content) == 0
