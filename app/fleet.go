@@ -57,6 +57,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	default:
 		return exitcode.Usagef("fleet: --output must be text, json or stream-json, not %q", f.Output)
 	}
+	widenPipe(std.Out)
 	logger := newLogger(std.Err, f.Verbose)
 	if f.Submit || f.Detach {
 		return submitFleet(ctx, f, o, std)

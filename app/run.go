@@ -52,6 +52,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	go warmEncoders()
+	widenPipe(std.Out)
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
 	f, err := applyConfig(f)
 	if err != nil {
