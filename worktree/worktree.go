@@ -51,6 +51,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/quartz"
@@ -108,7 +109,8 @@ type Manager struct {
 	mu          sync.Mutex
 	paths       map[string]*sync.Mutex
 	versionOnce sync.Once
-	mergeTree   bool // git has merge-tree --write-tree
+	mergeTree   bool        // git has merge-tree --write-tree
+	noAddReason atomic.Bool // git's worktree add has no --reason (before 2.35)
 
 	repoMu sync.Mutex // with <git-dir>/tai/repo.lock: one change to the repo's worktree set at a time
 }
@@ -284,14 +286,26 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 		}
 	}()
 
+	_, statErr := os.Stat(path)
+	dirExists := statErr == nil
+	rec, recErr := m.readRecord(run, task)
+	reason := fmt.Sprintf("tai run %s task %s (pid %d)", run, task, owner.PID)
+	if !dirExists && recErr != nil {
+		fresh, made, err := m.createFresh(ctx, path, branch, base, reason, Record{Run: run, Task: task, Target: target, Owner: owner})
+		if err != nil {
+			return nil, err
+		}
+		if made {
+			h.Record = fresh
+			ok = true
+			return h, nil
+		}
+	}
 	regs, err := m.registered(ctx)
 	if err != nil {
 		return nil, err
 	}
 	reg, isReg := regs[path]
-	_, statErr := os.Stat(path)
-	dirExists := statErr == nil
-	rec, recErr := m.readRecord(run, task)
 
 	switch {
 	case isReg && dirExists:
@@ -364,13 +378,76 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 	}
 	// A crash may have left it locked; lock it again with our reason.
 	_, _ = m.git(ctx, m.Repo, "worktree", "unlock", path)
-	reason := fmt.Sprintf("tai run %s task %s (pid %d)", run, task, owner.PID)
 	if _, err := m.git(ctx, m.Repo, "worktree", "lock", "--reason", reason, path); err != nil {
 		return nil, fmt.Errorf("worktree: %w", err)
 	}
 	h.Record = rec
 	ok = true
 	return h, nil
+}
+
+// createFresh is Create's path for a task that has nothing yet (no
+// directory, no record), in one git process: `worktree add --lock
+// --reason -b` makes the branch at base, checks it out and locks it, and
+// the branch's new ref is the base recorded. Anything else (the path is
+// still registered, the branch survived, base does not resolve, a git
+// without --reason) makes the add fail and changes nothing, and Create
+// takes the general path, which sorts each case out. Past the add, a
+// failure is Create's, as on the general path.
+func (m *Manager) createFresh(ctx context.Context, path, branch, base, reason string, rec Record) (Record, bool, error) {
+	if m.noAddReason.Load() || strings.HasPrefix(base, "-") {
+		return rec, false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return rec, false, fmt.Errorf("worktree: %w", err)
+	}
+	if _, err := m.git(ctx, m.Repo, "worktree", "add", "-q", "--lock", "--reason", reason, "-b", branch, path, base); err != nil {
+		var ge *GitError
+		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "reason") && strings.Contains(ge.Stderr, "unknown") {
+			m.noAddReason.Store(true) // before git 2.35
+		}
+		return rec, false, nil
+	}
+	if testHook != nil {
+		testHook("created")
+	}
+	sha, err := m.branchHead(ctx, branch)
+	if err != nil {
+		return rec, false, err
+	}
+	if rec.Owner.Host == "" {
+		rec.Owner.Host, _ = os.Hostname()
+	}
+	rec.Branch, rec.Path, rec.Base, rec.Created = branch, path, sha, m.Clock.Now().UTC()
+	if err := m.writeRecord(rec); err != nil {
+		return rec, false, err
+	}
+	return rec, true, nil
+}
+
+// branchHead is the commit a branch points at: read from its loose ref
+// (where `worktree add -b` just wrote it), else asked of git (packed
+// refs, reftable).
+func (m *Manager) branchHead(ctx context.Context, branch string) (string, error) {
+	if b, err := os.ReadFile(filepath.Join(m.CommonDir, "refs", "heads", filepath.FromSlash(branch))); err == nil {
+		if id := strings.TrimSpace(string(b)); isObjectID(id) {
+			return id, nil
+		}
+	}
+	return m.RevParse(ctx, "refs/heads/"+branch)
+}
+
+// isObjectID reports whether s is a full SHA-1 or SHA-256 object id.
+func isObjectID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *Manager) tryLock(run, task string) (*flock.Flock, error) {
@@ -466,7 +543,13 @@ func (m *Manager) writeRecord(r Record) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(m.recordPath(r.Run, r.Task), append(b, '\n'), 0o644)
+	// Not fsynced: a record a crash of the machine left empty or old is
+	// rebuilt from the branch by the next Create, like a missing one.
+	path := m.recordPath(r.Run, r.Task)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return atomicfile.Replace(path, append(b, '\n'), 0o644)
 }
 
 // WriteFileAtomic writes data to path through a temporary file in the same

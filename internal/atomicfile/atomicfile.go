@@ -14,6 +14,19 @@ import (
 // exist) with permission perm, fsyncs it, renames it over path and fsyncs
 // the directory so the rename survives a crash.
 func Write(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, true)
+}
+
+// Replace is Write without the fsyncs: readers still see the old content
+// or the new, never a part, and a killed process loses nothing, but a
+// crash of the machine may leave the old content, or an empty file. It is
+// for a file tai rebuilds when it is unreadable (a worktree's record,
+// rebuilt from git), where two fsyncs would be most of the write's cost.
+func Replace(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, false)
+}
+
+func write(path string, data []byte, perm os.FileMode, sync bool) error {
 	dir := filepath.Dir(path)
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
@@ -27,7 +40,7 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		// O_CREATE's mode is masked by the umask; perm is what was asked.
 		err = f.Chmod(perm)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -39,6 +52,9 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	if err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if !sync {
+		return nil
 	}
 	// Best effort: the new content is in place either way.
 	if d, err := os.Open(dir); err == nil {
