@@ -90,15 +90,7 @@ func TestCreateRebuildsAnEmptyRecord(t *testing.T) {
 	ctx := context.Background()
 	repo := newRepo(t)
 	m := open(t, repo)
-	h, err := m.Create(ctx, "r", "build", "HEAD", "main", Owner{PID: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(h.Path, "c.txt"), "c\n")
-	if _, _, err := m.Commit(ctx, h.Path, "c"); err != nil {
-		t.Fatal(err)
-	}
-	_ = h.Release(ctx)
+	h, _ := createCommitted(t, m, "build", "c.txt", "c\n")
 	commitOn(t, repo, "main", "other.txt", "main moved on\n")
 	if err := os.WriteFile(m.recordPath("r", "build"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -117,4 +109,24 @@ func TestCreateRebuildsAnEmptyRecord(t *testing.T) {
 	if rec, err := m.readRecord("r", "build"); err != nil || rec.Base != h.Base || rec.Owner.PID != 2 {
 		t.Fatalf("record %+v, %v", rec, err)
 	}
+}
+
+// createCommitted creates task's worktree in run r from HEAD, commits
+// file in it and releases it: the handle, and the commit.
+func createCommitted(t *testing.T, m *Manager, task, file, content string) (*Handle, string) {
+	t.Helper()
+	ctx := context.Background()
+	h, err := m.Create(ctx, "r", task, "HEAD", "main", Owner{PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(h.Path, file), content)
+	id, _, err := m.Commit(ctx, h.Path, "add "+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return h, id
 }

@@ -507,18 +507,7 @@ func TestUnmergedCountsWhitespace(t *testing.T) {
 	ctx := context.Background()
 	repo := newRepo(t)
 	m := open(t, repo)
-	h, err := m.Create(ctx, "r", "py", "HEAD", "main", Owner{PID: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(h.Path, "p.py"), "if x:\n    y()\n    z()\n")
-	mine, _, err := m.Commit(ctx, h.Path, "indented")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	_, mine := createCommitted(t, m, "py", "p.py", "if x:\n    y()\n    z()\n")
 	commitOn(t, repo, "main", "p.py", "if x:\n    y()\nz()\n")
 	sh(t, repo, "git", "reset", "-q", "--hard")
 	if out := sh(t, repo, "git", "cherry", "main", "tai/r/py"); !strings.HasPrefix(out, "-") {
