@@ -83,6 +83,28 @@ func TestCreateFreshInOneGitProcess(t *testing.T) {
 	}
 }
 
+// A task started from a remote-tracking branch gets a branch of its own,
+// with no upstream: tai's branches are merged by tai, never pushed or
+// pulled by git's defaults.
+func TestCreateFromARemoteBranchHasNoUpstream(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	sh(t, repo, "git", "remote", "add", "origin", "https://example.invalid/repo.git")
+	sh(t, repo, "git", "update-ref", "refs/remotes/origin/main", "HEAD")
+	m := open(t, repo)
+	h, err := m.Create(ctx, "r", "x", "origin/main", "main", Owner{PID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release(ctx)
+	if out, err := exec.Command("git", "-C", repo, "config", "--get-regexp", `^branch\.tai/`).CombinedOutput(); err == nil {
+		t.Fatalf("the task's branch has an upstream:\n%s", out)
+	}
+	if h.Base != sh(t, repo, "git", "rev-parse", "origin/main") {
+		t.Fatalf("base %s", h.Base)
+	}
+}
+
 // A record a crash of the machine left empty (it is written without
 // fsync) is rebuilt from the branch: the base it started from, and the
 // work on it, come back.

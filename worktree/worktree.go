@@ -388,8 +388,9 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 
 // createFresh is Create's path for a task that has nothing yet (no
 // directory, no record), in one git process: `worktree add --lock
-// --reason -b` makes the branch at base, checks it out and locks it, and
-// the branch's new ref is the base recorded. Anything else (the path is
+// --reason -b` makes the branch at base (with no upstream, as when the
+// general path names the commit), checks it out and locks it, and the
+// branch's new ref is the base recorded. Anything else (the path is
 // still registered, the branch survived, base does not resolve, a git
 // without --reason) makes the add fail and changes nothing, and Create
 // takes the general path, which sorts each case out. Past the add, a
@@ -401,7 +402,7 @@ func (m *Manager) createFresh(ctx context.Context, path, branch, base, reason st
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return rec, false, fmt.Errorf("worktree: %w", err)
 	}
-	if _, err := m.git(ctx, m.Repo, "worktree", "add", "-q", "--lock", "--reason", reason, "-b", branch, path, base); err != nil {
+	if _, err := m.git(ctx, m.Repo, "worktree", "add", "-q", "--no-track", "--lock", "--reason", reason, "-b", branch, path, base); err != nil {
 		var ge *GitError
 		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "reason") && strings.Contains(ge.Stderr, "unknown") {
 			m.noAddReason.Store(true) // before git 2.35
