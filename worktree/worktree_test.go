@@ -123,6 +123,23 @@ func TestOrphansReconciled(t *testing.T) {
 				t.Fatal("committed work lost")
 			}
 		}},
+		{"directory and record deleted, registration left", func(t *testing.T, m *Manager, h *Handle) {
+			if err := os.RemoveAll(h.Path); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(m.recordPath("r", "build")); err != nil {
+				t.Fatal(err)
+			}
+		}, func(t *testing.T, m *Manager, h *Handle) {
+			// The one-process add fails on the registration; the general
+			// path prunes it and checks the surviving branch out again.
+			if _, err := os.Stat(filepath.Join(h.Path, "c.txt")); err != nil {
+				t.Fatal("committed work lost")
+			}
+			if rec, err := m.readRecord("r", "build"); err != nil || rec.Base != sh(t, m.Repo, "git", "rev-parse", "main") {
+				t.Fatalf("record %+v, %v", rec, err)
+			}
+		}},
 		{"registration deleted, directory left", func(t *testing.T, m *Manager, h *Handle) {
 			write(t, filepath.Join(h.Path, "uncommitted.txt"), "keep me")
 			_ = os.RemoveAll(filepath.Join(m.CommonDir, "worktrees", "build"))
