@@ -478,7 +478,7 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	}
 
 	cons, err := c.bus.Results.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "coord-" + strings.ReplaceAll(token(c.o.RunID), "%", "_"),
-		FilterSubject: resultSubject(c.o.RunID), AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, MaxDeliver: -1})
+		FilterSubject: resultSubject(c.o.RunID), AckPolicy: jetstream.AckExplicitPolicy, AckWait: resultAckWait, MaxDeliver: -1})
 	if err != nil {
 		return nil, fmt.Errorf("remote: results consumer: %w", err)
 	}

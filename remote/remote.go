@@ -43,6 +43,11 @@ const MaxMessage = 1 << 20
 // LeaseState is where a task is in its life on the bus.
 type LeaseState string
 
+// resultAckWait is how long the coordinator's results consumer waits for
+// an ack: a result delivered to a coordinator that died before taking it
+// is delivered again, to the next one, that long after.
+const resultAckWait = time.Minute
+
 // Lease states.
 const (
 	LeaseOffered  LeaseState = "offered"  // on the queue, nobody has it

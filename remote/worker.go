@@ -202,14 +202,17 @@ type held struct {
 
 // beat refreshes the lease by compare-and-swap: it fails, and the attempt
 // stops, when another attempt took the task.
-func (h *held) beat(ctx context.Context) bool {
+func (h *held) beat(ctx context.Context) bool { return h.beatFor(ctx, h.dur) }
+
+// beatFor is beat with a lease of d from now.
+func (h *held) beatFor(ctx context.Context, d time.Duration) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.lost {
 		return false
 	}
 	l := h.lease
-	l.Deadline = h.clock.Now().Add(h.dur)
+	l.Deadline = h.clock.Now().Add(d)
 	rev, err := h.bus.PutLease(ctx, h.run, h.task, l, h.rev)
 	if err != nil {
 		if isConflict(err) {
@@ -266,6 +269,11 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	h.lease.Deadline = w.clock.Now().Add(lease)
 
 	res := w.attempt(taskCtx, ctx, tm, attempt, lease, msg, h, log)
+	// The result is on its way: the lease holds until a coordinator that
+	// died before taking it would be handed it again (its consumer's ack
+	// wait), so that the next one does not offer the task again and refuse
+	// the finished attempt's result when it comes.
+	h.beatFor(context.WithoutCancel(ctx), resultAckWait+lease)
 	if h.lost {
 		res.Lost = true
 	}
