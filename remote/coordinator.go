@@ -912,6 +912,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 			map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
 		return
 	}
+	c.dropStaleRefLock(branch)
 	if _, err := git(ctx, c.wt.Repo, "update-ref", "refs/heads/"+branch, l.Head); err != nil {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
@@ -1001,6 +1002,17 @@ func (c *coordinator) dropStaleLock(ctx context.Context, dir string) {
 	if gd, err := git(ctx, dir, "rev-parse", "--absolute-git-dir"); err == nil && strings.Contains(filepath.ToSlash(gd), "/worktrees/") {
 		_ = os.Remove(filepath.Join(strings.TrimSpace(gd), "index.lock"))
 	}
+}
+
+// dropStaleRefLock removes the ref lock a coordinator killed while
+// updating one of the run's task branches left (git's "cannot lock ref":
+// seen when kill -9 came during the update-ref). This process holds the
+// run's lock, and only the run's coordinator writes those branches.
+func (c *coordinator) dropStaleRefLock(branch string) {
+	if !strings.HasPrefix(branch, worktree.BranchPrefix+c.o.RunID+"/") || strings.Contains(branch, "..") {
+		return
+	}
+	_ = os.Remove(filepath.Join(c.wt.CommonDir, "refs", "heads", filepath.FromSlash(branch)+".lock"))
 }
 
 // finalLease updates the coordinator's own record of a settled task.

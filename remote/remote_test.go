@@ -194,6 +194,14 @@ func TestDAGOnThreeWorkers(t *testing.T) {
 	// A merge worktree half made by a coordinator killed in git worktree
 	// add (registered, on no branch) is made again.
 	sh(t, repo, "git", "worktree", "add", "-q", "--detach", filepath.Join(repo, ".tai", "worktrees", "dag", "t05"), "HEAD")
+	// A coordinator killed in the update-ref of a task's branch leaves the
+	// ref's lock: the next one merges the task all the same.
+	if err := os.MkdirAll(filepath.Join(repo, ".git", "refs", "heads", "tai", "dag"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, ".git", "refs", "heads", "tai", "dag", "t07.lock"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	stop := startWorkers(t, h.url, 3, 5*time.Second)
 	defer stop()
 	b := openBus(t, h.url, "coordinator")
