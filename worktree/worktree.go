@@ -291,7 +291,7 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 	rec, recErr := m.readRecord(run, task)
 	reason := fmt.Sprintf("tai run %s task %s (pid %d)", run, task, owner.PID)
 	if !dirExists && recErr != nil {
-		fresh, made, err := m.createFresh(ctx, path, branch, base, reason, Record{Run: run, Task: task, Target: target, Owner: owner})
+		fresh, made, err := m.createFresh(ctx, run, task, base, target, reason, owner)
 		if err != nil {
 			return nil, err
 		}
@@ -365,11 +365,7 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 				sha = strings.TrimSpace(mb)
 			}
 		}
-		host, _ := os.Hostname()
-		if owner.Host == "" {
-			owner.Host = host
-		}
-		rec = Record{Run: run, Task: task, Branch: branch, Path: path, Base: sha, Target: target, Owner: owner, Created: m.Clock.Now().UTC()}
+		rec = m.newRecord(run, task, sha, target, owner)
 	} else {
 		rec.Owner = owner
 	}
@@ -395,7 +391,9 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 // without --reason) makes the add fail and changes nothing, and Create
 // takes the general path, which sorts each case out. Past the add, a
 // failure is Create's, as on the general path.
-func (m *Manager) createFresh(ctx context.Context, path, branch, base, reason string, rec Record) (Record, bool, error) {
+func (m *Manager) createFresh(ctx context.Context, run, task, base, target, reason string, owner Owner) (Record, bool, error) {
+	var rec Record
+	path, branch := m.Path(run, task), Branch(run, task)
 	if m.noAddReason.Load() || strings.HasPrefix(base, "-") {
 		return rec, false, nil
 	}
@@ -416,14 +414,21 @@ func (m *Manager) createFresh(ctx context.Context, path, branch, base, reason st
 	if err != nil {
 		return rec, false, err
 	}
-	if rec.Owner.Host == "" {
-		rec.Owner.Host, _ = os.Hostname()
-	}
-	rec.Branch, rec.Path, rec.Base, rec.Created = branch, path, sha, m.Clock.Now().UTC()
+	rec = m.newRecord(run, task, sha, target, owner)
 	if err := m.writeRecord(rec); err != nil {
 		return rec, false, err
 	}
 	return rec, true, nil
+}
+
+// newRecord is a new task's record: base is the commit its branch
+// started at; the owner's host is this one unless given.
+func (m *Manager) newRecord(run, task, base, target string, owner Owner) Record {
+	if owner.Host == "" {
+		owner.Host, _ = os.Hostname()
+	}
+	return Record{Run: run, Task: task, Branch: Branch(run, task), Path: m.Path(run, task), Base: base, Target: target,
+		Owner: owner, Created: m.Clock.Now().UTC()}
 }
 
 // branchHead is the commit a branch points at: read from its loose ref
@@ -546,22 +551,22 @@ func (m *Manager) writeRecord(r Record) error {
 	}
 	// Not fsynced: a record a crash of the machine left empty or old is
 	// rebuilt from the branch by the next Create, like a missing one.
-	path := m.recordPath(r.Run, r.Task)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return atomicfile.Replace(path, append(b, '\n'), 0o644)
+	return writeFile(atomicfile.Replace, m.recordPath(r.Run, r.Task), append(b, '\n'), 0o644)
 }
 
 // WriteFileAtomic writes data to path through a temporary file in the same
 // directory, fsynced and renamed over path, then fsyncs the directory: a
 // reader sees the old or the new content, never a mix, even after a crash.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	return writeFile(atomicfile.Write, path, data, perm)
+}
+
+// writeFile makes path's directory and writes data with write.
+func writeFile(write func(string, []byte, os.FileMode) error, path string, data []byte, perm os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return atomicfile.Write(path, data, perm)
+	return write(path, data, perm)
 }
 
 // registration is one entry of `git worktree list --porcelain`.
