@@ -31,6 +31,16 @@ type Handler interface {
 	HandleRequest(ctx context.Context, method string, params json.RawMessage) (result any, err error)
 }
 
+// A Borrower is a Handler that takes some notifications' params on loan.
+// When Borrows reports true for a notification's method and the size of
+// its line, the params HandleNotification gets are valid only until it
+// returns: the handler copies whatever it keeps. The reader then spares
+// the copy of the line it makes for everything else, which is most of
+// what a flood of updates allocates.
+type Borrower interface {
+	Borrows(method string, size int) bool
+}
+
 // Direction tells a Trace hook which way a line went.
 type Direction uint8
 
@@ -128,6 +138,7 @@ type Conn struct {
 	r       io.Reader
 	w       io.Writer
 	h       Handler
+	lender  Borrower // h, if it borrows
 	opts    Options
 	log     *slog.Logger
 	nextID  atomic.Int64
@@ -183,6 +194,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		r:        r,
 		w:        w,
 		h:        h,
+		lender:   borrower(h),
 		opts:     opts,
 		log:      log,
 		wlock:    make(chan struct{}, 1),
@@ -591,9 +603,9 @@ func (c *Conn) readLoop() {
 	}
 }
 
-// handleLine decodes one line and queues it; line is only valid during the
-// call, so what is queued refers to a detached copy (a long line's own
-// buffer, handed over, never copied).
+// handleLine decodes one line and dispatches or queues it; line is only
+// valid during the call, so what is queued refers to a detached copy (a
+// long line's own buffer, handed over, never copied).
 func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 	if n := len(line); n > 0 && line[n-1] == '\r' {
 		line = line[:n-1]
@@ -622,8 +634,6 @@ func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 		}
 		return
 	}
-	owned := lr.Detach(line)
-	msg = bytes.TrimSpace(owned)
 	env := envelopes.Get().(*envelope)
 	*env = envelope{}
 	if err := parseEnvelope(msg, env); err != nil {
@@ -671,7 +681,15 @@ func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 	// here, in wire order all the same, with no hand-off (a wake-up and a
 	// context switch per line on a flood). A request still goes through
 	// the queue: its handler runs on a goroutine of its own.
-	if env.kind != kindRequest && c.q.idle() {
+	inline := env.kind != kindRequest && c.q.idle()
+	// What outlives this call refers to a copy of the line (a long line's
+	// own buffer, handed over), unless the handler borrows it.
+	if !inline || env.kind != kindNotification || c.lender == nil || env.Method.name == CancelRequestMethod ||
+		!c.lender.Borrows(env.Method.name, len(msg)) {
+		off := cap(line) - cap(msg) // msg is line trimmed
+		env.rebase(msg, lr.Detach(line)[off:off+len(msg)])
+	}
+	if inline {
 		c.dispatch(env)
 		if env.kind == kindNotification {
 			*env = envelope{}
@@ -681,6 +699,23 @@ func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 	}
 	c.hold(env)
 	c.q.push(env)
+}
+
+// borrower returns h as a Borrower, or nil.
+func borrower(h Handler) Borrower {
+	b, _ := h.(Borrower)
+	return b
+}
+
+// rebase points env's raw members, slices of msg, at the same bytes of
+// owned, msg's copy.
+func (env *envelope) rebase(msg, owned []byte) {
+	for _, f := range []*json.RawMessage{&env.Params, &env.Result, &env.Error} {
+		if *f != nil {
+			off := cap(msg) - cap(*f)
+			*f = owned[off : off+len(*f)]
+		}
+	}
 }
 
 // envelopes recycles the envelopes of notifications, which come by the

@@ -84,6 +84,12 @@ func fakeAgent(mode string) {
 			send(`{"jsonrpc":"2.0","id":%s,"result":{}}`, msg.ID)
 		case "session/prompt":
 			switch mode {
+			case "flood":
+				for i := range floodUpdates {
+					update(floodUpdate(i))
+				}
+				send(`{"jsonrpc":"2.0","id":%s,"result":{"stopReason":"end_turn"}}`, msg.ID)
+				continue
 			case "die":
 				update(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"partial"}}`)
 				fmt.Fprintln(os.Stderr, "panic: model backend unreachable")

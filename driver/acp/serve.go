@@ -38,6 +38,14 @@ func (h handler) HandleNotification(ctx context.Context, method string, params j
 	}
 }
 
+// Borrows lets the reader lend a session/update its line, which the
+// decoder copies from (jsonrpc.Borrower): everything else the session
+// keeps, or hands on as it came (a passthrough, an elicitation), needs
+// the line's own copy.
+func (h handler) Borrows(method string, size int) bool {
+	return method == schema.MethodSessionUpdate && !h.s.dec.Retains(size)
+}
+
 // hostMethod serves one agent → client request: offered says whether tai
 // announced it to this agent (else it goes to the passthrough, or is
 // unknown).

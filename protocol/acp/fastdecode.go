@@ -35,6 +35,11 @@ type Decoder struct {
 	nextID  int
 }
 
+// Retains reports whether what Decode gives for data of size bytes may
+// refer to data: only the text of a chunk of aliasMin bytes or more does.
+// Anything shorter may be decoded from a buffer the caller reuses.
+func (d *Decoder) Retains(size int) bool { return size >= aliasMin }
+
 // Decode decodes one session/update's params into n.
 func (d *Decoder) Decode(data []byte, n *SessionNotification) error {
 	if d.fastNotification(data, n) {
