@@ -76,7 +76,8 @@ func (s *stamper) capMessage(ev driver.Event) (driver.Event, bool) {
 func (s *stamper) Emit(ev driver.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.last = s.clock.Now().UTC()
+	now := s.clock.Now().UTC()
+	s.last = now
 	ev, ok := s.capMessage(ev)
 	if !ok {
 		return
@@ -85,14 +86,14 @@ func (s *stamper) Emit(ev driver.Event) {
 		s.held = append(s.held, ev)
 		return
 	}
-	s.deliver(ev)
+	s.deliver(ev, now)
 }
 
 // deliver stamps ev and hands it to every sink; s.mu is held.
-func (s *stamper) deliver(ev driver.Event) {
+func (s *stamper) deliver(ev driver.Event, now time.Time) {
 	s.seq++
 	ev.Seq = s.seq
-	ev.Time = s.clock.Now().UTC()
+	ev.Time = now
 	if ev.Session == "" {
 		ev.Session = s.session
 	} else if s.session == "" {
@@ -119,7 +120,7 @@ func (s *stamper) releaseTurnEnd() {
 	held := s.held
 	s.held = nil
 	for _, ev := range held {
-		s.deliver(ev)
+		s.deliver(ev, s.clock.Now().UTC())
 	}
 }
 

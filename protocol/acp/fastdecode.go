@@ -53,118 +53,129 @@ func (d *Decoder) Decode(data []byte, n *SessionNotification) error {
 
 func (d *Decoder) fastNotification(data []byte, n *SessionNotification) bool {
 	*n = SessionNotification{}
-	var update []byte
-	ok := members(data, func(key, val []byte) bool {
+	var update bool
+	_, ok := members(data, func(key, val []byte) (int, bool) {
 		switch string(key) {
 		case "sessionId":
-			s, ok := d.sessionID(val)
+			s, end, ok := d.sessionID(val)
 			n.SessionId = s
-			return ok
+			return end, ok
 		case "update":
-			update = val
-			return true
+			// Read in place: a later duplicate overwrites it, as in
+			// encoding/json.
+			update = true
+			return d.update(val, &n.Update)
 		case "_meta":
-			return false
+			return 0, false
 		}
-		return !folds(key, "sessionId", "update", "_meta")
+		return 0, !folds(key, "sessionId", "update", "_meta")
 	})
-	if !ok || update == nil {
-		return false
-	}
-	c, tag, ok := fastChunk(update)
+	return ok && update
+}
+
+// update reads the update at the start of data and returns its length:
+// the updates of a flood in the one pass that finds their members, any
+// other by its union decoder.
+func (d *Decoder) update(data []byte, u *SessionUpdate) (int, bool) {
+	*u = SessionUpdate{}
+	c, tag, end, ok := fastChunk(data)
 	if ok {
 		switch tag {
 		case UpdateAgentMessageChunk:
-			n.Update.AgentMessageChunk = c
+			u.AgentMessageChunk = c
 		case UpdateAgentThoughtChunk:
-			n.Update.AgentThoughtChunk = c
+			u.AgentThoughtChunk = c
 		case UpdateUserMessageChunk:
-			n.Update.UserMessageChunk = c
+			u.UserMessageChunk = c
 		}
-		return true
+		return end, true
 	}
-	if d.fastVariant(update, tag, &n.Update) {
-		return true
+	if end, ok := d.fastVariant(data, tag, u); ok {
+		return end, true
 	}
-	return n.Update.UnmarshalJSON(update) == nil
+	*u = SessionUpdate{}
+	end, ok = skipValue(data, 0)
+	return end, ok && u.UnmarshalJSON(data[:end]) == nil
 }
 
-// sessionID decodes the session id, which is the same in every update of
-// a session.
-func (d *Decoder) sessionID(val []byte) (string, bool) {
-	if raw, ok := plainString(val); ok && string(raw) == d.session {
-		return d.session, true
+// sessionID decodes the session id at the start of val, which is the
+// same in every update of a session.
+func (d *Decoder) sessionID(val []byte) (string, int, bool) {
+	if raw, end, ok := plainString(val); ok && string(raw) == d.session {
+		return d.session, end, true
 	}
-	s, ok := stringValue(val)
+	s, end, ok := stringValue(val)
 	if ok {
 		d.session = s
 	}
-	return s, ok
+	return s, end, ok
 }
 
-// toolID decodes a tool call id: a call's updates follow it closely.
-func (d *Decoder) toolID(val []byte) (string, bool) {
-	if raw, ok := plainString(val); ok {
+// toolID decodes the tool call id at the start of val: a call's updates
+// follow it closely.
+func (d *Decoder) toolID(val []byte) (string, int, bool) {
+	if raw, end, ok := plainString(val); ok {
 		for _, id := range d.toolIDs {
 			if string(raw) == id && id != "" {
-				return id, true
+				return id, end, true
 			}
 		}
 	}
-	s, ok := stringValue(val)
+	s, end, ok := stringValue(val)
 	if ok {
 		d.toolIDs[d.nextID] = s
 		d.nextID = (d.nextID + 1) % len(d.toolIDs)
 	}
-	return s, ok
+	return s, end, ok
 }
 
 // fastVariant reads the other updates of a flood, tool calls, their
-// updates and plans, when they hold only plain members. tag is the
-// update's tag when fastChunk saw it ("" if not): every sessionUpdate
-// member must say the same.
-func (d *Decoder) fastVariant(data []byte, tag string, u *SessionUpdate) bool {
+// updates and plans, when they hold only plain members, and returns the
+// update's length. tag is the update's tag when fastChunk saw it ("" if
+// not): every sessionUpdate member must say the same.
+func (d *Decoder) fastVariant(data []byte, tag string, u *SessionUpdate) (int, bool) {
 	if tag == "" {
 		t, present, err := peekTagFast(data, "sessionUpdate")
 		if err != nil || !present {
-			return false
+			return 0, false
 		}
 		tag = t
 	}
-	sameTag := func(val []byte) bool {
-		raw, ok := plainString(val)
-		return ok && string(raw) == tag
+	sameTag := func(val []byte) (int, bool) {
+		raw, end, ok := plainString(val)
+		return end, ok && string(raw) == tag
 	}
 	switch tag {
 	case UpdateToolCall:
 		tc := new(ToolCall)
 		var kind, status string
-		if !fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) (ok bool) {
+		end, ok := fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) (end int, ok bool) {
 			switch i {
 			case 0:
-				tc.ToolCallId, ok = d.toolID(val)
+				tc.ToolCallId, end, ok = d.toolID(val)
 			case 1:
-				tc.Title, ok = stringValue(val)
+				tc.Title, end, ok = stringValue(val)
 			case 2:
-				kind, ok = knownString(val, toolKinds)
+				kind, end, ok = knownString(val, toolKinds)
 			case 3:
-				status, ok = knownString(val, toolStatuses)
+				status, end, ok = knownString(val, toolStatuses)
 			case 4:
-				tc.Name, ok = stringValue(val)
+				tc.Name, end, ok = stringValue(val)
 			case 5:
-				tc.RawInput, ok = rawValue(val)
+				tc.RawInput, end, ok = rawValue(val)
 			case 6:
-				tc.RawOutput, ok = rawValue(val)
+				tc.RawOutput, end, ok = rawValue(val)
 			case 7:
-				ok = sameTag(val)
+				end, ok = sameTag(val)
 			}
-			return ok
-		}) {
-			return false
+			return end, ok
+		})
+		if !ok {
+			return 0, false
 		}
 		tc.Kind, tc.Status = ToolKind(kind), ToolCallStatus(status)
 		*u = SessionUpdate{ToolCall: tc}
-		return true
+		return end, true
 	case UpdateToolCallUpdate:
 		// One allocation for the update and the members it points to.
 		tu := new(struct {
@@ -173,39 +184,40 @@ func (d *Decoder) fastVariant(data []byte, tag string, u *SessionUpdate) bool {
 			kind        ToolKind
 			status      ToolCallStatus
 		})
-		if !fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) (ok bool) {
+		end, ok := fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) (end int, ok bool) {
 			switch i {
 			case 0:
-				tu.ToolCallId, ok = d.toolID(val)
+				tu.ToolCallId, end, ok = d.toolID(val)
 			case 1:
-				tu.title, ok = stringValue(val)
+				tu.title, end, ok = stringValue(val)
 				tu.Title = &tu.title
 			case 2:
 				var k string
-				k, ok = knownString(val, toolKinds)
+				k, end, ok = knownString(val, toolKinds)
 				tu.kind = ToolKind(k)
 				tu.Kind = &tu.kind
 			case 3:
 				var st string
-				st, ok = knownString(val, toolStatuses)
+				st, end, ok = knownString(val, toolStatuses)
 				tu.status = ToolCallStatus(st)
 				tu.Status = &tu.status
 			case 4:
-				tu.name, ok = stringValue(val)
+				tu.name, end, ok = stringValue(val)
 				tu.Name = &tu.name
 			case 5:
-				tu.RawInput, ok = rawValue(val)
+				tu.RawInput, end, ok = rawValue(val)
 			case 6:
-				tu.RawOutput, ok = rawValue(val)
+				tu.RawOutput, end, ok = rawValue(val)
 			case 7:
-				ok = sameTag(val)
+				end, ok = sameTag(val)
 			}
-			return ok
-		}) {
-			return false
+			return end, ok
+		})
+		if !ok {
+			return 0, false
 		}
 		*u = SessionUpdate{ToolCallUpdate: &tu.ToolCallUpdate}
-		return true
+		return end, true
 	case UpdatePlan:
 		// The plan and room for an entry: one allocation for a plan of one
 		// (a longer one grows as it would have).
@@ -214,18 +226,19 @@ func (d *Decoder) fastVariant(data []byte, tag string, u *SessionUpdate) bool {
 			entries [1]PlanEntry
 		})
 		p.Entries = p.entries[:0]
-		if !fields(data, planNames, metaSlow, func(i int, val []byte) bool {
+		end, ok := fields(data, planNames, metaSlow, func(i int, val []byte) (int, bool) {
 			if i == 1 {
 				return sameTag(val)
 			}
 			return planEntries(val, &p.Entries)
-		}) {
-			return false
+		})
+		if !ok {
+			return 0, false
 		}
 		*u = SessionUpdate{Plan: &p.Plan}
-		return true
+		return end, true
 	}
-	return false
+	return 0, false
 }
 
 // The members the fast path reads, by index, and those it leaves to
@@ -247,97 +260,98 @@ var (
 	contentTypes = []string{ContentText}
 )
 
-// plainString returns the bytes of a JSON string value without escapes.
-func plainString(val []byte) ([]byte, bool) {
-	if len(val) < 2 || val[0] != '"' || val[len(val)-1] != '"' {
-		return nil, false
+// plainString returns the bytes of the JSON string at the start of val,
+// if it has no escapes, and its length.
+func plainString(val []byte) (raw []byte, end int, ok bool) {
+	if len(val) < 2 || val[0] != '"' {
+		return nil, 0, false
 	}
-	raw := val[1 : len(val)-1]
-	for _, c := range raw {
-		if c == '\\' || c == '"' {
-			return nil, false
-		}
+	_, end, escaped, ok := scanString(val, 0)
+	if !ok || escaped {
+		return nil, 0, false
 	}
-	return raw, true
+	return val[1 : end-1], end, true
 }
 
-// knownString decodes a JSON string, returning the one of names it spells
-// (no copy) or else a decoded copy.
-func knownString(val []byte, names []string) (string, bool) {
-	if raw, ok := plainString(val); ok {
+// knownString decodes the JSON string at the start of val, returning the
+// one of names it spells (no copy) or else a decoded copy.
+func knownString(val []byte, names []string) (string, int, bool) {
+	if raw, end, ok := plainString(val); ok {
 		for _, n := range names {
 			if string(raw) == n {
-				return n, true
+				return n, end, true
 			}
 		}
 	}
 	return stringValue(val)
 }
 
-// rawValue copies a raw member, as json.RawMessage does; null is left to
-// encoding/json.
-func rawValue(val []byte) (json.RawMessage, bool) {
-	return append(json.RawMessage(nil), val...), string(val) != "null"
+// rawValue copies the value at the start of val, as json.RawMessage does;
+// null is left to encoding/json.
+func rawValue(val []byte) (json.RawMessage, int, bool) {
+	end, ok := skipValue(val, 0)
+	if !ok {
+		return nil, 0, false
+	}
+	return append(json.RawMessage(nil), val[:end]...), end, string(val[:end]) != "null"
 }
 
-// planEntries reads an array of plain plan entries.
-func planEntries(data []byte, dst *PlanEntryList) bool {
-	i := skipWS(data, 0)
-	if i >= len(data) || data[i] != '[' {
-		return false
+// planEntries reads the array of plain plan entries at the start of data
+// and returns its length.
+func planEntries(data []byte, dst *PlanEntryList) (int, bool) {
+	if len(data) == 0 || data[0] != '[' {
+		return 0, false
 	}
 	list := (*dst)[:0]
 	if list == nil {
 		list = PlanEntryList{}
 	}
-	i = skipWS(data, i+1)
+	i := skipWS(data, 1)
 	if i < len(data) && data[i] == ']' {
 		*dst = list
-		return true
+		return i + 1, true
 	}
 	for {
-		end, ok := skipValue(data, i)
-		if !ok {
-			return false
-		}
 		var e PlanEntry
 		var prio, status string
-		if !fields(data[i:end], planEntryNames, metaSlow, func(k int, v []byte) (ok bool) {
+		n, ok := fields(data[i:], planEntryNames, metaSlow, func(k int, v []byte) (end int, ok bool) {
 			switch k {
 			case 0:
-				e.Content, ok = stringValue(v)
+				e.Content, end, ok = stringValue(v)
 			case 1:
-				prio, ok = knownString(v, planPriority)
+				prio, end, ok = knownString(v, planPriority)
 			case 2:
-				status, ok = knownString(v, planStatuses)
+				status, end, ok = knownString(v, planStatuses)
 			}
-			return ok
-		}) {
-			return false
+			return end, ok
+		})
+		if !ok {
+			return 0, false
 		}
 		e.Priority, e.Status = PlanEntryPriority(prio), PlanEntryStatus(status)
 		list = append(list, e)
-		i = skipWS(data, end)
+		i = skipWS(data, i+n)
 		if i >= len(data) {
-			return false
+			return 0, false
 		}
 		switch data[i] {
 		case ',':
 			i = skipWS(data, i+1)
 		case ']':
 			*dst = list
-			return true
+			return i + 1, true
 		default:
-			return false
+			return 0, false
 		}
 	}
 }
 
-// fields reads an object's members named in names with set (by index);
+// fields reads the members named in names of the object at the start of
+// data with set (by index), which returns the length of the value it read;
 // a member in slow, or one encoding/json would match to a name but for
-// case, makes it fail.
-func fields(data []byte, names, slow []string, set func(i int, val []byte) bool) bool {
-	return members(data, func(key, val []byte) bool {
+// case, makes it fail. It returns the object's length.
+func fields(data []byte, names, slow []string, set func(i int, val []byte) (int, bool)) (int, bool) {
+	return members(data, func(key, val []byte) (int, bool) {
 		for i, n := range names {
 			if string(key) == n {
 				return set(i, val)
@@ -346,71 +360,73 @@ func fields(data []byte, names, slow []string, set func(i int, val []byte) bool)
 		for _, list := range [2][]string{names, slow} {
 			for _, n := range list {
 				if len(key) == len(n) && foldASCII(key, n) {
-					return false
+					return 0, false
 				}
 			}
 		}
-		return true
+		return 0, true
 	})
 }
 
-// fastChunk reads a text chunk update; ok is false for anything else, and
-// tag then names the update when its first sessionUpdate member is
-// another known one (what made fastChunk stop).
-func fastChunk(data []byte) (c *ContentChunk, tag string, ok bool) {
-	var content, messageID []byte
-	ok = members(data, func(key, val []byte) bool {
+// fastChunk reads the text chunk update at the start of data and returns
+// its length; ok is false for anything else, and tag then names the
+// update when its first sessionUpdate member is another known one (what
+// made fastChunk stop).
+func fastChunk(data []byte) (c *ContentChunk, tag string, end int, ok bool) {
+	var typ, text, messageID string
+	var hasContent, hasText, hasID bool
+	end, ok = members(data, func(key, val []byte) (int, bool) {
 		switch string(key) {
 		case "sessionUpdate":
 			// Anything but a plainly spelled chunk tag is another update:
 			// stop here, without a copy of the tag.
 			tag = ""
-			if raw, ok := plainString(val); ok {
+			raw, end, ok := plainString(val)
+			if ok {
 				tag = knownTags[string(raw)]
 			}
 			switch tag {
 			case UpdateAgentMessageChunk, UpdateAgentThoughtChunk, UpdateUserMessageChunk:
-				return true
+				return end, true
 			}
-			return false
+			return 0, false
 		case "content":
-			content = val
-			return true
+			hasContent = true
+			typ, text, hasText = "", "", false
+			return members(val, func(key, val []byte) (end int, ok bool) {
+				switch string(key) {
+				case "type":
+					typ, end, ok = knownString(val, contentTypes)
+					return end, ok
+				case "text":
+					hasText = true
+					text, end, ok = stringValue(val)
+					return end, ok
+				case "annotations", "_meta":
+					return 0, false
+				}
+				return 0, !folds(key, "type", "text", "annotations", "_meta")
+			})
 		case "messageId":
-			messageID = val
-			return true
+			if len(val) >= 4 && string(val[:4]) == "null" {
+				hasID = false
+				return 4, true
+			}
+			s, end, ok := stringValue(val)
+			messageID, hasID = s, true
+			return end, ok
 		case "_meta":
-			return false
+			return 0, false
 		}
-		return !folds(key, "sessionUpdate", "content", "messageId", "_meta")
+		return 0, !folds(key, "sessionUpdate", "content", "messageId", "_meta")
 	})
 	switch tag {
 	case UpdateAgentMessageChunk, UpdateAgentThoughtChunk, UpdateUserMessageChunk:
 	default:
-		return nil, tag, false
+		return nil, tag, 0, false
 	}
-	if !ok || content == nil {
-		return nil, "", false
-	}
-	var typ string
-	text, hasText := "", false
-	ok = members(content, func(key, val []byte) bool {
-		switch string(key) {
-		case "type":
-			s, ok := knownString(val, contentTypes)
-			typ = s
-			return ok
-		case "text":
-			s, ok := stringValue(val)
-			text, hasText = s, true
-			return ok
-		case "annotations", "_meta":
-			return false
-		}
-		return !folds(key, "type", "text", "annotations", "_meta")
-	})
-	if !ok || typ != ContentText || !hasText {
-		return nil, "", false
+	if !ok || !hasContent || typ != ContentText || !hasText {
+		return nil, "", 0, false
 	}
 	// One allocation for the chunk, its text block and its message id.
 	tc := new(struct {
@@ -420,55 +436,63 @@ func fastChunk(data []byte) (c *ContentChunk, tag string, ok bool) {
 	})
 	tc.text.Text = text
 	tc.Content = ContentBlock{Text: &tc.text}
-	if messageID != nil && string(messageID) != "null" {
-		if tc.id, ok = stringValue(messageID); !ok {
-			return nil, "", false
-		}
+	if hasID {
+		tc.id = messageID
 		tc.MessageId = &tc.id
 	}
-	return &tc.ContentChunk, tag, true
+	return &tc.ContentChunk, tag, end, true
 }
 
-// members calls f with each member of the object data (valid JSON); it
-// reports false, for the caller to fall back, if f does or data is not
-// a plain object of plainly spelled names.
-func members(data []byte, f func(key, val []byte) bool) bool {
+// members calls f with each member of the object at the start of data
+// (valid JSON, which may go on after it) and returns the object's length.
+// f gets the member's name and data from its value on, and returns the
+// length of the value if it read it, or 0 to have it skipped. members
+// reports false, for the caller to fall back, if f does or the object is
+// not a plain one of plainly spelled names.
+func members(data []byte, f func(key, val []byte) (int, bool)) (int, bool) {
 	i := skipWS(data, 0)
 	if i >= len(data) || data[i] != '{' {
-		return false
+		return 0, false
 	}
 	i = skipWS(data, i+1)
 	if i < len(data) && data[i] == '}' {
-		return true
+		return i + 1, true
 	}
 	for {
 		if i >= len(data) || data[i] != '"' {
-			return false
+			return 0, false
 		}
 		ks, ke, escaped, ok := scanString(data, i)
 		if !ok || escaped || !ascii(data[ks:ke]) {
-			return false // encoding/json folds names Unicode-wise
+			return 0, false // encoding/json folds names Unicode-wise
 		}
 		i = skipWS(data, ke)
 		if i >= len(data) || data[i] != ':' {
-			return false
+			return 0, false
 		}
 		vs := skipWS(data, i+1)
-		ve, ok := skipValue(data, vs)
-		if !ok || !f(data[ks+1:ke-1], data[vs:ve]) {
-			return false
+		n, ok := f(data[ks+1:ke-1], data[vs:])
+		if !ok {
+			return 0, false
 		}
-		i = skipWS(data, ve)
+		if n == 0 {
+			ve, ok := skipValue(data, vs)
+			if !ok {
+				return 0, false
+			}
+			n = ve - vs
+		}
+		i = skipWS(data, vs+n)
 		if i >= len(data) {
-			return false
+			return 0, false
 		}
 		switch data[i] {
 		case ',':
 			i = skipWS(data, i+1)
 		case '}':
-			return true
+			return i + 1, true
 		default:
-			return false
+			return 0, false
 		}
 	}
 }
@@ -506,27 +530,27 @@ func ascii(b []byte) bool {
 	return true
 }
 
-// stringValue decodes a JSON string value. Without escapes and in valid
-// UTF-8 it is taken as is: shared with data from aliasMin bytes on, copied
-// below that.
-func stringValue(val []byte) (string, bool) {
+// stringValue decodes the JSON string at the start of val and returns its
+// length. Without escapes and in valid UTF-8 it is taken as is: shared
+// with val from aliasMin bytes on, copied below that.
+func stringValue(val []byte) (string, int, bool) {
 	if len(val) < 2 || val[0] != '"' {
-		return "", false
+		return "", 0, false
 	}
 	_, end, escaped, ok := scanString(val, 0)
-	if !ok || end != len(val) {
-		return "", false
+	if !ok {
+		return "", 0, false
 	}
-	raw := val[1 : len(val)-1]
+	raw := val[1 : end-1]
 	if escaped || !utf8.Valid(raw) {
 		var s string
-		if json.Unmarshal(val, &s) != nil {
-			return "", false
+		if json.Unmarshal(val[:end], &s) != nil {
+			return "", 0, false
 		}
-		return s, true
+		return s, end, true
 	}
 	if len(raw) >= aliasMin {
-		return unsafe.String(&raw[0], len(raw)), true
+		return unsafe.String(&raw[0], len(raw)), end, true
 	}
-	return string(raw), true
+	return string(raw), end, true
 }

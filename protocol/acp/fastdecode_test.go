@@ -28,6 +28,12 @@ func FuzzDecodeSessionNotification(f *testing.F) {
 		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[{"content":"a","priority":"low","status":"pending"},{"content":"b"}]}}`,
 		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[null,{"content":1}],"_meta":{}}}`,
 		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[]}}`, `{"sessionId":"s","update":{"sessionUpdate":"plan"}}`,
+		// Read in place: spaces everywhere, members in any order, duplicates.
+		` { "sessionId" : "s" , "update" : { "content" : { "text" : "a" , "type" : "text" } , "sessionUpdate" : "agent_message_chunk" , "messageId" : null } } `,
+		`{"sessionId":"s","update":{"sessionUpdate":"plan","entries":[ {"content":"a"} , {"content":"b","priority":"high"} ]},"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}`,
+		`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"a"},"content":{"type":"text"}}}`,
+		`{"update":{"sessionUpdate":"tool_call","toolCallId":"t","rawInput":{"a":"}\"]"},"title":"x","rawOutput":[1,{"b":null}]},"sessionId":"s"}`,
+		`{"sessionId":"s","update":{"messageId":"m","content":{"type":"text","text":"é\u00e9"},"sessionUpdate":"agent_thought_chunk"},"sessionId":"t"}`,
 	} {
 		f.Add([]byte(s))
 	}
