@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -36,7 +37,9 @@ func floodText(i int) string {
 	return head + body
 }
 
-// floodUpdate is the i-th update of the flood, as the agent sends it.
+// floodUpdate is the i-th update of the flood, as the agent sends it:
+// chunks, tool calls and their updates, plans and an update kind tai does
+// not know.
 func floodUpdate(i int) string {
 	text, _ := json.Marshal(floodText(i))
 	switch i % 5 {
@@ -46,6 +49,8 @@ func floodUpdate(i int) string {
 		return fmt.Sprintf(`{"sessionUpdate":"plan","entries":[{"content":%s,"priority":"high","status":"pending"}]}`, text)
 	case 3:
 		return fmt.Sprintf(`{"sessionUpdate":"future_update","v":%s}`, text)
+	case 4: // the tool call of three updates ago is done
+		return fmt.Sprintf(`{"sessionUpdate":"tool_call_update","toolCallId":"t%d","status":"completed","title":"done %d"}`, i-3, i-3)
 	}
 	return fmt.Sprintf(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":%s}}`, text)
 }
@@ -67,13 +72,16 @@ func TestFloodKeepsEveryUpdate(t *testing.T) {
 	}
 	var texts, titles, plans, raws []string
 	var inputs []json.RawMessage
+	var done []*driver.ToolCall
 	for _, e := range rec.events {
 		switch {
 		case e.Type == driver.EventMessage:
 			texts = append(texts, e.Message.Text)
-		case e.Type == driver.EventToolCall:
+		case e.Type == driver.EventToolCall && e.ToolCall.Status == "pending":
 			titles = append(titles, e.ToolCall.ID+" "+e.ToolCall.Title)
 			inputs = append(inputs, e.ToolCall.RawInput)
+		case e.Type == driver.EventToolCall:
+			done = append(done, e.ToolCall)
 		case e.Type == driver.EventPlan:
 			plans = append(plans, e.Plan.Entries[0].Content)
 		case e.Type == driver.EventRaw && e.Raw.Kind == "future_update":
@@ -97,6 +105,17 @@ func TestFloodKeepsEveryUpdate(t *testing.T) {
 			if err := json.Unmarshal(inputs[tool], &in); err != nil || in.N != i || in.T != floodText(i) {
 				t.Fatalf("tool call %d: raw input %.80q (%v)", i, inputs[tool], err)
 			}
+			// Its update came later, as a call of its own: the call sent
+			// first is as it was.
+			if i+3 < floodUpdates {
+				if tool >= len(done) {
+					t.Fatalf("tool call %d's update missing", i)
+				}
+				d := done[tool]
+				if d.ID != fmt.Sprintf("t%d", i) || d.Title != fmt.Sprintf("done %d", i) || d.Status != "completed" || !bytes.Equal(d.RawInput, inputs[tool]) {
+					t.Fatalf("tool call %d's update: %+v", i, d)
+				}
+			}
 			tool++
 		case 2:
 			if plan >= len(plans) {
@@ -114,6 +133,8 @@ func TestFloodKeepsEveryUpdate(t *testing.T) {
 			}
 			got = u.V
 			raw++
+		case 4:
+			continue
 		default:
 			if chunk >= len(texts) {
 				t.Fatalf("chunk %d missing", i)

@@ -50,14 +50,14 @@ func (s *Session) apply(u schema.SessionUpdate) {
 	case u.UserMessageChunk != nil:
 		s.emitLocked(driver.Event{Type: driver.EventMessage, Message: chunk(driver.RoleUser, u.UserMessageChunk)})
 	case u.ToolCall != nil:
+		// The call kept and the call sent are one: a kept call is never
+		// changed, only replaced (mergeToolCall), so what a sink holds
+		// stays as it was sent.
 		tc := convertToolCall(u.ToolCall)
 		s.keepTool(tc)
-		cp := *tc
-		s.emitLocked(driver.Event{Type: driver.EventToolCall, ToolCall: &cp})
+		s.emitLocked(driver.Event{Type: driver.EventToolCall, ToolCall: tc})
 	case u.ToolCallUpdate != nil:
-		tc := s.mergeToolCall(u.ToolCallUpdate)
-		cp := *tc
-		s.emitLocked(driver.Event{Type: driver.EventToolCall, ToolCall: &cp})
+		s.emitLocked(driver.Event{Type: driver.EventToolCall, ToolCall: s.mergeToolCall(u.ToolCallUpdate)})
 	case u.Plan != nil:
 		// A plan of one entry in one allocation, a longer one in two.
 		pe := new(struct {
@@ -213,13 +213,22 @@ func (s *Session) keepTool(tc *driver.ToolCall) {
 // mergeToolCall applies a patch to the stored call (creating it when the
 // agent skipped the tool_call, as qwen 0.15 and gemini do). Content and
 // locations replace when present.
+// mergeToolCall applies an update to the call it patches, as a new call
+// that replaces the kept one: the old one may be in an event a sink holds.
 func (s *Session) mergeToolCall(u *schema.ToolCallUpdate) *driver.ToolCall {
-	tc, ok := s.tools[u.ToolCallId]
-	if !ok {
-		tc = &driver.ToolCall{ID: u.ToolCallId, Kind: driver.KindOther, Status: "pending"}
-		s.keepTool(tc)
+	tc := new(driver.ToolCall)
+	old, ok := s.tools[u.ToolCallId]
+	if ok {
+		*tc = *old
+	} else {
+		*tc = driver.ToolCall{ID: u.ToolCallId, Kind: driver.KindOther, Status: "pending"}
 	}
 	patchToolCall(tc, u)
+	if ok {
+		s.tools[u.ToolCallId] = tc
+	} else {
+		s.keepTool(tc)
+	}
 	return tc
 }
 
