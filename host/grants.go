@@ -29,7 +29,9 @@ type Grants struct {
 	cwd string // relative announced paths are under it
 
 	mu     sync.Mutex
-	grants []*grant
+	grants []*grant            // in the order granted, with the gone ones until compacted
+	byCall map[string][]*grant // grants by tool call id
+	gone   int                 // how many of grants are gone
 }
 
 // grant is one allowed request.
@@ -38,6 +40,7 @@ type grant struct {
 	writes   map[string]bool // path keys, when its kind covers writing them
 	reads    map[string]bool // path keys it names
 	command  string          // its command line (policy.Command), or ""
+	gone     bool            // ended or withdrawn
 }
 
 // NewGrants returns an empty set; relative paths a request names are taken
@@ -77,16 +80,57 @@ func (g *Grants) Decided(req driver.PermissionRequest, d driver.PermissionDecisi
 	defer g.mu.Unlock()
 	if allow {
 		g.grants = append(g.grants, n)
+		if g.byCall == nil {
+			g.byCall = map[string][]*grant{}
+		}
+		g.byCall[n.toolCall] = append(g.byCall[n.toolCall], n)
 		return
 	}
 	// A denial withdraws every cover of what it names.
-	kept := g.grants[:0]
 	for _, old := range g.grants {
-		if !old.overlaps(n) {
-			kept = append(kept, old)
+		if !old.gone && old.overlaps(n) {
+			g.endLocked(old)
 		}
 	}
-	g.grants = kept
+	g.compactLocked()
+}
+
+// endLocked marks gr gone; g.mu is held.
+func (g *Grants) endLocked(gr *grant) {
+	if !gr.gone {
+		gr.gone = true
+		g.gone++
+	}
+}
+
+// compactLocked drops the gone grants once they are half of them, so that
+// ending a grant costs what its call's grants do, not what all do.
+func (g *Grants) compactLocked() {
+	if g.gone == 0 || g.gone < len(g.grants)/2 {
+		return
+	}
+	kept := g.grants[:0]
+	for _, gr := range g.grants {
+		if !gr.gone {
+			kept = append(kept, gr)
+		}
+	}
+	clear(g.grants[len(kept):])
+	g.grants, g.gone = kept, 0
+	for id, list := range g.byCall {
+		live := list[:0]
+		for _, gr := range list {
+			if !gr.gone {
+				live = append(live, gr)
+			}
+		}
+		clear(list[len(live):])
+		if len(live) == 0 {
+			delete(g.byCall, id)
+		} else {
+			g.byCall[id] = live
+		}
+	}
 }
 
 func (a *grant) overlaps(b *grant) bool {
@@ -107,18 +151,18 @@ func (g *Grants) Emit(ev driver.Event) {
 	switch {
 	case ev.Type == driver.EventTurnEnded:
 		g.mu.Lock()
-		g.grants = nil
+		g.grants, g.byCall, g.gone = nil, nil, 0
 		g.mu.Unlock()
 	case ev.Type == driver.EventToolCall && ev.ToolCall != nil && ev.ToolCall.ID != "" &&
 		(ev.ToolCall.Status == "completed" || ev.ToolCall.Status == "failed"):
 		g.mu.Lock()
-		kept := g.grants[:0]
-		for _, old := range g.grants {
-			if old.toolCall != ev.ToolCall.ID {
-				kept = append(kept, old)
+		if list, ok := g.byCall[ev.ToolCall.ID]; ok {
+			for _, gr := range list {
+				g.endLocked(gr)
 			}
+			delete(g.byCall, ev.ToolCall.ID)
+			g.compactLocked()
 		}
-		g.grants = kept
 		g.mu.Unlock()
 	}
 }
@@ -142,7 +186,7 @@ func (g *Grants) covers(path string, has func(*grant, string) bool) bool {
 	defer g.mu.Unlock()
 	for _, gr := range g.grants {
 		for _, k := range keys {
-			if has(gr, k) {
+			if !gr.gone && has(gr, k) {
 				return true
 			}
 		}
@@ -159,7 +203,7 @@ func (g *Grants) coversCommand(line string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for _, gr := range g.grants {
-		if gr.command == line {
+		if !gr.gone && gr.command == line {
 			return true
 		}
 	}

@@ -458,3 +458,36 @@ func TestRecordWriteOutsideIsAnError(t *testing.T) {
 		t.Fatalf("%d file.written events for a write outside", n)
 	}
 }
+
+// The grants of a call are found by its id however they came and went:
+// two grants of one call, one withdrawn by a denial, the call's end, and
+// the id used again.
+func TestGrantsCountedByToolCall(t *testing.T) {
+	g := NewGrants("/ws")
+	done := func(id string) {
+		g.Emit(driver.Event{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: id, Status: "completed"}})
+	}
+	check := func(step string, a, b bool) {
+		t.Helper()
+		if got := g.coversWrite("/ws/a.txt"); got != a {
+			t.Fatalf("%s: a covered %v, want %v", step, got, a)
+		}
+		if got := g.coversWrite("/ws/b.txt"); got != b {
+			t.Fatalf("%s: b covered %v, want %v", step, got, b)
+		}
+	}
+	g.Decided(ask("w1", driver.KindEdit, "Write a", nil, "/ws/a.txt"), allowed)
+	g.Decided(ask("w1", driver.KindEdit, "Write b", nil, "/ws/b.txt"), allowed)
+	g.Decided(ask("w2", driver.KindEdit, "Write b", nil, "/ws/b.txt"), allowed)
+	check("granted", true, true)
+	g.Decided(ask("w9", driver.KindEdit, "Write b", nil, "/ws/b.txt"), denied)
+	check("b denied", true, false)
+	done("w2") // its grant went with the denial
+	check("w2 done", true, false)
+	done("w1")
+	check("w1 done", false, false)
+	g.Decided(ask("w1", driver.KindEdit, "Write a", nil, "/ws/a.txt"), allowed)
+	check("w1 again", true, false)
+	done("w1")
+	check("w1 done again", false, false)
+}
