@@ -677,17 +677,28 @@ func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 	}
 	env.size = int64(len(msg))
 	// The common case of a stream of updates: the dispatcher has nothing
-	// queued or in hand, so a notification or a response is dispatched
-	// here, in wire order all the same, with no hand-off (a wake-up and a
-	// context switch per line on a flood). A request still goes through
-	// the queue: its handler runs on a goroutine of its own.
-	inline := env.kind != kindRequest && c.q.idle()
+	// queued or in hand, so a message is dispatched here, in wire order all
+	// the same, with no hand-off (a wake-up and a context switch per line
+	// on a flood, and on a request, which an agent waits on, one more
+	// wake-up before its handler's goroutine starts).
+	inline := c.q.idle()
 	// What outlives this call refers to a copy of the line (a long line's
 	// own buffer, handed over), unless the handler borrows it.
 	if !inline || env.kind != kindNotification || c.lender == nil || env.Method.name == CancelRequestMethod ||
 		!c.lender.Borrows(env.Method.name, len(msg)) {
 		off := cap(line) - cap(msg) // msg is line trimmed
 		env.rebase(msg, lr.Detach(line)[off:off+len(msg)])
+	}
+	if inline && env.kind == kindRequest {
+		c.hold(env) // within the in-flight bounds, as queued ones are
+		select {
+		case <-c.done:
+			c.unhold(env)
+			return
+		default:
+		}
+		c.dispatch(env) // serve: the handler's own goroutine
+		return
 	}
 	if inline {
 		c.dispatch(env)
