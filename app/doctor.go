@@ -92,23 +92,24 @@ type DoctorWorktrees struct {
 // versionTimeout bounds one agent's --version.
 const versionTimeout = 10 * time.Second
 
-// RunDoctor finds out what works here; dir is the repository whose
-// worktrees to look at.
-func RunDoctor(ctx context.Context, dir string) Doctor {
+// RunDoctor finds out what works here, in std's environment; dir is the
+// repository whose worktrees to look at.
+func RunDoctor(ctx context.Context, std IO, dir string) Doctor {
 	d := Doctor{Tai: ReadBuildInfo(), Agents: doctorAgents(ctx), Drivers: doctorDrivers()}
 	if abi, err := landlockABI(); err != nil {
 		d.Landlock.Error = err.Error()
 	} else {
 		d.Landlock.ABI = abi
 	}
-	d.Hub = doctorHub(ctx)
+	d.Hub = doctorHub(ctx, std)
 	d.Dirs = doctorDirs()
 	d.Worktrees = doctorWorktrees(ctx, dir)
 	return d
 }
 
-func doctorHub(ctx context.Context) DoctorHub {
-	p, err := remote.FindServer(os.Getenv("TAI_NATS_SERVER"))
+// doctorHub names the server tai hub would run, found as the hub finds it.
+func doctorHub(ctx context.Context, std IO) DoctorHub {
+	p, err := remote.FindServer(HubFlags{}.server(std))
 	if err != nil {
 		return DoctorHub{Error: err.Error()}
 	}
@@ -272,7 +273,7 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 	if dir == "" {
 		dir, _ = std.Wd()
 	}
-	d := RunDoctor(ctx, dir)
+	d := RunDoctor(ctx, std, dir)
 	if asJSON {
 		return printJSON(std.Out, d)
 	}

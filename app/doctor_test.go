@@ -15,7 +15,22 @@ import (
 func TestDoctor(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	d := RunDoctor(context.Background(), t.TempDir())
+	// The hub's server is found as tai hub finds it: TAI_NATS_SERVER in
+	// the command's environment.
+	server := filepath.Join(t.TempDir(), "my-nats")
+	if err := os.WriteFile(server, []byte("#!/bin/sh\necho 'nats-server: v9.9.9'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	std := IO{LookupEnv: func(k string) (string, bool) {
+		if k == "TAI_NATS_SERVER" {
+			return server, true
+		}
+		return os.LookupEnv(k)
+	}}
+	d := RunDoctor(context.Background(), std, t.TempDir())
+	if d.Hub.Server != server || d.Hub.Version != "nats-server: v9.9.9" {
+		t.Errorf("hub %+v, want %s", d.Hub, server)
+	}
 	if len(d.Drivers) != len(runner.Drivers()) {
 		t.Errorf("drivers %+v", d.Drivers)
 	}

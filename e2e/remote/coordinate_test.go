@@ -201,7 +201,7 @@ tasks:
 	stage = "after the coordinator's restart, until the run's end"
 	// The gate attempt may have lost its lease while the hub was down (3s):
 	// its next attempt blocks on the gate again.
-	go unblockEveryRead(ctx, gate)
+	go letReadersThrough(ctx, gate, -1)
 	f2, ch := follow()
 	ended := false
 	for {
