@@ -100,6 +100,7 @@ type Session struct {
 	dropped   int
 	tools     map[string]*driver.ToolCall
 	toolsMax  int // len(tools) that triggers a sweep of finished calls
+	toolsCap  int // the most toolsMax grows to; 0 is maxRunningTools
 	config    []driver.ConfigOption
 	mode      string
 

@@ -190,7 +190,9 @@ func convertToolCall(t *schema.ToolCall) *driver.ToolCall {
 
 // maxTools is how many tool calls are kept for merging updates before the
 // finished ones are let go: a long session's calls must not all stay.
-const maxTools = 4096
+// maxRunningTools bounds the calls kept at all: an agent that starts calls
+// and never ends them must not grow tai without end.
+const maxTools, maxRunningTools = 4096, 1 << 16
 
 // keepTool stores a call for later patches.
 func (s *Session) keepTool(tc *driver.ToolCall) {
@@ -203,18 +205,36 @@ func (s *Session) keepTool(tc *driver.ToolCall) {
 				delete(s.tools, id)
 			}
 		}
-		if len(s.tools) > s.toolsMax/2 { // mostly running: grow, so the sweeps stay rare
-			s.toolsMax *= 2
+		limit := s.toolsCap
+		if limit == 0 {
+			limit = maxRunningTools
+		}
+		switch {
+		case len(s.tools) <= s.toolsMax/2:
+		case s.toolsMax < limit: // mostly running: grow, so the sweeps stay rare
+			s.toolsMax = min(2*s.toolsMax, limit)
+		default:
+			// As many running as tai keeps: half of them, any half, are
+			// let go. A later update of one arrives as a call of its own,
+			// without what its start said.
+			drop := len(s.tools) - s.toolsMax/2
+			for id := range s.tools {
+				if drop == 0 {
+					break
+				}
+				delete(s.tools, id)
+				drop--
+			}
+			s.log.Warn("the agent keeps too many tool calls running: some are let go", "kept", len(s.tools))
 		}
 	}
 	s.tools[tc.ID] = tc
 }
 
-// mergeToolCall applies a patch to the stored call (creating it when the
-// agent skipped the tool_call, as qwen 0.15 and gemini do). Content and
-// locations replace when present.
-// mergeToolCall applies an update to the call it patches, as a new call
-// that replaces the kept one: the old one may be in an event a sink holds.
+// mergeToolCall applies an update to the call it patches (creating the
+// call when the agent skipped the tool_call, as qwen 0.15 and gemini do),
+// as a new call that replaces the kept one: the old one may be in an
+// event a sink holds. Content and locations replace when present.
 func (s *Session) mergeToolCall(u *schema.ToolCallUpdate) *driver.ToolCall {
 	tc := new(driver.ToolCall)
 	old, ok := s.tools[u.ToolCallId]
