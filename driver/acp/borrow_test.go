@@ -88,6 +88,12 @@ func TestFloodKeepsEveryUpdate(t *testing.T) {
 			raws = append(raws, string(e.Raw.Data))
 		}
 	}
+	// The two chunks sent before session/new's answer were held, then
+	// shown, each as it came.
+	if len(texts) < 2 || texts[0] != "early 1" || texts[1] != "early 2" {
+		t.Fatalf("the chunks held before the session's id: %.20q", texts[:min(2, len(texts))])
+	}
+	texts = texts[2:]
 	var chunk, tool, plan, raw int
 	for i := range floodUpdates {
 		want := floodText(i)

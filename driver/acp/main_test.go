@@ -79,6 +79,10 @@ func fakeAgent(mode string) {
 			send(`{"jsonrpc":"2.0","id":%s,"result":{"modes":{"currentModeId":"plan","availableModes":[{"id":"plan","name":"Plan"}]}}}`, msg.ID)
 		case "session/new":
 			update(`{"sessionUpdate":"available_commands_update","availableCommands":[{"name":"early","description":"sent before the response"}]}`)
+			if mode == "flood" { // updates the session must hold until it knows its id
+				update(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"early 1"}}`)
+				update(`{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"early 2"}}`)
+			}
 			send(`{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s1","modes":{"currentModeId":"default","availableModes":[{"id":"default","name":"Default"},{"id":"plan","name":"Plan"}]}}}`, msg.ID)
 		case "session/set_mode":
 			send(`{"jsonrpc":"2.0","id":%s,"result":{}}`, msg.ID)

@@ -148,6 +148,9 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		stderr: &agentproc.Tail{Max: 64 << 10}, exited: make(chan struct{}), tools: map[string]*driver.ToolCall{},
 		reads: make(chan struct{}, maxReads),
 	}
+	// onUpdate is done with each notification before the next: what it
+	// keeps it converts (or, while it awaits session/new, decodes again).
+	s.dec.Reuse = true
 	if cfg.StderrTo != nil {
 		w := cfg.StderrTo
 		s.stderr.Fwd = func(p []byte) { _, _ = w.Write(p) }

@@ -27,8 +27,8 @@ func (s *Session) onUpdate(params json.RawMessage) {
 		// Asked for (tai acp's session/load): the editor shows the history.
 		s.apply(n.Update)
 	case s.awaiting:
-		if len(s.buffered) < maxBuffered {
-			s.buffered = append(s.buffered, n)
+		if m, ok := s.own(params, n); ok && len(s.buffered) < maxBuffered {
+			s.buffered = append(s.buffered, m)
 		} else {
 			s.dropped++
 		}
@@ -38,6 +38,18 @@ func (s *Session) onUpdate(params json.RawMessage) {
 	default:
 		s.apply(n.Update)
 	}
+}
+
+// own returns n, which params decoded to, as memory of its own: a
+// reusing decoder's structs are its again at the next update. The rare
+// notification that is kept is decoded anew.
+func (s *Session) own(params json.RawMessage, n schema.SessionNotification) (schema.SessionNotification, bool) {
+	if !s.dec.Reuse {
+		return n, true
+	}
+	var m schema.SessionNotification
+	err := json.Unmarshal(params, &m) // it decoded once: it does again
+	return m, err == nil
 }
 
 // apply translates one update into events. Callers hold applyMu.

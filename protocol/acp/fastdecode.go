@@ -33,6 +33,49 @@ type Decoder struct {
 	session string
 	toolIDs [8]string // the latest, round robin
 	nextID  int
+
+	// Reuse makes the fast path decode each update into the same structs,
+	// the ones the last Decode gave: for a caller that is done with a
+	// notification (and copies what it keeps) before it decodes the next.
+	// The strings and raw values are still its own.
+	Reuse   bool
+	scratch struct {
+		chunk  chunkBox
+		tool   ToolCall
+		update toolUpdateBox
+		plan   planBox
+	}
+}
+
+// The structs the fast path decodes into, each one allocation for an
+// update and the members it points to.
+type (
+	chunkBox struct {
+		ContentChunk
+		text TextContent
+		id   string
+	}
+	toolUpdateBox struct {
+		ToolCallUpdate
+		title, name string
+		kind        ToolKind
+		status      ToolCallStatus
+	}
+	// planBox has room for one entry: a longer plan grows as it would.
+	planBox struct {
+		Plan
+		entries [1]PlanEntry
+	}
+)
+
+// box returns a zeroed struct to decode into: a new one, or with Reuse
+// the decoder's own.
+func box[T any](reuse bool, own *T) *T {
+	if reuse {
+		*own = *new(T)
+		return own
+	}
+	return new(T)
 }
 
 // Retains reports whether what Decode gives for data of size bytes may
@@ -78,7 +121,7 @@ func (d *Decoder) fastNotification(data []byte, n *SessionNotification) bool {
 // other by its union decoder.
 func (d *Decoder) update(data []byte, u *SessionUpdate) (int, bool) {
 	*u = SessionUpdate{}
-	c, tag, end, ok := fastChunk(data)
+	c, tag, end, ok := d.fastChunk(data)
 	if ok {
 		switch tag {
 		case UpdateAgentMessageChunk:
@@ -147,7 +190,7 @@ func (d *Decoder) fastVariant(data []byte, tag string, u *SessionUpdate) (int, b
 	}
 	switch tag {
 	case UpdateToolCall:
-		tc := new(ToolCall)
+		tc := box(d.Reuse, &d.scratch.tool)
 		var kind, status string
 		end, ok := fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) (end int, ok bool) {
 			switch i {
@@ -177,13 +220,7 @@ func (d *Decoder) fastVariant(data []byte, tag string, u *SessionUpdate) (int, b
 		*u = SessionUpdate{ToolCall: tc}
 		return end, true
 	case UpdateToolCallUpdate:
-		// One allocation for the update and the members it points to.
-		tu := new(struct {
-			ToolCallUpdate
-			title, name string
-			kind        ToolKind
-			status      ToolCallStatus
-		})
+		tu := box(d.Reuse, &d.scratch.update)
 		end, ok := fields(data, toolCallNames, toolCallSlow, func(i int, val []byte) (end int, ok bool) {
 			switch i {
 			case 0:
@@ -219,12 +256,7 @@ func (d *Decoder) fastVariant(data []byte, tag string, u *SessionUpdate) (int, b
 		*u = SessionUpdate{ToolCallUpdate: &tu.ToolCallUpdate}
 		return end, true
 	case UpdatePlan:
-		// The plan and room for an entry: one allocation for a plan of one
-		// (a longer one grows as it would have).
-		p := new(struct {
-			Plan
-			entries [1]PlanEntry
-		})
+		p := box(d.Reuse, &d.scratch.plan)
 		p.Entries = p.entries[:0]
 		end, ok := fields(data, planNames, metaSlow, func(i int, val []byte) (int, bool) {
 			if i == 1 {
@@ -372,7 +404,7 @@ func fields(data []byte, names, slow []string, set func(i int, val []byte) (int,
 // its length; ok is false for anything else, and tag then names the
 // update when its first sessionUpdate member is another known one (what
 // made fastChunk stop).
-func fastChunk(data []byte) (c *ContentChunk, tag string, end int, ok bool) {
+func (d *Decoder) fastChunk(data []byte) (c *ContentChunk, tag string, end int, ok bool) {
 	var typ, text, messageID string
 	var hasContent, hasText, hasID bool
 	end, ok = members(data, func(key, val []byte) (int, bool) {
@@ -428,12 +460,7 @@ func fastChunk(data []byte) (c *ContentChunk, tag string, end int, ok bool) {
 	if !ok || !hasContent || typ != ContentText || !hasText {
 		return nil, "", 0, false
 	}
-	// One allocation for the chunk, its text block and its message id.
-	tc := new(struct {
-		ContentChunk
-		text TextContent
-		id   string
-	})
+	tc := box(d.Reuse, &d.scratch.chunk)
 	tc.text.Text = text
 	tc.Content = ContentBlock{Text: &tc.text}
 	if hasID {

@@ -38,6 +38,7 @@ func FuzzDecodeSessionNotification(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	var d Decoder // shared by the inputs, as by a connection's updates
+	reuse := Decoder{Reuse: true}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if !json.Valid(data) {
 			return
@@ -52,6 +53,18 @@ func FuzzDecodeSessionNotification(f *testing.F) {
 			g, _ := Marshal(got)
 			if a, _ := Marshal(again); !bytes.Equal(a, g) {
 				t.Fatalf("%q: a Decoder's second decode %s, want %s", data, a, g)
+			}
+		}
+		// A reusing decoder gives the same, twice over the same structs.
+		for range 2 {
+			var r SessionNotification
+			if rerr := reuse.Decode(data, &r); (rerr == nil) != (gerr == nil) {
+				t.Fatalf("%q: a reusing Decoder's err %v, DecodeSessionNotification's %v", data, rerr, gerr)
+			} else if rerr == nil {
+				g, _ := Marshal(got)
+				if a, _ := Marshal(r); !bytes.Equal(a, g) {
+					t.Fatalf("%q: a reusing Decoder's decode %s, want %s", data, a, g)
+				}
 			}
 		}
 		if (werr == nil) != (gerr == nil) {
@@ -86,9 +99,9 @@ func TestDecodeLongChunkInPlace(t *testing.T) {
 }
 
 // A Decoder decodes the updates a flood is made of with the fewest
-// allocations: one for each update's struct and one for each string that
-// is new (text, title, plan entry); the session id, enumerations and a
-// recent tool call's id are not copied.
+// allocations: one for each update's struct (none with Reuse) and one for
+// each string that is new (text, title, plan entry); the session id,
+// enumerations and a recent tool call's id are not copied.
 func TestDecoderFloodAllocations(t *testing.T) {
 	for _, c := range []struct {
 		line string
@@ -100,14 +113,20 @@ func TestDecoderFloodAllocations(t *testing.T) {
 		{`{"sessionId":"sess-1","update":{"sessionUpdate":"tool_call_update","toolCallId":"flood-1","status":"completed"}}`, 1},
 		{`{"sessionId":"sess-1","update":{"sessionUpdate":"plan","entries":[{"content":"Flood 4/100000","priority":"low","status":"in_progress"}]}}`, 2},
 	} {
-		var d Decoder
-		var n SessionNotification
-		data := []byte(c.line)
-		if err := d.Decode(data, &n); err != nil {
-			t.Fatal(err)
-		}
-		if allocs := testing.AllocsPerRun(100, func() { _ = d.Decode(data, &n) }); allocs > c.max {
-			t.Errorf("%s: %v allocations, want at most %v", c.line, allocs, c.max)
+		for _, reuse := range []bool{false, true} {
+			d := Decoder{Reuse: reuse}
+			var n SessionNotification
+			data := []byte(c.line)
+			if err := d.Decode(data, &n); err != nil {
+				t.Fatal(err)
+			}
+			max := c.max
+			if reuse {
+				max-- // the update's struct is the decoder's
+			}
+			if allocs := testing.AllocsPerRun(100, func() { _ = d.Decode(data, &n) }); allocs > max {
+				t.Errorf("%s (reuse %v): %v allocations, want at most %v", c.line, reuse, allocs, max)
+			}
 		}
 	}
 }
