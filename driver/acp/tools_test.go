@@ -3,7 +3,10 @@ package acp
 import (
 	"fmt"
 	"log/slog"
+	"runtime"
+	"strings"
 	"testing"
+	"weak"
 
 	"github.com/tai-dev/tai/driver"
 )
@@ -45,4 +48,32 @@ func TestKeptToolCallsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dropSink takes events and keeps none.
+type dropSink struct{ n int }
+
+func (d *dropSink) Emit(driver.Event) { d.n++ }
+
+// A long chunk's line is not held by the session's reusing decoder once
+// the chunk is applied: it goes when the events that show it go.
+func TestLongChunkNotHeldAfterApply(t *testing.T) {
+	sink := &dropSink{}
+	s := &Session{id: "s", cfg: Config{Host: driver.Host{Sink: sink}}, tools: map[string]*driver.ToolCall{}, log: slog.New(slog.DiscardHandler)}
+	s.dec.Reuse = true
+	line := func() *byte {
+		params := []byte(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` +
+			strings.Repeat("x", 128<<10) + `"}}}`)
+		s.onUpdate(params)
+		return &params[0]
+	}
+	held := weak.Make(line())
+	runtime.GC()
+	if sink.n != 1 {
+		t.Fatalf("%d events", sink.n)
+	}
+	if held.Value() != nil {
+		t.Fatal("the session still holds the long chunk's line")
+	}
+	runtime.KeepAlive(s) // the session, its decoder with it, lives on
 }

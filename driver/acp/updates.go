@@ -18,6 +18,11 @@ func (s *Session) onUpdate(params json.RawMessage) {
 		s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "bad_update", Message: "undecodable session/update: " + err.Error()}})
 		return
 	}
+	if s.dec.Retains(len(params)) {
+		// A long chunk's text is in the decoder's structs: it goes with
+		// its line once applied, not at the next update.
+		defer s.dec.Release()
+	}
 	s.applyMu.Lock()
 	defer s.applyMu.Unlock()
 	switch {

@@ -39,12 +39,15 @@ type Decoder struct {
 	// notification (and copies what it keeps) before it decodes the next.
 	// The strings and raw values are still its own.
 	Reuse   bool
-	scratch struct {
-		chunk  chunkBox
-		tool   ToolCall
-		update toolUpdateBox
-		plan   planBox
-	}
+	scratch scratch
+}
+
+// scratch is a reusing Decoder's own structs, one of each.
+type scratch struct {
+	chunk  chunkBox
+	tool   ToolCall
+	update toolUpdateBox
+	plan   planBox
 }
 
 // The structs the fast path decodes into, each one allocation for an
@@ -82,6 +85,11 @@ func box[T any](reuse bool, own *T) *T {
 // refer to data: only the text of a chunk of aliasMin bytes or more does.
 // Anything shorter may be decoded from a buffer the caller reuses.
 func (d *Decoder) Retains(size int) bool { return size >= aliasMin }
+
+// Release lets go of what the decoder's own structs refer to (Reuse): the
+// text of a long chunk shares its line's memory, which must not stay
+// pinned until the next update.
+func (d *Decoder) Release() { d.scratch = scratch{} }
 
 // Decode decodes one session/update's params into n.
 func (d *Decoder) Decode(data []byte, n *SessionNotification) error {

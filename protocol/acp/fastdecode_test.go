@@ -3,8 +3,10 @@ package acp
 import (
 	"bytes"
 	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
+	"weak"
 )
 
 // DecodeSessionNotification, the one-pass decoder of the flood's updates,
@@ -148,5 +150,29 @@ func BenchmarkDecodeFlood(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// A reusing Decoder holds a long chunk's line through its own structs
+// until Release, and not after.
+func TestReleaseLetsALongLineGo(t *testing.T) {
+	d := Decoder{Reuse: true}
+	line := func() *byte {
+		data := []byte(`{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"` + strings.Repeat("x", 2*aliasMin) + `"}}}`)
+		var n SessionNotification
+		if err := d.Decode(data, &n); err != nil || len(n.Update.AgentMessageChunk.Content.Text.Text) != 2*aliasMin {
+			t.Fatalf("decode: %v", err)
+		}
+		return &data[0]
+	}
+	held := weak.Make(line())
+	runtime.GC()
+	if held.Value() == nil {
+		t.Fatal("the reusing decoder does not hold the line: this test checks nothing")
+	}
+	d.Release()
+	runtime.GC()
+	if held.Value() != nil {
+		t.Fatal("the line is still held after Release")
 	}
 }
