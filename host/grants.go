@@ -29,9 +29,7 @@ type Grants struct {
 	cwd string // relative announced paths are under it
 
 	mu     sync.Mutex
-	grants []*grant            // in the order granted, with the gone ones until compacted
-	byCall map[string][]*grant // grants by tool call id
-	gone   int                 // how many of grants are gone
+	byCall map[string][]*grant // the grants, by tool call id
 }
 
 // grant is one allowed request.
@@ -40,7 +38,6 @@ type grant struct {
 	writes   map[string]bool // path keys, when its kind covers writing them
 	reads    map[string]bool // path keys it names
 	command  string          // its command line (policy.Command), or ""
-	gone     bool            // ended or withdrawn
 }
 
 // NewGrants returns an empty set; relative paths a request names are taken
@@ -79,7 +76,6 @@ func (g *Grants) Decided(req driver.PermissionRequest, d driver.PermissionDecisi
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if allow {
-		g.grants = append(g.grants, n)
 		if g.byCall == nil {
 			g.byCall = map[string][]*grant{}
 		}
@@ -87,48 +83,18 @@ func (g *Grants) Decided(req driver.PermissionRequest, d driver.PermissionDecisi
 		return
 	}
 	// A denial withdraws every cover of what it names.
-	for _, old := range g.grants {
-		if !old.gone && old.overlaps(n) {
-			g.endLocked(old)
-		}
-	}
-	g.compactLocked()
-}
-
-// endLocked marks gr gone; g.mu is held.
-func (g *Grants) endLocked(gr *grant) {
-	if !gr.gone {
-		gr.gone = true
-		g.gone++
-	}
-}
-
-// compactLocked drops the gone grants once they are half of them, so that
-// ending a grant costs what its call's grants do, not what all do.
-func (g *Grants) compactLocked() {
-	if g.gone == 0 || g.gone < len(g.grants)/2 {
-		return
-	}
-	kept := g.grants[:0]
-	for _, gr := range g.grants {
-		if !gr.gone {
-			kept = append(kept, gr)
-		}
-	}
-	clear(g.grants[len(kept):])
-	g.grants, g.gone = kept, 0
 	for id, list := range g.byCall {
-		live := list[:0]
-		for _, gr := range list {
-			if !gr.gone {
-				live = append(live, gr)
+		kept := list[:0]
+		for _, old := range list {
+			if !old.overlaps(n) {
+				kept = append(kept, old)
 			}
 		}
-		clear(list[len(live):])
-		if len(live) == 0 {
+		clear(list[len(kept):])
+		if len(kept) == 0 {
 			delete(g.byCall, id)
 		} else {
-			g.byCall[id] = live
+			g.byCall[id] = kept
 		}
 	}
 }
@@ -151,18 +117,12 @@ func (g *Grants) Emit(ev driver.Event) {
 	switch {
 	case ev.Type == driver.EventTurnEnded:
 		g.mu.Lock()
-		g.grants, g.byCall, g.gone = nil, nil, 0
+		g.byCall = nil
 		g.mu.Unlock()
 	case ev.Type == driver.EventToolCall && ev.ToolCall != nil && ev.ToolCall.ID != "" &&
 		(ev.ToolCall.Status == "completed" || ev.ToolCall.Status == "failed"):
 		g.mu.Lock()
-		if list, ok := g.byCall[ev.ToolCall.ID]; ok {
-			for _, gr := range list {
-				g.endLocked(gr)
-			}
-			delete(g.byCall, ev.ToolCall.ID)
-			g.compactLocked()
-		}
+		delete(g.byCall, ev.ToolCall.ID) // most calls that end were never granted: nothing to scan
 		g.mu.Unlock()
 	}
 }
@@ -184,10 +144,12 @@ func (g *Grants) covers(path string, has func(*grant, string) bool) bool {
 	keys := pathKeys(path, g.cwd)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, gr := range g.grants {
-		for _, k := range keys {
-			if !gr.gone && has(gr, k) {
-				return true
+	for _, list := range g.byCall {
+		for _, gr := range list {
+			for _, k := range keys {
+				if has(gr, k) {
+					return true
+				}
 			}
 		}
 	}
@@ -202,9 +164,11 @@ func (g *Grants) coversCommand(line string) bool {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for _, gr := range g.grants {
-		if !gr.gone && gr.command == line {
-			return true
+	for _, list := range g.byCall {
+		for _, gr := range list {
+			if gr.command == line {
+				return true
+			}
 		}
 	}
 	return false
