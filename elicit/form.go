@@ -34,9 +34,11 @@ type Form struct {
 	pending chan lineResult // a read still waiting for its line, kept for the next question
 }
 
-// LineReader reads one line, not echoed if secret, until ctx ends.
+// LineReader writes prompt once the line can be typed, then reads one
+// line, not echoed if secret, until ctx ends. The prompt is its to write:
+// a secret's keys typed as soon as the prompt shows must not be echoed.
 type LineReader interface {
-	ReadLine(ctx context.Context, secret bool) (string, error)
+	ReadLine(ctx context.Context, prompt string, secret bool) (string, error)
 }
 
 type lineResult struct {
@@ -44,13 +46,14 @@ type lineResult struct {
 	err error
 }
 
-// line reads one line; ctx ends the wait. A terminal read cannot be
-// interrupted, so a read abandoned that way is kept and its line goes to
-// the next question instead of being lost.
-func (f *Form) line(ctx context.Context) (string, error) {
+// line writes prompt and reads one line; ctx ends the wait. A terminal
+// read cannot be interrupted, so a read abandoned that way is kept and its
+// line goes to the next question instead of being lost.
+func (f *Form) line(ctx context.Context, prompt string) (string, error) {
 	if f.Lines != nil {
-		return f.Lines.ReadLine(ctx, false)
+		return f.Lines.ReadLine(ctx, prompt, false)
 	}
+	fmt.Fprint(f.Out, prompt)
 	if f.r == nil {
 		f.r = bufio.NewReader(f.In)
 	}
@@ -80,17 +83,23 @@ func (f *Form) wait(ctx context.Context) (string, error) {
 
 // secretLine reads a secret without echoing it when In is a terminal. The
 // read is kept like line's when ctx ends first (another channel answered).
-func (f *Form) secretLine(ctx context.Context) (string, error) {
+// Echo goes off before the prompt is written, so that keys typed the
+// moment it shows are not echoed either.
+func (f *Form) secretLine(ctx context.Context, prompt string) (string, error) {
 	if f.Lines != nil {
-		return f.Lines.ReadLine(ctx, true)
+		return f.Lines.ReadLine(ctx, prompt, true)
 	}
 	file, ok := f.In.(*os.File)
 	if !ok || !term.IsTerminal(int(file.Fd())) || f.pending != nil || (f.r != nil && f.r.Buffered() > 0) {
-		return f.line(ctx)
+		return f.line(ctx, prompt)
 	}
+	fd := int(file.Fd())
+	restore := echoOff(fd)
+	fmt.Fprint(f.Out, prompt)
 	ch := make(chan lineResult, 1)
 	go func() {
-		b, err := term.ReadPassword(int(file.Fd()))
+		b, err := term.ReadPassword(fd)
+		restore()
 		fmt.Fprintln(f.Out)
 		ch <- lineResult{string(b), err}
 	}()
@@ -110,12 +119,11 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 	content := map[string]any{}
 	for _, fl := range req.Fields {
 		for {
-			fmt.Fprint(f.Out, fieldPrompt(fl))
 			read := f.line
 			if fl.Secret {
 				read = f.secretLine
 			}
-			s, err := read(ctx)
+			s, err := read(ctx, fieldPrompt(fl))
 			if err != nil {
 				return f.gone(ctx, err), nil
 			}
@@ -152,8 +160,7 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 			break
 		}
 	}
-	fmt.Fprint(f.Out, "  Send these answers? [Y/n] ")
-	s, err := f.line(ctx)
+	s, err := f.line(ctx, "  Send these answers? [Y/n] ")
 	if err != nil {
 		return f.gone(ctx, err), nil
 	}
@@ -174,8 +181,7 @@ func (f *Form) gone(ctx context.Context, err error) driver.ElicitationAnswer {
 
 func (f *Form) url(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
 	fmt.Fprintf(f.Out, "\n? The agent asks you to visit a URL: %s\n  %s\n", req.Message, req.URL)
-	fmt.Fprint(f.Out, "  [o]pen it in a browser, [d]one (I opened it myself), [n]o (decline) ? ")
-	s, err := f.line(ctx)
+	s, err := f.line(ctx, "  [o]pen it in a browser, [d]one (I opened it myself), [n]o (decline) ? ")
 	if err != nil {
 		return f.gone(ctx, err), nil
 	}

@@ -13,13 +13,15 @@ import (
 	"golang.org/x/term"
 )
 
-// ReadLine reads one line from the terminal through the prompter's own
-// reader: a form asked on the same terminal (an elicitation) and the
+// ReadLine writes prompt, then reads one line from the terminal through
+// the prompter's own reader: a form asked on the same terminal (an elicitation) and the
 // prompter then never compete for its input, and a read abandoned when
 // ctx ends loses nothing typed after it. secret: on a terminal the line is
 // read in raw mode, not echoed (backspace edits it). It waits for a
-// question on screen to be answered first.
-func (p *TTYPrompter) ReadLine(ctx context.Context, secret bool) (string, error) {
+// question on screen to be answered first. The prompt is written only
+// then, and for a secret after raw mode is on: keys typed the moment the
+// prompt shows are not echoed.
+func (p *TTYPrompter) ReadLine(ctx context.Context, prompt string, secret bool) (string, error) {
 	p.start.Do(func() {
 		p.input = make(chan inputOrErr)
 		go p.read()
@@ -34,6 +36,7 @@ func (p *TTYPrompter) ReadLine(ctx context.Context, secret bool) (string, error)
 			defer restore()
 		}
 	}
+	fmt.Fprint(p.Out, prompt)
 	var line []byte // a secret's, as typed in raw mode
 	for {
 		if restore == nil {

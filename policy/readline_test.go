@@ -20,23 +20,23 @@ func TestReadLineSharesTheTerminal(t *testing.T) {
 	if err != nil || a != AllowOnce {
 		t.Fatalf("ask: %v, %v", a, err)
 	}
-	if s, err := p.ReadLine(context.Background(), false); err != nil || s != "prod" {
+	if s, err := p.ReadLine(context.Background(), "", false); err != nil || s != "prod" {
 		t.Fatalf("the form's line: %q, %v", s, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := p.ReadLine(ctx, false); err == nil {
+	if _, err := p.ReadLine(ctx, "", false); err == nil {
 		t.Fatal("a cancelled read returned a line")
 	}
 	go func() { _, _ = io.WriteString(pw, "later\nlast") }()
-	if s, err := p.ReadLine(context.Background(), true); err != nil || s != "later" { // secret: a pipe is not raw
+	if s, err := p.ReadLine(context.Background(), "", true); err != nil || s != "later" { // secret: a pipe is not raw
 		t.Fatalf("after the cancel: %q, %v", s, err)
 	}
 	pw.Close()
-	if s, err := p.ReadLine(context.Background(), false); err != nil || s != "last" {
+	if s, err := p.ReadLine(context.Background(), "", false); err != nil || s != "last" {
 		t.Fatalf("the last line without its newline: %q, %v", s, err)
 	}
-	if _, err := p.ReadLine(context.Background(), false); err != io.EOF {
+	if _, err := p.ReadLine(context.Background(), "", false); err != io.EOF {
 		t.Fatalf("after the end: %v", err)
 	}
 }
