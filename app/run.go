@@ -46,6 +46,7 @@ const (
 
 // Run runs `tai run`. Its error carries the exit code (exitcode.Of).
 func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
+	std.oneAgent()
 	if wantsChat(f, args, std) {
 		return Chat(ctx, f, args, std)
 	}
