@@ -400,6 +400,12 @@ func (l *Log) encodeData(data any) ([]byte, error) {
 	switch d := data.(type) {
 	case nil:
 		return nil, nil
+	case appender:
+		b, err := d.appendJSON(make([]byte, 0, 256))
+		if err != nil {
+			return nil, fmt.Errorf("audit: encode data: %w", err)
+		}
+		raw = b
 	case json.RawMessage:
 		if len(d) == 0 {
 			return nil, nil

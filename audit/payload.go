@@ -1,6 +1,10 @@
 package audit
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
 
 // Payload types for the standard kinds. Producers should use them so that
 // Render and other consumers find the fields they expect; any JSON value is
@@ -77,4 +81,113 @@ type Prompt struct {
 type Error struct {
 	Error string `json:"error"`
 	Op    string `json:"op,omitempty"`
+}
+
+// appender is data that writes its own compact JSON: the entries a flood
+// of permissions writes two of per request, without reflection. What it
+// writes decodes to what json.Marshal would write.
+type appender interface {
+	appendJSON(buf []byte) ([]byte, error)
+}
+
+func (p PermissionRequest) appendJSON(buf []byte) ([]byte, error) {
+	buf = append(buf, '{')
+	n := len(buf)
+	buf = member(buf, n, "request_id", p.RequestID)
+	buf = member(buf, n, "tool", p.Tool)
+	buf = member(buf, n, "title", p.Title)
+	if len(p.Options) > 0 {
+		buf = comma(buf, n)
+		buf = append(buf, `"options":[`...)
+		for i, o := range p.Options {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendString(buf, o)
+		}
+		buf = append(buf, ']')
+	}
+	buf, err := rawMember(buf, n, "request", p.Request)
+	if p.Unrequested {
+		buf = comma(buf, n)
+		buf = append(buf, `"unrequested":true`...)
+	}
+	return append(buf, '}'), err
+}
+
+func (p PermissionDecision) appendJSON(buf []byte) ([]byte, error) {
+	buf = append(buf, '{')
+	n := len(buf)
+	buf = member(buf, n, "request_id", p.RequestID)
+	buf = comma(buf, n)
+	buf = append(buf, `"decision":`...)
+	buf = appendString(buf, p.Decision)
+	buf = member(buf, n, "option", p.Option)
+	buf = append(buf, `,"decided_by":`...)
+	buf = appendString(buf, p.DecidedBy)
+	buf = member(buf, n, "reason", p.Reason)
+	buf = member(buf, n, "via", p.Via)
+	buf, err := rawMember(buf, n, "request", p.Request)
+	if p.Unrequested {
+		buf = append(buf, `,"unrequested":true`...)
+	}
+	return append(buf, '}'), err
+}
+
+// comma separates a member from the one before it, if any (the object's
+// members start at buf[n:]).
+func comma(buf []byte, n int) []byte {
+	if len(buf) > n {
+		buf = append(buf, ',')
+	}
+	return buf
+}
+
+// member appends an omitempty string member.
+func member(buf []byte, n int, name, v string) []byte {
+	if v == "" {
+		return buf
+	}
+	buf = comma(buf, n)
+	buf = append(buf, '"')
+	buf = append(buf, name...)
+	buf = append(buf, `":`...)
+	return appendString(buf, v)
+}
+
+// rawMember appends an omitempty raw JSON member, compacted as
+// json.Marshal would; a value that is not JSON is an error, as there.
+func rawMember(buf []byte, n int, name string, raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 {
+		return buf, nil
+	}
+	buf = comma(buf, n)
+	buf = append(buf, '"')
+	buf = append(buf, name...)
+	buf = append(buf, `":`...)
+	if compact(raw) {
+		return append(buf, raw...), nil
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return buf, fmt.Errorf("json: error calling MarshalJSON for type json.RawMessage: %w", err)
+	}
+	return append(buf, b.Bytes()...), nil
+}
+
+// compact reports whether raw is valid JSON with no space outside its
+// strings: what json.Marshal of a value gives, written as it is.
+func compact(raw []byte) bool {
+	in := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return !in && json.Valid(raw)
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -428,6 +429,20 @@ func TestBoundedWhileStreaming(t *testing.T) {
 		})
 		done <- err
 	}()
+	// The bounds under test are a streamed feed's: emit once the stream
+	// is in (before, frames are kept lazily, outside the ring; seen under
+	// load, when the stream came after the last frame).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		in := s.streams > 0
+		s.mu.Unlock()
+		if in {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stream never came in")
+		}
+	}
 	for i := uint64(1); i <= 5000; i++ {
 		emit(k, i)
 	}

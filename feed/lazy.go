@@ -46,7 +46,7 @@ type lazyFrames struct {
 // keepLazyLocked keeps ev as a lazy frame if it is one FrameEncoder
 // writes by hand and no stream reads; s.mu is held.
 func (s *Server) keepLazyLocked(task string, ev driver.Event) bool {
-	if s.streams > 0 || !render.ByHand(ev) {
+	if s.streams > 0 || !lazyKind(ev) {
 		return false
 	}
 	f := lazyFrame{typ: ev.Type, session: ev.Session, task: task, seq: ev.Seq, at: ev.Time}
@@ -70,6 +70,17 @@ func (s *Server) keepLazyLocked(task string, ev driver.Event) bool {
 	}
 	s.lazy.push(f, s.o.IdleBytes, s.frames.skip)
 	return true
+}
+
+// lazyKind reports whether ev is a frame a lazyFrame holds unencoded: one
+// FrameEncoder writes by hand that comes by the thousand (a permission's
+// decision, written by hand too, is rare and kept encoded).
+func lazyKind(ev driver.Event) bool {
+	switch ev.Type {
+	case driver.EventMessage, driver.EventToolCall, driver.EventPlan:
+		return render.ByHand(ev)
+	}
+	return false
 }
 
 // keepRawLocked keeps an encoded frame (copied) as a lazy frame if no

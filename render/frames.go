@@ -103,6 +103,10 @@ func (e *FrameEncoder) Write(w jsonw.Writer, ev driver.Event, run, task string) 
 		field(w, "kind", string(tc.Kind))
 		field(w, "status", tc.Status)
 		field(w, "name", tc.Name)
+	case driver.EventPermissionDecided:
+		ev.Decision.WriteJSON(w)
+		_, err := w.WriteString("}\n")
+		return err
 	case driver.EventPlan:
 		_, _ = w.WriteString(`{"entries":`)
 		if ev.Plan.Entries == nil {
@@ -127,7 +131,8 @@ func (e *FrameEncoder) Write(w jsonw.Writer, ev driver.Event, run, task string) 
 }
 
 // ByHand reports whether ev is one of the frames FrameEncoder writes by
-// hand: a text chunk, a tool call of plain members, a plan. Such a frame
+// hand: a text chunk, a tool call of plain members, a plan, a permission's
+// decision. Such a frame
 // depends on nothing but the event's header and that payload.
 func ByHand(ev driver.Event) bool {
 	switch ev.Type {
@@ -138,6 +143,8 @@ func ByHand(ev driver.Event) bool {
 		return tc != nil && len(tc.Locations) == 0 && len(tc.Content) == 0 && len(tc.RawInput) == 0 && len(tc.RawOutput) == 0
 	case driver.EventPlan:
 		return ev.Plan != nil
+	case driver.EventPermissionDecided:
+		return ev.Decision != nil
 	}
 	return false
 }
@@ -192,6 +199,8 @@ func payloadName(t driver.EventType) string {
 		return "message"
 	case driver.EventToolCall:
 		return "tool_call"
+	case driver.EventPermissionDecided:
+		return "decision"
 	}
 	return "plan"
 }

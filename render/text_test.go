@@ -201,6 +201,10 @@ func TestMessageFramesAsEncodingJSON(t *testing.T) {
 	for _, p := range []driver.Plan{{}, {Entries: []driver.PlanEntry{}}, {Entries: []driver.PlanEntry{{Content: "a\nb"}, {Content: "c", Priority: "high", Status: "done"}}}} {
 		evs = append(evs, driver.Event{Type: driver.EventPlan, Plan: &p})
 	}
+	for _, d := range []driver.PermissionDecision{{}, {RequestID: "7", ToolCallID: "t<1>", Title: "rm \"-rf\"\n", ToolKind: "execute", Outcome: "selected",
+		OptionID: "o", OptionKind: "allow_once", Verdict: "allow", DecidedBy: "rule:x", Reason: "é\u2028\xff", Via: "feed", Unrequested: true}} {
+		evs = append(evs, driver.Event{Type: driver.EventPermissionDecided, Decision: &d})
+	}
 	evs = append(evs, driver.Event{Type: driver.EventUsage, Usage: &driver.Usage{ContextUsed: 1}}) // by encoding/json
 	var shared FrameEncoder                                                                        // one encoder for every frame: what it keeps from one to the next is right for the next
 	for _, ev := range evs {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"encoding/json"
 	"sync"
 
@@ -55,7 +56,9 @@ func (a *auditSink) writtenEarly(d driver.PermissionDecision) bool {
 }
 
 func decisionEntry(d *driver.PermissionDecision) audit.PermissionDecision {
-	full, _ := json.Marshal(d)
+	var b bytes.Buffer
+	d.WriteJSON(&b)
+	full := json.RawMessage(b.Bytes())
 	return audit.PermissionDecision{
 		RequestID: d.RequestID, Decision: d.Verdict, Option: optionLabel(d), DecidedBy: string(d.DecidedBy),
 		Reason: d.Reason, Via: d.Via, Request: full, Unrequested: d.Unrequested,

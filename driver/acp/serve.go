@@ -224,8 +224,8 @@ func (s *Session) hostError(method, subject string, err error) error {
 
 func (s *Session) requestPermission(ctx context.Context, params json.RawMessage) (any, error) {
 	var r schema.RequestPermissionRequest
-	if err := decode(params, &r); err != nil {
-		return nil, err
+	if err := schema.DecodeRequestPermission(params, &r); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: " + err.Error()}
 	}
 	id, _ := jsonrpc.RequestID(ctx)
 	// The tool_call that preceded this request has been applied (ordered
