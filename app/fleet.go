@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tai-dev/tai/internal/lazyre"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -501,7 +501,7 @@ Goal: `
 // builtinPlanScript is a built-in agent script that answers with a valid
 // one-task plan for goal.
 func builtinPlanScript(goal string) ([]byte, error) {
-	name := strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(goal), "-"), "-")
+	name := strings.Trim(nonSlug().ReplaceAllString(strings.ToLower(goal), "-"), "-")
 	if len(name) > 40 {
 		name = strings.Trim(name[:40], "-")
 	}
@@ -518,9 +518,9 @@ func builtinPlanScript(goal string) ([]byte, error) {
 	return yaml.Marshal(map[string]any{"steps": []map[string]any{{"text": "```yaml\n" + string(plan) + "```\n"}}})
 }
 
-var nonSlug = regexp.MustCompile(`[^a-z0-9]+`)
+var nonSlug = lazyre.New(`[^a-z0-9]+`)
 
-var fenceRE = regexp.MustCompile("(?s)```(?:ya?ml)?\\s*\\n(.*?)```")
+var fenceRE = lazyre.New("(?s)```(?:ya?ml)?\\s*\\n(.*?)```")
 
 // FleetPlan runs `tai fleet plan "goal"`: an agent drafts the plan, tai
 // validates it against the plan schema and saves it for review.
@@ -564,7 +564,7 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) error
 		return exitcode.With(exitcode.Code(res.ExitCode), fmt.Errorf("fleet plan: the agent failed: %s", res.Error))
 	}
 	text := res.Message
-	if m := fenceRE.FindStringSubmatch(text); m != nil {
+	if m := fenceRE().FindStringSubmatch(text); m != nil {
 		text = m[1]
 	}
 	out := f.Out

@@ -3,9 +3,9 @@ package builtin
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/tai-dev/tai/internal/lazyre"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"github.com/tai-dev/tai/internal/atomicfile"
@@ -34,7 +34,7 @@ type savedEntry struct {
 }
 
 // validID keeps a client's session id from naming a path outside StateDir.
-var validID = regexp.MustCompile(`^builtin-[0-9a-f]{16}$`)
+var validID = lazyre.New(`^builtin-[0-9a-f]{16}$`)
 
 // save writes s whole (temp file, then rename: a crash leaves the old or
 // the new state, never half of one).
@@ -71,7 +71,7 @@ func writeSaved(dir string, ss savedSession) error {
 
 // loadSaved brings a session saved by an earlier process back.
 func (a *agent) loadSaved(id string) (*session, error) {
-	if a.opts.StateDir == "" || !validID.MatchString(id) {
+	if a.opts.StateDir == "" || !validID().MatchString(id) {
 		return nil, os.ErrNotExist
 	}
 	b, err := os.ReadFile(filepath.Join(a.opts.StateDir, id+".json"))

@@ -28,7 +28,7 @@ func (a *agent) allSessions() []*session {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
 			id, ok := strings.CutSuffix(e.Name(), ".json")
-			if !ok || byID[id] != nil || !validID.MatchString(id) {
+			if !ok || byID[id] != nil || !validID().MatchString(id) {
 				continue
 			}
 			if s, err := a.loadSaved(id); err == nil {
@@ -56,7 +56,7 @@ func (a *agent) listSessions(params json.RawMessage) (any, error) {
 	var after string
 	if req.Cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(req.Cursor)
-		if err != nil || !validID.Match(b) {
+		if err != nil || !validID().Match(b) {
 			return nil, invalidParams("invalid cursor %q", req.Cursor)
 		}
 		after = string(b)

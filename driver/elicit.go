@@ -2,7 +2,7 @@ package driver
 
 import (
 	"context"
-	"regexp"
+	"github.com/tai-dev/tai/internal/lazyre"
 	"slices"
 )
 
@@ -110,10 +110,10 @@ func (a ElicitationAnswer) RedactedFor(req ElicitationRequest) ElicitationAnswer
 	return out
 }
 
-var secretName = regexp.MustCompile(`(?i)(pass(word|phrase)?|secret|token|api[_-]?key|credential|private[_-]?key|otp|pin)`)
+var secretName = lazyre.New(`(?i)(pass(word|phrase)?|secret|token|api[_-]?key|credential|private[_-]?key|otp|pin)`)
 
 // SecretName reports whether a field name says it holds a secret.
-func SecretName(name string) bool { return secretName.MatchString(name) }
+func SecretName(name string) bool { return secretName().MatchString(name) }
 
 // ElicitationComplete says a URL elicitation finished out of band.
 type ElicitationComplete struct {

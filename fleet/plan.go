@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tai-dev/tai/internal/lazyre"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"text/template"
 	"time"
@@ -338,7 +338,7 @@ func contains(l []string, s string) bool {
 	return false
 }
 
-var taskRefRE = regexp.MustCompile(`\.Tasks\.([A-Za-z0-9_]+)|index\s+\.Tasks\s+"([^"]+)"`)
+var taskRefRE = lazyre.New(`\.Tasks\.([A-Za-z0-9_]+)|index\s+\.Tasks\s+"([^"]+)"`)
 
 // adder records a mistake in a plan at a line.
 type adder func(line int, format string, args ...any)
@@ -485,7 +485,7 @@ func (p *Plan) checkLinks(add adder, t *Task, byID map[string]*Task) {
 			add(t.Line, "%sworktree shared:%s: that task has no worktree of its own", where, s)
 		}
 	}
-	for _, m := range taskRefRE.FindAllStringSubmatch(t.Prompt, -1) {
+	for _, m := range taskRefRE().FindAllStringSubmatch(t.Prompt, -1) {
 		ref := m[1] + m[2]
 		if !contains(t.DependsOn, ref) {
 			add(t.Line, "%sprompt uses the result of %q, which is not in its depends_on", where, ref)

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tai-dev/tai/internal/lazyre"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -263,7 +263,7 @@ func (s *Server) cwdLocked() string {
 }
 
 // geminiPath matches "/v1beta/models/gemini-2.5-flash:streamGenerateContent".
-var geminiPath = regexp.MustCompile(`^(?:/[^/]+)*/models/([^/:]+):([A-Za-z]+)$`)
+var geminiPath = lazyre.New(`^(?:/[^/]+)*/models/([^/:]+):([A-Za-z]+)$`)
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := s.begin(r)
@@ -271,7 +271,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() { s.finish(rec, sw) }()
 
 	p := strings.TrimSuffix(r.URL.Path, "/")
-	if m := geminiPath.FindStringSubmatch(p); m != nil && r.Method == http.MethodPost {
+	if m := geminiPath().FindStringSubmatch(p); m != nil && r.Method == http.MethodPost {
 		rec.API = apiGemini
 		switch m[2] {
 		case "generateContent", "streamGenerateContent":
@@ -379,7 +379,7 @@ func (s *Server) serveCount(w http.ResponseWriter, r *http.Request, rec *LogEntr
 		fail(w, http.StatusBadRequest, err.Error(), 0)
 		return
 	}
-	if m := geminiPath.FindStringSubmatch(strings.TrimSuffix(r.URL.Path, "/")); m != nil {
+	if m := geminiPath().FindStringSubmatch(strings.TrimSuffix(r.URL.Path, "/")); m != nil {
 		rec.Model = m[1]
 	} else {
 		rec.Model = modelOf(body)

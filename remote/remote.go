@@ -13,7 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
+	"github.com/tai-dev/tai/internal/lazyre"
 	"strings"
 	"time"
 
@@ -149,12 +149,12 @@ type EventMsg struct {
 // KindFrame is the event kind of a task's session frame.
 const KindFrame = "frame"
 
-var tokenRE = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+var tokenRE = lazyre.New(`[^A-Za-z0-9_-]`)
 
 // token makes a name a NATS subject token (run and task names may hold
 // dots).
 func token(s string) string {
-	return tokenRE.ReplaceAllStringFunc(s, func(c string) string { return fmt.Sprintf("%%%02X", c[0]) })
+	return tokenRE().ReplaceAllStringFunc(s, func(c string) string { return fmt.Sprintf("%%%02X", c[0]) })
 }
 
 // AgentToken is the subject token of a task's agent: its name (also for

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tai-dev/tai/internal/lazyre"
 	"io"
-	"regexp"
 	"strings"
 
 	"github.com/tai-dev/tai/driver"
@@ -426,12 +426,12 @@ func (t *turn) question() string {
 
 // yesNo finds the yes/no an approval question offers: "yes/no", "(y/n)",
 // "[Y/n]", "yes or no".
-var yesNo = regexp.MustCompile(`(?i)\b(yes|y)\s*/\s*(no|n)\b|\b(yes)\s+or\s+(no)\b`)
+var yesNo = lazyre.New(`(?i)\b(yes|y)\s*/\s*(no|n)\b|\b(yes)\s+or\s+(no)\b`)
 
 // approvalWords reports whether q offers yes/no, and the words to answer
 // with, as the agent spelled them.
 func approvalWords(q string) (yes, no string, ok bool) {
-	m := yesNo.FindStringSubmatch(q)
+	m := yesNo().FindStringSubmatch(q)
 	if m == nil {
 		return "", "", false
 	}

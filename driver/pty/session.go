@@ -16,11 +16,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tai-dev/tai/internal/lazyre"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -843,7 +843,7 @@ func (s *Session) answerPicker(pk *profile.Picker, snap term.Snapshot) {
 		return
 	}
 	s.pickTarget, s.presses = target, 1
-	s.pickEsc = s.prof.EscOption && escLabel.MatchString(pk.Options[target].Label)
+	s.pickEsc = s.prof.EscOption && escLabel().MatchString(pk.Options[target].Label)
 	s.press(pk, snap)
 }
 
@@ -983,7 +983,7 @@ func (s *Session) mayPressAgain() bool {
 
 // escLabel marks an option whose key is Esc: "No, and tell Copilot what
 // to do differently (Esc to stop)".
-var escLabel = regexp.MustCompile(`(?i)\(esc\b`)
+var escLabel = lazyre.New(`(?i)\(esc\b`)
 
 // pickKeys moves the highlight from the selected option to the target
 // with arrow keys and confirms with Enter: the same keystrokes for

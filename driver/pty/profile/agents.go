@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"github.com/tai-dev/tai/internal/lazyre"
 	"regexp"
 	"sort"
 	"strings"
@@ -13,7 +14,7 @@ var rx = regexp.MustCompile
 // spinner is a braille or star spinner frame at the start of a row.
 const spinner = `^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⣾⣽⣻⢿⡿⣟⣯⣷✻✽✶✳✢·◐◓◑◒]\s+\S`
 
-var rule = rx(`^\s*[─━═╌-]{8,}\s*$`)
+var rule = lazyre.New(`^\s*[─━═╌-]{8,}\s*$`)
 
 // gemini-family (gemini-cli and its fork qwen-code, Ink): the composer is
 // a row "> hint" between two rules, the spinner row says "esc to cancel",
@@ -223,7 +224,7 @@ func (p *Profile) Body(lines []string) []string {
 				for cut > 0 && (strings.TrimSpace(lines[cut-1]) == "" || p.ComposerHeader != nil && p.ComposerHeader.MatchString(lines[cut-1])) {
 					cut--
 				}
-				for cut > 0 && (rule.MatchString(lines[cut-1]) || strings.TrimSpace(lines[cut-1]) == "") {
+				for cut > 0 && (rule().MatchString(lines[cut-1]) || strings.TrimSpace(lines[cut-1]) == "") {
 					cut--
 				}
 				// Working rows sit just above the box.
@@ -368,7 +369,7 @@ func (p *Profile) plainReply(rows []string, echo string) []string {
 	var out []string
 	for _, l := range rows {
 		t := strings.TrimSpace(l)
-		if p.isEcho(t, echo) || p.chrome(l) || rule.MatchString(l) {
+		if p.isEcho(t, echo) || p.chrome(l) || rule().MatchString(l) {
 			continue
 		}
 		out = append(out, t)

@@ -357,12 +357,12 @@ func (p *Profile) composer(region []string) Composer {
 // ComposerUnderRule, when a rule must be above it with only blank rows
 // and ComposerHeader rows between.
 func (p *Profile) underRule(region []string, i int) bool {
-	if !p.ComposerUnderRule || rule.MatchString(region[i]) {
-		return !rule.MatchString(region[i])
+	if !p.ComposerUnderRule || rule().MatchString(region[i]) {
+		return !rule().MatchString(region[i])
 	}
 	for k := i - 1; k >= 0; k-- {
 		switch l := region[k]; {
-		case rule.MatchString(l):
+		case rule().MatchString(l):
 			return true
 		case strings.TrimSpace(l) == "", p.ComposerHeader != nil && p.ComposerHeader.MatchString(l):
 			continue
