@@ -300,3 +300,35 @@ func TestModeOnWithoutLandlock(t *testing.T) {
 		t.Fatalf("New(auto) without Landlock: %v %+v, want off", err, sb.Status())
 	}
 }
+
+// The agent gets its command's environment, not the launcher's own
+// (GOMAXPROCS=1): a variable the command did not set stays unset, and
+// one it set keeps its value.
+func TestAgentEnvironmentIsItsCommands(t *testing.T) {
+	w := newWorld(t, ModeOff)
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"PATH=" + os.Getenv("PATH")}, "unset"},
+		{[]string{"PATH=" + os.Getenv("PATH"), "GOMAXPROCS=3"}, "3"},
+	} {
+		cmd := exec.Command("/bin/sh", "-c", `echo "${GOMAXPROCS-unset}"`)
+		cmd.Env = tc.env
+		cmd.Dir = w.ws
+		p, err := w.sb.Wrap(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := p.Started(cmd.Start()); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Wait()
+		p.Release()
+		if got := strings.TrimSpace(out.String()); got != tc.want {
+			t.Errorf("env %q: the agent saw GOMAXPROCS %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}
