@@ -256,19 +256,9 @@ func TestNetRule(t *testing.T) {
 	}{{allowed.Addr().String(), 0}, {other.Addr().String(), 3}} {
 		cmd := exec.Command(os.Args[0])
 		cmd.Env = append(os.Environ(), "SANDBOX_TEST_DIAL="+tc.addr)
-		p, err := sb.Wrap(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out strings.Builder
-		cmd.Stdout = &out
-		if err := p.Started(cmd.Start()); err != nil {
-			t.Fatal(err)
-		}
-		err = cmd.Wait()
-		p.Release()
+		out, err := runWrapped(t, sb, cmd)
 		if code := cmd.ProcessState.ExitCode(); code != tc.code {
-			t.Errorf("dial %s: exit %d (%v) %s, want %d", tc.addr, code, err, out.String(), tc.code)
+			t.Errorf("dial %s: exit %d (%v) %s, want %d", tc.addr, code, err, out, tc.code)
 		}
 	}
 	if !sb.Status().Net {
@@ -316,19 +306,27 @@ func TestAgentEnvironmentIsItsCommands(t *testing.T) {
 		cmd := exec.Command("/bin/sh", "-c", `echo "${GOMAXPROCS-unset}"`)
 		cmd.Env = tc.env
 		cmd.Dir = w.ws
-		p, err := w.sb.Wrap(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out strings.Builder
-		cmd.Stdout = &out
-		if err := p.Started(cmd.Start()); err != nil {
-			t.Fatal(err)
-		}
-		_ = cmd.Wait()
-		p.Release()
-		if got := strings.TrimSpace(out.String()); got != tc.want {
+		out, _ := runWrapped(t, w.sb, cmd)
+		if got := strings.TrimSpace(out); got != tc.want {
 			t.Errorf("env %q: the agent saw GOMAXPROCS %q, want %q", tc.env, got, tc.want)
 		}
 	}
+}
+
+// runWrapped runs cmd through sb's launcher to its end and returns its
+// stdout and cmd.Wait's error.
+func runWrapped(t *testing.T, sb *Sandbox, cmd *exec.Cmd) (string, error) {
+	t.Helper()
+	p, err := sb.Wrap(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := p.Started(cmd.Start()); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	p.Release()
+	return out.String(), err
 }
