@@ -1,37 +1,201 @@
 package driver
 
-import "github.com/tai-dev/tai/internal/jsonw"
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"strconv"
 
-// WriteJSON writes d as encoding/json does with SetEscapeHTML(false),
-// byte for byte, without reflection: the audit log and the frames write
-// one or two of these for every permission an agent asks.
-func (d *PermissionDecision) WriteJSON(w jsonw.Writer) {
-	str := func(name, v string, omitEmpty, first bool) {
-		if v == "" && omitEmpty {
-			return
-		}
-		if !first {
-			_ = w.WriteByte(',')
-		}
-		_ = w.WriteByte('"')
-		_, _ = w.WriteString(name)
-		_, _ = w.WriteString(`":`)
-		_ = jsonw.String(w, v)
-	}
+	"github.com/tai-dev/tai/internal/jsonw"
+)
+
+// The events every permission writes (to the audit log, the feed, a
+// stream-json reader) and the tool calls a flood is made of write their
+// own JSON: byte for byte what encoding/json writes with
+// SetEscapeHTML(false), without reflection.
+
+// object writes an object's members, each one separated from the one
+// before it.
+type object struct {
+	w     jsonw.Writer
+	first bool
+}
+
+func openObject(w jsonw.Writer) object {
 	_ = w.WriteByte('{')
-	str("request_id", d.RequestID, false, true)
-	str("tool_call_id", d.ToolCallID, true, false)
-	str("title", d.Title, true, false)
-	str("tool_kind", string(d.ToolKind), true, false)
-	str("outcome", d.Outcome, false, false)
-	str("option_id", d.OptionID, true, false)
-	str("option_kind", d.OptionKind, true, false)
-	str("verdict", d.Verdict, false, false)
-	str("decided_by", string(d.DecidedBy), false, false)
-	str("reason", d.Reason, true, false)
-	str("via", d.Via, true, false)
-	if d.Unrequested {
-		_, _ = w.WriteString(`,"unrequested":true`)
+	return object{w: w, first: true}
+}
+
+func (o *object) name(n string) {
+	if !o.first {
+		_ = o.w.WriteByte(',')
 	}
-	_ = w.WriteByte('}')
+	o.first = false
+	_ = o.w.WriteByte('"')
+	_, _ = o.w.WriteString(n)
+	_, _ = o.w.WriteString(`":`)
+}
+
+// str writes a string member; omitEmpty leaves out an empty one.
+func (o *object) str(n, v string, omitEmpty bool) {
+	if v == "" && omitEmpty {
+		return
+	}
+	o.name(n)
+	_ = jsonw.String(o.w, v)
+}
+
+// raw writes an omitempty json.RawMessage member, compacted as
+// encoding/json does; a value that is not JSON is its error too.
+func (o *object) raw(n string, v json.RawMessage) error {
+	if len(v) == 0 {
+		return nil
+	}
+	o.name(n)
+	if compactJSON(v) {
+		_, err := o.w.Write(v)
+		return err
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, v); err != nil {
+		return &json.MarshalerError{Type: rawMessageType, Err: err}
+	}
+	_, err := o.w.Write(b.Bytes())
+	return err
+}
+
+func (o *object) close() error { return o.w.WriteByte('}') }
+
+var rawMessageType = reflect.TypeFor[json.RawMessage]()
+
+// compactJSON reports whether raw is valid JSON with no space outside its
+// strings, which json.Compact would leave as it is.
+func compactJSON(raw []byte) bool {
+	in := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return !in && json.Valid(raw)
+}
+
+// WriteJSON writes d as encoding/json does with SetEscapeHTML(false).
+func (d *PermissionDecision) WriteJSON(w jsonw.Writer) {
+	o := openObject(w)
+	o.str("request_id", d.RequestID, false)
+	o.str("tool_call_id", d.ToolCallID, true)
+	o.str("title", d.Title, true)
+	o.str("tool_kind", string(d.ToolKind), true)
+	o.str("outcome", d.Outcome, false)
+	o.str("option_id", d.OptionID, true)
+	o.str("option_kind", d.OptionKind, true)
+	o.str("verdict", d.Verdict, false)
+	o.str("decided_by", string(d.DecidedBy), false)
+	o.str("reason", d.Reason, true)
+	o.str("via", d.Via, true)
+	if d.Unrequested {
+		o.name("unrequested")
+		_, _ = w.WriteString("true")
+	}
+	_ = o.close()
+}
+
+// WriteJSON writes r as encoding/json does with SetEscapeHTML(false); it
+// fails, as encoding/json does, on a raw input or output that is not JSON.
+func (r *PermissionRequest) WriteJSON(w jsonw.Writer) error {
+	o := openObject(w)
+	o.str("id", r.ID, false)
+	o.str("session", r.Session, true)
+	o.name("tool_call")
+	if err := r.ToolCall.WriteJSON(w); err != nil {
+		return err
+	}
+	o.name("options")
+	if r.Options == nil {
+		_, _ = w.WriteString("null")
+	} else {
+		_ = w.WriteByte('[')
+		for i := range r.Options {
+			if i > 0 {
+				_ = w.WriteByte(',')
+			}
+			op := &r.Options[i]
+			oo := openObject(w)
+			oo.str("id", op.ID, false)
+			oo.str("name", op.Name, false)
+			oo.str("kind", op.Kind, false)
+			_ = oo.close()
+		}
+		_ = w.WriteByte(']')
+	}
+	if r.Unrequested {
+		o.name("unrequested")
+		_, _ = w.WriteString("true")
+	}
+	return o.close()
+}
+
+// WriteJSON writes tc as encoding/json does with SetEscapeHTML(false); it
+// fails, as encoding/json does, on a raw value that is not JSON.
+func (tc *ToolCall) WriteJSON(w jsonw.Writer) error {
+	o := openObject(w)
+	o.str("id", tc.ID, false)
+	o.str("title", tc.Title, true)
+	o.str("kind", string(tc.Kind), true)
+	o.str("status", tc.Status, true)
+	o.str("name", tc.Name, true)
+	if len(tc.Locations) > 0 {
+		o.name("locations")
+		_ = w.WriteByte('[')
+		for i, l := range tc.Locations {
+			if i > 0 {
+				_ = w.WriteByte(',')
+			}
+			lo := openObject(w)
+			lo.str("path", l.Path, false)
+			if l.Line != 0 {
+				lo.name("line")
+				_, _ = w.WriteString(strconv.Itoa(l.Line))
+			}
+			_ = lo.close()
+		}
+		_ = w.WriteByte(']')
+	}
+	if len(tc.Content) > 0 {
+		o.name("content")
+		_ = w.WriteByte('[')
+		for i := range tc.Content {
+			if i > 0 {
+				_ = w.WriteByte(',')
+			}
+			c := &tc.Content[i]
+			co := openObject(w)
+			co.str("type", c.Type, false)
+			co.str("text", c.Text, true)
+			co.str("path", c.Path, true)
+			if c.OldText != nil {
+				co.str("old_text", *c.OldText, false)
+			}
+			co.str("new_text", c.NewText, true)
+			co.str("terminal_id", c.TerminalID, true)
+			if err := co.raw("raw", c.Raw); err != nil {
+				return err
+			}
+			_ = co.close()
+		}
+		_ = w.WriteByte(']')
+	}
+	if err := o.raw("raw_input", tc.RawInput); err != nil {
+		return err
+	}
+	if err := o.raw("raw_output", tc.RawOutput); err != nil {
+		return err
+	}
+	return o.close()
 }

@@ -64,19 +64,28 @@ type Tagged struct {
 // each, byte for byte as encoding/json writes them with
 // SetEscapeHTML(false). The frames a flood is made of, text chunks, plain
 // tool calls and plans, are written by hand: no reflection, no allocation,
-// and a long text goes from the agent's line to w without a copy. The
+// and a long text goes from the agent's line to w without a copy. Other
+// tool calls and a permission's request and decision are written without
+// reflection too. The
 // zero value is ready; it is not safe for concurrent use.
 type FrameEncoder struct {
 	scratch []byte
-	key     frameKey // of tags and session
-	tags    []byte   // {"run":…,"task":…,"type":"
-	session []byte   // ","session":…,"seq":
+	buf     bytes.Buffer // a payload written before its frame
+	key     frameKey     // of tags and session
+	tags    []byte       // {"run":…,"task":…,"type":"
+	session []byte       // ","session":…,"seq":
 }
 
 // Write writes ev's frame to w, tagged with run and task (a Tagged frame)
 // when they are not empty.
 func (e *FrameEncoder) Write(w jsonw.Writer, ev driver.Event, run, task string) error {
 	if !ByHand(ev) {
+		if p, ok := e.payload(ev); ok {
+			e.header(w, ev, run, task)
+			_, _ = w.Write(p)
+			_, err := w.WriteString("}\n")
+			return err
+		}
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
 		if run == "" && task == "" {
@@ -128,6 +137,27 @@ func (e *FrameEncoder) Write(w jsonw.Writer, ev driver.Event, run, task string) 
 	}
 	_, err := w.WriteString("}}\n")
 	return err
+}
+
+// payload encodes, without reflection, the payload of a tool call with
+// content, locations or raw values and of a permission's request: into
+// a buffer, so that a raw value that is not JSON leaves nothing written
+// (encoding/json then reports it).
+func (e *FrameEncoder) payload(ev driver.Event) ([]byte, bool) {
+	e.buf.Reset()
+	var err error
+	switch {
+	case ev.Type == driver.EventToolCall && ev.ToolCall != nil:
+		err = ev.ToolCall.WriteJSON(&e.buf)
+	case ev.Type == driver.EventPermissionAsked && ev.Permission != nil:
+		err = ev.Permission.WriteJSON(&e.buf)
+	default:
+		return nil, false
+	}
+	if e.buf.Cap() > 1<<20 {
+		defer func() { e.buf = bytes.Buffer{} }() // not kept after one huge call
+	}
+	return e.buf.Bytes(), err == nil
 }
 
 // ByHand reports whether ev is one of the frames FrameEncoder writes by
@@ -201,6 +231,8 @@ func payloadName(t driver.EventType) string {
 		return "tool_call"
 	case driver.EventPermissionDecided:
 		return "decision"
+	case driver.EventPermissionAsked:
+		return "permission"
 	}
 	return "plan"
 }

@@ -201,6 +201,19 @@ func TestMessageFramesAsEncodingJSON(t *testing.T) {
 	for _, p := range []driver.Plan{{}, {Entries: []driver.PlanEntry{}}, {Entries: []driver.PlanEntry{{Content: "a\nb"}, {Content: "c", Priority: "high", Status: "done"}}}} {
 		evs = append(evs, driver.Event{Type: driver.EventPlan, Plan: &p})
 	}
+	old := "a <b>\n"
+	rich := driver.ToolCall{ID: "t3", Title: "Edit", Kind: "edit", Status: "in_progress", Locations: []driver.Location{{Path: "/a"}, {Path: "/b\"", Line: 3}},
+		Content:  []driver.ToolContent{{Type: "diff", Path: "/a", OldText: &old, NewText: "n"}, {Type: "terminal", TerminalID: "term-1"}, {Type: "x", Raw: json.RawMessage(`{"k": [1, "<&>"]}`)}},
+		RawInput: json.RawMessage(`{"command": "rm -rf \"/\""}`), RawOutput: json.RawMessage(`"ok"`)}
+	evs = append(evs, driver.Event{Type: driver.EventToolCall, ToolCall: &rich}, driver.Event{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "t4", RawInput: json.RawMessage(`{}`)}})
+	for _, p := range []driver.PermissionRequest{{ID: "1"}, {ID: "2", Session: "s", ToolCall: rich, Options: []driver.PermissionOption{{ID: "allow", Name: "Allow <once>", Kind: "allow_once"}}, Unrequested: true}} {
+		evs = append(evs, driver.Event{Type: driver.EventPermissionAsked, Permission: &p})
+	}
+	bad := driver.ToolCall{ID: "t5", RawInput: json.RawMessage(`{"a":`)} // not JSON: encoding/json's error, nothing written
+	var badOut bytes.Buffer
+	if err := (&FrameEncoder{}).Write(&badOut, driver.Event{Type: driver.EventToolCall, ToolCall: &bad}, "", ""); err == nil || badOut.Len() > 0 {
+		t.Errorf("a tool call whose raw input is not JSON: err %v, wrote %q", err, badOut.String())
+	}
 	for _, d := range []driver.PermissionDecision{{}, {RequestID: "7", ToolCallID: "t<1>", Title: "rm \"-rf\"\n", ToolKind: "execute", Outcome: "selected",
 		OptionID: "o", OptionKind: "allow_once", Verdict: "allow", DecidedBy: "rule:x", Reason: "é\u2028\xff", Via: "feed", Unrequested: true}} {
 		evs = append(evs, driver.Event{Type: driver.EventPermissionDecided, Decision: &d})

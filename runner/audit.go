@@ -94,7 +94,11 @@ func (a *auditSink) Emit(ev driver.Event) {
 		a.mu.Unlock()
 		a.append(audit.KindSessionStart, ev.Session, ev.Started)
 	case driver.EventPermissionAsked:
-		req, _ := json.Marshal(ev.Permission)
+		var b bytes.Buffer
+		var req json.RawMessage // none for a raw value that is not JSON, as with json.Marshal
+		if ev.Permission.WriteJSON(&b) == nil {
+			req = b.Bytes()
+		}
 		var opts []string
 		for _, o := range ev.Permission.Options {
 			opts = append(opts, o.ID+"("+o.Kind+")")
