@@ -66,8 +66,8 @@ type Tagged struct {
 // tool calls and plans, are written by hand: no reflection, no allocation,
 // and a long text goes from the agent's line to w without a copy. Other
 // tool calls and a permission's request and decision are written without
-// reflection too. The
-// zero value is ready; it is not safe for concurrent use.
+// reflection too. The zero value is ready; it is not safe for concurrent
+// use.
 type FrameEncoder struct {
 	scratch []byte
 	buf     bytes.Buffer // a payload written before its frame
@@ -105,13 +105,9 @@ func (e *FrameEncoder) Write(w jsonw.Writer, ev driver.Event, run, task string) 
 			_, _ = w.WriteString(`,"replace":true`)
 		}
 	case driver.EventToolCall:
-		tc := ev.ToolCall
-		_, _ = w.WriteString(`{"id":`)
-		_ = jsonw.String(w, tc.ID)
-		field(w, "title", tc.Title)
-		field(w, "kind", string(tc.Kind))
-		field(w, "status", tc.Status)
-		field(w, "name", tc.Name)
+		_ = ev.ToolCall.WriteJSON(w) // plain members: nothing to fail on
+		_, err := w.WriteString("}\n")
+		return err
 	case driver.EventPermissionDecided:
 		ev.Decision.WriteJSON(w)
 		_, err := w.WriteString("}\n")
@@ -162,8 +158,8 @@ func (e *FrameEncoder) payload(ev driver.Event) ([]byte, bool) {
 
 // ByHand reports whether ev is one of the frames FrameEncoder writes by
 // hand: a text chunk, a tool call of plain members, a plan, a permission's
-// decision. Such a frame
-// depends on nothing but the event's header and that payload.
+// decision. Such a frame depends on nothing but the event's header and
+// that payload.
 func ByHand(ev driver.Event) bool {
 	switch ev.Type {
 	case driver.EventMessage:
