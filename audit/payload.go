@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/tai-dev/tai/internal/jsonw"
 )
 
 // Payload types for the standard kinds. Producers should use them so that
@@ -165,7 +167,7 @@ func rawMember(buf []byte, n int, name string, raw json.RawMessage) ([]byte, err
 	buf = append(buf, '"')
 	buf = append(buf, name...)
 	buf = append(buf, `":`...)
-	if compact(raw) {
+	if jsonw.Compact(raw) {
 		return append(buf, raw...), nil
 	}
 	var b bytes.Buffer
@@ -173,21 +175,4 @@ func rawMember(buf []byte, n int, name string, raw json.RawMessage) ([]byte, err
 		return buf, fmt.Errorf("json: error calling MarshalJSON for type json.RawMessage: %w", err)
 	}
 	return append(buf, b.Bytes()...), nil
-}
-
-// compact reports whether raw is valid JSON with no space outside its
-// strings: what json.Marshal of a value gives, written as it is.
-func compact(raw []byte) bool {
-	in := false
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case in && c == '\\':
-			i++
-		case c == '"':
-			in = !in
-		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			return false
-		}
-	}
-	return !in && json.Valid(raw)
 }

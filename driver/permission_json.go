@@ -52,7 +52,7 @@ func (o *object) raw(n string, v json.RawMessage) error {
 		return nil
 	}
 	o.name(n)
-	if compactJSON(v) {
+	if jsonw.Compact(v) {
 		_, err := o.w.Write(v)
 		return err
 	}
@@ -67,23 +67,6 @@ func (o *object) raw(n string, v json.RawMessage) error {
 func (o *object) close() error { return o.w.WriteByte('}') }
 
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
-
-// compactJSON reports whether raw is valid JSON with no space outside its
-// strings, which json.Compact would leave as it is.
-func compactJSON(raw []byte) bool {
-	in := false
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case in && c == '\\':
-			i++
-		case c == '"':
-			in = !in
-		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
-			return false
-		}
-	}
-	return !in && json.Valid(raw)
-}
 
 // WriteJSON writes d as encoding/json does with SetEscapeHTML(false).
 func (d *PermissionDecision) WriteJSON(w jsonw.Writer) {
@@ -120,19 +103,13 @@ func (r *PermissionRequest) WriteJSON(w jsonw.Writer) error {
 	if r.Options == nil {
 		_, _ = w.WriteString("null")
 	} else {
-		_ = w.WriteByte('[')
-		for i := range r.Options {
-			if i > 0 {
-				_ = w.WriteByte(',')
-			}
-			op := &r.Options[i]
+		_ = array(w, r.Options, func(op *PermissionOption) error {
 			oo := openObject(w)
 			oo.str("id", op.ID, false)
 			oo.str("name", op.Name, false)
 			oo.str("kind", op.Kind, false)
-			_ = oo.close()
-		}
-		_ = w.WriteByte(']')
+			return oo.close()
+		})
 	}
 	if r.Unrequested {
 		o.name("unrequested")
@@ -152,29 +129,19 @@ func (tc *ToolCall) WriteJSON(w jsonw.Writer) error {
 	o.str("name", tc.Name, true)
 	if len(tc.Locations) > 0 {
 		o.name("locations")
-		_ = w.WriteByte('[')
-		for i, l := range tc.Locations {
-			if i > 0 {
-				_ = w.WriteByte(',')
-			}
+		_ = array(w, tc.Locations, func(l *Location) error {
 			lo := openObject(w)
 			lo.str("path", l.Path, false)
 			if l.Line != 0 {
 				lo.name("line")
 				_, _ = w.WriteString(strconv.Itoa(l.Line))
 			}
-			_ = lo.close()
-		}
-		_ = w.WriteByte(']')
+			return lo.close()
+		})
 	}
 	if len(tc.Content) > 0 {
 		o.name("content")
-		_ = w.WriteByte('[')
-		for i := range tc.Content {
-			if i > 0 {
-				_ = w.WriteByte(',')
-			}
-			c := &tc.Content[i]
+		err := array(w, tc.Content, func(c *ToolContent) error {
 			co := openObject(w)
 			co.str("type", c.Type, false)
 			co.str("text", c.Text, true)
@@ -187,9 +154,11 @@ func (tc *ToolCall) WriteJSON(w jsonw.Writer) error {
 			if err := co.raw("raw", c.Raw); err != nil {
 				return err
 			}
-			_ = co.close()
+			return co.close()
+		})
+		if err != nil {
+			return err
 		}
-		_ = w.WriteByte(']')
 	}
 	if err := o.raw("raw_input", tc.RawInput); err != nil {
 		return err
@@ -198,4 +167,19 @@ func (tc *ToolCall) WriteJSON(w jsonw.Writer) error {
 		return err
 	}
 	return o.close()
+}
+
+// array writes items as a JSON array, each by write, and stops at the
+// first error.
+func array[T any](w jsonw.Writer, items []T, write func(*T) error) error {
+	_ = w.WriteByte('[')
+	for i := range items {
+		if i > 0 {
+			_ = w.WriteByte(',')
+		}
+		if err := write(&items[i]); err != nil {
+			return err
+		}
+	}
+	return w.WriteByte(']')
 }

@@ -2,31 +2,13 @@ package policy
 
 import (
 	"context"
-	"strings"
-	"sync"
+	"io"
 	"testing"
 
 	"github.com/creack/pty"
-	"golang.org/x/sys/unix"
+
+	"github.com/tai-dev/tai/internal/testutil"
 )
-
-// echoProbe records, for each write that holds the secret's prompt,
-// whether the terminal echoed at that moment.
-type echoProbe struct {
-	fd     int
-	mu     sync.Mutex
-	echoed []bool
-}
-
-func (e *echoProbe) Write(b []byte) (int, error) {
-	if strings.Contains(string(b), "token> ") {
-		tio, err := unix.IoctlGetTermios(e.fd, unix.TCGETS)
-		e.mu.Lock()
-		e.echoed = append(e.echoed, err != nil || tio.Lflag&unix.ECHO != 0)
-		e.mu.Unlock()
-	}
-	return len(b), nil
-}
 
 // A secret's prompt is written only once echo is off: keys typed the
 // moment it shows are not echoed (seen as a race in e2e's
@@ -38,28 +20,18 @@ func TestReadLineSecretPromptAfterEchoOff(t *testing.T) {
 	}
 	defer ptm.Close()
 	defer tty.Close()
-	probe := &echoProbe{fd: int(tty.Fd())}
+	probe := &testutil.EchoProbe{FD: int(tty.Fd()), Marker: "token> "}
 	p := &TTYPrompter{In: tty, Out: probe}
 	go func() { _, _ = ptm.Write([]byte("s3cret\r")) }()
-	go func() { // drain what the terminal shows
-		b := make([]byte, 256)
-		for {
-			if _, err := ptm.Read(b); err != nil {
-				return
-			}
-		}
-	}()
+	go func() { _, _ = io.Copy(io.Discard, ptm) }() // what the terminal shows
 	s, err := p.ReadLine(context.Background(), "token> ", true)
 	if err != nil || s != "s3cret" {
 		t.Fatalf("got %q, %v", s, err)
 	}
-	probe.mu.Lock()
-	defer probe.mu.Unlock()
-	if len(probe.echoed) != 1 || probe.echoed[0] {
-		t.Fatalf("prompt writes, echo on at each: %v (want one, echo off)", probe.echoed)
+	if e := probe.Echoed(); len(e) != 1 || e[0] {
+		t.Fatalf("prompt writes, echo on at each: %v (want one, echo off)", e)
 	}
-	tio, err := unix.IoctlGetTermios(int(tty.Fd()), unix.TCGETS)
-	if err != nil || tio.Lflag&unix.ECHO == 0 {
+	if on, err := testutil.EchoOn(int(tty.Fd())); err != nil || !on {
 		t.Fatalf("echo not restored: %v", err)
 	}
 }

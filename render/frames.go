@@ -80,9 +80,12 @@ type FrameEncoder struct {
 // when they are not empty.
 func (e *FrameEncoder) Write(w jsonw.Writer, ev driver.Event, run, task string) error {
 	if !ByHand(ev) {
-		if p, ok := e.payload(ev); ok {
+		if e.payload(ev) {
 			e.header(w, ev, run, task)
-			_, _ = w.Write(p)
+			_, _ = w.Write(e.buf.Bytes())
+			if e.buf.Cap() > 1<<20 {
+				e.buf = bytes.Buffer{} // not kept after one huge call
+			}
 			_, err := w.WriteString("}\n")
 			return err
 		}
@@ -135,25 +138,19 @@ func (e *FrameEncoder) Write(w jsonw.Writer, ev driver.Event, run, task string) 
 	return err
 }
 
-// payload encodes, without reflection, the payload of a tool call with
-// content, locations or raw values and of a permission's request: into
-// a buffer, so that a raw value that is not JSON leaves nothing written
-// (encoding/json then reports it).
-func (e *FrameEncoder) payload(ev driver.Event) ([]byte, bool) {
+// payload encodes into e.buf, without reflection, the payload of a tool
+// call with content, locations or raw values and of a permission's
+// request; false for another event, or for a raw value that is not JSON:
+// nothing is written then, and encoding/json reports it.
+func (e *FrameEncoder) payload(ev driver.Event) bool {
 	e.buf.Reset()
-	var err error
 	switch {
 	case ev.Type == driver.EventToolCall && ev.ToolCall != nil:
-		err = ev.ToolCall.WriteJSON(&e.buf)
+		return ev.ToolCall.WriteJSON(&e.buf) == nil
 	case ev.Type == driver.EventPermissionAsked && ev.Permission != nil:
-		err = ev.Permission.WriteJSON(&e.buf)
-	default:
-		return nil, false
+		return ev.Permission.WriteJSON(&e.buf) == nil
 	}
-	if e.buf.Cap() > 1<<20 {
-		defer func() { e.buf = bytes.Buffer{} }() // not kept after one huge call
-	}
-	return e.buf.Bytes(), err == nil
+	return false
 }
 
 // ByHand reports whether ev is one of the frames FrameEncoder writes by

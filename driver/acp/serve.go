@@ -190,7 +190,12 @@ func (s *Session) serveReleaseTerminal(ctx context.Context, params json.RawMessa
 }
 
 func decode(params json.RawMessage, v any) error {
-	if err := json.Unmarshal(params, v); err != nil {
+	return invalidParams(json.Unmarshal(params, v))
+}
+
+// invalidParams is a decode error as the agent gets it (nil for none).
+func invalidParams(err error) error {
+	if err != nil {
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: " + err.Error()}
 	}
 	return nil
@@ -224,8 +229,8 @@ func (s *Session) hostError(method, subject string, err error) error {
 
 func (s *Session) requestPermission(ctx context.Context, params json.RawMessage) (any, error) {
 	var r schema.RequestPermissionRequest
-	if err := schema.DecodeRequestPermission(params, &r); err != nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid params: " + err.Error()}
+	if err := invalidParams(schema.DecodeRequestPermission(params, &r)); err != nil {
+		return nil, err
 	}
 	id, _ := jsonrpc.RequestID(ctx)
 	// The tool_call that preceded this request has been applied (ordered

@@ -4,6 +4,7 @@
 package jsonw
 
 import (
+	"encoding/json"
 	"io"
 	"unicode/utf8"
 )
@@ -108,4 +109,22 @@ func PlainPrefix[T string | []byte](s T) int {
 		}
 	}
 	return i
+}
+
+// Compact reports whether raw is valid JSON with no space outside its
+// strings: what json.Compact would leave as it is, so that a raw value
+// can be written as it came.
+func Compact(raw []byte) bool {
+	in := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return !in && json.Valid(raw)
 }
