@@ -58,6 +58,7 @@ func TestBorrowedParams(t *testing.T) {
 	c := NewConn(bytes.NewReader(wire.Bytes()), io.Discard, k, Options{})
 	<-c.Done()
 	c.Close(nil)
+	c.Wait() // requests run on their own goroutines
 	check := func(what string, got []json.RawMessage, rest int) {
 		t.Helper()
 		if len(got) != n/3 {

@@ -158,6 +158,11 @@ type Conn struct {
 	inflight map[wireID][]*inflightReq // peer's requests being served
 	served   sync.WaitGroup            // HandleRequest goroutines
 
+	// work hands a request to an idle server goroutine (see server);
+	// idleServers counts those waiting on it.
+	work        chan func()
+	idleServers atomic.Int32
+
 	linesIn, linesOut, garbage, oversize, invalid, unknown atomic.Int64
 
 	// held counts what was read and not yet handled: requests until their
@@ -198,6 +203,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		opts:     opts,
 		log:      log,
 		wlock:    make(chan struct{}, 1),
+		work:     make(chan func()),
 		done:     make(chan struct{}),
 		rdone:    make(chan struct{}),
 		pending:  make(map[int64]chan *envelope),
@@ -874,7 +880,7 @@ func (c *Conn) serve(env *envelope) {
 	c.inflight[env.ID] = append(c.inflight[env.ID], req)
 	c.served.Add(1)
 	c.mu.Unlock()
-	go func() {
+	job := func() {
 		defer c.served.Done()
 		defer c.unhold(env)
 		defer c.finishInflight(env.ID, req)
@@ -886,7 +892,39 @@ func (c *Conn) serve(env *envelope) {
 			result, err = c.h.HandleRequest(ctx, env.Method.name, env.Params)
 		}
 		c.reply(ctx, id, result, err)
-	}()
+	}
+	select {
+	case c.work <- job: // an idle server took it
+	default:
+		go c.server(job)
+	}
+}
+
+// maxIdleServers is how many server goroutines wait for the next request
+// once theirs is answered.
+const maxIdleServers = 4
+
+// server runs a request, then waits for the next one while fewer than
+// maxIdleServers wait, until the connection ends. A request runs on a
+// goroutine, so that one waiting (on a person, say) never stops the
+// reading; a reused goroutine has the stack an earlier request grew,
+// where a new one would grow its stack from the minimum, copying it each
+// time, for every permission request of a flood.
+func (c *Conn) server(job func()) {
+	for {
+		job()
+		if c.idleServers.Add(1) > maxIdleServers {
+			c.idleServers.Add(-1)
+			return
+		}
+		select {
+		case job = <-c.work:
+			c.idleServers.Add(-1)
+		case <-c.done:
+			c.idleServers.Add(-1)
+			return
+		}
+	}
 }
 
 func (c *Conn) finishInflight(key wireID, req *inflightReq) {

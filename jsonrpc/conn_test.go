@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -795,4 +796,69 @@ func TestOrderingAcrossInlineAndQueued(t *testing.T) {
 		t.Fatalf("%d requests handled", got)
 	}
 	_ = c
+}
+
+// goroutineID is the running goroutine's number, from its stack header.
+func goroutineID() string {
+	var buf [64]byte
+	n := runtime.Stack(buf[:], false)
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:n]), "goroutine "), " ")
+	return id
+}
+
+// Requests answered one after the other run on one goroutine, so that a
+// flood of permission requests does not grow a new stack for each; a
+// burst of blocked requests each gets its own, and what stays waiting for
+// the next request afterwards is bounded and ends with the connection.
+func TestServerGoroutinesReused(t *testing.T) {
+	var mu sync.Mutex
+	ids := map[string]int{}
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	server := &funcHandler{request: func(_ context.Context, method string, _ json.RawMessage) (any, error) {
+		if method == "block" {
+			started.Done()
+			<-release
+		}
+		mu.Lock()
+		ids[goroutineID()]++
+		mu.Unlock()
+		return nil, nil
+	}}
+	client, srv := connPair(t, nil, server, Options{}, Options{})
+	for range 100 {
+		if err := client.Call(t.Context(), "seq", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A request that comes before the last one's server waits again (its
+	// reply is written first) gets a new server; once maxIdleServers wait,
+	// one of them is always free for the next.
+	if len(ids) > maxIdleServers+1 {
+		t.Fatalf("100 sequential requests ran on %d goroutines, want at most %d", len(ids), maxIdleServers+1)
+	}
+
+	const burst = 3 * maxIdleServers
+	started.Add(burst)
+	errs := make(chan error, burst)
+	for range burst {
+		go func() { errs <- client.Call(t.Context(), "block", nil, nil) }()
+	}
+	started.Wait() // every one is running at once: none waits for another
+	close(release)
+	for range burst {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.Wait()
+	// Each server counts itself idle just after its request; wait for all
+	// of them (no clock: the burst has ended, so this can only settle).
+	for srv.idleServers.Load() < maxIdleServers {
+		runtime.Gosched()
+	}
+	if n := srv.idleServers.Load(); n != maxIdleServers {
+		t.Fatalf("%d server goroutines wait for work, want %d", n, maxIdleServers)
+	}
+	// The rest end with the connection: TestMain's goleak checks that.
 }
