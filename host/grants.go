@@ -64,7 +64,11 @@ func (g *Grants) Decided(req driver.PermissionRequest, d driver.PermissionDecisi
 	}
 	tc := req.ToolCall
 	paths, diffs := announcedPaths(tc)
-	n := &grant{toolCall: tc.ID, writes: map[string]bool{}, reads: map[string]bool{}, command: policy.Command(tc)}
+	command := policy.Command(tc)
+	if len(paths) == 0 && command == "" {
+		return // it names nothing a grant covers or a denial withdraws
+	}
+	n := &grant{toolCall: tc.ID, writes: map[string]bool{}, reads: map[string]bool{}, command: command}
 	for _, p := range paths {
 		for _, k := range pathKeys(p, g.cwd) {
 			n.reads[k] = true
@@ -181,7 +185,6 @@ var rawPathKeys = []string{"path", "file_path", "filePath", "notebook_path", "ol
 // announcedPaths are the paths a tool call names, and which of them it
 // shows a diff for.
 func announcedPaths(tc driver.ToolCall) (paths []string, diffs map[string]bool) {
-	diffs = map[string]bool{}
 	add := func(p string) {
 		if p = strings.TrimSpace(p); p != "" && !strings.ContainsRune(p, 0) {
 			paths = append(paths, p)
@@ -193,11 +196,16 @@ func announcedPaths(tc driver.ToolCall) (paths []string, diffs map[string]bool) 
 	for _, c := range tc.Content {
 		if c.Type == "diff" {
 			add(c.Path)
+			if diffs == nil {
+				diffs = map[string]bool{}
+			}
 			diffs[strings.TrimSpace(c.Path)] = true
 		}
 	}
 	var raw map[string]any
-	if json.Unmarshal(tc.RawInput, &raw) == nil {
+	// Most tool calls a permission names carry no raw input: no decode
+	// (and no error built) for those.
+	if len(tc.RawInput) > 0 && json.Unmarshal(tc.RawInput, &raw) == nil {
 		for _, k := range rawPathKeys {
 			if s, ok := raw[k].(string); ok {
 				add(s)

@@ -486,6 +486,16 @@ type StreamingResult interface {
 	Release()
 }
 
+// A ResultWriter is a result that writes its own JSON into the reply's
+// buffer: compact, valid, and byte for byte what encoding/json would
+// write for it (with SetEscapeHTML(false)). A small reply sent often (a
+// permission's answer) then costs no reflection. WriteResult reports false
+// for a value it does not write that way, and the reply encodes it with
+// encoding/json instead, whatever it wrote discarded.
+type ResultWriter interface {
+	WriteResult(buf *bytes.Buffer) bool
+}
+
 // replyStreaming writes a StreamingResult's reply under the write lock.
 // With a Trace hook the line is built in memory instead, to be traced.
 func (c *Conn) replyStreaming(id ID, sr StreamingResult) error {
@@ -546,6 +556,26 @@ func (c *Conn) reply(ctx context.Context, id ID, result any, err error) {
 		}
 		sr.Release()
 		result = nil
+	}
+	if rw, ok := result.(ResultWriter); ok && err == nil {
+		buf := bufPool.Get().(*bytes.Buffer)
+		buf.Reset()
+		buf.WriteString(`{"jsonrpc":"2.0","id":`)
+		if id.raw == "" {
+			buf.WriteString("null")
+		} else {
+			buf.WriteString(id.raw)
+		}
+		buf.WriteString(`,"result":`)
+		if rw.WriteResult(buf) {
+			buf.WriteString("}\n")
+			if werr := c.writeLine(context.Background(), buf.Bytes()); werr != nil && !errors.Is(werr, ErrClosed) {
+				c.log.Warn("jsonrpc: reply", "id", id.String(), "err", werr)
+			}
+			putBuf(buf)
+			return
+		}
+		putBuf(buf)
 	}
 	var msg any
 	if err == nil {

@@ -862,3 +862,46 @@ func TestServerGoroutinesReused(t *testing.T) {
 	}
 	// The rest end with the connection: TestMain's goleak checks that.
 }
+
+// written is a result that writes itself, or declines to (after writing
+// something, which must not reach the wire).
+type written struct {
+	text    string
+	decline bool
+}
+
+func (w written) WriteResult(buf *bytes.Buffer) bool {
+	if w.decline {
+		buf.WriteString(`{"half":`)
+		return false
+	}
+	buf.WriteString(`{"text":`)
+	json.NewEncoder(buf).Encode(w.text) // test only: the newline is valid JSON whitespace
+	buf.Truncate(buf.Len() - 1)
+	buf.WriteString(`}`)
+	return true
+}
+
+// MarshalJSON is what encoding/json writes when WriteResult declines.
+func (w written) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]string{"encoded": w.text})
+}
+
+// A ResultWriter's reply is the line encoding/json writes for the same
+// envelope; one that declines is encoded, nothing of what it wrote kept.
+func TestResultWriter(t *testing.T) {
+	server := &funcHandler{request: func(_ context.Context, method string, _ json.RawMessage) (any, error) {
+		return written{text: `a "b" <c>`, decline: method == "decline"}, nil
+	}}
+	_, peer := newRawPeer(t, server, Options{})
+	for _, tc := range []struct{ id, method, want string }{
+		{`7`, "write", `{"jsonrpc":"2.0","id":7,"result":{"text":"a \"b\" \u003cc\u003e"}}`},
+		{`"s-1"`, "write", `{"jsonrpc":"2.0","id":"s-1","result":{"text":"a \"b\" \u003cc\u003e"}}`},
+		{`8`, "decline", `{"jsonrpc":"2.0","id":8,"result":{"encoded":"a \"b\" \u003cc\u003e"}}`},
+	} {
+		peer.send(`{"jsonrpc":"2.0","id":` + tc.id + `,"method":"` + tc.method + `"}`)
+		if got := string(<-peer.lines); got != tc.want {
+			t.Errorf("%s: got\n%s\nwant\n%s", tc.method, got, tc.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -76,4 +77,67 @@ func BenchmarkDecodeRequestPermission(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A permission answer that writes itself writes what Marshal writes; one
+// with _meta or an unknown outcome declines, writing nothing.
+func TestPermissionWriteResult(t *testing.T) {
+	meta := map[string]any{"tai": map[string]any{"decidedBy": "policy"}}
+	for _, tc := range []struct {
+		name  string
+		r     RequestPermissionResponse
+		wrote bool
+	}{
+		{"selected", SelectPermission("allow-once"), true},
+		{"escaped id", SelectPermission("a\"b\\c\n\t<&>\u2028\x01é"), true},
+		{"invalid utf-8 id", SelectPermission("a\xffb"), true},
+		{"empty id", SelectPermission(""), true},
+		{"cancelled", CancelPermission(), true},
+		{"response meta", RequestPermissionResponse{Outcome: SelectPermission("x").Outcome, Meta: meta}, false},
+		{"selected meta", RequestPermissionResponse{Outcome: RequestPermissionOutcome{Selected: &SelectedPermissionOutcome{OptionId: "x", Meta: meta}}}, false},
+		{"cancelled meta", RequestPermissionResponse{Outcome: RequestPermissionOutcome{Cancelled: &CancelledPermissionOutcome{Meta: meta}}}, false},
+		{"unknown", RequestPermissionResponse{Outcome: RequestPermissionOutcome{Unknown: newUnknown("later", []byte(`{"outcome":"later"}`))}}, false},
+		{"none", RequestPermissionResponse{}, false},
+		{"two", RequestPermissionResponse{Outcome: RequestPermissionOutcome{Selected: &SelectedPermissionOutcome{}, Cancelled: &CancelledPermissionOutcome{}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if got := tc.r.WriteResult(&buf); got != tc.wrote {
+				t.Fatalf("WriteResult = %v, want %v", got, tc.wrote)
+			}
+			if !tc.wrote {
+				if buf.Len() != 0 {
+					t.Fatalf("declined, but wrote %q", buf.Bytes())
+				}
+				return
+			}
+			want, err := Marshal(tc.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if buf.String() != string(want) {
+				t.Fatalf("wrote\n%s\nMarshal writes\n%s", buf.Bytes(), want)
+			}
+		})
+	}
+}
+
+func FuzzPermissionWriteResult(f *testing.F) {
+	for _, s := range []string{"allow", "a\"\\\n<>&\u2028", "\xff\xfe", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		var buf bytes.Buffer
+		r := SelectPermission(id)
+		if !r.WriteResult(&buf) {
+			t.Fatal("declined a plain selection")
+		}
+		want, err := Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if buf.String() != string(want) {
+			t.Fatalf("wrote %q, Marshal writes %q", buf.Bytes(), want)
+		}
+	})
 }

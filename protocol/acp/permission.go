@@ -1,5 +1,11 @@
 package acp
 
+import (
+	"bytes"
+
+	"github.com/tai-dev/tai/internal/jsonw"
+)
+
 // PermissionOptionKind hints what picking an option means. Open enum; the
 // client must still echo an OptionId it was offered.
 type PermissionOptionKind string
@@ -133,6 +139,27 @@ func (o *RequestPermissionOutcome) UnmarshalJSON(data []byte) error {
 	}
 	o.Unknown = newUnknown(tag, data)
 	return nil
+}
+
+// WriteResult writes r as its reply's result (jsonrpc.ResultWriter) when
+// it is a plain selection or cancellation, the answer to nearly every
+// permission request; it reports false for anything with _meta or an
+// unknown outcome, which encoding/json writes.
+func (r RequestPermissionResponse) WriteResult(buf *bytes.Buffer) bool {
+	o := r.Outcome
+	switch {
+	case r.Meta != nil || variantCount(o.Selected != nil, o.Cancelled != nil, o.Unknown != nil) != 1:
+		return false
+	case o.Selected != nil && o.Selected.Meta == nil:
+		buf.WriteString(`{"outcome":{"outcome":"selected","optionId":`)
+		_ = jsonw.String(buf, o.Selected.OptionId)
+		buf.WriteString(`}}`)
+		return true
+	case o.Cancelled != nil && o.Cancelled.Meta == nil:
+		buf.WriteString(`{"outcome":{"outcome":"cancelled"}}`)
+		return true
+	}
+	return false
 }
 
 // SelectPermission answers with the given offered option.
