@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -490,4 +491,22 @@ func TestGrantsCountedByToolCall(t *testing.T) {
 	check("w1 again", true, false)
 	done("w1")
 	check("w1 done again", false, false)
+}
+
+// A granted request that names no path and no command covers nothing, and
+// is not kept: a flood of them (one tool call id each, never completed)
+// leaves the set as it was.
+func TestGrantsKeepNothingThatNamesNothing(t *testing.T) {
+	g := NewGrants("/ws")
+	g.Decided(ask("w1", driver.KindEdit, "Write a", nil, "/ws/a.txt"), allowed)
+	for i := range 1000 {
+		g.Decided(ask(fmt.Sprintf("t%d", i), driver.KindOther, "Flood permission", nil), allowed)
+		g.Decided(ask(fmt.Sprintf("d%d", i), driver.KindOther, "Flood permission", nil), denied)
+	}
+	if n := len(g.byCall); n != 1 {
+		t.Fatalf("%d tool calls hold grants, want 1", n)
+	}
+	if !g.coversWrite("/ws/a.txt") || g.coversCommand("anything") {
+		t.Fatal("what names nothing changed what is covered")
+	}
 }
