@@ -22,6 +22,7 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/agentproc"
+	"github.com/tai-dev/tai/internal/spinpipe"
 	"github.com/tai-dev/tai/jsonrpc"
 	schema "github.com/tai-dev/tai/protocol/acp"
 	"github.com/tai-dev/tai/sandbox"
@@ -210,7 +211,7 @@ func (s *Session) spawn() error {
 	inR.Close()
 	s.cmd, s.stdin = cmd, inW
 	s.log.Debug("agent started", "pid", cmd.Process.Pid, "argv", s.cfg.Argv)
-	s.conn = jsonrpc.NewConn(outR, inW, handler{s}, jsonrpc.Options{
+	s.conn = jsonrpc.NewConn(spinpipe.New(outR), inW, handler{s}, jsonrpc.Options{
 		MaxLineBytes: s.cfg.MaxLineBytes,
 		Logger:       s.log,
 		Trace:        s.cfg.Trace,

@@ -31,6 +31,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/agentproc"
 	"github.com/tai-dev/tai/internal/lines"
+	"github.com/tai-dev/tai/internal/spinpipe"
 )
 
 // Name is this driver's name in presets and the capability manifest.
@@ -282,7 +283,7 @@ func (s *Session) read(p *process, duplex bool) {
 	if duplex {
 		defer close(s.readerDone)
 	}
-	lr := lines.New(p.outF, 64<<10, s.l.MaxLineBytes)
+	lr := lines.New(spinpipe.New(p.outF), 64<<10, s.l.MaxLineBytes)
 	for {
 		line, over, _, err := lr.Next()
 		// The reader reuses its buffer; what is decoded must not.

@@ -1,0 +1,88 @@
+// Package spinpipe reads an agent's output pipe without sleeping between
+// lines while the agent streams.
+//
+// An agent streaming updates writes a line every few microseconds. A
+// reader faster than the agent finds the pipe empty after each line and
+// sleeps in the poller, and each next line then costs a wake-up on both
+// sides: the agent's write wakes the reader (an inter-processor interrupt
+// on another core) and the reader's thread is scheduled back in. Measured
+// on the 2-core machine with the built-in agent's flood, that made the
+// agent itself some 8% slower under tai than under a bare decode loop
+// that is slower per line. A Reader that finds the pipe empty asks again
+// a bounded number of times, yielding to other goroutines in between,
+// before it waits on the poller: a streaming agent's next line is picked
+// up without either side sleeping, and an agent that has gone quiet costs
+// one bounded round of tries before the reader sleeps as before.
+//
+// The bound is a count of tries, not a time: nothing here reads a clock.
+// With one CPU there is nobody to write while the reader tries, so it
+// does not.
+package spinpipe
+
+import (
+	"errors"
+	"io"
+	"os"
+	"runtime"
+	"syscall"
+)
+
+// Tries is how many times Read asks an empty pipe again before it waits.
+// One try is a non-blocking read(2) and a yield: about half a microsecond
+// each here, so the round covers the gap between a streaming agent's
+// lines many times over and costs an agent gone quiet some 30 µs.
+const Tries = 64
+
+// Reader reads an *os.File (a pipe), trying an empty pipe again before
+// waiting on it.
+type Reader struct {
+	f     *os.File
+	rc    syscall.RawConn // nil: read f plainly
+	tries int
+	wait  func([]byte) (int, error) // f.Read: a read that waits
+}
+
+// New returns a Reader of f. Where f has no raw descriptor to try (not
+// pollable), or the process may run on one CPU only, it reads f plainly.
+func New(f *os.File) *Reader {
+	r := &Reader{f: f, wait: f.Read}
+	if runtime.NumCPU() < 2 {
+		return r
+	}
+	if rc, err := f.SyscallConn(); err == nil {
+		r.rc, r.tries = rc, Tries
+	}
+	return r
+}
+
+// Read reads into p as f.Read does (io.EOF at the end), trying an empty
+// pipe again up to Tries times first.
+func (r *Reader) Read(p []byte) (int, error) {
+	if r.rc == nil || len(p) == 0 {
+		return r.wait(p)
+	}
+	for range r.tries {
+		var n int
+		var rerr error
+		if err := r.rc.Read(func(fd uintptr) bool {
+			n, rerr = syscall.Read(int(fd), p)
+			return true // never wait here: that is f.Read's, below
+		}); err != nil {
+			return r.f.Read(p) // closed: f.Read says so as os says it
+		}
+		switch {
+		case rerr == nil && n > 0:
+			return n, nil
+		case rerr == nil:
+			return 0, io.EOF
+		case errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EINTR):
+			runtime.Gosched()
+		default:
+			return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: rerr}
+		}
+	}
+	return r.wait(p)
+}
+
+// Close closes f; a Read waiting on it returns.
+func (r *Reader) Close() error { return r.f.Close() }

@@ -1,0 +1,123 @@
+package spinpipe
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// Everything written comes through in order, whether the reader finds it
+// while it tries or after it waits, and the end is io.EOF.
+func TestReadsAllThenEOF(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(pr)
+	defer r.Close()
+	var want bytes.Buffer
+	go func() {
+		defer pw.Close()
+		for i := range 20000 {
+			line := bytes.Repeat([]byte{byte('a' + i%26)}, i%300)
+			line = append(line, '\n')
+			pw.Write(line)
+		}
+	}()
+	for i := range 20000 {
+		want.Write(bytes.Repeat([]byte{byte('a' + i%26)}, i%300))
+		want.WriteByte('\n')
+	}
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		t.Fatalf("read %d bytes, want %d, or they differ", len(got), want.Len())
+	}
+	if n, err := r.Read(make([]byte, 8)); n != 0 || err != io.EOF {
+		t.Fatalf("after the end: %d, %v; want 0, EOF", n, err)
+	}
+}
+
+// A reader waiting on a pipe nobody writes returns once it is closed.
+func TestCloseEndsWaitingRead(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	r := New(pr)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Read(make([]byte, 8))
+		done <- err
+	}()
+	pw.Write(nil) // no data: the reader tries, then waits
+	r.Close()
+	if err := <-done; !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("read after close: %v, want os.ErrClosed", err)
+	}
+}
+
+// A regular file is read as f.Read reads it; a read error says what os
+// says.
+func TestRegularFileAndErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(path, []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(f)
+	got, err := io.ReadAll(r)
+	if err != nil || string(got) != "hello\n" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	r.Close()
+	if _, err := r.Read(make([]byte, 1)); !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("read of a closed file: %v", err)
+	}
+	d, err := os.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var pe *os.PathError
+	if _, err := New(d).Read(make([]byte, 1)); !errors.As(err, &pe) || pe.Op != "read" {
+		t.Fatalf("read of a directory: %v, want a *os.PathError", err)
+	}
+}
+
+// Data already in the pipe is read without waiting; an empty pipe is
+// tried Tries times, then waited on.
+func TestTriesThenWaits(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	r := New(pr)
+	defer r.Close()
+	if r.rc == nil {
+		t.Skip("one CPU: the reader does not try")
+	}
+	waits := 0
+	r.wait = func(p []byte) (int, error) {
+		waits++
+		return copy(p, "w"), nil
+	}
+	pw.Write([]byte("ready"))
+	buf := make([]byte, 16)
+	if n, err := r.Read(buf); err != nil || string(buf[:n]) != "ready" || waits != 0 {
+		t.Fatalf("read %q, %v after %d waits; want ready, no wait", buf[:n], err, waits)
+	}
+	if n, err := r.Read(buf); err != nil || string(buf[:n]) != "w" || waits != 1 {
+		t.Fatalf("empty pipe: read %q, %v after %d waits; want the wait's", buf[:n], err, waits)
+	}
+}
