@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,11 +31,17 @@ const floodUpdates = 100000
 // tai-MiB is tai's peak RSS (VmHWM), tai-anon-MiB its peak RssAnon (its
 // own memory: the rest is its binary's file pages, which the kernel maps a
 // folio at a time and shares with the agent, itself tai). json-nofeed is json under --no-feed,
-// for what the live feed costs.
+// for what the live feed costs. x-bare-proc is tai's wall time over the
+// bare client's run as a process of its own (internal/bareacp/barecli),
+// as tai is: its start and exit counted, outside go test's runtime.
 //
 //	go test ./e2e -run x -bench Flood -benchtime 3x
 func BenchmarkFlood(b *testing.B) {
 	agent := []string{taiBin, "agent", "builtin", "--script", script("flood.yaml")}
+	barecli := filepath.Join(b.TempDir(), "barecli")
+	if out, err := exec.Command("go", "build", "-o", barecli, "github.com/tai-dev/tai/internal/bareacp/barecli").CombinedOutput(); err != nil {
+		b.Fatalf("building barecli: %v\n%s", err, out)
+	}
 	for _, mode := range []struct{ name, output, extra string }{
 		{"json", "json", ""}, {"json-nofeed", "json", "--no-feed"}, {"stream-json", "stream-json", ""}, {"text", "text", ""},
 	} {
@@ -42,11 +49,13 @@ func BenchmarkFlood(b *testing.B) {
 			dir := b.TempDir()
 			var sum, best pair
 			var hwm, anon int64
+			var proc time.Duration
 			for i := 0; i < b.N; i++ {
 				bare := bareClient(b, dir, agent)
 				if bare.Updates < floodUpdates {
 					b.Fatalf("bare client saw %d updates", bare.Updates)
 				}
+				proc += bareProcess(b, dir, barecli, agent)
 				args := []string{"run", "--approve", "all", "--agent-cmd", strings.Join(agent, " "), "-o", mode.output}
 				if mode.extra != "" {
 					args = append(args, mode.extra)
@@ -62,6 +71,7 @@ func BenchmarkFlood(b *testing.B) {
 			}
 			sum.report(b)
 			b.ReportMetric(best.wallRatio(), "x-bare-best")
+			b.ReportMetric(sum.tai.wall.Seconds()/proc.Seconds(), "x-bare-proc")
 			b.ReportMetric(float64(floodUpdates)*float64(b.N)/sum.tai.wall.Seconds(), "tai-updates/s")
 			b.ReportMetric(float64(floodUpdates)*float64(b.N)/sum.bare.wall.Seconds(), "bare-updates/s")
 			b.ReportMetric(float64(hwm)/(1<<20), "tai-MiB")
@@ -284,6 +294,22 @@ func vmHWM(status string) (hwm, anon int64) {
 }
 
 // bareClient runs the baseline client (package bareacp).
+// bareProcess runs the bare client as a process (barecli) on the agent
+// argv and returns its wall time, start and exit included.
+func bareProcess(b *testing.B, dir, barecli string, argv []string) time.Duration {
+	b.Helper()
+	cmd := exec.Command(barecli, argv...)
+	cmd.Dir = dir
+	t0 := time.Now()
+	out, err := cmd.Output()
+	wall := time.Since(t0)
+	var n int
+	if _, serr := fmt.Sscanf(string(out), "%d updates", &n); err != nil || serr != nil || n < floodUpdates {
+		b.Fatalf("barecli: %v %v: %q", err, serr, out)
+	}
+	return wall
+}
+
 func bareClient(b *testing.B, dir string, argv []string) bareacp.Run {
 	b.Helper()
 	r, err := bareacp.Client(dir, argv)
