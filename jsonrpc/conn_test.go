@@ -905,3 +905,29 @@ func TestResultWriter(t *testing.T) {
 		}
 	}
 }
+
+// A server waiting for the next request does not keep the last one's
+// params: a large request's bytes can go once it is answered.
+func TestIdleServerKeepsNoParams(t *testing.T) {
+	freed := make(chan struct{})
+	server := &funcHandler{request: func(_ context.Context, _ string, params json.RawMessage) (any, error) {
+		runtime.AddCleanup(&params[0], func(ch chan struct{}) { close(ch) }, freed)
+		return nil, nil
+	}}
+	client, _ := connPair(t, nil, server, Options{}, Options{})
+	if err := client.Call(t.Context(), "big", map[string]string{"pad": strings.Repeat("x", 1<<20)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		runtime.GC()
+		select {
+		case <-freed:
+			return
+		default:
+		}
+		if i == 1000 {
+			t.Fatal("the answered request's params are still reachable")
+		}
+		runtime.Gosched()
+	}
+}
