@@ -92,6 +92,12 @@ func writeScript(file, content string) string {
 	return fmt.Sprintf("steps:\n  - text: \"writing %s\"\n  - write: {path: %s, content: %q}\n", file, file, content)
 }
 
+// awaitWorktree is a script's first step: wait until the task other has
+// its worktree (a sibling of this task's).
+func awaitWorktree(other string) string {
+	return fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, 'until [ -d ../%s ]; do sleep 0.01; done'], ask: false}\n", other)
+}
+
 type runOut struct {
 	st     *State
 	events []Event
@@ -209,9 +215,13 @@ func TestFleetOutcomes(t *testing.T) {
 	}{
 		{
 			name: "merge conflict is reported with its files",
+			// Both start from the run's base: each waits for the other's
+			// worktree before it writes. (A task that starts after another
+			// has merged starts from the merge, and does not conflict.)
 			files: map[string]string{
-				"x.yaml": writeScript("same.txt", "from x\n"), "y.yaml": writeScript("same.txt", "from y\n"),
-				"plan.yaml": "policy: {approve: all}\nconcurrency: 1\ntasks:\n  - {id: x, script: x.yaml, prompt: x}\n  - {id: y, script: y.yaml, prompt: y}\n",
+				"x.yaml":    awaitWorktree("y") + writeScript("same.txt", "from x\n")[len("steps:\n"):],
+				"y.yaml":    awaitWorktree("x") + writeScript("same.txt", "from y\n")[len("steps:\n"):],
+				"plan.yaml": "policy: {approve: all}\nconcurrency: 2\ntasks:\n  - {id: x, script: x.yaml, prompt: x}\n  - {id: y, script: y.yaml, prompt: y}\n",
 			},
 			wantExit: exitcode.MergeConflict,
 			check: func(t *testing.T, repo string, out runOut) {

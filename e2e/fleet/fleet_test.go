@@ -315,8 +315,11 @@ func TestKill9ThenResume(t *testing.T) {
 // refuses to delete it, and allows it once squash-merged.
 func TestConflictExit7AndGC(t *testing.T) {
 	repo, pd := gitRepo(t), t.TempDir()
-	for _, id := range []string{"x", "y"} {
-		write(t, filepath.Join(pd, id+".yaml"), fmt.Sprintf("steps:\n  - write: {path: same.txt, content: \"from %s\\n\"}\n", id))
+	// Each waits for the other's worktree before it writes, so that both
+	// start from the run's base whatever the machine's load: a task
+	// started after the other merged would start from the merge.
+	for id, other := range map[string]string{"x": "y", "y": "x"} {
+		write(t, filepath.Join(pd, id+".yaml"), fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, 'until [ -d ../%s ]; do sleep 0.01; done'], ask: false}\n  - write: {path: same.txt, content: \"from %s\\n\"}\n", other, id))
 	}
 	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: x, script: x.yaml, prompt: x}\n  - {id: y, script: y.yaml, prompt: y}\n")
 	_, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "conf", "-C", repo, filepath.Join(pd, "plan.yaml"))
