@@ -533,10 +533,7 @@ func (c *Conn) replyStreaming(id ID, sr StreamingResult) error {
 }
 
 func (c *Conn) writeStreamed(w *bufio.Writer, id ID, sr StreamingResult) error {
-	_, _ = w.WriteString(`{"jsonrpc":"2.0","id":`)
-	idText, _ := id.MarshalJSON()
-	_, _ = w.Write(idText)
-	_, _ = w.WriteString(`,"result":`)
+	writeResultHead(w, id)
 	if err := sr.WriteJSON(w); err != nil {
 		return err
 	}
@@ -560,19 +557,10 @@ func (c *Conn) reply(ctx context.Context, id ID, result any, err error) {
 	if rw, ok := result.(ResultWriter); ok && err == nil {
 		buf := bufPool.Get().(*bytes.Buffer)
 		buf.Reset()
-		buf.WriteString(`{"jsonrpc":"2.0","id":`)
-		if id.raw == "" {
-			buf.WriteString("null")
-		} else {
-			buf.WriteString(id.raw)
-		}
-		buf.WriteString(`,"result":`)
+		writeResultHead(buf, id)
 		if rw.WriteResult(buf) {
 			buf.WriteString("}\n")
-			if werr := c.writeLine(context.Background(), buf.Bytes()); werr != nil && !errors.Is(werr, ErrClosed) {
-				c.log.Warn("jsonrpc: reply", "id", id.String(), "err", werr)
-			}
-			putBuf(buf)
+			c.sendReply(id, buf)
 			return
 		}
 		putBuf(buf)
@@ -595,10 +583,27 @@ func (c *Conn) reply(ctx context.Context, id ID, result any, err error) {
 			}})
 		}
 	}
+	c.sendReply(id, buf)
+}
+
+// sendReply writes a reply's line and returns its buffer to the pool.
+func (c *Conn) sendReply(id ID, buf *bytes.Buffer) {
 	defer putBuf(buf)
 	if werr := c.writeLine(context.Background(), buf.Bytes()); werr != nil && !errors.Is(werr, ErrClosed) {
 		c.log.Warn("jsonrpc: reply", "id", id.String(), "err", werr)
 	}
+}
+
+// writeResultHead writes a result reply up to its result's value, as
+// encoding/json writes outResult.
+func writeResultHead(w io.StringWriter, id ID) {
+	_, _ = w.WriteString(`{"jsonrpc":"2.0","id":`)
+	if id.raw == "" {
+		_, _ = w.WriteString("null")
+	} else {
+		_, _ = w.WriteString(id.raw)
+	}
+	_, _ = w.WriteString(`,"result":`)
 }
 
 func toError(ctx context.Context, err error) *Error {

@@ -38,10 +38,9 @@ const Tries = 128
 // Reader reads an *os.File (a pipe), trying an empty pipe again before
 // waiting on it.
 type Reader struct {
-	f     *os.File
-	rc    syscall.RawConn // nil: read f plainly
-	tries int
-	wait  func([]byte) (int, error) // f.Read: a read that waits
+	f    *os.File
+	rc   syscall.RawConn           // nil: read f plainly
+	wait func([]byte) (int, error) // f.Read: a read that waits
 }
 
 // New returns a Reader of f. Where f has no raw descriptor to try (not
@@ -52,7 +51,7 @@ func New(f *os.File) *Reader {
 		return r
 	}
 	if rc, err := f.SyscallConn(); err == nil {
-		r.rc, r.tries = rc, Tries
+		r.rc = rc
 	}
 	return r
 }
@@ -63,7 +62,7 @@ func (r *Reader) Read(p []byte) (int, error) {
 	if r.rc == nil || len(p) == 0 {
 		return r.wait(p)
 	}
-	for range r.tries {
+	for range Tries {
 		var n int
 		var rerr error
 		if err := r.rc.Read(func(fd uintptr) bool {

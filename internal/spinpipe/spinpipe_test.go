@@ -12,10 +12,7 @@ import (
 // Everything written comes through in order, whether the reader finds it
 // while it tries or after it waits, and the end is io.EOF.
 func TestReadsAllThenEOF(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr, pw := pipe(t)
 	r := New(pr)
 	defer r.Close()
 	var want bytes.Buffer
@@ -45,10 +42,7 @@ func TestReadsAllThenEOF(t *testing.T) {
 
 // A reader waiting on a pipe nobody writes returns once it is closed.
 func TestCloseEndsWaitingRead(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr, pw := pipe(t)
 	defer pw.Close()
 	r := New(pr)
 	done := make(chan error, 1)
@@ -97,10 +91,7 @@ func TestRegularFileAndErrors(t *testing.T) {
 // Data already in the pipe is read without waiting; an empty pipe is
 // tried Tries times, then waited on.
 func TestTriesThenWaits(t *testing.T) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	pr, pw := pipe(t)
 	defer pw.Close()
 	r := New(pr)
 	defer r.Close()
@@ -120,4 +111,14 @@ func TestTriesThenWaits(t *testing.T) {
 	if n, err := r.Read(buf); err != nil || string(buf[:n]) != "w" || waits != 1 {
 		t.Fatalf("empty pipe: read %q, %v after %d waits; want the wait's", buf[:n], err, waits)
 	}
+}
+
+// pipe is an os.Pipe for one test.
+func pipe(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, w
 }
