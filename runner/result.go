@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -59,33 +58,22 @@ type ResultFrame struct {
 type collector struct {
 	mu  sync.Mutex
 	res Result
-	// message is the agent text since the last turn began, as the chunks
-	// came: kept, not copied, and joined once for the result (a single
-	// 100 MiB chunk is never copied at all).
-	message []string
-	endsNL  bool   // the message so far ends in a newline (or is empty)
+	// message is the agent text since the last turn began, joined once
+	// for the result.
+	message rope
 	lastID  string // message id of the last agent chunk
 	broken  bool   // something other than agent text came since the last chunk
-	// starts: where each message id's text begins in message, for a
-	// chunk that replaces it.
+	// starts: where each message id's text begins in message (a byte
+	// offset), for a chunk that replaces it.
 	starts map[string]int
 	modes  []string // the mode ids the session offers, as it started
 }
 
 func newCollector() *collector {
-	return &collector{endsNL: true, res: Result{
+	return &collector{res: Result{
 		Permissions: []driver.PermissionDecision{}, Denials: []driver.PermissionDecision{},
 		FilesWritten: []driver.FileWrite{}, Terminals: []driver.TerminalExit{}, Errors: []driver.ErrorInfo{},
 	}}
-}
-
-// add appends text to the message.
-func (c *collector) add(text string) {
-	if text == "" {
-		return
-	}
-	c.message = append(c.message, text)
-	c.endsNL = text[len(text)-1] == '\n'
 }
 
 func (c *collector) Emit(ev driver.Event) {
@@ -146,21 +134,19 @@ func (c *collector) messageChunk(m *driver.MessageChunk) {
 	// Separate messages, so that "…first." and "Now…" do not run
 	// together: a new message id, or text resumed after a tool call.
 	newMsg := id != "" && c.lastID != "" && id != c.lastID
-	if (newMsg || c.broken) && !c.endsNL {
-		c.add("\n\n")
+	if (newMsg || c.broken) && !c.message.endsNL() {
+		c.message.add("\n\n")
 	}
 	c.markStart(id)
 	c.lastID, c.broken = id, false
-	c.add(m.Text)
+	c.message.add(m.Text)
 }
 
 // replace puts text in place of everything from message id's first
 // chunk (at start) on.
 func (c *collector) replace(id string, start int, text string) {
-	clear(c.message[start:])
-	c.message = c.message[:start]
-	c.endsNL = start == 0 || strings.HasSuffix(c.message[start-1], "\n")
-	c.add(text)
+	c.message.truncate(start)
+	c.message.add(text)
 	c.lastID, c.broken = id, false
 }
 
@@ -173,7 +159,7 @@ func (c *collector) markStart(id string) {
 	if c.starts == nil {
 		c.starts = map[string]int{}
 	}
-	c.starts[id] = len(c.message)
+	c.starts[id] = c.message.Len()
 }
 
 // decided records a permission decision, and a denial among the denials.
@@ -216,8 +202,8 @@ func (c *collector) usage() *driver.Usage {
 // newTurn starts collecting the message of a new turn.
 func (c *collector) newTurn() {
 	c.mu.Lock()
-	clear(c.message)
-	c.message, c.endsNL, c.lastID, c.broken, c.starts = c.message[:0], true, "", false, nil
+	c.message.reset()
+	c.lastID, c.broken, c.starts = "", false, nil
 	c.mu.Unlock()
 }
 
@@ -232,7 +218,7 @@ func (c *collector) result() Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.res
-	r.Message = strings.Join(c.message, "")
+	r.Message = c.message.String()
 	return r
 }
 
