@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"strconv"
 	"strings"
@@ -41,11 +42,7 @@ const flushDelay = 20 * time.Millisecond
 
 // maxTools is how many tool calls' states are kept before the finished
 // ones are let go.
-const maxTools = 4096
-
-// maxPrinted bounds the text kept of the message being shown, for a chunk
-// that replaces it: past it, a replacing chunk shows the message again.
-const maxPrinted = 4 << 20
+const maxTools = 1024
 
 // Text renders events as readable, streamed text. Output is buffered: it is
 // written at most flushDelay after it was rendered, at once before anything
@@ -62,12 +59,12 @@ type Text struct {
 	flushing  bool        // a delayed flush is scheduled
 	inMessage driver.Role // role of the message being streamed, "" if none
 	atBOL     bool        // the cursor is at the start of a line
-	// printed is the text shown of the last message id, for a chunk that
-	// replaces it. It is appended to, never rebuilt: per-chunk work must not
-	// grow with the message.
+	// printed is what was shown of the last message id, for a chunk that
+	// replaces it: its length and a hash of it, not the text, which the
+	// result keeps already. The hash is written to, never rebuilt:
+	// per-chunk work must not grow with the message.
 	printedID string
-	printed   []byte
-	overflow  bool // printed outgrew maxPrinted and was dropped
+	printed   printedText
 	tools     map[string]string
 	toolsMax  int                // len(tools) that triggers a sweep of finished calls
 	shownPlan []driver.PlanEntry // as last shown
@@ -318,24 +315,21 @@ func (t *Text) message(m *driver.MessageChunk) {
 	}
 	text := m.Text
 	if m.MessageID != t.printedID {
-		t.printedID, t.printed, t.overflow = m.MessageID, t.printed[:0], false
+		t.printedID = m.MessageID
+		t.printed.reset()
 	}
 	if m.Replace {
 		// A terminal cannot take back what it showed: show what is new,
 		// or the whole message again if it changed.
-		if n := len(t.printed); !t.overflow && len(text) >= n && text[:n] == string(t.printed) {
-			text = text[n:]
+		if t.printed.prefixOf(text) {
+			text = text[t.printed.n:]
 		} else {
 			t.endMessage()
 			t.inMessage = m.Role
 		}
-		t.printed, t.overflow = append(t.printed[:0], m.Text...), false
-	} else {
-		t.printed = append(t.printed, m.Text...)
+		t.printed.reset()
 	}
-	if len(t.printed) > maxPrinted {
-		t.printed, t.overflow = nil, true
-	}
+	t.printed.add(m.Text)
 	if text == "" && len(m.Content) > 0 {
 		text = "[" + blockType(m.Content) + "]"
 	}
@@ -348,6 +342,29 @@ func (t *Text) message(m *driver.MessageChunk) {
 	}
 	_, _ = t.writer().WriteString(text)
 	t.atBOL = bol
+}
+
+// printedText stands for text shown: its length and its hash, with a seed
+// of this process's, so no agent can make two texts hash alike on
+// purpose, and by chance only once in 2^64.
+type printedText struct {
+	n int
+	h maphash.Hash
+}
+
+func (p *printedText) add(s string) {
+	p.n += len(s)
+	_, _ = p.h.WriteString(s)
+}
+
+func (p *printedText) reset() {
+	p.n = 0
+	p.h.Reset()
+}
+
+// prefixOf reports whether s begins with the text shown.
+func (p *printedText) prefixOf(s string) bool {
+	return len(s) >= p.n && maphash.String(p.h.Seed(), s[:p.n]) == p.h.Sum64()
 }
 
 func blockType(raw json.RawMessage) string {

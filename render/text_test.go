@@ -105,6 +105,18 @@ func TestTextReplace(t *testing.T) {
 	msg := func(text string, replace bool) driver.Event {
 		return driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, MessageID: "p", Text: text, Replace: replace}}
 	}
+	// chunked streams text in chunks of the sizes given, round and round.
+	chunked := func(text string, sizes ...int) []driver.Event {
+		var evs []driver.Event
+		for i := 0; len(text) > 0; i++ {
+			n := min(sizes[i%len(sizes)], len(text))
+			evs = append(evs, msg(text[:n], false))
+			text = text[n:]
+		}
+		return evs
+	}
+	long := strings.Repeat("0123456789abcdef", 64)
+	huge := strings.Repeat("x", 5<<20)
 	for _, tc := range []struct {
 		name   string
 		events []driver.Event
@@ -113,6 +125,13 @@ func TestTextReplace(t *testing.T) {
 		{"extends", []driver.Event{msg("a\n", false), msg("a\nb", true)}, "a\nb\n"},
 		{"redrawn", []driver.Event{msg("**a**\n", false), msg("a\nb", true)}, "**a**\na\nb\n"},
 		{"same", []driver.Event{msg("a\n", false), msg("a\n", true)}, "a\n"},
+		// Shown in chunks of every size, the hash split where they split.
+		{"extends what many chunks showed", append(chunked(long, 1, 7, 200, 3), msg(long+"end", true)), long + "end\n"},
+		{"a chunk changed in the middle", append(chunked(long, 100), msg(long[:150]+"X"+long[151:], true)), long + "\n" + long[:150] + "X" + long[151:] + "\n"},
+		{"replaced twice", []driver.Event{msg("a", false), msg("ab", true), msg("abc", true)}, "abc\n"},
+		{"replaced, then extended", []driver.Event{msg("a", false), msg("ab", true), msg("c", false), msg("abcd", true)}, "abcd\n"},
+		// More than the 4 MiB the shown text was once bounded by.
+		{"a long message extended", []driver.Event{msg(huge, false), msg(huge+"!", true)}, huge + "!\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
