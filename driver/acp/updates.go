@@ -209,7 +209,7 @@ func convertToolCall(t *schema.ToolCall) *driver.ToolCall {
 // finished ones are let go: a long session's calls must not all stay.
 // maxRunningTools bounds the calls kept at all: an agent that starts calls
 // and never ends them must not grow tai without end.
-const maxTools, maxRunningTools = 4096, 1 << 16
+const maxTools, maxRunningTools = 1024, 1 << 16
 
 // keepTool stores a call for later patches.
 func (s *Session) keepTool(tc *driver.ToolCall) {
