@@ -65,3 +65,32 @@ func TestMaxMessageBytes(t *testing.T) {
 		t.Fatalf("errors %+v", r.Errors)
 	}
 }
+
+// One 100 MiB message line costs tai about the line once: its bytes are
+// held in one place on their way from the pipe to the result. The spill
+// that gathers it once took twice the line, one run in ten (the heap's
+// slice for it was zeroed while the spill still held it), so this takes
+// the largest of several runs.
+func TestBigLinePeak(t *testing.T) {
+	if os.Getenv("TAI_E2E_RACE") != "" {
+		t.Skip("the race detector's shadow memory makes RSS meaningless")
+	}
+	const line = 100 << 20
+	dir := t.TempDir()
+	peak := func(scr string) int64 {
+		o := taiPeak(t, dir, "run", "--no-audit", "--agent-cmd", builtinWith(scr), "-o", "json", "go")
+		if o.code != 0 {
+			t.Fatalf("exit %d: %s", o.code, o.stderr)
+		}
+		return o.hwm
+	}
+	base := peak(script("one.yaml"))
+	var worst int64
+	for range 5 {
+		worst = max(worst, peak(script("big1.yaml"))-base)
+	}
+	t.Logf("a %d MiB line: at most %d MiB of peak RSS over a one-line run's %d MiB", line>>20, worst>>20, base>>20)
+	if worst > line*3/2 {
+		t.Fatalf("a %d MiB line cost %d MiB of peak RSS, over 1.5 times the line", line>>20, worst>>20)
+	}
+}

@@ -29,3 +29,6 @@ TAI_E2E_BIN_CACHE=$(mktemp -d -t tai-e2e-bin-XXXXXX)
 export TAI_E2E_BIN_CACHE
 trap 'rm -rf "$TAI_E2E_BIN_CACHE"' EXIT
 TAI_E2E_RACE=1 go test -race -count=1 -timeout 20m ./...
+# RSS means nothing under the race detector, so the memory bounds run once
+# more without it (a plain build of tai).
+go test -count=1 -run 'TestLongLinePeakIsOneLine|TestPipelinedReadsBoundedMemory|TestBigLinePeak' ./internal/lines ./e2e

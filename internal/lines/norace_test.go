@@ -1,0 +1,5 @@
+//go:build !race
+
+package lines
+
+const raceEnabled = false
