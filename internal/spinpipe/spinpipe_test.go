@@ -122,3 +122,27 @@ func pipe(t *testing.T) (r, w *os.File) {
 	}
 	return r, w
 }
+
+// A read allocates nothing, whether it finds data at once or tries an
+// empty pipe Tries times and then waits: it runs once a line in a flood.
+func TestReadAllocatesNothing(t *testing.T) {
+	pr, pw := pipe(t)
+	defer pw.Close()
+	r := New(pr)
+	defer r.Close()
+	if r.rc == nil {
+		t.Skip("one CPU: the reader does not try")
+	}
+	r.wait = func(p []byte) (int, error) { return copy(p, "w"), nil }
+	buf := make([]byte, 64)
+	line := []byte("line\n")
+	if n := testing.AllocsPerRun(100, func() {
+		pw.Write(line)
+		r.Read(buf)
+	}); n != 0 {
+		t.Errorf("a read of data in the pipe: %v allocations, want 0", n)
+	}
+	if n := testing.AllocsPerRun(20, func() { r.Read(buf) }); n != 0 {
+		t.Errorf("a read of an empty pipe, tried and then waited: %v allocations, want 0", n)
+	}
+}
