@@ -111,3 +111,59 @@ func TestServeTurns(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
+
+// TestServePipelined: a client that sends session/new right after
+// initialize, without waiting for its answer, has it served after the
+// initialize, however long the agent takes to start; a request sent
+// before any initialize is still refused, and so is a second initialize,
+// the one later on the wire.
+func TestServePipelined(t *testing.T) {
+	release := make(chan struct{})
+	slowStart := func(ctx context.Context, spec Spec, h Hooks) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return fakeRun(ctx, spec, h)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	e := &editorPipe{t: t, w: inW, sc: bufio.NewScanner(outR), end: make(chan error, 1)}
+	go func() {
+		e.end <- Serve(context.Background(), inR, outW, Options{Run: slowStart, Cwd: "/w", Agent: "fake", Version: "test"})
+		outW.Close()
+	}()
+	e.send(`{"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`)
+	if m := e.until(`"id":0`); !strings.Contains(string(m["error"]), "initialize first") {
+		t.Fatalf("session/new before initialize: %s", m["error"])
+	}
+	e.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`)
+	e.send(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1}}`)
+	e.send(`{"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`)
+	// The second initialize is refused at once, while the first waits on
+	// the agent's start.
+	if m := e.until(`"id":2`); !strings.Contains(string(m["error"]), "already called") {
+		t.Fatalf("a second initialize: %s", m)
+	}
+	close(release)
+	got := map[string]map[string]json.RawMessage{}
+	for len(got) < 2 {
+		m := e.next()
+		if id := string(m["id"]); id == "1" || id == "3" {
+			got[id] = m
+		}
+	}
+	if r := string(got["1"]["result"]); !strings.Contains(r, `"protocolVersion":1`) {
+		t.Fatalf("initialize: %s", got["1"])
+	}
+	if r := string(got["3"]["result"]); !strings.Contains(r, `"sessionId":"fake-1"`) {
+		t.Fatalf("session/new pipelined after initialize: %s", got["3"])
+	}
+	e.w.Close()
+	for e.sc.Scan() {
+	}
+	if err := <-e.end; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}

@@ -99,7 +99,8 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, o Options) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &Server{o: o, ctx: ctx, sessions: map[string]*session{}, live: map[*session]struct{}{}, ready: make(chan struct{})}
+	s := &Server{o: o, ctx: ctx, sessions: map[string]*session{}, live: map[*session]struct{}{}, ready: make(chan struct{}),
+		initChanged: make(chan struct{})}
 	opts := jsonrpc.Options{Logger: o.Logger, MaxLineBytes: o.MaxLineBytes}
 	if o.Trace != nil {
 		opts.Trace = func(d jsonrpc.Direction, line []byte) { o.Trace(d.String(), line) }
@@ -131,11 +132,22 @@ type Server struct {
 	mu         sync.Mutex
 	clientCaps acp.ClientCapabilities
 	inited     bool
-	closing    bool
-	warm       *session
-	sessions   map[string]*session   // ready, by id
-	live       map[*session]struct{} // every session whose run has not ended
-	runs       sync.WaitGroup
+	// initPending counts the initialize requests that came on the wire
+	// (Arrived) and are not over: a request after one waits for it,
+	// rather than being refused for coming before it was done.
+	// initChanged is closed, and replaced, as each is over.
+	initPending int
+	initChanged chan struct{}
+	initStarted bool // an initialize is being served or was
+	// initFirst is the id of the first initialize on the wire, which is
+	// the one served when several are pipelined (set: initFirstSet).
+	initFirst    jsonrpc.ID
+	initFirstSet bool
+	closing      bool
+	warm         *session
+	sessions     map[string]*session   // ready, by id
+	live         map[*session]struct{} // every session whose run has not ended
+	runs         sync.WaitGroup
 }
 
 // HandleNotification implements jsonrpc.Handler: session/cancel stops the
@@ -179,15 +191,60 @@ var serverMethods = map[string]serverMethod{
 	acp.MethodSessionSetConfigOption: (*Server).serveSetConfigOption,
 }
 
+// Arrived implements jsonrpc.Arriver: it notes, in wire order, that an
+// initialize came, and which came first.
+func (s *Server) Arrived(method string, id jsonrpc.ID) {
+	if method == acp.MethodInitialize {
+		s.mu.Lock()
+		s.initPending++
+		if !s.initFirstSet {
+			s.initFirst, s.initFirstSet = id, true
+		}
+		s.mu.Unlock()
+	}
+}
+
+// initOver notes that an initialize request is over, whatever its outcome.
+func (s *Server) initOver() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.initPending > 0 { // 0: served without a Conn's Arrived
+		s.initPending--
+	}
+	close(s.initChanged)
+	s.initChanged = make(chan struct{})
+}
+
+// awaitInit waits while an initialize that came before this request is
+// still being served, and reports whether the connection is initialized.
+func (s *Server) awaitInit(ctx context.Context) (bool, error) {
+	for {
+		s.mu.Lock()
+		inited, pending, changed := s.inited, s.initPending, s.initChanged
+		s.mu.Unlock()
+		if inited || pending == 0 {
+			return inited, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
 // HandleRequest implements jsonrpc.Handler.
 func (s *Server) HandleRequest(ctx context.Context, method string, params json.RawMessage) (any, error) {
 	<-s.ready
 	if method == acp.MethodInitialize {
 		return s.initialize(ctx, params)
 	}
-	s.mu.Lock()
-	inited := s.inited
-	s.mu.Unlock()
+	// A client that pipelines its requests after initialize has them
+	// served in the order it sent them.
+	inited, err := s.awaitInit(ctx)
+	if err != nil {
+		return nil, err
+	}
 	if !inited {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize first"}
 	}
@@ -298,18 +355,27 @@ func (s *Server) serveSetConfigOption(ctx context.Context, _ string, params json
 	return map[string]any{"configOptions": configOptions(ss.configNow())}, nil
 }
 
-func (s *Server) initialize(ctx context.Context, params json.RawMessage) (any, error) {
+func (s *Server) initialize(ctx context.Context, params json.RawMessage) (_ any, err error) {
+	defer s.initOver()
 	var p acp.InitializeRequest
 	if err := decode(params, &p); err != nil {
 		return nil, err
 	}
+	id, _ := jsonrpc.RequestID(ctx)
 	s.mu.Lock()
-	if s.inited {
+	if s.inited || s.initStarted || (s.initFirstSet && id != s.initFirst) {
 		s.mu.Unlock()
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize was already called"}
 	}
-	s.clientCaps = p.ClientCapabilities
+	s.clientCaps, s.initStarted = p.ClientCapabilities, true
 	s.mu.Unlock()
+	defer func() {
+		if err != nil { // the client may try again
+			s.mu.Lock()
+			s.initStarted, s.initFirstSet = false, false
+			s.mu.Unlock()
+		}
+	}()
 	// What the wrapped agent can do is only known once it runs: the first
 	// session starts now, and the editor's first session/new takes it over.
 	warm, err := s.start(ctx, Spec{Cwd: s.o.Cwd}, "")

@@ -41,6 +41,15 @@ type Borrower interface {
 	Borrows(method string, size int) bool
 }
 
+// An Arriver is a Handler told of each request as it comes, in wire order
+// on the dispatch goroutine, before the request's own goroutine runs it.
+// Requests run at once, so one that must wait for an earlier one (a
+// session/new pipelined after initialize) can know what came before it.
+// Arrived must not block.
+type Arriver interface {
+	Arrived(method string, id ID)
+}
+
 // Direction tells a Trace hook which way a line went.
 type Direction uint8
 
@@ -139,6 +148,7 @@ type Conn struct {
 	w       io.Writer
 	h       Handler
 	lender  Borrower // h, if it borrows
+	arriver Arriver  // h, if it is told of requests as they come
 	opts    Options
 	log     *slog.Logger
 	nextID  atomic.Int64
@@ -200,6 +210,7 @@ func NewConn(r io.Reader, w io.Writer, h Handler, opts Options) *Conn {
 		w:        w,
 		h:        h,
 		lender:   borrower(h),
+		arriver:  arriver(h),
 		opts:     opts,
 		log:      log,
 		wlock:    make(chan struct{}, 1),
@@ -753,6 +764,12 @@ func (c *Conn) handleLine(lr *lines.Reader, line []byte) {
 	c.q.push(env)
 }
 
+// arriver returns h as an Arriver, or nil.
+func arriver(h Handler) Arriver {
+	a, _ := h.(Arriver)
+	return a
+}
+
 // borrower returns h as a Borrower, or nil.
 func borrower(h Handler) Borrower {
 	b, _ := h.(Borrower)
@@ -909,6 +926,9 @@ func (c *Conn) dispatch(env *envelope) {
 // first so that a $/cancel_request later on the wire finds it.
 func (c *Conn) serve(env *envelope) {
 	id := ID{raw: string(env.ID)}
+	if c.arriver != nil {
+		c.arriver.Arrived(env.Method.name, id)
+	}
 	ctx, cancel := context.WithCancel(context.WithValue(c.ctx, requestIDKey{}, id))
 	req := &inflightReq{cancel: cancel}
 	c.mu.Lock()

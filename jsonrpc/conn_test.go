@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -929,5 +930,76 @@ func TestIdleServerKeepsNoParams(t *testing.T) {
 			t.Fatal("the answered request's params are still reachable")
 		}
 		runtime.Gosched()
+	}
+}
+
+// arrivingHandler is a funcHandler told of requests as they come.
+type arrivingHandler struct {
+	funcHandler
+	arrived func(method string, id ID)
+}
+
+func (h *arrivingHandler) Arrived(method string, id ID) { h.arrived(method, id) }
+
+// An Arriver is told of every request in wire order, each before its
+// handler runs, even while earlier requests are still being served.
+func TestArrivedInWireOrder(t *testing.T) {
+	var mu sync.Mutex
+	var wire, arrived []string
+	seen := map[string]bool{}
+	release := make(chan struct{})
+	h := &arrivingHandler{arrived: func(method string, id ID) {
+		mu.Lock()
+		arrived = append(arrived, id.String())
+		seen[id.String()] = true
+		mu.Unlock()
+	}}
+	h.request = func(ctx context.Context, _ string, _ json.RawMessage) (any, error) {
+		id, _ := RequestID(ctx)
+		mu.Lock()
+		ok := seen[id.String()]
+		mu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("request %s ran before it arrived", id)
+		}
+		<-release // every request is still being served as the next comes
+		return nil, nil
+	}
+	trace := func(dir Direction, line []byte) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if dir == In && json.Unmarshal(line, &m) == nil && m.Method != "" {
+			mu.Lock()
+			wire = append(wire, string(m.ID))
+			mu.Unlock()
+		}
+	}
+	client, _ := connPair(t, nil, h, Options{}, Options{Trace: trace})
+	const n = 40
+	errs := make(chan error, n)
+	for range n {
+		go func() { errs <- client.Call(t.Context(), "m", nil, nil) }()
+	}
+	for {
+		mu.Lock()
+		k := len(arrived)
+		mu.Unlock()
+		if k == n {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(wire, arrived) {
+		t.Fatalf("arrived in the order %v, the wire's was %v", arrived, wire)
 	}
 }
