@@ -279,7 +279,7 @@ func (k sink) Emit(ev driver.Event) {
 		return
 	}
 	for _, u := range updates {
-		if err := ss.srv.conn.Notify(ss.srv.ctx, acp.MethodSessionUpdate, map[string]any{"sessionId": id, "update": u}); err != nil {
+		if err := ss.srv.conn.Notify(ss.srv.ctx, acp.MethodSessionUpdate, updateParams{SessionID: id, Update: u}); err != nil {
 			ss.srv.o.Logger.Debug("acp: session/update not sent", "err", err)
 			return
 		}

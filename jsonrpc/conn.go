@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tai-dev/tai/internal/jsonw"
 	"github.com/tai-dev/tai/internal/lines"
 )
 
@@ -294,6 +295,15 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 // bounds only the wait for the write lock, since a started Write cannot be
 // abandoned without corrupting the stream (Close unblocks it by closing w).
 func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	if pw, ok := params.(ParamsWriter); ok {
+		if buf := notifyLine(method, pw); buf != nil {
+			defer putBuf(buf)
+			if err := c.writeLine(ctx, buf.Bytes()); err != nil {
+				return fmt.Errorf("jsonrpc: notify %s: %w", method, err)
+			}
+			return nil
+		}
+	}
 	if err := c.write(ctx, &outRequest{JSONRPC: "2.0", Method: method, Params: params}); err != nil {
 		return fmt.Errorf("jsonrpc: notify %s: %w", method, err)
 	}
@@ -505,6 +515,30 @@ type StreamingResult interface {
 // encoding/json instead, whatever it wrote discarded.
 type ResultWriter interface {
 	WriteResult(buf *bytes.Buffer) bool
+}
+
+// A ParamsWriter is a notification's params that write their own JSON,
+// as a ResultWriter does a result: a notification sent by the thousand (a
+// session update) then costs no reflection. WriteParams reports false
+// for a value it does not write that way.
+type ParamsWriter interface {
+	WriteParams(buf *bytes.Buffer) bool
+}
+
+// notifyLine is the line of a notification whose params write themselves
+// (a pooled buffer), or nil when they decline.
+func notifyLine(method string, pw ParamsWriter) *bytes.Buffer {
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	buf.WriteString(`{"jsonrpc":"2.0","method":`)
+	_ = jsonw.String(buf, method)
+	buf.WriteString(`,"params":`)
+	if !pw.WriteParams(buf) {
+		putBuf(buf)
+		return nil
+	}
+	buf.WriteString("}\n")
+	return buf
 }
 
 // replyStreaming writes a StreamingResult's reply under the write lock.

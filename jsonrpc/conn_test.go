@@ -1003,3 +1003,30 @@ func TestArrivedInWireOrder(t *testing.T) {
 		t.Fatalf("arrived in the order %v, the wire's was %v", arrived, wire)
 	}
 }
+
+// WriteParams is written's ParamsWriter, the same as its WriteResult.
+type writtenParams struct{ written }
+
+func (w writtenParams) WriteParams(buf *bytes.Buffer) bool { return w.WriteResult(buf) }
+
+// A ParamsWriter's notification is the line encoding/json writes for the
+// same params; one that declines is encoded, nothing it wrote kept.
+func TestParamsWriter(t *testing.T) {
+	c, peer := newRawPeer(t, nil, Options{})
+	for _, tc := range []struct {
+		method string
+		params any
+		want   string
+	}{
+		{"note/x", writtenParams{written{text: `a "b" <c>`}}, `{"jsonrpc":"2.0","method":"note/x","params":{"text":"a \"b\" \u003cc\u003e"}}`},
+		{"a \"q\"", writtenParams{written{text: "t"}}, `{"jsonrpc":"2.0","method":"a \"q\"","params":{"text":"t"}}`},
+		{"note/y", writtenParams{written{text: "t", decline: true}}, `{"jsonrpc":"2.0","method":"note/y","params":{"encoded":"t"}}`},
+	} {
+		if err := c.Notify(t.Context(), tc.method, tc.params); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(<-peer.lines); got != tc.want {
+			t.Errorf("%s: got\n%s\nwant\n%s", tc.method, got, tc.want)
+		}
+	}
+}
