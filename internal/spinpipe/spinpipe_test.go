@@ -114,7 +114,7 @@ func TestTriesThenWaits(t *testing.T) {
 }
 
 // pipe is an os.Pipe for one test.
-func pipe(t *testing.T) (r, w *os.File) {
+func pipe(t testing.TB) (r, w *os.File) {
 	t.Helper()
 	r, w, err := os.Pipe()
 	if err != nil {
