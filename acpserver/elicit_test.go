@@ -1,12 +1,10 @@
 package acpserver
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 
@@ -56,18 +54,9 @@ func elicitRun(ctx context.Context, spec Spec, h Hooks) error {
 }
 
 func startElicitServe(t *testing.T) *editorPipe {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	e := &editorPipe{t: t, w: inW, sc: bufio.NewScanner(outR), end: make(chan error, 1)}
-	go func() {
-		e.end <- Serve(context.Background(), inR, outW, Options{Run: elicitRun, Cwd: "/w", Agent: "fake", Version: "test"})
-		outW.Close()
-	}()
+	e := startServeRun(t, elicitRun)
 	t.Cleanup(func() {
-		e.w.Close()
-		for e.sc.Scan() {
-		}
-		if err := <-e.end; err != nil && !errors.Is(err, context.Canceled) {
+		if err := e.finish(); err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("Serve: %v", err)
 		}
 	})

@@ -18,15 +18,27 @@ type editorPipe struct {
 	end chan error
 }
 
-func startServe(t *testing.T) *editorPipe {
+func startServe(t *testing.T) *editorPipe { return startServeRun(t, fakeRun) }
+
+// startServeRun is an editor on the other end of Serve, whose agents run.
+func startServeRun(t *testing.T, run RunFunc) *editorPipe {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	e := &editorPipe{t: t, w: inW, sc: bufio.NewScanner(outR), end: make(chan error, 1)}
 	go func() {
-		e.end <- Serve(context.Background(), inR, outW, Options{Run: fakeRun, Cwd: "/w", Agent: "fake", Version: "test"})
+		e.end <- Serve(context.Background(), inR, outW, Options{Run: run, Cwd: "/w", Agent: "fake", Version: "test"})
 		outW.Close()
 	}()
 	return e
+}
+
+// finish closes the editor's side, reads what tai still writes, and
+// returns what Serve returned.
+func (e *editorPipe) finish() error {
+	e.w.Close()
+	for e.sc.Scan() {
+	}
+	return <-e.end
 }
 
 func (e *editorPipe) send(s string) {
@@ -104,10 +116,7 @@ func TestServeTurns(t *testing.T) {
 	if m := e.until(`"id":7`); !strings.Contains(string(m["error"]), `-32002`) {
 		t.Fatalf("loading a session that is not there: %s", m["error"])
 	}
-	e.w.Close()
-	for e.sc.Scan() {
-	}
-	if err := <-e.end; err != nil {
+	if err := e.finish(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 }
@@ -127,13 +136,7 @@ func TestServePipelined(t *testing.T) {
 		}
 		return fakeRun(ctx, spec, h)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	e := &editorPipe{t: t, w: inW, sc: bufio.NewScanner(outR), end: make(chan error, 1)}
-	go func() {
-		e.end <- Serve(context.Background(), inR, outW, Options{Run: slowStart, Cwd: "/w", Agent: "fake", Version: "test"})
-		outW.Close()
-	}()
+	e := startServeRun(t, slowStart)
 	e.send(`{"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}`)
 	if m := e.until(`"id":0`); !strings.Contains(string(m["error"]), "initialize first") {
 		t.Fatalf("session/new before initialize: %s", m["error"])
@@ -160,10 +163,7 @@ func TestServePipelined(t *testing.T) {
 	if r := string(got["3"]["result"]); !strings.Contains(r, `"sessionId":"fake-1"`) {
 		t.Fatalf("session/new pipelined after initialize: %s", got["3"])
 	}
-	e.w.Close()
-	for e.sc.Scan() {
-	}
-	if err := <-e.end; err != nil {
+	if err := e.finish(); err != nil {
 		t.Fatalf("Serve: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package acpserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 
@@ -43,7 +44,7 @@ func writeValue(buf *bytes.Buffer, v any, depth int) bool {
 	}
 	switch v := v.(type) {
 	case nil:
-		buf.WriteString("null")
+		return writeNull(buf)
 	case string:
 		_ = jsonw.String(buf, v)
 	case driver.ToolKind:
@@ -56,8 +57,7 @@ func writeValue(buf *bytes.Buffer, v any, depth int) bool {
 		buf.Write(strconv.AppendInt(buf.AvailableBuffer(), v, 10))
 	case json.RawMessage:
 		if v == nil {
-			buf.WriteString("null")
-			return true
+			return writeNull(buf)
 		}
 		if !jsonw.Compact(v) {
 			return false // encoding/json compacts it
@@ -67,45 +67,43 @@ func writeValue(buf *bytes.Buffer, v any, depth int) bool {
 		return writeMap(buf, v, depth)
 	case []map[string]any:
 		if v == nil {
-			buf.WriteString("null")
-			return true
+			return writeNull(buf)
 		}
-		buf.WriteByte('[')
-		for i, e := range v {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if !writeMap(buf, e, depth+1) {
-				return false
-			}
-		}
-		buf.WriteByte(']')
+		return jsonw.Array(buf, v, func(e *map[string]any) error {
+			return declined(writeMap(buf, *e, depth+1))
+		}) == nil
 	case []any:
 		if v == nil {
-			buf.WriteString("null")
-			return true
+			return writeNull(buf)
 		}
-		buf.WriteByte('[')
-		for i, e := range v {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if !writeValue(buf, e, depth+1) {
-				return false
-			}
-		}
-		buf.WriteByte(']')
+		return jsonw.Array(buf, v, func(e *any) error {
+			return declined(writeValue(buf, *e, depth+1))
+		}) == nil
 	default:
 		return false
 	}
 	return true
 }
 
+// errDeclined stops jsonw.Array at a value writeValue declines.
+var errDeclined = errors.New("declined")
+
+func declined(wrote bool) error {
+	if wrote {
+		return nil
+	}
+	return errDeclined
+}
+
+func writeNull(buf *bytes.Buffer) bool {
+	buf.WriteString("null")
+	return true
+}
+
 // writeMap writes m with its keys sorted, as encoding/json does.
 func writeMap(buf *bytes.Buffer, m map[string]any, depth int) bool {
 	if m == nil {
-		buf.WriteString("null")
-		return true
+		return writeNull(buf)
 	}
 	var stack [16]string
 	keys := stack[:0]

@@ -103,7 +103,7 @@ func (r *PermissionRequest) WriteJSON(w jsonw.Writer) error {
 	if r.Options == nil {
 		_, _ = w.WriteString("null")
 	} else {
-		_ = array(w, r.Options, func(op *PermissionOption) error {
+		_ = jsonw.Array(w, r.Options, func(op *PermissionOption) error {
 			oo := openObject(w)
 			oo.str("id", op.ID, false)
 			oo.str("name", op.Name, false)
@@ -129,7 +129,7 @@ func (tc *ToolCall) WriteJSON(w jsonw.Writer) error {
 	o.str("name", tc.Name, true)
 	if len(tc.Locations) > 0 {
 		o.name("locations")
-		_ = array(w, tc.Locations, func(l *Location) error {
+		_ = jsonw.Array(w, tc.Locations, func(l *Location) error {
 			lo := openObject(w)
 			lo.str("path", l.Path, false)
 			if l.Line != 0 {
@@ -141,7 +141,7 @@ func (tc *ToolCall) WriteJSON(w jsonw.Writer) error {
 	}
 	if len(tc.Content) > 0 {
 		o.name("content")
-		err := array(w, tc.Content, func(c *ToolContent) error {
+		err := jsonw.Array(w, tc.Content, func(c *ToolContent) error {
 			co := openObject(w)
 			co.str("type", c.Type, false)
 			co.str("text", c.Text, true)
@@ -167,19 +167,4 @@ func (tc *ToolCall) WriteJSON(w jsonw.Writer) error {
 		return err
 	}
 	return o.close()
-}
-
-// array writes items as a JSON array, each by write, and stops at the
-// first error.
-func array[T any](w jsonw.Writer, items []T, write func(*T) error) error {
-	_ = w.WriteByte('[')
-	for i := range items {
-		if i > 0 {
-			_ = w.WriteByte(',')
-		}
-		if err := write(&items[i]); err != nil {
-			return err
-		}
-	}
-	return w.WriteByte(']')
 }

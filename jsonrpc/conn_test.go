@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/tai-dev/tai/internal/lines"
+	"github.com/tai-dev/tai/internal/testutil"
 )
 
 func TestIDRoundTrip(t *testing.T) {
@@ -281,7 +282,7 @@ func TestHugeLineDefaultMax(t *testing.T) {
 		t.Skip("allocates a few hundred MiB")
 	}
 	size := 100 << 20
-	if raceEnabled {
+	if testutil.Race {
 		size = 16 << 20 // still far beyond the 64 KiB read buffer
 	}
 	in := io.MultiReader(

@@ -128,3 +128,18 @@ func Compact(raw []byte) bool {
 	}
 	return !in && json.Valid(raw)
 }
+
+// Array writes items as a JSON array, each by write, and stops at the
+// first error.
+func Array[T any](w Writer, items []T, write func(*T) error) error {
+	_ = w.WriteByte('[')
+	for i := range items {
+		if i > 0 {
+			_ = w.WriteByte(',')
+		}
+		if err := write(&items[i]); err != nil {
+			return err
+		}
+	}
+	return w.WriteByte(']')
+}

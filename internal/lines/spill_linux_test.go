@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/tai-dev/tai/internal/testutil"
 )
 
 // TestLongLinePeakIsOneLine: taking a spilled line into the heap holds its
@@ -20,7 +22,7 @@ import (
 // process of its own, so the peak is this line's alone.
 func TestLongLinePeakIsOneLine(t *testing.T) {
 	const size = 64 << 20
-	if raceEnabled {
+	if testutil.Race {
 		t.Skip("the race detector's shadow memory makes RSS meaningless")
 	}
 	if os.Getenv("LINES_PEAK_CHILD") == "" {

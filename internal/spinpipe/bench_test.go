@@ -7,14 +7,7 @@ import "testing"
 //
 //	go test ./internal/spinpipe -run x -bench EmptyRound
 func BenchmarkEmptyRound(b *testing.B) {
-	pr, pw := pipe(b)
-	defer pw.Close()
-	r := New(pr)
-	defer r.Close()
-	if r.rc == nil {
-		b.Skip("one CPU: the reader does not try")
-	}
-	r.wait = func(p []byte) (int, error) { return copy(p, "w"), nil }
+	r, _ := tryingReader(b, func(p []byte) (int, error) { return copy(p, "w"), nil })
 	buf := make([]byte, 64)
 	b.ReportAllocs()
 	for b.Loop() {

@@ -91,18 +91,11 @@ func TestRegularFileAndErrors(t *testing.T) {
 // Data already in the pipe is read without waiting; an empty pipe is
 // tried Tries times, then waited on.
 func TestTriesThenWaits(t *testing.T) {
-	pr, pw := pipe(t)
-	defer pw.Close()
-	r := New(pr)
-	defer r.Close()
-	if r.rc == nil {
-		t.Skip("one CPU: the reader does not try")
-	}
 	waits := 0
-	r.wait = func(p []byte) (int, error) {
+	r, pw := tryingReader(t, func(p []byte) (int, error) {
 		waits++
 		return copy(p, "w"), nil
-	}
+	})
 	pw.Write([]byte("ready"))
 	buf := make([]byte, 16)
 	if n, err := r.Read(buf); err != nil || string(buf[:n]) != "ready" || waits != 0 {
@@ -111,6 +104,22 @@ func TestTriesThenWaits(t *testing.T) {
 	if n, err := r.Read(buf); err != nil || string(buf[:n]) != "w" || waits != 1 {
 		t.Fatalf("empty pipe: read %q, %v after %d waits; want the wait's", buf[:n], err, waits)
 	}
+}
+
+// tryingReader is a Reader of a pipe that tries it, with wait in place of
+// the waiting read (the test is skipped with one CPU), and the pipe's
+// writing end; both are closed when the test ends.
+func tryingReader(t testing.TB, wait func([]byte) (int, error)) (*Reader, *os.File) {
+	t.Helper()
+	pr, pw := pipe(t)
+	t.Cleanup(func() { pw.Close() })
+	r := New(pr)
+	t.Cleanup(func() { r.Close() })
+	if r.rc == nil {
+		t.Skip("one CPU: the reader does not try")
+	}
+	r.wait = wait
+	return r, pw
 }
 
 // pipe is an os.Pipe for one test.
@@ -126,14 +135,7 @@ func pipe(t testing.TB) (r, w *os.File) {
 // A read allocates nothing, whether it finds data at once or tries an
 // empty pipe Tries times and then waits: it runs once a line in a flood.
 func TestReadAllocatesNothing(t *testing.T) {
-	pr, pw := pipe(t)
-	defer pw.Close()
-	r := New(pr)
-	defer r.Close()
-	if r.rc == nil {
-		t.Skip("one CPU: the reader does not try")
-	}
-	r.wait = func(p []byte) (int, error) { return copy(p, "w"), nil }
+	r, pw := tryingReader(t, func(p []byte) (int, error) { return copy(p, "w"), nil })
 	buf := make([]byte, 64)
 	line := []byte("line\n")
 	if n := testing.AllocsPerRun(100, func() {

@@ -1,5 +1,0 @@
-//go:build !race
-
-package lines
-
-const raceEnabled = false
