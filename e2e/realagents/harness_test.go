@@ -459,6 +459,16 @@ func (w *world) agentPidQuiet() int {
 	return w.agentPid()
 }
 
+// around is what follows the last mention of key in b, up to n bytes: the
+// part of a model request that shows what the agent sent back for a tool.
+func around(b []byte, key string, n int) string {
+	i := bytes.LastIndex(b, []byte(key))
+	if i < 0 {
+		return fmt.Sprintf("(no %q in %d bytes)", key, len(b))
+	}
+	return string(b[i:min(len(b), i+n)])
+}
+
 func tail(s string, n int) string {
 	if len(s) <= n {
 		return s

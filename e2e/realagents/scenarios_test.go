@@ -154,7 +154,7 @@ func scenarioApprove(t *testing.T, a agent, exe, version string) {
 		t.Errorf("the request after the read does not carry notes.txt's content (%q)", notesMarker)
 	}
 	if e, ok := w.consumedTurn(3); !ok || !bytes.Contains(e.Body, []byte(`hello\nshell-ok`)) {
-		t.Errorf("the request after the shell command does not carry its output (hello, shell-ok)")
+		t.Errorf("the request after the shell command does not carry its output (hello, shell-ok); it sent back: %s", around(e.Body, "cat hello.txt", 1200))
 	}
 	if !strings.Contains(r.Message, "the shell printed hello and shell-ok") {
 		t.Errorf("message %q lacks the last scripted answer", r.Message)
