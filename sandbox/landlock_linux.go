@@ -28,15 +28,15 @@ func ABI() int {
 // path) stay allowed.
 var handledFS = landlock.V5.HandledAccessFS
 
-// restrict confines this process and its future children, in best effort
-// (an older ABI enforces what it knows). It returns the ABI in force.
-func restrict(r *rules) (int, error) {
-	planned := r.Plan
-	if !r.Planned {
-		var err error
-		if planned, err = Plan(r.Grants); err != nil {
-			return 0, err
-		}
+// ruleset builds the Landlock ruleset of r, in best effort (an older ABI
+// enforces what it knows), for a launcher to enforce on itself before it
+// starts the agent. fd is -1 where there is nothing to enforce. tai builds
+// it, not the launcher: planning walks directories, and the launcher
+// should do no more than a few system calls (launcher_linux.c).
+func ruleset(r *rules) (fd int, flags uint32, err error) {
+	planned, err := Plan(r.Grants)
+	if err != nil {
+		return -1, 0, err
 	}
 	var rs []landlock.Rule
 	for _, p := range planned {
@@ -51,10 +51,11 @@ func restrict(r *rules) (int, error) {
 			rs = append(rs, landlock.ConnectTCP(port))
 		}
 	}
-	if err := cfg.BestEffort().Restrict(rs...); err != nil {
-		return 0, fmt.Errorf("restricting: %w", err)
+	fd, flags, err = cfg.BestEffort().NewRulesetFD(rs...)
+	if err != nil {
+		return -1, 0, fmt.Errorf("landlock: %w", err)
 	}
-	return ABI(), nil
+	return fd, flags, nil
 }
 
 const (

@@ -3,7 +3,6 @@
 package sandbox
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,41 +10,40 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"time"
 	"unsafe"
 
-	"github.com/tai-dev/tai/internal/agentproc"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/tai-dev/tai/internal/agentproc"
 )
 
 // Launching reports whether this process was started as the launcher.
-// cmd/tai checks it first thing, before any flag parsing.
+// cmd/tai checks it first thing, before any flag parsing. Where tai is
+// built with cgo the native launcher (launcher_linux.c) has done the job
+// before Go started, and this is false but in tests of the Go launcher.
 func Launching() bool { return len(os.Args) == 2 && os.Args[1] == Arg }
 
-// Main is the launcher: it reads the spec, becomes a subreaper (in a
-// cgroup of its own where it can), confines itself, starts the agent with
-// its own stdio, and waits. It returns only on a failure before the agent
+// Main is the Go launcher, for builds without cgo: it becomes a subreaper,
+// reads the spec and its descriptors, enforces the Landlock ruleset tai
+// built, starts the agent with its own stdio (into its cgroup where tai
+// made one), and waits. It returns only on a failure before the agent
 // started; otherwise it exits as the agent did.
 func Main() int {
-	for _, fd := range []int{fdSpec, fdCtl, fdReport} {
-		syscall.CloseOnExec(fd)
-	}
+	cloexecAll()
 	rep := os.NewFile(fdReport, "report")
 	fail := func(format string, a ...any) int {
 		b, _ := json.Marshal(report{Error: fmt.Sprintf(format, a...)})
 		_, _ = rep.Write(append(b, '\n'))
 		return 125
 	}
-	// tai started us with Pdeathsig SIGKILL, which would kill the
-	// launcher before it could kill what it holds: tai's death is a
-	// signal we catch instead (the control pipe's EOF says the same).
-	// tai may already be gone: the pipe then reads EOF at once.
+	// tai started us with SIGUSR2 as the parent-death signal, which we
+	// catch to kill what we hold (a SIGKILL would orphan the tree). tai
+	// may already be gone: the control pipe then reads EOF at once.
 	died := make(chan os.Signal, 1)
 	signal.Notify(died, parentDied)
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(parentDied), 0, 0, 0); err != nil {
@@ -54,32 +52,30 @@ func Main() int {
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fail("subreaper: %v", err)
 	}
-	raw, err := io.ReadAll(os.NewFile(fdSpec, "spec"))
+	sp, err := readSpec(fdSpec)
 	if err != nil {
-		return fail("reading the spec: %v", err)
-	}
-	var sp spec
-	if err := json.Unmarshal(raw, &sp); err != nil {
-		return fail("decoding the spec: %v", err)
-	}
-	if len(sp.Args) == 0 || sp.Path == "" {
-		return fail("empty command")
+		return fail("%v", err)
 	}
 	// Signals to the group are the agent's to act on; the launcher
 	// outlives the agent whatever it is sent (SIGKILL aside).
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
 
-	var cg *cgroup
-	if sp.Cgroup {
-		specMount = sp.CgroupMount
-		cg = newCgroup() // nil where none can be made: the subreaper still holds
-	}
-	abi := 0
-	if sp.Rules != nil {
-		if abi, err = restrict(sp.Rules); err != nil {
-			return fail("landlock: %v", err)
+	if sp.Ruleset >= 0 {
+		// Main runs locked to the main thread (init, below), which forks
+		// the agent: that thread's Landlock domain is the agent's. The
+		// launcher's other threads run only its own code.
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fail("landlock: no_new_privs: %v", err)
 		}
+		if err := ll.LandlockRestrictSelf(sp.Ruleset, sp.Restrict); err != nil {
+			return fail("landlock: restricting: %v", err)
+		}
+		_ = unix.Close(sp.Ruleset)
+	}
+	var kill *os.File
+	if sp.CgKill >= 0 {
+		kill = os.NewFile(uintptr(sp.CgKill), "cgroup.kill")
 	}
 	// The agent gets our stdio as is, and our session and process group:
 	// for a TUI that keeps the PTY as its controlling terminal and it in
@@ -89,21 +85,29 @@ func Main() int {
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
-	if cg != nil {
-		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, int(cg.dirFd.Fd())
+	if sp.CgDir >= 0 {
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, sp.CgDir
 	}
 	proc, err := os.StartProcess(sp.Path, sp.Args, attr)
-	if err != nil && cg != nil && !errors.Is(err, os.ErrNotExist) {
+	if err != nil && sp.CgDir >= 0 && !errors.Is(err, os.ErrNotExist) {
 		// clone3 into a cgroup refused (an older kernel, a seccomp
 		// filter): the subreaper alone still holds the tree.
-		cg.remove()
-		cg, attr.Sys.UseCgroupFD = nil, false
+		attr.Sys.UseCgroupFD = false
 		proc, err = os.StartProcess(sp.Path, sp.Args, attr)
+		if kill != nil {
+			kill.Close()
+			kill = nil
+		}
+		_ = unix.Close(sp.CgDir)
+		sp.CgDir = -1
 	}
 	if err != nil {
 		return fail("starting %s: %v", sp.Args[0], err)
 	}
-	b, _ := json.Marshal(report{Pid: proc.Pid, ABI: abi, Cgroup: cg.path()})
+	if sp.CgDir >= 0 {
+		_ = unix.Close(sp.CgDir)
+	}
+	b, _ := json.Marshal(report{Pid: proc.Pid, InCgroup: attr.Sys.UseCgroupFD})
 	_, _ = rep.Write(append(b, '\n'))
 	rep.Close()
 
@@ -123,15 +127,82 @@ func Main() int {
 			ctlEOF <- struct{}{}
 		case <-ctlEOF:
 			_ = syscall.Kill(proc.Pid, syscall.SIGKILL)
-			killTree(cg)
+			killTree(kill)
 			ws = <-agentDone
 			done = true
 		case <-sigs:
 		}
 	}
-	killTree(cg)
+	killTree(kill)
 	exitAs(ws)
 	return 0
+}
+
+// cloexecAll marks every descriptor from 3 up close-on-exec: the agent
+// gets its stdio and nothing else, not even what tai itself inherited.
+func cloexecAll() {
+	if unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return
+	}
+	ents, _ := os.ReadDir("/proc/self/fd") // before Linux 5.11
+	for _, e := range ents {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			syscall.CloseOnExec(fd)
+		}
+	}
+}
+
+// readSpec reads the spec on fd to its EOF, with the descriptors that came
+// with it.
+func readSpec(fd int) (launchSpec, error) {
+	var data []byte
+	var fds []int
+	buf := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	for {
+		n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			closeAll(fds)
+			return launchSpec{}, fmt.Errorf("reading the spec: %w", err)
+		}
+		if oobn > 0 {
+			msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+			if err == nil {
+				for _, m := range msgs {
+					if got, err := unix.ParseUnixRights(&m); err == nil {
+						fds = append(fds, got...)
+					}
+				}
+			}
+		}
+		if flags&unix.MSG_CTRUNC != 0 {
+			closeAll(fds)
+			return launchSpec{}, errors.New("reading the spec: descriptors cut off")
+		}
+		if n == 0 {
+			break
+		}
+		if len(data)+n > maxSpec {
+			closeAll(fds)
+			return launchSpec{}, fmt.Errorf("reading the spec: over %d bytes", maxSpec)
+		}
+		data = append(data, buf[:n]...)
+	}
+	_ = unix.Close(fd)
+	sp, err := decodeSpec(data, fds)
+	if err != nil {
+		closeAll(fds)
+	}
+	return sp, err
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		_ = unix.Close(fd)
+	}
 }
 
 // parentDied is the signal the launcher gets when tai dies.
@@ -160,11 +231,13 @@ func reap(agent int, agentDone chan<- syscall.WaitStatus) {
 
 // killTree SIGKILLs every descendant until none is left: orphans are
 // reparented to us (the subreaper), so "no children" means nothing
-// escaped. The cgroup, where there is one, kills atomically, forks in
+// escaped. cgroup.kill, where tai made a cgroup, kills atomically, forks in
 // flight included.
-func killTree(cg *cgroup) {
+func killTree(cgKill *os.File) {
 	for {
-		cg.kill()
+		if cgKill != nil {
+			_, _ = cgKill.Write([]byte("1"))
+		}
 		kids := descendants(os.Getpid())
 		for _, pid := range kids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -196,6 +269,7 @@ func exitAs(ws syscall.WaitStatus) {
 		os.Exit(ws.ExitStatus())
 	}
 	sig := ws.Signal()
+	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}) // the agent's core is its own, not ours
 	signal.Reset(sig)
 	// The Go runtime keeps handlers of its own for some signals (SIGSEGV,
 	// SIGPIPE ...): put back the default action before raising it.
@@ -211,166 +285,6 @@ func sigset(sig syscall.Signal) *unix.Sigset_t {
 	var s unix.Sigset_t
 	s.Val[(sig-1)/64] |= 1 << ((uint(sig) - 1) % 64)
 	return &s
-}
-
-// cgroup is the agent's cgroup v2 directory, made below the launcher's
-// own. The agent is started straight into it (clone3 CLONE_INTO_CGROUP),
-// so nothing it forks is ever outside; cgroup.kill then kills all of it at
-// once, and the launcher, which stays outside, lives on to reap.
-type cgroup struct {
-	dir    string
-	dirFd  *os.File
-	killFd *os.File // opened before Landlock, which would refuse it later
-}
-
-// newCgroup makes the agent's cgroup where the cgroup v2 hierarchy is
-// mounted and writable; nil where not.
-func newCgroup() *cgroup {
-	own := ownCgroup()
-	if own == "" {
-		return nil
-	}
-	dir := filepath.Join(own, "tai-"+strconv.Itoa(os.Getpid()))
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		return nil
-	}
-	df, err := os.Open(dir)
-	if err != nil {
-		_ = os.Remove(dir)
-		return nil
-	}
-	syscall.CloseOnExec(int(df.Fd()))
-	c := &cgroup{dir: dir, dirFd: df}
-	if kf, err := os.OpenFile(filepath.Join(dir, "cgroup.kill"), os.O_WRONLY, 0); err == nil {
-		syscall.CloseOnExec(int(kf.Fd()))
-		c.killFd = kf // missing before Linux 5.14: the subreaper kill still holds
-	}
-	return c
-}
-
-func (c *cgroup) path() string {
-	if c == nil {
-		return ""
-	}
-	return c.dir
-}
-
-// kill kills everything in the agent's cgroup at once, forks in flight
-// included.
-func (c *cgroup) kill() {
-	if c != nil && c.killFd != nil {
-		_, _ = c.killFd.Write([]byte("1"))
-	}
-}
-
-func (c *cgroup) remove() {
-	c.dirFd.Close()
-	if c.killFd != nil {
-		c.killFd.Close()
-	}
-	_ = os.Remove(c.dir)
-}
-
-// ownCgroup is the directory of this process's cgroup v2; "" where there
-// is none.
-func ownCgroup() string {
-	mnt := cgroup2Mount()
-	if mnt == "" {
-		return ""
-	}
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return ""
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if r, ok := strings.CutPrefix(line, "0::"); ok && r != "" {
-			return filepath.Join(mnt, r)
-		}
-	}
-	return ""
-}
-
-// sweepCgroups removes the empty cgroups of launchers that are gone: a
-// launcher cannot remove its own (Landlock), and tai cannot after it was
-// killed -9.
-func sweepCgroups() {
-	own := ownCgroup()
-	if own == "" {
-		return
-	}
-	ents, _ := os.ReadDir(own)
-	for _, e := range ents {
-		pid, ok := strings.CutPrefix(e.Name(), "tai-")
-		if !ok || !e.IsDir() {
-			continue
-		}
-		if _, err := strconv.Atoi(pid); err != nil {
-			continue
-		}
-		if _, err := os.Stat("/proc/" + pid); err == nil {
-			continue // that launcher still runs
-		}
-		_ = os.Remove(filepath.Join(own, e.Name())) // fails while not empty
-	}
-}
-
-// cgroup2Mount is where the cgroup v2 hierarchy is mounted: what tai
-// found, in the launcher (the spec says), else parsed once per process.
-func cgroup2Mount() string {
-	if specMount != "" {
-		return specMount
-	}
-	return cgroupMount()
-}
-
-// specMount is tai's cgroup2Mount, handed to the launcher in its spec:
-// parsing mountinfo again cost the launcher a millisecond of every start.
-var specMount string
-
-var cgroupMount = sync.OnceValue(parseCgroup2Mount)
-
-// cgroupMountHint is the mount for a launcher's spec.
-func cgroupMountHint() string { return cgroup2Mount() }
-
-func parseCgroup2Mount() string {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// "id parent maj:min root mountpoint opts ... - fstype source superopts"
-		l := sc.Text()
-		i := strings.Index(l, " - ")
-		if i < 0 {
-			continue
-		}
-		post := strings.Fields(l[i+3:])
-		pre := strings.Fields(l[:i])
-		if len(post) > 0 && post[0] == "cgroup2" && len(pre) > 4 {
-			return pre[4]
-		}
-	}
-	return ""
-}
-
-// releaseCgroup kills what is left in a launcher's cgroup (only when the
-// launcher was killed before it could) and removes it.
-func releaseCgroup(dir string) {
-	if !strings.Contains(filepath.Base(dir), "tai-") {
-		return
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
-	}
-	for range 500 {
-		if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
-			return
-		}
-		ts := unix.Timespec{Nsec: 2e6}
-		_ = unix.Nanosleep(&ts, nil)
-	}
 }
 
 // parentDeathSignal makes the launcher's parent-death signal parentDied,

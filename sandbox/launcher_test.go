@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The test binary is its own launcher, as tai is.
@@ -31,7 +35,36 @@ func TestMain(m *testing.M) {
 		c.Close()
 		os.Exit(0)
 	}
+	if script := os.Getenv("SANDBOX_TEST_TAI"); script != "" {
+		// The test binary as tai: it runs script through its launcher and
+		// waits, until the test kills it.
+		os.Exit(playTai(script))
+	}
 	os.Exit(m.Run())
+}
+
+// playTai runs script (sh) through a launcher as tai would, its stdout
+// ours, and waits for it.
+func playTai(script string) int {
+	sb, err := New(Config{Mode: ModeAuto, Write: []string{os.TempDir()}, Exe: os.Args[0]})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	sb.goLauncher = os.Getenv("SANDBOX_TEST_GO_LAUNCHER") == "1"
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	p, err := sb.Wrap(cmd)
+	if err == nil {
+		err = p.Started(cmd.Start())
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	_ = cmd.Wait()
+	p.Release()
+	return 0
 }
 
 type world struct {
@@ -39,7 +72,16 @@ type world struct {
 	sb                *Sandbox
 }
 
-func newWorld(t *testing.T, mode Mode) *world {
+// launchers runs f for each launcher this build has: the native one (with
+// cgo) and the Go one.
+func launchers(t *testing.T, f func(t *testing.T, goLauncher bool)) {
+	if Native {
+		t.Run("native", func(t *testing.T) { f(t, false) })
+	}
+	t.Run("go", func(t *testing.T) { f(t, true) })
+}
+
+func newWorld(t *testing.T, mode Mode, goLauncher bool) *world {
 	t.Helper()
 	root := t.TempDir()
 	w := &world{ws: filepath.Join(root, "ws"), outside: filepath.Join(root, "outside"), home: filepath.Join(root, "home")}
@@ -59,6 +101,7 @@ func newWorld(t *testing.T, mode Mode) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sb.goLauncher = goLauncher
 	t.Cleanup(func() { sb.Close() })
 	w.sb = sb
 	return w
@@ -95,7 +138,11 @@ func needLandlock(t *testing.T) {
 
 func TestLandlockConfinesWritesAndSecrets(t *testing.T) {
 	needLandlock(t)
-	w := newWorld(t, ModeOn)
+	launchers(t, testLandlockConfines)
+}
+
+func testLandlockConfines(t *testing.T, goLauncher bool) {
+	w := newWorld(t, ModeOn, goLauncher)
 	script := `echo in > ws.txt; echo out > ` + w.outside + `/escape.txt; cat ` + w.home + `/.ssh/id_rsa;
 echo planted >> ` + w.home + `/.config/tai/policy.toml; echo tmp > "$TMPDIR/t" && echo tmp-ok;
 setsid sh -c 'echo setsid > ` + w.outside + `/setsid.txt'; echo done`
@@ -171,13 +218,17 @@ func pids(t *testing.T, r *bufio.Reader) []int {
 // A double-forked child (setsid -f) of a command is gone once the command
 // ends, and once tai asks for the tree to die.
 func TestNoProcessOutlivesTheLauncher(t *testing.T) {
+	launchers(t, testNoProcessOutlives)
+}
+
+func testNoProcessOutlives(t *testing.T, goLauncher bool) {
 	for _, mode := range []Mode{ModeOn, ModeOff} {
 		for _, how := range []string{"normal end", "kill", "crash"} {
 			t.Run(string(mode)+"/"+how, func(t *testing.T) {
 				if mode == ModeOn {
 					needLandlock(t)
 				}
-				w := newWorld(t, mode)
+				w := newWorld(t, mode, goLauncher)
 				fifo := filepath.Join(w.ws, "go")
 				if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 					t.Fatal(err)
@@ -235,6 +286,10 @@ func TestNetRule(t *testing.T) {
 	if ABI() < 4 {
 		t.Skip("no Landlock network rules in this kernel")
 	}
+	launchers(t, testNetRule)
+}
+
+func testNetRule(t *testing.T, goLauncher bool) {
 	allowed, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -249,6 +304,7 @@ func TestNetRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sb.goLauncher = goLauncher
 	defer sb.Close()
 	for _, tc := range []struct {
 		addr string
@@ -267,15 +323,17 @@ func TestNetRule(t *testing.T) {
 }
 
 func TestExitCodePassesThrough(t *testing.T) {
-	w := newWorld(t, ModeOff)
-	cmd, p, out := w.start(t, "exit 7")
-	_, _ = readAll(out)
-	err := cmd.Wait()
-	p.Release()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
-		t.Fatalf("exit %v, want 7", err)
-	}
+	launchers(t, func(t *testing.T, goLauncher bool) {
+		w := newWorld(t, ModeOff, goLauncher)
+		cmd, p, out := w.start(t, "exit 7")
+		_, _ = readAll(out)
+		err := cmd.Wait()
+		p.Release()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+			t.Fatalf("exit %v, want 7", err)
+		}
+	})
 }
 
 func TestModeOnWithoutLandlock(t *testing.T) {
@@ -295,7 +353,11 @@ func TestModeOnWithoutLandlock(t *testing.T) {
 // (GOMAXPROCS=1): a variable the command did not set stays unset, and
 // one it set keeps its value.
 func TestAgentEnvironmentIsItsCommands(t *testing.T) {
-	w := newWorld(t, ModeOff)
+	launchers(t, testAgentEnvironment)
+}
+
+func testAgentEnvironment(t *testing.T, goLauncher bool) {
+	w := newWorld(t, ModeOff, goLauncher)
 	for _, tc := range []struct {
 		env  []string
 		want string
@@ -329,4 +391,199 @@ func runWrapped(t *testing.T, sb *Sandbox, cmd *exec.Cmd) (string, error) {
 	err = cmd.Wait()
 	p.Release()
 	return out.String(), err
+}
+
+// When tai dies, even by SIGKILL, its launcher kills what it holds (the
+// parent-death signal): nothing the agent started outlives tai.
+func TestTaiKilledTakesTheTree(t *testing.T) {
+	launchers(t, func(t *testing.T, goLauncher bool) {
+		dir := t.TempDir()
+		script := `cd ` + dir + `; setsid -f sh -c 'echo $$ > d.pid; exec sleep 1000'; while [ ! -s d.pid ]; do :; done; cat d.pid; sleep 1000 & echo $!; echo $$; echo ready; wait`
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), "SANDBOX_TEST_TAI="+script)
+		if goLauncher {
+			cmd.Env = append(cmd.Env, "SANDBOX_TEST_GO_LAUNCHER=1")
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		ps := pids(t, bufio.NewReader(out))
+		if len(ps) != 3 {
+			t.Fatalf("pids %v", ps)
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		// The launcher is reparented away from us: wait for the tree to go
+		// by watching each pid, as nothing here can wait4 them.
+		for _, pid := range ps {
+			for i := 0; alive(pid); i++ {
+				if i == 5000 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					t.Fatalf("pid %d outlived tai", pid)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+	})
+}
+
+// The launcher refuses a bad spec with a clear error on its report pipe
+// and exit code 125, starting nothing.
+func TestLauncherRefusesBadSpecs(t *testing.T) {
+	launchers(t, func(t *testing.T, goLauncher bool) {
+		for _, tc := range badSpecs {
+			t.Run(tc.name, func(t *testing.T) {
+				report, code := rawLaunch(t, goLauncher, []byte(tc.spec), tc.fds)
+				if code != 125 || !strings.HasPrefix(report.Error, "launch spec: ") && !strings.HasPrefix(report.Error, "reading the spec: ") {
+					t.Fatalf("exit %d, report %+v", code, report)
+				}
+			})
+		}
+	})
+}
+
+// rawLaunch starts the launcher by hand with spec (and nfds descriptors of
+// /dev/null) on its socket, and returns its report and exit code.
+func rawLaunch(t *testing.T, goLauncher bool, spec []byte, nfds int) (report, int) {
+	t.Helper()
+	taiEnd, child, err := specSocket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctlR, ctlW, _ := os.Pipe()
+	repR, repW, _ := os.Pipe()
+	defer ctlW.Close()
+	cmd := exec.Command(os.Args[0], Arg)
+	cmd.Env = []string{"GOMAXPROCS=1"}
+	if goLauncher {
+		cmd.Env = append(cmd.Env, "TAI_LAUNCHER=go")
+	}
+	cmd.ExtraFiles = []*os.File{child, ctlR, repW}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child.Close()
+	ctlR.Close()
+	repW.Close()
+	var fds []int
+	for range nfds {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fds = append(fds, int(f.Fd()))
+	}
+	if len(spec) > 0 || len(fds) > 0 {
+		if len(spec) == 0 {
+			spec = []byte{0} // rights need a byte to ride on
+		}
+		if err := sendWithRights(taiEnd, spec, fds); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeFd(taiEnd)
+	line, _ := bufio.NewReader(repR).ReadBytes('\n')
+	repR.Close()
+	_ = cmd.Wait()
+	var r report
+	if err := json.Unmarshal(line, &r); err != nil {
+		t.Fatalf("report %q: %v", line, err)
+	}
+	return r, cmd.ProcessState.ExitCode()
+}
+
+// A program that cannot be executed is the launcher's clear error, and
+// Started's.
+func TestLauncherReportsExecFailure(t *testing.T) {
+	launchers(t, func(t *testing.T, goLauncher bool) {
+		w := newWorld(t, ModeOff, goLauncher)
+		notExec := filepath.Join(w.ws, "agent")
+		if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(notExec)
+		p, err := w.sb.Wrap(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Started(cmd.Start())
+		if err == nil || !strings.Contains(err.Error(), "starting "+notExec) || !strings.Contains(strings.ToLower(err.Error()), "permission denied") {
+			t.Fatalf("Started: %v, want the exec error", err)
+		}
+		if werr := cmd.Wait(); werr == nil || cmd.ProcessState.ExitCode() != 125 {
+			t.Fatalf("launcher exit %v, want 125", werr)
+		}
+		p.Release()
+	})
+}
+
+// The agent inherits its stdio and nothing else: not the spec socket, the
+// control pipe, the report pipe, the ruleset or the cgroup's descriptors,
+// nor what tai itself inherited without close-on-exec.
+func TestAgentInheritsOnlyItsStdio(t *testing.T) {
+	needLandlock(t)
+	stray, err := unix.Open(os.DevNull, unix.O_RDONLY, 0) // no O_CLOEXEC: tai's own leak
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(stray)
+	launchers(t, func(t *testing.T, goLauncher bool) {
+		w := newWorld(t, ModeOn, goLauncher)
+		cmd := exec.Command("/bin/sh", "-c", "exec sleep 1000")
+		cmd.Dir = w.ws
+		p, err := w.sb.Wrap(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Started(cmd.Start()); err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			p.Kill()
+			_ = cmd.Wait()
+			p.Release()
+		}()
+		proc := "/proc/" + strconv.Itoa(p.AgentPid())
+		for i := 0; ; i++ {
+			if b, _ := os.ReadFile(proc + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
+				break
+			}
+			if i == 5000 {
+				t.Fatal("the agent never became sleep")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		ents, err := os.ReadDir(proc + "/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			if n, _ := strconv.Atoi(e.Name()); n > 2 {
+				target, _ := os.Readlink(proc + "/fd/" + e.Name())
+				t.Errorf("the agent inherited fd %s (%s)", e.Name(), target)
+			}
+		}
+	})
+}
+
+// The native launcher runs no Go: one thread, no runtime.
+func TestNativeLauncherIsOneThread(t *testing.T) {
+	if !Native {
+		t.Skip("built without cgo: the Go launcher")
+	}
+	w := newWorld(t, ModeAuto, false)
+	cmd := exec.Command("/bin/sh", "-c", `grep '^Threads:' /proc/$PPID/status`)
+	cmd.Dir = w.ws
+	out, err := runWrapped(t, w.sb, cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.Fields(out); len(f) != 2 || f[1] != "1" {
+		t.Fatalf("the launcher has %q threads, want 1", out)
+	}
 }

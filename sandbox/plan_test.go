@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -116,22 +115,6 @@ func TestGrantsProtectMissing(t *testing.T) {
 	want := []string{r + "/home/.config", r + "/home/.local"}
 	if !reflect.DeepEqual(prot, want) {
 		t.Fatalf("protected %q, want %q", prot, want)
-	}
-}
-
-func TestSpecRoundTrip(t *testing.T) {
-	in := spec{Path: "/bin/sh", Args: []string{"sh", "-c", "echo 'a b'\x01"}, Env: []string{"A=1", "B=x=y"}, Cgroup: true,
-		Rules: &rules{Grants: []Grant{{"/", Read}, {"/w", Write}, {"/s", None}}, Net: true, Ports: []uint16{443, 8080}}}
-	b, err := json.Marshal(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out spec
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(in, out) {
-		t.Fatalf("round trip\n in %+v\nout %+v", in, out)
 	}
 }
 

@@ -16,7 +16,11 @@ import (
 // stays in its foreground process group, so Ctrl-C on the PTY reaches it
 // (and does not kill the launcher first).
 func TestPTYForegroundAndCtrlC(t *testing.T) {
-	w := newWorld(t, ModeOff)
+	launchers(t, testPTYForeground)
+}
+
+func testPTYForeground(t *testing.T, goLauncher bool) {
+	w := newWorld(t, ModeOff, goLauncher)
 	cmd := exec.Command("/bin/sh", "-c", `awk '{print ($5==$8) ? "FOREGROUND" : "BACKGROUND"}' /proc/self/stat; trap 'echo GOT-INT; exit 0' INT; echo ready; read x; echo no-int`)
 	cmd.Dir = w.ws
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}

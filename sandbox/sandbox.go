@@ -1,11 +1,16 @@
 // Package sandbox runs the processes tai starts for agents (the agents,
 // their TUIs, the commands tai serves them) under a small launcher of
-// tai's own: tai re-executes itself, the launcher confines itself with
-// Linux Landlock, becomes a child subreaper (in a cgroup of its own where
-// one can be made), and starts the agent as its child. When the agent
-// exits, when tai asks, or when tai dies (even by kill -9), the launcher
-// kills everything the agent left behind, double-forked and setsid
-// children included, and only then exits.
+// tai's own: tai re-executes itself as the launcher, which becomes a child
+// subreaper, enforces the Linux Landlock ruleset tai built for it, and
+// starts the agent as its child, in a cgroup tai made for it where one can
+// be made. When the agent exits, when tai asks, or when tai dies (even by
+// kill -9), the launcher kills everything the agent left behind,
+// double-forked and setsid children included, and only then exits.
+//
+// Where tai is built with cgo (the default where a C compiler is), the
+// launcher is native: a constructor in launcher_linux.c takes over before
+// the Go runtime starts, so a launch costs a few system calls, not a Go
+// program's start. Without cgo, Main does the same job in Go.
 //
 // What the Landlock rules allow: writes inside the workspace roots, the
 // agent's own state directories and a private temp dir; reads everywhere
@@ -96,6 +101,9 @@ type Sandbox struct {
 	rules  *rules // nil: no Landlock
 	status Status
 	cgroup atomic.Bool
+	// goLauncher makes the launcher the Go one even where the native one
+	// is built in: tests run both.
+	goLauncher bool
 }
 
 // testNoLandlock makes ABI report no Landlock (a kernel without it), for
@@ -286,41 +294,26 @@ func EndpointsFromEnv(env []string) []string {
 	return out
 }
 
-// rules is the Landlock part of a launch spec.
+// rules is what a run's Landlock ruleset is made of.
 type rules struct {
-	Grants []Grant  `json:"grants"`
-	Net    bool     `json:"net,omitempty"`
-	Ports  []uint16 `json:"ports,omitempty"`
-	// Planned: Plan is Plan(Grants), made by tai while the launcher
-	// starts (the launcher plans itself otherwise).
-	Planned bool   `json:"planned,omitempty"`
-	Plan    []Rule `json:"plan,omitempty"`
+	Grants []Grant
+	Net    bool
+	Ports  []uint16
 }
 
-// spec is what tai tells the launcher, on fd 3.
-type spec struct {
-	Path   string   `json:"path"`
-	Args   []string `json:"args"`
-	Env    []string `json:"env"`
-	Rules  *rules   `json:"rules,omitempty"`
-	Cgroup bool     `json:"cgroup"`
-	// CgroupMount is where tai found the cgroup v2 hierarchy.
-	CgroupMount string `json:"cgroup_mount,omitempty"`
-}
-
-// report is the launcher's answer, on fd 5, once the agent runs (or it
-// could not start it).
+// report is the launcher's answer, one JSON line on fd 5, once the agent
+// runs (or it could not start it).
 type report struct {
-	Pid    int    `json:"pid,omitempty"`
-	ABI    int    `json:"abi,omitempty"`
-	Cgroup string `json:"cgroup,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Pid      int    `json:"pid,omitempty"`
+	InCgroup bool   `json:"in_cgroup,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Arg is the hidden first argument that makes tai the launcher.
 const Arg = "__tai-launch"
 
-// fds the launcher receives: the spec, the control pipe, the report.
+// fds the launcher receives: the spec (a Unix socket, for the descriptors
+// that come with it), the control pipe, the report.
 const (
 	fdSpec   = 3
 	fdCtl    = 4
@@ -330,8 +323,9 @@ const (
 // Proc is one process started through the launcher.
 type Proc struct {
 	sb       *Sandbox
-	spec     spec
-	specW    *os.File
+	cmd      *exec.Cmd
+	spec     launchSpec
+	specFd   int      // tai's end of the spec socket
 	ctl      *os.File // tai's end: closing it kills the tree
 	reportR  *os.File
 	children []*os.File // the launcher's ends, closed once it started
@@ -357,21 +351,24 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	// exec.Cmd keeps the last of duplicate names; the launcher's
-	// os.StartProcess would pass them all, and getenv takes the first.
+	// exec.Cmd keeps the last of duplicate names; the launcher's exec
+	// would pass them all, and getenv takes the first.
 	env = dedupEnv(env)
 	if s.status.TempDir != "" {
 		env = setEnv(env, "TMPDIR", s.status.TempDir)
 	}
-	p := &Proc{sb: s, spec: spec{Path: cmd.Path, Args: cmd.Args, Env: env, Rules: s.rules, Cgroup: true, CgroupMount: cgroupMountHint()}}
-	var err error
-	var files [6]*os.File
-	if files[0], files[1], err = os.Pipe(); err == nil { // spec: r, w
-		if files[2], files[3], err = os.Pipe(); err == nil { // ctl: r, w
-			files[4], files[5], err = os.Pipe() // report: r, w
-		}
+	p := &Proc{sb: s, cmd: cmd, spec: launchSpec{Path: cmd.Path, Args: cmd.Args, Env: env, Ruleset: -1, CgDir: -1, CgKill: -1}, specFd: -1}
+	specFd, specChild, err := specSocket()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: spec socket: %w", err)
+	}
+	var files [4]*os.File
+	if files[0], files[1], err = os.Pipe(); err == nil { // ctl: r, w
+		files[2], files[3], err = os.Pipe() // report: r, w
 	}
 	if err != nil {
+		closeFd(specFd)
+		specChild.Close()
 		for _, f := range files {
 			if f != nil {
 				f.Close()
@@ -379,16 +376,20 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 		}
 		return nil, fmt.Errorf("sandbox: pipes: %w", err)
 	}
-	p.specW, p.ctl, p.reportR = files[1], files[3], files[4]
-	p.children = []*os.File{files[0], files[2], files[5]}
+	p.specFd, p.ctl, p.reportR = specFd, files[1], files[2]
+	p.children = []*os.File{specChild, files[0], files[3]}
 	cmd.ExtraFiles = p.children
 	parentDeathSignal(cmd)
 	cmd.Path = s.exe
 	cmd.Args = []string{"tai", Arg}
-	// The launcher's own environment: it gives the agent the spec's. One
-	// thread runs its Go code, all it needs, and its runtime then starts
-	// without reading the cgroup's CPU limit (a quarter of a millisecond).
+	// The launcher's own environment: it gives the agent the spec's. The
+	// Go launcher (a build without cgo) runs its Go code on one thread,
+	// all it needs, and its runtime then starts without reading the
+	// cgroup's CPU limit.
 	cmd.Env = []string{"GOMAXPROCS=1"}
+	if s.goLauncher {
+		cmd.Env = append(cmd.Env, "TAI_LAUNCHER=go")
+	}
 	return p, nil
 }
 
@@ -429,35 +430,25 @@ func (p *Proc) Started(startErr error) error {
 		f.Close()
 	}
 	if startErr != nil {
-		p.specW.Close()
+		closeFd(p.specFd)
 		p.ctl.Close()
 		p.reportR.Close()
 		return startErr
 	}
-	// The spec is finished here, while the launcher starts: planning the
-	// Landlock rules walks the directories on the way to each exception,
-	// and the launcher would otherwise do it after its start-up.
-	go func() {
-		defer p.specW.Close()
-		sp := p.spec
-		if r := sp.Rules; r != nil {
-			if plan, err := Plan(r.Grants); err == nil {
-				planned := *r
-				planned.Planned, planned.Plan = true, plan
-				sp.Rules = &planned
-			} // else the launcher plans, and reports the error
-		}
-		b, err := json.Marshal(sp)
-		if err != nil {
-			return // the launcher reports an unreadable spec
-		}
-		_, _ = p.specW.Write(b)
-	}()
+	// The spec is finished here, while the launcher starts: the Landlock
+	// ruleset (planning it walks the directories on the way to each
+	// exception) and the cgroup, named after the launcher.
+	sent := make(chan error, 1)
+	go func() { sent <- p.sendSpec(p.cmd.Process.Pid) }()
 	defer p.reportR.Close()
-	line, err := bufio.NewReader(p.reportR).ReadBytes('\n')
-	if err != nil && len(line) == 0 {
+	line, readErr := bufio.NewReader(p.reportR).ReadBytes('\n')
+	if err := <-sent; err != nil {
 		p.ctl.Close()
-		return fmt.Errorf("sandbox: the launcher ended before starting the agent: %w", err)
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	if readErr != nil && len(line) == 0 {
+		p.ctl.Close()
+		return fmt.Errorf("sandbox: the launcher ended before starting the agent: %w", readErr)
 	}
 	var r report
 	if err := json.Unmarshal(line, &r); err != nil {
@@ -468,11 +459,42 @@ func (p *Proc) Started(startErr error) error {
 		p.ctl.Close()
 		return fmt.Errorf("sandbox: %s", r.Error)
 	}
-	p.agentPid, p.cgroup = r.Pid, r.Cgroup
-	if r.Cgroup != "" {
+	p.agentPid = r.Pid
+	if r.InCgroup {
 		p.sb.cgroup.Store(true)
 	}
 	return nil
+}
+
+// sendSpec builds the rest of the spec for the launcher pid, sends it with
+// its descriptors, and closes tai's end (the launcher reads to EOF). A
+// failure closes it all the same: the launcher then reports a short spec.
+func (p *Proc) sendSpec(launcher int) error {
+	defer closeFd(p.specFd)
+	sp := p.spec
+	if r := p.sb.rules; r != nil {
+		fd, flags, err := ruleset(r)
+		if err != nil {
+			return err
+		}
+		if fd >= 0 {
+			defer closeFd(fd)
+		}
+		sp.Ruleset, sp.Restrict = fd, flags
+	}
+	// Made by tai for the launcher, whose cgroup is tai's: where none can
+	// be made, the subreaper alone holds the tree. tai removes it
+	// (Release) once the launcher has been waited for.
+	if cg := newCgroup(launcher); cg != nil {
+		defer cg.closeFds()
+		p.cgroup = cg.dir
+		sp.CgDir, sp.CgKill = cg.dirFd, cg.kill
+	}
+	b, fds, err := sp.encode()
+	if err != nil {
+		return err
+	}
+	return sendWithRights(p.specFd, b, fds)
 }
 
 // Kill makes the launcher SIGKILL the agent and everything below it, and

@@ -1,0 +1,168 @@
+package sandbox
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The launch spec is what tai tells its launcher on fd 3, a Unix socket,
+// with the descriptors that come with it (SCM_RIGHTS on its first byte).
+// Two launchers read it: the native one (launcher.c, which runs before the
+// Go runtime starts) and the Go one (launcher_linux.go, for builds without
+// cgo). So it is spelt for C: NUL-terminated fields, numbers in decimal.
+//
+//	tai-launch/1 FLAGS RESTRICT PATH ARGC ARG... ENVC ENV...
+//
+// FLAGS says which descriptors came, in this order: 1 a Landlock ruleset
+// (enforced with landlock_restrict_self flags RESTRICT), 2 the agent's
+// cgroup directory, 4 its cgroup.kill.
+const specMagic = "tai-launch/1"
+
+// Spec flags: which descriptors came with the spec.
+const (
+	specRuleset    = 1
+	specCgroupDir  = 2
+	specCgroupKill = 4
+	specAllFlags   = specRuleset | specCgroupDir | specCgroupKill
+)
+
+// maxSpec bounds what a launcher reads: a spec is an argv and an
+// environment, which the kernel caps far below this at exec.
+const maxSpec = 64 << 20
+
+// launchSpec is one decoded spec. A descriptor is -1 when it did not come.
+type launchSpec struct {
+	Path     string
+	Args     []string
+	Env      []string
+	Restrict uint32 // landlock_restrict_self flags
+	Ruleset  int
+	CgDir    int
+	CgKill   int
+}
+
+// errNUL is an argument or variable that exec could not pass.
+var errNUL = errors.New("a NUL byte in an argument or the environment")
+
+// encode spells s, and the descriptors to send with it, in order.
+func (s launchSpec) encode() ([]byte, []int, error) {
+	var flags int
+	var fds []int
+	for _, d := range []struct{ fd, flag int }{{s.Ruleset, specRuleset}, {s.CgDir, specCgroupDir}, {s.CgKill, specCgroupKill}} {
+		if d.fd >= 0 {
+			flags |= d.flag
+			fds = append(fds, d.fd)
+		}
+	}
+	size := 64 + len(s.Path)
+	for _, a := range s.Args {
+		size += len(a) + 1
+	}
+	for _, e := range s.Env {
+		size += len(e) + 1
+	}
+	b := make([]byte, 0, size)
+	field := func(v string) {
+		b = append(b, v...)
+		b = append(b, 0)
+	}
+	field(specMagic)
+	field(strconv.Itoa(flags))
+	field(strconv.FormatUint(uint64(s.Restrict), 10))
+	field(s.Path)
+	field(strconv.Itoa(len(s.Args)))
+	for _, a := range s.Args {
+		field(a)
+	}
+	field(strconv.Itoa(len(s.Env)))
+	for _, e := range s.Env {
+		field(e)
+	}
+	if s.Path == "" || len(s.Args) == 0 {
+		return nil, nil, errors.New("launch spec: no command")
+	}
+	if bytes.Count(b, []byte{0}) != 6+len(s.Args)+len(s.Env) {
+		return nil, nil, fmt.Errorf("launch spec: %w", errNUL)
+	}
+	return b, fds, nil
+}
+
+// decodeSpec reads a spec and the descriptors that came with it. On an
+// error it takes none of them: the caller closes them.
+func decodeSpec(b []byte, fds []int) (launchSpec, error) {
+	s := launchSpec{Ruleset: -1, CgDir: -1, CgKill: -1}
+	fail := func(format string, a ...any) (launchSpec, error) {
+		return launchSpec{Ruleset: -1, CgDir: -1, CgKill: -1}, fmt.Errorf("launch spec: "+format, a...)
+	}
+	if len(b) == 0 || b[len(b)-1] != 0 {
+		return fail("truncated")
+	}
+	fields := strings.Split(string(b[:len(b)-1]), "\x00")
+	next := func() (string, bool) {
+		if len(fields) == 0 {
+			return "", false
+		}
+		f := fields[0]
+		fields = fields[1:]
+		return f, true
+	}
+	num := func(max uint64) (uint64, bool) {
+		f, ok := next()
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(f, 10, 64)
+		return n, err == nil && n <= max
+	}
+	if m, _ := next(); m != specMagic {
+		return fail("not a tai-launch/1 spec")
+	}
+	flags, ok := num(specAllFlags)
+	if !ok {
+		return fail("bad flags")
+	}
+	restrict, ok := num(1<<32 - 1)
+	if !ok {
+		return fail("bad restrict flags")
+	}
+	s.Restrict = uint32(restrict)
+	if s.Path, ok = next(); !ok || s.Path == "" {
+		return fail("no path")
+	}
+	list := func() ([]string, bool) {
+		n, ok := num(1<<31 - 1)
+		if !ok || n > uint64(len(fields)) {
+			return nil, false
+		}
+		out := fields[:n:n]
+		fields = fields[n:]
+		return out, true
+	}
+	if s.Args, ok = list(); !ok || len(s.Args) == 0 {
+		return fail("bad arguments")
+	}
+	if s.Env, ok = list(); !ok || len(fields) != 0 {
+		return fail("bad environment")
+	}
+	want := 0
+	for f := uint64(1); f <= specAllFlags; f <<= 1 {
+		if flags&f != 0 {
+			want++
+		}
+	}
+	if len(fds) != want {
+		return fail("%d descriptors for flags %d", len(fds), flags)
+	}
+	for _, d := range []struct {
+		flag uint64
+		fd   *int
+	}{{specRuleset, &s.Ruleset}, {specCgroupDir, &s.CgDir}, {specCgroupKill, &s.CgKill}} {
+		if flags&d.flag != 0 {
+			*d.fd, fds = fds[0], fds[1:]
+		}
+	}
+	return s, nil
+}
