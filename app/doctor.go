@@ -24,6 +24,7 @@ import (
 	"github.com/tai-dev/tai/preset"
 	"github.com/tai-dev/tai/remote"
 	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/sessions"
 	"github.com/tai-dev/tai/worktree"
 )
@@ -64,10 +65,13 @@ type DoctorDriver struct {
 	Note  string `json:"note,omitempty"`
 }
 
-// DoctorLandlock is the kernel's Landlock ABI (0: none).
+// DoctorLandlock is the kernel's Landlock ABI (0: none), and which
+// launcher this build has: "native" (built with cgo: a launch is a few
+// system calls) or "go" (each launch starts a Go runtime).
 type DoctorLandlock struct {
-	ABI   int    `json:"abi"`
-	Error string `json:"error,omitempty"`
+	ABI      int    `json:"abi"`
+	Error    string `json:"error,omitempty"`
+	Launcher string `json:"launcher"`
 }
 
 // DoctorDir is a directory or file tai reads or writes.
@@ -96,6 +100,10 @@ const versionTimeout = 10 * time.Second
 // repository whose worktrees to look at.
 func RunDoctor(ctx context.Context, std IO, dir string) Doctor {
 	d := Doctor{Tai: ReadBuildInfo(), Agents: doctorAgents(ctx), Drivers: doctorDrivers()}
+	d.Landlock.Launcher = "go"
+	if sandbox.Native {
+		d.Landlock.Launcher = "native"
+	}
 	if abi, err := landlockABI(); err != nil {
 		d.Landlock.Error = err.Error()
 	} else {
@@ -307,6 +315,11 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 		fmt.Fprintf(w, "\nLandlock: none (%s)\n", d.Landlock.Error)
 	} else {
 		fmt.Fprintf(w, "\nLandlock: ABI %d\n", d.Landlock.ABI)
+	}
+	if d.Landlock.Launcher == "native" {
+		fmt.Fprintf(w, "Launcher: native\n")
+	} else {
+		fmt.Fprintf(w, "Launcher: go (built without cgo: every agent and served command starts a Go runtime first)\n")
 	}
 	switch {
 	case d.Hub.Server == "":

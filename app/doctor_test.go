@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 func TestDoctor(t *testing.T) {
@@ -46,9 +47,13 @@ func TestDoctor(t *testing.T) {
 	if d.Worktrees != nil {
 		t.Errorf("worktrees outside a repository: %+v", d.Worktrees)
 	}
-	// Landlock: an ABI, or the kernel's reason for none.
+	// Landlock: an ABI, or the kernel's reason for none; the launcher
+	// this build has.
 	if (d.Landlock.ABI > 0) == (d.Landlock.Error != "") {
 		t.Errorf("landlock %+v", d.Landlock)
+	}
+	if want := map[bool]string{true: "native", false: "go"}[sandbox.Native]; d.Landlock.Launcher != want {
+		t.Errorf("launcher %q, want %q", d.Landlock.Launcher, want)
 	}
 	if _, err := landlockABI(); err != nil && !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EOPNOTSUPP) {
 		t.Errorf("landlock: %v", err)
