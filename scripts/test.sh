@@ -10,6 +10,10 @@ eval "$(./scripts/install-agents.sh | sed 's/^/export /')"
 # The claude CLI for the stream-json driver (400 MB, so a script of its own).
 eval "$(./scripts/install-claude.sh | sed 's/^/export /')"
 go vet ./...
+# A build without cgo has the Go launcher instead of the native one: it must
+# build, and its launcher pass the same tests (the cgo build runs both).
+CGO_ENABLED=0 go vet ./...
+CGO_ENABLED=0 go test -count=1 ./sandbox
 # staticcheck, pinned, into a cache outside the clone (a no-op when cached).
 SC_VERSION=v0.8.2
 SC_DIR="${TAI_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tai-tools}/staticcheck-$SC_VERSION"
