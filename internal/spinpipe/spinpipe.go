@@ -14,9 +14,14 @@
 // up without either side sleeping, and an agent that has gone quiet costs
 // one bounded round of tries before the reader sleeps as before.
 //
-// The bound is a count of tries, not a time: nothing here reads a clock.
-// With one CPU there is nobody to write while the reader tries, so it
-// does not.
+// The reader tries only while the agent streams ("hot"): while the pipe
+// had data when asked, or the last wait was short (HotGap). An agent
+// answering one request at a time, or starting up, or thinking, is waited
+// for at once: a round of tries then only took a core from it (on a VM
+// where a read(2) costs 19 µs, a round of 128 was 2.4 ms of every
+// exchange of tai's start-up, against an agent starting on the other
+// core). With one CPU there is nobody to write while the reader tries, so
+// it does not.
 package spinpipe
 
 import (
@@ -25,6 +30,9 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"time"
+
+	"github.com/coder/quartz"
 )
 
 // Tries is how many times Read asks an empty pipe again before it waits.
@@ -34,6 +42,12 @@ import (
 // flood (stream-json, median of 10 interleaved rounds against the bare
 // loop): 0 tries 1.05×, 16 1.02×, 64 0.92×, 128 0.91×, 256 0.88×.
 const Tries = 128
+
+// HotGap is the longest wait after which the reader still takes the agent
+// for streaming: a flood's lines come microseconds apart, an answered
+// permission within a fraction of a millisecond; a model's next token, a
+// request's answer or an agent's start take longer.
+const HotGap = time.Millisecond
 
 // Reader reads an *os.File (a pipe), trying an empty pipe again before
 // waiting on it.
@@ -49,12 +63,16 @@ type Reader struct {
 	p    []byte
 	n    int
 	rerr error
+	// hot: the agent streams, so an empty pipe is tried again before the
+	// wait (see the package doc).
+	hot   bool
+	clock quartz.Clock
 }
 
 // New returns a Reader of f. Where f has no raw descriptor to try (not
 // pollable), or the process may run on one CPU only, it reads f plainly.
 func New(f *os.File) *Reader {
-	r := &Reader{f: f, wait: f.Read}
+	r := &Reader{f: f, wait: f.Read, clock: quartz.NewReal()}
 	if runtime.NumCPU() < 2 {
 		return r
 	}
@@ -71,14 +89,18 @@ func (r *Reader) tryRead(fd uintptr) bool {
 }
 
 // Read reads into p as f.Read does (io.EOF at the end), trying an empty
-// pipe again up to Tries times first.
+// pipe once, or while the agent streams up to Tries times, first.
 func (r *Reader) Read(p []byte) (int, error) {
 	if r.rc == nil || len(p) == 0 {
 		return r.wait(p)
 	}
 	r.p = p
 	defer func() { r.p = nil }() // p is the caller's again
-	for range Tries {
+	tries := 1
+	if r.hot {
+		tries = Tries
+	}
+	for i := range tries {
 		err := r.rc.Read(r.try)
 		n, rerr := r.n, r.rerr
 		r.rerr = nil
@@ -87,16 +109,22 @@ func (r *Reader) Read(p []byte) (int, error) {
 		}
 		switch {
 		case rerr == nil && n > 0:
+			r.hot = true
 			return n, nil
 		case rerr == nil:
 			return 0, io.EOF
 		case errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EINTR):
-			runtime.Gosched()
+			if i+1 < tries {
+				runtime.Gosched()
+			}
 		default:
 			return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: rerr}
 		}
 	}
-	return r.wait(p)
+	t0 := r.clock.Now()
+	n, err := r.wait(p)
+	r.hot = r.clock.Since(t0) < HotGap
+	return n, err
 }
 
 // Close closes f; a Read waiting on it returns.

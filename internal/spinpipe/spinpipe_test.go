@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/coder/quartz"
 )
 
 // Everything written comes through in order, whether the reader finds it
@@ -88,22 +91,42 @@ func TestRegularFileAndErrors(t *testing.T) {
 	}
 }
 
-// Data already in the pipe is read without waiting; an empty pipe is
-// tried Tries times, then waited on.
-func TestTriesThenWaits(t *testing.T) {
+// Data already in the pipe is read without waiting. An empty pipe is
+// tried once and waited on while the agent does not stream; while it
+// streams (data was there, or the last wait was short), Tries times.
+func TestTriesOnlyWhileHot(t *testing.T) {
+	clock := quartz.NewMock(t)
+	waitFor := time.Duration(0) // how long the next wait takes
 	waits := 0
 	r, pw := tryingReader(t, func(p []byte) (int, error) {
 		waits++
+		clock.Advance(waitFor)
 		return copy(p, "w"), nil
 	})
-	pw.Write([]byte("ready"))
+	r.clock = clock
+	tries := 0
+	try := r.try
+	r.try = func(fd uintptr) bool { tries++; return try(fd) }
 	buf := make([]byte, 16)
-	if n, err := r.Read(buf); err != nil || string(buf[:n]) != "ready" || waits != 0 {
-		t.Fatalf("read %q, %v after %d waits; want ready, no wait", buf[:n], err, waits)
+	read := func(step string, wantTries, wantWaits int, want string) {
+		t.Helper()
+		tries, waits = 0, 0
+		if n, err := r.Read(buf); err != nil || string(buf[:n]) != want || tries != wantTries || waits != wantWaits {
+			t.Fatalf("%s: read %q, %v after %d tries and %d waits; want %q after %d and %d", step, buf[:n], err, tries, waits, want, wantTries, wantWaits)
+		}
 	}
-	if n, err := r.Read(buf); err != nil || string(buf[:n]) != "w" || waits != 1 {
-		t.Fatalf("empty pipe: read %q, %v after %d waits; want the wait's", buf[:n], err, waits)
-	}
+	waitFor = 5 * time.Millisecond
+	read("a new reader, empty pipe", 1, 1, "w")
+	read("after a long wait", 1, 1, "w")
+	waitFor = HotGap / 2
+	read("still after a long wait", 1, 1, "w")
+	read("after a short wait", Tries, 1, "w")
+	waitFor = 2 * HotGap
+	read("hot again after a short wait", Tries, 1, "w")
+	read("cold after a long wait", 1, 1, "w")
+	pw.Write([]byte("ready"))
+	read("data in the pipe", 1, 0, "ready")
+	read("hot after data was there", Tries, 1, "w")
 }
 
 // tryingReader is a Reader of a pipe that tries it, with wait in place of
@@ -136,6 +159,7 @@ func pipe(t testing.TB) (r, w *os.File) {
 // empty pipe Tries times and then waits: it runs once a line in a flood.
 func TestReadAllocatesNothing(t *testing.T) {
 	r, pw := tryingReader(t, func(p []byte) (int, error) { return copy(p, "w"), nil })
+	r.hot = true // the wait is instant: it stays hot
 	buf := make([]byte, 64)
 	line := []byte("line\n")
 	if n := testing.AllocsPerRun(100, func() {
