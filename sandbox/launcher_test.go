@@ -534,8 +534,18 @@ func TestAgentInheritsOnlyItsStdio(t *testing.T) {
 	defer unix.Close(stray)
 	launchers(t, func(t *testing.T, goLauncher bool) {
 		w := newWorld(t, ModeOn, goLauncher)
-		cmd := exec.Command("/bin/sh", "-c", "exec sleep 1000")
+		// sh, started and waiting on its stdin: nothing of its own is open
+		// then (a program just exec'd may hold its loader's files).
+		cmd := exec.Command("/bin/sh", "-c", "echo ready; read x")
 		cmd.Dir = w.ws
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		p, err := w.sb.Wrap(cmd)
 		if err != nil {
 			t.Fatal(err)
@@ -544,20 +554,14 @@ func TestAgentInheritsOnlyItsStdio(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() {
-			p.Kill()
+			in.Close()
 			_ = cmd.Wait()
 			p.Release()
 		}()
-		proc := "/proc/" + strconv.Itoa(p.AgentPid())
-		for i := 0; ; i++ {
-			if b, _ := os.ReadFile(proc + "/comm"); strings.TrimSpace(string(b)) == "sleep" {
-				break
-			}
-			if i == 5000 {
-				t.Fatal("the agent never became sleep")
-			}
-			time.Sleep(time.Millisecond)
+		if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+			t.Fatalf("the agent said %q, %v", line, err)
 		}
+		proc := "/proc/" + strconv.Itoa(p.AgentPid())
 		ents, err := os.ReadDir(proc + "/fd")
 		if err != nil {
 			t.Fatal(err)

@@ -437,18 +437,18 @@ func (p *Proc) Started(startErr error) error {
 	}
 	// The spec is finished here, while the launcher starts: the Landlock
 	// ruleset (planning it walks the directories on the way to each
-	// exception) and the cgroup, named after the launcher.
-	sent := make(chan error, 1)
-	go func() { sent <- p.sendSpec(p.cmd.Process.Pid) }()
+	// exception) and the cgroup, named after the launcher. Here, not in a
+	// goroutine: with tai's one thread, a goroutine could wait behind
+	// others for the CPU, and the launcher waits for the spec.
 	defer p.reportR.Close()
-	line, readErr := bufio.NewReader(p.reportR).ReadBytes('\n')
-	if err := <-sent; err != nil {
+	if err := p.sendSpec(p.cmd.Process.Pid); err != nil {
 		p.ctl.Close()
 		return fmt.Errorf("sandbox: %w", err)
 	}
-	if readErr != nil && len(line) == 0 {
+	line, err := bufio.NewReader(p.reportR).ReadBytes('\n')
+	if err != nil && len(line) == 0 {
 		p.ctl.Close()
-		return fmt.Errorf("sandbox: the launcher ended before starting the agent: %w", readErr)
+		return fmt.Errorf("sandbox: the launcher ended before starting the agent: %w", err)
 	}
 	var r report
 	if err := json.Unmarshal(line, &r); err != nil {
