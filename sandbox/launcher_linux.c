@@ -290,7 +290,7 @@ static int walk_children(pid_t root, pid_t **out, size_t *n, size_t *cap) {
 			while ((e = readdir(d))) {
 				if (e->d_name[0] < '0' || e->d_name[0] > '9')
 					continue;
-				char path[128];
+				char path[sizeof dir + 16 + sizeof e->d_name];
 				snprintf(path, sizeof path, "%s/%s/children", dir, e->d_name);
 				char *buf = read_file(path);
 				if (!buf)
@@ -325,7 +325,7 @@ static void scan_descendants(pid_t root, pid_t **out, size_t *n, size_t *cap) {
 	while ((e = readdir(d))) {
 		if (e->d_name[0] < '0' || e->d_name[0] > '9')
 			continue;
-		char path[64];
+		char path[16 + sizeof e->d_name];
 		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
 		char *st = read_file(path);
 		if (!st)

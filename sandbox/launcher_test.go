@@ -51,7 +51,8 @@ func playTai(script string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	sb.goLauncher = os.Getenv("SANDBOX_TEST_GO_LAUNCHER") == "1"
+	sb.exe = os.Getenv("SANDBOX_TEST_LAUNCHER")
+	sb.goLauncher = os.Getenv("SANDBOX_TEST_GO_LAUNCHER") == "true"
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	p, err := sb.Wrap(cmd)
@@ -72,16 +73,31 @@ type world struct {
 	sb                *Sandbox
 }
 
-// launchers runs f for each launcher this build has: the native one (with
-// cgo) and the Go one.
-func launchers(t *testing.T, f func(t *testing.T, goLauncher bool)) {
-	if Native {
-		t.Run("native", func(t *testing.T) { f(t, false) })
-	}
-	t.Run("go", func(t *testing.T) { f(t, true) })
+// launcher is one launcher under test: the native one (this test binary,
+// built with cgo), the Go one (the same binary told TAI_LAUNCHER=go), or
+// the native one built with sanitizers (TestNativeLauncherUnderSanitizers).
+type launcher struct {
+	exe        string
+	goLauncher bool
 }
 
-func newWorld(t *testing.T, mode Mode, goLauncher bool) *world {
+func (l launcher) apply(sb *Sandbox) { sb.exe, sb.goLauncher = l.exe, l.goLauncher }
+
+// env is what a tai played by this test binary (playTai) is told of l.
+func (l launcher) env() []string {
+	return []string{"SANDBOX_TEST_LAUNCHER=" + l.exe, "SANDBOX_TEST_GO_LAUNCHER=" + strconv.FormatBool(l.goLauncher)}
+}
+
+// launchers runs f for each launcher this build has: the native one (with
+// cgo) and the Go one.
+func launchers(t *testing.T, f func(t *testing.T, l launcher)) {
+	if Native {
+		t.Run("native", func(t *testing.T) { f(t, launcher{exe: os.Args[0]}) })
+	}
+	t.Run("go", func(t *testing.T) { f(t, launcher{exe: os.Args[0], goLauncher: true}) })
+}
+
+func newWorld(t *testing.T, mode Mode, l launcher) *world {
 	t.Helper()
 	root := t.TempDir()
 	w := &world{ws: filepath.Join(root, "ws"), outside: filepath.Join(root, "outside"), home: filepath.Join(root, "home")}
@@ -101,7 +117,7 @@ func newWorld(t *testing.T, mode Mode, goLauncher bool) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb.goLauncher = goLauncher
+	l.apply(sb)
 	t.Cleanup(func() { sb.Close() })
 	w.sb = sb
 	return w
@@ -141,8 +157,8 @@ func TestLandlockConfinesWritesAndSecrets(t *testing.T) {
 	launchers(t, testLandlockConfines)
 }
 
-func testLandlockConfines(t *testing.T, goLauncher bool) {
-	w := newWorld(t, ModeOn, goLauncher)
+func testLandlockConfines(t *testing.T, l launcher) {
+	w := newWorld(t, ModeOn, l)
 	script := `echo in > ws.txt; echo out > ` + w.outside + `/escape.txt; cat ` + w.home + `/.ssh/id_rsa;
 echo planted >> ` + w.home + `/.config/tai/policy.toml; echo tmp > "$TMPDIR/t" && echo tmp-ok;
 setsid sh -c 'echo setsid > ` + w.outside + `/setsid.txt'; echo done`
@@ -221,14 +237,14 @@ func TestNoProcessOutlivesTheLauncher(t *testing.T) {
 	launchers(t, testNoProcessOutlives)
 }
 
-func testNoProcessOutlives(t *testing.T, goLauncher bool) {
+func testNoProcessOutlives(t *testing.T, l launcher) {
 	for _, mode := range []Mode{ModeOn, ModeOff} {
 		for _, how := range []string{"normal end", "kill", "crash"} {
 			t.Run(string(mode)+"/"+how, func(t *testing.T) {
 				if mode == ModeOn {
 					needLandlock(t)
 				}
-				w := newWorld(t, mode, goLauncher)
+				w := newWorld(t, mode, l)
 				fifo := filepath.Join(w.ws, "go")
 				if err := syscall.Mkfifo(fifo, 0o644); err != nil {
 					t.Fatal(err)
@@ -289,7 +305,7 @@ func TestNetRule(t *testing.T) {
 	launchers(t, testNetRule)
 }
 
-func testNetRule(t *testing.T, goLauncher bool) {
+func testNetRule(t *testing.T, l launcher) {
 	allowed, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +320,7 @@ func testNetRule(t *testing.T, goLauncher bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb.goLauncher = goLauncher
+	l.apply(sb)
 	defer sb.Close()
 	for _, tc := range []struct {
 		addr string
@@ -323,17 +339,19 @@ func testNetRule(t *testing.T, goLauncher bool) {
 }
 
 func TestExitCodePassesThrough(t *testing.T) {
-	launchers(t, func(t *testing.T, goLauncher bool) {
-		w := newWorld(t, ModeOff, goLauncher)
-		cmd, p, out := w.start(t, "exit 7")
-		_, _ = readAll(out)
-		err := cmd.Wait()
-		p.Release()
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != 7 {
-			t.Fatalf("exit %v, want 7", err)
-		}
-	})
+	launchers(t, testExitCode)
+}
+
+func testExitCode(t *testing.T, l launcher) {
+	w := newWorld(t, ModeOff, l)
+	cmd, p, out := w.start(t, "exit 7")
+	_, _ = readAll(out)
+	err := cmd.Wait()
+	p.Release()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+		t.Fatalf("exit %v, want 7", err)
+	}
 }
 
 func TestModeOnWithoutLandlock(t *testing.T) {
@@ -356,8 +374,8 @@ func TestAgentEnvironmentIsItsCommands(t *testing.T) {
 	launchers(t, testAgentEnvironment)
 }
 
-func testAgentEnvironment(t *testing.T, goLauncher bool) {
-	w := newWorld(t, ModeOff, goLauncher)
+func testAgentEnvironment(t *testing.T, l launcher) {
+	w := newWorld(t, ModeOff, l)
 	for _, tc := range []struct {
 		env  []string
 		want string
@@ -396,59 +414,60 @@ func runWrapped(t *testing.T, sb *Sandbox, cmd *exec.Cmd) (string, error) {
 // When tai dies, even by SIGKILL, its launcher kills what it holds (the
 // parent-death signal): nothing the agent started outlives tai.
 func TestTaiKilledTakesTheTree(t *testing.T) {
-	launchers(t, func(t *testing.T, goLauncher bool) {
-		dir := t.TempDir()
-		script := `cd ` + dir + `; setsid -f sh -c 'echo $$ > d.pid; exec sleep 1000'; while [ ! -s d.pid ]; do :; done; cat d.pid; sleep 1000 & echo $!; echo $$; echo ready; wait`
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), "SANDBOX_TEST_TAI="+script)
-		if goLauncher {
-			cmd.Env = append(cmd.Env, "SANDBOX_TEST_GO_LAUNCHER=1")
-		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ps := pids(t, bufio.NewReader(out))
-		if len(ps) != 3 {
-			t.Fatalf("pids %v", ps)
-		}
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		// The launcher is reparented away from us: wait for the tree to go
-		// by watching each pid, as nothing here can wait4 them.
-		for _, pid := range ps {
-			for i := 0; alive(pid); i++ {
-				if i == 5000 {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-					t.Fatalf("pid %d outlived tai", pid)
-				}
-				time.Sleep(time.Millisecond)
+	launchers(t, testTaiKilled)
+}
+
+func testTaiKilled(t *testing.T, l launcher) {
+	dir := t.TempDir()
+	script := `cd ` + dir + `; setsid -f sh -c 'echo $$ > d.pid; exec sleep 1000'; while [ ! -s d.pid ]; do :; done; cat d.pid; sleep 1000 & echo $!; echo $$; echo ready; wait`
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(append(os.Environ(), "SANDBOX_TEST_TAI="+script), l.env()...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ps := pids(t, bufio.NewReader(out))
+	if len(ps) != 3 {
+		t.Fatalf("pids %v", ps)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	// The launcher is reparented away from us: wait for the tree to go
+	// by watching each pid, as nothing here can wait4 them.
+	for _, pid := range ps {
+		for i := 0; alive(pid); i++ {
+			if i == 5000 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("pid %d outlived tai", pid)
 			}
+			time.Sleep(time.Millisecond)
 		}
-	})
+	}
 }
 
 // The launcher refuses a bad spec with a clear error on its report pipe
 // and exit code 125, starting nothing.
 func TestLauncherRefusesBadSpecs(t *testing.T) {
-	launchers(t, func(t *testing.T, goLauncher bool) {
-		for _, tc := range badSpecs {
-			t.Run(tc.name, func(t *testing.T) {
-				report, code := rawLaunch(t, goLauncher, []byte(tc.spec), tc.fds)
-				if code != 125 || !strings.HasPrefix(report.Error, "launch spec: ") && !strings.HasPrefix(report.Error, "reading the spec: ") {
-					t.Fatalf("exit %d, report %+v", code, report)
-				}
-			})
-		}
-	})
+	launchers(t, testBadSpecs)
+}
+
+func testBadSpecs(t *testing.T, l launcher) {
+	for _, tc := range badSpecs {
+		t.Run(tc.name, func(t *testing.T) {
+			report, code := rawLaunch(t, l, []byte(tc.spec), tc.fds)
+			if code != 125 || !strings.HasPrefix(report.Error, "launch spec: ") && !strings.HasPrefix(report.Error, "reading the spec: ") {
+				t.Fatalf("exit %d, report %+v", code, report)
+			}
+		})
+	}
 }
 
 // rawLaunch starts the launcher by hand with spec (and nfds descriptors of
 // /dev/null) on its socket, and returns its report and exit code.
-func rawLaunch(t *testing.T, goLauncher bool, spec []byte, nfds int) (report, int) {
+func rawLaunch(t *testing.T, l launcher, spec []byte, nfds int) (report, int) {
 	t.Helper()
 	taiEnd, child, err := specSocket()
 	if err != nil {
@@ -457,9 +476,9 @@ func rawLaunch(t *testing.T, goLauncher bool, spec []byte, nfds int) (report, in
 	ctlR, ctlW, _ := os.Pipe()
 	repR, repW, _ := os.Pipe()
 	defer ctlW.Close()
-	cmd := exec.Command(os.Args[0], Arg)
+	cmd := exec.Command(l.exe, Arg)
 	cmd.Env = []string{"GOMAXPROCS=1"}
-	if goLauncher {
+	if l.goLauncher {
 		cmd.Env = append(cmd.Env, "TAI_LAUNCHER=go")
 	}
 	cmd.ExtraFiles = []*os.File{child, ctlR, repW}
@@ -500,26 +519,28 @@ func rawLaunch(t *testing.T, goLauncher bool, spec []byte, nfds int) (report, in
 // A program that cannot be executed is the launcher's clear error, and
 // Started's.
 func TestLauncherReportsExecFailure(t *testing.T) {
-	launchers(t, func(t *testing.T, goLauncher bool) {
-		w := newWorld(t, ModeOff, goLauncher)
-		notExec := filepath.Join(w.ws, "agent")
-		if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(notExec)
-		p, err := w.sb.Wrap(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = p.Started(cmd.Start())
-		if err == nil || !strings.Contains(err.Error(), "starting "+notExec) || !strings.Contains(strings.ToLower(err.Error()), "permission denied") {
-			t.Fatalf("Started: %v, want the exec error", err)
-		}
-		if werr := cmd.Wait(); werr == nil || cmd.ProcessState.ExitCode() != 125 {
-			t.Fatalf("launcher exit %v, want 125", werr)
-		}
-		p.Release()
-	})
+	launchers(t, testExecFailure)
+}
+
+func testExecFailure(t *testing.T, l launcher) {
+	w := newWorld(t, ModeOff, l)
+	notExec := filepath.Join(w.ws, "agent")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(notExec)
+	p, err := w.sb.Wrap(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.Started(cmd.Start())
+	if err == nil || !strings.Contains(err.Error(), "starting "+notExec) || !strings.Contains(strings.ToLower(err.Error()), "permission denied") {
+		t.Fatalf("Started: %v, want the exec error", err)
+	}
+	if werr := cmd.Wait(); werr == nil || cmd.ProcessState.ExitCode() != 125 {
+		t.Fatalf("launcher exit %v, want 125", werr)
+	}
+	p.Release()
 }
 
 // The agent inherits its stdio and nothing else: not the spec socket, the
@@ -532,47 +553,49 @@ func TestAgentInheritsOnlyItsStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(stray)
-	launchers(t, func(t *testing.T, goLauncher bool) {
-		w := newWorld(t, ModeOn, goLauncher)
-		// sh, started and waiting on its stdin: nothing of its own is open
-		// then (a program just exec'd may hold its loader's files).
-		cmd := exec.Command("/bin/sh", "-c", "echo ready; read x")
-		cmd.Dir = w.ws
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
+	launchers(t, testInheritsOnlyStdio)
+}
+
+func testInheritsOnlyStdio(t *testing.T, l launcher) {
+	w := newWorld(t, ModeOn, l)
+	// sh, started and waiting on its stdin: nothing of its own is open
+	// then (a program just exec'd may hold its loader's files).
+	cmd := exec.Command("/bin/sh", "-c", "echo ready; read x")
+	cmd.Dir = w.ws
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := w.sb.Wrap(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Started(cmd.Start()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		in.Close()
+		_ = cmd.Wait()
+		p.Release()
+	}()
+	if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
+		t.Fatalf("the agent said %q, %v", line, err)
+	}
+	proc := "/proc/" + strconv.Itoa(p.AgentPid())
+	ents, err := os.ReadDir(proc + "/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if n, _ := strconv.Atoi(e.Name()); n > 2 {
+			target, _ := os.Readlink(proc + "/fd/" + e.Name())
+			t.Errorf("the agent inherited fd %s (%s)", e.Name(), target)
 		}
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := w.sb.Wrap(cmd)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := p.Started(cmd.Start()); err != nil {
-			t.Fatal(err)
-		}
-		defer func() {
-			in.Close()
-			_ = cmd.Wait()
-			p.Release()
-		}()
-		if line, err := bufio.NewReader(out).ReadString('\n'); line != "ready\n" {
-			t.Fatalf("the agent said %q, %v", line, err)
-		}
-		proc := "/proc/" + strconv.Itoa(p.AgentPid())
-		ents, err := os.ReadDir(proc + "/fd")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range ents {
-			if n, _ := strconv.Atoi(e.Name()); n > 2 {
-				target, _ := os.Readlink(proc + "/fd/" + e.Name())
-				t.Errorf("the agent inherited fd %s (%s)", e.Name(), target)
-			}
-		}
-	})
+	}
 }
 
 // The native launcher runs no Go: one thread, no runtime.
@@ -580,7 +603,7 @@ func TestNativeLauncherIsOneThread(t *testing.T) {
 	if !Native {
 		t.Skip("built without cgo: the Go launcher")
 	}
-	w := newWorld(t, ModeAuto, false)
+	w := newWorld(t, ModeAuto, launcher{exe: os.Args[0]})
 	cmd := exec.Command("/bin/sh", "-c", `grep '^Threads:' /proc/$PPID/status`)
 	cmd.Dir = w.ws
 	out, err := runWrapped(t, w.sb, cmd)
@@ -589,5 +612,56 @@ func TestNativeLauncherIsOneThread(t *testing.T) {
 	}
 	if f := strings.Fields(out); len(f) != 2 || f[1] != "1" {
 		t.Fatalf("the launcher has %q threads, want 1", out)
+	}
+}
+
+// The native launcher's C, built with AddressSanitizer and
+// UndefinedBehaviorSanitizer (aborting on the first report), passes the
+// launcher tests: no out-of-bounds access, no use after free, no undefined
+// behaviour on any path they take, the bad specs' included.
+func TestNativeLauncherUnderSanitizers(t *testing.T) {
+	if !Native {
+		t.Skip("built without cgo")
+	}
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("no gcc")
+	}
+	dir := t.TempDir()
+	mainC := filepath.Join(dir, "main.c")
+	if err := os.WriteFile(mainC, []byte("int main(void) { return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(dir, "launcher-asan")
+	out, err := exec.Command(cc, "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+		"-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror", "-o", exe, "launcher_linux.c", mainC).CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(out), "asan") || strings.Contains(string(out), "ubsan") {
+			t.Skipf("no sanitizer runtime: %s", out)
+		}
+		t.Fatalf("building the launcher with sanitizers: %v\n%s", err, out)
+	}
+	l := launcher{exe: exe}
+	for _, sc := range []struct {
+		name     string
+		landlock bool
+		f        func(*testing.T, launcher)
+	}{
+		{"landlock", true, testLandlockConfines},
+		{"no process outlives", false, testNoProcessOutlives},
+		{"exit code", false, testExitCode},
+		{"environment", false, testAgentEnvironment},
+		{"tai killed", false, testTaiKilled},
+		{"bad specs", false, testBadSpecs},
+		{"exec failure", false, testExecFailure},
+		{"only stdio", true, testInheritsOnlyStdio},
+		{"pty", false, testPTYForeground},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			if sc.landlock {
+				needLandlock(t)
+			}
+			sc.f(t, l)
+		})
 	}
 }

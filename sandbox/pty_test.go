@@ -19,8 +19,8 @@ func TestPTYForegroundAndCtrlC(t *testing.T) {
 	launchers(t, testPTYForeground)
 }
 
-func testPTYForeground(t *testing.T, goLauncher bool) {
-	w := newWorld(t, ModeOff, goLauncher)
+func testPTYForeground(t *testing.T, l launcher) {
+	w := newWorld(t, ModeOff, l)
 	cmd := exec.Command("/bin/sh", "-c", `awk '{print ($5==$8) ? "FOREGROUND" : "BACKGROUND"}' /proc/self/stat; trap 'echo GOT-INT; exit 0' INT; echo ready; read x; echo no-int`)
 	cmd.Dir = w.ws
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
