@@ -4,6 +4,7 @@ package sandbox
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -11,17 +12,22 @@ import (
 )
 
 // ABI is the kernel's Landlock ABI version; 0 where there is none (or a
-// test says so).
+// test says so). The kernel's answer is asked once: a run asks several
+// times, and a system call is dear on some machines.
 func ABI() int {
 	if testNoLandlock {
 		return 0
 	}
+	return kernelABI()
+}
+
+var kernelABI = sync.OnceValue(func() int {
 	v, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
 	if e != 0 {
 		return 0
 	}
 	return int(v)
-}
+})
 
 // handledFS are the filesystem rights tai's rules speak of: all of ABI 5
 // (ioctl on devices included). Later ones (connecting to UNIX sockets by
