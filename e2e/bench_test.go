@@ -381,3 +381,52 @@ func TestFloodReaderCountsAcrossWrites(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkServedCommand is what one command an agent runs through tai's
+// terminal service costs (the built-in agent runs `true` 40 times, each
+// through its own launcher, confined), from the difference with a script
+// without them, against the same command started by a plain fork and exec
+// in this process in the same iteration. x-exec is the ratio; served-ms
+// and exec-ms the per-command times.
+//
+//	go test ./e2e -run x -bench ServedCommand -benchtime 5x
+func BenchmarkServedCommand(b *testing.B) {
+	const n = 40
+	dir := b.TempDir()
+	var steps strings.Builder
+	for range n {
+		steps.WriteString("  - run:\n      command: \"true\"\n")
+	}
+	withCmds, without := filepath.Join(dir, "cmds.yaml"), filepath.Join(dir, "none.yaml")
+	for path, body := range map[string]string{withCmds: steps.String(), without: ""} {
+		if err := os.WriteFile(path, []byte("steps:\n"+body+"  - text: done\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	truePath, err := exec.LookPath("true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var served, plain time.Duration
+	for i := 0; i < b.N; i++ {
+		run := func(script string) time.Duration {
+			t := taiPeak(b, dir, "run", "--approve", "all", "--no-audit", "--agent-cmd", builtinWith(script), "-o", "json", "go")
+			if t.code != 0 {
+				b.Fatalf("exit %d: %s", t.code, t.stderr)
+			}
+			return t.wall
+		}
+		served += run(withCmds) - run(without)
+		t0 := time.Now()
+		for range n {
+			if err := exec.Command(truePath).Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		plain += time.Since(t0)
+	}
+	per := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1e3 / float64(n*b.N) }
+	b.ReportMetric(per(served), "served-ms")
+	b.ReportMetric(per(plain), "exec-ms")
+	b.ReportMetric(served.Seconds()/plain.Seconds(), "x-exec")
+}
