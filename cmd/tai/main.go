@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -33,9 +34,7 @@ func run() int {
 	// ignored signal would stay ignored in the agents tai starts.
 	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	std := app.System()
-	root := newRoot(std)
-	root.SetArgs(capSpeakArgs(os.Args[1:]))
-	return app.Report(std.Err, execute(ctx, root))
+	return app.Report(std.Err, execute(ctx, newRoot(std, capSpeakArgs(os.Args[1:]))))
 }
 
 // execute runs the command line. What cobra itself refused before any
@@ -92,11 +91,67 @@ func capSpeakArgs(args []string) []string {
 	return append([]string{"run", "--input-format", format, "--output", format}, rest...)
 }
 
-// newRoot is the command tree, from app's per-command constructors.
-func newRoot(std app.IO) *cobra.Command {
+// commands are tai's commands, by name. A command line builds only the
+// one it runs: building every command's flags on each start cost ~55 page
+// faults and 4% of a one-turn tai run's CPU.
+var commands = []struct {
+	name string
+	new  func(app.IO, *app.Globals) *cobra.Command
+}{
+	{"run", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdRun(std, g, nil) }},
+	{"chat", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdChat(std, g, nil) }},
+	{"acp", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdACP(std, g, nil) }},
+	{"agents", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdAgents(std) }},
+	{"agent", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdAgent(std) }},
+	{"model", app.NewCmdModel},
+	{"audit", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdAudit(std, nil) }},
+	{"version", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdVersion(std) }},
+	{"hub", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdHub(std, g, nil) }},
+	{"worker", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdWorker(std, g, nil) }},
+	{"fleet", app.NewCmdFleet},
+	{"worktree", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdWorktree(std) }},
+	{"sessions", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdSessions(std, nil) }},
+	{"config", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdConfig(std) }},
+	{"doctor", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdDoctor(std) }},
+	{"top", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdTop(std) }},
+}
+
+// newRoot is the command tree that runs args, from app's per-command
+// constructors. The command args run is built whole; the others stay
+// placeholders by name, never shown. What is not one command (the root's
+// own help and flags, an unknown command and its suggestions, completing
+// a command's name) builds them all.
+func newRoot(std app.IO, args []string) *cobra.Command {
+	g := &app.Globals{}
+	root := newRootCmd(std, g)
+	placeholders := make([]*cobra.Command, len(commands))
+	for i, c := range commands {
+		placeholders[i] = &cobra.Command{Use: c.name}
+	}
+	root.AddCommand(placeholders...)
+	// cobra's own lookup, on the root's flags: the command it will run.
+	// help and __complete name that command after them.
+	find := args
+	if len(find) > 0 && (find[0] == "help" || find[0] == cobra.ShellCompRequestCmd || find[0] == cobra.ShellCompNoDescRequestCmd) {
+		find = find[1:]
+	}
+	target, _, err := root.Find(find)
+	all := err != nil || !slices.Contains(placeholders, target)
+	for i, p := range placeholders {
+		if all || p == target {
+			root.RemoveCommand(p)
+			root.AddCommand(commands[i].new(std, g))
+		}
+	}
+	markRan(root)
+	root.SetArgs(args)
+	return root
+}
+
+// newRootCmd is the root command alone, with its flags.
+func newRootCmd(std app.IO, g *app.Globals) *cobra.Command {
 	var manifest bool
 	var speak string
-	g := &app.Globals{}
 	root := &cobra.Command{
 		Use:   "tai",
 		Short: "tai orchestrates AI coding agents (ACP, PTY, stream-json, A2A)",
@@ -126,11 +181,5 @@ func newRoot(std app.IO) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitcode.With(exitcode.Usage, err)
 	})
-	root.AddCommand(app.NewCmdRun(std, g, nil), app.NewCmdChat(std, g, nil), app.NewCmdACP(std, g, nil), app.NewCmdAgents(std),
-		app.NewCmdAgent(std), app.NewCmdModel(std, g), app.NewCmdAudit(std, nil), app.NewCmdVersion(std))
-	root.AddCommand(app.NewCmdHub(std, g, nil), app.NewCmdWorker(std, g, nil))
-	root.AddCommand(app.NewCmdFleet(std, g), app.NewCmdWorktree(std), app.NewCmdSessions(std, nil), app.NewCmdConfig(std),
-		app.NewCmdDoctor(std), app.NewCmdTop(std))
-	markRan(root)
 	return root
 }
