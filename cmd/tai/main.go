@@ -27,14 +27,24 @@ func main() {
 }
 
 func run() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// A closed stdout is an EPIPE the command handles (app's closedOut),
-	// not a SIGPIPE that kills tai mid-turn. Notified, not ignored: an
-	// ignored signal would stay ignored in the agents tai starts.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	// Notifying a signal is a round trip to the runtime's thread of signal
+	// masks, each a thread wake-up: done while the command line is built,
+	// and never undone (tai exits when run returns).
+	var ctx context.Context
+	notified := make(chan struct{})
+	go func() {
+		defer close(notified)
+		ctx, _ = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		// A closed stdout is an EPIPE the command handles (app's
+		// closedOut), not a SIGPIPE that kills tai mid-turn. Notified, not
+		// ignored: an ignored signal would stay ignored in the agents tai
+		// starts.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	}()
 	std := app.System()
-	return app.Report(std.Err, execute(ctx, newRoot(std, capSpeakArgs(os.Args[1:]))))
+	root := newRoot(std, capSpeakArgs(os.Args[1:]))
+	<-notified
+	return app.Report(std.Err, execute(ctx, root))
 }
 
 // execute runs the command line. What cobra itself refused before any
