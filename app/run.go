@@ -46,8 +46,8 @@ const (
 
 // Run runs `tai run`. Its error carries the exit code (exitcode.Of).
 func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
-	std.oneAgent()
 	if wantsChat(f, args, std) {
+		std.oneAgent() // its start waits on a human anyway
 		return Chat(ctx, f, args, std)
 	}
 	ctx, stopRun := context.WithCancelCause(ctx)
@@ -81,6 +81,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	opts.Sinks = append(opts.Sinks, std.oneAgentStreaming())
 	var text *render.Text // buffered: flushed once the run is over
 	for _, s := range opts.Sinks {
 		if t, ok := s.(*render.Text); ok {
