@@ -52,7 +52,6 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	}
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
-	go warmEncoders()
 	widenPipe(std.Out)
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
 	f, err := applyConfig(f)
@@ -97,6 +96,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 		defer stop()
 		opts.Turns, opts.Interrupts = conn.Turns(), conn.Interrupts()
 	}
+	go warmEncoders() // on the other thread while tai starts the agent
 	res, runErr := runner.Run(ctx, opts)
 	recordSession(context.WithoutCancel(ctx), opts, res, logger)
 	switch f.Output {
