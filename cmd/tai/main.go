@@ -153,6 +153,9 @@ func newRoot(std app.IO, args []string) *cobra.Command {
 			root.AddCommand(commands[i].new(std, g))
 		}
 	}
+	// Nor is cobra's completion command (four commands with their help)
+	// built for a line that runs another command.
+	root.CompletionOptions.DisableDefaultCmd = !all
 	markRan(root)
 	root.SetArgs(args)
 	return root

@@ -85,12 +85,13 @@ func TestLazyTreeRunsAsWhole(t *testing.T) {
 		return out.String() + "\x00" + errb.String(), code
 	}
 	for _, args := range [][]string{
-		{"help"}, {"help", "run"}, {"help", "fleet", "run"}, {"rn"}, {"nosuch"}, {"fleet", "rnu"}, {"fleet"},
+		{"help"}, {"help", "run"}, {"completion", "bash"}, {"help", "completion"}, {"completion", "zsh", "--help"}, {"help", "fleet", "run"}, {"rn"}, {"nosuch"}, {"fleet", "rnu"}, {"fleet"},
 		{"run", "--no-such-flag"}, {"-v", "run", "--no-such-flag"}, {"version", "--bogus"}, {"-v", "version", "extra"},
 		{"--bogus", "run"}, {"--cap-speak"}, {"acp", "extra"}, {"agent", "builtin", "-h"},
 		{cobra.ShellCompRequestCmd, ""}, {cobra.ShellCompRequestCmd, "r"}, {cobra.ShellCompRequestCmd, "run", "--dr"},
 		{cobra.ShellCompRequestCmd, "run", "--driver", ""}, {cobra.ShellCompRequestCmd, "fleet", ""},
 		{cobra.ShellCompRequestCmd, "-v", "run", "--app"}, {cobra.ShellCompNoDescRequestCmd, "help", ""},
+		{cobra.ShellCompRequestCmd, "completion", ""}, {cobra.ShellCompRequestCmd, "run", "completion"},
 	} {
 		lazy, lazyCode := run(args, false)
 		whole, wholeCode := run(args, true)
