@@ -154,8 +154,12 @@ func newRoot(std app.IO, args []string) *cobra.Command {
 		}
 	}
 	// Nor is cobra's completion command (four commands with their help)
-	// built for a line that runs another command.
+	// built for a line that runs another command, nor the root's
+	// --version (it reads the binary's build info).
 	root.CompletionOptions.DisableDefaultCmd = !all
+	if all {
+		root.Version = app.ReadBuildInfo().String()
+	}
 	markRan(root)
 	root.SetArgs(args)
 	return root
@@ -172,7 +176,6 @@ func newRootCmd(std app.IO, g *app.Globals) *cobra.Command {
 			"through one policy engine, workspace-confined host services and exact exit codes.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       app.ReadBuildInfo().String(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if manifest {
 				return app.PrintManifest(std.Out)

@@ -85,7 +85,7 @@ func TestLazyTreeRunsAsWhole(t *testing.T) {
 		return out.String() + "\x00" + errb.String(), code
 	}
 	for _, args := range [][]string{
-		{"help"}, {"help", "run"}, {"completion", "bash"}, {"help", "completion"}, {"completion", "zsh", "--help"}, {"help", "fleet", "run"}, {"rn"}, {"nosuch"}, {"fleet", "rnu"}, {"fleet"},
+		{"--version"}, {"-v", "--version"}, {"run", "--version"}, {"version", "--version"}, {"help"}, {"help", "run"}, {"completion", "bash"}, {"help", "completion"}, {"completion", "zsh", "--help"}, {"help", "fleet", "run"}, {"rn"}, {"nosuch"}, {"fleet", "rnu"}, {"fleet"},
 		{"run", "--no-such-flag"}, {"-v", "run", "--no-such-flag"}, {"version", "--bogus"}, {"-v", "version", "extra"},
 		{"--bogus", "run"}, {"--cap-speak"}, {"acp", "extra"}, {"agent", "builtin", "-h"},
 		{cobra.ShellCompRequestCmd, ""}, {cobra.ShellCompRequestCmd, "r"}, {cobra.ShellCompRequestCmd, "run", "--dr"},
