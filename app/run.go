@@ -32,6 +32,7 @@ import (
 	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/render"
 	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/sessions"
 )
 
 // Version is tai's version, set at build time.
@@ -96,9 +97,16 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 		defer stop()
 		opts.Turns, opts.Interrupts = conn.Turns(), conn.Interrupts()
 	}
-	go warmEncoders() // on the other thread while tai starts the agent
+	// While tai starts the agent, the other thread makes what the run's end
+	// needs: the JSON encoders, and the prompt's excerpt for the session
+	// record (a redactor).
+	excerpt := make(chan string, 1)
+	go func() {
+		warmEncoders()
+		excerpt <- promptExcerpt(opts.Prompt, opts.Env)
+	}()
 	res, runErr := runner.Run(ctx, opts)
-	recordSession(context.WithoutCancel(ctx), opts, res, logger)
+	recordSession(context.WithoutCancel(ctx), opts, res, <-excerpt, logger)
 	switch f.Output {
 	case OutputJSON:
 		out := bufio.NewWriterSize(std.Out, 64<<10)
@@ -311,12 +319,12 @@ func newRunID() string {
 }
 
 // warmEncoders builds encoding/json's encoders for the types every run
-// writes (its frames on the live feed and the audit log, its result) while
-// the agent starts: built on first use they would cost the run about a
+// writes (its frames on the live feed and the audit log, its result, its
+// session record) while the agent starts: built on first use they would cost the run about a
 // millisecond each on its critical path, for a one-turn run most of its
 // own time.
 func warmEncoders() {
-	for _, v := range []any{driver.Event{}, render.Tagged{}, runner.Result{}} {
+	for _, v := range []any{driver.Event{}, render.Tagged{}, runner.Result{}, sessions.Record{}} {
 		_ = json.NewEncoder(io.Discard).Encode(v)
 	}
 }
