@@ -27,24 +27,34 @@ func main() {
 }
 
 func run() int {
-	// Notifying a signal is a round trip to the runtime's thread of signal
-	// masks, each a thread wake-up: done while the command line is built,
-	// and never undone (tai exits when run returns).
-	var ctx context.Context
+	ctx, notified := notifySignals()
+	std := app.System()
+	root := newRoot(std, capSpeakArgs(os.Args[1:]))
+	// No command runs before its signal handlers are in place.
+	root.PersistentPreRun = func(*cobra.Command, []string) { <-notified }
+	return app.Report(std.Err, execute(ctx, root))
+}
+
+// notifySignals returns the context an interrupt or a SIGTERM cancels,
+// and a channel closed once their handlers are in place. Notifying a
+// signal is a round trip to the runtime's thread of signal masks, a thread
+// wake-up or two each: they are made while the command line is built and
+// parsed, and never undone (tai exits when run returns).
+func notifySignals() (context.Context, <-chan struct{}) {
+	ctx, cancel := context.WithCancelCause(context.Background())
 	notified := make(chan struct{})
 	go func() {
-		defer close(notified)
-		ctx, _ = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		sig, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		// A closed stdout is an EPIPE the command handles (app's
 		// closedOut), not a SIGPIPE that kills tai mid-turn. Notified, not
 		// ignored: an ignored signal would stay ignored in the agents tai
 		// starts.
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+		close(notified)
+		<-sig.Done()
+		cancel(context.Cause(sig))
 	}()
-	std := app.System()
-	root := newRoot(std, capSpeakArgs(os.Args[1:]))
-	<-notified
-	return app.Report(std.Err, execute(ctx, root))
+	return ctx, notified
 }
 
 // execute runs the command line. What cobra itself refused before any
