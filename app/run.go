@@ -102,7 +102,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	// record (a redactor).
 	excerpt := make(chan string, 1)
 	go func() {
-		warmEncoders()
+		warmEncoders(f)
 		excerpt <- promptExcerpt(opts.Prompt, opts.Env)
 	}()
 	res, runErr := runner.Run(ctx, opts)
@@ -318,13 +318,23 @@ func newRunID() string {
 	return fmt.Sprintf("run-%s-%x", time.Now().UTC().Format("20060102-150405"), b)
 }
 
-// warmEncoders builds encoding/json's encoders for the types every run
-// writes (its frames on the live feed and the audit log, its result, its
-// session record) while the agent starts: built on first use they would cost the run about a
-// millisecond each on its critical path, for a one-turn run most of its
-// own time.
-func warmEncoders() {
-	for _, v := range []any{driver.Event{}, render.Tagged{}, runner.Result{}, sessions.Record{}} {
+// warmEncoders builds encoding/json's encoders for the types the run
+// writes while the agent starts: built on first use they would cost the
+// run about a millisecond each on its critical path, for a one-turn run
+// most of its own time. Only those it writes: each is also CPU and memory
+// that the other thread spends while tai starts the agent.
+func warmEncoders(f RunFlags) {
+	types := []any{sessions.Record{}} // the session record
+	if !f.Feed.NoFeed {
+		types = append(types, render.Tagged{}) // the live feed's frames
+	}
+	switch f.Output {
+	case OutputStreamJSON:
+		types = append(types, driver.Event{}, runner.Result{}) // its frames, its result
+	case OutputJSON:
+		types = append(types, runner.Result{})
+	}
+	for _, v := range types {
 		_ = json.NewEncoder(io.Discard).Encode(v)
 	}
 }
