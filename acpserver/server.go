@@ -177,18 +177,28 @@ func (s *Server) HandleNotification(ctx context.Context, method string, params j
 // serverMethod serves one client → agent request after initialize.
 type serverMethod func(s *Server, ctx context.Context, method string, params json.RawMessage) (any, error)
 
-// serverMethods is the table of the ACP requests tai serves itself; the
-// rest go to the wrapped agent's session, when they name one.
-var serverMethods = map[string]serverMethod{
-	acp.MethodAuthenticate:           (*Server).serveAuthenticate,
-	acp.MethodSessionNew:             (*Server).serveNewSession,
-	acp.MethodSessionLoad:            (*Server).serveLoadSession,
-	acp.MethodSessionResume:          (*Server).serveLoadSession,
-	acp.MethodSessionList:            (*Server).serveListSessions,
-	acp.MethodSessionClose:           (*Server).serveCloseSession,
-	acp.MethodSessionPrompt:          (*Server).servePrompt,
-	acp.MethodSessionSetMode:         (*Server).serveSetMode,
-	acp.MethodSessionSetConfigOption: (*Server).serveSetConfigOption,
+// serverMethodFor is how tai serves an ACP request itself, or nil for the
+// rest, which go to the wrapped agent's session when they name one.
+func serverMethodFor(method string) serverMethod {
+	switch method {
+	case acp.MethodAuthenticate:
+		return (*Server).serveAuthenticate
+	case acp.MethodSessionNew:
+		return (*Server).serveNewSession
+	case acp.MethodSessionLoad, acp.MethodSessionResume:
+		return (*Server).serveLoadSession
+	case acp.MethodSessionList:
+		return (*Server).serveListSessions
+	case acp.MethodSessionClose:
+		return (*Server).serveCloseSession
+	case acp.MethodSessionPrompt:
+		return (*Server).servePrompt
+	case acp.MethodSessionSetMode:
+		return (*Server).serveSetMode
+	case acp.MethodSessionSetConfigOption:
+		return (*Server).serveSetConfigOption
+	}
+	return nil
 }
 
 // Arrived implements jsonrpc.Arriver: it notes, in wire order, that an
@@ -248,7 +258,7 @@ func (s *Server) HandleRequest(ctx context.Context, method string, params json.R
 	if !inited {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "initialize first"}
 	}
-	if serve, ok := serverMethods[method]; ok {
+	if serve := serverMethodFor(method); serve != nil {
 		return serve(s, ctx, method, params)
 	}
 	if ss := s.forwardTarget(params); ss != nil {

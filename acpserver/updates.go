@@ -159,15 +159,34 @@ func (u *updater) toolCall(tc driver.ToolCall) update {
 	return m
 }
 
-var acpKinds = map[driver.ToolKind]bool{driver.KindRead: true, driver.KindEdit: true, driver.KindDelete: true, driver.KindMove: true,
-	driver.KindSearch: true, driver.KindExecute: true, driver.KindThink: true, driver.KindFetch: true,
-	driver.KindSwitchMode: true, driver.KindOther: true}
+// isACPKind reports whether k is one of ACP's tool kinds.
+func isACPKind(k driver.ToolKind) bool {
+	switch k {
+	case driver.KindRead, driver.KindEdit, driver.KindDelete, driver.KindMove, driver.KindSearch, driver.KindExecute,
+		driver.KindThink, driver.KindFetch, driver.KindSwitchMode, driver.KindOther:
+		return true
+	}
+	return false
+}
 
-var acpStatus = map[string]bool{"pending": true, "in_progress": true, "completed": true, "failed": true}
+// isACPStatus reports whether s is one of ACP's tool call statuses.
+func isACPStatus(s string) bool {
+	switch s {
+	case "pending", "in_progress", "completed", "failed":
+		return true
+	}
+	return false
+}
 
-// contentKinds are the ContentBlock types; a raw tool content of another
-// type is a whole ToolCallContent.
-var contentKinds = map[string]bool{"text": true, "image": true, "audio": true, "resource": true, "resource_link": true}
+// isContentKind reports whether t is a ContentBlock type; a raw tool
+// content of another type is a whole ToolCallContent.
+func isContentKind(t string) bool {
+	switch t {
+	case "text", "image", "audio", "resource", "resource_link":
+		return true
+	}
+	return false
+}
 
 // toolCallUpdate is a tool call's full state in ACP's shape.
 func toolCallUpdate(tc driver.ToolCall) map[string]any {
@@ -176,13 +195,13 @@ func toolCallUpdate(tc driver.ToolCall) map[string]any {
 		m["title"] = tc.Title
 	}
 	if tc.Kind != "" {
-		if acpKinds[tc.Kind] {
+		if isACPKind(tc.Kind) {
 			m["kind"] = tc.Kind
 		} else {
 			m["kind"] = driver.KindOther
 		}
 	}
-	if acpStatus[tc.Status] {
+	if isACPStatus(tc.Status) {
 		m["status"] = tc.Status
 	}
 	if len(tc.Locations) > 0 {
@@ -215,7 +234,7 @@ func toolCallUpdate(tc driver.ToolCall) map[string]any {
 			case c.Type == "terminal":
 				// tai runs the agent's terminals, not the editor: it could not
 				// show one by its id.
-			case len(c.Raw) > 0 && json.Valid(c.Raw) && contentKinds[c.Type]:
+			case len(c.Raw) > 0 && json.Valid(c.Raw) && isContentKind(c.Type):
 				content = append(content, map[string]any{"type": "content", "content": json.RawMessage(c.Raw)})
 			case len(c.Raw) > 0 && json.Valid(c.Raw):
 				content = append(content, json.RawMessage(c.Raw))

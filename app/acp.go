@@ -84,7 +84,7 @@ func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserve
 		opts.EditorFiles = h.Files
 	}
 	res, err := runner.Run(ctx, opts)
-	recordSession(context.WithoutCancel(ctx), opts, res, logger)
+	recordSession(context.WithoutCancel(ctx), opts, res, promptExcerpt(opts.Prompt, opts.Env), logger)
 	return err
 }
 

@@ -70,7 +70,7 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 	in.close()
 	close(c.turns)
 	<-c.done
-	recordSession(context.WithoutCancel(ctx), opts, res, logger)
+	recordSession(context.WithoutCancel(ctx), opts, res, promptExcerpt(opts.Prompt, opts.Env), logger)
 	if f.Output == OutputJSON {
 		enc := json.NewEncoder(std.Out)
 		enc.SetEscapeHTML(false)

@@ -32,6 +32,7 @@ import (
 	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/render"
 	"github.com/tai-dev/tai/runner"
+	"github.com/tai-dev/tai/sessions"
 )
 
 // Version is tai's version, set at build time.
@@ -46,13 +47,12 @@ const (
 
 // Run runs `tai run`. Its error carries the exit code (exitcode.Of).
 func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
-	std.oneAgent()
 	if wantsChat(f, args, std) {
+		std.oneAgent() // its start waits on a human anyway
 		return Chat(ctx, f, args, std)
 	}
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
-	go warmEncoders()
 	widenPipe(std.Out)
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
 	f, err := applyConfig(f)
@@ -81,6 +81,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	if err != nil {
 		return err
 	}
+	opts.Sinks = append(opts.Sinks, std.oneAgentStreaming())
 	var text *render.Text // buffered: flushed once the run is over
 	for _, s := range opts.Sinks {
 		if t, ok := s.(*render.Text); ok {
@@ -96,8 +97,16 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 		defer stop()
 		opts.Turns, opts.Interrupts = conn.Turns(), conn.Interrupts()
 	}
+	// While tai starts the agent, the other thread makes what the run's end
+	// needs: the JSON encoders, and the prompt's excerpt for the session
+	// record (a redactor).
+	excerpt := make(chan string, 1)
+	go func() {
+		warmEncoders(f)
+		excerpt <- promptExcerpt(opts.Prompt, opts.Env)
+	}()
 	res, runErr := runner.Run(ctx, opts)
-	recordSession(context.WithoutCancel(ctx), opts, res, logger)
+	recordSession(context.WithoutCancel(ctx), opts, res, <-excerpt, logger)
 	switch f.Output {
 	case OutputJSON:
 		out := bufio.NewWriterSize(std.Out, 64<<10)
@@ -309,13 +318,23 @@ func newRunID() string {
 	return fmt.Sprintf("run-%s-%x", time.Now().UTC().Format("20060102-150405"), b)
 }
 
-// warmEncoders builds encoding/json's encoders for the types every run
-// writes (its frames on the live feed and the audit log, its result) while
-// the agent starts: built on first use they would cost the run about a
-// millisecond each on its critical path, for a one-turn run most of its
-// own time.
-func warmEncoders() {
-	for _, v := range []any{driver.Event{}, render.Tagged{}, runner.Result{}} {
+// warmEncoders builds encoding/json's encoders for the types the run
+// writes while the agent starts: built on first use they would cost the
+// run about a millisecond each on its critical path, for a one-turn run
+// most of its own time. Only those it writes: each is also CPU and memory
+// that the other thread spends while tai starts the agent.
+func warmEncoders(f RunFlags) {
+	types := []any{sessions.Record{}} // the session record
+	if !f.Feed.NoFeed {
+		types = append(types, render.Tagged{}) // the live feed's frames
+	}
+	switch f.Output {
+	case OutputStreamJSON:
+		types = append(types, driver.Event{}, runner.Result{}) // its frames, its result
+	case OutputJSON:
+		types = append(types, runner.Result{})
+	}
+	for _, v := range types {
 		_ = json.NewEncoder(io.Discard).Encode(v)
 	}
 }

@@ -42,17 +42,17 @@ func continueSession(ctx context.Context, workspace, agent, drv string) (string,
 	return r.SessionID, nil
 }
 
-// recordSession keeps the run's session with its workspace. A store that
-// cannot be written costs the --continue of later runs, not this run's
-// result: it is logged.
-func recordSession(ctx context.Context, o runner.Options, res runner.Result, logger *slog.Logger) {
+// recordSession keeps the run's session with its workspace, excerpt being
+// its prompt's (promptExcerpt). A store that cannot be written costs the
+// --continue of later runs, not this run's result: it is logged.
+func recordSession(ctx context.Context, o runner.Options, res runner.Result, excerpt string, logger *slog.Logger) {
 	if res.SessionID == "" {
 		return
 	}
 	r := sessions.Record{
 		Time: time.Now().UTC(), Workspace: o.Cwd, Agent: o.Agent, Driver: res.Driver, SessionID: res.SessionID,
 		RunID: o.RunID, Resumable: res.Resumable, Resumed: o.ResumeID, Status: res.Status, ExitCode: res.ExitCode,
-		Prompt: promptExcerpt(o.Prompt, o.Env), Audit: res.Audit,
+		Prompt: excerpt, Audit: res.Audit,
 	}
 	if r.Driver == "" {
 		r.Driver = o.Driver

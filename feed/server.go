@@ -399,14 +399,19 @@ func (s *Server) since(id uint64, buf []kept) ([]kept, uint64, chan struct{}, bo
 }
 
 func (s *Server) handler(tcp bool) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /events", s.events)
-	mux.HandleFunc("GET /state", s.state)
-	mux.HandleFunc("POST /asks/{id}", s.answer)
-	mux.HandleFunc("POST /questions/{id}", s.answerQuestion)
-	mux.HandleFunc("POST /elicitations/{id}", s.answerElicitation)
-	if !tcp {
+	// The routes are built on the first request: most runs are never
+	// watched, and parsing their patterns was a third of Open.
+	routes := sync.OnceValue(func() *http.ServeMux {
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /events", s.events)
+		mux.HandleFunc("GET /state", s.state)
+		mux.HandleFunc("POST /asks/{id}", s.answer)
+		mux.HandleFunc("POST /questions/{id}", s.answerQuestion)
+		mux.HandleFunc("POST /elicitations/{id}", s.answerElicitation)
 		return mux
+	})
+	if !tcp {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { routes().ServeHTTP(w, r) })
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -418,7 +423,7 @@ func (s *Server) handler(tcp bool) http.Handler {
 			httpError(w, http.StatusUnauthorized, "a bearer token is needed: the one tai printed with --listen")
 			return
 		}
-		mux.ServeHTTP(w, r)
+		routes().ServeHTTP(w, r)
 	})
 }
 

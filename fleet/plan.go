@@ -181,13 +181,23 @@ func (es PlanErrors) Error() string {
 	return b.String()
 }
 
-var keys = map[string][]string{
-	"plan":     {"name", "goal", "base", "target", "check", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "answerer", "tasks"},
-	"agent":    {"agent", "agent_cmd", "script", "driver", "model", "mode"},
-	"answerer": {"agent", "agent_cmd", "script", "driver", "model", "mode", "prompt"},
-	"policy":   {"approve", "non_interactive", "allow", "ask", "deny", "allow_denials"},
-	"budget":   {"tokens", "turns", "wall_time", "cost", "soft"},
-	"task":     {"id", "agent", "agent_cmd", "script", "driver", "model", "mode", "prompt", "prompt_file", "depends_on", "worktree", "owns", "policy", "budget", "retries"},
+// planKeys are the keys a plan's mapping of this kind may hold.
+func planKeys(kind string) []string {
+	switch kind {
+	case "plan":
+		return []string{"name", "goal", "base", "target", "check", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "answerer", "tasks"}
+	case "agent":
+		return []string{"agent", "agent_cmd", "script", "driver", "model", "mode"}
+	case "answerer":
+		return []string{"agent", "agent_cmd", "script", "driver", "model", "mode", "prompt"}
+	case "policy":
+		return []string{"approve", "non_interactive", "allow", "ask", "deny", "allow_denials"}
+	case "budget":
+		return []string{"tokens", "turns", "wall_time", "cost", "soft"}
+	case "task":
+		return []string{"id", "agent", "agent_cmd", "script", "driver", "model", "mode", "prompt", "prompt_file", "depends_on", "worktree", "owns", "policy", "budget", "retries"}
+	}
+	return nil
 }
 
 // LoadPlan reads and validates a plan file.
@@ -293,7 +303,7 @@ func checkKeys(n *yaml.Node, kind, where string, add func(int, string, ...any)) 
 		}
 		return
 	}
-	allowed := keys[kind]
+	allowed := planKeys(kind)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if !contains(allowed, k.Value) {

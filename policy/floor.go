@@ -68,9 +68,17 @@ var (
 	deviceRedirect = lazyre.New(`>\s*/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
 	downloadPipe   = lazyre.New(`\b(curl|wget|fetch|aria2c|nc|ncat|socat|xh|http)\b[^|]*\|.*\b(sh|bash|zsh|dash|ksh|fish|python[0-9.]*|perl|ruby|node|php|source|eval)\b`)
 
-	diskDevice  = lazyre.New(`^/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d|sr\d)`)
-	safeDevices = map[string]bool{"null": true, "zero": true, "stdout": true, "stderr": true, "stdin": true, "tty": true, "random": true, "urandom": true, "full": true}
+	diskDevice = lazyre.New(`^/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d|sr\d)`)
 )
+
+// isSafeDevice reports whether /dev/s is harmless to write to.
+func isSafeDevice(s string) bool {
+	switch s {
+	case "null", "zero", "stdout", "stderr", "stdin", "tty", "random", "urandom", "full":
+		return true
+	}
+	return false
+}
 
 // floorCheck returns the floor rule the request hits and why, or "".
 func (e *Engine) floorCheck(f *facts) (id, why string) {
@@ -158,7 +166,7 @@ func floorName(name string) bool {
 // runsProgram reports whether a program runs its input or arguments as a
 // program of its own: shells, eval, source and interpreters.
 func runsProgram(name string) bool {
-	return shells[name] || name == "eval" || name == "source" || name == "." || interpreter(name) != ""
+	return isShell(name) || name == "eval" || name == "source" || name == "." || interpreter(name) != ""
 }
 
 // floorCmd checks one simple command.
@@ -206,13 +214,13 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool) (id, why string) {
 		return "floor-mkfs", name + " makes or wipes a filesystem"
 	case name == "dd" && hit("floor-dd-device"):
 		for _, a := range args {
-			if dev, ok := strings.CutPrefix(a.val, "of=/dev/"); ok && !safeDevices[dev] && !strings.HasPrefix(dev, "fd/") {
+			if dev, ok := strings.CutPrefix(a.val, "of=/dev/"); ok && !isSafeDevice(dev) && !strings.HasPrefix(dev, "fd/") {
 				return "floor-dd-device", "dd onto /dev/" + dev
 			}
 		}
 	case (name == "shred" || name == "blkdiscard") && hit("floor-dd-device"):
 		for _, a := range args {
-			if dev, ok := strings.CutPrefix(a.val, "/dev/"); ok && !safeDevices[dev] && !strings.HasPrefix(dev, "fd/") {
+			if dev, ok := strings.CutPrefix(a.val, "/dev/"); ok && !isSafeDevice(dev) && !strings.HasPrefix(dev, "fd/") {
 				return "floor-dd-device", name + " of /dev/" + dev
 			}
 		}
@@ -586,7 +594,7 @@ func (e *Engine) findDelete(args []shWord, cwds []string) (string, bool) {
 			if argv, _ := stripWrappers(args[i+1:]); len(argv) > 0 && (path.Base(argv[0].val) == "rm" || !argv[0].static()) {
 				deletes = true
 			}
-		case nameFilters[a]:
+		case isNameFilter(a):
 			return "", false // a targeted clean-up (find . -name '*.o' -delete), not a wipe
 		}
 	}

@@ -244,8 +244,14 @@ var knownKinds = []string{
 	kindThink, kindFetch, kindSwitchMode, kindOther,
 }
 
-// writeKinds change files.
-var writeKinds = map[string]bool{kindEdit: true, kindDelete: true, kindMove: true}
+// isWriteKind reports whether tool calls of kind s change files.
+func isWriteKind(s string) bool {
+	switch s {
+	case kindEdit, kindDelete, kindMove:
+		return true
+	}
+	return false
+}
 
 func normKind(k string) string {
 	k = strings.ToLower(strings.TrimSpace(k))
@@ -356,7 +362,7 @@ func argStrings(v any) []string {
 // flag cluster holding c, like -lc). Arguments after SCRIPT are its $0, $1,
 // ...: the script reads them as words it cannot know.
 func argvScript(argv []string) (string, bool) {
-	if !shells[path.Base(argv[0])] {
+	if !isShell(path.Base(argv[0])) {
 		return "", false
 	}
 	words := make([]shWord, len(argv)-1)
@@ -443,7 +449,7 @@ func (e *Engine) facts(req driver.PermissionRequest) *facts {
 			}
 		}
 	}
-	f.writes = f.writes || writeKinds[f.kind]
+	f.writes = f.writes || isWriteKind(f.kind)
 
 	// Commands.
 	if cwd := str(raw, "cwd", "workdir", "working_directory", "workingDirectory", "dir", "directory"); cwd != "" {

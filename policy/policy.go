@@ -295,9 +295,15 @@ type Decision struct {
 	Key string
 }
 
-// readKinds are the tool kinds approve-reads lets through: they cannot
-// change anything.
-var readKinds = map[string]bool{kindRead: true, kindSearch: true, kindThink: true}
+// isReadKind reports whether s is one of the tool kinds approve-reads lets
+// through: they cannot change anything.
+func isReadKind(s string) bool {
+	switch s {
+	case kindRead, kindSearch, kindThink:
+		return true
+	}
+	return false
+}
 
 // Decide answers one request. It never invents an option: the answer is
 // always one the agent offered, or "cancelled" when the context is done.
@@ -382,7 +388,7 @@ func (e *Engine) modeDefault(f *facts) (verdict, why string) {
 	case Yolo:
 		return driver.VerdictAllow, "mode yolo allows every request the floor does not deny"
 	case ApproveReads:
-		if readKinds[f.kind] {
+		if isReadKind(f.kind) {
 			for _, p := range f.paths {
 				if p.outside {
 					return "", fmt.Sprintf("mode approve-reads asks for a %s outside the workspace (%s)", f.kind, p.raw)

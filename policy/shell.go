@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"mvdan.cc/sh/v3/expand"
@@ -464,7 +465,7 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 		return p.r.cd(cwds, args), cwds
 	case name == "popd":
 		return []string{cwdUnknown}, cwds
-	case shells[name]:
+	case isShell(name):
 		script, file, reads := shellArgs(args)
 		switch {
 		case script != nil:
@@ -499,7 +500,7 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 			key = strings.ToLower(key)
 			if script, ok := strings.CutPrefix(val, "!"); ok && strings.HasPrefix(key, "alias.") {
 				p.nested(script, cwds, stream{})
-			} else if gitCommandKeys[key] {
+			} else if isGitCommandKey(key) {
 				p.nested(val, cwds, stream{})
 			}
 			i++
@@ -629,7 +630,7 @@ func (p *part) fetches(node syntax.Node) bool {
 						words[i] = p.word(w)
 					}
 					argv, _ := stripWrappers(words)
-					if len(argv) > 0 && fetchers[path.Base(argv[0].val)] {
+					if len(argv) > 0 && isFetcher(path.Base(argv[0].val)) {
 						found = true
 					}
 				}
@@ -735,7 +736,7 @@ func output(c *shCmd, in stream) stream {
 	if c == nil {
 		return out
 	}
-	if fetchers[c.name] || c.fetchSub {
+	if isFetcher(c.name) || c.fetchSub {
 		out.fetched = true
 	}
 	args := c.argv
@@ -1157,41 +1158,45 @@ type wrapperSpec struct {
 	skip     int      // positional arguments before the command (timeout's duration)
 }
 
-// wrappers run the command that follows them.
-var wrappers = map[string]wrapperSpec{
-	"sudo":        {argOpts: "ugCDhpRrTt", longArgs: []string{"--user", "--group", "--chdir", "--close-from", "--host", "--prompt", "--role", "--type", "--other-user", "--command-timeout"}},
-	"doas":        {argOpts: "uC"},
-	"env":         {argOpts: "uCPS", longArgs: []string{"--unset", "--chdir", "--split-string"}},
-	"nohup":       {},
-	"time":        {argOpts: "fo", longArgs: []string{"--format", "--output"}},
-	"exec":        {argOpts: "a"},
-	"command":     {},
-	"builtin":     {},
-	"nice":        {argOpts: "n", longArgs: []string{"--adjustment"}},
-	"ionice":      {argOpts: "cnpP", longArgs: []string{"--class", "--classdata", "--pid", "--pgid", "--uid"}},
-	"stdbuf":      {argOpts: "ioe", longArgs: []string{"--input", "--output", "--error"}},
-	"timeout":     {argOpts: "sk", longArgs: []string{"--signal", "--kill-after"}, skip: 1},
-	"chroot":      {longArgs: []string{"--userspec", "--groups"}, skip: 1},
-	"setsid":      {},
-	"caffeinate":  {argOpts: "tw"},
-	"busybox":     {},
-	"toybox":      {},
-	"unbuffer":    {},
-	"strace":      {argOpts: "eoOpsSuUaXPIbE"},
-	"ltrace":      {argOpts: "eonpsSuaAD"},
-	"torsocks":    {argOpts: "uapP"},
-	"proxychains": {argOpts: "f"},
-	"nocorrect":   {},
-	"noglob":      {},
-	"flock":       {argOpts: "wEc", longArgs: []string{"--timeout", "--conflict-exit-code", "--command"}, skip: 1},
-	"taskset":     {skip: 1},
-	"chrt":        {argOpts: "T", skip: 1},
-	"unshare":     {argOpts: "SGRw", longArgs: []string{"--setuid", "--setgid", "--root", "--wd"}},
-	"runuser":     {argOpts: "ugc", longArgs: []string{"--user", "--group", "--command"}},
-	"su":          {argOpts: "cgGs", longArgs: []string{"--command", "--group", "--supp-group", "--shell"}},
-	"watch":       {argOpts: "nqd", longArgs: []string{"--interval", "--differences"}},
-	"script":      {argOpts: "cEIOTBm", longArgs: []string{"--command", "--log-in", "--log-out", "--log-timing", "--echo"}},
-}
+// wrapperSpecs are the programs that run the command following them, by
+// name. Built on first use: most starts of the tai binary (tai, its
+// launcher, the built-in agent) analyse no command.
+var wrapperSpecs = sync.OnceValue(func() map[string]wrapperSpec {
+	return map[string]wrapperSpec{
+		"sudo":        {argOpts: "ugCDhpRrTt", longArgs: []string{"--user", "--group", "--chdir", "--close-from", "--host", "--prompt", "--role", "--type", "--other-user", "--command-timeout"}},
+		"doas":        {argOpts: "uC"},
+		"env":         {argOpts: "uCPS", longArgs: []string{"--unset", "--chdir", "--split-string"}},
+		"nohup":       {},
+		"time":        {argOpts: "fo", longArgs: []string{"--format", "--output"}},
+		"exec":        {argOpts: "a"},
+		"command":     {},
+		"builtin":     {},
+		"nice":        {argOpts: "n", longArgs: []string{"--adjustment"}},
+		"ionice":      {argOpts: "cnpP", longArgs: []string{"--class", "--classdata", "--pid", "--pgid", "--uid"}},
+		"stdbuf":      {argOpts: "ioe", longArgs: []string{"--input", "--output", "--error"}},
+		"timeout":     {argOpts: "sk", longArgs: []string{"--signal", "--kill-after"}, skip: 1},
+		"chroot":      {longArgs: []string{"--userspec", "--groups"}, skip: 1},
+		"setsid":      {},
+		"caffeinate":  {argOpts: "tw"},
+		"busybox":     {},
+		"toybox":      {},
+		"unbuffer":    {},
+		"strace":      {argOpts: "eoOpsSuUaXPIbE"},
+		"ltrace":      {argOpts: "eonpsSuaAD"},
+		"torsocks":    {argOpts: "uapP"},
+		"proxychains": {argOpts: "f"},
+		"nocorrect":   {},
+		"noglob":      {},
+		"flock":       {argOpts: "wEc", longArgs: []string{"--timeout", "--conflict-exit-code", "--command"}, skip: 1},
+		"taskset":     {skip: 1},
+		"chrt":        {argOpts: "T", skip: 1},
+		"unshare":     {argOpts: "SGRw", longArgs: []string{"--setuid", "--setgid", "--root", "--wd"}},
+		"runuser":     {argOpts: "ugc", longArgs: []string{"--user", "--group", "--command"}},
+		"su":          {argOpts: "cgGs", longArgs: []string{"--command", "--group", "--supp-group", "--shell"}},
+		"watch":       {argOpts: "nqd", longArgs: []string{"--interval", "--differences"}},
+		"script":      {argOpts: "cEIOTBm", longArgs: []string{"--command", "--log-in", "--log-out", "--log-timing", "--echo"}},
+	}
+})
 
 // wrapInfo is what the wrappers stripped from a command said.
 type wrapInfo struct {
@@ -1213,7 +1218,7 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 			continue
 		}
 		name := path.Base(first.val)
-		spec, ok := wrappers[name]
+		spec, ok := wrapperSpecs()[name]
 		if !ok {
 			return w, info
 		}
@@ -1325,14 +1330,26 @@ func isAssignment(w string) bool {
 	return true
 }
 
-// gitCommandKeys are git settings whose value is a command git runs.
-var gitCommandKeys = map[string]bool{"core.pager": true, "core.editor": true, "core.sshcommand": true, "core.fsmonitor": true,
-	"sequence.editor": true, "diff.external": true, "gpg.program": true, "credential.helper": true}
+// isGitCommandKey reports whether s is a git setting whose value is a
+// command git runs.
+func isGitCommandKey(s string) bool {
+	switch s {
+	case "core.pager", "core.editor", "core.sshcommand", "core.fsmonitor", "sequence.editor",
+		"diff.external", "gpg.program", "credential.helper":
+		return true
+	}
+	return false
+}
 
-// shells are the programs whose -c argument is a command line, and which
-// run what is piped into them.
-var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "fish": true, "ash": true,
-	"mksh": true, "csh": true, "tcsh": true, "yash": true, "posh": true, "rbash": true}
+// isShell reports whether s is a shell: a program whose -c argument is a
+// command line, and which runs what is piped into it.
+func isShell(s string) bool {
+	switch s {
+	case "sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "mksh", "csh", "tcsh", "yash", "posh", "rbash":
+		return true
+	}
+	return false
+}
 
 // shellArgs reads a shell's arguments: the script of -c (any flag cluster
 // holding c, like -lc), else the script file, else whether it reads its
@@ -1448,9 +1465,15 @@ func findExecs(args []shWord) []findExec {
 	return out
 }
 
-// nameFilters are find predicates that select files by name or path.
-var nameFilters = map[string]bool{"-name": true, "-iname": true, "-path": true, "-ipath": true, "-wholename": true,
-	"-iwholename": true, "-regex": true, "-iregex": true}
+// isNameFilter reports whether s is a find predicate that selects files
+// by name or path.
+func isNameFilter(s string) bool {
+	switch s {
+	case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex":
+		return true
+	}
+	return false
+}
 
 // findRoots returns the paths find starts from, and whether its predicates
 // select by name (so that it does not act on the roots themselves).
@@ -1467,7 +1490,7 @@ func findRoots(args []shWord) (roots []shWord, filtered bool) {
 		roots = append(roots, args[i])
 	}
 	for ; i < len(args); i++ {
-		if nameFilters[args[i].val] || args[i].val == "-mindepth" {
+		if isNameFilter(args[i].val) || args[i].val == "-mindepth" {
 			filtered = true
 		}
 		if v := args[i].val; v == "-exec" || v == "-execdir" || v == "-ok" || v == "-okdir" {
@@ -1480,12 +1503,17 @@ func findRoots(args []shWord) (roots []shWord, filtered bool) {
 	return roots, filtered
 }
 
-// fetchers download from the network, or decode a blob: what they write
-// is a program nobody has read.
-var fetchers = map[string]bool{"base64": true, "base32": true, "basenc": true, "xxd": true, "uudecode": true, "openssl": true,
-	"zcat": true, "gunzip": true, "bzcat": true, "xzcat": true, "zstdcat": true, "curl": true, "wget": true, "fetch": true, "aria2c": true, "http": true, "https": true,
-	"xh": true, "xhs": true, "lwp-request": true, "GET": true, "lynx": true, "w3m": true, "nc": true, "ncat": true,
-	"netcat": true, "socat": true, "curlie": true, "httpie": true, "wcurl": true}
+// isFetcher reports whether s downloads from the network, or decodes a
+// blob: what it writes is a program nobody has read.
+func isFetcher(s string) bool {
+	switch s {
+	case "base64", "base32", "basenc", "xxd", "uudecode", "openssl", "zcat", "gunzip", "bzcat", "xzcat",
+		"zstdcat", "curl", "wget", "fetch", "aria2c", "http", "https", "xh", "xhs", "lwp-request", "GET",
+		"lynx", "w3m", "nc", "ncat", "netcat", "socat", "curlie", "httpie", "wcurl":
+		return true
+	}
+	return false
+}
 
 // ---- interpreters ----
 
@@ -1631,7 +1659,7 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 				switch {
 				case info.script == nil && len(argv) > 0 && argv[0].static() && !floorName(c.name):
 					continue
-				case supersetNames[c.name]:
+				case isSupersetName(c.name):
 					if seen[c.name] {
 						continue
 					}
@@ -1675,9 +1703,16 @@ var guessReadings = []*strings.Replacer{
 // parse, beyond those the floor must see.
 const guessTexts = 32
 
-// supersetNames are the floor's commands whose first occurrence in a
-// piece, read with all that follows it, covers every later one.
-var supersetNames = map[string]bool{"rm": true, "mv": true, "chmod": true, "chown": true, "chgrp": true}
+// isSupersetName reports whether s is one of the floor's commands whose
+// first occurrence in a piece, read with all that follows it, covers every
+// later one.
+func isSupersetName(s string) bool {
+	switch s {
+	case "rm", "mv", "chmod", "chown", "chgrp":
+		return true
+	}
+	return false
+}
 
 // hasOutputRedirect reports whether a simple command writes to a file with
 // >, >> or &> outside quotes. Redirections to /dev/null and between file

@@ -99,14 +99,27 @@ type start struct {
 }
 
 type pattern struct {
-	re     *regexp.Regexp // anchored (^) for anchored patterns
+	// re is the expression, anchored (^) for anchored patterns. The
+	// built-ins compile on first use: most text never starts like a
+	// secret, and compiling them all was most of a run's redactor.
+	re     func() compiled
 	starts []string
 	fold   bool
 	word   bool // must begin a word (or follow a JSON escape such as \n)
-	secret int  // index of the "secret" group, or 0 for the whole match
 	// quick, if set, is a cheap necessary condition on what follows the
 	// start, so prose that only starts like a secret skips the regexp.
 	quick func(rest []byte) bool
+}
+
+// compiled is a pattern's expression compiled.
+type compiled struct {
+	re     *regexp.Regexp
+	secret int // index of the "secret" group, or 0 for the whole match
+}
+
+func compile(expr string) compiled {
+	re := regexp.MustCompile(expr)
+	return compiled{re: re, secret: max(re.SubexpIndex("secret"), 0)}
 }
 
 // builtins are the credential formats tai knows. starts are the literal
@@ -228,13 +241,14 @@ var defaultRedactor = sync.OnceValue(func() *Redactor {
 	return r
 })
 
-// builtinPatterns are the built-ins compiled, once per process: a run
-// makes a Redactor for its audit log, its session record and its feed.
+// builtinPatterns are the built-ins, each compiled once per process on
+// first use: a run makes a Redactor for its audit log, its session record
+// and its feed.
 var builtinPatterns = sync.OnceValue(func() []pattern {
 	ps := make([]pattern, 0, len(builtins))
 	for _, b := range builtins {
-		re := regexp.MustCompile(`^(?:` + b.expr + `)`)
-		ps = append(ps, pattern{re: re, starts: b.starts, fold: b.fold, word: b.word, quick: b.quick, secret: max(re.SubexpIndex("secret"), 0)})
+		re := sync.OnceValue(func() compiled { return compile(`^(?:` + b.expr + `)`) })
+		ps = append(ps, pattern{re: re, starts: b.starts, fold: b.fold, word: b.word, quick: b.quick})
 	}
 	return ps
 })
@@ -254,11 +268,12 @@ func New(opts Options) (*Redactor, error) {
 		// Every match of a pattern with a literal prefix starts with it:
 		// matched where the prefix occurs, the pattern costs no search.
 		if prefix, _ := re.LiteralPrefix(); len(prefix) >= 2 {
-			are := regexp.MustCompile(`^(?:` + expr + `)`)
-			r.anchored = append(r.anchored, pattern{re: are, starts: []string{prefix}, secret: max(are.SubexpIndex("secret"), 0)})
+			c := compile(`^(?:` + expr + `)`)
+			r.anchored = append(r.anchored, pattern{re: func() compiled { return c }, starts: []string{prefix}})
 			continue
 		}
-		r.floating = append(r.floating, pattern{re: re, secret: max(re.SubexpIndex("secret"), 0)})
+		c := compiled{re: re, secret: max(re.SubexpIndex("secret"), 0)}
+		r.floating = append(r.floating, pattern{re: func() compiled { return c }})
 	}
 	seen := map[string]bool{}
 	add := func(s string) {
@@ -401,10 +416,10 @@ func (r *Redactor) Spans(text []byte) [][2]int {
 		i = next - 1
 	}
 	for i := range r.floating {
-		p := &r.floating[i]
-		for _, loc := range p.re.FindAllSubmatchIndex(text, -1) {
-			if loc[2*p.secret] >= 0 {
-				spans = append(spans, [2]int{loc[2*p.secret], loc[2*p.secret+1]})
+		c := r.floating[i].re()
+		for _, loc := range c.re.FindAllSubmatchIndex(text, -1) {
+			if loc[2*c.secret] >= 0 {
+				spans = append(spans, [2]int{loc[2*c.secret], loc[2*c.secret+1]})
 			}
 		}
 	}
@@ -480,11 +495,12 @@ func (r *Redactor) matchAt(b []byte, i int) (from, to, next int, ok bool) {
 		if p.word && !wordStart(b, i) || p.quick != nil && !p.quick(b[i+len(st.s):]) {
 			continue
 		}
-		loc := p.re.FindSubmatchIndex(b[i:])
-		if loc == nil || loc[2*p.secret] < 0 {
+		c := p.re()
+		loc := c.re.FindSubmatchIndex(b[i:])
+		if loc == nil || loc[2*c.secret] < 0 {
 			continue
 		}
-		return i + loc[2*p.secret], i + loc[2*p.secret+1], i + max(loc[1], 1), true
+		return i + loc[2*c.secret], i + loc[2*c.secret+1], i + max(loc[1], 1), true
 	}
 	return 0, 0, 0, false
 }
@@ -511,14 +527,15 @@ func isWord(c byte) bool {
 
 // replaceAll replaces every match of a floating pattern.
 func (p *pattern) replaceAll(b []byte) ([]byte, bool) {
-	locs := p.re.FindAllSubmatchIndex(b, -1)
+	c := p.re()
+	locs := c.re.FindAllSubmatchIndex(b, -1)
 	if len(locs) == 0 {
 		return b, false
 	}
 	buf := make([]byte, 0, len(b))
 	last := 0
 	for _, loc := range locs {
-		start, end := loc[2*p.secret], loc[2*p.secret+1]
+		start, end := loc[2*c.secret], loc[2*c.secret+1]
 		if start < 0 || start < last {
 			continue
 		}

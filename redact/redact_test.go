@@ -341,3 +341,12 @@ func TestSpans(t *testing.T) {
 		t.Fatalf("spans %v, want %v", got, want)
 	}
 }
+
+// The built-ins compile on first use: each must compile.
+func TestBuiltinsCompile(t *testing.T) {
+	for i, p := range builtinPatterns() {
+		if c := p.re(); c.re == nil {
+			t.Errorf("built-in %d (%s) did not compile", i, builtins[i].expr)
+		}
+	}
+}

@@ -52,8 +52,7 @@ func BenchmarkFloodInProcess(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.ReadMemStats(&before)
 				cpu0 := bareacp.SelfCPU()
-				root := newRoot(app.IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
-				root.SetArgs([]string{"run", "--no-audit", "--approve", "all", "-C", dir,
+				root := newRoot(app.IO{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}, []string{"run", "--no-audit", "--approve", "all", "-C", dir,
 					"--agent-cmd", strings.Join(agent, " "), "-o", mode, "go"})
 				if err := root.Execute(); err != nil {
 					b.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -26,16 +27,34 @@ func main() {
 }
 
 func run() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// A closed stdout is an EPIPE the command handles (app's closedOut),
-	// not a SIGPIPE that kills tai mid-turn. Notified, not ignored: an
-	// ignored signal would stay ignored in the agents tai starts.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	ctx, notified := notifySignals()
 	std := app.System()
-	root := newRoot(std)
-	root.SetArgs(capSpeakArgs(os.Args[1:]))
+	root := newRoot(std, capSpeakArgs(os.Args[1:]))
+	// No command runs before its signal handlers are in place.
+	root.PersistentPreRun = func(*cobra.Command, []string) { <-notified }
 	return app.Report(std.Err, execute(ctx, root))
+}
+
+// notifySignals returns the context an interrupt or a SIGTERM cancels,
+// and a channel closed once their handlers are in place. Notifying a
+// signal is a round trip to the runtime's thread of signal masks, a thread
+// wake-up or two each: they are made while the command line is built and
+// parsed, and never undone (tai exits when run returns).
+func notifySignals() (context.Context, <-chan struct{}) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	notified := make(chan struct{})
+	go func() {
+		sig, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		// A closed stdout is an EPIPE the command handles (app's
+		// closedOut), not a SIGPIPE that kills tai mid-turn. Notified, not
+		// ignored: an ignored signal would stay ignored in the agents tai
+		// starts.
+		signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+		close(notified)
+		<-sig.Done()
+		cancel(context.Cause(sig))
+	}()
+	return ctx, notified
 }
 
 // execute runs the command line. What cobra itself refused before any
@@ -92,11 +111,74 @@ func capSpeakArgs(args []string) []string {
 	return append([]string{"run", "--input-format", format, "--output", format}, rest...)
 }
 
-// newRoot is the command tree, from app's per-command constructors.
-func newRoot(std app.IO) *cobra.Command {
+// commands are tai's commands, by name. A command line builds only the
+// one it runs: building every command's flags on each start cost ~55 page
+// faults and 4% of a one-turn tai run's CPU.
+var commands = []struct {
+	name string
+	new  func(app.IO, *app.Globals) *cobra.Command
+}{
+	{"run", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdRun(std, g, nil) }},
+	{"chat", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdChat(std, g, nil) }},
+	{"acp", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdACP(std, g, nil) }},
+	{"agents", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdAgents(std) }},
+	{"agent", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdAgent(std) }},
+	{"model", app.NewCmdModel},
+	{"audit", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdAudit(std, nil) }},
+	{"version", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdVersion(std) }},
+	{"hub", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdHub(std, g, nil) }},
+	{"worker", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdWorker(std, g, nil) }},
+	{"fleet", app.NewCmdFleet},
+	{"worktree", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdWorktree(std) }},
+	{"sessions", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdSessions(std, nil) }},
+	{"config", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdConfig(std) }},
+	{"doctor", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdDoctor(std) }},
+	{"top", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdTop(std) }},
+}
+
+// newRoot is the command tree that runs args, from app's per-command
+// constructors. The command args run is built whole; the others stay
+// placeholders by name, never shown. What is not one command (the root's
+// own help and flags, an unknown command and its suggestions, completing
+// a command's name) builds them all.
+func newRoot(std app.IO, args []string) *cobra.Command {
+	g := &app.Globals{}
+	root := newRootCmd(std, g)
+	placeholders := make([]*cobra.Command, len(commands))
+	for i, c := range commands {
+		placeholders[i] = &cobra.Command{Use: c.name}
+	}
+	root.AddCommand(placeholders...)
+	// cobra's own lookup, on the root's flags: the command it will run.
+	// help and __complete name that command after them.
+	find := args
+	if len(find) > 0 && (find[0] == "help" || find[0] == cobra.ShellCompRequestCmd || find[0] == cobra.ShellCompNoDescRequestCmd) {
+		find = find[1:]
+	}
+	target, _, err := root.Find(find)
+	all := err != nil || !slices.Contains(placeholders, target)
+	for i, p := range placeholders {
+		if all || p == target {
+			root.RemoveCommand(p)
+			root.AddCommand(commands[i].new(std, g))
+		}
+	}
+	// Nor is cobra's completion command (four commands with their help)
+	// built for a line that runs another command, nor the root's
+	// --version (it reads the binary's build info).
+	root.CompletionOptions.DisableDefaultCmd = !all
+	if all {
+		root.Version = app.ReadBuildInfo().String()
+	}
+	markRan(root)
+	root.SetArgs(args)
+	return root
+}
+
+// newRootCmd is the root command alone, with its flags.
+func newRootCmd(std app.IO, g *app.Globals) *cobra.Command {
 	var manifest bool
 	var speak string
-	g := &app.Globals{}
 	root := &cobra.Command{
 		Use:   "tai",
 		Short: "tai orchestrates AI coding agents (ACP, PTY, stream-json, A2A)",
@@ -104,7 +186,6 @@ func newRoot(std app.IO) *cobra.Command {
 			"through one policy engine, workspace-confined host services and exact exit codes.",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       app.ReadBuildInfo().String(),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if manifest {
 				return app.PrintManifest(std.Out)
@@ -126,11 +207,5 @@ func newRoot(std app.IO) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitcode.With(exitcode.Usage, err)
 	})
-	root.AddCommand(app.NewCmdRun(std, g, nil), app.NewCmdChat(std, g, nil), app.NewCmdACP(std, g, nil), app.NewCmdAgents(std),
-		app.NewCmdAgent(std), app.NewCmdModel(std, g), app.NewCmdAudit(std, nil), app.NewCmdVersion(std))
-	root.AddCommand(app.NewCmdHub(std, g, nil), app.NewCmdWorker(std, g, nil))
-	root.AddCommand(app.NewCmdFleet(std, g), app.NewCmdWorktree(std), app.NewCmdSessions(std, nil), app.NewCmdConfig(std),
-		app.NewCmdDoctor(std), app.NewCmdTop(std))
-	markRan(root)
 	return root
 }
