@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -106,4 +107,25 @@ func FuzzDecodeSpec(f *testing.F) {
 			t.Fatalf("%q decodes to %+v, which encodes to %q, which decodes to %+v (%v)", b, s, again, s2, err)
 		}
 	})
+}
+
+// A launcher's report reads the same by hand as by encoding/json.
+func TestParseReport(t *testing.T) {
+	for _, line := range []string{
+		`{"pid":123,"in_cgroup":true}` + "\n", `{"pid":123,"in_cgroup":false}` + "\n", `{"pid":123}` + "\n", `{"pid":7}`,
+		`{"error":"starting x: Permission denied"}` + "\n", `{"error":"a \"quoted\" \\ path"}`,
+		`{"pid":123,"in_cgroup":true,"later":1}`, `{"in_cgroup":true,"pid":9}`, `{"pid":-1}`, `{"pid":0}`, `{"pid":1e3}`,
+	} {
+		var want report
+		wantErr := json.Unmarshal([]byte(line), &want)
+		got, err := parseReport([]byte(line))
+		if (err != nil) != (wantErr != nil) || got != want {
+			t.Errorf("parseReport(%q) = %+v, %v; encoding/json: %+v, %v", line, got, err, want, wantErr)
+		}
+	}
+	for _, bad := range []string{"", "pid", `{"pid":12`, `{"pid":"12"}x`} {
+		if _, err := parseReport([]byte(bad)); err == nil {
+			t.Errorf("parseReport(%q): no error", bad)
+		}
+	}
 }
