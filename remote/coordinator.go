@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -89,6 +90,9 @@ type coordinator struct {
 	done    map[string]chan struct{}
 	results map[string]chan Lease // accepted results, to their task's goroutine
 	pushTo  string                // where the target goes after each merge (a clone's origin)
+	// recorded: the attempt of each task whose merge this run's audit log
+	// records already (read on resume).
+	recorded map[string]int
 }
 
 // cloneRepo is this host's clone of the run's repository (made once, then
@@ -185,6 +189,7 @@ func (c *coordinator) init(ctx context.Context) error {
 		for _, t := range c.plan.Tasks {
 			c.dropStaleLock(ctx, c.wt.Path(o.RunID, t.ID))
 		}
+		c.recorded = recordedMerges(o.Audit.Path())
 	}
 	for _, t := range c.plan.Tasks {
 		if err := c.bus.SetLease(ctx, AgentToken(c.spec(t.AgentSpec)), c.o.Lease); err != nil {
@@ -447,15 +452,18 @@ func (c *coordinator) emitAt(t time.Time, kind, task, detail string, data map[st
 	if kind == "budget" {
 		k = audit.KindBudget
 	}
+	// The audit log, then the progress line, then the event stream: the
+	// two local records come first and together, so a coordinator killed
+	// in the network round trip has shown what it recorded.
 	if err := c.o.Audit.Append(k, "", data); err != nil {
 		c.log.Error("audit", "err", err)
 	}
-	c.bus.Event(context.Background(), EventMsg{Time: t.UTC(), Run: c.o.RunID, Task: task, Kind: kind, Detail: detail})
 	c.evMu.Lock()
-	defer c.evMu.Unlock()
 	if c.o.Progress != nil {
 		c.o.Progress(fleet.Event{Time: t, Kind: fleet.EventKind(kind), Task: task, Detail: detail, State: c.snapshot()})
 	}
+	c.evMu.Unlock()
+	c.bus.Event(context.Background(), EventMsg{Time: t.UTC(), Run: c.o.RunID, Task: task, Kind: kind, Detail: detail})
 }
 
 func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
@@ -904,12 +912,16 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 			fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 			return
 		}
-		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
 		c.setTask(t.ID, func(x *fleet.TaskState) {
 			x.Status, x.Head, x.ExitCode, x.Diff, x.Worktree = fleet.StatusMerged, head, 0, &worktree.DiffStat{}, ""
 		})
-		c.emit("merged", t.ID, fmt.Sprintf("attempt %d -> %s at %.12s (no changes)", l.Attempt, c.rec.Target, head),
-			map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
+		// An accepted attempt already in the target may be one a killed
+		// coordinator merged, and recorded, before it marked the lease.
+		if c.recorded[t.ID] != l.Attempt {
+			c.emit("merged", t.ID, fmt.Sprintf("attempt %d -> %s at %.12s (no changes)", l.Attempt, c.rec.Target, head),
+				map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
+		}
+		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
 		return
 	}
 	c.dropStaleRefLock(branch)
@@ -971,7 +983,6 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 				c.emit("warning", t.ID, "pushing the target: "+err.Error(), nil)
 			}
 		}
-		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
 		var diff *worktree.DiffStat
 		if l.Base != "" {
 			if d, err := c.diffStat(ctx, l.Base+".."+l.Head); err == nil {
@@ -979,8 +990,12 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 			}
 		}
 		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Head, x.ExitCode, x.Diff = fleet.StatusMerged, head, 0, diff })
+		// Recorded before the lease says merged: a coordinator killed
+		// between the two leaves the lease accepted, and its successor
+		// finds the attempt in the target and the merge in the audit log.
 		c.emit("merged", t.ID, fmt.Sprintf("attempt %d -> %s at %.12s", l.Attempt, c.rec.Target, head),
 			map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
+		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
 		_ = h.Release(ctx)
 		if rec, err := c.wt.Lookup(c.o.RunID, t.ID); err == nil {
 			if err := c.wt.Remove(ctx, rec, worktree.RemoveOptions{Targets: []string{c.rec.Target}}); err == nil {
@@ -988,6 +1003,34 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 			}
 		}
 	}
+}
+
+// recordedMerges reads the merges an audit log records, task to attempt.
+// An unreadable log records none: a merge is then recorded again rather
+// than not at all.
+func recordedMerges(path string) map[string]int {
+	out := map[string]int{}
+	f, err := os.Open(path)
+	if err != nil {
+		return out
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), audit.MaxLineSize)
+	for sc.Scan() {
+		var e struct {
+			Kind string `json:"kind"`
+			Data struct {
+				Event   string `json:"event"`
+				Task    string `json:"task"`
+				Attempt int    `json:"attempt"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Kind == audit.KindFleet && e.Data.Event == "merged" && e.Data.Task != "" {
+			out[e.Data.Task] = e.Data.Attempt
+		}
+	}
+	return out
 }
 
 // dropStaleLock removes the index lock a coordinator killed in the merge
