@@ -5,6 +5,7 @@ package sandbox
 import (
 	"bufio"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -104,14 +105,29 @@ func sweepCgroups() {
 	}
 }
 
-// cgroup2Mount is where the cgroup v2 hierarchy is mounted, parsed once.
+// cgroup2Mount is where the cgroup v2 hierarchy is mounted, found once:
+// at its usual place by one statfs, elsewhere from mountinfo (which the
+// kernel renders whole, a mount table's worth of work on every start).
 var cgroup2Mount = sync.OnceValue(func() string {
+	// systemd's unified layout, then its hybrid one.
+	for _, usual := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
+		var st unix.Statfs_t
+		if unix.Statfs(usual, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			return usual
+		}
+	}
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return cgroup2FromMountinfo(f)
+})
+
+// cgroup2FromMountinfo is the mount point of the first cgroup2 file
+// system in a mountinfo table; "" when it has none.
+func cgroup2FromMountinfo(r io.Reader) string {
+	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		// "id parent maj:min root mountpoint opts ... - fstype source superopts"
 		l := sc.Text()
@@ -126,7 +142,7 @@ var cgroup2Mount = sync.OnceValue(func() string {
 		}
 	}
 	return ""
-})
+}
 
 // releaseCgroup kills what is left in a launcher's cgroup (only when the
 // launcher was killed before it could) and removes it.

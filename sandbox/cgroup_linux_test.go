@@ -1,0 +1,59 @@
+//go:build linux
+
+package sandbox
+
+import (
+	"bufio"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestCgroup2FromMountinfo(t *testing.T) {
+	for _, tc := range []struct {
+		name, table, want string
+	}{
+		{"none", "", ""},
+		{"usual", "22 1 0:20 / /sys rw - sysfs sysfs rw\n" +
+			"30 22 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n", "/sys/fs/cgroup"},
+		{"optional fields", "35 24 0:30 / /mnt/cg rw,relatime shared:9 master:2 - cgroup2 none rw\n", "/mnt/cg"},
+		{"v1 only", "31 22 0:27 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n", ""},
+		{"first of two", "40 1 0:40 / /a rw - cgroup2 x rw\n41 1 0:41 / /b rw - cgroup2 y rw\n", "/a"},
+		{"torn line", "40 1 0:40 / /a rw cgroup2\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := cgroup2FromMountinfo(strings.NewReader(tc.table)); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// The statfs shortcut finds the mount the mountinfo table lists.
+func TestCgroup2MountAgreesWithMountinfo(t *testing.T) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Skip(err)
+	}
+	defer f.Close()
+	var mounts []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if m := cgroup2FromMountinfo(strings.NewReader(sc.Text())); m != "" {
+			mounts = append(mounts, m)
+		}
+	}
+	got := cgroup2Mount()
+	if got == "" {
+		if len(mounts) > 0 {
+			t.Fatalf("found no cgroup2 mount; mountinfo lists %q", mounts)
+		}
+		return
+	}
+	for _, m := range mounts {
+		if m == got {
+			return
+		}
+	}
+	t.Fatalf("cgroup2 mount %q is not among mountinfo's %q", got, mounts)
+}
