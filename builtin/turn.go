@@ -301,8 +301,9 @@ func splitChunks(s string, n int) []string {
 	return append(out, string(runes[start:]))
 }
 
-// bigPattern fills big chunks; readable and free of JSON escapes.
-const bigPattern = "tai builtin big chunk 0123456789 abcdefghijklmnopqrstuvwxyz. "
+// BigPattern is what a big step repeats: readable and free of JSON
+// escapes, so that a reader of the text can count it.
+const BigPattern = "tai builtin big chunk 0123456789 abcdefghijklmnopqrstuvwxyz. "
 
 // streamBig writes one agent_message_chunk whose text is n bytes, straight
 // to stdout: the envelope is marshalled once around a marker and the text is
@@ -325,7 +326,7 @@ func (a *agent) streamBig(s *session, n int64, messageID string) error {
 	if !ok {
 		return errors.New("big: marker not found in envelope")
 	}
-	piece := []byte(strings.Repeat(bigPattern, (64<<10)/len(bigPattern)+1))
+	piece := []byte(strings.Repeat(BigPattern, (64<<10)/len(BigPattern)+1))
 	return a.out.writeRaw(func(w io.Writer) error {
 		if _, err := io.WriteString(w, prefix); err != nil {
 			return err
