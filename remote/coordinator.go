@@ -595,6 +595,9 @@ func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
 			return nil // a redelivered result, settled already
 		case !mine || l.State != LeaseClaimed || r.Lost:
 			why := fmt.Sprintf("attempt %d by %s is not the lease holder (lease: %s, attempt %d by %s)", r.Attempt, r.Worker, l.State, l.Attempt, l.Worker)
+			if mine && r.Lost {
+				why = fmt.Sprintf("attempt %d by %s reports it lost its lease", r.Attempt, r.Worker)
+			}
 			c.emit("refused", r.Task, "stale result: "+why, map[string]any{"attempt": r.Attempt, "worker": r.Worker, "lease_attempt": l.Attempt, "head": r.Head})
 			return nil
 		}

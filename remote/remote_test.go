@@ -284,6 +284,7 @@ func TestFenceOnAttempt(t *testing.T) {
 	}{
 		{"stale attempt", ResultMsg{Run: "r", Task: "x", Attempt: 1, Worker: "A", Outcome: done}, []string{"refused"}, LeaseClaimed},
 		{"right attempt, wrong worker", ResultMsg{Run: "r", Task: "x", Attempt: 2, Worker: "A", Outcome: done}, []string{"refused"}, LeaseClaimed},
+		{"holder that reports it lost the lease", ResultMsg{Run: "r", Task: "x", Attempt: 2, Worker: "B", Outcome: done, Lost: true}, []string{"refused"}, LeaseClaimed},
 		{"holder", ResultMsg{Run: "r", Task: "x", Attempt: 2, Worker: "B", Outcome: done}, []string{"accepted"}, LeaseFinal},
 		{"holder again (redelivered)", ResultMsg{Run: "r", Task: "x", Attempt: 2, Worker: "B", Outcome: done}, nil, LeaseFinal},
 		{"stale after settling", ResultMsg{Run: "r", Task: "x", Attempt: 1, Worker: "A", Outcome: done}, []string{"refused"}, LeaseFinal},

@@ -213,16 +213,31 @@ func (h *held) beatFor(ctx context.Context, d time.Duration) bool {
 	}
 	l := h.lease
 	l.Deadline = h.clock.Now().Add(d)
-	rev, err := h.bus.PutLease(ctx, h.run, h.task, l, h.rev)
-	if err != nil {
-		if isConflict(err) {
-			h.lost = true
-			h.onLost(ErrLeaseLost)
+	for range 3 {
+		rev, err := h.bus.PutLease(ctx, h.run, h.task, l, h.rev)
+		if err == nil {
+			h.rev, h.lease = rev, l
+			return true
 		}
-		return false
+		if !isConflict(err) {
+			return false
+		}
+		// The revision moved. A beat of this attempt's may have moved it:
+		// one whose reply never came (its context ended as the attempt
+		// did, a timeout on a busy server) still lands. The lease is lost
+		// only when it names another attempt or is no longer a claim.
+		cur, rev, err := h.bus.GetLease(ctx, h.run, h.task)
+		if err != nil {
+			return false
+		}
+		if cur.State != LeaseClaimed || cur.Attempt != h.lease.Attempt || cur.Worker != h.lease.Worker {
+			break
+		}
+		h.rev = rev
 	}
-	h.rev, h.lease = rev, l
-	return true
+	h.lost = true
+	h.onLost(ErrLeaseLost)
+	return false
 }
 
 // stillMine checks, without writing, that the lease is this attempt's.
