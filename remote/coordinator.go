@@ -89,6 +89,7 @@ type coordinator struct {
 	mergeMu sync.Mutex
 	done    map[string]chan struct{}
 	results map[string]chan Lease // accepted results, to their task's goroutine
+	handed  map[string]bool       // tasks whose result went on results (settle's goroutine only)
 	pushTo  string                // where the target goes after each merge (a clone's origin)
 	// recorded: the attempt of each task whose merge this run's audit log
 	// records already (read on resume).
@@ -592,7 +593,15 @@ func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
 		mine := l.Attempt == r.Attempt && l.Worker == r.Worker
 		switch {
 		case mine && (l.State == LeaseAccepted || l.State == LeaseMerged || l.State == LeaseFinal):
-			return nil // a redelivered result, settled already
+			// A redelivered result, settled already. Settled by this
+			// coordinator's write whose reply was lost (a timeout), it
+			// was never handed to its task, which still waits for it.
+			if l.State != LeaseMerged && !c.handed[r.Task] {
+				if st := c.task(r.Task).Status; st == fleet.StatusRunning || st == fleet.StatusWaiting {
+					c.hand(ch, r, l)
+				}
+			}
+			return nil
 		case !mine || l.State != LeaseClaimed || r.Lost:
 			why := fmt.Sprintf("attempt %d by %s is not the lease holder (lease: %s, attempt %d by %s)", r.Attempt, r.Worker, l.State, l.Attempt, l.Worker)
 			if mine && r.Lost {
@@ -614,13 +623,22 @@ func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
 			}
 			return err
 		}
-		c.emit("accepted", r.Task, fmt.Sprintf("attempt %d by %s: %s", r.Attempt, r.Worker, next.Status),
-			map[string]any{"attempt": r.Attempt, "worker": r.Worker, "head": r.Head, "audit_head": r.AuditHead, "audit_seq": r.AuditSeq, "usage": r.Outcome.Usage})
-		select {
-		case ch <- next:
-		default:
-		}
+		c.hand(ch, r, next)
 		return nil
+	}
+}
+
+// hand announces an accepted result and hands it to its task.
+func (c *coordinator) hand(ch chan Lease, r ResultMsg, l Lease) {
+	c.emit("accepted", r.Task, fmt.Sprintf("attempt %d by %s: %s", r.Attempt, r.Worker, l.Status),
+		map[string]any{"attempt": r.Attempt, "worker": r.Worker, "head": r.Head, "audit_head": r.AuditHead, "audit_seq": r.AuditSeq, "usage": r.Outcome.Usage})
+	if c.handed == nil {
+		c.handed = map[string]bool{}
+	}
+	c.handed[r.Task] = true
+	select {
+	case ch <- l:
+	default:
 	}
 }
 

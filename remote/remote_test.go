@@ -307,6 +307,51 @@ func TestFenceOnAttempt(t *testing.T) {
 	}
 }
 
+// An acceptance whose reply was lost (a timeout) still landed: the
+// result, redelivered, finds its lease settled, and is handed to the task
+// that waits for it, once; a task no longer waiting is not handed it.
+func TestSettleHandsOnAnAcceptanceWhoseReplyWasLost(t *testing.T) {
+	h := startHub(t)
+	b := openBus(t, h.url, "lostreply")
+	ctx := context.Background()
+	log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	var events []string
+	c := &coordinator{o: CoordinatorOptions{RunID: "r", Audit: log, Progress: func(ev fleet.Event) { events = append(events, string(ev.Kind)+" "+ev.Task) }},
+		bus: b, results: map[string]chan Lease{"x": make(chan Lease, 1), "y": make(chan Lease, 1)},
+		st: fleet.State{Tasks: map[string]*fleet.TaskState{"x": {ID: "x", Status: fleet.StatusRunning}, "y": {ID: "y", Status: fleet.StatusDone}}}}
+	c.clock, c.log = quartz.NewReal(), slog.New(slog.DiscardHandler)
+	for _, id := range []string{"x", "y"} {
+		if _, err := b.PutLease(ctx, "r", id, Lease{State: LeaseAccepted, Worker: "B", Attempt: 2, Status: fleet.StatusDone}, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		for _, id := range []string{"x", "y"} {
+			if err := c.settle(ctx, ResultMsg{Run: "r", Task: id, Attempt: 2, Worker: "B", Outcome: fleet.TaskOutcome{Status: fleet.StatusDone}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if fmt.Sprint(events) != "[accepted x]" {
+		t.Errorf("events %q, want x accepted once", events)
+	}
+	select {
+	case l := <-c.results["x"]:
+		if l.State != LeaseAccepted || l.Attempt != 2 {
+			t.Errorf("x was handed %+v", l)
+		}
+	default:
+		t.Error("x was not handed its result")
+	}
+	if n := len(c.results["y"]); n != 0 {
+		t.Errorf("y, done already, was handed %d results", n)
+	}
+}
+
 // A hub restarted on the same store keeps its streams, queued tasks and
 // leases.
 func TestHubRestartKeepsState(t *testing.T) {
