@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -55,6 +56,61 @@ struct tai_clone_args {
 	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid, set_tid_size, cgroup;
 };
 
+#define TAI_CLONE_VM 0x100ULL
+#define TAI_CLONE_VFORK 0x4000ULL
+
+// clone3_run starts fn(arg) in a child by clone3 with args a, whose stack
+// the child runs on, and returns the child's pid (or -errno); the child
+// never returns here: fn ends in exec or _exit. With CLONE_VM|CLONE_VFORK
+// the child shares the launcher's memory until it execs (the launcher
+// waits): no page table is copied, no page faults on copies, and exec
+// has no copy to tear down. Where there is no such start here, -ENOSYS.
+static long clone3_run(struct tai_clone_args *a, int (*fn)(void *), void *arg) {
+#if defined(__x86_64__)
+	long ret;
+	register void *f __asm__("r12") = (void *)fn;
+	register void *x __asm__("r13") = arg;
+	__asm__ volatile("syscall\n\t"
+			 "test %%rax, %%rax\n\t"
+			 "jnz 1f\n\t"
+			 "xor %%ebp, %%ebp\n\t"
+			 "mov %%r13, %%rdi\n\t"
+			 "call *%%r12\n\t"
+			 "mov %%eax, %%edi\n\t"
+			 "mov $60, %%eax\n\t" // exit
+			 "syscall\n\t"
+			 "hlt\n"
+			 "1:"
+			 : "=a"(ret)
+			 : "0"((long)SYS_clone3), "D"(a), "S"(sizeof *a), "r"(f), "r"(x)
+			 : "rcx", "r11", "memory");
+	return ret;
+#elif defined(__aarch64__)
+	register long x0 __asm__("x0") = (long)a;
+	register long x1 __asm__("x1") = (long)sizeof *a;
+	register long x8 __asm__("x8") = SYS_clone3;
+	register void *f __asm__("x19") = (void *)fn;
+	register void *x __asm__("x20") = arg;
+	__asm__ volatile("svc #0\n\t"
+			 "cbnz x0, 1f\n\t"
+			 "mov x29, xzr\n\t"
+			 "mov x0, x20\n\t"
+			 "blr x19\n\t"
+			 "mov x8, #93\n\t" // exit
+			 "svc #0\n"
+			 "1:"
+			 : "+r"(x0)
+			 : "r"(x1), "r"(x8), "r"(f), "r"(x)
+			 : "memory");
+	return x0;
+#else
+	(void)a;
+	(void)fn;
+	(void)arg;
+	return -ENOSYS;
+#endif
+}
+
 enum { FD_SPEC = 3, FD_CTL = 4, FD_REPORT = 5 };
 enum { SPEC_RULESET = 1, SPEC_CGDIR = 2, SPEC_CGKILL = 4, SPEC_ALL = 7 };
 enum { MAX_SPEC = 64 << 20, EXIT_LAUNCH = 125 };
@@ -62,6 +118,7 @@ static const char spec_magic[] = "tai-launch/1";
 
 static int sigfd = -1;
 static sigset_t oldmask;
+static int copy_start; // the agent started as a copy only (tests)
 
 // report writes one JSON line to tai. Only the error text needs escaping.
 static void report(const char *line) {
@@ -442,6 +499,51 @@ static void cloexec_all(void) {
 	closedir(d);
 }
 
+// child is what the agent's side of the start needs.
+struct child {
+	const struct spec *s;
+	int errfd; // the exec error goes here
+	pid_t launcher;
+};
+
+// agent is the child's side of the start: our signal mask undone, killed
+// if we die, then the agent's exec. It may run on the launcher's memory
+// (clone3_run): system calls only, no allocation, nothing written but
+// errno.
+__attribute__((noreturn)) static int agent(void *arg) {
+	const struct child *c = arg;
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (getppid() != c->launcher)
+		_exit(EXIT_LAUNCH);
+	execve(c->s->path, c->s->argv, c->s->envp);
+	int e = errno;
+	if (write(c->errfd, &e, sizeof e) < 0) {
+	}
+	_exit(127);
+}
+
+// spawn starts the agent with clone args a: on the launcher's memory
+// where it can (clone3_run on stack), else as a copy; -1 and errno when
+// it cannot.
+static pid_t spawn(const struct tai_clone_args *a, struct child *c, void *stack, size_t stack_size) {
+	if (stack) {
+		struct tai_clone_args v = *a;
+		v.flags |= TAI_CLONE_VM | TAI_CLONE_VFORK;
+		v.stack = (uint64_t)(uintptr_t)stack;
+		v.stack_size = stack_size;
+		long r = clone3_run(&v, agent, c);
+		if (r >= 0)
+			return (pid_t)r;
+		// Refused (no such start on this architecture, a seccomp
+		// filter): the copy's start says whether the args are the cause.
+	}
+	pid_t pid = (pid_t)syscall(SYS_clone3, a, sizeof *a);
+	if (pid == 0)
+		agent(c);
+	return pid;
+}
+
 __attribute__((noreturn)) static void launch(void) {
 	cloexec_all();
 	// tai set SIGUSR2 as our parent-death signal at fork. Signals to the
@@ -480,7 +582,7 @@ __attribute__((noreturn)) static void launch(void) {
 	int errp[2];
 	if (pipe2(errp, O_CLOEXEC) != 0)
 		fail("starting %s: %s", s.argv[0], strerror(errno));
-	pid_t self = getpid();
+	struct child c = {&s, errp[1], getpid()};
 	struct tai_clone_args a;
 	memset(&a, 0, sizeof a);
 	a.exit_signal = SIGCHLD;
@@ -488,7 +590,14 @@ __attribute__((noreturn)) static void launch(void) {
 		a.flags = TAI_CLONE_INTO_CGROUP;
 		a.cgroup = (uint64_t)s.cgdir;
 	}
-	pid_t pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
+	const size_t stack_size = 64 << 10;
+	void *stack = NULL;
+	if (!copy_start) {
+		stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (stack == MAP_FAILED)
+			stack = NULL;
+	}
+	pid_t pid = spawn(&a, &c, stack, stack_size);
 	int in_cgroup = pid >= 0 && s.cgdir >= 0;
 	if (pid < 0 && s.cgdir >= 0) {
 		// Starting into the cgroup refused (an older kernel, a seccomp
@@ -499,24 +608,17 @@ __attribute__((noreturn)) static void launch(void) {
 		s.cgdir = s.cgkill = -1;
 		a.flags = 0;
 		a.cgroup = 0;
-		pid = (pid_t)syscall(SYS_clone3, &a, sizeof a);
+		pid = spawn(&a, &c, stack, stack_size);
 	}
-	if (pid < 0)
+	if (pid < 0) {
 		pid = fork();
+		if (pid == 0)
+			agent(&c);
+	}
 	if (pid < 0)
 		fail("starting %s: %s", s.argv[0], strerror(errno));
-	if (pid == 0) {
-		// The agent: our signal mask undone, killed if we die.
-		sigprocmask(SIG_SETMASK, &oldmask, NULL);
-		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-		if (getppid() != self)
-			_exit(EXIT_LAUNCH);
-		execve(s.path, s.argv, s.envp);
-		int e = errno;
-		if (write(errp[1], &e, sizeof e) < 0) {
-		}
-		_exit(127);
-	}
+	if (stack)
+		munmap(stack, stack_size); // the child has exec'd or exited: not on it any more
 	close(errp[1]);
 	int e = 0;
 	ssize_t r;
@@ -571,11 +673,13 @@ __attribute__((noreturn)) static void launch(void) {
 
 // is_launch says whether this process is `tai __tai-launch`, and not told
 // to leave the job to the Go launcher (TAI_LAUNCHER=go, which only tai's
-// tests set: tai gives the launcher an environment of its own).
+// tests set: tai gives the launcher an environment of its own, as it does
+// TAI_LAUNCHER=copy, the start as a copy that is the fallback).
 static int is_launch(int argc, char **argv) {
 	if (argc != 2 || strcmp(argv[1], "__tai-launch") != 0)
 		return 0;
 	const char *impl = getenv("TAI_LAUNCHER");
+	copy_start = impl && strcmp(impl, "copy") == 0;
 	return !impl || strcmp(impl, "go") != 0;
 }
 

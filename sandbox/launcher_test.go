@@ -52,7 +52,7 @@ func playTai(script string) int {
 		return 1
 	}
 	sb.exe = os.Getenv("SANDBOX_TEST_LAUNCHER")
-	sb.goLauncher = os.Getenv("SANDBOX_TEST_GO_LAUNCHER") == "true"
+	sb.impl = os.Getenv("SANDBOX_TEST_LAUNCHER_IMPL")
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	p, err := sb.Wrap(cmd)
@@ -74,18 +74,19 @@ type world struct {
 }
 
 // launcher is one launcher under test: the native one (this test binary,
-// built with cgo), the Go one (the same binary told TAI_LAUNCHER=go), or
-// the native one built with sanitizers (TestNativeLauncherUnderSanitizers).
+// built with cgo), the same starting agents as copies of itself
+// (TAI_LAUNCHER=copy), the Go one (TAI_LAUNCHER=go), or the native one
+// built with sanitizers (TestNativeLauncherUnderSanitizers).
 type launcher struct {
-	exe        string
-	goLauncher bool
+	exe  string
+	impl string // TAI_LAUNCHER
 }
 
-func (l launcher) apply(sb *Sandbox) { sb.exe, sb.goLauncher = l.exe, l.goLauncher }
+func (l launcher) apply(sb *Sandbox) { sb.exe, sb.impl = l.exe, l.impl }
 
 // env is what a tai played by this test binary (playTai) is told of l.
 func (l launcher) env() []string {
-	return []string{"SANDBOX_TEST_LAUNCHER=" + l.exe, "SANDBOX_TEST_GO_LAUNCHER=" + strconv.FormatBool(l.goLauncher)}
+	return []string{"SANDBOX_TEST_LAUNCHER=" + l.exe, "SANDBOX_TEST_LAUNCHER_IMPL=" + l.impl}
 }
 
 // launchers runs f for each launcher this build has: the native one (with
@@ -93,8 +94,9 @@ func (l launcher) env() []string {
 func launchers(t *testing.T, f func(t *testing.T, l launcher)) {
 	if Native {
 		t.Run("native", func(t *testing.T) { f(t, launcher{exe: os.Args[0]}) })
+		t.Run("native-copy", func(t *testing.T) { f(t, launcher{exe: os.Args[0], impl: "copy"}) })
 	}
-	t.Run("go", func(t *testing.T) { f(t, launcher{exe: os.Args[0], goLauncher: true}) })
+	t.Run("go", func(t *testing.T) { f(t, launcher{exe: os.Args[0], impl: "go"}) })
 }
 
 func newWorld(t *testing.T, mode Mode, l launcher) *world {
@@ -478,8 +480,8 @@ func rawLaunch(t *testing.T, l launcher, spec []byte, nfds int) (report, int) {
 	defer ctlW.Close()
 	cmd := exec.Command(l.exe, Arg)
 	cmd.Env = []string{"GOMAXPROCS=1"}
-	if l.goLauncher {
-		cmd.Env = append(cmd.Env, "TAI_LAUNCHER=go")
+	if l.impl != "" {
+		cmd.Env = append(cmd.Env, "TAI_LAUNCHER="+l.impl)
 	}
 	cmd.ExtraFiles = []*os.File{child, ctlR, repW}
 	if err := cmd.Start(); err != nil {

@@ -101,9 +101,11 @@ type Sandbox struct {
 	rules  *rules // nil: no Landlock
 	status Status
 	cgroup atomic.Bool
-	// goLauncher makes the launcher the Go one even where the native one
-	// is built in: tests run both.
-	goLauncher bool
+	// impl, where tests set it, is TAI_LAUNCHER for the launcher: "go"
+	// for the Go one even where the native one is built in, "copy" for
+	// the native one starting agents as copies of itself (its fallback
+	// where the shared-memory start is refused). Tests run them all.
+	impl string
 }
 
 // testNoLandlock makes ABI report no Landlock (a kernel without it), for
@@ -415,8 +417,8 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	// all it needs, and its runtime then starts without reading the
 	// cgroup's CPU limit.
 	cmd.Env = []string{"GOMAXPROCS=1"}
-	if s.goLauncher {
-		cmd.Env = append(cmd.Env, "TAI_LAUNCHER=go")
+	if s.impl != "" {
+		cmd.Env = append(cmd.Env, "TAI_LAUNCHER="+s.impl)
 	}
 	return p, nil
 }
