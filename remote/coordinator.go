@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -1036,21 +1035,20 @@ func recordedMerges(path string) map[string]int {
 		return out
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), audit.MaxLineSize)
-	for sc.Scan() {
-		var e struct {
-			Kind string `json:"kind"`
-			Data struct {
-				Event   string `json:"event"`
-				Task    string `json:"task"`
-				Attempt int    `json:"attempt"`
-			} `json:"data"`
+	_ = audit.Read(f, func(_ int, e audit.Entry) error {
+		if e.Kind != audit.KindFleet {
+			return nil
 		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.Kind == audit.KindFleet && e.Data.Event == "merged" && e.Data.Task != "" {
-			out[e.Data.Task] = e.Data.Attempt
+		var d struct {
+			Event   string `json:"event"`
+			Task    string `json:"task"`
+			Attempt int    `json:"attempt"`
 		}
-	}
+		if json.Unmarshal(e.Data, &d) == nil && d.Event == "merged" && d.Task != "" {
+			out[d.Task] = d.Attempt
+		}
+		return nil
+	})
 	return out
 }
 

@@ -256,21 +256,36 @@ func TestDAGOnThreeWorkers(t *testing.T) {
 	}
 }
 
+// settleCoordinator is a coordinator of run "r" on b with just what
+// settle needs: an audit log, progress, a result channel for each of ids,
+// and the tasks' state.
+func settleCoordinator(t *testing.T, b *Bus, progress func(fleet.Event), ids []string, tasks map[string]*fleet.TaskState) *coordinator {
+	t.Helper()
+	log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { log.Close() })
+	results := map[string]chan Lease{}
+	for _, id := range ids {
+		results[id] = make(chan Lease, 1)
+	}
+	if tasks == nil {
+		tasks = map[string]*fleet.TaskState{}
+	}
+	c := &coordinator{o: CoordinatorOptions{RunID: "r", Audit: log, Progress: progress}, bus: b, results: results, st: fleet.State{Tasks: tasks}}
+	c.clock, c.log = quartz.NewReal(), slog.New(slog.DiscardHandler)
+	return c
+}
+
 // A result from an attempt that lost its lease is refused, whatever the
 // server did with its ack; the holder's result is accepted once.
 func TestFenceOnAttempt(t *testing.T) {
 	h := startHub(t)
 	b := openBus(t, h.url, "fence")
 	ctx := context.Background()
-	log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: "r"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
 	var events []string
-	c := &coordinator{o: CoordinatorOptions{RunID: "r", Audit: log, Progress: func(ev fleet.Event) { events = append(events, string(ev.Kind)) }},
-		bus: b, results: map[string]chan Lease{"x": make(chan Lease, 1)}, st: fleet.State{Tasks: map[string]*fleet.TaskState{}}}
-	c.clock, c.log = quartz.NewReal(), slog.New(slog.DiscardHandler)
+	c := settleCoordinator(t, b, func(ev fleet.Event) { events = append(events, string(ev.Kind)) }, []string{"x"}, nil)
 	// Worker A had attempt 1; its lease ran out and worker B took attempt 2.
 	if _, err := b.PutLease(ctx, "r", "x", Lease{State: LeaseClaimed, Worker: "B", Attempt: 2, Deadline: time.Now().Add(time.Hour)}, 0); err != nil {
 		t.Fatal(err)
@@ -314,16 +329,9 @@ func TestSettleHandsOnAnAcceptanceWhoseReplyWasLost(t *testing.T) {
 	h := startHub(t)
 	b := openBus(t, h.url, "lostreply")
 	ctx := context.Background()
-	log, err := audit.Open(filepath.Join(t.TempDir(), "audit.jsonl"), audit.Options{Run: "r"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer log.Close()
 	var events []string
-	c := &coordinator{o: CoordinatorOptions{RunID: "r", Audit: log, Progress: func(ev fleet.Event) { events = append(events, string(ev.Kind)+" "+ev.Task) }},
-		bus: b, results: map[string]chan Lease{"x": make(chan Lease, 1), "y": make(chan Lease, 1)},
-		st: fleet.State{Tasks: map[string]*fleet.TaskState{"x": {ID: "x", Status: fleet.StatusRunning}, "y": {ID: "y", Status: fleet.StatusDone}}}}
-	c.clock, c.log = quartz.NewReal(), slog.New(slog.DiscardHandler)
+	c := settleCoordinator(t, b, func(ev fleet.Event) { events = append(events, string(ev.Kind)+" "+ev.Task) }, []string{"x", "y"},
+		map[string]*fleet.TaskState{"x": {ID: "x", Status: fleet.StatusRunning}, "y": {ID: "y", Status: fleet.StatusDone}})
 	for _, id := range []string{"x", "y"} {
 		if _, err := b.PutLease(ctx, "r", id, Lease{State: LeaseAccepted, Worker: "B", Attempt: 2, Status: fleet.StatusDone}, 0); err != nil {
 			t.Fatal(err)
