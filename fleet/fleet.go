@@ -193,7 +193,7 @@ func (f *fleet) init(ctx context.Context) error {
 		}
 		return exitcode.With(exitcode.Usage, err)
 	}
-	f.wt = wt
+	f.wt, wt.Log = wt, f.log
 	if !o.Resume {
 		if err := f.start(ctx); err != nil {
 			return err

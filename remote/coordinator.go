@@ -230,7 +230,7 @@ func (c *coordinator) load(ctx context.Context) error {
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
-	c.wt = wt
+	c.wt, wt.Log = wt, c.log
 	return nil
 }
 
@@ -258,7 +258,7 @@ func (c *coordinator) create(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.rec, c.wt = rec, wt
+	c.rec, c.wt, wt.Log = rec, wt, c.log
 	data, _ := json.Marshal(c.rec)
 	if _, err := c.bus.Runs.Create(ctx, o.RunID, data); err != nil {
 		if errors.Is(err, jetstream.ErrKeyExists) {

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coder/quartz"
@@ -619,6 +620,9 @@ func truncate(s string, n int) string {
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "git", args...)
 	cmd.Dir = dir
+	// A git left running by a killed tai would race the next one's use of
+	// the clone; on SIGTERM git removes the lock files it holds.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=tai", "GIT_AUTHOR_EMAIL=tai@localhost", "GIT_COMMITTER_NAME=tai",
 		"GIT_COMMITTER_EMAIL=tai@localhost", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1")
 	var stderr bytes.Buffer

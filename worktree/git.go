@@ -123,6 +123,7 @@ func (m *Manager) gitIn(ctx context.Context, dir string, stdin []byte, args ...s
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = m.Repo
 	cmd.Env = gitEnv()
+	cmd.SysProcAttr = gitProcAttr()
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}

@@ -71,7 +71,8 @@ func (m *Manager) Conflicts(ctx context.Context, target, branch string) ([]strin
 }
 
 // targetLock queues merges into one target across processes: two fleets
-// on one target take turns.
+// on one target take turns. Taking it undoes what a holder killed while
+// it moved the target's ref left (beginTarget).
 func (m *Manager) targetLock(ctx context.Context, target string) (func(), error) {
 	name := strings.NewReplacer("/", "%2F", "%", "%25").Replace(target)
 	path := filepath.Join(m.CommonDir, "tai", "targets", name+".lock")
@@ -82,7 +83,12 @@ func (m *Manager) targetLock(ctx context.Context, target string) (func(), error)
 	if _, err := lk.TryLockContext(ctx, 10*time.Millisecond); err != nil {
 		return nil, fmt.Errorf("worktree: locking %s: %w", path, err)
 	}
-	return func() { _ = lk.Unlock() }, nil
+	end, err := m.beginTarget(path, target)
+	if err != nil {
+		_ = lk.Unlock()
+		return nil, err
+	}
+	return func() { end(); _ = lk.Unlock() }, nil
 }
 
 // Integrate brings the worktree's branch onto target without touching any
@@ -96,7 +102,10 @@ func (m *Manager) targetLock(ctx context.Context, target string) (func(), error)
 // checked out in any worktree (moving it would leave that checkout's files
 // stale). It returns the new target commit. A conflict is a
 // *ConflictError naming the files; a rebase that stops is aborted, so the
-// worktree is as it was.
+// worktree is as it was. The caller holds the worktree (its Handle): what
+// an Integrate killed half-way left in it is undone first (see
+// journal.go), and a rebase someone else started there is refused
+// (ErrForeignRebase).
 func (m *Manager) Integrate(ctx context.Context, rec Record, target string, check func(ctx context.Context, dir string) error) (string, error) {
 	if p, ok, err := m.CheckedOut(ctx, target); err != nil {
 		return "", err
@@ -104,7 +113,8 @@ func (m *Manager) Integrate(ctx context.Context, rec Record, target string, chec
 		return "", fmt.Errorf("worktree: target branch %s is checked out in %s; tai never moves a checked-out branch (use another target)", target, p)
 	}
 	// The worktree's .git is checked before anything else runs in it.
-	if _, err := m.worktreeGitDir(rec.Path); err != nil {
+	gd, err := m.worktreeGitDir(rec.Path)
+	if err != nil {
 		return "", err
 	}
 	unlock, err := m.targetLock(ctx, target)
@@ -112,6 +122,16 @@ func (m *Manager) Integrate(ctx context.Context, rec Record, target string, chec
 		return "", err
 	}
 	defer unlock()
+	if _, err := m.recoverWorktree(ctx, rec.Path, gd, rec.Branch); err != nil {
+		return "", err
+	}
+	if st := rebaseState(gd); st != "" {
+		return "", fmt.Errorf("worktree: %s: %w (git's %s; finish it, or run git -C %s rebase --abort)", rec.Path, ErrForeignRebase, st, rec.Path)
+	}
+	if err := beginWorktree(gd, target); err != nil {
+		return "", err
+	}
+	defer endWorktree(gd)
 	for attempt := 0; ; attempt++ {
 		head, err := m.integrateOnce(ctx, rec, target, check)
 		if errors.Is(err, errTargetMoved) && attempt < 5 {

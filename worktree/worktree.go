@@ -46,6 +46,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -103,6 +104,7 @@ type Manager struct {
 	CommonDir string // the git common directory
 	Root      string // where worktrees go: <Repo>/.tai/worktrees
 	Clock     quartz.Clock
+	Log       *slog.Logger // what tai undid after a kill; nil: nowhere
 
 	identity []string // -c user.name/-c user.email when the repo has none
 
@@ -113,6 +115,13 @@ type Manager struct {
 	noAddReason atomic.Bool // git's worktree add has no --reason (before 2.35)
 
 	repoMu sync.Mutex // with <git-dir>/tai/repo.lock: one change to the repo's worktree set at a time
+}
+
+func (m *Manager) logger() *slog.Logger {
+	if m.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return m.Log
 }
 
 // lockRepo serialises changes to the repository's shared state (worktree
@@ -309,7 +318,18 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 
 	switch {
 	case isReg && dirExists:
-		// Resuming: the worktree is there; keep it and its partial work.
+		// Resuming: the worktree is there; keep it and its partial work,
+		// but not a merge of a tai killed in it (which detached HEAD).
+		if gd, err := m.worktreeGitDir(path); err == nil {
+			if undone, err := m.recoverWorktree(ctx, path, gd, branch); err != nil {
+				return nil, err
+			} else if undone {
+				if regs, err = m.registered(ctx); err != nil {
+					return nil, err
+				}
+				reg = regs[path]
+			}
+		}
 		if reg.Branch != "refs/heads/"+branch {
 			return nil, fmt.Errorf("worktree: %s is registered on %s, not %s", path, reg.Branch, branch)
 		}

@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
+	"github.com/tai-dev/tai/e2e/internal/killgit"
 	"github.com/tai-dev/tai/sandbox"
 )
 
@@ -308,6 +309,63 @@ func TestKill9ThenResume(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, ".tai", "worktrees", "kill9", "slow")); err == nil {
 		t.Fatal("slow's worktree left behind")
+	}
+}
+
+// kill -9 while tai rebases a finished task onto the target: git's
+// rebase is left half-done in the task's worktree (HEAD detached), and
+// resume undoes it and merges, with every commit.
+func TestKill9InTheMergeThenResume(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
+	write(t, filepath.Join(pd, "plan.yaml"), "name: mk\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
+	// tai's first rebase kills tai from inside, git in the middle of it.
+	cmd := tai(repo, "fleet", "run", "--run-id", "mk", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	cmd.Env = killgit.Env(t, cmd.Env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the exec step's sleep
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		b, _ := os.ReadFile(out.Name())
+		t.Fatalf("tai was not killed in its rebase: %v\n%s", cmd.ProcessState, b)
+	}
+	left, _ := filepath.Glob(filepath.Join(repo, ".git", "worktrees", "*", "rebase-merge"))
+	if len(left) != 1 {
+		t.Fatalf("no rebase left half-done: %v", left)
+	}
+	tip := git(t, repo, "rev-parse", "tai/mk/a")
+
+	o, e, code := runTai(t, repo, "fleet", "resume", "mk", "--output", "json")
+	if code != 0 {
+		t.Fatalf("resume exit %d\n%s\n%s", code, o, e)
+	}
+	var s summary
+	if err := json.Unmarshal([]byte(o), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Counts["merged"] != 1 {
+		t.Fatalf("counts %v", s.Counts)
+	}
+	if files := git(t, repo, "ls-tree", "--name-only", s.Target); !strings.Contains(files, "a.txt") {
+		t.Fatalf("a.txt missing on the target:\n%s", files)
+	}
+	if !strings.Contains(git(t, repo, "log", "--format=%B", s.Target), "task a") {
+		t.Fatalf("a's commit (%s) is not on the target:\n%s", tip, git(t, repo, "log", "--oneline", s.Target))
+	}
+	if left, _ := filepath.Glob(filepath.Join(repo, ".git", "worktrees", "*", "rebase-merge")); len(left) != 0 {
+		t.Fatalf("rebase state left: %v", left)
+	}
+	if st := git(t, repo, "status", "--porcelain"); st != "" {
+		t.Fatalf("user's checkout changed: %s", st)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
+	"github.com/tai-dev/tai/e2e/internal/killgit"
 	"github.com/tai-dev/tai/sandbox"
 )
 
@@ -451,4 +452,53 @@ func appendNew(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
+}
+
+// The coordinator is killed in the middle of a merge (git's rebase left
+// half-done in its merge worktree); a resumed coordinator undoes it and
+// merges.
+func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
+	e := &env{t: t, state: t.TempDir()}
+	url := taiHub(e)
+	repo := t.TempDir()
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		git(t, repo, a...)
+	}
+	files := map[string]string{
+		"s.yaml":    "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - text: done\n",
+		"plan.yaml": "name: killmerge\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
+	}
+	for f, c := range files {
+		if err := os.WriteFile(filepath.Join(repo, f), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "init")
+	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", t.TempDir())
+	w.Stderr = &prefixWriter{t: t, p: "w"}
+	e.start(w)
+
+	coord := e.cmd(taiBin, "fleet", "run", "--nats", url, "--run-id", "k", "-C", repo, filepath.Join(repo, "plan.yaml"))
+	coord.Env = killgit.Env(t, coord.Env)
+	out, _ := coord.CombinedOutput()
+	_ = syscall.Kill(-coord.Process.Pid, syscall.SIGKILL) // the exec step's sleep
+	if ws, ok := coord.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("the coordinator was not killed in its rebase: %v\n%s", coord.ProcessState, out)
+	}
+	left, _ := filepath.Glob(filepath.Join(repo, ".git", "worktrees", "*", "rebase-merge"))
+	if len(left) != 1 {
+		t.Fatalf("no rebase left half-done: %v\n%s", left, out)
+	}
+
+	out, err := e.cmd(taiBin, "fleet", "resume", "k", "--nats", url).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tai fleet resume: %v\n%s", err, out)
+	}
+	if got := git(t, repo, "show", "tai-fleet/k:s.txt"); got != "s" {
+		t.Fatalf("s.txt on the target: %q\n%s", got, out)
+	}
+	if left, _ := filepath.Glob(filepath.Join(repo, ".git", "worktrees", "*", "rebase-merge")); len(left) != 0 {
+		t.Fatalf("rebase state left: %v", left)
+	}
 }

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package worktree
+
+import "syscall"
+
+// gitProcAttr: there is no parent-death signal outside Linux; the journal
+// (journal.go) still undoes what a killed tai's git left.
+func gitProcAttr() *syscall.SysProcAttr { return nil }

@@ -1,0 +1,222 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// killedRebase runs, in the worktree at dir, a rebase onto target whose
+// git is SIGKILLed after its first pick: the state a tai killed in the
+// middle of Integrate leaves (rebase-merge/, HEAD detached).
+func killedRebase(t *testing.T, dir, target string) {
+	t.Helper()
+	cmd := exec.Command("git", "rebase", "--no-autostash", target, "-x", "kill -9 $PPID")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("the rebase was not killed: %v\n%s", err, out)
+	}
+}
+
+// twoCommits makes task's worktree on integ with two commits of its own,
+// and moves integ on meanwhile.
+func twoCommits(t *testing.T, m *Manager, repo, task string) *Handle {
+	t.Helper()
+	ctx := context.Background()
+	h, err := m.Create(ctx, "r", task, "integ", "integ", Owner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{task + "1.txt", task + "2.txt"} {
+		write(t, filepath.Join(h.Path, f), f+"\n")
+		if _, _, err := m.Commit(ctx, h.Path, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commitOn(t, repo, "integ", task+"-outside.txt", "o\n")
+	return h
+}
+
+func gitDirOf(t *testing.T, m *Manager, dir string) string {
+	t.Helper()
+	gd, err := m.worktreeGitDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gd
+}
+
+// A tai killed in the middle of a merge leaves the worktree (and the
+// target's ref) as git left them; the next Integrate undoes that and
+// merges, losing no commit.
+func TestIntegrateUndoesAKilledMerge(t *testing.T) {
+	cases := []struct {
+		name string
+		kill func(t *testing.T, m *Manager, h *Handle, gd string)
+	}{
+		{"in the rebase", func(t *testing.T, m *Manager, h *Handle, gd string) {
+			killedRebase(t, h.Path, "integ")
+			write(t, filepath.Join(gd, "index.lock"), "")
+		}},
+		{"before the rebase detached HEAD", func(t *testing.T, m *Manager, h *Handle, gd string) {
+			// git writes rebase-merge/ before it checks the target out: a
+			// kill in between leaves HEAD on the branch, the state there.
+			killedRebase(t, h.Path, "integ")
+			sh(t, h.Path, "git", "symbolic-ref", "HEAD", "refs/heads/"+h.Branch)
+			sh(t, h.Path, "git", "reset", "-q", "--hard")
+		}},
+		{"after the rebase", func(t *testing.T, m *Manager, h *Handle, gd string) {
+			sh(t, h.Path, "git", "rebase", "-q", "--no-autostash", "integ")
+		}},
+		{"moving the target", func(t *testing.T, m *Manager, h *Handle, gd string) {
+			// The journal of the target's lock is what says the ref lock
+			// is a killed tai's; the lock itself is git's.
+			unlock, err := m.targetLock(context.Background(), "integ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			j := targetJournal(filepath.Join(m.CommonDir, "tai", "targets", "integ.lock"))
+			b, err := os.ReadFile(j)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = os.WriteFile(j, b, 0o644) }() // unlock removes it; the killed tai did not
+			unlock()
+			write(t, filepath.Join(m.CommonDir, "refs", "heads", "integ.lock"), "")
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			repo := newRepo(t)
+			m := open(t, repo)
+			if err := m.EnsureBranch(ctx, "integ", "HEAD"); err != nil {
+				t.Fatal(err)
+			}
+			h := twoCommits(t, m, repo, "a")
+			defer h.Release(ctx)
+			gd := gitDirOf(t, m, h.Path)
+			if err := beginWorktree(gd, "integ"); err != nil {
+				t.Fatal(err)
+			}
+			c.kill(t, m, h, gd)
+
+			head, err := m.Integrate(ctx, h.Record, "integ", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sh(t, repo, "git", "rev-parse", "integ"); got != head {
+				t.Fatalf("integ at %s, Integrate said %s", got, head)
+			}
+			files := sh(t, repo, "git", "ls-tree", "--name-only", "integ")
+			for _, f := range []string{"a1.txt", "a2.txt", "a-outside.txt", "README"} {
+				if !strings.Contains(files, f) {
+					t.Errorf("integ lacks %s:\n%s", f, files)
+				}
+			}
+			if n := sh(t, repo, "git", "rev-list", "--count", "integ"); n != "4" {
+				t.Errorf("integ has %s commits, want 4 (init, outside, a1, a2): a pick was lost or doubled", n)
+			}
+			if ref := sh(t, h.Path, "git", "symbolic-ref", "HEAD"); ref != "refs/heads/"+h.Branch {
+				t.Errorf("HEAD is %s, not the task's branch", ref)
+			}
+			if st := sh(t, h.Path, "git", "status", "--porcelain"); st != "" {
+				t.Errorf("the worktree is not clean:\n%s", st)
+			}
+			left, _ := filepath.Glob(filepath.Join(m.CommonDir, "tai", "targets", "*.journal"))
+			for _, p := range append(left, filepath.Join(gd, worktreeJournal), filepath.Join(gd, "rebase-merge"), filepath.Join(m.CommonDir, "refs", "heads", "integ.lock")) {
+				if _, err := os.Lstat(p); err == nil {
+					t.Errorf("%s is left", p)
+				}
+			}
+		})
+	}
+}
+
+// A rebase, or a ref lock, that no tai journal claims is someone else's:
+// tai refuses to merge over it and leaves it as it was.
+func TestIntegrateLeavesWhatIsNotItsOwn(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, repo)
+	if err := m.EnsureBranch(ctx, "integ", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	h := twoCommits(t, m, repo, "a")
+	defer h.Release(ctx)
+	gd := gitDirOf(t, m, h.Path)
+	before := sh(t, repo, "git", "rev-parse", "integ")
+
+	cmd := exec.Command("git", "rebase", "--no-autostash", "integ", "-x", "false")
+	cmd.Dir = h.Path
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("the rebase did not stop:\n%s", out)
+	}
+	if _, err := m.Integrate(ctx, h.Record, "integ", nil); !errors.Is(err, ErrForeignRebase) {
+		t.Fatalf("want ErrForeignRebase, got %v", err)
+	}
+	if rebaseState(gd) == "" {
+		t.Fatal("the foreign rebase was undone")
+	}
+	sh(t, h.Path, "git", "rebase", "--abort")
+
+	lock := filepath.Join(m.CommonDir, "refs", "heads", "integ.lock")
+	write(t, lock, "")
+	if _, err := m.Integrate(ctx, h.Record, "integ", nil); err == nil || !strings.Contains(err.Error(), "integ.lock") {
+		t.Fatalf("want git's error on the held ref lock, got %v", err)
+	}
+	if _, err := os.Lstat(lock); err != nil {
+		t.Fatalf("a ref lock no tai journal claims was removed: %v", err)
+	}
+	if now := sh(t, repo, "git", "rev-parse", "integ"); now != before {
+		t.Fatalf("integ moved from %s to %s", before, now)
+	}
+	if ref := sh(t, h.Path, "git", "symbolic-ref", "HEAD"); ref != "refs/heads/"+h.Branch {
+		t.Errorf("HEAD is %s after the refused merge", ref)
+	}
+}
+
+// Taking a worktree back (a resumed run) undoes a killed merge in it:
+// HEAD on the task's branch again, with every commit.
+func TestCreateTakesBackAWorktreeAKilledMergeLeft(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, repo)
+	if err := m.EnsureBranch(ctx, "integ", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	h := twoCommits(t, m, repo, "a")
+	tip := sh(t, h.Path, "git", "rev-parse", "HEAD")
+	gd := gitDirOf(t, m, h.Path)
+	if err := beginWorktree(gd, "integ"); err != nil {
+		t.Fatal(err)
+	}
+	killedRebase(t, h.Path, "integ")
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	h2, err := m.Create(ctx, "r", "a", "integ", "integ", Owner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Release(ctx)
+	if ref := sh(t, h2.Path, "git", "symbolic-ref", "HEAD"); ref != "refs/heads/"+h2.Branch {
+		t.Errorf("HEAD is %s, not the task's branch", ref)
+	}
+	if now := sh(t, h2.Path, "git", "rev-parse", "HEAD"); now != tip {
+		t.Errorf("the branch is at %s, was %s", now, tip)
+	}
+	if rebaseState(gd) != "" {
+		t.Error("the rebase is still there")
+	}
+	if st := sh(t, h2.Path, "git", "status", "--porcelain"); st != "" {
+		t.Errorf("the worktree is not clean:\n%s", st)
+	}
+}
