@@ -1086,10 +1086,18 @@ func (c *coordinator) finalLease(ctx context.Context, id string, fn func(*Lease)
 			return
 		}
 		fn(&l)
-		if _, err := c.bus.PutLease(ctx, c.o.RunID, id, l, rev); err == nil || !isConflict(err) {
+		_, err = c.bus.PutLease(ctx, c.o.RunID, id, l, rev)
+		if err == nil {
+			return
+		}
+		if !isConflict(err) {
+			// The task's outcome is in the run's state and audit log; a
+			// resumed coordinator goes by those (recordedMerges).
+			c.log.Error("lease", "task", id, "err", err)
 			return
 		}
 	}
+	c.log.Error("lease", "task", id, "err", "still changing after 10 tries")
 }
 
 func (c *coordinator) finish(ctx context.Context) *fleet.State {

@@ -150,14 +150,52 @@ func releaseCgroup(dir string) {
 	if !strings.Contains(filepath.Base(dir), "tai-") {
 		return
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+	if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
+		return
 	}
-	for range 500 {
-		if err := os.Remove(dir); err == nil || errors.Is(err, os.ErrNotExist) {
-			return
+	_ = os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0)
+	waitUnpopulated(dir)
+	_ = os.Remove(dir)
+}
+
+// waitUnpopulated returns once the kernel says the cgroup at dir holds no
+// process ("populated 0" in cgroup.events, whose change wakes a poll for
+// POLLPRI), rather than retrying the rmdir on a timer. Ten quiet polls of
+// 100 ms are the bound for a process stuck in the kernel: the rmdir then
+// fails, and sweepCgroups removes the cgroup later.
+func waitUnpopulated(dir string) {
+	f, err := os.Open(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	var buf [256]byte
+	_ = rc.Read(func(fd uintptr) bool {
+		for range 10 {
+			// A read marks the events seen: a change after it makes the
+			// poll return at once, so none is missed in between.
+			n, err := unix.Pread(int(fd), buf[:], 0)
+			if err != nil || populated(buf[:n]) <= 0 {
+				return true
+			}
+			_, _ = unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}, 100)
 		}
-		ts := unix.Timespec{Nsec: 2e6}
-		_ = unix.Nanosleep(&ts, nil)
+		return true
+	})
+}
+
+// populated is cgroup.events' populated value (-1 if it has none).
+func populated(events []byte) int {
+	for _, line := range strings.Split(string(events), "\n") {
+		if v, ok := strings.CutPrefix(line, "populated "); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return n
+			}
+		}
 	}
+	return -1
 }

@@ -4,8 +4,13 @@ package sandbox
 
 import (
 	"bufio"
+	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -56,4 +61,57 @@ func TestCgroup2MountAgreesWithMountinfo(t *testing.T) {
 		}
 	}
 	t.Fatalf("cgroup2 mount %q is not among mountinfo's %q", got, mounts)
+}
+
+// A launcher SIGKILLed before it killed its agent leaves the agent's tree
+// in the cgroup: releaseCgroup kills it and removes the cgroup, once the
+// kernel says it is empty.
+func TestReleaseCgroupKillsWhatIsLeft(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 600 & wait")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := false
+	defer func() {
+		if !waited {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}()
+	cg := newCgroup(cmd.Process.Pid)
+	if cg == nil {
+		t.Skip("no writable cgroup v2 here")
+	}
+	cg.closeFds()
+	if err := os.WriteFile(filepath.Join(cg.dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		_ = os.Remove(cg.dir)
+		t.Fatal(err)
+	}
+	releaseCgroup(cg.dir)
+	if _, err := os.Stat(cg.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the cgroup is still there: %v", err)
+	}
+	var ee *exec.ExitError
+	err := cmd.Wait()
+	waited = true
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the shell was not killed: %v", err)
+	}
+}
+
+func TestPopulated(t *testing.T) {
+	for _, tc := range []struct {
+		events string
+		want   int
+	}{
+		{"populated 1\nfrozen 0\n", 1},
+		{"populated 0\nfrozen 0\n", 0},
+		{"frozen 0\n", -1},
+		{"", -1},
+		{"populated x\n", -1},
+	} {
+		if got := populated([]byte(tc.events)); got != tc.want {
+			t.Errorf("populated(%q) = %d, want %d", tc.events, got, tc.want)
+		}
+	}
 }
