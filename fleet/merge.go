@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/agentproc"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -71,19 +74,7 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 		return
 	}
 	defer func() { _ = h.Release(ctx) }()
-	var check func(ctx context.Context, dir string) error
-	if f.plan.Check != "" {
-		check = func(ctx context.Context, dir string) error {
-			cmd := exec.CommandContext(ctx, "sh", "-c", f.plan.Check)
-			cmd.Dir = dir
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("%s: %w: %s", f.plan.Check, err, truncate(strings.TrimSpace(string(out)), 2000))
-			}
-			return nil
-		}
-	}
-	head, err := f.wt.Integrate(ctx, h.Record, st.Target, check)
+	head, err := f.wt.Integrate(ctx, h.Record, st.Target, f.plan.CheckFunc())
 	var ce *worktree.ConflictError
 	switch {
 	case errors.As(err, &ce):
@@ -122,5 +113,27 @@ func (f *fleet) cleanup(ctx context.Context, st State) {
 			continue
 		}
 		f.setTask(id, func(x *TaskState) { x.Worktree = "" })
+	}
+}
+
+// CheckFunc is the plan's check as Integrate runs it in a rebased
+// worktree (nil without one): `sh -c` in its own process group, the whole
+// group killed when ctx ends (a test runner's children would otherwise
+// hold the output pipe, and Wait with it), and none of it outliving tai.
+func (p *Plan) CheckFunc() func(ctx context.Context, dir string) error {
+	if p.Check == "" {
+		return nil
+	}
+	return func(ctx context.Context, dir string) error {
+		cmd := exec.CommandContext(ctx, "sh", "-c", p.Check)
+		cmd.Dir = dir
+		cmd.SysProcAttr = agentproc.Group()
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = time.Second
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s: %w: %s", p.Check, err, truncate(strings.TrimSpace(string(out)), 2000))
+		}
+		return nil
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -975,18 +974,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
 	}
-	var check func(ctx context.Context, dir string) error
-	if c.plan.Check != "" {
-		check = func(ctx context.Context, dir string) error {
-			cmd := exec.CommandContext(ctx, "sh", "-c", c.plan.Check)
-			cmd.Dir = dir
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return fmt.Errorf("%s: %w: %s", c.plan.Check, err, truncate(strings.TrimSpace(string(out)), 2000))
-			}
-			return nil
-		}
-	}
-	head, err := c.wt.Integrate(ctx, h.Record, c.rec.Target, check)
+	head, err := c.wt.Integrate(ctx, h.Record, c.rec.Target, c.plan.CheckFunc())
 	var ce *worktree.ConflictError
 	switch {
 	case errors.As(err, &ce):
