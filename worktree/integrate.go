@@ -128,10 +128,10 @@ func (m *Manager) Integrate(ctx context.Context, rec Record, target string, chec
 	if st := rebaseState(gd); st != "" {
 		return "", fmt.Errorf("worktree: %s: %w (git's %s; finish it, or run git -C %s rebase --abort)", rec.Path, ErrForeignRebase, st, rec.Path)
 	}
-	if err := beginWorktree(gd, target); err != nil {
+	if err := beginWorktree(gd, opIntegrate, target); err != nil {
 		return "", err
 	}
-	defer endWorktree(gd)
+	defer endWorktree(gd, opIntegrate)
 	for attempt := 0; ; attempt++ {
 		head, err := m.integrateOnce(ctx, rec, target, check)
 		if errors.Is(err, errTargetMoved) && attempt < 5 {

@@ -43,46 +43,73 @@ func rebaseState(gd string) string {
 // nor aborts it, since it may hold resolutions in progress.
 var ErrForeignRebase = errors.New("worktree is in the middle of a rebase tai did not start")
 
-// beginWorktree writes the journal of an integration of the worktree
-// with git dir gd into target.
-func beginWorktree(gd, target string) error {
-	if err := WriteFileAtomic(filepath.Join(gd, worktreeJournal), []byte(target+"\n"), 0o644); err != nil {
+// The operations a worktree journal names.
+const (
+	opIntegrate = "integrate" // a rebase onto a target: HEAD detached, rebase state
+	opCommit    = "commit"    // git add and commit: the index lock
+)
+
+// beginWorktree writes the journal of op (and its target, for an
+// integration) in the worktree with git dir gd.
+func beginWorktree(gd, op, target string) error {
+	if err := WriteFileAtomic(filepath.Join(gd, worktreeJournal), []byte(strings.TrimSpace(op+" "+target)+"\n"), 0o644); err != nil {
 		return fmt.Errorf("worktree: journal: %w", err)
 	}
 	return nil
 }
 
-// endWorktree removes the journal, unless the integration left a rebase
-// it could not abort: that one the next Create or Integrate undoes.
-func endWorktree(gd string) {
-	if rebaseState(gd) == "" {
+// endWorktree removes the journal of op, unless an integration left a
+// rebase it could not abort: that one the next Create or Integrate undoes.
+func endWorktree(gd, op string) {
+	if op == opCommit || rebaseState(gd) == "" {
 		_ = os.Remove(filepath.Join(gd, worktreeJournal))
 	}
 }
 
-// recoverWorktree undoes what a killed integration left in the worktree
-// at dir (git dir gd, on branch): the rebase is aborted, which puts the
-// branch back where it was and attaches HEAD to it (a rebase that
-// finished has moved the branch to the rebased commits, and an abort of
-// what is left moves it back: no commit is lost either way), and the
-// index and HEAD locks of the killed git go. The caller holds the
-// worktree's flock. It reports whether there was anything to undo.
+// recoverWorktree undoes what a killed tai's git left in the worktree at
+// dir (git dir gd, on branch), as its journal says: the index and HEAD
+// locks of the killed git go; after an integration, its rebase is also
+// aborted, which puts the branch back where it was and attaches HEAD to
+// it (a rebase that finished has moved the branch to the rebased commits,
+// and an abort of what is left moves it back: no commit is lost either
+// way). A commit's journal leaves HEAD and the files alone: they are the
+// agent's work. The caller holds the worktree's flock. It reports whether
+// there was anything to undo.
 func (m *Manager) recoverWorktree(ctx context.Context, dir, gd, branch string) (bool, error) {
-	if _, err := os.Lstat(filepath.Join(gd, worktreeJournal)); errors.Is(err, fs.ErrNotExist) {
+	j, err := os.ReadFile(filepath.Join(gd, worktreeJournal))
+	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
+	} else if err != nil {
+		return false, fmt.Errorf("worktree: journal: %w", err)
 	}
+	op, _, _ := strings.Cut(strings.TrimSpace(string(j)), " ")
 	for _, l := range []string{"index.lock", "HEAD.lock"} {
 		if err := os.Remove(filepath.Join(gd, l)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return true, fmt.Errorf("worktree: removing a killed tai's lock: %w", err)
 		}
 	}
+	if op != opCommit {
+		if err := m.undoRebase(ctx, dir, gd, branch); err != nil {
+			return true, err
+		}
+	}
+	if err := os.Remove(filepath.Join(gd, worktreeJournal)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return true, fmt.Errorf("worktree: journal: %w", err)
+	}
+	m.logger().Info("undid what a killed tai left", "worktree", dir, "branch", branch, "op", op)
+	return true, nil
+}
+
+// undoRebase aborts a killed integration's rebase and checks the branch
+// out again.
+func (m *Manager) undoRebase(ctx context.Context, dir, gd, branch string) error {
 	if rebaseState(gd) != "" {
 		if _, err := m.git(ctx, dir, "rebase", "--abort"); err != nil {
 			// State git cannot abort from (a kill while it was being
 			// written): drop it, and check the branch out again below.
 			m.logger().Warn("aborting a killed tai's rebase failed; dropping its state", "worktree", dir, "err", err)
 			if _, err := m.git(ctx, dir, "rebase", "--quit"); err != nil {
-				return true, fmt.Errorf("worktree: undoing a killed tai's rebase in %s: %w", dir, err)
+				return fmt.Errorf("worktree: undoing a killed tai's rebase in %s: %w", dir, err)
 			}
 		}
 	}
@@ -90,14 +117,10 @@ func (m *Manager) recoverWorktree(ctx context.Context, dir, gd, branch string) (
 		// Only tai's own rebase ran here since the branch was checked out:
 		// what the worktree holds beyond the branch is that rebase's.
 		if _, err := m.git(ctx, dir, "checkout", "-q", "--force", branch); err != nil {
-			return true, fmt.Errorf("worktree: checking %s out again after a killed tai's rebase: %w", branch, err)
+			return fmt.Errorf("worktree: checking %s out again after a killed tai's rebase: %w", branch, err)
 		}
 	}
-	if err := os.Remove(filepath.Join(gd, worktreeJournal)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return true, fmt.Errorf("worktree: journal: %w", err)
-	}
-	m.logger().Info("undid a killed tai's merge", "worktree", dir, "branch", branch)
-	return true, nil
+	return nil
 }
 
 // targetJournal is the journal of an integration into a target, beside

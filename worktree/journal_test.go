@@ -102,7 +102,7 @@ func TestIntegrateUndoesAKilledMerge(t *testing.T) {
 			h := twoCommits(t, m, repo, "a")
 			defer h.Release(ctx)
 			gd := gitDirOf(t, m, h.Path)
-			if err := beginWorktree(gd, "integ"); err != nil {
+			if err := beginWorktree(gd, opIntegrate, "integ"); err != nil {
 				t.Fatal(err)
 			}
 			c.kill(t, m, h, gd)
@@ -194,7 +194,7 @@ func TestCreateTakesBackAWorktreeAKilledMergeLeft(t *testing.T) {
 	h := twoCommits(t, m, repo, "a")
 	tip := sh(t, h.Path, "git", "rev-parse", "HEAD")
 	gd := gitDirOf(t, m, h.Path)
-	if err := beginWorktree(gd, "integ"); err != nil {
+	if err := beginWorktree(gd, opIntegrate, "integ"); err != nil {
 		t.Fatal(err)
 	}
 	killedRebase(t, h.Path, "integ")
@@ -219,4 +219,62 @@ func TestCreateTakesBackAWorktreeAKilledMergeLeft(t *testing.T) {
 	if st := sh(t, h2.Path, "git", "status", "--porcelain"); st != "" {
 		t.Errorf("the worktree is not clean:\n%s", st)
 	}
+}
+
+// A tai killed in its commit of the agent's work leaves git's index lock;
+// taking the worktree back removes it and keeps the work, uncommitted,
+// for the next commit. An index lock no journal claims stays.
+func TestCreateTakesBackAWorktreeAKilledCommitLeft(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, repo)
+	h, err := m.Create(ctx, "r", "a", "HEAD", "", Owner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gd := gitDirOf(t, m, h.Path)
+	write(t, filepath.Join(h.Path, "work.txt"), "work\n")
+	tip := sh(t, h.Path, "git", "rev-parse", "HEAD")
+	if err := beginWorktree(gd, opCommit, ""); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(gd, "index.lock"), "")
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	h, err = m.Create(ctx, "r", "a", "HEAD", "", Owner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release(ctx)
+	if _, err := os.Lstat(filepath.Join(gd, "index.lock")); err == nil {
+		t.Fatal("the killed commit's index lock is still there")
+	}
+	if now := sh(t, h.Path, "git", "rev-parse", "HEAD"); now != tip {
+		t.Fatalf("a commit's recovery moved HEAD from %s to %s", tip, now)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.Path, "work.txt")); err != nil || string(b) != "work\n" {
+		t.Fatalf("the agent's work: %q %v", b, err)
+	}
+	if _, made, err := m.Commit(ctx, h.Path, "work"); err != nil || !made {
+		t.Fatalf("commit after the recovery: made %v, %v", made, err)
+	}
+	if _, err := os.Lstat(filepath.Join(gd, worktreeJournal)); err == nil {
+		t.Fatal("Commit left its journal")
+	}
+
+	write(t, filepath.Join(gd, "index.lock"), "")
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := m.Create(ctx, "r", "a", "HEAD", "", Owner{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h2.Release(ctx)
+	if _, err := os.Lstat(filepath.Join(gd, "index.lock")); err != nil {
+		t.Fatal("an index lock no journal claims was removed")
+	}
+	_ = os.Remove(filepath.Join(gd, "index.lock"))
 }

@@ -715,8 +715,18 @@ func (m *Manager) EnsureBranch(ctx context.Context, branch, rev string) error {
 func zeroOID(sha string) string { return strings.Repeat("0", len(sha)) }
 
 // Commit stages everything in the worktree at dir and commits it. It
-// returns the new HEAD and whether a commit was made.
+// returns the new HEAD and whether a commit was made. The caller holds
+// the worktree: a Commit killed half-way (git add on a big tree takes a
+// while) leaves the index lock, which the next Create removes.
 func (m *Manager) Commit(ctx context.Context, dir, message string) (string, bool, error) {
+	gd, err := m.worktreeGitDir(dir)
+	if err != nil {
+		return "", false, err
+	}
+	if err := beginWorktree(gd, opCommit, ""); err != nil {
+		return "", false, err
+	}
+	defer endWorktree(gd, opCommit)
 	if _, err := m.git(ctx, dir, "add", "-A"); err != nil {
 		return "", false, fmt.Errorf("worktree: %w", err)
 	}

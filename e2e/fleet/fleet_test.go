@@ -312,60 +312,66 @@ func TestKill9ThenResume(t *testing.T) {
 	}
 }
 
-// kill -9 while tai rebases a finished task onto the target: git's
-// rebase is left half-done in the task's worktree (HEAD detached), and
-// resume undoes it and merges, with every commit.
-func TestKill9InTheMergeThenResume(t *testing.T) {
-	repo, pd := gitRepo(t), t.TempDir()
-	write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
-	write(t, filepath.Join(pd, "plan.yaml"), "name: mk\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
-	// tai's first rebase kills tai from inside, git in the middle of it.
-	cmd := tai(repo, "fleet", "run", "--run-id", "mk", "-C", repo, filepath.Join(pd, "plan.yaml"))
-	cmd.Env = killgit.Env(t, cmd.Env)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := os.Create(filepath.Join(t.TempDir(), "out"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer out.Close()
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the exec step's sleep
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-		b, _ := os.ReadFile(out.Name())
-		t.Fatalf("tai was not killed in its rebase: %v\n%s", cmd.ProcessState, b)
-	}
-	left, _ := filepath.Glob(filepath.Join(repo, ".git", "worktrees", "*", "rebase-merge"))
-	if len(left) != 1 {
-		t.Fatalf("no rebase left half-done: %v", left)
-	}
-	tip := git(t, repo, "rev-parse", "tai/mk/a")
+// kill -9 while tai's git works in a task's worktree: while it rebases
+// the finished task onto the target (git's rebase left half-done, HEAD
+// detached), or while it commits the task's work (git's index lock left).
+// Resume undoes what the killed git left and merges, with every commit.
+func TestKill9InGitThenResume(t *testing.T) {
+	for _, c := range []struct{ sub, left string }{
+		{killgit.Rebase, "rebase-merge"},
+		{killgit.Add, "index.lock"},
+	} {
+		t.Run(c.sub, func(t *testing.T) {
+			repo, pd := gitRepo(t), t.TempDir()
+			write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
+			write(t, filepath.Join(pd, "plan.yaml"), "name: mk\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
+			cmd := tai(repo, "fleet", "run", "--run-id", "mk", "-C", repo, filepath.Join(pd, "plan.yaml"))
+			cmd.Env = killgit.Env(t, cmd.Env, c.sub)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			cmd.Stdout, cmd.Stderr = out, out
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			_ = cmd.Wait()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the stand-in's sleep
+			if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+				b, _ := os.ReadFile(out.Name())
+				t.Fatalf("tai was not killed in git %s: %v\n%s", c.sub, cmd.ProcessState, b)
+			}
+			worktrees := filepath.Join(repo, ".git", "worktrees", "*", c.left)
+			if left, _ := filepath.Glob(worktrees); len(left) != 1 {
+				t.Fatalf("no %s left: %v", c.left, left)
+			}
 
-	o, e, code := runTai(t, repo, "fleet", "resume", "mk", "--output", "json")
-	if code != 0 {
-		t.Fatalf("resume exit %d\n%s\n%s", code, o, e)
-	}
-	var s summary
-	if err := json.Unmarshal([]byte(o), &s); err != nil {
-		t.Fatal(err)
-	}
-	if s.Counts["merged"] != 1 {
-		t.Fatalf("counts %v", s.Counts)
-	}
-	if files := git(t, repo, "ls-tree", "--name-only", s.Target); !strings.Contains(files, "a.txt") {
-		t.Fatalf("a.txt missing on the target:\n%s", files)
-	}
-	if !strings.Contains(git(t, repo, "log", "--format=%B", s.Target), "task a") {
-		t.Fatalf("a's commit (%s) is not on the target:\n%s", tip, git(t, repo, "log", "--oneline", s.Target))
-	}
-	if left, _ := filepath.Glob(filepath.Join(repo, ".git", "worktrees", "*", "rebase-merge")); len(left) != 0 {
-		t.Fatalf("rebase state left: %v", left)
-	}
-	if st := git(t, repo, "status", "--porcelain"); st != "" {
-		t.Fatalf("user's checkout changed: %s", st)
+			o, e, code := runTai(t, repo, "fleet", "resume", "mk", "--output", "json")
+			if code != 0 {
+				t.Fatalf("resume exit %d\n%s\n%s", code, o, e)
+			}
+			var s summary
+			if err := json.Unmarshal([]byte(o), &s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Counts["merged"] != 1 {
+				t.Fatalf("counts %v", s.Counts)
+			}
+			if files := git(t, repo, "ls-tree", "--name-only", s.Target); !strings.Contains(files, "a.txt") {
+				t.Fatalf("a.txt missing on the target:\n%s", files)
+			}
+			if log := git(t, repo, "log", "--format=%s", s.Target); strings.Count(log, "task a") != 1 {
+				t.Fatalf("a's commit is not on the target once:\n%s", log)
+			}
+			if left, _ := filepath.Glob(worktrees); len(left) != 0 {
+				t.Fatalf("%s left: %v", c.left, left)
+			}
+			if st := git(t, repo, "status", "--porcelain"); st != "" {
+				t.Fatalf("user's checkout changed: %s", st)
+			}
+		})
 	}
 }
 

@@ -480,7 +480,7 @@ func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
 	e.start(w)
 
 	coord := e.cmd(taiBin, "fleet", "run", "--nats", url, "--run-id", "k", "-C", repo, filepath.Join(repo, "plan.yaml"))
-	coord.Env = killgit.Env(t, coord.Env)
+	coord.Env = killgit.Env(t, coord.Env, killgit.Rebase)
 	out, _ := coord.CombinedOutput()
 	_ = syscall.Kill(-coord.Process.Pid, syscall.SIGKILL) // the exec step's sleep
 	if ws, ok := coord.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {

@@ -1,4 +1,4 @@
-// Package killgit kills tai in the middle of a git rebase, for the e2e
+// Package killgit kills tai in the middle of a git command, for the e2e
 // tests of what a killed tai leaves in a worktree.
 package killgit
 
@@ -10,37 +10,66 @@ import (
 	"testing"
 )
 
-// Dir makes a directory holding a git that stands in for the real one.
-// The first rebase run through it (by any process) gets an exec step that
-// SIGKILLs the process that ran git, that is tai, and then waits, so git
-// is in the middle of the rebase when tai dies (and gets tai's
-// parent-death signal, or the test's kill of the group). Every other
-// git command, and every later rebase, is the real git's. Put Dir first
-// in tai's PATH.
-func Dir(t testing.TB) string {
+// The git commands Dir can kill tai in.
+const (
+	// Rebase: the rebase gets an exec step that SIGKILLs tai and then
+	// waits, so git is in the middle of the rebase (HEAD detached,
+	// rebase-merge/) when tai dies, and then gets tai's parent-death
+	// signal, or the test's kill of the group.
+	Rebase = "rebase"
+	// Add: git add is killed holding the index lock. The stand-in makes
+	// the lock as git add does first, then SIGKILLs tai, and waits.
+	Add = "add"
+)
+
+// Dir makes a directory holding a git that stands in for the real one:
+// the first run of the git command sub (Rebase or Add, by any process)
+// kills the process that ran git, that is tai. Every other git command,
+// and every later one, is the real git's. Put Dir first in tai's PATH.
+func Dir(t testing.TB, sub string) string {
 	t.Helper()
 	real, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatal(err)
 	}
+	var kill string
+	switch sub {
+	case Rebase:
+		kill = fmt.Sprintf(`exec %s "$@" -x "kill -9 $PPID; exec sleep 600"`, real)
+	case Add:
+		kill = `: > "$gd/index.lock"; kill -9 $PPID; exec sleep 600`
+	default:
+		t.Fatalf("killgit: no way to kill tai in git %s", sub)
+	}
 	bin, mark := t.TempDir(), filepath.Join(t.TempDir(), "killed")
+	// The subcommand is the first argument that is not a global option
+	// (tai's git runs as git --no-pager --git-dir=D --work-tree=W -C D
+	// -c k=v ... SUB ...).
 	script := fmt.Sprintf(`#!/bin/sh
+gd=.git sub= skip=
 for a; do
-	if [ "$a" = rebase ] && [ ! -e %[1]s ]; then
-		: > %[1]s
-		exec %[2]s "$@" -x "kill -9 $PPID; exec sleep 600"
-	fi
+	if [ -n "$skip" ]; then skip=; continue; fi
+	case "$a" in
+	--git-dir=*) gd="${a#--git-dir=}" ;;
+	-C|-c) skip=1 ;;
+	-*) ;;
+	*) sub="$a"; break ;;
+	esac
 done
+if [ "$sub" = %[3]s ] && [ ! -e %[1]s ]; then
+	: > %[1]s
+	%[4]s
+fi
 exec %[2]s "$@"
-`, mark, real)
+`, mark, real, sub, kill)
 	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return bin
 }
 
-// Env is env with Dir(t) first in its PATH.
-func Env(t testing.TB, env []string) []string {
+// Env is env with Dir(t, sub) first in its PATH.
+func Env(t testing.TB, env []string, sub string) []string {
 	t.Helper()
-	return append(env, "PATH="+Dir(t)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return append(env, "PATH="+Dir(t, sub)+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
