@@ -331,7 +331,11 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 			}
 		}
 		if reg.Branch != "refs/heads/"+branch {
-			return nil, fmt.Errorf("worktree: %s is registered on %s, not %s", path, reg.Branch, branch)
+			// The agent moved HEAD (a branch of its own, a checkout of a
+			// commit) before tai was stopped.
+			if _, err := m.Reattach(ctx, path, branch); err != nil {
+				return nil, err
+			}
 		}
 	case isReg && !dirExists:
 		// Registered but the directory is gone: prune the registration.

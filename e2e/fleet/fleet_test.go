@@ -375,6 +375,52 @@ func TestKill9InGitThenResume(t *testing.T) {
 	}
 }
 
+// An agent (here outside the sandbox, which would keep it off the
+// repository's refs) that moves its worktree's HEAD: onto a branch of its
+// own with a commit there, or to a detached HEAD. Its work is brought
+// back onto the task's branch and merged; HEAD moved to a line without the
+// task's commits fails the task, and both lines are kept.
+func TestAgentThatMovesHEAD(t *testing.T) {
+	for _, c := range []struct {
+		name, sh string
+		merged   bool
+		files    []string
+	}{
+		{"own branch", "git checkout -q -b mine && echo c > c.txt && git add c.txt && git -c user.name=a -c user.email=a@b commit -qm c", true, []string{"a.txt", "c.txt"}},
+		{"detached", "git checkout -q --detach", true, []string{"a.txt"}},
+		{"unrelated line", "git checkout -q --orphan other && git rm -rfq . && echo x > x && git add x && git -c user.name=a -c user.email=a@b commit -qm other", false, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			repo, pd := gitRepo(t), t.TempDir()
+			write(t, filepath.Join(pd, "a.yaml"), fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, %q]}\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n", c.sh))
+			write(t, filepath.Join(pd, "plan.yaml"), "name: mv\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
+			o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "mv", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+			var s summary
+			if err := json.Unmarshal([]byte(o), &s); err != nil {
+				t.Fatalf("%v\n%s\n%s", err, o, e)
+			}
+			if !c.merged {
+				if code != 1 || s.Counts["failed"] != 1 || !strings.Contains(e, "does not have tai/mv/a's commits") {
+					t.Fatalf("exit %d, counts %v\n%s", code, s.Counts, e)
+				}
+				// Both lines are kept: the agent's branch and the task's.
+				git(t, repo, "rev-parse", "--verify", "other")
+				git(t, repo, "rev-parse", "--verify", "tai/mv/a")
+				return
+			}
+			if code != 0 || s.Counts["merged"] != 1 {
+				t.Fatalf("exit %d, counts %v\n%s", code, s.Counts, e)
+			}
+			files := git(t, repo, "ls-tree", "--name-only", s.Target)
+			for _, f := range c.files {
+				if !strings.Contains(files, f) {
+					t.Errorf("%s missing on the target:\n%s", f, files)
+				}
+			}
+		})
+	}
+}
+
 // A conflict: exit 7, files named; the conflicting branch is kept, gc
 // refuses to delete it, and allows it once squash-merged.
 func TestConflictExit7AndGC(t *testing.T) {
