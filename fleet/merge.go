@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/agentproc"
+	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -117,22 +117,44 @@ func (f *fleet) cleanup(ctx context.Context, st State) {
 }
 
 // CheckFunc is the plan's check as Integrate runs it in a rebased
-// worktree (nil without one): `sh -c` in its own process group, the whole
-// group killed when ctx ends (a test runner's children would otherwise
-// hold the output pipe, and Wait with it), and none of it outliving tai.
+// worktree (nil without one): `sh -c` through tai's launcher, unconfined
+// (the check is the plan author's command), so that its cgroup takes the
+// whole tree, background children and all, when ctx ends or when tai dies,
+// even by kill -9. The error carries the end of its output.
 func (p *Plan) CheckFunc() func(ctx context.Context, dir string) error {
 	if p.Check == "" {
 		return nil
 	}
 	return func(ctx context.Context, dir string) error {
-		cmd := exec.CommandContext(ctx, "sh", "-c", p.Check)
-		cmd.Dir = dir
-		cmd.SysProcAttr = agentproc.Group()
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		cmd.WaitDelay = time.Second
-		out, err := cmd.CombinedOutput()
+		sb, err := sandbox.New(sandbox.Config{Mode: sandbox.ModeOff})
 		if err != nil {
-			return fmt.Errorf("%s: %w: %s", p.Check, err, truncate(strings.TrimSpace(string(out)), 2000))
+			return fmt.Errorf("%s: %w", p.Check, err)
+		}
+		defer func() { _ = sb.Close() }()
+		out := &agentproc.Tail{Max: 2000}
+		cmd := exec.Command("sh", "-c", p.Check)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out
+		cmd.SysProcAttr = agentproc.Group()
+		// Output a child outside the tree still holds (none can leave
+		// the cgroup) does not hold Wait for more than this.
+		cmd.WaitDelay = time.Second
+		launch, err := sb.Wrap(cmd)
+		if err == nil {
+			err = launch.Started(cmd.Start())
+		}
+		if err != nil {
+			if cmd.Process != nil {
+				_ = cmd.Wait()
+				launch.Release()
+			}
+			return fmt.Errorf("%s: %w", p.Check, err)
+		}
+		stop := context.AfterFunc(ctx, launch.Kill)
+		err = cmd.Wait()
+		stop()
+		launch.Release()
+		if err != nil {
+			return fmt.Errorf("%s: %w: %s", p.Check, err, strings.ToValidUTF8(strings.TrimSpace(out.String()), ""))
 		}
 		return nil
 	}

@@ -67,14 +67,22 @@ func TestCgroup2MountAgreesWithMountinfo(t *testing.T) {
 // in the cgroup: releaseCgroup kills it and removes the cgroup, once the
 // kernel says it is empty.
 func TestReleaseCgroupKillsWhatIsLeft(t *testing.T) {
-	cmd := exec.Command("sh", "-c", "sleep 600 & wait")
+	// The shell forks its child only once it is in the cgroup (it waits
+	// for a line first): a child forked before the move would stay
+	// outside, where no cgroup.kill reaches.
+	cmd := exec.Command("sh", "-c", "read go; sleep 600 & wait")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	start, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	waited := false
 	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		if !waited {
-			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
 		}
 	}()
@@ -87,12 +95,17 @@ func TestReleaseCgroupKillsWhatIsLeft(t *testing.T) {
 		_ = os.Remove(cg.dir)
 		t.Fatal(err)
 	}
+	if _, err := start.Write([]byte("go\n")); err != nil {
+		t.Fatal(err)
+	}
+	// The child is in the cgroup when the shell waits for it; the kill
+	// takes both either way, and the cgroup's emptiness is the check.
 	releaseCgroup(cg.dir)
 	if _, err := os.Stat(cg.dir); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the cgroup is still there: %v", err)
 	}
 	var ee *exec.ExitError
-	err := cmd.Wait()
+	err = cmd.Wait()
 	waited = true
 	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("the shell was not killed: %v", err)

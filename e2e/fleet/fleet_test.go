@@ -14,9 +14,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/e2e/internal/killgit"
@@ -418,6 +421,47 @@ func TestAgentThatMovesHEAD(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// tai killed -9 while the plan's check runs: the check's whole tree goes
+// with it, a background child too (the check runs through tai's
+// launcher, whose cgroup takes the tree).
+func TestKill9TakesTheCheck(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	fifo := filepath.Join(t.TempDir(), "pid")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
+	write(t, filepath.Join(pd, "plan.yaml"), fmt.Sprintf("name: ck\npolicy: {approve: all}\ncheck: \"sleep 600 & echo $! > %s; wait\"\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n", fifo))
+	cmd := tai(repo, "fleet", "run", "--run-id", "ck", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
+	b, err := os.ReadFile(fifo) // blocks until the check has started its child
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		t.Fatalf("the check's child %d: %v", pid, err)
+	}
+	defer unix.Close(pidfd)
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL) // tai alone, not its group
+	_ = cmd.Wait()
+	// The pidfd is readable once the child has exited; the minute is a
+	// guard against a hang only, not a timing.
+	n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, 60_000)
+	if err != nil || n != 1 {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the check's child %d outlived tai (poll %d, %v)", pid, n, err)
 	}
 }
 
