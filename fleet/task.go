@@ -219,18 +219,13 @@ func (r *taskRun) keep(ctx context.Context) *taskEnd {
 		return nil
 	}
 	ctx = context.WithoutCancel(ctx)
-	// The work is kept on the task's branch, wherever the agent left HEAD.
-	branch := f.st.task(id).Branch
-	if branch == "" {
-		if rec, err := f.wt.Lookup(f.o.RunID, strings.TrimPrefix(t.Worktree, "shared:")); err == nil {
-			branch = rec.Branch
-		}
-	}
-	if branch != "" {
-		if was, err := f.wt.Reattach(ctx, r.cwd, branch); err != nil {
+	// The work is kept on the task's branch (a shared task holds the other
+	// task's worktree, and its branch), wherever the agent left HEAD.
+	if r.h != nil {
+		if was, err := f.wt.Reattach(ctx, r.cwd, r.h.Branch); err != nil {
 			return &taskEnd{StatusFailed, exitcode.AgentError, err.Error()}
 		} else if was != "" {
-			f.emit(EventWarning, id, fmt.Sprintf("the agent left its worktree on %s; its commits are on %s now", was, branch), map[string]any{"was": was, "branch": branch})
+			f.emit(EventWarning, id, fmt.Sprintf("the agent left its worktree on %s; its commits are on %s now", was, r.h.Branch), map[string]any{"was": was, "branch": r.h.Branch})
 		}
 	}
 	head, _, err := f.wt.Commit(ctx, r.cwd, fmt.Sprintf("tai fleet %s: task %s\n\n%s", f.o.RunID, id, truncate(r.last.Message, 2000)))

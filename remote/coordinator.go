@@ -185,9 +185,6 @@ func (c *coordinator) init(ctx context.Context) error {
 	}
 	c.st = c.initialState(ctx)
 	if o.Resume {
-		for _, t := range c.plan.Tasks {
-			c.dropStaleLock(ctx, c.wt.Path(o.RunID, t.ID))
-		}
 		c.recorded = recordedMerges(o.Audit.Path())
 	}
 	for _, t := range c.plan.Tasks {
@@ -967,10 +964,9 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		return
 	}
 	defer func() { _ = h.Release(ctx) }()
-	// A worktree kept from before a restart may be behind the branch, and
-	// hold the index lock of a coordinator killed in it.
-	c.dropStaleLock(ctx, h.Path)
-	if _, err := git(ctx, h.Path, "reset", "-q", "--hard", l.Head); err != nil {
+	// A worktree kept from before a restart may be behind the branch (what
+	// a coordinator killed in it left, Create has undone).
+	if err := c.wt.ResetHard(ctx, h.Path, l.Head); err != nil {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
 	}
@@ -1038,20 +1034,6 @@ func recordedMerges(path string) map[string]int {
 		return nil
 	})
 	return out
-}
-
-// dropStaleLock removes the index lock a coordinator killed in the merge
-// worktree dir left: this process holds the run's lock, and the merge
-// worktrees are the run's, so no other git works there.
-func (c *coordinator) dropStaleLock(ctx context.Context, dir string) {
-	// Only a worktree's own git dir (its .git is a file naming it), never
-	// the repository's: a half-made one would resolve to that.
-	if fi, err := os.Lstat(filepath.Join(dir, ".git")); err != nil || !fi.Mode().IsRegular() {
-		return
-	}
-	if gd, err := git(ctx, dir, "rev-parse", "--absolute-git-dir"); err == nil && strings.Contains(filepath.ToSlash(gd), "/worktrees/") {
-		_ = os.Remove(filepath.Join(strings.TrimSpace(gd), "index.lock"))
-	}
 }
 
 // dropStaleRefLock removes the ref lock a coordinator killed while

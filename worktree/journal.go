@@ -47,6 +47,7 @@ var ErrForeignRebase = errors.New("worktree is in the middle of a rebase tai did
 const (
 	opIntegrate = "integrate" // a rebase onto a target: HEAD detached, rebase state
 	opCommit    = "commit"    // git add and commit: the index lock
+	opReset     = "reset"     // git reset --hard: the index lock
 )
 
 // beginWorktree writes the journal of op (and its target, for an
@@ -61,7 +62,7 @@ func beginWorktree(gd, op, target string) error {
 // endWorktree removes the journal of op, unless an integration left a
 // rebase it could not abort: that one the next Create or Integrate undoes.
 func endWorktree(gd, op string) {
-	if op == opCommit || rebaseState(gd) == "" {
+	if op != opIntegrate || rebaseState(gd) == "" {
 		_ = os.Remove(filepath.Join(gd, worktreeJournal))
 	}
 }
@@ -72,8 +73,8 @@ func endWorktree(gd, op string) {
 // aborted, which puts the branch back where it was and attaches HEAD to
 // it (a rebase that finished has moved the branch to the rebased commits,
 // and an abort of what is left moves it back: no commit is lost either
-// way). A commit's journal leaves HEAD and the files alone: they are the
-// agent's work. The caller holds the worktree's flock. It reports whether
+// way). Any other journal (a commit, a reset) leaves HEAD and the files
+// alone: they are the agent's work, or what the caller sets again. The caller holds the worktree's flock. It reports whether
 // there was anything to undo.
 func (m *Manager) recoverWorktree(ctx context.Context, dir, gd, branch string) (bool, error) {
 	j, err := os.ReadFile(filepath.Join(gd, worktreeJournal))
@@ -88,7 +89,7 @@ func (m *Manager) recoverWorktree(ctx context.Context, dir, gd, branch string) (
 			return true, fmt.Errorf("worktree: removing a killed tai's lock: %w", err)
 		}
 	}
-	if op != opCommit {
+	if op == opIntegrate {
 		if err := m.undoRebase(ctx, dir, gd, branch); err != nil {
 			return true, err
 		}

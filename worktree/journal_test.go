@@ -24,23 +24,28 @@ func killedRebase(t *testing.T, dir, target string) {
 	}
 }
 
-// twoCommits makes task's worktree on integ with two commits of its own,
-// and moves integ on meanwhile.
-func twoCommits(t *testing.T, m *Manager, repo, task string) *Handle {
+// integWorktree makes a repository with a branch integ, and task a's
+// worktree on it with two commits of its own; integ moves on meanwhile.
+func integWorktree(t *testing.T) (string, *Manager, *Handle) {
 	t.Helper()
 	ctx := context.Background()
-	h, err := m.Create(ctx, "r", task, "integ", "integ", Owner{})
+	repo := newRepo(t)
+	m := open(t, repo)
+	if err := m.EnsureBranch(ctx, "integ", "HEAD"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := m.Create(ctx, "r", "a", "integ", "integ", Owner{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{task + "1.txt", task + "2.txt"} {
+	for _, f := range []string{"a1.txt", "a2.txt"} {
 		write(t, filepath.Join(h.Path, f), f+"\n")
 		if _, _, err := m.Commit(ctx, h.Path, f); err != nil {
 			t.Fatal(err)
 		}
 	}
-	commitOn(t, repo, "integ", task+"-outside.txt", "o\n")
-	return h
+	commitOn(t, repo, "integ", "a-outside.txt", "o\n")
+	return repo, m, h
 }
 
 func gitDirOf(t *testing.T, m *Manager, dir string) string {
@@ -94,12 +99,7 @@ func TestIntegrateUndoesAKilledMerge(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			repo := newRepo(t)
-			m := open(t, repo)
-			if err := m.EnsureBranch(ctx, "integ", "HEAD"); err != nil {
-				t.Fatal(err)
-			}
-			h := twoCommits(t, m, repo, "a")
+			repo, m, h := integWorktree(t)
 			defer h.Release(ctx)
 			gd := gitDirOf(t, m, h.Path)
 			if err := beginWorktree(gd, opIntegrate, "integ"); err != nil {
@@ -143,12 +143,7 @@ func TestIntegrateUndoesAKilledMerge(t *testing.T) {
 // tai refuses to merge over it and leaves it as it was.
 func TestIntegrateLeavesWhatIsNotItsOwn(t *testing.T) {
 	ctx := context.Background()
-	repo := newRepo(t)
-	m := open(t, repo)
-	if err := m.EnsureBranch(ctx, "integ", "HEAD"); err != nil {
-		t.Fatal(err)
-	}
-	h := twoCommits(t, m, repo, "a")
+	repo, m, h := integWorktree(t)
 	defer h.Release(ctx)
 	gd := gitDirOf(t, m, h.Path)
 	before := sh(t, repo, "git", "rev-parse", "integ")
@@ -186,12 +181,7 @@ func TestIntegrateLeavesWhatIsNotItsOwn(t *testing.T) {
 // HEAD on the task's branch again, with every commit.
 func TestCreateTakesBackAWorktreeAKilledMergeLeft(t *testing.T) {
 	ctx := context.Background()
-	repo := newRepo(t)
-	m := open(t, repo)
-	if err := m.EnsureBranch(ctx, "integ", "HEAD"); err != nil {
-		t.Fatal(err)
-	}
-	h := twoCommits(t, m, repo, "a")
+	_, m, h := integWorktree(t)
 	tip := sh(t, h.Path, "git", "rev-parse", "HEAD")
 	gd := gitDirOf(t, m, h.Path)
 	if err := beginWorktree(gd, opIntegrate, "integ"); err != nil {
@@ -225,56 +215,62 @@ func TestCreateTakesBackAWorktreeAKilledMergeLeft(t *testing.T) {
 // taking the worktree back removes it and keeps the work, uncommitted,
 // for the next commit. An index lock no journal claims stays.
 func TestCreateTakesBackAWorktreeAKilledCommitLeft(t *testing.T) {
-	ctx := context.Background()
-	repo := newRepo(t)
-	m := open(t, repo)
-	h, err := m.Create(ctx, "r", "a", "HEAD", "", Owner{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gd := gitDirOf(t, m, h.Path)
-	write(t, filepath.Join(h.Path, "work.txt"), "work\n")
-	tip := sh(t, h.Path, "git", "rev-parse", "HEAD")
-	if err := beginWorktree(gd, opCommit, ""); err != nil {
-		t.Fatal(err)
-	}
-	write(t, filepath.Join(gd, "index.lock"), "")
-	if err := h.Release(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// A reset (the NATS coordinator's, of its merge worktree) leaves the
+	// same lock, and is undone the same way.
+	for _, op := range []string{opCommit, opReset} {
+		t.Run(op, func(t *testing.T) {
+			ctx := context.Background()
+			repo := newRepo(t)
+			m := open(t, repo)
+			h, err := m.Create(ctx, "r", "a", "HEAD", "", Owner{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gd := gitDirOf(t, m, h.Path)
+			write(t, filepath.Join(h.Path, "work.txt"), "work\n")
+			tip := sh(t, h.Path, "git", "rev-parse", "HEAD")
+			if err := beginWorktree(gd, op, ""); err != nil {
+				t.Fatal(err)
+			}
+			write(t, filepath.Join(gd, "index.lock"), "")
+			if err := h.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
 
-	h, err = m.Create(ctx, "r", "a", "HEAD", "", Owner{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Release(ctx)
-	if _, err := os.Lstat(filepath.Join(gd, "index.lock")); err == nil {
-		t.Fatal("the killed commit's index lock is still there")
-	}
-	if now := sh(t, h.Path, "git", "rev-parse", "HEAD"); now != tip {
-		t.Fatalf("a commit's recovery moved HEAD from %s to %s", tip, now)
-	}
-	if b, err := os.ReadFile(filepath.Join(h.Path, "work.txt")); err != nil || string(b) != "work\n" {
-		t.Fatalf("the agent's work: %q %v", b, err)
-	}
-	if _, made, err := m.Commit(ctx, h.Path, "work"); err != nil || !made {
-		t.Fatalf("commit after the recovery: made %v, %v", made, err)
-	}
-	if _, err := os.Lstat(filepath.Join(gd, worktreeJournal)); err == nil {
-		t.Fatal("Commit left its journal")
-	}
+			h, err = m.Create(ctx, "r", "a", "HEAD", "", Owner{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Release(ctx)
+			if _, err := os.Lstat(filepath.Join(gd, "index.lock")); err == nil {
+				t.Fatal("the killed commit's index lock is still there")
+			}
+			if now := sh(t, h.Path, "git", "rev-parse", "HEAD"); now != tip {
+				t.Fatalf("a commit's recovery moved HEAD from %s to %s", tip, now)
+			}
+			if b, err := os.ReadFile(filepath.Join(h.Path, "work.txt")); err != nil || string(b) != "work\n" {
+				t.Fatalf("the agent's work: %q %v", b, err)
+			}
+			if _, made, err := m.Commit(ctx, h.Path, "work"); err != nil || !made {
+				t.Fatalf("commit after the recovery: made %v, %v", made, err)
+			}
+			if _, err := os.Lstat(filepath.Join(gd, worktreeJournal)); err == nil {
+				t.Fatal("Commit left its journal")
+			}
 
-	write(t, filepath.Join(gd, "index.lock"), "")
-	if err := h.Release(ctx); err != nil {
-		t.Fatal(err)
+			write(t, filepath.Join(gd, "index.lock"), "")
+			if err := h.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			h2, err := m.Create(ctx, "r", "a", "HEAD", "", Owner{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h2.Release(ctx)
+			if _, err := os.Lstat(filepath.Join(gd, "index.lock")); err != nil {
+				t.Fatal("an index lock no journal claims was removed")
+			}
+			_ = os.Remove(filepath.Join(gd, "index.lock"))
+		})
 	}
-	h2, err := m.Create(ctx, "r", "a", "HEAD", "", Owner{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h2.Release(ctx)
-	if _, err := os.Lstat(filepath.Join(gd, "index.lock")); err != nil {
-		t.Fatal("an index lock no journal claims was removed")
-	}
-	_ = os.Remove(filepath.Join(gd, "index.lock"))
 }

@@ -321,18 +321,14 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 		// Resuming: the worktree is there; keep it and its partial work,
 		// but not a merge of a tai killed in it (which detached HEAD).
 		if gd, err := m.worktreeGitDir(path); err == nil {
-			if undone, err := m.recoverWorktree(ctx, path, gd, branch); err != nil {
+			if _, err := m.recoverWorktree(ctx, path, gd, branch); err != nil {
 				return nil, err
-			} else if undone {
-				if regs, err = m.registered(ctx); err != nil {
-					return nil, err
-				}
-				reg = regs[path]
 			}
 		}
 		if reg.Branch != "refs/heads/"+branch {
-			// The agent moved HEAD (a branch of its own, a checkout of a
-			// commit) before tai was stopped.
+			// HEAD detached by the merge just undone, or moved by the agent
+			// (a branch of its own, a checkout of a commit) before tai was
+			// stopped. Reattach looks at HEAD as it is now.
 			if _, err := m.Reattach(ctx, path, branch); err != nil {
 				return nil, err
 			}
@@ -747,6 +743,24 @@ func (m *Manager) Commit(ctx context.Context, dir, message string) (string, bool
 	}
 	head, err := m.RevParseIn(ctx, dir, "HEAD")
 	return head, made, err
+}
+
+// ResetHard sets the worktree at dir, index and files, to rev, as `git
+// reset --hard` does. The caller holds the worktree: a reset killed
+// half-way leaves the index lock, which the next Create removes.
+func (m *Manager) ResetHard(ctx context.Context, dir, rev string) error {
+	gd, err := m.worktreeGitDir(dir)
+	if err != nil {
+		return err
+	}
+	if err := beginWorktree(gd, opReset, ""); err != nil {
+		return err
+	}
+	defer endWorktree(gd, opReset)
+	if _, err := m.git(ctx, dir, "reset", "-q", "--hard", rev); err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	return nil
 }
 
 // RevParseIn resolves rev in the worktree at dir.

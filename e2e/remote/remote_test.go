@@ -411,25 +411,15 @@ func TestWorkerSandboxHasThePlansDenyRead(t *testing.T) {
 	}
 	e := &env{t: t, state: t.TempDir()}
 	url := taiHub(e)
-	repo, secrets := t.TempDir(), t.TempDir()
+	secrets := t.TempDir()
 	if err := os.WriteFile(filepath.Join(secrets, "token.txt"), []byte("SECRET-4242\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
-		git(t, repo, a...)
-	}
 	sh := fmt.Sprintf("cat %s > leaked.txt 2>&1\necho ran > ran.txt\n", filepath.Join(secrets, "token.txt"))
-	files := map[string]string{
+	repo := planRepo(t, map[string]string{
 		"s.yaml":    fmt.Sprintf("steps:\n  - write: {path: r.sh, content: %q}\n  - run: {command: sh, args: [r.sh]}\n  - text: done\n", sh),
 		"plan.yaml": fmt.Sprintf("name: denyread\npolicy: {approve: all, deny: [\"read:%s/**\"]}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", secrets),
-	}
-	for f, c := range files {
-		if err := os.WriteFile(filepath.Join(repo, f), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "init")
+	})
 	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", t.TempDir())
 	w.Stderr = &prefixWriter{t: t, p: "w"}
 	e.start(w)
@@ -460,21 +450,10 @@ func appendNew(list []string, s string) []string {
 func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
 	e := &env{t: t, state: t.TempDir()}
 	url := taiHub(e)
-	repo := t.TempDir()
-	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
-		git(t, repo, a...)
-	}
-	files := map[string]string{
+	repo := planRepo(t, map[string]string{
 		"s.yaml":    "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - text: done\n",
 		"plan.yaml": "name: killmerge\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
-	}
-	for f, c := range files {
-		if err := os.WriteFile(filepath.Join(repo, f), []byte(c), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "init")
+	})
 	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", t.TempDir())
 	w.Stderr = &prefixWriter{t: t, p: "w"}
 	e.start(w)
@@ -501,4 +480,22 @@ func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(repo, ".git", "worktrees", "*", "rebase-merge")); len(left) != 0 {
 		t.Fatalf("rebase state left: %v", left)
 	}
+}
+
+// planRepo makes a repository on main whose one commit holds files (a
+// plan and its scripts).
+func planRepo(t *testing.T, files map[string]string) string {
+	t.Helper()
+	repo := t.TempDir()
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		git(t, repo, a...)
+	}
+	for f, c := range files {
+		if err := os.WriteFile(filepath.Join(repo, f), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "init")
+	return repo
 }
