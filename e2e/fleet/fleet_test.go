@@ -88,7 +88,12 @@ func taiSandbox(dir, mode string, args ...string) *exec.Cmd {
 
 func runTai(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	cmd := tai(dir, args...)
+	return runTaiSandbox(t, dir, "off", args...)
+}
+
+func runTaiSandbox(t *testing.T, dir, mode string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := taiSandbox(dir, mode, args...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -328,7 +333,8 @@ func TestKill9InGitThenResume(t *testing.T) {
 			repo, pd := gitRepo(t), t.TempDir()
 			write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
 			write(t, filepath.Join(pd, "plan.yaml"), "name: mk\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
-			cmd := tai(repo, "fleet", "run", "--run-id", "mk", "-C", repo, filepath.Join(pd, "plan.yaml"))
+			// The sandbox on, as by default: tai's own git is not the agent's.
+			cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "mk", "-C", repo, filepath.Join(pd, "plan.yaml"))
 			cmd.Env = killgit.Env(t, cmd.Env, c.sub)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			out, err := os.Create(filepath.Join(t.TempDir(), "out"))
@@ -351,7 +357,7 @@ func TestKill9InGitThenResume(t *testing.T) {
 				t.Fatalf("no %s left: %v", c.left, left)
 			}
 
-			o, e, code := runTai(t, repo, "fleet", "resume", "mk", "--output", "json")
+			o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "resume", "mk", "--output", "json")
 			if code != 0 {
 				t.Fatalf("resume exit %d\n%s\n%s", code, o, e)
 			}
@@ -435,7 +441,7 @@ func TestKill9TakesTheCheck(t *testing.T) {
 	}
 	write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
 	write(t, filepath.Join(pd, "plan.yaml"), fmt.Sprintf("name: ck\npolicy: {approve: all}\ncheck: \"sleep 600 & echo $! > %s; wait\"\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n", fifo))
-	cmd := tai(repo, "fleet", "run", "--run-id", "ck", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "ck", "-C", repo, filepath.Join(pd, "plan.yaml"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
