@@ -101,7 +101,9 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, o Options) error {
 	defer cancel()
 	s := &Server{o: o, ctx: ctx, sessions: map[string]*session{}, live: map[*session]struct{}{}, ready: make(chan struct{}),
 		initChanged: make(chan struct{})}
-	opts := jsonrpc.Options{Logger: o.Logger, MaxLineBytes: o.MaxLineBytes}
+	// The editor's EOF ends only the reading: every request it sent
+	// before is still answered (below), as other agents do.
+	opts := jsonrpc.Options{Logger: o.Logger, MaxLineBytes: o.MaxLineBytes, KeepOpenOnEOF: true}
 	if o.Trace != nil {
 		opts.Trace = func(d jsonrpc.Direction, line []byte) { o.Trace(d.String(), line) }
 	}
@@ -113,6 +115,12 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, o Options) error {
 		if cerr := s.conn.Err(); cerr != nil && !errors.Is(cerr, jsonrpc.ErrPeerClosed) {
 			err = cerr
 		}
+	case <-s.conn.ReadDone():
+		if cerr := s.conn.Err(); cerr != nil && !errors.Is(cerr, jsonrpc.ErrPeerClosed) {
+			err = cerr
+			break
+		}
+		err = s.answerRead(ctx)
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
@@ -120,6 +128,24 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, o Options) error {
 	s.closeAll()
 	s.conn.Wait()
 	return err
+}
+
+// answerRead waits, after the editor's EOF, for the requests it sent
+// before to be answered, or for ctx to end first.
+func (s *Server) answerRead(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.conn.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-s.conn.Done(): // a write failed: nobody reads the answers
+		if cerr := s.conn.Err(); cerr != nil && !errors.Is(cerr, jsonrpc.ErrPeerClosed) {
+			return cerr
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Server is one editor connection. Its methods are jsonrpc.Handler's.

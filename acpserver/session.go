@@ -309,6 +309,12 @@ func (e editor) AskRelayed(ctx context.Context, req driver.PermissionRequest) (p
 	params := map[string]any{"sessionId": ss.id, "toolCall": toolCallUpdate(req.ToolCall), "options": opts}
 	var res acp.RequestPermissionResponse
 	if err := ss.srv.conn.Call(ctx, acp.MethodSessionRequestPermission, params, &res); err != nil {
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			// The editor answered, with an error: a refusal of this
+			// request, not the end of the turn.
+			return policy.DenyOnce, nil, &policy.Refusal{Err: fmt.Errorf("the editor: %w", err)}
+		}
 		return policy.DenyOnce, nil, fmt.Errorf("asking the editor: %w", err)
 	}
 	rel := relayed(res.Meta)

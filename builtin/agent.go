@@ -92,9 +92,13 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 			err = fmt.Errorf("builtin agent: %w", cerr)
 			break
 		}
-		// The client closed stdin: what was already started for it (late
-		// updates after a response) still goes out before stdout closes,
-		// as a well-behaved agent does.
+		// The client closed stdin: every request it sent before is still
+		// answered, and what was already started for it (late updates
+		// after a response) still goes out before stdout closes, as a
+		// well-behaved agent does.
+		if err = a.finishHandlers(ctx); err != nil {
+			break
+		}
 		a.out.quiesce()
 		a.bg.Wait()
 	case ce := <-a.crashed:
@@ -124,6 +128,36 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	a.bg.Wait()
 	a.log.Debug("builtin agent: stopped", "err", err)
 	return err
+}
+
+// wedged blocks a hung step until the connection ends: the client's EOF
+// (which Serve otherwise answers by finishing every request, so a hung
+// one must give up there) or Serve's end.
+func (a *agent) wedged() error {
+	select {
+	case <-a.ctx.Done():
+		return a.ctx.Err()
+	case <-a.conn.ReadDone():
+		return errors.New("the client closed its output")
+	}
+}
+
+// finishHandlers waits for the requests already read to be answered, or
+// for ctx to end or the script to crash first (whose error it returns).
+func (a *agent) finishHandlers(ctx context.Context) error {
+	done := make(chan struct{})
+	// The Conn counts a request when it dispatches it, before ReadDone;
+	// a.handlers counts it only once its goroutine runs.
+	go func() { a.conn.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case ce := <-a.crashed:
+		a.crashed <- ce // seen again below, as the real reason
+		return ce
+	}
 }
 
 func (o Options) withDefaults() Options {

@@ -196,8 +196,7 @@ func (t *turn) step(st Step) error {
 	case st.Hang != nil:
 		// A wedged agent: deaf to session/cancel, gone only with the process.
 		t.a.log.Debug("builtin agent: hanging until the connection ends", "session", t.s.id)
-		<-t.a.ctx.Done()
-		return t.a.ctx.Err()
+		return t.a.wedged()
 	case st.SpendAfterCancel != nil:
 		// Told to stop, it spends once more, then wedges like hang.
 		select {
@@ -210,8 +209,7 @@ func (t *turn) step(st Step) error {
 			}
 		case <-t.a.ctx.Done():
 		}
-		<-t.a.ctx.Done()
-		return t.a.ctx.Err()
+		return t.a.wedged()
 	case st.Garbage != nil:
 		return t.a.out.writeRaw(func(w io.Writer) error {
 			_, err := io.WriteString(w, st.Garbage.Line+"\n")

@@ -99,6 +99,15 @@ type Prompter interface {
 	Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error)
 }
 
+// Refusal is a channel's refusal given as an error: an editor that
+// answered session/request_permission with a JSON-RPC error. It is a
+// denial of that one request, recorded with the error, not a failure of
+// the turn.
+type Refusal struct{ Err error }
+
+func (r *Refusal) Error() string { return "refused with an error: " + r.Err.Error() }
+func (r *Refusal) Unwrap() error { return r.Err }
+
 // Relayed is the provenance of an answer another decider gave: the tai in
 // front of this one, whose editor this tai is the agent of.
 type Relayed struct {
@@ -470,6 +479,11 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		ans, via, err = p.AskVia(actx, req)
 	default:
 		ans, err = e.prompter.Ask(actx, req)
+	}
+	var refusal *Refusal
+	if err != nil && ctx.Err() == nil && errors.As(err, &refusal) {
+		d.Via = via
+		return e.finish(d, req, f, false, driver.ByHuman, fmt.Sprintf("refused %s, which answered with an error (%v); asked because %s", where, refusal.Err, why)), nil
 	}
 	if err != nil {
 		if ctx.Err() != nil {

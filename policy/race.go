@@ -116,9 +116,14 @@ func (r Race) race(ctx context.Context, req driver.PermissionRequest) raced {
 	var won raced
 	select {
 	case won = <-results:
-		if won.err == nil {
+		var refusal *Refusal
+		switch {
+		case won.err == nil:
 			cancel(&AnsweredElsewhere{Via: won.via, Answer: won.a})
-		} else {
+		case errors.As(won.err, &refusal):
+			// A refusal given as an error is an answer too: a deny.
+			cancel(&AnsweredElsewhere{Via: won.via, Answer: DenyOnce})
+		default:
 			cancel(fmt.Errorf("the %s channel failed: %w", won.via, won.err))
 		}
 	case <-ctx.Done():
