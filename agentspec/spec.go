@@ -203,7 +203,7 @@ func Resolve(s Spec) (Resolved, error) {
 	if IsTai(o.Argv) {
 		// tai as the agent (the built-in agent, tai --cap-speak) keeps its
 		// state apart from this tai's, which it may not write.
-		nested := statedir.Dir("agents")
+		nested := statedir.Agents()
 		if err := os.MkdirAll(nested, 0o700); err != nil {
 			return r, &Error{Stage: StageAgent, Err: fmt.Errorf("state directory for tai as the agent: %w", err)}
 		}

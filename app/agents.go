@@ -65,7 +65,7 @@ func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, page
 		return nil
 	}
 	opts := builtin.Options{Logger: newLogger(std.Err, std.Getenv("TAI_DEBUG") != ""), Stderr: std.Err, Version: Version,
-		StateDir: statedir.Dir("builtin"), PageSize: pageSize}
+		StateDir: statedir.BuiltinSessions(), PageSize: pageSize}
 	if pageSize < 0 {
 		return exitcode.Usagef("agent builtin: --page-size must not be negative")
 	}

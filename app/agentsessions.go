@@ -39,7 +39,7 @@ func connectAgent(ctx context.Context, f SessionsFlags, std IO) (*acp.Session, s
 	var env []string
 	if agentspec.IsTai(argv) {
 		// tai as the agent keeps its state where tai run puts it.
-		env = append(std.Env(), "XDG_STATE_HOME="+statedir.Dir("agents"))
+		env = append(std.Env(), "XDG_STATE_HOME="+statedir.Agents())
 	}
 	s, err := acp.Start(ctx, acp.Config{Argv: argv, Env: env, Cwd: f.Cwd, Agent: p.Name, NoSession: true, ClientVersion: Version,
 		Quirks: p.Quirks, Logger: newLogger(std.Err, false),

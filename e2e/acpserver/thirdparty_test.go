@@ -104,3 +104,28 @@ func TestLastRequestAnsweredAtEOF(t *testing.T) {
 		})
 	}
 }
+
+// Sessions a third-party client made with the built-in agent (acpx
+// starting `tai agent builtin` itself) are the built-in agent's sessions
+// for tai too: one store, whoever runs the agent.
+func TestBuiltinSessionsOneStore(t *testing.T) {
+	acpx := acpxBin(t)
+	dir := t.TempDir()
+	common := []string{"--agent", taiBin + " agent builtin", "--cwd", dir, "--no-fs", "--permission-policy", acpxPolicy, "--format", "text"}
+	id := strings.TrimSpace(lastLine(runACPX(t, acpx, dir, append(common, "sessions", "new")...)))
+	if !strings.HasPrefix(id, "builtin-") {
+		t.Fatalf("sessions new printed %q, want the built-in agent's session id", id)
+	}
+	runACPX(t, acpx, dir, append(common, "prompt", "/echo made by acpx")...)
+	runACPX(t, acpx, dir, append(common, "sessions", "close")...)
+
+	cmd := exec.Command(taiBin, "sessions", "--agent", "builtin", "-C", dir)
+	cmd.Dir, cmd.Env = dir, acpxEnv(dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tai sessions --agent builtin: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), id) {
+		t.Errorf("tai sessions --agent builtin does not list %s, which acpx made:\n%s", id, out)
+	}
+}
