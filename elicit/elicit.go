@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
@@ -283,8 +284,14 @@ func checkString(f driver.ElicitField, s string) error {
 			return fmt.Errorf("%q is not a URI", s)
 		}
 	case "date":
-		if !regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`).MatchString(s) {
+		// A full-date of RFC 3339, as JSON Schema's format says: a real
+		// day, not only its shape.
+		if _, err := time.Parse(time.DateOnly, s); err != nil {
 			return fmt.Errorf("%q is not a date (YYYY-MM-DD)", s)
+		}
+	case "date-time":
+		if _, err := time.Parse(time.RFC3339Nano, strings.ToUpper(s)); err != nil || !strings.ContainsAny(s, "Tt") {
+			return fmt.Errorf("%q is not a date and time (RFC 3339, like 2026-12-07T09:30:00Z)", s)
 		}
 	}
 	return nil

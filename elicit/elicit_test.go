@@ -183,3 +183,30 @@ func TestForm(t *testing.T) {
 		t.Fatalf("opened url: %+v opened %q", ans, opened)
 	}
 }
+
+func TestCheckStringFormats(t *testing.T) {
+	for _, tc := range []struct {
+		format, value string
+		ok            bool
+	}{
+		{"date", "2026-12-07", true},
+		{"date", "2026-02-30", false},
+		{"date", "2026-13-01", false},
+		{"date", "07/12/2026", false},
+		{"date-time", "2026-12-07T09:30:00Z", true},
+		{"date-time", "2026-12-07t09:30:00.125+01:00", true},
+		{"date-time", "2026-12-07 09:30:00Z", false},
+		{"date-time", "2026-12-07", false},
+		{"date-time", "2026-12-07T25:00:00Z", false},
+		{"date-time", "tomorrow", false},
+		{"email", "a@example.com", true},
+		{"email", "not an address", false},
+		{"uri", "https://example.com/x", true},
+		{"uri", "example", false},
+	} {
+		err := checkString(driver.ElicitField{Format: tc.format}, tc.value)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s %q: err = %v, want ok = %v", tc.format, tc.value, err, tc.ok)
+		}
+	}
+}
