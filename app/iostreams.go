@@ -40,9 +40,14 @@ type IO struct {
 	SetProcs func(n int)
 }
 
-// System is the process's IO.
-func System() IO {
-	return IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, LookupEnv: os.LookupEnv, Environ: os.Environ, Getwd: os.Getwd,
+// System is the process's IO. Its Out keeps its first write error (see
+// OutputChecked); stdoutClosed (StdoutClosed) makes every write to it fail.
+func System(stdoutClosed bool) IO {
+	var out io.Writer = os.Stdout
+	if stdoutClosed {
+		out = closedStdout{}
+	}
+	return IO{In: os.Stdin, Out: &checkedOut{w: out}, Err: os.Stderr, LookupEnv: os.LookupEnv, Environ: os.Environ, Getwd: os.Getwd,
 		OpenTTY: openDevTTY, IsTerminal: isTTY, SetProcs: func(n int) { runtime.GOMAXPROCS(n) }}
 }
 

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 	"syscall"
+
+	"github.com/tai-dev/tai/exitcode"
 )
 
 // closedOut is stdout that notices its reader leaving (`tai run … | head
@@ -38,13 +40,85 @@ func (c *closedOut) Write(b []byte) (int, error) {
 }
 
 // osFile is the file behind a standard stream, for terminal checks: stdout
-// is wrapped in a closedOut.
+// is wrapped in a checkedOut, and in a closedOut by tai run.
 func osFile(v any) (*os.File, bool) {
 	switch f := v.(type) {
 	case *os.File:
 		return f, true
 	case *closedOut:
 		return osFile(f.w)
+	case *checkedOut:
+		return osFile(f.w)
 	}
 	return nil, false
 }
+
+// checkedOut is the process's stdout, keeping the first write error other
+// than a closed pipe: a full disk or a closed descriptor loses the output,
+// and the command must not then exit 0 (a CI job would believe it). A
+// closed pipe is the reader's choice (`| head`), not a failure.
+type checkedOut struct {
+	w io.Writer
+
+	mu  sync.Mutex
+	err error
+}
+
+func (c *checkedOut) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	if err != nil && !errors.Is(err, syscall.EPIPE) {
+		c.mu.Lock()
+		if c.err == nil {
+			c.err = err
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// failed is the first write error, nil if none.
+func (c *checkedOut) failed() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// outputError is a command's output that could not be written.
+type outputError struct{ err error }
+
+func (e *outputError) Error() string { return "writing the output: " + e.err.Error() }
+func (e *outputError) Unwrap() error { return e.err }
+
+// OutputChecked is err with the failure of the command's writes to
+// std.Out, if any: alone when the command itself succeeded, beside its own
+// error (whose exit code it keeps) when not.
+func OutputChecked(std IO, err error) error {
+	c, ok := std.Out.(*checkedOut)
+	if !ok {
+		return err
+	}
+	werr := c.failed()
+	if werr == nil {
+		return err
+	}
+	var pe *os.PathError
+	if errors.As(werr, &pe) {
+		werr = pe.Err // "no space left on device", not "write /dev/stdout: …"
+	}
+	if err == nil {
+		return &outputError{werr}
+	}
+	var oe *outputError
+	if errors.As(err, &oe) {
+		return err
+	}
+	return exitcode.With(exitcode.Of(err), errors.Join(err, &outputError{werr}))
+}
+
+// closedStdout is the writer of a stdout tai was started without
+// (`tai … >&-`): every write fails.
+type closedStdout struct{}
+
+func (closedStdout) Write([]byte) (int, error) { return 0, errStdoutClosed }
+
+var errStdoutClosed = errors.New("stdout is closed")

@@ -2,7 +2,6 @@ package app
 
 import (
 	"io"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -18,7 +17,7 @@ const stdoutPipeBytes = 1 << 20
 // (BenchmarkFlood/stream-json). Refused (the user's pipe quota), the pipe
 // stays as it was.
 func widenPipe(w io.Writer) {
-	f, ok := w.(*os.File)
+	f, ok := osFile(w)
 	if !ok {
 		return
 	}

@@ -27,12 +27,13 @@ func main() {
 }
 
 func run() int {
+	stdoutClosed := app.StdoutClosed()
 	ctx, notified := notifySignals()
-	std := app.System()
+	std := app.System(stdoutClosed)
 	root := newRoot(std, capSpeakArgs(os.Args[1:]))
 	// No command runs before its signal handlers are in place.
 	root.PersistentPreRun = func(*cobra.Command, []string) { <-notified }
-	return app.Report(std.Err, execute(ctx, root))
+	return app.Report(std.Err, app.OutputChecked(std, execute(ctx, root)))
 }
 
 // notifySignals returns the context an interrupt or a SIGTERM cancels,
