@@ -24,7 +24,7 @@ func TestOutputWriteFailuresExitNonZero(t *testing.T) {
 	for name, args := range commands {
 		for _, redir := range []struct {
 			name, redir, want string
-			code             int
+			code              int
 		}{
 			{"full", "> /dev/full", "tai: writing the output: no space left on device", 1},
 			{"closed", ">&-", "tai: writing the output: stdout is closed", 1},
