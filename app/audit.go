@@ -1,6 +1,7 @@
 package app
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,7 +16,7 @@ import (
 
 // AuditVerify checks a log's hash chain and says where it breaks. Exit 0
 // only for a log that verifies completely and records a run.
-func AuditVerify(arg string, std IO) error {
+func AuditVerify(arg string, complete, asJSON bool, std IO) error {
 	f, err := openAuditLog(arg)
 	if err != nil {
 		return err
@@ -25,23 +26,60 @@ func AuditVerify(arg string, std IO) error {
 	if err != nil {
 		return fmt.Errorf("audit verify: %w", err)
 	}
+	v := verdict(rep, complete)
+	if asJSON {
+		enc := json.NewEncoder(std.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(std.Out, v.Text)
+	}
+	if !v.OK {
+		return exitcode.Said(exitcode.AgentError)
+	}
+	return nil
+}
+
+// auditVerdict is audit verify's answer, as text and as JSON.
+type auditVerdict struct {
+	OK       bool   `json:"ok"`
+	Entries  int    `json:"entries"`
+	Head     string `json:"head,omitempty"`
+	Ended    bool   `json:"ended"`
+	Complete bool   `json:"complete_required"`
+	FirstBad int    `json:"first_bad_line,omitempty"`
+	Problem  string `json:"problem,omitempty"`
+	Text     string `json:"-"`
+}
+
+// verdict judges a verified log. With complete (the form for a CI gate),
+// a log without its run.end is a failure: its end may have been cut off.
+func verdict(rep audit.Report, complete bool) auditVerdict {
+	v := auditVerdict{OK: rep.OK, Entries: rep.Entries, Head: rep.Head, Ended: rep.Ended, Complete: complete,
+		FirstBad: rep.FirstBad, Problem: rep.Problem}
 	switch {
 	case rep.OK && rep.Entries == 0:
-		fmt.Fprintln(std.Out, "FAILED: no entries (the file is empty)")
-		return exitcode.Said(exitcode.AgentError)
+		v.OK, v.Problem = false, "no entries (the file is empty)"
+		v.Text = "FAILED: " + v.Problem
 	case rep.OK && !rep.Started:
-		fmt.Fprintf(std.Out, "FAILED: %d entries verify, but none is run.start: not a log of a tai run\n", rep.Entries)
-		return exitcode.Said(exitcode.AgentError)
+		v.OK, v.Problem = false, "no run.start entry: not a log of a tai run"
+		v.Text = fmt.Sprintf("FAILED: %d entries verify, but none is run.start: not a log of a tai run", rep.Entries)
+	case rep.OK && !rep.Ended && complete:
+		v.OK, v.Problem = false, "no run.end entry: the run did not finish, or its last entries were removed"
+		v.Text = fmt.Sprintf("FAILED: %d entries verify, chain intact, head %s, but there is no run.end entry "+
+			"(the run did not finish, or its last entries were removed)", rep.Entries, rep.Head)
 	case rep.OK:
 		ended := ""
 		if !rep.Ended {
-			ended = " (no run.end entry: the run did not finish, or its last entries were removed)"
+			ended = " (no run.end entry: the run did not finish, or its last entries were removed; --complete fails it)"
 		}
-		fmt.Fprintf(std.Out, "OK: %d entries, chain intact, head %s%s\n", rep.Entries, rep.Head, ended)
-		return nil
+		v.Text = fmt.Sprintf("OK: %d entries, chain intact, head %s%s", rep.Entries, rep.Head, ended)
+	default:
+		v.Text = fmt.Sprintf("FAILED at %s\n%d entries before it verify.", rep.Problem, rep.Entries)
 	}
-	fmt.Fprintf(std.Out, "FAILED at %s\n%d entries before it verify.\n", rep.Problem, rep.Entries)
-	return exitcode.Said(exitcode.AgentError)
+	return v
 }
 
 // AuditShow renders a log readably, or passes matching lines through.

@@ -129,14 +129,23 @@ func NewCmdAudit(std IO, showF AuditShowFunc) *cobra.Command {
 		showF = AuditShow
 	}
 	parent := &cobra.Command{Use: "audit", Short: "Verify and read tai's hash-chained audit logs"}
+	var complete bool
+	var vo outputFlag
 	verify := &cobra.Command{
 		Use:   "verify FILE|RUN_ID",
 		Short: "Check a log's hash chain; name the first bad line (non-zero exit on failure)",
-		Args:  cobra.ExactArgs(1),
+		Long: "Check a log's hash chain; name the first bad line (non-zero exit on failure).\n\n" +
+			"A log whose last entries were cut off still has an intact chain: in CI, use --complete, " +
+			"which also fails a log without its run.end entry.",
+		Example: "  tai audit verify --complete ~/.local/state/tai/audit/run-20261130-162447-e9495a.jsonl\n" +
+			"  tai audit verify -o json RUN_ID",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return AuditVerify(args[0], std)
+			return AuditVerify(args[0], complete, vo.asJSON(), std)
 		},
 	}
+	verify.Flags().BoolVar(&complete, "complete", false, "fail a log that has no run.end entry (its end may have been cut off): the form for CI")
+	vo.add(verify)
 	var f audit.Filter
 	var o outputFlag
 	show := &cobra.Command{
