@@ -46,11 +46,34 @@ const (
 )
 
 // Run runs `tai run`. Its error carries the exit code (exitcode.Of).
+// With -o json or stream-json, stdout carries one result document
+// whatever happens: a run refused before it started (an unknown agent, a
+// bad policy) gets one too, with its status and error.
 func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	if wantsChat(f, args, std) {
 		std.oneAgent() // its start waits on a human anyway
 		return Chat(ctx, f, args, std)
 	}
+	ran := false
+	err := runOnce(ctx, f, args, std, &ran)
+	if err != nil && !ran {
+		res := runner.NotStarted(err)
+		res.Agent = f.Agent
+		switch f.Output {
+		case OutputJSON:
+			out := bufio.NewWriter(std.Out)
+			_ = res.WriteIndented(out)
+			_ = out.Flush()
+		case OutputStreamJSON:
+			_ = render.NewFrames(std.Out).Write(runner.ResultFrame{Type: "result", Seq: 1, Time: time.Now().UTC(), Result: res})
+		}
+	}
+	return err
+}
+
+// runOnce is Run's one run; ran says whether it got as far as a result
+// of its own.
+func runOnce(ctx context.Context, f RunFlags, args []string, std IO, ran *bool) error {
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	widenPipe(std.Out)
@@ -106,6 +129,7 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 		excerpt <- promptExcerpt(opts.Prompt, opts.Env)
 	}()
 	res, runErr := runner.Run(ctx, opts)
+	*ran = true
 	recordSession(context.WithoutCancel(ctx), opts, res, <-excerpt, logger)
 	switch f.Output {
 	case OutputJSON:

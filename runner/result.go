@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/jsonw"
 	"github.com/tai-dev/tai/sandbox"
 )
@@ -44,6 +45,16 @@ type Result struct {
 	// LastSeq is the sequence number of the last event, so that the result
 	// frame can follow it.
 	LastSeq uint64 `json:"-"`
+}
+
+// NotStarted is the result of a run refused before it started (an
+// unknown agent, a bad flag value or policy): its status and exit code
+// are err's.
+func NotStarted(err error) Result {
+	code := exitcode.Of(err)
+	return Result{Status: statusOf(code), ExitCode: int(code), Error: err.Error(),
+		Permissions: []driver.PermissionDecision{}, Denials: []driver.PermissionDecision{},
+		FilesWritten: []driver.FileWrite{}, Terminals: []driver.TerminalExit{}, Errors: []driver.ErrorInfo{}}
 }
 
 // ResultFrame is Result as a stream-json frame.
