@@ -83,7 +83,9 @@ func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserve
 	if h.Files != nil {
 		opts.EditorFiles = h.Files
 	}
+	started := recordStart(&opts, logger)
 	res, err := runner.Run(ctx, opts)
+	started()
 	recordSession(context.WithoutCancel(ctx), opts, res, promptExcerpt(opts.Prompt, opts.Env), logger)
 	return err
 }

@@ -168,6 +168,12 @@ func SessionsRm(ctx context.Context, f SessionsFlags, id string, std IO) error {
 	case err != nil:
 		return exitcode.With(exitcode.AgentError, fmt.Errorf("sessions rm: %w", err))
 	}
+	// tai's own records of it go too: --continue must not pick a session
+	// the agent no longer has.
+	if err := sessionStore().Add(ctx, sessions.Record{Time: time.Now().UTC(), Workspace: ws, Agent: name, SessionID: id,
+		Status: "deleted", Deleted: true}); err != nil {
+		warn(std, "deleted %s's session %s, but tai's record of it stays: %v", name, id, err)
+	}
 	fmt.Fprintf(std.Out, "deleted %s's session %s\n", name, id)
 	return nil
 }

@@ -60,6 +60,7 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 	runCtx, stop := chatSignals(ctx, interrupts)
 	defer stop()
 	var res runner.Result
+	started := recordStart(&opts, logger)
 	go func() {
 		defer close(c.done)
 		res, _ = runner.Run(runCtx, opts)
@@ -70,6 +71,7 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 	in.close()
 	close(c.turns)
 	<-c.done
+	started()
 	recordSession(context.WithoutCancel(ctx), opts, res, promptExcerpt(opts.Prompt, opts.Env), logger)
 	if f.Output == OutputJSON {
 		enc := json.NewEncoder(std.Out)

@@ -128,8 +128,10 @@ func runOnce(ctx context.Context, f RunFlags, args []string, std IO, ran *bool) 
 		warmEncoders(f)
 		excerpt <- promptExcerpt(opts.Prompt, opts.Env)
 	}()
+	started := recordStart(&opts, logger)
 	res, runErr := runner.Run(ctx, opts)
 	*ran = true
+	started()
 	recordSession(context.WithoutCancel(ctx), opts, res, <-excerpt, logger)
 	switch f.Output {
 	case OutputJSON:

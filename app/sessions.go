@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -45,6 +46,52 @@ func continueSession(ctx context.Context, workspace, agent, drv string) (string,
 // recordSession keeps the run's session with its workspace, excerpt being
 // its prompt's (promptExcerpt). A store that cannot be written costs the
 // --continue of later runs, not this run's result: it is logged.
+// recordStart adds to o a sink that keeps the session's record as soon as
+// the session starts (status running), so that a run killed before its
+// end (kill -9) is still listed and can be continued; recordSession then
+// replaces it. The returned wait is for that first write, before the last.
+func recordStart(o *runner.Options, logger *slog.Logger) (wait func()) {
+	st := &startRecorder{o: o, logger: logger, done: make(chan struct{})}
+	o.Sinks = append(o.Sinks, st)
+	return func() {
+		if st.started.Load() {
+			<-st.done
+		}
+	}
+}
+
+// startRecorder writes the record off the event path: the prompt's
+// excerpt needs a redactor, and the session's first updates must not wait
+// on a disk.
+type startRecorder struct {
+	o       *runner.Options
+	logger  *slog.Logger
+	started atomic.Bool
+	done    chan struct{}
+}
+
+func (s *startRecorder) Emit(ev driver.Event) {
+	if ev.Type != driver.EventSessionStarted || ev.Started == nil || ev.Session == "" || !s.started.CompareAndSwap(false, true) {
+		return
+	}
+	caps := ev.Started.Capabilities
+	r := sessions.Record{
+		Time: time.Now().UTC(), Workspace: s.o.Cwd, Agent: s.o.Agent, Driver: ev.Started.Driver, SessionID: ev.Session,
+		RunID: s.o.RunID, Resumable: caps.LoadSession || caps.ResumeSession, Resumed: s.o.ResumeID,
+		Status: sessions.StatusRunning, ExitCode: -1,
+	}
+	if r.Driver == "" {
+		r.Driver = s.o.Driver
+	}
+	go func() {
+		defer close(s.done)
+		r.Prompt = promptExcerpt(s.o.Prompt, s.o.Env)
+		if err := sessionStore().Add(context.Background(), r); err != nil {
+			s.logger.Warn("could not keep the session id with the workspace; --continue will not find it", "err", err)
+		}
+	}()
+}
+
 func recordSession(ctx context.Context, o runner.Options, res runner.Result, excerpt string, logger *slog.Logger) {
 	if res.SessionID == "" {
 		return

@@ -2,8 +2,12 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A run keeps its session id with the workspace; --continue resumes the
@@ -65,5 +69,73 @@ func TestContinueWithoutASession(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want %d and %q", o.code, o.stderr, tc.code, tc.stderr)
 			}
 		})
+	}
+}
+
+// A run killed with kill -9 mid-turn leaves its session's record (written
+// when the session started): tai sessions lists it as running, and
+// --continue resumes it.
+func TestKilledRunLeavesASessionRecord(t *testing.T) {
+	ws := t.TempDir()
+	s := writeScript(t, "steps:\n  - text: working\n  - delay: 600\n")
+	cmd := exec.Command(taiBin, "run", "--agent-cmd", builtinWith(s), "-o", "json", "long task")
+	cmd.Dir, cmd.Env = ws, append(os.Environ(), "NO_COLOR=1", "XDG_STATE_HOME="+stateDir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
+	var id string
+	for i := 0; id == "" && i < 1200; i++ { // bounded wait for the session to start
+		id = strings.TrimSpace(tai(t, ws, "sessions", "-q").stdout)
+		if id == "" {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if id == "" {
+		t.Fatal("the live run's session was never recorded")
+	}
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL) // tai only: its launcher kills the agent
+	_ = cmd.Wait()
+
+	var listed []struct {
+		SessionID string `json:"session_id"`
+		Status    string `json:"status"`
+		Resumable bool   `json:"resumable"`
+		Prompt    string `json:"prompt"`
+	}
+	o := tai(t, ws, "sessions", "--json")
+	if err := json.Unmarshal([]byte(o.stdout), &listed); err != nil || len(listed) != 1 {
+		t.Fatalf("tai sessions after kill -9: %v\n%s%s", err, o.stdout, o.stderr)
+	}
+	if l := listed[0]; l.SessionID != id || l.Status != "running" || !l.Resumable || l.Prompt != "long task" {
+		t.Fatalf("the killed run's record: %+v", l)
+	}
+	again := jsonResult(t, tai(t, ws, "run", "--continue", "--agent-cmd", taiBin+" agent builtin", "-o", "json", "/echo back"))
+	if again.SessionID != id || again.Status != "ok" {
+		t.Fatalf("--continue after kill -9 ran %q (%s: %s); want %s", again.SessionID, again.Status, again.Error, id)
+	}
+	// The finished run's record replaced nothing of the killed one's but
+	// its own: two runs, one session.
+	o = tai(t, ws, "sessions", "-q")
+	if ids := strings.Fields(o.stdout); len(ids) != 2 || ids[0] != id || ids[1] != id {
+		t.Fatalf("tai sessions -q: %q", o.stdout)
+	}
+}
+
+// A session deleted with tai sessions rm is not what --continue picks.
+func TestContinueSkipsADeletedSession(t *testing.T) {
+	ws := t.TempDir()
+	first := jsonResult(t, tai(t, ws, "run", "-o", "json", "/echo one"))
+	second := jsonResult(t, tai(t, ws, "run", "-o", "json", "/echo two"))
+	if o := tai(t, ws, "sessions", "rm", second.SessionID, "--agent", "builtin"); o.code != 0 {
+		t.Fatalf("sessions rm: exit %d\n%s%s", o.code, o.stdout, o.stderr)
+	}
+	if o := tai(t, ws, "sessions", "-q"); strings.TrimSpace(o.stdout) != first.SessionID {
+		t.Errorf("tai sessions -q after rm: %q, want only %s", o.stdout, first.SessionID)
+	}
+	again := jsonResult(t, tai(t, ws, "run", "--continue", "-o", "json", "/echo three"))
+	if again.SessionID != first.SessionID {
+		t.Fatalf("--continue ran %q (%s: %s); want %s, not the deleted %s", again.SessionID, again.Status, again.Error, first.SessionID, second.SessionID)
 	}
 }

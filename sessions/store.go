@@ -40,7 +40,15 @@ type Record struct {
 	ExitCode  int    `json:"exit_code"`
 	Prompt    string `json:"prompt,omitempty"` // the first words, redacted
 	Audit     string `json:"audit,omitempty"`
+	// Deleted marks the agent's session as deleted (tai sessions rm):
+	// every record of it is then neither listed nor resumed.
+	Deleted bool `json:"deleted,omitempty"`
 }
+
+// StatusRunning is the status of a session's record written when it
+// starts: a run killed before its end (kill -9) leaves it, so the session
+// is still listed and can be continued.
+const StatusRunning = "running"
 
 // ErrNone is returned by Last when the workspace has no matching session.
 var ErrNone = errors.New("no earlier session")
@@ -182,15 +190,39 @@ func (s *Store) List(ctx context.Context, workspace string) ([]Record, int, erro
 		r = io.LimitReader(f, maxRead)
 	}
 	recs, bad := decode(r)
+	return current(recs, filepath.Clean(workspace)), bad, nil
+}
+
+// current is the workspace's sessions as they stand: a run's record at
+// its end replaces the one written at its start, and a deleted session's
+// records go.
+func current(recs []Record, workspace string) []Record {
+	type key struct{ agent, session string }
+	deleted := map[key]bool{}
+	for _, r := range recs {
+		if r.Deleted {
+			deleted[key{r.Agent, r.SessionID}] = true
+		}
+	}
 	// Two workspaces never share a file unless their hashes collide; keep
 	// only this one's records all the same.
 	out := recs[:0]
+	at := map[[2]string]int{} // (run, session) -> index in out
 	for _, r := range recs {
-		if r.Workspace == filepath.Clean(workspace) {
-			out = append(out, r)
+		if r.Workspace != workspace || r.Deleted || deleted[key{r.Agent, r.SessionID}] {
+			continue
 		}
+		if r.RunID != "" {
+			k := [2]string{r.RunID, r.SessionID}
+			if i, ok := at[k]; ok {
+				out[i] = r
+				continue
+			}
+			at[k] = len(out)
+		}
+		out = append(out, r)
 	}
-	return out, bad, nil
+	return out
 }
 
 // Last returns the newest resumable session in workspace for agent over
