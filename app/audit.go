@@ -12,6 +12,7 @@ import (
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/internal/statedir"
 )
 
 // AuditVerify checks a log's hash chain and says where it breaks. Exit 0
@@ -111,7 +112,10 @@ func openAuditLog(arg string) (*os.File, error) {
 		}
 		return f, nil
 	}
-	candidates := []string{audit.DefaultPath(arg), filepath.Join(fleet.RunDir(arg), "audit.jsonl")}
+	// A run's own log; a fleet's; the log of a tai run as an agent (tai
+	// --cap-speak under tai acp or another tai), kept in its own state.
+	candidates := []string{audit.DefaultPath(arg), filepath.Join(fleet.RunDir(arg), "audit.jsonl"),
+		filepath.Join(statedir.Agents(), "tai", "audit", filepath.Base(audit.DefaultPath(arg)))}
 	for _, p := range candidates {
 		if f, err := os.Open(p); err == nil {
 			return f, nil
