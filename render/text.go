@@ -17,6 +17,7 @@ import (
 	"github.com/coder/quartz"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/safetext"
 )
 
 // ANSI styles. Only used when colour is on.
@@ -159,7 +160,7 @@ func (t *Text) words(parts ...string) {
 func (t *Text) Emit(ev driver.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.emit(ev)
+	t.emit(SafeEvent(ev))
 	if urgent(ev.Type) && t.out != nil {
 		_ = t.out.Flush()
 	}
@@ -462,7 +463,7 @@ func (t *Text) toolCall(tc *driver.ToolCall) {
 func (t *Text) ShownDiff(id string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.diffShown[id]
+	return t.diffShown[safetext.Line(id)] // kept as shown, under its safe id
 }
 
 // contents shows diffs when a call is first seen (what is about to change)

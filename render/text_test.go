@@ -279,3 +279,75 @@ func TestMessageFramesAsEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// hostile is what an agent adds to its strings to act on the terminal that
+// shows them: erase the line, move back over it, reverse what follows.
+const hostile = "\x1b[2K\x1b[8D\x1b[K\u202e\u0085\u200b"
+
+// hostileSession is session() with hostile appended to every string an
+// agent could have sent, found by walking the events' JSON, so that a field
+// added to an event is covered when session() shows it.
+func hostileSession(t *testing.T) []driver.Event {
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return x + hostile
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		case map[string]any:
+			for k, e := range x {
+				switch k {
+				case "type", "status", "role", "ts": // what the renderer switches on, not shows
+				default:
+					x[k] = walk(e)
+				}
+			}
+		}
+		return v
+	}
+	var out []driver.Event
+	for _, ev := range session() {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		b, err = json.Marshal(walk(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h driver.Event
+		if err := json.Unmarshal(b, &h); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// No string from an agent reaches the terminal as anything but text: with
+// colour off, the output holds no control character but newlines, and no
+// bidi or invisible format character; what was sent is shown escaped.
+func TestTextEscapesAgentStrings(t *testing.T) {
+	var b bytes.Buffer
+	r := NewText(&b, false)
+	for _, ev := range hostileSession(t) {
+		r.Emit(ev)
+	}
+	_ = r.Flush()
+	out := b.String()
+	for i, c := range out {
+		if (c < 0x20 && c != '\n') || c == 0x7f || (c >= 0x80 && c < 0xa0) || (c >= 0x2066 && c <= 0x2069) || (c >= 0x202a && c <= 0x202e) || c == 0x200b {
+			t.Fatalf("%U at byte %d reaches the terminal:\n%q", c, i, out)
+		}
+	}
+	if want := `\x1b[2K\x1b[8D\x1b[K\u202e\u0085\u200b`; !strings.Contains(out, "? permission: [edit"+want+"] Edit a.txt"+want) {
+		t.Fatalf("the permission line does not show the escapes:\n%s", out)
+	}
+}
