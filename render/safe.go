@@ -55,7 +55,7 @@ func SafeEvent(ev driver.Event) driver.Event {
 	}
 	if e := ev.Elicitation; e != nil {
 		c := *e
-		c.Message, c.URL, c.Mode = l(c.Message), l(c.URL), driver.ElicitMode(l(string(c.Mode)))
+		c = SafeElicitation(c)
 		ev.Elicitation = &c
 	}
 	if a := ev.ElicitationAnswer; a != nil {
@@ -201,4 +201,37 @@ func planSafe(p *driver.Plan) bool {
 		}
 	}
 	return true
+}
+
+// SafeElicitation returns req with what a form shows of it made safe for
+// a terminal: message, URL, and each field's name, title, description,
+// choices, pattern and default. Ids are left as they are: they are not
+// shown, and the answer names them.
+func SafeElicitation(req driver.ElicitationRequest) driver.ElicitationRequest {
+	l := safetext.Line
+	req.Message, req.URL, req.Mode = safetext.Text(req.Message), l(req.URL), driver.ElicitMode(l(string(req.Mode)))
+	if len(req.Fields) > 0 {
+		fs := make([]driver.ElicitField, len(req.Fields))
+		for i, f := range req.Fields {
+			f.Name, f.Title, f.Description, f.Pattern = l(f.Name), l(f.Title), l(f.Description), l(f.Pattern)
+			f.Enum, f.EnumNames = lines(f.Enum), lines(f.EnumNames)
+			if s, ok := f.Default.(string); ok {
+				f.Default = l(s)
+			}
+			fs[i] = f
+		}
+		req.Fields = fs
+	}
+	return req
+}
+
+func lines(ss []string) []string {
+	if ss == nil {
+		return nil
+	}
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = safetext.Line(s)
+	}
+	return out
 }
