@@ -1,0 +1,30 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// The last word of a command may quote an agent (its error, its stderr):
+// it reaches the terminal escaped, its lines kept.
+func TestReportEscapesTheError(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"one", fmt.Errorf("agent error: %w", errors.New("bad\x1b[2J\x1b]0;x\x07")), "tai: agent error: bad\\x1b[2J\\x1b]0;x\\x07\n"},
+		{"joined", errors.Join(errors.New("a\u202e"), errors.New("b")), "tai: a\\u202e\ntai: b\n"},
+		{"lines kept", errors.New("stderr:\nline 2"), "tai: stderr:\nline 2\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b strings.Builder
+			Report(&b, tt.err)
+			if b.String() != tt.want {
+				t.Fatalf("got %q, want %q", b.String(), tt.want)
+			}
+		})
+	}
+}
