@@ -28,3 +28,19 @@ func TestReportEscapesTheError(t *testing.T) {
 		})
 	}
 }
+
+// The agent's stderr (--verbose) is prefixed line by line and escaped; a
+// character cut between two writes is whole on the screen.
+func TestPrefixWriterEscapes(t *testing.T) {
+	var b strings.Builder
+	w := prefixWriter(&b, "[a] ")
+	for _, s := range []string{"one\x1b[2K\n", "two\u202e", "\nthree \xe6", "\x97\xa5\r\n", "\xff\n"} {
+		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
+			t.Fatalf("write %q: %d, %v", s, n, err)
+		}
+	}
+	want := "[a] one\\x1b[2K\n[a] two\\u202e\n[a] three 日\n[a] \\xff\n"
+	if b.String() != want {
+		t.Fatalf("got %q, want %q", b.String(), want)
+	}
+}
