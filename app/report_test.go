@@ -44,3 +44,20 @@ func TestPrefixWriterEscapes(t *testing.T) {
 		t.Fatalf("got %q, want %q", b.String(), want)
 	}
 }
+
+// tai fleet logs shows the agents' words escaped, one line a frame.
+func TestFleetLogsEscape(t *testing.T) {
+	var b strings.Builder
+	show := logShower(FleetLogsFlags{}, "", IO{Out: &b})
+	show([]byte(`{"type":"permission.asked","task":"lint","permission":{"tool_call":{"title":"Run tests\u001b[2K\u202e"}}}`))
+	show([]byte(`{"type":"fleet.event","task":"lint","event":"failed","detail":"exit 1\nnext\u001b[1A"}`))
+	got := b.String()
+	for _, want := range []string{`asks: Run tests\x1b[2K\u202e`, `failed exit 1\nnext\x1b[1A`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("logs lack %q:\n%s", want, got)
+		}
+	}
+	if strings.ContainsAny(got, "\x1b\u202e") || strings.Count(got, "\n") != 2 {
+		t.Fatalf("logs %q", got)
+	}
+}
