@@ -220,7 +220,7 @@ func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 		verb = "did not ask, but wants tai to" // a file or terminal call made without asking
 	}
 	title := strings.TrimSpace(orDefault(tc.Title, tc.ID))
-	cmd, hasCmd := ShownCommand(req.ToolCall)
+	cmd, hasCmd := render.ShownCommand(req.ToolCall)
 	if hasCmd && title != cmd && title != "Run `"+cmd+"`" {
 		// The title is the agent's word for it; what runs is the command
 		// below, shown prominently.
@@ -268,35 +268,6 @@ func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 			}
 		}
 	}
-}
-
-// ShownCommand is the command line a call will run, read from its raw
-// input (what is run, not the title the agent wrote) and spelled as it
-// runs: an argv quoted once (render.ShellLine, which also escapes what a
-// terminal would act on), a shell line as the shell reads it, its lines
-// kept, everything else in it escaped. False: the agent gave no command.
-func ShownCommand(tc driver.ToolCall) (string, bool) {
-	m := rawFields(tc.RawInput)
-	for _, k := range []string{"command", "cmd"} {
-		switch v := m[k].(type) {
-		case string:
-			if strings.TrimSpace(v) == "" {
-				continue
-			}
-			if args := argStrings(m["args"]); len(args) > 0 {
-				return render.ShellLine(v, args), true
-			}
-			if args, ok := m["args"].(string); ok && strings.TrimSpace(args) != "" {
-				v += " " + args // a line's second half: read as written
-			}
-			return safetext.Text(strings.TrimRight(v, "\n")), true
-		case []any:
-			if argv := argStrings(v); len(argv) > 0 {
-				return render.ShellLine(argv[0], argv[1:]), true
-			}
-		}
-	}
-	return "", false
 }
 
 // maxPromptDiff bounds the diff a question shows.

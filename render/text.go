@@ -195,6 +195,12 @@ func (t *Text) emit(ev driver.Event) {
 			label = "? unasked call:" // the agent did not ask; tai decides before serving it
 		}
 		t.line("%s %s", t.style(yellow+bold, label), describeCall(p.ToolCall))
+		// What would run, as it would run, whatever the title says.
+		if c, ok := ShownCommand(p.ToolCall); ok {
+			t.line("    %s", t.style(bold, "$ "+strings.ReplaceAll(c, "\n", "\n      ")))
+		} else if p.ToolCall.Kind == driver.KindExecute {
+			t.line("    %s", t.style(bold, "(command not given by the agent)"))
+		}
 	case driver.EventPermissionDecided:
 		d := ev.Decision
 		verdict := d.Verdict

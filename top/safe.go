@@ -41,7 +41,7 @@ func safeRun(r feed.State) feed.State {
 }
 
 // safeAsk keeps the request's raw input as it is: the command shown is
-// read from it, and quoted, by policy.ShownCommand.
+// read from it, and quoted, by render.ShownCommand.
 func safeAsk(a feed.Ask) feed.Ask {
 	l := safetext.Line
 	a.Task, a.DecidedBy, a.Why = l(a.Task), l(a.DecidedBy), l(a.Why)

@@ -18,7 +18,6 @@ import (
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/safetext"
-	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/render"
 )
 
@@ -105,7 +104,7 @@ func askTitle(a feed.Ask) string {
 		t = tc.ID
 	}
 	// What runs, not the agent's word for it: the command is always on the line.
-	if c, ok := policy.ShownCommand(tc); ok {
+	if c, ok := render.ShownCommand(tc); ok {
 		if c = safetext.Line(c); t != c { // one line: a script's newlines shown as \n
 			t += ": $ " + c
 		}
@@ -397,7 +396,7 @@ func Peek(it Item, in Input, now time.Time, width int, color bool) string {
 	tc := a.Request.ToolCall
 	add("")
 	add(fmt.Sprintf("%s [%s]", strings.TrimSpace(tc.Title), tc.Kind))
-	if c, ok := policy.ShownCommand(tc); ok {
+	if c, ok := render.ShownCommand(tc); ok {
 		add(st.head.Render("  $ " + c))
 	} else if tc.Kind == driver.KindExecute {
 		add("  (command not given by the agent)")
