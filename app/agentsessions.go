@@ -13,6 +13,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/driver/acp"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/sessions"
 )
@@ -113,6 +114,7 @@ func agentSessions(ctx context.Context, f SessionsFlags, ws string, recs []sessi
 		}
 	default:
 		fmt.Fprintf(std.Out, "%s's own sessions (%d):\n", name, len(out.Sessions))
+		l := safetext.Line
 		tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "UPDATED\tSESSION\tTAI\tTITLE\tCWD")
 		for _, a := range out.Sessions {
@@ -120,7 +122,7 @@ func agentSessions(ctx context.Context, f SessionsFlags, ws string, recs []sessi
 			if a.Recorded {
 				byTai = "ran"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", a.UpdatedAt, a.ID, byTai, a.Title, a.Cwd)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l(a.UpdatedAt), l(a.ID), byTai, l(a.Title), l(a.Cwd)) // the agent's words: escaped
 		}
 		tw.Flush()
 		listed := map[string]bool{}
@@ -137,7 +139,7 @@ func agentSessions(ctx context.Context, f SessionsFlags, ws string, recs []sessi
 			fmt.Fprintf(std.Out, "\nrecorded by tai but not listed by %s (%d):\n", name, len(only))
 			tw = tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
 			for _, r := range only {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04"), r.SessionID, r.Status, r.Prompt)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04"), l(r.SessionID), l(string(r.Status)), l(r.Prompt))
 			}
 			tw.Flush()
 		}

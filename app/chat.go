@@ -17,6 +17,7 @@ import (
 	"github.com/tai-dev/tai/chat"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/runner"
 )
 
@@ -180,7 +181,7 @@ func (c *chatSession) control(cmd, arg string) bool {
 		return false
 	}
 	if err := <-reply; err != nil {
-		fmt.Fprintf(c.std.Err, "%s %s: %v\n", cmd, arg, err)
+		fmt.Fprintf(c.std.Err, "%s %s: %s\n", cmd, safetext.Line(arg), safetext.Line(err.Error())) // the agent's error text
 	}
 	return true
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/notify"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
@@ -346,7 +347,7 @@ func printStatus(std IO, st *fleet.State, status, auditPath string, asJSON bool)
 	fmt.Fprintf(std.Out, "fleet %s: %s; target %s; used %d tokens, %d turns, %.4g cost; updated %s\n",
 		st.Run, status, st.Target, st.Usage.Tokens, st.Usage.Turns, st.Usage.Cost, st.Updated.Format(time.RFC3339))
 	for _, r := range fleet.TableRows(*st, time.Now()) {
-		fmt.Fprintln(std.Out, r)
+		fmt.Fprintln(std.Out, safetext.Line(r)) // a row may quote an agent (a reason, a detail)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/internal/statedir"
 )
 
@@ -159,7 +160,7 @@ func logShower(f FleetLogsFlags, task string, std IO) func([]byte) {
 			return
 		}
 		if l := fr.line(); l != "" {
-			fmt.Fprintln(std.Out, l)
+			fmt.Fprintln(std.Out, safetext.Line(l)) // titles, messages, details: the agents' words
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
@@ -434,7 +435,7 @@ func followRun(ctx context.Context, bus *remote.Bus, run, output string, tty *os
 		return err
 	}
 	if st == nil && !rec.Finished.IsZero() {
-		fmt.Fprintf(std.Err, "tai fleet: run %s: %s\n", run, end.Detail)
+		fmt.Fprintf(std.Err, "tai fleet: run %s: %s\n", run, safetext.Line(end.Detail)) // may quote an agent
 		return exitcode.Said(exitcode.Code(rec.ExitCode))
 	}
 	if st == nil || ctx.Err() != nil {
@@ -474,7 +475,7 @@ func followedResult(st *fleet.State, output string, std IO) error {
 		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d) — coordinated by the hub, results on branch %s\n", st.Run, st.Status, st.ExitCode, st.Target)
 		for _, id := range st.Order {
 			if ts := st.Tasks[id]; ts.Status != fleet.StatusMerged && ts.Status != fleet.StatusDone {
-				fmt.Fprintf(std.Err, "tai fleet: task %s %s: %s\n", id, ts.Status, ts.Reason)
+				fmt.Fprintf(std.Err, "tai fleet: task %s %s: %s\n", id, ts.Status, safetext.Line(ts.Reason))
 			}
 		}
 	}

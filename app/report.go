@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/safetext"
 )
 
 // Report is the one place that prints a command's error: "tai: " and the
@@ -22,13 +23,14 @@ func Report(w io.Writer, err error) int {
 		return int(exitcode.Of(err))
 	}
 	// Several errors (errors.Join) are one line each, each with the prefix.
+	// An error may quote an agent (its message, its stderr): escaped.
 	var j interface{ Unwrap() []error }
 	if errors.As(err, &j) && j.(error).Error() == err.Error() {
 		for _, e := range j.Unwrap() {
-			fmt.Fprintln(w, "tai:", e)
+			fmt.Fprintln(w, "tai:", safetext.Text(e.Error()))
 		}
 	} else {
-		fmt.Fprintln(w, "tai:", err)
+		fmt.Fprintln(w, "tai:", safetext.Text(err.Error()))
 	}
 	return int(exitcode.Of(err))
 }
@@ -44,5 +46,5 @@ func exit(code int) error {
 
 // warn prints a warning the same way: it is not an error, the command goes on.
 func warn(std IO, format string, args ...any) {
-	fmt.Fprintf(std.Err, "tai: warning: "+format+"\n", args...)
+	fmt.Fprintln(std.Err, "tai: warning: "+safetext.Text(fmt.Sprintf(format, args...)))
 }

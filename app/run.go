@@ -7,6 +7,7 @@ package app
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/capspeak"
@@ -27,6 +29,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/readlimit"
+	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
@@ -312,26 +315,43 @@ func prefixWriter(w io.Writer, prefix string) io.Writer {
 	return &prefixed{w: w, prefix: prefix, bol: true}
 }
 
+// prefixed is the agent's stderr on tai's: escaped (safetext), so that
+// what the agent writes there cannot act on the terminal either.
 type prefixed struct {
 	mu     sync.Mutex
 	w      io.Writer
 	prefix string
 	bol    bool
+	part   []byte // a character cut by the end of the last write
 }
 
 func (p *prefixed) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	in := append(p.part, b...)
+	p.part = nil
+	// Keep back a last character the next write completes.
+	for i := len(in) - 1; i >= 0 && i >= len(in)-utf8.UTFMax+1; i-- {
+		if utf8.RuneStart(in[i]) {
+			if !utf8.FullRune(in[i:]) {
+				p.part = append([]byte(nil), in[i:]...)
+				in = in[:i]
+			}
+			break
+		}
+	}
 	var out []byte
-	for _, c := range b {
+	for len(in) > 0 {
 		if p.bol {
 			out = append(out, p.prefix...)
 			p.bol = false
 		}
-		out = append(out, c)
-		if c == '\n' {
-			p.bol = true
+		line := in
+		if i := bytes.IndexByte(in, '\n'); i >= 0 {
+			line, p.bol = in[:i+1], true
 		}
+		out = append(out, safetext.Text(string(line))...)
+		in = in[len(line):]
 	}
 	_, err := p.w.Write(out)
 	return len(b), err

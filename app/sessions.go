@@ -15,6 +15,7 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/sessions"
@@ -209,8 +210,9 @@ func Sessions(ctx context.Context, f SessionsFlags, std IO) error {
 			if r.Resumable {
 				res = "yes"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04"), r.Agent, r.Driver,
-				r.SessionID, r.Status, res, r.Prompt)
+			l := safetext.Line // the session id is the agent's; the prompt may hold anything
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04"), l(r.Agent), l(r.Driver),
+				l(r.SessionID), l(string(r.Status)), res, l(r.Prompt))
 		}
 		tw.Flush()
 	}

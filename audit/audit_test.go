@@ -583,6 +583,10 @@ func TestRender(t *testing.T) {
 	must(t, l.Append(KindFileWrite, "8f2c01ab-long-session-id", FileWrite{Path: "a.go", Size: 42, HashAfter: strings.Repeat("b", 64)}))
 	must(t, l.Append(KindTerminal, "other", Terminal{Command: "go", Args: []string{"test", "./..."}, Cwd: "/w", ExitStatus: &exit}))
 	must(t, l.Append(KindPrompt, "other", Prompt{Text: "evil \x1b[31m text"}))
+	// A command is shown as tai ran it: an argv quoted once as a shell reads
+	// it, a shell line as it is; what a terminal would act on escaped.
+	must(t, l.Append(KindTerminal, "third", Terminal{Command: "sh", Args: []string{"-c", "echo hi\x1b[2K; rm x"}, Cwd: "/w", ExitStatus: &exit}))
+	must(t, l.Append(KindTerminal, "third", Terminal{Command: "make test\u202e", Cwd: "/w", ExitStatus: &exit}))
 	must(t, l.Close())
 	raw, _ := os.ReadFile(path)
 
@@ -595,6 +599,8 @@ func TestRender(t *testing.T) {
 		"2025-01-02T02:04:05.003Z      3  8f2c01ab  file.write           a.go 42B new→bbbbbbbbbbbb",
 		"2025-01-02T02:04:05.004Z      4  other     terminal.exit        $ go test ./... → exit 2 cwd=/w",
 		`2025-01-02T02:04:05.005Z      5  other     prompt               "evil \x1b[31m text"`,
+		`2025-01-02T02:04:05.006Z      6  third     terminal.exit        $ sh -c $'echo hi\x1b[2K; rm x' → exit 2 cwd=/w`,
+		`2025-01-02T02:04:05.007Z      7  third     terminal.exit        $ make test\u202e → exit 2 cwd=/w`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got:\n%s", out.String())

@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/tai-dev/tai/internal/safetext"
+	"github.com/tai-dev/tai/render"
 )
 
 // Filter selects entries for Render and RenderJSON. Zero fields match
@@ -167,14 +170,7 @@ func summary(e *Entry) string {
 		}
 		add(before + "→" + after)
 	case KindTerminalStart, KindTerminal:
-		cmd := str("command")
-		if args, ok := m["args"].([]any); ok {
-			for _, a := range args {
-				cmd += " " + scalar(a)
-			}
-			delete(m, "args")
-		}
-		add("$ " + cmd)
+		add("$ " + commandLine(m))
 		if s := str("exit_status"); s != "" {
 			add("→ exit " + s)
 		}
@@ -201,6 +197,32 @@ func summary(e *Entry) string {
 		add(clean(k) + "=" + scalar(m[k]))
 	}
 	return truncate(strings.Join(parts, " "), 240)
+}
+
+// commandLine is a terminal entry's command as tai ran it: an argv quoted
+// once as a shell reads it (render.ShellLine, which escapes what a
+// terminal acts on), or the shell line run by sh -c, escaped. It takes
+// command and args out of m.
+func commandLine(m map[string]any) string {
+	cmd, _ := m["command"].(string)
+	raw, hasArgs := m["args"].([]any)
+	if _, ok := m["command"]; ok && cmd == "" {
+		cmd = scalar(m["command"]) // not a string: shown as the log has it
+	}
+	delete(m, "command")
+	delete(m, "args")
+	if !hasArgs || len(raw) == 0 {
+		return safetext.Line(cmd)
+	}
+	args := make([]string, len(raw))
+	for i, a := range raw {
+		if s, ok := a.(string); ok {
+			args[i] = s
+		} else {
+			args[i] = scalar(a)
+		}
+	}
+	return render.ShellLine(cmd, args)
 }
 
 // scalar formats a JSON value for a summary: strings quoted if needed,

@@ -3,6 +3,7 @@ package chat
 import (
 	"errors"
 	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -113,5 +114,24 @@ func TestReadLineScrolls(t *testing.T) {
 		if len(frame) > 40 {
 			t.Fatalf("a %d-column frame: %q", len(frame), frame)
 		}
+	}
+}
+
+// A completion is the agent's (a command's name and hint): it reaches the
+// line and the list escaped, and the line sent is what was shown.
+func TestCompletionIsEscaped(t *testing.T) {
+	var out strings.Builder
+	evil := func(string) (int, []Completion) {
+		return 0, []Completion{{Text: "/deploy\x1b[2K\u202e", Hint: "ship it\x1b]0;x\x07"}}
+	}
+	e := &Editor{In: strings.NewReader("/d\t\r"), Out: &out, Complete: evil}
+	got, err := e.ReadLine("> ")
+	if err != nil || got != `/deploy\x1b[2K\u202e ` {
+		t.Fatalf("%q, %v", got, err)
+	}
+	// The editor's own sequences are \x1b[K (clear to the end) and \x1b[nD.
+	screen := regexp.MustCompile(`\x1b\[(K|\d+D)`).ReplaceAllString(out.String(), "")
+	if strings.ContainsAny(screen, "\x1b\x07\u202e") || !strings.Contains(screen, `ship it\x1b]0;x\x07`) {
+		t.Fatalf("screen %q", out.String())
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tai-dev/tai/internal/safetext"
 )
 
 // ErrInterrupted is ReadLine's answer to Ctrl-C: the line is dropped.
@@ -197,6 +199,7 @@ func (e *Editor) complete(st *lineState, list bool) {
 	}
 	line := string(st.buf[:st.pos])
 	start, cands := e.Complete(line)
+	cands = safeCompletions(cands)
 	if len(cands) == 0 || start < 0 || start > len(line) {
 		return
 	}
@@ -228,6 +231,17 @@ func (e *Editor) complete(st *lineState, list bool) {
 			io.WriteString(e.Out, b.String())
 		}
 	}
+}
+
+// safeCompletions escapes the candidates: their names and hints are the
+// agent's (its commands, modes and models), and a name goes into the line
+// the editor redraws. What is typed and sent is then what was shown.
+func safeCompletions(cands []Completion) []Completion {
+	out := make([]Completion, len(cands))
+	for i, c := range cands {
+		out[i] = Completion{Text: safetext.Line(c.Text), Hint: safetext.Line(c.Hint)}
+	}
+	return out
 }
 
 func commonPrefix(a, b string) string {

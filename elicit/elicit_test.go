@@ -210,3 +210,30 @@ func TestCheckStringFormats(t *testing.T) {
 		}
 	}
 }
+
+// A form shows the agent's strings escaped, and answers with its values
+// as they are: what is checked and sent is the request, not what is shown.
+func TestFormEscapesWhatItShows(t *testing.T) {
+	req := driver.ElicitationRequest{Mode: driver.ElicitForm, Message: "Deploy?\x1b[2K\x1b[1A",
+		Fields: []driver.ElicitField{{Name: "env\u202e", Title: "Target\x1b[8D", Description: "where\u2066", Type: "string", Enum: []string{"prod\x1b[K", "dev"}, Required: true}}}
+	var out strings.Builder
+	ans, err := (&Form{In: strings.NewReader("1\ny\n"), Out: &out}).Answer(context.Background(), req)
+	if err != nil || ans.Action != driver.ElicitAccept || ans.Content["env\u202e"] != "prod\x1b[K" {
+		t.Fatalf("answer %+v, %v", ans, err)
+	}
+	screen := out.String()
+	for _, want := range []string{`Deploy?\x1b[2K\x1b[1A`, `Target\x1b[8D`, `where\u2066`, `1) prod\x1b[K`} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("the form lacks %q:\n%s", want, screen)
+		}
+	}
+	if strings.ContainsAny(screen, "\x1b\u202e\u2066") {
+		t.Fatalf("a control or bidi character reaches the terminal:\n%q", screen)
+	}
+	url := driver.ElicitationRequest{Mode: driver.ElicitURL, Message: "log in\u202e", URL: "https://a.example/\x1b]8;;x"}
+	out.Reset()
+	_, _ = (&Form{In: strings.NewReader("n\n"), Out: &out}).Answer(context.Background(), url)
+	if s := out.String(); strings.ContainsAny(s, "\x1b\u202e") || !strings.Contains(s, `https://a.example/\x1b]8;;x`) {
+		t.Fatalf("url form:\n%q", s)
+	}
+}

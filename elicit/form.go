@@ -14,6 +14,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/safetext"
+	"github.com/tai-dev/tai/render"
 )
 
 // Form asks a human at the terminal: each field with its type, choices,
@@ -114,16 +116,20 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 	if req.Mode == driver.ElicitURL {
 		return f.url(ctx, req)
 	}
-	fmt.Fprintf(f.Out, "\n? The agent asks: %s\n", req.Message)
+	// What is shown is the request made safe for a terminal (every string
+	// in it is the agent's); what is checked and answered is the request.
+	shown := render.SafeElicitation(req)
+	fmt.Fprintf(f.Out, "\n? The agent asks: %s\n", shown.Message)
 	fmt.Fprintf(f.Out, "  Fill in the form (%d field(s)); type !decline to refuse or !cancel to dismiss.\n", len(req.Fields))
 	content := map[string]any{}
-	for _, fl := range req.Fields {
+	for i, fl := range req.Fields {
+		sf := shown.Fields[i]
 		for {
 			read := f.line
 			if fl.Secret {
 				read = f.secretLine
 			}
-			s, err := read(ctx, fieldPrompt(fl))
+			s, err := read(ctx, fieldPrompt(sf))
 			if err != nil {
 				return f.gone(ctx, err), nil
 			}
@@ -145,7 +151,7 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 				if !fl.Required {
 					break
 				}
-				fmt.Fprintf(f.Out, "  ! %s is required\n", label(fl))
+				fmt.Fprintf(f.Out, "  ! %s is required\n", label(sf))
 				continue
 			}
 			v, err := ParseInput(fl, s)
@@ -153,7 +159,7 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 				v, err = CheckValue(fl, v)
 			}
 			if err != nil {
-				fmt.Fprintf(f.Out, "  ! %v\n", err)
+				fmt.Fprintf(f.Out, "  ! %s\n", safetext.Line(err.Error())) // it may quote the agent's choices
 				continue
 			}
 			content[fl.Name] = v
@@ -180,7 +186,8 @@ func (f *Form) gone(ctx context.Context, err error) driver.ElicitationAnswer {
 }
 
 func (f *Form) url(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
-	fmt.Fprintf(f.Out, "\n? The agent asks you to visit a URL: %s\n  %s\n", req.Message, req.URL)
+	shown := render.SafeElicitation(req)
+	fmt.Fprintf(f.Out, "\n? The agent asks you to visit a URL: %s\n  %s\n", shown.Message, shown.URL)
 	s, err := f.line(ctx, "  [o]pen it in a browser, [d]one (I opened it myself), [n]o (decline) ? ")
 	if err != nil {
 		return f.gone(ctx, err), nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tai-dev/tai/internal/safetext"
 )
 
 // Lines writes one plain progress line per event (for pipes and CI logs).
@@ -16,7 +18,8 @@ func Lines(w io.Writer) func(Event) {
 		if task == "" {
 			task = "fleet"
 		}
-		fmt.Fprintf(w, "%s %-10s %-9s %s\n", e.Time.UTC().Format("15:04:05"), task, e.Kind, e.Detail)
+		// A detail may quote an agent (its title, its error): escaped (safetext).
+		fmt.Fprintf(w, "%s %-10s %-9s %s\n", e.Time.UTC().Format("15:04:05"), safetext.Line(task), e.Kind, safetext.Line(e.Detail))
 	}
 }
 
@@ -111,7 +114,10 @@ func (t *Table) draw() {
 		rows = append(rows, "  "+n)
 	}
 	for _, r := range rows {
-		b.WriteString(clip(r, w) + "\n")
+		// Every row may hold an agent's words (a title waiting for you, a
+		// detail): escaped, one line each, so that the redraw's count of
+		// lines holds and nothing moves the cursor.
+		b.WriteString(clip(safetext.Line(r), w) + "\n")
 	}
 	t.lines = len(rows)
 	_, _ = io.WriteString(t.W, b.String())

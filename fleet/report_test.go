@@ -74,3 +74,30 @@ func TestTableNeverDrawsOverAPrompt(t *testing.T) {
 		t.Fatalf("no table after the answer: %q", after)
 	}
 }
+
+// An agent's words in the table (the title it waits on, a note's detail, a
+// blocked task's reason) are escaped: no row moves the cursor, and none
+// holds a newline that would throw off the redraw's count of lines.
+func TestTableEscapesAgentText(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Date(2026, 12, 1, 10, 0, 42, 0, time.UTC)
+	tb := &Table{W: &out, Now: func() time.Time { return now }, Run: "r", Width: func() int { return 200 }}
+	st := tableState()
+	st.Tasks["docs"].Reason = "which license?\x1b[2K\nMIT\u202e"
+	tb.Event(Event{Kind: EventFailed, Task: "tests", Detail: "exit 1\x1b[1A\x1b[J", State: st})
+	tb.Hold("lint-the-whole-repository", "permission: Run tests\x1b[8D\x1b[K")
+	text := redraw.ReplaceAllString(out.String(), "")
+	if strings.ContainsAny(text, "\x1b\u202e") {
+		t.Fatalf("a control or bidi character reaches the terminal:\n%q", text)
+	}
+	for _, want := range []string{`exit 1\x1b[1A\x1b[J`, `permission: Run tests\x1b[8D\x1b[K`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the table lacks %q:\n%s", want, text)
+		}
+	}
+	var lines bytes.Buffer
+	Lines(&lines)(Event{Kind: EventFailed, Task: "t\x1b[2K", Detail: "a\nb\u2066"})
+	if got := lines.String(); !strings.HasSuffix(got, " t\\x1b[2K   failed    a\\nb\\u2066\n") {
+		t.Fatalf("Lines: %q", got)
+	}
+}

@@ -14,11 +14,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/coder/quartz"
+
+	"github.com/tai-dev/tai/internal/safetext"
 )
 
 // Notice is one thing that waits.
@@ -30,12 +31,15 @@ type Notice struct {
 	Since time.Time `json:"since"`
 }
 
+// line is the notice as a person reads it: every part may be an agent's
+// (a title, a task named after one), so each is escaped (safetext), and
+// no control character reaches a terminal's OSC or a desktop's text.
 func (n Notice) line() string {
 	who := n.Run
 	if n.Task != "" {
 		who = "task " + n.Task
 	}
-	return fmt.Sprintf("%s %s: %s", who, n.Kind, n.Title)
+	return safetext.Line(fmt.Sprintf("%s %s: %s", who, n.Kind, n.Title))
 }
 
 // Sender delivers a batch of notices.
@@ -49,15 +53,8 @@ type Terminal struct{ W io.Writer }
 
 // Send implements Sender.
 func (t Terminal) Send(_ context.Context, batch []Notice) error {
-	msg := summary(batch)
-	// OSC 9 text may not hold control characters.
-	msg = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, msg)
-	_, err := fmt.Fprintf(t.W, "\a\x1b]9;%s\x07", msg)
+	// OSC 9 text may not hold control characters: summary has none.
+	_, err := fmt.Fprintf(t.W, "\a\x1b]9;%s\x07", summary(batch))
 	return err
 }
 

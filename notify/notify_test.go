@@ -63,14 +63,26 @@ func flatten(b [][]string) []string {
 	return out
 }
 
+// The notice's text is the agent's: nothing in it may end the OSC (BEL,
+// ESC \, or the C1 ST a UTF-8 terminal may take), start another sequence
+// or reorder what the notification shows; it is shown escaped.
 func TestTerminal(t *testing.T) {
-	var buf bytes.Buffer
-	if err := (Terminal{W: &buf}).Send(context.Background(), []Notice{{Kind: "ask", Run: "r", Task: "lint", Title: "Run `rm -rf`\x1b]0;evil\x07"}}); err != nil {
-		t.Fatal(err)
-	}
-	got := buf.String()
-	if !strings.HasPrefix(got, "\a\x1b]9;task lint ask: Run `rm -rf` ]0;evil \x07") || strings.Count(got, "\x07") != 2 {
-		t.Fatalf("%q", got)
+	for _, tt := range []struct{ name, title, want string }{
+		{"OSC and BEL", "Run `rm -rf`\x1b]0;evil\x07", `Run ` + "`rm -rf`" + `\x1b]0;evil\x07`},
+		{"C1 string terminator", "Run tests\u009c\u009b2J", `Run tests\u009c\u009b2J`},
+		{"bidi override", "Run \u202eexe.txt", `Run \u202eexe.txt`},
+		{"newline", "a\nb", `a\nb`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			if err := (Terminal{W: &buf}).Send(context.Background(), []Notice{{Kind: "ask", Run: "r", Task: "lint\x1b[2K", Title: tt.title}}); err != nil {
+				t.Fatal(err)
+			}
+			want := "\a\x1b]9;task lint\\x1b[2K ask: " + tt.want + "\x07"
+			if got := buf.String(); got != want {
+				t.Fatalf("got  %q\nwant %q", got, want)
+			}
+		})
 	}
 }
 

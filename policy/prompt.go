@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/render"
 )
 
@@ -207,22 +208,35 @@ func (p *TTYPrompter) discardTypeAhead(fd int) {
 }
 
 func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
-	tc := req.ToolCall
+	// Every string shown is the agent's: escaped, so that none can move
+	// the cursor, erase or reorder what is on the screen (render.SafeToolCall).
+	tc := render.SafeToolCall(req.ToolCall)
 	who := ""
 	if a := askerOf(ctx); a != "" {
-		who = "[" + a + "] "
+		who = "[" + safetext.Line(a) + "] "
 	}
 	verb := "asks to"
 	if req.Unrequested {
 		verb = "did not ask, but wants tai to" // a file or terminal call made without asking
 	}
-	fmt.Fprintf(p.Out, "\n\x1b[1;33m? %sThe agent %s %s\x1b[0m", who, verb, strings.TrimSpace(orDefault(tc.Title, tc.ID)))
+	title := strings.TrimSpace(orDefault(tc.Title, tc.ID))
+	cmd, hasCmd := render.ShownCommand(req.ToolCall)
+	if hasCmd && title != cmd && title != "Run `"+cmd+"`" {
+		// The title is the agent's word for it; what runs is the command
+		// below, shown prominently.
+		fmt.Fprintf(p.Out, "\n\x1b[1;33m? %sThe agent %s:\x1b[0m \x1b[2m%s\x1b[0m", who, verb, title)
+	} else {
+		fmt.Fprintf(p.Out, "\n\x1b[1;33m? %sThe agent %s %s\x1b[0m", who, verb, title)
+	}
 	if tc.Kind != "" {
 		fmt.Fprintf(p.Out, " [%s]", tc.Kind)
 	}
 	fmt.Fprintln(p.Out)
-	if c := Command(tc); c != "" && !strings.Contains(tc.Title, c) {
-		fmt.Fprintf(p.Out, "    $ %s\n", c)
+	switch {
+	case hasCmd:
+		fmt.Fprintf(p.Out, "    \x1b[1m$ %s\x1b[0m\n", strings.ReplaceAll(cmd, "\n", "\n      "))
+	case normKind(string(req.ToolCall.Kind)) == kindExecute:
+		fmt.Fprintln(p.Out, "    \x1b[1m(command not given by the agent)\x1b[0m")
 	}
 	for _, l := range tc.Locations {
 		fmt.Fprintf(p.Out, "    %s\n", l.Path)

