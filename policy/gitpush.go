@@ -52,8 +52,8 @@ func (c gitConf) get(key string) (string, bool) {
 // opts (--git-dir=...). It runs `git config --list`, which runs nothing
 // the repository names (no hooks, filters or fsmonitor). nil when git
 // cannot tell (no git, a bad repository): the caller reads that at its
-// most dangerous. A variable so tests can count or replace it.
-var readGitConfig = func(dir string, opts []string) gitConf {
+// most dangerous.
+func readGitConfig(dir string, opts []string) gitConf {
 	args := append([]string{"--no-pager", "-C", dir}, opts...)
 	cmd := exec.Command("git", append(args, "config", "--list", "-z")...)
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
@@ -120,6 +120,11 @@ type gitVerdict struct {
 // readGit reads a git command line (args after "git") run in cwd. lineC
 // holds settings an earlier `git config` of the same line made.
 func (e *Engine) readGit(words []shWord, cwd string, lineC gitConf) gitVerdict {
+	return e.readGitWith(words, cwd, lineC, readGitConfig)
+}
+
+// readGitWith is readGit with the config read by readConf.
+func (e *Engine) readGitWith(words []shWord, cwd string, lineC gitConf, readConf func(dir string, opts []string) gitConf) gitVerdict {
 	g := &gitLine{cwd: cwd, cmdC: gitConf{}}
 	for k, v := range lineC {
 		g.cmdC[k] = append([]string(nil), v...)
@@ -128,7 +133,7 @@ func (e *Engine) readGit(words []shWord, cwd string, lineC gitConf) gitVerdict {
 		if g.cwd == "" || g.cwd == cwdUnknown {
 			return nil
 		}
-		return readGitConfig(g.cwd, g.opts)
+		return readConf(g.cwd, g.opts)
 	})
 	for expansions := 0; ; expansions++ {
 		rest, ok := e.gitGlobals(g, words)
@@ -394,39 +399,47 @@ func (e *Engine) gitPush(g *gitLine, words []shWord) string {
 		plus := strings.HasPrefix(r, "+")
 		r = strings.TrimPrefix(r, "+")
 		src, dst, hasColon := strings.Cut(r, ":")
+		deleting := del || hasColon && src == ""
 		if !hasColon {
 			dst = src
-			// remote.<name>.push maps a refspec without a destination.
-			for _, m := range g.settings("remote." + remote + ".push") {
-				mplus := strings.HasPrefix(m, "+")
-				ms, md, ok := strings.Cut(strings.TrimPrefix(m, "+"), ":")
-				if ok && refMatches(ms, gitFullRef(src, cur)) {
-					dst = refMap(ms, md, gitFullRef(src, cur))
-					plus = plus || mplus
+		}
+		if why := e.pushTo(dst, cur, deleting, force || plus, prune); why != "" {
+			return why
+		}
+		if hasColon {
+			continue
+		}
+		// remote.<name>.push maps a refspec without a destination (read
+		// only when the refspec as written is not refused: it costs a git).
+		for _, m := range g.settings("remote." + remote + ".push") {
+			ms, md, ok := strings.Cut(strings.TrimPrefix(m, "+"), ":")
+			if ok && refMatches(ms, gitFullRef(src, cur)) {
+				if why := e.pushTo(refMap(ms, md, gitFullRef(src, cur)), cur, deleting, force || plus || strings.HasPrefix(m, "+"), prune); why != "" {
+					return why
 				}
 			}
 		}
-		deleting := del || hasColon && src == ""
-		forcing := force || plus
-		if !deleting && !forcing && !prune {
-			continue
-		}
-		if dst == "" {
-			continue
-		}
-		for _, b := range gitDstBranches(dst, cur) {
-			switch {
-			case b == "":
-				if forcing {
-					return "a forced push to " + dst + ", whose branch cannot be told"
-				}
-			case deleting && e.protectedMatch(b):
-				return "deleting the protected branch " + b
-			case forcing && e.protectedMatch(b):
-				return "a forced push to the protected branch " + b
-			case prune && strings.ContainsAny(b, "*"+unknownMark) && e.protectedMatch(b):
-				return "a push with --prune of " + dst + ", which may delete a protected branch"
+	}
+	return ""
+}
+
+// pushTo explains why a push to the remote ref dst is refused, or "".
+func (e *Engine) pushTo(dst, cur string, deleting, forcing, prune bool) string {
+	if dst == "" || !deleting && !forcing && !prune {
+		return ""
+	}
+	for _, b := range gitDstBranches(dst, cur) {
+		switch {
+		case b == "":
+			if forcing {
+				return "a forced push to " + dst + ", whose branch cannot be told"
 			}
+		case deleting && e.protectedMatch(b):
+			return "deleting the protected branch " + b
+		case forcing && e.protectedMatch(b):
+			return "a forced push to the protected branch " + b
+		case prune && strings.Contains(b, "*") && e.protectedMatch(b):
+			return "a push with --prune of " + dst + ", which may delete a protected branch"
 		}
 	}
 	return ""
