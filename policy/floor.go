@@ -214,7 +214,7 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool, lineConf gitConf) (id
 		}
 	case name == "git" && hit("floor-git-force-push"):
 		for _, cwd := range c.cwds {
-			v := e.readGit(args, cwd, lineConf)
+			v := e.readGit(args, cwd, c.env, lineConf)
 			if v.why != "" {
 				return "floor-git-force-push", v.why
 			}

@@ -200,7 +200,7 @@ func FuzzFloorReadsGit(f *testing.F) {
 			return
 		}
 		reads := 0
-		conf := func(string, []string) gitConf {
+		conf := func(string, []string, []string) gitConf {
 			reads++
 			return gitConf{"alias.x": {aliasX}, "alias.y": {aliasY}}
 		}
@@ -208,13 +208,13 @@ func FuzzFloorReadsGit(f *testing.F) {
 		for _, w := range strings.Fields(args) {
 			words = append(words, lit(w))
 		}
-		v := e.readGitWith(words, ws, nil, conf)
+		v := e.readGitWith(words, ws, nil, nil, conf)
 		if reads > 1 {
 			t.Fatalf("the config was read %d times", reads)
 		}
 		_ = v
 		mirror := append([]shWord{lit("push"), lit("--mirror"), lit("origin"), lit("--")}, words...)
-		if v := e.readGitWith(mirror, ws, nil, conf); v.why == "" {
+		if v := e.readGitWith(mirror, ws, nil, nil, conf); v.why == "" {
 			t.Fatalf("git %v is not refused", mirror)
 		}
 	})

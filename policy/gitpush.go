@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -53,10 +54,10 @@ func (c gitConf) get(key string) (string, bool) {
 // the repository names (no hooks, filters or fsmonitor). nil when git
 // cannot tell (no git, a bad repository): the caller reads that at its
 // most dangerous.
-func readGitConfig(dir string, opts []string) gitConf {
+func readGitConfig(dir string, opts, env []string) gitConf {
 	args := append([]string{"--no-pager", "-C", dir}, opts...)
 	cmd := exec.Command("git", append(args, "config", "--list", "-z")...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
+	cmd.Env = append(append(os.Environ(), env...), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
 	out, err := cmd.Output()
 	if err != nil {
 		// Outside a repository git still lists the user's config; an error
@@ -79,7 +80,11 @@ type gitLine struct {
 	cwd  string   // the directory it runs in; "" unknown
 	opts []string // global options that place the repository (--git-dir, --work-tree)
 	cmdC gitConf  // -c settings given on the line
-	conf func() gitConf
+	env  []string // the line's environment for git (GIT_DIR=..., HOME=...)
+	// unknown: some of its config is not known before it runs (-c "$X",
+	// GIT_CONFIG_PARAMETERS="$X"): an alias may be a push, a push may mirror.
+	unknown bool
+	conf    func() gitConf
 }
 
 // setting is a config value, -c first.
@@ -119,21 +124,55 @@ type gitVerdict struct {
 
 // readGit reads a git command line (args after "git") run in cwd. lineC
 // holds settings an earlier `git config` of the same line made.
-func (e *Engine) readGit(words []shWord, cwd string, lineC gitConf) gitVerdict {
-	return e.readGitWith(words, cwd, lineC, readGitConfig)
+func (e *Engine) readGit(words []shWord, cwd string, env map[string]string, lineC gitConf) gitVerdict {
+	return e.readGitWith(words, cwd, env, lineC, readGitConfig)
 }
 
+// maxGitEnvConfig bounds GIT_CONFIG_COUNT.
+const maxGitEnvConfig = 64
+
 // readGitWith is readGit with the config read by readConf.
-func (e *Engine) readGitWith(words []shWord, cwd string, lineC gitConf, readConf func(dir string, opts []string) gitConf) gitVerdict {
+func (e *Engine) readGitWith(words []shWord, cwd string, env map[string]string, lineC gitConf, readConf func(dir string, opts, env []string) gitConf) gitVerdict {
 	g := &gitLine{cwd: cwd, cmdC: gitConf{}}
 	for k, v := range lineC {
 		g.cmdC[k] = append([]string(nil), v...)
+	}
+	for k, v := range env {
+		switch {
+		case strings.Contains(v, unknownMark):
+			g.unknown = true
+		case k == "GIT_CONFIG_PARAMETERS":
+			// 'key=value' or 'key'='value', as git writes it for -c.
+			fields, ok := splitGitCmdline(strings.ReplaceAll(v, "'='", "="))
+			if !ok {
+				g.unknown = true
+			}
+			for _, f := range fields {
+				k, v, _ := strings.Cut(f, "=")
+				g.cmdC.add(k, v)
+			}
+		case k == "GIT_CONFIG_COUNT":
+			n := 0
+			if _, err := fmt.Sscan(v, &n); err != nil || n > maxGitEnvConfig {
+				g.unknown = true
+			}
+			for i := 0; i < min(n, maxGitEnvConfig); i++ {
+				key, kok := env[fmt.Sprint("GIT_CONFIG_KEY_", i)]
+				val := env[fmt.Sprint("GIT_CONFIG_VALUE_", i)]
+				if kok {
+					g.cmdC.add(key, val)
+				}
+			}
+		case strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_"):
+		default:
+			g.env = append(g.env, k+"="+v)
+		}
 	}
 	g.conf = sync.OnceValue(func() gitConf {
 		if g.cwd == "" || g.cwd == cwdUnknown {
 			return nil
 		}
-		return readConf(g.cwd, g.opts)
+		return readConf(g.cwd, g.opts, g.env)
 	})
 	for expansions := 0; ; expansions++ {
 		rest, ok := e.gitGlobals(g, words)
@@ -153,6 +192,9 @@ func (e *Engine) readGitWith(words []shWord, cwd string, lineC gitConf, readConf
 		}
 		alias, ok := g.setting("alias." + sub.val)
 		if !ok {
+			if g.unknown {
+				return gitVerdict{why: "git " + sub.val + " with a config not known before it runs (it may be an alias of a forced push)"}
+			}
 			return gitVerdict{}
 		}
 		if script, ok := strings.CutPrefix(alias, "!"); ok {
@@ -212,8 +254,8 @@ func (e *Engine) gitGlobals(g *gitLine, words []shWord) ([]shWord, bool) {
 			}
 			if !kv.static() {
 				// A setting not known before it runs may be an alias or
-				// push.default: read as unknown.
-				g.cwd = cwdUnknown
+				// push.default.
+				g.unknown = true
 				continue
 			}
 			k, v, _ := strings.Cut(kv.val, "=")
@@ -222,7 +264,7 @@ func (e *Engine) gitGlobals(g *gitLine, words []shWord) ([]shWord, bool) {
 			if a == "--config-env" {
 				next()
 			}
-			g.cwd = cwdUnknown // its value is in the environment
+			g.unknown = true // its value is in the environment
 		case a == "--git-dir" || a == "--work-tree":
 			d, ok := next()
 			if !ok {
@@ -359,6 +401,16 @@ func (e *Engine) gitPush(g *gitLine, words []shWord) string {
 			return "a forced push of all branches"
 		case prune:
 			return "a push of all branches with --prune (it deletes the remote's branches not here)"
+		}
+	}
+	if g.unknown && !all {
+		for _, w := range pos {
+			if !strings.Contains(w.val, ":") {
+				return "a push of " + w.text() + " with a config not known before it runs (the remote's push mapping may force it)"
+			}
+		}
+		if len(pos) == 0 {
+			return "a push with a config not known before it runs (it may mirror, or push.default may force a protected branch)"
 		}
 	}
 	if len(pos) == 0 && !all {

@@ -97,6 +97,10 @@ type shCmd struct {
 	// (sed's e command, awk printing into sh, a root shell reading the
 	// terminal): the floor reads that at its most dangerous.
 	unknownRun string
+	// env is what the line puts in its environment (FOO=1 cmd, env FOO=1
+	// cmd, export FOO=1): values, unknown parts unknownMark. Only names
+	// that change what a program the floor reads does are kept (gitEnvKey).
+	env map[string]string
 }
 
 // shellLine is what was read from one command line.
@@ -131,6 +135,7 @@ type reader struct {
 	overflow bool     // more than maxShellCommands
 	funcs    []string // the functions whose bodies are being read
 	vars     map[string]*shWord
+	exports  map[string]string // exported in the line, for gitEnvKey names
 }
 
 // script reads src, a script of its own (a line, an sh -c script).
@@ -318,6 +323,16 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 		}
 		for _, a := range c.Args {
 			p.assign(a, cwds)
+			if c.Variant != nil && c.Variant.Value == "export" && a.Name != nil && gitEnvKey(a.Name.Value) {
+				if p.r.exports == nil {
+					p.r.exports = map[string]string{}
+				}
+				v := unknownMark // export NAME: a value from outside the line
+				if a.Value != nil {
+					v = p.word(a.Value).val
+				}
+				p.r.exports[a.Name.Value] = v
+			}
 			if a.Naked && a.Name == nil && a.Value != nil {
 				words = append(words, p.word(a.Value))
 			}
@@ -417,6 +432,11 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 		words = append(words, p.braces(w)...)
 	}
 	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device, at: -1}
+	for _, a := range c.Assigns {
+		if a.Name != nil && gitEnvKey(a.Name.Value) {
+			cmd.setEnv(a.Name.Value, p.word(a.Value).val)
+		}
+	}
 	if len(c.Args) > 0 {
 		cmd.at = int(c.Args[0].Pos().Offset())
 	}
@@ -454,6 +474,16 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 	cmd.norm = wordsText(argv)
 	if len(argv) > 0 && argv[0].static() {
 		cmd.name = path.Base(argv[0].val)
+	}
+	for k, v := range p.r.exports {
+		if _, set := cmd.env[k]; !set {
+			cmd.setEnv(k, v)
+		}
+	}
+	for _, a := range words[:len(words)-len(argv)] {
+		if k, v, ok := strings.Cut(a.val, "="); ok && isAssignment(a.val) && gitEnvKey(k) {
+			cmd.setEnv(k, v) // env FOO=1 cmd, sudo FOO=1 cmd
+		}
 	}
 	p.add(cmd)
 	if wi.script != nil {
@@ -596,6 +626,25 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 		}
 	}
 	return cwds, cwds
+}
+
+func (c *shCmd) setEnv(k, v string) {
+	if c.env == nil {
+		c.env = map[string]string{}
+	}
+	c.env[k] = v
+}
+
+// gitEnvKey reports whether an environment variable changes the config
+// git reads (GIT_CONFIG_COUNT/KEY_n/VALUE_n, GIT_CONFIG_PARAMETERS, the
+// files it reads) or the repository it works on.
+func gitEnvKey(k string) bool {
+	switch k {
+	case "HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_CONFIG_GLOBAL",
+		"GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT":
+		return true
+	}
+	return strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_")
 }
 
 // maxDetachedWords bounds the words of a tmux or screen command followed.
