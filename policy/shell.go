@@ -434,7 +434,11 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device, at: -1}
 	for _, a := range c.Assigns {
 		if a.Name != nil && gitEnvKey(a.Name.Value) {
-			cmd.setEnv(a.Name.Value, p.word(a.Value).val)
+			v := "" // HOME= git ...
+			if a.Value != nil {
+				v = p.word(a.Value).val
+			}
+			cmd.setEnv(a.Name.Value, v)
 		}
 	}
 	if len(c.Args) > 0 {
@@ -1016,10 +1020,10 @@ func output(c *shCmd, in stream) stream {
 
 // word evaluates a word as far as it can be known without running anything.
 func (p *part) word(w *syntax.Word) shWord {
-	out := shWord{src: p.slice(w), glob: -1}
 	if w == nil {
-		return out
+		return shWord{glob: -1}
 	}
+	out := shWord{src: p.slice(w), glob: -1}
 	var b strings.Builder
 	for i, part := range w.Parts {
 		switch x := part.(type) {
