@@ -55,6 +55,12 @@ var floorVariants = []struct{ line, id string }{
 	{`git -c "$X" p origin main`, "floor-git-force-push"},
 	{`GIT_CONFIG_PARAMETERS="$P" git push origin`, "floor-git-force-push"},
 	{`git -c "$X" status`, ""},
+	{`git -c help.autocorrect=immediate psuh -f origin main`, "floor-git-force-push"},
+	{`git -c help.autocorrect=1 pushh --mirror origin`, "floor-git-force-push"},
+	{`git -c help.autocorrect=0 psuh -f origin main`, ""}, // git only suggests
+	{`git -C "$D" -c help.autocorrect=1 stauts`, "floor-git-force-push"}, // its config is not known: stauts may be an alias
+	{`git -C "$D" status`, ""},
+	{`git -c help.autocorrect=1 stauts`, ""},
 	{`git push --dry-run --mirror origin`, ""},
 	{`git push origin '+refs/heads/feature/*:refs/heads/feature/*'`, ""},
 	{`git push -u origin feature`, ""},

@@ -192,6 +192,10 @@ func (e *Engine) readGitWith(words []shWord, cwd string, env map[string]string, 
 		}
 		alias, ok := g.setting("alias." + sub.val)
 		if !ok {
+			if v, set := g.setting("help.autocorrect"); set && autocorrects(v) && editDistance(sub.val, "push") <= 2 {
+				// git runs the command it guesses a typo meant.
+				return gitVerdict{why: e.gitPush(g, rest[1:])}
+			}
 			if g.unknown {
 				return gitVerdict{why: "git " + sub.val + " with a config not known before it runs (it may be an alias of a forced push)"}
 			}
@@ -243,6 +247,9 @@ func (e *Engine) gitGlobals(g *gitLine, words []shWord) ([]shWord, bool) {
 			d, ok := next()
 			if !ok {
 				return nil, false
+			}
+			if !d.static() {
+				g.unknown = true
 			}
 			if d.val != "" {
 				g.cwd = e.cd(g.cwd, []string{d.val})
@@ -495,6 +502,45 @@ func (e *Engine) pushTo(dst, cur string, deleting, forcing, prune bool) string {
 		}
 	}
 	return ""
+}
+
+// autocorrects reports whether help.autocorrect makes git run the command
+// it guesses a mistyped one meant.
+func autocorrects(v string) bool {
+	switch strings.ToLower(v) {
+	case "", "0", "false", "off", "no", "show", "never", "prompt":
+		return false
+	}
+	return true
+}
+
+// editDistance is the Levenshtein distance of a and b, with a swap of two
+// neighbours counting 1 (git's typo guesses count it cheaply too).
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 64
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 func isGitTrue(v string) bool {
