@@ -161,7 +161,7 @@ func (e *Engine) floorLine(sl *shellLine, raw string) (id, why string) {
 // floorName reports whether the floor looks at a program of this name.
 func floorName(name string) bool {
 	switch name {
-	case "rm", "find", "mv", "chmod", "chown", "chgrp", "git", "dd", "dcfldd", "dc3dd", "shred", "blkdiscard",
+	case "rm", "find", "mv", "chmod", "chown", "chgrp", "git", "git-push", "git-send-pack", "dd", "dcfldd", "dc3dd", "shred", "blkdiscard",
 		"tee", "cp", "install", "ddrescue", "rsync", "sed", "gsed", "tmux", "screen":
 		return true
 	}
@@ -212,7 +212,11 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool, lineConf gitConf) (id
 		if t, ok := e.chmodTarget(args, c.cwds); ok {
 			return "floor-chmod-root", fmt.Sprintf("recursive %s of %s", name, t)
 		}
-	case name == "git" && hit("floor-git-force-push"):
+	case (name == "git" || name == "git-push" || name == "git-send-pack") && hit("floor-git-force-push"):
+		if sub, ok := strings.CutPrefix(name, "git-"); ok {
+			// git's own programs, run by path (/usr/lib/git-core/git-push).
+			args = append([]shWord{lit(sub)}, args...)
+		}
 		for _, cwd := range c.cwds {
 			v := e.readGit(args, cwd, c.env, lineConf)
 			if v.why != "" {

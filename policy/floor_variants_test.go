@@ -57,10 +57,13 @@ var floorVariants = []struct{ line, id string }{
 	{`git -c "$X" status`, ""},
 	{`git -c help.autocorrect=immediate psuh -f origin main`, "floor-git-force-push"},
 	{`git -c help.autocorrect=1 pushh --mirror origin`, "floor-git-force-push"},
-	{`git -c help.autocorrect=0 psuh -f origin main`, ""}, // git only suggests
+	{`git -c help.autocorrect=0 psuh -f origin main`, ""},                // git only suggests
 	{`git -C "$D" -c help.autocorrect=1 stauts`, "floor-git-force-push"}, // its config is not known: stauts may be an alias
 	{`git -C "$D" status`, ""},
 	{`git -c help.autocorrect=1 stauts`, ""},
+	{`/usr/lib/git-core/git-push -f origin main`, "floor-git-force-push"},
+	{`git send-pack --mirror ../remote.git`, "floor-git-force-push"},
+	{`git send-pack --force ../remote.git main`, "floor-git-force-push"},
 	{`git push --dry-run --mirror origin`, ""},
 	{`git push origin '+refs/heads/feature/*:refs/heads/feature/*'`, ""},
 	{`git push -u origin feature`, ""},

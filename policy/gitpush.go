@@ -184,7 +184,9 @@ func (e *Engine) readGitWith(words []shWord, cwd string, env map[string]string, 
 			// A subcommand known only when it runs may be a push.
 			return gitVerdict{why: "a git command not known before it runs (it may be a forced push)"}
 		}
-		if sub.val == "push" {
+		if sub.val == "push" || sub.val == "send-pack" {
+			// send-pack is push's plumbing, with the same --force, --all,
+			// --mirror and refspecs.
 			return gitVerdict{why: e.gitPush(g, rest[1:])}
 		}
 		if gitCommon[sub.val] || expansions == maxGitAliases {
