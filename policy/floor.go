@@ -280,6 +280,28 @@ var (
 // argv[0] (os.execl("/bin/rm", "rm", "-rf", "/")).
 const codeExecArgv0 = `execl|execle|execlp|execlpe|execv|execve|execvp|execvpe|spawnl|spawnle|spawnlp|spawnlpe|spawnv|spawnve|spawnvp|spawnvpe|posix_spawn|posix_spawnp`
 
+// runsShell reports whether a library call runs a command line or a
+// program by name (not Python's run() or call() of anything).
+func runsShell(call string) bool {
+	switch call {
+	case "system", "popen", "shell_exec", "passthru", "proc_open", "execSync", "Popen", "check_output", "check_call",
+		"getoutput", "getstatusoutput", "capture2", "capture2e", "capture3", "popen2", "popen3":
+		return true
+	}
+	return codeArgv0Call().MatchString(call)
+}
+
+// codeCallEmpty reports whether the call at code[k:] has no argument, or
+// is no call at all (a name mentioned, os.system without parentheses).
+func codeCallEmpty(code string, k int) bool {
+	k = skipCodeSpace(code, k)
+	if k >= len(code) || code[k] != '(' {
+		return true
+	}
+	k = skipCodeSpace(code, k+1)
+	return k < len(code) && code[k] == ')'
+}
+
 // runsCode reports whether an interpreter's program runs code or commands
 // it is given, or reads: fed a download, it runs the download.
 func runsCode(code string) bool {
@@ -317,6 +339,9 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 	for _, m := range codeExec().FindAllStringIndex(code, -1) {
 		l, ok := codeCommand(code, m[1])
 		if !ok {
+			if runsShell(strings.TrimSpace(code[m[0]:m[1]])) && !codeCallEmpty(code, m[1]) && hit("floor-unknown-command") {
+				return "floor-unknown-command", fmt.Sprintf("%s runs a command not known before it runs (%s)", c.name, strings.TrimSpace(code[m[0]:m[1]]))
+			}
 			continue
 		}
 		if codeArgv0Call().MatchString(code[m[0]:m[1]]) {

@@ -161,6 +161,16 @@ EOF`, "floor-rm-root"},
 	{`ruby -e 'IO.popen(["rm", "-rf", "/"])'`, "floor-rm-root"},
 	{`perl -e 'open(F, "<", "x.txt")'`, ""},
 
+	{`perl -ne 'system($_)' cmds.txt`, "floor-unknown-command"},
+	{`python3 -c 'import os; os.system(cmd)'`, "floor-unknown-command"},
+	{`awk '{ system($0) }' cmds.txt`, "floor-unknown-command"},
+	{`cat cmds.txt | xargs -I{} sh -c '{}'`, "floor-unknown-command"},
+	{`cat cmds.txt | xargs sh -c`, "floor-unknown-command"},
+	{`cat dirs.txt | xargs -I{} sh -c 'rm -rf {}'`, "floor-rm-root"},
+	{`python3 -c 'import asyncio; asyncio.run(main())'`, ""},
+	{`find . -name '*.go' -exec sh -c 'gofmt -l {}' \;`, ""},
+	{`cat cmds.txt | sh`, ""}, // a script from a file, as bash cmds.txt: the sandbox's to confine
+
 	// Disk writers and formatters.
 	{`sfdisk /dev/sda < table`, "floor-mkfs"},
 	{`parted -s /dev/nvme0n1 mklabel gpt`, "floor-mkfs"},

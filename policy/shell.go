@@ -1359,7 +1359,9 @@ func (p *part) scriptOf(w shWord) string {
 	if w.script != "" {
 		return w.script
 	}
-	return w.src
+	// A word the reader made (what xargs reads, put in for {}): its
+	// unknown parts are a variable of the script, not text as written.
+	return strings.ReplaceAll(w.val, unknownMark, "${__tai_unknown}")
 }
 
 // rawText is a heredoc's body as written.
