@@ -136,13 +136,17 @@
 // in python/perl/ruby/node one-liners) and mv of /, top-level directories,
 // home or the workspace root and its parents; the same for chmod/chown -R;
 // writes outside the workspace; writes to the policy and memory files;
-// forced pushes to (or deletions of) protected branches; mkfs and wipefs;
-// dd, shred or redirections onto disk devices; fork bombs; a download
-// piped or substituted into a shell or an interpreter. It applies in every
+// forced pushes to (or deletions of) protected branches, and mirror
+// pushes, read as git reads them with the repository's config (gitpush.go);
+// mkfs, wipefs and partitioners; dd, shred or redirections onto disk
+// devices; fork bombs; a download piped or substituted into a shell or an
+// interpreter; a command known only when it runs. It applies in every
 // mode, yolo and approve-all included, and only the policy file can turn
 // it off. A word the parser cannot know before the command runs ($X,
-// $(...)) is read at its most dangerous (it may be /), and a line that
-// does not parse is read word by word, every word a possible command.
+// $(...)) is read at its most dangerous (it may be /, or --mirror, or any
+// command), options as getopt_long reads them (rm --rec), paths as the
+// kernel walks them (/proc/self/cwd, //dev/sda; floorpaths.go), and a line
+// that does not parse is read word by word, every word a possible command.
 //
 // # Memory
 //

@@ -25,11 +25,12 @@ var FloorRules = []FloorRule{
 	{"floor-chmod-root", "recursive chmod, chown or chgrp of the same targets"},
 	{"floor-write-outside", "an edit, delete or move of a path outside the workspace (and the write roots)"},
 	{"floor-policy-files", "an edit, delete or move of tai's own files: the policy file, the persistent memory file, and tai's config and state directories (audit logs, sessions, fleet state)"},
-	{"floor-git-force-push", "a forced push to, or a deletion of, a protected branch (a forced push whose branch cannot be told counts)"},
-	{"floor-mkfs", "making or wiping a filesystem (mkfs, mke2fs, mkswap, wipefs)"},
-	{"floor-dd-device", "dd of=/dev/..., shred of a device, or a redirection (or tee, cp) onto a disk device"},
+	{"floor-git-force-push", "a forced push to, or a deletion of, a protected branch, read as git reads it (+refspecs, wildcards, heads/main, aliases, push.default and the remote's config; a forced push whose branch cannot be told counts), and any mirror push"},
+	{"floor-mkfs", "making or wiping a filesystem or a partition table (mkfs, mke2fs, mkswap, wipefs; fdisk, sfdisk, parted and the like on a disk device)"},
+	{"floor-dd-device", "dd of=/dev/..., shred of a device, or a redirection (or tee, cp, ddrescue, ...) onto a disk device, its path read as the kernel does (//dev/sda, /proc/self/root/dev/sda)"},
 	{"floor-fork-bomb", "a fork bomb (a function that starts copies of itself, fork in a loop)"},
-	{"floor-pipe-shell", "a download (or a decoded blob) piped or substituted into a shell or an interpreter (curl ... | sh, curl ... | python3, base64 -d | sh)"},
+	{"floor-pipe-shell", "a download (or a decoded blob) piped or substituted into a shell or an interpreter (curl ... | sh, curl ... | python3, curl ... | python3 -c 'exec(sys.stdin.read())', base64 -d | sh)"},
+	{"floor-unknown-command", "a command known only when it runs, read at its most dangerous: a command word from a variable, a substitution, an array or \"$@\"; what sed's e, awk's | \"sh\" or a root shell (sudo -s, su) reading the terminal run"},
 }
 
 // DefaultProtectedBranches are the branches floor-git-force-push protects
@@ -68,7 +69,7 @@ var (
 	deviceRedirect = lazyre.New(`>\s*/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
 	downloadPipe   = lazyre.New(`\b(curl|wget|fetch|aria2c|nc|ncat|socat|xh|http)\b[^|]*\|.*\b(sh|bash|zsh|dash|ksh|fish|python[0-9.]*|perl|ruby|node|php|source|eval)\b`)
 
-	diskDevice = lazyre.New(`^/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d|sr\d)`)
+	diskDevice = lazyre.New(`^/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d|sr\d|disk/by-|block/)`)
 )
 
 // isSafeDevice reports whether /dev/s is harmless to write to.
@@ -142,8 +143,12 @@ func (e *Engine) floorLine(sl *shellLine, raw string) (id, why string) {
 			return "floor-pipe-shell", "a download piped into an interpreter" + guessed
 		}
 	}
+	lineConf := gitConf{} // what a git config earlier in the line set
 	for _, c := range sl.cmds {
-		if id, why := e.floorCmd(c, hit); id != "" {
+		if c.name == "git" {
+			gitConfigWrites(c.argv[1:], lineConf)
+		}
+		if id, why := e.floorCmd(c, hit, lineConf); id != "" {
 			if c.guess {
 				why += " (the line does not parse: read at its most dangerous)"
 			}
@@ -156,11 +161,11 @@ func (e *Engine) floorLine(sl *shellLine, raw string) (id, why string) {
 // floorName reports whether the floor looks at a program of this name.
 func floorName(name string) bool {
 	switch name {
-	case "rm", "find", "mv", "chmod", "chown", "chgrp", "git", "mke2fs", "mkswap", "wipefs", "dd", "shred", "blkdiscard",
-		"tee", "cp":
+	case "rm", "find", "mv", "chmod", "chown", "chgrp", "git", "git-push", "git-send-pack", "dd", "dcfldd", "dc3dd", "shred", "blkdiscard",
+		"tee", "cp", "install", "ddrescue", "rsync", "sed", "gsed", "tmux", "screen":
 		return true
 	}
-	return strings.HasPrefix(name, "mkfs") || runsProgram(name)
+	return isFormatter(name) || isPartitioner(name) || runsProgram(name)
 }
 
 // runsProgram reports whether a program runs its input or arguments as a
@@ -170,7 +175,7 @@ func runsProgram(name string) bool {
 }
 
 // floorCmd checks one simple command.
-func (e *Engine) floorCmd(c *shCmd, hit func(string) bool) (id, why string) {
+func (e *Engine) floorCmd(c *shCmd, hit func(string) bool, lineConf gitConf) (id, why string) {
 	if hit("floor-pipe-shell") {
 		if c.pipeShell {
 			return "floor-pipe-shell", fmt.Sprintf("a download (or a decoded blob) piped into %s", c.name)
@@ -183,6 +188,9 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool) (id, why string) {
 		return "floor-dd-device", "a redirection onto the disk device " + c.devRedir
 	}
 	if len(c.argv) == 0 {
+		if c.unknownRun != "" && hit("floor-unknown-command") {
+			return "floor-unknown-command", c.unknownRun
+		}
 		return "", ""
 	}
 	name, args := c.name, c.argv[1:]
@@ -204,40 +212,45 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool) (id, why string) {
 		if t, ok := e.chmodTarget(args, c.cwds); ok {
 			return "floor-chmod-root", fmt.Sprintf("recursive %s of %s", name, t)
 		}
-	case name == "git" && hit("floor-git-force-push"):
+	case (name == "git" || name == "git-push" || name == "git-send-pack") && hit("floor-git-force-push"):
+		if sub, ok := strings.CutPrefix(name, "git-"); ok {
+			// git's own programs, run by path (/usr/lib/git-core/git-push).
+			args = append([]shWord{lit(sub)}, args...)
+		}
 		for _, cwd := range c.cwds {
-			if why := e.gitForcePush(args, cwd); why != "" {
-				return "floor-git-force-push", why
+			v := e.readGit(args, cwd, c.env, lineConf)
+			if v.why != "" {
+				return "floor-git-force-push", v.why
+			}
+			if v.shell != "" && c.depth < maxShellDepth {
+				sl := parseShellAt(v.shell, shellEnv{home: e.ws.home}, []string{cwd}, c.depth+1)
+				if id, why := e.floorLine(sl, v.shell); id != "" {
+					return id, why + " (run by a git alias)"
+				}
 			}
 		}
-	case (strings.HasPrefix(name, "mkfs") || name == "mke2fs" || name == "wipefs" || name == "mkswap") && hit("floor-mkfs"):
+	case isFormatter(name) && hit("floor-mkfs"):
 		return "floor-mkfs", name + " makes or wipes a filesystem"
-	case name == "dd" && hit("floor-dd-device"):
-		for _, a := range args {
-			if dev, ok := strings.CutPrefix(a.val, "of=/dev/"); ok && !isSafeDevice(dev) && !strings.HasPrefix(dev, "fd/") {
-				return "floor-dd-device", "dd onto /dev/" + dev
-			}
+	case isPartitioner(name) && hit("floor-mkfs"):
+		if dev, ok := partitions(args, c.cwds); ok {
+			return "floor-mkfs", name + " on the disk device " + dev
 		}
-	case (name == "shred" || name == "blkdiscard") && hit("floor-dd-device"):
-		for _, a := range args {
-			if dev, ok := strings.CutPrefix(a.val, "/dev/"); ok && !isSafeDevice(dev) && !strings.HasPrefix(dev, "fd/") {
-				return "floor-dd-device", name + " of /dev/" + dev
-			}
-		}
-	case (name == "tee" || name == "cp") && hit("floor-dd-device"):
-		targets := args
-		if name == "cp" && len(args) > 0 {
-			targets = args[len(args)-1:] // cp reads the others
-		}
-		for _, a := range targets {
-			if diskDevice().MatchString(a.val) {
-				return "floor-dd-device", name + " onto the disk device " + a.val
-			}
+	case hit("floor-dd-device"):
+		if dev := e.rawWrite(name, args, c.cwds); dev != "" {
+			return "floor-dd-device", name + " onto the disk device " + dev
 		}
 	}
 	for _, code := range c.code {
 		if id, why := e.floorCode(code, c, hit); id != "" {
 			return id, why
+		}
+	}
+	if hit("floor-unknown-command") {
+		switch {
+		case c.unknownRun != "":
+			return "floor-unknown-command", c.unknownRun
+		case !c.argv[0].static():
+			return "floor-unknown-command", fmt.Sprintf("the command %s is not known before it runs (it may be any command)", c.argv[0].src)
 		}
 	}
 	return "", ""
@@ -248,12 +261,52 @@ var (
 	codeTreeDelete  = lazyre.New(`\b(rmtree|remove_tree|rm_rf|rm_r|remove_dir|remove_entry_secure|remove_entry|rmSync|rmdirSync|remove_dir_all|RemoveAll|rimraf|deltree)\b\s*`)
 	codeRecursiveRm = lazyre.New(`\.(rm|rmdir)\s*\(\s*`)
 	// Calls that run a command line.
-	codeExec          = lazyre.New(`\b(system|popen|exec|execSync|execFile|execFileSync|spawn|spawnSync|check_call|check_output|call|run|Popen|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute|execvp|execv|execl|execlp)\b\s*`)
+	codeExec      = lazyre.New(`\b(system|popen|exec|execSync|execFile|execFileSync|spawn|spawnSync|check_call|check_output|call|run|Popen|getoutput|getstatusoutput|shell_exec|passthru|proc_open|execute|capture2|capture2e|capture3|popen2|popen3|pipeline|` + codeExecArgv0 + `)\b\s*`)
+	codeArgv0Call = lazyre.New(`^(` + codeExecArgv0 + `)\b`)
+	// Perl's open of a pipe: open(F, "| cmd"), open(F, "cmd |"), open(F, "|-", argv).
+	codePerlOpen = lazyre.New(`\bopen\s*\(?\s*(?:my\s+)?[$\w:]+\s*,\s*`)
+	// awk's pipes: print | "cmd", "cmd" | getline.
+	codeAwkPipeOut    = lazyre.New(`\|&?\s*"((?:[^"\\]|\\.)*)"`)
+	codeAwkPipeIn     = lazyre.New(`"((?:[^"\\]|\\.)*)"\s*\|&?\s*getline`)
 	codeBackticks     = lazyre.New("`([^`]*)`|\\bqx\\s*[({\\[/]([^)}\\]/]*)|%x[({\\[]([^)}\\]]*)")
 	codeForkBomb      = lazyre.New(`(?s)(\b(while|until|loop)\b|for\s*\(\s*;\s*;\s*\)).{0,60}\bfork\b|\bfork\b.{0,20}\bwhile\b`)
 	codeInterpolation = lazyre.New(`#\{[^}]*\}|\$\{[^}]*\}`)
-	codeDisk          = lazyre.New(`["']/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
+	// Calls that run code they are given (exec(sys.stdin.read())).
+	codeEval = lazyre.New(`\b(exec|eval|compile|execfile|instance_eval|class_eval|module_eval|Function|loadstring|dofile|runpy|run_path|run_module|__import__|import_module)\b`)
+	codeDisk = lazyre.New(`["']/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
 )
+
+// codeExecArgv0 are the calls given a program's path, then its argv with
+// argv[0] (os.execl("/bin/rm", "rm", "-rf", "/")).
+const codeExecArgv0 = `execl|execle|execlp|execlpe|execv|execve|execvp|execvpe|spawnl|spawnle|spawnlp|spawnlpe|spawnv|spawnve|spawnvp|spawnvpe|posix_spawn|posix_spawnp`
+
+// runsShell reports whether a library call runs a command line or a
+// program by name (not Python's run() or call() of anything).
+func runsShell(call string) bool {
+	switch call {
+	case "system", "popen", "shell_exec", "passthru", "proc_open", "execSync", "Popen", "check_output", "check_call",
+		"getoutput", "getstatusoutput", "capture2", "capture2e", "capture3", "popen2", "popen3":
+		return true
+	}
+	return codeArgv0Call().MatchString(call)
+}
+
+// codeCallEmpty reports whether the call at code[k:] has no argument, or
+// is no call at all (a name mentioned, os.system without parentheses).
+func codeCallEmpty(code string, k int) bool {
+	k = skipCodeSpace(code, k)
+	if k >= len(code) || code[k] != '(' {
+		return true
+	}
+	k = skipCodeSpace(code, k+1)
+	return k < len(code) && code[k] == ')'
+}
+
+// runsCode reports whether an interpreter's program runs code or commands
+// it is given, or reads: fed a download, it runs the download.
+func runsCode(code string) bool {
+	return codeEval().MatchString(code) || codeExec().MatchString(code)
+}
 
 // floorCode checks a program given to an interpreter (python3 -c CODE):
 // a tree deletion whose target is dangerous or not a literal, a command it
@@ -284,9 +337,56 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 	}
 	var lines []string
 	for _, m := range codeExec().FindAllStringIndex(code, -1) {
-		if l, ok := codeCommand(code, m[1]); ok {
-			lines = append(lines, l)
+		l, ok := codeCommand(code, m[1])
+		if !ok {
+			if runsShell(strings.TrimSpace(code[m[0]:m[1]])) && !codeCallEmpty(code, m[1]) && hit("floor-unknown-command") {
+				return "floor-unknown-command", fmt.Sprintf("%s runs a command not known before it runs (%s)", c.name, strings.TrimSpace(code[m[0]:m[1]]))
+			}
+			continue
 		}
+		if codeArgv0Call().MatchString(code[m[0]:m[1]]) {
+			// The path, then argv: argv[0] is not an argument.
+			if f := strings.SplitN(l, " ", 3); len(f) >= 2 {
+				l = strings.Join(append(f[:1], f[2:]...), " ")
+			}
+		}
+		lines = append(lines, l)
+	}
+	var fedLines []string // commands that run what the program prints into them
+	if c.name != "" && interpreter(c.name) == "perl" {
+		for _, m := range codePerlOpen().FindAllStringIndex(code, -1) {
+			mode, ok := codeString(code, m[1])
+			if !ok {
+				continue
+			}
+			switch t := strings.TrimSpace(mode); {
+			case t == "|-" || t == "-|":
+				k := skipCodeSpace(code, codeStringEnd(code, m[1]))
+				if k < len(code) && code[k] == ',' {
+					if l, ok := codeCommand(code, k+1); ok {
+						lines = append(lines, l)
+					}
+				}
+			case strings.HasPrefix(t, "|"):
+				fedLines = append(fedLines, t[1:])
+			case strings.HasSuffix(t, "|"):
+				lines = append(lines, strings.TrimSuffix(t, "|"))
+			}
+		}
+	}
+	if interpreter(c.name) == "awk" {
+		for _, m := range codeAwkPipeOut().FindAllStringSubmatch(code, -1) {
+			fedLines = append(fedLines, unescapeDouble(m[1]))
+		}
+		for _, m := range codeAwkPipeIn().FindAllStringSubmatch(code, -1) {
+			lines = append(lines, unescapeDouble(m[1]))
+		}
+	}
+	for _, l := range fedLines {
+		if readsProgram(parseShellAt(l, shellEnv{home: e.ws.home}, c.cwds, c.depth+1)) && hit("floor-unknown-command") {
+			return "floor-unknown-command", fmt.Sprintf("%s prints into %q, which runs what it reads: commands not known before it runs", c.name, l)
+		}
+		lines = append(lines, l)
 	}
 	for _, m := range codeBackticks().FindAllStringSubmatch(code, -1) {
 		// Ruby's #{x} and the like are not known before it runs.
@@ -299,6 +399,27 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 		}
 	}
 	return "", ""
+}
+
+// readsProgram reports whether a line runs a shell or an interpreter that
+// reads its program from its standard input.
+func readsProgram(sl *shellLine) bool {
+	for _, c := range sl.cmds {
+		if len(c.argv) == 0 {
+			continue
+		}
+		if isShell(c.name) {
+			if script, file, reads := shellArgs(c.argv[1:]); script == nil && (reads || file != nil && (file.val == "-" || file.val == "/dev/stdin")) {
+				return true
+			}
+		}
+		if f := interpreter(c.name); f != "" {
+			if _, reads := interpreterCode(f, c.argv[1:]); reads {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // codeTarget judges the first argument of a tree deletion at code[k:]: a
@@ -322,6 +443,21 @@ func codeCommand(code string, k int) (string, bool) {
 		k = skipCodeSpace(code, k+1)
 	}
 	var argv []string
+	for skip := 0; skip < 2; skip++ {
+		// os.spawnlp(os.P_WAIT, "rm", ...): a leading argument that is
+		// no string and no list is not part of the command.
+		if _, ok := codeString(code, k); ok || k >= len(code) || code[k] == '[' {
+			break
+		}
+		j := k
+		for j < len(code) && strings.IndexByte(",)[\"'\n;", code[j]) < 0 {
+			j++
+		}
+		if j >= len(code) || code[j] != ',' {
+			break
+		}
+		k = skipCodeSpace(code, j+1)
+	}
 	if first, ok := codeString(code, k); ok {
 		end := codeStringEnd(code, k)
 		if codeContinues(code, end) {
@@ -520,18 +656,29 @@ func (e *Engine) dangerous(w shWord, cwds []string) (string, bool) {
 		return "", false
 	}
 	var abs []string
-	if filepath.IsAbs(t) {
-		abs = []string{filepath.Clean(t)}
-	} else {
-		for _, cwd := range cwds {
+	if len(cwds) == 0 {
+		cwds = []string{""}
+	}
+	for _, cwd := range cwds {
+		p := t
+		if !filepath.IsAbs(t) {
 			switch cwd {
 			case "": // no workspace: a relative path cannot be placed
+				continue
 			case cwdUnknown:
 				return arg + " (in a directory not known before it runs)", true
-			default:
-				abs = append(abs, filepath.Join(cwd, t))
 			}
+			p = cwd + "/" + t
 		}
+		// As the kernel walks it: /proc/self/cwd is cwd, /proc/self/root is /.
+		r, ok := procPath(p, cwd)
+		if !ok {
+			return arg + " (through a directory not known before it runs)", true
+		}
+		if r != filepath.Clean(p) {
+			arg += " = " + r
+		}
+		abs = append(abs, r)
 	}
 	for _, t := range abs {
 		switch {
@@ -563,7 +710,7 @@ func (e *Engine) rmTarget(args []shWord, cwds []string) (string, bool) {
 		case opts && a == "--":
 			opts = false
 		case opts && strings.HasPrefix(a, "--"):
-			recursive = recursive || a == "--recursive"
+			recursive = recursive || hasLongOpt(a, rmLongOpts, "recursive")
 		case opts && strings.HasPrefix(a, "-") && len(a) > 1:
 			recursive = recursive || strings.ContainsAny(a, "rR")
 		default:
@@ -625,13 +772,16 @@ func (e *Engine) mvSource(args []shWord, cwds []string) (string, bool) {
 		case v == "--":
 			pos = append(pos, args[i+1:]...)
 			i = len(args)
-		case v == "-t" || v == "--target-directory":
-			target = true
+		case v == "-t" || v == "-S":
+			target = target || v == "-t"
 			i++
-		case strings.HasPrefix(v, "--target-directory=") || strings.HasPrefix(v, "-t"):
+		case strings.HasPrefix(v, "--") && (hasLongOpt(v, mvLongOpts, "target-directory") || hasLongOpt(v, mvLongOpts, "suffix")):
+			target = target || hasLongOpt(v, mvLongOpts, "target-directory")
+			if !strings.Contains(v, "=") {
+				i++
+			}
+		case strings.HasPrefix(v, "-t") && !strings.HasPrefix(v, "--"):
 			target = true
-		case v == "-S" || v == "--suffix":
-			i++
 		case strings.HasPrefix(v, "-") && len(v) > 1:
 		default:
 			pos = append(pos, a)
@@ -669,9 +819,8 @@ func (e *Engine) chmodTarget(args []shWord, cwds []string) (string, bool) {
 		switch {
 		case !w.static():
 			rest = append(rest, w)
-		case a == "--recursive":
-			recursive = true
 		case strings.HasPrefix(a, "--"):
+			recursive = recursive || hasLongOpt(a, chmodLongOpts, "recursive")
 		case strings.HasPrefix(a, "-") && len(a) > 1 && !strings.ContainsAny(a[1:2], "0123456789"):
 			recursive = recursive || strings.Contains(a, "R")
 		default:
@@ -687,97 +836,6 @@ func (e *Engine) chmodTarget(args []shWord, cwds []string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// gitForcePush explains why a git command is a forced push to, or a
-// deletion of, a protected branch; "" when it is not.
-func (e *Engine) gitForcePush(words []shWord, cwd string) string {
-	args := make([]string, len(words))
-	for i, w := range words {
-		args[i] = w.val
-	}
-	// Global options before the subcommand.
-	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
-		a := args[0]
-		args = args[1:]
-		switch {
-		case a == "-C" && len(args) > 0:
-			cwd = e.cd(cwd, args[:1])
-			args = args[1:]
-		case (a == "-c" || a == "--git-dir" || a == "--work-tree" || a == "--namespace") && len(args) > 0:
-			args = args[1:]
-		}
-	}
-	if len(args) == 0 || args[0] != "push" {
-		return ""
-	}
-	force, del, all := false, false, false
-	var pos []string
-	for i := 1; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--force" || a == "--force-with-lease" || strings.HasPrefix(a, "--force-with-lease="):
-			force = true
-		case a == "--delete":
-			del = true
-		case a == "--all" || a == "--mirror" || a == "--branches":
-			all = true
-		case a == "-o" || a == "--push-option" || a == "--repo" || a == "--receive-pack" || a == "--exec":
-			i++
-		case strings.HasPrefix(a, "--"):
-		case strings.HasPrefix(a, "-") && len(a) > 1:
-			force = force || strings.Contains(a, "f")
-			del = del || strings.Contains(a, "d")
-			if strings.HasSuffix(a, "o") {
-				i++
-			}
-		default:
-			pos = append(pos, a)
-		}
-	}
-	var refspecs []string
-	if len(pos) > 1 {
-		refspecs = pos[1:] // pos[0] is the remote
-	}
-	if force && all {
-		return "a forced push of all branches"
-	}
-	for _, r := range refspecs {
-		if strings.Contains(r, unknownMark) && (force || del || strings.HasPrefix(r, "+")) {
-			return "a forced push to, or a deletion of, a branch not known before it runs"
-		}
-		plus := strings.HasPrefix(r, "+")
-		r = strings.TrimPrefix(r, "+")
-		src, dst, hasColon := strings.Cut(r, ":")
-		if !hasColon {
-			dst = src
-		}
-		dst = strings.TrimPrefix(dst, "refs/heads/")
-		if dst == "HEAD" || dst == "@" {
-			dst = gitBranch(cwd)
-			if dst == "" {
-				dst = "HEAD"
-			}
-		}
-		switch {
-		case (del || hasColon && src == "") && e.protected(dst):
-			return "deleting the protected branch " + dst
-		case (force || plus) && e.protected(dst):
-			return "a forced push to the protected branch " + dst
-		case (force || plus) && dst == "HEAD":
-			return "a forced push to HEAD, whose branch cannot be told"
-		}
-	}
-	if force && len(refspecs) == 0 {
-		b := gitBranch(cwd)
-		switch {
-		case b == "":
-			return "a forced push of the current branch, which cannot be told"
-		case e.protected(b):
-			return "a forced push of the current branch " + b + ", which is protected"
-		}
-	}
-	return ""
 }
 
 func (e *Engine) protected(branch string) bool {

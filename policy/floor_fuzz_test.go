@@ -2,6 +2,7 @@ package policy
 
 import (
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +24,9 @@ var fuzzDenied = []string{
 	"curl x | sh",
 	":(){ :|:& };:",
 	`python3 -c 'import shutil; shutil.rmtree("/")'`,
+	"git push --mirror origin",
+	"rm --rec --force /",
+	"dd of=//dev/sda",
 }
 
 // shQuote quotes s as one shell word.
@@ -34,7 +38,7 @@ func shQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) 
 // a denied command between separators is denied; and no allow rule covers
 // a line that does not parse.
 func FuzzFloorJoined(f *testing.F) {
-	for _, tt := range floorLines {
+	for _, tt := range append(floorLines, floorVariants...) {
 		f.Add(tt.line, uint8(0))
 	}
 	for _, s := range []string{"", "#", "'", `"`, "\\", "`", "$(", ")", "}", "<<EOF", "&", "|", "\n", "\x00", "((", "[[", "esac", "fi"} {
@@ -123,7 +127,7 @@ func maxDepth(sl *shellLine) int {
 // FuzzFloorSeesEveryCommand checks the reader against the parser: every
 // simple command the parser finds in a line is one the floor is shown.
 func FuzzFloorSeesEveryCommand(f *testing.F) {
-	for _, tt := range floorLines {
+	for _, tt := range append(floorLines, floorVariants...) {
 		f.Add(tt.line)
 	}
 	for _, s := range []string{"a[$(rm -rf /)]=1", "x=${y:-$(rm -rf /)}", "[[ $(rm -rf /) ]]", "(( $(rm -rf /) ))",
@@ -159,5 +163,74 @@ func FuzzFloorSeesEveryCommand(f *testing.F) {
 			}
 			return true
 		})
+	})
+}
+
+// FuzzFloorReadsGit checks the git reader: it never panics or hangs,
+// whatever the words and aliases (from -c and from the repository's
+// config, which may refer to each other or loop); alias expansion reads
+// the config once and stops within maxGitAliases; and a --mirror push is
+// refused whatever refspecs follow it.
+func FuzzFloorReadsGit(f *testing.F) {
+	for _, s := range [][3]string{
+		{"push -f origin main", "x", "y"},
+		{"x origin", "y -f", "push"},
+		{"x", "x", "x"},
+		{"x", "!rm -rf /", ""},
+		{"x", "'push", "push \"-f"},
+		{"-c alias.y=push y --mirror", "", ""},
+		{"push origin +refs/*:refs/* :main heads/main", "", ""},
+		{"push --repo=x --no-force -o a --push-option=b", "", ""},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	for _, tt := range floorVariants {
+		if rest, ok := strings.CutPrefix(tt.line, "git "); ok {
+			f.Add(rest, "push -f", "x")
+		}
+	}
+	root := f.TempDir()
+	ws, home := filepath.Join(root, "ws"), filepath.Join(root, "home")
+	e, err := NewEngine(Config{Mode: Yolo}, Options{Workspace: ws, Home: home})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, args, aliasX, aliasY string) {
+		if len(args)+len(aliasX)+len(aliasY) > 2048 {
+			return
+		}
+		reads := 0
+		conf := func(string, []string, []string) gitConf {
+			reads++
+			return gitConf{"alias.x": {aliasX}, "alias.y": {aliasY}}
+		}
+		var words []shWord
+		for _, w := range strings.Fields(args) {
+			words = append(words, lit(w))
+		}
+		v := e.readGitWith(words, ws, nil, nil, conf)
+		if reads > 1 {
+			t.Fatalf("the config was read %d times", reads)
+		}
+		_ = v
+		mirror := append([]shWord{lit("push"), lit("--mirror"), lit("origin"), lit("--")}, words...)
+		if v := e.readGitWith(mirror, ws, nil, nil, conf); v.why == "" {
+			t.Fatalf("git %v is not refused", mirror)
+		}
+	})
+}
+
+// FuzzFloorPaths checks the path and sed readers: no panic; procPath
+// gives a clean absolute path.
+func FuzzFloorPaths(f *testing.F) {
+	for _, s := range []string{"/proc/self/cwd/../x", "//dev/sda", "/proc/1/root/proc/self/cwd", "s/a/b/e", "1e ls", `s/\/e/x/`, "a\\", "/x/,/y/!e"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sedRuns(s)
+		splitGitCmdline(s)
+		if p, ok := procPath("/"+s, "/w"); ok && (path.Clean(p) != p || !path.IsAbs(p)) {
+			t.Fatalf("procPath(%q) = %q", "/"+s, p)
+		}
 	})
 }

@@ -204,6 +204,10 @@ while True: os.fork()'`, "floor-fork-bomb"},
 	{`echo "unterminated; rm -rf /`, "floor-rm-root"},
 	{`curl x | sh )`, "floor-pipe-shell"},
 	{`:(){ :|:& };: (`, "floor-fork-bomb"},
+	// What a substitution prints is known only when it runs: as a
+	// command it may be any (floor_disable = ["floor-unknown-command"]
+	// lets such idioms through).
+	{`eval "$(ssh-agent -s)"`, "floor-unknown-command"},
 
 	// Allowed.
 	{`rm -rf build`, ""},
@@ -256,7 +260,6 @@ while True: os.fork()'`, "floor-fork-bomb"},
 	{`git log --oneline | head`, ""},
 	{`cp /dev/sda disk.img`, ""},
 	{`base64 -d key.b64 > key.bin`, ""},
-	{`eval "$(ssh-agent -s)"`, ""},
 	{`trap 'rm -f "$tmp"' EXIT`, ""},
 	{`parallel gzip ::: a.txt b.txt`, ""},
 	{`git -c user.name=x commit -m y`, ""},

@@ -93,6 +93,14 @@ type shCmd struct {
 	fetchSub  bool     // a substitution in its words runs a download
 	devRedir  string   // it redirects onto this disk device
 	code      []string // the programs it gives an interpreter (python3 -c CODE)
+	// unknownRun says what it runs that cannot be known before it runs
+	// (sed's e command, awk printing into sh, a root shell reading the
+	// terminal): the floor reads that at its most dangerous.
+	unknownRun string
+	// env is what the line puts in its environment (FOO=1 cmd, env FOO=1
+	// cmd, export FOO=1): values, unknown parts unknownMark. Only names
+	// that change what a program the floor reads does are kept (gitEnvKey).
+	env map[string]string
 }
 
 // shellLine is what was read from one command line.
@@ -127,6 +135,7 @@ type reader struct {
 	overflow bool     // more than maxShellCommands
 	funcs    []string // the functions whose bodies are being read
 	vars     map[string]*shWord
+	exports  map[string]string // exported in the line, for gitEnvKey names
 }
 
 // script reads src, a script of its own (a line, an sh -c script).
@@ -314,6 +323,16 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 		}
 		for _, a := range c.Args {
 			p.assign(a, cwds)
+			if c.Variant != nil && c.Variant.Value == "export" && a.Name != nil && gitEnvKey(a.Name.Value) {
+				if p.r.exports == nil {
+					p.r.exports = map[string]string{}
+				}
+				v := unknownMark // export NAME: a value from outside the line
+				if a.Value != nil {
+					v = p.word(a.Value).val
+				}
+				p.r.exports[a.Name.Value] = v
+			}
 			if a.Naked && a.Name == nil && a.Value != nil {
 				words = append(words, p.word(a.Value))
 			}
@@ -389,8 +408,8 @@ func (p *part) redirect(rd *syntax.Redirect, cwds []string, out *redirs) {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll,
 		syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut, syntax.DplOut:
 		if rd.Word != nil {
-			if v := p.word(rd.Word).val; diskDevice().MatchString(v) {
-				out.device = v
+			if d := diskPath(p.word(rd.Word).val); d != "" {
+				out.device = d
 			}
 		}
 	}
@@ -413,6 +432,15 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 		words = append(words, p.braces(w)...)
 	}
 	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device, at: -1}
+	for _, a := range c.Assigns {
+		if a.Name != nil && gitEnvKey(a.Name.Value) {
+			v := "" // HOME= git ...
+			if a.Value != nil {
+				v = p.word(a.Value).val
+			}
+			cmd.setEnv(a.Name.Value, v)
+		}
+	}
 	if len(c.Args) > 0 {
 		cmd.at = int(c.Args[0].Pos().Offset())
 	}
@@ -451,6 +479,16 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 	if len(argv) > 0 && argv[0].static() {
 		cmd.name = path.Base(argv[0].val)
 	}
+	for k, v := range p.r.exports {
+		if _, set := cmd.env[k]; !set {
+			cmd.setEnv(k, v)
+		}
+	}
+	for _, a := range words[:len(words)-len(argv)] {
+		if k, v, ok := strings.Cut(a.val, "="); ok && isAssignment(a.val) && gitEnvKey(k) {
+			cmd.setEnv(k, v) // env FOO=1 cmd, sudo FOO=1 cmd
+		}
+	}
 	p.add(cmd)
 	if wi.script != nil {
 		cmd.wrapper = len(argv) == 0
@@ -477,7 +515,13 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 			p.nested(in.text, cwds, stream{})
 		case file != nil && file.static() && (file.val == "/dev/stdin" || file.val == "-") && in.fetched:
 			cmd.pipeShell = true
+		case reads && wi.root:
+			cmd.unknownRun = "a shell run as another user (" + words[0].text() + ") reading commands the floor cannot see"
 		}
+	case name == "tmux" || name == "screen":
+		p.detached(cmd, name, args, cwds)
+	case name == "sed" || name == "gsed":
+		p.sed(cmd, args, cwds, in)
 	case name == "eval":
 		parts := make([]string, len(args))
 		for i, a := range args {
@@ -579,9 +623,204 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 			cmd.pipeShell = true
 		case reads && in.hasText:
 			cmd.code = append(cmd.code, in.text)
+		case in.fetched && slices.ContainsFunc(cmd.code, runsCode):
+			// curl ... | python3 -c 'exec(sys.stdin.read())': the program
+			// runs what it reads.
+			cmd.pipeShell = true
 		}
 	}
 	return cwds, cwds
+}
+
+func (c *shCmd) setEnv(k, v string) {
+	if c.env == nil {
+		c.env = map[string]string{}
+	}
+	c.env[k] = v
+}
+
+// gitEnvKey reports whether an environment variable changes the config
+// git reads (GIT_CONFIG_COUNT/KEY_n/VALUE_n, GIT_CONFIG_PARAMETERS, the
+// files it reads) or the repository it works on.
+func gitEnvKey(k string) bool {
+	switch k {
+	case "HOME", "XDG_CONFIG_HOME", "GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CONFIG", "GIT_CONFIG_GLOBAL",
+		"GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT":
+		return true
+	}
+	return strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_")
+}
+
+// maxDetachedWords bounds the words of a tmux or screen command followed.
+const maxDetachedWords = 64
+
+// detached reads tmux and screen, which start a command in a session of
+// their own (detached with -d, and left running after the line ends) or
+// type keys into one (tmux send-keys, screen -X stuff). Their options
+// differ by subcommand and version: rather than parse them, every suffix of
+// the arguments is read as the command (tmux runs it with sh -c, screen
+// execs it), which covers the real one whatever the options were.
+func (p *part) detached(cmd *shCmd, name string, args []shWord, cwds []string) {
+	if len(args) > maxDetachedWords {
+		cmd.unknownRun = name + " with more arguments than the floor follows"
+		return
+	}
+	cmd.wrapper = true
+	for i := range args {
+		if name == "screen" && args[i].static() && strings.HasPrefix(args[i].val, "-") {
+			if args[i].val == "-X" && i+1 < len(args) {
+				p.nested(p.scriptOf(lit(wordsText(args[i+2:]))), cwds, stream{}) // -X stuff KEYS: typed into a shell
+			}
+			continue
+		}
+		if name == "screen" {
+			sub := &shCmd{text: wordsText(args[i:]), depth: p.depth, cwds: cwds}
+			p.run(sub, slices.Clone(args[i:]), cwds, stream{})
+			continue
+		}
+		parts := make([]string, 0, len(args)-i)
+		for _, a := range args[i:] {
+			parts = append(parts, p.scriptOf(a))
+		}
+		p.nested(strings.Join(parts, " "), cwds, stream{})
+	}
+}
+
+// sed reads GNU sed's script for the commands it runs: e COMMAND runs
+// COMMAND; e alone, and s///e, run text made from the input, which cannot
+// be known.
+func (p *part) sed(cmd *shCmd, args []shWord, cwds []string, in stream) {
+	var scripts []string
+	explicit := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		v := a.val
+		switch {
+		case v == "-e" || v == "--expression":
+			if i+1 < len(args) {
+				scripts = append(scripts, p.scriptOf(args[i+1]))
+				i++
+			}
+			explicit = true
+		case strings.HasPrefix(v, "--expression="):
+			scripts = append(scripts, strings.TrimPrefix(v, "--expression="))
+			explicit = true
+		case v == "-f" || v == "--file" || strings.HasPrefix(v, "--file="):
+			explicit = true // a script file the floor cannot read
+			if v == "-f" || v == "--file" {
+				i++
+			}
+		case strings.HasPrefix(v, "-") && len(v) > 1 && !strings.HasPrefix(v, "--"):
+			if k := strings.IndexAny(v, "ef"); k > 0 {
+				explicit = true
+				rest := v[k+1:]
+				switch {
+				case v[k] == 'f':
+					if rest == "" {
+						i++
+					}
+				case rest != "":
+					scripts = append(scripts, rest)
+				case i+1 < len(args):
+					scripts = append(scripts, p.scriptOf(args[i+1]))
+					i++
+				}
+			}
+		case strings.HasPrefix(v, "--"):
+		default:
+			if !explicit {
+				scripts = append(scripts, p.scriptOf(a))
+				explicit = true
+			}
+		}
+	}
+	for _, sc := range scripts {
+		for _, run := range sedRuns(sc) {
+			if run == "" {
+				cmd.unknownRun = "sed runs text made from its input as a command (its e command or s///e)"
+				continue
+			}
+			cmd.wrapper = true
+			p.nested(run, cwds, stream{})
+		}
+	}
+}
+
+// sedRuns returns the commands a sed script runs: the command of e CMD,
+// or "" for one made at run time (e alone, the e flag of s).
+func sedRuns(sc string) []string {
+	var out []string
+	for i := 0; i < len(sc); {
+		// Skip separators and an address (a number, $, /re/, \cREc, ranges, !).
+		for i < len(sc) && strings.IndexByte(" \t\n;{}!,0123456789$~+", sc[i]) >= 0 {
+			i++
+		}
+		if i < len(sc) && (sc[i] == '/' || sc[i] == '\\') {
+			d := sc[i]
+			if d == '\\' && i+1 < len(sc) {
+				i++
+				d = sc[i]
+			}
+			i = sedDelim(sc, i+1, d)
+			for i < len(sc) && (sc[i] == 'I' || sc[i] == 'M') {
+				i++
+			}
+			continue
+		}
+		if i >= len(sc) {
+			break
+		}
+		c := sc[i]
+		i++
+		switch c {
+		case 'e':
+			end := strings.IndexByte(sc[i:], '\n')
+			if end < 0 {
+				end = len(sc) - i
+			}
+			out = append(out, strings.TrimSpace(sc[i:i+end]))
+			i += end
+		case 's', 'y':
+			if i >= len(sc) {
+				return out
+			}
+			d := sc[i]
+			i = sedDelim(sc, i+1, d)
+			i = sedDelim(sc, i, d)
+			flags := i
+			for i < len(sc) && strings.IndexByte(" \t\n;}", sc[i]) < 0 {
+				if sc[i] == 'w' { // w FILE takes the rest of the line
+					i = len(sc)
+					break
+				}
+				i++
+			}
+			if c == 's' && strings.Contains(sc[flags:i], "e") {
+				out = append(out, "")
+			}
+		case 'a', 'i', 'c', 'r', 'R', 'w', 'W', '#':
+			// Text or a label to the end of the line.
+			end := strings.IndexByte(sc[i:], '\n')
+			if end < 0 {
+				return out
+			}
+			i += end
+		}
+	}
+	return out
+}
+
+// sedDelim returns the index past the next unescaped d in sc[i:].
+func sedDelim(sc string, i int, d byte) int {
+	for ; i < len(sc); i++ {
+		switch sc[i] {
+		case '\\':
+			i++
+		case d:
+			return i + 1
+		}
+	}
+	return len(sc)
 }
 
 func (p *part) add(c *shCmd) {
@@ -781,10 +1020,10 @@ func output(c *shCmd, in stream) stream {
 
 // word evaluates a word as far as it can be known without running anything.
 func (p *part) word(w *syntax.Word) shWord {
-	out := shWord{src: p.slice(w), glob: -1}
 	if w == nil {
-		return out
+		return shWord{glob: -1}
 	}
+	out := shWord{src: p.slice(w), glob: -1}
 	var b strings.Builder
 	for i, part := range w.Parts {
 		switch x := part.(type) {
@@ -946,10 +1185,28 @@ func (p *part) param(x *syntax.ParamExp, unquoted bool, w *shWord) string {
 			return p.here[0]
 		}
 	}
-	if unquoted {
+	if unquoted || multiWord(x) {
+		// "$@" and "${a[@]}" are as many words as they hold, quoted or
+		// not: options, a command and its arguments.
 		w.split = true
 	}
 	return unknownMark
+}
+
+// multiWord reports whether a parameter expansion makes several words
+// even when quoted: $@, ${a[@]}, ${!prefix@}.
+func multiWord(x *syntax.ParamExp) bool {
+	if x.Param != nil && x.Param.Value == "@" {
+		return true
+	}
+	if x.Index != nil {
+		if w, ok := x.Index.(*syntax.Word); ok && len(w.Parts) == 1 {
+			if l, ok := w.Parts[0].(*syntax.Lit); ok && l.Value == "@" {
+				return true
+			}
+		}
+	}
+	return x.Names == syntax.NamesPrefixWords
 }
 
 // fields returns the words an unquoted $x splits into, when x was set in
@@ -1102,7 +1359,9 @@ func (p *part) scriptOf(w shWord) string {
 	if w.script != "" {
 		return w.script
 	}
-	return w.src
+	// A word the reader made (what xargs reads, put in for {}): its
+	// unknown parts are a variable of the script, not text as written.
+	return strings.ReplaceAll(w.val, unknownMark, "${__tai_unknown}")
 }
 
 // rawText is a heredoc's body as written.
@@ -1156,6 +1415,7 @@ type wrapperSpec struct {
 	argOpts  string   // short options that take an argument
 	longArgs []string // long options that take an argument (without "=")
 	skip     int      // positional arguments before the command (timeout's duration)
+	long     []string // all its long options (without "--"), for abbreviations as getopt_long reads them
 }
 
 // wrapperSpecs are the programs that run the command following them, by
@@ -1163,20 +1423,26 @@ type wrapperSpec struct {
 // launcher, the built-in agent) analyse no command.
 var wrapperSpecs = sync.OnceValue(func() map[string]wrapperSpec {
 	return map[string]wrapperSpec{
-		"sudo":        {argOpts: "ugCDhpRrTt", longArgs: []string{"--user", "--group", "--chdir", "--close-from", "--host", "--prompt", "--role", "--type", "--other-user", "--command-timeout"}},
-		"doas":        {argOpts: "uC"},
-		"env":         {argOpts: "uCPS", longArgs: []string{"--unset", "--chdir", "--split-string"}},
-		"nohup":       {},
-		"time":        {argOpts: "fo", longArgs: []string{"--format", "--output"}},
-		"exec":        {argOpts: "a"},
-		"command":     {},
-		"builtin":     {},
-		"nice":        {argOpts: "n", longArgs: []string{"--adjustment"}},
-		"ionice":      {argOpts: "cnpP", longArgs: []string{"--class", "--classdata", "--pid", "--pgid", "--uid"}},
-		"stdbuf":      {argOpts: "ioe", longArgs: []string{"--input", "--output", "--error"}},
-		"timeout":     {argOpts: "sk", longArgs: []string{"--signal", "--kill-after"}, skip: 1},
+		"sudo": {argOpts: "ugCDhpRrTt", longArgs: []string{"--user", "--group", "--chdir", "--close-from", "--host", "--prompt", "--role", "--type", "--other-user", "--command-timeout"},
+			long: []string{"askpass", "background", "bell", "close-from", "chdir", "preserve-env", "edit", "group", "set-home", "help", "host", "login",
+				"remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "prompt", "chroot", "role", "stdin", "shell", "type",
+				"command-timeout", "other-user", "user", "version", "validate"}},
+		"doas": {argOpts: "uC"},
+		"env": {argOpts: "uCPS", longArgs: []string{"--unset", "--chdir", "--split-string"},
+			long: []string{"ignore-environment", "null", "unset", "chdir", "split-string", "block-signal", "default-signal", "ignore-signal",
+				"list-signal-handling", "debug", "help", "version"}},
+		"nohup":   {},
+		"time":    {argOpts: "fo", longArgs: []string{"--format", "--output"}},
+		"exec":    {argOpts: "a"},
+		"command": {},
+		"builtin": {},
+		"nice":    {argOpts: "n", longArgs: []string{"--adjustment"}, long: []string{"adjustment", "help", "version"}},
+		"ionice":  {argOpts: "cnpP", longArgs: []string{"--class", "--classdata", "--pid", "--pgid", "--uid"}},
+		"stdbuf":  {argOpts: "ioe", longArgs: []string{"--input", "--output", "--error"}, long: []string{"input", "output", "error", "help", "version"}},
+		"timeout": {argOpts: "sk", longArgs: []string{"--signal", "--kill-after"}, skip: 1,
+			long: []string{"preserve-status", "foreground", "kill-after", "signal", "verbose", "help", "version"}},
 		"chroot":      {longArgs: []string{"--userspec", "--groups"}, skip: 1},
-		"setsid":      {},
+		"setsid":      {long: []string{"ctty", "fork", "wait", "help", "version"}},
 		"caffeinate":  {argOpts: "tw"},
 		"busybox":     {},
 		"toybox":      {},
@@ -1187,14 +1453,18 @@ var wrapperSpecs = sync.OnceValue(func() map[string]wrapperSpec {
 		"proxychains": {argOpts: "f"},
 		"nocorrect":   {},
 		"noglob":      {},
-		"flock":       {argOpts: "wEc", longArgs: []string{"--timeout", "--conflict-exit-code", "--command"}, skip: 1},
-		"taskset":     {skip: 1},
-		"chrt":        {argOpts: "T", skip: 1},
-		"unshare":     {argOpts: "SGRw", longArgs: []string{"--setuid", "--setgid", "--root", "--wd"}},
-		"runuser":     {argOpts: "ugc", longArgs: []string{"--user", "--group", "--command"}},
-		"su":          {argOpts: "cgGs", longArgs: []string{"--command", "--group", "--supp-group", "--shell"}},
-		"watch":       {argOpts: "nqd", longArgs: []string{"--interval", "--differences"}},
-		"script":      {argOpts: "cEIOTBm", longArgs: []string{"--command", "--log-in", "--log-out", "--log-timing", "--echo"}},
+		"flock": {argOpts: "wEc", longArgs: []string{"--timeout", "--conflict-exit-code", "--command"}, skip: 1,
+			long: []string{"shared", "exclusive", "unlock", "nonblock", "nb", "timeout", "wait", "conflict-exit-code", "close", "command", "no-fork", "fcntl", "verbose", "help", "version"}},
+		"taskset": {skip: 1},
+		"chrt":    {argOpts: "T", skip: 1},
+		"unshare": {argOpts: "SGRw", longArgs: []string{"--setuid", "--setgid", "--root", "--wd"}},
+		"runuser": {argOpts: "ugc", longArgs: []string{"--user", "--group", "--command"}},
+		"su": {argOpts: "cgGsw", longArgs: []string{"--command", "--group", "--supp-group", "--shell", "--session-command", "--whitelist-environment"},
+			long: []string{"command", "session-command", "fast", "group", "supp-group", "login", "preserve-environment", "pty", "shell", "whitelist-environment", "help", "version"}},
+		"watch": {argOpts: "nqd", longArgs: []string{"--interval", "--differences"},
+			long: []string{"beep", "color", "no-color", "differences", "errexit", "chgexit", "equexit", "interval", "precise", "no-title", "no-wrap", "exec", "help", "version"}},
+		"script": {argOpts: "cEIOTBm", longArgs: []string{"--command", "--log-in", "--log-out", "--log-timing", "--echo", "--log-io", "--logging-format", "--output-limit"},
+			long: []string{"append", "command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit", "return", "flush", "force", "quiet", "timing", "help", "version"}},
 	}
 })
 
@@ -1202,6 +1472,7 @@ var wrapperSpecs = sync.OnceValue(func() map[string]wrapperSpec {
 type wrapInfo struct {
 	cwd    *shWord // env -C DIR, sudo -D DIR
 	script *shWord // env -S, su -c, flock -c, runuser -c, script -c, watch's command
+	root   bool    // it runs its command as another user (sudo, su, doas): a shell it starts reading the terminal runs what the floor cannot see
 }
 
 // stripWrappers returns the command words without variable assignments and
@@ -1223,6 +1494,8 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 			return w, info
 		}
 		w = w[1:]
+		info.root = info.root || name == "sudo" || name == "doas" || name == "su" || name == "runuser"
+		shellFlag := false // sudo -s, sudo -i, doas -s: a shell, not a command
 		for len(w) > 0 && w[0].static() && strings.HasPrefix(w[0].val, "-") && w[0].val != "-" {
 			opt := w[0].val
 			w = w[1:]
@@ -1232,6 +1505,11 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 			var arg *shWord
 			if strings.HasPrefix(opt, "--") {
 				key, val, hasVal := strings.Cut(opt, "=")
+				// An abbreviation, read as getopt_long does (sudo --sh).
+				if full := longOpts(key[2:], spec.long); len(full) == 1 {
+					key = "--" + full[0]
+				}
+				shellFlag = shellFlag || name == "sudo" && (key == "--shell" || key == "--login")
 				if hasVal {
 					a := lit(val)
 					arg = &a
@@ -1244,6 +1522,7 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 				// A cluster: the first option taking an argument ends it.
 				for i := 1; i < len(opt); i++ {
 					if strings.IndexByte(spec.argOpts, opt[i]) < 0 {
+						shellFlag = shellFlag || (name == "sudo" && (opt[i] == 's' || opt[i] == 'i')) || (name == "doas" && opt[i] == 's')
 						continue
 					}
 					if i+1 < len(opt) {
@@ -1278,6 +1557,10 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 		for i := 0; i < spec.skip && len(w) > 0; i++ {
 			w = w[1:]
 		}
+		if shellFlag && len(w) == 0 {
+			// sudo -s alone starts the user's shell, reading its input.
+			return []shWord{lit("sh")}, info
+		}
 		if name == "su" || name == "flock" {
 			// su [user] -c CMD, flock FILE -c CMD: the command is a script;
 			// su without one starts a shell that reads the terminal.
@@ -1287,8 +1570,11 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 					info.script = &s
 				}
 			}
-			if name == "su" || info.script != nil {
+			if info.script != nil {
 				return nil, info
+			}
+			if name == "su" {
+				return []shWord{lit("sh")}, info // a shell, reading its input
 			}
 		}
 		if info.script != nil && (name == "su" || name == "runuser" || name == "script") {

@@ -1,0 +1,194 @@
+package policy
+
+import "strings"
+
+// This file reads the paths and options of the commands the floor judges
+// as the kernel and the tools do: a path through /proc/self/root or
+// /proc/self/cwd is where that link leads, //dev/sda is /dev/sda; a long
+// option may be abbreviated (rm --rec); disk writers and formatters are
+// known by what they write.
+
+// procPath resolves an absolute path as the kernel walks it, for a
+// process whose working directory is cwd: "." and ".." and repeated
+// slashes go, /proc/<pid>/root (and thread-self's) is /, and
+// /proc/self/cwd (thread-self/cwd, /proc/$$/cwd) is cwd. false when the
+// path goes through a working directory that cannot be told: another
+// process's, or an unknown one.
+func procPath(p, cwd string) (string, bool) {
+	var stack []string
+	for _, c := range strings.Split(p, "/") {
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			if len(stack) > 0 {
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		}
+		stack = append(stack, c)
+		// /proc/X/root, /proc/X/cwd, /proc/X/task/N/root and cwd
+		n := len(stack)
+		if stack[0] != "proc" || !(n == 3 || n == 5 && stack[2] == "task") {
+			continue
+		}
+		link, pid := stack[n-1], stack[1]
+		switch link {
+		case "root":
+			stack = stack[:0]
+		case "cwd":
+			if pid != "self" && pid != "thread-self" && pid != unknownMark || cwd == "" || cwd == cwdUnknown {
+				return "", false
+			}
+			stack = append(stack[:0], strings.Split(strings.Trim(cwd, "/"), "/")...)
+		}
+	}
+	return "/" + strings.Join(stack, "/"), true
+}
+
+// diskPath reads v as a path onto a disk device (/dev/sda, //dev/sda,
+// /proc/self/root/dev/sda, /dev/disk/by-id/...): the device, or "".
+func diskPath(v string) string {
+	if !strings.HasPrefix(v, "/") {
+		return ""
+	}
+	p, ok := procPath(v, "")
+	if !ok {
+		return ""
+	}
+	if diskDevice().MatchString(p) {
+		return p
+	}
+	return ""
+}
+
+// rmLongOpts and the like are the tools' long options, for abbreviations.
+var (
+	rmLongOpts    = []string{"recursive", "force", "interactive", "one-file-system", "no-preserve-root", "preserve-root", "dir", "verbose", "help", "version"}
+	chmodLongOpts = []string{"changes", "silent", "quiet", "verbose", "no-preserve-root", "preserve-root", "reference", "recursive",
+		"dereference", "no-dereference", "from", "help", "version"}
+	mvLongOpts = []string{"backup", "force", "interactive", "no-clobber", "no-copy", "strip-trailing-slashes", "suffix",
+		"target-directory", "no-target-directory", "update", "verbose", "context", "exchange", "debug", "help", "version"}
+)
+
+// hasLongOpt reports whether a (an option word, --name or --name=value)
+// may be the long option want.
+func hasLongOpt(a string, opts []string, want string) bool {
+	name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+	for _, o := range longOpts(name, opts) {
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+// isFormatter reports whether a program makes or wipes a filesystem.
+func isFormatter(name string) bool {
+	switch name {
+	case "mke2fs", "mkswap", "wipefs", "mkdosfs", "mkntfs", "mkexfatfs", "mformat", "sg_format", "zpool":
+		return true
+	}
+	return strings.HasPrefix(name, "mkfs")
+}
+
+// isPartitioner reports whether a program rewrites a disk's partition
+// table, or formats it as a block device (LVM, LUKS, RAID).
+func isPartitioner(name string) bool {
+	switch name {
+	case "fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "cgdisk", "parted", "cryptsetup", "pvcreate", "mdadm", "flashrom":
+		return true
+	}
+	return false
+}
+
+// partitions returns the disk device a partitioner is given, unless it
+// only lists (fdisk -l, parted -l).
+func partitions(args []shWord, cwds []string) (string, bool) {
+	dev := ""
+	for _, a := range args {
+		switch a.val {
+		case "-l", "--list", "-L", "print", "--print":
+			return "", false
+		}
+		if d := diskPath(a.val); d != "" && dev == "" {
+			dev = d
+		}
+	}
+	return dev, dev != ""
+}
+
+// rawWrite returns the disk device a program writes raw, or "": dd (and
+// dcfldd, dc3dd) of=, shred's files, tee's, and the destination of cp,
+// install, ddrescue and rsync.
+func (e *Engine) rawWrite(name string, args []shWord, cwds []string) string {
+	var targets []string
+	switch name {
+	case "dd", "dcfldd", "dc3dd":
+		for _, a := range args {
+			for _, k := range []string{"of=", "hof=", "of1=", "hofs=", "ofs="} {
+				if v, ok := strings.CutPrefix(a.val, k); ok {
+					targets = append(targets, v)
+				}
+			}
+		}
+	case "shred", "tee", "blkdiscard":
+		for _, a := range args {
+			targets = append(targets, a.val)
+		}
+	case "cp", "install", "ddrescue", "rsync", "pv":
+		var pos []string
+		for i := 0; i < len(args); i++ {
+			v := args[i].val
+			switch {
+			case v == "-t" && i+1 < len(args):
+				return diskPath(args[i+1].val)
+			case strings.HasPrefix(v, "--target-directory=") || strings.HasPrefix(v, "-t") && len(v) > 2:
+				return diskPath(strings.TrimPrefix(strings.TrimPrefix(v, "--target-directory="), "-t"))
+			case strings.HasPrefix(v, "-") && len(v) > 1:
+			default:
+				pos = append(pos, v)
+			}
+		}
+		if name == "pv" {
+			return "" // pv writes to its output: a redirection
+		}
+		if len(pos) > 1 {
+			targets = pos[len(pos)-1:] // the others are read
+		}
+	}
+	for _, t := range targets {
+		if d := diskPath(t); d != "" && !isSafeDevice(strings.TrimPrefix(d, "/dev/")) {
+			return d
+		}
+	}
+	return ""
+}
+
+// gitConfigWrites records in conf what a `git config KEY VALUE` (or git
+// config set) of the line sets: a later git command of the same line reads
+// it. A value not known before it runs is kept unknown.
+func gitConfigWrites(args []shWord, conf gitConf) {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i].val, "-") {
+		if v := args[i].val; v == "-C" || v == "-c" || v == "--git-dir" || v == "--work-tree" {
+			i++
+		}
+		i++
+	}
+	if i >= len(args) || args[i].val != "config" {
+		return
+	}
+	var pos []shWord
+	for _, a := range args[i+1:] {
+		switch {
+		case a.val == "set" && len(pos) == 0:
+		case strings.HasPrefix(a.val, "-"):
+		default:
+			pos = append(pos, a)
+		}
+	}
+	if len(pos) == 2 && pos[0].static() {
+		conf.add(pos[0].val, pos[1].val)
+	}
+}
