@@ -19,6 +19,10 @@ var (
 	// ErrProtected: the path is one of tai's own files (its policy, config
 	// or state), which no agent may write, whatever the policy says.
 	ErrProtected = errors.New("one of tai's own files")
+	// ErrSecret: the path is, or leads to, a secret path (keys, tokens,
+	// the policy's read denies), which tai serves no agent, as the sandbox
+	// hides it from the agent's own calls.
+	ErrSecret = errors.New("a secret path")
 	// ErrInvalidPath: the path cannot name a file (it holds a NUL byte).
 	ErrInvalidPath = errors.New("invalid path")
 	// ErrUnrecorded: the audit log cannot be written, and what cannot be

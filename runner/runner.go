@@ -327,6 +327,9 @@ func (r *run) run(ctx context.Context) error {
 	// grants of what it asked for, else as a request of its own.
 	hostOpts := host.Options{Roots: append([]string{cwd}, o.AddDirs...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
 		Protected: r.protected(), Recorded: dec.recorded, Editor: o.EditorFiles}
+	if o.Sandbox != nil {
+		hostOpts.Secret = o.Sandbox.Deny // one list: the kernel's and tai's
+	}
 	svc, err := host.New(hostOpts)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)

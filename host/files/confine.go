@@ -42,6 +42,22 @@ func (e *ProtectedError) Error() string {
 	return fmt.Sprintf("path %q is inside %s, which is tai's own; agents may not write there", e.Path, e.Protected)
 }
 
+// SecretError reports a path refused because it is, or resolves to, one
+// of the secret paths the service hides (keys and tokens, the policy's
+// read denies): the same ones the sandbox hides from the agent's own
+// system calls, so that tai serves none of them either.
+type SecretError struct {
+	Path   string // path as requested
+	Secret string // the secret file or directory it hits
+}
+
+func (e *SecretError) Error() string {
+	if e.Path == e.Secret {
+		return fmt.Sprintf("path %q is a secret path; agents may not read or write it", e.Path)
+	}
+	return fmt.Sprintf("path %q is inside %s, a secret path; agents may not read or write there", e.Path, e.Secret)
+}
+
 // OutsideError reports a path refused because it is, or resolves to,
 // somewhere outside the workspace roots. Callers branch on it with errors.As.
 type OutsideError struct {
