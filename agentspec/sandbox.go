@@ -86,7 +86,12 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 	cfg.Protect = append(cfg.Protect, sb.Protect...)
 	// Readable (the agent needs its config), never rewritten: the user's
 	// next run of the agent without tai would run what it names.
-	cfg.Protect = append(cfg.Protect, p.ConfigFiles(home, getenv)...)
+	for _, c := range p.ConfigFiles(home, getenv) {
+		if c.Dir && confines {
+			_ = os.MkdirAll(c.Path, 0o700) // the agent makes it at start, and could not
+		}
+		cfg.Protect = append(cfg.Protect, c.Path)
+	}
 	if len(sb.NetAllow) > 0 {
 		cfg.NetAllow = append(sandbox.EndpointsFromEnv(env), sb.NetAllow...)
 	}

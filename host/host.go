@@ -51,7 +51,8 @@ type Options struct {
 	// driver asks should feed it). Nil: every call is decided.
 	Grants *Grants
 	// Protected are tai's own files and directories (its policy, config
-	// and state): never written, even inside the workspace.
+	// and state) and the agent's config files that name commands (the
+	// sandbox's Protect list): never written, even inside the workspace.
 	Protected []string
 	// Secret are the secret paths (the sandbox's Deny list): never read
 	// or written, even inside the workspace, nor a terminal's cwd.

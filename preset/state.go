@@ -43,15 +43,17 @@ var stateDirs = map[string][]string{
 // (whose front matter can hold hooks). An agent that wrote one would have
 // its code run unconfined the next time the user starts that agent
 // without tai, so the sandbox keeps them read-only (readable: the agent
-// needs its config). The state files beside them stay writable.
+// needs its config). The state files beside them stay writable. A trailing
+// / marks a directory, which tai makes before a confined run: agents make
+// theirs at start, and fail when they cannot.
 var configFiles = map[string][]string{
-	"claude": {"~/.claude/settings.json", "~/.claude/settings.local.json", "~/.claude/.config.json", "~/.claude/hooks",
-		"~/.claude/plugins", "~/.claude/skills", "~/.claude/agents", "~/.claude/commands", "~/.claude/rules", "~/.claude/workflows"},
-	"codex":    {"~/.codex/config.toml", "~/.codex/rules", "~/.codex/skills", "~/.codex/prompts", "~/.codex/hooks.json"},
-	"gemini":   {"~/.gemini/settings.json", "~/.gemini/.env", "~/.gemini/extensions", "~/.gemini/commands", "~/.gemini/skills", "~/.gemini/agents", "~/.gemini/policies", "~/.gemini/trusted_hooks.json"},
-	"qwen":     {"~/.qwen/settings.json", "~/.qwen/.env", "~/.qwen/extensions", "~/.qwen/commands", "~/.qwen/skills", "~/.qwen/agents", "~/.qwen/rules"},
-	"opencode": {"$CONFIG/opencode/opencode.json", "$CONFIG/opencode/opencode.jsonc", "$CONFIG/opencode/config.json", "$CONFIG/opencode/plugin", "$CONFIG/opencode/plugins", "$CONFIG/opencode/agent", "$CONFIG/opencode/command", "$CONFIG/opencode/package.json", "$CONFIG/opencode/node_modules"},
-	"copilot":  {"~/.copilot/config.json", "~/.copilot/mcp-config.json", "~/.copilot/hooks", "~/.copilot/agents", "~/.copilot/skills"},
+	"claude": {"~/.claude/settings.json", "~/.claude/settings.local.json", "~/.claude/.config.json", "~/.claude/hooks/",
+		"~/.claude/plugins/", "~/.claude/skills/", "~/.claude/agents/", "~/.claude/commands/", "~/.claude/rules/", "~/.claude/workflows/"},
+	"codex":    {"~/.codex/config.toml", "~/.codex/rules/", "~/.codex/skills/", "~/.codex/prompts/", "~/.codex/hooks.json"},
+	"gemini":   {"~/.gemini/settings.json", "~/.gemini/.env", "~/.gemini/extensions/", "~/.gemini/commands/", "~/.gemini/skills/", "~/.gemini/agents/", "~/.gemini/policies/", "~/.gemini/trusted_hooks.json"},
+	"qwen":     {"~/.qwen/settings.json", "~/.qwen/.env", "~/.qwen/extensions/", "~/.qwen/commands/", "~/.qwen/skills/", "~/.qwen/agents/", "~/.qwen/rules/"},
+	"opencode": {"$CONFIG/opencode/opencode.json", "$CONFIG/opencode/opencode.jsonc", "$CONFIG/opencode/config.json", "$CONFIG/opencode/plugin/", "$CONFIG/opencode/plugins/", "$CONFIG/opencode/agent/", "$CONFIG/opencode/command/", "$CONFIG/opencode/package.json", "$CONFIG/opencode/node_modules/"},
+	"copilot":  {"~/.copilot/config.json", "~/.copilot/mcp-config.json", "~/.copilot/hooks/", "~/.copilot/agents/", "~/.copilot/skills/"},
 	"goose":    {"$CONFIG/goose/config.yaml"},
 	"kimi":     {"~/.kimi/config.toml", "~/.kimi/config.json", "~/.kimi/mcp.json"},
 	"cursor":   {"~/.cursor/mcp.json", "~/.cursor/cli-config.json", "~/.cursor/hooks.json"},
@@ -100,13 +102,13 @@ func (p Preset) StateDirs(home string, getenv func(string) string) []StatePath {
 // ConfigFiles returns the agent's config files and directories that name
 // programs it runs (configFiles), resolved like StateDirs; the sandbox
 // keeps them read-only. A custom command has none.
-func (p Preset) ConfigFiles(home string, getenv func(string) string) []string {
+func (p Preset) ConfigFiles(home string, getenv func(string) string) []StatePath {
 	if home == "" {
 		return nil
 	}
-	var out []string
+	var out []StatePath
 	for _, f := range configFiles[p.Name] {
-		out = append(out, expand(f, home, getenv))
+		out = append(out, StatePath{Path: expand(strings.TrimSuffix(f, "/"), home, getenv), Dir: strings.HasSuffix(f, "/")})
 	}
 	return out
 }

@@ -60,19 +60,22 @@ func TestConfigFiles(t *testing.T) {
 		for _, c := range p.ConfigFiles("/h", get) {
 			inside := false
 			for _, sp := range states {
-				inside = inside || sp.Dir && strings.HasPrefix(c, sp.Path+"/")
+				inside = inside || sp.Dir && strings.HasPrefix(c.Path, sp.Path+"/")
 			}
 			if !inside {
-				t.Errorf("%s: config file %s is in none of its state directories", p.Name, c)
+				t.Errorf("%s: config file %s is in none of its state directories", p.Name, c.Path)
 			}
 		}
 	}
 	claude, _ := Lookup("claude")
-	if got := claude.ConfigFiles("/h", get); !slices.Contains(got, "/h/.claude/settings.json") {
-		t.Errorf("claude's config files %q", got)
+	got := claude.ConfigFiles("/h", get)
+	for _, want := range []StatePath{{Path: "/h/.claude/settings.json"}, {Path: "/h/.claude/hooks", Dir: true}} {
+		if !slices.Contains(got, want) {
+			t.Errorf("claude's config files %+v lack %+v", got, want)
+		}
 	}
 	if got := (Preset{Name: "custom"}).ConfigFiles("/h", get); got != nil {
-		t.Errorf("a custom command's config files: %q", got)
+		t.Errorf("a custom command's config files: %+v", got)
 	}
 }
 

@@ -328,7 +328,10 @@ func (r *run) run(ctx context.Context) error {
 	hostOpts := host.Options{Roots: append([]string{cwd}, o.AddDirs...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
 		Protected: r.protected(), Recorded: dec.recorded, Editor: o.EditorFiles}
 	if o.Sandbox != nil {
-		hostOpts.Secret = o.Sandbox.Deny // one list: the kernel's and tai's
+		// One list each, the kernel's and tai's: what the agent cannot
+		// read, and what it cannot write (an agent's config files too).
+		hostOpts.Secret = o.Sandbox.Deny
+		hostOpts.Protected = append(hostOpts.Protected, o.Sandbox.Protect...)
 	}
 	svc, err := host.New(hostOpts)
 	if err != nil {
