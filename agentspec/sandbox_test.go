@@ -67,10 +67,17 @@ func TestSandboxConfig(t *testing.T) {
 		t.Errorf("the private cache was not made: %v", err)
 	}
 	// The config files that name commands are read-only, not hidden.
-	for _, c := range []string{filepath.Join(home, ".qwen", "settings.json"), filepath.Join(home, ".qwen", "extensions")} {
+	cfg, err = sandboxConfig(Sandbox{Mode: "on"}, claude, policy.Config{}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{filepath.Join(home, ".claude", "settings.json"), filepath.Join(home, ".claude", "hooks")} {
 		if !slices.Contains(cfg.Protect, c) || slices.Contains(cfg.Deny, c) {
 			t.Errorf("%s is not read-only: protect %q", c, cfg.Protect)
 		}
+	}
+	if fi, err := os.Stat(filepath.Join(home, ".claude", "projects")); sandbox.ABI() > 0 && (err != nil || !fi.IsDir()) {
+		t.Errorf("~/.claude/projects was not made beside the read-only config: %v", err)
 	}
 	if fi, err := os.Stat(filepath.Join(home, ".qwen")); sandbox.ABI() > 0 && (err != nil || !fi.IsDir()) {
 		t.Errorf("~/.qwen was not made for the confined agent: %v", err)

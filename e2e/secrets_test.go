@@ -126,6 +126,22 @@ true`, claude))
 			t.Errorf("the agent's state ~/.claude/%s was not writable: %v", p, err)
 		}
 	}
+
+	// Nor does tai write them for the agent when the workspace holds
+	// them (-C ~): fs/write_text_file is refused, and the refusal logged.
+	scr = writeScript(t, "steps:\n  - write: {path: "+settings+", content: '{\"hooks\":{}}'}\n")
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	r, o = runIn(t, j.ws, j.env(), "run", "-C", j.home, "--agent", "claude", "--agent-cmd", builtinWith(scr), "--approve", "all", "--audit", log, "-o", "json", "go")
+	if b, _ := os.ReadFile(settings); string(b) != "{}\n" {
+		t.Errorf("tai wrote ~/.claude/settings.json for the agent: %q\n%s", b, o.stdout)
+	}
+	logged := false
+	for _, e := range auditlog.Read(t, log) {
+		logged = logged || e.Kind == "error" && strings.Contains(string(e.Data), `"protected_path"`)
+	}
+	if !logged {
+		t.Errorf("no protected_path refusal in the audit log (exit %d)\n%s", r.ExitCode, o.stdout)
+	}
 }
 
 // Under the default sandbox, the user's caches (~/.cache, ~/.npm,

@@ -23,11 +23,9 @@ var stateDirs = map[string][]string{
 		"~/.claude/plans/", "~/.claude/todos/", "~/.claude/statsig/", "~/.claude/telemetry/", "~/.claude/cache/", "~/.claude/tasks/",
 		"~/.claude/state/", "~/.claude/sessions/", "~/.claude/backups/", "~/.claude/paste-cache/", "~/.claude/usage-data/",
 		"~/.claude/jobs/", "~/.claude/history.jsonl"},
-	"codex": {"~/.codex/", "~/.codex/sessions/", "~/.codex/archived_sessions/", "~/.codex/log/", "~/.codex/shell_snapshots/",
-		"~/.codex/.tmp/", "~/.codex/tmp/", "~/.codex/sqlite/", "~/.codex/history.jsonl"},
-	"gemini": {"~/.gemini/", "~/.gemini/tmp/", "~/.gemini/history/", "~/.gemini/projects.json", "~/.gemini/installation_id"},
-	"qwen": {"~/.qwen/", "~/.qwen/tmp/", "~/.qwen/projects/", "~/.qwen/sessions/", "~/.qwen/debug/", "~/.qwen/todos/",
-		"~/.qwen/installation_id"},
+	"codex":  {"~/.codex/"},
+	"gemini": {"~/.gemini/"},
+	"qwen":   {"~/.qwen/"},
 	// opencode's cache ($CACHE/opencode, where it installs its plugins'
 	// packages) is the sandbox's private one (SandboxCache).
 	"opencode": {"$DATA/opencode/", "$CONFIG/opencode/", "$STATE/opencode/"},
@@ -49,14 +47,11 @@ var stateDirs = map[string][]string{
 var configFiles = map[string][]string{
 	"claude": {"~/.claude/settings.json", "~/.claude/settings.local.json", "~/.claude/.config.json", "~/.claude/hooks/",
 		"~/.claude/plugins/", "~/.claude/skills/", "~/.claude/agents/", "~/.claude/commands/", "~/.claude/rules/", "~/.claude/workflows/"},
-	"codex":    {"~/.codex/config.toml", "~/.codex/rules/", "~/.codex/skills/", "~/.codex/prompts/", "~/.codex/hooks.json"},
-	"gemini":   {"~/.gemini/settings.json", "~/.gemini/.env", "~/.gemini/extensions/", "~/.gemini/commands/", "~/.gemini/skills/", "~/.gemini/agents/", "~/.gemini/policies/", "~/.gemini/trusted_hooks.json"},
-	"qwen":     {"~/.qwen/settings.json", "~/.qwen/.env", "~/.qwen/extensions/", "~/.qwen/commands/", "~/.qwen/skills/", "~/.qwen/agents/", "~/.qwen/rules/"},
-	"opencode": {"$CONFIG/opencode/opencode.json", "$CONFIG/opencode/opencode.jsonc", "$CONFIG/opencode/config.json", "$CONFIG/opencode/plugin/", "$CONFIG/opencode/plugins/", "$CONFIG/opencode/agent/", "$CONFIG/opencode/command/", "$CONFIG/opencode/package.json", "$CONFIG/opencode/node_modules/"},
-	"copilot":  {"~/.copilot/config.json", "~/.copilot/mcp-config.json", "~/.copilot/hooks/", "~/.copilot/agents/", "~/.copilot/skills/"},
-	"goose":    {"$CONFIG/goose/config.yaml"},
-	"kimi":     {"~/.kimi/config.toml", "~/.kimi/config.json", "~/.kimi/mcp.json"},
-	"cursor":   {"~/.cursor/mcp.json", "~/.cursor/cli-config.json", "~/.cursor/hooks.json"},
+	// Not the others': Landlock keeps a file read-only inside a writable
+	// directory only by keeping that directory from gaining or losing
+	// entries, and they take lock directories and make files there as
+	// they run (gemini's and qwen's projects.json.lock), so they would
+	// hang. Their config files stay writable: see the README.
 }
 
 // commonStateDirs are written by every agent's runtime. Caches are not
@@ -79,8 +74,7 @@ type StatePath struct {
 // what: claude-agent-acp hangs in session/new when it cannot create
 // ~/.claude.json (an empty JSON object is a fresh config to it); the
 // others sit in a directory that holds config files.
-var stateInit = map[string]string{"~/.claude.json": "{}", "~/.claude/history.jsonl": "", "~/.codex/history.jsonl": "",
-	"~/.gemini/projects.json": "{}"}
+var stateInit = map[string]string{"~/.claude.json": "{}", "~/.claude/history.jsonl": ""}
 
 // StateDirs returns the directories (and files) the agent writes outside
 // the workspace, resolved against home and getenv (os.Getenv for tai's own
