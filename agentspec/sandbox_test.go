@@ -67,13 +67,13 @@ func TestSandboxConfig(t *testing.T) {
 		t.Errorf("the private cache was not made: %v", err)
 	}
 	// The config files that name commands are read-only, not hidden.
-	cfg, err = sandboxConfig(Sandbox{Mode: "on"}, claude, policy.Config{}, "", nil)
+	ccfg, err := sandboxConfig(Sandbox{Mode: "on"}, claude, policy.Config{}, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []string{filepath.Join(home, ".claude", "settings.json"), filepath.Join(home, ".claude", "hooks")} {
-		if !slices.Contains(cfg.Protect, c) || slices.Contains(cfg.Deny, c) {
-			t.Errorf("%s is not read-only: protect %q", c, cfg.Protect)
+		if !slices.Contains(ccfg.Protect, c) || slices.Contains(ccfg.Deny, c) {
+			t.Errorf("%s is not read-only: protect %q", c, ccfg.Protect)
 		}
 	}
 	if fi, err := os.Stat(filepath.Join(home, ".claude", "projects")); sandbox.ABI() > 0 && (err != nil || !fi.IsDir()) {
