@@ -18,9 +18,10 @@ var secretPaths = []string{"~/.ssh", "~/.aws", "~/.config/gh", "~/.npmrc", "~/.n
 	"~/.kube", "~/.gnupg", "~/.git-credentials", "~/.config/gcloud", "~/.azure"}
 
 // sandboxConfig is what the agent's sandbox allows: the preset's state
-// directories and the policy's write roots writable; the secret paths and
-// the policy's concrete deny-read paths hidden; tai's own policy (pol's
-// file and policyFile, as given), state and audit log read-only.
+// directories, the private cache tree and the policy's write roots
+// writable; the secret paths and the policy's concrete deny-read paths
+// hidden; tai's own policy (pol's file and policyFile, as given), state and
+// audit log, and the agent's config files that name commands, read-only.
 func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile string, env []string) (*sandbox.Config, error) {
 	mode, err := sandbox.ParseMode(sb.Mode)
 	if err != nil {
@@ -45,13 +46,22 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 		switch {
 		case sp.Dir && confines:
 			_ = os.MkdirAll(sp.Path, 0o700)
-		case sp.Init != "" && confines:
+		case sp.Make && confines:
 			if f, err := os.OpenFile(sp.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
 				_, _ = f.WriteString(sp.Init)
 				f.Close()
 			}
 		}
 		cfg.Write = append(cfg.Write, sp.Path)
+	}
+	// The user's caches are read-only: confined processes get their own,
+	// through the environment the launcher gives them.
+	if cache := preset.SandboxCache(home, getenv); cache != "" {
+		if confines {
+			_ = os.MkdirAll(cache, 0o700)
+		}
+		cfg.Write = append(cfg.Write, cache)
+		cfg.Env = preset.CacheEnv(cache)
 	}
 	for _, w := range pol.WriteRoots {
 		if w = expandHome(w, home); filepath.IsAbs(w) {
@@ -74,12 +84,13 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 		}
 	}
 	cfg.Protect = append(cfg.Protect, sb.Protect...)
-	for _, d := range preset.ReadOnlyDirs(home, getenv) {
-		// Only where they exist: a missing one would keep the cache dir
-		// around it from gaining entries, for nothing to protect.
-		if _, err := os.Stat(d); err == nil {
-			cfg.Protect = append(cfg.Protect, d)
+	// Readable (the agent needs its config), never rewritten: the user's
+	// next run of the agent without tai would run what it names.
+	for _, c := range p.ConfigFiles(home, getenv) {
+		if c.Dir && confines {
+			_ = os.MkdirAll(c.Path, 0o700) // the agent makes it at start, and could not
 		}
+		cfg.Protect = append(cfg.Protect, c.Path)
 	}
 	if len(sb.NetAllow) > 0 {
 		cfg.NetAllow = append(sandbox.EndpointsFromEnv(env), sb.NetAllow...)

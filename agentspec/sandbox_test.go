@@ -26,9 +26,9 @@ func TestDenyReadPaths(t *testing.T) {
 	}
 }
 
-// The sandbox's paths for a run: the preset's state dirs writable (and
-// made), the secrets hidden, tai's files protected; the installed agents
-// protected only where they exist.
+// The sandbox's paths for a run: the preset's state dirs and the private
+// cache writable (and made), the secrets hidden, tai's files and the
+// agent's config files protected.
 func TestSandboxConfig(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("HOME", home)
@@ -47,10 +47,37 @@ func TestSandboxConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{filepath.Join(home, ".qwen"), filepath.Join(home, ".npm"), filepath.Join(home, "out")} {
+	cache := filepath.Join(home, ".cache", "tai", "sandbox")
+	for _, w := range []string{filepath.Join(home, ".qwen"), cache, filepath.Join(home, "out")} {
 		if !slices.Contains(cfg.Write, w) {
 			t.Errorf("%s not writable: %q", w, cfg.Write)
 		}
+	}
+	// The user's caches hold code their own tools run: confined agents
+	// get a cache tree of their own, through their environment.
+	for _, c := range []string{filepath.Join(home, ".cache"), filepath.Join(home, ".npm"), filepath.Join(home, ".node-gyp")} {
+		if slices.Contains(cfg.Write, c) {
+			t.Errorf("the user's cache %s is writable: %q", c, cfg.Write)
+		}
+	}
+	if !slices.Contains(cfg.Env, "XDG_CACHE_HOME="+cache) || !slices.Contains(cfg.Env, "npm_config_cache="+filepath.Join(cache, "npm")) {
+		t.Errorf("the sandbox's environment %q does not point the caches at %s", cfg.Env, cache)
+	}
+	if fi, err := os.Stat(cache); sandbox.ABI() > 0 && (err != nil || !fi.IsDir()) {
+		t.Errorf("the private cache was not made: %v", err)
+	}
+	// The config files that name commands are read-only, not hidden.
+	ccfg, err := sandboxConfig(Sandbox{Mode: "on"}, claude, policy.Config{}, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{filepath.Join(home, ".claude", "settings.json"), filepath.Join(home, ".claude", "hooks")} {
+		if !slices.Contains(ccfg.Protect, c) || slices.Contains(ccfg.Deny, c) {
+			t.Errorf("%s is not read-only: protect %q", c, ccfg.Protect)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(home, ".claude", "projects")); sandbox.ABI() > 0 && (err != nil || !fi.IsDir()) {
+		t.Errorf("~/.claude/projects was not made beside the read-only config: %v", err)
 	}
 	if fi, err := os.Stat(filepath.Join(home, ".qwen")); sandbox.ABI() > 0 && (err != nil || !fi.IsDir()) {
 		t.Errorf("~/.qwen was not made for the confined agent: %v", err)
@@ -63,17 +90,6 @@ func TestSandboxConfig(t *testing.T) {
 		if !slices.Contains(cfg.Protect, pr) {
 			t.Errorf("%s not protected: %q", pr, cfg.Protect)
 		}
-	}
-	agents := filepath.Join(home, ".cache", "tai-agents")
-	if slices.Contains(cfg.Protect, agents) {
-		t.Errorf("a missing %s is protected", agents)
-	}
-	if err := os.MkdirAll(agents, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg, _ = sandboxConfig(Sandbox{}, p, policy.Config{}, "", nil)
-	if !slices.Contains(cfg.Protect, agents) {
-		t.Errorf("the installed agents are not protected: %q", cfg.Protect)
 	}
 	if _, err := sandboxConfig(Sandbox{Mode: "maybe"}, p, policy.Config{}, "", nil); err == nil {
 		t.Errorf("--sandbox maybe accepted")

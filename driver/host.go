@@ -17,8 +17,13 @@ var (
 	// ErrDenied: tai's policy denied the call (a *DeniedError says how).
 	ErrDenied = errors.New("denied by tai's policy")
 	// ErrProtected: the path is one of tai's own files (its policy, config
-	// or state), which no agent may write, whatever the policy says.
-	ErrProtected = errors.New("one of tai's own files")
+	// or state) or an agent's config file that names commands, which no
+	// agent may write, whatever the policy says.
+	ErrProtected = errors.New("a read-only path")
+	// ErrSecret: the path is, or leads to, a secret path (keys, tokens,
+	// the policy's read denies), which tai serves no agent, as the sandbox
+	// hides it from the agent's own calls.
+	ErrSecret = errors.New("a secret path")
 	// ErrInvalidPath: the path cannot name a file (it holds a NUL byte).
 	ErrInvalidPath = errors.New("invalid path")
 	// ErrUnrecorded: the audit log cannot be written, and what cannot be

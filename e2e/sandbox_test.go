@@ -56,7 +56,7 @@ func (j jail) escape() string {
 echo out > %[1]s/escape.txt
 cat %[2]s/.ssh/id_rsa > leak.txt
 setsid sh -c 'echo s > %[1]s/setsid.txt; cat %[2]s/.ssh/id_rsa > setsid-leak.txt'
-echo state > %[2]s/.claude/state.txt
+mkdir -p %[2]s/.claude/projects; echo state > %[2]s/.claude/projects/state.txt
 echo home > %[2]s/home.txt
 true`, j.outside, j.home)
 }
@@ -68,7 +68,7 @@ func (j jail) check(t *testing.T, confined, ownState bool) {
 	if !exists(filepath.Join(j.ws, "in.txt")) {
 		t.Errorf("the write inside the workspace failed")
 	}
-	if !exists(filepath.Join(j.home, ".claude", "state.txt")) && ownState {
+	if !exists(filepath.Join(j.home, ".claude", "projects", "state.txt")) && ownState {
 		t.Errorf("the agent's own state directory was not writable")
 	}
 	for _, p := range []string{filepath.Join(j.outside, "escape.txt"), filepath.Join(j.outside, "setsid.txt"), filepath.Join(j.home, "home.txt")} {

@@ -51,8 +51,12 @@ type Options struct {
 	// driver asks should feed it). Nil: every call is decided.
 	Grants *Grants
 	// Protected are tai's own files and directories (its policy, config
-	// and state): never written, even inside the workspace.
+	// and state) and the agent's config files that name commands (the
+	// sandbox's Protect list): never written, even inside the workspace.
 	Protected []string
+	// Secret are the secret paths (the sandbox's Deny list): never read
+	// or written, even inside the workspace, nor a terminal's cwd.
+	Secret []string
 	// Recorded, if set, says whether what is served can still be
 	// recorded: while it returns an error, every call is refused. What
 	// cannot be recorded is not granted.
@@ -70,6 +74,7 @@ func New(o Options) (*Services, error) {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
 	fsvc.Protect(o.Protected...)
+	fsvc.Hide(o.Secret...)
 	s := &Services{files: fsvc, sink: o.Sink, decider: o.Decider, grants: o.Grants, recorded: o.Recorded, editor: o.Editor}
 	sink := o.Sink
 	s.terms = terminal.NewManager(terminal.Options{
@@ -101,11 +106,15 @@ const (
 func (s *Services) refused(op string, err error) error {
 	var oe *files.OutsideError
 	var pe *files.ProtectedError
+	var se *files.SecretError
 	switch {
 	case err == nil:
 		return nil
 	case errors.As(err, &oe) || errors.Is(err, files.ErrNotAbsolute):
 		return fmt.Errorf("%w: %w", driver.ErrOutsideWorkspace, err)
+	case errors.As(err, &se):
+		s.emitError("secret_path", fmt.Sprintf("refused %s: %v", op, err))
+		return fmt.Errorf("%w: %w", driver.ErrSecret, err)
 	case errors.As(err, &pe):
 		s.emitError("protected_path", fmt.Sprintf("refused %s: %v", op, err))
 		return fmt.Errorf("%w: %w", driver.ErrProtected, err)

@@ -8,42 +8,73 @@ import (
 )
 
 // The state directories each agent writes outside the workspace (its
-// config, sessions, logs, caches): the sandbox lets it write there and
-// nowhere else outside the workspace. "~" is the home directory; $CONFIG,
-// $DATA, $STATE and $CACHE are the XDG base directories; a trailing / marks
-// a directory (tai makes it before a confined run, since the agent could
-// not), else it is a file. $UID is tai's user id.
+// config, sessions, logs): the sandbox lets it write there and nowhere else
+// outside the workspace. "~" is the home directory; $CONFIG, $DATA, $STATE
+// and $CACHE are the XDG base directories; a trailing / marks a directory
+// (tai makes it before a confined run, since the agent could not), else it
+// is a file. $UID is tai's user id. The entries below a directory that
+// holds config files (configFiles) are listed too: that directory cannot
+// gain entries under the sandbox, so tai makes them beforehand.
 var stateDirs = map[string][]string{
 	// Claude Code's Bash keeps its working files in /tmp/claude-UID,
 	// whatever TMPDIR says.
-	"claude":   {"~/.claude/", "~/.claude.json", "~/.claude.json.backup", "~/.claude.json.lock", "$CONFIG/claude/", "/tmp/claude-$UID/"},
-	"codex":    {"~/.codex/"},
-	"gemini":   {"~/.gemini/"},
-	"qwen":     {"~/.qwen/"},
-	"opencode": {"$DATA/opencode/", "$CONFIG/opencode/", "$STATE/opencode/", "$CACHE/opencode/"},
+	"claude": {"~/.claude/", "~/.claude.json", "~/.claude.json.backup", "~/.claude.json.lock", "$CONFIG/claude/", "/tmp/claude-$UID/",
+		"~/.claude/projects/", "~/.claude/shell-snapshots/", "~/.claude/session-env/", "~/.claude/debug/", "~/.claude/file-history/",
+		"~/.claude/plans/", "~/.claude/todos/", "~/.claude/statsig/", "~/.claude/telemetry/", "~/.claude/cache/", "~/.claude/tasks/",
+		"~/.claude/state/", "~/.claude/sessions/", "~/.claude/backups/", "~/.claude/paste-cache/", "~/.claude/usage-data/",
+		"~/.claude/jobs/", "~/.claude/history.jsonl"},
+	"codex":  {"~/.codex/"},
+	"gemini": {"~/.gemini/"},
+	"qwen":   {"~/.qwen/"},
+	// opencode's cache ($CACHE/opencode, where it installs its plugins'
+	// packages) is the sandbox's private one (SandboxCache).
+	"opencode": {"$DATA/opencode/", "$CONFIG/opencode/", "$STATE/opencode/"},
 	"copilot":  {"~/.copilot/", "$CONFIG/.copilot/", "$STATE/.copilot/"},
 	"goose":    {"$CONFIG/goose/", "$DATA/goose/", "$STATE/goose/"},
 	"kimi":     {"~/.kimi/"},
 	"cursor":   {"~/.cursor/", "$CONFIG/cursor/"},
 }
 
-// commonStateDirs are written by every agent's runtime: npm and node
-// caches, the XDG cache.
-var commonStateDirs = []string{"~/.npm/", "$CACHE/", "~/.node-gyp/", "~/.node_repl_history"}
+// configFiles are the agents' config files and directories, inside their
+// state directories, that name programs the agent runs: hooks, MCP
+// servers, notify commands, plugins, extensions, and skills and subagents
+// (whose front matter can hold hooks). An agent that wrote one would have
+// its code run unconfined the next time the user starts that agent
+// without tai, so the sandbox keeps them read-only (readable: the agent
+// needs its config). The state files beside them stay writable. A trailing
+// / marks a directory, which tai makes before a confined run: agents make
+// theirs at start, and fail when they cannot.
+var configFiles = map[string][]string{
+	"claude": {"~/.claude/settings.json", "~/.claude/settings.local.json", "~/.claude/.config.json", "~/.claude/hooks/",
+		"~/.claude/plugins/", "~/.claude/skills/", "~/.claude/agents/", "~/.claude/commands/", "~/.claude/rules/", "~/.claude/workflows/"},
+	// Not the others': Landlock keeps a file read-only inside a writable
+	// directory only by keeping that directory from gaining or losing
+	// entries, and they take lock directories and make files there as
+	// they run (gemini's and qwen's projects.json.lock), so they would
+	// hang. Their config files stay writable: see the README.
+}
+
+// commonStateDirs are written by every agent's runtime. Caches are not
+// among them: a cache holds code that something runs later (npx's
+// packages, node-gyp's headers, build caches), so confined agents get a
+// cache tree of their own (SandboxCache) and the user's stay read-only.
+var commonStateDirs = []string{"~/.node_repl_history"}
 
 // StatePath is one place an agent writes: a directory or a file.
 type StatePath struct {
 	Path string
 	Dir  bool
-	// Init, for a file the agent must find (it cannot create new files
-	// beside it), is what tai creates it with when it is missing.
+	// Make, for a file the agent must find (it cannot create new files
+	// beside it), says tai creates it, holding Init, when it is missing.
+	Make bool
 	Init string
 }
 
 // stateInit are the files tai creates before a confined run, and with
 // what: claude-agent-acp hangs in session/new when it cannot create
-// ~/.claude.json (an empty JSON object is a fresh config to it).
-var stateInit = map[string]string{"~/.claude.json": "{}"}
+// ~/.claude.json (an empty JSON object is a fresh config to it); the
+// others sit in a directory that holds config files.
+var stateInit = map[string]string{"~/.claude.json": "{}", "~/.claude/history.jsonl": ""}
 
 // StateDirs returns the directories (and files) the agent writes outside
 // the workspace, resolved against home and getenv (os.Getenv for tai's own
@@ -56,18 +87,50 @@ func (p Preset) StateDirs(home string, getenv func(string) string) []StatePath {
 	}
 	var out []StatePath
 	for _, d := range append(append([]string{}, stateDirs[p.Name]...), commonStateDirs...) {
-		out = append(out, StatePath{Path: expand(strings.TrimSuffix(d, "/"), home, getenv), Dir: strings.HasSuffix(d, "/"), Init: stateInit[d]})
+		init, mk := stateInit[d]
+		out = append(out, StatePath{Path: expand(strings.TrimSuffix(d, "/"), home, getenv), Dir: strings.HasSuffix(d, "/"), Make: mk, Init: init})
 	}
 	return out
 }
 
-// ReadOnlyDirs are directories below the state directories that agents
-// must not write: the installed agents themselves.
-func ReadOnlyDirs(home string, getenv func(string) string) []string {
+// ConfigFiles returns the agent's config files and directories that name
+// programs it runs (configFiles), resolved like StateDirs; the sandbox
+// keeps them read-only. A custom command has none.
+func (p Preset) ConfigFiles(home string, getenv func(string) string) []StatePath {
 	if home == "" {
 		return nil
 	}
-	return []string{expand("$CACHE/tai-agents", home, getenv)}
+	var out []StatePath
+	for _, f := range configFiles[p.Name] {
+		out = append(out, StatePath{Path: expand(strings.TrimSuffix(f, "/"), home, getenv), Dir: strings.HasSuffix(f, "/")})
+	}
+	return out
+}
+
+// SandboxCache is the cache tree of confined agents and the commands tai
+// serves them: theirs alone, never one the user's own tools read, so that
+// code an agent leaves in a cache (an npx package, a build tool) runs
+// confined or not at all. It is below tai's own cache directory.
+func SandboxCache(home string, getenv func(string) string) string {
+	if home == "" {
+		return ""
+	}
+	return expand("$CACHE/tai/sandbox", home, getenv)
+}
+
+// CacheEnv points a confined process's caches at dir (SandboxCache): the
+// XDG cache (pip, uv, yarn, node-gyp, Go's build cache, opencode's
+// plugins), and the tools that keep theirs elsewhere or take a variable
+// the user may have set to their own.
+func CacheEnv(dir string) []string {
+	return []string{
+		"XDG_CACHE_HOME=" + dir,
+		"npm_config_cache=" + filepath.Join(dir, "npm"),
+		"npm_config_devdir=" + filepath.Join(dir, "node-gyp"),
+		"GOCACHE=" + filepath.Join(dir, "go-build"),
+		"PIP_CACHE_DIR=" + filepath.Join(dir, "pip"),
+		"YARN_CACHE_FOLDER=" + filepath.Join(dir, "yarn"),
+	}
 }
 
 func expand(d, home string, getenv func(string) string) string {

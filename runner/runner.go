@@ -327,6 +327,12 @@ func (r *run) run(ctx context.Context) error {
 	// grants of what it asked for, else as a request of its own.
 	hostOpts := host.Options{Roots: append([]string{cwd}, o.AddDirs...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
 		Protected: r.protected(), Recorded: dec.recorded, Editor: o.EditorFiles}
+	if o.Sandbox != nil {
+		// One list each, the kernel's and tai's: what the agent cannot
+		// read, and what it cannot write (an agent's config files too).
+		hostOpts.Secret = o.Sandbox.Deny
+		hostOpts.Protected = append(hostOpts.Protected, o.Sandbox.Protect...)
+	}
 	svc, err := host.New(hostOpts)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, err)

@@ -80,6 +80,9 @@ type Config struct {
 	// Exe is the tai binary that serves as the launcher; "" is
 	// /proc/self/exe.
 	Exe string
+	// Env ("NAME=value") is set in every confined process's environment,
+	// over what it was given: the private caches.
+	Env []string
 }
 
 // Status says how a run was confined, for the result, the audit log and
@@ -106,6 +109,7 @@ type Sandbox struct {
 	// the native one starting agents as copies of itself (its fallback
 	// where the shared-memory start is refused). Tests run them all.
 	impl string
+	env  []string // Config.Env, set where Landlock confines
 }
 
 // testNoLandlock makes ABI report no Landlock (a kernel without it), for
@@ -163,6 +167,7 @@ func New(cfg Config) (*Sandbox, error) {
 		r.Net, r.Ports = true, ports
 	}
 	s.rules = r
+	s.env = cfg.Env
 	s.status = Status{Mode: mode, Enabled: true, ABI: abi, Net: r.Net, TempDir: tmp}
 	return s, nil
 }
@@ -386,6 +391,10 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	env = dedupEnv(env)
 	if s.status.TempDir != "" {
 		env = setEnv(env, "TMPDIR", s.status.TempDir)
+	}
+	for _, kv := range s.env {
+		k, v, _ := strings.Cut(kv, "=")
+		env = setEnv(env, k, v)
 	}
 	p := &Proc{sb: s, cmd: cmd, spec: launchSpec{Path: cmd.Path, Args: cmd.Args, Env: env, Ruleset: -1, CgDir: -1, CgKill: -1}, specFd: -1}
 	specFd, specChild, err := specSocket()

@@ -216,7 +216,8 @@ func (s *Session) hostError(method, subject string, err error) error {
 		s.emit(driver.Event{Type: driver.EventError, Error: &driver.ErrorInfo{Code: "outside_workspace",
 			Message: fmt.Sprintf("refused %s: %v", method, err)}})
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	case errors.Is(err, driver.ErrDenied), errors.Is(err, driver.ErrProtected), errors.Is(err, driver.ErrInvalidPath):
+	case errors.Is(err, driver.ErrDenied), errors.Is(err, driver.ErrProtected), errors.Is(err, driver.ErrSecret),
+		errors.Is(err, driver.ErrInvalidPath):
 		// The host services reported these (a decision, an error event).
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: err.Error()}
 	case errors.Is(err, fs.ErrNotExist):

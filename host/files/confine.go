@@ -29,7 +29,8 @@ var ErrNotAbsolute = errors.New("path must be absolute")
 var ErrNUL = errors.New("path contains a NUL byte")
 
 // ProtectedError reports a write refused because the path is, or is under,
-// one of the paths the service protects (tai's own files).
+// one of the paths the service protects (tai's own files, the agents'
+// config files that name commands).
 type ProtectedError struct {
 	Path      string // path as requested
 	Protected string // the protected file or directory it hits
@@ -37,9 +38,25 @@ type ProtectedError struct {
 
 func (e *ProtectedError) Error() string {
 	if e.Path == e.Protected {
-		return fmt.Sprintf("path %q is one of tai's own files; agents may not write it", e.Path)
+		return fmt.Sprintf("path %q is read-only to agents (tai's own files, agents' config files that name commands); agents may not write it", e.Path)
 	}
-	return fmt.Sprintf("path %q is inside %s, which is tai's own; agents may not write there", e.Path, e.Protected)
+	return fmt.Sprintf("path %q is inside %s, which is read-only to agents (tai's own files, agents' config files that name commands); agents may not write there", e.Path, e.Protected)
+}
+
+// SecretError reports a path refused because it is, or resolves to, one
+// of the secret paths the service hides (keys and tokens, the policy's
+// read denies): the same ones the sandbox hides from the agent's own
+// system calls, so that tai serves none of them either.
+type SecretError struct {
+	Path   string // path as requested
+	Secret string // the secret file or directory it hits
+}
+
+func (e *SecretError) Error() string {
+	if e.Path == e.Secret {
+		return fmt.Sprintf("path %q is a secret path; agents may not read or write it", e.Path)
+	}
+	return fmt.Sprintf("path %q is inside %s, a secret path; agents may not read or write there", e.Path, e.Secret)
 }
 
 // OutsideError reports a path refused because it is, or resolves to,

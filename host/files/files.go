@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -20,9 +21,11 @@ import (
 // It is safe for concurrent use.
 type Service struct {
 	roots roots
-	// protected are paths no write may touch, each as given (clean) and
-	// with its symlinks resolved; set once, before use.
+	// protected are paths no write may touch, hidden paths none may
+	// touch, each as given (clean) and with its symlinks resolved; set
+	// once, before use.
 	protected []string
+	hidden    []string
 }
 
 // New returns a Service confined to roots, which must be absolute paths of
@@ -38,28 +41,85 @@ func New(roots ...string) (*Service, error) {
 // Protect makes the service refuse writes to each path (a file or a whole
 // directory) with a *ProtectedError, even inside the workspace. Call it
 // before the service is used. Relative and empty paths are ignored.
-func (s *Service) Protect(paths ...string) {
+func (s *Service) Protect(paths ...string) { s.protected = appendSpellings(s.protected, paths) }
+
+// Hide makes the service refuse every call on each path (a file or a whole
+// directory), read or write, with a *SecretError, even inside the
+// workspace and through a symlink. Call it before the service is used.
+// Relative and empty paths are ignored.
+func (s *Service) Hide(paths ...string) { s.hidden = appendSpellings(s.hidden, paths) }
+
+// appendSpellings adds each absolute path to list, clean and with its
+// symlinks resolved.
+func appendSpellings(list, paths []string) []string {
 	for _, p := range paths {
 		if p == "" || !filepath.IsAbs(p) {
 			continue
 		}
 		clean := filepath.Clean(p)
-		s.protected = append(s.protected, clean)
+		list = append(list, clean)
 		if real, err := resolveSymlinks(clean); err == nil && real != clean {
-			s.protected = append(s.protected, real)
+			list = append(list, real)
 		}
 	}
+	return list
 }
 
 // CheckWrite is the check Write makes before writing: path is confined to
 // the workspace and is none of the protected paths. It returns the real
 // path.
 func (s *Service) CheckWrite(path string) (string, error) {
-	real, err := s.roots.resolve(path)
+	real, err := s.resolve(path)
 	if err != nil {
 		return "", err
 	}
 	return real, s.protects(path, real)
+}
+
+// resolve confines path to the workspace, away from the hidden paths, and
+// returns its real path.
+func (s *Service) resolve(path string) (string, error) {
+	real, err := s.roots.resolve(path)
+	if err != nil {
+		return "", err
+	}
+	if err := s.hides(path, filepath.Clean(path), real); err != nil {
+		return "", err
+	}
+	return real, nil
+}
+
+// hides refuses path when any of its spellings is, or is below, a hidden
+// path.
+func (s *Service) hides(path string, spellings ...string) error {
+	for _, h := range s.hidden {
+		for _, sp := range spellings {
+			if _, ok := within([]string{h}, sp); ok {
+				return &SecretError{Path: path, Secret: h}
+			}
+		}
+	}
+	return nil
+}
+
+// hidesOpen refuses an opened file that is a hidden one after all: a
+// symlink swapped in between resolve and the open could lead there, inside
+// the workspace. The kernel says where the file really is.
+func (s *Service) hidesOpen(path string, f *os.File) error {
+	if len(s.hidden) == 0 {
+		return nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var at string
+	var rerr error
+	_ = rc.Control(func(fd uintptr) { at, rerr = os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fd))) })
+	if rerr != nil || at == "" {
+		return nil // no /proc: resolve's check stands
+	}
+	return s.hides(path, at)
 }
 
 // protects refuses a write to path (real: its resolved path) that hits a
@@ -83,11 +143,12 @@ func (s *Service) Roots() []string {
 }
 
 // Resolve checks that path is confined to the workspace and returns its real
-// path. It fails with an error wrapping ErrNotAbsolute for relative paths and
+// path. It fails with an error wrapping ErrNotAbsolute for relative paths,
 // with an *OutsideError for paths that are, or resolve to, outside every
-// root. The path itself (and its parents) need not exist.
+// root, and with a *SecretError for the hidden ones. The path itself (and
+// its parents) need not exist.
 func (s *Service) Resolve(path string) (string, error) {
-	return s.roots.resolve(path)
+	return s.resolve(path)
 }
 
 // Contains applies the same confinement rules as Service.Resolve against
@@ -105,7 +166,7 @@ func Contains(roots []string, path string) (string, error) {
 // open resolves path and opens an os.Root on the real root containing it,
 // returning the path relative to that root.
 func (s *Service) open(path string) (root *os.Root, real, rel string, err error) {
-	real, err = s.roots.resolve(path)
+	real, err = s.resolve(path)
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -144,6 +205,9 @@ func (s *Service) Read(ctx context.Context, path string, line, limit int) (strin
 		return "", fmt.Errorf("read %q: %w", path, err)
 	}
 	defer f.Close()
+	if err := s.hidesOpen(path, f); err != nil {
+		return "", err
+	}
 	fi, err := f.Stat()
 	if err != nil {
 		return "", fmt.Errorf("read %q: %w", path, err)

@@ -533,3 +533,76 @@ func TestProtect(t *testing.T) {
 		t.Errorf("a sibling of a protected directory: %v", err)
 	}
 }
+
+// Hidden paths (the secrets the sandbox hides) are neither read nor
+// written nor resolved, by any spelling: directly, below, through a
+// symlink, through "..", and through a symlink to the hidden path itself;
+// the rest of the workspace is served.
+func TestHide(t *testing.T) {
+	f := newFixture(t)
+	ssh := filepath.Join(f.ws, ".ssh")
+	if err := os.MkdirAll(ssh, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	key := filepath.Join(ssh, "id_rsa")
+	if err := os.WriteFile(key, []byte("KEY\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"key-link": key, "ssh-link": ssh} {
+		if err := os.Symlink(target, filepath.Join(f.ws, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.svc.Hide(ssh, "relative/ignored", "")
+	ctx := context.Background()
+	for _, p := range []string{
+		key,
+		ssh,
+		filepath.Join(f.ws, "sub", "..", ".ssh", "id_rsa"),
+		filepath.Join(f.ws, "key-link"),
+		filepath.Join(f.ws, "ssh-link", "id_rsa"),
+		filepath.Join(ssh, "new"),
+	} {
+		var se *SecretError
+		if text, err := f.svc.Read(ctx, p, 0, 0); !errors.As(err, &se) {
+			t.Errorf("read %s: %q, %v; want a SecretError", p, text, err)
+		}
+		if _, err := f.svc.Write(ctx, p, []byte("x")); !errors.As(err, &se) {
+			t.Errorf("write %s: %v, want a SecretError", p, err)
+		}
+		if _, err := f.svc.Resolve(p); !errors.As(err, &se) {
+			t.Errorf("resolve %s: %v, want a SecretError", p, err)
+		}
+	}
+	if b, _ := os.ReadFile(key); string(b) != "KEY\n" {
+		t.Errorf("id_rsa = %q", b)
+	}
+	if text, err := f.svc.Read(ctx, filepath.Join(f.ws, "a.txt"), 0, 0); err != nil || text != "hello\n" {
+		t.Errorf("a.txt beside the secret: %q, %v", text, err)
+	}
+}
+
+// The check after the open: a file that is a hidden one, reached by a
+// path resolve let through (a symlink swapped in between), is refused.
+func TestHidesOpen(t *testing.T) {
+	f := newFixture(t)
+	secret := filepath.Join(f.ws, "sub", "b.txt")
+	f.svc.Hide(secret)
+	fh, err := os.Open(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var se *SecretError
+	if err := f.svc.hidesOpen(filepath.Join(f.ws, "innocent"), fh); !errors.As(err, &se) {
+		t.Errorf("hidesOpen = %v, want a SecretError", err)
+	}
+	other, err := os.Open(filepath.Join(f.ws, "a.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := f.svc.hidesOpen(filepath.Join(f.ws, "a.txt"), other); err != nil {
+		t.Errorf("hidesOpen of another file: %v", err)
+	}
+}
