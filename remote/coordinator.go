@@ -25,6 +25,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -466,6 +467,9 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	st := c.snapshot()
 	c.emit("run.start", "", fmt.Sprintf("%d task(s) over NATS, target %s, workers clone %s", len(st.Tasks), st.Target, c.rec.RepoURL),
 		map[string]any{"run": st.Run, "resume": c.o.Resume, "base": st.Base, "target": st.Target, "repo_url": c.rec.RepoURL})
+	if w := c.plan.CheckWarning(); w != "" {
+		c.emit(string(fleet.EventWarning), "", w, map[string]any{"check": c.plan.Check, "check_sandbox": c.plan.CheckSandbox})
+	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	for _, id := range st.Order {
@@ -970,7 +974,9 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
 	}
-	head, err := c.wt.Integrate(ctx, h.Record, c.rec.Target, c.plan.CheckFunc())
+	head, err := c.wt.Integrate(ctx, h.Record, c.rec.Target, c.plan.CheckFunc(c.o.Sandbox, func(dir string, st sandbox.Status) {
+		c.emit(string(fleet.EventCheck), t.ID, fleet.CheckDetail(c.plan.Check, st), map[string]any{"check": c.plan.Check, "dir": dir, "sandbox": st})
+	}))
 	var ce *worktree.ConflictError
 	switch {
 	case errors.As(err, &ce):
