@@ -54,14 +54,14 @@ import (
 // and the policies as each task will have them; each problem is reported
 // with the file and line.
 type Plan struct {
-	Name         string    `yaml:"name" json:"name"`
-	Goal         string    `yaml:"goal" json:"goal,omitempty"`
-	Base         string    `yaml:"base" json:"base,omitempty"`
-	Target       string    `yaml:"target" json:"target,omitempty"`
-	Check        string    `yaml:"check" json:"check,omitempty"`
+	Name   string `yaml:"name" json:"name"`
+	Goal   string `yaml:"goal" json:"goal,omitempty"`
+	Base   string `yaml:"base" json:"base,omitempty"`
+	Target string `yaml:"target" json:"target,omitempty"`
+	Check  string `yaml:"check" json:"check,omitempty"`
 	// CheckSandbox "off" runs the check unconfined (tai warns); "" confines
 	// it as the tasks' agents are.
-	CheckSandbox string `yaml:"check_sandbox" json:"check_sandbox,omitempty"`
+	CheckSandbox string    `yaml:"check_sandbox" json:"check_sandbox,omitempty"`
 	Concurrency  int       `yaml:"concurrency" json:"concurrency,omitempty"`
 	FailFast     bool      `yaml:"fail_fast" json:"fail_fast,omitempty"`
 	MaxQuestions int       `yaml:"max_questions" json:"max_questions,omitempty"`
