@@ -865,3 +865,39 @@ func TestCheckRunsConfined(t *testing.T) {
 		})
 	}
 }
+
+// As TestGitDirRedirectRefused, under the default sandbox and a user's
+// HOME, the agent's command doing the rewrite (the sandbox lets it write
+// its worktree's .git): the gitdir it points at has an fsmonitor and a
+// hook that would write outside. tai's git refuses the worktree, neither
+// runs, and the audit log has the refusal.
+func TestGitDirRedirectRefusedSandboxed(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	marker := filepath.Join(t.TempDir(), "pwned")
+	sh := fmt.Sprintf("mkdir -p evil/objects evil/refs evil/hooks && echo 'ref: refs/heads/main' > evil/HEAD && "+
+		"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch %s\\n' > evil/config && "+
+		"printf '#!/bin/sh\\ntouch %s\\n' > evil/hooks/post-commit && chmod +x evil/hooks/post-commit && echo 'gitdir: evil' > .git", marker, marker)
+	write(t, filepath.Join(pd, "s.yaml"), fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", sh))
+	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n")
+	cmd, _ := taiUser(t, repo, "fleet", "run", "--run-id", "gd", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	_ = cmd.Run()
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("tai's git ran the agent's gitdir's command\n%s", e.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(e.String(), "does not point at its registered gitdir") {
+		t.Fatalf("exit %d, want 1 naming the redirect\n%s", code, e.String())
+	}
+	var s summary
+	if err := json.Unmarshal(o.Bytes(), &s); err != nil {
+		t.Fatalf("%v\n%s", err, o.String())
+	}
+	found := false
+	for _, en := range auditlog.Read(t, s.Audit) {
+		found = found || strings.Contains(string(en.Data), "does not point at its registered gitdir")
+	}
+	if !found {
+		t.Fatal("the refusal is not in the audit log")
+	}
+}
