@@ -552,17 +552,13 @@ func checkpointOnBase(ctx context.Context, clone, checkpoint, base string, log *
 // checkpoint commits the worktree as it is and pushes it as the attempt's
 // ref, so a next attempt can start from there.
 func (w *worker) checkpoint(ctx context.Context, g *worktree.Git, dir string, tm TaskMsg, attempt int) error {
-	st, err := g.Run(ctx, dir, "status", "--porcelain")
-	if err != nil || strings.TrimSpace(st) == "" {
-		return err
-	}
-	if err := g.AddAll(ctx, dir); err != nil {
+	if changed, err := g.AddAll(ctx, dir); err != nil || !changed {
 		return err
 	}
 	if _, err := g.Run(ctx, dir, "commit", "-q", "--no-verify", "-m", fmt.Sprintf("tai checkpoint %s/%s attempt %d", tm.Run, tm.Task, attempt)); err != nil {
 		return err
 	}
-	err = push(ctx, g, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt))
+	err := push(ctx, g, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt))
 	if err == nil {
 		w.event(ctx, tm, attempt, "checkpoint", "work so far pushed")
 	}
@@ -572,7 +568,7 @@ func (w *worker) checkpoint(ctx context.Context, g *worktree.Git, dir string, tm
 // finalCommit squashes the attempt's work (checkpoints included) into one
 // commit on the base and pushes it.
 func (w *worker) finalCommit(ctx context.Context, g *worktree.Git, dir string, tm TaskMsg, attempt int, out fleet.TaskOutcome) (string, error) {
-	if err := g.AddAll(ctx, dir); err != nil {
+	if _, err := g.AddAll(ctx, dir); err != nil {
 		return "", err
 	}
 	if _, err := g.Run(ctx, dir, "reset", "-q", "--soft", tm.Base); err != nil {

@@ -250,51 +250,50 @@ func flagged(settings []string) []string {
 // take it.
 var ErrEmbedded = errors.New("a git repository inside the worktree")
 
-// AddAll stages everything in the worktree at dir, as git add -A does,
-// after CheckEmbedded: the one way tai stages an agent's work.
-func (g *Git) AddAll(ctx context.Context, dir string) error {
-	if err := g.CheckEmbedded(ctx, dir); err != nil {
-		return err
-	}
-	_, err := g.Run(ctx, dir, "add", "-A")
-	return err
-}
-
-// CheckEmbedded refuses a worktree holding another git repository (a
-// .git directory or file below its top) among the files git add -A would
-// take: git would add it as a gitlink, a commit id without its files, and
-// read that repository to do so. Ignored directories are not looked in.
-func (g *Git) CheckEmbedded(ctx context.Context, dir string) error {
-	out, err := g.Run(ctx, dir, "ls-files", "-z", "--others", "--exclude-standard", "--directory", "--no-empty-directory")
+// AddAll stages everything in the worktree at dir, as git add -A does:
+// the one way tai stages an agent's work. It reads the worktree's status
+// first (one git process, as a checkpoint did before): nothing changed
+// stages nothing and returns false; a git repository inside the worktree
+// among the files git add -A would take (a .git directory or file below
+// its top, not ignored) is refused, since git would add it as a gitlink,
+// a commit id without its files, and read that repository to do so.
+func (g *Git) AddAll(ctx context.Context, dir string) (bool, error) {
+	out, err := g.Run(ctx, dir, "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--no-renames")
 	if err != nil {
-		return err
+		return false, err
+	}
+	if out == "" {
+		return false, nil
 	}
 	for _, e := range strings.Split(out, "\x00") {
-		if !strings.HasSuffix(e, "/") {
-			continue // a file; git lists a directory holding a repository as the directory
+		p, ok := strings.CutPrefix(e, "?? ")
+		if !ok || !strings.HasSuffix(p, "/") {
+			continue // git lists a directory holding a repository as the directory
 		}
 		found := ""
-		_ = filepath.WalkDir(filepath.Join(dir, e), func(p string, d fs.DirEntry, err error) error {
+		_ = filepath.WalkDir(filepath.Join(dir, p), func(q string, d fs.DirEntry, err error) error {
 			if err == nil && d.Name() == ".git" {
-				found = p
+				found = q
 				return fs.SkipAll
 			}
 			return nil
 		})
 		if found != "" {
 			rel, _ := filepath.Rel(dir, filepath.Dir(found))
-			return fmt.Errorf("refusing to commit in %s: %w: %s has a .git (an embedded repository, which git would add as a gitlink without its files); remove it or ignore the directory", dir, ErrEmbedded, rel)
+			return false, fmt.Errorf("refusing to commit in %s: %w: %s has a .git (an embedded repository, which git would add as a gitlink without its files); remove it or ignore the directory", dir, ErrEmbedded, rel)
 		}
 	}
-	return nil
+	if _, err := g.Run(ctx, dir, "add", "-A"); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // plumbing are the git commands tai runs that read no file of a worktree
 // through .gitattributes: no filter or merge driver can run.
 var plumbing = map[string]bool{"rev-parse": true, "config": true, "for-each-ref": true, "cat-file": true, "update-ref": true,
 	"symbolic-ref": true, "merge-base": true, "rev-list": true, "ls-tree": true, "commit-tree": true, "show-ref": true,
-	"branch": true, "log": true, "version": true, "init": true, "clone": true, "fetch": true, "push": true,
-	"ls-files": true}
+	"branch": true, "log": true, "version": true, "init": true, "clone": true, "fetch": true, "push": true}
 
 // runsDrivers: the command may run a filter or merge driver (it reads or
 // writes a worktree's files, or merges).

@@ -731,7 +731,7 @@ func (m *Manager) Commit(ctx context.Context, dir, message string) (string, bool
 		return "", false, err
 	}
 	defer endWorktree(gd, opCommit)
-	if err := m.Git().AddAll(ctx, dir); err != nil {
+	if _, err := m.Git().AddAll(ctx, dir); err != nil {
 		return "", false, fmt.Errorf("worktree: %w", err)
 	}
 	made := false
