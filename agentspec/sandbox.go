@@ -137,3 +137,16 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// CommandSandbox is the sandbox of a command tai runs on an agent's work
+// outside any agent's session (a plan's check): an agent's, with dir its
+// one workspace root, the caches every agent's runtime writes, and no
+// preset's own state directories.
+func CommandSandbox(sb Sandbox, dir string, env []string) (*sandbox.Config, error) {
+	cfg, err := sandboxConfig(sb, preset.Preset{}, policy.Config{}, "", env)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Write = append([]string{dir}, cfg.Write...)
+	return cfg, nil
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/remote"
 	"github.com/tai-dev/tai/sandbox"
+	"github.com/tai-dev/tai/worktree"
 )
 
 func (n NATSFlags) token(std IO) (string, error) {
@@ -326,11 +327,14 @@ func remoteURL(ctx context.Context, f FleetFlags, plan *fleet.Plan) (string, err
 	if dir == "" && plan != nil {
 		dir = plan.Dir
 	}
-	out, err := exec.CommandContext(ctx, "git", "-C", dir, "remote", "get-url", f.Remote).Output()
+	if dir == "" {
+		dir = "."
+	}
+	out, err := (&worktree.Git{}).Run(ctx, dir, "remote", "get-url", f.Remote)
 	if err != nil {
 		return "", exitcode.Usagef("--remote %s: not a remote of the repository: %v", f.Remote, err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	return strings.TrimSpace(out), nil
 }
 
 func openBus(ctx context.Context, n NATSFlags, name string, std IO) (*remote.Bus, func(), error) {

@@ -104,6 +104,7 @@ const (
 	EventBlocked      EventKind = "blocked"
 	EventCancelled    EventKind = "cancelled"
 	EventWarning      EventKind = "warning"
+	EventCheck        EventKind = "check" // the plan's check starts, confined or not
 )
 
 // Fleet is a run in progress.

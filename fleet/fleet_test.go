@@ -453,6 +453,8 @@ func TestPlanValidation(t *testing.T) {
 		{"bad task policy, at its policy's line", "tasks:\n  - id: a\n    prompt: x\n    policy: {approve: sometimes}\n", []string{`plan.yaml:4: task "a": policy: `, "sometimes"}},
 		{"bad task policy rule", "tasks:\n  - id: a\n    prompt: x\n    policy:\n      allow: [\"explode:*\"]\n", []string{`plan.yaml:4: task "a": policy: `}},
 		{"bad plan policy", "policy: {non_interactive: maybe}\ntasks:\n  - {id: a, prompt: x}\n", []string{`plan.yaml:1: policy: `, "maybe"}},
+		{"bad check_sandbox", "check: make test\ncheck_sandbox: no\ntasks:\n  - {id: a, prompt: x}\n", []string{`plan.yaml:2: check_sandbox "no": the only value is off`}},
+		{"check_sandbox off", "check: make test\ncheck_sandbox: off\ntasks:\n  - {id: a, prompt: x}\n", nil},
 		{"valid", "budget: {wall_time: 5m}\ntasks:\n  - {id: a, prompt: x}\n  - {id: b, prompt: \"{{ .Tasks.a.Diff }}\", depends_on: [a], worktree: \"shared:a\"}\n", nil},
 	}
 	for _, tt := range tests {

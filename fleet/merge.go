@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/agentproc"
 	"github.com/tai-dev/tai/sandbox"
@@ -74,7 +75,7 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 		return
 	}
 	defer func() { _ = h.Release(ctx) }()
-	head, err := f.wt.Integrate(ctx, h.Record, st.Target, f.plan.CheckFunc())
+	head, err := f.wt.Integrate(ctx, h.Record, st.Target, f.plan.CheckFunc(f.o.Sandbox, f.checkStarted(t.ID)))
 	var ce *worktree.ConflictError
 	switch {
 	case errors.As(err, &ce):
@@ -92,6 +93,35 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 		f.setTask(t.ID, func(x *TaskState) { x.Status, x.Head = StatusMerged, head })
 		f.emit(EventMerged, t.ID, fmt.Sprintf("%s -> %s at %.12s", ts.Branch, st.Target, head), map[string]any{"branch": ts.Branch, "target": st.Target, "head": head})
 	}
+}
+
+// checkStarted records in the audit log, as an event, how the plan's
+// check for task is confined.
+func (f *fleet) checkStarted(task string) func(dir string, st sandbox.Status) {
+	return func(dir string, st sandbox.Status) {
+		f.emit(EventCheck, task, CheckDetail(f.plan.Check, st), map[string]any{"check": f.plan.Check, "dir": dir, "sandbox": st})
+	}
+}
+
+// CheckWarning is the warning a run of a plan whose check is not
+// confined starts with ("" when it is).
+func (p *Plan) CheckWarning() string {
+	if p.Check == "" || p.CheckSandbox != CheckSandboxOff {
+		return ""
+	}
+	return fmt.Sprintf("check_sandbox: off: the plan's check (%s) runs unconfined, on code the agents wrote", p.Check)
+}
+
+// CheckDetail says, for a progress line, how the check is confined.
+func CheckDetail(check string, st sandbox.Status) string {
+	how := "confined (Landlock ABI " + fmt.Sprint(st.ABI) + ")"
+	if !st.Enabled {
+		how = "NOT confined"
+		if st.Reason != "" {
+			how += ": " + st.Reason
+		}
+	}
+	return check + ": " + how
 }
 
 // cleanup removes, after a successful run, the worktrees and branches of
@@ -116,21 +146,44 @@ func (f *fleet) cleanup(ctx context.Context, st State) {
 	}
 }
 
+// CheckSandboxOff is check_sandbox's one value: the plan's check runs
+// unconfined.
+const CheckSandboxOff = "off"
+
 // CheckFunc is the plan's check as Integrate runs it in a rebased
-// worktree (nil without one): `sh -c` through tai's launcher, unconfined
-// (the check is the plan author's command), so that its cgroup takes the
-// whole tree, background children and all, when ctx ends or when tai dies,
-// even by kill -9. The error carries the end of its output.
-func (p *Plan) CheckFunc() func(ctx context.Context, dir string) error {
+// worktree (nil without one): `sh -c` through tai's launcher, so that its
+// cgroup takes the whole tree, background children and all, when ctx ends
+// or when tai dies, even by kill -9. The check runs what the agents wrote
+// (a rewritten check.sh, an added _test.go), so it is confined as a task's
+// agent is (sb, the fleet's sandbox): the worktree and the caches every
+// agent's runtime writes are writable, the network is as sb says.
+// check_sandbox: off, or a nil sb (tests whose binary is not tai), runs it
+// unconfined. started, if set, is told how each run is confined before it
+// starts, for the audit log. The error carries the end of its output.
+func (p *Plan) CheckFunc(sb *agentspec.Sandbox, started func(dir string, st sandbox.Status)) func(ctx context.Context, dir string) error {
 	if p.Check == "" {
 		return nil
 	}
 	return func(ctx context.Context, dir string) error {
-		sb, err := sandbox.New(sandbox.Config{Mode: sandbox.ModeOff})
+		cfg := &sandbox.Config{Mode: sandbox.ModeOff}
+		if sb != nil && p.CheckSandbox != CheckSandboxOff {
+			var err error
+			if cfg, err = agentspec.CommandSandbox(*sb, dir, nil); err != nil {
+				return fmt.Errorf("%s: sandbox: %w", p.Check, err)
+			}
+		}
+		sb, err := sandbox.New(*cfg)
 		if err != nil {
-			return fmt.Errorf("%s: %w", p.Check, err)
+			return fmt.Errorf("%s: sandbox: %w", p.Check, err)
 		}
 		defer func() { _ = sb.Close() }()
+		if started != nil {
+			st := sb.Status()
+			if p.CheckSandbox == CheckSandboxOff {
+				st.Reason = "check_sandbox: off"
+			}
+			started(dir, st)
+		}
 		out := &agentproc.Tail{Max: 2000}
 		cmd := exec.Command("sh", "-c", p.Check)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out

@@ -26,7 +26,8 @@ import (
 //	goal: "Add a CLI"              # context for the answerer
 //	base: HEAD                     # commit the first tasks start from
 //	target: tai-fleet/demo         # branch results are fast-forwarded into (never a checked-out one)
-//	check: "go test ./..."         # run in each task's worktree after rebasing, before merging
+//	check: "go test ./..."         # run in each task's worktree after rebasing, before merging, confined like a task
+//	check_sandbox: off             # only if the check cannot run confined: tai warns
 //	concurrency: 4
 //	fail_fast: false
 //	max_questions: 3
@@ -53,11 +54,14 @@ import (
 // and the policies as each task will have them; each problem is reported
 // with the file and line.
 type Plan struct {
-	Name         string    `yaml:"name" json:"name"`
-	Goal         string    `yaml:"goal" json:"goal,omitempty"`
-	Base         string    `yaml:"base" json:"base,omitempty"`
-	Target       string    `yaml:"target" json:"target,omitempty"`
-	Check        string    `yaml:"check" json:"check,omitempty"`
+	Name   string `yaml:"name" json:"name"`
+	Goal   string `yaml:"goal" json:"goal,omitempty"`
+	Base   string `yaml:"base" json:"base,omitempty"`
+	Target string `yaml:"target" json:"target,omitempty"`
+	Check  string `yaml:"check" json:"check,omitempty"`
+	// CheckSandbox "off" runs the check unconfined (tai warns); "" confines
+	// it as the tasks' agents are.
+	CheckSandbox string    `yaml:"check_sandbox" json:"check_sandbox,omitempty"`
 	Concurrency  int       `yaml:"concurrency" json:"concurrency,omitempty"`
 	FailFast     bool      `yaml:"fail_fast" json:"fail_fast,omitempty"`
 	MaxQuestions int       `yaml:"max_questions" json:"max_questions,omitempty"`
@@ -185,7 +189,7 @@ func (es PlanErrors) Error() string {
 func planKeys(kind string) []string {
 	switch kind {
 	case "plan":
-		return []string{"name", "goal", "base", "target", "check", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "answerer", "tasks"}
+		return []string{"name", "goal", "base", "target", "check", "check_sandbox", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "answerer", "tasks"}
 	case "agent":
 		return []string{"agent", "agent_cmd", "script", "driver", "model", "mode"}
 	case "answerer":
@@ -365,6 +369,11 @@ func (p *Plan) validate(add adder) {
 	}
 	if len(p.Tasks) == 0 {
 		add(0, "no tasks")
+	}
+	switch p.CheckSandbox {
+	case "", CheckSandboxOff:
+	default:
+		add(p.lines["check_sandbox"], "check_sandbox %q: the only value is off (leave it out to confine the check)", p.CheckSandbox)
 	}
 	checkLimits(add, 0, "", p.Budget)
 	p.checkAgent(add, p.lines["defaults"], "defaults: ", p.Defaults)

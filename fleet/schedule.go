@@ -21,6 +21,9 @@ func (f *fleet) run(ctx context.Context) (*State, error) {
 	})
 	f.emit(EventRunStart, "", fmt.Sprintf("%d task(s), concurrency %d, target %s", len(st.Tasks), f.plan.Concurrency, st.Target),
 		map[string]any{"run": st.Run, "resume": f.o.Resume, "plan": st.PlanFrom, "base": st.Base, "target": st.Target})
+	if w := f.plan.CheckWarning(); w != "" {
+		f.emit(EventWarning, "", w, map[string]any{"check": f.plan.Check, "check_sandbox": f.plan.CheckSandbox})
+	}
 	if !f.wt.MergeTreeSupported(ctx) {
 		f.emit(EventWarning, "", "this git has no merge-tree --write-tree (git 2.38+): conflicts are found by the rebase in the task's worktree instead", nil)
 	}

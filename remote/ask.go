@@ -315,7 +315,7 @@ func (c *coordinator) askWorktree(ctx context.Context, a Ask) (string, func()) {
 	if a.Head != "" {
 		ref := attemptRef(c.o.RunID, a.Task, a.Attempt)
 		if c.rec.RepoURL != c.wt.Repo {
-			_, _ = git(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+ref+":"+ref)
+			_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+ref+":"+ref)
 		}
 		if _, err := c.wt.RevParse(ctx, a.Head+"^{commit}"); err == nil {
 			at = a.Head
@@ -325,14 +325,14 @@ func (c *coordinator) askWorktree(ctx context.Context, a Ask) (string, func()) {
 	if err != nil {
 		return c.o.Dir, func() {}
 	}
-	if _, err := git(ctx, c.wt.Repo, "worktree", "add", "--detach", "--force", dir, at); err != nil {
+	if _, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "add", "--detach", "--force", dir, at); err != nil {
 		c.log.Warn("the answerer's worktree", "err", err)
 		return dir, func() { _ = os.RemoveAll(dir) }
 	}
 	return dir, func() {
-		_, _ = git(ctx, c.wt.Repo, "worktree", "remove", "--force", "--force", dir)
+		_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "remove", "--force", "--force", dir)
 		_ = os.RemoveAll(dir)
-		_, _ = git(ctx, c.wt.Repo, "worktree", "prune")
+		_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "prune")
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -273,7 +274,7 @@ func (c *coordinator) readyTarget(ctx context.Context) error {
 	}
 	if c.pushTo != "" {
 		// Workers fetch the target from there.
-		if _, err := git(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
+		if _, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
 			return fmt.Errorf("pushing the target to %s: %w", c.pushTo, err)
 		}
 	}
@@ -466,6 +467,9 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	st := c.snapshot()
 	c.emit("run.start", "", fmt.Sprintf("%d task(s) over NATS, target %s, workers clone %s", len(st.Tasks), st.Target, c.rec.RepoURL),
 		map[string]any{"run": st.Run, "resume": c.o.Resume, "base": st.Base, "target": st.Target, "repo_url": c.rec.RepoURL})
+	if w := c.plan.CheckWarning(); w != "" {
+		c.emit(string(fleet.EventWarning), "", w, map[string]any{"check": c.plan.Check, "check_sandbox": c.plan.CheckSandbox})
+	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	for _, id := range st.Order {
@@ -653,7 +657,7 @@ func (c *coordinator) checkRef(ctx context.Context, r ResultMsg) error {
 	got, err := c.wt.RevParse(ctx, want)
 	if err != nil {
 		if c.rec.RepoURL != c.wt.Repo {
-			if _, ferr := git(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+want+":"+want); ferr != nil {
+			if _, ferr := c.wt.NetGit().Run(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+want+":"+want); ferr != nil {
 				return fmt.Errorf("fetching %s: %w", want, ferr)
 			}
 			got, err = c.wt.RevParse(ctx, want)
@@ -768,7 +772,7 @@ func (c *coordinator) result(ctx context.Context, id string) fleet.TaskResult {
 // worktree's, untracked files included).
 func (c *coordinator) diffStat(ctx context.Context, rng string) (worktree.DiffStat, error) {
 	var d worktree.DiffStat
-	out, err := git(ctx, c.wt.Repo, "diff", "--numstat", "--no-renames", rng)
+	out, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "diff", "--numstat", "--no-renames", rng)
 	if err != nil {
 		return d, err
 	}
@@ -941,7 +945,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		return
 	}
 	c.dropStaleRefLock(branch)
-	if _, err := git(ctx, c.wt.Repo, "update-ref", "refs/heads/"+branch, l.Head); err != nil {
+	if _, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "update-ref", "refs/heads/"+branch, l.Head); err != nil {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
 	}
@@ -953,10 +957,10 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		// attempt's ref and the branch): make it again.
 		p := c.wt.Path(c.o.RunID, t.ID)
 		c.log.Warn("remaking the merge worktree", "task", t.ID, "err", err)
-		_, _ = git(ctx, c.wt.Repo, "worktree", "unlock", p)
-		_, _ = git(ctx, c.wt.Repo, "worktree", "remove", "--force", "--force", p)
+		_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "unlock", p)
+		_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "remove", "--force", "--force", p)
 		_ = os.RemoveAll(p)
-		_, _ = git(ctx, c.wt.Repo, "worktree", "prune")
+		_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "prune")
 		h, err = c.wt.Create(ctx, c.o.RunID, t.ID, l.Head, c.rec.Target, owner)
 	}
 	if err != nil {
@@ -970,7 +974,9 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
 	}
-	head, err := c.wt.Integrate(ctx, h.Record, c.rec.Target, c.plan.CheckFunc())
+	head, err := c.wt.Integrate(ctx, h.Record, c.rec.Target, c.plan.CheckFunc(c.o.Sandbox, func(dir string, st sandbox.Status) {
+		c.emit(string(fleet.EventCheck), t.ID, fleet.CheckDetail(c.plan.Check, st), map[string]any{"check": c.plan.Check, "dir": dir, "sandbox": st})
+	}))
 	var ce *worktree.ConflictError
 	switch {
 	case errors.As(err, &ce):
@@ -983,7 +989,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 	default:
 		if c.pushTo != "" {
-			if _, err := git(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
+			if _, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
 				c.emit("warning", t.ID, "pushing the target: "+err.Error(), nil)
 			}
 		}

@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,13 +9,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/coder/quartz"
@@ -29,6 +26,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/worktree"
 )
 
 // WorkerOptions configure a worker.
@@ -61,6 +59,8 @@ type worker struct {
 	clock   quartz.Clock
 	log     *slog.Logger
 	cloneMu sync.Mutex // one clone or fetch at a time
+	gitMu   sync.Mutex
+	gits    map[string]*worktree.Git // by clone: cloneGit
 }
 
 // RunWorker pulls tasks of its agents and runs them until ctx ends.
@@ -329,6 +329,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	// by compare-and-swap, and the work so far is pushed as a checkpoint.
 	var cwdMu sync.Mutex
 	cwd := ""
+	var g *worktree.Git // the clone's, set with cwd
 	var beats sync.WaitGroup
 	beatCtx, stopBeats := context.WithCancel(outer)
 	tick := w.clock.NewTicker(lease/3, "worker", "heartbeat")
@@ -350,7 +351,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 			}
 			cwdMu.Lock()
 			if cwd != "" {
-				if err := w.checkpoint(beatCtx, cwd, tm, attempt); err != nil {
+				if err := w.checkpoint(beatCtx, g, cwd, tm, attempt); err != nil {
 					log.Warn("checkpoint", "err", err)
 				}
 			}
@@ -370,15 +371,16 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 		}
 	}
 	dir := filepath.Join(w.o.State, "worktrees", tm.Run, tm.Task, strconv.Itoa(attempt))
+	cg := w.cloneGit(clone)
 	if _, err := os.Stat(dir); err == nil {
 		_ = os.RemoveAll(dir) // left by a worker killed here before
-		_, _ = git(ctx, clone, "worktree", "prune")
+		_, _ = cg.Run(ctx, clone, "worktree", "prune")
 	}
-	if _, err := git(ctx, clone, "worktree", "add", "--detach", "--force", dir, start); err != nil {
+	if _, err := cg.Run(ctx, clone, "worktree", "add", "--detach", "--force", dir, start); err != nil {
 		return fail(err)
 	}
 	cwdMu.Lock()
-	cwd = dir
+	cwd, g = dir, cg
 	cwdMu.Unlock()
 	w.event(ctx, tm, attempt, "started", fmt.Sprintf("attempt %d on %s from %s (%.12s)", attempt, w.o.Name, from, start))
 	log.Info("started", "from", from)
@@ -394,15 +396,15 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 			// The work so far goes with the question, as git (the
 			// coordinator's answerer reads it there) and as a patch.
 			cwdMu.Lock()
-			if err := w.checkpoint(ctx, dir, tm, attempt); err != nil {
+			if err := w.checkpoint(ctx, cg, dir, tm, attempt); err != nil {
 				log.Warn("checkpoint before asking", "err", err)
 			}
 			cwdMu.Unlock()
 			head, patch := "", ""
-			if out, err := git(ctx, dir, "rev-parse", "HEAD"); err == nil && strings.TrimSpace(out) != tm.Base {
+			if out, err := cg.Run(ctx, dir, "rev-parse", "HEAD"); err == nil && strings.TrimSpace(out) != tm.Base {
 				head = strings.TrimSpace(out)
 			}
-			if out, err := git(ctx, dir, "diff", "--no-color", tm.Base); err == nil {
+			if out, err := cg.Run(ctx, dir, "diff", "--no-color", tm.Base); err == nil {
 				patch = truncate(out, 16<<10)
 			}
 			w.event(ctx, tm, attempt, "asked", lastLine(q))
@@ -423,7 +425,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	// The work goes back as git, whatever the outcome: a failed attempt's
 	// files are the next one's checkpoint.
 	cwdMu.Lock()
-	head, err := w.finalCommit(context.WithoutCancel(ctx), dir, tm, attempt, out)
+	head, err := w.finalCommit(context.WithoutCancel(ctx), cg, dir, tm, attempt, out)
 	cwd = ""
 	cwdMu.Unlock()
 	if err != nil {
@@ -433,7 +435,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	if head != tm.Base {
 		res.Ref = attemptRef(tm.Run, tm.Task, attempt)
 	}
-	_, _ = git(context.WithoutCancel(ctx), clone, "worktree", "remove", "--force", dir)
+	_, _ = cg.Run(context.WithoutCancel(ctx), clone, "worktree", "remove", "--force", dir)
 	return res
 }
 
@@ -549,18 +551,14 @@ func checkpointOnBase(ctx context.Context, clone, checkpoint, base string, log *
 
 // checkpoint commits the worktree as it is and pushes it as the attempt's
 // ref, so a next attempt can start from there.
-func (w *worker) checkpoint(ctx context.Context, dir string, tm TaskMsg, attempt int) error {
-	st, err := git(ctx, dir, "status", "--porcelain")
-	if err != nil || strings.TrimSpace(st) == "" {
+func (w *worker) checkpoint(ctx context.Context, g *worktree.Git, dir string, tm TaskMsg, attempt int) error {
+	if changed, err := g.AddAll(ctx, dir); err != nil || !changed {
 		return err
 	}
-	if _, err := git(ctx, dir, "add", "-A"); err != nil {
+	if _, err := g.Run(ctx, dir, "commit", "-q", "--no-verify", "-m", fmt.Sprintf("tai checkpoint %s/%s attempt %d", tm.Run, tm.Task, attempt)); err != nil {
 		return err
 	}
-	if _, err := git(ctx, dir, "commit", "-q", "--no-verify", "-m", fmt.Sprintf("tai checkpoint %s/%s attempt %d", tm.Run, tm.Task, attempt)); err != nil {
-		return err
-	}
-	err = push(ctx, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt))
+	err := push(ctx, g, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt))
 	if err == nil {
 		w.event(ctx, tm, attempt, "checkpoint", "work so far pushed")
 	}
@@ -569,20 +567,20 @@ func (w *worker) checkpoint(ctx context.Context, dir string, tm TaskMsg, attempt
 
 // finalCommit squashes the attempt's work (checkpoints included) into one
 // commit on the base and pushes it.
-func (w *worker) finalCommit(ctx context.Context, dir string, tm TaskMsg, attempt int, out fleet.TaskOutcome) (string, error) {
-	if _, err := git(ctx, dir, "add", "-A"); err != nil {
+func (w *worker) finalCommit(ctx context.Context, g *worktree.Git, dir string, tm TaskMsg, attempt int, out fleet.TaskOutcome) (string, error) {
+	if _, err := g.AddAll(ctx, dir); err != nil {
 		return "", err
 	}
-	if _, err := git(ctx, dir, "reset", "-q", "--soft", tm.Base); err != nil {
+	if _, err := g.Run(ctx, dir, "reset", "-q", "--soft", tm.Base); err != nil {
 		return "", err
 	}
-	if _, err := git(ctx, dir, "diff", "--cached", "--quiet"); err != nil {
+	if _, err := g.Run(ctx, dir, "diff", "--cached", "--quiet"); err != nil {
 		msg := fmt.Sprintf("tai fleet %s: task %s\n\n%s", tm.Run, tm.Task, truncate(out.Message, 2000))
-		if _, err := git(ctx, dir, "commit", "-q", "--no-verify", "-m", msg); err != nil {
+		if _, err := g.Run(ctx, dir, "commit", "-q", "--no-verify", "-m", msg); err != nil {
 			return "", err
 		}
 	}
-	rev, err := git(ctx, dir, "rev-parse", "HEAD")
+	rev, err := g.Run(ctx, dir, "rev-parse", "HEAD")
 	if err != nil {
 		return "", err
 	}
@@ -590,7 +588,7 @@ func (w *worker) finalCommit(ctx context.Context, dir string, tm TaskMsg, attemp
 	if head == tm.Base {
 		return head, nil // no change: nothing to push
 	}
-	if err := push(ctx, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt)); err != nil {
+	if err := push(ctx, g, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt)); err != nil {
 		return "", err
 	}
 	return head, nil
@@ -599,10 +597,10 @@ func (w *worker) finalCommit(ctx context.Context, dir string, tm TaskMsg, attemp
 // push sends HEAD to ref. A push into a repository whose refs change
 // meanwhile (the coordinator merging) can be rejected by the receiving
 // side's connectivity check; it is tried again.
-func push(ctx context.Context, dir, url, ref string) error {
+func push(ctx context.Context, g *worktree.Git, dir, url, ref string) error {
 	var err error
 	for range 3 {
-		if _, err = git(ctx, dir, "push", "-q", url, "+HEAD:"+ref); err == nil || ctx.Err() != nil {
+		if _, err = g.Run(ctx, dir, "push", "-q", url, "+HEAD:"+ref); err == nil || ctx.Err() != nil {
 			return err
 		}
 	}
@@ -616,22 +614,41 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// git runs git in dir with tai's identity (a worker's clone has no user).
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	// A git left running by a killed tai would race the next one's use of
-	// the clone; on SIGTERM git removes the lock files it holds.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=tai", "GIT_AUTHOR_EMAIL=tai@localhost", "GIT_COMMITTER_NAME=tai",
-		"GIT_COMMITTER_EMAIL=tai@localhost", "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return string(out), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+// identity is tai's, for a worker's clone has no user.
+var identity = []string{"GIT_AUTHOR_NAME=tai", "GIT_AUTHOR_EMAIL=tai@localhost", "GIT_COMMITTER_NAME=tai", "GIT_COMMITTER_EMAIL=tai@localhost"}
+
+// git runs git through tai's hardened runner (worktree.Git) in repo, a
+// repository's top level or a bare clone ("" for none: a clone), with
+// tai's identity. In an agent's worktree, git runs through the runner of
+// its repository (cloneGit), which checks the worktree's gitdir.
+func git(ctx context.Context, repo string, args ...string) (string, error) {
+	g := &worktree.Git{Repo: repo, CommonDir: repo, Env: identity, Network: true}
+	if repo != "" {
+		if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
+			g.CommonDir = filepath.Join(repo, ".git")
+		}
 	}
-	return string(out), nil
+	return g.Run(ctx, repo, args...)
+}
+
+// cloneGit is the runner of the worker's bare clone and of the tasks'
+// worktrees made from it, under its worktrees directory: the agents write
+// there, so git's config may come from no file there, and a worktree's
+// .git must point at the gitdir the clone registered for it (an agent
+// that points it at a gitdir of its own, with its fsmonitor and hooks, is
+// refused).
+func (w *worker) cloneGit(clone string) *worktree.Git {
+	w.gitMu.Lock()
+	defer w.gitMu.Unlock()
+	if g, ok := w.gits[clone]; ok {
+		return g
+	}
+	if w.gits == nil {
+		w.gits = map[string]*worktree.Git{}
+	}
+	g := &worktree.Git{Repo: clone, CommonDir: clone, AgentRoots: []string{filepath.Join(w.o.State, "worktrees")}, Env: identity, Network: true}
+	w.gits[clone] = g
+	return g
 }
 
 // frameSink publishes a task's session events on the events stream, for

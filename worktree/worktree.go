@@ -106,7 +106,10 @@ type Manager struct {
 	Clock     quartz.Clock
 	Log       *slog.Logger // what tai undid after a kill; nil: nowhere
 
-	identity []string // -c user.name/-c user.email when the repo has none
+	identity  []string // -c user.name/-c user.email when the repo has none
+	runner    *Git     // runs every git command, once Open found the repository
+	netOnce   sync.Once
+	netRunner *Git // runner that may also fetch and push
 
 	mu          sync.Mutex
 	paths       map[string]*sync.Mutex
@@ -172,6 +175,7 @@ func Open(ctx context.Context, dir string) (*Manager, error) {
 		m.Repo = strings.TrimSpace(top)
 	}
 	m.Root = filepath.Join(m.Repo, ".tai", "worktrees")
+	m.runner = &Git{Repo: m.Repo, CommonDir: m.CommonDir, AgentRoots: []string{m.Root}}
 	if v, _ := m.git(ctx, m.Repo, "config", "user.email"); strings.TrimSpace(v) == "" {
 		m.identity = []string{"-c", "user.name=tai", "-c", "user.email=tai@localhost"}
 	}
@@ -727,7 +731,7 @@ func (m *Manager) Commit(ctx context.Context, dir, message string) (string, bool
 		return "", false, err
 	}
 	defer endWorktree(gd, opCommit)
-	if _, err := m.git(ctx, dir, "add", "-A"); err != nil {
+	if _, err := m.Git().AddAll(ctx, dir); err != nil {
 		return "", false, fmt.Errorf("worktree: %w", err)
 	}
 	made := false

@@ -21,6 +21,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tai-dev/tai/e2e/internal/auditlog"
 	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/e2e/internal/killgit"
 	"github.com/tai-dev/tai/sandbox"
@@ -435,13 +436,15 @@ func TestAgentThatMovesHEAD(t *testing.T) {
 // launcher, whose cgroup takes the tree).
 func TestKill9TakesTheCheck(t *testing.T) {
 	repo, pd := gitRepo(t), t.TempDir()
-	fifo := filepath.Join(t.TempDir(), "pid")
+	write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
+	cmd, cache := taiUser(t, repo, "fleet", "run", "--run-id", "ck", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	// The check runs confined: the cache is a place outside its worktree
+	// it may write, for the FIFO.
+	fifo := filepath.Join(cache, "pid")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
 	write(t, filepath.Join(pd, "plan.yaml"), fmt.Sprintf("name: ck\npolicy: {approve: all}\ncheck: \"sleep 600 & echo $! > %s; wait\"\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n", fifo))
-	cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "ck", "-C", repo, filepath.Join(pd, "plan.yaml"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -775,5 +778,126 @@ func TestFleetPolicyDenyReadReachesTheSandbox(t *testing.T) {
 	}
 	if leaked := git(t, repo, "show", "tai-fleet/denyread:leaked.txt"); strings.Contains(leaked, "SECRET-4242") {
 		t.Fatalf("the task's script read a path its plan's policy denies: %q\n%s", leaked, out)
+	}
+}
+
+// taiUser runs tai as a user would: the default sandbox (no --sandbox
+// flag), a HOME and XDG directories of the test's own. It returns the
+// command and that HOME's cache directory.
+func taiUser(t *testing.T, dir string, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	home := t.TempDir()
+	cache := filepath.Join(home, ".cache")
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(taiBin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+cache,
+		"XDG_STATE_HOME="+stateDir, "NO_COLOR=1")
+	return cmd, cache
+}
+
+// The plan's check runs what the agents wrote: an agent that rewrites the
+// check's script (check: sh check.sh) to write outside its worktree has
+// the write refused by the sandbox the check runs in, by default, and the
+// audit log says how the check was confined. check_sandbox: off runs it
+// unconfined, as the plan asks, with a warning.
+func TestCheckRunsConfined(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("the kernel has no Landlock")
+	}
+	for _, c := range []struct {
+		name, extra string
+		escaped     bool
+	}{
+		{"default", "", false},
+		{"check_sandbox off", "check_sandbox: off\n", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			repo, pd := gitRepo(t), t.TempDir()
+			write(t, filepath.Join(repo, "check.sh"), "test -f a.txt\n")
+			git(t, repo, "add", "check.sh")
+			git(t, repo, "commit", "-q", "-m", "check")
+			marker := filepath.Join(t.TempDir(), "escaped")
+			evil, _ := json.Marshal(fmt.Sprintf("echo pwned > %s\n", marker))
+			write(t, filepath.Join(pd, "a.yaml"), fmt.Sprintf("steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - write: {path: check.sh, content: %s}\n  - text: done\n", evil))
+			write(t, filepath.Join(pd, "plan.yaml"), "name: ck\npolicy: {approve: all}\ncheck: sh check.sh\n"+c.extra+"tasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
+			cmd, _ := taiUser(t, repo, "fleet", "run", "--run-id", "ck", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+			var o, e bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &o, &e
+			_ = cmd.Run()
+			code := cmd.ProcessState.ExitCode()
+			var s summary
+			if err := json.Unmarshal(o.Bytes(), &s); err != nil {
+				t.Fatalf("%v\n%s\n%s", err, o.String(), e.String())
+			}
+			_, err := os.Stat(marker)
+			if escaped := err == nil; escaped != c.escaped {
+				t.Fatalf("the rewritten check wrote outside the worktree: %v, want %v (exit %d)\n%s", escaped, c.escaped, code, e.String())
+			}
+			var check map[string]any
+			warned := false
+			for _, en := range auditlog.Read(t, s.Audit) {
+				var d map[string]any
+				_ = json.Unmarshal(en.Data, &d)
+				switch d["event"] {
+				case "check":
+					check = d
+				case "warning":
+					warned = warned || strings.Contains(fmt.Sprint(d["detail"]), "check_sandbox: off")
+				}
+			}
+			if check == nil {
+				t.Fatalf("no check entry in the audit log\n%s", e.String())
+			}
+			enabled := check["sandbox"].(map[string]any)["enabled"] == true
+			if c.escaped {
+				if code != 0 || enabled || !warned || !strings.Contains(e.String(), "check_sandbox: off") {
+					t.Fatalf("exit %d, sandbox %v, warned %v in the audit log\n%s", code, check["sandbox"], warned, e.String())
+				}
+				return
+			}
+			// The check failed (its write refused), so the task did.
+			if code != 1 || !enabled || s.Counts["failed"] != 1 || warned {
+				t.Fatalf("exit %d, counts %v, sandbox %v\n%s", code, s.Counts, check["sandbox"], e.String())
+			}
+		})
+	}
+}
+
+// As TestGitDirRedirectRefused, under the default sandbox and a user's
+// HOME, the agent's command doing the rewrite (the sandbox lets it write
+// its worktree's .git): the gitdir it points at has an fsmonitor and a
+// hook that would write outside. tai's git refuses the worktree, neither
+// runs, and the audit log has the refusal.
+func TestGitDirRedirectRefusedSandboxed(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	marker := filepath.Join(t.TempDir(), "pwned")
+	sh := fmt.Sprintf("mkdir -p evil/objects evil/refs evil/hooks && echo 'ref: refs/heads/main' > evil/HEAD && "+
+		"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch %s\\n' > evil/config && "+
+		"printf '#!/bin/sh\\ntouch %s\\n' > evil/hooks/post-commit && chmod +x evil/hooks/post-commit && echo 'gitdir: evil' > .git", marker, marker)
+	write(t, filepath.Join(pd, "s.yaml"), fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", sh))
+	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n")
+	cmd, _ := taiUser(t, repo, "fleet", "run", "--run-id", "gd", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	_ = cmd.Run()
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatalf("tai's git ran the agent's gitdir's command\n%s", e.String())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(e.String(), "does not point at its registered gitdir") {
+		t.Fatalf("exit %d, want 1 naming the redirect\n%s", code, e.String())
+	}
+	var s summary
+	if err := json.Unmarshal(o.Bytes(), &s); err != nil {
+		t.Fatalf("%v\n%s", err, o.String())
+	}
+	found := false
+	for _, en := range auditlog.Read(t, s.Audit) {
+		found = found || strings.Contains(string(en.Data), "does not point at its registered gitdir")
+	}
+	if !found {
+		t.Fatal("the refusal is not in the audit log")
 	}
 }

@@ -8,6 +8,7 @@ package remote_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tai-dev/tai/e2e/internal/auditlog"
 	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/e2e/internal/killgit"
 	"github.com/tai-dev/tai/sandbox"
@@ -498,4 +500,49 @@ func planRepo(t *testing.T, files map[string]string) string {
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-q", "-m", "init")
 	return repo
+}
+
+// A task's agent on a worker (default sandbox, a user's HOME) points its
+// worktree's .git at a gitdir of its own whose config runs a command
+// (core.fsmonitor): the worker's git (checkpoint, final commit) refuses
+// the worktree, the command never runs, and the task fails saying why,
+// in the fleet's audit log too.
+func TestWorkerRefusesARedirectedGitDir(t *testing.T) {
+	home := t.TempDir()
+	e := &env{t: t, state: t.TempDir(), env: []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache")}}
+	url := taiHub(e)
+	marker := filepath.Join(t.TempDir(), "pwned")
+	sh := fmt.Sprintf("mkdir -p evil/objects evil/refs && echo 'ref: refs/heads/main' > evil/HEAD && "+
+		"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch %s\\n' > evil/config && echo 'gitdir: evil' > .git", marker)
+	repo := planRepo(t, map[string]string{
+		"s.yaml":    fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", sh),
+		"plan.yaml": "name: gitdir\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
+	})
+	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", t.TempDir())
+	w.Stderr = &prefixWriter{t: t, p: "w"}
+	e.start(w)
+	cmd := e.cmd(taiBin, "fleet", "run", "--nats", url, "--run-id", "g", "--output", "json", "-C", repo, filepath.Join(repo, "plan.yaml"))
+	var o, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &errb
+	err := cmd.Run()
+	if _, serr := os.Stat(marker); serr == nil {
+		t.Fatalf("the worker's git ran the agent's fsmonitor command\n%s", errb.String())
+	}
+	if err == nil || !strings.Contains(errb.String(), "does not point at its registered gitdir") {
+		t.Fatalf("%v, want the task failed naming the redirect\n%s", err, errb.String())
+	}
+	var s struct {
+		Audit string `json:"audit"`
+	}
+	if err := json.Unmarshal([]byte(o.String()), &s); err != nil {
+		t.Fatalf("%v\n%s", err, o.String())
+	}
+	found := false
+	for _, en := range auditlog.Read(t, s.Audit) {
+		found = found || strings.Contains(string(en.Data), "does not point at its registered gitdir")
+	}
+	if !found {
+		t.Fatal("the refusal is not in the fleet's audit log")
+	}
 }
