@@ -112,7 +112,8 @@ static long clone3_run(struct tai_clone_args *a, int (*fn)(void *), void *arg) {
 }
 
 enum { FD_SPEC = 3, FD_CTL = 4, FD_REPORT = 5 };
-enum { SPEC_RULESET = 1, SPEC_CGDIR = 2, SPEC_CGKILL = 4, SPEC_ALL = 7 };
+enum { SPEC_RULESET = 1, SPEC_CGDIR = 2, SPEC_CGKILL = 4, SPEC_V1PIDS = 8, SPEC_V1MEM = 16, SPEC_ALL = 31 };
+enum { MAX_FDS = 7 }; // a v1 flag brings two: the agent's tasks file and ours
 enum { MAX_SPEC = 64 << 20, EXIT_LAUNCH = 125 };
 static const char spec_magic[] = "tai-launch/1";
 
@@ -156,7 +157,7 @@ __attribute__((noreturn, format(printf, 1, 2))) static void fail(const char *for
 }
 
 // read_spec reads the spec to EOF, and the descriptors sent with it.
-static char *read_spec(size_t *len, int fds[3], int *nfds) {
+static char *read_spec(size_t *len, int fds[MAX_FDS], int *nfds) {
 	size_t cap = 64 << 10, n = 0;
 	char *b = malloc(cap);
 	if (!b)
@@ -175,7 +176,7 @@ static char *read_spec(size_t *len, int fds[3], int *nfds) {
 		struct iovec iov = {b + n, cap - n};
 		union {
 			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(int) * 3)];
+			char buf[CMSG_SPACE(sizeof(int) * MAX_FDS)];
 		} c;
 		struct msghdr m = {0};
 		m.msg_iov = &iov;
@@ -194,7 +195,7 @@ static char *read_spec(size_t *len, int fds[3], int *nfds) {
 			for (int i = 0; i < k; i++) {
 				int fd;
 				memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
-				if (*nfds < 3)
+				if (*nfds < MAX_FDS)
 					fds[(*nfds)++] = fd;
 				else
 					fail("reading the spec: too many descriptors");
@@ -216,6 +217,7 @@ struct spec {
 	char *path;
 	char **argv, **envp;
 	int ruleset, cgdir, cgkill;
+	int join[2], home[2]; // cgroup v1 pids, memory: the agent's tasks file, ours
 };
 
 // parse_num reads a decimal field no greater than max.
@@ -239,7 +241,7 @@ static int parse_num(const char *s, unsigned long max, unsigned long *out) {
 }
 
 // parse_spec splits the spec's NUL-terminated fields in place (spec.go).
-static void parse_spec(char *b, size_t len, int fds[3], int nfds, struct spec *s) {
+static void parse_spec(char *b, size_t len, int fds[MAX_FDS], int nfds, struct spec *s) {
 	if (len == 0 || b[len - 1] != 0)
 		fail("launch spec: truncated");
 	size_t nf = 0;
@@ -277,13 +279,18 @@ static void parse_spec(char *b, size_t len, int fds[3], int nfds, struct spec *s
 	f[i] = NULL; // ends envp
 	int want = 0;
 	for (unsigned long bit = 1; bit <= SPEC_ALL; bit <<= 1)
-		want += (s->flags & bit) != 0;
+		want += (s->flags & bit) != 0 ? (bit >= SPEC_V1PIDS ? 2 : 1) : 0;
 	if (nfds != want)
 		fail("launch spec: %d descriptors for flags %lu", nfds, s->flags);
 	int j = 0;
 	s->ruleset = s->flags & SPEC_RULESET ? fds[j++] : -1;
 	s->cgdir = s->flags & SPEC_CGDIR ? fds[j++] : -1;
 	s->cgkill = s->flags & SPEC_CGKILL ? fds[j++] : -1;
+	for (int i = 0; i < 2; i++) {
+		int on = (s->flags & (i ? SPEC_V1MEM : SPEC_V1PIDS)) != 0;
+		s->join[i] = on ? fds[j++] : -1;
+		s->home[i] = on ? fds[j++] : -1;
+	}
 }
 
 // read_file reads a small /proc file whole; NULL where it cannot.
@@ -506,19 +513,34 @@ struct child {
 	pid_t launcher;
 };
 
+// start_error is what the child sends back when it cannot start the
+// agent: at which step, and the errno.
+enum { STEP_EXEC, STEP_CGROUP };
+struct start_error {
+	int step, err;
+};
+
 // agent is the child's side of the start: our signal mask undone, killed
-// if we die, then the agent's exec. It may run on the launcher's memory
-// (clone3_run): system calls only, no allocation, nothing written but
-// errno.
+// if we die, its cgroup v1 cgroups joined (before anything of the agent's
+// runs, so that all it forks is held), then the agent's exec. It may run
+// on the launcher's memory (clone3_run): system calls only, no
+// allocation, nothing written but errno.
 __attribute__((noreturn)) static int agent(void *arg) {
 	const struct child *c = arg;
+	struct start_error se = {STEP_EXEC, 0};
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (getppid() != c->launcher)
 		_exit(EXIT_LAUNCH);
+	for (int i = 0; i < 2; i++)
+		if (c->s->join[i] >= 0 && write(c->s->join[i], "0", 1) != 1) {
+			se.step = STEP_CGROUP;
+			goto out;
+		}
 	execve(c->s->path, c->s->argv, c->s->envp);
-	int e = errno;
-	if (write(c->errfd, &e, sizeof e) < 0) {
+out:
+	se.err = errno;
+	if (write(c->errfd, &se, sizeof se) < 0) {
 	}
 	_exit(127);
 }
@@ -563,7 +585,7 @@ __attribute__((noreturn)) static void launch(void) {
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
 		fail("subreaper: %s", strerror(errno));
 
-	int fds[3], nfds;
+	int fds[MAX_FDS], nfds;
 	size_t len;
 	char *b = read_spec(&len, fds, &nfds);
 	struct spec s;
@@ -620,18 +642,24 @@ __attribute__((noreturn)) static void launch(void) {
 	if (stack)
 		munmap(stack, stack_size); // the child has exec'd or exited: not on it any more
 	close(errp[1]);
-	int e = 0;
+	struct start_error se;
 	ssize_t r;
 	do
-		r = read(errp[0], &e, sizeof e);
+		r = read(errp[0], &se, sizeof se);
 	while (r < 0 && errno == EINTR);
 	close(errp[0]);
-	if (r == (ssize_t)sizeof e) {
+	if (r == (ssize_t)sizeof se) {
 		waitpid(pid, NULL, 0);
-		fail("starting %s: %s", s.argv[0], strerror(e));
+		fail("starting %s: %s%s", s.argv[0], se.step == STEP_CGROUP ? "joining its cgroup v1: " : "", strerror(se.err));
 	}
 	if (s.cgdir >= 0)
 		close(s.cgdir);
+	for (int i = 0; i < 2; i++) {
+		if (s.join[i] >= 0)
+			close(s.join[i]);
+		if (s.home[i] >= 0)
+			close(s.home[i]); // the Go launcher's way back; this one never left
+	}
 	char line[64];
 	snprintf(line, sizeof line, "{\"pid\":%d,\"in_cgroup\":%s}\n", (int)pid, in_cgroup ? "true" : "false");
 	report(line);

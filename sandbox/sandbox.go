@@ -80,6 +80,9 @@ type Config struct {
 	// Exe is the tai binary that serves as the launcher; "" is
 	// /proc/self/exe.
 	Exe string
+	// Limits cap each launch's cgroup (see DefaultLimits); none with
+	// ModeOff.
+	Limits Limits
 }
 
 // Status says how a run was confined, for the result, the audit log and
@@ -92,6 +95,9 @@ type Status struct {
 	Net     bool   `json:"net_restricted,omitempty"`
 	Reason  string `json:"reason,omitempty"` // why it is off
 	TempDir string `json:"tmpdir,omitempty"`
+	// Limits are the cgroup limits in force, and what they caught (nil:
+	// none asked for).
+	Limits *LimitStatus `json:"limits,omitempty"`
 }
 
 // Sandbox is one run's launcher configuration. A nil *Sandbox starts
@@ -101,6 +107,11 @@ type Sandbox struct {
 	rules  *rules // nil: no Landlock
 	status Status
 	cgroup atomic.Bool
+	// plan is where the limits go on each launch; pidsHits, oomKills
+	// what they caught; unlimited why a launch ran without them.
+	plan               limitPlan
+	pidsHits, oomKills atomic.Int64
+	unlimited          atomic.Pointer[string]
 	// impl, where tests set it, is TAI_LAUNCHER for the launcher: "go"
 	// for the Go one even where the native one is built in, "copy" for
 	// the native one starting agents as copies of itself (its fallback
@@ -140,6 +151,12 @@ func New(cfg Config) (*Sandbox, error) {
 		s.exe = "/proc/self/exe"
 	}
 	sweepCgroups()
+	if mode != ModeOff && cfg.Limits != (Limits{}) {
+		var ls LimitStatus
+		s.plan, ls = planLimits(cfg.Limits)
+		s.plan.sweepV1()
+		s.status.Limits = &ls
+	}
 	abi := ABI()
 	switch {
 	case mode == ModeOff:
@@ -163,7 +180,7 @@ func New(cfg Config) (*Sandbox, error) {
 		r.Net, r.Ports = true, ports
 	}
 	s.rules = r
-	s.status = Status{Mode: mode, Enabled: true, ABI: abi, Net: r.Net, TempDir: tmp}
+	s.status = Status{Mode: mode, Enabled: true, ABI: abi, Net: r.Net, TempDir: tmp, Limits: s.status.Limits}
 	return s, nil
 }
 
@@ -174,6 +191,14 @@ func (s *Sandbox) Status() Status {
 	}
 	st := s.status
 	st.Cgroup = s.cgroup.Load()
+	if st.Limits != nil {
+		ls := *st.Limits
+		ls.PidsMaxHits, ls.OOMKills = s.pidsHits.Load(), s.oomKills.Load()
+		if why := s.unlimited.Load(); why != nil {
+			ls.Reason = strings.TrimPrefix(ls.Reason+"; "+*why, "; ")
+		}
+		st.Limits = &ls
+	}
 	return st
 }
 
@@ -360,6 +385,7 @@ type Proc struct {
 	reportR  *os.File
 	children []*os.File // the launcher's ends, closed once it started
 	cgroup   string
+	v1       [2]string // the launch's cgroup v1 cgroups (limitPlan)
 	agentPid int
 }
 
@@ -515,10 +541,23 @@ func (p *Proc) sendSpec(launcher int) error {
 	// Made by tai for the launcher, whose cgroup is tai's: where none can
 	// be made, the subreaper alone holds the tree. tai removes it
 	// (Release) once the launcher has been waited for.
-	if cg := newCgroup(launcher); cg != nil {
+	cg := newCgroup(launcher)
+	if cg != nil {
 		defer cg.closeFds()
 		p.cgroup = cg.dir
 		sp.CgDir, sp.CgKill = cg.dirFd, cg.kill
+	}
+	v1, err := p.sb.plan.limit(cg, launcher)
+	defer v1.closeFds()
+	p.v1 = v1.dir
+	sp.Join, sp.Home = v1.join, v1.home
+	if err != nil {
+		// The agent runs, held by the subreaper and its cgroup if any;
+		// the status says which launch went without its limits.
+		why := fmt.Sprintf("a launch ran without its limits: %v", err)
+		p.sb.unlimited.Store(&why)
+		v1.closeFds()
+		sp.Join, sp.Home = v1.join, v1.home
 	}
 	b, fds, err := sp.encode()
 	if err != nil {
@@ -560,7 +599,11 @@ func (p *Proc) Release() {
 		return
 	}
 	p.ctl.Close()
+	pids, oom := p.sb.plan.caught(p.cgroup, p.v1)
+	p.sb.pidsHits.Add(pids)
+	p.sb.oomKills.Add(oom)
 	if p.cgroup != "" {
 		releaseCgroup(p.cgroup)
 	}
+	removeV1(p.v1)
 }
