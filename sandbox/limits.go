@@ -85,3 +85,17 @@ func FormatSize(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
+
+// ProbeLimits says which of want a run here would have in force, and why
+// not the others, for tai doctor. Like a run, it enables the controllers
+// below tai's cgroup where it can.
+func ProbeLimits(want Limits) LimitStatus {
+	_, st := planLimits(want)
+	return st
+}
+
+// ProcessesHidden says whether an agent is kept from seeing the user's
+// other processes: never yet. The agent shares tai's PID namespace and
+// /proc, so it can read the command lines and, same uid, the environments
+// (/proc/PID/environ) of the user's other processes, tai's included.
+const ProcessesHidden = false
