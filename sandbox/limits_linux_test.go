@@ -130,3 +130,56 @@ func TestParseSize(t *testing.T) {
 		}
 	}
 }
+
+// A process that outgrows its cgroup's memory limit is OOM-killed there,
+// and the status counts it; the shell that ran it goes on.
+func TestMemoryLimitKillsInTheCgroup(t *testing.T) {
+	launchers(t, func(t *testing.T, l launcher) {
+		sb := limited(t, l, Limits{Memory: 32 << 20})
+		// dd's one 128 MiB buffer, filled from /dev/zero.
+		cmd := exec.Command("/bin/sh", "-c", "dd if=/dev/zero of=/dev/null bs=128M count=1 2>/dev/null; echo dd $?")
+		out, err := runWrapped(t, sb, cmd)
+		if err != nil || strings.TrimSpace(out) != "dd 137" {
+			t.Errorf("out %q (%v), want dd killed by SIGKILL (137)", out, err)
+		}
+		if ls := sb.Status().Limits; ls.OOMKills < 1 {
+			t.Errorf("status %+v: no OOM kill counted", ls)
+		}
+	})
+}
+
+// enableV2 on a directory playing a cgroup: enabled already, offered (tai
+// enables it), not offered, not a cgroup.
+func TestEnableV2(t *testing.T) {
+	for _, tc := range []struct {
+		name, subtree, controllers string
+		ok                         bool
+		wrote                      string
+	}{
+		{"enabled", "cpu pids\n", "cpu pids memory\n", true, "cpu pids\n"},
+		{"offered", "cpu\n", "cpu pids memory\n", true, "+pids"},
+		{"not offered", "", "cpu memory\n", false, ""},
+		{"no cgroup", "-", "", false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.subtree != "-" {
+				for f, v := range map[string]string{"cgroup.subtree_control": tc.subtree, "cgroup.controllers": tc.controllers} {
+					if err := os.WriteFile(filepath.Join(dir, f), []byte(v), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			err := enableV2(dir, "pids")
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok=%v", err, tc.ok)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); tc.ok && string(b) != tc.wrote {
+				t.Errorf("subtree_control %q, want %q", b, tc.wrote)
+			}
+		})
+	}
+	if err := enableV2("", "pids"); err == nil {
+		t.Error("no cgroup v2: no error")
+	}
+}
