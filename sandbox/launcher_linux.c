@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -110,6 +111,15 @@ static long clone3_run(struct tai_clone_args *a, int (*fn)(void *), void *arg) {
 	return -ENOSYS;
 #endif
 }
+
+// capset's header and data, as <linux/capability.h> has them.
+struct tai_cap_header {
+	uint32_t version;
+	int pid;
+};
+struct tai_cap_data {
+	uint32_t effective, permitted, inheritable;
+};
 
 enum { FD_SPEC = 3, FD_CTL = 4, FD_REPORT = 5 };
 enum { SPEC_RULESET = 1, SPEC_CGDIR = 2, SPEC_CGKILL = 4, SPEC_V1PIDS = 8, SPEC_V1MEM = 16, SPEC_ALL = 31 };
@@ -590,6 +600,25 @@ __attribute__((noreturn)) static void launch(void) {
 	char *b = read_spec(&len, fds, &nfds);
 	struct spec s;
 	parse_spec(b, len, fds, nfds, &s);
+
+	// PID 1 of a namespace of its own (pidns_linux.go): the agent's /proc
+	// shows that namespace. Before Landlock, which forbids mounts.
+	if (getpid() == 1) {
+		if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+			fail("hiding processes: making mounts private: %s", strerror(errno));
+		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+			fail("hiding processes: mounting /proc: %s", strerror(errno));
+		// Not root outside: the capability tai raised for the mount
+		// (ambient, in our user namespace) goes before the agent could
+		// inherit it and unmount /proc.
+		if (geteuid() != 0) {
+			struct tai_cap_header h = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
+			struct tai_cap_data none[2];
+			memset(none, 0, sizeof none);
+			if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 || syscall(SYS_capset, &h, none) != 0)
+				fail("hiding processes: dropping capabilities: %s", strerror(errno));
+		}
+	}
 
 	if (s.ruleset >= 0) {
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)

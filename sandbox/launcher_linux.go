@@ -56,6 +56,10 @@ func Main() int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	if err := mountProc(); err != nil { // before Landlock, which forbids mounts
+		closeAll([]int{sp.Ruleset, sp.CgDir, sp.CgKill, sp.Join[0], sp.Join[1], sp.Home[0], sp.Home[1]})
+		return fail("%v", err)
+	}
 	// Signals to the group are the agent's to act on; the launcher
 	// outlives the agent whatever it is sent (SIGKILL aside).
 	sigs := make(chan os.Signal, 8)

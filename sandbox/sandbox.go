@@ -83,6 +83,10 @@ type Config struct {
 	// Limits cap each launch's cgroup (see DefaultLimits); none with
 	// ModeOff.
 	Limits Limits
+	// HideProcesses starts each launcher in a PID namespace of its own
+	// with a /proc of its own, where the kernel allows it (see hide); not
+	// with ModeOff.
+	HideProcesses bool
 }
 
 // Status says how a run was confined, for the result, the audit log and
@@ -98,6 +102,10 @@ type Status struct {
 	// Limits are the cgroup limits in force, and what they caught (nil:
 	// none asked for).
 	Limits *LimitStatus `json:"limits,omitempty"`
+	// ProcessesHidden: the agent sees only its own processes (a PID
+	// namespace and /proc of its own); ProcessesReason says why not.
+	ProcessesHidden bool   `json:"processes_hidden"`
+	ProcessesReason string `json:"processes_reason,omitempty"`
 }
 
 // Sandbox is one run's launcher configuration. A nil *Sandbox starts
@@ -112,6 +120,7 @@ type Sandbox struct {
 	plan               limitPlan
 	pidsHits, oomKills atomic.Int64
 	unlimited          atomic.Pointer[string]
+	hide               bool // launchers start in namespaces of their own
 	// impl, where tests set it, is TAI_LAUNCHER for the launcher: "go"
 	// for the Go one even where the native one is built in, "copy" for
 	// the native one starting agents as copies of itself (its fallback
@@ -157,6 +166,16 @@ func New(cfg Config) (*Sandbox, error) {
 		s.plan.sweepV1()
 		s.status.Limits = &ls
 	}
+	switch {
+	case mode == ModeOff:
+		s.status.ProcessesReason = "--sandbox off"
+	case cfg.HideProcesses:
+		if err := canHide(s.exe, s.impl); err != nil {
+			s.status.ProcessesReason = err.Error()
+		} else {
+			s.hide, s.status.ProcessesHidden = true, true
+		}
+	}
 	abi := ABI()
 	switch {
 	case mode == ModeOff:
@@ -180,7 +199,8 @@ func New(cfg Config) (*Sandbox, error) {
 		r.Net, r.Ports = true, ports
 	}
 	s.rules = r
-	s.status = Status{Mode: mode, Enabled: true, ABI: abi, Net: r.Net, TempDir: tmp, Limits: s.status.Limits}
+	s.status = Status{Mode: mode, Enabled: true, ABI: abi, Net: r.Net, TempDir: tmp, Limits: s.status.Limits,
+		ProcessesHidden: s.status.ProcessesHidden, ProcessesReason: s.status.ProcessesReason}
 	return s, nil
 }
 
@@ -436,6 +456,9 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	p.children = []*os.File{specChild, files[0], files[3]}
 	cmd.ExtraFiles = p.children
 	parentDeathSignal(cmd)
+	if s.hide {
+		ownNamespaces(cmd)
+	}
 	cmd.Path = s.exe
 	cmd.Args = []string{"tai", Arg}
 	// The launcher's own environment: it gives the agent the spec's. The
