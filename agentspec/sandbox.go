@@ -85,6 +85,7 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 		cfg.NetAllow = append(sandbox.EndpointsFromEnv(env), sb.NetAllow...)
 	}
 	cfg.Limits = pol.Limits.Resolve()
+	cfg.HideProcesses = true
 	return cfg, nil
 }
 

@@ -80,7 +80,8 @@ type DoctorLandlock struct {
 // agent is kept from seeing the user's other processes.
 type DoctorLimits struct {
 	sandbox.LimitStatus
-	ProcessesHidden bool `json:"processes_hidden"`
+	ProcessesHidden bool   `json:"processes_hidden"`
+	ProcessesReason string `json:"processes_reason,omitempty"`
 }
 
 // DoctorDir is a directory or file tai reads or writes.
@@ -134,7 +135,9 @@ func doctorLimits() DoctorLimits {
 			want = c.Limits.Resolve()
 		}
 	}
-	return DoctorLimits{LimitStatus: sandbox.ProbeLimits(want), ProcessesHidden: sandbox.ProcessesHidden}
+	d := DoctorLimits{LimitStatus: sandbox.ProbeLimits(want)}
+	d.ProcessesHidden, d.ProcessesReason = sandbox.CanHideProcesses()
+	return d
 }
 
 // doctorHub names the server tai hub would run, found as the hub finds it.
@@ -347,7 +350,7 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 	if d.Limits.ProcessesHidden {
 		fmt.Fprintf(w, "Processes: hidden from agents (a PID namespace of their own)\n")
 	} else {
-		fmt.Fprintf(w, "Processes: NOT hidden from agents (no PID namespace): an agent sees the user's other processes and can read their environments (/proc/PID/environ)\n")
+		fmt.Fprintf(w, "Processes: NOT hidden from agents (%s): an agent sees the user's other processes and can read their environments (/proc/PID/environ)\n", d.Limits.ProcessesReason)
 	}
 	switch {
 	case d.Hub.Server == "":

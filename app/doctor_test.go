@@ -56,9 +56,10 @@ func TestDoctor(t *testing.T) {
 	if want := map[bool]string{true: "native", false: "go"}[sandbox.Native]; d.Landlock.Launcher != want {
 		t.Errorf("launcher %q, want %q", d.Landlock.Launcher, want)
 	}
-	// Limits: the default pids limit in force, or why not; processes are
-	// not hidden (no PID namespace yet), and doctor says so.
-	if (d.Limits.Pids == sandbox.DefaultPids) == (d.Limits.Reason != "" && strings.Contains(d.Limits.Reason, "pids")) || d.Limits.ProcessesHidden {
+	// Limits: the default pids limit in force, or why not; processes
+	// hidden, or why not.
+	if (d.Limits.Pids == sandbox.DefaultPids) == (d.Limits.Reason != "" && strings.Contains(d.Limits.Reason, "pids")) ||
+		d.Limits.ProcessesHidden == (d.Limits.ProcessesReason != "") {
 		t.Errorf("limits %+v", d.Limits)
 	}
 	if _, err := landlockABI(); err != nil && !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EOPNOTSUPP) {

@@ -45,6 +45,9 @@
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
 #endif
+#ifndef SYS_landlock_add_rule
+#define SYS_landlock_add_rule 445
+#endif
 #ifndef SYS_close_range
 #define SYS_close_range 436
 #endif
@@ -122,6 +125,9 @@ struct tai_cap_data {
 };
 
 enum { FD_SPEC = 3, FD_CTL = 4, FD_REPORT = 5 };
+// Landlock's execute, read_file and read_dir: what landlock_linux.go's
+// rightsRead grants outside the workspace (procRights in pidns_linux.go).
+enum { PROC_RIGHTS = 1 | 4 | 8 };
 enum { SPEC_RULESET = 1, SPEC_CGDIR = 2, SPEC_CGKILL = 4, SPEC_V1PIDS = 8, SPEC_V1MEM = 16, SPEC_ALL = 31 };
 enum { MAX_FDS = 7 }; // a v1 flag brings two: the agent's tasks file and ours
 enum { MAX_SPEC = 64 << 20, EXIT_LAUNCH = 125 };
@@ -608,6 +614,17 @@ __attribute__((noreturn)) static void launch(void) {
 			fail("hiding processes: making mounts private: %s", strerror(errno));
 		if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
 			fail("hiding processes: mounting /proc: %s", strerror(errno));
+		// The ruleset's rules are on the old /proc's inodes: the new one
+		// gets the read rights everything outside the workspace has.
+		if (s.ruleset >= 0) {
+			struct __attribute__((packed)) {
+				uint64_t allowed_access;
+				int32_t parent_fd;
+			} rule = {PROC_RIGHTS, open("/proc", O_PATH | O_CLOEXEC)};
+			if (rule.parent_fd < 0 || syscall(SYS_landlock_add_rule, s.ruleset, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0) != 0)
+				fail("hiding processes: a Landlock rule for /proc: %s", strerror(errno));
+			close(rule.parent_fd);
+		}
 		// Not root outside: the capability tai raised for the mount
 		// (ambient, in our user namespace) goes before the agent could
 		// inherit it and unmount /proc.

@@ -56,7 +56,7 @@ func Main() int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if err := mountProc(); err != nil { // before Landlock, which forbids mounts
+	if err := mountProc(sp.Ruleset); err != nil { // before Landlock, which forbids mounts
 		closeAll([]int{sp.Ruleset, sp.CgDir, sp.CgKill, sp.Join[0], sp.Join[1], sp.Home[0], sp.Home[1]})
 		return fail("%v", err)
 	}

@@ -94,8 +94,15 @@ func ProbeLimits(want Limits) LimitStatus {
 	return st
 }
 
-// ProcessesHidden says whether an agent is kept from seeing the user's
-// other processes: never yet. The agent shares tai's PID namespace and
-// /proc, so it can read the command lines and, same uid, the environments
-// (/proc/PID/environ) of the user's other processes, tai's included.
-const ProcessesHidden = false
+// CanHideProcesses says whether a run here would hide the user's other
+// processes from its agent (Config.HideProcesses), and why not: where it
+// cannot, the agent shares tai's PID namespace and /proc, and can read
+// the command lines and, same uid, the environments (/proc/PID/environ)
+// of the user's other processes, tai's included. For tai doctor: it
+// starts a launcher once, as a run would.
+func CanHideProcesses() (bool, string) {
+	if err := canHide("", ""); err != nil {
+		return false, err.Error()
+	}
+	return true, ""
+}

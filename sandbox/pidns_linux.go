@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,10 +42,15 @@ func ownNamespaces(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &a
 }
 
+// procRights are the rights on the new /proc: rightsRead, which
+// everything outside the workspace has (the ruleset's rules are on the old
+// /proc's inodes, so it gets one of its own).
+const procRights = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
+
 // mountProc is the launcher's first job as PID 1 of its own namespace:
 // its mounts made private (none of this reaches tai's), a /proc of the
-// namespace over the old one.
-func mountProc() error {
+// namespace over the old one, with a rule in the ruleset (-1: none).
+func mountProc(ruleset int) error {
 	if os.Getpid() != 1 {
 		return nil
 	}
@@ -53,6 +59,16 @@ func mountProc() error {
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("hiding processes: mounting /proc: %w", err)
+	}
+	if ruleset >= 0 {
+		fd, err := unix.Open("/proc", unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err == nil {
+			err = ll.LandlockAddPathBeneathRule(ruleset, &ll.PathBeneathAttr{AllowedAccess: procRights, ParentFd: fd}, 0)
+			_ = unix.Close(fd)
+		}
+		if err != nil {
+			return fmt.Errorf("hiding processes: a Landlock rule for /proc: %w", err)
+		}
 	}
 	return dropCaps()
 }

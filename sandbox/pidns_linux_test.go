@@ -5,6 +5,7 @@ package sandbox
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +16,13 @@ import (
 // launcher's end (killing what is left) are as before.
 func TestHideProcesses(t *testing.T) {
 	launchers(t, func(t *testing.T, l launcher) {
-		sb, err := New(Config{Mode: ModeAuto, Write: []string{t.TempDir()}, Exe: os.Args[0], HideProcesses: true})
+		// A secret splits the read rule on / into rules on its parts, /proc
+		// among them, as a run's secret paths do.
+		secret := filepath.Join(t.TempDir(), "secret")
+		if err := os.Mkdir(secret, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		sb, err := New(Config{Mode: ModeAuto, Write: []string{t.TempDir()}, Deny: []string{secret}, Exe: os.Args[0], HideProcesses: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +33,7 @@ func TestHideProcesses(t *testing.T) {
 		}
 		tai := strconv.Itoa(os.Getpid())
 		script := `sleep 1000 & n=0; for p in /proc/[0-9]*; do n=$((n+1)); done; echo procs $n; ` +
-			`cat /proc/` + tai + `/environ >/dev/null 2>&1 && echo tai-readable; echo uid $(id -u); grep CapEff /proc/self/status`
+			`cat /proc/` + tai + `/environ >/dev/null 2>&1 && echo tai-readable; echo uid $(id -u); grep CapEff /proc/self/status; cat /proc/self/stat /proc/meminfo >/dev/null && echo proc-readable`
 		out, err := runWrapped(t, sb, exec.Command("/bin/sh", "-c", script))
 		if err != nil {
 			t.Fatalf("%v: %s", err, out)
@@ -38,6 +45,10 @@ func TestHideProcesses(t *testing.T) {
 		// The launcher, sh, the sleep, and the for loop's subshell at most.
 		if n, _ := strconv.Atoi(f[1]); n < 2 || n > 5 {
 			t.Errorf("the agent sees %d processes: %q", n, out)
+		}
+		// Its /proc is readable (Landlock's rules were on the old one).
+		if !strings.Contains(out, "proc-readable") {
+			t.Errorf("the agent cannot read its /proc: %q", out)
 		}
 		// Its own uid; no capability (which could unmount its /proc) where
 		// tai is not root.
