@@ -3,9 +3,12 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tai-dev/tai/e2e/internal/auditlog"
 	"github.com/tai-dev/tai/exitcode"
@@ -81,5 +84,53 @@ func TestForkBombHitsThePidsLimit(t *testing.T) {
 				t.Errorf("run.end does not record what the limit caught: %s", end.Data)
 			}
 		})
+	}
+}
+
+// Under the default sandbox, an agent's command sees only its own
+// processes: not another process of the user's, whose environment holds a
+// marker it would otherwise read from /proc/PID/environ; and the run
+// works as before.
+func TestOtherProcessesAreHidden(t *testing.T) {
+	j := newJail(t)
+	marker := "tai-hidden-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	other := exec.Command("sleep", "1000")
+	other.Env = append(os.Environ(), "TAI_TEST_SECRET="+marker)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	script := `grep -l ` + marker + ` /proc/[0-9]*/environ > found.txt 2>/dev/null; ls -d /proc/[0-9]* | wc -l > procs.txt; ` +
+		`test -e /proc/` + strconv.Itoa(other.Process.Pid) + `/environ && grep -c sleep /proc/` + strconv.Itoa(other.Process.Pid) + `/cmdline > other.txt; true`
+	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	r, o := runIn(t, j.ws, j.env(), "run", "--agent", "claude", "--agent-cmd", builtinWith(runScript(t, script)),
+		"--approve", "all", "-o", "json", "--audit", log, "go")
+	if r.ExitCode != 0 || r.Sandbox == nil {
+		t.Fatalf("exit %d (%s), sandbox %+v\nstderr:\n%s", r.ExitCode, r.Error, r.Sandbox, o.stderr)
+	}
+	if !r.Sandbox.ProcessesHidden && r.Sandbox.ProcessesReason != "" {
+		// The kernel's refusal (no user namespaces, a container's /proc).
+		t.Skipf("processes not hidden here: %s", r.Sandbox.ProcessesReason)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(j.ws, name))
+		if err != nil && name != "other.txt" {
+			t.Fatalf("the command did not run: %v", err)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	if found := read("found.txt"); found != "" {
+		t.Errorf("the command read another process's environment: %s", found)
+	}
+	if other := read("other.txt"); other != "" {
+		t.Errorf("the command sees the other process (cmdline matches sleep: %s)", other)
+	}
+	// Its launcher, sh, ls and wc.
+	if n, _ := strconv.Atoi(read("procs.txt")); n < 2 || n > 6 {
+		t.Errorf("the command sees %d processes", n)
+	}
+	start, _ := auditlog.First(auditlog.Read(t, log), "run.start")
+	if !strings.Contains(string(start.Data), `"processes_hidden":true`) {
+		t.Errorf("run.start does not say processes are hidden: %s", start.Data)
 	}
 }
