@@ -56,9 +56,9 @@ func Main() int {
 	if err != nil {
 		return fail("%v", err)
 	}
-	if err := mountProc(sp.Ruleset); err != nil { // before Landlock, which forbids mounts
+	if sp.Hide { // tai asks this of the native launcher only (canHide)
 		closeAll([]int{sp.Ruleset, sp.CgDir, sp.CgKill, sp.Join[0], sp.Join[1], sp.Home[0], sp.Home[1]})
-		return fail("%v", err)
+		return fail("hiding processes: not in the Go launcher")
 	}
 	// Signals to the group are the agent's to act on; the launcher
 	// outlives the agent whatever it is sent (SIGKILL aside).

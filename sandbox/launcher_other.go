@@ -65,6 +65,4 @@ func removeV1([2]string) {}
 
 func memTotal() int64 { return 0 }
 
-func ownNamespaces(*exec.Cmd) {}
-
 func canHide(string, string) error { return ErrUnsupported }

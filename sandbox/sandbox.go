@@ -456,9 +456,6 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	p.children = []*os.File{specChild, files[0], files[3]}
 	cmd.ExtraFiles = p.children
 	parentDeathSignal(cmd)
-	if s.hide {
-		ownNamespaces(cmd)
-	}
 	cmd.Path = s.exe
 	cmd.Args = []string{"tai", Arg}
 	// The launcher's own environment: it gives the agent the spec's. The
@@ -582,6 +579,7 @@ func (p *Proc) sendSpec(launcher int) error {
 		v1.closeFds()
 		sp.Join, sp.Home = v1.join, v1.home
 	}
+	sp.Hide = p.sb.hide
 	b, fds, err := sp.encode()
 	if err != nil {
 		return err

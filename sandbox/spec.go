@@ -21,7 +21,8 @@ import (
 // cgroup directory, 4 its cgroup.kill, 8 the tasks file of its cgroup v1
 // pids cgroup and of the launcher's (which it goes back to), 16 the same
 // two for memory (see limitPlan: where the limits are v1 controllers, the
-// agent joins those as it starts).
+// agent joins those as it starts); 32, with no descriptor, starts the agent
+// below an init of PID and mount namespaces of its own (pidns_linux.go).
 const specMagic = "tai-launch/1"
 
 // Spec flags: which descriptors came with the spec.
@@ -31,7 +32,8 @@ const (
 	specCgroupKill = 4
 	specV1Pids     = 8
 	specV1Memory   = 16
-	specAllFlags   = specRuleset | specCgroupDir | specCgroupKill | specV1Pids | specV1Memory
+	specHide       = 32
+	specAllFlags   = specRuleset | specCgroupDir | specCgroupKill | specV1Pids | specV1Memory | specHide
 )
 
 // maxSpec bounds what a launcher reads: a spec is an argv and an
@@ -51,6 +53,8 @@ type launchSpec struct {
 	// cgroups, Home those of the launcher's own: "0" written there moves
 	// the writing thread.
 	Join, Home [2]int
+	// Hide starts the agent in namespaces of its own (native launcher).
+	Hide bool
 }
 
 // noFds is a spec's descriptors before any is set.
@@ -88,6 +92,9 @@ func (s launchSpec) encode() ([]byte, []int, error) {
 			flags |= d.flag
 			fds = append(fds, *d.fd)
 		}
+	}
+	if s.Hide {
+		flags |= specHide
 	}
 	size := 64 + len(s.Path)
 	for _, a := range s.Args {
@@ -193,5 +200,6 @@ func decodeSpec(b []byte, fds []int) (launchSpec, error) {
 			*d.fd, fds = fds[0], fds[1:]
 		}
 	}
+	s.Hide = flags&specHide != 0
 	return s, nil
 }

@@ -15,6 +15,7 @@ func TestSpecRoundTrip(t *testing.T) {
 		// cgroup v1 limits: pids only, both.
 		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: -1, CgDir: 4, CgKill: 5, Join: [2]int{6, -1}, Home: [2]int{7, -1}},
 		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: 3, CgDir: 4, CgKill: 5, Join: [2]int{6, 8}, Home: [2]int{7, 9}},
+		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: 3, CgDir: -1, CgKill: -1, Join: [2]int{-1, -1}, Home: [2]int{-1, -1}, Hide: true},
 	} {
 		b, fds, err := in.encode()
 		if err != nil {
@@ -57,7 +58,7 @@ var badSpecs = []struct {
 	{"empty", "", 0},
 	{"truncated", "tai-launch/1\x000\x000\x00/bin/sh\x001\x00sh\x000", 0},
 	{"other magic", "tai-launch/2\x000\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
-	{"flags", "tai-launch/1\x0032\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
+	{"flags", "tai-launch/1\x0064\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
 	{"flags not a number", "tai-launch/1\x00x\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
 	{"restrict flags", "tai-launch/1\x000\x004294967296\x00/bin/sh\x001\x00sh\x000\x00", 0},
 	{"no path", "tai-launch/1\x000\x000\x00\x001\x00sh\x000\x00", 0},
