@@ -15,8 +15,10 @@
 // What the Landlock rules allow: writes inside the workspace roots, the
 // agent's own state directories and a private temp dir; reads everywhere
 // else except the secret paths; and never a write to tai's own policy and
-// state, even inside the workspace. It is not a container: processes stay
-// visible, and the network is open unless a connect rule is asked for.
+// state, even inside the workspace. Each launch's cgroup has pids and
+// memory limits (Limits), and where the kernel allows, the agent sees only
+// its own processes (HideProcesses). It is not a container: the network
+// is open unless a connect rule is asked for.
 package sandbox
 
 import (
