@@ -125,7 +125,7 @@ func TestOtherProcessesAreHidden(t *testing.T) {
 	if other := read("other.txt"); other != "" {
 		t.Errorf("the command sees the other process (cmdline matches sleep: %s)", other)
 	}
-	// Its launcher, sh, ls and wc.
+	// Its init, sh, ls and wc.
 	if n, _ := strconv.Atoi(read("procs.txt")); n < 2 || n > 6 {
 		t.Errorf("the command sees %d processes", n)
 	}

@@ -47,7 +47,7 @@ func TestHideProcesses(t *testing.T) {
 		if len(f) < 4 || f[0] != "procs" || f[2] == "tai-readable" {
 			t.Fatalf("out %q", out)
 		}
-		// The launcher, sh, the sleep, and the for loop's subshell at most.
+		// Its init, sh, the sleep, and the for loop's subshell at most.
 		if n, _ := strconv.Atoi(f[1]); n < 2 || n > 5 {
 			t.Errorf("the agent sees %d processes: %q", n, out)
 		}
