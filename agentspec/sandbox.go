@@ -95,6 +95,8 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 	if len(sb.NetAllow) > 0 {
 		cfg.NetAllow = append(sandbox.EndpointsFromEnv(env), sb.NetAllow...)
 	}
+	cfg.Limits = pol.Limits.Resolve()
+	cfg.HideProcesses = true
 	return cfg, nil
 }
 

@@ -35,6 +35,7 @@ type Doctor struct {
 	Agents    []DoctorAgent    `json:"agents"`
 	Drivers   []DoctorDriver   `json:"drivers"`
 	Landlock  DoctorLandlock   `json:"landlock"`
+	Limits    DoctorLimits     `json:"limits"`
 	Hub       DoctorHub        `json:"hub"`
 	Dirs      []DoctorDir      `json:"dirs"`
 	Worktrees *DoctorWorktrees `json:"worktrees,omitempty"`
@@ -74,6 +75,15 @@ type DoctorLandlock struct {
 	Launcher string `json:"launcher"`
 }
 
+// DoctorLimits are the limits a run's agent would have here (the user's
+// policy's, else tai's defaults), in force or why not, and whether the
+// agent is kept from seeing the user's other processes.
+type DoctorLimits struct {
+	sandbox.LimitStatus
+	ProcessesHidden bool   `json:"processes_hidden"`
+	ProcessesReason string `json:"processes_reason,omitempty"`
+}
+
 // DoctorDir is a directory or file tai reads or writes.
 type DoctorDir struct {
 	What     string `json:"what"`
@@ -109,9 +119,24 @@ func RunDoctor(ctx context.Context, std IO, dir string) Doctor {
 	} else {
 		d.Landlock.ABI = abi
 	}
+	d.Limits = doctorLimits()
 	d.Hub = doctorHub(ctx, std)
 	d.Dirs = doctorDirs()
 	d.Worktrees = doctorWorktrees(ctx, dir)
+	return d
+}
+
+// doctorLimits probes the limits of the user's policy (tai's defaults
+// where it has none or cannot be read).
+func doctorLimits() DoctorLimits {
+	want := sandbox.DefaultLimits()
+	if p, err := policy.DefaultPath(); err == nil {
+		if c, err := policy.Load(p); err == nil {
+			want = c.Limits.Resolve()
+		}
+	}
+	d := DoctorLimits{LimitStatus: sandbox.ProbeLimits(want)}
+	d.ProcessesHidden, d.ProcessesReason = sandbox.CanHideProcesses()
 	return d
 }
 
@@ -321,6 +346,12 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 	} else {
 		fmt.Fprintf(w, "Launcher: go (built without cgo: every agent and served command starts a Go runtime first)\n")
 	}
+	fmt.Fprintf(w, "Limits: %s\n", limitsLine(d.Limits.LimitStatus))
+	if d.Limits.ProcessesHidden {
+		fmt.Fprintf(w, "Processes: hidden from agents (a PID namespace of their own)\n")
+	} else {
+		fmt.Fprintf(w, "Processes: NOT hidden from agents (%s): an agent sees the user's other processes and can read their environments (/proc/PID/environ)\n", d.Limits.ProcessesReason)
+	}
 	switch {
 	case d.Hub.Server == "":
 		fmt.Fprintf(w, "\nHub (tai hub): no nats-server (%s)\n", d.Hub.Error)
@@ -359,6 +390,30 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 		}
 	}
 	return nil
+}
+
+// limitsLine says which limits hold an agent's process tree, and why not.
+func limitsLine(ls sandbox.LimitStatus) string {
+	var b strings.Builder
+	b.WriteString("pids ")
+	if ls.Pids > 0 {
+		fmt.Fprint(&b, ls.Pids)
+	} else {
+		b.WriteString("none")
+	}
+	b.WriteString(", memory ")
+	if ls.Memory > 0 {
+		b.WriteString(sandbox.FormatSize(ls.Memory))
+	} else {
+		b.WriteString("none")
+	}
+	if ls.Via != "" {
+		fmt.Fprintf(&b, " (%s)", ls.Via)
+	}
+	if ls.Reason != "" {
+		fmt.Fprintf(&b, "; not in force: %s", ls.Reason)
+	}
+	return b.String()
 }
 
 func orDash(s string) string {

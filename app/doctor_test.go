@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -55,6 +56,12 @@ func TestDoctor(t *testing.T) {
 	if want := map[bool]string{true: "native", false: "go"}[sandbox.Native]; d.Landlock.Launcher != want {
 		t.Errorf("launcher %q, want %q", d.Landlock.Launcher, want)
 	}
+	// Limits: the default pids limit in force, or why not; processes
+	// hidden, or why not.
+	if (d.Limits.Pids == sandbox.DefaultPids) == (d.Limits.Reason != "" && strings.Contains(d.Limits.Reason, "pids")) ||
+		d.Limits.ProcessesHidden == (d.Limits.ProcessesReason != "") {
+		t.Errorf("limits %+v", d.Limits)
+	}
 	if _, err := landlockABI(); err != nil && !errors.Is(err, syscall.ENOSYS) && !errors.Is(err, syscall.EOPNOTSUPP) {
 		t.Errorf("landlock: %v", err)
 	}
@@ -88,5 +95,20 @@ func TestDoctorWorktreesReadOnly(t *testing.T) {
 	after, _ := os.ReadDir(filepath.Join(repo, ".git"))
 	if len(after) != len(before) {
 		t.Errorf("doctor changed .git: %d entries, then %d", len(before), len(after))
+	}
+}
+
+func TestLimitsLine(t *testing.T) {
+	for _, tc := range []struct {
+		ls   sandbox.LimitStatus
+		want string
+	}{
+		{sandbox.LimitStatus{Pids: 4096, Memory: 4 << 30, Via: "cgroup2"}, "pids 4096, memory 4GiB (cgroup2)"},
+		{sandbox.LimitStatus{Pids: 4096, Via: "cgroup2", Reason: "memory: EBUSY"}, "pids 4096, memory none (cgroup2); not in force: memory: EBUSY"},
+		{sandbox.LimitStatus{}, "pids none, memory none"},
+	} {
+		if got := limitsLine(tc.ls); got != tc.want {
+			t.Errorf("limitsLine(%+v) = %q, want %q", tc.ls, got, tc.want)
+		}
 	}
 }

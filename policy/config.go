@@ -53,6 +53,9 @@ type Config struct {
 	Rules []Rule
 	// Elicit are fixed answers to agents' elicitations ([[elicit]]).
 	Elicit []ElicitRule
+	// Limits cap each process tree tai launches for an agent (limits =
+	// {pids, memory}).
+	Limits Limits
 }
 
 // Flags are the command-line additions to a policy. Empty fields keep the
@@ -218,6 +221,8 @@ func Parse(name string, data []byte) (Config, error) {
 			}
 		case "write_roots":
 			c.WriteRoots, err = p.list(v, errAt)
+		case "limits":
+			c.Limits, err = parseLimits(v, errAt)
 		case "rule":
 			tables, ok := v.([]map[string]any)
 			if !ok {
@@ -259,7 +264,7 @@ func Parse(name string, data []byte) (Config, error) {
 }
 
 var topKeys = []string{"version", "mode", "non_interactive", "remember", "default_mode", "mode_after_plan", "floor",
-	"floor_disable", "protected_branches", "write_roots", "rule", "elicit"}
+	"floor_disable", "protected_branches", "write_roots", "rule", "elicit", "limits"}
 
 var ruleKeys = []string{"id", "effect", "kind", "tool", "path", "command", "url", "mode", "outside_workspace", "reason"}
 

@@ -118,6 +118,14 @@
 // allowed command that redirects output into a file (> out.txt) is not
 // allowed either, and no allow rule covers a line that does not parse.
 //
+// # Limits
+//
+// limits = {pids = 512, memory = "4GiB"} caps each process tree tai
+// launches for an agent (the agent, each command it serves) on its cgroup:
+// pids counts processes and threads, memory is bytes or a size with K, M,
+// G or T (KiB ... TiB); 0 or "off" is no limit. Left out, each is tai's
+// default (sandbox.DefaultLimits: 4096 pids, three quarters of RAM).
+//
 // # Flags
 //
 // --allow, --ask and --deny each take one rule (ParseRuleFlag):

@@ -169,10 +169,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res.RunID = o.RunID
 	if o.Audit != nil {
 		res.Audit = o.Audit.Path()
-		r.audit.append(audit.KindRunEnd, res.SessionID, map[string]any{
+		end := map[string]any{
 			"status": res.Status, "exit_code": res.ExitCode, "stop_reason": res.StopReason, "error": res.Error,
 			"duration_ms": res.DurationMS, "denials": len(res.Denials), "files_written": len(res.FilesWritten),
-		})
+		}
+		if res.Sandbox != nil && res.Sandbox.Limits != nil {
+			// What the limits caught is known at the end.
+			end["limits"] = res.Sandbox.Limits
+		}
+		r.audit.append(audit.KindRunEnd, res.SessionID, end)
 		if serr := o.Audit.Sync(); serr != nil {
 			r.audit.fail(serr)
 		}

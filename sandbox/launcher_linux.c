@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -29,6 +30,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -43,6 +45,9 @@
 #endif
 #ifndef SYS_landlock_restrict_self
 #define SYS_landlock_restrict_self 446
+#endif
+#ifndef SYS_landlock_add_rule
+#define SYS_landlock_add_rule 445
 #endif
 #ifndef SYS_close_range
 #define SYS_close_range 436
@@ -112,7 +117,11 @@ static long clone3_run(struct tai_clone_args *a, int (*fn)(void *), void *arg) {
 }
 
 enum { FD_SPEC = 3, FD_CTL = 4, FD_REPORT = 5 };
-enum { SPEC_RULESET = 1, SPEC_CGDIR = 2, SPEC_CGKILL = 4, SPEC_ALL = 7 };
+// Landlock's execute, read_file and read_dir: what landlock_linux.go's
+// rightsRead grants outside the workspace (procRights in pidns_linux.go).
+enum { PROC_RIGHTS = 1 | 4 | 8 };
+enum { SPEC_RULESET = 1, SPEC_CGDIR = 2, SPEC_CGKILL = 4, SPEC_V1PIDS = 8, SPEC_V1MEM = 16, SPEC_HIDE = 32, SPEC_ALL = 63 };
+enum { MAX_FDS = 7 }; // a v1 flag brings two: the agent's tasks file and ours
 enum { MAX_SPEC = 64 << 20, EXIT_LAUNCH = 125 };
 static const char spec_magic[] = "tai-launch/1";
 
@@ -156,7 +165,7 @@ __attribute__((noreturn, format(printf, 1, 2))) static void fail(const char *for
 }
 
 // read_spec reads the spec to EOF, and the descriptors sent with it.
-static char *read_spec(size_t *len, int fds[3], int *nfds) {
+static char *read_spec(size_t *len, int fds[MAX_FDS], int *nfds) {
 	size_t cap = 64 << 10, n = 0;
 	char *b = malloc(cap);
 	if (!b)
@@ -175,7 +184,7 @@ static char *read_spec(size_t *len, int fds[3], int *nfds) {
 		struct iovec iov = {b + n, cap - n};
 		union {
 			struct cmsghdr h;
-			char buf[CMSG_SPACE(sizeof(int) * 3)];
+			char buf[CMSG_SPACE(sizeof(int) * MAX_FDS)];
 		} c;
 		struct msghdr m = {0};
 		m.msg_iov = &iov;
@@ -194,7 +203,7 @@ static char *read_spec(size_t *len, int fds[3], int *nfds) {
 			for (int i = 0; i < k; i++) {
 				int fd;
 				memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
-				if (*nfds < 3)
+				if (*nfds < MAX_FDS)
 					fds[(*nfds)++] = fd;
 				else
 					fail("reading the spec: too many descriptors");
@@ -216,6 +225,7 @@ struct spec {
 	char *path;
 	char **argv, **envp;
 	int ruleset, cgdir, cgkill;
+	int join[2], home[2]; // cgroup v1 pids, memory: the agent's tasks file, ours
 };
 
 // parse_num reads a decimal field no greater than max.
@@ -239,7 +249,7 @@ static int parse_num(const char *s, unsigned long max, unsigned long *out) {
 }
 
 // parse_spec splits the spec's NUL-terminated fields in place (spec.go).
-static void parse_spec(char *b, size_t len, int fds[3], int nfds, struct spec *s) {
+static void parse_spec(char *b, size_t len, int fds[MAX_FDS], int nfds, struct spec *s) {
 	if (len == 0 || b[len - 1] != 0)
 		fail("launch spec: truncated");
 	size_t nf = 0;
@@ -277,13 +287,18 @@ static void parse_spec(char *b, size_t len, int fds[3], int nfds, struct spec *s
 	f[i] = NULL; // ends envp
 	int want = 0;
 	for (unsigned long bit = 1; bit <= SPEC_ALL; bit <<= 1)
-		want += (s->flags & bit) != 0;
+		want += (s->flags & bit) != 0 ? (bit == SPEC_HIDE ? 0 : bit >= SPEC_V1PIDS ? 2 : 1) : 0;
 	if (nfds != want)
 		fail("launch spec: %d descriptors for flags %lu", nfds, s->flags);
 	int j = 0;
 	s->ruleset = s->flags & SPEC_RULESET ? fds[j++] : -1;
 	s->cgdir = s->flags & SPEC_CGDIR ? fds[j++] : -1;
 	s->cgkill = s->flags & SPEC_CGKILL ? fds[j++] : -1;
+	for (int i = 0; i < 2; i++) {
+		int on = (s->flags & (i ? SPEC_V1MEM : SPEC_V1PIDS)) != 0;
+		s->join[i] = on ? fds[j++] : -1;
+		s->home[i] = on ? fds[j++] : -1;
+	}
 }
 
 // read_file reads a small /proc file whole; NULL where it cannot.
@@ -504,21 +519,121 @@ struct child {
 	const struct spec *s;
 	int errfd; // the exec error goes here
 	pid_t launcher;
+	// Hiding processes: the init's pipe for the agent's status, and the
+	// user namespace's maps (the user mapped to itself) where we are not
+	// root.
+	int statfd, userns;
+	char uid_map[32], gid_map[32];
+};
+
+// start_error is what the child sends back when it cannot start the
+// agent: at which step, and the errno.
+enum { STEP_EXEC, STEP_CGROUP, STEP_HIDE, STEP_LANDLOCK, STEP_N };
+static const char *const step_names[STEP_N] = {"", "joining its cgroup v1: ", "hiding processes: ", "landlock: "};
+struct start_error {
+	int step, err;
 };
 
 // agent is the child's side of the start: our signal mask undone, killed
-// if we die, then the agent's exec. It may run on the launcher's memory
-// (clone3_run): system calls only, no allocation, nothing written but
-// errno.
+// if we die, its cgroup v1 cgroups joined (before anything of the agent's
+// runs, so that all it forks is held), then the agent's exec. It may run
+// on the launcher's memory (clone3_run): system calls only, no
+// allocation, nothing written but errno.
+__attribute__((noreturn)) static void hidden_init(const struct child *c);
+
 __attribute__((noreturn)) static int agent(void *arg) {
 	const struct child *c = arg;
+	struct start_error se = {STEP_EXEC, 0};
+	if (c->statfd >= 0 && getpid() == 1)
+		hidden_init(c);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	if (getppid() != c->launcher)
+	if (getppid() != (c->statfd >= 0 ? 1 : c->launcher))
 		_exit(EXIT_LAUNCH);
+	for (int i = 0; i < 2; i++)
+		if (c->s->join[i] >= 0 && write(c->s->join[i], "0", 1) != 1) {
+			se.step = STEP_CGROUP;
+			goto out;
+		}
 	execve(c->s->path, c->s->argv, c->s->envp);
+out:
+	se.err = errno;
+	if (write(c->errfd, &se, sizeof se) < 0) {
+	}
+	_exit(127);
+}
+
+// write_file writes a short text to path; 0 on a failure, errno set.
+static int write_file(const char *path, const char *text) {
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	size_t n = strlen(text);
+	int ok = write(fd, text, n) == (ssize_t)n;
 	int e = errno;
-	if (write(c->errfd, &e, sizeof e) < 0) {
+	close(fd);
+	errno = e;
+	return ok;
+}
+
+// hidden_init is PID 1 of the agent's own PID and mount namespaces (and
+// user namespace, where we are not root), started as a copy: it maps the
+// user to itself, mounts a /proc of the namespace (so the agent sees its
+// own processes only, not the environments of the user's others), gives
+// it a Landlock rule (the ruleset's are on the old /proc's inodes) and
+// enforces Landlock (which forbids mounts: after them), then starts the
+// agent and reaps all below until the agent ends. An init cannot die of
+// a signal it is sent, so it hands the agent's status to the launcher,
+// which ends as the agent did; its own exit kills what is left.
+__attribute__((noreturn)) static void hidden_init(const struct child *c) {
+	const struct spec *s = c->s;
+	struct start_error se = {STEP_HIDE, 0};
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (c->userns && (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", c->uid_map) ||
+			  !write_file("/proc/self/gid_map", c->gid_map)))
+		goto out;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+		goto out;
+	if (s->ruleset >= 0) {
+		se.step = STEP_LANDLOCK;
+		struct __attribute__((packed)) {
+			uint64_t allowed_access;
+			int32_t parent_fd;
+		} rule = {PROC_RIGHTS, open("/proc", O_PATH | O_CLOEXEC)};
+		if (rule.parent_fd < 0 || syscall(SYS_landlock_add_rule, s->ruleset, 1 /* LANDLOCK_RULE_PATH_BENEATH */, &rule, 0) != 0)
+			goto out;
+		close(rule.parent_fd);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    syscall(SYS_landlock_restrict_self, s->ruleset, (unsigned int)s->restrict_flags) != 0)
+			goto out;
+	}
+	// The agent's cgroup v1 cgroups, ours too: it inherits them.
+	se.step = STEP_CGROUP;
+	for (int i = 0; i < 2; i++)
+		if (s->join[i] >= 0 && write(s->join[i], "0", 1) != 1)
+			goto out;
+	pid_t pid = fork();
+	if (pid == 0)
+		agent((void *)c);
+	se.step = STEP_EXEC;
+	if (pid < 0)
+		goto out;
+	close(c->errfd); // the agent's copy closes at its exec: EOF, it runs
+	for (;;) {
+		int st;
+		pid_t w = waitpid(-1, &st, 0);
+		if (w == pid) {
+			if (write(c->statfd, &st, sizeof st) < 0) {
+			}
+			_exit(0);
+		}
+		if (w < 0 && errno != EINTR)
+			_exit(EXIT_LAUNCH);
+	}
+out:
+	se.err = errno;
+	if (write(c->errfd, &se, sizeof se) < 0) {
 	}
 	_exit(127);
 }
@@ -563,13 +678,15 @@ __attribute__((noreturn)) static void launch(void) {
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
 		fail("subreaper: %s", strerror(errno));
 
-	int fds[3], nfds;
+	int fds[MAX_FDS], nfds;
 	size_t len;
 	char *b = read_spec(&len, fds, &nfds);
 	struct spec s;
 	parse_spec(b, len, fds, nfds, &s);
 
-	if (s.ruleset >= 0) {
+	// Hiding processes, the namespaces' init enforces it, after its mount.
+	const int hide = (s.flags & SPEC_HIDE) != 0;
+	if (s.ruleset >= 0 && !hide) {
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 			fail("landlock: no_new_privs: %s", strerror(errno));
 		if (syscall(SYS_landlock_restrict_self, s.ruleset, (unsigned int)s.restrict_flags) != 0)
@@ -582,7 +699,19 @@ __attribute__((noreturn)) static void launch(void) {
 	int errp[2];
 	if (pipe2(errp, O_CLOEXEC) != 0)
 		fail("starting %s: %s", s.argv[0], strerror(errno));
-	struct child c = {&s, errp[1], getpid()};
+	struct child c = {&s, errp[1], getpid(), -1, 0, "", ""};
+	// The agent's end status, when an init stands between us.
+	int statp[2] = {-1, -1};
+	if (hide) {
+		if (pipe2(statp, O_CLOEXEC) != 0)
+			fail("hiding processes: %s", strerror(errno));
+		c.statfd = statp[1];
+		if (geteuid() != 0) {
+			c.userns = 1;
+			snprintf(c.uid_map, sizeof c.uid_map, "%u %u 1\n", (unsigned)geteuid(), (unsigned)geteuid());
+			snprintf(c.gid_map, sizeof c.gid_map, "%u %u 1\n", (unsigned)getegid(), (unsigned)getegid());
+		}
+	}
 	struct tai_clone_args a;
 	memset(&a, 0, sizeof a);
 	a.exit_signal = SIGCHLD;
@@ -590,9 +719,11 @@ __attribute__((noreturn)) static void launch(void) {
 		a.flags = TAI_CLONE_INTO_CGROUP;
 		a.cgroup = (uint64_t)s.cgdir;
 	}
+	if (hide)
+		a.flags |= CLONE_NEWPID | CLONE_NEWNS | (c.userns ? CLONE_NEWUSER : 0);
 	const size_t stack_size = 64 << 10;
 	void *stack = NULL;
-	if (!copy_start) {
+	if (!copy_start && !hide) { // the init runs on, as a copy
 		stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 		if (stack == MAP_FAILED)
 			stack = NULL;
@@ -606,10 +737,12 @@ __attribute__((noreturn)) static void launch(void) {
 		if (s.cgkill >= 0)
 			close(s.cgkill);
 		s.cgdir = s.cgkill = -1;
-		a.flags = 0;
+		a.flags &= ~TAI_CLONE_INTO_CGROUP;
 		a.cgroup = 0;
 		pid = spawn(&a, &c, stack, stack_size);
 	}
+	if (pid < 0 && hide)
+		fail("hiding processes: %s", strerror(errno));
 	if (pid < 0) {
 		pid = fork();
 		if (pid == 0)
@@ -620,18 +753,26 @@ __attribute__((noreturn)) static void launch(void) {
 	if (stack)
 		munmap(stack, stack_size); // the child has exec'd or exited: not on it any more
 	close(errp[1]);
-	int e = 0;
+	if (statp[1] >= 0)
+		close(statp[1]);
+	struct start_error se;
 	ssize_t r;
 	do
-		r = read(errp[0], &e, sizeof e);
+		r = read(errp[0], &se, sizeof se);
 	while (r < 0 && errno == EINTR);
 	close(errp[0]);
-	if (r == (ssize_t)sizeof e) {
+	if (r == (ssize_t)sizeof se) {
 		waitpid(pid, NULL, 0);
-		fail("starting %s: %s", s.argv[0], strerror(e));
+		fail("starting %s: %s%s", s.argv[0], step_names[se.step < STEP_N && se.step >= 0 ? se.step : STEP_EXEC], strerror(se.err));
 	}
 	if (s.cgdir >= 0)
 		close(s.cgdir);
+	for (int i = 0; i < 2; i++) {
+		if (s.join[i] >= 0)
+			close(s.join[i]);
+		if (s.home[i] >= 0)
+			close(s.home[i]); // the Go launcher's way back; this one never left
+	}
 	char line[64];
 	snprintf(line, sizeof line, "{\"pid\":%d,\"in_cgroup\":%s}\n", (int)pid, in_cgroup ? "true" : "false");
 	report(line);
@@ -668,6 +809,14 @@ __attribute__((noreturn)) static void launch(void) {
 	kill_tree(s.cgkill, pid, &status, &agent_done);
 	if (!agent_done)
 		_exit(EXIT_LAUNCH);
+	if (statp[0] >= 0) {
+		// The init's exit is not the agent's: an init cannot die of a
+		// signal it is sent. It wrote the agent's status (nothing if it
+		// was killed first: then its SIGKILL is the agent's end).
+		int st;
+		if (read(statp[0], &st, sizeof st) == (ssize_t)sizeof st)
+			status = st;
+	}
 	exit_as(status);
 }
 

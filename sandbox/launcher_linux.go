@@ -56,6 +56,10 @@ func Main() int {
 	if err != nil {
 		return fail("%v", err)
 	}
+	if sp.Hide { // tai asks this of the native launcher only (canHide)
+		closeAll([]int{sp.Ruleset, sp.CgDir, sp.CgKill, sp.Join[0], sp.Join[1], sp.Home[0], sp.Home[1]})
+		return fail("hiding processes: not in the Go launcher")
+	}
 	// Signals to the group are the agent's to act on; the launcher
 	// outlives the agent whatever it is sent (SIGKILL aside).
 	sigs := make(chan os.Signal, 8)
@@ -88,6 +92,14 @@ func Main() int {
 	if sp.CgDir >= 0 {
 		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, sp.CgDir
 	}
+	// The agent must start in its cgroup v1 cgroups (limitPlan): os.
+	// StartProcess has no hook in the child, so the launcher's main
+	// thread, which forks it (init locks Main to it), joins them for the
+	// start, the agent inheriting them, and goes back after; its other
+	// threads never leave.
+	if err := joinV1(sp.Join); err != nil {
+		return fail("starting %s: joining its cgroup v1: %v", sp.Args[0], err)
+	}
 	proc, err := os.StartProcess(sp.Path, sp.Args, attr)
 	if err != nil && sp.CgDir >= 0 && !errors.Is(err, os.ErrNotExist) {
 		// clone3 into a cgroup refused (an older kernel, a seccomp
@@ -101,6 +113,10 @@ func Main() int {
 		_ = unix.Close(sp.CgDir)
 		sp.CgDir = -1
 	}
+	// Back home, out of the agent's limits, whatever the start did: a
+	// failure here leaves the launcher counted in them, no worse.
+	_ = joinV1(sp.Home)
+	closeAll([]int{sp.Join[0], sp.Join[1], sp.Home[0], sp.Home[1]})
 	if err != nil {
 		return fail("starting %s: %v", sp.Args[0], err)
 	}
@@ -158,7 +174,7 @@ func readSpec(fd int) (launchSpec, error) {
 	var data []byte
 	var fds []int
 	buf := make([]byte, 64<<10)
-	oob := make([]byte, unix.CmsgSpace(3*4))
+	oob := make([]byte, unix.CmsgSpace(7*4)) // at most 7 descriptors (spec.go)
 	for {
 		n, oobn, flags, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if errors.Is(err, unix.EINTR) {
@@ -201,8 +217,24 @@ func readSpec(fd int) (launchSpec, error) {
 
 func closeAll(fds []int) {
 	for _, fd := range fds {
-		_ = unix.Close(fd)
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
 	}
+}
+
+// joinV1 moves this thread into the cgroups whose tasks files are open at
+// procs (-1: none): "0" is the writer.
+func joinV1(procs [2]int) error {
+	for _, fd := range procs {
+		if fd < 0 {
+			continue
+		}
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parentDied is the signal the launcher gets when tai dies.

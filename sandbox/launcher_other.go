@@ -38,3 +38,31 @@ func releaseCgroup(string) {}
 func sweepCgroups() {}
 
 func parentDeathSignal(*exec.Cmd) {}
+
+// limitPlan is empty: no cgroups outside Linux.
+type limitPlan struct{}
+
+func planLimits(Limits) (limitPlan, LimitStatus) {
+	return limitPlan{}, LimitStatus{Reason: "no cgroups outside Linux"}
+}
+
+type v1Cgroups struct {
+	dir        [2]string
+	join, home [2]int
+}
+
+func (limitPlan) limit(*cgroup, int) (v1Cgroups, error) {
+	return v1Cgroups{join: [2]int{-1, -1}, home: [2]int{-1, -1}}, nil
+}
+
+func (*v1Cgroups) closeFds() {}
+
+func (limitPlan) caught(string, [2]string) (int64, int64) { return 0, 0 }
+
+func (limitPlan) sweepV1() {}
+
+func removeV1([2]string) {}
+
+func memTotal() int64 { return 0 }
+
+func canHide(string, string) error { return ErrUnsupported }

@@ -15,8 +15,10 @@
 // What the Landlock rules allow: writes inside the workspace roots, the
 // agent's own state directories and a private temp dir; reads everywhere
 // else except the secret paths; and never a write to tai's own policy and
-// state, even inside the workspace. It is not a container: processes stay
-// visible, and the network is open unless a connect rule is asked for.
+// state, even inside the workspace. Each launch's cgroup has pids and
+// memory limits (Limits), and where the kernel allows, the agent sees only
+// its own processes (HideProcesses). It is not a container: the network
+// is open unless a connect rule is asked for.
 package sandbox
 
 import (
@@ -83,6 +85,13 @@ type Config struct {
 	// Env ("NAME=value") is set in every confined process's environment,
 	// over what it was given: the private caches.
 	Env []string
+	// Limits cap each launch's cgroup (see DefaultLimits); none with
+	// ModeOff.
+	Limits Limits
+	// HideProcesses starts each launcher in a PID namespace of its own
+	// with a /proc of its own, where the kernel allows it (see hide); not
+	// with ModeOff.
+	HideProcesses bool
 }
 
 // Status says how a run was confined, for the result, the audit log and
@@ -95,6 +104,13 @@ type Status struct {
 	Net     bool   `json:"net_restricted,omitempty"`
 	Reason  string `json:"reason,omitempty"` // why it is off
 	TempDir string `json:"tmpdir,omitempty"`
+	// Limits are the cgroup limits in force, and what they caught (nil:
+	// none asked for).
+	Limits *LimitStatus `json:"limits,omitempty"`
+	// ProcessesHidden: the agent sees only its own processes (a PID
+	// namespace and /proc of its own); ProcessesReason says why not.
+	ProcessesHidden bool   `json:"processes_hidden"`
+	ProcessesReason string `json:"processes_reason,omitempty"`
 }
 
 // Sandbox is one run's launcher configuration. A nil *Sandbox starts
@@ -104,6 +120,12 @@ type Sandbox struct {
 	rules  *rules // nil: no Landlock
 	status Status
 	cgroup atomic.Bool
+	// plan is where the limits go on each launch; pidsHits, oomKills
+	// what they caught; unlimited why a launch ran without them.
+	plan               limitPlan
+	pidsHits, oomKills atomic.Int64
+	unlimited          atomic.Pointer[string]
+	hide               bool // launchers start in namespaces of their own
 	// impl, where tests set it, is TAI_LAUNCHER for the launcher: "go"
 	// for the Go one even where the native one is built in, "copy" for
 	// the native one starting agents as copies of itself (its fallback
@@ -144,6 +166,22 @@ func New(cfg Config) (*Sandbox, error) {
 		s.exe = "/proc/self/exe"
 	}
 	sweepCgroups()
+	if mode != ModeOff && cfg.Limits != (Limits{}) {
+		var ls LimitStatus
+		s.plan, ls = planLimits(cfg.Limits)
+		s.plan.sweepV1()
+		s.status.Limits = &ls
+	}
+	switch {
+	case mode == ModeOff:
+		s.status.ProcessesReason = "--sandbox off"
+	case cfg.HideProcesses:
+		if err := canHide(s.exe, s.impl); err != nil {
+			s.status.ProcessesReason = err.Error()
+		} else {
+			s.hide, s.status.ProcessesHidden = true, true
+		}
+	}
 	abi := ABI()
 	switch {
 	case mode == ModeOff:
@@ -168,7 +206,8 @@ func New(cfg Config) (*Sandbox, error) {
 	}
 	s.rules = r
 	s.env = cfg.Env
-	s.status = Status{Mode: mode, Enabled: true, ABI: abi, Net: r.Net, TempDir: tmp}
+	s.status = Status{Mode: mode, Enabled: true, ABI: abi, Net: r.Net, TempDir: tmp, Limits: s.status.Limits,
+		ProcessesHidden: s.status.ProcessesHidden, ProcessesReason: s.status.ProcessesReason}
 	return s, nil
 }
 
@@ -179,6 +218,14 @@ func (s *Sandbox) Status() Status {
 	}
 	st := s.status
 	st.Cgroup = s.cgroup.Load()
+	if st.Limits != nil {
+		ls := *st.Limits
+		ls.PidsMaxHits, ls.OOMKills = s.pidsHits.Load(), s.oomKills.Load()
+		if why := s.unlimited.Load(); why != nil {
+			ls.Reason = strings.TrimPrefix(ls.Reason+"; "+*why, "; ")
+		}
+		st.Limits = &ls
+	}
 	return st
 }
 
@@ -365,6 +412,7 @@ type Proc struct {
 	reportR  *os.File
 	children []*os.File // the launcher's ends, closed once it started
 	cgroup   string
+	v1       [2]string // the launch's cgroup v1 cgroups (limitPlan)
 	agentPid int
 }
 
@@ -524,11 +572,25 @@ func (p *Proc) sendSpec(launcher int) error {
 	// Made by tai for the launcher, whose cgroup is tai's: where none can
 	// be made, the subreaper alone holds the tree. tai removes it
 	// (Release) once the launcher has been waited for.
-	if cg := newCgroup(launcher); cg != nil {
+	cg := newCgroup(launcher)
+	if cg != nil {
 		defer cg.closeFds()
 		p.cgroup = cg.dir
 		sp.CgDir, sp.CgKill = cg.dirFd, cg.kill
 	}
+	v1, err := p.sb.plan.limit(cg, launcher)
+	defer v1.closeFds()
+	p.v1 = v1.dir
+	sp.Join, sp.Home = v1.join, v1.home
+	if err != nil {
+		// The agent runs, held by the subreaper and its cgroup if any;
+		// the status says which launch went without its limits.
+		why := fmt.Sprintf("a launch ran without its limits: %v", err)
+		p.sb.unlimited.Store(&why)
+		v1.closeFds()
+		sp.Join, sp.Home = v1.join, v1.home
+	}
+	sp.Hide = p.sb.hide
 	b, fds, err := sp.encode()
 	if err != nil {
 		return err
@@ -569,7 +631,11 @@ func (p *Proc) Release() {
 		return
 	}
 	p.ctl.Close()
+	pids, oom := p.sb.plan.caught(p.cgroup, p.v1)
+	p.sb.pidsHits.Add(pids)
+	p.sb.oomKills.Add(oom)
 	if p.cgroup != "" {
 		releaseCgroup(p.cgroup)
 	}
+	removeV1(p.v1)
 }

@@ -18,7 +18,11 @@ import (
 //
 // FLAGS says which descriptors came, in this order: 1 a Landlock ruleset
 // (enforced with landlock_restrict_self flags RESTRICT), 2 the agent's
-// cgroup directory, 4 its cgroup.kill.
+// cgroup directory, 4 its cgroup.kill, 8 the tasks file of its cgroup v1
+// pids cgroup and of the launcher's (which it goes back to), 16 the same
+// two for memory (see limitPlan: where the limits are v1 controllers, the
+// agent joins those as it starts); 32, with no descriptor, starts the agent
+// below an init of PID and mount namespaces of its own (pidns_linux.go).
 const specMagic = "tai-launch/1"
 
 // Spec flags: which descriptors came with the spec.
@@ -26,7 +30,10 @@ const (
 	specRuleset    = 1
 	specCgroupDir  = 2
 	specCgroupKill = 4
-	specAllFlags   = specRuleset | specCgroupDir | specCgroupKill
+	specV1Pids     = 8
+	specV1Memory   = 16
+	specHide       = 32
+	specAllFlags   = specRuleset | specCgroupDir | specCgroupKill | specV1Pids | specV1Memory | specHide
 )
 
 // maxSpec bounds what a launcher reads: a spec is an argv and an
@@ -42,6 +49,30 @@ type launchSpec struct {
 	Ruleset  int
 	CgDir    int
 	CgKill   int
+	// Join are the tasks files of the agent's v1 pids and memory
+	// cgroups, Home those of the launcher's own: "0" written there moves
+	// the writing thread.
+	Join, Home [2]int
+	// Hide starts the agent in namespaces of its own (native launcher).
+	Hide bool
+}
+
+// noFds is a spec's descriptors before any is set.
+func noFds() launchSpec {
+	return launchSpec{Ruleset: -1, CgDir: -1, CgKill: -1, Join: [2]int{-1, -1}, Home: [2]int{-1, -1}}
+}
+
+// fdSlots are a spec's descriptors, in the order they are sent, each with
+// its flag; a v1 pair shares one.
+func (s *launchSpec) fdSlots() []struct {
+	flag int
+	fd   *int
+} {
+	return []struct {
+		flag int
+		fd   *int
+	}{{specRuleset, &s.Ruleset}, {specCgroupDir, &s.CgDir}, {specCgroupKill, &s.CgKill},
+		{specV1Pids, &s.Join[0]}, {specV1Pids, &s.Home[0]}, {specV1Memory, &s.Join[1]}, {specV1Memory, &s.Home[1]}}
 }
 
 // errNUL is an argument or variable that exec could not pass.
@@ -51,11 +82,19 @@ var errNUL = errors.New("a NUL byte in an argument or the environment")
 func (s launchSpec) encode() ([]byte, []int, error) {
 	var flags int
 	var fds []int
-	for _, d := range []struct{ fd, flag int }{{s.Ruleset, specRuleset}, {s.CgDir, specCgroupDir}, {s.CgKill, specCgroupKill}} {
-		if d.fd >= 0 {
-			flags |= d.flag
-			fds = append(fds, d.fd)
+	for i := range 2 {
+		if (s.Join[i] >= 0) != (s.Home[i] >= 0) {
+			return nil, nil, errors.New("launch spec: a cgroup v1 join without its way home")
 		}
+	}
+	for _, d := range s.fdSlots() {
+		if *d.fd >= 0 {
+			flags |= d.flag
+			fds = append(fds, *d.fd)
+		}
+	}
+	if s.Hide {
+		flags |= specHide
 	}
 	size := 64 + len(s.Path)
 	for _, a := range s.Args {
@@ -93,9 +132,9 @@ func (s launchSpec) encode() ([]byte, []int, error) {
 // decodeSpec reads a spec and the descriptors that came with it. On an
 // error it takes none of them: the caller closes them.
 func decodeSpec(b []byte, fds []int) (launchSpec, error) {
-	s := launchSpec{Ruleset: -1, CgDir: -1, CgKill: -1}
+	s := noFds()
 	fail := func(format string, a ...any) (launchSpec, error) {
-		return launchSpec{Ruleset: -1, CgDir: -1, CgKill: -1}, fmt.Errorf("launch spec: "+format, a...)
+		return noFds(), fmt.Errorf("launch spec: "+format, a...)
 	}
 	if len(b) == 0 || b[len(b)-1] != 0 {
 		return fail("truncated")
@@ -148,21 +187,19 @@ func decodeSpec(b []byte, fds []int) (launchSpec, error) {
 		return fail("bad environment")
 	}
 	want := 0
-	for f := uint64(1); f <= specAllFlags; f <<= 1 {
-		if flags&f != 0 {
+	for _, d := range s.fdSlots() {
+		if flags&uint64(d.flag) != 0 {
 			want++
 		}
 	}
 	if len(fds) != want {
 		return fail("%d descriptors for flags %d", len(fds), flags)
 	}
-	for _, d := range []struct {
-		flag uint64
-		fd   *int
-	}{{specRuleset, &s.Ruleset}, {specCgroupDir, &s.CgDir}, {specCgroupKill, &s.CgKill}} {
-		if flags&d.flag != 0 {
+	for _, d := range s.fdSlots() {
+		if flags&uint64(d.flag) != 0 {
 			*d.fd, fds = fds[0], fds[1:]
 		}
 	}
+	s.Hide = flags&specHide != 0
 	return s, nil
 }

@@ -9,9 +9,13 @@ import (
 
 func TestSpecRoundTrip(t *testing.T) {
 	for _, in := range []launchSpec{
-		{Path: "/bin/sh", Args: []string{"sh", "-c", "echo 'a b'\x01", ""}, Env: []string{"A=1", "B=x=y", "É=ü"}, Restrict: 6, Ruleset: 7, CgDir: 8, CgKill: 9},
-		{Path: "agent", Args: []string{"agent"}, Ruleset: -1, CgDir: -1, CgKill: -1},
-		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: -1, CgDir: 4, CgKill: -1},
+		{Path: "/bin/sh", Args: []string{"sh", "-c", "echo 'a b'\x01", ""}, Env: []string{"A=1", "B=x=y", "É=ü"}, Restrict: 6, Ruleset: 7, CgDir: 8, CgKill: 9, Join: [2]int{-1, -1}, Home: [2]int{-1, -1}},
+		{Path: "agent", Args: []string{"agent"}, Ruleset: -1, CgDir: -1, CgKill: -1, Join: [2]int{-1, -1}, Home: [2]int{-1, -1}},
+		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: -1, CgDir: 4, CgKill: -1, Join: [2]int{-1, -1}, Home: [2]int{-1, -1}},
+		// cgroup v1 limits: pids only, both.
+		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: -1, CgDir: 4, CgKill: 5, Join: [2]int{6, -1}, Home: [2]int{7, -1}},
+		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: 3, CgDir: 4, CgKill: 5, Join: [2]int{6, 8}, Home: [2]int{7, 9}},
+		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: 3, CgDir: -1, CgKill: -1, Join: [2]int{-1, -1}, Home: [2]int{-1, -1}, Hide: true},
 	} {
 		b, fds, err := in.encode()
 		if err != nil {
@@ -38,7 +42,7 @@ func TestSpecRefusesWhatExecCannotPass(t *testing.T) {
 		{Path: "", Args: []string{"sh"}},
 		{Path: "/bin/sh"},
 	} {
-		in.Ruleset, in.CgDir, in.CgKill = -1, -1, -1
+		in.Ruleset, in.CgDir, in.CgKill, in.Join, in.Home = -1, -1, -1, [2]int{-1, -1}, [2]int{-1, -1}
 		if _, _, err := in.encode(); err == nil {
 			t.Errorf("encode(%q %q %q): no error", in.Path, in.Args, in.Env)
 		}
@@ -54,7 +58,7 @@ var badSpecs = []struct {
 	{"empty", "", 0},
 	{"truncated", "tai-launch/1\x000\x000\x00/bin/sh\x001\x00sh\x000", 0},
 	{"other magic", "tai-launch/2\x000\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
-	{"flags", "tai-launch/1\x008\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
+	{"flags", "tai-launch/1\x0064\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
 	{"flags not a number", "tai-launch/1\x00x\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
 	{"restrict flags", "tai-launch/1\x000\x004294967296\x00/bin/sh\x001\x00sh\x000\x00", 0},
 	{"no path", "tai-launch/1\x000\x000\x00\x001\x00sh\x000\x00", 0},
@@ -64,6 +68,7 @@ var badSpecs = []struct {
 	{"environment count", "tai-launch/1\x000\x000\x00/bin/sh\x001\x00sh\x002\x00A=1\x00", 0},
 	{"trailing field", "tai-launch/1\x000\x000\x00/bin/sh\x001\x00sh\x000\x00extra\x00", 0},
 	{"missing descriptor", "tai-launch/1\x003\x000\x00/bin/sh\x001\x00sh\x000\x00", 1},
+	{"a cgroup v1 join without its way home", "tai-launch/1\x008\x000\x00/bin/sh\x001\x00sh\x000\x00", 1},
 	{"extra descriptor", "tai-launch/1\x000\x000\x00/bin/sh\x001\x00sh\x000\x00", 1},
 	{"huge count", "tai-launch/1\x000\x000\x00/bin/sh\x0099999999999999999999999\x00sh\x000\x00", 0},
 }
@@ -86,10 +91,10 @@ func FuzzDecodeSpec(f *testing.F) {
 	for _, tc := range badSpecs {
 		f.Add([]byte(tc.spec), uint8(tc.fds))
 	}
-	good, _, _ := launchSpec{Path: "/bin/sh", Args: []string{"sh", "-c", "x"}, Env: []string{"A=1"}, Ruleset: 3, CgDir: -1, CgKill: 4}.encode()
-	f.Add(good, uint8(2))
+	good, _, _ := launchSpec{Path: "/bin/sh", Args: []string{"sh", "-c", "x"}, Env: []string{"A=1"}, Ruleset: 3, CgDir: -1, CgKill: 4, Join: [2]int{5, -1}, Home: [2]int{6, -1}}.encode()
+	f.Add(good, uint8(4))
 	f.Fuzz(func(t *testing.T, b []byte, n uint8) {
-		fds := make([]int, n%5)
+		fds := make([]int, n%8)
 		for i := range fds {
 			fds[i] = 10 + i
 		}
