@@ -2,11 +2,13 @@ package policy
 
 import (
 	"bytes"
+	"context"
 	"fmt"
-	"os"
-	"os/exec"
+	"slices"
 	"strings"
 	"sync"
+
+	"github.com/tai-dev/tai/worktree"
 )
 
 // This file reads a git command line as git reads it, for
@@ -55,17 +57,17 @@ func (c gitConf) get(key string) (string, bool) {
 // cannot tell (no git, a bad repository): the caller reads that at its
 // most dangerous.
 func readGitConfig(dir string, opts, env []string) gitConf {
-	args := append([]string{"--no-pager", "-C", dir}, opts...)
-	cmd := exec.Command("git", append(args, "config", "--list", "-z")...)
-	cmd.Env = append(append(os.Environ(), env...), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0")
-	out, err := cmd.Output()
+	// Through tai's one git wrapper, with the command's own environment
+	// over its fixed one: what that command's git would read.
+	g := &worktree.Git{Env: env}
+	out, err := g.Run(context.Background(), dir, append(slices.Clip(opts), "config", "--list", "-z")...)
 	if err != nil {
 		// Outside a repository git still lists the user's config; an error
 		// means a config it cannot read.
 		return nil
 	}
 	conf := gitConf{}
-	for _, ent := range bytes.Split(out, []byte{0}) {
+	for _, ent := range bytes.Split([]byte(out), []byte{0}) {
 		if len(ent) == 0 {
 			continue
 		}
