@@ -3,14 +3,17 @@
 // snapshot of its sessions, tasks, budgets and what waits for a human
 // (asks, questions, elicitations), and answers to those. It listens on a Unix socket per run under DefaultDir (directory
 // 0700, socket 0600, the peer's uid checked on every connection) and, on
-// request, on TCP behind a bearer token. tai top and fleet logs read it.
+// request, on TCP. Every request must come from outside every agent's
+// sandbox (sandbox.ConfinedPeer) and carry a secret no sandbox can read:
+// the user's feed secret (TokenFile) on the socket, the token --listen
+// printed on TCP. What it serves is redacted as the run's audit log is.
+// tai top and fleet logs read it.
 package feed
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -31,7 +34,9 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/render"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Kind is what a feed's run is.
@@ -67,6 +72,9 @@ type Options struct {
 	OnAsk func(Ask)
 	// OnElicit, likewise, hears of every elicitation that starts waiting.
 	OnElicit func(Elicitation)
+	// Confined says whether a connection's peer is inside an agent's
+	// sandbox (default sandbox.ConfinedPeer; tests fake one).
+	Confined func(net.Conn) (bool, string)
 }
 
 // Server is one run's feed. Its methods are safe for concurrent use.
@@ -78,6 +86,10 @@ type Server struct {
 	wg      sync.WaitGroup
 	refused atomic.Int64
 	token   string // TCP only
+	secret  string // the socket's: TokenFile's
+
+	red      *redact.Redactor // what is served is redacted (SetRedactor)
+	onRefuse func(Refusal)
 
 	mu      sync.Mutex
 	frames  ring
@@ -124,17 +136,25 @@ func Open(o Options) (*Server, error) {
 	if o.Kind == "" {
 		o.Kind = KindRun
 	}
+	if o.Confined == nil {
+		o.Confined = sandbox.ConfinedPeer
+	}
 	if o.Run == "" || strings.ContainsAny(o.Run, "/\x00") || strings.HasPrefix(o.Run, ".") {
 		return nil, fmt.Errorf("feed: invalid run id %q", o.Run)
 	}
 	if err := ensureDir(o.Dir); err != nil {
 		return nil, err
 	}
+	secret, err := Secret(o.Dir)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := List(o.Dir); err != nil { // cleans up dead runs' sockets
 		o.Logger.Warn("feed: listing the feeds", "err", err)
 	}
 	s := &Server{o: o, path: filepath.Join(o.Dir, o.Run+SocketExt), started: o.Clock.Now().UTC(),
-		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.IdleBytes, recycle: true}, done: map[string]closedItem{}}
+		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.IdleBytes, recycle: true}, done: map[string]closedItem{},
+		secret: secret, red: redact.Default()}
 	s.asks = newPendings(s, "ask", "ask-", s.askClosed, answerName)
 	s.questions = newPendings(s, "question", "q-", s.questionClosed, func(string) string { return "an answer" })
 	s.elicits = newPendings(s, "elicitation", "el-", s.elicitClosed, func(r elicitReply) string { return string(r.Action) })
@@ -172,12 +192,13 @@ func Open(o Options) (*Server, error) {
 // Path is the feed's socket.
 func (s *Server) Path() string { return s.path }
 
-// Refused counts connections refused for coming from another user.
+// Refused counts the connections refused for coming from another user and
+// the requests refused by the guard.
 func (s *Server) Refused() int64 { return s.refused.Load() }
 
 // Listen serves the feed on TCP too, at addr ("127.0.0.1:0"): every
-// request must carry the bearer token it returns. It returns the address
-// it listens on.
+// request must carry the bearer token it returns and come from outside
+// every sandbox. It returns the address it listens on.
 func (s *Server) Listen(addr string) (string, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -197,7 +218,7 @@ func (s *Server) Listen(addr string) (string, string, error) {
 }
 
 func (s *Server) serve(ln net.Listener, h http.Handler) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelDebug)}
+	srv := &http.Server{Handler: h, ConnContext: s.connContext, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelDebug)}
 	s.mu.Lock()
 	s.srvs = append(s.srvs, srv)
 	s.mu.Unlock()
@@ -410,21 +431,7 @@ func (s *Server) handler(tcp bool) http.Handler {
 		mux.HandleFunc("POST /elicitations/{id}", s.answerElicitation)
 		return mux
 	})
-	if !tcp {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { routes().ServeHTTP(w, r) })
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		tok := s.token
-		s.mu.Unlock()
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="tai"`)
-			httpError(w, http.StatusUnauthorized, "a bearer token is needed: the one tai printed with --listen")
-			return
-		}
-		routes().ServeHTTP(w, r)
-	})
+	return s.guard(tcp, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { routes().ServeHTTP(w, r) }))
 }
 
 func httpError(w http.ResponseWriter, code int, msg string) {
@@ -462,6 +469,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 	s.streaming(1)
 	defer s.streaming(-1)
+	red := s.redactor()
 	buf := make([]kept, 0, streamBatch)
 	var line []byte
 	for {
@@ -473,7 +481,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			line = strconv.AppendUint(append(line[:0], "id: "...), f.id, 10)
 			line = append(line, "\ndata: "...)
 			_, _ = w.Write(line)
-			_, _ = w.Write(f.data)
+			_, _ = w.Write(red.Bytes(f.data))
 			if _, err := io.WriteString(w, "\n\n"); err != nil {
 				return
 			}
@@ -497,9 +505,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
-	snap := s.Snapshot()
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	_ = enc.Encode(snap)
+	if err := enc.Encode(s.Snapshot()); err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(s.redactor().Bytes(b.Bytes()))
 }
