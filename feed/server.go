@@ -469,10 +469,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 	s.streaming(1)
 	defer s.streaming(-1)
-	red := s.redactor()
 	buf := make([]kept, 0, streamBatch)
 	var line []byte
 	for {
+		// Asked each time: a stream may start before the run's redactor
+		// is known (its agent resolved).
+		red := s.redactor()
 		frames, missed, changed, closed := s.since(after, buf)
 		if missed > 0 {
 			fmt.Fprintf(w, "event: gap\ndata: {\"missed\":%d}\n\n", missed)
