@@ -11,6 +11,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -108,8 +109,9 @@ func feedSockets(dir string) []string {
 }
 
 func probe(r *Report, sock string) {
-	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, Dial: func(string, string) (net.Conn, error) {
-		return net.Dial("unix", sock)
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
 	}}}
 	do := func(method, path string, body []byte) []byte {
 		key := filepath.Base(sock) + " " + method + " " + path
