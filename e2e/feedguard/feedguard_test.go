@@ -112,7 +112,7 @@ func TestAgentCannotUseTheFeeds(t *testing.T) {
 		"steps:\n  - permission: {title: \"deploy %[1]s\", kind: execute, command: \"deploy --token %[1]s\"}\n  - text: \"done\"\n", secretValue))
 	victimOut := filepath.Join(root, "victim.json")
 	victim := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", taiBin+" agent builtin --script "+victimScript,
-		"-e", "DEPLOY_TOKEN="+secretValue, "--approve", "ask", "--no-notify", "-o", "json", "go")
+		"-e", "DEPLOY_TOKEN="+secretValue, "--approve", "ask", "--no-notify", "--listen", "127.0.0.1:0", "-o", "json", "go")
 	victim.Dir, victim.Env = ws, env
 	resf, err := os.Create(victimOut)
 	if err != nil {
@@ -128,6 +128,21 @@ func TestAgentCannotUseTheFeeds(t *testing.T) {
 	var screen build.Buffer
 	go func() { _, _ = io.Copy(&screen, tty) }()
 
+	// Its --listen address and token, which the probe is given as if they
+	// had leaked: the peer check alone must refuse it.
+	var addr, tok string
+	for deadline := time.Now().Add(time.Minute); addr == ""; {
+		s := screen.String()
+		if i := strings.Index(s, "on http://"); i >= 0 && strings.Contains(s[i:], ")") {
+			line := s[i+len("on http://"):]
+			line = line[:strings.IndexByte(line, ')')]
+			addr, tok, _ = strings.Cut(line, " (Authorization: Bearer ")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no --listen line:\n%s", s)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	dir := filepath.Join(rt, "tai")
 	var ep feed.Endpoint
 	for deadline := time.Now().Add(time.Minute); ; {
@@ -172,6 +187,12 @@ func TestAgentCannotUseTheFeeds(t *testing.T) {
 		}
 	}
 
+	tc := feed.DialTCP(addr, tok)
+	defer tc.Close()
+	if _, err := tc.State(ctx); err != nil {
+		t.Fatalf("the victim's TCP feed, from outside with its token: %v", err)
+	}
+
 	// tai top, outside every sandbox, sees the victim's ask.
 	top := build.Run(t, taiBin, ws, env, "top", "--once", "--width", "200")
 	if top.Code != 0 || !strings.Contains(top.Stdout, "deploy") {
@@ -181,7 +202,7 @@ func TestAgentCannotUseTheFeeds(t *testing.T) {
 	// The attacker: its agent's one command is the probe.
 	report := filepath.Join(ws, "probe.json")
 	attackerScript := writeFile(t, root, "attacker.yaml", fmt.Sprintf(
-		"steps:\n  - run: {command: %q, args: [%q, %q]}\n  - text: \"probed\"\n", probeBin, report, name))
+		"steps:\n  - run: {command: %q, args: [%q, %q, %q, %q]}\n  - text: \"probed\"\n", probeBin, report, name, addr, tok))
 	att := build.Run(t, taiBin, ws, env, "run", "--agent-cmd", taiBin+" agent builtin --script "+attackerScript,
 		"--approve", "all", "-o", "json", "go")
 	var ar runResult
@@ -197,7 +218,7 @@ func TestAgentCannotUseTheFeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("probe: %s", b)
-	if len(pr.Sockets) != 2 || len(pr.Requests) < 2*3 {
+	if len(pr.Sockets) != 2 || len(pr.Requests) < 3*3 {
 		t.Fatalf("the probe did not find and try both runs' feeds: %s", b)
 	}
 	for req, code := range pr.Requests {

@@ -5,7 +5,9 @@
 // /proc/net/unix, reads the feed secret, reads each feed's /state and
 // /events and answers the asks it finds; it SIGSTOPs tai (and at once
 // SIGCONTs it, should that work); it connects to the abstract Unix socket
-// named by its second argument.
+// named by its second argument. With a third and fourth, a feed's
+// --listen address and its token (as if they leaked into a file the agent
+// reads), it tries that feed on TCP too.
 package main
 
 import (
@@ -37,8 +39,8 @@ type Report struct {
 }
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: feedprobe REPORT ABSTRACT-NAME")
+	if len(os.Args) != 3 && len(os.Args) != 5 {
+		fmt.Fprintln(os.Stderr, "usage: feedprobe REPORT ABSTRACT-NAME [TCP-ADDR TOKEN]")
 		os.Exit(2)
 	}
 	r := Report{Requests: map[string]int{}, Errors: map[string]string{}}
@@ -54,7 +56,17 @@ func main() {
 		}
 	}
 	for _, sock := range r.Sockets {
-		probe(&r, sock)
+		probe(&r, sock, func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}, r.Secret)
+	}
+	if len(os.Args) == 5 {
+		addr := os.Args[3]
+		probe(&r, "tcp", func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", addr)
+		}, os.Args[4])
 	}
 	r.TaiPid = taiPid()
 	if r.TaiPid <= 1 {
@@ -108,16 +120,17 @@ func feedSockets(dir string) []string {
 	return out
 }
 
-func probe(r *Report, sock string) {
+// probe tries a feed, named sock in the report, dialled by dial, with
+// token if it has one.
+func probe(r *Report, sock string, dial func(context.Context) (net.Conn, error), token string) {
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
+		return dial(ctx)
 	}}}
 	do := func(method, path string, body []byte) []byte {
 		key := filepath.Base(sock) + " " + method + " " + path
 		req, _ := http.NewRequest(method, "http://tai"+path, bytes.NewReader(body))
-		if r.Secret != "" {
-			req.Header.Set("Authorization", "Bearer "+r.Secret)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := hc.Do(req)
