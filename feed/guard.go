@@ -1,7 +1,9 @@
 package feed
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"crypto/subtle"
 	"fmt"
 	"net"
@@ -120,4 +122,53 @@ func (s *Server) refuse(r Refusal) {
 	if fn != nil {
 		fn(r)
 	}
+}
+
+// redactFrame redacts a frame as the run's audit log is, but for the URL
+// an elicit.opened frame asks the human to open: that is shown whole, as
+// the terminal shows it (its query is often a device code the human must
+// carry to the page), to the human alone.
+func redactFrame(red *redact.Redactor, data []byte) []byte {
+	out := red.Bytes(data)
+	if bytes.Equal(out, data) || !bytes.Contains(data, []byte(`"`+FrameElicitOpened+`"`)) {
+		return out
+	}
+	var orig, got ElicitFrame
+	if json.Unmarshal(data, &orig) != nil || orig.Type != FrameElicitOpened || orig.Elicitation.Request.URL == "" ||
+		json.Unmarshal(out, &got) != nil {
+		return out
+	}
+	got.Elicitation.Request.URL = orig.Elicitation.Request.URL
+	b, err := json.Marshal(got)
+	if err != nil {
+		return out
+	}
+	return b
+}
+
+// redactState is the snapshot's JSON redacted as the run's audit log is,
+// the pending elicitations' URLs whole (see redactFrame).
+func redactState(red *redact.Redactor, st State) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(st); err != nil {
+		return nil, err
+	}
+	out := red.Bytes(b.Bytes())
+	if bytes.Equal(out, b.Bytes()) || len(st.Elicitations) == 0 {
+		return out, nil
+	}
+	var got State
+	if json.Unmarshal(out, &got) != nil || len(got.Elicitations) != len(st.Elicitations) {
+		return out, nil
+	}
+	for i, e := range st.Elicitations {
+		got.Elicitations[i].Request.URL = e.Request.URL
+	}
+	b.Reset()
+	if err := enc.Encode(got); err != nil {
+		return out, nil
+	}
+	return b.Bytes(), nil
 }

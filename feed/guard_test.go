@@ -143,3 +143,33 @@ func TestServedRedacted(t *testing.T) {
 		t.Fatalf("state %s", b)
 	}
 }
+
+// An elicitation's URL is served whole (the human opens it); the rest of
+// its frame, and of the snapshot, is redacted.
+func TestElicitationURLServedWhole(t *testing.T) {
+	const secret = "s3cr3t-literal-0123456789"
+	red, err := redact.New(redact.Options{Literals: []string{secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "https://auth.example.com/device?code=XYZ&token=abcdef123456"
+	e := Elicitation{ID: "el-1", Request: driver.ElicitationRequest{ID: "1", Mode: driver.ElicitURL, Message: "log in with " + secret, URL: url}}
+	frame, _ := json.Marshal(ElicitFrame{Type: FrameElicitOpened, Run: "r", Elicitation: e})
+	var f ElicitFrame
+	if err := json.Unmarshal(redactFrame(red, frame), &f); err != nil {
+		t.Fatal(err)
+	}
+	b, err := redactState(red, State{Elicitations: []Elicitation{e}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st State
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	for what, got := range map[string]Elicitation{"frame": f.Elicitation, "state": st.Elicitations[0]} {
+		if got.Request.URL != url || strings.Contains(got.Request.Message, secret) {
+			t.Errorf("%s: %+v", what, got.Request)
+		}
+	}
+}

@@ -483,7 +483,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			line = strconv.AppendUint(append(line[:0], "id: "...), f.id, 10)
 			line = append(line, "\ndata: "...)
 			_, _ = w.Write(line)
-			_, _ = w.Write(red.Bytes(f.data))
+			_, _ = w.Write(redactFrame(red, f.data))
 			if _, err := io.WriteString(w, "\n\n"); err != nil {
 				return
 			}
@@ -507,13 +507,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s.Snapshot()); err != nil {
+	b, err := redactState(s.redactor(), s.Snapshot())
+	if err != nil {
 		httpError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(s.redactor().Bytes(b.Bytes()))
+	_, _ = w.Write(b)
 }
