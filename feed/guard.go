@@ -3,8 +3,8 @@ package feed
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"crypto/subtle"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
