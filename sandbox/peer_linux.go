@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 
@@ -110,11 +111,22 @@ func parentOf(pid int) (int, error) {
 func ConfinedPeer(c net.Conn) (bool, string) {
 	switch cc := c.(type) {
 	case *net.UnixConn:
-		pid, err := peerPid(cc)
+		pid, pidfd, err := peerPid(cc)
 		if err != nil {
 			return true, fmt.Sprintf("peer credentials: %v", err)
 		}
-		return Confined(pid)
+		if pidfd >= 0 {
+			defer unix.Close(pidfd)
+		}
+		if in, why := Confined(pid); in {
+			return in, why
+		}
+		// The pid was read from /proc by number: had the peer exited, and
+		// its pid gone to another process, the check spoke of that one.
+		if pidfd >= 0 && errors.Is(unix.PidfdSendSignal(pidfd, 0, nil, 0), unix.ESRCH) {
+			return true, fmt.Sprintf("pid %d exited before it could be checked", pid)
+		}
+		return false, ""
 	case *net.TCPConn:
 		local, err1 := netip.ParseAddrPort(cc.LocalAddr().String())
 		remote, err2 := netip.ParseAddrPort(cc.RemoteAddr().String())
@@ -126,22 +138,37 @@ func ConfinedPeer(c net.Conn) (bool, string) {
 	return true, fmt.Sprintf("a %T's peer cannot be checked", c)
 }
 
-func peerPid(c *net.UnixConn) (int, error) {
+// soPeerPidfd is SO_PEERPIDFD (Linux 6.5) where it is asm-generic's.
+const soPeerPidfd = 77
+
+// peerPid is the peer's pid from SO_PEERCRED and, where the kernel has
+// it, a pidfd of that very process (else -1) to close.
+func peerPid(c *net.UnixConn) (int, int, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return 0, err
+		return 0, -1, err
 	}
 	var cred *unix.Ucred
 	var cerr error
+	pidfd := -1
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+		switch runtime.GOARCH {
+		case "amd64", "arm64", "386", "arm", "riscv64", "loong64", "ppc64", "ppc64le", "s390x":
+			if pfd, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, soPeerPidfd); err == nil {
+				pidfd = pfd
+			}
+		}
 	}); err != nil {
-		return 0, err
+		return 0, -1, err
 	}
 	if cerr != nil {
-		return 0, cerr
+		if pidfd >= 0 {
+			_ = unix.Close(pidfd)
+		}
+		return 0, -1, cerr
 	}
-	return int(cred.Pid), nil
+	return int(cred.Pid), pidfd, nil
 }
 
 // confinedTCP finds the peer's socket (local address remote, remote

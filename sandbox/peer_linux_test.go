@@ -18,6 +18,15 @@ import (
 // its pid and the orphan's, and holds the connection until the test closes
 // it.
 func init() {
+	if p := os.Getenv("SANDBOX_TEST_UNIX_DIAL"); p != "" && !Launching() {
+		// Connect, say so, and exit: the test then checks a gone peer.
+		c, err := net.Dial("unix", p)
+		if err != nil {
+			os.Exit(3)
+		}
+		fmt.Fprintln(c, "hello")
+		os.Exit(0)
+	}
 	addr := os.Getenv("SANDBOX_TEST_PEER")
 	if addr == "" || Launching() {
 		return
@@ -114,13 +123,37 @@ func testConfined(t *testing.T, l launcher) {
 	}
 }
 
-// A Unix socket's peer is this process: not confined.
+// A Unix socket's peer is this process: not confined. A peer that exited
+// before the check cannot be proved outside: confined.
 func TestConfinedPeerUnix(t *testing.T) {
 	a, b := unixPair(t)
 	defer a.Close()
 	defer b.Close()
 	if in, why := ConfinedPeer(a); in {
 		t.Fatalf("confined: %s", why)
+	}
+
+	dir := t.TempDir()
+	ln, err := net.Listen("unix", dir+"/s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), "SANDBOX_TEST_UNIX_DIAL="+dir+"/s")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if in, why := ConfinedPeer(c); !in {
+		t.Fatalf("a peer that exited is not confined (%q)", why)
 	}
 }
 
