@@ -30,7 +30,7 @@ func Dial(path string) *Client {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
 	}}
-	tok, err := readSecret(filepath.Join(filepath.Dir(path), TokenFile))
+	tok, err := readSecret(secretPath(filepath.Dir(path)))
 	return &Client{base: "http://tai", token: tok, tokErr: err, hc: &http.Client{Transport: tr}}
 }
 

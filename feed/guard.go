@@ -104,7 +104,7 @@ func (s *Server) guard(tcp bool, next http.Handler) http.Handler {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="tai"`)
 			msg := "a bearer token is needed: the one tai printed with --listen"
 			if !tcp {
-				msg = fmt.Sprintf("a bearer token is needed: the feed secret (%s in the feed directory)", TokenFile)
+				msg = fmt.Sprintf("a bearer token is needed: the feed secret (%s/%s in the feed directory)", secretSub, TokenFile)
 			}
 			httpError(w, http.StatusUnauthorized, msg)
 			return

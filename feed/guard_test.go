@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -99,7 +98,7 @@ func TestSecret(t *testing.T) {
 	if err != nil || a != b || len(a) < 32 {
 		t.Fatalf("secrets %q, %q, %v", a, b, err)
 	}
-	p := filepath.Join(dir, TokenFile)
+	p := secretPath(dir)
 	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("secret file %v, %v", st.Mode(), err)
 	}

@@ -10,17 +10,31 @@ import (
 	"strings"
 )
 
-// TokenFile is the user's feed secret, in the feed directory (0600): every
-// request on a feed's socket carries it. The sandbox denies reading the
-// feed directory (agentspec), so a caller with it is outside every
-// sandbox; the peer check (sandbox.ConfinedPeer) is the other proof.
+// TokenFile is the user's feed secret, in the secret directory below the
+// feed directory (both 0700, the file 0600): every request on a feed's
+// socket carries it. The sandbox denies reading SecretDir (agentspec), so
+// a caller with it is outside every sandbox; the peer check
+// (sandbox.ConfinedPeer) is the other proof.
 const TokenFile = "token"
 
-// Secret is the feed secret of dir, made on first use. It is written under
-// another name and linked into place, so a reader never sees it half
-// written and two runs starting at once agree on one.
+// secretSub is the secret directory's name in a feed directory.
+const secretSub = "secret"
+
+// SecretDir is where the feed secret of DefaultDir lives: what the
+// sandbox hides.
+func SecretDir() string { return filepath.Join(DefaultDir(), secretSub) }
+
+// secretPath is the feed secret of the feed directory dir.
+func secretPath(dir string) string { return filepath.Join(dir, secretSub, TokenFile) }
+
+// Secret is the feed secret of the feed directory dir, made on first use.
+// It is written under another name and linked into place, so a reader
+// never sees it half written and two runs starting at once agree on one.
 func Secret(dir string) (string, error) {
-	path := filepath.Join(dir, TokenFile)
+	path := secretPath(dir)
+	if err := ensureDir(filepath.Dir(path)); err != nil {
+		return "", err
+	}
 	if tok, err := readSecret(path); err == nil || !errors.Is(err, os.ErrNotExist) {
 		return tok, err
 	}
@@ -28,7 +42,7 @@ func Secret(dir string) (string, error) {
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("feed secret: %w", err)
 	}
-	f, err := os.CreateTemp(dir, ".token-*")
+	f, err := os.CreateTemp(filepath.Dir(path), ".token-*")
 	if err != nil {
 		return "", fmt.Errorf("feed secret: %w", err)
 	}

@@ -49,7 +49,7 @@ func main() {
 	dir := os.Getenv("XDG_RUNTIME_DIR")
 	if dir != "" {
 		r.Sockets = feedSockets(filepath.Join(dir, "tai"))
-		b, err := os.ReadFile(filepath.Join(dir, "tai", "token"))
+		b, err := os.ReadFile(filepath.Join(dir, "tai", "secret", "token"))
 		r.Secret = strings.TrimSpace(string(b))
 		if err != nil {
 			r.SecretErr = err.Error()
