@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -169,6 +170,24 @@ func TestElicitationURLServedWhole(t *testing.T) {
 	for what, got := range map[string]Elicitation{"frame": f.Elicitation, "state": st.Elicitations[0]} {
 		if got.Request.URL != url || strings.Contains(got.Request.Message, secret) {
 			t.Errorf("%s: %+v", what, got.Request)
+		}
+	}
+}
+
+// The secret directories of both feed directories a user's tai may use
+// exist once asked for (the sandbox can hide only what exists), private.
+func TestSecretDirs(t *testing.T) {
+	rt, tmp := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	t.Setenv("TMPDIR", tmp)
+	got := SecretDirs()
+	want := []string{rt + "/tai/secret", tmp + "/tai-" + strconv.Itoa(os.Getuid()) + "/secret"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("SecretDirs() = %v, want %v", got, want)
+	}
+	for _, d := range got {
+		if st, err := os.Stat(d); err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+			t.Errorf("%s: %v, %v", d, st, err)
 		}
 	}
 }

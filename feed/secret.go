@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -20,9 +21,24 @@ const TokenFile = "token"
 // secretSub is the secret directory's name in a feed directory.
 const secretSub = "secret"
 
-// SecretDir is where the feed secret of DefaultDir lives: what the
-// sandbox hides.
-func SecretDir() string { return filepath.Join(DefaultDir(), secretSub) }
+// SecretDirs are where this user's feed secrets live, made if missing so
+// that the sandbox can hide them (Landlock hides only what exists): the
+// secret of DefaultDir, and of the temp directory's feed directory, which
+// a tai started without XDG_RUNTIME_DIR uses.
+func SecretDirs() []string {
+	var out []string
+	for _, d := range []string{DefaultDir(), tempDir()} {
+		p := filepath.Join(d, secretSub)
+		if slices.Contains(out, p) {
+			continue
+		}
+		if err := ensureDir(d); err == nil {
+			_ = ensureDir(p)
+		}
+		out = append(out, p)
+	}
+	return out
+}
 
 // secretPath is the feed secret of the feed directory dir.
 func secretPath(dir string) string { return filepath.Join(dir, secretSub, TokenFile) }
