@@ -88,15 +88,14 @@ type Server struct {
 	token   string // TCP only
 	secret  string // the socket's: TokenFile's
 
+	mu       sync.Mutex
 	red      *redact.Redactor // what is served is redacted (SetRedactor)
 	onRefuse func(Refusal)
-
-	mu      sync.Mutex
-	frames  ring
-	lazy    lazyFrames // frames after the ring's, while no stream reads
-	payload lazyPayload
-	enc     render.FrameEncoder
-	buf     bytes.Buffer // a frame being encoded
+	frames   ring
+	lazy     lazyFrames // frames after the ring's, while no stream reads
+	payload  lazyPayload
+	enc      render.FrameEncoder
+	buf      bytes.Buffer // a frame being encoded
 	// changed is closed on the next frame; nil while no stream waits, so
 	// a feed nobody reads makes no channel a frame.
 	changed   chan struct{}
