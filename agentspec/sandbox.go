@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
@@ -72,6 +73,7 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 		cfg.Deny = append(cfg.Deny, expandHome(s, home))
 	}
 	cfg.Deny = append(cfg.Deny, denyReadPaths(pol.Rules, home)...)
+	cfg.Deny = append(cfg.Deny, feed.SecretDirs()...) // the feeds' secret: the human's
 	cfg.Protect = append(cfg.Protect, statedir.Dir())
 	if dp, err := policy.DefaultPath(); err == nil {
 		cfg.Protect = append(cfg.Protect, filepath.Dir(dp))

@@ -73,6 +73,10 @@ type DoctorLandlock struct {
 	ABI      int    `json:"abi"`
 	Error    string `json:"error,omitempty"`
 	Launcher string `json:"launcher"`
+	// Scopes: the signal and abstract-socket scopes are in force (ABI 6
+	// on): an agent cannot stop tai, signal other agents, or reach X11 or
+	// D-Bus by an abstract socket.
+	Scopes bool `json:"scopes"`
 }
 
 // DoctorLimits are the limits a run's agent would have here (the user's
@@ -118,6 +122,7 @@ func RunDoctor(ctx context.Context, std IO, dir string) Doctor {
 		d.Landlock.Error = err.Error()
 	} else {
 		d.Landlock.ABI = abi
+		d.Landlock.Scopes = abi >= sandbox.ScopesABI
 	}
 	d.Limits = doctorLimits()
 	d.Hub = doctorHub(ctx, std)
@@ -340,6 +345,8 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 		fmt.Fprintf(w, "\nLandlock: none (%s)\n", d.Landlock.Error)
 	} else {
 		fmt.Fprintf(w, "\nLandlock: ABI %d\n", d.Landlock.ABI)
+		fmt.Fprintf(w, "Landlock scopes (signals, abstract sockets): %s\n", map[bool]string{true: "in force",
+			false: "not on this kernel (ABI 6 or later): an agent can signal tai and reach abstract sockets"}[d.Landlock.Scopes])
 	}
 	if d.Landlock.Launcher == "native" {
 		fmt.Fprintf(w, "Launcher: native\n")

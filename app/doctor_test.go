@@ -53,6 +53,9 @@ func TestDoctor(t *testing.T) {
 	if (d.Landlock.ABI > 0) == (d.Landlock.Error != "") {
 		t.Errorf("landlock %+v", d.Landlock)
 	}
+	if d.Landlock.Scopes != (d.Landlock.ABI >= sandbox.ScopesABI) {
+		t.Errorf("landlock scopes %v with ABI %d", d.Landlock.Scopes, d.Landlock.ABI)
+	}
 	if want := map[bool]string{true: "native", false: "go"}[sandbox.Native]; d.Landlock.Launcher != want {
 		t.Errorf("launcher %q, want %q", d.Landlock.Launcher, want)
 	}

@@ -5,9 +5,11 @@ import (
 	"log/slog"
 	"net/url"
 
+	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/notify"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/redact"
 )
 
 // liveFeed is a run's feed and its notifications.
@@ -84,6 +86,21 @@ func openFeed(run string, kind feed.Kind, ff FeedFlags, logger *slog.Logger, std
 		fmt.Fprintf(stderr, "tai: live feed of %s on http://%s (Authorization: Bearer %s)\n", run, addr, tok)
 	}
 	return lf, closeAll, nil
+}
+
+// guardFeed makes the feed serve what the run's audit log would keep
+// (redacted by red) and record there every request it refuses.
+func guardFeed(srv *feed.Server, log *audit.Log, red *redact.Redactor) {
+	if srv == nil {
+		return
+	}
+	if red == nil {
+		red = redact.Default()
+	}
+	srv.SetRedactor(red)
+	if log != nil {
+		srv.OnRefuse(func(r feed.Refusal) { _ = log.Append(audit.KindFeedRefused, "", r) })
+	}
 }
 
 // withFeed makes the feed a channel of the terminal's asks: whichever

@@ -171,6 +171,7 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 			logger.Warn("the run's live feed", "run", run, "err", err)
 		}
 		srv := lf.srv
+		guardFeed(srv, log, red)
 		if srv != nil {
 			stream.publish = srv.Publish
 		}

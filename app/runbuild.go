@@ -334,9 +334,6 @@ func (b *runBuild) sinks() {
 // auditLog opens the run's audit log: every run has one unless --no-audit.
 func (b *runBuild) auditLog() error {
 	path := b.f.auditPath(b.o.RunID)
-	if path == "" {
-		return nil
-	}
 	env := b.o.Env
 	if env == nil {
 		env = b.std.Env()
@@ -344,6 +341,10 @@ func (b *runBuild) auditLog() error {
 	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(b.o.MCPServers)...), Patterns: b.f.Redact})
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("--redact: %w", err))
+	}
+	if path == "" {
+		guardFeed(b.feed, nil, red) // the feed is redacted as a log would be
+		return nil
 	}
 	log, err := audit.Open(path, audit.Options{Run: b.o.RunID, Redactor: red, Logger: b.logger})
 	if err != nil {
@@ -355,6 +356,7 @@ func (b *runBuild) auditLog() error {
 		}
 	})
 	b.o.Audit = log
+	guardFeed(b.feed, log, red)
 	return nil
 }
 

@@ -30,6 +30,7 @@ const (
 	KindError              = "error"
 	KindBudget             = "budget"
 	KindFleet              = "fleet"
+	KindFeedRefused        = "feed.refused" // a request on the live feed from inside a sandbox, or without its secret
 
 	KindElicitationRequest  = "elicitation.request"
 	KindElicitationAnswer   = "elicitation.answer" // with its provenance; secret fields redacted

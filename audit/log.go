@@ -318,6 +318,10 @@ func Open(path string, opts Options) (*Log, error) {
 // Path returns the log's file path.
 func (l *Log) Path() string { return l.path }
 
+// Redactor is what redacts the log's entries (a live feed serves its
+// frames redacted alike).
+func (l *Log) Redactor() *redact.Redactor { return l.red }
+
 // Head returns the seq and line hash of the last entry written, for anchoring
 // the chain outside the file (see Report.Head).
 func (l *Log) Head() (seq uint64, hash string) {

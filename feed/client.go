@@ -10,24 +10,28 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
 
 // Client talks to one run's feed.
 type Client struct {
-	base  string
-	token string
-	hc    *http.Client
+	base   string
+	token  string
+	tokErr error // the feed secret could not be read: said with a refusal
+	hc     *http.Client
 }
 
-// Dial returns a client of the feed at the Unix socket path.
+// Dial returns a client of the feed at the Unix socket path, with the
+// feed secret of its directory.
 func Dial(path string) *Client {
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "unix", path)
 	}}
-	return &Client{base: "http://tai", hc: &http.Client{Transport: tr}}
+	tok, err := readSecret(secretPath(filepath.Dir(path)))
+	return &Client{base: "http://tai", token: tok, tokErr: err, hc: &http.Client{Transport: tr}}
 }
 
 // DialTCP returns a client of a feed served with --listen, at
@@ -71,6 +75,9 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, hd
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(b))
+		}
+		if resp.StatusCode == http.StatusUnauthorized && c.tokErr != nil {
+			e.Error += " (" + c.tokErr.Error() + ")"
 		}
 		return nil, &StatusError{Code: resp.StatusCode, Msg: e.Error}
 	}

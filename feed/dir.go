@@ -20,8 +20,11 @@ func DefaultDir() string {
 	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		return filepath.Join(d, "tai")
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("tai-%d", os.Getuid()))
+	return tempDir()
 }
+
+// tempDir is the feed directory without XDG_RUNTIME_DIR.
+func tempDir() string { return filepath.Join(os.TempDir(), fmt.Sprintf("tai-%d", os.Getuid())) }
 
 // ensureDir makes dir (0700) and checks that it is this user's own
 // directory, not a symlink or someone else's planted in a shared /tmp.

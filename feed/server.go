@@ -3,14 +3,17 @@
 // snapshot of its sessions, tasks, budgets and what waits for a human
 // (asks, questions, elicitations), and answers to those. It listens on a Unix socket per run under DefaultDir (directory
 // 0700, socket 0600, the peer's uid checked on every connection) and, on
-// request, on TCP behind a bearer token. tai top and fleet logs read it.
+// request, on TCP. Every request must come from outside every agent's
+// sandbox (sandbox.ConfinedPeer) and carry a secret no sandbox can read:
+// the user's feed secret (TokenFile) on the socket, the token --listen
+// printed on TCP. What it serves is redacted as the run's audit log is.
+// tai top and fleet logs read it.
 package feed
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -31,7 +34,9 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/render"
+	"github.com/tai-dev/tai/sandbox"
 )
 
 // Kind is what a feed's run is.
@@ -67,6 +72,9 @@ type Options struct {
 	OnAsk func(Ask)
 	// OnElicit, likewise, hears of every elicitation that starts waiting.
 	OnElicit func(Elicitation)
+	// Confined says whether a connection's peer is inside an agent's
+	// sandbox (default sandbox.ConfinedPeer; tests fake one).
+	Confined func(net.Conn) (bool, string)
 }
 
 // Server is one run's feed. Its methods are safe for concurrent use.
@@ -78,13 +86,16 @@ type Server struct {
 	wg      sync.WaitGroup
 	refused atomic.Int64
 	token   string // TCP only
+	secret  string // the socket's: TokenFile's
 
-	mu      sync.Mutex
-	frames  ring
-	lazy    lazyFrames // frames after the ring's, while no stream reads
-	payload lazyPayload
-	enc     render.FrameEncoder
-	buf     bytes.Buffer // a frame being encoded
+	mu       sync.Mutex
+	red      *redact.Redactor // what is served is redacted (SetRedactor)
+	onRefuse func(Refusal)
+	frames   ring
+	lazy     lazyFrames // frames after the ring's, while no stream reads
+	payload  lazyPayload
+	enc      render.FrameEncoder
+	buf      bytes.Buffer // a frame being encoded
 	// changed is closed on the next frame; nil while no stream waits, so
 	// a feed nobody reads makes no channel a frame.
 	changed   chan struct{}
@@ -124,17 +135,25 @@ func Open(o Options) (*Server, error) {
 	if o.Kind == "" {
 		o.Kind = KindRun
 	}
+	if o.Confined == nil {
+		o.Confined = sandbox.ConfinedPeer
+	}
 	if o.Run == "" || strings.ContainsAny(o.Run, "/\x00") || strings.HasPrefix(o.Run, ".") {
 		return nil, fmt.Errorf("feed: invalid run id %q", o.Run)
 	}
 	if err := ensureDir(o.Dir); err != nil {
 		return nil, err
 	}
+	secret, err := Secret(o.Dir)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := List(o.Dir); err != nil { // cleans up dead runs' sockets
 		o.Logger.Warn("feed: listing the feeds", "err", err)
 	}
 	s := &Server{o: o, path: filepath.Join(o.Dir, o.Run+SocketExt), started: o.Clock.Now().UTC(),
-		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.IdleBytes, recycle: true}, done: map[string]closedItem{}}
+		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.IdleBytes, recycle: true}, done: map[string]closedItem{},
+		secret: secret, red: redact.Default()}
 	s.asks = newPendings(s, "ask", "ask-", s.askClosed, answerName)
 	s.questions = newPendings(s, "question", "q-", s.questionClosed, func(string) string { return "an answer" })
 	s.elicits = newPendings(s, "elicitation", "el-", s.elicitClosed, func(r elicitReply) string { return string(r.Action) })
@@ -172,12 +191,13 @@ func Open(o Options) (*Server, error) {
 // Path is the feed's socket.
 func (s *Server) Path() string { return s.path }
 
-// Refused counts connections refused for coming from another user.
+// Refused counts the connections refused for coming from another user and
+// the requests refused by the guard.
 func (s *Server) Refused() int64 { return s.refused.Load() }
 
 // Listen serves the feed on TCP too, at addr ("127.0.0.1:0"): every
-// request must carry the bearer token it returns. It returns the address
-// it listens on.
+// request must carry the bearer token it returns and come from outside
+// every sandbox. It returns the address it listens on.
 func (s *Server) Listen(addr string) (string, string, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -197,7 +217,7 @@ func (s *Server) Listen(addr string) (string, string, error) {
 }
 
 func (s *Server) serve(ln net.Listener, h http.Handler) {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelDebug)}
+	srv := &http.Server{Handler: h, ConnContext: s.connContext, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(s.o.Logger.Handler(), slog.LevelDebug)}
 	s.mu.Lock()
 	s.srvs = append(s.srvs, srv)
 	s.mu.Unlock()
@@ -410,21 +430,7 @@ func (s *Server) handler(tcp bool) http.Handler {
 		mux.HandleFunc("POST /elicitations/{id}", s.answerElicitation)
 		return mux
 	})
-	if !tcp {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { routes().ServeHTTP(w, r) })
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		tok := s.token
-		s.mu.Unlock()
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="tai"`)
-			httpError(w, http.StatusUnauthorized, "a bearer token is needed: the one tai printed with --listen")
-			return
-		}
-		routes().ServeHTTP(w, r)
-	})
+	return s.guard(tcp, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { routes().ServeHTTP(w, r) }))
 }
 
 func httpError(w http.ResponseWriter, code int, msg string) {
@@ -465,6 +471,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	buf := make([]kept, 0, streamBatch)
 	var line []byte
 	for {
+		// Asked each time: a stream may start before the run's redactor
+		// is known (its agent resolved).
+		red := s.redactor()
 		frames, missed, changed, closed := s.since(after, buf)
 		if missed > 0 {
 			fmt.Fprintf(w, "event: gap\ndata: {\"missed\":%d}\n\n", missed)
@@ -473,7 +482,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			line = strconv.AppendUint(append(line[:0], "id: "...), f.id, 10)
 			line = append(line, "\ndata: "...)
 			_, _ = w.Write(line)
-			_, _ = w.Write(f.data)
+			_, _ = w.Write(redactFrame(red, f.data))
 			if _, err := io.WriteString(w, "\n\n"); err != nil {
 				return
 			}
@@ -497,9 +506,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) state(w http.ResponseWriter, _ *http.Request) {
-	snap := s.Snapshot()
+	b, err := redactState(s.redactor(), s.Snapshot())
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(snap)
+	_, _ = w.Write(b)
 }

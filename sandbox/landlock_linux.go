@@ -34,6 +34,14 @@ var kernelABI = sync.OnceValue(func() int {
 // path) stay allowed.
 var handledFS = landlock.V5.HandledAccessFS
 
+// scoped are the IPC scopes every ruleset sets (ABI 6 on; best effort
+// drops them before): an agent can neither signal a process outside its
+// sandbox (SIGSTOP tai, so that --timeout, Ctrl-C and answers wait on it;
+// kill another agent) nor connect to an abstract Unix socket bound outside
+// it (a desktop's X11 and D-Bus). Its launcher is in its domain, and the
+// kernel's own signals (SIGCHLD, a terminal's) are not checked.
+var scoped = landlock.ScopedSet(ll.ScopeAbstractUnixSocket | ll.ScopeSignal)
+
 // ruleset builds the Landlock ruleset of r, in best effort (an older ABI
 // enforces what it knows), for a launcher to enforce on itself before it
 // starts the agent. fd is -1 where there is nothing to enforce. tai builds
@@ -50,7 +58,7 @@ func ruleset(r *rules) (fd int, flags uint32, err error) {
 			rs = append(rs, lr)
 		}
 	}
-	cfg := landlock.Config{HandledAccessFS: handledFS}
+	cfg := landlock.Config{HandledAccessFS: handledFS, Scoped: scoped}
 	if r.Net {
 		cfg.HandledAccessNet = landlock.AccessNetSet(ll.AccessNetConnectTCP)
 		for _, port := range r.Ports {
