@@ -191,7 +191,10 @@ func signals() (signalled []string, taiVisible bool) {
 	// Our ancestors up to the first that is not a launcher, a shell or the
 	// agent: walking up, the launcher's parent is tai.
 	pid := os.Getppid()
-	for pid > 1 {
+	for pid >= 1 {
+		if pid == 1 && !strings.Contains(cmdline(1), "__tai-launch") {
+			break // the machine's init, not the init of a PID namespace of tai's
+		}
 		mine[pid] = true
 		cmd := cmdline(pid)
 		if strings.Contains(cmd, "__tai-launch") {
