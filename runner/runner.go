@@ -162,6 +162,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		if col.res.Sandbox != nil {
 			start["sandbox"] = col.res.Sandbox
 		}
+		if names := secretenv.Dropped(os.Environ()); len(names) > 0 {
+			start["env_withheld"] = map[string]any{"names": names, "reason": "tai's own secrets never reach the agent"}
+		}
 		r.audit.append(audit.KindRunStart, "", start)
 	}
 	err := sbErr

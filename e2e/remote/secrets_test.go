@@ -131,7 +131,8 @@ func TestWorkerAgentEnvLacksTaisSecrets(t *testing.T) {
 		"s.yaml":    "steps:\n  - run: {command: sh, args: [-c, \"env > env.txt\"]}\n  - text: done\n",
 		"plan.yaml": "name: env\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
 	})
-	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", t.TempDir())
+	wdir := t.TempDir()
+	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", wdir)
 	w.Stderr = &prefixWriter{t: t, p: "w"}
 	e.start(w)
 	out, err := e.cmd(taiBin, "fleet", "run", "--nats", url, "--run-id", "env", "-C", repo, filepath.Join(repo, "plan.yaml")).CombinedOutput()
@@ -144,5 +145,17 @@ func TestWorkerAgentEnvLacksTaisSecrets(t *testing.T) {
 	}
 	if !strings.Contains(got, "KEEP_ME=kept-42") {
 		t.Errorf("the agent's environment lost an ordinary variable:\n%s", got)
+	}
+	// The task's audit log says what was withheld, never the value.
+	logs, _ := filepath.Glob(filepath.Join(wdir, "state", "audit", "env", "*.jsonl"))
+	if len(logs) == 0 {
+		t.Fatalf("no task audit log in %s", wdir)
+	}
+	b, _ := os.ReadFile(logs[0])
+	first, _, _ := strings.Cut(string(b), "\n")
+	_, withheld, _ := strings.Cut(first, `"env_withheld":{"names":[`)
+	names, _, _ := strings.Cut(withheld, "]")
+	if !strings.Contains(names, `"TAI_NATS_TOKEN"`) || !strings.Contains(names, `"TAI_NATS_SERVER"`) || strings.Contains(string(b), secret) {
+		t.Errorf("the task's audit log does not record what was withheld (or holds the token):\n%s", b)
 	}
 }
