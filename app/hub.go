@@ -23,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
@@ -63,6 +64,9 @@ func (n NATSFlags) connect(name string, std IO) (*nats.Conn, error) {
 	tok, err := n.token(std)
 	if err != nil {
 		return nil, err
+	}
+	if tok != "" {
+		_ = secretenv.HideProcess() // the token is in memory: no agent reads /proc/TAI/mem
 	}
 	nc, err := remote.Connect(n.URL, n.creds(std), tok, name)
 	if err != nil {
@@ -121,6 +125,9 @@ func Hub(ctx context.Context, f HubFlags, std IO) error {
 	tok, err := f.hubToken(std)
 	if err != nil {
 		return err
+	}
+	if tok != "" {
+		_ = secretenv.HideProcess() // the token is in memory: no agent reads /proc/TAI/mem
 	}
 	h, err := remote.StartHub(ctx, remote.HubOptions{Listen: f.Listen, Store: store, Token: tok, Server: f.server(std), Logger: logger})
 	if err != nil {

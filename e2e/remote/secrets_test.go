@@ -72,7 +72,10 @@ func TestHubIsClosedByDefault(t *testing.T) {
 	if out, err := run.CombinedOutput(); err != nil {
 		t.Fatalf("tai run: %v\n%s", err, out)
 	}
-	read := func(dir, f string) string { b, _ := os.ReadFile(filepath.Join(dir, f)); return strings.TrimSpace(string(b)) }
+	read := func(dir, f string) string {
+		b, _ := os.ReadFile(filepath.Join(dir, f))
+		return strings.TrimSpace(string(b))
+	}
 	if leak := read(ws, "leak.txt"); strings.Contains(leak, strings.TrimSpace(string(token))) || !strings.Contains(leak, "Permission denied") {
 		t.Errorf("the agent read the hub's secrets: %q", leak)
 	}
