@@ -81,7 +81,7 @@ func (n NATSFlags) connect(name string, std IO) (*nats.Conn, error) {
 func (f HubFlags) hubToken(std IO) (string, error) {
 	tok, err := NATSFlags{TokenFile: f.TokenFile}.token(std)
 	if err != nil {
-		return "", err
+		return "", exitcode.With(exitcode.Usage, fmt.Errorf("hub: %w", err))
 	}
 	switch {
 	case f.Insecure && tok != "":
