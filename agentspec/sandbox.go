@@ -74,6 +74,7 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 	}
 	cfg.Deny = append(cfg.Deny, denyReadPaths(pol.Rules, home)...)
 	cfg.Deny = append(cfg.Deny, feed.SecretDirs()...) // the feeds' secret: the human's
+	cfg.Deny = append(cfg.Deny, statedir.Secrets())   // the hub's token
 	cfg.Protect = append(cfg.Protect, statedir.Dir())
 	if dp, err := policy.DefaultPath(); err == nil {
 		cfg.Protect = append(cfg.Protect, filepath.Dir(dp))

@@ -16,10 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
@@ -178,7 +178,7 @@ func Resolve(s Spec) (Resolved, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	env = slices.Clip(env) // appends below never write into the caller's
+	env = secretenv.Scrub(env) // tai's own secrets never reach the agent; a new slice, so appends never write into the caller's
 	if len(s.Env) > 0 || s.BaseEnv != nil {
 		o.Env = append(env, s.Env...)
 	}

@@ -62,7 +62,10 @@ type HubFlags struct {
 	Listen    string
 	Store     string
 	TokenFile string
-	Verbose   bool
+	// Insecure serves without a token: without one given, the hub makes
+	// one (remote.HubToken).
+	Insecure bool
+	Verbose  bool
 	// Server is the nats-server program (--nats-server).
 	Server string
 	// Coordinate: the hub also coordinates the runs submitted to it (tai
@@ -282,7 +285,8 @@ func NewCmdHub(std IO, g *Globals, runF HubFunc) *cobra.Command {
 	}
 	c.Flags().StringVar(&f.Listen, "listen", "127.0.0.1:4222", "address to listen on (port 0: a free one)")
 	c.Flags().StringVar(&f.Store, "store", "", "JetStream store directory (default: the state directory's hub/)")
-	c.Flags().StringVar(&f.TokenFile, "token-file", "", "clients must present the token in this file (or TAI_NATS_TOKEN)")
+	c.Flags().StringVar(&f.TokenFile, "token-file", "", "clients must present the token in this file (or TAI_NATS_TOKEN; default: one tai makes and keeps for this host's clients)")
+	c.Flags().BoolVar(&f.Insecure, "insecure", false, "serve without a token: anyone who reaches the port (an agent on this host too) may submit runs and forge results")
 	c.Flags().StringVar(&f.Server, "nats-server", "", "the nats-server program to run (or TAI_NATS_SERVER; default: nats-server on PATH, then next to tai)")
 	c.Flags().BoolVar(&f.Coordinate, "coordinate", false, "also coordinate the runs submitted to the hub (tai fleet run --nats URL --submit), resuming unfinished ones on restart")
 	f.NATS.addFlags(c.Flags(), "with --coordinate: coordinate on this NATS server instead of starting one")

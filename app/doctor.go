@@ -19,6 +19,7 @@ import (
 
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/config"
+	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
@@ -31,14 +32,17 @@ import (
 
 // Doctor is `tai doctor`: what works here.
 type Doctor struct {
-	Tai       BuildInfo        `json:"tai"`
-	Agents    []DoctorAgent    `json:"agents"`
-	Drivers   []DoctorDriver   `json:"drivers"`
-	Landlock  DoctorLandlock   `json:"landlock"`
-	Limits    DoctorLimits     `json:"limits"`
-	Hub       DoctorHub        `json:"hub"`
-	Dirs      []DoctorDir      `json:"dirs"`
-	Worktrees *DoctorWorktrees `json:"worktrees,omitempty"`
+	Tai      BuildInfo      `json:"tai"`
+	Agents   []DoctorAgent  `json:"agents"`
+	Drivers  []DoctorDriver `json:"drivers"`
+	Landlock DoctorLandlock `json:"landlock"`
+	Limits   DoctorLimits   `json:"limits"`
+	Hub      DoctorHub      `json:"hub"`
+	// EnvDropped are tai's own secret variables in this environment, which
+	// no agent's environment carries (secretenv).
+	EnvDropped []string         `json:"agent_env_dropped"`
+	Dirs       []DoctorDir      `json:"dirs"`
+	Worktrees  *DoctorWorktrees `json:"worktrees,omitempty"`
 }
 
 // DoctorHub is the nats-server tai hub would run (TAI_NATS_SERVER, PATH,
@@ -47,6 +51,9 @@ type DoctorHub struct {
 	Server  string `json:"nats_server,omitempty"`
 	Version string `json:"version,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// TokenFile is the token a hub started without credentials made, if
+	// one did: this host's clients read it, other hosts get a copy.
+	TokenFile string `json:"token_file,omitempty"`
 }
 
 // DoctorAgent is one agent preset (or config agent) here.
@@ -126,6 +133,7 @@ func RunDoctor(ctx context.Context, std IO, dir string) Doctor {
 	}
 	d.Limits = doctorLimits()
 	d.Hub = doctorHub(ctx, std)
+	d.EnvDropped = secretenv.Dropped(std.Env())
 	d.Dirs = doctorDirs()
 	d.Worktrees = doctorWorktrees(ctx, dir)
 	return d
@@ -153,6 +161,9 @@ func doctorHub(ctx context.Context, std IO) DoctorHub {
 	}
 	h := DoctorHub{Server: p}
 	h.Version, h.Error = toolVersion(ctx, p)
+	if _, err := os.Stat(remote.HubTokenFile()); err == nil {
+		h.TokenFile = remote.HubTokenFile()
+	}
 	return h
 }
 
@@ -366,6 +377,14 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 		fmt.Fprintf(w, "\nHub (tai hub): %s (%s)\n", d.Hub.Server, d.Hub.Error)
 	default:
 		fmt.Fprintf(w, "\nHub (tai hub): %s, %s\n", d.Hub.Server, d.Hub.Version)
+	}
+	if d.Hub.TokenFile != "" {
+		fmt.Fprintf(w, "Hub token: %s (this host's clients read it; copy it to another host's --nats-token-file)\n", d.Hub.TokenFile)
+	}
+	if len(d.EnvDropped) > 0 {
+		fmt.Fprintf(w, "Agent environment: without tai's own secrets, here %s\n", strings.Join(d.EnvDropped, ", "))
+	} else {
+		fmt.Fprintf(w, "Agent environment: without tai's own secrets (TAI_NATS_*, none set here)\n")
 	}
 	fmt.Fprintln(w, "\nDirectories:")
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

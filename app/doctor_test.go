@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,7 +30,11 @@ func TestDoctor(t *testing.T) {
 		}
 		return os.LookupEnv(k)
 	}}
+	t.Setenv("TAI_NATS_TOKEN", "tok-for-the-doctor")
 	d := RunDoctor(context.Background(), std, t.TempDir())
+	if !slices.Contains(d.EnvDropped, "TAI_NATS_TOKEN") {
+		t.Errorf("agent_env_dropped %q lacks TAI_NATS_TOKEN", d.EnvDropped)
+	}
 	if d.Hub.Server != server || d.Hub.Version != "nats-server: v9.9.9" {
 		t.Errorf("hub %+v, want %s", d.Hub, server)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/internal/safetext"
+	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
@@ -32,6 +33,9 @@ import (
 	"github.com/tai-dev/tai/worktree"
 )
 
+// token is the NATS token a client presents: --nats-token-file, else
+// TAI_NATS_TOKEN, else (with no creds file either) the token of this
+// host's hub when the URL is on this host (remote.LocalHubToken).
 func (n NATSFlags) token(std IO) (string, error) {
 	if n.TokenFile != "" {
 		b, err := os.ReadFile(n.TokenFile)
@@ -40,7 +44,22 @@ func (n NATSFlags) token(std IO) (string, error) {
 		}
 		return strings.TrimSpace(string(b)), nil
 	}
-	return std.Getenv("TAI_NATS_TOKEN"), nil
+	if tok := std.Getenv("TAI_NATS_TOKEN"); tok != "" || n.URL == "" || n.creds(std) != "" {
+		return tok, nil
+	}
+	tok, err := remote.LocalHubToken(n.URL)
+	if err != nil {
+		return "", exitcode.With(exitcode.Usage, err)
+	}
+	return tok, nil
+}
+
+// creds is the NATS credentials file: --nats-creds, else TAI_NATS_CREDS.
+func (n NATSFlags) creds(std IO) string {
+	if n.Creds != "" {
+		return n.Creds
+	}
+	return std.Getenv("TAI_NATS_CREDS")
 }
 
 func (n NATSFlags) connect(name string, std IO) (*nats.Conn, error) {
@@ -48,15 +67,41 @@ func (n NATSFlags) connect(name string, std IO) (*nats.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	creds := n.Creds
-	if creds == "" {
-		creds = std.Getenv("TAI_NATS_CREDS")
+	if tok != "" {
+		_ = secretenv.HideProcess() // the token is in memory: no agent reads /proc/TAI/mem
 	}
-	nc, err := remote.Connect(n.URL, creds, tok, name)
+	nc, err := remote.Connect(n.URL, n.creds(std), tok, name)
 	if err != nil {
 		return nil, exitcode.With(exitcode.Usage, err)
 	}
 	return nc, nil
+}
+
+// hubToken is the token the hub's clients must present: --token-file (or
+// TAI_NATS_TOKEN), else the one it keeps for this host's clients
+// (remote.HubToken); none only with --insecure, which says so.
+func (f HubFlags) hubToken(std IO) (string, error) {
+	tok, err := NATSFlags{TokenFile: f.TokenFile}.token(std)
+	if err != nil {
+		return "", exitcode.With(exitcode.Usage, fmt.Errorf("hub: %w", err))
+	}
+	switch {
+	case f.Insecure && tok != "":
+		return "", exitcode.Usagef("hub: --insecure serves without a token, but one was given (--token-file or TAI_NATS_TOKEN)")
+	case f.Insecure:
+		fmt.Fprintln(std.Err, "tai hub: WARNING: --insecure: anyone who reaches this server (any process on this host, an agent "+
+			"included) can submit runs, answer asks, forge results and delete its streams")
+		return "", nil
+	case tok != "":
+		return tok, nil
+	}
+	tok, path, err := remote.HubToken()
+	if err != nil {
+		return "", exitcode.With(exitcode.AgentError, fmt.Errorf("hub: %w", err))
+	}
+	fmt.Fprintf(std.Err, "tai hub: clients must present the token in %s: tai on this host reads it there; "+
+		"on another host, copy it and pass --nats-token-file FILE\n", path)
+	return tok, nil
 }
 
 // Hub runs `tai hub`: a nats-server with JetStream, started and watched
@@ -79,9 +124,12 @@ func Hub(ctx context.Context, f HubFlags, std IO) error {
 	if store == "" {
 		store = statedir.Dir("hub")
 	}
-	tok, err := NATSFlags{TokenFile: f.TokenFile}.token(std)
+	tok, err := f.hubToken(std)
 	if err != nil {
-		return exitcode.With(exitcode.Usage, fmt.Errorf("hub: %w", err))
+		return err
+	}
+	if tok != "" {
+		_ = secretenv.HideProcess() // the token is in memory: no agent reads /proc/TAI/mem
 	}
 	h, err := remote.StartHub(ctx, remote.HubOptions{Listen: f.Listen, Store: store, Token: tok, Server: f.server(std), Logger: logger})
 	if err != nil {

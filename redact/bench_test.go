@@ -88,3 +88,19 @@ func reportCPU(b *testing.B, cpu0 time.Duration, size int) {
 		b.ReportMetric(float64(size)*float64(b.N)/1e6/cpu.Seconds(), "cpu-MB/s")
 	}
 }
+
+// BenchmarkAgentTextLiterals is the redactor of a run with secrets in its
+// environment (each also scrubbed in its encoded forms) on 4 MB of agent
+// text.
+func BenchmarkAgentTextLiterals(b *testing.B) {
+	text := agentText(4 << 20)
+	r, err := New(Options{Literals: []string{"hub-token-0123456789abcdef0123456789", "s3cr3t-Pa55/w0rd+with&odd=chars", "AKIAIOSFODNN7EXAMPLEKEYVALUE"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r.Bytes(text)
+	}
+}

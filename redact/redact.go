@@ -20,12 +20,16 @@ package redact
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -66,7 +70,8 @@ type Options struct {
 	// the whole match is.
 	Patterns []string
 	// Literals are exact secret values to scrub wherever they occur. Their
-	// JSON-escaped forms are scrubbed too. Empty strings are ignored;
+	// JSON-escaped forms are scrubbed too, and their hex, URL-escaped and
+	// base64 forms (see encodedForms). Empty strings are ignored;
 	// literals shorter than MinLiteralLen are rejected.
 	Literals []string
 }
@@ -290,10 +295,13 @@ func New(opts Options) (*Redactor, error) {
 			return nil, fmt.Errorf("literal #%d (%d bytes, minimum %d): %w", i+1, len(lit), MinLiteralLen, ErrShortLiteral)
 		}
 		add(lit)
-		// Inside JSON the value may appear escaped (quotes, backslashes,
-		// control characters, non-ASCII as-is).
-		if esc, err := json.Marshal(lit); err == nil {
-			add(string(esc[1 : len(esc)-1]))
+		// Inside JSON the value, and its encodings, may appear escaped
+		// (quotes, backslashes, control characters, & < > as \u00XX).
+		for _, form := range append([]string{lit}, encodedForms(lit)...) {
+			add(form)
+			if esc, err := json.Marshal(form); err == nil {
+				add(string(esc[1 : len(esc)-1]))
+			}
 		}
 	}
 	sort.SliceStable(r.literals, func(i, j int) bool { return len(r.literals[i]) > len(r.literals[j]) })
@@ -306,6 +314,51 @@ func New(opts Options) (*Redactor, error) {
 		r.addStart(start{s: lit, pattern: -1, lit: lit})
 	}
 	return r, nil
+}
+
+// minEncodedLen is the shortest encoded form of a literal that is
+// scrubbed: shorter runs of hex or base64 occur by chance.
+const minEncodedLen = 6
+
+// encodedForms are the ways a secret value is commonly spelled in text
+// that carries it encoded: hex (either case), URL escapes (query and
+// path), and base64 (standard and URL alphabets, padded or not). A value
+// inside a longer base64 string is spelled by its position modulo 3: for
+// each, the characters that depend only on the value's bytes (the first
+// and last ones mix in its neighbours' bits) are scrubbed, which leaves at
+// most a character or two of it on either side.
+func encodedForms(lit string) []string {
+	var out []string
+	add := func(s string) {
+		if len(s) >= minEncodedLen && s != lit {
+			out = append(out, s)
+		}
+	}
+	h := hex.EncodeToString([]byte(lit))
+	add(h)
+	add(strings.ToUpper(h))
+	add(url.QueryEscape(lit))
+	add(url.PathEscape(lit))
+	n := len(lit)
+	buf := make([]byte, 2+n)
+	copy(buf[2:], lit)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		add(enc.EncodeToString([]byte(lit)))
+		raw := enc.WithPadding(base64.NoPadding)
+		for a := range 3 {
+			// a bytes before the value: characters [skip, whole) are its own.
+			e := raw.EncodeToString(buf[2-a:])
+			skip := [3]int{0, 2, 3}[a]
+			whole := (a + n) * 8 / 6
+			if a == 0 {
+				add(e) // the value on its own, unpadded: its last character too
+			}
+			if whole > skip {
+				add(e[skip:whole])
+			}
+		}
+	}
+	return out
 }
 
 // addStart indexes st by its first byte and its first two bytes (in both

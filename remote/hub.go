@@ -24,7 +24,7 @@ import (
 type HubOptions struct {
 	Listen string // host:port; port 0 or -1 = a free one
 	Store  string // JetStream's store directory (required)
-	Token  string // clients must present it, when set
+	Token  string // clients must present it; "" serves anyone who connects (tai hub --insecure)
 	// Server is the nats-server program; "" looks for nats-server on
 	// PATH, then next to tai's own executable.
 	Server string
@@ -79,8 +79,9 @@ func StartHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The token is in the file, never on the command line (ps shows that).
-	confPath := filepath.Join(store, "tai-hub.conf")
+	// The token is in the file, never on the command line (ps shows that),
+	// and the file is where no agent reads it.
+	confPath := hubConfPath(store)
 	if err := os.WriteFile(confPath, conf, 0o600); err != nil {
 		return nil, fmt.Errorf("remote: hub config: %w", err)
 	}
@@ -168,8 +169,11 @@ func FindServer(named string) (string, error) {
 	return "", fmt.Errorf("remote: %w", ErrNoServer)
 }
 
-// hubConfig is the server's configuration file. Strings are quoted with
-// the escapes the NATS config parser reads; a control character has none.
+// hubConfig is the server's configuration file: clients only, on one
+// address; no monitoring port, websocket, leaf node, cluster or gateway
+// listener (each would be another way in, without the token). Strings are
+// quoted with the escapes the NATS config parser reads; a control
+// character has none.
 func hubConfig(host string, port int, store, token string) ([]byte, error) {
 	q := func(what, s string) (string, error) {
 		if strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) {

@@ -354,6 +354,10 @@ func Connect(url, creds, token, name string) (*nats.Conn, error) {
 		opts = append(opts, nats.Token(token))
 	}
 	nc, err := nats.Connect(url, opts...)
+	if errors.Is(err, nats.ErrAuthorization) {
+		return nil, fmt.Errorf("remote: connecting to %s: %w: the hub needs its token; on its host tai reads it from %s, "+
+			"on another host copy that file and pass --nats-token-file FILE", url, err, HubTokenFile())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("remote: connecting to %s: %w", url, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/host"
+	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/sandbox"
@@ -138,6 +140,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.LateWindow <= 0 {
 		o.LateWindow = 150 * time.Millisecond
 	}
+	if o.Env == nil {
+		o.Env = secretenv.Scrub(os.Environ()) // tai's own secrets never reach the agent
+	}
 	start := o.Clock.Now()
 	col := newCollector()
 	if o.MaxMessageBytes <= 0 {
@@ -156,6 +161,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		if col.res.Sandbox != nil {
 			start["sandbox"] = col.res.Sandbox
+		}
+		if names := secretenv.Dropped(os.Environ()); len(names) > 0 {
+			start["env_withheld"] = map[string]any{"names": names, "reason": "tai's own secrets never reach the agent"}
 		}
 		r.audit.append(audit.KindRunStart, "", start)
 	}

@@ -34,6 +34,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	"github.com/tai-dev/tai/internal/secretenv"
 )
 
 // Mode is --sandbox: auto, on or off.
@@ -432,7 +434,7 @@ func (s *Sandbox) Wrap(cmd *exec.Cmd) (*Proc, error) {
 	}
 	env := cmd.Env
 	if env == nil {
-		env = os.Environ()
+		env = secretenv.Scrub(os.Environ()) // tai's own secrets never reach what it confines
 	}
 	// exec.Cmd keeps the last of duplicate names; the launcher's exec
 	// would pass them all, and getenv takes the first.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tai-dev/tai/app"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/sandbox"
 )
 
@@ -22,6 +23,9 @@ func main() {
 	if sandbox.Launching() {
 		// tai re-executed as the launcher of an agent: no flags, no cobra.
 		os.Exit(sandbox.Main())
+	}
+	if len(secretenv.Dropped(os.Environ())) > 0 {
+		_ = secretenv.HideProcess() // tai's secrets in its environment: no agent reads /proc/TAI/environ
 	}
 	os.Exit(run())
 }

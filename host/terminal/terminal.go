@@ -33,6 +33,7 @@ import (
 
 	"github.com/tai-dev/tai/host/files"
 	"github.com/tai-dev/tai/internal/agentproc"
+	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/sandbox"
 )
 
@@ -177,7 +178,7 @@ func NewManager(opts Options) *Manager {
 		m.defaultCwd = m.roots.Roots()[0]
 	}
 	if m.baseEnv == nil {
-		m.baseEnv = os.Environ()
+		m.baseEnv = secretenv.Scrub(os.Environ()) // commands run for the agent: none of tai's own secrets
 	}
 	if m.drain <= 0 {
 		m.drain = DefaultExitDrain

@@ -39,3 +39,14 @@ func ConfigDir() string {
 // Own lists the directories that are tai's own (its config and its state):
 // no agent may write them, even when a workspace contains them.
 func Own() []string { return []string{ConfigDir(), Dir()} }
+
+// Secrets is where tai keeps its own secrets (the token of a hub started
+// without credentials, its server's configuration): every agent's sandbox
+// hides it (neither read nor listed), unlike the rest of the state, which
+// agents may read. It is created, 0700, so that the sandbox has a path to
+// hide before anything is written there.
+func Secrets() string {
+	d := Dir("secrets")
+	_ = os.MkdirAll(d, 0o700)
+	return d
+}
