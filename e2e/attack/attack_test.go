@@ -8,8 +8,10 @@
 package attack
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -24,11 +26,11 @@ import (
 	"github.com/tai-dev/tai/sandbox"
 )
 
-var taiBin, attackerBin string
+var taiBin, attackerBin, natsServer string
 
 func TestMain(m *testing.M) {
-	build.Main(m, "tai-e2e-attack-", func(_ string, bins []string) { taiBin, attackerBin = bins[0], bins[1] },
-		build.Tai, "github.com/tai-dev/tai/e2e/internal/attacker")
+	build.Main(m, "tai-e2e-attack-", func(_ string, bins []string) { taiBin, attackerBin, natsServer = bins[0], bins[1], bins[2] },
+		build.Tai, "github.com/tai-dev/tai/e2e/internal/attacker", build.NATSServer)
 }
 
 // report mirrors the attacker's report.
@@ -105,7 +107,7 @@ func (w world) env(extra ...string) []string {
 		}
 		env = append(env, kv)
 	}
-	return append(append(env, "NO_COLOR=1", "HOME="+w.home, "XDG_RUNTIME_DIR="+w.runtime,
+	return append(append(env, "NO_COLOR=1", "HOME="+w.home, "XDG_RUNTIME_DIR="+w.runtime, "TAI_NATS_SERVER="+natsServer,
 		"XDG_STATE_HOME="+w.state, "XDG_CONFIG_HOME="+filepath.Join(w.home, ".config"),
 		"XDG_CACHE_HOME="+filepath.Join(w.home, ".cache")), extra...)
 }
@@ -157,6 +159,32 @@ func (w world) victim(t *testing.T) {
 	}
 }
 
+// hub starts `tai hub` as the README shows it (no credentials given: it
+// makes its own) and returns its address, HOST:PORT.
+func (w world) hub(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(taiBin, "hub", "--listen", "127.0.0.1:0")
+	cmd.Dir, cmd.Env = w.root, w.env()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("tai hub: %v", err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	return strings.TrimPrefix(strings.TrimSpace(line), "nats://")
+}
+
 // abstractListener listens on an abstract Unix socket outside any sandbox
 // (a desktop's X11 or D-Bus stands for it) and greets whoever connects.
 func abstractListener(t *testing.T) string {
@@ -187,6 +215,7 @@ func TestOneAttackerIsRefusedAtEveryChannel(t *testing.T) {
 	w := newWorld(t)
 	w.victim(t)
 	abs := abstractListener(t)
+	hub := w.hub(t)
 
 	reportPath := filepath.Join(w.ws, "report.json")
 	writes := strings.Join([]string{
@@ -199,8 +228,8 @@ func TestOneAttackerIsRefusedAtEveryChannel(t *testing.T) {
 		// Every channel that does not go through tai's policy.
 		// Its parameters go as the terminal request's own environment: what
 		// the test names that an agent could not find itself.
-		fmt.Sprintf(`run: {command: %q, args: [%q], env: {ATTACK_MARKER: %q, ATTACK_ABSTRACT: %q, ATTACK_WRITES: %q}}`,
-			attackerBin, reportPath, marker, abs, writes),
+		fmt.Sprintf(`run: {command: %q, args: [%q], env: {ATTACK_MARKER: %q, ATTACK_ABSTRACT: %q, ATTACK_WRITES: %q, ATTACK_NATS: %q}}`,
+			attackerBin, reportPath, marker, abs, writes, hub),
 		// Secrets through tai's own file service.
 		fmt.Sprintf(`read: {path: %q}`, filepath.Join(w.home, ".ssh", "id_rsa")),
 		fmt.Sprintf(`read: {path: %q}`, filepath.Join(w.home, ".aws", "credentials")),
@@ -275,6 +304,10 @@ func TestOneAttackerIsRefusedAtEveryChannel(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.Abstract, "refused") {
 		t.Errorf("the abstract socket outside answered: %s", r.Abstract)
+	}
+	// The hub, closed by default: a client without its token is refused.
+	if !strings.HasPrefix(r.NATS, "refused") && !strings.HasPrefix(r.NATS, "closed") {
+		t.Errorf("the hub served a client without credentials from inside the sandbox: %s", r.NATS)
 	}
 	// No environment carries the marker: not the agent's own (tai's token
 	// dropped), not tai's, not the other run's.
