@@ -185,7 +185,7 @@ func Resolve(s Spec) (Resolved, error) {
 	if r.Policy, r.NonInteractive, err = loadPolicy(s.Policy); err != nil {
 		return r, stageErr(StagePolicy, err)
 	}
-	if r.Engine, err = newEngine(s, r.Policy, r.NonInteractive); err != nil {
+	if r.Engine, err = newEngine(s, r.Policy, r.NonInteractive, a.Preset.Modes); err != nil {
 		return r, stageErr(StagePolicy, err)
 	}
 	o.Decider, o.Modes = r.Engine, r.Engine

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"slices"
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -66,7 +67,7 @@ type collector struct {
 	// starts: where each message id's text begins in message (a byte
 	// offset), for a chunk that replaces it.
 	starts map[string]int
-	modes  []string // the mode ids the session offers, as it started
+	modes  []driver.ModeInfo // the modes the session offers, as it started
 }
 
 func newCollector() *collector {
@@ -113,10 +114,7 @@ func (c *collector) sessionStarted(session string, st *driver.SessionStarted) {
 		return
 	}
 	c.res.Resumable = st.Capabilities.LoadSession || st.Capabilities.ResumeSession
-	c.modes = c.modes[:0]
-	for _, m := range st.Modes {
-		c.modes = append(c.modes, m.ID)
-	}
+	c.modes = append(c.modes[:0], st.Modes...)
 }
 
 // messageChunk adds an agent text chunk to the message; any other role's
@@ -211,7 +209,19 @@ func (c *collector) newTurn() {
 func (c *collector) availableModes() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.modes...)
+	var ids []string
+	for _, m := range c.modes {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// modeInfos is the modes the session offers, with their names and
+// descriptions.
+func (c *collector) modeInfos() []driver.ModeInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.modes)
 }
 
 func (c *collector) result() Result {

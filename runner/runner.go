@@ -476,15 +476,22 @@ func (r *run) interrupted(ctx context.Context, err error) error {
 
 func (r *run) configure(ctx context.Context, sess Session) error {
 	o := r.o
-	if o.Mode != "" && o.Mode != sess.CurrentMode() {
-		if err := checkMode(o.Mode, r.col.availableModes()); err != nil {
+	mode, err := r.startMode(ctx, sess)
+	if err != nil {
+		return err
+	}
+	if mode != "" && mode != sess.CurrentMode() {
+		if err := checkMode(mode, r.col.availableModes()); err != nil {
 			return err
 		}
 		if r.modes != nil {
-			r.modes.expect(sess.ID(), o.Mode)
+			r.modes.expect(sess.ID(), mode)
 		}
-		if err := sess.SetMode(ctx, o.Mode); err != nil {
+		if err := sess.SetMode(ctx, mode); err != nil {
 			return err
+		}
+		if got := sess.CurrentMode(); got != mode {
+			return exitcode.Usagef("%s did not move to mode %s (it reports %s)", o.Agent, mode, got)
 		}
 	}
 	if o.Model != "" {
@@ -511,6 +518,9 @@ type Control struct {
 func (r *run) control(ctx context.Context, sess Session, c Control) error {
 	if c.Mode != "" {
 		if err := checkMode(c.Mode, r.col.availableModes()); err != nil {
+			return err
+		}
+		if err := r.allowedMode(ctx, sess, c.Mode, "mode"); err != nil {
 			return err
 		}
 		if r.modes != nil {
