@@ -1,11 +1,11 @@
 package runner
 
 import (
-	"slices"
 	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
