@@ -25,6 +25,9 @@ type agent struct {
 	args []string
 	// modeID is a mode the agent does not start in, for the mode scenario.
 	modeID string
+	// startMode is the self-approving mode the agent starts in by
+	// default (tai moves it to the preset's asking mode); "" = none.
+	startMode string
 	// configure writes the agent's settings into the HOME and returns its
 	// environment. scenario lets a scenario ask for a different setup.
 	configure func(t *testing.T, h paths, modelURL, scenario string) []string
@@ -144,7 +147,7 @@ env_key = "FAKE_API_KEY"
 	},
 	{
 		name: "claude", bin: "TAI_AGENT_CLAUDE", api: "anthropic",
-		modeID: "plan",
+		modeID: "plan", startMode: "auto",
 		configure: func(t *testing.T, h paths, url, _ string) []string {
 			return []string{
 				"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-fake",
