@@ -169,8 +169,12 @@ func scenarioApprove(t *testing.T, a agent, exe, version string) {
 // The same with every permission denied: no hello.txt, exit 5, the
 // denials listed.
 func scenarioDeny(t *testing.T, a agent, exe, _ string) {
-	w := newWorld(t, a, exe, "deny", modelScript(t, "read-write-shell.json"))
-	o := w.run("--approve", "deny", "-o", "json", rwsPrompt)
+	script, prompt := "read-write-shell.json", rwsPrompt
+	if a.stopsAtDenial != "" {
+		script, prompt = "write.json", "Create hello.txt"
+	}
+	w := newWorld(t, a, exe, "deny", modelScript(t, script))
+	o := w.run("--approve", "deny", "-o", "json", prompt)
 	r := w.jsonResult(o)
 	if o.code != 5 || r.Status != "denied" {
 		t.Fatalf("exit %d, status %q, stop reason %q, error %q; want 5, denied", o.code, r.Status, r.StopReason, r.Error)
