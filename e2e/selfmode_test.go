@@ -80,3 +80,40 @@ steps:
 		})
 	}
 }
+
+// The result and tai doctor say whose sandbox confines the agent: tai's
+// by default; with --sandbox off (the case under test) none for the
+// built-in agent, which has no sandbox of its own. Doctor says codex's own
+// sandbox cannot start under tai's.
+func TestConfinementIsReported(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		by   string
+	}{
+		{nil, "tai"},
+		{[]string{"--sandbox", "off"}, "none"},
+	} {
+		o := tai(t, t.TempDir(), append(append([]string{"run", "-o", "json"}, tt.args...), "go")...)
+		var r struct {
+			Confinement struct {
+				By string `json:"by"`
+			} `json:"confinement"`
+		}
+		if err := json.Unmarshal([]byte(o.stdout), &r); err != nil || r.Confinement.By != tt.by {
+			t.Errorf("%v: confinement %+v (%v), want by %s\n%s", tt.args, r.Confinement, err, tt.by, o.stdout)
+		}
+	}
+	o := tai(t, t.TempDir(), "doctor", "-o", "json")
+	var d struct {
+		Agents []struct{ Name, Confinement string } `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &d); err != nil {
+		t.Fatalf("doctor -o json: %v\n%s", err, o.stdout)
+	}
+	for _, a := range d.Agents {
+		if a.Name == "codex" && !strings.Contains(a.Confinement, "bubblewrap") {
+			t.Errorf("doctor's codex confinement %q does not name its own sandbox", a.Confinement)
+		}
+	}
+}

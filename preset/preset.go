@@ -37,6 +37,10 @@ type Preset struct {
 	// Modes names the agent's self-approving modes and the mode in which
 	// it asks (policy.SelfApproving); unset, the general rule applies.
 	Modes driver.ModeRule `json:"modes,omitzero"`
+	// OwnSandbox names the agent's own sandbox, if it has one ("" = none),
+	// for the result's and tai doctor's confinement. codex's (bubblewrap)
+	// cannot start under tai's: Landlock forbids the mounts it makes.
+	OwnSandbox string `json:"own_sandbox,omitempty"`
 }
 
 // streamJSON is the stream-json driver's name (package driver/streamjson).
@@ -84,7 +88,8 @@ func All() []Preset {
 			// codex-acp 2.x starts in agent ("Auto review": a model
 			// approves); in workspace-write codex edits the workspace
 			// without asking; read-only asks for every edit.
-			Modes: driver.ModeRule{SelfApproving: []string{"agent", "agent-full-access", "workspace-write"}, Asking: "read-only"}},
+			Modes:      driver.ModeRule{SelfApproving: []string{"agent", "agent-full-access", "workspace-write"}, Asking: "read-only"},
+			OwnSandbox: "bubblewrap"},
 		{Name: "gemini", Description: "Gemini CLI", Driver: "acp", Binary: "gemini", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@google/gemini-cli", "--acp"}, Package: "@google/gemini-cli",
 			Quirks:  driver.Quirks{NoClientFS: true},

@@ -37,10 +37,13 @@ type Result struct {
 	// secret fields redacted.
 	Elicitations []driver.ElicitationAnswer `json:"elicitations,omitempty"`
 	// Sandbox says how the agent was confined (nil: no launcher, or A2A).
-	Sandbox    *sandbox.Status `json:"sandbox,omitempty"`
-	DurationMS int64           `json:"duration_ms"`
-	ExitCode   int             `json:"exit_code"`
-	Error      string          `json:"error,omitempty"`
+	Sandbox *sandbox.Status `json:"sandbox,omitempty"`
+	// Confinement says whose sandbox confines the agent: tai's, the
+	// agent's own, or none (nil: A2A, which starts no process).
+	Confinement *Confinement `json:"confinement,omitempty"`
+	DurationMS  int64        `json:"duration_ms"`
+	ExitCode    int          `json:"exit_code"`
+	Error       string       `json:"error,omitempty"`
 
 	// LastSeq is the sequence number of the last event, so that the result
 	// frame can follow it.

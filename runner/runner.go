@@ -35,6 +35,9 @@ type Options struct {
 	Driver string   // only "acp" for now
 
 	Quirks driver.Quirks // the agent's (its preset's)
+	// OwnSandbox names the agent's own sandbox ("" = none): the result's
+	// confinement says whose is in force.
+	OwnSandbox string
 
 	Cwd      string
 	Prompt   []driver.Content
@@ -156,6 +159,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		if col.res.Sandbox != nil {
 			start["sandbox"] = col.res.Sandbox
+		}
+		if col.res.Confinement != nil {
+			start["confinement"] = col.res.Confinement
 		}
 		r.audit.append(audit.KindRunStart, "", start)
 	}
