@@ -93,11 +93,15 @@ func All() []Preset {
 		{Name: "gemini", Description: "Gemini CLI", Driver: "acp", Binary: "gemini", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@google/gemini-cli", "--acp"}, Package: "@google/gemini-cli",
 			Quirks:  driver.Quirks{NoClientFS: true},
-			Drivers: map[string][]string{streamJSON: {"gemini", "--output-format", "stream-json"}, ptyDriver: {"gemini"}}},
+			Drivers: map[string][]string{streamJSON: {"gemini", "--output-format", "stream-json"}, ptyDriver: {"gemini"}},
+			Modes:   driver.ModeRule{SelfApproving: []string{"yolo"}, Asking: "default"}},
 		{Name: "qwen", Description: "Qwen Code", Driver: "acp", Binary: "qwen", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@qwen-code/qwen-code", "--acp"}, Package: "@qwen-code/qwen-code",
 			Drivers: map[string][]string{streamJSON: {"qwen", "--input-format", "stream-json", "--output-format", "stream-json", "--approval-mode", "default"},
-				ptyDriver: {"qwen", "--approval-mode", "default"}}},
+				ptyDriver: {"qwen", "--approval-mode", "default"}},
+			// auto: an LLM classifier approves; auto-edit, like claude's
+			// acceptEdits, still asks before commands.
+			Modes: driver.ModeRule{SelfApproving: []string{"auto", "yolo"}, Asking: "default"}},
 		{Name: "opencode", Description: "OpenCode", Driver: "acp", Binary: "opencode", Args: []string{"acp"},
 			Fallback: []string{"npx", "-y", "opencode-ai", "acp"}, Package: "opencode-ai",
 			Drivers: map[string][]string{streamJSON: {"opencode", "run", "--format", "json"}, ptyDriver: {"opencode"}}},
