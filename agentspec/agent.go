@@ -44,6 +44,7 @@ func findAgent(a Agent) (preset.Preset, []string, error) {
 		if known, ok := preset.Lookup(a.Name); ok && a.Name != "builtin" {
 			// A preset name plus a command: the command, with the preset's quirks.
 			p.Quirks, p.Name = known.Quirks, known.Name
+			p.Modes, p.OwnSandbox = known.Modes, known.OwnSandbox // and its modes and sandbox
 		}
 		return p, argv, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
 )
 
@@ -50,7 +51,7 @@ func loadPolicy(p Policy) (policy.Config, policy.NonInteractive, error) {
 // newEngine builds the policy engine for the workspace: the remember
 // scope's memory (or the shared one), the prompters, the workspace roots
 // and the files tai keeps from the agent.
-func newEngine(s Spec, cfg policy.Config, ni policy.NonInteractive) (*policy.Engine, error) {
+func newEngine(s Spec, cfg policy.Config, ni policy.NonInteractive, modes driver.ModeRule) (*policy.Engine, error) {
 	p := s.Policy
 	mem := p.Memory
 	if mem == nil {
@@ -71,5 +72,5 @@ func newEngine(s Spec, cfg policy.Config, ni policy.NonInteractive) (*policy.Eng
 		}
 	}
 	return policy.NewEngine(cfg, policy.Options{Workspace: s.Cwd, Prompter: p.Prompter, Answerer: p.Answerer, NonInteractive: ni,
-		Memory: mem, Asker: p.Asker, Protected: protected, Roots: s.AddDirs})
+		Memory: mem, Asker: p.Asker, Protected: protected, Roots: s.AddDirs, ModeRule: modes})
 }

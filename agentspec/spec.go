@@ -173,7 +173,8 @@ func Resolve(s Spec) (Resolved, error) {
 	}
 	r.Preset = a.Preset
 	o := runner.Options{Agent: a.Preset.Name, Argv: a.Argv, Driver: a.Driver, Quirks: a.Preset.Quirks,
-		Cwd: s.Cwd, AddDirs: s.AddDirs, Model: s.Agent.Model, Mode: s.Agent.Mode, AllowDenials: s.Policy.AllowDenials}
+		Cwd: s.Cwd, AddDirs: s.AddDirs, Model: s.Agent.Model, Mode: s.Agent.Mode, AllowDenials: s.Policy.AllowDenials,
+		OwnSandbox: a.Preset.OwnSandbox}
 	env := s.BaseEnv
 	if env == nil {
 		env = os.Environ()
@@ -185,7 +186,7 @@ func Resolve(s Spec) (Resolved, error) {
 	if r.Policy, r.NonInteractive, err = loadPolicy(s.Policy); err != nil {
 		return r, stageErr(StagePolicy, err)
 	}
-	if r.Engine, err = newEngine(s, r.Policy, r.NonInteractive); err != nil {
+	if r.Engine, err = newEngine(s, r.Policy, r.NonInteractive, a.Preset.Modes); err != nil {
 		return r, stageErr(StagePolicy, err)
 	}
 	o.Decider, o.Modes = r.Engine, r.Engine

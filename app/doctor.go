@@ -64,6 +64,9 @@ type DoctorAgent struct {
 	Version   string   `json:"version,omitempty"` // the first line of its --version
 	Drivers   []string `json:"drivers"`
 	Note      string   `json:"note,omitempty"`
+	// Confinement says whose sandbox confines the agent under the default
+	// --sandbox auto: tai's, its own, or none.
+	Confinement string `json:"confinement,omitempty"`
 }
 
 // DoctorDriver is one driver and whether it can run here.
@@ -132,6 +135,9 @@ func RunDoctor(ctx context.Context, std IO, dir string) Doctor {
 		d.Landlock.Scopes = abi >= sandbox.ScopesABI
 	}
 	d.Limits = doctorLimits()
+	for i := range d.Agents {
+		d.Agents[i].Confinement = agentConfinement(d.Agents[i].Name, d.Landlock.Error == "")
+	}
 	d.Hub = doctorHub(ctx, std)
 	d.EnvDropped = secretenv.Dropped(std.Env())
 	d.Dirs = doctorDirs()
@@ -154,6 +160,22 @@ func doctorLimits() DoctorLimits {
 }
 
 // doctorHub names the server tai hub would run, found as the hub finds it.
+// agentConfinement is whose sandbox confines the named agent under --sandbox
+// auto, given whether the kernel has Landlock.
+func agentConfinement(name string, landlock bool) string {
+	p, _ := preset.Lookup(name)
+	own := p.OwnSandbox
+	switch {
+	case landlock && own != "":
+		return "tai's sandbox; its own (" + own + ") cannot start under it, --sandbox off keeps its own"
+	case landlock:
+		return "tai's sandbox"
+	case own != "":
+		return "its own (" + own + "): no Landlock here"
+	}
+	return "none: no Landlock here"
+}
+
 func doctorHub(ctx context.Context, std IO) DoctorHub {
 	p, err := remote.FindServer(HubFlags{}.server(std))
 	if err != nil {
@@ -331,13 +353,13 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 	fmt.Fprintln(w, d.Tai.String())
 	fmt.Fprintln(w, "\nAgents:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  AGENT\tINSTALLED\tVERSION\tDRIVERS\tNOTE")
+	fmt.Fprintln(tw, "  AGENT\tINSTALLED\tVERSION\tDRIVERS\tCONFINED BY\tNOTE")
 	for _, a := range d.Agents {
 		inst := "no"
 		if a.Installed {
 			inst = "yes"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", a.Name, inst, orDash(a.Version), strings.Join(a.Drivers, ","), a.Note)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", a.Name, inst, orDash(a.Version), strings.Join(a.Drivers, ","), orDash(a.Confinement), a.Note)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "\nDrivers:")

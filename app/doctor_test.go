@@ -120,3 +120,21 @@ func TestLimitsLine(t *testing.T) {
 		}
 	}
 }
+
+func TestAgentConfinement(t *testing.T) {
+	tests := []struct {
+		agent    string
+		landlock bool
+		want     string
+	}{
+		{"codex", true, "tai's sandbox; its own (bubblewrap) cannot start under it, --sandbox off keeps its own"},
+		{"codex", false, "its own (bubblewrap): no Landlock here"},
+		{"builtin", true, "tai's sandbox"},
+		{"builtin", false, "none: no Landlock here"},
+	}
+	for _, tt := range tests {
+		if got := agentConfinement(tt.agent, tt.landlock); got != tt.want {
+			t.Errorf("agentConfinement(%s, %v) = %q, want %q", tt.agent, tt.landlock, got, tt.want)
+		}
+	}
+}

@@ -38,7 +38,7 @@ func TestDefaultScriptEndToEnd(t *testing.T) {
 	}
 	sess := c.newSession()
 	if !strings.HasPrefix(sess.SessionId, "builtin-") || sess.Modes == nil || sess.Modes.CurrentModeId != "default" ||
-		len(sess.Modes.AvailableModes) != 3 {
+		len(sess.Modes.AvailableModes) != 4 {
 		t.Fatalf("session/new = %+v", sess)
 	}
 	if m, ok := sess.ConfigOptions.ByCategory(acp.CategoryModel); !ok || m.Select == nil || len(m.Select.Options.All()) != 2 {

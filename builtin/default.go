@@ -34,12 +34,17 @@ var sessionModes = []modeInfo{
 	{"plan", "Plan", "Plan only; proposes switching modes before acting"},
 	{"default", "Default", "Ask before every edit"},
 	{"accept-edits", "Accept edits", "Write files without asking"},
+	// An agent that approves itself, as claude-agent-acp's auto and
+	// codex-acp's agent do: a script starts in it (start_mode: auto) to
+	// test that tai refuses it.
+	{"auto", "Auto", "Approves its own requests: writes and runs without asking"},
 }
 
 const (
 	modeDefault     = "default"
 	modeAcceptEdits = "accept-edits"
 	modePlan        = "plan"
+	modeAuto        = "auto"
 )
 
 func modeIDs() []string {

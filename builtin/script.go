@@ -37,7 +37,9 @@ type Script struct {
 	// Commands is the initial available command list; nil means the default
 	// (echo, plan, help).
 	Commands []Command
-	Steps    []Step
+	// StartMode is the mode sessions start in ("" = default).
+	StartMode string
+	Steps     []Step
 }
 
 // AuthMethod is an authentication method the script advertises in initialize.
@@ -316,6 +318,9 @@ const maxBigBytes = 1 << 32
 // Validate checks the script; errors name the step as steps[i] (0-based).
 func (sc *Script) Validate() error {
 	var errs []error
+	if sc.StartMode != "" && !slices.Contains(modeIDs(), sc.StartMode) {
+		errs = append(errs, fmt.Errorf("start_mode: %q is not one of %s", sc.StartMode, strings.Join(modeIDs(), ", ")))
+	}
 	for i, m := range sc.AuthMethods {
 		if m.ID == "" || m.Name == "" {
 			errs = append(errs, fmt.Errorf("auth_methods[%d]: id and name are required", i))
@@ -529,13 +534,15 @@ func ParseScript(data []byte) (*Script, error) {
 				err = decodeStrict(v, &sc.AuthMethods)
 			case "commands":
 				err = decodeStrict(v, &sc.Commands)
+			case "start_mode":
+				err = v.Decode(&sc.StartMode)
 			case "steps":
 				if v.Kind != yaml.SequenceNode {
 					err = errors.New("must be a list of steps")
 				}
 				stepsNode = v
 			default:
-				err = errors.New("unknown key (want name, early_updates, auth_methods, commands, steps)")
+				err = errors.New("unknown key (want name, early_updates, auth_methods, commands, start_mode, steps)")
 			}
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %s: %w", k.Line, k.Value, err)

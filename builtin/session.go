@@ -52,10 +52,14 @@ func newSession(id, cwd string, sc *Script) *session {
 	if cmds == nil {
 		cmds = defaultCommands
 	}
+	mode := modeDefault
+	if sc.StartMode != "" {
+		mode = sc.StartMode
+	}
 	return &session{
 		id:        id,
 		cwd:       cwd,
-		mode:      modeDefault,
+		mode:      mode,
 		model:     sessionModels[0].id,
 		updatedAt: now(),
 		commands:  slices.Clone(cmds),

@@ -234,7 +234,7 @@ func (t *turn) write(ws *WriteStep) error {
 		return err
 	}
 	ask := ws.Ask == nil || *ws.Ask
-	if t.s.currentMode() == modeAcceptEdits {
+	if m := t.s.currentMode(); m == modeAcceptEdits || m == modeAuto {
 		ask = false // that is what the mode means
 	}
 	if ask {
@@ -319,7 +319,7 @@ func (t *turn) run(rs *RunStep) error {
 	}); err != nil {
 		return err
 	}
-	if rs.Ask {
+	if rs.Ask && t.s.currentMode() != modeAuto {
 		opt, err := t.askPermission(acp.ToolCallUpdate{
 			ToolCallId: id, Title: acp.Ptr(title), Kind: acp.Ptr(acp.ToolKindExecute), Status: acp.Ptr(acp.ToolCallPending),
 			RawInput: input,
@@ -470,7 +470,7 @@ func (t *turn) switchMode(sm *SwitchModeStep) error {
 	}
 	options := []acp.PermissionOption{{OptionId: target.id, Name: "Yes, switch to " + target.name, Kind: acp.PermissionAllowOnce}}
 	for _, m := range sessionModes {
-		if m.id != target.id && m.id != cur {
+		if m.id != target.id && m.id != cur && m.id != modeAuto { // auto only when asked for
 			options = append(options, acp.PermissionOption{OptionId: m.id, Name: "Yes, switch to " + m.name, Kind: acp.PermissionAllowOnce})
 		}
 	}

@@ -59,3 +59,18 @@ type Quirks struct {
 	// signals its process group right away instead of waiting.
 	IgnoresStdinEOF bool `json:"ignores_stdin_eof,omitempty"`
 }
+
+// ModeRule names an agent's own modes that tai's mode rule needs (see
+// policy.SelfApproving): a preset carries it, like Quirks. The zero value
+// leaves the agent to the general rule.
+type ModeRule struct {
+	// SelfApproving are the mode ids in which the agent approves its own
+	// requests (they never reach tai): claude's auto and
+	// bypassPermissions, codex's agent and agent-full-access. When set,
+	// only these are; the general rule is not applied to the agent's other
+	// modes.
+	SelfApproving []string `json:"self_approving,omitempty"`
+	// Asking is the mode in which the agent asks tai before acting; tai
+	// moves a session there when its starting mode is refused.
+	Asking string `json:"asking,omitempty"`
+}

@@ -212,21 +212,24 @@ func wildMatch(p, s string) bool {
 
 // facts is what rules look at, extracted once per request.
 type facts struct {
-	kind      string
-	tool      string // the tool's name, else its title
-	paths     []pathFact
-	writes    bool         // it changes files: an edit, delete or move kind, or a diff
-	command   string       // the command line, from raw_input (else the title)
-	lines     []string     // every command line worth checking for a deny: command and the title's
-	cwd       string       // the command's working directory, absolute; "" unknown
-	shell     []*shellLine // lines, as read by the shell parser
-	allowSeg  []string     // the simple commands an allow rule must all match
-	denySeg   []string     // every simple command, as written and normalized
-	url       string
-	mode      string // switch_mode: the mode the session would move to
-	target    string // switch_mode: the mode raw_input asks for
-	planExit  bool   // switch_mode: leaving plan mode
-	synthetic bool   // a request tai made up (CheckModeChange)
+	kind     string
+	tool     string // the tool's name, else its title
+	paths    []pathFact
+	writes   bool         // it changes files: an edit, delete or move kind, or a diff
+	command  string       // the command line, from raw_input (else the title)
+	lines    []string     // every command line worth checking for a deny: command and the title's
+	cwd      string       // the command's working directory, absolute; "" unknown
+	shell    []*shellLine // lines, as read by the shell parser
+	allowSeg []string     // the simple commands an allow rule must all match
+	denySeg  []string     // every simple command, as written and normalized
+	url      string
+	mode     string // switch_mode: the mode the session would move to
+	target   string // switch_mode: the mode raw_input asks for
+	planExit bool   // switch_mode: leaving plan mode
+	// selfApproving: switch_mode to a mode in which the agent approves its
+	// own requests (SelfApproving).
+	selfApproving bool
+	synthetic     bool // a request tai made up (CheckModeChange)
 }
 
 // pathFact is one path a request touches.

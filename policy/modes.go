@@ -65,6 +65,7 @@ func (e *Engine) switchFacts(req driver.PermissionRequest, raw map[string]any, f
 			f.mode = o.ID
 		}
 	}
+	f.selfApproving = e.selfApproving(req.Session, f.mode)
 }
 
 // switchOption is the option that allows a switch_mode request: the
@@ -87,7 +88,9 @@ func (e *Engine) switchOption(req driver.PermissionRequest, f *facts) (driver.Pe
 	if o, ok := offered(f.target); ok {
 		return o, true
 	}
-	safe := slices.DeleteFunc(slices.Clone(req.Options), bypassLike)
+	safe := slices.DeleteFunc(slices.Clone(req.Options), func(o driver.PermissionOption) bool {
+		return bypassLike(o) || e.selfApproving(req.Session, o.ID)
+	})
 	if o, ok := ChooseOption(safe, true); ok {
 		return o, true
 	}
@@ -208,6 +211,7 @@ func (e *Engine) CheckModeChange(ctx context.Context, session, from, to string) 
 		// The agent is already in to: that is the target, whatever
 		// mode_after_plan says.
 		f.mode, f.synthetic = to, true
+		f.selfApproving = e.selfApproving(session, to)
 	})
 	return ModeDecision{PermissionDecision: dec.PermissionDecision}, err
 }
@@ -219,4 +223,119 @@ func (e *Engine) CheckModeChange(ctx context.Context, session, from, to string) 
 type ModeDecision struct {
 	driver.PermissionDecision
 	Explained bool
+}
+
+// The agent's own starting mode, and any mode it moves to, are policy too.
+// In some modes the agent approves its own requests, which then never
+// reach tai (claude-agent-acp starts in auto, "Claude handles permission
+// decisions"; codex-acp in agent, "Auto review"). Such a mode is refused
+// unless an allow rule names it (switch_mode:<mode>): the mode default
+// denies it, whatever --approve says, since approve-all and yolo decide
+// the requests that reach tai. A preset names its agent's self-approving
+// modes (driver.ModeRule); for other agents the general rule below reads
+// the mode's id, name and description.
+
+// selfApprovingWords flag a mode's id or name; selfApprovingPhrases its
+// description.
+var (
+	selfApprovingWords   = lazyre.New(`(?i)(^|[^a-z])(auto|agent|bypass\w*|yolo|full[-_ ]?access|dangerous\w*|skip[-_ ]?permissions)($|[^a-z])`)
+	selfApprovingPhrases = lazyre.New(`(?i)approves? (its own|all|every)|permission decisions|accepts? all|without (asking|approval)|only asks? for actions`)
+)
+
+// SelfApproving reports whether m is a mode in which the agent approves
+// its own requests: one rule names (when it names any), else, by the
+// general rule, one whose id or name says auto, agent, bypass, yolo, full
+// access, dangerous or skip-permissions, or whose description says it
+// approves its own (or all) requests, makes the permission decisions,
+// accepts all, acts without asking, or only asks for some actions.
+func SelfApproving(m driver.ModeInfo, rule driver.ModeRule) bool {
+	if m.ID == "" {
+		return false
+	}
+	if len(rule.SelfApproving) > 0 {
+		return slices.Contains(rule.SelfApproving, m.ID)
+	}
+	if m.ID == rule.Asking {
+		return false
+	}
+	return selfApprovingWords().MatchString(m.ID) || selfApprovingWords().MatchString(m.Name) ||
+		selfApprovingPhrases().MatchString(m.Description)
+}
+
+var askingPhrase = lazyre.New(`(?i)\bask|requires approval|manual`)
+
+// AskingMode is the mode among modes in which the agent asks before acting:
+// the rule's when offered (or when the agent lists no modes), else "default",
+// else the first one whose description says it asks and that is neither
+// self-approving nor a plan mode.
+func AskingMode(modes []driver.ModeInfo, rule driver.ModeRule) (string, bool) {
+	offered := func(id string) bool {
+		return id != "" && slices.ContainsFunc(modes, func(m driver.ModeInfo) bool { return m.ID == id })
+	}
+	switch {
+	case offered(rule.Asking), rule.Asking != "" && len(modes) == 0:
+		return rule.Asking, true
+	case offered("default") && !SelfApproving(driver.ModeInfo{ID: "default"}, rule):
+		return "default", true
+	}
+	for _, m := range modes {
+		if !SelfApproving(m, rule) && !isPlanLike(m.ID) && askingPhrase().MatchString(m.Name+" "+m.Description) {
+			return m.ID, true
+		}
+	}
+	return "", false
+}
+
+// ObserveModes tells the engine the modes a session offers (as it
+// started), which the general rule reads.
+func (e *Engine) ObserveModes(session string, modes []driver.ModeInfo) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.catalog[session] = slices.Clone(modes)
+}
+
+// ModeRule is the rule the engine classifies modes by.
+func (e *Engine) ModeRule() driver.ModeRule { return e.modeRule }
+
+// selfApproving classifies mode as the session offers it.
+func (e *Engine) selfApproving(session, mode string) bool {
+	if mode == "" {
+		return false
+	}
+	m := driver.ModeInfo{ID: mode}
+	e.mu.Lock()
+	if i := slices.IndexFunc(e.catalog[session], func(c driver.ModeInfo) bool { return c.ID == mode }); i >= 0 {
+		m = e.catalog[session][i]
+	}
+	e.mu.Unlock()
+	return SelfApproving(m, e.modeRule)
+}
+
+// CheckStartMode decides whether a session may be in mode, the mode it
+// starts in (or the --mode tai was told to set), before its first prompt.
+// A mode that is not self-approving is allowed without a decision
+// (Explained). A self-approving one is decided like a switch_mode request
+// to it: only an allow rule naming it allows it.
+func (e *Engine) CheckStartMode(ctx context.Context, session, mode string) (ModeDecision, error) {
+	d := driver.PermissionDecision{RequestID: "start-mode", ToolKind: driver.KindSwitchMode,
+		Title: fmt.Sprintf("start in mode %s", mode)}
+	if !e.selfApproving(session, mode) {
+		d.Outcome, d.OptionID, d.OptionKind, d.Verdict = driver.OutcomeSelected, "allow", driver.OptionAllowOnce, driver.VerdictAllow
+		d.DecidedBy, d.Reason = driver.ByDefault, "the agent asks in this mode"
+		return ModeDecision{PermissionDecision: d, Explained: true}, nil
+	}
+	raw, _ := json.Marshal(map[string]string{"to": mode})
+	req := driver.PermissionRequest{
+		ID: "start-mode", Session: session,
+		ToolCall: driver.ToolCall{ID: "start-mode", Kind: driver.KindSwitchMode, Name: "start_mode", RawInput: raw,
+			Title: fmt.Sprintf("start in mode %s, in which the agent approves its own requests", mode)},
+		Options: []driver.PermissionOption{
+			{ID: "allow", Name: "Allow", Kind: driver.OptionAllowOnce},
+			{ID: "reject", Name: "Move to the asking mode", Kind: driver.OptionRejectOnce},
+		},
+	}
+	dec, err := e.evaluate(ctx, req, func(f *facts) {
+		f.mode, f.target, f.planExit, f.synthetic, f.selfApproving = mode, mode, false, true, true
+	})
+	return ModeDecision{PermissionDecision: dec.PermissionDecision}, err
 }

@@ -48,7 +48,7 @@ func TestModeSwitch(t *testing.T) {
 		{"ask mode asks", Config{Mode: Ask}, Flags{}, nil, claudeExitPlan(), "deny", driver.ByDefault, "plan", ""},
 		{"approve-all allows; never picks bypass", Config{Mode: ApproveAll}, Flags{}, nil, claudeExitPlan(), "allow", driver.ByDefault, "default", ""},
 		{"mode_after_plan offered: chosen", Config{Mode: ApproveAll, ModeAfterPlan: "acceptEdits"}, Flags{}, nil, claudeExitPlan(), "allow", driver.ByDefault, "acceptEdits", ""},
-		{"mode_after_plan not offered: runner moves", Config{Mode: ApproveAll, ModeAfterPlan: "auto"}, Flags{}, nil, claudeExitPlan(), "allow", driver.ByDefault, "default", "auto"},
+		{"mode_after_plan not offered: runner moves", Config{Mode: ApproveAll, ModeAfterPlan: "dontAsk"}, Flags{}, nil, claudeExitPlan(), "allow", driver.ByDefault, "default", "dontAsk"},
 		{"human approves, mode after plan", Config{ModeAfterPlan: "acceptEdits"}, Flags{}, &countingPrompter{ans: AllowOnce}, claudeExitPlan(), "allow", driver.ByHuman, "acceptEdits", ""},
 		{"deny-all denies", Config{Mode: DenyAll}, Flags{}, nil, claudeExitPlan(), "deny", driver.ByDefault, "plan", ""},
 		{"allow rule on the target mode", Config{ModeAfterPlan: "acceptEdits"}, Flags{Allow: []string{"switch_mode:acceptEdits"}}, nil, claudeExitPlan(), "allow", "rule:flag-1", "acceptEdits", ""},
@@ -126,7 +126,7 @@ func TestCheckModeChange(t *testing.T) {
 	}
 	// Headless fail.
 	ef := engine(t, Config{NonInteractive: NonInteractiveFail}, Flags{}, Options{})
-	if _, err := ef.CheckModeChange(ctx, "s", "plan", "yolo"); !errors.Is(err, ErrPromptUnavailable) {
+	if _, err := ef.CheckModeChange(ctx, "s", "plan", "code"); !errors.Is(err, ErrPromptUnavailable) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -161,4 +161,120 @@ type answererFunc func(ctx context.Context, req driver.PermissionRequest) (Answe
 
 func (f answererFunc) Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error) {
 	return f(ctx, req)
+}
+
+// The modes of the agents tai has presets for, as they describe them.
+var (
+	claudeModes = []driver.ModeInfo{
+		{ID: "default", Name: "Manual", Description: "Always ask before making changes"},
+		{ID: "acceptEdits", Name: "Accept edits", Description: "Automatically accept all file edits"},
+		{ID: "plan", Name: "Plan", Description: "Create a plan before making changes"},
+		{ID: "auto", Name: "Auto", Description: "Claude handles permission decisions"},
+		{ID: "bypassPermissions", Name: "Bypass permissions", Description: "Accepts all permissions"},
+	}
+	codexModes = []driver.ModeInfo{
+		{ID: "read-only", Name: "Read-only", Description: "Requires approval to edit files and access the internet."},
+		{ID: "workspace-write", Name: "Workspace access", Description: "Edit workspace files; ask before writing outside the workspace or accessing the network."},
+		{ID: "agent", Name: "Auto review", Description: "Only ask for actions detected as potentially unsafe"},
+		{ID: "agent-full-access", Name: "Full access", Description: "Unrestricted access to the internet and any file on your computer"},
+	}
+	claudeRule = driver.ModeRule{SelfApproving: []string{"auto", "bypassPermissions"}, Asking: "default"}
+	codexRule  = driver.ModeRule{SelfApproving: []string{"agent", "agent-full-access", "workspace-write"}, Asking: "read-only"}
+)
+
+func TestSelfApproving(t *testing.T) {
+	tests := []struct {
+		name  string
+		modes []driver.ModeInfo
+		rule  driver.ModeRule
+		want  []string // the self-approving ids
+		ask   string   // AskingMode; "" = none
+	}{
+		{"claude by its preset", claudeModes, claudeRule, []string{"auto", "bypassPermissions"}, "default"},
+		// Without its preset, accepting all edits is approving them too.
+		{"claude by the general rule", claudeModes, driver.ModeRule{}, []string{"acceptEdits", "auto", "bypassPermissions"}, "default"},
+		{"codex by its preset", codexModes, codexRule, []string{"workspace-write", "agent", "agent-full-access"}, "read-only"},
+		{"codex by the general rule", codexModes, driver.ModeRule{}, []string{"agent", "agent-full-access"}, "read-only"},
+		{"gemini and qwen's yolo", []driver.ModeInfo{{ID: "default"}, {ID: "autoEdit"}, {ID: "yolo", Name: "YOLO"}}, driver.ModeRule{},
+			[]string{"yolo"}, "default"},
+		{"words in the description", []driver.ModeInfo{{ID: "careful", Description: "asks first"}, {ID: "trusting", Description: "Approves all tool calls"},
+			{ID: "free", Description: "Runs without asking"}}, driver.ModeRule{}, []string{"trusting", "free"}, "careful"},
+		{"no asking mode", []driver.ModeInfo{{ID: "agent"}, {ID: "plan"}}, driver.ModeRule{}, []string{"agent"}, ""},
+		{"the preset's asking mode is never self-approving", []driver.ModeInfo{{ID: "auto-ask"}, {ID: "auto"}}, driver.ModeRule{Asking: "auto-ask"},
+			[]string{"auto"}, "auto-ask"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, m := range tt.modes {
+				if SelfApproving(m, tt.rule) {
+					got = append(got, m.ID)
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("self-approving %v, want %v", got, tt.want)
+			}
+			ask, ok := AskingMode(tt.modes, tt.rule)
+			if ask != tt.ask || ok != (tt.ask != "") {
+				t.Errorf("AskingMode = %q %v, want %q", ask, ok, tt.ask)
+			}
+		})
+	}
+}
+
+// A session's starting mode, and a move to a self-approving mode, are
+// refused whatever --approve says, unless an allow rule names the mode.
+func TestStartMode(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name    string
+		cfg     Config
+		flags   Flags
+		mode    string
+		verdict string
+		by      driver.Provenance
+	}{
+		{"an asking mode needs no decision", Config{Mode: DenyAll}, Flags{}, "default", "allow", driver.ByDefault},
+		{"auto refused under approve-all", Config{Mode: ApproveAll}, Flags{}, "auto", "deny", driver.ByDefault},
+		{"auto refused under yolo", Config{Mode: Yolo}, Flags{}, "auto", "deny", driver.ByDefault},
+		{"auto refused by default", Config{}, Flags{}, "auto", "deny", driver.ByDefault},
+		{"an allow rule allows it", Config{}, Flags{Allow: []string{"switch_mode:auto"}}, "auto", "allow", "rule:flag-1"},
+		{"an allow rule allows it under deny-all", Config{Mode: DenyAll}, Flags{Allow: []string{"switch_mode:auto"}}, "auto", "allow", "rule:flag-1"},
+		{"an allow rule for another mode does not", Config{}, Flags{Allow: []string{"switch_mode:bypass*"}}, "auto", "deny", driver.ByDefault},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := engine(t, tt.cfg, tt.flags, Options{ModeRule: claudeRule})
+			e.ObserveModes("s", claudeModes)
+			d, err := e.CheckStartMode(ctx, "s", tt.mode)
+			if err != nil || d.Verdict != tt.verdict || d.DecidedBy != tt.by {
+				t.Fatalf("got %s by %s (%s), %v", d.Verdict, d.DecidedBy, d.Reason, err)
+			}
+			if d.Verdict == "deny" && d.DecidedBy == driver.ByDefault && tt.cfg.Mode != DenyAll && !strings.Contains(d.Reason, "--allow 'switch_mode:auto'") {
+				t.Errorf("the reason does not name the rule that allows it: %s", d.Reason)
+			}
+			// The agent moving there itself is decided the same way.
+			c, err := e.CheckModeChange(ctx, "s", "default", tt.mode)
+			if err != nil || c.Verdict != tt.verdict {
+				t.Fatalf("CheckModeChange: %s (%s), %v", c.Verdict, c.Reason, err)
+			}
+		})
+	}
+}
+
+// A switch_mode request is never answered with a self-approving option,
+// and one asking for such a mode is denied under approve-all.
+func TestSwitchToSelfApproving(t *testing.T) {
+	ctx := context.Background()
+	e := engine(t, Config{Mode: ApproveAll}, Flags{}, Options{ModeRule: claudeRule})
+	req := claudeExitPlan()
+	req.Options = append([]driver.PermissionOption{{ID: "auto", Name: "Yes, and use auto mode", Kind: "allow_always"}}, req.Options...)
+	d, err := e.Evaluate(ctx, req)
+	if err != nil || d.Verdict != "allow" || d.OptionID != "default" {
+		t.Fatalf("exit plan: %+v %v", d, err)
+	}
+	d, err = e.Evaluate(ctx, builtinSwitch("default", "auto"))
+	if err != nil || d.Verdict != "deny" || d.OptionID != "reject" {
+		t.Fatalf("switch to auto: %+v %v", d, err)
+	}
 }

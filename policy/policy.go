@@ -157,6 +157,10 @@ type Options struct {
 	// floor-policy-files keeps agents from writing, besides the policy
 	// file, the memory file and tai's config and state directories.
 	Protected []string
+	// ModeRule names the agent's self-approving modes and its asking mode
+	// (its preset's); the zero value leaves them to the general rule (see
+	// SelfApproving).
+	ModeRule driver.ModeRule
 }
 
 // Engine decides permission requests. It is safe for concurrent use: ACP
@@ -176,9 +180,12 @@ type Engine struct {
 
 	deny, ask, allow []*rule
 
+	modeRule driver.ModeRule
+
 	mu       sync.Mutex
 	modes    map[string]string              // session → current mode
 	expected map[string]map[string]expected // session → mode → why it is expected
+	catalog  map[string][]driver.ModeInfo   // session → the modes it offers
 }
 
 // New returns an engine with no rules, no workspace and the built-in floor
@@ -225,7 +232,8 @@ func NewEngine(cfg Config, o Options) (*Engine, error) {
 	}
 	e := &Engine{
 		cfg: cfg, mode: cfg.Mode, ni: ni, prompter: o.Prompter, answerer: o.Answerer, asker: o.Asker, mem: o.Memory, now: o.Now, ws: ws,
-		modes: map[string]string{}, expected: map[string]map[string]expected{},
+		modes: map[string]string{}, expected: map[string]map[string]expected{}, catalog: map[string][]driver.ModeInfo{},
+		modeRule: o.ModeRule,
 	}
 	if e.mem == nil {
 		e.mem = NewMemory(ScopeSession)
@@ -387,6 +395,11 @@ func (e *Engine) evaluate(ctx context.Context, req driver.PermissionRequest, adj
 func (e *Engine) modeDefault(f *facts) (verdict, why string) {
 	if e.mode == DenyAll {
 		return driver.VerdictDeny, "mode deny-all denies every request"
+	}
+	if f.kind == kindSwitchMode && f.selfApproving {
+		// approve-all and yolo decide the requests that reach tai; a mode in
+		// which none do is allowed only by a rule naming it.
+		return driver.VerdictDeny, fmt.Sprintf("in mode %s the agent approves its own requests without asking tai; only an allow rule names it allowed (--allow 'switch_mode:%s')", f.mode, f.mode)
 	}
 	if f.kind == kindSwitchMode && !f.planExit && isPlanLike(f.mode) {
 		return driver.VerdictAllow, fmt.Sprintf("switching to %s only restricts the agent", f.mode)

@@ -34,6 +34,13 @@ type Preset struct {
 	// Drivers are the agent's commands for drivers other than Driver (the
 	// default): the binary (looked up in PATH) and its arguments.
 	Drivers map[string][]string `json:"drivers,omitempty"`
+	// Modes names the agent's self-approving modes and the mode in which
+	// it asks (policy.SelfApproving); unset, the general rule applies.
+	Modes driver.ModeRule `json:"modes,omitzero"`
+	// OwnSandbox names the agent's own sandbox, if it has one ("" = none),
+	// for the result's and tai doctor's confinement. codex's (bubblewrap)
+	// cannot start under tai's: Landlock forbids the mounts it makes.
+	OwnSandbox string `json:"own_sandbox,omitempty"`
 }
 
 // streamJSON is the stream-json driver's name (package driver/streamjson).
@@ -64,24 +71,37 @@ func (p Preset) CommandFor(driver string) ([]string, error) {
 // All returns the presets, sorted by name.
 func All() []Preset {
 	out := []Preset{
-		{Name: "builtin", Description: "tai's built-in scripted agent (no model, no API key)", Driver: "acp", Builtin: true},
+		{Name: "builtin", Description: "tai's built-in scripted agent (no model, no API key)", Driver: "acp", Builtin: true,
+			Modes: driver.ModeRule{SelfApproving: []string{"auto"}, Asking: "default"}},
 		{Name: "claude", Description: "Claude Code through the ACP adapter", Driver: "acp", Binary: "claude-agent-acp",
 			Fallback: []string{"npx", "-y", "@agentclientprotocol/claude-agent-acp"}, Package: "@agentclientprotocol/claude-agent-acp",
 			Quirks: driver.Quirks{IgnoresStdinEOF: true},
 			Drivers: map[string][]string{streamJSON: {"claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"},
-				ptyDriver: {"claude"}}},
+				ptyDriver: {"claude"}},
+			// claude-agent-acp 0.101 starts in auto ("Claude handles
+			// permission decisions").
+			Modes: driver.ModeRule{SelfApproving: []string{"auto", "bypassPermissions"}, Asking: "default"}},
 		{Name: "codex", Description: "OpenAI Codex through codex-acp", Driver: "acp", Binary: "codex-acp",
 			Fallback: []string{"npx", "-y", "@agentclientprotocol/codex-acp"}, Package: "@agentclientprotocol/codex-acp",
 			Quirks:  driver.Quirks{IgnoresStdinEOF: true},
-			Drivers: map[string][]string{streamJSON: {"codex", "exec", "--json"}, ptyDriver: {"codex"}}},
+			Drivers: map[string][]string{streamJSON: {"codex", "exec", "--json"}, ptyDriver: {"codex"}},
+			// codex-acp 2.x starts in agent ("Auto review": a model
+			// approves); in workspace-write codex edits the workspace
+			// without asking; read-only asks for every edit.
+			Modes:      driver.ModeRule{SelfApproving: []string{"agent", "agent-full-access", "workspace-write"}, Asking: "read-only"},
+			OwnSandbox: "bubblewrap"},
 		{Name: "gemini", Description: "Gemini CLI", Driver: "acp", Binary: "gemini", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@google/gemini-cli", "--acp"}, Package: "@google/gemini-cli",
 			Quirks:  driver.Quirks{NoClientFS: true},
-			Drivers: map[string][]string{streamJSON: {"gemini", "--output-format", "stream-json"}, ptyDriver: {"gemini"}}},
+			Drivers: map[string][]string{streamJSON: {"gemini", "--output-format", "stream-json"}, ptyDriver: {"gemini"}},
+			Modes:   driver.ModeRule{SelfApproving: []string{"yolo"}, Asking: "default"}},
 		{Name: "qwen", Description: "Qwen Code", Driver: "acp", Binary: "qwen", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@qwen-code/qwen-code", "--acp"}, Package: "@qwen-code/qwen-code",
 			Drivers: map[string][]string{streamJSON: {"qwen", "--input-format", "stream-json", "--output-format", "stream-json", "--approval-mode", "default"},
-				ptyDriver: {"qwen", "--approval-mode", "default"}}},
+				ptyDriver: {"qwen", "--approval-mode", "default"}},
+			// auto: an LLM classifier approves; auto-edit, like claude's
+			// acceptEdits, still asks before commands.
+			Modes: driver.ModeRule{SelfApproving: []string{"auto", "yolo"}, Asking: "default"}},
 		{Name: "opencode", Description: "OpenCode", Driver: "acp", Binary: "opencode", Args: []string{"acp"},
 			Fallback: []string{"npx", "-y", "opencode-ai", "acp"}, Package: "opencode-ai",
 			Drivers: map[string][]string{streamJSON: {"opencode", "run", "--format", "json"}, ptyDriver: {"opencode"}}},

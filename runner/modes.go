@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
@@ -17,7 +18,14 @@ import (
 // changes (policy.Engine implements it).
 type ModePolicy interface {
 	ObserveMode(session, mode string)
+	// ObserveModes tells the policy the modes a session offers.
+	ObserveModes(session string, modes []driver.ModeInfo)
 	ExpectMode(session, mode string)
+	// CheckStartMode decides whether the session may be in mode before its
+	// first prompt (policy.Engine.CheckStartMode).
+	CheckStartMode(ctx context.Context, session, mode string) (policy.ModeDecision, error)
+	// ModeRule names the agent's self-approving and asking modes.
+	ModeRule() driver.ModeRule
 	CheckModeChange(ctx context.Context, session, from, to string) (policy.ModeDecision, error)
 	ModeAfterApproval(req driver.PermissionRequest, d driver.PermissionDecision) string
 }
@@ -104,6 +112,7 @@ func (g *modeGuard) Emit(ev driver.Event) {
 		g.mu.Lock()
 		g.current[ev.Session] = ev.Started.CurrentMode
 		g.mu.Unlock()
+		g.pol.ObserveModes(ev.Session, ev.Started.Modes)
 		g.pol.ObserveMode(ev.Session, ev.Started.CurrentMode)
 	case driver.EventModeChanged:
 		g.mu.Lock()
@@ -211,4 +220,74 @@ func checkMode(mode string, available []string) error {
 		return nil
 	}
 	return exitcode.With(exitcode.Usage, &UnknownModeError{Mode: mode, Available: available})
+}
+
+// startMode is the mode the session's first prompt runs in ("" = the one
+// it is in): --mode (or the policy's default_mode), else the agent's own.
+// A mode in which the agent approves its own requests is decided by the
+// policy: refused, the agent's own starting mode is replaced by its asking
+// mode, and a --mode naming one, or an agent with no asking mode, is a
+// usage error naming the mode and the rule that allows it.
+func (r *run) startMode(ctx context.Context, sess Session) (string, error) {
+	want, own := r.o.Mode, false
+	if want == "" {
+		want, own = sess.CurrentMode(), true
+	}
+	if r.o.Modes == nil || want == "" {
+		return r.o.Mode, nil
+	}
+	if !own {
+		if err := checkMode(want, r.col.availableModes()); err != nil {
+			return "", err
+		}
+		return r.o.Mode, r.allowedMode(ctx, sess, want, "--mode")
+	}
+	d, err := r.decideMode(ctx, sess, want)
+	if err != nil || d.Verdict == driver.VerdictAllow {
+		return "", err
+	}
+	asking, ok := policy.AskingMode(r.col.modeInfos(), r.o.Modes.ModeRule())
+	if !ok {
+		return "", exitcode.Usagef("%s starts in mode %s, in which it approves its own requests without asking tai; the policy refuses it (%s), and %s offers no mode in which it asks; %s",
+			r.o.Agent, want, d.Reason, r.o.Agent, allowModeHint(want))
+	}
+	r.o.Logger.Info("moving the session out of a self-approving mode", "agent", r.o.Agent, "mode", want, "to", asking, "reason", d.Reason)
+	return asking, nil
+}
+
+// allowedMode refuses a mode tai was told to set (--mode, a chat's /mode)
+// in which the agent approves its own requests, unless the policy allows
+// it.
+func (r *run) allowedMode(ctx context.Context, sess Session, mode, what string) error {
+	if r.o.Modes == nil {
+		return nil
+	}
+	d, err := r.decideMode(ctx, sess, mode)
+	if err != nil || d.Verdict == driver.VerdictAllow {
+		return err
+	}
+	return exitcode.Usagef("%s %s: in this mode %s approves its own requests without asking tai, and the policy refuses it (%s); %s",
+		what, mode, r.o.Agent, d.Reason, allowModeHint(mode))
+}
+
+// decideMode asks the policy whether the session may be in mode, and puts
+// a decision taken (a self-approving mode) on the audit record. It is not
+// one of the agent's requests, so it is not in the result's denials: a
+// refused mode is replaced, or the run refused.
+func (r *run) decideMode(ctx context.Context, sess Session, mode string) (policy.ModeDecision, error) {
+	d, err := r.o.Modes.CheckStartMode(ctx, sess.ID(), mode)
+	if errors.Is(err, policy.ErrPromptUnavailable) {
+		return d, exitcode.With(exitcode.PermissionDenied, err)
+	}
+	if err != nil {
+		return d, fmt.Errorf("deciding mode %s: %w", mode, err)
+	}
+	if !d.Explained && r.audit != nil {
+		r.audit.append(audit.KindPermissionDecision, sess.ID(), decisionEntry(&d.PermissionDecision))
+	}
+	return d, nil
+}
+
+func allowModeHint(mode string) string {
+	return fmt.Sprintf("allow it with --allow 'switch_mode:%s' or an allow rule for it in the policy file", mode)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,10 +38,13 @@ type Result struct {
 	// secret fields redacted.
 	Elicitations []driver.ElicitationAnswer `json:"elicitations,omitempty"`
 	// Sandbox says how the agent was confined (nil: no launcher, or A2A).
-	Sandbox    *sandbox.Status `json:"sandbox,omitempty"`
-	DurationMS int64           `json:"duration_ms"`
-	ExitCode   int             `json:"exit_code"`
-	Error      string          `json:"error,omitempty"`
+	Sandbox *sandbox.Status `json:"sandbox,omitempty"`
+	// Confinement says whose sandbox confines the agent: tai's, the
+	// agent's own, or none (nil: A2A, which starts no process).
+	Confinement *Confinement `json:"confinement,omitempty"`
+	DurationMS  int64        `json:"duration_ms"`
+	ExitCode    int          `json:"exit_code"`
+	Error       string       `json:"error,omitempty"`
 
 	// LastSeq is the sequence number of the last event, so that the result
 	// frame can follow it.
@@ -77,7 +81,7 @@ type collector struct {
 	// starts: where each message id's text begins in message (a byte
 	// offset), for a chunk that replaces it.
 	starts map[string]int
-	modes  []string // the mode ids the session offers, as it started
+	modes  []driver.ModeInfo // the modes the session offers, as it started
 }
 
 func newCollector() *collector {
@@ -124,10 +128,7 @@ func (c *collector) sessionStarted(session string, st *driver.SessionStarted) {
 		return
 	}
 	c.res.Resumable = st.Capabilities.LoadSession || st.Capabilities.ResumeSession
-	c.modes = c.modes[:0]
-	for _, m := range st.Modes {
-		c.modes = append(c.modes, m.ID)
-	}
+	c.modes = append(c.modes[:0], st.Modes...)
 }
 
 // messageChunk adds an agent text chunk to the message; any other role's
@@ -222,7 +223,19 @@ func (c *collector) newTurn() {
 func (c *collector) availableModes() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]string(nil), c.modes...)
+	var ids []string
+	for _, m := range c.modes {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// modeInfos is the modes the session offers, with their names and
+// descriptions.
+func (c *collector) modeInfos() []driver.ModeInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.modes)
 }
 
 func (c *collector) result() Result {

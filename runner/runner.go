@@ -37,6 +37,9 @@ type Options struct {
 	Driver string   // only "acp" for now
 
 	Quirks driver.Quirks // the agent's (its preset's)
+	// OwnSandbox names the agent's own sandbox ("" = none): the result's
+	// confinement says whose is in force.
+	OwnSandbox string
 
 	Cwd      string
 	Prompt   []driver.Content
@@ -164,6 +167,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		if names := secretenv.Dropped(os.Environ()); len(names) > 0 {
 			start["env_withheld"] = map[string]any{"names": names, "reason": "tai's own secrets never reach the agent"}
+		}
+		if col.res.Confinement != nil {
+			start["confinement"] = col.res.Confinement
 		}
 		r.audit.append(audit.KindRunStart, "", start)
 	}
@@ -495,14 +501,21 @@ func (r *run) interrupted(ctx context.Context, err error) error {
 
 func (r *run) configure(ctx context.Context, sess Session) error {
 	o := r.o
-	if o.Mode != "" && o.Mode != sess.CurrentMode() {
-		if err := checkMode(o.Mode, r.col.availableModes()); err != nil {
+	mode, err := r.startMode(ctx, sess)
+	if err != nil {
+		return err
+	}
+	if mode != "" && mode != sess.CurrentMode() {
+		if err := checkMode(mode, r.col.availableModes()); err != nil {
 			return err
 		}
 		if r.modes != nil {
-			r.modes.expect(sess.ID(), o.Mode)
+			r.modes.expect(sess.ID(), mode)
 		}
-		if err := sess.SetMode(ctx, o.Mode); err != nil {
+		// The agent's answer is its report of the move (stream-json's
+		// status message may come later); a later move away is the mode
+		// guard's.
+		if err := sess.SetMode(ctx, mode); err != nil {
 			return err
 		}
 	}
@@ -530,6 +543,9 @@ type Control struct {
 func (r *run) control(ctx context.Context, sess Session, c Control) error {
 	if c.Mode != "" {
 		if err := checkMode(c.Mode, r.col.availableModes()); err != nil {
+			return err
+		}
+		if err := r.allowedMode(ctx, sess, c.Mode, "mode"); err != nil {
 			return err
 		}
 		if r.modes != nil {

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"path/filepath"
 
 	"github.com/tai-dev/tai/driver/a2a"
@@ -12,7 +13,11 @@ import (
 // process) and records how the run is confined in the Result.
 func (r *run) newSandbox() error {
 	o := r.o
-	if o.Sandbox == nil || r.driverName() == a2a.Name {
+	if r.driverName() == a2a.Name {
+		return nil
+	}
+	if o.Sandbox == nil {
+		r.col.res.Confinement = confinement(nil, o.OwnSandbox)
 		return nil
 	}
 	cfg := *o.Sandbox
@@ -33,6 +38,7 @@ func (r *run) newSandbox() error {
 	r.sb = sb
 	st := sb.Status()
 	r.col.res.Sandbox = &st
+	r.col.res.Confinement = confinement(&st, o.OwnSandbox)
 	return nil
 }
 
@@ -45,4 +51,39 @@ func (r *run) sandboxStatus() {
 		r.col.res.Sandbox = &st
 		r.col.mu.Unlock()
 	}
+}
+
+// ConfinedBy is whose sandbox confines the agent.
+type ConfinedBy string
+
+const (
+	ConfinedByTai   ConfinedBy = "tai"   // tai's launcher (Landlock)
+	ConfinedByAgent ConfinedBy = "agent" // the agent's own sandbox only
+	ConfinedByNone  ConfinedBy = "none"
+)
+
+// Confinement is the result's account of whose sandbox is in force.
+type Confinement struct {
+	By ConfinedBy `json:"by"`
+	// AgentSandbox is the agent's own sandbox, if it has one.
+	AgentSandbox string `json:"agent_sandbox,omitempty"`
+	Note         string `json:"note,omitempty"`
+}
+
+// confinement says whose sandbox is in force: tai's when its Landlock is
+// (the agent's own cannot start under it), else the agent's own, else
+// none.
+func confinement(st *sandbox.Status, own string) *Confinement {
+	c := &Confinement{By: ConfinedByNone, AgentSandbox: own}
+	switch {
+	case st != nil && st.Enabled:
+		c.By = ConfinedByTai
+		if own != "" {
+			c.Note = fmt.Sprintf("the agent's own sandbox (%s) cannot start under tai's (Landlock forbids its mounts): "+
+				"its commands ask to leave it and, allowed, run confined by tai's", own)
+		}
+	case own != "":
+		c.By, c.Note = ConfinedByAgent, fmt.Sprintf("tai's sandbox is off; the agent's own (%s) confines its commands", own)
+	}
+	return c
 }

