@@ -316,7 +316,7 @@ func NewCmdWorker(std IO, g *Globals, runF WorkerFunc) *cobra.Command {
 	fl.StringVar(&f.Name, "name", "", "the worker's name, unique among workers (default HOST-PID)")
 	fl.IntVar(&f.Slots, "slots", 1, "tasks at once")
 	fl.StringSliceVar(&f.Agents, "agents", []string{"builtin"}, "agents this worker runs (installed here)")
-	fl.StringVar(&f.Dir, "dir", "", "clones, worktrees and audit logs (default: the state directory's worker/NAME)")
+	fl.StringVar(&f.Dir, "dir", "", "clones, worktrees and audit logs (default: $XDG_DATA_HOME/tai/worker/NAME)")
 	addTaskSandbox(fl, &f.Sandbox)
 	fl.DurationVar(&f.Lease, "lease", 0, "ack wait of a task consumer this worker creates (default 30s; a run's coordinator sets its own)")
 	return c

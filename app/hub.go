@@ -321,7 +321,9 @@ func Worker(ctx context.Context, f WorkerFlags, std IO) error {
 	}
 	dir := f.Dir
 	if dir == "" {
-		dir = statedir.Dir("worker", name)
+		// Not in tai's state, which no agent may write: its tasks'
+		// worktrees are there. Its audit logs are protected below.
+		dir = statedir.Data("worker", name)
 	}
 	nc, err := f.NATS.connect("tai worker "+name, std)
 	if err != nil {

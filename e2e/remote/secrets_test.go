@@ -89,7 +89,9 @@ func TestHubIsClosedByDefault(t *testing.T) {
 		"s.yaml":    fmt.Sprintf("steps:\n  - write: {path: r.sh, content: %q}\n  - run: {command: sh, args: [r.sh]}\n  - text: done\n", tryHub(secrets, url)),
 		"plan.yaml": "name: closed\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
 	})
-	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", t.TempDir())
+	// The worker as the README starts it: no --dir (its worktrees then go
+	// to the data directory, which its agents may write, not tai's state).
+	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w")
 	w.Stderr = &prefixWriter{t: t, p: "w"}
 	e.start(w)
 	out, err := e.cmd(taiBin, "fleet", "run", "--nats", url, "--run-id", "c", "-C", repo, filepath.Join(repo, "plan.yaml")).CombinedOutput()
@@ -104,6 +106,9 @@ func TestHubIsClosedByDefault(t *testing.T) {
 	}
 	if out, err := e.cmd(taiBin, "fleet", "status", "c", "--nats", url).CombinedOutput(); err != nil {
 		t.Errorf("tai fleet status --nats (no token flags): %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".local", "share", "tai", "worker", "w", "state", "audit", "c")); err != nil {
+		t.Errorf("the worker's task audit logs are not in its default directory: %v", err)
 	}
 
 	// --insecure: open, with a warning.
