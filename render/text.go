@@ -5,6 +5,7 @@ package render
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
@@ -294,8 +295,59 @@ func (t *Text) emit(ev driver.Event) {
 		}
 		t.line("%s", t.style(dim, fmt.Sprintf("◆ agent process %d exited (%s)", p.Pid, st)))
 	case driver.EventRaw:
-		t.line("%s", t.style(dim, "◆ (unknown update "+string(ev.Raw.Kind)+")"))
+		if msg, ok := rawLine(ev.Raw); ok {
+			if msg != "" { // a summary's chunks are not shown one by one
+				t.line("%s", t.style(dim, msg))
+			}
+			return
+		}
+		t.line("%s", t.style(dim, "◆ (unknown update "+safetext.Line(string(ev.Raw.Kind))+")"))
 	}
+}
+
+// rawLine is how an update the ACP driver passes on raw is shown, for the
+// kinds tai advertises (notices, compaction); ok is false for the rest.
+// Its strings come from the agent: escaped here, as SafeEvent does not
+// look inside raw JSON.
+func rawLine(r *driver.RawUpdate) (string, bool) {
+	switch r.Kind {
+	case "notice":
+		var n struct {
+			Severity    string  `json:"severity"`
+			Title       string  `json:"title"`
+			Description *string `json:"description"`
+		}
+		if json.Unmarshal(r.Data, &n) != nil || n.Title == "" {
+			return "", false
+		}
+		msg := "◆ " + safetext.Line(cmp.Or(n.Severity, "info")) + ": " + safetext.Line(n.Title)
+		if n.Description != nil && *n.Description != "" {
+			msg += " — " + safetext.Line(*n.Description)
+		}
+		return msg, true
+	case "compaction_update":
+		var c struct {
+			Status string `json:"status"`
+			Error  string `json:"error"`
+		}
+		if json.Unmarshal(r.Data, &c) != nil {
+			return "", false
+		}
+		switch c.Status {
+		case "in_progress":
+			return "◆ compacting the context…", true
+		case "completed":
+			return "◆ context compacted", true
+		case "failed":
+			return "◆ context compaction failed: " + safetext.Line(c.Error), true
+		case "cancelled":
+			return "◆ context compaction cancelled", true
+		}
+		return "◆ context compaction " + safetext.Line(c.Status), true
+	case "compaction_summary_chunk":
+		return "", true
+	}
+	return "", false
 }
 
 func modeList(modes []driver.ModeInfo) string {

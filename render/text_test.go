@@ -379,3 +379,27 @@ func TestPermissionShowsTheCommand(t *testing.T) {
 		})
 	}
 }
+
+// The updates tai advertises (notices, compaction) are shown as what they
+// say, their strings escaped; other raw kinds still say they are unknown.
+func TestNoticesAndCompactionShown(t *testing.T) {
+	raw := func(kind, data string) driver.Event {
+		return driver.Event{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: driver.RawKind(kind), Data: json.RawMessage(data)}}
+	}
+	var b bytes.Buffer
+	r := NewText(&b, false)
+	for _, ev := range []driver.Event{
+		raw("notice", `{"sessionUpdate":"notice","severity":"warning","title":"Rate limited\u001b[2K","description":"retrying in 5s"}`),
+		raw("compaction_update", `{"sessionUpdate":"compaction_update","compactionId":"c1","status":"in_progress"}`),
+		raw("compaction_summary_chunk", `{"sessionUpdate":"compaction_summary_chunk","compactionId":"c1","content":{"type":"text","text":"x"}}`),
+		raw("compaction_update", `{"sessionUpdate":"compaction_update","compactionId":"c1","status":"completed"}`),
+		raw("future_update", `{"sessionUpdate":"future_update"}`),
+	} {
+		r.Emit(ev)
+	}
+	_ = r.Flush()
+	want := "◆ warning: Rate limited\\x1b[2K — retrying in 5s\n◆ compacting the context…\n◆ context compacted\n◆ (unknown update future_update)\n"
+	if got := b.String(); got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+}

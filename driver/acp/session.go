@@ -317,6 +317,7 @@ func (s *Session) handshake(ctx context.Context) error {
 		ClientCapabilities: schema.ClientCapabilities{
 			Fs:       schema.FileSystemCapability{ReadTextFile: s.fsOffered, WriteTextFile: s.fsOffered},
 			Terminal: s.termOffered,
+			Session:  handledSession,
 		},
 		ClientInfo: &schema.Implementation{Name: "tai", Title: "tai", Version: s.cfg.ClientVersion},
 	}
