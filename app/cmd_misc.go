@@ -298,6 +298,7 @@ func NewCmdDoctor(std IO) *cobra.Command {
 // NewCmdTop is `tai top`.
 func NewCmdTop(std IO) *cobra.Command {
 	var f TopFlags
+	var o outputFlag
 	c := &cobra.Command{
 		Use:   "top",
 		Short: "Watch and answer every tai running on this machine: what waits for you first",
@@ -306,11 +307,14 @@ func NewCmdTop(std IO) *cobra.Command {
 			"then one row per session or task. Enter peeks at an ask (tool call, options, diff, the rule that asked);\n" +
 			"y allows once, a always for the run, f always for the fleet, n denies; a fleet's question takes a typed answer;\n" +
 			"l follows a transcript. NO_COLOR is honoured.",
-		Args: cobra.NoArgs,
+		Example: "  tai top\n  tai top --once --width 160\n  tai top --once -o json   # every live run's state, for scripts",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f.JSON = o.asJSON()
 			return Top(cmd.Context(), f, std)
 		},
 	}
+	o.add(c)
 	c.Flags().BoolVar(&f.Once, "once", false, "print one frame and exit (no terminal needed)")
 	c.Flags().IntVar(&f.Width, "width", 0, "--once's width in columns (default: the terminal's, else 120)")
 	return c

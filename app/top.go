@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -21,6 +22,9 @@ type TopFlags struct {
 	// pipes).
 	Once  bool
 	Width int // --once's width; 0 = the terminal's, else 120
+	// JSON makes --once print every live run's state (the feed's /state,
+	// as cap.md's live feed section has it) as one JSON array.
+	JSON bool
 }
 
 // Top runs `tai top`.
@@ -29,10 +33,21 @@ func Top(ctx context.Context, f TopFlags, std IO) error {
 	src := top.FeedSource{Dir: feed.DefaultDir()}
 	out, outFile := osFile(std.Out)
 	outTTY := outFile && std.OutTTY()
+	if f.JSON && !f.Once {
+		return exitcode.Usagef("top: -o json needs --once")
+	}
 	if f.Once {
 		runs, err := src.Runs(ctx)
 		if err != nil {
 			return fmt.Errorf("top: %w", err)
+		}
+		if f.JSON {
+			if runs == nil {
+				runs = []feed.State{}
+			}
+			enc := json.NewEncoder(std.Out)
+			enc.SetIndent("", "  ")
+			return enc.Encode(runs)
 		}
 		w := f.Width
 		if w <= 0 {

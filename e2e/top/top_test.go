@@ -401,6 +401,16 @@ tasks:
 			t.Errorf("tai top lacks %q:\n%s", want, out)
 		}
 	}
+	// The same for scripts: every live run's state, one JSON array.
+	top = exec.Command(taiBin, "top", "--once", "-o", "json")
+	top.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(tmp, "state"), "XDG_RUNTIME_DIR="+filepath.Join(tmp, "rt"), "NO_COLOR=1")
+	if out, err = top.Output(); err != nil {
+		t.Fatalf("tai top --once -o json: %v\n%s", err, out)
+	}
+	var states []feed.State
+	if err := json.Unmarshal(out, &states); err != nil || len(states) != 1 || states[0].Budget == nil || states[0].Budget.Limit.Tokens != 100000 {
+		t.Errorf("tai top --once -o json: %v\n%s", err, out)
+	}
 	x.run("send-keys", "-t", "e2e.0", "y", "Enter")
 	x.wait("e2e.0", "FLEET-EXIT=0")
 }
