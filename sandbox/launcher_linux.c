@@ -541,12 +541,12 @@ struct child {
 };
 
 // start_error is what the child sends back when it cannot start the
-// agent: at which step, and the errno.
+// agent: at which step, and the errno (and which file, binding one).
 enum { STEP_EXEC, STEP_CGROUP, STEP_HIDE, STEP_LANDLOCK, STEP_READONLY, STEP_N };
 static const char *const step_names[STEP_N] = {"", "joining its cgroup v1: ", "hiding processes: ", "landlock: ",
 					       "binding a config file read-only: "};
 struct start_error {
-	int step, err;
+	int step, err, ro;
 };
 
 // agent is the child's side of the start: our signal mask undone, killed
@@ -558,7 +558,7 @@ __attribute__((noreturn)) static void hidden_init(const struct child *c);
 
 __attribute__((noreturn)) static int agent(void *arg) {
 	const struct child *c = arg;
-	struct start_error se = {STEP_EXEC, 0};
+	struct start_error se = {STEP_EXEC, 0, 0};
 	if (c->statfd >= 0 && getpid() == 1)
 		hidden_init(c);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
@@ -649,7 +649,7 @@ out:;
 // which ends as the agent did; its own exit kills what is left.
 __attribute__((noreturn)) static void hidden_init(const struct child *c) {
 	const struct spec *s = c->s;
-	struct start_error se = {STEP_HIDE, 0};
+	struct start_error se = {STEP_HIDE, 0, 0};
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (c->userns && (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", c->uid_map) ||
 			  !write_file("/proc/self/gid_map", c->gid_map)))
@@ -658,8 +658,8 @@ __attribute__((noreturn)) static void hidden_init(const struct child *c) {
 		goto out;
 	// The agents' config files, before Landlock (which forbids mounts).
 	se.step = STEP_READONLY;
-	for (char **p = s->ro; *p; p++)
-		if (!bind_ro(*p))
+	for (; s->ro[se.ro]; se.ro++)
+		if (!bind_ro(s->ro[se.ro]))
 			goto out;
 	se.step = STEP_HIDE;
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
@@ -832,7 +832,13 @@ __attribute__((noreturn)) static void launch(void) {
 	close(errp[0]);
 	if (r == (ssize_t)sizeof se) {
 		waitpid(pid, NULL, 0);
-		fail("starting %s: %s%s", s.argv[0], step_names[se.step < STEP_N && se.step >= 0 ? se.step : STEP_EXEC], strerror(se.err));
+		int step = se.step < STEP_N && se.step >= 0 ? se.step : STEP_EXEC;
+		size_t nro = 0;
+		while (s.ro[nro])
+			nro++;
+		if (step == STEP_READONLY && se.ro >= 0 && (size_t)se.ro < nro)
+			fail("starting %s: %s%s: %s", s.argv[0], step_names[step], s.ro[se.ro], strerror(se.err));
+		fail("starting %s: %s%s", s.argv[0], step_names[step], strerror(se.err));
 	}
 	if (s.cgdir >= 0)
 		close(s.cgdir);

@@ -132,6 +132,25 @@ func TestReadOnlyConfigFiles(t *testing.T) {
 		if b, _ := os.ReadFile(made); len(b) != 0 {
 			t.Errorf("made config file now %q", b)
 		}
+		// A symlink swapped in after tai looked: the launch is refused,
+		// naming the file, rather than binding where it points.
+		if err := os.Remove(made); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(cfg, made); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("/bin/true")
+		p, err := sb.Wrap(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Started(cmd.Start())
+		_ = cmd.Wait()
+		p.Release()
+		if err == nil || !strings.Contains(err.Error(), "read-only: "+made) {
+			t.Errorf("launch with a symlink swapped in: %v", err)
+		}
 	})
 }
 
