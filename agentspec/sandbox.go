@@ -88,8 +88,14 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 	}
 	cfg.Protect = append(cfg.Protect, sb.Protect...)
 	// Readable (the agent needs its config), never rewritten: the user's
-	// next run of the agent without tai would run what it names.
+	// next run of the agent without tai would run what it names. Bound
+	// read-only where processes are hidden (the sandbox makes the missing
+	// ones then); Landlock keeps those it can elsewhere, Claude Code's.
 	for _, c := range p.ConfigFiles(home, getenv) {
+		cfg.ReadOnly = append(cfg.ReadOnly, sandbox.ReadOnlyFile{Path: c.Path, Dir: c.Dir, Make: c.Make, Init: c.Init})
+		if !c.Landlock {
+			continue
+		}
 		if c.Dir && confines {
 			_ = os.MkdirAll(c.Path, 0o700) // the agent makes it at start, and could not
 		}

@@ -392,6 +392,13 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 	} else {
 		fmt.Fprintf(w, "Processes: NOT hidden from agents (%s): an agent sees the user's other processes and can read their environments (/proc/PID/environ)\n", d.Limits.ProcessesReason)
 	}
+	// The bind mounts that keep them read-only need the mount namespace
+	// of hidden processes; elsewhere Landlock keeps Claude Code's only.
+	if d.Limits.ProcessesHidden {
+		fmt.Fprintf(w, "Agents' config files (hooks, MCP servers): read-only (bound read-only)\n")
+	} else {
+		fmt.Fprintf(w, "Agents' config files (hooks, MCP servers): only Claude Code's read-only: codex's, gemini's, qwen's, opencode's are writable (no mount namespace)\n")
+	}
 	switch {
 	case d.Hub.Server == "":
 		fmt.Fprintf(w, "\nHub (tai hub): no nats-server (%s)\n", d.Hub.Error)

@@ -114,10 +114,14 @@ true`, claude))
 	if b, _ := os.ReadFile(settings); string(b) != "{}\n" {
 		t.Errorf("the agent rewrote ~/.claude/settings.json: %q", b)
 	}
-	for _, p := range []string{"settings.local.json", "hooks/start.sh", "moved.json"} {
+	for _, p := range []string{"hooks/start.sh", "moved.json"} {
 		if _, err := os.Lstat(filepath.Join(claude, p)); err == nil {
 			t.Errorf("the agent planted ~/.claude/%s", p)
 		}
+	}
+	// Missing, it is made empty ({}) where it can be bound read-only.
+	if b, err := os.ReadFile(filepath.Join(claude, "settings.local.json")); err == nil && string(b) != "{}" {
+		t.Errorf("the agent planted ~/.claude/settings.local.json: %q", b)
 	}
 	if b, _ := os.ReadFile(filepath.Join(j.ws, "read.txt")); string(b) != "{}\n" {
 		t.Errorf("the agent could not read its settings: %q", b)
@@ -142,6 +146,64 @@ true`, claude))
 	}
 	if !logged {
 		t.Errorf("no protected_path refusal in the audit log (exit %d)\n%s", r.ExitCode, o.stdout)
+	}
+}
+
+// The other agents' config files that name commands (gemini's and
+// codex's here) are read-only too where processes are hidden: bound
+// read-only in the agent's mount namespace, so that their directories,
+// where the agents take lock files and keep state, stay writable. A
+// missing one is made first ({} or empty), so that it cannot be planted.
+func TestOtherAgentsConfigFilesAreReadOnly(t *testing.T) {
+	needLandlock(t)
+	for _, tc := range []struct{ agent, dir, file, made string }{
+		{"gemini", ".gemini", "settings.json", "{}"},
+		{"codex", ".codex", "config.toml", ""},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			j := newJail(t)
+			dir := filepath.Join(j.home, tc.dir)
+			cfg := filepath.Join(dir, tc.file)
+			for _, existing := range []bool{true, false} {
+				if existing {
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(cfg, []byte("# mine\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				} else if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+				scr := runScript(t, fmt.Sprintf(`cd %[1]s
+cat %[2]s > %[3]s/read.txt
+echo '[mcp_servers.x]' > %[2]s
+echo planted > new && mv new %[2]s
+rm -f %[2]s
+mkdir %[2]s.lock && echo lock > state.txt
+true`, dir, tc.file, j.ws))
+				r, o := runIn(t, j.ws, j.env("CODEX_HOME="), "run", "--agent", tc.agent, "--agent-cmd", builtinWith(scr), "--approve", "all", "-o", "json", "go")
+				if r.ExitCode != 0 {
+					t.Fatalf("exit %d (%s)\n%s", r.ExitCode, r.Error, o.stderr)
+				}
+				if !r.Sandbox.ProcessesHidden {
+					t.Skipf("processes not hidden here (%s): config files writable", r.Sandbox.ProcessesReason)
+				}
+				want := map[bool]string{true: "# mine\n", false: tc.made}[existing]
+				if b, err := os.ReadFile(cfg); err != nil || string(b) != want {
+					t.Errorf("existing %v: the agent rewrote or removed %s: %q %v", existing, cfg, b, err)
+				}
+				if b, _ := os.ReadFile(filepath.Join(j.ws, "read.txt")); string(b) != want {
+					t.Errorf("existing %v: the agent could not read its config: %q", existing, b)
+				}
+				if _, err := os.Stat(filepath.Join(dir, "state.txt")); err != nil {
+					t.Errorf("existing %v: the agent's state beside its config was not writable: %v", existing, err)
+				}
+				if _, err := os.Stat(cfg + ".lock"); err != nil {
+					t.Errorf("existing %v: the agent could not take its lock: %v", existing, err)
+				}
+			}
+		})
 	}
 }
 

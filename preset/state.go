@@ -23,7 +23,7 @@ var stateDirs = map[string][]string{
 		"~/.claude/plans/", "~/.claude/todos/", "~/.claude/statsig/", "~/.claude/telemetry/", "~/.claude/cache/", "~/.claude/tasks/",
 		"~/.claude/state/", "~/.claude/sessions/", "~/.claude/backups/", "~/.claude/paste-cache/", "~/.claude/usage-data/",
 		"~/.claude/jobs/", "~/.claude/history.jsonl"},
-	"codex":  {"~/.codex/"},
+	"codex":  {"$CODEX_HOME/"},
 	"gemini": {"~/.gemini/"},
 	"qwen":   {"~/.qwen/"},
 	// opencode's cache ($CACHE/opencode, where it installs its plugins'
@@ -43,16 +43,41 @@ var stateDirs = map[string][]string{
 // without tai, so the sandbox keeps them read-only (readable: the agent
 // needs its config). The state files beside them stay writable. A trailing
 // / marks a directory, which tai makes before a confined run: agents make
-// theirs at start, and fail when they cannot.
+// theirs at start, and fail when they cannot. A missing file is made
+// holding configInit's content, so that it can be bound read-only.
+//
+// Where processes are hidden, the launcher's init binds them read-only in
+// its mount namespace (sandbox.Config.ReadOnly). Elsewhere only Landlock
+// can keep them (landlockConfig), and it keeps a file read-only inside a
+// writable directory only by keeping that directory from gaining or losing
+// entries: Claude Code copes (tai makes the entries it needs first), the
+// others take lock directories and make files there as they run (gemini's
+// and qwen's projects.json.lock) and would hang, so theirs stay writable
+// there (the status's config_files_reason; see the README).
 var configFiles = map[string][]string{
 	"claude": {"~/.claude/settings.json", "~/.claude/settings.local.json", "~/.claude/.config.json", "~/.claude/hooks/",
 		"~/.claude/plugins/", "~/.claude/skills/", "~/.claude/agents/", "~/.claude/commands/", "~/.claude/rules/", "~/.claude/workflows/"},
-	// Not the others': Landlock keeps a file read-only inside a writable
-	// directory only by keeping that directory from gaining or losing
-	// entries, and they take lock directories and make files there as
-	// they run (gemini's and qwen's projects.json.lock), so they would
-	// hang. Their config files stay writable: see the README.
+	// hooks, MCP servers and notify in one file (CODEX_HOME respected).
+	"codex": {"$CODEX_HOME/config.toml"},
+	// hooks, MCP servers, and the extensions that bring more.
+	"gemini": {"~/.gemini/settings.json", "~/.gemini/extensions/"},
+	"qwen":   {"~/.qwen/settings.json", "~/.qwen/extensions/"},
+	// opencode merges all three, global config.json included.
+	"opencode": {"$CONFIG/opencode/opencode.json", "$CONFIG/opencode/opencode.jsonc", "$CONFIG/opencode/config.json"},
 }
+
+// landlockConfig are the presets whose config files Landlock keeps
+// read-only where no mount namespace can (see configFiles).
+var landlockConfig = map[string]bool{"claude": true}
+
+// configInit is what a missing config file is made holding, by its
+// extension: what the agent reads as an empty config.
+var configInit = map[string]string{".json": "{}", ".jsonc": "{}", ".toml": ""}
+
+// configNoMake are config files tai does not make when missing: Claude
+// Code takes ~/.claude/.config.json, where it is, for its global config
+// (~/.claude.json). Landlock keeps them from being planted.
+var configNoMake = map[string]bool{"~/.claude/.config.json": true}
 
 // commonStateDirs are written by every agent's runtime. Caches are not
 // among them: a cache holds code that something runs later (npx's
@@ -68,6 +93,9 @@ type StatePath struct {
 	// beside it), says tai creates it, holding Init, when it is missing.
 	Make bool
 	Init string
+	// Landlock, for a config file, says Landlock may keep it read-only
+	// where no mount namespace can (landlockConfig).
+	Landlock bool
 }
 
 // stateInit are the files tai creates before a confined run, and with
@@ -94,15 +122,18 @@ func (p Preset) StateDirs(home string, getenv func(string) string) []StatePath {
 }
 
 // ConfigFiles returns the agent's config files and directories that name
-// programs it runs (configFiles), resolved like StateDirs; the sandbox
-// keeps them read-only. A custom command has none.
+// programs it runs (configFiles), resolved like StateDirs, each file with
+// what tai makes it holding when missing (Init); the sandbox keeps them
+// read-only. A custom command has none.
 func (p Preset) ConfigFiles(home string, getenv func(string) string) []StatePath {
 	if home == "" {
 		return nil
 	}
 	var out []StatePath
 	for _, f := range configFiles[p.Name] {
-		out = append(out, StatePath{Path: expand(strings.TrimSuffix(f, "/"), home, getenv), Dir: strings.HasSuffix(f, "/")})
+		dir := strings.HasSuffix(f, "/")
+		out = append(out, StatePath{Path: expand(strings.TrimSuffix(f, "/"), home, getenv), Dir: dir, Make: !dir && !configNoMake[f],
+			Init: configInit[filepath.Ext(f)], Landlock: landlockConfig[p.Name]})
 	}
 	return out
 }
@@ -142,6 +173,11 @@ func expand(d, home string, getenv func(string) string) string {
 		return filepath.Join(home, def)
 	}
 	switch {
+	case strings.HasPrefix(d, "$CODEX_HOME"):
+		if v := getenv("CODEX_HOME"); filepath.IsAbs(v) {
+			return filepath.Join(v, d[len("$CODEX_HOME"):])
+		}
+		return filepath.Join(home, ".codex", d[len("$CODEX_HOME"):])
 	case strings.HasPrefix(d, "~/"):
 		return filepath.Join(home, d[2:])
 	case strings.HasPrefix(d, "$CONFIG"):

@@ -69,10 +69,16 @@ func TestConfigFiles(t *testing.T) {
 	}
 	claude, _ := Lookup("claude")
 	got := claude.ConfigFiles("/h", get)
-	for _, want := range []StatePath{{Path: "/h/.claude/settings.json"}, {Path: "/h/.claude/hooks", Dir: true}} {
+	for _, want := range []StatePath{{Path: "/h/.claude/settings.json", Make: true, Init: "{}", Landlock: true},
+		{Path: "/h/.claude/hooks", Dir: true, Landlock: true}, {Path: "/h/.claude/.config.json", Init: "{}", Landlock: true}} {
 		if !slices.Contains(got, want) {
 			t.Errorf("claude's config files %+v lack %+v", got, want)
 		}
+	}
+	codex, _ := Lookup("codex")
+	want := StatePath{Path: "/x/config.toml", Make: true}
+	if got := codex.ConfigFiles("/h", func(k string) string { return map[string]string{"CODEX_HOME": "/x"}[k] }); !slices.Contains(got, want) {
+		t.Errorf("codex's config files with CODEX_HOME=/x: %+v, want %+v", got, want)
 	}
 	if got := (Preset{Name: "custom"}).ConfigFiles("/h", get); got != nil {
 		t.Errorf("a custom command's config files: %+v", got)

@@ -34,6 +34,8 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -120,7 +122,7 @@ enum { FD_SPEC = 3, FD_CTL = 4, FD_REPORT = 5 };
 // Landlock's execute, read_file and read_dir: what landlock_linux.go's
 // rightsRead grants outside the workspace (procRights in pidns_linux.go).
 enum { PROC_RIGHTS = 1 | 4 | 8 };
-enum { SPEC_RULESET = 1, SPEC_CGDIR = 2, SPEC_CGKILL = 4, SPEC_V1PIDS = 8, SPEC_V1MEM = 16, SPEC_HIDE = 32, SPEC_ALL = 63 };
+enum { SPEC_RULESET = 1, SPEC_CGDIR = 2, SPEC_CGKILL = 4, SPEC_V1PIDS = 8, SPEC_V1MEM = 16, SPEC_HIDE = 32, SPEC_RO = 64, SPEC_ALL = 127 };
 enum { MAX_FDS = 7 }; // a v1 flag brings two: the agent's tasks file and ours
 enum { MAX_SPEC = 64 << 20, EXIT_LAUNCH = 125 };
 static const char spec_magic[] = "tai-launch/1";
@@ -224,6 +226,7 @@ struct spec {
 	unsigned long flags, restrict_flags;
 	char *path;
 	char **argv, **envp;
+	char **ro; // the files the init binds read-only (SPEC_RO), NULL-ended
 	int ruleset, cgdir, cgkill;
 	int join[2], home[2]; // cgroup v1 pids, memory: the agent's tasks file, ours
 };
@@ -282,12 +285,23 @@ static void parse_spec(char *b, size_t len, int fds[MAX_FDS], int nfds, struct s
 	f[i++] = NULL; // ends argv, where the count of the environment was
 	s->envp = &f[i];
 	i += envc;
+	s->ro = &f[nf]; // none: the NULL at the end
+	if (s->flags & SPEC_RO) {
+		unsigned long roc;
+		if (!(s->flags & SPEC_HIDE) || i >= nf || !parse_num(f[i], nf - i - 1, &roc) || roc == 0)
+			fail("launch spec: bad read-only list");
+		f[i++] = NULL; // ends envp, where the count of the list was
+		s->ro = &f[i];
+		for (unsigned long k = 0; k < roc; k++, i++)
+			if (f[i][0] != '/')
+				fail("launch spec: read-only path %s is not absolute", f[i]);
+	}
 	if (i != nf)
 		fail("launch spec: bad environment");
-	f[i] = NULL; // ends envp
+	f[i] = NULL; // ends envp, or the read-only list
 	int want = 0;
 	for (unsigned long bit = 1; bit <= SPEC_ALL; bit <<= 1)
-		want += (s->flags & bit) != 0 ? (bit == SPEC_HIDE ? 0 : bit >= SPEC_V1PIDS ? 2 : 1) : 0;
+		want += (s->flags & bit) != 0 ? (bit >= SPEC_HIDE ? 0 : bit >= SPEC_V1PIDS ? 2 : 1) : 0;
 	if (nfds != want)
 		fail("launch spec: %d descriptors for flags %lu", nfds, s->flags);
 	int j = 0;
@@ -527,11 +541,12 @@ struct child {
 };
 
 // start_error is what the child sends back when it cannot start the
-// agent: at which step, and the errno.
-enum { STEP_EXEC, STEP_CGROUP, STEP_HIDE, STEP_LANDLOCK, STEP_N };
-static const char *const step_names[STEP_N] = {"", "joining its cgroup v1: ", "hiding processes: ", "landlock: "};
+// agent: at which step, and the errno (and which file, binding one).
+enum { STEP_EXEC, STEP_CGROUP, STEP_HIDE, STEP_LANDLOCK, STEP_READONLY, STEP_N };
+static const char *const step_names[STEP_N] = {"", "joining its cgroup v1: ", "hiding processes: ", "landlock: ",
+					       "binding a config file read-only: "};
 struct start_error {
-	int step, err;
+	int step, err, ro;
 };
 
 // agent is the child's side of the start: our signal mask undone, killed
@@ -543,7 +558,7 @@ __attribute__((noreturn)) static void hidden_init(const struct child *c);
 
 __attribute__((noreturn)) static int agent(void *arg) {
 	const struct child *c = arg;
-	struct start_error se = {STEP_EXEC, 0};
+	struct start_error se = {STEP_EXEC, 0, 0};
 	if (c->statfd >= 0 && getpid() == 1)
 		hidden_init(c);
 	sigprocmask(SIG_SETMASK, &oldmask, NULL);
@@ -576,10 +591,57 @@ static int write_file(const char *path, const char *text) {
 	return ok;
 }
 
+// bind_ro makes the file or directory p read-only in this mount
+// namespace: a bind mount of it on itself, remounted read-only. Writes
+// fail (EROFS), and so do renames over it and its removal (EBUSY), while
+// its directory stays writable. p is opened without following a final
+// symlink, and bound through its descriptor, so a symlink swapped in
+// cannot redirect the bind; the remount goes through the new mount's
+// descriptor, checked to be the same file. 0 and errno on a failure.
+static int bind_ro(const char *p) {
+	char a[32], b[32];
+	struct stat st, st2;
+	struct statvfs vfs;
+	int ok = 0, fd = open(p, O_PATH | O_NOFOLLOW | O_CLOEXEC), fd2 = -1;
+	if (fd < 0 || fstat(fd, &st) != 0)
+		goto out;
+	if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		errno = ELOOP; // a symlink, or worse: tai sends files and directories only
+		goto out;
+	}
+	snprintf(a, sizeof a, "/proc/self/fd/%d", fd);
+	if (mount(a, a, NULL, MS_BIND, NULL) != 0)
+		goto out;
+	fd2 = open(p, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd2 < 0 || fstat(fd2, &st2) != 0 || fstatvfs(fd2, &vfs) != 0)
+		goto out;
+	if (st2.st_dev != st.st_dev || st2.st_ino != st.st_ino) {
+		errno = ESTALE;
+		goto out;
+	}
+	// A remount may not clear the flags the mount below holds (locked,
+	// in a user namespace): keep them.
+	unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY;
+	flags |= (vfs.f_flag & ST_NOSUID ? MS_NOSUID : 0) | (vfs.f_flag & ST_NODEV ? MS_NODEV : 0) |
+		 (vfs.f_flag & ST_NOEXEC ? MS_NOEXEC : 0) | (vfs.f_flag & ST_NOATIME ? MS_NOATIME : 0) |
+		 (vfs.f_flag & ST_NODIRATIME ? MS_NODIRATIME : 0) | (vfs.f_flag & ST_RELATIME ? MS_RELATIME : 0);
+	snprintf(b, sizeof b, "/proc/self/fd/%d", fd2);
+	ok = mount(NULL, b, NULL, flags, NULL) == 0;
+out:;
+	int e = errno;
+	if (fd >= 0)
+		close(fd);
+	if (fd2 >= 0)
+		close(fd2);
+	errno = e;
+	return ok;
+}
+
 // hidden_init is PID 1 of the agent's own PID and mount namespaces (and
 // user namespace, where we are not root), started as a copy: it maps the
-// user to itself, mounts a /proc of the namespace (so the agent sees its
-// own processes only, not the environments of the user's others), gives
+// user to itself, binds the agents' config files read-only (bind_ro),
+// mounts a /proc of the namespace (so the agent sees its own processes
+// only, not the environments of the user's others), gives
 // it a Landlock rule (the ruleset's are on the old /proc's inodes) and
 // enforces Landlock (which forbids mounts: after them), then starts the
 // agent and reaps all below until the agent ends. An init cannot die of
@@ -587,13 +649,20 @@ static int write_file(const char *path, const char *text) {
 // which ends as the agent did; its own exit kills what is left.
 __attribute__((noreturn)) static void hidden_init(const struct child *c) {
 	const struct spec *s = c->s;
-	struct start_error se = {STEP_HIDE, 0};
+	struct start_error se = {STEP_HIDE, 0, 0};
 	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
 	if (c->userns && (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", c->uid_map) ||
 			  !write_file("/proc/self/gid_map", c->gid_map)))
 		goto out;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0 ||
-	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		goto out;
+	// The agents' config files, before Landlock (which forbids mounts).
+	se.step = STEP_READONLY;
+	for (; s->ro[se.ro]; se.ro++)
+		if (!bind_ro(s->ro[se.ro]))
+			goto out;
+	se.step = STEP_HIDE;
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
 		goto out;
 	if (s->ruleset >= 0) {
 		se.step = STEP_LANDLOCK;
@@ -763,7 +832,13 @@ __attribute__((noreturn)) static void launch(void) {
 	close(errp[0]);
 	if (r == (ssize_t)sizeof se) {
 		waitpid(pid, NULL, 0);
-		fail("starting %s: %s%s", s.argv[0], step_names[se.step < STEP_N && se.step >= 0 ? se.step : STEP_EXEC], strerror(se.err));
+		int step = se.step < STEP_N && se.step >= 0 ? se.step : STEP_EXEC;
+		size_t nro = 0;
+		while (s.ro[nro])
+			nro++;
+		if (step == STEP_READONLY && se.ro >= 0 && (size_t)se.ro < nro)
+			fail("starting %s: %s%s: %s", s.argv[0], step_names[step], s.ro[se.ro], strerror(se.err));
+		fail("starting %s: %s%s", s.argv[0], step_names[step], strerror(se.err));
 	}
 	if (s.cgdir >= 0)
 		close(s.cgdir);

@@ -72,3 +72,97 @@ func TestHideProcesses(t *testing.T) {
 		}
 	})
 }
+
+// Config.ReadOnly, where processes are hidden: the init binds each file
+// read-only, so the agent can read it but neither rewrite, replace nor
+// remove it, while the directory beside it stays writable (lock files,
+// state); a missing one is made first, holding Init.
+func TestReadOnlyConfigFiles(t *testing.T) {
+	launchers(t, func(t *testing.T, l launcher) {
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "settings.json")
+		if err := os.WriteFile(cfg, []byte(`{"hooks":{}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		made := filepath.Join(dir, "sub", "config.toml")
+		link := filepath.Join(dir, "link.json")
+		if err := os.Symlink(cfg, link); err != nil {
+			t.Fatal(err)
+		}
+		sb, err := New(Config{Mode: ModeAuto, Write: []string{dir}, Exe: os.Args[0], HideProcesses: true,
+			ReadOnly: []ReadOnlyFile{{Path: cfg, Make: true, Init: "{}"}, {Path: made, Make: true}, {Path: link, Make: true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sb.Close() })
+		l.apply(sb)
+		if st := sb.Status(); !st.ProcessesHidden || !st.Enabled {
+			t.Skipf("processes not hidden or no Landlock here: %s %s", st.ProcessesReason, st.Reason)
+		}
+		if err := canHide(l.exe, l.impl); err != nil {
+			t.Skip(err) // the Go launcher
+		}
+		if st := sb.Status(); !strings.Contains(st.ConfigReason, link) || strings.Contains(st.ConfigReason, cfg+" ") {
+			t.Errorf("config reason %q: want the symlink only", st.ConfigReason)
+		}
+		if fi, err := os.Stat(made); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("missing config file not made 0600: %v %v", fi, err)
+		}
+		script := `cd "$1"; cat settings.json; echo; ` +
+			`echo '{"hooks":1}' > settings.json && echo wrote; ` +
+			`echo x > new.json && mv new.json settings.json && echo renamed; ` +
+			`rm -f settings.json && echo removed; ` +
+			`echo '[mcp]' >> sub/config.toml && echo appended; ` +
+			`mkdir settings.json.lock && echo lock > beside && echo beside-ok`
+		out, err := runWrapped(t, sb, exec.Command("/bin/sh", "-c", script, "sh", dir))
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if !strings.HasPrefix(out, `{"hooks":{}}`) || !strings.Contains(out, "beside-ok") {
+			t.Errorf("config not readable or its directory not writable: %q", out)
+		}
+		for _, bad := range []string{"wrote", "renamed", "removed", "appended"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("the agent %s its config file: %q", bad, out)
+			}
+		}
+		if b, _ := os.ReadFile(cfg); string(b) != `{"hooks":{}}` {
+			t.Errorf("config file now %q", b)
+		}
+		if b, _ := os.ReadFile(made); len(b) != 0 {
+			t.Errorf("made config file now %q", b)
+		}
+		// A symlink swapped in after tai looked: the launch is refused,
+		// naming the file, rather than binding where it points.
+		if err := os.Remove(made); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(cfg, made); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("/bin/true")
+		p, err := sb.Wrap(cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Started(cmd.Start())
+		_ = cmd.Wait()
+		p.Release()
+		if err == nil || !strings.Contains(err.Error(), "read-only: "+made) {
+			t.Errorf("launch with a symlink swapped in: %v", err)
+		}
+	})
+}
+
+// Without hidden processes there is no mount namespace to bind config
+// files in: none is bound or made, and the status says why.
+func TestReadOnlyConfigFilesNeedHiding(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "settings.json")
+	paths, why := readOnlyFiles([]ReadOnlyFile{{Path: missing, Make: true, Init: "{}"}}, false, "no user namespaces")
+	if paths != nil || !strings.Contains(why, "no user namespaces") {
+		t.Errorf("readOnlyFiles without hiding: %q, %q", paths, why)
+	}
+	if _, err := os.Lstat(missing); err == nil {
+		t.Errorf("made %s, which nothing binds", missing)
+	}
+}

@@ -94,6 +94,22 @@ type Config struct {
 	// with a /proc of its own, where the kernel allows it (see hide); not
 	// with ModeOff.
 	HideProcesses bool
+	// ReadOnly are the agent's config files that name commands: where
+	// processes are hidden, the launcher's init binds each read-only in
+	// its mount namespace, so that the agent can neither rewrite nor
+	// replace it while its directory stays writable (Protect, Landlock's
+	// way, freezes the directory's entries). tai makes a missing one
+	// first, holding Init, so that the agent cannot plant it.
+	ReadOnly []ReadOnlyFile
+}
+
+// ReadOnlyFile is one of Config.ReadOnly: a file or a directory, which
+// tai makes when missing if Make (a file holding Init).
+type ReadOnlyFile struct {
+	Path string
+	Dir  bool
+	Make bool
+	Init string
 }
 
 // Status says how a run was confined, for the result, the audit log and
@@ -113,6 +129,10 @@ type Status struct {
 	// namespace and /proc of its own); ProcessesReason says why not.
 	ProcessesHidden bool   `json:"processes_hidden"`
 	ProcessesReason string `json:"processes_reason,omitempty"`
+	// ConfigReason says why the agent's config files (Config.ReadOnly)
+	// were not all bound read-only: they stay writable, but for those
+	// Landlock keeps (Config.Protect).
+	ConfigReason string `json:"config_files_reason,omitempty"`
 }
 
 // Sandbox is one run's launcher configuration. A nil *Sandbox starts
@@ -132,8 +152,9 @@ type Sandbox struct {
 	// for the Go one even where the native one is built in, "copy" for
 	// the native one starting agents as copies of itself (its fallback
 	// where the shared-memory start is refused). Tests run them all.
-	impl string
-	env  []string // Config.Env, set where Landlock confines
+	impl     string
+	env      []string // Config.Env, set where Landlock confines
+	readOnly []string // Config.ReadOnly's paths, bound where processes are hidden
 }
 
 // testNoLandlock makes ABI report no Landlock (a kernel without it), for
@@ -210,7 +231,73 @@ func New(cfg Config) (*Sandbox, error) {
 	s.env = cfg.Env
 	s.status = Status{Mode: mode, Enabled: true, ABI: abi, Net: r.Net, TempDir: tmp, Limits: s.status.Limits,
 		ProcessesHidden: s.status.ProcessesHidden, ProcessesReason: s.status.ProcessesReason}
+	s.readOnly, s.status.ConfigReason = readOnlyFiles(cfg.ReadOnly, s.hide, s.status.ProcessesReason)
 	return s, nil
+}
+
+// readOnlyFiles makes the missing config files and returns the paths to
+// bind, and why any stay writable. Bind mounts need the mount namespace of
+// hidden processes; a symlink is left alone (the bind would land on its
+// target, and the link itself could still be replaced).
+func readOnlyFiles(files []ReadOnlyFile, hide bool, whyNot string) ([]string, string) {
+	if len(files) == 0 {
+		return nil, ""
+	}
+	if !hide {
+		return nil, "config files not bound read-only, so writable but for those Landlock keeps (Claude Code's): " + whyNot
+	}
+	var out, left []string
+	for _, f := range files {
+		p := abs(f.Path)
+		if p == "" {
+			continue
+		}
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) && !f.Make && !f.Dir {
+			continue // not to be made: Protect keeps it from being planted
+		}
+		if errors.Is(err, os.ErrNotExist) {
+			err = makeConfig(f)
+			if err == nil {
+				fi, err = os.Lstat(p)
+			}
+		}
+		switch {
+		case err != nil:
+			left = append(left, fmt.Sprintf("%s (%v)", p, err))
+		case !fi.Mode().IsRegular() && !fi.IsDir():
+			left = append(left, p+" (not a regular file)")
+		default:
+			out = append(out, p)
+		}
+	}
+	if len(left) > 0 {
+		return out, "config files left writable: " + strings.Join(left, ", ")
+	}
+	return out, ""
+}
+
+// makeConfig creates a missing config file (0600, holding Init) or
+// directory, and the directories above it.
+func makeConfig(f ReadOnlyFile) error {
+	if f.Dir {
+		return os.MkdirAll(f.Path, 0o700)
+	}
+	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
+		return err
+	}
+	w, err := os.OpenFile(f.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL: not through a symlink
+	if errors.Is(err, os.ErrExist) {
+		return nil // made meanwhile: Lstat judges it
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.WriteString(f.Init)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Status is how the run is confined.
@@ -593,6 +680,9 @@ func (p *Proc) sendSpec(launcher int) error {
 		sp.Join, sp.Home = v1.join, v1.home
 	}
 	sp.Hide = p.sb.hide
+	if sp.Hide {
+		sp.ReadOnly = p.sb.readOnly
+	}
 	b, fds, err := sp.encode()
 	if err != nil {
 		return err

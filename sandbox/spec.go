@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -14,7 +15,7 @@ import (
 // Go runtime starts) and the Go one (launcher_linux.go, for builds without
 // cgo). So it is spelt for C: NUL-terminated fields, numbers in decimal.
 //
-//	tai-launch/1 FLAGS RESTRICT PATH ARGC ARG... ENVC ENV...
+//	tai-launch/1 FLAGS RESTRICT PATH ARGC ARG... ENVC ENV... [ROC RO...]
 //
 // FLAGS says which descriptors came, in this order: 1 a Landlock ruleset
 // (enforced with landlock_restrict_self flags RESTRICT), 2 the agent's
@@ -22,7 +23,9 @@ import (
 // pids cgroup and of the launcher's (which it goes back to), 16 the same
 // two for memory (see limitPlan: where the limits are v1 controllers, the
 // agent joins those as it starts); 32, with no descriptor, starts the agent
-// below an init of PID and mount namespaces of its own (pidns_linux.go).
+// below an init of PID and mount namespaces of its own (pidns_linux.go);
+// 64, with 32, adds the RO list: files the init binds read-only in its
+// mount namespace (Config.ReadOnly).
 const specMagic = "tai-launch/1"
 
 // Spec flags: which descriptors came with the spec.
@@ -33,7 +36,8 @@ const (
 	specV1Pids     = 8
 	specV1Memory   = 16
 	specHide       = 32
-	specAllFlags   = specRuleset | specCgroupDir | specCgroupKill | specV1Pids | specV1Memory | specHide
+	specReadOnly   = 64
+	specAllFlags   = specRuleset | specCgroupDir | specCgroupKill | specV1Pids | specV1Memory | specHide | specReadOnly
 )
 
 // maxSpec bounds what a launcher reads: a spec is an argv and an
@@ -55,6 +59,8 @@ type launchSpec struct {
 	Join, Home [2]int
 	// Hide starts the agent in namespaces of its own (native launcher).
 	Hide bool
+	// ReadOnly are absolute paths the init (Hide) binds read-only.
+	ReadOnly []string
 }
 
 // noFds is a spec's descriptors before any is set.
@@ -96,6 +102,12 @@ func (s launchSpec) encode() ([]byte, []int, error) {
 	if s.Hide {
 		flags |= specHide
 	}
+	if len(s.ReadOnly) > 0 {
+		if !s.Hide {
+			return nil, nil, errors.New("launch spec: read-only binds without a mount namespace")
+		}
+		flags |= specReadOnly
+	}
 	size := 64 + len(s.Path)
 	for _, a := range s.Args {
 		size += len(a) + 1
@@ -120,10 +132,21 @@ func (s launchSpec) encode() ([]byte, []int, error) {
 	for _, e := range s.Env {
 		field(e)
 	}
+	nro := 0
+	if len(s.ReadOnly) > 0 {
+		nro = 1 + len(s.ReadOnly)
+		field(strconv.Itoa(len(s.ReadOnly)))
+		for _, p := range s.ReadOnly {
+			if !filepath.IsAbs(p) {
+				return nil, nil, fmt.Errorf("launch spec: read-only path %q is not absolute", p)
+			}
+			field(p)
+		}
+	}
 	if s.Path == "" || len(s.Args) == 0 {
 		return nil, nil, errors.New("launch spec: no command")
 	}
-	if bytes.Count(b, []byte{0}) != 6+len(s.Args)+len(s.Env) {
+	if bytes.Count(b, []byte{0}) != 6+len(s.Args)+len(s.Env)+nro {
 		return nil, nil, fmt.Errorf("launch spec: %w", errNUL)
 	}
 	return b, fds, nil
@@ -183,7 +206,20 @@ func decodeSpec(b []byte, fds []int) (launchSpec, error) {
 	if s.Args, ok = list(); !ok || len(s.Args) == 0 {
 		return fail("bad arguments")
 	}
-	if s.Env, ok = list(); !ok || len(fields) != 0 {
+	if s.Env, ok = list(); !ok {
+		return fail("bad environment")
+	}
+	if flags&specReadOnly != 0 {
+		if s.ReadOnly, ok = list(); !ok || len(s.ReadOnly) == 0 || flags&specHide == 0 {
+			return fail("bad read-only list")
+		}
+		for _, p := range s.ReadOnly {
+			if !filepath.IsAbs(p) {
+				return fail("read-only path %q is not absolute", p)
+			}
+		}
+	}
+	if len(fields) != 0 {
 		return fail("bad environment")
 	}
 	want := 0

@@ -16,6 +16,8 @@ func TestSpecRoundTrip(t *testing.T) {
 		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: -1, CgDir: 4, CgKill: 5, Join: [2]int{6, -1}, Home: [2]int{7, -1}},
 		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: 3, CgDir: 4, CgKill: 5, Join: [2]int{6, 8}, Home: [2]int{7, 9}},
 		{Path: "/a", Args: []string{"a"}, Env: []string{}, Ruleset: 3, CgDir: -1, CgKill: -1, Join: [2]int{-1, -1}, Home: [2]int{-1, -1}, Hide: true},
+		{Path: "/a", Args: []string{"a"}, Env: []string{"A=1"}, Ruleset: 3, CgDir: -1, CgKill: -1, Join: [2]int{-1, -1}, Home: [2]int{-1, -1}, Hide: true,
+			ReadOnly: []string{"/h/.gemini/settings.json", "/h/.codex/config.toml"}},
 	} {
 		b, fds, err := in.encode()
 		if err != nil {
@@ -58,6 +60,9 @@ var badSpecs = []struct {
 	{"empty", "", 0},
 	{"truncated", "tai-launch/1\x000\x000\x00/bin/sh\x001\x00sh\x000", 0},
 	{"other magic", "tai-launch/2\x000\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
+	{"read-only without hiding", "tai-launch/1\x0064\x000\x00/bin/sh\x001\x00sh\x000\x001\x00/a\x00", 0},
+	{"relative read-only path", "tai-launch/1\x0096\x000\x00/bin/sh\x001\x00sh\x000\x001\x00a\x00", 0},
+	{"empty read-only list", "tai-launch/1\x0096\x000\x00/bin/sh\x001\x00sh\x000\x000\x00", 0},
 	{"flags", "tai-launch/1\x0064\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
 	{"flags not a number", "tai-launch/1\x00x\x000\x00/bin/sh\x001\x00sh\x000\x00", 0},
 	{"restrict flags", "tai-launch/1\x000\x004294967296\x00/bin/sh\x001\x00sh\x000\x00", 0},
