@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/tai-dev/tai/config"
-	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/preset"
 )
@@ -103,10 +102,10 @@ func configAgent(a config.Agent) (preset.Preset, []string, error) {
 	if a.Driver != "" {
 		p.Driver = a.Driver
 	}
-	p.Quirks = driver.Quirks{
-		NoClientFS:      slices.Contains(a.Quirks, config.QuirkNoClientFS),
-		IgnoresStdinEOF: slices.Contains(a.Quirks, config.QuirkIgnoresStdinEOF),
-	}
+	// The config's quirks add to those of the agent the command was
+	// recognized as (preset.Recognize).
+	p.Quirks.NoClientFS = p.Quirks.NoClientFS || slices.Contains(a.Quirks, config.QuirkNoClientFS)
+	p.Quirks.IgnoresStdinEOF = p.Quirks.IgnoresStdinEOF || slices.Contains(a.Quirks, config.QuirkIgnoresStdinEOF)
 	return p, argv, nil
 }
 

@@ -41,6 +41,54 @@ type Preset struct {
 	// for the result's and tai doctor's confinement. codex's (bubblewrap)
 	// cannot start under tai's: Landlock forbids the mounts it makes.
 	OwnSandbox string `json:"own_sandbox,omitempty"`
+	// Kind is the known agent a custom command runs (Recognize): its
+	// state directories, config files, modes and quirks are that preset's.
+	Kind string `json:"kind,omitempty"`
+}
+
+// Known is the preset whose state directories and config files apply:
+// the one a custom command was recognized as, else this one.
+func (p Preset) Known() string {
+	if p.Kind != "" {
+		return p.Kind
+	}
+	return p.Name
+}
+
+// Recognize finds the known agent a command runs: its binary by name
+// (claude-agent-acp, codex-acp, gemini, ...), its npm package run through
+// npx or node (with or without a version), or tai's built-in agent (tai
+// agent builtin).
+func Recognize(argv []string) (Preset, bool) {
+	if len(argv) == 0 {
+		return Preset{}, false
+	}
+	bin := filepath.Base(argv[0])
+	if bin == "tai" && len(argv) >= 3 && argv[1] == "agent" && argv[2] == "builtin" {
+		return Lookup("builtin")
+	}
+	var pkg string
+	if bin == "npx" || bin == "node" || bin == "bunx" || bin == "pnpx" {
+		for _, a := range argv[1:] {
+			if !strings.HasPrefix(a, "-") {
+				pkg = a
+				break
+			}
+		}
+		// @scope/name@version, name@version.
+		if i := strings.LastIndex(pkg, "@"); i > 0 {
+			pkg = pkg[:i]
+		}
+	}
+	for _, p := range All() {
+		if p.Builtin {
+			continue
+		}
+		if bin == p.Binary || (pkg != "" && (pkg == p.Package || filepath.Base(pkg) == p.Binary)) {
+			return p, true
+		}
+	}
+	return Preset{}, false
 }
 
 // streamJSON is the stream-json driver's name (package driver/streamjson).
@@ -197,5 +245,11 @@ func Custom(cmdline string) (Preset, []string, error) {
 			}
 		}
 	}
-	return Preset{Name: name, Description: "custom command", Driver: "acp", Binary: argv[0]}, argv, nil
+	p := Preset{Name: name, Description: "custom command", Driver: "acp", Binary: argv[0]}
+	if known, ok := Recognize(argv); ok {
+		// A known agent by another command: its state directories (which
+		// it needs under the sandbox), config files, modes and quirks.
+		p.Kind, p.Modes, p.OwnSandbox, p.Quirks = known.Name, known.Modes, known.OwnSandbox, known.Quirks
+	}
+	return p, argv, nil
 }

@@ -114,7 +114,7 @@ func (p Preset) StateDirs(home string, getenv func(string) string) []StatePath {
 		return nil
 	}
 	var out []StatePath
-	for _, d := range append(append([]string{}, stateDirs[p.Name]...), commonStateDirs...) {
+	for _, d := range append(append([]string{}, stateDirs[p.Known()]...), commonStateDirs...) {
 		init, mk := stateInit[d]
 		out = append(out, StatePath{Path: expand(strings.TrimSuffix(d, "/"), home, getenv), Dir: strings.HasSuffix(d, "/"), Make: mk, Init: init})
 	}
@@ -130,10 +130,10 @@ func (p Preset) ConfigFiles(home string, getenv func(string) string) []StatePath
 		return nil
 	}
 	var out []StatePath
-	for _, f := range configFiles[p.Name] {
+	for _, f := range configFiles[p.Known()] {
 		dir := strings.HasSuffix(f, "/")
 		out = append(out, StatePath{Path: expand(strings.TrimSuffix(f, "/"), home, getenv), Dir: dir, Make: !dir && !configNoMake[f],
-			Init: configInit[filepath.Ext(f)], Landlock: landlockConfig[p.Name]})
+			Init: configInit[filepath.Ext(f)], Landlock: landlockConfig[p.Known()]})
 	}
 	return out
 }
