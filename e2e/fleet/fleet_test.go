@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -438,25 +439,66 @@ func TestKill9TakesTheCheck(t *testing.T) {
 	repo, pd := gitRepo(t), t.TempDir()
 	write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
 	cmd, cache := taiUser(t, repo, "fleet", "run", "--run-id", "ck", "-C", repo, filepath.Join(pd, "plan.yaml"))
-	// The check runs confined: the cache is a place outside its worktree
-	// it may write, for the FIFO.
-	fifo := filepath.Join(cache, "pid")
+	// The check runs confined: the confined processes' own cache (its
+	// XDG_CACHE_HOME) is a place outside its worktree it may write, for the
+	// FIFO.
+	private := filepath.Join(cache, "tai", "sandbox")
+	if err := os.MkdirAll(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(private, "pid")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	write(t, filepath.Join(pd, "plan.yaml"), fmt.Sprintf("name: ck\npolicy: {approve: all}\ncheck: \"sleep 600 & echo $! > %s; wait\"\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n", fifo))
+	write(t, filepath.Join(pd, "plan.yaml"), fmt.Sprintf("name: ck\npolicy: {approve: all}\ncheck: \"sleep 6017 & echo $! > %s; wait\"\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n", fifo))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }()
-	b, err := os.ReadFile(fifo) // blocks until the check has started its child
+	// Until the check has started its child; a fleet that ends first (the
+	// check could not write the FIFO) opens it itself, so the read ends.
+	exited := make(chan struct{})
+	go func() {
+		_, _ = cmd.Process.Wait()
+		close(exited)
+		if f, err := os.OpenFile(fifo, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+	}()
+	b, err := os.ReadFile(fifo)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
+	select {
+	case <-exited:
+		if len(b) == 0 {
+			t.Fatal("the fleet ended before its check wrote to the FIFO")
+		}
+	default:
+	}
+	// The pid the check wrote is its own PID namespace's where processes
+	// are hidden: the child is found here by its command line.
+	if _, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil {
 		t.Fatal(err)
+	}
+	// The child may not have exec'd sleep yet: looked for again, a bounded
+	// number of times (no timing is asserted).
+	pid := 0
+	for i := 0; pid == 0 && i < 3000; i++ {
+		ents, _ := os.ReadDir("/proc")
+		for _, e := range ents {
+			if c, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(c) == "sleep\x006017\x00" {
+				pid, _ = strconv.Atoi(e.Name())
+			}
+		}
+		if pid == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if pid == 0 {
+		out, _ := exec.Command("ps", "-eo", "pid,args").Output()
+		t.Fatalf("the check's child is not running:\n%s", out)
 	}
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
@@ -464,7 +506,7 @@ func TestKill9TakesTheCheck(t *testing.T) {
 	}
 	defer unix.Close(pidfd)
 	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL) // tai alone, not its group
-	_ = cmd.Wait()
+	<-exited
 	// The pidfd is readable once the child has exited; the minute is a
 	// guard against a hang only, not a timing.
 	n, err := unix.Poll([]unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}, 60_000)
