@@ -150,7 +150,7 @@ true`, claude))
 }
 
 // The other agents' config files that name commands (gemini's and
-// codex's here) are read-only too where processes are hidden: bound
+// qwen's here) are read-only too where processes are hidden: bound
 // read-only in the agent's mount namespace, so that their directories,
 // where the agents take lock files and keep state, stay writable. A
 // missing one is made first ({} or empty), so that it cannot be planted.
@@ -158,7 +158,7 @@ func TestOtherAgentsConfigFilesAreReadOnly(t *testing.T) {
 	needLandlock(t)
 	for _, tc := range []struct{ agent, dir, file, made string }{
 		{"gemini", ".gemini", "settings.json", "{}"},
-		{"codex", ".codex", "config.toml", ""},
+		{"qwen", ".qwen", "settings.json", "{}"},
 	} {
 		t.Run(tc.agent, func(t *testing.T) {
 			j := newJail(t)

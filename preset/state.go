@@ -57,8 +57,9 @@ var stateDirs = map[string][]string{
 var configFiles = map[string][]string{
 	"claude": {"~/.claude/settings.json", "~/.claude/settings.local.json", "~/.claude/.config.json", "~/.claude/hooks/",
 		"~/.claude/plugins/", "~/.claude/skills/", "~/.claude/agents/", "~/.claude/commands/", "~/.claude/rules/", "~/.claude/workflows/"},
-	// hooks, MCP servers and notify in one file (CODEX_HOME respected).
-	"codex": {"$CODEX_HOME/config.toml"},
+	// Not codex's config.toml (hooks, MCP servers, notify): codex writes
+	// it itself, the folder trust its TUI asks for at start included, and
+	// stays at that question when it cannot (see the README).
 	// hooks, MCP servers, and the extensions that bring more.
 	"gemini": {"~/.gemini/settings.json", "~/.gemini/extensions/"},
 	"qwen":   {"~/.qwen/settings.json", "~/.qwen/extensions/"},

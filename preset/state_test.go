@@ -75,10 +75,11 @@ func TestConfigFiles(t *testing.T) {
 			t.Errorf("claude's config files %+v lack %+v", got, want)
 		}
 	}
+	// codex writes its config.toml itself (the folder trust its TUI asks
+	// for): not bound read-only.
 	codex, _ := Lookup("codex")
-	want := StatePath{Path: "/x/config.toml", Make: true}
-	if got := codex.ConfigFiles("/h", func(k string) string { return map[string]string{"CODEX_HOME": "/x"}[k] }); !slices.Contains(got, want) {
-		t.Errorf("codex's config files with CODEX_HOME=/x: %+v, want %+v", got, want)
+	if got := codex.ConfigFiles("/h", get); got != nil {
+		t.Errorf("codex's config files: %+v", got)
 	}
 	if got := (Preset{Name: "custom"}).ConfigFiles("/h", get); got != nil {
 		t.Errorf("a custom command's config files: %+v", got)
