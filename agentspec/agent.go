@@ -44,7 +44,7 @@ func findAgent(a Agent) (preset.Preset, []string, error) {
 			// A preset name plus a command: the command, with the preset's quirks.
 			p.Quirks, p.Name = known.Quirks, known.Name
 			p.Modes, p.OwnSandbox = known.Modes, known.OwnSandbox // and its modes and sandbox
-			p.Kind = "" // the name says which agent it is, whatever the command looks like
+			p.Kind = ""                                           // the name says which agent it is, whatever the command looks like
 		}
 		return p, argv, nil
 	}
