@@ -91,6 +91,9 @@ func Recognize(argv []string) (Preset, bool) {
 	return Preset{}, false
 }
 
+// copilotModes prefixes Copilot's mode ids.
+const copilotModes = "https://agentclientprotocol.com/protocol/session-modes#"
+
 // streamJSON is the stream-json driver's name (package driver/streamjson).
 const streamJSON = "stream-json"
 
@@ -155,7 +158,11 @@ func All() []Preset {
 			Drivers: map[string][]string{streamJSON: {"opencode", "run", "--format", "json"}, ptyDriver: {"opencode"}}},
 		{Name: "copilot", Description: "GitHub Copilot CLI", Driver: "acp", Binary: "copilot", Args: []string{"--acp", "--stdio"},
 			Fallback: []string{"npx", "-y", "@github/copilot", "--acp", "--stdio"}, Package: "@github/copilot",
-			Drivers: map[string][]string{ptyDriver: {"copilot"}}},
+			Drivers: map[string][]string{ptyDriver: {"copilot"}},
+			// Its modes are ACP's URLs: agent (the conversational agent,
+			// which asks before acting) is its asking mode; autopilot acts
+			// on its own.
+			Modes: driver.ModeRule{SelfApproving: []string{copilotModes + "autopilot"}, Asking: copilotModes + "agent"}},
 		{Name: "goose", Description: "Block's goose", Driver: "acp", Binary: "goose", Args: []string{"acp"}},
 		{Name: "kimi", Description: "Moonshot Kimi CLI", Driver: "acp", Binary: "kimi", Args: []string{"acp"}},
 		{Name: "cursor", Description: "Cursor agent CLI", Driver: "acp", Binary: "cursor-agent", Args: []string{"acp"},
