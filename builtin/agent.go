@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tai-dev/tai/jsonrpc"
@@ -84,11 +85,11 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-a.conn.Done():
-		if cerr := a.conn.Err(); cerr != nil && !errors.Is(cerr, jsonrpc.ErrPeerClosed) {
+		if cerr := a.conn.Err(); cerr != nil && !errors.Is(cerr, jsonrpc.ErrPeerClosed) && !a.goneAway(cerr) {
 			err = fmt.Errorf("builtin agent: %w", cerr)
 		}
 	case <-a.conn.ReadDone():
-		if cerr := a.conn.Err(); cerr != nil {
+		if cerr := a.conn.Err(); cerr != nil && !errors.Is(cerr, jsonrpc.ErrPeerClosed) && !a.goneAway(cerr) {
 			err = fmt.Errorf("builtin agent: %w", cerr)
 			break
 		}
@@ -128,6 +129,18 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts Options) error {
 	a.bg.Wait()
 	a.log.Debug("builtin agent: stopped", "err", err)
 	return err
+}
+
+// goneAway reports whether err is the write that failed because the
+// client, having closed its output, stopped reading too: answering what
+// it sent before is tried, and its absence is no failure.
+func (a *agent) goneAway(err error) bool {
+	select {
+	case <-a.conn.ReadDone():
+	default:
+		return false
+	}
+	return errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
 }
 
 // wedged blocks a hung step until the connection ends: the client's EOF
