@@ -320,7 +320,7 @@ func rawCommand(m map[string]any) string {
 			if strings.TrimSpace(v) == "" {
 				continue
 			}
-			if args := argStrings(m["args"]); len(args) > 0 {
+			if args := driver.ArgStrings(m["args"]); len(args) > 0 {
 				return joinArgv(append([]string{v}, args...))
 			}
 			if args, ok := m["args"].(string); ok && strings.TrimSpace(args) != "" {
@@ -328,7 +328,7 @@ func rawCommand(m map[string]any) string {
 			}
 			return v
 		case []any:
-			argv := argStrings(v)
+			argv := driver.ArgStrings(v)
 			if len(argv) == 0 {
 				continue
 			}
@@ -339,26 +339,6 @@ func rawCommand(m map[string]any) string {
 		}
 	}
 	return ""
-}
-
-// argStrings renders an argv array; an element that is not a string (a
-// number, say) is kept as its JSON text, so that no argument is dropped
-// from what the policy looks at.
-func argStrings(v any) []string {
-	a, ok := v.([]any)
-	if !ok {
-		return nil
-	}
-	out := make([]string, 0, len(a))
-	for _, x := range a {
-		if s, ok := x.(string); ok {
-			out = append(out, s)
-			continue
-		}
-		b, _ := json.Marshal(x)
-		out = append(out, string(b))
-	}
-	return out
 }
 
 // argvScript returns the script of an argv that is "sh -c SCRIPT" (any

@@ -47,7 +47,7 @@ func ShownCommand(tc driver.ToolCall) (string, bool) {
 			if strings.TrimSpace(v) == "" {
 				continue
 			}
-			if args := argStrings(m["args"]); len(args) > 0 {
+			if args := driver.ArgStrings(m["args"]); len(args) > 0 {
 				return ShellLine(v, args), true
 			}
 			if args, ok := m["args"].(string); ok && strings.TrimSpace(args) != "" {
@@ -55,29 +55,10 @@ func ShownCommand(tc driver.ToolCall) (string, bool) {
 			}
 			return safetext.Text(strings.TrimRight(v, "\n")), true
 		case []any:
-			if argv := argStrings(v); len(argv) > 0 {
+			if argv := driver.ArgStrings(v); len(argv) > 0 {
 				return ShellLine(argv[0], argv[1:]), true
 			}
 		}
 	}
 	return "", false
-}
-
-// argStrings is an argv array's words; an element that is not a string
-// (a number, say) is its JSON text, so that no word goes unshown.
-func argStrings(v any) []string {
-	a, ok := v.([]any)
-	if !ok {
-		return nil
-	}
-	out := make([]string, 0, len(a))
-	for _, x := range a {
-		if s, ok := x.(string); ok {
-			out = append(out, s)
-			continue
-		}
-		b, _ := json.Marshal(x)
-		out = append(out, string(b))
-	}
-	return out
 }
