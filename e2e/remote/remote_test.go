@@ -422,6 +422,8 @@ func TestWorkerSandboxHasThePlansDenyRead(t *testing.T) {
 		"s.yaml":    fmt.Sprintf("steps:\n  - write: {path: r.sh, content: %q}\n  - run: {command: sh, args: [r.sh]}\n  - text: done\n", sh),
 		"plan.yaml": fmt.Sprintf("name: denyread\npolicy: {approve: all, deny: [\"read:%s/**\"]}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", secrets),
 	})
+	// --dir: a directory of this test's own, removed with it (the default
+	// is TestHubIsClosedByDefault's).
 	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", t.TempDir())
 	w.Stderr = &prefixWriter{t: t, p: "w"}
 	e.start(w)
@@ -456,6 +458,8 @@ func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
 		"s.yaml":    "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - text: done\n",
 		"plan.yaml": "name: killmerge\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
 	})
+	// --dir: a directory of this test's own, removed with it (the default
+	// is TestHubIsClosedByDefault's).
 	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", t.TempDir())
 	w.Stderr = &prefixWriter{t: t, p: "w"}
 	e.start(w)
@@ -519,6 +523,8 @@ func TestWorkerRefusesARedirectedGitDir(t *testing.T) {
 		"s.yaml":    fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", sh),
 		"plan.yaml": "name: gitdir\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
 	})
+	// --dir: a directory of this test's own, removed with it (the default
+	// is TestHubIsClosedByDefault's).
 	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", t.TempDir())
 	w.Stderr = &prefixWriter{t: t, p: "w"}
 	e.start(w)

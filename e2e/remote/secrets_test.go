@@ -139,6 +139,7 @@ func TestWorkerAgentEnvLacksTaisSecrets(t *testing.T) {
 		"s.yaml":    "steps:\n  - run: {command: sh, args: [-c, \"env > env.txt\"]}\n  - text: done\n",
 		"plan.yaml": "name: env\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
 	})
+	// --dir: the test reads the task's audit log there.
 	wdir := t.TempDir()
 	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w", "--dir", wdir)
 	w.Stderr = &prefixWriter{t: t, p: "w"}
