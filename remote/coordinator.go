@@ -515,22 +515,49 @@ func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 }
 
 // forwardEvents records workers' events as the run's: fleet events in the
-// audit log and progress, session frames in the run's frames.
+// audit log and progress, session frames in the run's frames. Each pull is
+// a long poll the server answers as soon as an event is there, and ends
+// with ctx: the end of the run does not wait for an idle pull to expire.
+// It then forwards what the stream holds already (drain), so that the
+// run's record has its workers' events up to its end.
 func (c *coordinator) forwardEvents(ctx context.Context, cons jetstream.Consumer) {
 	for ctx.Err() == nil {
-		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			if ctx.Err() == nil {
-				c.log.Warn("pulling events", "err", err)
-				pause(ctx, c.clock)
-			}
-			continue
+		pctx, cancel := context.WithTimeout(ctx, idlePoll)
+		batch, err := cons.Fetch(256, jetstream.FetchContext(pctx))
+		if err == nil {
+			c.forwardBatch(batch)
+			err = batch.Error()
 		}
-		for m := range batch.Messages() {
-			c.forward(m)
-			_ = m.Ack() // at once: a coordinator killed after this does not forward it again
+		cancel()
+		if err != nil && !idle(err) && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
+			c.log.Warn("pulling events", "err", err)
+			pause(ctx, c.clock)
 		}
 	}
+	c.drainEvents(cons)
+}
+
+// drainEvents forwards the events on the stream now, without waiting for
+// more: each pull returns at once with what there is, and an empty one
+// ends it.
+func (c *coordinator) drainEvents(cons jetstream.Consumer) {
+	for range maxDrain {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil || c.forwardBatch(batch) == 0 {
+			return
+		}
+	}
+}
+
+// forwardBatch forwards a pull's events and says how many there were.
+func (c *coordinator) forwardBatch(batch jetstream.MessageBatch) int {
+	n := 0
+	for m := range batch.Messages() {
+		c.forward(m)
+		_ = m.Ack() // at once: a coordinator killed after this does not forward it again
+		n++
+	}
+	return n
 }
 
 // forward records one of the run's events if a worker sent it.

@@ -124,10 +124,20 @@ func (w *worker) loop(ctx context.Context, cons jetstream.Consumer, slots chan s
 	}
 }
 
+// idlePoll is how long an idle long poll lasts before it is renewed: the
+// server answers a poll as soon as a message is there, and a poll ends
+// with its context, so nobody waits for it (a test makes it an hour to
+// show that).
+var idlePoll = 5 * time.Second
+
+// maxDrain bounds the pulls of a drain (of 256 events each) at the end of
+// a run, against a stream that workers fill faster than it drains.
+const maxDrain = 64
+
 // next waits for one message: a long poll the server answers as soon as
 // there is one; an idle poll ends after a while and is renewed.
 func next(ctx context.Context, cons jetstream.Consumer) (jetstream.Msg, error) {
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, idlePoll)
 	defer cancel()
 	return cons.Next(jetstream.FetchContext(pctx))
 }
