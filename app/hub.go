@@ -337,8 +337,12 @@ func Worker(ctx context.Context, f WorkerFlags, std IO) error {
 	if _, err := sandbox.Preflight(f.Sandbox); err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
+	// What it is, for whoever started it (stderr, as tai hub's notes: a
+	// worker has no results of its own to print).
+	say := func(line string) { fmt.Fprintf(std.Err, "tai worker: %s\n", safetext.Line(line)) }
+	say(fmt.Sprintf("%s on %s, directory %s", name, nc.ConnectedUrlRedacted(), dir))
 	wo := remote.WorkerOptions{Bus: bus, Name: name, Agents: f.Agents, Slots: f.Slots,
-		Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"), Lease: f.Lease, Version: Version, Logger: logger}
+		Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"), Lease: f.Lease, Version: Version, Logger: logger, Notice: say}
 	// Each task's agent confined as in a local fleet, by its task's policy;
 	// the worker's own task audit logs stay out of its reach.
 	wo.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{filepath.Join(dir, "state", "audit")}}

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/quartz"
@@ -48,6 +49,10 @@ type WorkerOptions struct {
 	// Sandbox confines each task's agent (fleet.Options.Sandbox); nil:
 	// started without tai's launcher.
 	Sandbox *agentspec.Sandbox
+	// Notice, if set, gets what the worker says of itself to whoever runs
+	// it, a line at a time: that it is ready, that it is stopping, and
+	// what it hands back of each task it held (tai worker prints them).
+	Notice func(string)
 }
 
 // ErrLeaseLost ends an attempt whose lease another worker took over.
@@ -61,6 +66,30 @@ type worker struct {
 	cloneMu sync.Mutex // one clone or fetch at a time
 	gitMu   sync.Mutex
 	gits    map[string]*worktree.Git // by clone: cloneGit
+	// running counts the attempts under way, for the stopping notice,
+	// said once (stopping), before any handback's.
+	running  atomic.Int32
+	stopping sync.Once
+}
+
+// notice says a line to whoever runs the worker.
+func (w *worker) notice(format string, args ...any) {
+	if w.o.Notice != nil {
+		w.o.Notice(fmt.Sprintf(format, args...))
+	}
+}
+
+// sayStopping announces the stop, once: when the stop comes, or before the
+// first handback if that comes first.
+func (w *worker) sayStopping() {
+	w.stopping.Do(func() {
+		switch n := w.running.Load(); n {
+		case 0:
+			w.notice("stopping: no task running")
+		default:
+			w.notice("stopping: handing back the %d task(s) it runs (their work so far pushed, their leases released)", n)
+		}
+	})
 }
 
 // RunWorker pulls tasks of its agents and runs them until ctx ends.
@@ -100,7 +129,12 @@ func RunWorker(ctx context.Context, o WorkerOptions) error {
 		}
 	}
 	w.log.Info("worker ready", "agents", o.Agents, "slots", o.Slots)
+	w.notice("ready: %d slot(s) for agents %s; waiting for tasks", o.Slots, strings.Join(o.Agents, ", "))
+	stopSay := context.AfterFunc(ctx, w.sayStopping)
 	wg.Wait()
+	stopSay()
+	w.sayStopping()
+	w.notice("stopped")
 	return nil
 }
 
@@ -224,6 +258,26 @@ func (h *held) beatFor(ctx context.Context, d time.Duration) bool {
 	}
 	l := h.lease
 	l.Deadline = h.clock.Now().Add(d)
+	return h.put(ctx, l)
+}
+
+// release gives the lease up: the task is offered again, its attempts so
+// far counted (the next claim is the next attempt).
+func (h *held) release(ctx context.Context) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lost {
+		return false
+	}
+	if !h.put(ctx, Lease{State: LeaseOffered, Attempt: h.lease.Attempt}) {
+		return false
+	}
+	h.lost = true // not this attempt's any more: no beat may take it back
+	return true
+}
+
+// put writes l over the attempt's lease by compare-and-swap (h.mu held).
+func (h *held) put(ctx context.Context, l Lease) bool {
 	for range 3 {
 		rev, err := h.bus.PutLease(ctx, h.run, h.task, l, h.rev)
 		if err == nil {
@@ -287,6 +341,8 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		settle(msg)
 		return
 	}
+	w.running.Add(1)
+	defer w.running.Add(-1)
 	log := w.log.With("run", tm.Run, "task", tm.Task, "attempt", attempt)
 	taskCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -295,6 +351,12 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	h.lease.Deadline = w.clock.Now().Add(lease)
 
 	res := w.attempt(taskCtx, ctx, tm, attempt, lease, msg, h, log)
+	if ctx.Err() != nil && !h.lost && res.Outcome.Status != fleet.StatusDone {
+		// The worker is stopping, and stopped the attempt: the task is not
+		// failed, it goes back to the queue for another worker.
+		w.handBack(context.WithoutCancel(ctx), tm, attempt, res, msg, h, log)
+		return
+	}
 	// The result is on its way: the lease holds until a coordinator that
 	// died before taking it would be handed it again (its consumer's ack
 	// wait), so that the next one does not offer the task again and refuse
@@ -315,6 +377,33 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 	}
 	w.event(context.WithoutCancel(ctx), tm, attempt, "reported", string(res.Outcome.Status))
+	if ctx.Err() != nil {
+		w.sayStopping()
+		w.notice("reported task %s of run %s (attempt %d): %s", tm.Task, tm.Run, attempt, res.Outcome.Status)
+	}
+}
+
+// handBack returns a task the stopping worker held: its work so far is
+// pushed already (as the attempt's ref, which the next attempt starts
+// from), its lease goes back to offered (so the next claim need not wait
+// for it to run out), and its message back to the queue at once (a nak),
+// for another worker.
+func (w *worker) handBack(ctx context.Context, tm TaskMsg, attempt int, res ResultMsg, msg jetstream.Msg, h *held, log *slog.Logger) {
+	w.sayStopping()
+	work := "no work to push"
+	if res.Ref != "" {
+		work = fmt.Sprintf("work so far pushed to %s (%.12s)", res.Ref, res.Head)
+	}
+	if !h.release(ctx) {
+		// Another attempt holds it now: nothing to hand back but the work.
+		w.notice("task %s of run %s (attempt %d): its lease is another worker's now; %s", tm.Task, tm.Run, attempt, work)
+		return
+	}
+	if err := msg.Nak(); err != nil {
+		log.Warn("handing the task back", "err", err)
+	}
+	w.event(ctx, tm, attempt, "handback", fmt.Sprintf("stopping: attempt %d handed back; %s", attempt, work))
+	w.notice("handed back task %s of run %s (attempt %d): lease released, %s", tm.Task, tm.Run, attempt, work)
 }
 
 // attempt runs one attempt in its worktree, heartbeating and
