@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	state string   // XDG_STATE_HOME of the coordinator
 	env   []string // more of every process's environment
 	procs []*exec.Cmd
@@ -63,7 +63,7 @@ func (e *env) start(cmd *exec.Cmd) {
 	})
 }
 
-func git(t *testing.T, dir string, args ...string) string {
+func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -393,7 +393,7 @@ func nextEvent(ctx context.Context, t *testing.T, lines <-chan string) (event, b
 
 // prefixWriter logs a process's stderr in the test's log.
 type prefixWriter struct {
-	t *testing.T
+	t testing.TB
 	p string
 }
 
@@ -490,7 +490,7 @@ func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
 
 // planRepo makes a repository on main whose one commit holds files (a
 // plan and its scripts).
-func planRepo(t *testing.T, files map[string]string) string {
+func planRepo(t testing.TB, files map[string]string) string {
 	t.Helper()
 	repo := t.TempDir()
 	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {

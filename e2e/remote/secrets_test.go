@@ -17,7 +17,7 @@ import (
 
 // userEnv is a world with a user-like HOME (state, config and cache where
 // a user's are) and nothing of tai's secrets in the environment.
-func userEnv(t *testing.T) (*env, string) {
+func userEnv(t testing.TB) (*env, string) {
 	home := t.TempDir()
 	state := filepath.Join(home, ".local", "state")
 	return &env{t: t, state: state, env: []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
