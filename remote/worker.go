@@ -64,6 +64,12 @@ type worker struct {
 	clock   quartz.Clock
 	log     *slog.Logger
 	cloneMu sync.Mutex // one clone or fetch at a time
+	// wtMu: one git worktree add, remove or prune at a time. git's
+	// worktree admin is not safe in parallel in one repository: an add
+	// reads the other worktrees' records while another add writes its own
+	// ("failed to read worktrees/N/commondir"), which failed tasks on a
+	// worker with several slots.
+	wtMu sync.Mutex
 	gitMu   sync.Mutex
 	gits    map[string]*worktree.Git // by clone: cloneGit
 	// running counts the attempts under way, for the stopping notice,
@@ -471,11 +477,14 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	}
 	dir := filepath.Join(w.o.State, "worktrees", tm.Run, tm.Task, strconv.Itoa(attempt))
 	cg := w.cloneGit(clone)
+	w.wtMu.Lock()
 	if _, err := os.Stat(dir); err == nil {
 		_ = os.RemoveAll(dir) // left by a worker killed here before
 		_, _ = cg.Run(ctx, clone, "worktree", "prune")
 	}
-	if _, err := cg.Run(ctx, clone, "worktree", "add", "--detach", "--force", dir, start); err != nil {
+	_, err = cg.Run(ctx, clone, "worktree", "add", "--detach", "--force", dir, start)
+	w.wtMu.Unlock()
+	if err != nil {
 		return fail(err)
 	}
 	cwdMu.Lock()
@@ -534,7 +543,9 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	if head != tm.Base {
 		res.Ref = attemptRef(tm.Run, tm.Task, attempt)
 	}
+	w.wtMu.Lock()
 	_, _ = cg.Run(context.WithoutCancel(ctx), clone, "worktree", "remove", "--force", dir)
+	w.wtMu.Unlock()
 	return res
 }
 
