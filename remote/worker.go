@@ -69,9 +69,9 @@ type worker struct {
 	// reads the other worktrees' records while another add writes its own
 	// ("failed to read worktrees/N/commondir"), which failed tasks on a
 	// worker with several slots.
-	wtMu sync.Mutex
-	gitMu   sync.Mutex
-	gits    map[string]*worktree.Git // by clone: cloneGit
+	wtMu  sync.Mutex
+	gitMu sync.Mutex
+	gits  map[string]*worktree.Git // by clone: cloneGit
 	// running counts the attempts under way, for the stopping notice,
 	// said once (stopping), before any handback's.
 	running  atomic.Int32
