@@ -1,0 +1,224 @@
+package realagents
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tai-dev/tai/e2e/internal/build"
+)
+
+// readme marks a command line copied from the README exactly;
+// e2e/readme's TestREADMECommandsCovered counts it as run.
+func readme(line string) string { return line }
+
+// readmeCase is a README line that needs a real agent, run as written
+// with `sh -c` in the world's repository: tai and the agent's installed
+// executable first on PATH (a user who installed them), the harness's
+// HOME, settings and model server, nothing else.
+type readmeCase struct {
+	agent  string
+	line   string
+	subs   []string // placeholder, value pairs
+	script string   // the model's, under modelserver/testdata/scripts
+	// editor: the line is an ACP agent, run by acpx (an editor's
+	// stand-in) with this prompt, approving what it is asked.
+	editor string
+	setup  func(t *testing.T, w *world)
+	check  func(t *testing.T, w *world, o outcome)
+}
+
+var readmeCases = []readmeCase{
+	{
+		agent: "qwen", line: readme(`tai run --agent qwen --approve all "add a README"`), script: "write.json",
+		check: func(t *testing.T, w *world, o outcome) { wantExit(t, o, 0); wantFile(t, w, "hello.txt", "hello\n") },
+	},
+	{
+		agent: "qwen", line: readme(`tai run --agent qwen --approve all --ask 'execute:git push*' --deny 'edit,read:**/.env' "ship it"`), script: "write.json",
+		// The write is not a push nor a .env: --approve all allows it.
+		check: func(t *testing.T, w *world, o outcome) { wantExit(t, o, 0); wantFile(t, w, "hello.txt", "hello\n") },
+	},
+	{
+		agent: "gemini", line: readme(`tai run --agent gemini --model gemini-2.5-flash --file src/main.go "review this file"`), script: "text.json",
+		setup: func(t *testing.T, w *world) {
+			writeFile(t, filepath.Join(w.repo, "src", "main.go"), "package main\n\nfunc main() {}\n")
+		},
+		check: func(t *testing.T, w *world, o outcome) {
+			wantExit(t, o, 0)
+			wantReply(t, o)
+		},
+	},
+	{
+		agent: "codex", line: readme(`echo "explain this repo" | tai run --agent codex -`), script: "text.json",
+		check: func(t *testing.T, w *world, o outcome) {
+			wantExit(t, o, 0)
+			wantReply(t, o)
+			if !strings.Contains(string(mustRead(t, w.mlog)), "explain this repo") {
+				t.Errorf("the prompt read from stdin did not reach the model")
+			}
+		},
+	},
+	{
+		agent: "claude", line: readme(`tai run --agent claude --mode plan "how would you split this module?"`), script: "text.json",
+		check: func(t *testing.T, w *world, o outcome) { wantExit(t, o, 0); wantReply(t, o) },
+	},
+	{
+		agent: "codex", line: readme(`printf 'first\nsecond\n' | tai chat --agent codex -o json`), script: "text.json",
+		check: func(t *testing.T, w *world, o outcome) {
+			wantExit(t, o, 0)
+			// One JSON result for the session; both lines reached the model.
+			var r result
+			if err := json.Unmarshal([]byte(o.stdout), &r); err != nil {
+				t.Errorf("stdout is not a JSON result (%v):\n%s", err, o.stdout)
+			}
+			log := string(mustRead(t, w.mlog))
+			for _, p := range []string{"first", "second"} {
+				if !strings.Contains(log, p) {
+					t.Errorf("the turn %q did not reach the model", p)
+				}
+			}
+		},
+	},
+	{
+		agent: "qwen", line: readme(`tai run --agent qwen --driver pty "add a README"`), script: "text.json",
+		check: func(t *testing.T, w *world, o outcome) { wantExit(t, o, 0); wantReply(t, o) },
+	},
+	{
+		// opencode asks before a write (the harness's settings); tai's
+		// default policy leaves the ask open, so it goes to the editor,
+		// which approves it.
+		agent: "opencode", line: readme(`tai acp --agent-cmd 'opencode acp'`), script: "write.json", editor: "create hello.txt",
+		check: func(t *testing.T, w *world, o outcome) {
+			wantExit(t, o, 0)
+			wantFile(t, w, "hello.txt", "hello\n")
+			wantDecidedByHuman(t, w)
+		},
+	},
+	{
+		agent: "qwen", line: readme(`tai acp --agent qwen --driver pty`), script: "write.json", editor: "create hello.txt",
+		check: func(t *testing.T, w *world, o outcome) {
+			wantExit(t, o, 0)
+			wantFile(t, w, "hello.txt", "hello\n")
+			wantDecidedByHuman(t, w)
+		},
+	},
+}
+
+// TestREADMERealAgents runs the README's real-agent lines as written.
+func TestREADMERealAgents(t *testing.T) {
+	need(t)
+	for _, c := range readmeCases {
+		t.Run(c.line, func(t *testing.T) {
+			var a agent
+			for _, x := range agents {
+				if x.name == c.agent {
+					a = x
+				}
+			}
+			exe, _ := a.installed(t)
+			w := newWorld(t, a, exe, "readme", modelScript(t, c.script))
+			if c.setup != nil {
+				c.setup(t, w)
+			}
+			bin := filepath.Join(w.dir, "bin")
+			if err := os.MkdirAll(bin, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, target := range map[string]string{"tai": taiBin, filepath.Base(exe): exe} {
+				if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := withPath(w.env, bin)
+			line := c.line
+			for i := 0; i+1 < len(c.subs); i += 2 {
+				line = strings.ReplaceAll(line, c.subs[i], c.subs[i+1])
+			}
+			var o build.Outcome
+			if c.editor == "" {
+				o = build.Run(t, "/bin/sh", w.repo, env, "-c", line)
+			} else {
+				o = build.Run(t, acpxBin(t), w.repo, env, "--agent", line, "--cwd", w.repo, "--no-fs",
+					"--permission-policy", `{"defaultAction":"approve"}`, "--format", "text", "exec", c.editor)
+			}
+			w.lastStderr = o.Stderr
+			c.check(t, w, outcome{o.Stdout, o.Stderr, o.Code})
+		})
+	}
+}
+
+// withPath puts dir first on env's (last) PATH.
+func withPath(env []string, dir string) []string {
+	path := os.Getenv("PATH")
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	return append(append([]string(nil), env...), "PATH="+dir+string(os.PathListSeparator)+path)
+}
+
+func wantExit(t *testing.T, o outcome, code int) {
+	t.Helper()
+	if o.code != code {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", o.code, code, o.stdout, tail(o.stderr, 4000))
+	}
+}
+
+func wantFile(t *testing.T, w *world, name, body string) {
+	t.Helper()
+	if got, err := os.ReadFile(filepath.Join(w.repo, name)); err != nil || string(got) != body {
+		t.Errorf("%s: %q, %v; want %q", name, got, err, body)
+	}
+}
+
+func wantReply(t *testing.T, o outcome) {
+	t.Helper()
+	if !strings.Contains(o.stdout, "Hello from the scripted model.") {
+		t.Errorf("the model's reply is not in the output:\n%s", o.stdout)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// acpxVersion is the pinned acpx (scripts/install-peers.sh).
+const acpxVersion = "0.19.1"
+
+// acpxBin is the installed acpx: missing, the test skips, or fails in CI.
+func acpxBin(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("TAI_ACPX")
+	if p == "" {
+		home, _ := os.UserHomeDir()
+		p = filepath.Join(home, ".cache", "tai-peers", "acpx-"+acpxVersion, "node_modules", ".bin", "acpx")
+	}
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("acpx %s is missing (%v): run scripts/install-peers.sh", acpxVersion, err)
+		}
+		t.Skipf("acpx %s is missing (%v): run scripts/install-peers.sh", acpxVersion, err)
+	}
+	return p
+}
+
+// wantDecidedByHuman: tai's audit log (the user's state directory) has a
+// permission allowed by the human, who answered in the editor.
+func wantDecidedByHuman(t *testing.T, w *world) {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(w.home, ".local", "state", "tai", "audit", "*.jsonl"))
+	for _, l := range logs {
+		if b, _ := os.ReadFile(l); strings.Contains(string(b), `"decided_by":"human"`) {
+			return
+		}
+	}
+	t.Errorf("no permission decided by the human (the editor) in the audit logs %v", logs)
+}
