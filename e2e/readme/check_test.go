@@ -39,10 +39,7 @@ var notRunnable = map[string]string{
 var pending = map[string]string{
 	`tai run --agent-cmd 'npx -y @agentclientprotocol/claude-agent-acp' --output json "fix the failing test"`: "npx fetches " +
 		"the package from the registry unless its npx cache has it: needs the harness to seed a user-like npm cache offline",
-	`tai run --agent claude --driver stream-json "fix the test"`: "needs the claude CLI (scripts/install-claude.sh) on PATH " +
-		"in e2e/realagents' readme cases",
-	`tai acp --agent claude --driver stream-json`: "an ACP client (acpx) in front of it, and the claude CLI",
-	`tai chat --agent qwen --approve ask`:         "a terminal (tmux, as e2e/top uses) to type the turns and answer the asks",
+	`tai chat --agent qwen --approve ask`: "a terminal (tmux, as e2e/top uses) to type the turns and answer the asks",
 }
 
 // sourcesWithCases are the directories whose tests run README lines,

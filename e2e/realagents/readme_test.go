@@ -2,6 +2,7 @@ package realagents
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,8 +27,11 @@ type readmeCase struct {
 	// editor: the line is an ACP agent, run by acpx (an editor's
 	// stand-in) with this prompt, approving what it is asked.
 	editor string
-	setup  func(t *testing.T, w *world)
-	check  func(t *testing.T, w *world, o outcome)
+	// claudeCLI: the line runs the claude CLI (the stream-json driver),
+	// which is put on PATH too.
+	claudeCLI bool
+	setup     func(t *testing.T, w *world)
+	check     func(t *testing.T, w *world, o outcome)
 }
 
 var readmeCases = []readmeCase{
@@ -48,6 +52,10 @@ var readmeCases = []readmeCase{
 		check: func(t *testing.T, w *world, o outcome) {
 			wantExit(t, o, 0)
 			wantReply(t, o)
+			// --model reached gemini (as -m: it has no model option over ACP).
+			if !strings.Contains(string(mustRead(t, w.mlog)), `"model":"gemini-2.5-flash"`) {
+				t.Errorf("the model requests do not name gemini-2.5-flash")
+			}
 		},
 	},
 	{
@@ -97,6 +105,20 @@ var readmeCases = []readmeCase{
 		},
 	},
 	{
+		agent: "claude", line: readme(`tai run --agent claude --driver stream-json "fix the test"`), script: "text.json", claudeCLI: true,
+		check: func(t *testing.T, w *world, o outcome) { wantExit(t, o, 0); wantReply(t, o) },
+	},
+	{
+		// The CLI's Write asks (can_use_tool); tai's default policy leaves
+		// it open, so the editor answers it.
+		agent: "claude", line: readme(`tai acp --agent claude --driver stream-json`), script: "write.json", claudeCLI: true, editor: "create hello.txt",
+		check: func(t *testing.T, w *world, o outcome) {
+			wantExit(t, o, 0)
+			wantFile(t, w, "hello.txt", "hello\n")
+			wantDecidedByHuman(t, w)
+		},
+	},
+	{
 		agent: "qwen", line: readme(`tai acp --agent qwen --driver pty`), script: "write.json", editor: "create hello.txt",
 		check: func(t *testing.T, w *world, o outcome) {
 			wantExit(t, o, 0)
@@ -126,7 +148,11 @@ func TestREADMERealAgents(t *testing.T) {
 			if err := os.MkdirAll(bin, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			for name, target := range map[string]string{"tai": taiBin, filepath.Base(exe): exe} {
+			links := map[string]string{"tai": taiBin, filepath.Base(exe): exe}
+			if c.claudeCLI {
+				links["claude"] = claudeCLI(t)
+			}
+			for name, target := range links {
 				if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
 					t.Fatal(err)
 				}
@@ -221,4 +247,30 @@ func wantDecidedByHuman(t *testing.T, w *world) {
 		}
 	}
 	t.Errorf("no permission decided by the human (the editor) in the audit logs %v", logs)
+}
+
+// claudeCLIVersion is the pinned Claude Code CLI (scripts/install-claude.sh).
+const claudeCLIVersion = "2.1.332"
+
+// claudeCLI is the installed claude CLI: missing, the test skips, or
+// fails in CI.
+func claudeCLI(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("TAI_CLAUDE_CLI")
+	if p == "" {
+		dir := os.Getenv("TAI_AGENTS_DIR")
+		if dir == "" {
+			home, _ := os.UserHomeDir()
+			dir = filepath.Join(home, ".cache", "tai-agents")
+		}
+		p = filepath.Join(dir, "claude-code-"+claudeCLIVersion, "node_modules", ".bin", "claude")
+	}
+	if _, err := os.Stat(p); err != nil {
+		why := fmt.Sprintf("the claude CLI is missing (%v): run eval \"$(scripts/install-claude.sh | sed 's/^/export /')\"", err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	return p
 }
