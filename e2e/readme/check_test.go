@@ -36,11 +36,7 @@ var notRunnable = map[string]string{
 // §1), listed so that the check holds every other line to account; the
 // check fails for an entry that no longer matches a README line, or whose
 // line has a case now.
-var pending = map[string]string{
-	`tai run --agent-cmd 'npx -y @agentclientprotocol/claude-agent-acp' --output json "fix the failing test"`: "npx fetches " +
-		"the package from the registry unless its npx cache has it: needs the harness to seed a user-like npm cache offline",
-	`tai chat --agent qwen --approve ask`: "a terminal (tmux, as e2e/top uses) to type the turns and answer the asks",
-}
+var pending = map[string]string{}
 
 // sourcesWithCases are the directories whose tests run README lines,
 // relative to this package.

@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
 )
@@ -30,8 +34,13 @@ type readmeCase struct {
 	// claudeCLI: the line runs the claude CLI (the stream-json driver),
 	// which is put on PATH too.
 	claudeCLI bool
-	setup     func(t *testing.T, w *world)
-	check     func(t *testing.T, w *world, o outcome)
+	// tty: the line runs on a terminal (tmux), which this drives as a
+	// user would; the outcome is its exit code.
+	tty func(t *testing.T, term *terminal)
+	// env is more of the environment, each entry saying why.
+	env   []string
+	setup func(t *testing.T, w *world)
+	check func(t *testing.T, w *world, o outcome)
 }
 
 var readmeCases = []readmeCase{
@@ -69,6 +78,20 @@ var readmeCases = []readmeCase{
 		},
 	},
 	{
+		// At a terminal: a turn typed, its write asked and allowed with y,
+		// the session ended with Ctrl-D.
+		agent: "qwen", line: readme(`tai chat --agent qwen --approve ask`), script: "write.json",
+		tty: func(t *testing.T, term *terminal) {
+			term.wait(t, "session")
+			term.keys(t, "create hello.txt", "Enter")
+			term.wait(t, "allow once")
+			term.keys(t, "y")
+			term.wait(t, "Created hello.txt.")
+			term.keys(t, "C-d")
+		},
+		check: func(t *testing.T, w *world, o outcome) { wantExit(t, o, 0); wantFile(t, w, "hello.txt", "hello\n") },
+	},
+	{
 		agent: "claude", line: readme(`tai run --agent claude --mode plan "how would you split this module?"`), script: "text.json",
 		check: func(t *testing.T, w *world, o outcome) { wantExit(t, o, 0); wantReply(t, o) },
 	},
@@ -102,6 +125,28 @@ var readmeCases = []readmeCase{
 			wantExit(t, o, 0)
 			wantFile(t, w, "hello.txt", "hello\n")
 			wantDecidedByHuman(t, w)
+		},
+	},
+	{
+		// A project that depends on claude-agent-acp (its package.json and
+		// node_modules, the installed release): npx runs it from there.
+		agent: "claude", line: readme(`tai run --agent-cmd 'npx -y @agentclientprotocol/claude-agent-acp' --output json "fix the failing test"`),
+		script: "text.json",
+		// Offline: npx must not ask the registry (the tests have no network).
+		env: []string{"npm_config_offline=true", "npm_config_update_notifier=false"},
+		setup: func(t *testing.T, w *world) {
+			pkg := filepath.Dir(filepath.Dir(filepath.Dir(w.exe))) // <install>/node_modules/.bin/claude-agent-acp
+			writeFile(t, filepath.Join(w.repo, "package.json"), string(mustRead(t, filepath.Join(pkg, "package.json"))))
+			if err := os.Symlink(filepath.Join(pkg, "node_modules"), filepath.Join(w.repo, "node_modules")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		check: func(t *testing.T, w *world, o outcome) {
+			wantExit(t, o, 0)
+			var r result
+			if err := json.Unmarshal([]byte(o.stdout), &r); err != nil || !strings.Contains(r.Message, "Hello from the scripted model.") {
+				t.Errorf("want one JSON result with the model's reply (%v):\n%s", err, o.stdout)
+			}
 		},
 	},
 	{
@@ -157,13 +202,17 @@ func TestREADMERealAgents(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			env := withPath(w.env, bin)
+			env := append(withPath(w.env, bin), c.env...)
 			line := c.line
 			for i := 0; i+1 < len(c.subs); i += 2 {
 				line = strings.ReplaceAll(line, c.subs[i], c.subs[i+1])
 			}
 			var o build.Outcome
-			if c.editor == "" {
+			if c.tty != nil {
+				term := startTerminal(t, w.repo, env, line)
+				c.tty(t, term)
+				o.Code = term.exitCode(t)
+			} else if c.editor == "" {
 				o = build.Run(t, "/bin/sh", w.repo, env, "-c", line)
 			} else {
 				o = build.Run(t, acpxBin(t), w.repo, env, "--agent", line, "--cwd", w.repo, "--no-fs",
@@ -273,4 +322,81 @@ func claudeCLI(t *testing.T) string {
 		t.Skip(why)
 	}
 	return p
+}
+
+// terminal is a command line running in a tmux pane.
+type terminal struct {
+	sock string
+}
+
+// startTerminal runs line with sh in dir on a 200x50 tmux terminal with
+// env; the pane stays after it ends, showing its exit code.
+func startTerminal(t *testing.T, dir string, env []string, line string) *terminal {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("tmux is not installed but CI is set")
+		}
+		t.Skip("tmux is not installed")
+	}
+	// A short directory: a socket's path has a length limit.
+	sockDir, err := os.MkdirTemp("", "tmx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{sock: filepath.Join(sockDir, "s")}
+	t.Cleanup(func() {
+		_ = exec.Command("tmux", "-S", term.sock, "kill-server").Run()
+		os.RemoveAll(sockDir)
+	})
+	cmd := exec.Command("tmux", "-S", term.sock, "new-session", "-d", "-s", "e2e", "-x", "200", "-y", "50", "-c", dir,
+		"sh -c '"+strings.ReplaceAll(line, "'", `'\''`)+"; echo TERM-EXIT=$?; sleep 3600'")
+	cmd.Env = append(env, "TERM=xterm-256color")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("tmux: %v\n%s", err, out)
+	}
+	return term
+}
+
+func (x *terminal) screen(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("tmux", "-S", x.sock, "capture-pane", "-p", "-S", "-200", "-t", "e2e").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tmux capture-pane: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// wait polls the screen until it shows want. The bound only stops a hung
+// test; nothing asserts on time.
+func (x *terminal) wait(t *testing.T, want string) string {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		s := x.screen(t)
+		if strings.Contains(s, want) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the terminal never showed %q; it shows:\n%s", want, s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (x *terminal) keys(t *testing.T, keys ...string) {
+	t.Helper()
+	if out, err := exec.Command("tmux", append([]string{"-S", x.sock, "send-keys", "-t", "e2e"}, keys...)...).CombinedOutput(); err != nil {
+		t.Fatalf("tmux send-keys: %v\n%s", err, out)
+	}
+}
+
+var termExit = regexp.MustCompile(`TERM-EXIT=([0-9]+)`)
+
+// exitCode waits for the command's end and returns its exit code.
+func (x *terminal) exitCode(t *testing.T) int {
+	t.Helper()
+	m := termExit.FindStringSubmatch(x.wait(t, "TERM-EXIT="))
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
