@@ -87,6 +87,12 @@ var readmeCases = []readmeCase{
 			term.wait(t, "allow once")
 			term.keys(t, "y")
 			term.wait(t, "Created hello.txt.")
+			// Ctrl-D at the next prompt: typed during the turn, the line
+			// editor would not see it.
+			term.waitFor(t, "the prompt after the turn", func(s string) bool {
+				_, after, ok := strings.Cut(s, "turn ended")
+				return ok && strings.HasSuffix(strings.TrimSpace(after), "tai›")
+			})
 			term.keys(t, "C-d")
 		},
 		check: func(t *testing.T, w *world, o outcome) { wantExit(t, o, 0); wantFile(t, w, "hello.txt", "hello\n") },
@@ -371,14 +377,20 @@ func (x *terminal) screen(t *testing.T) string {
 // test; nothing asserts on time.
 func (x *terminal) wait(t *testing.T, want string) string {
 	t.Helper()
+	return x.waitFor(t, fmt.Sprintf("%q", want), func(s string) bool { return strings.Contains(s, want) })
+}
+
+// waitFor polls the screen until ok says it shows what is awaited.
+func (x *terminal) waitFor(t *testing.T, what string, ok func(screen string) bool) string {
+	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		s := x.screen(t)
-		if strings.Contains(s, want) {
+		if ok(s) {
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the terminal never showed %q; it shows:\n%s", want, s)
+			t.Fatalf("the terminal never showed %s; it shows:\n%s", what, s)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
