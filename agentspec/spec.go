@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/exitcode"
@@ -175,6 +176,12 @@ func Resolve(s Spec) (Resolved, error) {
 	o := runner.Options{Agent: a.Preset.Name, Argv: a.Argv, Driver: a.Driver, Quirks: a.Preset.Quirks,
 		Cwd: s.Cwd, AddDirs: s.AddDirs, Model: s.Agent.Model, Mode: s.Agent.Mode, AllowDenials: s.Policy.AllowDenials,
 		OwnSandbox: a.Preset.OwnSandbox}
+	if o.Model != "" && a.Preset.ModelFlag != "" && s.Agent.Command == "" {
+		// The preset's own command takes the model as an argument; a
+		// command of the user's says its own.
+		o.Argv = append(slices.Clip(o.Argv), a.Preset.ModelFlag, o.Model)
+		o.Model = ""
+	}
 	env := s.BaseEnv
 	if env == nil {
 		env = os.Environ()

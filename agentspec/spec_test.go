@@ -63,6 +63,12 @@ func TestResolve(t *testing.T) {
 				t.Errorf("env %q for an agent that is not tai", o.Env)
 			}
 		}},
+		{name: "gemini's preset takes --model on its command line", spec: Spec{Agent: Agent{Name: "gemini", Model: "gemini-2.5-flash"}}, check: func(t *testing.T, r Resolved) {
+			o := r.Options
+			if n := len(o.Argv); n < 2 || !slices.Equal(o.Argv[n-2:], []string{"-m", "gemini-2.5-flash"}) || o.Model != "" {
+				t.Errorf("argv %q model %q: want -m gemini-2.5-flash last, and no model config option to set", o.Argv, o.Model)
+			}
+		}},
 		{name: "an A2A URL", spec: Spec{Agent: Agent{Command: "http://127.0.0.1:9/a2a"}}, check: func(t *testing.T, r Resolved) {
 			if r.Options.Driver != "a2a" || r.Options.Agent != "127.0.0.1:9" {
 				t.Errorf("driver %q agent %q", r.Options.Driver, r.Options.Agent)

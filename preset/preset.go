@@ -44,6 +44,10 @@ type Preset struct {
 	// Kind is the known agent a custom command runs (Recognize): its
 	// state directories, config files, modes and quirks are that preset's.
 	Kind string `json:"kind,omitempty"`
+	// ModelFlag is the option by which the agent takes its model on its
+	// command line ("" = none): gemini offers no model config option over
+	// ACP, so --model reaches it as `-m MODEL`.
+	ModelFlag string `json:"model_flag,omitempty"`
 }
 
 // Known is the preset whose state directories and config files apply:
@@ -145,7 +149,7 @@ func All() []Preset {
 			Fallback: []string{"npx", "-y", "@google/gemini-cli", "--acp"}, Package: "@google/gemini-cli",
 			Quirks:  driver.Quirks{NoClientFS: true},
 			Drivers: map[string][]string{streamJSON: {"gemini", "--output-format", "stream-json"}, ptyDriver: {"gemini"}},
-			Modes:   driver.ModeRule{SelfApproving: []string{"yolo"}, Asking: "default"}},
+			Modes:   driver.ModeRule{SelfApproving: []string{"yolo"}, Asking: "default"}, ModelFlag: "-m"},
 		{Name: "qwen", Description: "Qwen Code", Driver: "acp", Binary: "qwen", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@qwen-code/qwen-code", "--acp"}, Package: "@qwen-code/qwen-code",
 			Drivers: map[string][]string{streamJSON: {"qwen", "--input-format", "stream-json", "--output-format", "stream-json", "--approval-mode", "default"},
