@@ -307,8 +307,9 @@ func NewCmdTop(std IO) *cobra.Command {
 			"then one row per session or task. Enter peeks at an ask (tool call, options, diff, the rule that asked);\n" +
 			"y allows once, a always for the run, f always for the fleet, n denies; a fleet's question takes a typed answer;\n" +
 			"l follows a transcript. NO_COLOR is honoured.",
-		Example: "  tai top\n  tai top --once --width 160\n  tai top --once -o json   # every live run's state, for scripts",
-		Args:    cobra.NoArgs,
+		Example: "  tai top\n  tai top --once --width 160\n  tai top --once -o json   # every live run's state, for scripts\n" +
+			"  tai top --feed http://127.0.0.1:7777 --token-file ~/.tai-feed-token   # a run served with tai run --listen",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.JSON = o.asJSON()
 			return Top(cmd.Context(), f, std)
@@ -317,6 +318,8 @@ func NewCmdTop(std IO) *cobra.Command {
 	o.add(c)
 	c.Flags().BoolVar(&f.Once, "once", false, "print one frame and exit (no terminal needed)")
 	c.Flags().IntVar(&f.Width, "width", 0, "--once's width in columns (default: the terminal's, else 120)")
+	c.Flags().StringVar(&f.Feed, "feed", "", "watch the feed a run serves on TCP (the http://HOST:PORT tai run --listen printed) instead of this machine's")
+	c.Flags().StringVar(&f.TokenFile, "token-file", "", "with --feed: a file holding the feed's token (the Bearer token tai run --listen printed)")
 	return c
 }
 
