@@ -396,9 +396,9 @@ type layout struct {
 func layoutFor(width int) layout {
 	switch {
 	case width >= 160:
-		return layout{task: 16, diff: true, model: true, driver: true, worktree: 24}
+		return layout{task: 22, diff: true, model: true, driver: true, worktree: 24}
 	case width >= 120:
-		return layout{task: 14, diff: true, model: true}
+		return layout{task: 16, diff: true, model: true}
 	case width >= 100:
 		return layout{task: 14, diff: true}
 	}
@@ -447,7 +447,11 @@ func groupLine(r feed.State) string {
 		for _, st := range order {
 			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
 		}
-		s += fmt.Sprintf(" · %d tasks: %s", len(r.Tasks), strings.Join(parts, ", "))
+		noun := "tasks"
+		if len(r.Tasks) == 1 {
+			noun = "task"
+		}
+		s += fmt.Sprintf(" · %d %s: %s", len(r.Tasks), noun, strings.Join(parts, ", "))
 	}
 	return "── " + s
 }
@@ -466,7 +470,7 @@ func (lo layout) header() string {
 // cols lays out one line's cells in the layout's columns.
 func (lo layout) cols(agent, task, state, driver, model, el, tok, cost, diff, last, where, activity string) string {
 	var b strings.Builder
-	b.WriteString(pad(agent, 12) + " " + pad(task, lo.task) + " " + pad(state, 8) + " ")
+	b.WriteString(pad(agent, 12) + " " + pad(clipMiddle(task, lo.task), lo.task) + " " + pad(state, 8) + " ")
 	if lo.driver {
 		b.WriteString(pad(driver, 6) + " ")
 	}
@@ -485,7 +489,7 @@ func (lo layout) cols(agent, task, state, driver, model, el, tok, cost, diff, la
 		b.WriteString(pad(clipLeft(where, lo.worktree), lo.worktree) + " ")
 	}
 	b.WriteString(" " + activity)
-	return b.String()
+	return strings.TrimRight(b.String(), " ")
 }
 
 func (r Row) agent() string {
@@ -526,6 +530,21 @@ func (lo layout) line(r Row, now time.Time) string {
 	}
 	return lo.cols(r.agent(), r.taskID(), r.state(), s.Driver, s.Model, el, tokens(s.Tokens, tb), cost(s.Cost, tb),
 		fmt.Sprintf("+%d/-%d", s.Added, s.Removed), age(now, s.LastEvent), where, s.Activity)
+}
+
+// clipMiddle cuts s to w columns in its middle: tasks named alike
+// (frontend-login, frontend-logout) differ at their ends.
+func clipMiddle(s string, w int) string {
+	if lipgloss.Width(s) <= w || w < 5 {
+		return clip(s, w)
+	}
+	r := []rune(s)
+	if len(r) != lipgloss.Width(s) { // wide runes: cut at the end
+		return clip(s, w)
+	}
+	head := (w - 1) / 2
+	tail := w - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
 
 // clipLeft cuts s to w columns from the left: a path's end (the worktree's
