@@ -337,6 +337,7 @@ func Worker(ctx context.Context, f WorkerFlags, std IO) error {
 	if _, err := sandbox.Preflight(f.Sandbox); err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
+	sayUnconfined(f.Sandbox, std)
 	wo := remote.WorkerOptions{Bus: bus, Name: name, Agents: f.Agents, Slots: f.Slots,
 		Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"), Lease: f.Lease, Version: Version, Logger: logger}
 	// Each task's agent confined as in a local fleet, by its task's policy;

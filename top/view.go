@@ -45,6 +45,7 @@ type Item struct {
 	Task     string
 	Agent    string // the agent of the session or task, if known
 	Status   string // a task's status, for a task's chip
+	Cwd      string // the asking session's workspace: its diff's files are named from it
 	Title    string
 	Since    time.Time
 	Ask      *feed.Ask         // for ASK
@@ -57,16 +58,17 @@ type Item struct {
 func Queue(runs []feed.State) []Item {
 	var q []Item
 	for _, r := range runs {
+		cwds := map[string]string{}   // by session id
 		agents := map[string]string{} // by session id and by task id
 		for _, t := range r.Tasks {
 			agents[t.ID] = t.Agent
 		}
 		for _, s := range r.Sessions {
-			agents[s.ID] = s.Agent
+			agents[s.ID], cwds[s.ID] = s.Agent, s.Cwd
 		}
 		for i := range r.Asks {
 			a := r.Asks[i]
-			q = append(q, Item{Chip: ChipAsk, Run: r.Run, Task: a.Task, Agent: agents[a.Session], Title: askTitle(a), Since: a.Since, Ask: &a})
+			q = append(q, Item{Chip: ChipAsk, Run: r.Run, Task: a.Task, Agent: agents[a.Session], Cwd: cwds[a.Session], Title: askTitle(a), Since: a.Since, Ask: &a})
 		}
 		for i := range r.Questions {
 			qu := r.Questions[i]
@@ -639,7 +641,7 @@ func Peek(it Item, in Input, now time.Time, width int, color bool) string {
 		if c.Type != "diff" {
 			continue
 		}
-		lines, err := render.UnifiedDiff(c)
+		lines, err := render.UnifiedDiff(c, it.Cwd)
 		if err != nil {
 			continue
 		}
