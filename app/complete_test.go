@@ -32,3 +32,20 @@ func TestSessionIDsOnce(t *testing.T) {
 		t.Fatalf("completion %q, want %q", got, want)
 	}
 }
+
+// Every listing of sessions says when in one format: tai's records and an
+// agent's own updated_at alike; an agent's word that is no time, escaped.
+func TestAgentTime(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 46, 27, 0, time.UTC)
+	for _, tc := range []struct{ in, want string }{
+		{"2026-12-01T10:46:27Z", sessionTime(at)},
+		{"2026-12-01T10:46:27.123456Z", sessionTime(at.Add(123456 * time.Microsecond))},
+		{"2026-12-01T11:46:27+01:00", sessionTime(at)},
+		{"", "-"},
+		{"yesterday\x1b[2K", `yesterday\x1b[2K`},
+	} {
+		if got := agentTime(tc.in); got != tc.want {
+			t.Errorf("agentTime(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -87,5 +88,48 @@ func TestSandboxOffSaysSo(t *testing.T) {
 	o := build.Run(t, taiBin, ws, userEnv(t, tmp), "run", "--sandbox", "off", "--agent-cmd", builtinWith(s), "--no-notify", "-o", "json", "go")
 	if o.Code != 0 || strings.Count(o.Stderr, "tai: sandbox off: the agent runs unconfined\n") != 1 {
 		t.Fatalf("exit %d, stderr:\n%s", o.Code, o.Stderr)
+	}
+}
+
+// tai sessions says when in one format, for tai's records and the
+// agent's own list; --resume's completion offers a session continued in a
+// second run once. Default sandbox, no --dir, a user-like HOME.
+func TestSessionsOneTimeFormatAndCompletionOnce(t *testing.T) {
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "work")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := userEnv(t, tmp)
+	agent := taiBin + " agent builtin"
+	for _, args := range [][]string{{"/echo one"}, {"-c", "/echo two"}} {
+		o := build.Run(t, taiBin, ws, env, append([]string{"run", "--agent-cmd", agent, "--no-notify", "-o", "json"}, args...)...)
+		if o.Code != 0 {
+			t.Fatalf("run %v: exit %d\n%s", args, o.Code, o.Stderr)
+		}
+	}
+	when := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d  `)
+	o := build.Run(t, taiBin, ws, env, "sessions", "--agent-cmd", agent)
+	n := 0
+	for _, l := range strings.Split(o.Stdout, "\n") {
+		if strings.Contains(l, "builtin-") {
+			n++
+			if !when.MatchString(l) {
+				t.Errorf("a line of tai sessions does not start with the time as the others: %q\n%s", l, o.Stdout)
+			}
+		}
+	}
+	if o.Code != 0 || n == 0 {
+		t.Fatalf("tai sessions: exit %d\n%s\n%s", o.Code, o.Stdout, o.Stderr)
+	}
+	o = build.Run(t, taiBin, ws, env, "__complete", "run", "--resume", "")
+	var ids []string
+	for _, l := range strings.Split(o.Stdout, "\n") {
+		if strings.HasPrefix(l, "builtin-") {
+			ids = append(ids, strings.SplitN(l, "\t", 2)[0])
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("--resume completes %v, want the one session once:\n%s", ids, o.Stdout)
 	}
 }
