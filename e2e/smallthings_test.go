@@ -133,3 +133,31 @@ func TestSessionsOneTimeFormatAndCompletionOnce(t *testing.T) {
 		t.Fatalf("--resume completes %v, want the one session once:\n%s", ids, o.Stdout)
 	}
 }
+
+// A command is quoted one way on a screen: the built-in agent's title,
+// the ask's $ line and the terminal's exit line alike. Default sandbox,
+// no --dir, a user-like HOME.
+func TestOneQuotingOfACommand(t *testing.T) {
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "work")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := filepath.Join(tmp, "run.yaml")
+	if err := os.WriteFile(s, []byte("steps:\n  - run: {command: printf, args: [\"%s\\n\", \"a b\"], ask: true}\n  - text: done\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o := build.Run(t, taiBin, ws, userEnv(t, tmp), "run", "--agent-cmd", builtinWith(s), "--approve", "all", "--no-notify", "go")
+	if o.Code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", o.Code, o.Stdout, o.Stderr)
+	}
+	const once = `printf $'%s\n' 'a b'` // as a shell reads it, one line
+	for _, l := range strings.Split(o.Stdout, "\n") {
+		if strings.Contains(l, "printf") && !strings.Contains(l, once) {
+			t.Errorf("the command is quoted another way: %q\n%s", l, o.Stdout)
+		}
+	}
+	if n := strings.Count(o.Stdout, once); n < 3 {
+		t.Errorf("the command is shown %d times, not as the title, the ask and the exit:\n%s", n, o.Stdout)
+	}
+}
