@@ -122,7 +122,7 @@ func agentSessions(ctx context.Context, f SessionsFlags, ws string, recs []sessi
 			if a.Recorded {
 				byTai = "ran"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", l(a.UpdatedAt), l(a.ID), byTai, l(a.Title), l(a.Cwd)) // the agent's words: escaped
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", agentTime(a.UpdatedAt), l(a.ID), byTai, l(a.Title), l(a.Cwd)) // the agent's words: escaped
 		}
 		tw.Flush()
 		listed := map[string]bool{}
@@ -139,7 +139,7 @@ func agentSessions(ctx context.Context, f SessionsFlags, ws string, recs []sessi
 			fmt.Fprintf(std.Out, "\nrecorded by tai but not listed by %s (%d):\n", name, len(only))
 			tw = tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
 			for _, r := range only {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04"), l(r.SessionID), l(string(r.Status)), l(r.Prompt))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sessionTime(r.Time), l(r.SessionID), l(string(r.Status)), l(r.Prompt))
 			}
 			tw.Flush()
 		}

@@ -96,6 +96,7 @@ type FleetFunc func(ctx context.Context, f FleetFlags, arg string, std IO) error
 // NewCmdFleet is `tai fleet` and its subcommands.
 func NewCmdFleet(std IO, g *Globals) *cobra.Command {
 	parent := &cobra.Command{Use: "fleet", Short: "Run a plan of agent tasks in git worktrees, under one budget"}
+	parent.Example = "  tai fleet plan \"add a LICENSE\"   # draft a plan\n  tai fleet run plan.yaml\n  tai fleet status"
 	parent.AddCommand(NewCmdFleetRun(std, g, nil), NewCmdFleetResume(std, g, nil), newCmdFleetStatus(std), newCmdFleetPlan(std),
 		newCmdFleetList(std), newCmdFleetLogs(std))
 	return parent
@@ -144,6 +145,7 @@ func NewCmdFleetResume(std IO, g *Globals, runF FleetFunc) *cobra.Command {
 			f.Verbose = g.Verbose
 			return runF(cmd.Context(), f, args[0], std)
 		},
+		Example: "  tai fleet resume fleet-20261201-104627-9f2c1a\n  tai fleet resume -j 2 fleet-20261201-104627-9f2c1a",
 	}
 	c.ValidArgsFunction = completeFleetRuns
 	f.addFlags(c)
@@ -183,6 +185,7 @@ func newCmdFleetStatus(std IO) *cobra.Command {
 			}
 			return FleetStatus(firstArg(args), o.asJSON(), std)
 		},
+		Example: "  tai fleet status   # the latest run\n  tai fleet status fleet-20261201-104627-9f2c1a -o json",
 	}
 	o.add(c)
 	n.addFlags(c.Flags(), "a run over NATS: the state its coordinator publishes there")
@@ -199,6 +202,7 @@ func newCmdFleetPlan(std IO) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return FleetPlan(cmd.Context(), f, strings.Join(args, " "), std)
 		},
+		Example: "  tai fleet plan --agent claude \"add a LICENSE and a CONTRIBUTING guide\"\n  tai fleet plan -O plans/docs.yaml \"document every package\"",
 	}
 	fl := c.Flags()
 	fl.StringVarP(&f.Agent, "agent", "a", "builtin", "agent preset, see: tai agents")
@@ -224,6 +228,7 @@ func newCmdFleetList(std IO) *cobra.Command {
 			}
 			return FleetList(o.asJSON(), std)
 		},
+		Example: "  tai fleet list\n  tai fleet list -o json",
 	}
 	o.add(c)
 	n.addFlags(c.Flags(), "list the runs on this NATS server instead of this host's")
@@ -245,6 +250,7 @@ func newCmdFleetLogs(std IO) *cobra.Command {
 			}
 			return FleetLogs(cmd.Context(), f, firstArg(args), task, std)
 		},
+		Example: "  tai fleet logs   # the latest run\n  tai fleet logs fleet-20261201-104627-9f2c1a lint\n  tai fleet logs -f   # follow a live run until it ends",
 	}
 	c.Flags().BoolVarP(&f.Follow, "follow", "f", false, "follow a live run's feed until the run ends")
 	o.add(c)
@@ -282,6 +288,7 @@ func NewCmdHub(std IO, g *Globals, runF HubFunc) *cobra.Command {
 			f.Verbose = g.Verbose
 			return runF(cmd.Context(), f, std)
 		},
+		Example: "  tai hub   # NATS with JetStream on 127.0.0.1:4222, behind a token kept for this host\n  tai hub --listen 0.0.0.0:4222 --coordinate",
 	}
 	c.Flags().StringVar(&f.Listen, "listen", "127.0.0.1:4222", "address to listen on (port 0: a free one)")
 	c.Flags().StringVar(&f.Store, "store", "", "JetStream store directory (default: the state directory's hub/)")
@@ -310,6 +317,7 @@ func NewCmdWorker(std IO, g *Globals, runF WorkerFunc) *cobra.Command {
 			f.Verbose = g.Verbose
 			return runF(cmd.Context(), f, std)
 		},
+		Example: "  tai worker --nats nats://hub.example:4222 --nats-token-file ~/hub-token --agents builtin,claude --slots 2",
 	}
 	fl := c.Flags()
 	f.NATS.addFlags(fl, "the NATS server with JetStream (nats://host:4222) to take tasks from")

@@ -56,6 +56,7 @@ func NewCmdAgents(std IO) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return Agents(std.Out, o.asJSON())
 		},
+		Example: "  tai agents\n  tai agents -o json   # for scripts: each agent, its driver and whether it is installed",
 	}
 	o.add(c)
 	return c
@@ -64,6 +65,7 @@ func NewCmdAgents(std IO) *cobra.Command {
 // NewCmdAgent is `tai agent builtin`.
 func NewCmdAgent(std IO) *cobra.Command {
 	parent := &cobra.Command{Use: "agent", Short: "Run an agent that tai itself provides"}
+	parent.Example = "  tai agent builtin --print-script"
 	var script string
 	var printScript bool
 	var pageSize int
@@ -74,6 +76,7 @@ func NewCmdAgent(std IO) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return BuiltinAgent(cmd.Context(), script, printScript, pageSize, std)
 		},
+		Example: "  tai agent builtin --print-script > my-script.yaml   # start from the default script\n  tai run --agent-cmd \"tai agent builtin --script my-script.yaml\" \"hello\"   # an offline, scripted agent",
 	}
 	b.Flags().StringVar(&script, "script", "", "play this script (YAML or JSON) instead of the default")
 	b.Flags().BoolVar(&printScript, "print-script", false, "print the default script and exit")
@@ -92,6 +95,7 @@ func NewCmdVersion(std IO) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return PrintVersion(std.Out, o.value())
 		},
+		Example: "  tai version\n  tai version -o json",
 	}
 	o.add(c)
 	return c
@@ -100,6 +104,7 @@ func NewCmdVersion(std IO) *cobra.Command {
 // NewCmdModel is `tai model serve`.
 func NewCmdModel(std IO, g *Globals) *cobra.Command {
 	parent := &cobra.Command{Use: "model", Short: "A scripted model server for offline, deterministic agent runs"}
+	parent.Example = "  tai model serve --script turns.yaml"
 	var f ModelServeFlags
 	serve := &cobra.Command{
 		Use:   "serve",
@@ -109,6 +114,7 @@ func NewCmdModel(std IO, g *Globals) *cobra.Command {
 			f.Verbose = g.Verbose
 			return ModelServe(cmd.Context(), f, std)
 		},
+		Example: "  tai model serve --script turns.yaml --url-file url.txt   # then point an agent's API base URL at it",
 	}
 	fl := serve.Flags()
 	fl.StringVar(&f.Script, "script", "", "script of turns (JSON or YAML)")
@@ -129,6 +135,7 @@ func NewCmdAudit(std IO, showF AuditShowFunc) *cobra.Command {
 		showF = AuditShow
 	}
 	parent := &cobra.Command{Use: "audit", Short: "Verify and read tai's hash-chained audit logs"}
+	parent.Example = "  tai audit verify --complete RUN_ID\n  tai audit show RUN_ID"
 	var complete bool
 	var vo outputFlag
 	verify := &cobra.Command{
@@ -155,6 +162,7 @@ func NewCmdAudit(std IO, showF AuditShowFunc) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return showF(args[0], f, o.asJSON(), std)
 		},
+		Example: "  tai audit show run-20261130-162447-e9495a\n  tai audit show --kind permission --task lint ~/.local/state/tai/fleet/RUN/audit.jsonl\n  tai audit show -o json RUN_ID",
 	}
 	show.Flags().StringVar(&f.Session, "session", "", "only this session (a prefix is enough)")
 	show.Flags().StringVar(&f.Task, "task", "", "only this fleet task's sessions")
@@ -171,6 +179,7 @@ func NewCmdAudit(std IO, showF AuditShowFunc) *cobra.Command {
 // NewCmdWorktree is `tai worktree list` and `tai worktree gc`.
 func NewCmdWorktree(std IO) *cobra.Command {
 	parent := &cobra.Command{Use: "worktree", Short: "List and garbage-collect tai's git worktrees"}
+	parent.Example = "  tai worktree list\n  tai worktree gc --dry-run"
 	var f WorktreeFlags
 	var o outputFlag
 	list := &cobra.Command{
@@ -181,6 +190,7 @@ func NewCmdWorktree(std IO) *cobra.Command {
 			f.JSON = o.asJSON()
 			return WorktreeList(cmd.Context(), f, std)
 		},
+		Example: "  tai worktree list\n  tai worktree list -C ~/src/project -o json",
 	}
 	o.add(list)
 	list.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the current directory)")
@@ -195,6 +205,7 @@ func NewCmdWorktree(std IO) *cobra.Command {
 			f.JSON = o.asJSON()
 			return WorktreeGC(cmd.Context(), f, std)
 		},
+		Example: "  tai worktree gc --dry-run\n  tai worktree gc --older-than 168h",
 	}
 	gc.Flags().BoolVarP(&f.DryRun, "dry-run", "n", false, "only say what would be removed")
 	gc.Flags().BoolVar(&f.Force, "force", false, "also remove unmerged or dirty worktrees (never one in use)")
@@ -229,6 +240,7 @@ func NewCmdSessions(std IO, runF SessionsFunc) *cobra.Command {
 			f.Ask = (f.Agent != "" || f.AgentCmd != "") && !recorded
 			return runF(cmd.Context(), f, std)
 		},
+		Example: "  tai sessions\n  tai sessions --agent claude --all   # also the agent's own sessions, everywhere\n  tai sessions -q -n 1   # the newest session's id",
 	}
 	fl := c.Flags()
 	fl.StringVarP(&f.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
@@ -248,6 +260,7 @@ func NewCmdSessions(std IO, runF SessionsFunc) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return SessionsRm(cmd.Context(), rf, args[0], std)
 		},
+		Example: "  tai sessions rm builtin-397f8b80 --agent builtin",
 	}
 	rm.Flags().StringVarP(&rf.Cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
 	rm.Flags().StringVarP(&rf.Agent, "agent", "a", "builtin", "the agent whose session it is")
@@ -259,6 +272,7 @@ func NewCmdSessions(std IO, runF SessionsFunc) *cobra.Command {
 // NewCmdConfig is `tai config show`.
 func NewCmdConfig(std IO) *cobra.Command {
 	parent := &cobra.Command{Use: "config", Short: "Show tai's configuration: defaults and agent presets"}
+	parent.Example = "  tai config show"
 	var cwd string
 	var o outputFlag
 	show := &cobra.Command{
@@ -271,6 +285,7 @@ func NewCmdConfig(std IO) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return ConfigShow(cwd, o.asJSON(), std)
 		},
+		Example: "  tai config show\n  tai config show -C ~/src/project -o json",
 	}
 	show.Flags().StringVarP(&cwd, "cwd", "C", "", "workspace directory (default: the current directory)")
 	o.add(show)
@@ -289,6 +304,7 @@ func NewCmdDoctor(std IO) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return DoctorCmd(cmd.Context(), cwd, o.asJSON(), std)
 		},
+		Example: "  tai doctor\n  tai doctor -o json",
 	}
 	c.Flags().StringVarP(&cwd, "cwd", "C", "", "the repository whose worktrees to look at (default: the current directory)")
 	o.add(c)
@@ -307,8 +323,9 @@ func NewCmdTop(std IO) *cobra.Command {
 			"then one row per session or task. Enter peeks at an ask (tool call, options, diff, the rule that asked);\n" +
 			"y allows once, a always for the run, f always for the fleet, n denies; a fleet's question takes a typed answer;\n" +
 			"l follows a transcript. NO_COLOR is honoured.",
-		Example: "  tai top\n  tai top --once --width 160\n  tai top --once -o json   # every live run's state, for scripts",
-		Args:    cobra.NoArgs,
+		Example: "  tai top\n  tai top --once --width 160\n  tai top --once -o json   # every live run's state, for scripts\n" +
+			"  tai top --feed http://127.0.0.1:7777 --token-file ~/.tai-feed-token   # a run served with tai run --listen",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.JSON = o.asJSON()
 			return Top(cmd.Context(), f, std)
@@ -317,6 +334,8 @@ func NewCmdTop(std IO) *cobra.Command {
 	o.add(c)
 	c.Flags().BoolVar(&f.Once, "once", false, "print one frame and exit (no terminal needed)")
 	c.Flags().IntVar(&f.Width, "width", 0, "--once's width in columns (default: the terminal's, else 120)")
+	c.Flags().StringVar(&f.Feed, "feed", "", "watch the feed a run serves on TCP (the http://HOST:PORT tai run --listen printed) instead of this machine's")
+	c.Flags().StringVar(&f.TokenFile, "token-file", "", "with --feed: a file holding the feed's token (the Bearer token tai run --listen printed)")
 	return c
 }
 

@@ -17,8 +17,8 @@ import (
 func DriverNames() []string { return runner.Drivers() }
 
 // SessionIDs returns the ids of the sessions tai ran in workspace (""
-// = the current directory), newest first, each with what it was asked
-// (for completion). A missing store is no sessions.
+// = the current directory), newest first and each once, with what it was
+// last asked (for completion). A missing store is no sessions.
 func SessionIDs(ctx context.Context, workspace string) []string {
 	if workspace == "" {
 		workspace, _ = os.Getwd()
@@ -31,9 +31,15 @@ func SessionIDs(ctx context.Context, workspace string) []string {
 	if err != nil {
 		return nil
 	}
+	// A session resumed in several runs has a record of each: offered
+	// once, as its newest run left it.
 	out := make([]string, 0, len(recs))
+	seen := map[string]bool{}
 	for i := len(recs) - 1; i >= 0; i-- {
-		out = append(out, completion(recs[i].SessionID, describeSession(recs[i])))
+		if id := recs[i].SessionID; id != "" && !seen[id] {
+			seen[id] = true
+			out = append(out, completion(id, describeSession(recs[i])))
+		}
 	}
 	return out
 }

@@ -69,6 +69,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	if _, err := sandbox.Preflight(f.Sandbox); err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
+	sayUnconfined(f.Sandbox, std)
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}

@@ -337,6 +337,7 @@ func Worker(ctx context.Context, f WorkerFlags, std IO) error {
 	if _, err := sandbox.Preflight(f.Sandbox); err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
+	sayUnconfined(f.Sandbox, std)
 	// What it is, for whoever started it (stderr, as tai hub's notes: a
 	// worker has no results of its own to print).
 	say := func(line string) { fmt.Fprintf(std.Err, "tai worker: %s\n", safetext.Line(line)) }

@@ -73,6 +73,7 @@ func (b *runBuild) build(args []string) error {
 	if err != nil {
 		return err
 	}
+	sayUnconfined(f.Sandbox, b.std)
 	b.o.RunID = newRunID()
 	if err := b.askers(); err != nil {
 		return err
@@ -199,6 +200,9 @@ func (b *runBuild) resolve(cwd string, addDirs []string) error {
 	}
 	b.res = r
 	o := r.Options
+	if b.tp != nil {
+		b.tp.Root = o.Cwd // the terminal's diffs name files from the workspace
+	}
 	f := b.f
 	o.RunID, o.Sinks = b.o.RunID, b.o.Sinks
 	o.Logger, o.Version, o.Timeout, o.CancelGrace = b.logger, Version, f.Timeout, f.CancelGrace

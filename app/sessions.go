@@ -211,10 +211,26 @@ func Sessions(ctx context.Context, f SessionsFlags, std IO) error {
 				res = "yes"
 			}
 			l := safetext.Line // the session id is the agent's; the prompt may hold anything
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04"), l(r.Agent), l(r.Driver),
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", sessionTime(r.Time), l(r.Agent), l(r.Driver),
 				l(r.SessionID), l(string(r.Status)), res, l(r.Prompt))
 		}
 		tw.Flush()
 	}
 	return nil
+}
+
+// sessionTime is when a session was active, as every listing of sessions
+// shows it (tai's records and the agent's own): local, to the minute.
+func sessionTime(t time.Time) string { return t.Local().Format("2006-01-02 15:04") }
+
+// agentTime is an agent's updated_at (RFC 3339) as sessionTime shows it;
+// what is not such a time is shown as the agent said it, escaped.
+func agentTime(s string) string {
+	if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s)); err == nil {
+		return sessionTime(t)
+	}
+	if s == "" {
+		return "-"
+	}
+	return safetext.Line(s)
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -25,12 +27,59 @@ type TopFlags struct {
 	// JSON makes --once print every live run's state (the feed's /state,
 	// as cap.md's live feed section has it) as one JSON array.
 	JSON bool
+	// Feed is a feed served on TCP (tai run --listen's http://ADDR) to
+	// watch instead of this machine's; TokenFile holds its token.
+	Feed      string
+	TokenFile string
+}
+
+// feedAddr reads --feed: http://HOST:PORT, as tai run --listen prints it,
+// or HOST:PORT.
+func feedAddr(s string) (string, error) {
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.Port() == "" || strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.User != nil {
+		return "", fmt.Errorf("--feed wants the address tai run --listen printed (http://HOST:PORT), not %q", s)
+	}
+	return u.Host, nil
+}
+
+// topSource is where tai top reads: --feed's TCP feed, else this
+// machine's live feeds.
+func topSource(f TopFlags) (top.FeedSource, error) {
+	if f.Feed == "" {
+		if f.TokenFile != "" {
+			return top.FeedSource{}, exitcode.Usagef("--token-file goes with --feed")
+		}
+		return top.FeedSource{Dir: feed.DefaultDir()}, nil
+	}
+	addr, err := feedAddr(f.Feed)
+	if err != nil {
+		return top.FeedSource{}, exitcode.With(exitcode.Usage, err)
+	}
+	if f.TokenFile == "" {
+		return top.FeedSource{}, exitcode.Usagef("--feed needs --token-file: a file holding the token tai run --listen printed")
+	}
+	b, err := os.ReadFile(f.TokenFile)
+	if err != nil {
+		return top.FeedSource{}, exitcode.With(exitcode.Usage, fmt.Errorf("--token-file: %w", err))
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+		return top.FeedSource{}, exitcode.Usagef("--token-file %s: want the one token tai run --listen printed, alone", f.TokenFile)
+	}
+	return top.FeedSource{Addr: addr, Token: tok}, nil
 }
 
 // Top runs `tai top`.
 func Top(ctx context.Context, f TopFlags, std IO) error {
 	color := !std.NoColor()
-	src := top.FeedSource{Dir: feed.DefaultDir()}
+	src, err := topSource(f)
+	if err != nil {
+		return err
+	}
 	out, outFile := osFile(std.Out)
 	outTTY := outFile && std.OutTTY()
 	if f.JSON && !f.Once {
@@ -58,7 +107,7 @@ func Top(ctx context.Context, f TopFlags, std IO) error {
 				}
 			}
 		}
-		fmt.Fprintln(std.Out, top.Frame(runs, -1, time.Now(), w, 0, color && outTTY))
+		fmt.Fprintln(std.Out, top.Frame(runs, top.Opts{Sel: -1, Now: time.Now(), Width: w, Color: color && outTTY}))
 		return nil
 	}
 	in, inOK := std.In.(*os.File)

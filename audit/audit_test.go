@@ -594,13 +594,13 @@ func TestRender(t *testing.T) {
 	must(t, Render(&out, bytes.NewReader(raw), Filter{}))
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := []string{
-		"2025-01-02T02:04:05.001Z      1  -         run.start            version=1.0",
-		`2025-01-02T02:04:05.002Z      2  8f2c01ab  permission.decision  allow option=allow_once by rule:git-ro reason="read-only git"`,
-		"2025-01-02T02:04:05.003Z      3  8f2c01ab  file.write           a.go 42B new→bbbbbbbbbbbb",
-		"2025-01-02T02:04:05.004Z      4  other     terminal.exit        $ go test ./... → exit 2 cwd=/w",
-		`2025-01-02T02:04:05.005Z      5  other     prompt               "evil \x1b[31m text"`,
-		`2025-01-02T02:04:05.006Z      6  third     terminal.exit        $ sh -c $'echo hi\x1b[2K; rm x' → exit 2 cwd=/w`,
-		`2025-01-02T02:04:05.007Z      7  third     terminal.exit        $ make test\u202e → exit 2 cwd=/w`,
+		"2025-01-02T02:04:05.001Z      1  -         run.start             version=1.0",
+		`2025-01-02T02:04:05.002Z      2  8f2c01ab  permission.decision   allow option=allow_once by rule:git-ro reason="read-only git"`,
+		"2025-01-02T02:04:05.003Z      3  8f2c01ab  file.write            a.go 42B new→bbbbbbbbbbbb",
+		"2025-01-02T02:04:05.004Z      4  other     terminal.exit         $ go test ./... → exit 2 cwd=/w",
+		`2025-01-02T02:04:05.005Z      5  other     prompt                "evil \x1b[31m text"`,
+		`2025-01-02T02:04:05.006Z      6  third     terminal.exit         $ sh -c $'echo hi\x1b[2K; rm x' → exit 2 cwd=/w`,
+		`2025-01-02T02:04:05.007Z      7  third     terminal.exit         $ make test\u202e → exit 2 cwd=/w`,
 	}
 	if len(lines) != len(want) {
 		t.Fatalf("got:\n%s", out.String())

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/render"
@@ -60,26 +61,104 @@ func (f Filter) Match(e Entry) bool {
 // that are not entries are an error (*BadLineError); Render does not verify
 // hashes (see Verify).
 func Render(w io.Writer, r io.Reader, f Filter) error {
+	cols := measure(r, f)
 	bw := bufio.NewWriter(w)
 	err := scan(r, true, func(_ int, _ []byte, e *Entry) error {
 		if !f.Match(*e) {
 			return nil
 		}
-		sess := ShortSession(e.Session)
-		if sess == "" {
-			sess = "-"
-		}
-		if e.Task != "" {
-			sess = e.Task + "/" + sess
-		}
-		_, err := fmt.Fprintf(bw, "%s %6d  %-8s  %-19s  %s\n",
-			e.Time.UTC().Format("2006-01-02T15:04:05.000Z"), e.Seq, clean(sess), clean(e.Kind), summary(e))
+		_, err := fmt.Fprintf(bw, "%s %*d  %s  %s  %s\n", e.Time.UTC().Format("2006-01-02T15:04:05.000Z"), cols.seq, e.Seq,
+			padCut(sessionLabel(e), cols.session, "/"), padCut(clean(e.Kind), cols.kind, ""), summary(e))
 		return err
 	})
 	if ferr := bw.Flush(); err == nil {
 		err = ferr
 	}
 	return err
+}
+
+// columns are the widths of Render's columns: one per log, so the lines
+// line up whatever their kinds, tasks and sequence numbers.
+type columns struct{ seq, session, kind int }
+
+// The widths' bounds: a column never narrower than its usual content
+// (a run's 8-character session, every kind tai writes), nor wider than
+// a long task id or an unknown kind deserves (cut in the middle, alike on
+// every line).
+const (
+	minSeq, minSession, maxSession, maxKind = 6, 8, 48, 24
+)
+
+// kindWidth is the longest kind tai writes.
+var kindWidth = func() int {
+	n := 0
+	for _, k := range []string{KindRunStart, KindRunEnd, KindSessionStart, KindSessionEnd, KindPrompt, KindTurnEnd, KindScreenFinal,
+		KindAgentStop, KindAttach, KindDetach, KindPermissionRequest, KindPermissionDecision, KindFileWrite, KindTerminalStart,
+		KindTerminal, KindModeChange, KindProcessStart, KindProcessExit, KindError, KindBudget, KindFleet, KindFeedRefused,
+		KindElicitationRequest, KindElicitationAnswer, KindElicitationComplete} {
+		n = max(n, len(k))
+	}
+	return n
+}()
+
+// measure reads a log that can be read twice (a file) for its columns'
+// widths and rewinds it; another reader gets the widths that fit every
+// kind tai writes and a fleet's task ids up to the session column's bound.
+func measure(r io.Reader, f Filter) columns {
+	c := columns{seq: minSeq, session: minSession, kind: kindWidth}
+	rs, ok := r.(io.ReadSeeker)
+	if !ok {
+		c.session = maxSession
+		return c
+	}
+	start, err := rs.Seek(0, io.SeekCurrent)
+	if err != nil {
+		c.session = maxSession
+		return c
+	}
+	// A bad line is Render's to report, as it reaches it.
+	_ = scan(rs, false, func(_ int, _ []byte, e *Entry) error {
+		if f.Match(*e) {
+			c.seq = max(c.seq, len(strconv.FormatUint(e.Seq, 10)))
+			c.session = min(max(c.session, utf8.RuneCountInString(sessionLabel(e))), maxSession)
+			c.kind = min(max(c.kind, utf8.RuneCountInString(clean(e.Kind))), maxKind)
+		}
+		return nil
+	})
+	if _, err := rs.Seek(start, io.SeekStart); err != nil {
+		return columns{seq: minSeq, session: maxSession, kind: kindWidth}
+	}
+	return c
+}
+
+// sessionLabel is an entry's session as Render shows it: its short id
+// (- for none), after its fleet task's id.
+func sessionLabel(e *Entry) string {
+	sess := ShortSession(e.Session)
+	if sess == "" {
+		sess = "-"
+	}
+	if e.Task != "" {
+		sess = e.Task + "/" + sess
+	}
+	return clean(sess)
+}
+
+// padCut is s in exactly w columns: padded, or cut in its middle (tasks'
+// ids differ at their ends); with keep, what follows its last occurrence
+// (a task's session) stays whole if it can.
+func padCut(s string, w int, keep string) string {
+	r := []rune(s)
+	if len(r) <= w {
+		return s + strings.Repeat(" ", w-len(r))
+	}
+	if i := strings.LastIndex(s, keep); keep != "" && i > 0 {
+		if tail := utf8.RuneCountInString(s[i:]); w-tail >= 5 {
+			return padCut(s[:i], w-tail, "") + s[i:]
+		}
+	}
+	head := (w - 1) / 2
+	return string(r[:head]) + "…" + string(r[len(r)-(w-1-head):])
 }
 
 // RenderJSON writes matching lines verbatim (JSONL), e.g. for jq.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tai-dev/tai/jsonrpc"
 	"github.com/tai-dev/tai/protocol/acp"
+	"github.com/tai-dev/tai/render"
 )
 
 // Permission option ids offered for file edits and bare permission steps.
@@ -273,20 +274,8 @@ func (t *turn) write(ws *WriteStep) error {
 	return t.toolUpdate(id, acp.ToolCallCompleted, nil, map[string]any{"bytes": len(ws.Content)})
 }
 
-// commandLine renders a command for titles, quoting arguments with spaces.
-func commandLine(cmd string, args []string) string {
-	parts := []string{cmd}
-	for _, a := range args {
-		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$;&|<>*?()") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		parts = append(parts, a)
-	}
-	return strings.Join(parts, " ")
-}
-
 func (t *turn) run(rs *RunStep) error {
-	line := commandLine(rs.Command, rs.Args)
+	line := render.ShellLine(rs.Command, rs.Args) // as tai shows it: one quoting of a command on a screen
 	if !t.a.caps().Terminal {
 		return t.say(fmt.Sprintf("I can't run `%s`: the client did not advertise the terminal capability.\n\n", line))
 	}

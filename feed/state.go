@@ -209,7 +209,7 @@ func diffStat(c driver.ToolContent) (add, rm int) {
 	if c.Type != "diff" || len(c.NewText) > maxDiffText {
 		return 0, 0 // a huge file's +/- is not worth its diff on every update
 	}
-	lines, err := render.UnifiedDiff(c)
+	lines, err := render.UnifiedDiff(c, "") // counted, not shown
 	if err != nil {
 		return 0, 0
 	}

@@ -36,6 +36,9 @@ type TTYPrompter struct {
 	// the terminal (tai's own output shows it there): it is then not
 	// repeated.
 	Shown func(toolCallID string) bool
+	// Root is the workspace: a diff names its files relative to it ("":
+	// whole, as a fleet's tasks each have their own).
+	Root string
 
 	mu      sync.Mutex // one question on screen at a time
 	start   sync.Once
@@ -249,7 +252,7 @@ func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 			fmt.Fprintf(p.Out, "    (the diff of %s is shown above)\n", c.Path)
 			continue
 		}
-		lines, err := render.UnifiedDiff(c)
+		lines, err := render.UnifiedDiff(c, p.Root)
 		if err != nil {
 			fmt.Fprintf(p.Out, "    %s: %v\n", c.Path, err)
 			continue

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -13,11 +14,24 @@ import (
 // than it shows, and the file is on disk anyway.
 const maxDiffBytes = 1 << 20
 
+// DiffPath is how a diff names path: relative to the workspace root when
+// it is inside it (the reader knows the workspace; its absolute path only
+// hides the file's name), else whole.
+func DiffPath(root, path string) string {
+	if root != "" && filepath.IsAbs(path) {
+		if rel, err := filepath.Rel(root, path); err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return rel
+		}
+	}
+	return path
+}
+
 // UnifiedDiff is c as a unified diff (3 lines of context), the lines
-// without their newlines; a new file diffs against /dev/null. It is nil when
-// nothing changes.
-func UnifiedDiff(c driver.ToolContent) ([]string, error) {
-	from, old := "a/"+strings.TrimPrefix(c.Path, "/"), ""
+// without their newlines, its file named relative to root (DiffPath); a
+// new file diffs against /dev/null. It is nil when nothing changes.
+func UnifiedDiff(c driver.ToolContent, root string) ([]string, error) {
+	name := strings.TrimPrefix(DiffPath(root, c.Path), "/")
+	from, old := "a/"+name, ""
 	if c.OldText == nil {
 		from = "/dev/null"
 	} else {
@@ -32,7 +46,7 @@ func UnifiedDiff(c driver.ToolContent) ([]string, error) {
 	if len(old)+len(c.NewText) > maxDiffBytes {
 		return nil, fmt.Errorf("%d bytes → %d bytes: too large to diff here", len(old), len(c.NewText))
 	}
-	u, err := udiff.ToUnified(from, "b/"+strings.TrimPrefix(c.Path, "/"), old, udiff.Lines(old, c.NewText), 3)
+	u, err := udiff.ToUnified(from, "b/"+name, old, udiff.Lines(old, c.NewText), 3)
 	if err != nil {
 		return nil, err
 	}
@@ -42,12 +56,12 @@ func UnifiedDiff(c driver.ToolContent) ([]string, error) {
 // diff shows a write about to happen as a unified diff, at most
 // maxDiffLines lines of it.
 func (t *Text) diff(c driver.ToolContent) {
-	header := "    ✎ " + c.Path
+	header := "    ✎ " + DiffPath(t.root, c.Path)
 	if c.OldText == nil {
 		header += " (new file)"
 	}
 	fmt.Fprintln(t.writer(), t.style(bold, header))
-	lines, err := UnifiedDiff(c)
+	lines, err := UnifiedDiff(c, t.root)
 	switch {
 	case err != nil:
 		fmt.Fprintln(t.writer(), t.style(dim, "    ("+err.Error()+")"))

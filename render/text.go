@@ -71,6 +71,7 @@ type Text struct {
 	toolsMax  int                // len(tools) that triggers a sweep of finished calls
 	shownPlan []driver.PlanEntry // as last shown
 	diffShown map[string]bool    // tool call ids whose diff is on screen
+	root      string             // the session's workspace: diffs name files relative to it
 }
 
 // NewText returns a text renderer.
@@ -171,6 +172,7 @@ func (t *Text) emit(ev driver.Event) {
 	switch ev.Type {
 	case driver.EventSessionStarted:
 		s := ev.Started
+		t.root = s.Cwd
 		who := s.Agent
 		if s.AgentName != "" {
 			who = fmt.Sprintf("%s (%s %s)", s.Agent, s.AgentName, s.AgentVersion)

@@ -167,7 +167,7 @@ func TestShellLine(t *testing.T) {
 
 func TestUnifiedDiff(t *testing.T) {
 	old := "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n"
-	lines, err := UnifiedDiff(driver.ToolContent{Path: "/ws/a.txt", OldText: &old, NewText: strings.Replace(old, "five", "FIVE", 1)})
+	lines, err := UnifiedDiff(driver.ToolContent{Path: "/ws/a.txt", OldText: &old, NewText: strings.Replace(old, "five", "FIVE", 1)}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,18 +176,32 @@ func TestUnifiedDiff(t *testing.T) {
 	if got != want {
 		t.Fatalf("diff:\n%s\nwant:\n%s", got, want)
 	}
-	if lines, err := UnifiedDiff(driver.ToolContent{Path: "a", OldText: &old, NewText: old}); lines != nil || err != nil {
+	if lines, err := UnifiedDiff(driver.ToolContent{Path: "a", OldText: &old, NewText: old}, ""); lines != nil || err != nil {
 		t.Errorf("no change: %q %v", lines, err)
 	}
-	if lines, err := UnifiedDiff(driver.ToolContent{Path: "e", NewText: ""}); err != nil || len(lines) != 1 || lines[0] != "(an empty file)" {
+	if lines, err := UnifiedDiff(driver.ToolContent{Path: "e", NewText: ""}, ""); err != nil || len(lines) != 1 || lines[0] != "(an empty file)" {
 		t.Errorf("new empty file: %q %v", lines, err)
 	}
-	lines, err = UnifiedDiff(driver.ToolContent{Path: "/ws/n.txt", NewText: "a\nb\n"})
+	lines, err = UnifiedDiff(driver.ToolContent{Path: "/ws/n.txt", NewText: "a\nb\n"}, "")
 	if err != nil || strings.Join(lines, "\n") != "--- /dev/null\n+++ b/ws/n.txt\n@@ -0,0 +1,2 @@\n+a\n+b" {
 		t.Errorf("new file: %q %v", lines, err)
 	}
+	// The headers name a file in the workspace from its root; one outside
+	// it, whole.
+	for _, tc := range []struct{ root, path, want string }{
+		{"/ws", "/ws/a.txt", "--- a/a.txt\n+++ b/a.txt"},
+		{"/ws/", "/ws/sub/a.txt", "--- a/sub/a.txt\n+++ b/sub/a.txt"},
+		{"/w", "/ws/a.txt", "--- a/ws/a.txt\n+++ b/ws/a.txt"},
+		{"/ws/sub", "/ws/a.txt", "--- a/ws/a.txt\n+++ b/ws/a.txt"},
+		{"/ws", "rel/a.txt", "--- a/rel/a.txt\n+++ b/rel/a.txt"},
+	} {
+		lines, err := UnifiedDiff(driver.ToolContent{Path: tc.path, OldText: &old, NewText: old + "x\n"}, tc.root)
+		if err != nil || strings.Join(lines[:2], "\n") != tc.want {
+			t.Errorf("root %s, %s: %q %v", tc.root, tc.path, lines, err)
+		}
+	}
 	big := strings.Repeat("x", maxDiffBytes)
-	if _, err := UnifiedDiff(driver.ToolContent{Path: "a", OldText: &big, NewText: big + "y"}); err == nil {
+	if _, err := UnifiedDiff(driver.ToolContent{Path: "a", OldText: &big, NewText: big + "y"}, ""); err == nil {
 		t.Error("a huge diff was computed")
 	}
 }

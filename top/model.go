@@ -12,6 +12,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/feed"
+	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/policy"
 )
 
@@ -37,6 +38,8 @@ const (
 	modeList mode = iota
 	modePeek
 	modeFollow
+	modeFilter // typing the filter
+	modeKeys   // the key map
 )
 
 // Model is tai top's bubbletea model.
@@ -54,6 +57,7 @@ type Model struct {
 	peek          Item
 	in            Input // what is typed in a peek: a question's answer, a form
 	status        string
+	filter        string // what the list shows: see Match
 
 	follow       []string
 	followTitle  string
@@ -99,20 +103,27 @@ func (m *Model) tick() tea.Cmd {
 // Init implements tea.Model.
 func (m *Model) Init() tea.Cmd { return tea.Batch(m.load(), m.tick()) }
 
+// lists are the queue and the rows the filter lets through, as shown.
+func (m *Model) lists() ([]Item, []Row) {
+	return filterQueue(Queue(m.runs), m.filter), filterRows(Rows(m.runs), m.filter)
+}
+
 // selected returns the queue item or row under the cursor.
 func (m *Model) selected() (*Item, *Row) {
-	q := Queue(m.runs)
+	q, rows := m.lists()
 	if m.sel < len(q) {
 		return &q[m.sel], nil
 	}
-	rows := Rows(m.runs)
 	if i := m.sel - len(q); i < len(rows) {
 		return nil, &rows[i]
 	}
 	return nil, nil
 }
 
-func (m *Model) count() int { return len(Queue(m.runs)) + len(Rows(m.runs)) }
+func (m *Model) count() int {
+	q, rows := m.lists()
+	return len(q) + len(rows)
+}
 
 // Update implements tea.Model.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
@@ -147,6 +158,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		}
 		return m, m.nextLine()
 	case tea.KeyPressMsg:
+		if m.mode == modeFilter {
+			return m.filterKey(msg)
+		}
 		if m.mode == modePeek && m.peek.Question != nil {
 			return m.typing(msg)
 		}
@@ -165,10 +179,20 @@ func (m *Model) key(k string) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case "esc":
 		m.stopFollow()
+		if m.mode == modeList {
+			m.setFilter("")
+		}
 		m.mode = modeList
 		return m, nil
+	case "?":
+		if m.mode == modeKeys {
+			m.mode = modeList
+		} else if m.mode == modeList {
+			m.mode = modeKeys
+		}
+		return m, nil
 	}
-	if m.mode == modeFollow {
+	if m.mode == modeFollow || m.mode == modeKeys {
 		return m, nil
 	}
 	switch k {
@@ -199,6 +223,10 @@ func (m *Model) key(k string) (tea.Model, tea.Cmd) {
 			defer cancel()
 			err := m.src.Answer(ctx, run, id, answer)
 			return answeredMsg{what: fmt.Sprintf("answered %s (%s): %s", id, title, answer), err: err}
+		}
+	case "/":
+		if m.mode == modeList {
+			m.mode, m.status = modeFilter, ""
 		}
 	case "l":
 		_, row := m.selected()
@@ -244,9 +272,38 @@ func (m *Model) nextLine() tea.Cmd {
 	}
 }
 
+// filterKey edits the filter, which applies as it is typed: enter keeps
+// it, esc clears it.
+func (m *Model) filterKey(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
+	switch msg.String() {
+	case "ctrl+c":
+		return m, tea.Quit
+	case "esc":
+		m.mode = modeList
+		m.setFilter("")
+	case "enter":
+		m.mode = modeList
+	case "backspace":
+		m.setFilter(dropLast(m.filter))
+	default:
+		if msg.Text != "" {
+			m.setFilter(m.filter + msg.Text)
+		}
+	}
+	return m, nil
+}
+
+// setFilter changes the filter and keeps the cursor on a shown line.
+func (m *Model) setFilter(f string) {
+	m.filter = f
+	m.sel = min(m.sel, max(m.count()-1, 0))
+}
+
 // Screen is what View shows, as text.
 func (m *Model) Screen() string {
 	switch m.mode {
+	case modeKeys:
+		return KeyMap(m.width, m.color)
 	case modePeek:
 		return Peek(m.peek, m.in, m.now(), m.width, m.color) + "\n" + clip(m.status, m.width)
 	case modeFollow:
@@ -261,8 +318,12 @@ func (m *Model) Screen() string {
 		}
 		return b.String()
 	}
-	s := Frame(m.runs, m.sel, m.now(), m.width, m.height-1, m.color)
-	return s + "\n" + clip(m.status, m.width)
+	s := Frame(m.runs, Opts{Sel: m.sel, Now: m.now(), Width: m.width, Height: m.height - 1, Color: m.color, Filter: m.filter})
+	status := m.status
+	if m.mode == modeFilter {
+		status = "filter (agent, task, fleet, status): " + safetext.Line(m.filter) + "█ · enter keep · esc clear"
+	}
+	return s + "\n" + clip(status, m.width)
 }
 
 // View implements tea.Model.

