@@ -29,6 +29,8 @@ var notRunnable = map[string]string{
 	`go test ./e2e/realagents -v`: "it is the real-agent suite itself",
 	`tai top`: "the interactive terminal UI: e2e/top drives it in tmux; the frame it draws is what `tai top --once` " +
 		"prints (TestTopOnce)",
+	`tai top --feed http://127.0.0.1:7777 --token-file tok`: "the interactive terminal UI, as `tai top`; e2e/top's " +
+		"TestTopWatchesATCPFeed runs it with --once on a `tai run --listen` feed, its token in a file, and a wrong token",
 }
 
 // pending are README command lines that should run and have no case yet,
