@@ -528,6 +528,21 @@ static void cloexec_all(void) {
 	closedir(d);
 }
 
+// drop_stdio lets go of the agent's stdin, stdout and stderr, once the
+// agent runs with its own copies: were we to hold them, an agent that
+// closes its stdout and lives on would never give tai the EOF that says
+// its output is over. /dev/null takes their place (nothing we open later
+// lands on 0-2), or, where even that is refused, they are just closed.
+static void drop_stdio(void) {
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd <= 2; fd++) {
+		if (nul < 0 || dup2(nul, fd) < 0)
+			close(fd);
+	}
+	if (nul > 2)
+		close(nul);
+}
+
 // child is what the agent's side of the start needs.
 struct child {
 	const struct spec *s;
@@ -689,6 +704,7 @@ __attribute__((noreturn)) static void hidden_init(const struct child *c) {
 	if (pid < 0)
 		goto out;
 	close(c->errfd); // the agent's copy closes at its exec: EOF, it runs
+	drop_stdio();
 	for (;;) {
 		int st;
 		pid_t w = waitpid(-1, &st, 0);
@@ -853,6 +869,7 @@ __attribute__((noreturn)) static void launch(void) {
 	report(line);
 	close(FD_REPORT);
 	free(b);
+	drop_stdio();
 
 	int status = 0, agent_done = 0, killed = 0, ctl_open = 1;
 	while (!agent_done) {
