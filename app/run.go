@@ -17,6 +17,7 @@ import (
 	"mime"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,18 +61,60 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	ran := false
 	err := runOnce(ctx, f, args, std, &ran)
 	if err != nil && !ran {
-		res := runner.NotStarted(err)
-		res.Agent = f.Agent
-		switch f.Output {
-		case OutputJSON:
-			out := bufio.NewWriter(std.Out)
-			_ = res.WriteIndented(out)
-			_ = out.Flush()
-		case OutputStreamJSON:
-			_ = render.NewFrames(std.Out).Write(runner.ResultFrame{Type: "result", Seq: 1, Time: time.Now().UTC(), Result: res})
-		}
+		notStarted(std, f.Output, f.Agent, err)
 	}
 	return err
+}
+
+// notStarted prints the result document of a run refused before it
+// started, in output's form (nothing for text).
+func notStarted(std IO, output, agent string, err error) {
+	res := runner.NotStarted(err)
+	res.Agent = agent
+	switch output {
+	case OutputJSON:
+		out := bufio.NewWriter(std.Out)
+		_ = res.WriteIndented(out)
+		_ = out.Flush()
+	case OutputStreamJSON:
+		_ = render.NewFrames(std.Out).Write(runner.ResultFrame{Type: "result", Seq: 1, Time: time.Now().UTC(), Result: res})
+	}
+}
+
+// CommandLineRefused gives a `tai run -o json` (or stream-json) that cobra
+// refused before the command ran (an unknown flag, a bad flag value) its
+// one result document too: the output flag is read from args as cobra
+// would have. Any other command line prints nothing here.
+func CommandLineRefused(std IO, args []string, err error) {
+	i := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
+	if i < 0 || args[i] != "run" {
+		return
+	}
+	output, agent := "", ""
+	flag := func(a string, j int, long, short string) (string, bool) {
+		switch {
+		case a == "--"+long || short != "" && a == "-"+short:
+			if j+1 < len(args) {
+				return args[j+1], true
+			}
+		case strings.HasPrefix(a, "--"+long+"="):
+			return a[len(long)+3:], true
+		case short != "" && strings.HasPrefix(a, "-"+short) && !strings.HasPrefix(a, "--"):
+			return strings.TrimPrefix(a[2:], "="), true
+		}
+		return "", false
+	}
+	for j := i + 1; j < len(args) && args[j] != "--"; j++ {
+		if v, ok := flag(args[j], j, "output", "o"); ok {
+			output = v
+		}
+		if v, ok := flag(args[j], j, "agent", ""); ok {
+			agent = v
+		}
+	}
+	if output == OutputJSON || output == OutputStreamJSON {
+		notStarted(std, output, agent, err)
+	}
 }
 
 // runOnce is Run's one run; ran says whether it got as far as a result
