@@ -55,6 +55,7 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 	interrupts := make(chan struct{}, 1)
 	opts.Sinks = append(opts.Sinks, state)
 	opts.Turns, opts.Interrupts, opts.Controls = c.turns, interrupts, c.controls
+	opts.TurnResults = f.Output == OutputJSON // one document, every turn in it
 	first := opts.Prompt
 	opts.Prompt = nil
 
