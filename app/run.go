@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -201,8 +202,8 @@ func runEnd(res runner.Result, failed bool) error {
 	if !failed {
 		return nil
 	}
-	c := exitcode.Code(res.ExitCode)
-	return exitcode.With(c, fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, c.Name()))
+	// The one printer (Report) adds the code: "(exit N, name)".
+	return exitcode.With(exitcode.Code(res.ExitCode), errors.New(res.Error))
 }
 
 // wantsChat: no prompt on a terminal, for a driver without a terminal UI

@@ -540,7 +540,7 @@ func checkPolicy(p Policy) (policy.Config, error) {
 	}
 	if p.NonInteractive != "" {
 		if _, err := policy.ParseNonInteractive(p.NonInteractive); err != nil {
-			return cfg, err
+			return cfg, fmt.Errorf("non_interactive: %w", err)
 		}
 	}
 	return cfg, nil
