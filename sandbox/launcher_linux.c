@@ -703,8 +703,8 @@ __attribute__((noreturn)) static void hidden_init(const struct child *c) {
 	se.step = STEP_EXEC;
 	if (pid < 0)
 		goto out;
+	drop_stdio(); // before the EOF below: once tai hears the agent runs, we hold none of its stdio
 	close(c->errfd); // the agent's copy closes at its exec: EOF, it runs
-	drop_stdio();
 	for (;;) {
 		int st;
 		pid_t w = waitpid(-1, &st, 0);
@@ -864,12 +864,12 @@ __attribute__((noreturn)) static void launch(void) {
 		if (s.home[i] >= 0)
 			close(s.home[i]); // the Go launcher's way back; this one never left
 	}
+	drop_stdio(); // before the report: once tai has it, we hold none of the agent's stdio
 	char line[64];
 	snprintf(line, sizeof line, "{\"pid\":%d,\"in_cgroup\":%s}\n", (int)pid, in_cgroup ? "true" : "false");
 	report(line);
 	close(FD_REPORT);
 	free(b);
-	drop_stdio();
 
 	int status = 0, agent_done = 0, killed = 0, ctl_open = 1;
 	while (!agent_done) {

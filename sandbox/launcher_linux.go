@@ -123,10 +123,10 @@ func Main() int {
 	if sp.CgDir >= 0 {
 		_ = unix.Close(sp.CgDir)
 	}
+	dropStdio() // before the report: once tai has it, we hold none of the agent's stdio
 	b, _ := json.Marshal(report{Pid: proc.Pid, InCgroup: attr.Sys.UseCgroupFD})
 	_, _ = rep.Write(append(b, '\n'))
 	rep.Close()
-	dropStdio()
 
 	agentDone := make(chan syscall.WaitStatus, 1)
 	go reap(proc.Pid, agentDone)
