@@ -82,13 +82,14 @@ func notStarted(std IO, output, agent string, err error) {
 	}
 }
 
-// CommandLineRefused gives a `tai run -o json` (or stream-json) that cobra
-// refused before the command ran (an unknown flag, a bad flag value) its
-// one result document too: the output flag is read from args as cobra
-// would have. Any other command line prints nothing here.
+// CommandLineRefused gives a `tai run -o json` (or stream-json; or tai
+// chat -o json) that cobra refused before the command ran (an unknown
+// flag, a bad flag value) its one result document too: the output flag is
+// read from args as cobra would have. Any other command line prints
+// nothing here.
 func CommandLineRefused(std IO, args []string, err error) {
 	i := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
-	if i < 0 || args[i] != "run" {
+	if i < 0 || args[i] != "run" && args[i] != "chat" {
 		return
 	}
 	output, agent := "", ""
