@@ -28,6 +28,11 @@ func loadPolicy(p Policy) (policy.Config, policy.NonInteractive, error) {
 			return cfg, "", fmt.Errorf("--policy: %w", err)
 		}
 	}
+	if p.Approve != "" {
+		if _, err := policy.ParseMode(p.Approve); err != nil {
+			return cfg, "", fmt.Errorf("--approve: %w", err)
+		}
+	}
 	cfg, err := cfg.WithFlags(policy.Flags{Approve: p.Approve, Allow: p.Allow, Ask: p.Ask, Deny: p.Deny})
 	if err != nil {
 		return cfg, "", err
@@ -42,7 +47,7 @@ func loadPolicy(p Policy) (policy.Config, policy.NonInteractive, error) {
 	ni := cfg.NonInteractive
 	if p.NonInteractive != "" {
 		if ni, err = policy.ParseNonInteractive(p.NonInteractive); err != nil {
-			return cfg, "", err
+			return cfg, "", fmt.Errorf("--non-interactive: %w", err)
 		}
 	}
 	return cfg, ni, nil

@@ -57,6 +57,13 @@ func Agents(w io.Writer, asJSON bool) error {
 	return nil
 }
 
+// builtinOptions are the built-in agent's options: its agentInfo.version
+// is tai's Version.
+func builtinOptions(std IO, pageSize int) builtin.Options {
+	return builtin.Options{Logger: newLogger(std.Err, std.Getenv("TAI_DEBUG") != ""), Stderr: std.Err, Version: Version,
+		StateDir: statedir.BuiltinSessions(), PageSize: pageSize}
+}
+
 // BuiltinAgent runs tai's built-in agent on stdin/stdout.
 // pageSize is its session/list page (0: the default).
 func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, pageSize int, std IO) error {
@@ -64,8 +71,7 @@ func BuiltinAgent(ctx context.Context, scriptPath string, printScript bool, page
 		_, _ = std.Out.Write(builtin.DefaultScriptSource())
 		return nil
 	}
-	opts := builtin.Options{Logger: newLogger(std.Err, std.Getenv("TAI_DEBUG") != ""), Stderr: std.Err, Version: Version,
-		StateDir: statedir.BuiltinSessions(), PageSize: pageSize}
+	opts := builtinOptions(std, pageSize)
 	if pageSize < 0 {
 		return exitcode.Usagef("agent builtin: --page-size must not be negative")
 	}

@@ -30,22 +30,28 @@ const chatPrompt = "tai› "
 // the line being typed), Ctrl-D ends the session. From a pipe, each line
 // is one prompt.
 func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
-	f, err := applyConfig(f)
-	if err != nil {
+	// -o json promises one document, also for a chat refused before it
+	// started.
+	refused := func(err error) error {
+		notStarted(std, f.Output, f.Agent, err)
 		return err
 	}
+	f, err := applyConfig(f)
+	if err != nil {
+		return refused(err)
+	}
 	if f.Output == OutputStreamJSON || f.InputFormat == "stream-json" {
-		return exitcode.Usagef("chat reads prompts from the terminal or a pipe: for stream-json use tai --cap-speak stream-json")
+		return refused(exitcode.Usagef("chat reads prompts from the terminal or a pipe: for stream-json use tai --cap-speak stream-json"))
 	}
 	f.chat = true
 	logger := newLogger(std.Err, f.Verbose)
 	opts, cleanup, err := buildRun(f, args, std, logger)
 	defer cleanup()
 	if err != nil {
-		return err
+		return refused(err)
 	}
 	if opts.Driver == "pty" {
-		return exitcode.Usagef("the pty driver has the agent's own terminal UI: use tai run --driver pty with no prompt to attach to it")
+		return refused(exitcode.Usagef("the pty driver has the agent's own terminal UI: use tai run --driver pty with no prompt to attach to it"))
 	}
 	state := chat.NewState()
 	c := &chatSession{
@@ -55,6 +61,7 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 	interrupts := make(chan struct{}, 1)
 	opts.Sinks = append(opts.Sinks, state)
 	opts.Turns, opts.Interrupts, opts.Controls = c.turns, interrupts, c.controls
+	opts.TurnResults = f.Output == OutputJSON // one document, every turn in it
 	first := opts.Prompt
 	opts.Prompt = nil
 

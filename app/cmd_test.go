@@ -326,14 +326,15 @@ func TestReport(t *testing.T) {
 		code int
 	}{
 		{"nil", nil, "", 0},
-		{"plain", errors.New("boom"), "tai: boom\n", 1},
-		{"usage", exitcode.Usagef("--x is bad"), "tai: --x is bad\n", 2},
-		{"wrapped code", fmt.Errorf("worker: %w", exitcode.With(exitcode.NoSession, errors.New("gone"))), "tai: worker: gone\n", 4},
+		{"plain", errors.New("boom"), "tai: boom (exit 1, agent_error)\n", 1},
+		{"usage", exitcode.Usagef("--x is bad"), "tai: --x is bad (exit 2, usage)\n", 2},
+		{"wrapped code", fmt.Errorf("worker: %w", exitcode.With(exitcode.NoSession, errors.New("gone"))), "tai: worker: gone (exit 4, no_session)\n", 4},
 		{"said", exitcode.Said(exitcode.PermissionDenied), "", 5},
 		{"exit", exit(0), "", 0},
 		{"several", exitcode.With(exitcode.MergeConflict, errors.Join(errors.New("fleet: task a: merge conflict in x"), errors.New("fleet: task b failed: y"))),
-			"tai: fleet: task a: merge conflict in x\ntai: fleet: task b failed: y\n", 7},
-		{"code 0 still says why", exitcode.With(exitcode.OK, errors.New("ended early")), "tai: ended early\n", 0},
+			"tai: fleet: task a: merge conflict in x\ntai: fleet: task b failed: y (exit 7, merge_conflict)\n", 7},
+		{"code 0 still says why", exitcode.With(exitcode.OK, errors.New("ended early")), "tai: ended early (exit 0, ok)\n", 0},
+		{"code said once", exitcode.Usagef("bad (exit 2, usage)"), "tai: bad (exit 2, usage)\n", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/safetext"
@@ -22,17 +23,27 @@ func Report(w io.Writer, err error) int {
 	if errors.As(err, &e) && e.Said {
 		return int(exitcode.Of(err))
 	}
-	// Several errors (errors.Join) are one line each, each with the prefix.
-	// An error may quote an agent (its message, its stderr): escaped.
+	// One shape: "tai: WHAT: WHY (exit N, name)". Several errors
+	// (errors.Join) are one line each, each with the prefix, the code
+	// once, on the last. An error may quote an agent (its message, its
+	// stderr): escaped.
+	code := exitcode.Of(err)
+	lines := []string{err.Error()}
 	var j interface{ Unwrap() []error }
 	if errors.As(err, &j) && j.(error).Error() == err.Error() {
+		lines = lines[:0]
 		for _, e := range j.Unwrap() {
-			fmt.Fprintln(w, "tai:", safetext.Text(e.Error()))
+			lines = append(lines, e.Error())
 		}
-	} else {
-		fmt.Fprintln(w, "tai:", safetext.Text(err.Error()))
 	}
-	return int(exitcode.Of(err))
+	suffix := fmt.Sprintf(" (exit %d, %s)", code, code.Name())
+	if last := len(lines) - 1; last >= 0 && !strings.HasSuffix(lines[last], suffix) {
+		lines[last] += suffix
+	}
+	for _, l := range lines {
+		fmt.Fprintln(w, "tai:", safetext.Text(l))
+	}
+	return int(code)
 }
 
 // exit is a command's end with code: nil for 0, else an error the command

@@ -15,9 +15,9 @@ func TestReportEscapesTheError(t *testing.T) {
 		err  error
 		want string
 	}{
-		{"one", fmt.Errorf("agent error: %w", errors.New("bad\x1b[2J\x1b]0;x\x07")), "tai: agent error: bad\\x1b[2J\\x1b]0;x\\x07\n"},
-		{"joined", errors.Join(errors.New("a\u202e"), errors.New("b")), "tai: a\\u202e\ntai: b\n"},
-		{"lines kept", errors.New("stderr:\nline 2"), "tai: stderr:\nline 2\n"},
+		{"one", fmt.Errorf("agent error: %w", errors.New("bad\x1b[2J\x1b]0;x\x07")), "tai: agent error: bad\\x1b[2J\\x1b]0;x\\x07 (exit 1, agent_error)\n"},
+		{"joined", errors.Join(errors.New("a\u202e"), errors.New("b")), "tai: a\\u202e\ntai: b (exit 1, agent_error)\n"},
+		{"lines kept", errors.New("stderr:\nline 2"), "tai: stderr:\nline 2 (exit 1, agent_error)\n"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var b strings.Builder

@@ -11,12 +11,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,18 +62,61 @@ func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
 	ran := false
 	err := runOnce(ctx, f, args, std, &ran)
 	if err != nil && !ran {
-		res := runner.NotStarted(err)
-		res.Agent = f.Agent
-		switch f.Output {
-		case OutputJSON:
-			out := bufio.NewWriter(std.Out)
-			_ = res.WriteIndented(out)
-			_ = out.Flush()
-		case OutputStreamJSON:
-			_ = render.NewFrames(std.Out).Write(runner.ResultFrame{Type: "result", Seq: 1, Time: time.Now().UTC(), Result: res})
-		}
+		notStarted(std, f.Output, f.Agent, err)
 	}
 	return err
+}
+
+// notStarted prints the result document of a run refused before it
+// started, in output's form (nothing for text).
+func notStarted(std IO, output, agent string, err error) {
+	res := runner.NotStarted(err)
+	res.Agent = agent
+	switch output {
+	case OutputJSON:
+		out := bufio.NewWriter(std.Out)
+		_ = res.WriteIndented(out)
+		_ = out.Flush()
+	case OutputStreamJSON:
+		_ = render.NewFrames(std.Out).Write(runner.ResultFrame{Type: "result", Seq: 1, Time: time.Now().UTC(), Result: res})
+	}
+}
+
+// CommandLineRefused gives a `tai run -o json` (or stream-json; or tai
+// chat -o json) that cobra refused before the command ran (an unknown
+// flag, a bad flag value) its one result document too: the output flag is
+// read from args as cobra would have. Any other command line prints
+// nothing here.
+func CommandLineRefused(std IO, args []string, err error) {
+	i := slices.IndexFunc(args, func(a string) bool { return !strings.HasPrefix(a, "-") })
+	if i < 0 || args[i] != "run" && args[i] != "chat" {
+		return
+	}
+	output, agent := "", ""
+	flag := func(a string, j int, long, short string) (string, bool) {
+		switch {
+		case a == "--"+long || short != "" && a == "-"+short:
+			if j+1 < len(args) {
+				return args[j+1], true
+			}
+		case strings.HasPrefix(a, "--"+long+"="):
+			return a[len(long)+3:], true
+		case short != "" && strings.HasPrefix(a, "-"+short) && !strings.HasPrefix(a, "--"):
+			return strings.TrimPrefix(a[2:], "="), true
+		}
+		return "", false
+	}
+	for j := i + 1; j < len(args) && args[j] != "--"; j++ {
+		if v, ok := flag(args[j], j, "output", "o"); ok {
+			output = v
+		}
+		if v, ok := flag(args[j], j, "agent", ""); ok {
+			agent = v
+		}
+	}
+	if output == OutputJSON || output == OutputStreamJSON {
+		notStarted(std, output, agent, err)
+	}
 }
 
 // runOnce is Run's one run; ran says whether it got as far as a result
@@ -158,8 +203,8 @@ func runEnd(res runner.Result, failed bool) error {
 	if !failed {
 		return nil
 	}
-	c := exitcode.Code(res.ExitCode)
-	return exitcode.With(c, fmt.Errorf("%s (exit %d, %s)", res.Error, res.ExitCode, c.Name()))
+	// The one printer (Report) adds the code: "(exit N, name)".
+	return exitcode.With(exitcode.Code(res.ExitCode), errors.New(res.Error))
 }
 
 // wantsChat: no prompt on a terminal, for a driver without a terminal UI

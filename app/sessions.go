@@ -172,7 +172,7 @@ func Sessions(ctx context.Context, f SessionsFlags, std IO) error {
 	}
 	recs, bad, err := sessionStore().List(ctx, ws)
 	if err != nil {
-		return exitcode.With(exitcode.AgentError, fmt.Errorf("sessions: %w", err))
+		return exitcode.With(exitcode.AgentError, err) // the store says "sessions: "
 	}
 	if bad > 0 {
 		warn(std, "sessions: skipped %d damaged line(s) in the store", bad)

@@ -12,13 +12,32 @@ import (
 
 // BuildInfo is `tai version`: what this binary is and how it was built.
 type BuildInfo struct {
-	Version   string `json:"version"`            // the module version (go install …@v1.2.3), else Version
+	Version   string `json:"version"`            // Version
 	Commit    string `json:"commit,omitempty"`   // vcs.revision
 	Modified  bool   `json:"modified,omitempty"` // vcs.modified: built from a tree with uncommitted changes
 	BuildTime string `json:"build_time,omitempty"`
 	Go        string `json:"go"`
 	OS        string `json:"os"`
 	Arch      string `json:"arch"`
+}
+
+// Version becomes the module's version where go install gave one
+// (…@v1.2.3), so that everything that says tai's version (tai version,
+// --cap-manifest, the built-in agent's agentInfo, the hub's and the
+// clients' info) says the same: they all read Version.
+func init() {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		Version = moduleVersion(bi, Version)
+	}
+}
+
+// moduleVersion is the main module's version, or def for a build from a
+// checkout ("(devel)", or none).
+func moduleVersion(bi *debug.BuildInfo, def string) string {
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	return def
 }
 
 // ReadBuildInfo describes this binary, from debug.ReadBuildInfo.
@@ -31,9 +50,6 @@ func buildInfo(bi *debug.BuildInfo) BuildInfo {
 	b := BuildInfo{Version: Version, Go: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
 	if bi == nil {
 		return b
-	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		b.Version = v
 	}
 	for _, s := range bi.Settings {
 		switch s.Key {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/tai-dev/tai/internal/lazyre"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -229,7 +230,8 @@ func ParsePlan(data []byte, file string) (*Plan, error) {
 func parsePlan(data []byte, file, dir string) (*Plan, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, &PlanError{File: file, Msg: err.Error()}
+		line, msg := yamlSyntax(err)
+		return nil, &PlanError{File: file, Line: line, Msg: msg}
 	}
 	if len(doc.Content) == 0 {
 		return nil, &PlanError{File: file, Msg: "empty plan"}
@@ -245,7 +247,7 @@ func parsePlan(data []byte, file, dir string) (*Plan, error) {
 		var te *yaml.TypeError
 		if errors.As(err, &te) {
 			for _, m := range te.Errors {
-				add(0, "%s", m)
+				add(yamlTypeError(root, m))
 			}
 			return nil, errs
 		}
@@ -273,6 +275,69 @@ func parsePlan(data []byte, file, dir string) (*Plan, error) {
 		return nil, errs
 	}
 	return p, nil
+}
+
+// yamlLine is the "line N: " the YAML decoder puts before its messages.
+var yamlLine = lazyre.New(`^(?:yaml: )?line (\d+): `)
+
+// yamlParserProblems are the decoder's parser (not scanner) errors, whose
+// line it reports counting from 0 (go.yaml.in/yaml/v3 decode.go, fail).
+var yamlParserProblems = []string{"did not find expected <stream-start>", "did not find expected <document start>",
+	"did not find expected node content", "did not find expected '-' indicator", "did not find expected key",
+	"did not find expected ',' or ']'", "did not find expected ',' or '}'", "found duplicate %TAG directive",
+	"found duplicate %YAML directive", "found incompatible YAML document"}
+
+// yamlSyntax is a plan's YAML syntax error as a line (0: unknown) and the
+// message without the decoder's prefixes.
+func yamlSyntax(err error) (int, string) {
+	msg := err.Error()
+	m := yamlLine().FindStringSubmatch(msg)
+	if m == nil {
+		return 0, strings.TrimPrefix(msg, "yaml: ")
+	}
+	line, _ := strconv.Atoi(m[1])
+	msg = msg[len(m[0]):]
+	for _, p := range yamlParserProblems {
+		if strings.HasSuffix(msg, p) {
+			line++
+			break
+		}
+	}
+	return line, msg
+}
+
+// yamlTypeError places one of the decoder's type errors ("line 5: cannot
+// unmarshal !!str `many` into int") on its line, named by its key as the
+// plan spells it: "retries: cannot unmarshal !!str `many` into int".
+func yamlTypeError(root *yaml.Node, m string) (int, string, string) {
+	loc := yamlLine().FindStringSubmatch(m)
+	if loc == nil {
+		return 0, "%s", m
+	}
+	line, _ := strconv.Atoi(loc[1])
+	msg := m[len(loc[0]):]
+	if key := keyAt(root, line); key != "" {
+		msg = key + ": " + msg
+	}
+	return line, "%s", msg
+}
+
+// keyAt is the key whose value starts on line (its innermost), or "".
+func keyAt(n *yaml.Node, line int) string {
+	key := ""
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if v := n.Content[i+1]; v.Line == line {
+				key = n.Content[i].Value
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if k := keyAt(c, line); k != "" {
+			key = k
+		}
+	}
+	return key
 }
 
 func mapKey(n *yaml.Node, key string) *yaml.Node {
@@ -540,7 +605,7 @@ func checkPolicy(p Policy) (policy.Config, error) {
 	}
 	if p.NonInteractive != "" {
 		if _, err := policy.ParseNonInteractive(p.NonInteractive); err != nil {
-			return cfg, err
+			return cfg, fmt.Errorf("non_interactive: %w", err)
 		}
 	}
 	return cfg, nil

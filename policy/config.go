@@ -186,11 +186,11 @@ func Parse(name string, data []byte) (Config, error) {
 				return c, errAt("version = %v: this tai reads version 1", v)
 			}
 		case "mode":
-			c.Mode, err = parseStr(p, v, errAt, ParseMode)
+			c.Mode, err = parseStr(p, k, v, errAt, ParseMode)
 		case "non_interactive":
-			c.NonInteractive, err = parseStr(p, v, errAt, ParseNonInteractive)
+			c.NonInteractive, err = parseStr(p, k, v, errAt, ParseNonInteractive)
 		case "remember":
-			c.Remember, err = parseStr(p, v, errAt, ParseScope)
+			c.Remember, err = parseStr(p, k, v, errAt, ParseScope)
 		case "default_mode":
 			c.DefaultMode, err = p.str(v, errAt)
 		case "mode_after_plan":
@@ -291,7 +291,7 @@ func (p *parser) str(v any, errAt func(string, ...any) error) (string, error) {
 
 // parseStr reads a string value and parses it, placing its error at the
 // key's line.
-func parseStr[T any](p *parser, v any, errAt func(string, ...any) error, parse func(string) (T, error)) (T, error) {
+func parseStr[T any](p *parser, key string, v any, errAt func(string, ...any) error, parse func(string) (T, error)) (T, error) {
 	var zero T
 	s, err := p.str(v, errAt)
 	if err != nil {
@@ -299,7 +299,7 @@ func parseStr[T any](p *parser, v any, errAt func(string, ...any) error, parse f
 	}
 	t, err := parse(s)
 	if err != nil {
-		return zero, errAt("%v", err)
+		return zero, errAt("%s: %v", key, err) // the key as the file spells it
 	}
 	return t, nil
 }

@@ -66,7 +66,9 @@ func ParseNonInteractive(s string) (NonInteractive, error) {
 	case "fail":
 		return NonInteractiveFail, nil
 	}
-	return "", fmt.Errorf("unknown --non-interactive value %q (want deny or fail)", s)
+	// The caller names where the value came from (--non-interactive, a
+	// file's non_interactive key).
+	return "", fmt.Errorf("unknown value %q (want deny or fail)", s)
 }
 
 // ErrPromptUnavailable: policy said ask, nobody can be asked, and
@@ -214,7 +216,7 @@ func NewEngine(cfg Config, o Options) (*Engine, error) {
 	}
 	ni, err := ParseNonInteractive(string(ni))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("non-interactive: %w", err)
 	}
 	home := o.Home
 	if home == "" {

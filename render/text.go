@@ -168,15 +168,23 @@ func (t *Text) Emit(ev driver.Event) {
 	}
 }
 
+// agentWho names the agent in the session header: "claude (Claude Code
+// 1.2)", the parts it did not report left out (a TUI reports no version),
+// and no parenthesis that only says the agent's name again.
+func agentWho(s *driver.SessionStarted) string {
+	inner := strings.TrimSpace(s.AgentName + " " + s.AgentVersion)
+	if inner == "" || inner == s.Agent {
+		return s.Agent
+	}
+	return fmt.Sprintf("%s (%s)", s.Agent, inner)
+}
+
 func (t *Text) emit(ev driver.Event) {
 	switch ev.Type {
 	case driver.EventSessionStarted:
 		s := ev.Started
 		t.root = s.Cwd
-		who := s.Agent
-		if s.AgentName != "" {
-			who = fmt.Sprintf("%s (%s %s)", s.Agent, s.AgentName, s.AgentVersion)
-		}
+		who := agentWho(s)
 		verb := "session"
 		if s.Resumed {
 			verb = "resumed session"

@@ -417,3 +417,30 @@ func TestNoticesAndCompactionShown(t *testing.T) {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// The session header names what the agent reported, and no empty or
+// repeated part: a PTY agent's TUI reports no version.
+func TestSessionHeaderWho(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		started driver.SessionStarted
+		want    string
+	}{
+		{"name and version", driver.SessionStarted{Agent: "builtin", AgentName: "tai-builtin", AgentVersion: "1.0"}, "● builtin (tai-builtin 1.0) session"},
+		{"pty, no version", driver.SessionStarted{Agent: "qwen", AgentName: "qwen"}, "● qwen session"},
+		{"other name, no version", driver.SessionStarted{Agent: "q", AgentName: "qwen"}, "● q (qwen) session"},
+		{"nothing reported", driver.SessionStarted{Agent: "mine"}, "● mine session"},
+		{"version only", driver.SessionStarted{Agent: "mine", AgentVersion: "2.0"}, "● mine (2.0) session"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			r := NewText(&b, false)
+			st := tc.started
+			r.Emit(driver.Event{Type: driver.EventSessionStarted, Session: "s1", Started: &st})
+			_ = r.Flush()
+			if got := b.String(); !strings.HasPrefix(got, tc.want+" ·") {
+				t.Errorf("header %q, want it to start %q", got, tc.want+" ·")
+			}
+		})
+	}
+}

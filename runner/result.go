@@ -18,16 +18,19 @@ import (
 // Result is the one document `tai run --output json` prints, and the last
 // frame of --output stream-json (with "type":"result").
 type Result struct {
-	Status       string                      `json:"status"` // ok | denied | error | timeout | interrupted | output_closed | no_session | usage
-	RunID        string                      `json:"run_id,omitempty"`
-	Audit        string                      `json:"audit,omitempty"` // the audit log's path
-	StopReason   string                      `json:"stop_reason,omitempty"`
-	SessionID    string                      `json:"session_id,omitempty"`
-	Resumable    bool                        `json:"resumable"` // the agent can load or resume SessionID later
-	Agent        string                      `json:"agent"`
-	Driver       string                      `json:"driver"`
-	Cwd          string                      `json:"cwd,omitempty"`
-	Message      string                      `json:"message"` // the agent's text of the last turn
+	Status     string `json:"status"` // ok | denied | error | timeout | interrupted | output_closed | no_session | usage
+	RunID      string `json:"run_id,omitempty"`
+	Audit      string `json:"audit,omitempty"` // the audit log's path
+	StopReason string `json:"stop_reason,omitempty"`
+	SessionID  string `json:"session_id,omitempty"`
+	Resumable  bool   `json:"resumable"` // the agent can load or resume SessionID later
+	Agent      string `json:"agent"`
+	Driver     string `json:"driver"`
+	Cwd        string `json:"cwd,omitempty"`
+	Message    string `json:"message"` // the agent's text of the last turn
+	// Turns are every turn's text and stop reason, in order, where the
+	// run kept them (Options.TurnResults: tai chat); the last is Message's.
+	Turns        []TurnResult                `json:"turns,omitempty"`
 	Usage        *driver.Usage               `json:"usage,omitempty"`
 	Permissions  []driver.PermissionDecision `json:"permissions"`
 	Denials      []driver.PermissionDecision `json:"denials"`
@@ -49,6 +52,12 @@ type Result struct {
 	// LastSeq is the sequence number of the last event, so that the result
 	// frame can follow it.
 	LastSeq uint64 `json:"-"`
+}
+
+// TurnResult is one turn of a multi-turn run.
+type TurnResult struct {
+	Message    string `json:"message"`
+	StopReason string `json:"stop_reason,omitempty"`
 }
 
 // NotStarted is the result of a run refused before it started (an
@@ -82,6 +91,12 @@ type collector struct {
 	// offset), for a chunk that replaces it.
 	starts map[string]int
 	modes  []driver.ModeInfo // the modes the session offers, as it started
+	// keepTurns: each turn's text is kept in turns when the next begins
+	// (Options.TurnResults); turnStop is the running turn's stop reason.
+	keepTurns bool
+	inTurn    bool
+	turns     []TurnResult
+	turnStop  string
 }
 
 func newCollector() *collector {
@@ -193,7 +208,7 @@ func (c *collector) usageUpdate(eu *driver.Usage) {
 
 // turnEnded records the stop reason and adds the turn's tokens.
 func (c *collector) turnEnded(t *driver.TurnEnded) {
-	c.res.StopReason = t.StopReason
+	c.res.StopReason, c.turnStop = t.StopReason, t.StopReason
 	tu := t.Usage
 	if tu == nil {
 		return
@@ -214,6 +229,10 @@ func (c *collector) usage() *driver.Usage {
 // newTurn starts collecting the message of a new turn.
 func (c *collector) newTurn() {
 	c.mu.Lock()
+	if c.keepTurns && c.inTurn {
+		c.turns = append(c.turns, TurnResult{Message: c.message.String(), StopReason: c.turnStop})
+	}
+	c.inTurn, c.turnStop = true, ""
 	c.message.reset()
 	c.lastID, c.broken, c.starts = "", false, nil
 	c.mu.Unlock()
@@ -243,6 +262,9 @@ func (c *collector) result() Result {
 	defer c.mu.Unlock()
 	r := c.res
 	r.Message = c.message.String()
+	if c.keepTurns && c.inTurn {
+		r.Turns = append(slices.Clone(c.turns), TurnResult{Message: r.Message, StopReason: c.turnStop})
+	}
 	return r
 }
 

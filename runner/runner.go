@@ -61,6 +61,9 @@ type Options struct {
 	// Turns, if set, supplies the prompts of further turns of the same
 	// session (after Prompt, if any) until it is closed.
 	Turns <-chan []driver.Content
+	// TurnResults keeps every turn's text and stop reason for the
+	// Result's Turns (tai chat -o json), not only the last turn's.
+	TurnResults bool
 	// Interrupts cancels the turn running when it fires (not the run:
 	// the next prompt from Turns still runs).
 	Interrupts <-chan struct{}
@@ -148,6 +151,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	start := o.Clock.Now()
 	col := newCollector()
+	col.keepTurns = o.TurnResults
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
 	}

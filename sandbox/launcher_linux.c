@@ -528,6 +528,21 @@ static void cloexec_all(void) {
 	closedir(d);
 }
 
+// drop_stdio lets go of the agent's stdin, stdout and stderr, once the
+// agent runs with its own copies: were we to hold them, an agent that
+// closes its stdout and lives on would never give tai the EOF that says
+// its output is over. /dev/null takes their place (nothing we open later
+// lands on 0-2), or, where even that is refused, they are just closed.
+static void drop_stdio(void) {
+	int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int fd = 0; fd <= 2; fd++) {
+		if (nul < 0 || dup2(nul, fd) < 0)
+			close(fd);
+	}
+	if (nul > 2)
+		close(nul);
+}
+
 // child is what the agent's side of the start needs.
 struct child {
 	const struct spec *s;
@@ -688,6 +703,7 @@ __attribute__((noreturn)) static void hidden_init(const struct child *c) {
 	se.step = STEP_EXEC;
 	if (pid < 0)
 		goto out;
+	drop_stdio(); // before the EOF below: once tai hears the agent runs, we hold none of its stdio
 	close(c->errfd); // the agent's copy closes at its exec: EOF, it runs
 	for (;;) {
 		int st;
@@ -848,6 +864,7 @@ __attribute__((noreturn)) static void launch(void) {
 		if (s.home[i] >= 0)
 			close(s.home[i]); // the Go launcher's way back; this one never left
 	}
+	drop_stdio(); // before the report: once tai has it, we hold none of the agent's stdio
 	char line[64];
 	snprintf(line, sizeof line, "{\"pid\":%d,\"in_cgroup\":%s}\n", (int)pid, in_cgroup ? "true" : "false");
 	report(line);

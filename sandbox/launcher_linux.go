@@ -123,6 +123,7 @@ func Main() int {
 	if sp.CgDir >= 0 {
 		_ = unix.Close(sp.CgDir)
 	}
+	dropStdio() // before the report: once tai has it, we hold none of the agent's stdio
 	b, _ := json.Marshal(report{Pid: proc.Pid, InCgroup: attr.Sys.UseCgroupFD})
 	_, _ = rep.Write(append(b, '\n'))
 	rep.Close()
@@ -152,6 +153,21 @@ func Main() int {
 	killTree(kill)
 	exitAs(ws)
 	return 0
+}
+
+// dropStdio lets go of the agent's stdio once it runs with its own copies
+// (launcher_linux.c's drop_stdio): held here, an agent that closes its
+// stdout and lives on would never give tai the EOF that ends its output.
+func dropStdio() {
+	nul, err := unix.Open(os.DevNull, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	for fd := range 3 {
+		if err != nil || unix.Dup2(nul, fd) != nil {
+			_ = unix.Close(fd)
+		}
+	}
+	if err == nil && nul > 2 {
+		_ = unix.Close(nul)
+	}
 }
 
 // cloexecAll marks every descriptor from 3 up close-on-exec: the agent

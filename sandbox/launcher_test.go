@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -665,5 +666,46 @@ func TestNativeLauncherUnderSanitizers(t *testing.T) {
 			}
 			sc.f(t, l)
 		})
+	}
+}
+
+// Once the agent runs, the launcher holds none of its stdio: an agent that
+// closes its stdout and lives on gives tai the EOF at once (held by the
+// launcher, it never came, and tai waited for good).
+func TestLauncherLetsGoOfTheAgentsStdio(t *testing.T) {
+	launchers(t, testLetsGoOfStdio)
+}
+
+func testLetsGoOfStdio(t *testing.T, l launcher) {
+	w := newWorld(t, ModeAuto, l)
+	cmd := exec.Command("/bin/sh", "-c", "echo ready; exec >&- 2>&-; read x")
+	cmd.Dir = w.ws
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := w.sb.Wrap(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Started(cmd.Start()); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		in.Close()
+		_ = cmd.Wait()
+		p.Release()
+	}()
+	// The agent, alive (it waits on its stdin), closed its stdout: EOF.
+	b, err := io.ReadAll(out)
+	if err != nil || string(b) != "ready\n" {
+		t.Fatalf("read %q, %v", b, err)
+	}
+	if err := syscall.Kill(cmd.Process.Pid, 0); err != nil {
+		t.Fatalf("the launcher is gone before the agent: %v", err)
 	}
 }

@@ -34,10 +34,16 @@ func run() int {
 	stdoutClosed := app.StdoutClosed()
 	ctx, notified := notifySignals()
 	std := app.System(stdoutClosed)
-	root := newRoot(std, capSpeakArgs(os.Args[1:]))
+	args := capSpeakArgs(os.Args[1:])
+	root := newRoot(std, args)
 	// No command runs before its signal handlers are in place.
 	root.PersistentPreRun = func(*cobra.Command, []string) { <-notified }
-	return app.Report(std.Err, app.OutputChecked(std, execute(ctx, root)))
+	err := execute(ctx, root)
+	if err != nil && !errors.As(err, new(ran)) {
+		// Refused by cobra: -o json still promises its one document.
+		app.CommandLineRefused(std, args, err)
+	}
+	return app.Report(std.Err, app.OutputChecked(std, err))
 }
 
 // notifySignals returns the context an interrupt or a SIGTERM cancels,

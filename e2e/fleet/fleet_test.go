@@ -532,7 +532,7 @@ func TestConflictExit7AndGC(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}
 	// The task's line is reported as every error is: one prefix.
-	if !regexp.MustCompile(`(?m)^tai: fleet: task [xy]: merge conflict in same\.txt \(branch \S+ kept\)$`).MatchString(errOut) {
+	if !regexp.MustCompile(`(?m)^tai: fleet: task [xy]: merge conflict in same\.txt \(branch \S+ kept\)( \(exit 7, merge_conflict\))?$`).MatchString(errOut) {
 		t.Fatalf("the conflict is not reported with the one prefix:\n%s", errOut)
 	}
 	st, _, _ := runTai(t, repo, "fleet", "status", "conf", "--json")
