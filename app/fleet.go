@@ -60,6 +60,15 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	}
 	widenPipe(std.Out)
 	logger := newLogger(std.Err, f.Verbose)
+	if f.Repo == "" && !o.Resume {
+		// A new run works in the current directory's repository, wherever
+		// the plan is; a resumed one in its own.
+		wd, err := std.Wd()
+		if err != nil {
+			return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: the current directory: %w", err))
+		}
+		f.Repo = wd
+	}
 	if f.Submit || f.Detach {
 		return submitFleet(ctx, f, o, std)
 	}
@@ -69,9 +78,28 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	if _, err := sandbox.Preflight(f.Sandbox); err != nil {
 		return exitcode.With(exitcode.Usage, err)
 	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+	if o.Resume && f.NATS.URL == "" {
+		// Nothing is made for a run that does not exist (its name would
+		// then be offered to completion). Over NATS the run's state is
+		// JetStream's, which any host may resume.
+		if _, err := fleet.LoadState(o.Dir); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return exitcode.Usagef("fleet resume: there is no fleet run %s (tai fleet list shows the runs)", o.RunID)
+			}
+			return exitcode.With(exitcode.Usage, fmt.Errorf("fleet resume: %w", err))
+		}
+	}
+	made, err := makeRunDir(o.Dir)
+	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}
+	// A run refused before it started (it has no state) leaves no
+	// directory behind. Deferred first, so it runs after every close.
+	defer func() {
+		if _, err := os.Stat(filepath.Join(o.Dir, "state.json")); made && errors.Is(err, os.ErrNotExist) {
+			_ = os.RemoveAll(o.Dir)
+		}
+	}()
 	log, err := openFleetAudit(o, logger, std)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
@@ -125,6 +153,14 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	}
 	stream.result(summaryOf(st, log.Path()))
 	return reportFleet(f, o.Dir, st, log.Path(), std)
+}
+
+// makeRunDir makes a run's directory, saying whether it made it.
+func makeRunDir(dir string) (bool, error) {
+	if _, err := os.Stat(dir); err == nil {
+		return false, nil
+	}
+	return true, os.MkdirAll(dir, 0o700)
 }
 
 // openFleetAudit opens the run's one audit log; a resume continues its

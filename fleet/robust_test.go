@@ -112,7 +112,7 @@ func TestStateWriteFailureStopsMergesAndResumeTrustsGit(t *testing.T) {
 	if n := started(events, "a"); n != 0 {
 		t.Fatalf("resume ran a again (%d times) though its work is in the target", n)
 	}
-	if log := run(t, repo, "git", "log", "--format=%s", "tai-fleet/r"); strings.Count(log, "task a") != 1 {
+	if log := run(t, repo, "git", "log", "--format=%(trailers:key=Tai-Fleet-Task,valueonly)", "tai-fleet/r"); strings.Count(log+"\n", "a\n") != 1 {
 		t.Fatalf("a merged twice:\n%s", log)
 	}
 }

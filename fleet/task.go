@@ -228,7 +228,7 @@ func (r *taskRun) keep(ctx context.Context) *taskEnd {
 			f.emit(EventWarning, id, fmt.Sprintf("the agent left its worktree on %s; its commits are on %s now", was, r.h.Branch), map[string]any{"was": was, "branch": r.h.Branch})
 		}
 	}
-	head, _, err := f.wt.Commit(ctx, r.cwd, fmt.Sprintf("tai fleet %s: task %s\n\n%s", f.o.RunID, id, truncate(r.last.Message, 2000)))
+	head, _, err := f.wt.Commit(ctx, r.cwd, CommitMessage(f.o.RunID, id, r.prompt, r.last.Message))
 	if err != nil {
 		return &taskEnd{StatusFailed, exitcode.AgentError, err.Error()}
 	}

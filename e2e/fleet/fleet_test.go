@@ -164,8 +164,8 @@ func TestTwentyTaskDAG(t *testing.T) {
 	}
 	// Each task's commit comes after its dependencies' on the target.
 	pos := map[string]int{}
-	for i, l := range strings.Split(git(t, repo, "log", "--reverse", "--format=%s", s.Target), "\n") {
-		pos[strings.TrimPrefix(l, "tai fleet dag20: task ")] = i
+	for i, l := range strings.Fields(git(t, repo, "log", "--reverse", "--format=%(trailers:key=Tai-Fleet-Task,valueonly)", s.Target)) {
+		pos[l] = i
 	}
 	for i := 1; i < 20; i++ {
 		if pos[fmt.Sprintf("t%02d", i)] < pos[fmt.Sprintf("t%02d", (i-1)/2)] {
@@ -373,8 +373,8 @@ func TestKill9InGitThenResume(t *testing.T) {
 			if files := git(t, repo, "ls-tree", "--name-only", s.Target); !strings.Contains(files, "a.txt") {
 				t.Fatalf("a.txt missing on the target:\n%s", files)
 			}
-			if log := git(t, repo, "log", "--format=%s", s.Target); strings.Count(log, "task a") != 1 {
-				t.Fatalf("a's commit is not on the target once:\n%s", log)
+			if n := taskCommits(t, repo, s.Target, "a"); n != 1 {
+				t.Fatalf("a's commit is on the target %d times", n)
 			}
 			if left, _ := filepath.Glob(worktrees); len(left) != 0 {
 				t.Fatalf("%s left: %v", c.left, left)

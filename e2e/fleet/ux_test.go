@@ -1,0 +1,216 @@
+package fleet_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fleetFixture writes a plan and its scripts (name → content) into a new
+// directory and returns the plan's path.
+func fleetFixture(t *testing.T, files map[string]string) string {
+	t.Helper()
+	pd := t.TempDir()
+	for name, content := range files {
+		write(t, filepath.Join(pd, name), content)
+	}
+	return filepath.Join(pd, "plan.yaml")
+}
+
+func decodeSummary(t *testing.T, out string) summary {
+	t.Helper()
+	var s summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return s
+}
+
+// Every commit a fleet makes is named from its task's prompt (its first
+// line, as a commit subject) and carries the run and the task in trailers.
+func TestFleetCommitNamedFromPrompt(t *testing.T) {
+	repo := gitRepo(t)
+	plan := fleetFixture(t, map[string]string{
+		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - id: a\n    script: a.yaml\n    prompt: |\n\n      Add a greeting file   for the README.\n      It says hello.\n",
+	})
+	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "run", "--run-id", "named", "-o", "json", plan)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, o, e)
+	}
+	s := decodeSummary(t, o)
+	if subj := git(t, repo, "log", "-1", "--format=%s", s.Target); subj != "Add a greeting file for the README" {
+		t.Fatalf("commit subject %q, want the prompt's first line", subj)
+	}
+	trailers := git(t, repo, "log", "-1", "--format=%(trailers)", s.Target)
+	if !strings.Contains(trailers, "Tai-Fleet-Run: named") || !strings.Contains(trailers, "Tai-Fleet-Task: a") {
+		t.Fatalf("trailers:\n%s", trailers)
+	}
+}
+
+// A task that fails before it changes anything leaves its worktree (kept
+// for a resume) with no commit of its own: tai worktree list calls it
+// untouched, not merged.
+func TestWorktreeListUntouched(t *testing.T) {
+	repo := gitRepo(t)
+	plan := fleetFixture(t, map[string]string{
+		"c.yaml":    "steps:\n  - crash: {code: 3}\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: c, script: c.yaml, prompt: go}\n",
+	})
+	if o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "run", "--run-id", "untouched", plan); code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, o, e)
+	}
+	o, e, code := runTai(t, repo, "worktree", "list")
+	if code != 0 {
+		t.Fatalf("worktree list: exit %d\n%s", code, e)
+	}
+	var row string
+	for l := range strings.Lines(o) {
+		if strings.Contains(l, "tai/untouched/c") {
+			row = l
+		}
+	}
+	if !strings.HasPrefix(row, "untouched ") {
+		t.Fatalf("the worktree with no commit of its own is not untouched:\n%s", o)
+	}
+}
+
+// A full disk as the first merge is recorded: the fleet stops, its state
+// says the task is not merged, and gc then removes the merged branch;
+// resume finds the merge in the target's history (the commit's trailers)
+// and records it, without running the task again.
+func TestResumeAfterLostMergeRecord(t *testing.T) {
+	repo := gitRepo(t)
+	plan := fleetFixture(t, map[string]string{
+		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		"b.yaml":    "steps:\n  - write: {path: b.txt, content: \"b\\n\"}\n  - text: done\n",
+		"plan.yaml": "policy: {approve: all}\nconcurrency: 1\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n  - {id: b, script: b.yaml, prompt: add b, depends_on: [a]}\n",
+	})
+	cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "full", plan)
+	// The test hook (tai_testhooks builds only) fails every state write
+	// from the one that records the first merge on.
+	cmd.Env = append(cmd.Env, "TAI_TEST_FLEET_DISK_FULL=merged")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "state could not be saved") {
+		t.Fatalf("%v, want the failed state write\n%s", err, out)
+	}
+	if files := git(t, repo, "ls-tree", "--name-only", "tai-fleet/full"); !strings.Contains(files, "a.txt") {
+		t.Fatalf("a was not merged before the disk filled:\n%s", files)
+	}
+	// The state on disk does not know a merged: make it say a was running
+	// when the run stopped, as a kill between the merge and its record
+	// would leave it too.
+	statePath := filepath.Join(stateDir, "tai", "fleet", "full", "state.json")
+	b, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	a := st["tasks"].(map[string]any)["a"].(map[string]any)
+	if a["status"] == "merged" {
+		t.Fatalf("the state recorded a's merge despite the full disk:\n%s", b)
+	}
+	a["status"] = "running"
+	b, _ = json.Marshal(st)
+	write(t, statePath, string(b))
+	// Freeing space, the user lets tai worktree gc remove what is merged:
+	// a's worktree and branch go, its commit in the target is all that
+	// says a merged.
+	if o, e, code := runTai(t, repo, "worktree", "gc"); code != 0 || !strings.Contains(o, "removed ") {
+		t.Fatalf("worktree gc: exit %d\n%s\n%s", code, o, e)
+	}
+
+	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "resume", "full", "-o", "json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, o, e)
+	}
+	s := decodeSummary(t, o)
+	for _, ts := range s.Tasks {
+		if ts.Status != "merged" || ts.Attempts != 1 {
+			t.Errorf("task %s: %s after %d attempt(s), want merged after 1", ts.ID, ts.Status, ts.Attempts)
+		}
+	}
+	if n := taskCommits(t, repo, s.Target, "a"); n != 1 {
+		t.Fatalf("a's work is on the target %d times", n)
+	}
+}
+
+// taskCommits counts the commits on branch that carry task's trailer.
+func taskCommits(t *testing.T, repo, branch, task string) int {
+	t.Helper()
+	n := 0
+	for _, l := range strings.Fields(git(t, repo, "log", "--format=%(trailers:key=Tai-Fleet-Task,valueonly)", branch)) {
+		if l == task {
+			n++
+		}
+	}
+	return n
+}
+
+// The fleet commands' arguments: a run works in the current directory's
+// repository wherever its plan is; resume takes -C; a run that does not
+// exist, or is refused before it starts, leaves no directory; a missing
+// argument is named.
+func TestFleetArgs(t *testing.T) {
+	repo := gitRepo(t)
+	plans := t.TempDir()
+	plan := filepath.Join(plans, "x.yaml")
+	write(t, filepath.Join(plans, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
+	write(t, plan, "policy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n")
+	fleetDir := filepath.Join(stateDir, "tai", "fleet")
+	runs := func() []string {
+		es, _ := os.ReadDir(fleetDir)
+		var names []string
+		for _, e := range es {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+
+	// The plan's directory is no repository: the cwd's is used.
+	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "run", "--run-id", "cwd", "-o", "json", plan)
+	if code != 0 {
+		t.Fatalf("run from the repository: exit %d\n%s\n%s", code, o, e)
+	}
+	if files := git(t, repo, "ls-tree", "--name-only", decodeSummary(t, o).Target); !strings.Contains(files, "a.txt") {
+		t.Fatalf("a.txt not merged in the cwd's repository:\n%s", files)
+	}
+	// Resume with -C from elsewhere.
+	if o, e, code := runTaiSandbox(t, plans, "auto", "fleet", "resume", "-C", repo, "cwd", "-o", "json"); code != 0 || decodeSummary(t, o).Status != "done" {
+		t.Fatalf("resume -C: exit %d\n%s\n%s", code, o, e)
+	}
+	// -C naming another repository than the run's is refused.
+	other := t.TempDir()
+	git(t, other, "init", "-q")
+	if _, e, code := runTaiSandbox(t, plans, "auto", "fleet", "resume", "-C", other, "cwd"); code != 2 || !strings.Contains(e, "belongs to the repository") {
+		t.Fatalf("resume -C another repository: exit %d\n%s", code, e)
+	}
+
+	before := runs()
+	for _, c := range []struct {
+		name string
+		dir  string
+		args []string
+		want string
+	}{
+		{"resume of no run", repo, []string{"fleet", "resume", "nosuch"}, "there is no fleet run nosuch"},
+		{"run outside a repository", plans, []string{"fleet", "run", "--run-id", "refused", plan}, "is not in a git repository"},
+		{"run without a plan", repo, []string{"fleet", "run"}, "fleet run needs a plan file"},
+		{"resume without a run", repo, []string{"fleet", "resume"}, "fleet resume needs the run to resume"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, e, code := runTaiSandbox(t, c.dir, "auto", c.args...)
+			if code != 2 || !strings.Contains(e, c.want) || strings.Contains(e, "accepts 1 arg") {
+				t.Fatalf("exit %d, want 2 saying %q:\n%s", code, c.want, e)
+			}
+		})
+	}
+	if after := runs(); strings.Join(after, " ") != strings.Join(before, " ") {
+		t.Fatalf("refused runs left directories: %v, was %v", after, before)
+	}
+}
