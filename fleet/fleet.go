@@ -33,9 +33,9 @@ type Options struct {
 	Plan  *Plan  // nil on resume: the run directory's copy is used
 	RunID string // required
 	Dir   string // run directory; default RunDir(RunID)
-	// Repo is a directory in the repository: a new run's default is the
-	// current directory; a resume's, the run's own repository (a Repo
-	// given must be that one).
+	// Repo is a directory in the repository (tai fleet run's -C, default
+	// the current directory): required for a new run; a resume's default
+	// is the run's own repository, and a Repo given must be that one.
 	Repo string
 	// Concurrency overrides the plan's (0 = the plan's, else 4).
 	Concurrency int
@@ -194,11 +194,7 @@ func (f *fleet) init(ctx context.Context) error {
 	case repo == "" && o.Resume:
 		repo = f.st.st.Repo
 	case repo == "":
-		wd, err := os.Getwd()
-		if err != nil {
-			return exitcode.With(exitcode.Usage, fmt.Errorf("the current directory: %w", err))
-		}
-		repo = wd
+		return exitcode.Usagef("a new fleet run needs its repository")
 	}
 	wt, err := worktree.Open(ctx, repo)
 	if err != nil {

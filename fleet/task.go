@@ -398,9 +398,11 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 	opts.Audit, opts.AuditTask = f.o.Audit, t.ID
 	opts.RunID = fmt.Sprintf("%s/%s/%d", f.o.RunID, t.ID, attempt)
 	opts.RunInfo = map[string]any{"fleet": f.o.RunID, "task": t.ID, "approve": string(eng.Mode()), "attempt": attempt}
+	kill := make(chan struct{})
+	opts.Kill = kill
 	meter := &liveMeter{res: res, before: before.add(Usage{Turns: 1}), stop: func(err error) {
 		cancelTask(exitcode.With(exitcode.BudgetExceeded, err))
-	}}
+	}, kill: func() { close(kill) }}
 	opts.Sinks = append(opts.Sinks, meter)
 	if f.o.TaskSink != nil {
 		opts.Sinks = append(opts.Sinks, f.o.TaskSink(t.ID))
@@ -428,17 +430,19 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 }
 
 // liveMeter watches a running turn's usage against the task's
-// reservation and stops the task (the runner then cancels the turn, and
-// kills an agent that ignores the cancel after the cancel grace) as soon
-// as it is at the reservation or its next update could pass it: when its
-// usage plus the largest step between two of its updates so far is over
-// it. Agents report usage after
-// spending it, so this is what keeps a task within about one update of
-// its reservation, and the fleet within its limit.
+// reservation and stops the task (the runner then cancels the turn) as
+// soon as it is at the reservation or its next update could pass it: when
+// its usage plus the largest step between two of its updates so far is
+// over it. An agent whose usage passes the reservation all the same (it
+// ignored the cancel, or one update jumped over it) is killed at once,
+// not after the cancel grace. Agents report usage after spending it, so
+// this is what keeps a task within one update of its reservation, and
+// the fleet within its limit plus one update per running task.
 type liveMeter struct {
 	res    *Reservation
 	before Usage
 	stop   func(error)
+	kill   func() // the runner's Kill: after stop, ends the cancel grace
 
 	mu      sync.Mutex
 	u       driver.Usage
@@ -446,6 +450,7 @@ type liveMeter struct {
 	seen    bool  // an update came
 	maxStep Usage // its largest increase between two updates
 	once    sync.Once
+	killed  sync.Once
 }
 
 func (l *liveMeter) Emit(ev driver.Event) {
@@ -475,12 +480,16 @@ func (l *liveMeter) Emit(ev driver.Event) {
 	l.last, l.seen = turn, true
 	u, step := l.before.add(turn), l.maxStep
 	l.mu.Unlock()
-	err := l.res.Update(u)
+	over := l.res.Update(u)
+	err := over
 	if err == nil {
 		err = l.res.nextWouldPass(u, step)
 	}
 	if err != nil {
 		l.once.Do(func() { l.stop(err) })
+	}
+	if over != nil && l.kill != nil {
+		l.killed.Do(l.kill)
 	}
 }
 

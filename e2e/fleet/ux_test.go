@@ -1,11 +1,17 @@
 package fleet_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fleetFixture writes a plan and its scripts (name → content) into a new
@@ -212,5 +218,66 @@ func TestFleetArgs(t *testing.T) {
 	}
 	if after := runs(); strings.Join(after, " ") != strings.Join(before, " ") {
 		t.Fatalf("refused runs left directories: %v, was %v", after, before)
+	}
+}
+
+// 4 tasks at -j 4 share 4000 tokens (1000 each). Each reports 300, 600,
+// 900, and is cancelled there (its next update would pass its share); it
+// ignores the cancel and reports 1200. Past its share it is killed at
+// once, though the cancel grace is an hour: the fleet overshoots by at
+// most one update per running task, and each task's reason says where its
+// limit comes from.
+func TestBudgetKillsAgentsThatIgnoreTheCancel(t *testing.T) {
+	repo := gitRepo(t)
+	files := map[string]string{}
+	plan := "policy: {approve: all}\nconcurrency: 4\nbudget: {tokens: 4000}\ntasks:\n"
+	for i := range 4 {
+		files[fmt.Sprintf("t%d.yaml", i)] = fmt.Sprintf("steps:\n  - write: {path: t%d.txt, content: \"x\\n\"}\n"+
+			"  - usage: {used: 300, size: 100000}\n  - usage: {used: 600, size: 100000}\n  - usage: {used: 900, size: 100000}\n"+
+			"  - spend_after_cancel: {used: 1200, size: 100000}\n", i)
+		plan += fmt.Sprintf("  - {id: t%d, script: t%d.yaml, prompt: go}\n", i, i)
+	}
+	files["plan.yaml"] = plan
+	// The grace outlives any test: only the kill at the budget ends these
+	// agents. The deadline below turns a hang into a failure; it
+	// synchronises nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "spend", "--cancel-grace", "1h", "-o", "json", fleetFixture(t, files))
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
+	defer stop()
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("the fleet waited for the cancel grace instead of killing the agents over budget\n%s", e.String())
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 6 {
+		t.Fatalf("%v, want exit 6\n%s\n%s", err, o.String(), e.String())
+	}
+	var s struct {
+		Usage struct{ Tokens int64 } `json:"usage"`
+		Tasks []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+			Reason string `json:"reason"`
+			Usage  struct{ Tokens int64 }
+		} `json:"tasks"`
+	}
+	if err := json.Unmarshal(o.Bytes(), &s); err != nil {
+		t.Fatalf("%v\n%s", err, o.String())
+	}
+	for _, ts := range s.Tasks {
+		if ts.Status != "budget" || ts.Usage.Tokens != 1200 {
+			t.Errorf("%s: %s after %d tokens, want stopped at its budget after 1200", ts.ID, ts.Status, ts.Usage.Tokens)
+		}
+		if !strings.Contains(ts.Reason, "its limit is 1000: its share of the fleet's 4000 tokens over the concurrency (-j 4)") {
+			t.Errorf("%s: the reason does not explain the share: %s", ts.ID, ts.Reason)
+		}
+	}
+	// cap.md's bound: the limit plus one update (300) per running task.
+	if bound := int64(4000 + 4*300); s.Usage.Tokens > bound {
+		t.Errorf("the fleet used %d tokens, over the bound %d", s.Usage.Tokens, bound)
 	}
 }
