@@ -304,8 +304,15 @@ func reportFleet(f FleetFlags, dir string, st *fleet.State, auditPath string, st
 		writeSummary(std.Out, st, auditPath)
 	case OutputStreamJSON:
 	default:
-		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d) — state %s, audit %s, results on branch %s\n",
-			st.Run, st.Status, st.ExitCode, filepath.Join(dir, "state.json"), auditPath, st.Target)
+		// One short line (80 columns hold it); the paths under -v, and in
+		// tai fleet status --json.
+		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d); results on branch %s\n", st.Run, st.Status, st.ExitCode, st.Target)
+		if f.Verbose {
+			fmt.Fprintf(std.Out, "  state %s\n  audit %s\n", filepath.Join(dir, "state.json"), auditPath)
+		}
+		if next := fleet.NextStep(*st); next != "" {
+			fmt.Fprintln(std.Out, "next: "+next)
+		}
 		for _, id := range st.Order {
 			ts := st.Tasks[id]
 			if ts.Status == fleet.StatusConflict {
@@ -334,11 +341,13 @@ type Summary struct {
 	Tasks    []*fleet.TaskState       `json:"tasks"`
 	Counts   map[fleet.TaskStatus]int `json:"counts"`
 	Error    string                   `json:"error,omitempty"` // why the fleet could not run or finish
+	Next     string                   `json:"next,omitempty"`  // the command that takes a stopped run further
 }
 
 func summaryOf(st *fleet.State, auditPath string) Summary {
 	s := Summary{Run: st.Run, Status: st.Status, ExitCode: st.ExitCode, Target: st.Target, Base: st.Base,
-		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[fleet.TaskStatus]int{}}
+		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[fleet.TaskStatus]int{},
+		Next: fleet.NextStep(*st)}
 	for _, id := range st.Order {
 		s.Tasks = append(s.Tasks, st.Tasks[id])
 		s.Counts[st.Tasks[id].Status]++

@@ -236,8 +236,13 @@ func (f *fleet) init(ctx context.Context) error {
 		}
 		for _, t := range st.Tasks {
 			// What was in flight when the run stopped starts over (in its
-			// kept worktree); what finished stays finished.
-			if !succeeded(t.Status) {
+			// kept worktree); what finished stays finished. A task whose
+			// merge conflicted is done: only its merge is tried again
+			// (after the user resolved it in the task's worktree).
+			switch {
+			case t.Status == StatusConflict && t.Branch != "":
+				t.Status, t.Reason, t.ExitCode, t.ConflictFiles = StatusDone, "", 0, nil
+			case !succeeded(t.Status):
 				t.Status, t.Reason, t.ExitCode = StatusPending, "", 0
 			}
 		}

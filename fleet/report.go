@@ -273,3 +273,21 @@ func JUnit(w io.Writer, st State) error {
 	_, err := io.WriteString(w, "\n")
 	return err
 }
+
+// NextStep is the command that takes a stopped run further, for its
+// summary ("" when it finished or has none): after a merge conflict,
+// resolving it in the task's worktree, then a resume; after an
+// interruption, the resume.
+func NextStep(st State) string {
+	resume := "tai fleet resume " + st.Run
+	for _, id := range st.Order {
+		if ts := st.Tasks[id]; ts.Status == StatusConflict && ts.Worktree != "" {
+			return fmt.Sprintf("resolve task %s's conflict in its worktree (cd %s && git rebase %s, fix the files, git add them, git rebase --continue), then: %s",
+				id, ts.Worktree, st.Target, resume)
+		}
+	}
+	if st.Status == "interrupted" || st.ExitCode == 130 {
+		return resume
+	}
+	return ""
+}

@@ -1,6 +1,7 @@
 package fleet_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -279,5 +282,89 @@ func TestBudgetKillsAgentsThatIgnoreTheCancel(t *testing.T) {
 	// cap.md's bound: the limit plus one update (300) per running task.
 	if bound := int64(4000 + 4*300); s.Usage.Tokens > bound {
 		t.Errorf("the fleet used %d tokens, over the bound %d", s.Usage.Tokens, bound)
+	}
+}
+
+// A merge conflict (exit 7) says the next step: resolve in the task's
+// worktree, then resume; done as it says, the resume merges the task
+// without running its agent again.
+func TestConflictSaysTheNextStep(t *testing.T) {
+	repo := gitRepo(t)
+	files := map[string]string{"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: x, script: x.yaml, prompt: x}\n  - {id: y, script: y.yaml, prompt: y}\n"}
+	// Each waits for the other's worktree before it writes, so that both
+	// start from the run's base whatever the machine's load.
+	for id, other := range map[string]string{"x": "y", "y": "x"} {
+		files[id+".yaml"] = fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, 'until [ -d ../%s ]; do sleep 0.01; done'], ask: false}\n  - write: {path: same.txt, content: \"from %s\\n\"}\n", other, id)
+	}
+	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "run", "--run-id", "conf", fleetFixture(t, files))
+	if code != 7 {
+		t.Fatalf("exit %d, want 7\n%s\n%s", code, o, e)
+	}
+	m := regexp.MustCompile(`(?m)^next: resolve task ([xy])'s conflict in its worktree \(cd (\S+) && git rebase tai-fleet/conf, .*\), then: tai fleet resume conf$`).FindStringSubmatch(o)
+	if m == nil {
+		t.Fatalf("no next step after the conflict:\n%s\n%s", o, e)
+	}
+	loser, wt := m[1], m[2]
+	// Done as it says.
+	cmd := exec.Command("git", "rebase", "tai-fleet/conf")
+	cmd.Dir = wt
+	if out, err := cmd.CombinedOutput(); err == nil {
+		t.Fatalf("the rebase did not conflict:\n%s", out)
+	}
+	write(t, filepath.Join(wt, "same.txt"), "from x and y\n")
+	git(t, wt, "add", "same.txt")
+	git(t, wt, "-c", "core.editor=true", "rebase", "--continue")
+
+	o, e, code = runTaiSandbox(t, repo, "auto", "fleet", "resume", "conf", "-o", "json")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, o, e)
+	}
+	for _, ts := range decodeSummary(t, o).Tasks {
+		if ts.Status != "merged" || ts.Attempts != 1 {
+			t.Errorf("task %s: %s after %d attempt(s), want merged after 1", ts.ID, ts.Status, ts.Attempts)
+		}
+	}
+	if got := git(t, repo, "show", "tai-fleet/conf:same.txt"); got != "from x and y" {
+		t.Fatalf("same.txt on the target: %q (loser %s)", got, loser)
+	}
+}
+
+// Ctrl-C on a fleet says how to go on: tai fleet resume RUN.
+func TestInterruptSaysResume(t *testing.T) {
+	repo := gitRepo(t)
+	plan := fleetFixture(t, map[string]string{
+		"slow.yaml": "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - delay: 3600\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: slow, script: slow.yaml, prompt: go}\n",
+	})
+	cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "intr", plan)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e bytes.Buffer
+	cmd.Stderr = &e
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Progress lines on a pipe: interrupt once the task has started.
+	sc := bufio.NewScanner(stdout)
+	var out strings.Builder
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), " started ") {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			break
+		}
+	}
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("%v, want exit 130\n%s\n%s", err, out.String(), e.String())
+	}
+	if !regexp.MustCompile(`(?m)^next: tai fleet resume intr$`).MatchString(out.String()) {
+		t.Fatalf("no resume hint after Ctrl-C:\n%s\n%s", out.String(), e.String())
 	}
 }
