@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -619,14 +620,43 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) error
 		out = "plan.yaml"
 	}
 	abs, _ := filepath.Abs(out)
-	if _, err := fleet.ParsePlan([]byte(text), abs); err != nil {
+	plan, err := fleet.ParsePlan([]byte(text), abs)
+	if err != nil {
 		return exitcode.With(exitcode.AgentError, fmt.Errorf("fleet plan: the agent's plan is not valid:\n%v\n--- the agent said:\n%s", err, res.Message))
 	}
-	if err := os.WriteFile(out, []byte(strings.TrimSpace(text)+"\n"), 0o644); err != nil {
+	text = strings.TrimSpace(text) + "\n"
+	if !hasPolicy(plan) {
+		// Without a policy, every edit waits for a terminal, and a run
+		// without one (CI, the hint below) is denied all its work.
+		text = draftedPolicy + text
+	}
+	if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet plan: %w", err))
 	}
-	fmt.Fprintf(std.Out, "plan saved to %s: review it, then run: tai fleet run %s\n", out, out)
+	fmt.Fprintf(std.Out, "plan saved to %s: review it (its policy: says what the tasks may do unasked), then run: tai fleet run %s\n", out, out)
 	return nil
+}
+
+// draftedPolicy is the policy a drafted plan without one gets: each task's
+// agent works unasked in its own worktree (edits, commands), confined by
+// the sandbox, and does not push.
+const draftedPolicy = `# What the tasks' agents may do without asking. Each works in its own git worktree,
+# confined by the sandbox; without a terminal (CI) anything not allowed is denied.
+# approve: reads asks before edits and commands instead.
+policy: {approve: all, deny: ["execute:git push *"]}
+`
+
+// hasPolicy: the plan or one of its tasks sets a policy.
+func hasPolicy(p *fleet.Plan) bool {
+	if !reflect.ValueOf(p.Policy).IsZero() {
+		return true
+	}
+	for _, t := range p.Tasks {
+		if t.Policy != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // publishTask keeps the feed's view of a fleet task current.

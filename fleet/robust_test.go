@@ -260,7 +260,8 @@ func TestOwnsOverlap(t *testing.T) {
 }
 
 // Clear errors for a repository without commits, a plan outside any
-// repository, and a denial (with the fleet's own way to accept it).
+// repository, and a denial (naming the fleet's fix: its policy, not
+// allow_denials, which would accept the work undone).
 func TestFleetSetupErrors(t *testing.T) {
 	pd := t.TempDir()
 	fixture(t, pd, map[string]string{
@@ -282,7 +283,7 @@ func TestFleetSetupErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := st.Tasks["w"].Reason
-	if st.Tasks["w"].ExitCode != int(exitcode.PermissionDenied) || strings.Contains(r, "--allow-denials") || !strings.Contains(r, "allow_denials: true") {
+	if st.Tasks["w"].ExitCode != int(exitcode.PermissionDenied) || strings.Contains(r, "allow_denials") || strings.Contains(r, "--allow-denials") || !strings.Contains(r, "approve: all, or allow: rules") {
 		t.Fatalf("denial: exit %d, reason %q", st.Tasks["w"].ExitCode, r)
 	}
 }

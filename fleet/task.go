@@ -129,8 +129,11 @@ func (r *taskRun) failed(ctx, taskCtx context.Context, res runner.Result, err er
 	if reason == "" && err != nil {
 		reason = err.Error()
 	}
-	// The runner's hint names tai run's flag; a fleet's is a policy key.
-	reason = strings.ReplaceAll(reason, "pass --allow-denials to accept", "set allow_denials: true in the plan's or the task's policy to accept")
+	// The runner's hint names tai run's flag; a fleet's fix is its policy:
+	// allowing what the task needs (allow_denials would only call the
+	// task done with the work denied).
+	reason = strings.ReplaceAll(reason, "pass --allow-denials to accept",
+		"nobody could answer them: allow what the task needs in the plan's or the task's policy: (approve: all, or allow: rules), or run it at a terminal")
 	if e := interrupted(ctx, taskCtx); e != nil {
 		return n, e
 	}

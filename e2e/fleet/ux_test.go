@@ -368,3 +368,26 @@ func TestInterruptSaysResume(t *testing.T) {
 		t.Fatalf("no resume hint after Ctrl-C:\n%s\n%s", out.String(), e.String())
 	}
 }
+
+// The plan tai fleet plan saves runs as its hint says, with no terminal
+// and the default sandbox: its policy lets the task work.
+func TestFleetPlanRunsAsItSays(t *testing.T) {
+	repo := gitRepo(t)
+	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "plan", "--out", "plan.yaml", "add a greeting")
+	if code != 0 {
+		t.Fatalf("plan: exit %d\n%s\n%s", code, o, e)
+	}
+	m := regexp.MustCompile(`then run: (tai fleet run \S+)`).FindStringSubmatch(o)
+	if m == nil {
+		t.Fatalf("no command to run:\n%s", o)
+	}
+	args := strings.Fields(m[1])[1:] // as it says, from where it was said
+	o, e, code = runTaiSandbox(t, repo, "auto", append(args, "-o", "json")...)
+	if code != 0 {
+		b, _ := os.ReadFile(filepath.Join(repo, "plan.yaml"))
+		t.Fatalf("%s: exit %d\n%s\n%s\n--- plan:\n%s", m[1], code, o, e, b)
+	}
+	if s := decodeSummary(t, o); s.Counts["merged"] != 1 {
+		t.Fatalf("summary %+v", s)
+	}
+}
