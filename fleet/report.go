@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tai-dev/tai/internal/safetext"
 )
@@ -159,13 +160,31 @@ func TableRows(st State, now time.Time) []string {
 }
 
 // TableRowsWidth renders the table within width columns: below 100 the
-// turns and cost columns go and the names narrow. waiting names the
-// tasks whose permission ask waits for you.
+// turns and cost columns go. The task and agent columns are as wide as
+// their longest name, as far as the width leaves room (ids are what tell
+// tasks apart), narrowing first the agent's, then the task's, down to
+// 16 and 14 columns (12 and 10 below 100). waiting names the tasks whose
+// permission ask waits for you.
 func TableRowsWidth(st State, now time.Time, width int, waiting map[string]string) []string {
 	wide := width >= 100
-	taskW, agentW := 16, 14
+	// fixed is the other columns with their separators, minT and minA
+	// the narrowest task and agent columns.
+	fixed, minT, minA := 46, 16, 14
 	if !wide {
-		taskW, agentW = 12, 10
+		fixed, minT, minA = 29, 12, 10
+	}
+	taskW, agentW := len("TASK"), len("AGENT")
+	for _, id := range st.Order {
+		if ts := st.Tasks[id]; ts != nil {
+			taskW, agentW = max(taskW, utf8.RuneCountInString(id)), max(agentW, utf8.RuneCountInString(ts.Agent))
+		}
+	}
+	room := width - fixed - 24 // 24 left for WAITING FOR YOU
+	if taskW+agentW > room {
+		agentW = max(min(agentW, minA), room-taskW)
+	}
+	if taskW+agentW > room {
+		taskW = max(min(taskW, minT), room-agentW)
 	}
 	row := func(task, agent, state, turns, tokens, cost, elapsed, wait string) string {
 		var l string
@@ -175,7 +194,7 @@ func TableRowsWidth(st State, now time.Time, width int, waiting map[string]strin
 			l = fmt.Sprintf("%-*s %-*s %-9s %7s %7s  ", taskW, clip(task, taskW), agentW, clip(agent, agentW), clip(state, 9), tokens, elapsed)
 		}
 		if wait != "" {
-			l += clip(wait, max(width-len([]rune(l)), 8))
+			l += clip(wait, max(width-utf8.RuneCountInString(l), 8))
 		}
 		return strings.TrimRight(l, " ")
 	}
