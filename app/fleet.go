@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -305,9 +306,9 @@ func reportFleet(f FleetFlags, dir string, st *fleet.State, auditPath string, st
 		writeSummary(std.Out, st, auditPath)
 	case OutputStreamJSON:
 	default:
-		// One short line (80 columns hold it); the paths under -v, and in
+		// Short lines (80 columns hold them); the paths under -v, and in
 		// tai fleet status --json.
-		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d); results on branch %s\n", st.Run, st.Status, st.ExitCode, st.Target)
+		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d)\n  results on branch %s\n", st.Run, st.Status, st.ExitCode, st.Target)
 		if f.Verbose {
 			fmt.Fprintf(std.Out, "  state %s\n  audit %s\n", filepath.Join(dir, "state.json"), auditPath)
 		}
@@ -391,9 +392,10 @@ func printStatus(std IO, st *fleet.State, status, auditPath string, asJSON bool)
 		writeSummary(std.Out, st, auditPath)
 		return
 	}
-	fmt.Fprintf(std.Out, "fleet %s: %s; target %s; used %d tokens, %d turns, %.4g cost; updated %s\n",
-		st.Run, status, st.Target, st.Usage.Tokens, st.Usage.Turns, st.Usage.Cost, st.Updated.Format(time.RFC3339))
-	for _, r := range fleet.TableRows(*st, time.Now()) {
+	fmt.Fprintf(std.Out, "fleet %s: %s\n  target %s\n  used %d tokens, %d turns, %.4g cost; updated %s\n  state %s\n",
+		st.Run, status, st.Target, st.Usage.Tokens, st.Usage.Turns, st.Usage.Cost, st.Updated.Format(time.RFC3339),
+		filepath.Join(fleet.RunDir(st.Run), "state.json"))
+	for _, r := range fleet.TableRowsWidth(*st, time.Now(), outputWidth(std), nil) {
 		fmt.Fprintln(std.Out, safetext.Line(r)) // a row may quote an agent (a reason, a detail)
 	}
 }
@@ -677,6 +679,18 @@ func lastQuestionLine(q string) string {
 		q = q[i+1:]
 	}
 	return q
+}
+
+// outputWidth is the width tables on stdout fit: the terminal's, else
+// $COLUMNS (a pipe to a pager, a test), else 160.
+func outputWidth(std IO) int {
+	if w, ok := termWidth(std.Out); ok {
+		return w()
+	}
+	if c, err := strconv.Atoi(std.Getenv("COLUMNS")); err == nil && c > 0 {
+		return c
+	}
+	return 160
 }
 
 // termWidth is w's width when it is a terminal.

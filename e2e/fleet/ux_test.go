@@ -391,3 +391,47 @@ func TestFleetPlanRunsAsItSays(t *testing.T) {
 		t.Fatalf("summary %+v", s)
 	}
 }
+
+// The summary and tai fleet status fit 80 columns, and at 160 the status
+// table shows whole task ids ($COLUMNS, the width of a pipe's reader).
+func TestFleetOutputFitsTheWidth(t *testing.T) {
+	repo := gitRepo(t)
+	id := "lint-the-whole-repository-and-fix-it"
+	plan := fleetFixture(t, map[string]string{
+		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: " + id + ", script: a.yaml, prompt: add a}\n",
+	})
+	run := "fleet-20261207-035523-8a2d3f" // as long as a generated id
+	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "run", "--run-id", run, plan)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, o, e)
+	}
+	summary := o[strings.Index(o, "fleet "+run+": done"):]
+	fits := func(what, out string, width int) {
+		t.Helper()
+		for l := range strings.Lines(out) {
+			if strings.HasPrefix(l, "  state /") {
+				continue // a path on a line of its own, whatever its length
+			}
+			if n := len([]rune(strings.TrimRight(l, "\n"))); n > width {
+				t.Errorf("%s: a line of %d columns at %d:\n%s", what, n, width, out)
+			}
+		}
+	}
+	fits("summary", summary, 80)
+	if strings.Contains(summary, "audit.jsonl") {
+		t.Errorf("the summary names paths without -v:\n%s", summary)
+	}
+	for _, width := range []int{80, 160} {
+		cmd := taiSandbox(repo, "auto", "fleet", "status", run)
+		cmd.Env = append(cmd.Env, fmt.Sprintf("COLUMNS=%d", width))
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("status: %v", err)
+		}
+		fits(fmt.Sprintf("status at %d", width), string(out), width)
+		if whole := strings.Contains(string(out), id+" "); whole != (width == 160) {
+			t.Errorf("status at %d: the whole id shown: %v\n%s", width, whole, out)
+		}
+	}
+}
