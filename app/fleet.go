@@ -392,9 +392,11 @@ func printStatus(std IO, st *fleet.State, status, auditPath string, asJSON bool)
 		writeSummary(std.Out, st, auditPath)
 		return
 	}
-	fmt.Fprintf(std.Out, "fleet %s: %s\n  target %s\n  used %d tokens, %d turns, %.4g cost; updated %s\n  state %s\n",
-		st.Run, status, st.Target, st.Usage.Tokens, st.Usage.Turns, st.Usage.Cost, st.Updated.Format(time.RFC3339),
-		filepath.Join(fleet.RunDir(st.Run), "state.json"))
+	fmt.Fprintf(std.Out, "fleet %s: %s\n  target %s\n  used %d tokens, %d turns, %.4g cost; updated %s\n",
+		st.Run, status, st.Target, st.Usage.Tokens, st.Usage.Turns, st.Usage.Cost, st.Updated.Format(time.RFC3339))
+	if p := filepath.Join(fleet.RunDir(st.Run), "state.json"); fileExists(p) { // a run over NATS may have none here
+		fmt.Fprintf(std.Out, "  state %s\n", p)
+	}
 	for _, r := range fleet.TableRowsWidth(*st, time.Now(), outputWidth(std), nil) {
 		fmt.Fprintln(std.Out, safetext.Line(r)) // a row may quote an agent (a reason, a detail)
 	}
@@ -719,4 +721,10 @@ func waitsFor(e fleet.Event) (string, bool) {
 		return "conflict", true
 	}
 	return "", false
+}
+
+// fileExists: p is there (a file or anything else).
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

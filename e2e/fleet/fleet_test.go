@@ -712,10 +712,11 @@ func TestPlanCheckedBeforeAnythingRuns(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, ".tai")); err == nil {
 		t.Fatal("a worktree was made for a plan that does not load")
 	}
-	// A plan outside any repository, run from inside another: -C is named.
+	// Run from outside any repository (a fleet runs in the current
+	// directory's): -C is named.
 	other := t.TempDir()
 	write(t, filepath.Join(other, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: a, prompt: go}\n")
-	_, errOut, code = runTai(t, repo, "fleet", "run", filepath.Join(other, "plan.yaml"))
+	_, errOut, code = runTai(t, other, "fleet", "run", filepath.Join(other, "plan.yaml"))
 	if code != 2 || !strings.Contains(errOut, "-C") {
 		t.Fatalf("exit %d, want 2 mentioning -C:\n%s", code, errOut)
 	}
