@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/tai-dev/tai/exitcode"
 )
 
 // FleetFlags are `tai fleet run` and `tai fleet resume`'s flags.
@@ -116,7 +118,7 @@ func NewCmdFleetRun(std IO, g *Globals, runF FleetFunc) *cobra.Command {
 			"fast-forwarded into the plan's target branch one at a time, never through your checkout.\n" +
 			"Exit 0 if every task merged; 1 a task failed; 6 a budget ran out; 7 a merge conflict; 130 interrupted.",
 		Example: "  tai fleet run plan.yaml\n  tai fleet run -j 8 --output json --junit fleet.xml plan.yaml",
-		Args:    cobra.ExactArgs(1),
+		Args:    oneArg("fleet run", "a plan file: tai fleet run PLAN.yaml (tai fleet plan \"GOAL\" drafts one)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Verbose = g.Verbose
 			return runF(cmd.Context(), f, args[0], std)
@@ -125,7 +127,6 @@ func NewCmdFleetRun(std IO, g *Globals, runF FleetFunc) *cobra.Command {
 	c.ValidArgsFunction = planFiles
 	f.addFlags(c)
 	c.Flags().StringVar(&f.RunID, "run-id", "", "name the run (default: fleet-DATE-TIME-RANDOM)")
-	c.Flags().StringVarP(&f.Repo, "repo", "C", "", "repository (default: the plan file's directory)")
 	c.Flags().BoolVar(&f.Submit, "submit", false, "with --nats: hand the run to the hub's coordinator (tai hub --coordinate) and follow it, answering its asks on a terminal")
 	c.Flags().BoolVar(&f.Detach, "detach", false, "with --nats: submit the run, print its id and return (follow it with tai fleet logs RUN --nats URL -f)")
 	return c
@@ -140,7 +141,7 @@ func NewCmdFleetResume(std IO, g *Globals, runF FleetFunc) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "resume [flags] RUN",
 		Short: "Continue an interrupted fleet run without redoing finished tasks",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("fleet resume", "the run to resume: tai fleet resume RUN (tai fleet list shows the runs)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Verbose = g.Verbose
 			return runF(cmd.Context(), f, args[0], std)
@@ -155,6 +156,7 @@ func NewCmdFleetResume(std IO, g *Globals, runF FleetFunc) *cobra.Command {
 // addFlags defines the flags tai fleet run and tai fleet resume share.
 func (f *FleetFlags) addFlags(c *cobra.Command) {
 	fl := c.Flags()
+	fl.StringVarP(&f.Repo, "repo", "C", "", "repository (default: the current directory's; a resumed run's must be its own)")
 	fl.IntVarP(&f.Concurrency, "concurrency", "j", 0, "tasks at a time (default: the plan's, else 4)")
 	fl.BoolVar(&f.FailFast, "fail-fast", false, "stop every task once one fails (default: the plan's)")
 	fl.StringVarP(&f.Output, "output", "o", "text", "output: text (live table on a terminal, progress lines when piped) | json (summary on stdout) | stream-json (every task's frames, fleet frames, a fleet result frame)")
@@ -165,6 +167,20 @@ func (f *FleetFlags) addFlags(c *cobra.Command) {
 	fl.DurationVar(&f.Lease, "lease", 0, "with --nats: how long a worker's claim lasts without a heartbeat (default 30s)")
 	addTaskSandbox(fl, &f.Sandbox)
 	f.Feed.addFlags(fl)
+}
+
+// oneArg takes exactly one argument, and says what it is when it is
+// missing (what names the argument: "a plan file: ...").
+func oneArg(cmd, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return exitcode.Usagef("%s needs %s", cmd, what)
+		case len(args) > 1:
+			return exitcode.Usagef("%s takes one argument, not %d (%s): %s", cmd, len(args), strings.Join(args, " "), what)
+		}
+		return nil
+	}
 }
 
 // addTaskSandbox is --sandbox for commands that run tasks: fleets, workers.

@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -60,6 +62,15 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	}
 	widenPipe(std.Out)
 	logger := newLogger(std.Err, f.Verbose)
+	if f.Repo == "" && !o.Resume {
+		// A new run works in the current directory's repository, wherever
+		// the plan is; a resumed one in its own.
+		wd, err := std.Wd()
+		if err != nil {
+			return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: the current directory: %w", err))
+		}
+		f.Repo = wd
+	}
 	if f.Submit || f.Detach {
 		return submitFleet(ctx, f, o, std)
 	}
@@ -70,9 +81,28 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 		return exitcode.With(exitcode.Usage, err)
 	}
 	sayUnconfined(f.Sandbox, std)
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+	if o.Resume && f.NATS.URL == "" {
+		// Nothing is made for a run that does not exist (its name would
+		// then be offered to completion). Over NATS the run's state is
+		// JetStream's, which any host may resume.
+		if _, err := fleet.LoadState(o.Dir); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return exitcode.Usagef("fleet resume: there is no fleet run %s (tai fleet list shows the runs)", o.RunID)
+			}
+			return exitcode.With(exitcode.Usage, fmt.Errorf("fleet resume: %w", err))
+		}
+	}
+	made, err := makeRunDir(o.Dir)
+	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}
+	// A run refused before it started (it has no state) leaves no
+	// directory behind. Deferred first, so it runs after every close.
+	defer func() {
+		if _, err := os.Stat(filepath.Join(o.Dir, "state.json")); made && errors.Is(err, os.ErrNotExist) {
+			_ = os.RemoveAll(o.Dir)
+		}
+	}()
 	log, err := openFleetAudit(o, logger, std)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
@@ -126,6 +156,14 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	}
 	stream.result(summaryOf(st, log.Path()))
 	return reportFleet(f, o.Dir, st, log.Path(), std)
+}
+
+// makeRunDir makes a run's directory, saying whether it made it.
+func makeRunDir(dir string) (bool, error) {
+	if _, err := os.Stat(dir); err == nil {
+		return false, nil
+	}
+	return true, os.MkdirAll(dir, 0o700)
 }
 
 // openFleetAudit opens the run's one audit log; a resume continues its
@@ -269,8 +307,15 @@ func reportFleet(f FleetFlags, dir string, st *fleet.State, auditPath string, st
 		writeSummary(std.Out, st, auditPath)
 	case OutputStreamJSON:
 	default:
-		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d) — state %s, audit %s, results on branch %s\n",
-			st.Run, st.Status, st.ExitCode, filepath.Join(dir, "state.json"), auditPath, st.Target)
+		// Short lines (80 columns hold them); the paths under -v, and in
+		// tai fleet status --json.
+		fmt.Fprintf(std.Out, "fleet %s: %s (exit %d)\n  results on branch %s\n", st.Run, st.Status, st.ExitCode, st.Target)
+		if f.Verbose {
+			fmt.Fprintf(std.Out, "  state %s\n  audit %s\n", filepath.Join(dir, "state.json"), auditPath)
+		}
+		if next := fleet.NextStep(*st); next != "" {
+			fmt.Fprintln(std.Out, "next: "+next)
+		}
 		for _, id := range st.Order {
 			ts := st.Tasks[id]
 			if ts.Status == fleet.StatusConflict {
@@ -299,11 +344,13 @@ type Summary struct {
 	Tasks    []*fleet.TaskState       `json:"tasks"`
 	Counts   map[fleet.TaskStatus]int `json:"counts"`
 	Error    string                   `json:"error,omitempty"` // why the fleet could not run or finish
+	Next     string                   `json:"next,omitempty"`  // the command that takes a stopped run further
 }
 
 func summaryOf(st *fleet.State, auditPath string) Summary {
 	s := Summary{Run: st.Run, Status: st.Status, ExitCode: st.ExitCode, Target: st.Target, Base: st.Base,
-		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[fleet.TaskStatus]int{}}
+		State: filepath.Join(fleet.RunDir(st.Run), "state.json"), Audit: auditPath, Usage: st.Usage, Counts: map[fleet.TaskStatus]int{},
+		Next: fleet.NextStep(*st)}
 	for _, id := range st.Order {
 		s.Tasks = append(s.Tasks, st.Tasks[id])
 		s.Counts[st.Tasks[id].Status]++
@@ -346,9 +393,12 @@ func printStatus(std IO, st *fleet.State, status, auditPath string, asJSON bool)
 		writeSummary(std.Out, st, auditPath)
 		return
 	}
-	fmt.Fprintf(std.Out, "fleet %s: %s; target %s; used %d tokens, %d turns, %.4g cost; updated %s\n",
+	fmt.Fprintf(std.Out, "fleet %s: %s\n  target %s\n  used %d tokens, %d turns, %.4g cost; updated %s\n",
 		st.Run, status, st.Target, st.Usage.Tokens, st.Usage.Turns, st.Usage.Cost, st.Updated.Format(time.RFC3339))
-	for _, r := range fleet.TableRows(*st, time.Now()) {
+	if p := filepath.Join(fleet.RunDir(st.Run), "state.json"); fileExists(p) { // a run over NATS may have none here
+		fmt.Fprintf(std.Out, "  state %s\n", p)
+	}
+	for _, r := range fleet.TableRowsWidth(*st, time.Now(), outputWidth(std), nil) {
 		fmt.Fprintln(std.Out, safetext.Line(r)) // a row may quote an agent (a reason, a detail)
 	}
 }
@@ -575,14 +625,43 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) error
 		out = "plan.yaml"
 	}
 	abs, _ := filepath.Abs(out)
-	if _, err := fleet.ParsePlan([]byte(text), abs); err != nil {
+	plan, err := fleet.ParsePlan([]byte(text), abs)
+	if err != nil {
 		return exitcode.With(exitcode.AgentError, fmt.Errorf("fleet plan: the agent's plan is not valid:\n%v\n--- the agent said:\n%s", err, res.Message))
 	}
-	if err := os.WriteFile(out, []byte(strings.TrimSpace(text)+"\n"), 0o644); err != nil {
+	text = strings.TrimSpace(text) + "\n"
+	if !hasPolicy(plan) {
+		// Without a policy, every edit waits for a terminal, and a run
+		// without one (CI, the hint below) is denied all its work.
+		text = draftedPolicy + text
+	}
+	if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet plan: %w", err))
 	}
-	fmt.Fprintf(std.Out, "plan saved to %s: review it, then run: tai fleet run %s\n", out, out)
+	fmt.Fprintf(std.Out, "plan saved to %s: review it (its policy: says what the tasks may do unasked), then run: tai fleet run %s\n", out, out)
 	return nil
+}
+
+// draftedPolicy is the policy a drafted plan without one gets: each task's
+// agent works unasked in its own worktree (edits, commands), confined by
+// the sandbox, and does not push.
+const draftedPolicy = `# What the tasks' agents may do without asking. Each works in its own git worktree,
+# confined by the sandbox; without a terminal (CI) anything not allowed is denied.
+# approve: reads asks before edits and commands instead.
+policy: {approve: all, deny: ["execute:git push *"]}
+`
+
+// hasPolicy: the plan or one of its tasks sets a policy.
+func hasPolicy(p *fleet.Plan) bool {
+	if !reflect.ValueOf(p.Policy).IsZero() {
+		return true
+	}
+	for _, t := range p.Tasks {
+		if t.Policy != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // publishTask keeps the feed's view of a fleet task current.
@@ -603,6 +682,18 @@ func lastQuestionLine(q string) string {
 		q = q[i+1:]
 	}
 	return q
+}
+
+// outputWidth is the width tables on stdout fit: the terminal's, else
+// $COLUMNS (a pipe to a pager, a test), else 160.
+func outputWidth(std IO) int {
+	if w, ok := termWidth(std.Out); ok {
+		return w()
+	}
+	if c, err := strconv.Atoi(std.Getenv("COLUMNS")); err == nil && c > 0 {
+		return c
+	}
+	return 160
 }
 
 // termWidth is w's width when it is a terminal.
@@ -631,4 +722,10 @@ func waitsFor(e fleet.Event) (string, bool) {
 		return "conflict", true
 	}
 	return "", false
+}
+
+// fileExists: p is there (a file or anything else).
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -74,6 +74,7 @@ func NewMeter(l Limits, concurrency int, used Usage, onSoft func(dim string, use
 type Reservation struct {
 	Task   string
 	Limits Limits
+	own    Limits // the task's own limits: a dimension without one has a share
 	m      *Meter
 	done   bool
 }
@@ -105,7 +106,7 @@ func (m *Meter) Reserve(ctx context.Context, task string, t Limits) (*Reservatio
 		}
 		if m.fits(w) {
 			m.reserved = m.reserved.add(Usage{Tokens: w.Tokens, Turns: w.Turns, Cost: w.Cost})
-			r := &Reservation{Task: task, Limits: w, m: m}
+			r := &Reservation{Task: task, Limits: w, own: t, m: m}
 			m.live[r] = Usage{}
 			m.mu.Unlock()
 			return r, nil
@@ -177,13 +178,34 @@ func (r *Reservation) over(u Usage) error {
 	l := r.Limits
 	switch {
 	case l.Tokens > 0 && u.Tokens > l.Tokens:
-		return fmt.Errorf("%w: task %s used %d tokens, its limit is %d", ErrBudget, r.Task, u.Tokens, l.Tokens)
+		return fmt.Errorf("%w: task %s used %d tokens, %s", ErrBudget, r.Task, u.Tokens, r.limit("tokens"))
 	case l.Turns > 0 && u.Turns > l.Turns:
-		return fmt.Errorf("%w: task %s used %d turns, its limit is %d", ErrBudget, r.Task, u.Turns, l.Turns)
+		return fmt.Errorf("%w: task %s used %d turns, %s", ErrBudget, r.Task, u.Turns, r.limit("turns"))
 	case l.Cost > 0 && u.Cost > l.Cost+1e-9:
-		return fmt.Errorf("%w: task %s cost %.4g, its limit is %.4g", ErrBudget, r.Task, u.Cost, l.Cost)
+		return fmt.Errorf("%w: task %s cost %.4g, %s", ErrBudget, r.Task, u.Cost, r.limit("cost"))
 	}
 	return nil
+}
+
+// limit says what the task's limit in dim is, and where it comes from:
+// the task's budget, or its share of the fleet's (the fleet's limit over
+// the concurrency), which a reader could not guess from the number.
+func (r *Reservation) limit(dim string) string {
+	var own bool
+	var lim, fleet string
+	switch dim {
+	case "tokens":
+		own, lim, fleet = r.own.Tokens > 0, fmt.Sprint(r.Limits.Tokens), fmt.Sprint(r.m.limits.Tokens)
+	case "turns":
+		own, lim, fleet = r.own.Turns > 0, fmt.Sprint(r.Limits.Turns), fmt.Sprint(r.m.limits.Turns)
+	default:
+		own, lim, fleet = r.own.Cost > 0, fmt.Sprintf("%.4g", r.Limits.Cost), fmt.Sprintf("%.4g", r.m.limits.Cost)
+	}
+	if own {
+		return "its limit is " + lim + " (the task's budget)"
+	}
+	return fmt.Sprintf("its limit is %s: its share of the fleet's %s %s over the concurrency (-j %d); a budget: on the task gives it its own",
+		lim, fleet, dim, r.m.share)
 }
 
 // nextWouldPass: a task at u whose updates grow by up to step is at its
@@ -192,9 +214,9 @@ func (r *Reservation) nextWouldPass(u, step Usage) error {
 	l := r.Limits
 	switch {
 	case l.Tokens > 0 && (u.Tokens >= l.Tokens || u.Tokens+step.Tokens > l.Tokens):
-		return fmt.Errorf("%w: task %s used %d tokens; with its next update (about %d more) it would pass its reservation of %d", ErrBudget, r.Task, u.Tokens, step.Tokens, l.Tokens)
+		return fmt.Errorf("%w: task %s used %d tokens; with its next update (about %d more) it would pass its limit; %s", ErrBudget, r.Task, u.Tokens, step.Tokens, r.limit("tokens"))
 	case l.Cost > 0 && (u.Cost >= l.Cost-1e-9 || u.Cost+step.Cost > l.Cost+1e-9):
-		return fmt.Errorf("%w: task %s cost %.4g; with its next update (about %.4g more) it would pass its reservation of %.4g", ErrBudget, r.Task, u.Cost, step.Cost, l.Cost)
+		return fmt.Errorf("%w: task %s cost %.4g; with its next update (about %.4g more) it would pass its limit; %s", ErrBudget, r.Task, u.Cost, step.Cost, r.limit("cost"))
 	}
 	return nil
 }

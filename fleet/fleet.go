@@ -33,7 +33,10 @@ type Options struct {
 	Plan  *Plan  // nil on resume: the run directory's copy is used
 	RunID string // required
 	Dir   string // run directory; default RunDir(RunID)
-	Repo  string // a directory in the repository; default the plan's directory
+	// Repo is a directory in the repository (tai fleet run's -C, default
+	// the current directory): required for a new run; a resume's default
+	// is the run's own repository, and a Repo given must be that one.
+	Repo string
 	// Concurrency overrides the plan's (0 = the plan's, else 4).
 	Concurrency int
 	FailFast    bool // or the plan's
@@ -68,6 +71,10 @@ type Options struct {
 
 	writeState func(path string, data []byte) error // tests: a full disk
 }
+
+// testWriteState, set only in binaries built with the tai_testhooks tag,
+// replaces the state's writes (a full disk) when Options does not.
+var testWriteState func(path string, data []byte) error
 
 // DefaultConcurrency is how many tasks run at once when neither the plan
 // nor the run says.
@@ -144,6 +151,9 @@ func Run(ctx context.Context, o Options) (*State, error) {
 	if o.Dir == "" {
 		o.Dir = RunDir(o.RunID)
 	}
+	if o.writeState == nil {
+		o.writeState = testWriteState
+	}
 	if !worktree.ValidName(o.RunID) {
 		return nil, exitcode.Usagef("invalid run id %q", o.RunID)
 	}
@@ -180,19 +190,21 @@ func (f *fleet) init(ctx context.Context) error {
 		return err
 	}
 	repo := o.Repo
-	if repo == "" {
-		if f.st.st != nil {
-			repo = f.st.st.Repo
-		} else {
-			repo = f.plan.Dir
-		}
+	switch {
+	case repo == "" && o.Resume:
+		repo = f.st.st.Repo
+	case repo == "":
+		return exitcode.Usagef("a new fleet run needs its repository")
 	}
 	wt, err := worktree.Open(ctx, repo)
 	if err != nil {
-		if o.Repo == "" && !o.Resume {
-			return exitcode.Usagef("the plan's directory %s is not in a git repository: a fleet works in the plan's repository unless -C names one (tai fleet run -C <repo> %s): %v", repo, f.plan.File, err)
+		if !o.Resume {
+			return exitcode.Usagef("%s is not in a git repository: a fleet runs in the current directory's repository unless -C names one (tai fleet run -C <repo> %s)", repo, f.plan.File)
 		}
 		return exitcode.With(exitcode.Usage, err)
+	}
+	if o.Resume && !sameDir(wt.Repo, f.st.st.Repo) {
+		return exitcode.Usagef("fleet run %s belongs to the repository %s, not %s", o.RunID, f.st.st.Repo, wt.Repo)
 	}
 	f.wt, wt.Log = wt, f.log
 	if !o.Resume {
@@ -224,8 +236,13 @@ func (f *fleet) init(ctx context.Context) error {
 		}
 		for _, t := range st.Tasks {
 			// What was in flight when the run stopped starts over (in its
-			// kept worktree); what finished stays finished.
-			if !succeeded(t.Status) {
+			// kept worktree); what finished stays finished. A task whose
+			// merge conflicted is done: only its merge is tried again
+			// (after the user resolved it in the task's worktree).
+			switch {
+			case t.Status == StatusConflict && t.Branch != "":
+				t.Status, t.Reason, t.ExitCode, t.ConflictFiles = StatusDone, "", 0, nil
+			case !succeeded(t.Status):
 				t.Status, t.Reason, t.ExitCode = StatusPending, "", 0
 			}
 		}
@@ -425,4 +442,14 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 	}
 	final := f.st.snapshot()
 	return &final
+}
+
+// sameDir: a and b name one directory (through symlinks too).
+func sameDir(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ia, errA := os.Stat(a)
+	ib, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(ia, ib)
 }

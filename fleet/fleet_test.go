@@ -165,8 +165,8 @@ tasks:
 		t.Fatal("b's prompt did not get a's result")
 	}
 	// Merged in dependency order onto the target, the user's checkout untouched.
-	log := run(t, repo, "git", "log", "--format=%s", "tai-fleet/r")
-	if log != "tai fleet r: task c\ntai fleet r: task b\ntai fleet r: task a\ninit" {
+	log := run(t, repo, "git", "log", "--format=%s %(trailers:key=Tai-Fleet-Task,valueonly,separator=)", "tai-fleet/r")
+	if log != "do c c\nafter writing a.txt on tai/r/a: 1 file(s) changed, +1 -0: a.txt b\ndo a a\ninit" {
 		t.Fatalf("log:\n%s", log)
 	}
 	if st := run(t, repo, "git", "status", "--porcelain"); st != "" || run(t, repo, "git", "rev-parse", "--abbrev-ref", "HEAD") != "main" {

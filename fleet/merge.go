@@ -18,15 +18,22 @@ import (
 
 // mergedInGit finds, on resume, the tasks whose work is in the target
 // although the state does not say so (a state write lost, a kill between a
-// merge and its record): the task's branch has commits of its own and is
-// in the target's history. Git, not the state file, is the truth here.
+// merge and its record): a commit in the target since the run's base
+// carries the run and the task in its trailers (CommitMessage), or the
+// task's branch has commits of its own and is in the target's history (an
+// agent that committed its work itself). Git, not the state file, is the
+// truth here.
 func (f *fleet) mergedInGit(ctx context.Context) map[string]string {
 	st := f.st.snapshot()
-	found := map[string]string{}
 	target := "refs/heads/" + st.Target
+	found, err := mergedTrailers(ctx, f.wt, f.o.RunID, st.Base, st.Target)
+	if err != nil {
+		f.log.Warn("resume: could not read the target's history", "err", err)
+		found = map[string]string{}
+	}
 	for id, ts := range st.Tasks {
 		t := f.plan.Task(id)
-		if t == nil || succeeded(ts.Status) || t.Worktree == "none" || strings.HasPrefix(t.Worktree, "shared:") {
+		if _, ok := found[id]; ok || t == nil || succeeded(ts.Status) || t.Worktree == "none" || strings.HasPrefix(t.Worktree, "shared:") {
 			continue
 		}
 		rec, err := f.wt.Lookup(f.o.RunID, id)
@@ -39,6 +46,11 @@ func (f *fleet) mergedInGit(ctx context.Context) map[string]string {
 		}
 		if f.wt.IsAncestor(ctx, tip, target) {
 			found[id] = tip
+		}
+	}
+	for id := range found {
+		if ts := st.Tasks[id]; ts == nil || succeeded(ts.Status) {
+			delete(found, id)
 		}
 	}
 	return found

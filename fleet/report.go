@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tai-dev/tai/internal/safetext"
 )
@@ -159,13 +160,31 @@ func TableRows(st State, now time.Time) []string {
 }
 
 // TableRowsWidth renders the table within width columns: below 100 the
-// turns and cost columns go and the names narrow. waiting names the
-// tasks whose permission ask waits for you.
+// turns and cost columns go. The task and agent columns are as wide as
+// their longest name, as far as the width leaves room (ids are what tell
+// tasks apart), narrowing first the agent's, then the task's, down to
+// 16 and 14 columns (12 and 10 below 100). waiting names the tasks whose
+// permission ask waits for you.
 func TableRowsWidth(st State, now time.Time, width int, waiting map[string]string) []string {
 	wide := width >= 100
-	taskW, agentW := 16, 14
+	// fixed is the other columns with their separators, minT and minA
+	// the narrowest task and agent columns.
+	fixed, minT, minA := 46, 16, 14
 	if !wide {
-		taskW, agentW = 12, 10
+		fixed, minT, minA = 29, 12, 10
+	}
+	taskW, agentW := len("TASK"), len("AGENT")
+	for _, id := range st.Order {
+		if ts := st.Tasks[id]; ts != nil {
+			taskW, agentW = max(taskW, utf8.RuneCountInString(id)), max(agentW, utf8.RuneCountInString(ts.Agent))
+		}
+	}
+	room := width - fixed - 24 // 24 left for WAITING FOR YOU
+	if taskW+agentW > room {
+		agentW = max(min(agentW, minA), room-taskW)
+	}
+	if taskW+agentW > room {
+		taskW = max(min(taskW, minT), room-agentW)
 	}
 	row := func(task, agent, state, turns, tokens, cost, elapsed, wait string) string {
 		var l string
@@ -175,7 +194,7 @@ func TableRowsWidth(st State, now time.Time, width int, waiting map[string]strin
 			l = fmt.Sprintf("%-*s %-*s %-9s %7s %7s  ", taskW, clip(task, taskW), agentW, clip(agent, agentW), clip(state, 9), tokens, elapsed)
 		}
 		if wait != "" {
-			l += clip(wait, max(width-len([]rune(l)), 8))
+			l += clip(wait, max(width-utf8.RuneCountInString(l), 8))
 		}
 		return strings.TrimRight(l, " ")
 	}
@@ -272,4 +291,22 @@ func JUnit(w io.Writer, st State) error {
 	}
 	_, err := io.WriteString(w, "\n")
 	return err
+}
+
+// NextStep is the command that takes a stopped run further, for its
+// summary ("" when it finished or has none): after a merge conflict,
+// resolving it in the task's worktree, then a resume; after an
+// interruption, the resume.
+func NextStep(st State) string {
+	resume := "tai fleet resume " + st.Run
+	for _, id := range st.Order {
+		if ts := st.Tasks[id]; ts.Status == StatusConflict && ts.Worktree != "" {
+			return fmt.Sprintf("resolve task %s's conflict in its worktree (cd %s && git rebase %s, fix the files, git add them, git rebase --continue), then: %s",
+				id, ts.Worktree, st.Target, resume)
+		}
+	}
+	if st.Status == "interrupted" || st.ExitCode == 130 {
+		return resume
+	}
+	return ""
 }

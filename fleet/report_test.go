@@ -101,3 +101,34 @@ func TestTableEscapesAgentText(t *testing.T) {
 		t.Fatalf("Lines: %q", got)
 	}
 }
+
+// At 160 columns the whole task ids and agents show (ids are what tell
+// tasks apart); at 80 the rows fit, the ids cut only as far as needed.
+func TestTableUsesTheWidth(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 42, 0, time.UTC)
+	st := tableState()
+	for _, tt := range []struct {
+		width    int
+		whole    bool // the longest id and agent show whole
+		minTaskW int  // else the task column is at least this wide
+	}{
+		{160, true, 0},
+		{120, true, 0},
+		{80, false, 16},
+	} {
+		rows := TableRowsWidth(st, now, tt.width, nil)
+		for _, r := range rows {
+			if n := utf8.RuneCountInString(r); n > tt.width {
+				t.Errorf("width %d: a row of %d columns: %q", tt.width, n, r)
+			}
+		}
+		text := strings.Join(rows, "\n")
+		whole := strings.Contains(text, "lint-the-whole-repository ") && strings.Contains(text, "claude-code-acp")
+		if whole != tt.whole {
+			t.Errorf("width %d: whole names %v, want %v:\n%s", tt.width, whole, tt.whole, text)
+		}
+		if !tt.whole && strings.Index(rows[1], " ") < tt.minTaskW {
+			t.Errorf("width %d: the task column is narrower than %d though there is room:\n%s", tt.width, tt.minTaskW, text)
+		}
+	}
+}

@@ -129,8 +129,11 @@ func (r *taskRun) failed(ctx, taskCtx context.Context, res runner.Result, err er
 	if reason == "" && err != nil {
 		reason = err.Error()
 	}
-	// The runner's hint names tai run's flag; a fleet's is a policy key.
-	reason = strings.ReplaceAll(reason, "pass --allow-denials to accept", "set allow_denials: true in the plan's or the task's policy to accept")
+	// The runner's hint names tai run's flag; a fleet's fix is its policy:
+	// allowing what the task needs (allow_denials would only call the
+	// task done with the work denied).
+	reason = strings.ReplaceAll(reason, "pass --allow-denials to accept",
+		"nobody could answer them: allow what the task needs in the plan's or the task's policy: (approve: all, or allow: rules), or run it at a terminal")
 	if e := interrupted(ctx, taskCtx); e != nil {
 		return n, e
 	}
@@ -228,7 +231,7 @@ func (r *taskRun) keep(ctx context.Context) *taskEnd {
 			f.emit(EventWarning, id, fmt.Sprintf("the agent left its worktree on %s; its commits are on %s now", was, r.h.Branch), map[string]any{"was": was, "branch": r.h.Branch})
 		}
 	}
-	head, _, err := f.wt.Commit(ctx, r.cwd, fmt.Sprintf("tai fleet %s: task %s\n\n%s", f.o.RunID, id, truncate(r.last.Message, 2000)))
+	head, _, err := f.wt.Commit(ctx, r.cwd, CommitMessage(f.o.RunID, id, r.prompt, r.last.Message))
 	if err != nil {
 		return &taskEnd{StatusFailed, exitcode.AgentError, err.Error()}
 	}
@@ -398,9 +401,11 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 	opts.Audit, opts.AuditTask = f.o.Audit, t.ID
 	opts.RunID = fmt.Sprintf("%s/%s/%d", f.o.RunID, t.ID, attempt)
 	opts.RunInfo = map[string]any{"fleet": f.o.RunID, "task": t.ID, "approve": string(eng.Mode()), "attempt": attempt}
+	kill := make(chan struct{})
+	opts.Kill = kill
 	meter := &liveMeter{res: res, before: before.add(Usage{Turns: 1}), stop: func(err error) {
 		cancelTask(exitcode.With(exitcode.BudgetExceeded, err))
-	}}
+	}, kill: func() { close(kill) }}
 	opts.Sinks = append(opts.Sinks, meter)
 	if f.o.TaskSink != nil {
 		opts.Sinks = append(opts.Sinks, f.o.TaskSink(t.ID))
@@ -428,17 +433,19 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 }
 
 // liveMeter watches a running turn's usage against the task's
-// reservation and stops the task (the runner then cancels the turn, and
-// kills an agent that ignores the cancel after the cancel grace) as soon
-// as it is at the reservation or its next update could pass it: when its
-// usage plus the largest step between two of its updates so far is over
-// it. Agents report usage after
-// spending it, so this is what keeps a task within about one update of
-// its reservation, and the fleet within its limit.
+// reservation and stops the task (the runner then cancels the turn) as
+// soon as it is at the reservation or its next update could pass it: when
+// its usage plus the largest step between two of its updates so far is
+// over it. An agent whose usage passes the reservation all the same (it
+// ignored the cancel, or one update jumped over it) is killed at once,
+// not after the cancel grace. Agents report usage after spending it, so
+// this is what keeps a task within one update of its reservation, and
+// the fleet within its limit plus one update per running task.
 type liveMeter struct {
 	res    *Reservation
 	before Usage
 	stop   func(error)
+	kill   func() // the runner's Kill: after stop, ends the cancel grace
 
 	mu      sync.Mutex
 	u       driver.Usage
@@ -446,6 +453,7 @@ type liveMeter struct {
 	seen    bool  // an update came
 	maxStep Usage // its largest increase between two updates
 	once    sync.Once
+	killed  sync.Once
 }
 
 func (l *liveMeter) Emit(ev driver.Event) {
@@ -475,12 +483,16 @@ func (l *liveMeter) Emit(ev driver.Event) {
 	l.last, l.seen = turn, true
 	u, step := l.before.add(turn), l.maxStep
 	l.mu.Unlock()
-	err := l.res.Update(u)
+	over := l.res.Update(u)
+	err := over
 	if err == nil {
 		err = l.res.nextWouldPass(u, step)
 	}
 	if err != nil {
 		l.once.Do(func() { l.stop(err) })
+	}
+	if over != nil && l.kill != nil {
+		l.killed.Do(l.kill)
 	}
 }
 

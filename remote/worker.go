@@ -685,7 +685,7 @@ func (w *worker) finalCommit(ctx context.Context, g *worktree.Git, dir string, t
 		return "", err
 	}
 	if _, err := g.Run(ctx, dir, "diff", "--cached", "--quiet"); err != nil {
-		msg := fmt.Sprintf("tai fleet %s: task %s\n\n%s", tm.Run, tm.Task, truncate(out.Message, 2000))
+		msg := fleet.CommitMessage(tm.Run, tm.Task, tm.Prompt, out.Message)
 		if _, err := g.Run(ctx, dir, "commit", "-q", "--no-verify", "-m", msg); err != nil {
 			return "", err
 		}

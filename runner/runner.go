@@ -98,6 +98,10 @@ type Options struct {
 	// CancelGrace is how long a cancelled turn gets to end before the agent
 	// is killed. Default 3s.
 	CancelGrace time.Duration
+	// Kill, once closed, ends the grace of a cancelled turn at once: the
+	// agent is killed (a fleet task over its budget must not spend on
+	// while it ignores the cancel). Close it after cancelling the run.
+	Kill <-chan struct{}
 	// LateWindow is how long tai keeps listening after the turn ends, for
 	// updates agents send after their prompt response. Default 150ms.
 	LateWindow time.Duration
@@ -624,9 +628,9 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, l
 
 // stopTurn cancels the running turn (pending permissions are answered
 // cancelled) and waits for it to end; an agent that ignores the cancel is
-// killed CancelGrace after the cancel (killed): the grace counts from the
-// cancel, sending it included, and the kill skips the drivers' own
-// graceful steps.
+// killed CancelGrace after the cancel, or as soon as Kill closes (killed):
+// the grace counts from the cancel, sending it included, and the kill
+// skips the drivers' own graceful steps.
 func (r *run) stopTurn(sess Session, done <-chan turnOutcome) (out turnOutcome, killed bool) {
 	t := r.o.Clock.NewTimer(r.o.CancelGrace, "runner", "cancel-grace")
 	defer t.Stop()
@@ -647,11 +651,13 @@ func (r *run) stopTurn(sess Session, done <-chan turnOutcome) (out turnOutcome, 
 		return out, false
 	case <-t.C:
 		r.o.Logger.Warn("agent did not stop after the cancel; killing it", "grace", r.o.CancelGrace)
-		cancel()
-		// A done context: Close kills at once.
-		_ = sess.Close(cctx)
-		return <-done, true
+	case <-r.o.Kill:
+		r.o.Logger.Info("killing the agent without waiting for the cancel grace")
 	}
+	cancel()
+	// A done context: Close kills at once.
+	_ = sess.Close(cctx)
+	return <-done, true
 }
 
 // finisher is a session that can be told no prompt is coming, so that its

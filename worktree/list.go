@@ -20,7 +20,7 @@ type Info struct {
 	InUse      bool   `json:"in_use"`
 	Dirty      bool   `json:"dirty"`
 	Unmerged   int    `json:"unmerged_commits"`
-	State      string `json:"state"` // in-use | active | merged | unmerged | dirty | orphan-dir | missing-dir | no-branch
+	State      string `json:"state"` // in-use | active | untouched | merged | unmerged | dirty | orphan-dir | missing-dir | no-branch
 }
 
 // List returns tai's worktrees: every record, every registered worktree on
@@ -83,7 +83,12 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 			}
 		}
 		hasBranch := i.Branch != "" && m.branchExists(ctx, i.Branch)
+		untouched := false
 		if hasBranch {
+			// No commit beyond its base: nothing was done there, so
+			// nothing was merged either.
+			tip, err := m.branchHead(ctx, i.Branch)
+			untouched = err == nil && i.Base != "" && tip == i.Base
 			left, err := m.Unmerged(ctx, i.Branch, m.targets(ctx, i.Record, nil))
 			if err != nil {
 				return nil, err
@@ -103,6 +108,8 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 			i.State = "no-branch"
 		case i.Unmerged > 0:
 			i.State = "unmerged"
+		case untouched:
+			i.State = "untouched"
 		default:
 			i.State = "merged"
 		}

@@ -164,8 +164,8 @@ func TestTwentyTaskDAG(t *testing.T) {
 	}
 	// Each task's commit comes after its dependencies' on the target.
 	pos := map[string]int{}
-	for i, l := range strings.Split(git(t, repo, "log", "--reverse", "--format=%s", s.Target), "\n") {
-		pos[strings.TrimPrefix(l, "tai fleet dag20: task ")] = i
+	for i, l := range strings.Fields(git(t, repo, "log", "--reverse", "--format=%(trailers:key=Tai-Fleet-Task,valueonly)", s.Target)) {
+		pos[l] = i
 	}
 	for i := 1; i < 20; i++ {
 		if pos[fmt.Sprintf("t%02d", i)] < pos[fmt.Sprintf("t%02d", (i-1)/2)] {
@@ -373,8 +373,8 @@ func TestKill9InGitThenResume(t *testing.T) {
 			if files := git(t, repo, "ls-tree", "--name-only", s.Target); !strings.Contains(files, "a.txt") {
 				t.Fatalf("a.txt missing on the target:\n%s", files)
 			}
-			if log := git(t, repo, "log", "--format=%s", s.Target); strings.Count(log, "task a") != 1 {
-				t.Fatalf("a's commit is not on the target once:\n%s", log)
+			if n := taskCommits(t, repo, s.Target, "a"); n != 1 {
+				t.Fatalf("a's commit is on the target %d times", n)
 			}
 			if left, _ := filepath.Glob(worktrees); len(left) != 0 {
 				t.Fatalf("%s left: %v", c.left, left)
@@ -712,10 +712,11 @@ func TestPlanCheckedBeforeAnythingRuns(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(repo, ".tai")); err == nil {
 		t.Fatal("a worktree was made for a plan that does not load")
 	}
-	// A plan outside any repository, run from inside another: -C is named.
+	// Run from outside any repository (a fleet runs in the current
+	// directory's): -C is named.
 	other := t.TempDir()
 	write(t, filepath.Join(other, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: a, prompt: go}\n")
-	_, errOut, code = runTai(t, repo, "fleet", "run", filepath.Join(other, "plan.yaml"))
+	_, errOut, code = runTai(t, other, "fleet", "run", filepath.Join(other, "plan.yaml"))
 	if code != 2 || !strings.Contains(errOut, "-C") {
 		t.Fatalf("exit %d, want 2 mentioning -C:\n%s", code, errOut)
 	}
