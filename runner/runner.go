@@ -52,7 +52,11 @@ type Options struct {
 	ForkID     string // --fork: a new session from a copy of this one
 	// AddDirs are workspace roots besides Cwd (--add-dir): the host
 	// services serve them too.
-	AddDirs    []string
+	AddDirs []string
+	// WriteRoots are directories outside the workspace the agent may
+	// write (--sandbox-write, the policy's write_roots; absolute): the
+	// file service writes there too, and run.start lists them.
+	WriteRoots []string
 	AuthMethod string
 	MCPServers []driver.MCPServer
 	// Attach, if set, hands the session to the user's terminal instead of
@@ -161,6 +165,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		start := map[string]any{
 			"run": o.RunID, "agent": o.Agent, "argv": o.Argv, "driver": o.Driver, "cwd": o.Cwd,
 			"version": o.Version, "settings": o.RunInfo,
+		}
+		if len(o.WriteRoots) > 0 {
+			start["write_roots"] = o.WriteRoots
 		}
 		if col.res.Sandbox != nil {
 			start["sandbox"] = col.res.Sandbox
@@ -344,7 +351,7 @@ func (r *run) run(ctx context.Context) error {
 	}
 	// Every file and terminal call the agent makes is decided too: by the
 	// grants of what it asked for, else as a request of its own.
-	hostOpts := host.Options{Roots: append([]string{cwd}, o.AddDirs...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
+	hostOpts := host.Options{Roots: append(append([]string{cwd}, o.AddDirs...), existingDirs(o.WriteRoots)...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
 		Protected: r.protected(), Recorded: dec.recorded, Editor: o.EditorFiles}
 	if o.Sandbox != nil {
 		// One list each, the kernel's and tai's: what the agent cannot
