@@ -96,6 +96,9 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 			cfg.WriteRefused = append(cfg.WriteRefused, sandbox.Refusal{Path: w, Reason: why})
 			continue
 		}
+		if confines {
+			_ = os.MkdirAll(w, 0o700) // Landlock grants only what is there
+		}
 		cfg.Write = append(cfg.Write, w)
 		cfg.WriteRoots = append(cfg.WriteRoots, w)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/host"
+	"github.com/tai-dev/tai/internal/agentproc"
 	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
@@ -366,16 +367,23 @@ func (r *run) run(ctx context.Context) error {
 	defer svc.Close()
 	svc.UseSandbox(r.sb)
 
+	// What the agent says on stderr, kept for a start that fails under
+	// the sandbox (startRefused), and passed on live as before.
+	stderr := &agentproc.Tail{Max: 64 << 10}
+	if o.StderrTo != nil {
+		w := o.StderrTo
+		stderr.Fwd = func(p []byte) { _, _ = w.Write(p) }
+	}
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
 		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail), Passthrough: o.Passthrough},
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, LoadReplay: o.LoadReplay, ForkID: o.ForkID, AddDirs: o.AddDirs,
 		Quirks:        o.Quirks,
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
-		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,
+		StderrTo: stderr, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,
 	})
 	if err != nil {
-		return r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err))
+		return r.startRefused(r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err)), stderr.String())
 	}
 	if r.modes != nil {
 		r.modes.start(runCtx, sess)
