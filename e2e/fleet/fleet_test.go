@@ -393,7 +393,10 @@ func TestAgentThatMovesHEAD(t *testing.T) {
 			repo, pd := gitRepo(t), t.TempDir()
 			write(t, filepath.Join(pd, "a.yaml"), fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, %q]}\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n", c.sh))
 			write(t, filepath.Join(pd, "plan.yaml"), "name: mv\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
-			o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "mv", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+			// --sandbox off: what is under test is tai's answer to an agent
+			// that moved HEAD, which the sandbox would not let it do (the
+			// repository's refs are outside the worktree).
+			o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "mv", "-C", repo, "--sandbox", "off", "--output", "json", filepath.Join(pd, "plan.yaml"))
 			var s summary
 			if err := json.Unmarshal([]byte(o), &s); err != nil {
 				t.Fatalf("%v\n%s\n%s", err, o, e)
