@@ -39,11 +39,16 @@ func TestSandboxWrite(t *testing.T) {
 			t.Parallel()
 			j, env := userJail(t)
 			state := filepath.Join(j.home, ".local", "state", "tai")
+			// An earlier run's audit log, which the agent tries to rewrite.
+			old := filepath.Join(state, "audit", "run-old.jsonl")
 			if err := os.MkdirAll(filepath.Join(state, "audit"), 0o700); err != nil {
 				t.Fatal(err)
 			}
+			if err := os.WriteFile(old, []byte("{}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			scr := writeScript(t, fmt.Sprintf(`steps:
-  - run: {command: /bin/sh, args: ["-c", "echo w > %[1]s/own.txt; echo x > %[2]s/planted; echo x > %[2]s/audit/planted.jsonl; cat %[3]s/.ssh/id_rsa > %[1]s/leak.txt; true"]}
+  - run: {command: /bin/sh, args: ["-c", "echo w > %[1]s/own.txt; echo x > %[2]s/planted; echo x > %[2]s/audit/planted.jsonl; echo x >> %[2]s/audit/run-old.jsonl; cat %[3]s/.ssh/id_rsa > %[1]s/leak.txt; true"]}
   - write: {path: %[1]s/served.txt, content: "served\n"}
   - write: {path: %[2]s/audit/served.jsonl, content: "x\n"}
 `, j.outside, state, j.home))
@@ -52,7 +57,7 @@ func TestSandboxWrite(t *testing.T) {
 			// which no approval opens.
 			args := []string{"run", "--agent-cmd", builtinWith(scr), "--approve", "all", "--allow-denials", "-o", "json"}
 			if tc.flag {
-				args = append(args, "--sandbox-write", j.outside, "--sandbox-write", "~/.local/state/tai", "--sandbox-write", "~/.ssh")
+				args = append(args, "--sandbox-write", j.outside, "--sandbox-write", "~/.local/state/tai", "--sandbox-write", "~/.local/state/tai/audit", "--sandbox-write", "~/.ssh")
 			}
 			o := runTai(t, j.ws, env, append(args, "go")...)
 			var r struct {
@@ -76,14 +81,17 @@ func TestSandboxWrite(t *testing.T) {
 					t.Errorf("the agent wrote tai's own %s", p)
 				}
 			}
+			if b, _ := os.ReadFile(old); string(b) != "{}\n" {
+				t.Errorf("the agent rewrote an earlier run's audit log: %q", b)
+			}
 			if b, _ := os.ReadFile(filepath.Join(j.outside, "leak.txt")); strings.Contains(string(b), fakeKey) {
 				t.Errorf("the agent read ~/.ssh/id_rsa through a write root")
 			}
 			if !tc.flag {
 				return
 			}
-			if r.Sandbox == nil || !slices.Contains(r.Sandbox.WriteRoots, j.outside) || len(r.Sandbox.WriteRefused) != 2 {
-				t.Errorf("result sandbox %+v: want %s a write root, tai's state and ~/.ssh refused", r.Sandbox, j.outside)
+			if r.Sandbox == nil || !slices.Contains(r.Sandbox.WriteRoots, j.outside) || len(r.Sandbox.WriteRefused) != 3 {
+				t.Errorf("result sandbox %+v: want %s a write root, tai's state, its audit logs and ~/.ssh refused", r.Sandbox, j.outside)
 			}
 			start, ok := auditlog.First(auditlog.Read(t, r.Audit), "run.start")
 			for _, want := range []string{`"write_roots":["` + j.outside, `"write_roots_refused":[{"path":"` + state} {
