@@ -172,7 +172,7 @@ func (f *FleetFlags) addFlags(c *cobra.Command) {
 
 // addSandboxWrite is --sandbox-write, wherever --sandbox is a flag.
 func addSandboxWrite(fl *pflag.FlagSet, dirs *[]string) {
-	fl.StringArrayVar(dirs, "sandbox-write", nil, "also let the agent write this directory, as the policy's write_roots: writable under the sandbox, not \"outside the workspace\" for the policy; relative to the workspace; tai's own files and secrets stay closed (repeatable)")
+	fl.StringArrayVar(dirs, "sandbox-write", nil, "also let the agent write `DIR`, as the policy's write_roots: writable under the sandbox, not \"outside the workspace\" for the policy; relative to the workspace; tai's own files and secrets stay closed (repeatable)")
 }
 
 // addTaskSandbox is --sandbox for commands that run tasks: fleets, workers.
