@@ -388,7 +388,7 @@ func (s *Server) serveSetConfigOption(ctx context.Context, _ string, params json
 	if err := ss.ctl.SetConfigOption(ctx, p.ConfigId, value); err != nil {
 		return nil, driverError(err)
 	}
-	return map[string]any{"configOptions": configOptions(ss.configNow())}, nil
+	return map[string]any{"configOptions": configOptions(ss.configNow(), ss.out.editor)}, nil
 }
 
 func (s *Server) initialize(ctx context.Context, params json.RawMessage) (_ any, err error) {

@@ -48,7 +48,9 @@ func newSession(s *Server, spec Spec) *session {
 	// id the editor asked for.
 	return &session{srv: s, spec: spec, id: spec.ResumeID, runCtx: ctx, stopRun: cancel, turns: make(chan []driver.Content),
 		interrupts: make(chan struct{}, 1), readyCh: make(chan struct{}), done: make(chan struct{}), closing: make(chan struct{}),
-		out: updater{tools: map[string]bool{}, messages: map[string]string{}}}
+		// s.mu is held: the editor's capabilities are read as they were
+		// when it initialized.
+		out: updater{tools: map[string]bool{}, messages: map[string]string{}, editor: s.clientCaps.Session, log: s.o.Logger}}
 }
 
 func (ss *session) hooks() Hooks {
@@ -137,7 +139,7 @@ func (ss *session) opened() acp.NewSessionResponse {
 		res.Modes = st
 	}
 	if len(config) > 0 {
-		b, _ := json.Marshal(configOptions(config))
+		b, _ := json.Marshal(configOptions(config, ss.out.editor))
 		_ = json.Unmarshal(b, &res.ConfigOptions)
 	}
 	return res

@@ -2,9 +2,12 @@ package acpserver
 
 import (
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/protocol/acp"
 )
 
 // update is one session/update's "update" object.
@@ -14,7 +17,12 @@ type update = map[string]any
 // has been told: which tool calls it knows, and how much of each message
 // read off a screen it has.
 type updater struct {
-	rawOK    bool            // raw events are ACP updates (the ACP driver's)
+	rawOK bool // raw events are ACP updates (the ACP driver's)
+	// editor is what the editor advertised of the session's features:
+	// an update or a config option it did not is rendered in what it
+	// takes, or left out (gated).
+	editor   acp.ClientSessionCapabilities
+	log      *slog.Logger
 	tools    map[string]bool // tool call ids sent
 	messages map[string]string
 }
@@ -42,7 +50,7 @@ func (u *updater) updates(ev driver.Event) []update {
 	case driver.EventCommands:
 		return commandsUpdate(ev.Commands)
 	case driver.EventConfigOptions:
-		return []update{{"sessionUpdate": "config_option_update", "configOptions": configOptions(ev.Config)}}
+		return []update{{"sessionUpdate": "config_option_update", "configOptions": configOptions(ev.Config, u.editor)}}
 	case driver.EventSessionInfo:
 		return infoUpdate(ev.Info)
 	case driver.EventUsage:
@@ -109,8 +117,31 @@ func (u *updater) rawUpdate(r *driver.RawUpdate) []update {
 		return nil
 	}
 	var m update
-	if json.Unmarshal(r.Data, &m) == nil && m["sessionUpdate"] != nil {
-		return []update{m}
+	if json.Unmarshal(r.Data, &m) != nil || m["sessionUpdate"] == nil {
+		return nil
+	}
+	if kind, _ := m["sessionUpdate"].(string); !u.editor.AllowsUpdate(kind) {
+		return u.gated(kind, r.Data)
+	}
+	return []update{m}
+}
+
+// gated renders an update of a kind the editor did not advertise: a
+// notice as a line of the agent's message (what every editor shows), a
+// compaction update not at all (the editor has nothing to show it in).
+func (u *updater) gated(kind string, data json.RawMessage) []update {
+	if kind == acp.UpdateNotice {
+		var n acp.Notice
+		if json.Unmarshal(data, &n) == nil && n.Title != "" {
+			text := fmt.Sprintf("\n[%s] %s", oneOf(string(n.Severity), "info", "info", "warning", "error"), n.Title)
+			if n.Description != nil && *n.Description != "" {
+				text += ": " + *n.Description
+			}
+			return []update{{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": text + "\n"}}}
+		}
+	}
+	if u.log != nil {
+		u.log.Debug("acp: an update the editor did not advertise, not sent", "kind", kind)
 	}
 	return nil
 }
@@ -252,9 +283,12 @@ func toolCallUpdate(tc driver.ToolCall) map[string]any {
 }
 
 // configOptions are config options in ACP's shape.
-func configOptions(opts []driver.ConfigOption) []map[string]any {
+func configOptions(opts []driver.ConfigOption, editor acp.ClientSessionCapabilities) []map[string]any {
 	out := []map[string]any{}
 	for _, o := range opts {
+		if o.Type == "boolean" && editor.ConfigOptions.Boolean == nil {
+			continue // an editor that did not advertise booleans may not get one
+		}
 		m := map[string]any{"id": o.ID, "name": o.Name, "type": o.Type}
 		if m["name"] == "" {
 			m["name"] = o.ID

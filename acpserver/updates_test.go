@@ -2,10 +2,12 @@ package acpserver
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/protocol/acp"
 )
 
 func TestUpdates(t *testing.T) {
@@ -129,6 +131,48 @@ func TestRelayed(t *testing.T) {
 			got := relayed(tc.meta)
 			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
 				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Notices, compaction updates and boolean config options reach only an
+// editor that advertised them; another gets a notice as a message line and
+// neither of the others.
+func TestGatedUpdates(t *testing.T) {
+	all := acp.ClientSessionCapabilities{Notices: &acp.EmptyObject{}, Compaction: &acp.EmptyObject{},
+		ConfigOptions: acp.ClientConfigOptionsCapabilities{Boolean: &acp.EmptyObject{}}}
+	evs := []driver.Event{
+		{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: "notice", Data: json.RawMessage(`{"sessionUpdate":"notice","severity":"error","title":"Quota"}`)}},
+		{Type: driver.EventRaw, Raw: &driver.RawUpdate{Kind: "compaction_update", Data: json.RawMessage(`{"sessionUpdate":"compaction_update","compactionId":"c","status":"in_progress"}`)}},
+		{Type: driver.EventConfigOptions, Config: []driver.ConfigOption{{ID: "fast", Type: "boolean", CurrentValue: json.RawMessage(`true`)}, {ID: "m", Type: "select"}}},
+	}
+	for _, tc := range []struct {
+		name   string
+		editor acp.ClientSessionCapabilities
+		want   []string
+	}{
+		{"not advertised", acp.ClientSessionCapabilities{}, []string{
+			`{"content":{"text":"\n[error] Quota\n","type":"text"},"sessionUpdate":"agent_message_chunk"}`,
+			`{"configOptions":[{"id":"m","name":"m","options":[],"type":"select"}],"sessionUpdate":"config_option_update"}`,
+		}},
+		{"advertised", all, []string{
+			`{"sessionUpdate":"notice","severity":"error","title":"Quota"}`,
+			`{"compactionId":"c","sessionUpdate":"compaction_update","status":"in_progress"}`,
+			`{"configOptions":[{"currentValue":true,"id":"fast","name":"fast","type":"boolean"},{"id":"m","name":"m","options":[],"type":"select"}],"sessionUpdate":"config_option_update"}`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := updater{rawOK: true, editor: tc.editor, tools: map[string]bool{}, messages: map[string]string{}}
+			var got []string
+			for _, ev := range evs {
+				for _, up := range u.updates(ev) {
+					b, _ := json.Marshal(up)
+					got = append(got, string(b))
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
 	}

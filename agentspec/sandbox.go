@@ -1,8 +1,11 @@
 package agentspec
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/tai-dev/tai/driver"
@@ -64,11 +67,6 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 		cfg.Write = append(cfg.Write, cache)
 		cfg.Env = preset.CacheEnv(cache)
 	}
-	for _, w := range pol.WriteRoots {
-		if w = expandHome(w, home); filepath.IsAbs(w) {
-			cfg.Write = append(cfg.Write, w)
-		}
-	}
 	for _, s := range secretPaths {
 		cfg.Deny = append(cfg.Deny, expandHome(s, home))
 	}
@@ -87,6 +85,23 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 		}
 	}
 	cfg.Protect = append(cfg.Protect, sb.Protect...)
+	// The write roots come last: one at or under a secret or one of tai's
+	// own paths would open it (the deepest grant decides), so the floor's
+	// paths win and the root is refused, for the record.
+	for _, w := range pol.WriteRoots {
+		if w = expandHome(w, home); !filepath.IsAbs(w) {
+			continue
+		}
+		if why := protectedRoot(w, cfg.Deny, cfg.Protect); why != "" {
+			cfg.WriteRefused = append(cfg.WriteRefused, sandbox.Refusal{Path: w, Reason: why})
+			continue
+		}
+		if confines {
+			_ = os.MkdirAll(w, 0o700) // Landlock grants only what is there
+		}
+		cfg.Write = append(cfg.Write, w)
+		cfg.WriteRoots = append(cfg.WriteRoots, w)
+	}
 	// Readable (the agent needs its config), never rewritten: the user's
 	// next run of the agent without tai would run what it names. Bound
 	// read-only where processes are hidden (the sandbox makes the missing
@@ -107,6 +122,59 @@ func sandboxConfig(sb Sandbox, p preset.Preset, pol policy.Config, policyFile st
 	cfg.Limits = pol.Limits.Resolve()
 	cfg.HideProcesses = true
 	return cfg, nil
+}
+
+// protectedRoot says why the write root w may not be one: it is at or
+// under a secret path (deny) or one of tai's own (protect); "" if it may.
+func protectedRoot(w string, deny, protect []string) string {
+	w = filepath.Clean(w)
+	for _, l := range []struct {
+		paths []string
+		what  string
+	}{{deny, "a secret path"}, {protect, "tai's own files (policy, config, state, audit logs)"}} {
+		for _, p := range l.paths {
+			if p = filepath.Clean(p); w == p || strings.HasPrefix(w, p+"/") {
+				return fmt.Sprintf("%s is under %s, %s: the floor's paths stay closed", w, p, l.what)
+			}
+		}
+	}
+	return ""
+}
+
+// writeRoots are the write roots as absolute, clean paths: ~/ and $HOME/
+// the home directory, a relative one under the workspace cwd (as the
+// policy reads them).
+func writeRoots(roots []string, cwd string) ([]string, error) {
+	home, _ := os.UserHomeDir()
+	var out []string
+	for _, w := range roots {
+		if strings.TrimSpace(w) == "" {
+			return nil, errors.New("a write root is empty")
+		}
+		for _, pre := range []string{"$HOME/", "${HOME}/"} {
+			if rest, ok := strings.CutPrefix(w, pre); ok {
+				w = "~/" + rest
+			}
+		}
+		if w == "~" || w == "$HOME" || w == "${HOME}" {
+			w = home
+		}
+		w = expandHome(w, home)
+		if !filepath.IsAbs(w) {
+			if cwd == "" {
+				return nil, fmt.Errorf("write root %q is relative and no workspace is known", w)
+			}
+			abs, err := filepath.Abs(cwd)
+			if err != nil {
+				return nil, fmt.Errorf("write root %q: %w", w, err)
+			}
+			w = filepath.Join(abs, w)
+		}
+		if w = filepath.Clean(w); !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out, nil
 }
 
 func expandHome(p, home string) string {

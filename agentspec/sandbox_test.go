@@ -95,3 +95,75 @@ func TestSandboxConfig(t *testing.T) {
 		t.Errorf("--sandbox maybe accepted")
 	}
 }
+
+// A write root at or under a secret or one of tai's own paths would open
+// it (the deepest Landlock grant decides): the floor's paths win, and the
+// refusal says why. Roots above them stay write roots (the protected paths
+// below stay closed by their own, deeper grants).
+func TestSandboxWriteRoots(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	state := filepath.Join(home, ".local", "state", "tai")
+	tests := []struct {
+		name    string
+		root    string
+		write   bool // a write root of the sandbox
+		refused bool
+	}{
+		{"elsewhere", "/srv/out", true, false},
+		{"home relative", "~/out", true, false},
+		{"above tai's state", "~/.local/state", true, false},
+		{"tai's state", "~/.local/state/tai", false, true},
+		{"tai's audit logs", "~/.local/state/tai/audit", false, true},
+		{"tai's config", "~/.config/tai", false, true},
+		{"a secret", "~/.ssh", false, true},
+		{"under a secret", "~/.aws/sso", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			roots, err := writeRoots([]string{tt.root}, "/ws")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := sandboxConfig(Sandbox{Mode: "on"}, preset.Preset{}, policy.Config{WriteRoots: roots}, "", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := roots[0]
+			if got := slices.Contains(cfg.Write, w) && slices.Contains(cfg.WriteRoots, w); got != tt.write {
+				t.Errorf("%s writable = %v, want %v: %q", w, got, tt.write, cfg.Write)
+			}
+			refused := slices.ContainsFunc(cfg.WriteRefused, func(r sandbox.Refusal) bool { return r.Path == w && r.Reason != "" })
+			if refused != tt.refused {
+				t.Errorf("%s refused = %v, want %v: %+v", w, refused, tt.refused, cfg.WriteRefused)
+			}
+			if tt.write && !slices.Contains(cfg.Protect, state) {
+				t.Errorf("tai's state %s is no longer protected: %q", state, cfg.Protect)
+			}
+		})
+	}
+}
+
+func TestWriteRootsResolve(t *testing.T) {
+	t.Setenv("HOME", "/h")
+	tests := []struct {
+		in   []string
+		cwd  string
+		want []string
+		err  bool
+	}{
+		{in: []string{"~/a", "$HOME/b", "${HOME}/c", "~", "/abs/./d"}, cwd: "/ws", want: []string{"/h/a", "/h/b", "/h/c", "/h", "/abs/d"}},
+		{in: []string{"rel", "/ws/rel"}, cwd: "/ws", want: []string{"/ws/rel"}}, // one root, whichever way spelled
+		{in: []string{"rel"}, cwd: "", err: true},
+		{in: []string{" "}, cwd: "/ws", err: true},
+	}
+	for _, tt := range tests {
+		got, err := writeRoots(tt.in, tt.cwd)
+		if (err != nil) != tt.err || !tt.err && !slices.Equal(got, tt.want) {
+			t.Errorf("writeRoots(%q, %q) = %q, %v; want %q (error %v)", tt.in, tt.cwd, got, err, tt.want, tt.err)
+		}
+	}
+}

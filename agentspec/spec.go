@@ -107,6 +107,10 @@ type Sandbox struct {
 	// Protect are more of tai's files the agent may not write: the audit
 	// log, a worker's task logs.
 	Protect []string
+	// Write (--sandbox-write) are more write roots: the flag form of the
+	// policy's write_roots, with one meaning for both (writable under
+	// Landlock, not "outside" for the policy and the file service).
+	Write []string
 }
 
 // Resolved is a Spec resolved.
@@ -193,6 +197,12 @@ func Resolve(s Spec) (Resolved, error) {
 	if r.Policy, r.NonInteractive, err = loadPolicy(s.Policy); err != nil {
 		return r, stageErr(StagePolicy, err)
 	}
+	if s.Sandbox != nil {
+		r.Policy.WriteRoots = append(r.Policy.WriteRoots, s.Sandbox.Write...)
+	}
+	if r.Policy.WriteRoots, err = writeRoots(r.Policy.WriteRoots, s.Cwd); err != nil {
+		return r, stageErr(StagePolicy, err)
+	}
 	if r.Engine, err = newEngine(s, r.Policy, r.NonInteractive, a.Preset.Modes); err != nil {
 		return r, stageErr(StagePolicy, err)
 	}
@@ -203,6 +213,7 @@ func Resolve(s Spec) (Resolved, error) {
 	if r.Policy.Path != "" {
 		o.Protected = append(o.Protected, r.Policy.Path)
 	}
+	o.WriteRoots = r.Policy.WriteRoots
 	if s.Sandbox != nil {
 		if r.Sandbox, err = sandboxConfig(*s.Sandbox, a.Preset, r.Policy, s.Policy.File, sandboxEnv(o.Env, env)); err != nil {
 			return r, stageErr(StageSandbox, err)

@@ -23,6 +23,8 @@ type FleetFlags struct {
 	CancelGrace time.Duration
 	Feed        FeedFlags
 	Sandbox     string // --sandbox: auto | on | off
+	// SandboxWrite is --sandbox-write: more write roots for every task.
+	SandboxWrite []string
 	// Over NATS: workers run the tasks (see hub.go).
 	NATS   NATSFlags
 	Remote string        // the git remote workers clone and push to
@@ -88,6 +90,8 @@ type WorkerFlags struct {
 	Lease   time.Duration
 	Verbose bool
 	Sandbox string // --sandbox: auto | on | off
+	// SandboxWrite is --sandbox-write: more write roots for every task.
+	SandboxWrite []string
 }
 
 // FleetFunc is what `tai fleet run PLAN` and `tai fleet resume RUN` do
@@ -166,6 +170,7 @@ func (f *FleetFlags) addFlags(c *cobra.Command) {
 	fl.StringVar(&f.Remote, "remote", "", "with --nats: the git remote workers clone and push to (default: this repository by path)")
 	fl.DurationVar(&f.Lease, "lease", 0, "with --nats: how long a worker's claim lasts without a heartbeat (default 30s)")
 	addTaskSandbox(fl, &f.Sandbox)
+	addSandboxWrite(fl, &f.SandboxWrite)
 	f.Feed.addFlags(fl)
 }
 
@@ -181,6 +186,11 @@ func oneArg(cmd, what string) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// addSandboxWrite is --sandbox-write, wherever --sandbox is a flag.
+func addSandboxWrite(fl *pflag.FlagSet, dirs *[]string) {
+	fl.StringArrayVar(dirs, "sandbox-write", nil, "also let the agent write `DIR`, as the policy's write_roots: writable under the sandbox, not \"outside the workspace\" for the policy; relative to the workspace; tai's own files and secrets stay closed (repeatable)")
 }
 
 // addTaskSandbox is --sandbox for commands that run tasks: fleets, workers.
@@ -342,6 +352,7 @@ func NewCmdWorker(std IO, g *Globals, runF WorkerFunc) *cobra.Command {
 	fl.StringSliceVar(&f.Agents, "agents", []string{"builtin"}, "agents this worker runs (installed here)")
 	fl.StringVar(&f.Dir, "dir", "", "clones, worktrees and audit logs (default: $XDG_DATA_HOME/tai/worker/NAME)")
 	addTaskSandbox(fl, &f.Sandbox)
+	addSandboxWrite(fl, &f.SandboxWrite)
 	fl.DurationVar(&f.Lease, "lease", 0, "ack wait of a task consumer this worker creates (default 30s; a run's coordinator sets its own)")
 	return c
 }

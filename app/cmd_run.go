@@ -54,6 +54,8 @@ type RunFlags struct {
 	PTYSize string
 	// Sandbox is --sandbox: auto | on | off.
 	Sandbox string
+	// SandboxWrite is --sandbox-write: more write roots (write_roots).
+	SandboxWrite []string
 	// NetAllow is --net-allow: HOST:PORT the agent may connect to; given,
 	// it turns the network rule on.
 	NetAllow []string
@@ -220,6 +222,7 @@ func addRunFlags(c *cobra.Command, f *RunFlags) {
 	fl.StringVar(&f.Audit, "audit", "", "write the audit log here (default: $XDG_STATE_HOME/tai/audit/RUN.jsonl)")
 	fl.BoolVar(&f.NoAudit, "no-audit", false, "do not write an audit log")
 	fl.StringVar(&f.Sandbox, "sandbox", "auto", "confine the agent with Landlock: auto (where the kernel can) | on (fail where it cannot) | off")
+	addSandboxWrite(fl, &f.SandboxWrite)
 	fl.StringSliceVar(&f.NetAllow, "net-allow", nil, "turn the sandbox's network rule on: TCP only to these HOST:PORT (the port is what Landlock checks) and the model endpoint (repeatable, comma lists)")
 	f.Feed.addFlags(fl)
 	fl.StringArrayVar(&f.Redact, "redact", nil, "also redact matches of this regexp in the audit log and trace; a (?P<secret>...) group limits it (repeatable)")

@@ -74,6 +74,8 @@ func TestRunFlagsToOptions(t *testing.T) {
 			with(func(f *RunFlags) {
 				f.Allow, f.Deny, f.Approve = []string{"execute:go test *", "read"}, []string{"edit:**/.env"}, "ask"
 			}), []string{"hi"}, []string{"approve"}},
+		{"write roots repeat", []string{"--sandbox-write", "/out", "--sandbox-write", "~/.foo", "hi"},
+			with(func(f *RunFlags) { f.SandboxWrite = []string{"/out", "~/.foo"} }), []string{"hi"}, nil},
 		{"limits and times", []string{"--timeout", "2s", "--cancel-grace", "1s", "--max-line-bytes", "10", "--max-message-bytes", "20", "hi"},
 			with(func(f *RunFlags) {
 				f.Timeout, f.CancelGrace, f.MaxLineBytes, f.MaxMessageBytes = 2*time.Second, time.Second, 10, 20
@@ -168,11 +170,11 @@ func TestFleetFlagsToOptions(t *testing.T) {
 			with(func(f *FleetFlags) {
 				f.NATS, f.Remote, f.Lease = NATSFlags{URL: "nats://h:4222", Creds: "c", TokenFile: "t"}, "origin", 5*time.Second
 			}), "p.yaml"},
-		{"feed and sandbox", false, []string{"--no-feed", "--listen", ":1", "--sandbox", "off", "--cancel-grace", "2s", "p.yaml"},
+		{"feed and sandbox", false, []string{"--no-feed", "--listen", ":1", "--sandbox", "off", "--cancel-grace", "2s", "--sandbox-write", "/a", "--sandbox-write", "b", "p.yaml"},
 			with(func(f *FleetFlags) {
-				f.Feed, f.Sandbox, f.CancelGrace = FeedFlags{NoFeed: true, Listen: ":1"}, "off", 2*time.Second
+				f.Feed, f.Sandbox, f.CancelGrace, f.SandboxWrite = FeedFlags{NoFeed: true, Listen: ":1"}, "off", 2*time.Second, []string{"/a", "b"}
 			}), "p.yaml"},
-		{"resume", true, []string{"-j", "2", "fleet-1"}, with(func(f *FleetFlags) { f.Concurrency = 2 }), "fleet-1"},
+		{"resume", true, []string{"-j", "2", "--sandbox-write", "/r", "fleet-1"}, with(func(f *FleetFlags) { f.Concurrency, f.SandboxWrite = 2, []string{"/r"} }), "fleet-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			std, _, _ := testIO(nil)
@@ -199,10 +201,10 @@ func TestWorkerAndHubFlagsToOptions(t *testing.T) {
 	g := &Globals{}
 	var w WorkerFlags
 	c := NewCmdWorker(std, g, func(_ context.Context, f WorkerFlags, _ IO) error { w = f; return nil })
-	if err := execute(t, c, g, "--nats", "nats://h", "--name", "w1", "--slots", "3", "--agents", "builtin,qwen", "--dir", "/d", "--lease", "1m", "--sandbox", "on", "-v"); err != nil {
+	if err := execute(t, c, g, "--nats", "nats://h", "--name", "w1", "--slots", "3", "--agents", "builtin,qwen", "--dir", "/d", "--lease", "1m", "--sandbox", "on", "--sandbox-write", "/out", "-v"); err != nil {
 		t.Fatal(err)
 	}
-	want := WorkerFlags{NATS: NATSFlags{URL: "nats://h"}, Name: "w1", Slots: 3, Agents: []string{"builtin", "qwen"}, Dir: "/d", Lease: time.Minute, Sandbox: "on", Verbose: true}
+	want := WorkerFlags{NATS: NATSFlags{URL: "nats://h"}, Name: "w1", Slots: 3, Agents: []string{"builtin", "qwen"}, Dir: "/d", Lease: time.Minute, Sandbox: "on", SandboxWrite: []string{"/out"}, Verbose: true}
 	if !reflect.DeepEqual(w, want) {
 		t.Errorf("worker\n got %+v\nwant %+v", w, want)
 	}

@@ -117,7 +117,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	// own state dirs writable, secrets and the policy's deny-read paths
 	// hidden, tai's own files (this run's state and audit log included)
 	// read-only.
-	o.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{log.Path()}}
+	o.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{log.Path()}, Write: f.SandboxWrite}
 
 	lf, closeFeed, err := openFeed(o.RunID, feed.KindFleet, f.Feed, logger, std)
 	defer closeFeed()

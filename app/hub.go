@@ -346,7 +346,7 @@ func Worker(ctx context.Context, f WorkerFlags, std IO) error {
 		Clones: filepath.Join(dir, "clones"), State: filepath.Join(dir, "state"), Lease: f.Lease, Version: Version, Logger: logger, Notice: say}
 	// Each task's agent confined as in a local fleet, by its task's policy;
 	// the worker's own task audit logs stay out of its reach.
-	wo.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{filepath.Join(dir, "state", "audit")}}
+	wo.Sandbox = &agentspec.Sandbox{Mode: f.Sandbox, Protect: []string{filepath.Join(dir, "state", "audit")}, Write: f.SandboxWrite}
 	if err := remote.RunWorker(ctx, wo); err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}

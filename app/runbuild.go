@@ -113,7 +113,7 @@ func (f RunFlags) auditPath(runID string) string {
 func (f RunFlags) spec(cwd string, addDirs []string, runID string) agentspec.Spec {
 	pol := agentspec.Policy{File: f.Policy, UserFile: true, Approve: f.Approve, Allow: f.Allow, Ask: f.Ask, Deny: f.Deny,
 		Remember: f.Remember, NonInteractive: f.NonInteractive, AllowDenials: f.AllowDenials}
-	sb := &agentspec.Sandbox{Mode: f.Sandbox, NetAllow: f.NetAllow}
+	sb := &agentspec.Sandbox{Mode: f.Sandbox, NetAllow: f.NetAllow, Write: f.SandboxWrite}
 	if p := f.auditPath(runID); p != "" {
 		sb.Protect = append(sb.Protect, p) // tai's own, like its state
 		if f.Audit != "" {
@@ -332,7 +332,7 @@ func (b *runBuild) sinks() {
 	o.RunInfo = map[string]any{"approve": string(b.res.Engine.Mode()), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": cfg.Path, "rules": len(cfg.Rules), "floor": !cfg.NoFloor, "remember": string(cfg.Remember),
 		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
-		"sandbox": f.Sandbox, "net_allow": f.NetAllow}
+		"sandbox": f.Sandbox, "net_allow": f.NetAllow, "sandbox_write": f.SandboxWrite}
 }
 
 // auditLog opens the run's audit log: every run has one unless --no-audit.

@@ -17,12 +17,15 @@ import (
 var (
 	taiBin   string
 	stateDir string // XDG_STATE_HOME of every tai the tests run
+	// startAgentBin is e2e/internal/startagent: an agent that needs a
+	// directory outside its workspace at start.
+	startAgentBin string
 )
 
 func TestMain(m *testing.M) {
 	build.Main(m, "tai-e2e-bin-", func(dir string, bins []string) {
-		taiBin, stateDir = bins[0], filepath.Join(dir, "state")
-	}, build.Tai)
+		taiBin, stateDir, startAgentBin = bins[0], filepath.Join(dir, "state"), bins[1]
+	}, build.Tai, "github.com/tai-dev/tai/e2e/internal/startagent")
 }
 
 // result mirrors the JSON result document.

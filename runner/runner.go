@@ -23,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/host"
+	"github.com/tai-dev/tai/internal/agentproc"
 	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
@@ -52,7 +53,11 @@ type Options struct {
 	ForkID     string // --fork: a new session from a copy of this one
 	// AddDirs are workspace roots besides Cwd (--add-dir): the host
 	// services serve them too.
-	AddDirs    []string
+	AddDirs []string
+	// WriteRoots are directories outside the workspace the agent may
+	// write (--sandbox-write, the policy's write_roots; absolute): the
+	// file service writes there too, and run.start lists them.
+	WriteRoots []string
 	AuthMethod string
 	MCPServers []driver.MCPServer
 	// Attach, if set, hands the session to the user's terminal instead of
@@ -169,6 +174,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		start := map[string]any{
 			"run": o.RunID, "agent": o.Agent, "argv": o.Argv, "driver": o.Driver, "cwd": o.Cwd,
 			"version": o.Version, "settings": o.RunInfo,
+		}
+		if len(o.WriteRoots) > 0 {
+			start["write_roots"] = o.WriteRoots
 		}
 		if col.res.Sandbox != nil {
 			start["sandbox"] = col.res.Sandbox
@@ -352,7 +360,7 @@ func (r *run) run(ctx context.Context) error {
 	}
 	// Every file and terminal call the agent makes is decided too: by the
 	// grants of what it asked for, else as a request of its own.
-	hostOpts := host.Options{Roots: append([]string{cwd}, o.AddDirs...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
+	hostOpts := host.Options{Roots: append(append([]string{cwd}, o.AddDirs...), existingDirs(o.WriteRoots)...), Sink: r.st, Logger: o.Logger, Decider: dec, Grants: dec.grants,
 		Protected: r.protected(), Recorded: dec.recorded, Editor: o.EditorFiles}
 	if o.Sandbox != nil {
 		// One list each, the kernel's and tai's: what the agent cannot
@@ -367,16 +375,23 @@ func (r *run) run(ctx context.Context) error {
 	defer svc.Close()
 	svc.UseSandbox(r.sb)
 
+	// What the agent says on stderr, kept for a start that fails under
+	// the sandbox (startRefused), and passed on live as before.
+	stderr := &agentproc.Tail{Max: 64 << 10}
+	if o.StderrTo != nil {
+		w := o.StderrTo
+		stderr.Fwd = func(p []byte) { _, _ = w.Write(p) }
+	}
 	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
 		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail), Passthrough: o.Passthrough},
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, LoadReplay: o.LoadReplay, ForkID: o.ForkID, AddDirs: o.AddDirs,
 		Quirks:        o.Quirks,
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
-		StderrTo: o.StderrTo, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,
+		StderrTo: stderr, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,
 	})
 	if err != nil {
-		return r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err))
+		return r.startRefused(r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err)), stderr.String())
 	}
 	if r.modes != nil {
 		r.modes.start(runCtx, sess)

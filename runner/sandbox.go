@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/tai-dev/tai/driver/a2a"
@@ -86,4 +87,17 @@ func confinement(st *sandbox.Status, own string) *Confinement {
 		c.By, c.Note = ConfinedByAgent, fmt.Sprintf("tai's sandbox is off; the agent's own (%s) confines its commands", own)
 	}
 	return c
+}
+
+// existingDirs are the directories of dirs that exist: a write root made
+// later is the sandbox's and the policy's, but the file service can only
+// serve a root that is there.
+func existingDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			out = append(out, d)
+		}
+	}
+	return out
 }

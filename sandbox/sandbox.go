@@ -101,6 +101,17 @@ type Config struct {
 	// way, freezes the directory's entries). tai makes a missing one
 	// first, holding Init, so that the agent cannot plant it.
 	ReadOnly []ReadOnlyFile
+	// WriteRoots are the user's write roots among Write (--sandbox-write,
+	// the policy's write_roots), and WriteRefused those refused (at or
+	// under Deny or Protect): for the status, and so the record.
+	WriteRoots   []string
+	WriteRefused []Refusal
+}
+
+// Refusal is a path the sandbox would not open, and why.
+type Refusal struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
 }
 
 // ReadOnlyFile is one of Config.ReadOnly: a file or a directory, which
@@ -133,6 +144,10 @@ type Status struct {
 	// were not all bound read-only: they stay writable, but for those
 	// Landlock keeps (Config.Protect).
 	ConfigReason string `json:"config_files_reason,omitempty"`
+	// WriteRoots are the user's write roots (Config.WriteRoots), and
+	// WriteRefused those the floor's paths kept closed.
+	WriteRoots   []string  `json:"write_roots,omitempty"`
+	WriteRefused []Refusal `json:"write_roots_refused,omitempty"`
 }
 
 // Sandbox is one run's launcher configuration. A nil *Sandbox starts
@@ -184,7 +199,7 @@ func New(cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sandbox{exe: cfg.Exe, status: Status{Mode: mode}}
+	s := &Sandbox{exe: cfg.Exe, status: Status{Mode: mode, WriteRoots: cfg.WriteRoots, WriteRefused: cfg.WriteRefused}}
 	if s.exe == "" {
 		s.exe = "/proc/self/exe"
 	}
@@ -230,7 +245,8 @@ func New(cfg Config) (*Sandbox, error) {
 	s.rules = r
 	s.env = cfg.Env
 	s.status = Status{Mode: mode, Enabled: true, ABI: abi, Net: r.Net, TempDir: tmp, Limits: s.status.Limits,
-		ProcessesHidden: s.status.ProcessesHidden, ProcessesReason: s.status.ProcessesReason}
+		ProcessesHidden: s.status.ProcessesHidden, ProcessesReason: s.status.ProcessesReason,
+		WriteRoots: cfg.WriteRoots, WriteRefused: cfg.WriteRefused}
 	s.readOnly, s.status.ConfigReason = readOnlyFiles(cfg.ReadOnly, s.hide, s.status.ProcessesReason)
 	return s, nil
 }

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,18 +69,10 @@ func write(t *testing.T, p, s string) {
 	}
 }
 
+// tai runs tai as a user would, under the default sandbox. A test whose
+// agents report to it through files or FIFOs outside their worktrees
+// gives them that directory the way a user would: --sandbox-write DIR.
 func tai(dir string, args ...string) *exec.Cmd {
-	return taiSandbox(dir, "off", args...)
-}
-
-// taiSandbox runs tai with fleet run and resume under --sandbox mode. These
-// tests' agents report to the test through files and FIFOs outside their
-// worktrees, which the sandbox (rightly) refuses, so tai() turns it off;
-// TestFleetTasksAreSandboxed checks it is on by default.
-func taiSandbox(dir, mode string, args ...string) *exec.Cmd {
-	if len(args) >= 2 && args[0] == "fleet" && (args[1] == "run" || args[1] == "resume") && !slices.Contains(args, "--sandbox") {
-		args = append([]string{args[0], args[1], "--sandbox", mode}, args[2:]...)
-	}
 	cmd := exec.Command(taiBin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "NO_COLOR=1")
@@ -90,12 +81,7 @@ func taiSandbox(dir, mode string, args ...string) *exec.Cmd {
 
 func runTai(t *testing.T, dir string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	return runTaiSandbox(t, dir, "off", args...)
-}
-
-func runTaiSandbox(t *testing.T, dir, mode string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := taiSandbox(dir, mode, args...)
+	cmd := tai(dir, args...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -233,7 +219,9 @@ func TestKill9ThenResume(t *testing.T) {
 		marker, taiBin, filepath.Join(pd, "finish.yaml"), marker, taiBin, filepath.Join(pd, "hang.yaml"))
 	write(t, filepath.Join(pd, "plan.yaml"), plan.String())
 
-	cmd := tai(repo, "fleet", "run", "--run-id", "kill9", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	// The agents count their runs, and slow says it is ready through a
+	// FIFO, in counts: given to them as a user would, a write root.
+	cmd := tai(repo, "fleet", "run", "--run-id", "kill9", "-C", repo, "--sandbox-write", counts, filepath.Join(pd, "plan.yaml"))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +273,7 @@ func TestKill9ThenResume(t *testing.T) {
 	if !strings.Contains(o, "interrupted (resume with: tai fleet resume kill9)") {
 		t.Fatalf("status:\n%s", o)
 	}
-	out, errOut, code := runTai(t, repo, "fleet", "resume", "kill9", "--output", "json")
+	out, errOut, code := runTai(t, repo, "fleet", "resume", "kill9", "--sandbox-write", counts, "--output", "json")
 	if code != 0 {
 		t.Fatalf("resume exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -336,7 +324,7 @@ func TestKill9InGitThenResume(t *testing.T) {
 			write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
 			write(t, filepath.Join(pd, "plan.yaml"), "name: mk\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
 			// The sandbox on, as by default: tai's own git is not the agent's.
-			cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "mk", "-C", repo, filepath.Join(pd, "plan.yaml"))
+			cmd := tai(repo, "fleet", "run", "--run-id", "mk", "-C", repo, filepath.Join(pd, "plan.yaml"))
 			cmd.Env = killgit.Env(t, cmd.Env, c.sub)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			out, err := os.Create(filepath.Join(t.TempDir(), "out"))
@@ -359,7 +347,7 @@ func TestKill9InGitThenResume(t *testing.T) {
 				t.Fatalf("no %s left: %v", c.left, left)
 			}
 
-			o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "resume", "mk", "--output", "json")
+			o, e, code := runTai(t, repo, "fleet", "resume", "mk", "--output", "json")
 			if code != 0 {
 				t.Fatalf("resume exit %d\n%s\n%s", code, o, e)
 			}
@@ -405,7 +393,10 @@ func TestAgentThatMovesHEAD(t *testing.T) {
 			repo, pd := gitRepo(t), t.TempDir()
 			write(t, filepath.Join(pd, "a.yaml"), fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, %q]}\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n", c.sh))
 			write(t, filepath.Join(pd, "plan.yaml"), "name: mv\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
-			o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "mv", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+			// --sandbox off: what is under test is tai's answer to an agent
+			// that moved HEAD, which the sandbox would not let it do (the
+			// repository's refs are outside the worktree).
+			o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "mv", "-C", repo, "--sandbox", "off", "--output", "json", filepath.Join(pd, "plan.yaml"))
 			var s summary
 			if err := json.Unmarshal([]byte(o), &s); err != nil {
 				t.Fatalf("%v\n%s\n%s", err, o, e)
@@ -790,7 +781,7 @@ func TestFleetTasksAreSandboxed(t *testing.T) {
 	outside := filepath.Join(t.TempDir(), "escaped.txt")
 	write(t, filepath.Join(pd, "s.yaml"), fmt.Sprintf("steps:\n  - write: {path: in.txt, content: \"in\\n\"}\n  - run: {command: sh, args: [\"-c\", \"echo x > %s\"]}\n  - text: done\n", outside))
 	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n")
-	cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "sandboxed", "-C", repo, filepath.Join(pd, "plan.yaml"))
+	cmd := tai(repo, "fleet", "run", "--run-id", "sandboxed", "-C", repo, filepath.Join(pd, "plan.yaml"))
 	out, _ := cmd.CombinedOutput()
 	if _, err := os.Stat(outside); err == nil {
 		t.Fatalf("a fleet task's command wrote outside its worktree\n%s", out)
@@ -815,7 +806,7 @@ func TestFleetPolicyDenyReadReachesTheSandbox(t *testing.T) {
 	steps, _ := json.Marshal(script)
 	write(t, filepath.Join(pd, "s.yaml"), fmt.Sprintf("steps:\n  - write: {path: r.sh, content: %s}\n  - run: {command: sh, args: [r.sh]}\n  - text: done\n", steps))
 	write(t, filepath.Join(pd, "plan.yaml"), fmt.Sprintf("policy: {approve: all, deny: [\"read:%s/**\"]}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", secrets))
-	out, _ := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "denyread", "-C", repo, filepath.Join(pd, "plan.yaml")).CombinedOutput()
+	out, _ := tai(repo, "fleet", "run", "--run-id", "denyread", "-C", repo, filepath.Join(pd, "plan.yaml")).CombinedOutput()
 	if got := git(t, repo, "show", "tai-fleet/denyread:ran.txt"); !strings.Contains(got, "ran") {
 		t.Fatalf("the task's script did not run: %q\n%s", got, out)
 	}

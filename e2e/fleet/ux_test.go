@@ -45,7 +45,7 @@ func TestFleetCommitNamedFromPrompt(t *testing.T) {
 		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - id: a\n    script: a.yaml\n    prompt: |\n\n      Add a greeting file   for the README.\n      It says hello.\n",
 	})
-	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "run", "--run-id", "named", "-o", "json", plan)
+	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "named", "-o", "json", plan)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, o, e)
 	}
@@ -68,7 +68,7 @@ func TestWorktreeListUntouched(t *testing.T) {
 		"c.yaml":    "steps:\n  - crash: {code: 3}\n",
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: c, script: c.yaml, prompt: go}\n",
 	})
-	if o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "run", "--run-id", "untouched", plan); code != 1 {
+	if o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "untouched", plan); code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, o, e)
 	}
 	o, e, code := runTai(t, repo, "worktree", "list")
@@ -97,7 +97,7 @@ func TestResumeAfterLostMergeRecord(t *testing.T) {
 		"b.yaml":    "steps:\n  - write: {path: b.txt, content: \"b\\n\"}\n  - text: done\n",
 		"plan.yaml": "policy: {approve: all}\nconcurrency: 1\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n  - {id: b, script: b.yaml, prompt: add b, depends_on: [a]}\n",
 	})
-	cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "full", plan)
+	cmd := tai(repo, "fleet", "run", "--run-id", "full", plan)
 	// The test hook (tai_testhooks builds only) fails every state write
 	// from the one that records the first merge on.
 	cmd.Env = append(cmd.Env, "TAI_TEST_FLEET_DISK_FULL=merged")
@@ -134,7 +134,7 @@ func TestResumeAfterLostMergeRecord(t *testing.T) {
 		t.Fatalf("worktree gc: exit %d\n%s\n%s", code, o, e)
 	}
 
-	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "resume", "full", "-o", "json")
+	o, e, code := runTai(t, repo, "fleet", "resume", "full", "-o", "json")
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, o, e)
 	}
@@ -182,7 +182,7 @@ func TestFleetArgs(t *testing.T) {
 	}
 
 	// The plan's directory is no repository: the cwd's is used.
-	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "run", "--run-id", "cwd", "-o", "json", plan)
+	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "cwd", "-o", "json", plan)
 	if code != 0 {
 		t.Fatalf("run from the repository: exit %d\n%s\n%s", code, o, e)
 	}
@@ -190,13 +190,13 @@ func TestFleetArgs(t *testing.T) {
 		t.Fatalf("a.txt not merged in the cwd's repository:\n%s", files)
 	}
 	// Resume with -C from elsewhere.
-	if o, e, code := runTaiSandbox(t, plans, "auto", "fleet", "resume", "-C", repo, "cwd", "-o", "json"); code != 0 || decodeSummary(t, o).Status != "done" {
+	if o, e, code := runTai(t, plans, "fleet", "resume", "-C", repo, "cwd", "-o", "json"); code != 0 || decodeSummary(t, o).Status != "done" {
 		t.Fatalf("resume -C: exit %d\n%s\n%s", code, o, e)
 	}
 	// -C naming another repository than the run's is refused.
 	other := t.TempDir()
 	git(t, other, "init", "-q")
-	if _, e, code := runTaiSandbox(t, plans, "auto", "fleet", "resume", "-C", other, "cwd"); code != 2 || !strings.Contains(e, "belongs to the repository") {
+	if _, e, code := runTai(t, plans, "fleet", "resume", "-C", other, "cwd"); code != 2 || !strings.Contains(e, "belongs to the repository") {
 		t.Fatalf("resume -C another repository: exit %d\n%s", code, e)
 	}
 
@@ -213,7 +213,7 @@ func TestFleetArgs(t *testing.T) {
 		{"resume without a run", repo, []string{"fleet", "resume"}, "fleet resume needs the run to resume"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, e, code := runTaiSandbox(t, c.dir, "auto", c.args...)
+			_, e, code := runTai(t, c.dir, c.args...)
 			if code != 2 || !strings.Contains(e, c.want) || strings.Contains(e, "accepts 1 arg") {
 				t.Fatalf("exit %d, want 2 saying %q:\n%s", code, c.want, e)
 			}
@@ -246,7 +246,7 @@ func TestBudgetKillsAgentsThatIgnoreTheCancel(t *testing.T) {
 	// synchronises nothing.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "spend", "--cancel-grace", "1h", "-o", "json", fleetFixture(t, files))
+	cmd := tai(repo, "fleet", "run", "--run-id", "spend", "--cancel-grace", "1h", "-o", "json", fleetFixture(t, files))
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
@@ -296,7 +296,7 @@ func TestConflictSaysTheNextStep(t *testing.T) {
 	for id, other := range map[string]string{"x": "y", "y": "x"} {
 		files[id+".yaml"] = fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, 'until [ -d ../%s ]; do sleep 0.01; done'], ask: false}\n  - write: {path: same.txt, content: \"from %s\\n\"}\n", other, id)
 	}
-	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "run", "--run-id", "conf", fleetFixture(t, files))
+	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "conf", fleetFixture(t, files))
 	if code != 7 {
 		t.Fatalf("exit %d, want 7\n%s\n%s", code, o, e)
 	}
@@ -315,7 +315,7 @@ func TestConflictSaysTheNextStep(t *testing.T) {
 	git(t, wt, "add", "same.txt")
 	git(t, wt, "-c", "core.editor=true", "rebase", "--continue")
 
-	o, e, code = runTaiSandbox(t, repo, "auto", "fleet", "resume", "conf", "-o", "json")
+	o, e, code = runTai(t, repo, "fleet", "resume", "conf", "-o", "json")
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, o, e)
 	}
@@ -336,7 +336,7 @@ func TestInterruptSaysResume(t *testing.T) {
 		"slow.yaml": "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - delay: 3600\n",
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: slow, script: slow.yaml, prompt: go}\n",
 	})
-	cmd := taiSandbox(repo, "auto", "fleet", "run", "--run-id", "intr", plan)
+	cmd := tai(repo, "fleet", "run", "--run-id", "intr", plan)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +373,7 @@ func TestInterruptSaysResume(t *testing.T) {
 // and the default sandbox: its policy lets the task work.
 func TestFleetPlanRunsAsItSays(t *testing.T) {
 	repo := gitRepo(t)
-	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "plan", "--out", "plan.yaml", "add a greeting")
+	o, e, code := runTai(t, repo, "fleet", "plan", "--out", "plan.yaml", "add a greeting")
 	if code != 0 {
 		t.Fatalf("plan: exit %d\n%s\n%s", code, o, e)
 	}
@@ -382,7 +382,7 @@ func TestFleetPlanRunsAsItSays(t *testing.T) {
 		t.Fatalf("no command to run:\n%s", o)
 	}
 	args := strings.Fields(m[1])[1:] // as it says, from where it was said
-	o, e, code = runTaiSandbox(t, repo, "auto", append(args, "-o", "json")...)
+	o, e, code = runTai(t, repo, append(args, "-o", "json")...)
 	if code != 0 {
 		b, _ := os.ReadFile(filepath.Join(repo, "plan.yaml"))
 		t.Fatalf("%s: exit %d\n%s\n%s\n--- plan:\n%s", m[1], code, o, e, b)
@@ -402,7 +402,7 @@ func TestFleetOutputFitsTheWidth(t *testing.T) {
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: " + id + ", script: a.yaml, prompt: add a}\n",
 	})
 	run := "fleet-20261207-035523-8a2d3f" // as long as a generated id
-	o, e, code := runTaiSandbox(t, repo, "auto", "fleet", "run", "--run-id", run, plan)
+	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", run, plan)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, o, e)
 	}
@@ -423,7 +423,7 @@ func TestFleetOutputFitsTheWidth(t *testing.T) {
 		t.Errorf("the summary names paths without -v:\n%s", summary)
 	}
 	for _, width := range []int{80, 160} {
-		cmd := taiSandbox(repo, "auto", "fleet", "status", run)
+		cmd := tai(repo, "fleet", "status", run)
 		cmd.Env = append(cmd.Env, fmt.Sprintf("COLUMNS=%d", width))
 		out, err := cmd.Output()
 		if err != nil {

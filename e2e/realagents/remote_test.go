@@ -63,6 +63,8 @@ tasks:
 		t.Fatalf("tai hub: %v", err)
 	}
 	url = strings.TrimSpace(url)
+	// --dir: the worker's clones inside the test's own directory, removed
+	// with it (the default is TestHubIsClosedByDefault's).
 	worker := start("worker", "--nats", url, "--name", "rw", "--dir", filepath.Join(w.repo, wdir), "--agents", "claude")
 	var werr strings.Builder
 	worker.Stderr = &werr

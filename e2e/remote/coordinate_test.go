@@ -137,6 +137,8 @@ tasks:
 	git(t, repo, "commit", "-q", "-m", "init")
 	for i := range 2 {
 		name := fmt.Sprintf("w%d", i)
+		// --dir: two workers on one host, each with a directory of its
+		// own (the default is TestHubIsClosedByDefault's).
 		cmd := e.cmd(taiBin, "worker", "--nats", url, "--name", name, "--dir", t.TempDir())
 		cmd.Stderr = &prefixWriter{t: t, p: name}
 		e.start(cmd)

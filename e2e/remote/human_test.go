@@ -142,6 +142,9 @@ func testHubAsks(t *testing.T, kind coordinatorKind) {
 	rt := filepath.Join(t.TempDir(), "rt")
 	e := &env{t: t, state: t.TempDir(), env: []string{"XDG_RUNTIME_DIR=" + rt}}
 	url, _ := kind(e)
+	// --dir: a directory of this test's own, removed with it; the tests
+	// of both coordinator kinds run on one host (the default is
+	// TestHubIsClosedByDefault's).
 	w := e.cmd(taiBin, "worker", "--nats", url, "--name", "w0", "--agents", "builtin,custom", "--dir", t.TempDir())
 	w.Stderr = &prefixWriter{t: t, p: "w0"}
 	e.start(w)

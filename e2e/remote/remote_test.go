@@ -198,6 +198,8 @@ func testFleet(t *testing.T, hub hubKind) {
 	workers := map[string]*exec.Cmd{}
 	for i := range 3 {
 		name := fmt.Sprintf("w%d", i)
+		// --dir: three workers on one host, each with a directory of its
+		// own (the default is TestHubIsClosedByDefault's).
 		cmd := e.cmd(taiBin, "worker", "--nats", url, "--name", name, "--dir", t.TempDir(), "--lease", "2s")
 		cmd.Stderr = &prefixWriter{t: t, p: name}
 		e.start(cmd)

@@ -63,6 +63,19 @@ type ClientSessionCapabilities struct {
 	Meta       map[string]any `json:"_meta,omitempty"`
 }
 
+// AllowsUpdate reports whether a client with these capabilities may be
+// sent a session update of this kind: notices and compaction updates only
+// to one that advertised them, every other kind to any.
+func (c ClientSessionCapabilities) AllowsUpdate(kind string) bool {
+	switch kind {
+	case UpdateNotice:
+		return c.Notices != nil
+	case UpdateCompactionUpdate, UpdateCompactionSummaryChunk:
+		return c.Compaction != nil
+	}
+	return true
+}
+
 // ClientConfigOptionsCapabilities: Boolean allows type:"boolean" options.
 type ClientConfigOptionsCapabilities struct {
 	Boolean *EmptyObject   `json:"boolean,omitempty"`

@@ -1,0 +1,41 @@
+package runner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tai-dev/tai/sandbox"
+)
+
+func TestStartMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		ds   []sandbox.Denial
+		want []string
+		not  []string
+	}{
+		{"a path", []sandbox.Denial{{Path: "/h/.foo"}},
+			[]string{"it was refused: /h/.foo (write).", "If it needs that directory: --sandbox-write /h/.foo (or write_roots in the policy)."},
+			[]string{"--sandbox off"}},
+		{"no path", nil,
+			[]string{"which may have refused it a path its stderr does not name", "--sandbox-write DIR (or write_roots in the policy); --sandbox off as the last resort."}, nil},
+		{"a secret and tai's own", []sandbox.Denial{{Path: "/h/.ssh/id_rsa", Hidden: true}, {Path: "/h/.local/state/tai/x", Own: true}},
+			[]string{"/h/.ssh/id_rsa (read: a secret path", "/h/.local/state/tai/x (write: tai's own files", "--sandbox off as the last resort"},
+			[]string{"--sandbox-write /h"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := startMessage("exited at start", tt.ds)
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q does not say %q", got, w)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(got, n) {
+					t.Errorf("%q says %q", got, n)
+				}
+			}
+		})
+	}
+}
