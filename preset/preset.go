@@ -169,6 +169,17 @@ func All() []Preset {
 			Drivers: map[string][]string{streamJSON: {"cursor-agent", "-p", "--output-format", "stream-json"}}},
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	// The npx fallback installs the tested release (tested.tsv), not
+	// whatever the registry has newest.
+	for i := range out {
+		if r, ok := out[i].TestedRange(); ok {
+			for j, a := range out[i].Fallback {
+				if a == out[i].Package {
+					out[i].Fallback[j] = a + "@" + r.Newest
+				}
+			}
+		}
+	}
 	return out
 }
 
