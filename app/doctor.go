@@ -208,9 +208,15 @@ func doctorAgents(ctx context.Context) []DoctorAgent {
 		a := DoctorAgent{Name: p.Name, Package: p.Package, Drivers: drivers}
 		a.Path, a.Installed = p.Installed()
 		a.AgentVersion = agentVersion(p, a.Path)
-		switch {
-		case p.Builtin, a.Version != "":
-		case a.Installed:
+		if !a.Installed {
+			if argv, err := p.Command(); err == nil {
+				a.Note = "not installed; runs through " + argv[0]
+			} else {
+				a.Note = err.Error()
+			}
+		}
+		out[i] = a
+		if a.Installed && !p.Builtin && a.Version == "" {
 			// No package.json to read: ask the agent itself (unconfined,
 			// so only when reading failed).
 			wg.Add(1)
@@ -222,14 +228,7 @@ func doctorAgents(ctx context.Context) []DoctorAgent {
 					v.VersionStatus = v.Tested.Status(releaseNumber.FindString(v.Version))
 				}
 			}()
-		default:
-			if argv, err := p.Command(); err == nil {
-				a.Note = "not installed; runs through " + argv[0]
-			} else {
-				a.Note = err.Error()
-			}
 		}
-		out[i] = a
 	}
 	wg.Wait()
 	rows, err := listAgents()
