@@ -234,3 +234,52 @@ func TestDoctorStateDirCannotBeCreated(t *testing.T) {
 		})
 	}
 }
+
+// opencode has no session modes and asks for nothing by default: tai
+// launches it with the environment that makes it ask (its preset's
+// AskEnv), over the user's own setting, so that tai's policy decides its
+// edits and commands. The agent here is a shell, run as opencode (by
+// --agent, and by a config agent whose command is opencode's), that saves
+// its environment and then becomes the built-in agent. Default sandbox.
+func TestOpencodeIsMadeToAsk(t *testing.T) {
+	t.Parallel()
+	const ask = `OPENCODE_PERMISSION={"edit":"ask","bash":"ask","webfetch":"ask"}`
+	for _, tc := range []struct {
+		name string
+		args func(agent string) []string
+	}{
+		{"--agent opencode", func(agent string) []string { return []string{"--agent", "opencode", "--agent-cmd", agent} }},
+		// A shell named opencode: recognized by its binary's name.
+		{"--agent-cmd alone", func(agent string) []string {
+			return []string{"--agent-cmd", "./opencode" + strings.TrimPrefix(agent, "/bin/sh")}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			j := newJail(t)
+			scr := runScript(t, "true", "text: done")
+			if err := os.Symlink("/bin/sh", filepath.Join(j.ws, "opencode")); err != nil {
+				t.Fatal(err)
+			}
+			agent := fmt.Sprintf("/bin/sh -c 'env > agent-env.txt; exec %s agent builtin --script %s'", taiBin, scr)
+			args := append(append([]string{"run"}, tc.args(agent)...), "--approve", "all", "-o", "json", "go")
+			o := runTai(t, j.ws, j.env(`OPENCODE_PERMISSION={"edit":"allow","bash":"allow"}`), args...)
+			if o.code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
+			}
+			b, err := os.ReadFile(filepath.Join(j.ws, "agent-env.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "OPENCODE_PERMISSION=") {
+					got = append(got, l)
+				}
+			}
+			if len(got) != 1 || got[0] != ask {
+				t.Errorf("the agent's OPENCODE_PERMISSION: %q, want only %s", got, ask)
+			}
+		})
+	}
+}

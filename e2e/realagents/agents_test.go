@@ -127,13 +127,14 @@ env_key = "FAKE_API_KEY"
 		// opencode has no ACP modes; its mode is a config option (build, plan).
 		modeID: "plan",
 		configure: func(t *testing.T, h paths, url, _ string) []string {
-			// Without the permission block opencode never asks.
+			// No permission block: opencode's default asks for nothing;
+			// tai's preset launches it with OPENCODE_PERMISSION set to ask
+			// (AskEnv), which is what makes it ask here.
 			writeFile(t, filepath.Join(h.home, ".config", "opencode", "opencode.json"), fmt.Sprintf(`{
   "autoupdate": false,
   "share": "disabled",
   "model": "fake/fake-model",
   "small_model": "fake/fake-model",
-  "permission": {"edit": "ask", "bash": "ask"},
   "provider": {"fake": {
     "npm": "@ai-sdk/openai-compatible",
     "name": "tai modelserver",
