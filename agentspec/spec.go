@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/exitcode"
@@ -193,6 +194,18 @@ func Resolve(s Spec) (Resolved, error) {
 	env = secretenv.Scrub(env) // tai's own secrets never reach the agent; a new slice, so appends never write into the caller's
 	if len(s.Env) > 0 || s.BaseEnv != nil {
 		o.Env = append(env, s.Env...)
+	}
+	if known, ok := preset.Lookup(a.Preset.Known()); ok && len(known.AskEnv) > 0 {
+		// In place of the user's own setting of it: a launcher that execs
+		// directly passes duplicates on, and which one a program reads
+		// is its own choice.
+		if o.Env == nil {
+			o.Env = env
+		}
+		o.Env = append(slices.DeleteFunc(o.Env, func(kv string) bool {
+			k, _, _ := strings.Cut(kv, "=")
+			return slices.ContainsFunc(known.AskEnv, func(a string) bool { return strings.HasPrefix(a, k+"=") })
+		}), known.AskEnv...)
 	}
 	if r.Policy, r.NonInteractive, err = loadPolicy(s.Policy); err != nil {
 		return r, stageErr(StagePolicy, err)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -17,7 +18,6 @@ import (
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 
-	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
@@ -58,12 +58,15 @@ type DoctorHub struct {
 
 // DoctorAgent is one agent preset (or config agent) here.
 type DoctorAgent struct {
-	Name      string   `json:"name"`
-	Installed bool     `json:"installed"`
-	Path      string   `json:"path,omitempty"`
-	Version   string   `json:"version,omitempty"` // the first line of its --version
-	Drivers   []string `json:"drivers"`
-	Note      string   `json:"note,omitempty"`
+	Name      string `json:"name"`
+	Installed bool   `json:"installed"`
+	Path      string `json:"path,omitempty"`
+	Package   string `json:"package,omitempty"` // npm package
+	// AgentVersion: the version from the package's package.json, else
+	// (an agent tai knows no package of) the first line of its --version.
+	AgentVersion
+	Drivers []string `json:"drivers"`
+	Note    string   `json:"note,omitempty"`
 	// Confinement says whose sandbox confines the agent under the default
 	// --sandbox auto: tai's, its own, or none.
 	Confinement string `json:"confinement,omitempty"`
@@ -105,6 +108,9 @@ type DoctorDir struct {
 	Exists   bool   `json:"exists"`
 	Writable bool   `json:"writable"` // it, or the directory it would be created in
 	Optional bool   `json:"optional,omitempty"`
+	// Error says why a directory tai needs cannot be created (or is not
+	// a directory): tai run would fail on it.
+	Error string `json:"error,omitempty"`
 }
 
 // DoctorWorktrees are tai's worktrees of the repository in the current
@@ -199,18 +205,10 @@ func doctorAgents(ctx context.Context) []DoctorAgent {
 			drivers = append(drivers, d)
 		}
 		sort.Strings(drivers[1:])
-		a := DoctorAgent{Name: p.Name, Drivers: drivers}
+		a := DoctorAgent{Name: p.Name, Package: p.Package, Drivers: drivers}
 		a.Path, a.Installed = p.Installed()
-		switch {
-		case p.Builtin:
-			a.Version = ReadBuildInfo().Version
-		case a.Installed:
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				out[i].Version, out[i].Note = toolVersion(ctx, a.Path)
-			}()
-		default:
+		a.AgentVersion = agentVersion(p, a.Path)
+		if !a.Installed {
 			if argv, err := p.Command(); err == nil {
 				a.Note = "not installed; runs through " + argv[0]
 			} else {
@@ -218,24 +216,36 @@ func doctorAgents(ctx context.Context) []DoctorAgent {
 			}
 		}
 		out[i] = a
+		if a.Installed && !p.Builtin && a.Version == "" {
+			// No package.json to read: ask the agent itself (unconfined,
+			// so only when reading failed).
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				v := &out[i].AgentVersion
+				v.Version, out[i].Note = toolVersion(ctx, a.Path)
+				if v.Tested != nil {
+					v.VersionStatus = v.Tested.Status(releaseNumber.FindString(v.Version))
+				}
+			}()
+		}
 	}
 	wg.Wait()
-	if cfg, err := loadConfig(""); err == nil {
-		for _, c := range cfg.Agents {
-			a := DoctorAgent{Name: c.Name, Drivers: []string{c.Driver}, Note: "from " + c.From}
-			if r, err := agentspec.ResolveAgent(agentspec.Agent{Name: c.Name, Custom: cfg.Agents}); err == nil {
-				a.Drivers = []string{r.Preset.Driver}
-				if path, err := exec.LookPath(r.Argv[0]); err == nil {
-					a.Installed, a.Path = true, path
-				}
-			}
-			out = append(out, a)
+	rows, err := listAgents()
+	for _, r := range rows {
+		if r.Source == SourceConfig {
+			out = append(out, DoctorAgent{Name: r.Name, Installed: r.Installed, Path: r.Path, Package: r.Package,
+				AgentVersion: r.AgentVersion, Drivers: []string{r.Driver}, Note: "from " + r.From})
 		}
-	} else {
+	}
+	if err != nil {
 		out = append(out, DoctorAgent{Name: "(config)", Note: err.Error()})
 	}
 	return out
 }
+
+// releaseNumber is the MAJOR.MINOR.PATCH in an agent's --version.
+var releaseNumber = regexp.MustCompile(`[0-9]+\.[0-9]+\.[0-9]+`)
 
 // toolVersion runs path --version and returns its first line.
 func toolVersion(ctx context.Context, path string) (version, note string) {
@@ -285,8 +295,11 @@ func doctorDirs() []DoctorDir {
 	add := func(what, path string, optional bool) {
 		d := DoctorDir{What: what, Path: path, Optional: optional}
 		probe := path
-		if _, err := os.Stat(path); err == nil {
+		if st, err := os.Stat(path); err == nil {
 			d.Exists = true
+			if !optional && !st.IsDir() {
+				d.Error = path + " is not a directory"
+			}
 		} else {
 			// Where it would be created: the nearest existing parent.
 			for probe = filepath.Dir(path); probe != filepath.Dir(probe); probe = filepath.Dir(probe) {
@@ -296,6 +309,10 @@ func doctorDirs() []DoctorDir {
 			}
 		}
 		d.Writable = unix.Access(probe, unix.W_OK) == nil
+		if !d.Exists && !optional {
+			d.Error = creatable(probe)
+			d.Writable = d.Writable && d.Error == ""
+		}
 		out = append(out, d)
 	}
 	add("state", statedir.Dir(), false)
@@ -309,6 +326,28 @@ func doctorDirs() []DoctorDir {
 		add("policy", p, true)
 	}
 	return out
+}
+
+// creatable says why a directory cannot be created in parent, the
+// nearest existing parent of a missing one ("" when it can): it makes and
+// removes one there, since permission bits alone do not tell (root,
+// read-only mounts, a file where a directory belongs).
+func creatable(parent string) string {
+	st, err := os.Stat(parent)
+	if err != nil {
+		return err.Error()
+	}
+	if !st.IsDir() {
+		return parent + " is not a directory"
+	}
+	tmp, err := os.MkdirTemp(parent, ".tai-doctor-")
+	if err != nil {
+		return err.Error()
+	}
+	if err := os.Remove(tmp); err != nil {
+		return fmt.Sprintf("removing the probe %s: %v", tmp, err)
+	}
+	return ""
 }
 
 // doctorWorktrees lists, read-only, tai's worktrees of the repository dir
@@ -353,13 +392,14 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 	fmt.Fprintln(w, d.Tai.String())
 	fmt.Fprintln(w, "\nAgents:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  AGENT\tINSTALLED\tVERSION\tDRIVERS\tCONFINED BY\tNOTE")
+	fmt.Fprintln(tw, "  AGENT\tINSTALLED\tVERSION\tTESTED\tPACKAGE\tDRIVERS\tCONFINED BY\tNOTE")
 	for _, a := range d.Agents {
 		inst := "no"
 		if a.Installed {
 			inst = "yes"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", a.Name, inst, orDash(a.Version), strings.Join(a.Drivers, ","), orDash(a.Confinement), a.Note)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Name, inst, a.AgentVersion, a.testedString(), orDash(a.Package),
+			strings.Join(a.Drivers, ","), orDash(a.Confinement), a.Note)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "\nDrivers:")
@@ -425,7 +465,12 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 		if dir.Exists {
 			st = "exists"
 		}
-		if !dir.Writable {
+		switch {
+		case dir.Error != "" && dir.Exists:
+			st = "UNUSABLE (" + dir.Error + "): tai run fails until it is a writable directory"
+		case dir.Error != "":
+			st = "missing and CANNOT BE CREATED (" + dir.Error + "): tai run fails until it can be"
+		case !dir.Writable:
 			st += ", NOT WRITABLE"
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", dir.What, dir.Path, st)

