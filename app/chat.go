@@ -18,6 +18,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/safetext"
+	"github.com/tai-dev/tai/internal/ttyin"
 	"github.com/tai-dev/tai/runner"
 )
 
@@ -38,7 +39,15 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 		return exitcode.Usagef("chat reads prompts from the terminal or a pipe: for stream-json use tai --cap-speak stream-json")
 	}
 	f.chat = true
-	logger := newLogger(std.Err, f.Verbose)
+	state := chat.NewState()
+	in := chatInput(std, state.Complete)
+	defer in.close()
+	f.termIn, f.above = in.term, in.above
+	logErr := std.Err
+	if in.above != nil {
+		logErr = in.above(std.Err)
+	}
+	logger := newLogger(logErr, f.Verbose)
 	opts, cleanup, err := buildRun(f, args, std, logger)
 	defer cleanup()
 	if err != nil {
@@ -47,7 +56,6 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 	if opts.Driver == "pty" {
 		return exitcode.Usagef("the pty driver has the agent's own terminal UI: use tai run --driver pty with no prompt to attach to it")
 	}
-	state := chat.NewState()
 	c := &chatSession{
 		std: std, state: state,
 		turns: make(chan []driver.Content), controls: make(chan runner.Control), done: make(chan struct{}),
@@ -67,9 +75,7 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 		res, _ = runner.Run(runCtx, opts)
 	}()
 
-	in := chatInput(std, state.Complete)
 	c.loop(in, first)
-	in.close()
 	close(c.turns)
 	<-c.done
 	started()
@@ -190,6 +196,9 @@ func (c *chatSession) control(cmd, arg string) bool {
 type lineReader struct {
 	read  func() (string, error)
 	close func()
+	// On a terminal: its one reader, and the writer above the line typed.
+	term  *ttyin.Input
+	above func(io.Writer) io.Writer
 }
 
 // chatInput is the line editor on a terminal (raw only while a line is
@@ -210,20 +219,21 @@ func chatInput(std IO, complete chat.Completer) lineReader {
 			return "", io.EOF
 		}, close: func() {}}
 	}
-	ed := &chat.Editor{In: f, Out: std.Out, Complete: complete, Width: func() int {
-		w, _, err := term.GetSize(int(f.Fd()))
+	fd := int(f.Fd())
+	tin := ttyin.New(f)
+	ed := &chat.Editor{In: tin, Out: std.Out, Complete: complete, Width: func() int {
+		w, _, err := term.GetSize(fd)
 		if err != nil {
 			return 0
 		}
 		return w
-	}}
-	fd := int(f.Fd())
-	return lineReader{read: func() (string, error) {
+	}, Raw: func() (func(), error) {
 		old, err := term.MakeRaw(fd)
 		if err != nil {
-			return "", fmt.Errorf("the terminal: %w", err)
+			return nil, fmt.Errorf("the terminal: %w", err)
 		}
-		defer term.Restore(fd, old)
-		return ed.ReadLine(chatPrompt)
-	}, close: func() {}}
+		return func() { _ = term.Restore(fd, old) }, nil
+	}}
+	return lineReader{read: func() (string, error) { return ed.ReadLine(chatPrompt) },
+		close: func() {}, term: tin, above: ed.Above}
 }

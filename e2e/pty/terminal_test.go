@@ -1,0 +1,104 @@
+package pty
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// asUser is a user's world for tai on a terminal: a workspace, a HOME of
+// its own (and XDG dirs under it), the default sandbox.
+func asUser(t *testing.T) (ws string, env []string) {
+	t.Helper()
+	root := t.TempDir()
+	ws, home := filepath.Join(root, "ws"), filepath.Join(root, "home")
+	for _, d := range []string{ws, home} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ws, []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache")}
+}
+
+// gatedAgent is the built-in agent started only once the test opens the
+// FIFO it returns for writing: what it sends at its start then comes
+// while tai's prompt is surely on the screen.
+func gatedAgent(t *testing.T, ws, script string) (agentCmd, fifo string) {
+	t.Helper()
+	fifo = filepath.Join(ws, "gate")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs(filepath.Join("..", "testdata", script))
+	return "sh -c 'cat gate >/dev/null; exec " + taiBin + " agent builtin --script " + abs + "'", fifo
+}
+
+// open lets a gated agent start.
+func open(t *testing.T, fifo string) {
+	t.Helper()
+	f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// bareLF is a line feed without its carriage return: on a terminal in raw
+// mode the next line starts where the last ended (a staircase).
+var bareLF = regexp.MustCompile(`[^\r]\n`)
+
+// tai chat prints what comes while a line is typed (the session's header,
+// its mode and commands) above the prompt, and redraws the prompt and what
+// was typed: no line starts where the last ended.
+func TestChatPrintsAboveThePrompt(t *testing.T) {
+	t.Parallel()
+	ws, env := asUser(t)
+	agent, fifo := gatedAgent(t, ws, "chat.yaml")
+	u := startInTerminalEnv(t, ws, env, "chat", "--agent-cmd", agent)
+	u.waitFor("tai› ")
+	u.typ("/ech")
+	u.waitFor("tai› /ech")
+	open(t, fifo) // the agent starts now, under the prompt
+	u.waitFor("◆ commands:")
+	u.waitFor("◆ commands: /echo /plan /help\r\n\rtai› /ech") // the prompt and the typing, redrawn
+	u.typ("o above\r")
+	u.waitFor("above\r\n")
+	u.waitFor("turn ended: end_turn")
+	u.typ("\x04")
+	if code := u.exit(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, u.screen())
+	}
+	screen := u.screen()
+	if m := bareLF.FindStringIndex(screen); m != nil {
+		t.Fatalf("a line started where the last ended (a bare \\n at %d):\n%q", m[0], screen)
+	}
+	if !strings.Contains(screen, "\r\x1b[K● ") {
+		t.Fatalf("the header did not clear the prompt's line:\n%q", screen)
+	}
+}
+
+// Ctrl-C at a permission question in tai chat cancels the turn, and the
+// next line typed goes to chat: the question's reader does not keep
+// reading the terminal after it.
+func TestChatLineAfterCancelledAsk(t *testing.T) {
+	t.Parallel()
+	ws, env := asUser(t)
+	script, _ := filepath.Abs(filepath.Join("..", "testdata", "chat-ask.yaml"))
+	u := startInTerminalEnv(t, ws, env, "chat", "--agent-cmd", taiBin+" agent builtin --script "+script)
+	u.waitFor("tai› ")
+	u.typ("deploy\r")
+	u.waitFor("[d] deny always > ")
+	u.typ("\x03")
+	u.waitFor("turn ended: cancelled")
+	u.waitForCount("tai› ", 2)
+	u.typ("/echo the next line\r")
+	u.waitFor("the next line\r\n")
+	u.waitForCount("turn ended: end_turn", 1)
+	u.typ("\x04")
+	if code := u.exit(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, u.screen())
+	}
+}
