@@ -110,11 +110,12 @@ func (t *Text) writer() *bufio.Writer {
 }
 
 // urgent reports events the user must see at once, those a prompt to the
-// user can follow (a permission ask, a mode change) among them: the flush
-// must not wait.
+// user can follow (a permission ask, a form, a mode change) among them:
+// the flush must not wait, or what was rendered before (the session's
+// header) would land on the prompt's input line.
 func urgent(typ driver.EventType) bool {
 	switch typ {
-	case driver.EventPermissionAsked, driver.EventPermissionDecided, driver.EventModeChanged, driver.EventTurnEnded,
+	case driver.EventPermissionAsked, driver.EventPermissionDecided, driver.EventElicitationAsked, driver.EventModeChanged, driver.EventTurnEnded,
 		driver.EventError, driver.EventProcessExited, driver.EventScreenDelta:
 		return true
 	}

@@ -102,3 +102,25 @@ func TestChatLineAfterCancelledAsk(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, u.screen())
 	}
 }
+
+// An elicitation form asked at the very start of a turn comes after the
+// session's header, which no longer lands on the form's input line.
+func TestElicitationFormAfterHeader(t *testing.T) {
+	t.Parallel()
+	ws, env := asUser(t)
+	script, _ := filepath.Abs(filepath.Join("..", "testdata", "elicit-first.yaml"))
+	u := startInTerminalEnv(t, ws, env, "run", "--agent-cmd", taiBin+" agent builtin --script "+script, "paint it")
+	u.waitFor("Colour (string, required)")
+	screen := u.screen()
+	header, form := strings.Index(screen, "● "), strings.Index(screen, "The agent asks: Which colour")
+	if header < 0 || form < 0 || header > form {
+		t.Fatalf("the form came before the session's header:\n%s", screen)
+	}
+	u.typ("blue\n")
+	u.waitFor("Send these answers? [Y/n]")
+	u.typ("y\n")
+	u.waitFor("painted")
+	if code := u.exit(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, u.screen())
+	}
+}
