@@ -2,6 +2,7 @@ package pty
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -122,5 +123,49 @@ func TestElicitationFormAfterHeader(t *testing.T) {
 	u.waitFor("painted")
 	if code := u.exit(); code != 0 {
 		t.Fatalf("exit %d\n%s", code, u.screen())
+	}
+}
+
+// A fleet's permission question takes one key, as tai run's does: y
+// answers it without Enter, and the task goes on.
+func TestFleetQuestionTakesOneKey(t *testing.T) {
+	t.Parallel()
+	ws, env := asUser(t)
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		gitIn(t, ws, a...)
+	}
+	plans := filepath.Join(ws, "plans")
+	writeFile(t, filepath.Join(plans, "plan.yaml"), "name: onekey\ngoal: deploy\npolicy: {approve: ask}\ntasks:\n  - {id: deploy, script: deploy.yaml, prompt: deploy it}\n")
+	writeFile(t, filepath.Join(plans, "deploy.yaml"), "steps:\n  - permission: {title: \"Deploy the site\", kind: execute}\n  - text: \"deployed\"\n")
+	gitIn(t, ws, "add", "-A")
+	gitIn(t, ws, "commit", "-q", "-m", "init")
+	u := startInTerminalEnv(t, ws, env, "fleet", "run", filepath.Join(plans, "plan.yaml"))
+	u.waitFor("[d] deny always > ")
+	u.typ("y") // no Enter
+	u.waitFor("allow once")
+	if code := u.exit(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, u.screen())
+	}
+	if strings.Count(u.screen(), "deny always > ") != 1 {
+		t.Fatalf("asked more than once:\n%s", u.screen())
+	}
+}
+
+func gitIn(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+func writeFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
