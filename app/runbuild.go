@@ -326,6 +326,10 @@ func (b *runBuild) sinks() {
 			out = f.above(out) // chat: above the line being typed
 		}
 		text := render.NewText(out, b.std.ColorOn(b.std.Out))
+		text.Verbose = f.Verbose
+		if m := b.res.Engine.Mode(); m == policy.ApproveAll || m == policy.Yolo {
+			text.QuietAllows = true // every allow is the one asked for: noise, unless -v
+		}
 		o.Sinks = append(o.Sinks, text)
 		if b.tp != nil && b.std.OutTTY() {
 			// The same screen: a diff tai's output showed is not asked again.

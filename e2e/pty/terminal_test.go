@@ -169,3 +169,43 @@ func writeFile(t *testing.T, path, s string) {
 		t.Fatal(err)
 	}
 }
+
+// tai run on a terminal at --approve all shows the work, not the noise:
+// no automatic allows, no logger records, no clean agent exit, no raw
+// status words. -v shows the allows (one dim line each) and the exit.
+func TestRunIsQuietOnATerminal(t *testing.T) {
+	t.Parallel()
+	for _, verbose := range []bool{false, true} {
+		ws, env := asUser(t)
+		writeFile(t, filepath.Join(ws, "notes.txt"), "some notes\n")
+		script, _ := filepath.Abs(filepath.Join("..", "testdata", "quiet.yaml"))
+		args := []string{"run", "--approve", "all", "--agent-cmd", taiBin + " agent builtin --script " + script, "read the notes"}
+		if verbose {
+			args = append([]string{"-v"}, args...)
+		}
+		u := startInTerminalEnv(t, ws, env, args...)
+		u.waitFor("all read")
+		if code := u.exit(); code != 0 {
+			t.Fatalf("exit %d\n%s", code, u.screen())
+		}
+		screen := u.screen()
+		noises := []string{"? unasked call", "→ allow", "pending", "in_progress", filepath.Join(ws, "notes.txt") + " " + filepath.Join(ws, "notes.txt")}
+		if !verbose {
+			noises = append(noises, "level=WARN") // -v shows the logger's records
+		}
+		for _, noise := range noises {
+			if strings.Contains(screen, noise) {
+				t.Errorf("-v=%v: the screen shows %q:\n%s", verbose, noise, screen)
+			}
+		}
+		if !strings.Contains(screen, "tai: warning: agent wrote a non-JSON line on stdout") && !verbose {
+			t.Errorf("the warning is not in tai's style:\n%s", screen)
+		}
+		if got := strings.Contains(screen, "allowed: [read]"); got != verbose {
+			t.Errorf("-v=%v: the automatic allow shown = %v:\n%s", verbose, got, screen)
+		}
+		if got := strings.Contains(screen, "◆ agent process"); got != verbose {
+			t.Errorf("-v=%v: the clean exit shown = %v:\n%s", verbose, got, screen)
+		}
+	}
+}
