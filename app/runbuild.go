@@ -327,6 +327,7 @@ func (b *runBuild) sinks() {
 		}
 		text := render.NewText(out, b.std.ColorOn(b.std.Out))
 		text.Verbose = f.Verbose
+		text.Status = b.std.OutTTY() // a pipe gets no status line
 		if m := b.res.Engine.Mode(); m == policy.ApproveAll || m == policy.Yolo {
 			text.QuietAllows = true // every allow is the one asked for: noise, unless -v
 		}

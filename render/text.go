@@ -61,6 +61,9 @@ type Text struct {
 	// QuietAllows hides the policy's automatic allows (--approve all, where
 	// every allow is expected), unless Verbose.
 	QuietAllows bool
+	// Status shows the status line while the agent is silent (W is a
+	// terminal: it is never written to a pipe).
+	Status bool
 
 	mu        sync.Mutex
 	out       *bufio.Writer
@@ -81,6 +84,7 @@ type Text struct {
 	// human's question is on the terminal meanwhile (the prompter's): the
 	// held line must not be written into it.
 	held      *driver.PermissionRequest
+	status    statusLine
 	diffShown map[string]bool // tool call ids whose diff is on screen
 }
 
@@ -94,6 +98,7 @@ func (t *Text) Flush() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.showHeld()
+	t.clearStatus()
 	if t.out == nil {
 		return nil
 	}
@@ -174,7 +179,9 @@ func (t *Text) words(parts ...string) {
 func (t *Text) Emit(ev driver.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.emit(SafeEvent(ev))
+	safe := SafeEvent(ev) // the status line shows the agent's strings too
+	t.statusEvent(safe)
+	t.emit(safe)
 	if urgent(ev.Type) && t.out != nil {
 		_ = t.out.Flush()
 	}

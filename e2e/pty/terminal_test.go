@@ -209,3 +209,40 @@ func TestRunIsQuietOnATerminal(t *testing.T) {
 		}
 	}
 }
+
+// While the agent is silent, a terminal shows a spinner with the turn's
+// time and the last activity; Ctrl-C then ends the run cleanly, the line
+// taken off first. (The wait for it is the agent's silence: nothing here
+// asserts on time.)
+func TestRunShowsAStatusLine(t *testing.T) {
+	t.Parallel()
+	ws, env := asUser(t)
+	script, _ := filepath.Abs(filepath.Join("..", "testdata", "silent.yaml"))
+	u := startInTerminalEnv(t, ws, env, "run", "--agent-cmd", taiBin+" agent builtin --script "+script, "think hard")
+	u.waitFor(" working ")
+	u.waitFor("· 1500 tokens")
+	u.typ("\x03")
+	u.exit()
+	screen := u.screen()
+	if !strings.Contains(screen, "\r\x1b[K■ turn ended: cancelled") {
+		t.Fatalf("the status line was not taken off before the next output:\n%q", screen)
+	}
+}
+
+// A pipe gets no status line, however long the agent is silent (its
+// silence here is longer than the line's wait).
+func TestNoStatusLineOnAPipe(t *testing.T) {
+	t.Parallel()
+	ws, env := asUser(t)
+	script, _ := filepath.Abs(filepath.Join("..", "testdata", "silent-short.yaml"))
+	cmd := exec.Command(taiBin, "run", "--agent-cmd", taiBin+" agent builtin --script "+script, "think")
+	cmd.Dir = ws
+	cmd.Env = append(append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(filepath.Dir(ws), "state")), env...)
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), "done thinking") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "working") || strings.Contains(string(out), "\x1b[K") {
+		t.Fatalf("a status line on a pipe:\n%q", out)
+	}
+}
