@@ -19,6 +19,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/internal/ttyin"
+	"github.com/tai-dev/tai/render"
 	"github.com/tai-dev/tai/runner"
 )
 
@@ -57,7 +58,7 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 		return exitcode.Usagef("the pty driver has the agent's own terminal UI: use tai run --driver pty with no prompt to attach to it")
 	}
 	c := &chatSession{
-		std: std, state: state,
+		std: std, state: state, text: textSink(opts.Sinks),
 		turns: make(chan []driver.Content), controls: make(chan runner.Control), done: make(chan struct{}),
 	}
 	interrupts := make(chan struct{}, 1)
@@ -116,6 +117,7 @@ func chatSignals(ctx context.Context, interrupts chan<- struct{}) (context.Conte
 type chatSession struct {
 	std      IO
 	state    *chat.State
+	text     *render.Text // the screen's renderer; nil with -o json
 	turns    chan []driver.Content
 	controls chan runner.Control
 	done     chan struct{} // closed when the run has ended
@@ -162,6 +164,9 @@ func (c *chatSession) turn(p []driver.Content) bool {
 	case <-c.done:
 		return false
 	}
+	if c.text != nil {
+		c.text.TurnStarted() // the status line's clock: the agent may say nothing for a while
+	}
 	select {
 	case <-c.state.Turns:
 		return true
@@ -190,6 +195,16 @@ func (c *chatSession) control(cmd, arg string) bool {
 		fmt.Fprintf(c.std.Err, "%s %s: %s\n", cmd, safetext.Line(arg), safetext.Line(err.Error())) // the agent's error text
 	}
 	return true
+}
+
+// textSink is the run's text renderer among its sinks, if any.
+func textSink(sinks []driver.Sink) *render.Text {
+	for _, s := range sinks {
+		if t, ok := s.(*render.Text); ok {
+			return t
+		}
+	}
+	return nil
 }
 
 // lineReader is where chat's prompts come from.

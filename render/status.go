@@ -127,3 +127,17 @@ func cutLine(s string, n int) string {
 	}
 	return string(r[:n-1]) + "…"
 }
+
+// TurnStarted starts the status line's clock for a turn whose prompt was
+// just sent (chat's next line): the agent may be silent from its start.
+func (t *Text) TurnStarted() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.Status {
+		return
+	}
+	s := &t.status
+	s.gen++
+	s.inTurn, s.paused, s.start, s.activity = true, false, t.clock().Now(), ""
+	t.scheduleStatus(statusSilence)
+}

@@ -246,3 +246,21 @@ func TestNoStatusLineOnAPipe(t *testing.T) {
 		t.Fatalf("a status line on a pipe:\n%q", out)
 	}
 }
+
+// In tai chat, the status line shows from the moment a line is sent: an
+// agent that says nothing at all in its turn still shows a sign of life.
+func TestChatShowsAStatusLine(t *testing.T) {
+	t.Parallel()
+	ws, env := asUser(t)
+	script, _ := filepath.Abs(filepath.Join("..", "testdata", "chat-silent.yaml"))
+	u := startInTerminalEnv(t, ws, env, "chat", "--agent-cmd", taiBin+" agent builtin --script "+script)
+	u.waitFor("tai› ")
+	u.typ("/echo first\r") // the session's first events come with the first turn
+	u.waitFor("turn ended: end_turn")
+	u.typ("think hard\r")
+	u.waitFor(" working ")
+	u.typ("\x03") // the turn, not the session
+	u.waitFor("\r\x1b[K■ turn ended: cancelled")
+	u.typ("\x04")
+	u.exit() // 130: the session's last turn was cancelled
+}
