@@ -18,6 +18,8 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/safetext"
+	"github.com/tai-dev/tai/internal/ttyin"
+	"github.com/tai-dev/tai/render"
 	"github.com/tai-dev/tai/runner"
 )
 
@@ -44,7 +46,15 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 		return refused(exitcode.Usagef("chat reads prompts from the terminal or a pipe: for stream-json use tai --cap-speak stream-json"))
 	}
 	f.chat = true
-	logger := newLogger(std.Err, f.Verbose)
+	state := chat.NewState()
+	in := chatInput(std, state.Complete)
+	defer in.close()
+	f.termIn, f.above = in.term, in.above
+	logErr := std.Err
+	if in.above != nil {
+		logErr = in.above(std.Err)
+	}
+	logger := newLogger(logErr, f.Verbose)
 	opts, cleanup, err := buildRun(f, args, std, logger)
 	defer cleanup()
 	if err != nil {
@@ -53,9 +63,8 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 	if opts.Driver == "pty" {
 		return refused(exitcode.Usagef("the pty driver has the agent's own terminal UI: use tai run --driver pty with no prompt to attach to it"))
 	}
-	state := chat.NewState()
 	c := &chatSession{
-		std: std, state: state,
+		std: std, state: state, text: textSink(opts.Sinks),
 		turns: make(chan []driver.Content), controls: make(chan runner.Control), done: make(chan struct{}),
 	}
 	interrupts := make(chan struct{}, 1)
@@ -74,9 +83,7 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 		res, _ = runner.Run(runCtx, opts)
 	}()
 
-	in := chatInput(std, state.Complete)
 	c.loop(in, first)
-	in.close()
 	close(c.turns)
 	<-c.done
 	started()
@@ -117,6 +124,7 @@ func chatSignals(ctx context.Context, interrupts chan<- struct{}) (context.Conte
 type chatSession struct {
 	std      IO
 	state    *chat.State
+	text     *render.Text // the screen's renderer; nil with -o json
 	turns    chan []driver.Content
 	controls chan runner.Control
 	done     chan struct{} // closed when the run has ended
@@ -163,6 +171,9 @@ func (c *chatSession) turn(p []driver.Content) bool {
 	case <-c.done:
 		return false
 	}
+	if c.text != nil {
+		c.text.TurnStarted() // the status line's clock: the agent may say nothing for a while
+	}
 	select {
 	case <-c.state.Turns:
 		return true
@@ -193,10 +204,23 @@ func (c *chatSession) control(cmd, arg string) bool {
 	return true
 }
 
+// textSink is the run's text renderer among its sinks, if any.
+func textSink(sinks []driver.Sink) *render.Text {
+	for _, s := range sinks {
+		if t, ok := s.(*render.Text); ok {
+			return t
+		}
+	}
+	return nil
+}
+
 // lineReader is where chat's prompts come from.
 type lineReader struct {
 	read  func() (string, error)
 	close func()
+	// On a terminal: its one reader, and the writer above the line typed.
+	term  *ttyin.Input
+	above func(io.Writer) io.Writer
 }
 
 // chatInput is the line editor on a terminal (raw only while a line is
@@ -217,20 +241,21 @@ func chatInput(std IO, complete chat.Completer) lineReader {
 			return "", io.EOF
 		}, close: func() {}}
 	}
-	ed := &chat.Editor{In: f, Out: std.Out, Complete: complete, Width: func() int {
-		w, _, err := term.GetSize(int(f.Fd()))
+	fd := int(f.Fd())
+	tin := ttyin.New(f)
+	ed := &chat.Editor{In: tin, Out: std.Out, Complete: complete, Width: func() int {
+		w, _, err := term.GetSize(fd)
 		if err != nil {
 			return 0
 		}
 		return w
-	}}
-	fd := int(f.Fd())
-	return lineReader{read: func() (string, error) {
+	}, Raw: func() (func(), error) {
 		old, err := term.MakeRaw(fd)
 		if err != nil {
-			return "", fmt.Errorf("the terminal: %w", err)
+			return nil, fmt.Errorf("the terminal: %w", err)
 		}
-		defer term.Restore(fd, old)
-		return ed.ReadLine(chatPrompt)
-	}, close: func() {}}
+		return func() { _ = term.Restore(fd, old) }, nil
+	}}
+	return lineReader{read: func() (string, error) { return ed.ReadLine(chatPrompt) },
+		close: func() {}, term: tin, above: ed.Above}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -10,6 +11,7 @@ import (
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/internal/ttyin"
 	"github.com/tai-dev/tai/policy"
 )
 
@@ -72,6 +74,11 @@ type RunFlags struct {
 
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	chat     bool            // tai chat: the prompts come as lines
+	// termIn and above are chat's terminal: its one reader, shared by the
+	// line editor and the questions, and the writer that prints the
+	// session's output above the line being typed (nil: not a terminal).
+	termIn   *ttyin.Input
+	above    func(io.Writer) io.Writer
 	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
 	// editorForms is that editor's elicitation forms (nil: it shows none).
 	editorForms elicit.Answerer

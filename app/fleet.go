@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +28,7 @@ import (
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/internal/safetext"
+	"github.com/tai-dev/tai/internal/ttyin"
 	"github.com/tai-dev/tai/notify"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
@@ -412,33 +412,18 @@ func alive(pid int) bool {
 }
 
 // human asks at the terminal. Permission asks go through policy's
-// TTYPrompter; questions are read from the same line stream, one at a time.
+// TTYPrompter, one key as in tai run; questions and forms read lines from
+// the same reader of the terminal, one at a time.
 type human struct {
 	table  *fleet.Table // the live table, held while a question is on screen
 	feed   *feed.Server // nil: no feed
 	mu     sync.Mutex
 	out    io.Writer
-	lines  chan string
 	prompt *policy.TTYPrompter
 }
 
 func newHuman(tty *os.File) *human {
-	h := &human{out: tty, lines: make(chan string)}
-	go func() {
-		rd := bufio.NewReader(tty)
-		for {
-			l, err := rd.ReadString('\n')
-			if l != "" {
-				h.lines <- l
-			}
-			if err != nil {
-				close(h.lines)
-				return
-			}
-		}
-	}()
-	h.prompt = &policy.TTYPrompter{In: &chanReader{ch: h.lines}, Out: tty}
-	return h
+	return &human{out: tty, prompt: &policy.TTYPrompter{In: ttyin.New(tty), Out: tty}}
 }
 
 func (h *human) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
@@ -479,7 +464,6 @@ func (h *human) askQuestion(ctx context.Context, task, q string) (string, error)
 		h.table.Hold(task, "question: "+lastQuestionLine(q))
 		defer h.table.Release()
 	}
-	fmt.Fprintf(h.out, "\n[tai fleet] task %s asks:\n%s\nyour answer (empty = leave it blocked): ", task, q)
 	// tai top may answer it too, through the feed: the first answer wins.
 	type fromFeed struct{ text, via string }
 	feedAns := make(chan fromFeed, 1)
@@ -494,20 +478,23 @@ func (h *human) askQuestion(ctx context.Context, task, q string) (string, error)
 			defer wg.Done()
 			if text, via, err := h.feed.AskQuestion(qctx, task, q, func() string { return winner }); err == nil {
 				feedAns <- fromFeed{text, via}
+				cancel() // the terminal's read ends, taking nothing
 			}
 		}()
 	}
-	select {
-	case l, ok := <-h.lines:
-		if !ok {
-			return "", io.EOF
-		}
+	l, err := h.prompt.ReadLine(qctx, fmt.Sprintf("\n[tai fleet] task %s asks:\n%s\nyour answer (empty = leave it blocked): ", task, q), false)
+	if err == nil {
 		winner = policy.ViaTerminal
+		cancel()
 		return strings.TrimSpace(l), nil
+	}
+	select {
 	case a := <-feedAns:
 		fmt.Fprintf(h.out, "\n  (answered via %s)\n", a.via)
 		return strings.TrimSpace(a.text), nil
-	case <-ctx.Done():
+	default:
+	}
+	if ctx.Err() != nil {
 		// Another channel answered first (a hub's feed, for a run this
 		// terminal follows): say so, as a permission prompt does.
 		if elsewhere := (*policy.AnsweredElsewhere)(nil); errors.As(context.Cause(ctx), &elsewhere) {
@@ -515,24 +502,7 @@ func (h *human) askQuestion(ctx context.Context, task, q string) (string, error)
 		}
 		return "", ctx.Err()
 	}
-}
-
-type chanReader struct {
-	ch  chan string
-	buf string
-}
-
-func (c *chanReader) Read(p []byte) (int, error) {
-	if c.buf == "" {
-		l, ok := <-c.ch
-		if !ok {
-			return 0, io.EOF
-		}
-		c.buf = l
-	}
-	n := copy(p, c.buf)
-	c.buf = c.buf[n:]
-	return n, nil
+	return "", err
 }
 
 // planPrompt asks an agent for a plan.

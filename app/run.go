@@ -222,12 +222,13 @@ func wantsChat(f RunFlags, args []string, std IO) bool {
 	return err == nil && a.Driver != "pty"
 }
 
+// newLogger is the logger of tai's own diagnostics: with -v every record
+// in full, else warnings and errors in tai's short style.
 func newLogger(w io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
+	if !verbose {
+		return slog.New(newShortHandler(w))
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: logValue}))
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: logValue}))
 }
 
 // elicitChain is the answer chain of the agent's elicitations: the policy

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -162,7 +163,11 @@ func (b *runBuild) askers() error {
 	if f.Output != OutputStreamJSON && b.prompter == nil { // else no tty is opened (and left open)
 		if tty, ok := b.std.TTY(); ok {
 			b.closers = append(b.closers, func() { tty.Close() })
-			b.tp = &policy.TTYPrompter{In: tty, Out: tty}
+			var in io.Reader = tty
+			if f.termIn != nil {
+				in = f.termIn // chat's editor reads the same terminal: one reader for both
+			}
+			b.tp = &policy.TTYPrompter{In: in, Out: tty}
 			b.prompter = b.tp
 			b.form = &elicit.Form{In: tty, Out: tty, Lines: b.tp} // one reader of the terminal for both
 		}
@@ -320,7 +325,16 @@ func (b *runBuild) settings() error {
 func (b *runBuild) sinks() {
 	f, o := b.f, &b.o
 	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil && f.prompter == nil { // attached, the screen is the TUI's
-		text := render.NewText(b.std.Out, b.std.ColorOn(b.std.Out))
+		out := b.std.Out
+		if f.above != nil {
+			out = f.above(out) // chat: above the line being typed
+		}
+		text := render.NewText(out, b.std.ColorOn(b.std.Out))
+		text.Verbose = f.Verbose
+		text.Status = b.std.OutTTY() // a pipe gets no status line
+		if m := b.res.Engine.Mode(); m == policy.ApproveAll || m == policy.Yolo {
+			text.QuietAllows = true // every allow is the one asked for: noise, unless -v
+		}
 		o.Sinks = append(o.Sinks, text)
 		if b.tp != nil && b.std.OutTTY() {
 			// The same screen: a diff tai's output showed is not asked again.

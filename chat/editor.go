@@ -4,10 +4,12 @@
 package chat
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/tai-dev/tai/internal/safetext"
@@ -27,7 +29,9 @@ type Completion struct {
 type Completer func(line string) (start int, cands []Completion)
 
 // Editor reads lines from a terminal in raw mode. In and Out are the
-// terminal; the caller puts it in raw mode around ReadLine.
+// terminal. What others write to the terminal meanwhile (the session's
+// header, a mode change, a warning) goes through Above, which prints it
+// above the line being typed, as readline does.
 type Editor struct {
 	In       io.Reader
 	Out      io.Writer
@@ -35,19 +39,114 @@ type Editor struct {
 	// Width is the terminal's width in columns (0: unbounded). A longer
 	// line scrolls sideways around the cursor instead of wrapping, which
 	// a one-row redraw could not undo.
-	Width   func() int
+	Width func() int
+	// Raw, if set, puts the terminal in raw mode while a line is typed and
+	// returns what restores it.
+	Raw     func() (restore func(), err error)
 	history []string
+
+	mu      sync.Mutex // the terminal: one writer at a time
+	active  *lineState // a copy of the line being typed, as drawn; nil outside ReadLine
+	partial []byte     // text written Above while active, its line not ended yet
+}
+
+// Above returns a writer for text that w (the same terminal as Out) shows
+// while a line may be typed. Outside ReadLine it writes through. During
+// it, each whole line is printed above the prompt: the prompt line is
+// cleared, the text written with \r\n (raw mode does not add the \r), and
+// the prompt and what was typed redrawn. The end of a line not yet ended
+// waits for its newline, or for the line being typed to be entered.
+func (e *Editor) Above(w io.Writer) io.Writer { return aboveWriter{e: e, w: w} }
+
+type aboveWriter struct {
+	e *Editor
+	w io.Writer
+}
+
+func (a aboveWriter) Write(b []byte) (int, error) {
+	e := a.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.active == nil {
+		return a.w.Write(b)
+	}
+	e.partial = append(e.partial, b...)
+	i := bytes.LastIndexByte(e.partial, '\n')
+	if i < 0 {
+		return len(b), nil
+	}
+	lines := e.partial[:i+1]
+	text := bytes.ReplaceAll(bytes.ReplaceAll(lines, []byte("\r\n"), []byte("\n")), []byte("\n"), []byte("\r\n"))
+	e.partial = append([]byte(nil), e.partial[i+1:]...)
+	if _, err := io.WriteString(e.Out, "\r\x1b[K"); err != nil {
+		return 0, err
+	}
+	if _, err := a.w.Write(text); err != nil {
+		return 0, err
+	}
+	e.redraw(e.active)
+	return len(b), nil
 }
 
 // History returns the lines entered so far, oldest first.
 func (e *Editor) History() []string { return append([]string(nil), e.history...) }
 
 type lineState struct {
-	prompt string
-	buf    []rune
-	pos    int
+	prompt  string
+	buf     []rune
+	pos     int
+	restore func() // raw mode off
 }
 
+// draw redraws the line, holding the terminal. Above redraws the copy it
+// keeps: st is ReadLine's, edited without the lock.
+func (e *Editor) draw(st *lineState) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.active = &lineState{prompt: st.prompt, buf: append([]rune(nil), st.buf...), pos: st.pos}
+	e.redraw(e.active)
+}
+
+// write writes s to the terminal, holding it.
+func (e *Editor) write(s string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	io.WriteString(e.Out, s)
+}
+
+// begin makes st the line being typed: raw mode on, the prompt drawn.
+func (e *Editor) begin(st *lineState) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.Raw != nil {
+		restore, err := e.Raw()
+		if err != nil {
+			return err
+		}
+		st.restore = restore
+	}
+	e.active = &lineState{prompt: st.prompt}
+	e.redraw(e.active)
+	return nil
+}
+
+// end ends the line being typed with s (its newline): text held for the
+// end of its line is written after it, then raw mode is off.
+func (e *Editor) end(st *lineState, s string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	io.WriteString(e.Out, s)
+	if len(e.partial) > 0 {
+		e.Out.Write(bytes.ReplaceAll(e.partial, []byte("\n"), []byte("\r\n")))
+		e.partial = nil
+	}
+	e.active = nil
+	if st.restore != nil {
+		st.restore()
+	}
+}
+
+// redraw draws the line; the caller holds e.mu.
 func (e *Editor) redraw(st *lineState) {
 	// \r, prompt, the line, clear to the end, then the cursor back.
 	var b strings.Builder
@@ -71,7 +170,19 @@ func (e *Editor) ReadLine(prompt string) (string, error) {
 	st := &lineState{prompt: prompt}
 	hist := len(e.history) // index into history; len = the new line
 	var saved []rune
-	e.redraw(st)
+	if err := e.begin(st); err != nil {
+		return "", err
+	}
+	ended := false
+	defer func() {
+		if !ended {
+			e.end(st, "")
+		}
+	}()
+	finish := func(s string) {
+		ended = true
+		e.end(st, s)
+	}
 	var pending []byte
 	one := make([]byte, 1)
 	readByte := func() (byte, error) {
@@ -95,18 +206,18 @@ func (e *Editor) ReadLine(prompt string) (string, error) {
 		tab := false
 		switch c {
 		case '\r', '\n':
-			io.WriteString(e.Out, "\r\n")
+			finish("\r\n")
 			line := string(st.buf)
 			if strings.TrimSpace(line) != "" && (len(e.history) == 0 || e.history[len(e.history)-1] != line) {
 				e.history = append(e.history, line)
 			}
 			return line, nil
 		case 3: // Ctrl-C
-			io.WriteString(e.Out, "^C\r\n")
+			finish("^C\r\n")
 			return "", ErrInterrupted
 		case 4: // Ctrl-D
 			if len(st.buf) == 0 {
-				io.WriteString(e.Out, "\r\n")
+				finish("\r\n")
 				return "", io.EOF
 			}
 			if st.pos < len(st.buf) {
@@ -187,7 +298,7 @@ func (e *Editor) ReadLine(prompt string) (string, error) {
 			st.pos++
 		}
 		lastTab = tab
-		e.redraw(st)
+		e.draw(st)
 	}
 }
 
@@ -228,7 +339,7 @@ func (e *Editor) complete(st *lineState, list bool) {
 				}
 				b.WriteString("\r\n")
 			}
-			io.WriteString(e.Out, b.String())
+			e.write(b.String())
 		}
 	}
 }

@@ -17,14 +17,12 @@ func TestBuiltinDefaultScriptText(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
 	}
 	for _, want := range []string{
-		"session · builtin-",               // session started
-		"thinking: ",                       // thought
-		"◆ plan",                           // plan
-		"Hi! I'm tai's built-in agent",     // message text
-		"[edit] Write notes.txt",           // tool call with location
-		"+Hello from tai!",                 // diff
-		"? permission: [edit] Write hello", // permission asked
-		"→ allow",                          // decision
+		"session · builtin-",           // session started
+		"thinking: ",                   // thought
+		"◆ plan",                       // plan
+		"Hi! I'm tai's built-in agent", // message text
+		"[edit] Write notes.txt",       // tool call with location
+		"+Hello from tai!",             // diff
 		"created " + filepath.Join(dir, "hello.txt"),
 		"[read] Read notes.txt",
 		"terminal-ok", // terminal output

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/safetext"
+	"github.com/tai-dev/tai/internal/ttyin"
 	"github.com/tai-dev/tai/render"
 )
 
@@ -40,15 +41,33 @@ type TTYPrompter struct {
 	// whole, as a fleet's tasks each have their own).
 	Root string
 
-	mu      sync.Mutex // one question on screen at a time
-	start   sync.Once
-	input   chan inputOrErr
-	pending []byte // line input read but not yet answered with
+	mu    sync.Mutex // one question on screen at a time
+	start sync.Once
+	in    *ttyin.Input
 }
 
-type inputOrErr struct {
-	b   []byte
-	err error
+// input is the terminal's shared input: In itself when it is one (chat's
+// editor reads the same), else the prompter's own. Either way one reader
+// reads the terminal, so a question abandoned by a cancel does not
+// swallow what is typed next.
+func (p *TTYPrompter) input() *ttyin.Input {
+	p.start.Do(func() {
+		if in, ok := p.In.(*ttyin.Input); ok {
+			p.in = in
+		} else {
+			p.in = ttyin.New(p.In)
+		}
+	})
+	return p.in
+}
+
+// rawFd is the terminal's descriptor when the input is one.
+func (p *TTYPrompter) rawFd() (int, bool) {
+	fd, ok := p.input().Fd()
+	if !ok || !term.IsTerminal(int(fd)) {
+		return 0, false
+	}
+	return int(fd), true
 }
 
 // askerKey carries who asks (fleet: the task) to the prompter.
@@ -67,44 +86,23 @@ func askerOf(ctx context.Context) string {
 	return s
 }
 
-// read reads the terminal for the prompter's whole life, so that a
-// question abandoned by a cancel does not swallow the next answer.
-func (p *TTYPrompter) read() {
-	buf := make([]byte, 256)
-	for {
-		n, err := p.In.Read(buf)
-		if n > 0 {
-			p.input <- inputOrErr{b: append([]byte(nil), buf[:n]...)}
-		}
-		if err != nil {
-			p.input <- inputOrErr{err: err}
-			close(p.input)
-			return
-		}
-	}
-}
-
 const choices = "  [y] allow once  [a] allow always  [n] deny once  [d] deny always > "
 
 // Ask shows the request and waits for an answer. A context that ends first
 // (the turn was cancelled) abandons the question.
 func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error) {
-	p.start.Do(func() {
-		p.input = make(chan inputOrErr)
-		go p.read()
-	})
+	in := p.input()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.show(ctx, req)
 
 	// One key on a terminal: raw mode while the question is open.
 	var restore func()
-	if f, ok := p.In.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		fd := int(f.Fd())
+	if fd, ok := p.rawFd(); ok {
 		if st, err := term.MakeRaw(fd); err == nil {
 			restore = func() { _ = term.Restore(fd, st) }
 			defer restore()
-			p.discardTypeAhead(fd)
+			discardTypeAhead(fd, in)
 		}
 	}
 	raw := restore != nil
@@ -113,42 +111,38 @@ func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (An
 		out = crlf{p.Out} // raw mode does not turn \n into \r\n
 	}
 	fmt.Fprint(out, choices)
+	var pending []byte // line input read but not yet answered with
+	defer func() { in.Unread(pending) }()
 	for {
-		var in inputOrErr
-		var ok bool
-		select {
-		case in, ok = <-p.input:
-		case <-ctx.Done():
+		b, err := in.Next(ctx)
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			in.Unread(b)
 			var elsewhere *AnsweredElsewhere
 			if errors.As(context.Cause(ctx), &elsewhere) {
 				fmt.Fprintf(out, "\n  (%s)\n", elsewhere.Error()) // another channel answered first
 			} else {
 				fmt.Fprintln(out, "\n  (cancelled)")
 			}
-			return DenyOnce, ctx.Err()
+			return DenyOnce, ctxErr
 		}
-		if !ok || in.err != nil {
-			err := io.EOF
-			if ok {
-				err = in.err
-			}
+		if err != nil {
 			return DenyOnce, fmt.Errorf("reading the answer: %w", err)
 		}
 		if raw {
-			ans, done, err := p.key(out, in.b, restore)
+			ans, done, err := p.key(out, b, restore)
 			if done {
 				return ans, err
 			}
 			continue
 		}
-		p.pending = append(p.pending, in.b...)
+		pending = append(pending, b...)
 		for {
-			i := strings.IndexByte(string(p.pending), '\n')
+			i := strings.IndexByte(string(pending), '\n')
 			if i < 0 {
 				break
 			}
-			word := strings.ToLower(strings.TrimSpace(string(p.pending[:i])))
-			p.pending = p.pending[i+1:]
+			word := strings.ToLower(strings.TrimSpace(string(pending[:i])))
+			pending = pending[i+1:]
 			if ans, ok := parseAnswer(word); ok {
 				return ans, nil
 			}
@@ -195,19 +189,9 @@ func (p *TTYPrompter) key(out io.Writer, keys []byte, restore func()) (Answer, b
 
 // discardTypeAhead drops what was typed before the question was on the
 // screen: a stray key must not answer a question nobody read.
-func (p *TTYPrompter) discardTypeAhead(fd int) {
+func discardTypeAhead(fd int, in *ttyin.Input) {
 	_ = unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
-	for {
-		select {
-		case in, ok := <-p.input:
-			if !ok || in.err != nil {
-				return // the reader is done; Ask reports it
-			}
-		default:
-			p.pending = p.pending[:0]
-			return
-		}
-	}
+	in.Discard()
 }
 
 func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {

@@ -22,33 +22,31 @@ import (
 // then, and for a secret after raw mode is on: keys typed the moment the
 // prompt shows are not echoed.
 func (p *TTYPrompter) ReadLine(ctx context.Context, prompt string, secret bool) (string, error) {
-	p.start.Do(func() {
-		p.input = make(chan inputOrErr)
-		go p.read()
-	})
+	in := p.input()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var restore func()
-	if f, ok := p.In.(*os.File); ok && secret && term.IsTerminal(int(f.Fd())) {
-		fd := int(f.Fd())
+	if fd, ok := p.rawFd(); ok && secret {
 		if st, err := term.MakeRaw(fd); err == nil {
 			restore = func() { _ = term.Restore(fd, st) }
 			defer restore()
 		}
 	}
 	fmt.Fprint(p.Out, prompt)
+	var pending []byte // read, not yet used: given back when the line is done
+	defer func() { in.Unread(pending) }()
 	var line []byte // a secret's, as typed in raw mode
 	for {
 		if restore == nil {
-			if i := bytes.IndexByte(p.pending, '\n'); i >= 0 {
-				s := strings.TrimRight(string(p.pending[:i]), "\r")
-				p.pending = p.pending[i+1:]
+			if i := bytes.IndexByte(pending, '\n'); i >= 0 {
+				s := strings.TrimRight(string(pending[:i]), "\r")
+				pending = pending[i+1:]
 				return s, nil
 			}
 		} else {
-			for len(p.pending) > 0 {
-				k := p.pending[0]
-				p.pending = p.pending[1:]
+			for len(pending) > 0 {
+				k := pending[0]
+				pending = pending[1:]
 				switch k {
 				case '\r', '\n':
 					fmt.Fprint(p.Out, "\r\n")
@@ -70,23 +68,22 @@ func (p *TTYPrompter) ReadLine(ctx context.Context, prompt string, secret bool) 
 				}
 			}
 		}
-		select {
-		case in, ok := <-p.input:
-			if !ok || in.err != nil {
-				err := io.EOF
-				if ok {
-					err = in.err
-				}
-				if restore == nil && len(p.pending) > 0 { // a last line without its newline
-					s := string(p.pending)
-					p.pending = p.pending[:0]
-					return s, nil
-				}
-				return "", err
+		b, err := in.Next(ctx)
+		if ctx.Err() != nil {
+			in.Unread(b)
+			if restore != nil {
+				pending = nil // a secret half typed is dropped with its question
 			}
-			p.pending = append(p.pending, in.b...)
-		case <-ctx.Done():
-			return "", ctx.Err() // a secret half typed is dropped with its question
+			return "", ctx.Err()
 		}
+		if err != nil {
+			if restore == nil && len(pending) > 0 { // a last line without its newline
+				s := string(pending)
+				pending = nil
+				return s, nil
+			}
+			return "", err
+		}
+		pending = append(pending, b...)
 	}
 }

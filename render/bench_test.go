@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/coder/quartz"
@@ -101,8 +100,14 @@ func TestTextFlushes(t *testing.T) {
 	}
 	tx.Emit(chunk)
 	tx.Emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &driver.PermissionRequest{ToolCall: driver.ToolCall{Title: "Edit"}}})
-	if got := out.String(); !strings.HasPrefix(got, "hellohello\n? permission: Edit") {
+	if got := out.String(); got != "hellohello\n" {
 		t.Fatalf("before the ask: %q", got)
+	}
+	// The policy's decision makes one line with its ask.
+	tx.Emit(driver.Event{Type: driver.EventPermissionDecided, Decision: &driver.PermissionDecision{Verdict: driver.VerdictAllow, DecidedBy: driver.ByDefault, Reason: "reads are allowed"}})
+	_ = tx.Flush()
+	if got := out.String(); got != "hellohello\n  · allowed: Edit (by default: reads are allowed)\n" {
+		t.Fatalf("the decision: %q", got)
 	}
 }
 

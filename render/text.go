@@ -55,6 +55,15 @@ type Text struct {
 	Color bool
 	// Clock times the delayed flush; nil is the real clock.
 	Clock quartz.Clock
+	// Verbose shows what is otherwise left out: a clean agent exit, and
+	// automatic allows under QuietAllows.
+	Verbose bool
+	// QuietAllows hides the policy's automatic allows (--approve all, where
+	// every allow is expected), unless Verbose.
+	QuietAllows bool
+	// Status shows the status line while the agent is silent (W is a
+	// terminal: it is never written to a pipe).
+	Status bool
 
 	mu        sync.Mutex
 	out       *bufio.Writer
@@ -70,8 +79,14 @@ type Text struct {
 	tools     map[string]string
 	toolsMax  int                // len(tools) that triggers a sweep of finished calls
 	shownPlan []driver.PlanEntry // as last shown
-	diffShown map[string]bool    // tool call ids whose diff is on screen
-	root      string             // the session's workspace: diffs name files relative to it
+	// held is a permission ask not shown yet: the policy's decision comes
+	// next, and the two make one line. Anything else shows it first. A
+	// human's question is on the terminal meanwhile (the prompter's): the
+	// held line must not be written into it.
+	held      *driver.PermissionRequest
+	status    statusLine
+	diffShown map[string]bool // tool call ids whose diff is on screen
+	root      string          // the session's workspace: diffs name files relative to it
 }
 
 // NewText returns a text renderer.
@@ -83,6 +98,8 @@ func NewText(w io.Writer, color bool) *Text {
 func (t *Text) Flush() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.showHeld()
+	t.clearStatus()
 	if t.out == nil {
 		return nil
 	}
@@ -111,11 +128,12 @@ func (t *Text) writer() *bufio.Writer {
 }
 
 // urgent reports events the user must see at once, those a prompt to the
-// user can follow (a permission ask, a mode change) among them: the flush
-// must not wait.
+// user can follow (a permission ask, a form, a mode change) among them:
+// the flush must not wait, or what was rendered before (the session's
+// header) would land on the prompt's input line.
 func urgent(typ driver.EventType) bool {
 	switch typ {
-	case driver.EventPermissionAsked, driver.EventPermissionDecided, driver.EventModeChanged, driver.EventTurnEnded,
+	case driver.EventPermissionAsked, driver.EventPermissionDecided, driver.EventElicitationAsked, driver.EventModeChanged, driver.EventTurnEnded,
 		driver.EventError, driver.EventProcessExited, driver.EventScreenDelta:
 		return true
 	}
@@ -162,7 +180,9 @@ func (t *Text) words(parts ...string) {
 func (t *Text) Emit(ev driver.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.emit(SafeEvent(ev))
+	safe := SafeEvent(ev) // the status line shows the agent's strings too
+	t.statusEvent(safe)
+	t.emit(safe)
 	if urgent(ev.Type) && t.out != nil {
 		_ = t.out.Flush()
 	}
@@ -180,6 +200,9 @@ func agentWho(s *driver.SessionStarted) string {
 }
 
 func (t *Text) emit(ev driver.Event) {
+	if ev.Type != driver.EventPermissionDecided {
+		t.showHeld()
+	}
 	switch ev.Type {
 	case driver.EventSessionStarted:
 		s := ev.Started
@@ -200,30 +223,13 @@ func (t *Text) emit(ev driver.Event) {
 	case driver.EventPlan:
 		t.plan(ev.Plan)
 	case driver.EventPermissionAsked:
-		p := ev.Permission
-		label := "? permission:"
-		if p.Unrequested {
-			label = "? unasked call:" // the agent did not ask; tai decides before serving it
-		}
-		t.line("%s %s", t.style(yellow+bold, label), describeCall(p.ToolCall))
-		// What would run, as it would run, whatever the title says.
-		if c, ok := ShownCommand(p.ToolCall); ok {
-			t.line("    %s", t.style(bold, "$ "+strings.ReplaceAll(c, "\n", "\n      ")))
-		} else if p.ToolCall.Kind == driver.KindExecute {
-			t.line("    %s", t.style(bold, "(command not given by the agent)"))
-		}
+		// Shown with its decision: most are the policy's, one line each.
+		// A human's question is on the terminal meanwhile (the prompter's).
+		p := *ev.Permission
+		t.held = &p
+		t.endMessage() // a question that follows starts on its own line
 	case driver.EventPermissionDecided:
-		d := ev.Decision
-		verdict := d.Verdict
-		col := green
-		if d.Verdict != driver.VerdictAllow {
-			col = red
-		}
-		opt := d.OptionID
-		if opt == "" {
-			opt = d.Outcome
-		}
-		t.line("  %s %s", t.style(col+bold, "→ "+verdict), t.style(dim, fmt.Sprintf("(%s; by %s: %s)", opt, d.DecidedBy, d.Reason)))
+		t.decided(ev.Decision)
 	case driver.EventElicitationAsked:
 		e := ev.Elicitation
 		what := fmt.Sprintf("%d field(s)", len(e.Fields))
@@ -302,6 +308,9 @@ func (t *Text) emit(ev driver.Event) {
 		}
 		if p.Signal != "" {
 			st = p.Signal
+		}
+		if st == "0" && !t.Verbose {
+			return // a clean exit is how every run ends
 		}
 		t.line("%s", t.style(dim, fmt.Sprintf("◆ agent process %d exited (%s)", p.Pid, st)))
 	case driver.EventRaw:
@@ -447,6 +456,77 @@ func blockType(raw json.RawMessage) string {
 	return b.Type
 }
 
+// decided shows a permission's decision. The policy's (a rule, the
+// mode's default, an earlier "always") is one dim line, and its allows
+// are left out under QuietAllows; another's (a human, an answerer, a
+// cancel) shows the call asked, its command, and the verdict.
+func (t *Text) decided(d *driver.PermissionDecision) {
+	if t.held != nil && d.RequestID != "" && d.RequestID != t.held.ID {
+		t.showHeld() // another ask's
+	}
+	opt := cmp.Or(d.OptionID, d.Outcome)
+	if t.held == nil {
+		// Its ask is shown already: a human was asked meanwhile.
+		col := green
+		if d.Verdict != driver.VerdictAllow {
+			col = red
+		}
+		t.line("  %s %s", t.style(col+bold, "→ "+d.Verdict), t.style(dim, fmt.Sprintf("(%s; by %s: %s)", opt, d.DecidedBy, d.Reason)))
+		return
+	}
+	req := *t.held
+	if !automatic(d.DecidedBy) {
+		t.showHeld()
+		t.decided(d)
+		return
+	}
+	t.held = nil
+	if d.Verdict == driver.VerdictAllow && t.QuietAllows && !t.Verbose {
+		return
+	}
+	word, col := "allowed", dim
+	switch d.Verdict {
+	case driver.VerdictDeny:
+		word, col = "denied", red
+	case driver.VerdictCancelled:
+		word, col = "cancelled", red
+	}
+	if req.Unrequested {
+		word = "unasked call " + word
+	}
+	t.line("  %s %s", t.style(col, "· "+word+":"), t.style(dim, fmt.Sprintf("%s (by %s: %s)", describeCall(req.ToolCall), d.DecidedBy, d.Reason)))
+	if c, ok := ShownCommand(req.ToolCall); ok && d.Verdict != driver.VerdictAllow {
+		t.line("    %s", t.style(dim, "$ "+strings.ReplaceAll(c, "\n", "\n      "))) // what was refused, as it would have run
+	}
+}
+
+// showHeld shows the permission ask held for its decision: the call and
+// what would run.
+func (t *Text) showHeld() {
+	if t.held == nil {
+		return
+	}
+	req := *t.held
+	t.held = nil
+	label := "? permission:"
+	if req.Unrequested {
+		label = "? unasked call:" // the agent did not ask; tai decides before serving it
+	}
+	t.line("%s %s", t.style(yellow+bold, label), describeCall(req.ToolCall))
+	// What would run, as it would run, whatever the title says.
+	if c, ok := ShownCommand(req.ToolCall); ok {
+		t.line("    %s", t.style(bold, "$ "+strings.ReplaceAll(c, "\n", "\n      ")))
+	} else if req.ToolCall.Kind == driver.KindExecute {
+		t.line("    %s", t.style(bold, "(command not given by the agent)"))
+	}
+}
+
+// automatic reports a decision the policy made, nobody asked: a rule, the
+// mode's default, an earlier "always" answer.
+func automatic(by driver.Provenance) bool {
+	return by == driver.ByDefault || by == driver.ByRemembered || strings.HasPrefix(string(by), "rule:")
+}
+
 func describeCall(tc driver.ToolCall) string {
 	var b strings.Builder
 	writeCall(&b, &tc)
@@ -466,6 +546,9 @@ func writeCall(w io.StringWriter, tc *driver.ToolCall) {
 		_, _ = w.WriteString(tc.ID)
 	}
 	for _, l := range tc.Locations {
+		if l.Line == 0 && strings.Contains(tc.Title, l.Path) {
+			continue // the title names it already
+		}
 		_, _ = w.WriteString(" ")
 		_, _ = w.WriteString(l.Path)
 		if l.Line > 0 {
@@ -512,10 +595,10 @@ func (t *Text) toolCall(tc *driver.ToolCall) {
 		_ = w.WriteByte(' ')
 		writeCall(w, tc)
 		_ = w.WriteByte(' ')
-		_, _ = w.WriteString(t.style(dim, state))
+		_, _ = w.WriteString(t.style(dim, statusWord(state)))
 		_ = w.WriteByte('\n')
 	} else {
-		t.words(t.style(col, mark), t.style(dim, tc.Title), t.style(dim, state))
+		t.words(t.style(col, mark), t.style(dim, tc.Title), t.style(dim, statusWord(state)))
 	}
 	if state != "completed" && state != "failed" {
 		if !seen {
@@ -524,6 +607,19 @@ func (t *Text) toolCall(tc *driver.ToolCall) {
 		return
 	}
 	t.contents(tc, false)
+}
+
+// statusWord is a tool call's status as a person reads it.
+func statusWord(s string) string {
+	switch s {
+	case "pending":
+		return "waiting"
+	case "in_progress":
+		return "running"
+	case "completed":
+		return "done"
+	}
+	return s
 }
 
 // ShownDiff reports whether the diff of tool call id was shown, so that a

@@ -386,6 +386,7 @@ func TestPermissionShowsTheCommand(t *testing.T) {
 			var b bytes.Buffer
 			r := NewText(&b, false)
 			r.Emit(driver.Event{Type: driver.EventPermissionAsked, Permission: &driver.PermissionRequest{ToolCall: tt.tc}})
+			_ = r.Flush() // the ask waits for its decision, or the flush
 			_, rest, _ := strings.Cut(b.String(), "\n")
 			if rest != tt.want {
 				t.Fatalf("got %q, want %q (all: %q)", rest, tt.want, b.String())

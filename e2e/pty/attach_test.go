@@ -34,9 +34,15 @@ type userTTY struct {
 
 func startInTerminal(t *testing.T, dir string, args ...string) *userTTY {
 	t.Helper()
+	return startInTerminalEnv(t, dir, nil, args...)
+}
+
+// startInTerminalEnv is startInTerminal with env added to the environment.
+func startInTerminalEnv(t *testing.T, dir string, env []string, args ...string) *userTTY {
+	t.Helper()
 	cmd := exec.Command(taiBin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(filepath.Dir(dir), "state"))
+	cmd.Env = append(append(os.Environ(), "NO_COLOR=1", "XDG_STATE_HOME="+filepath.Join(filepath.Dir(dir), "state")), env...)
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 120, Rows: 40})
 	if err != nil {
 		t.Fatal(err)
