@@ -39,9 +39,6 @@ var notRunnable = map[string]string{
 // check fails for an entry that no longer matches a README line, or whose
 // line has a case now.
 var pending = map[string]string{
-	`tai chat --agent qwen --approve ask`: "tai's bug: after a question answered at the terminal, its prompter keeps " +
-		"reading the terminal (policy.TTYPrompter.read) and swallows the next key typed at the chat prompt; " +
-		"e2e/realagents' chatCase runs the line at a terminal once that is fixed",
 }
 
 // sourcesWithCases are the directories whose tests run README lines,

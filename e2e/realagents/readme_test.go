@@ -321,8 +321,7 @@ func claudeCLI(t *testing.T) string {
 var chatCase = readmeCase{
 	// At a terminal: a turn typed, its write asked and allowed with y,
 	// the session ended with Ctrl-D.
-	// Not marked readme(…) while it cannot run: mark it when it does.
-	agent: "qwen", line: `tai chat --agent qwen --approve ask`, script: "write.json",
+	agent: "qwen", line: readme(`tai chat --agent qwen --approve ask`), script: "write.json",
 	tty: func(t *testing.T, term *terminal) {
 		term.wait(t, "session")
 		term.keys(t, "create hello.txt", "Enter")
@@ -344,8 +343,6 @@ var chatCase = readmeCase{
 // TestREADMEChatAfterAsk: see chatCase.
 func TestREADMEChatAfterAsk(t *testing.T) {
 	need(t)
-	t.Skip("known bug: after a question answered at the terminal, tai's prompter keeps reading the terminal and " +
-		"swallows the next key typed at the chat prompt (here the Ctrl-D that ends the session)")
 	runREADMECase(t, chatCase)
 }
 
