@@ -38,8 +38,7 @@ var notRunnable = map[string]string{
 // §1), listed so that the check holds every other line to account; the
 // check fails for an entry that no longer matches a README line, or whose
 // line has a case now.
-var pending = map[string]string{
-}
+var pending = map[string]string{}
 
 // sourcesWithCases are the directories whose tests run README lines,
 // relative to this package.
