@@ -43,6 +43,7 @@ func TestFleetCommitNamedFromPrompt(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
 		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		// policy approve: all: the task writes files, which the default approve-reads denies.
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - id: a\n    script: a.yaml\n    prompt: |\n\n      Add a greeting file   for the README.\n      It says hello.\n",
 	})
 	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "named", "-o", "json", plan)
@@ -66,6 +67,7 @@ func TestWorktreeListUntouched(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
 		"c.yaml":    "steps:\n  - crash: {code: 3}\n",
+		// policy approve: all lets the task run unattended; the untouched worktree is the subject.
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: c, script: c.yaml, prompt: go}\n",
 	})
 	if o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "untouched", plan); code != 1 {
@@ -95,6 +97,7 @@ func TestResumeAfterLostMergeRecord(t *testing.T) {
 	plan := fleetFixture(t, map[string]string{
 		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
 		"b.yaml":    "steps:\n  - write: {path: b.txt, content: \"b\\n\"}\n  - text: done\n",
+		// policy approve: all: the task writes files, which the default approve-reads denies.
 		"plan.yaml": "policy: {approve: all}\nconcurrency: 1\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n  - {id: b, script: b.yaml, prompt: add b, depends_on: [a]}\n",
 	})
 	cmd := tai(repo, "fleet", "run", "--run-id", "full", plan)
@@ -170,6 +173,7 @@ func TestFleetArgs(t *testing.T) {
 	plans := t.TempDir()
 	plan := filepath.Join(plans, "x.yaml")
 	write(t, filepath.Join(plans, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
+	// policy approve: all: the task writes files, which the default approve-reads denies.
 	write(t, plan, "policy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n")
 	fleetDir := filepath.Join(stateDir, "tai", "fleet")
 	runs := func() []string {
@@ -233,6 +237,7 @@ func TestFleetArgs(t *testing.T) {
 func TestBudgetKillsAgentsThatIgnoreTheCancel(t *testing.T) {
 	repo := gitRepo(t)
 	files := map[string]string{}
+	// policy approve: all lets the tasks run unattended; the budget is the subject.
 	plan := "policy: {approve: all}\nconcurrency: 4\nbudget: {tokens: 4000}\ntasks:\n"
 	for i := range 4 {
 		files[fmt.Sprintf("t%d.yaml", i)] = fmt.Sprintf("steps:\n  - write: {path: t%d.txt, content: \"x\\n\"}\n"+
@@ -290,6 +295,7 @@ func TestBudgetKillsAgentsThatIgnoreTheCancel(t *testing.T) {
 // without running its agent again.
 func TestConflictSaysTheNextStep(t *testing.T) {
 	repo := gitRepo(t)
+	// policy approve: all: the task writes files, which the default approve-reads denies; the conflict is the subject.
 	files := map[string]string{"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: x, script: x.yaml, prompt: x}\n  - {id: y, script: y.yaml, prompt: y}\n"}
 	// Each waits for the other's worktree before it writes, so that both
 	// start from the run's base whatever the machine's load.
@@ -334,6 +340,7 @@ func TestInterruptSaysResume(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
 		"slow.yaml": "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - delay: 3600\n",
+		// policy approve: all: the task writes files, which the default approve-reads denies.
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: slow, script: slow.yaml, prompt: go}\n",
 	})
 	cmd := tai(repo, "fleet", "run", "--run-id", "intr", plan)
@@ -399,6 +406,7 @@ func TestFleetOutputFitsTheWidth(t *testing.T) {
 	id := "lint-the-whole-repository-and-fix-it"
 	plan := fleetFixture(t, map[string]string{
 		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		// policy approve: all: the task writes files, which the default approve-reads denies.
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: " + id + ", script: a.yaml, prompt: add a}\n",
 	})
 	run := "fleet-20261207-035523-8a2d3f" // as long as a generated id
