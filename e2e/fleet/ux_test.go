@@ -42,7 +42,7 @@ func decodeSummary(t *testing.T, out string) summary {
 func TestFleetCommitNamedFromPrompt(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
-		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		"a.yaml": "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
 		// policy approve: all: the task writes files, which the default approve-reads denies.
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - id: a\n    script: a.yaml\n    prompt: |\n\n      Add a greeting file   for the README.\n      It says hello.\n",
 	})
@@ -66,7 +66,7 @@ func TestFleetCommitNamedFromPrompt(t *testing.T) {
 func TestWorktreeListUntouched(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
-		"c.yaml":    "steps:\n  - crash: {code: 3}\n",
+		"c.yaml": "steps:\n  - crash: {code: 3}\n",
 		// policy approve: all lets the task run unattended; the untouched worktree is the subject.
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: c, script: c.yaml, prompt: go}\n",
 	})
@@ -95,8 +95,8 @@ func TestWorktreeListUntouched(t *testing.T) {
 func TestResumeAfterLostMergeRecord(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
-		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
-		"b.yaml":    "steps:\n  - write: {path: b.txt, content: \"b\\n\"}\n  - text: done\n",
+		"a.yaml": "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		"b.yaml": "steps:\n  - write: {path: b.txt, content: \"b\\n\"}\n  - text: done\n",
 		// policy approve: all: the task writes files, which the default approve-reads denies.
 		"plan.yaml": "policy: {approve: all}\nconcurrency: 1\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n  - {id: b, script: b.yaml, prompt: add b, depends_on: [a]}\n",
 	})
@@ -405,7 +405,7 @@ func TestFleetOutputFitsTheWidth(t *testing.T) {
 	repo := gitRepo(t)
 	id := "lint-the-whole-repository-and-fix-it"
 	plan := fleetFixture(t, map[string]string{
-		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		"a.yaml": "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
 		// policy approve: all: the task writes files, which the default approve-reads denies.
 		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: " + id + ", script: a.yaml, prompt: add a}\n",
 	})
