@@ -17,7 +17,7 @@ import (
 // The README's first command, in the repository's root as a reader who
 // cloned it runs it: it builds tai (./tai, which .gitignore ignores) and
 // runs the built-in agent's tour in a new temporary directory with every
-// request allowed. The run's audit log shows the tour's two writes, its
+// request allowed (--approve all, as the README writes it). The run's audit log shows the tour's two writes, its
 // read and its command, all allowed.
 func TestFirstCommand(t *testing.T) {
 	u := newUser(t)
