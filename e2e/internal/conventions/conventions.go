@@ -10,7 +10,10 @@
 //     --allow-denials and other longer flags do not count);
 //   - in inline plan/policy text, a line starting with "policy:" or
 //     "approve:", or "check_sandbox: off" (check words: policy/approve, and
-//     sandbox).
+//     sandbox);
+//   - in inline TOML policy or config text, a line starting with "mode =",
+//     "approve =", "write_roots =" or "[[rule]]" (check words: policy, or the
+//     key: mode, approve, write_roots, rule).
 //
 // A use is explained when its check word (or, for the policy flags, "polic")
 // appears, case-insensitively, in any of:
@@ -62,6 +65,7 @@ var (
 	offRe  = regexp.MustCompile(`(?:^|[\s"'])--sandbox[=\s]+off\b`)
 	keyRe  = regexp.MustCompile(`(?m)^[\t ]*(?:-[\t ]+)?(policy|approve):`)
 	ckRe   = regexp.MustCompile(`check_sandbox:\s*off\b`)
+	tomlRe = regexp.MustCompile(`(?m)^[\t ]*(?:(mode|approve|write_roots)[\t ]*=|(\[\[rule\]\]))`)
 	hashRe = regexp.MustCompile(`(?:^|\s)#\s`)
 )
 
@@ -256,6 +260,13 @@ func litUses(lit *ast.BasicLit) []use {
 	}
 	for _, m := range keyRe.FindAllStringSubmatchIndex(v, -1) {
 		add(m[2], setting{v[m[2]:m[3]] + ":", []string{"polic", "approve"}})
+	}
+	for _, m := range tomlRe.FindAllStringSubmatchIndex(v, -1) {
+		if m[2] >= 0 {
+			add(m[2], setting{v[m[2]:m[3]] + " =", []string{"polic", v[m[2]:m[3]]}})
+		} else {
+			add(m[4], setting{"[[rule]]", []string{"polic", "rule"}})
+		}
 	}
 	for _, m := range ckRe.FindAllStringIndex(v, -1) {
 		add(m[0], setting{"check_sandbox: off", []string{"sandbox"}})

@@ -84,6 +84,13 @@ func TestX(t *testing.T) {
 			[]string{"6 policy:"}},
 		{"check_sandbox off", `
 func TestX(t *testing.T) { write("check: make\ncheck_sandbox: off\n") }`, []string{"3 check_sandbox: off"}},
+		{"toml policy text", `
+func TestX(t *testing.T) {
+	write("mode = \"yolo\"\n")
+	write("[[rule]]\neffect = \"deny\"\n")
+	write("write_roots = [\"/x\"]\n")
+	write("[defaults]\nagent = \"qwen\"\n")
+}`, []string{"4 mode =", "5 [[rule]]", "6 write_roots ="}},
 		{"package-level var with a doc", `
 // plan approves all: the merge is the subject.
 var plan = "policy: {approve: all}\n"`, nil},
