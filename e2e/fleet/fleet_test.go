@@ -951,3 +951,34 @@ func TestGitDirRedirectRefusedSandboxed(t *testing.T) {
 		t.Fatal("the refusal is not in the audit log")
 	}
 }
+
+// A plan without a policy: runs under the default (approve-reads) with
+// nobody to answer: the task's write is denied, nothing lands on the
+// target, and the task fails naming the fix, the plan's policy:.
+func TestFleetDefaultPolicyNamesTheFix(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	write(t, filepath.Join(pd, "w.yaml"), "steps:\n  - write: {path: w.txt, content: \"w\\n\"}\n  - text: done\n")
+	write(t, filepath.Join(pd, "plan.yaml"), "tasks:\n  - {id: w, script: w.yaml, prompt: add w}\n")
+	out, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "dflt", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+	var sum struct {
+		Tasks []struct {
+			ID, Status, Reason string
+			ExitCode           int `json:"exit_code"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("exit %d, not JSON: %v\n%s%s", code, err, out, errOut)
+	}
+	if code != 1 || len(sum.Tasks) != 1 || sum.Tasks[0].Status != "failed" || sum.Tasks[0].ExitCode != 5 ||
+		!strings.Contains(sum.Tasks[0].Reason, "the plan's or the task's policy:") {
+		t.Fatalf("exit %d, tasks %+v; want 1 and w failed (5) naming the plan's policy:\n%s", code, sum.Tasks, errOut)
+	}
+	if _, err := exec.Command("git", "-C", repo, "cat-file", "-e", "tai-fleet/dflt:w.txt").CombinedOutput(); err == nil {
+		t.Fatal("the denied write landed on the target")
+	}
+	// The audit log has the denial, decided by the default policy.
+	a, _, _ := runTai(t, repo, "audit", "show", "-o", "json", "--kind", "permission.decision", "dflt")
+	if !strings.Contains(a, `"decision":"deny"`) || !strings.Contains(a, `"decided_by":"default"`) || !strings.Contains(a, "approve-reads") {
+		t.Fatalf("no denial by the default policy in the audit log:\n%s", a)
+	}
+}
