@@ -42,9 +42,8 @@ func decodeSummary(t *testing.T, out string) summary {
 func TestFleetCommitNamedFromPrompt(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
-		"a.yaml": "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
-		// policy approve: all: the task writes files, which the default approve-reads denies.
-		"plan.yaml": "policy: {approve: all}\ntasks:\n  - id: a\n    script: a.yaml\n    prompt: |\n\n      Add a greeting file   for the README.\n      It says hello.\n",
+		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - id: a\n    script: a.yaml\n    prompt: |\n\n      Add a greeting file   for the README.\n      It says hello.\n", // policy approve: all: the task writes files, which the default approve-reads denies.
 	})
 	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "named", "-o", "json", plan)
 	if code != 0 {
@@ -66,9 +65,8 @@ func TestFleetCommitNamedFromPrompt(t *testing.T) {
 func TestWorktreeListUntouched(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
-		"c.yaml": "steps:\n  - crash: {code: 3}\n",
-		// policy approve: all lets the task run unattended; the untouched worktree is the subject.
-		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: c, script: c.yaml, prompt: go}\n",
+		"c.yaml":    "steps:\n  - crash: {code: 3}\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: c, script: c.yaml, prompt: go}\n", // policy approve: all lets the task run unattended; the untouched worktree is the subject.
 	})
 	if o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "untouched", plan); code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, o, e)
@@ -95,10 +93,9 @@ func TestWorktreeListUntouched(t *testing.T) {
 func TestResumeAfterLostMergeRecord(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
-		"a.yaml": "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
-		"b.yaml": "steps:\n  - write: {path: b.txt, content: \"b\\n\"}\n  - text: done\n",
-		// policy approve: all: the task writes files, which the default approve-reads denies.
-		"plan.yaml": "policy: {approve: all}\nconcurrency: 1\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n  - {id: b, script: b.yaml, prompt: add b, depends_on: [a]}\n",
+		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		"b.yaml":    "steps:\n  - write: {path: b.txt, content: \"b\\n\"}\n  - text: done\n",
+		"plan.yaml": "policy: {approve: all}\nconcurrency: 1\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n  - {id: b, script: b.yaml, prompt: add b, depends_on: [a]}\n", // policy approve: all: the task writes files, which the default approve-reads denies.
 	})
 	cmd := tai(repo, "fleet", "run", "--run-id", "full", plan)
 	// The test hook (tai_testhooks builds only) fails every state write
@@ -340,8 +337,7 @@ func TestInterruptSaysResume(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
 		"slow.yaml": "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - delay: 3600\n",
-		// policy approve: all: the task writes files, which the default approve-reads denies.
-		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: slow, script: slow.yaml, prompt: go}\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: slow, script: slow.yaml, prompt: go}\n", // policy approve: all: the task writes files, which the default approve-reads denies.
 	})
 	cmd := tai(repo, "fleet", "run", "--run-id", "intr", plan)
 	stdout, err := cmd.StdoutPipe()
@@ -405,9 +401,8 @@ func TestFleetOutputFitsTheWidth(t *testing.T) {
 	repo := gitRepo(t)
 	id := "lint-the-whole-repository-and-fix-it"
 	plan := fleetFixture(t, map[string]string{
-		"a.yaml": "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
-		// policy approve: all: the task writes files, which the default approve-reads denies.
-		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: " + id + ", script: a.yaml, prompt: add a}\n",
+		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: " + id + ", script: a.yaml, prompt: add a}\n", // policy approve: all: the task writes files, which the default approve-reads denies.
 	})
 	run := "fleet-20261207-035523-8a2d3f" // as long as a generated id
 	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", run, plan)

@@ -458,9 +458,8 @@ func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
 	e := &env{t: t, state: t.TempDir()}
 	url := taiHub(e)
 	repo := planRepo(t, map[string]string{
-		"s.yaml": "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - text: done\n",
-		// policy approve: all: the tasks write and run commands, which the default approve-reads denies.
-		"plan.yaml": "name: killmerge\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
+		"s.yaml":    "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - text: done\n",
+		"plan.yaml": "name: killmerge\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", // policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	})
 	// --dir: a directory of this test's own, removed with it (the default
 	// is TestHubIsClosedByDefault's).
@@ -524,9 +523,8 @@ func TestWorkerRefusesARedirectedGitDir(t *testing.T) {
 	sh := fmt.Sprintf("mkdir -p evil/objects evil/refs && echo 'ref: refs/heads/main' > evil/HEAD && "+
 		"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch %s\\n' > evil/config && echo 'gitdir: evil' > .git", marker)
 	repo := planRepo(t, map[string]string{
-		"s.yaml": fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", sh),
-		// policy approve: all: the tasks write and run commands, which the default approve-reads denies; the redirected git dir is the subject.
-		"plan.yaml": "name: gitdir\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
+		"s.yaml":    fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", sh),
+		"plan.yaml": "name: gitdir\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", // policy approve: all: the tasks write and run commands, which the default approve-reads denies; the redirected git dir is the subject.
 	})
 	// --dir: a directory of this test's own, removed with it (the default
 	// is TestHubIsClosedByDefault's).

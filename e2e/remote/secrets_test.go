@@ -87,9 +87,8 @@ func TestHubIsClosedByDefault(t *testing.T) {
 	// This host's worker and fleet run find the token; their task's agent
 	// does not.
 	repo := planRepo(t, map[string]string{
-		"s.yaml": fmt.Sprintf("steps:\n  - write: {path: r.sh, content: %q}\n  - run: {command: sh, args: [r.sh]}\n  - text: done\n", tryHub(secrets, url)),
-		// policy approve: all: the tasks write and run commands, which the default approve-reads denies.
-		"plan.yaml": "name: closed\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
+		"s.yaml":    fmt.Sprintf("steps:\n  - write: {path: r.sh, content: %q}\n  - run: {command: sh, args: [r.sh]}\n  - text: done\n", tryHub(secrets, url)),
+		"plan.yaml": "name: closed\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", // policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	})
 	// The worker as the README starts it: no --dir (its worktrees then go
 	// to the data directory, which its agents may write, not tai's state).
@@ -138,9 +137,8 @@ func TestWorkerAgentEnvLacksTaisSecrets(t *testing.T) {
 	e.env = append(e.env, "TAI_NATS_TOKEN="+secret, "KEEP_ME=kept-42")
 	url := firstLine(e, e.cmd(taiBin, "hub", "--listen", "127.0.0.1:0"))
 	repo := planRepo(t, map[string]string{
-		"s.yaml": "steps:\n  - run: {command: sh, args: [-c, \"env > env.txt\"]}\n  - text: done\n",
-		// policy approve: all: the tasks write and run commands, which the default approve-reads denies.
-		"plan.yaml": "name: env\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
+		"s.yaml":    "steps:\n  - run: {command: sh, args: [-c, \"env > env.txt\"]}\n  - text: done\n",
+		"plan.yaml": "name: env\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", // policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	})
 	// --dir: the test reads the task's audit log there.
 	wdir := t.TempDir()
