@@ -982,3 +982,32 @@ func TestFleetDefaultPolicyNamesTheFix(t *testing.T) {
 		t.Fatalf("no denial by the default policy in the audit log:\n%s", a)
 	}
 }
+
+// TestAgentThatMovesHEAD's agent under the default sandbox: the
+// repository's refs and HEAD are outside its worktree, so its git
+// checkout is refused, the repository keeps no branch of the agent's, and
+// the task's own write is merged.
+func TestAgentCannotMoveHEADUnderTheSandbox(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - run: {command: sh, args: [-c, \"git checkout -q -b mine 2> err.txt\"]}\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
+	// policy approve: all: the task writes and runs git; the sandbox is the subject.
+	write(t, filepath.Join(pd, "plan.yaml"), "name: mv\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
+	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "mvs", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+	var s summary
+	if err := json.Unmarshal([]byte(o), &s); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, o, e)
+	}
+	if code != 0 || s.Counts["merged"] != 1 {
+		t.Fatalf("exit %d, counts %v\n%s", code, s.Counts, e)
+	}
+	if b := git(t, repo, "branch", "--list", "mine"); b != "" {
+		t.Fatalf("the agent made a branch in the repository: %q", b)
+	}
+	// err.txt, committed with the task's work, is git's refusal.
+	if msg := git(t, repo, "show", s.Target+":err.txt"); !strings.Contains(msg, "Permission denied") {
+		t.Fatalf("git checkout in the sandbox said %q, want a refusal", msg)
+	}
+	if files := git(t, repo, "ls-tree", "--name-only", s.Target); !strings.Contains(files, "a.txt") {
+		t.Fatalf("a.txt missing on the target:\n%s", files)
+	}
+}
