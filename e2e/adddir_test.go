@@ -24,6 +24,7 @@ func TestAddDir(t *testing.T) {
 	}
 	agent := builtinWith(sc)
 
+	// --approve all: without --add-dir even an approved write outside is refused.
 	o := tai(t, t.TempDir(), "run", "--agent-cmd", agent, "--approve", "all", "-o", "json", "go")
 	r := jsonResult(t, o)
 	if len(r.Errors) == 0 || r.Errors[0].Code != "outside_workspace" {
@@ -33,6 +34,7 @@ func TestAddDir(t *testing.T) {
 		t.Fatal("without --add-dir the write outside went through")
 	}
 
+	// --approve reads: the read in the added dir is decided, the write outside still denied.
 	o = tai(t, t.TempDir(), "run", "--agent-cmd", agent, "--approve", "reads", "--add-dir", extra, "-o", "json", "go")
 	r = jsonResult(t, o)
 	// The read is inside, so approve-reads allows it; the write is asked,
@@ -52,6 +54,7 @@ func TestAddDir(t *testing.T) {
 	if reads == 0 {
 		t.Fatalf("no read decided: %+v", r.Permissions)
 	}
+	// --approve all: with --add-dir the approved write outside lands.
 	o = tai(t, t.TempDir(), "run", "--agent-cmd", agent, "--approve", "all", "--add-dir", extra, "-o", "json", "go")
 	r = jsonResult(t, o)
 	if o.code != 0 || len(r.FilesWritten) != 1 {

@@ -24,6 +24,7 @@ func TestAgentEnvLacksTaisSecrets(t *testing.T) {
 			// it can read in /proc (tai's own included).
 			scr := runScript(t, "env > cmd-env.txt; grep -l -a "+secret+" /proc/[0-9]*/environ > proc-env.txt 2>/dev/null; true", "text: done")
 			agent := fmt.Sprintf("/bin/sh -c 'env > agent-env.txt; exec %s agent builtin --script %s'", taiBin, scr)
+			// --approve all: the command must run; its environment is the subject.
 			args := []string{"run", "--agent-cmd", agent, "-e", "USER_GIVEN=given-42", "--approve", "all", "-o", "json", "go"}
 			if sb == "off" {
 				args = append(args[:1], append([]string{"--sandbox", "off"}, args[1:]...)...)

@@ -27,6 +27,7 @@ func TestAuditRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The default tour plus a refused path, so that errors are recorded too.
+	// --approve all: the tour's writes and command land, so the log has every kind of entry.
 	o := tai(t, dir, "run", "--approve", "all", "--audit", log, "-o", "json", "go")
 	r := jsonResult(t, o)
 	if o.code != 0 {
@@ -77,6 +78,7 @@ func TestAuditTamper(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	log := filepath.Join(t.TempDir(), "run.jsonl")
+	// --approve all: a full log to tamper with; the policy is not the subject.
 	if o := tai(t, dir, "run", "--approve", "all", "--audit", log, "-o", "json", "go"); o.code != 0 {
 		t.Fatalf("exit %d", o.code)
 	}

@@ -55,6 +55,7 @@ func BenchmarkFlood(b *testing.B) {
 					b.Fatalf("bare client saw %d updates", bare.Updates)
 				}
 				proc += bareProcess(b, dir, barecli, agent, floodUpdates)
+				// --approve all: no question stalls the measured run.
 				args := []string{"run", "--approve", "all", "--agent-cmd", strings.Join(agent, " "), "-o", mode.output}
 				if mode.extra != "" {
 					args = append(args, mode.extra)
@@ -432,6 +433,7 @@ func BenchmarkServedCommand(b *testing.B) {
 	var served, plain time.Duration
 	for i := 0; i < b.N; i++ {
 		run := func(script string) time.Duration {
+			// --approve all: no question stalls the measured run.
 			t := taiPeak(b, dir, "run", "--approve", "all", "--no-audit", "--agent-cmd", builtinWith(script), "-o", "json", "go")
 			if t.code != 0 {
 				b.Fatalf("exit %d: %s", t.code, t.stderr)

@@ -49,6 +49,7 @@ func TestBuiltinDefaultScriptText(t *testing.T) {
 func TestBuiltinDefaultScriptJSON(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	// --approve all: the default script's writes and command must land; the JSON result is the subject.
 	o := tai(t, dir, "run", "--approve", "all", "-o", "json", "go")
 	r := jsonResult(t, o)
 	if r.Status != "ok" || r.StopReason != "end_turn" || r.ExitCode != 0 || !strings.HasPrefix(r.SessionID, "builtin-") || r.Agent != "builtin" {
@@ -83,6 +84,7 @@ func TestBuiltinDefaultScriptJSON(t *testing.T) {
 func TestBuiltinStreamJSONFrames(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	// --approve all: the default script's writes and command must land; the frames are the subject.
 	o := tai(t, dir, "run", "--approve", "all", "-o", "stream-json", "go")
 	if o.code != 0 {
 		t.Fatalf("exit %d: %s", o.code, o.stderr)
@@ -119,6 +121,7 @@ func TestBuiltinDenied(t *testing.T) {
 		t.Run(approve, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
+			// --approve deny|reads|ask: each policy that refuses the script's write is the subject.
 			o := tai(t, dir, "run", "--approve", approve, "-o", "json", "go")
 			r := jsonResult(t, o)
 			if o.code != 5 || r.Status != "denied" || len(r.Denials) == 0 {
@@ -141,6 +144,7 @@ func TestBuiltinDenied(t *testing.T) {
 
 func TestBuiltinAllowDenials(t *testing.T) {
 	t.Parallel()
+	// --approve deny makes a denial; --allow-denials on it is the subject.
 	o := tai(t, t.TempDir(), "run", "--approve", "deny", "--allow-denials", "-o", "json", "go")
 	r := jsonResult(t, o)
 	if o.code != 0 || r.Status != "ok" || len(r.Denials) == 0 {
@@ -151,6 +155,7 @@ func TestBuiltinAllowDenials(t *testing.T) {
 func TestBuiltinNonInteractiveFail(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
+	// --approve ask with no one to answer: --non-interactive fail is the subject.
 	o := tai(t, dir, "run", "--approve", "ask", "--non-interactive", "fail", "-o", "json", "go")
 	r := jsonResult(t, o)
 	if o.code != 5 || r.Status != "denied" || !strings.Contains(r.Error, "prompt unavailable") {
@@ -163,6 +168,7 @@ func TestBuiltinNonInteractiveFail(t *testing.T) {
 
 func TestBuiltinModeAndModel(t *testing.T) {
 	t.Parallel()
+	// --approve all lets the script run; --mode plan and --model are the subject.
 	o := tai(t, t.TempDir(), "run", "--approve", "all", "--mode", "plan", "--model", "builtin-large", "-o", "stream-json", "/echo hi")
 	if o.code != 0 {
 		t.Fatalf("exit %d %s", o.code, o.stderr)
@@ -203,6 +209,7 @@ func TestUsageErrors(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
 		{"run", "--agent", "no-such-agent", "hi"},
+		// --approve with a bad value: the usage error is the subject.
 		{"run", "--approve", "sometimes", "hi"},
 		{"run", "--output", "xml", "hi"},
 		{"run"},

@@ -133,6 +133,7 @@ func (p *parent) finish(answer func(map[string]any) string) (map[string]any, int
 // Two user messages are two turns of one session in one agent process;
 // the conversation ends with the parent's input, with one result frame.
 func TestCapSpeakTurnsInOneSession(t *testing.T) {
+	// --approve all: the turns run without questions; the turns are the subject.
 	p := startParent(t, t.TempDir(), "--approve", "all")
 	p.send(map[string]any{"type": "control_request", "request_id": "init", "request": map[string]any{"subtype": "initialize"}})
 	resp := p.next(ofType("control_response"), nil)

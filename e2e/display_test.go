@@ -43,6 +43,7 @@ func TestWhatTheHumanSeesIsWhatRuns(t *testing.T) {
 	defer cancel()
 	// XDG_RUNTIME_DIR: a user's session has one; the feed tai top reads is there.
 	env := j.env("XDG_RUNTIME_DIR="+rt, "TERM=xterm-256color")
+	// --approve ask: the question the human sees is the subject.
 	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "go")
 	cmd.Dir, cmd.Env = j.ws, env
 	tty, err := pty.Start(cmd) // stdin, stdout and stderr: the terminal

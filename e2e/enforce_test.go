@@ -141,6 +141,7 @@ func TestGrantCoversAnnouncedCalls(t *testing.T) {
   - write: {path: other.txt, content: "other\n", ask: false}
   - text: done
 `)
+	// --approve all: the grant covering the announced calls is the subject.
 	o := tai(t, dir, "run", "--agent-cmd", builtinWith(scr), "--approve", "all", "-o", "json", "go")
 	r := jsonResult(t, o)
 	if o.code != 0 {
@@ -174,6 +175,7 @@ func TestUnrequestedForcePushMeetsTheFloor(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	scr := writeScript(t, "steps:\n  - run: {command: git, args: [push, --force, origin, main]}\n  - text: done\n")
+	// --approve yolo: even then the floor refuses the force push.
 	o := tai(t, dir, "run", "--agent-cmd", builtinWith(scr), "--approve", "yolo", "-o", "json", "go")
 	r := jsonResult(t, o)
 	if o.code != 5 || len(r.Denials) != 1 || r.Denials[0].DecidedBy != "rule:floor-git-force-push" || !r.Denials[0].Unrequested {
@@ -298,6 +300,7 @@ func TestNULPathIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "nul") + `\0../../x.txt`
 	scr := writeScript(t, fmt.Sprintf("steps:\n  - write: {path: \"%s\", content: \"x\\n\", ask: false}\n  - read: \"%s\"\n  - text: done\n", bad, bad))
+	// --approve all: only the NUL path's own refusal can stop the write.
 	o := tai(t, dir, "run", "--agent-cmd", builtinWith(scr), "--approve", "all", "-o", "json", "go")
 	r := jsonResult(t, o)
 	entries, _ := os.ReadDir(dir)
@@ -336,6 +339,7 @@ func TestAuditFullDenies(t *testing.T) {
   - run: {command: sh, args: ["-c", "echo ran > ran.txt"]}
   - text: done
 `)
+	// --approve yolo: every call is allowed, so the audit failure is what must stop them.
 	o := tai(t, dir, "run", "--agent-cmd", builtinWith(scr), "--approve", "yolo", "--audit", "/dev/full", "-o", "json", "go")
 	r := jsonResult(t, o)
 	if o.code != 1 || !strings.Contains(r.Error, "audit log write failed") || !strings.Contains(r.Error, "no space left") {

@@ -245,6 +245,7 @@ func TestTerminalAskThenForm(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out := filepath.Join(t.TempDir(), "result.json")
+	// --approve ask: the terminal question before the form is the subject.
 	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-feed", "--no-notify", "-o", "json", "go")
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "NO_COLOR=1")

@@ -33,6 +33,7 @@ func TestFeedAnswersAFleetTasksElicitation(t *testing.T) {
 		}
 	}
 	pd := t.TempDir()
+	// policy approve: all: only the elicitation should wait for an answer.
 	for name, body := range map[string]string{
 		"plan.yaml":     "policy: {approve: all}\nanswerer: {script: answerer.yaml}\ntasks:\n  - {id: paint, script: form.yaml, prompt: go}\n",
 		"answerer.yaml": "steps:\n  - text: \"CANNOT_ANSWER\"\n",

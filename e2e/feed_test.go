@@ -29,6 +29,7 @@ func TestFeedResumeAndAnswer(t *testing.T) {
 	rt := filepath.Join(t.TempDir(), "rt")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// --approve ask: the questions the feed answers are the subject.
 	run := startOnTTY(ctx, t, []string{"XDG_RUNTIME_DIR=" + rt}, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "-o", "json", "go")
 	cmd, tty, out := run.cmd, run.tty, run.out
 	var screen build.Buffer
@@ -160,6 +161,7 @@ func TestFeedListenToken(t *testing.T) {
 	defer cancel()
 	// A terminal: the ask waits, so the feed stays up.
 	run := startOnTTY(ctx, t, []string{"XDG_RUNTIME_DIR=" + filepath.Join(t.TempDir(), "rt")},
+		// --approve ask keeps the run waiting, so the feed stays up to be probed.
 		"run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "--listen", "127.0.0.1:0", "-o", "json", "go")
 	cmd, tty := run.cmd, run.tty
 	var screen build.Buffer
@@ -217,6 +219,7 @@ func TestFeedStaleSocketOfAKilledRun(t *testing.T) {
 	rt := filepath.Join(t.TempDir(), "rt")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// --approve ask keeps the run waiting until it is killed.
 	run := startOnTTY(ctx, t, []string{"XDG_RUNTIME_DIR=" + rt}, "run", "--agent-cmd", builtinWith(scr), "--approve", "ask", "--no-notify", "-o", "json", "go")
 	cmd, tty, env := run.cmd, run.tty, run.cmd.Env
 	go func() { _, _ = io.Copy(io.Discard, tty) }()

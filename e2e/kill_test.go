@@ -29,6 +29,7 @@ func TestAuditSurvivesKill9(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "run.jsonl")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// --approve all: the writes must land for the log to hold them when killed.
 	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", builtinWith(scr), "--approve", "all", "--audit", log, "-o", "stream-json", "go")
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir)

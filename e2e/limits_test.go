@@ -103,6 +103,7 @@ func TestOtherProcessesAreHidden(t *testing.T) {
 	script := `grep -l ` + marker + ` /proc/[0-9]*/environ > found.txt 2>/dev/null; ls -d /proc/[0-9]* | wc -l > procs.txt; ` +
 		`test -e /proc/` + strconv.Itoa(other.Process.Pid) + `/environ && grep -c sleep /proc/` + strconv.Itoa(other.Process.Pid) + `/cmdline > other.txt; true`
 	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	// --approve all: the probing command must run; what it can see is the subject.
 	r, o := runIn(t, j.ws, j.env(), "run", "--agent", "claude", "--agent-cmd", builtinWith(runScript(t, script)),
 		"--approve", "all", "-o", "json", "--audit", log, "go")
 	if r.ExitCode != 0 || r.Sandbox == nil {

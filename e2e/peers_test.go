@@ -47,6 +47,7 @@ func TestPeers(t *testing.T) {
 			}
 			t.Run("floor", func(t *testing.T) {
 				t.Parallel()
+				// --approve all: even then the floor refuses a write outside the workspace.
 				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "all", "-o", "json", "Hello agent")
 				r := jsonResult(t, o)
 				if o.code != 5 || len(r.Denials) != 1 || r.Denials[0].DecidedBy != "rule:floor-write-outside" {
@@ -55,6 +56,7 @@ func TestPeers(t *testing.T) {
 			})
 			t.Run("approved", func(t *testing.T) {
 				t.Parallel()
+				// --approve all with a --policy whose write_roots names the path: the write root is the subject.
 				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "all", "--policy", pol, "-o", "json", "Hello agent")
 				r := jsonResult(t, o)
 				if o.code != 0 || r.Status != "ok" || r.StopReason != "end_turn" || r.SessionID == "" {
@@ -69,6 +71,7 @@ func TestPeers(t *testing.T) {
 			})
 			t.Run("rejected", func(t *testing.T) {
 				t.Parallel()
+				// --approve deny: the agent's skip path is the subject.
 				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "deny", "-o", "json", "Hello agent")
 				r := jsonResult(t, o)
 				if o.code != 5 || r.Status != "denied" || r.StopReason != "end_turn" {
@@ -83,6 +86,7 @@ func TestPeers(t *testing.T) {
 			})
 			t.Run("stream", func(t *testing.T) {
 				t.Parallel()
+				// --approve all with the write_roots --policy, in stream-json.
 				o := tai(t, t.TempDir(), "run", "--agent-cmd", cmd, "--approve", "all", "--policy", pol, "-o", "stream-json", "Hello agent")
 				types := frameTypes(frames(t, o.stdout))
 				for _, want := range []string{"session.started", "message.chunk", "tool_call", "permission.asked", "permission.decided", "turn.ended", "result"} {

@@ -210,6 +210,7 @@ func TestSandboxOnWithoutLandlock(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want 2 and the reason", o.code, o.stderr)
 	}
 	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	// --approve all: the run must go on unsandboxed and say so; the policy is not the subject.
 	r, _ := runIn(t, j.ws, j.env("TAI_TEST_NO_LANDLOCK=1"), "run", "--approve", "all", "-o", "json", "--audit", log, "hello")
 	if r.ExitCode != 0 || r.Sandbox == nil || r.Sandbox.Enabled || r.Sandbox.Reason == "" {
 		t.Fatalf("auto without Landlock: exit %d, sandbox %+v", r.ExitCode, r.Sandbox)
@@ -299,6 +300,7 @@ func TestNoProcessOutlivesTai(t *testing.T) {
 				}
 				agent = sh
 			}
+			// --approve all: the agent's commands run; what outlives tai is the subject.
 			args := []string{"run", "--agent-cmd", agent, "--approve", "all", "-o", "json", "--cancel-grace", "1s"}
 			if tc.end == "timeout" {
 				args = append(args, "--timeout", "2s")

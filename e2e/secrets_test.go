@@ -107,6 +107,7 @@ cat %[1]s/settings.json > read.txt
 echo state > %[1]s/projects/state.txt
 echo hist >> %[1]s/history.jsonl
 true`, claude))
+	// --approve all: the commands must run; the sandbox refusing them is the subject.
 	r, o := runIn(t, j.ws, j.env(), "run", "--agent", "claude", "--agent-cmd", builtinWith(scr), "--approve", "all", "-o", "json", "go")
 	if r.ExitCode != 0 {
 		t.Fatalf("exit %d (%s)\n%s", r.ExitCode, r.Error, o.stderr)
@@ -136,6 +137,7 @@ true`, claude))
 	// them (-C ~): fs/write_text_file is refused, and the refusal logged.
 	scr = writeScript(t, "steps:\n  - write: {path: "+settings+", content: '{\"hooks\":{}}'}\n")
 	log := filepath.Join(t.TempDir(), "audit.jsonl")
+	// --approve all: the policy would allow the write; the floor refusing it is the subject.
 	r, o = runIn(t, j.ws, j.env(), "run", "-C", j.home, "--agent", "claude", "--agent-cmd", builtinWith(scr), "--approve", "all", "--audit", log, "-o", "json", "go")
 	if b, _ := os.ReadFile(settings); string(b) != "{}\n" {
 		t.Errorf("tai wrote ~/.claude/settings.json for the agent: %q\n%s", b, o.stdout)
@@ -182,6 +184,7 @@ echo planted > new && mv new %[2]s
 rm -f %[2]s
 mkdir %[2]s.lock && echo lock > state.txt
 true`, dir, tc.file, j.ws))
+				// --approve all: the commands must run; the sandbox refusing them is the subject.
 				r, o := runIn(t, j.ws, j.env("CODEX_HOME="), "run", "--agent", tc.agent, "--agent-cmd", builtinWith(scr), "--approve", "all", "-o", "json", "go")
 				if r.ExitCode != 0 {
 					t.Fatalf("exit %d (%s)\n%s", r.ExitCode, r.Error, o.stderr)
@@ -225,6 +228,7 @@ echo planted > %[1]s/.node-gyp/x
 mkdir -p "$XDG_CACHE_HOME/bin" && echo mine > "$XDG_CACHE_HOME/bin/tool" && echo "$XDG_CACHE_HOME" > cache.txt
 mkdir -p "$npm_config_cache" && echo mine > "$npm_config_cache/x" && echo "$npm_config_cache" > npm.txt
 true`, j.home))
+	// --approve all: the commands must run; where their writes land is the subject.
 	r, o := runIn(t, j.ws, j.env(), "run", "--agent-cmd", builtinWith(scr), "--approve", "all", "-o", "json", "go")
 	if r.ExitCode != 0 {
 		t.Fatalf("exit %d (%s)\n%s", r.ExitCode, r.Error, o.stderr)

@@ -15,11 +15,12 @@ import (
 // (the built-in agent keeps its sessions on disk, like real agents).
 func TestContinueResumesTheWorkspacesLastSession(t *testing.T) {
 	ws, other := t.TempDir(), t.TempDir()
+	// --approve all (here and below): the turns run unattended; sessions are the subject.
 	first := jsonResult(t, tai(t, ws, "run", "--approve", "all", "-o", "json", "first turn"))
 	if first.Status != "ok" || first.SessionID == "" {
 		t.Fatalf("first run: %+v", first)
 	}
-	// An unrelated workspace's run must not be what --continue finds.
+	// An unrelated workspace's run (--approve all too) must not be what --continue finds.
 	jsonResult(t, tai(t, other, "run", "--approve", "all", "-o", "json", "elsewhere"))
 
 	o := tai(t, ws, "sessions", "--json")
@@ -38,6 +39,7 @@ func TestContinueResumesTheWorkspacesLastSession(t *testing.T) {
 		t.Fatalf("tai sessions in the workspace: %+v; want only %s", listed, first.SessionID)
 	}
 
+	// --approve all: as above.
 	second := jsonResult(t, tai(t, ws, "run", "--continue", "--approve", "all", "-o", "json", "second turn"))
 	if second.Status != "ok" || second.SessionID != first.SessionID {
 		t.Fatalf("--continue ran session %q (%s: %s); want %q", second.SessionID, second.Status, second.Error, first.SessionID)
@@ -62,6 +64,7 @@ func TestContinueWithoutASession(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name == "another agent's session does not count" {
+				// --approve all: a turn that leaves a session; the policy is not the subject.
 				jsonResult(t, tai(t, ws, "run", "--approve", "all", "-o", "json", "builtin's"))
 			}
 			o := tai(t, ws, tc.args...)

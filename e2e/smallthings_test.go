@@ -40,6 +40,7 @@ func TestDiffNamesWorkspaceFilesAndAuditShowLinesUp(t *testing.T) {
 	}
 	env := userEnv(t, tmp)
 	auditPath := filepath.Join(tmp, "audit.jsonl")
+	// --approve all: the write must land for diff and audit to show it.
 	o := build.Run(t, taiBin, ws, env, "run", "--agent-cmd", builtinWith(s), "--approve", "all", "--no-notify", "--audit", auditPath, "go")
 	if o.Code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", o.Code, o.Stdout, o.Stderr)
@@ -147,6 +148,7 @@ func TestOneQuotingOfACommand(t *testing.T) {
 	if err := os.WriteFile(s, []byte("steps:\n  - run: {command: printf, args: [\"%s\\n\", \"a b\"], ask: true}\n  - text: done\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// --approve all: the command must run; its quoting is the subject.
 	o := build.Run(t, taiBin, ws, userEnv(t, tmp), "run", "--agent-cmd", builtinWith(s), "--approve", "all", "--no-notify", "go")
 	if o.Code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", o.Code, o.Stdout, o.Stderr)

@@ -187,6 +187,7 @@ func TestA2A(t *testing.T) {
 		}
 	})
 	t.Run("approval allowed by policy", func(t *testing.T) {
+		// --approve all / deny (next): the A2A approval decided by policy is the subject.
 		r, code, stderr := tai(t, "--agent-cmd", p.url, "--approve", "all", "deploy the site")
 		// The agent's question is part of the transcript, then its answer.
 		if code != 0 || !strings.HasSuffix(r.Message, "deployed: yes") || len(r.Permissions) != 1 || r.Permissions[0].Verdict != "allow" ||
@@ -195,6 +196,7 @@ func TestA2A(t *testing.T) {
 		}
 	})
 	t.Run("approval denied by policy", func(t *testing.T) {
+		// --approve deny: as above.
 		r, code, stderr := tai(t, "--agent-cmd", p.url, "--approve", "deny", "deploy the site")
 		if code != 5 || r.Status != "denied" || !strings.HasSuffix(r.Message, "deployed: no") {
 			t.Fatalf("exit %d, %+v\n%s", code, r, stderr)

@@ -13,6 +13,7 @@ import (
 func TestPipelinedClient(t *testing.T) {
 	const updates = 5000
 	script := scriptFor(t, "steps:\n  - flood: {count: 5000, permission_every: 100}\n")
+	// --approve ask: every ask must come through the pipelined client to be answered.
 	r, err := bareacp.Client(t.TempDir(), []string{taiBin, "acp", "--approve", "ask", "--no-notify",
 		"--agent-cmd", taiBin + " agent builtin --script " + script})
 	if err != nil {

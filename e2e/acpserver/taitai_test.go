@@ -21,6 +21,7 @@ func TestTaiDrivesTai(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	// --allow and --deny on the outer tai: one edit allowed and one denied is the subject.
 	cmd := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", taiBin+" acp --agent builtin --cwd "+dir,
 		"--allow", "edit:**/notes.txt", "--deny", "edit:**/hello.txt", "--allow-denials", "-o", "json", "show me")
 	cmd.Dir, cmd.Env, cmd.Stderr = dir, env(dir), os.Stderr

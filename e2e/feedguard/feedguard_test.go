@@ -114,6 +114,7 @@ func TestAgentCannotUseTheFeeds(t *testing.T) {
 	victimScript := writeFile(t, root, "victim.yaml", fmt.Sprintf(
 		"steps:\n  - permission: {title: \"deploy %[1]s\", kind: execute, command: \"deploy --token %[1]s\"}\n  - text: \"done\"\n", secretValue))
 	victimOut := filepath.Join(root, "victim.json")
+	// --approve ask: the victim waits at its question with the token in it.
 	victim := exec.CommandContext(ctx, taiBin, "run", "--agent-cmd", taiBin+" agent builtin --script "+victimScript,
 		"-e", "DEPLOY_TOKEN="+secretValue, "--approve", "ask", "--no-notify", "--listen", "127.0.0.1:0", "-o", "json", "go")
 	victim.Dir, victim.Env = ws, env
@@ -206,6 +207,7 @@ func TestAgentCannotUseTheFeeds(t *testing.T) {
 	report := filepath.Join(ws, "probe.json")
 	attackerScript := writeFile(t, root, "attacker.yaml", fmt.Sprintf(
 		"steps:\n  - run: {command: %q, args: [%q, %q, %q, %q]}\n  - text: \"probed\"\n", probeBin, report, name, addr, tok))
+	// --approve all: the attacker's probe command must run.
 	att := build.Run(t, taiBin, ws, env, "run", "--agent-cmd", taiBin+" agent builtin --script "+attackerScript,
 		"--approve", "all", "-o", "json", "go")
 	var ar runResult

@@ -113,6 +113,7 @@ type summary struct {
 func TestTwentyTaskDAG(t *testing.T) {
 	repo, pd := gitRepo(t), t.TempDir()
 	var plan strings.Builder
+	// policy approve: all: the tasks write files, which the default approve-reads denies.
 	plan.WriteString("name: twenty\npolicy: {approve: all}\nconcurrency: 4\nbudget: {tokens: 100000, turns: 40}\ntasks:\n")
 	for i := range 20 {
 		write(t, filepath.Join(pd, fmt.Sprintf("t%02d.yaml", i)), fmt.Sprintf(
@@ -197,6 +198,7 @@ func TestKill9ThenResume(t *testing.T) {
 	repo, pd := gitRepo(t), t.TempDir()
 	counts := t.TempDir()
 	var plan strings.Builder
+	// policy approve: all: the tasks write files, which the default approve-reads denies.
 	plan.WriteString("name: kill\npolicy: {approve: all}\nconcurrency: 6\ntasks:\n")
 	for i := range 5 {
 		id := fmt.Sprintf("q%d", i)
@@ -322,6 +324,7 @@ func TestKill9InGitThenResume(t *testing.T) {
 		t.Run(c.sub, func(t *testing.T) {
 			repo, pd := gitRepo(t), t.TempDir()
 			write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
+			// policy approve: all: the tasks write files, which the default approve-reads denies.
 			write(t, filepath.Join(pd, "plan.yaml"), "name: mk\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
 			// The sandbox on, as by default: tai's own git is not the agent's.
 			cmd := tai(repo, "fleet", "run", "--run-id", "mk", "-C", repo, filepath.Join(pd, "plan.yaml"))
@@ -392,6 +395,7 @@ func TestAgentThatMovesHEAD(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			repo, pd := gitRepo(t), t.TempDir()
 			write(t, filepath.Join(pd, "a.yaml"), fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, %q]}\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n", c.sh))
+			// policy approve: all: the tasks write files, which the default approve-reads denies.
 			write(t, filepath.Join(pd, "plan.yaml"), "name: mv\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
 			// --sandbox off: what is under test is tai's answer to an agent
 			// that moved HEAD, which the sandbox would not let it do (the
@@ -441,6 +445,7 @@ func TestKill9TakesTheCheck(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// policy approve: all: the tasks write files, which the default approve-reads denies; the check is the subject.
 	write(t, filepath.Join(pd, "plan.yaml"), fmt.Sprintf("name: ck\npolicy: {approve: all}\ncheck: \"sleep 6017 & echo $! > %s; wait\"\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n", fifo))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -517,6 +522,7 @@ func TestConflictExit7AndGC(t *testing.T) {
 	for id, other := range map[string]string{"x": "y", "y": "x"} {
 		write(t, filepath.Join(pd, id+".yaml"), fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, 'until [ -d ../%s ]; do sleep 0.01; done'], ask: false}\n  - write: {path: same.txt, content: \"from %s\\n\"}\n", other, id))
 	}
+	// policy approve: all: the tasks write files, which the default approve-reads denies; the conflict is the subject.
 	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: x, script: x.yaml, prompt: x}\n  - {id: y, script: y.yaml, prompt: y}\n")
 	_, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "conf", "-C", repo, filepath.Join(pd, "plan.yaml"))
 	if code != 7 || !strings.Contains(errOut, "merge conflict in same.txt") {
@@ -566,6 +572,7 @@ func TestAuditEntriesNameTheTask(t *testing.T) {
 	for _, id := range []string{"lint", "docs"} {
 		write(t, filepath.Join(pd, id+".yaml"), fmt.Sprintf("steps:\n  - text: \"%s done\"\n", id))
 	}
+	// policy approve: all lets the tasks run unattended; the audit entries are the subject.
 	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: lint, script: lint.yaml, prompt: lint it}\n  - {id: docs, script: docs.yaml, prompt: write docs}\n")
 	if _, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "tasks", "-C", repo, filepath.Join(pd, "plan.yaml")); code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)
@@ -599,6 +606,7 @@ func TestGitDirRedirectRefused(t *testing.T) {
   - write: {path: .git, content: "gitdir: evil\n"}
   - text: done
 `, marker))
+	// policy approve: all, deny execute: the writes land and git's fsmonitor may not run a command.
 	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all, deny: [execute]}\ntasks:\n  - {id: evil, script: evil.yaml, prompt: go}\n")
 	out, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "gitdir", "-C", repo, filepath.Join(pd, "plan.yaml"))
 	if _, err := os.Stat(marker); err == nil {
@@ -626,6 +634,7 @@ func TestGitDirRedirectRefused(t *testing.T) {
 func TestIndependentTasksSeeOnlyTheirOwnDiff(t *testing.T) {
 	repo, pd := gitRepo(t), t.TempDir()
 	var plan strings.Builder
+	// policy approve: all: the tasks write files, which the default approve-reads denies.
 	plan.WriteString("policy: {approve: all}\nconcurrency: 2\ntasks:\n")
 	for i := range 8 {
 		write(t, filepath.Join(pd, fmt.Sprintf("t%d.yaml", i)), fmt.Sprintf("steps:\n  - write: {path: f%d.txt, content: \"%d\\n\"}\n  - text: done %d\n", i, i, i))
@@ -660,6 +669,7 @@ func TestTwoFleetsOneNewTarget(t *testing.T) {
 	repo, pd := gitRepo(t), t.TempDir()
 	for _, f := range []string{"a", "b"} {
 		write(t, filepath.Join(pd, f+".yaml"), fmt.Sprintf("steps:\n  - write: {path: %s.txt, content: \"%s\\n\"}\n", f, f))
+		// policy approve: all: the tasks write files, which the default approve-reads denies.
 		write(t, filepath.Join(pd, f+"-plan.yaml"), fmt.Sprintf("target: shared-target\npolicy: {approve: all}\ntasks:\n  - {id: %s1, script: %s.yaml, prompt: go}\n", f, f))
 	}
 	cmds := map[string]*exec.Cmd{}
@@ -690,6 +700,7 @@ func TestPlanCheckedBeforeAnythingRuns(t *testing.T) {
 	repo, pd := gitRepo(t), t.TempDir()
 	write(t, filepath.Join(pd, "ok.yaml"), "steps:\n  - text: ok\n")
 	plan := filepath.Join(pd, "plan.yaml")
+	// policy: approve: all is a valid policy; the task's bad policy (approve: sometimes) is the subject.
 	write(t, plan, "policy: {approve: all}\ntasks:\n  - {id: ok, script: ok.yaml, prompt: go}\n  - {id: agent, agent: nosuch, prompt: go}\n  - {id: script, script: missing.yaml, prompt: go}\n  - id: pol\n    prompt: go\n    policy: {approve: sometimes}\n")
 	_, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "bad", "-C", repo, plan)
 	if code != 2 {
@@ -706,6 +717,7 @@ func TestPlanCheckedBeforeAnythingRuns(t *testing.T) {
 	// Run from outside any repository (a fleet runs in the current
 	// directory's): -C is named.
 	other := t.TempDir()
+	// policy approve: all: a valid plan; running outside a repository is the subject.
 	write(t, filepath.Join(other, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: a, prompt: go}\n")
 	_, errOut, code = runTai(t, other, "fleet", "run", filepath.Join(other, "plan.yaml"))
 	if code != 2 || !strings.Contains(errOut, "-C") {
@@ -739,6 +751,7 @@ func TestGitDirRedirectPlantedRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(pd, "w.yaml"), fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: cat, args: [%q]}\n  - text: done\n", fifo))
+	// policy approve: all: the tasks write files, which the default approve-reads denies.
 	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: w, script: w.yaml, prompt: go}\n")
 	cmd := tai(repo, "fleet", "run", "--run-id", "planted", "-C", repo, filepath.Join(pd, "plan.yaml"))
 	var o bytes.Buffer
@@ -780,6 +793,7 @@ func TestFleetTasksAreSandboxed(t *testing.T) {
 	repo, pd := gitRepo(t), t.TempDir()
 	outside := filepath.Join(t.TempDir(), "escaped.txt")
 	write(t, filepath.Join(pd, "s.yaml"), fmt.Sprintf("steps:\n  - write: {path: in.txt, content: \"in\\n\"}\n  - run: {command: sh, args: [\"-c\", \"echo x > %s\"]}\n  - text: done\n", outside))
+	// policy approve: all: the tasks write files, which the default approve-reads denies; the sandbox is the subject.
 	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n")
 	cmd := tai(repo, "fleet", "run", "--run-id", "sandboxed", "-C", repo, filepath.Join(pd, "plan.yaml"))
 	out, _ := cmd.CombinedOutput()
@@ -856,6 +870,7 @@ func TestCheckRunsConfined(t *testing.T) {
 			marker := filepath.Join(t.TempDir(), "escaped")
 			evil, _ := json.Marshal(fmt.Sprintf("echo pwned > %s\n", marker))
 			write(t, filepath.Join(pd, "a.yaml"), fmt.Sprintf("steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - write: {path: check.sh, content: %s}\n  - text: done\n", evil))
+			// policy approve: all: the tasks write files, which the default approve-reads denies; the check's confinement is the subject.
 			write(t, filepath.Join(pd, "plan.yaml"), "name: ck\npolicy: {approve: all}\ncheck: sh check.sh\n"+c.extra+"tasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
 			cmd, _ := taiUser(t, repo, "fleet", "run", "--run-id", "ck", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
 			var o, e bytes.Buffer
@@ -912,6 +927,7 @@ func TestGitDirRedirectRefusedSandboxed(t *testing.T) {
 		"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch %s\\n' > evil/config && "+
 		"printf '#!/bin/sh\\ntouch %s\\n' > evil/hooks/post-commit && chmod +x evil/hooks/post-commit && echo 'gitdir: evil' > .git", marker, marker)
 	write(t, filepath.Join(pd, "s.yaml"), fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", sh))
+	// policy approve: all: the tasks write files, which the default approve-reads denies.
 	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n")
 	cmd, _ := taiUser(t, repo, "fleet", "run", "--run-id", "gd", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
 	var o, e bytes.Buffer
@@ -933,5 +949,65 @@ func TestGitDirRedirectRefusedSandboxed(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("the refusal is not in the audit log")
+	}
+}
+
+// A plan without a policy: runs under the default (approve-reads) with
+// nobody to answer: the task's write is denied, nothing lands on the
+// target, and the task fails naming the fix, the plan's policy:.
+func TestFleetDefaultPolicyNamesTheFix(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	write(t, filepath.Join(pd, "w.yaml"), "steps:\n  - write: {path: w.txt, content: \"w\\n\"}\n  - text: done\n")
+	write(t, filepath.Join(pd, "plan.yaml"), "tasks:\n  - {id: w, script: w.yaml, prompt: add w}\n")
+	out, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "dflt", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+	var sum struct {
+		Tasks []struct {
+			ID, Status, Reason string
+			ExitCode           int `json:"exit_code"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("exit %d, not JSON: %v\n%s%s", code, err, out, errOut)
+	}
+	if code != 1 || len(sum.Tasks) != 1 || sum.Tasks[0].Status != "failed" || sum.Tasks[0].ExitCode != 5 ||
+		!strings.Contains(sum.Tasks[0].Reason, "the plan's or the task's policy:") {
+		t.Fatalf("exit %d, tasks %+v; want 1 and w failed (5) naming the plan's policy:\n%s", code, sum.Tasks, errOut)
+	}
+	if _, err := exec.Command("git", "-C", repo, "cat-file", "-e", "tai-fleet/dflt:w.txt").CombinedOutput(); err == nil {
+		t.Fatal("the denied write landed on the target")
+	}
+	// The audit log has the denial, decided by the default policy.
+	a, _, _ := runTai(t, repo, "audit", "show", "-o", "json", "--kind", "permission.decision", "dflt")
+	if !strings.Contains(a, `"decision":"deny"`) || !strings.Contains(a, `"decided_by":"default"`) || !strings.Contains(a, "approve-reads") {
+		t.Fatalf("no denial by the default policy in the audit log:\n%s", a)
+	}
+}
+
+// TestAgentThatMovesHEAD's agent under the default sandbox: the
+// repository's refs and HEAD are outside its worktree, so its git
+// checkout is refused, the repository keeps no branch of the agent's, and
+// the task's own write is merged.
+func TestAgentCannotMoveHEADUnderTheSandbox(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	write(t, filepath.Join(pd, "a.yaml"), "steps:\n  - run: {command: sh, args: [-c, \"git checkout -q -b mine 2> err.txt\"]}\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
+	// policy approve: all: the task writes and runs git; the sandbox is the subject.
+	write(t, filepath.Join(pd, "plan.yaml"), "name: mv\npolicy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n")
+	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "mvs", "-C", repo, "--output", "json", filepath.Join(pd, "plan.yaml"))
+	var s summary
+	if err := json.Unmarshal([]byte(o), &s); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, o, e)
+	}
+	if code != 0 || s.Counts["merged"] != 1 {
+		t.Fatalf("exit %d, counts %v\n%s", code, s.Counts, e)
+	}
+	if b := git(t, repo, "branch", "--list", "mine"); b != "" {
+		t.Fatalf("the agent made a branch in the repository: %q", b)
+	}
+	// err.txt, committed with the task's work, is git's refusal.
+	if msg := git(t, repo, "show", s.Target+":err.txt"); !strings.Contains(msg, "Permission denied") {
+		t.Fatalf("git checkout in the sandbox said %q, want a refusal", msg)
+	}
+	if files := git(t, repo, "ls-tree", "--name-only", s.Target); !strings.Contains(files, "a.txt") {
+		t.Fatalf("a.txt missing on the target:\n%s", files)
 	}
 }

@@ -43,7 +43,7 @@ func TestFleetCommitNamedFromPrompt(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
 		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
-		"plan.yaml": "policy: {approve: all}\ntasks:\n  - id: a\n    script: a.yaml\n    prompt: |\n\n      Add a greeting file   for the README.\n      It says hello.\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - id: a\n    script: a.yaml\n    prompt: |\n\n      Add a greeting file   for the README.\n      It says hello.\n", // policy approve: all: the task writes files, which the default approve-reads denies.
 	})
 	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "named", "-o", "json", plan)
 	if code != 0 {
@@ -66,7 +66,7 @@ func TestWorktreeListUntouched(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
 		"c.yaml":    "steps:\n  - crash: {code: 3}\n",
-		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: c, script: c.yaml, prompt: go}\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: c, script: c.yaml, prompt: go}\n", // policy approve: all lets the task run unattended; the untouched worktree is the subject.
 	})
 	if o, e, code := runTai(t, repo, "fleet", "run", "--run-id", "untouched", plan); code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, o, e)
@@ -95,7 +95,7 @@ func TestResumeAfterLostMergeRecord(t *testing.T) {
 	plan := fleetFixture(t, map[string]string{
 		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
 		"b.yaml":    "steps:\n  - write: {path: b.txt, content: \"b\\n\"}\n  - text: done\n",
-		"plan.yaml": "policy: {approve: all}\nconcurrency: 1\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n  - {id: b, script: b.yaml, prompt: add b, depends_on: [a]}\n",
+		"plan.yaml": "policy: {approve: all}\nconcurrency: 1\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n  - {id: b, script: b.yaml, prompt: add b, depends_on: [a]}\n", // policy approve: all: the task writes files, which the default approve-reads denies.
 	})
 	cmd := tai(repo, "fleet", "run", "--run-id", "full", plan)
 	// The test hook (tai_testhooks builds only) fails every state write
@@ -170,6 +170,7 @@ func TestFleetArgs(t *testing.T) {
 	plans := t.TempDir()
 	plan := filepath.Join(plans, "x.yaml")
 	write(t, filepath.Join(plans, "a.yaml"), "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n")
+	// policy approve: all: the task writes files, which the default approve-reads denies.
 	write(t, plan, "policy: {approve: all}\ntasks:\n  - {id: a, script: a.yaml, prompt: add a}\n")
 	fleetDir := filepath.Join(stateDir, "tai", "fleet")
 	runs := func() []string {
@@ -233,6 +234,7 @@ func TestFleetArgs(t *testing.T) {
 func TestBudgetKillsAgentsThatIgnoreTheCancel(t *testing.T) {
 	repo := gitRepo(t)
 	files := map[string]string{}
+	// policy approve: all lets the tasks run unattended; the budget is the subject.
 	plan := "policy: {approve: all}\nconcurrency: 4\nbudget: {tokens: 4000}\ntasks:\n"
 	for i := range 4 {
 		files[fmt.Sprintf("t%d.yaml", i)] = fmt.Sprintf("steps:\n  - write: {path: t%d.txt, content: \"x\\n\"}\n"+
@@ -290,6 +292,7 @@ func TestBudgetKillsAgentsThatIgnoreTheCancel(t *testing.T) {
 // without running its agent again.
 func TestConflictSaysTheNextStep(t *testing.T) {
 	repo := gitRepo(t)
+	// policy approve: all: the task writes files, which the default approve-reads denies; the conflict is the subject.
 	files := map[string]string{"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: x, script: x.yaml, prompt: x}\n  - {id: y, script: y.yaml, prompt: y}\n"}
 	// Each waits for the other's worktree before it writes, so that both
 	// start from the run's base whatever the machine's load.
@@ -334,7 +337,7 @@ func TestInterruptSaysResume(t *testing.T) {
 	repo := gitRepo(t)
 	plan := fleetFixture(t, map[string]string{
 		"slow.yaml": "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - delay: 3600\n",
-		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: slow, script: slow.yaml, prompt: go}\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: slow, script: slow.yaml, prompt: go}\n", // policy approve: all: the task writes files, which the default approve-reads denies.
 	})
 	cmd := tai(repo, "fleet", "run", "--run-id", "intr", plan)
 	stdout, err := cmd.StdoutPipe()
@@ -399,7 +402,7 @@ func TestFleetOutputFitsTheWidth(t *testing.T) {
 	id := "lint-the-whole-repository-and-fix-it"
 	plan := fleetFixture(t, map[string]string{
 		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n  - text: done\n",
-		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: " + id + ", script: a.yaml, prompt: add a}\n",
+		"plan.yaml": "policy: {approve: all}\ntasks:\n  - {id: " + id + ", script: a.yaml, prompt: add a}\n", // policy approve: all: the task writes files, which the default approve-reads denies.
 	})
 	run := "fleet-20261207-035523-8a2d3f" // as long as a generated id
 	o, e, code := runTai(t, repo, "fleet", "run", "--run-id", run, plan)

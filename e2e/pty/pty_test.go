@@ -136,6 +136,7 @@ func TestFakeTUI(t *testing.T) {
 // and screen.delta, and the decision of the picker.
 func TestFakeTUIFrames(t *testing.T) {
 	dir := t.TempDir()
+	// --approve all: the fake TUI's write goes through; the frames are the subject.
 	o := tai(t, dir, os.Environ(), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--approve", "all", "-o", "stream-json", "please write hello")
 	if o.code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", o.code, o.stdout, o.stderr)
@@ -203,6 +204,7 @@ func TestFakeTUIReplyFallback(t *testing.T) {
 		source       string
 	}{
 		{"text", "say hi", nil, "✧", 0, "Hello from the fake TUI.\nIt spans two lines.", "fallback"},
+		// --approve all: the write is allowed; the reply is the subject.
 		{"write-allowed", "please write hello", []string{"--approve", "all"}, "✧", 0, "I'll create hello.txt.\nCreated hello.txt.", "fallback"},
 		{"known-marker", "say hi", nil, "◆", 0, "Hello from the fake TUI.\nIt spans two lines.", "profile"},
 	} {
@@ -230,6 +232,7 @@ func TestFakeTUIReplyFallback(t *testing.T) {
 func TestFakeTUIRestart(t *testing.T) {
 	dir := t.TempDir()
 	auditPath := filepath.Join(dir, "audit.jsonl")
+	// --allow other: the restart question the fake TUI asks is allowed; the restart is the subject.
 	o := tai(t, dir, append(os.Environ(), "FAKETUI_RESTART=1"), "run", "--agent-cmd", fakeBin, "--driver", "pty", "--allow", "other", "-o", "json", "--audit", auditPath, "say hi")
 	r := parse(t, o)
 	if o.code != 0 || r.Message != "Hello from the fake TUI.\nIt spans two lines." {

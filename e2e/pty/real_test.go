@@ -132,10 +132,12 @@ func testReal(t *testing.T, a realAgent) {
 		interrupt bool
 	}
 	text := scenario{name: "text", script: "text.json", prompt: "Say hello.", status: "ok", message: "Hello from the scripted model."}
+	// --approve all / --approve deny (below): the write allowed and denied are the scenarios.
 	write := scenario{name: "write-allowed", script: "write.json", prompt: "Create hello.txt", args: []string{"--approve", "all"}, status: "ok",
 		message: "I'll create hello.txt.\nCreated hello.txt.", file: true}
 	scenarios := []scenario{
 		text, write,
+		// --approve deny: the denied write.
 		{name: "write-denied", script: "write.json", prompt: "Create hello.txt", args: []string{"--approve", "deny"}, code: 5, status: "denied",
 			message: "I'll create hello.txt."},
 		{name: "cancel", script: "../../../e2e/realagents/testdata/slow-model.json", prompt: "Take your time.", code: 130, status: "interrupted",

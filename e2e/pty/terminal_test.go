@@ -135,6 +135,7 @@ func TestFleetQuestionTakesOneKey(t *testing.T) {
 		gitIn(t, ws, a...)
 	}
 	plans := filepath.Join(ws, "plans")
+	// policy approve: ask: the question that takes one key is the subject.
 	writeFile(t, filepath.Join(plans, "plan.yaml"), "name: onekey\ngoal: deploy\npolicy: {approve: ask}\ntasks:\n  - {id: deploy, script: deploy.yaml, prompt: deploy it}\n")
 	writeFile(t, filepath.Join(plans, "deploy.yaml"), "steps:\n  - permission: {title: \"Deploy the site\", kind: execute}\n  - text: \"deployed\"\n")
 	gitIn(t, ws, "add", "-A")

@@ -17,7 +17,7 @@ import (
 // The README's first command, in the repository's root as a reader who
 // cloned it runs it: it builds tai (./tai, which .gitignore ignores) and
 // runs the built-in agent's tour in a new temporary directory with every
-// request allowed. The run's audit log shows the tour's two writes, its
+// request allowed (--approve all, as the README writes it). The run's audit log shows the tour's two writes, its
 // read and its command, all allowed.
 func TestFirstCommand(t *testing.T) {
 	u := newUser(t)
@@ -187,5 +187,36 @@ func TestTopOnce(t *testing.T) {
 		if n := utf8.RuneCountInString(l); n > 100 {
 			t.Errorf("a row of %d columns, wider than --width 100: %q", n, l)
 		}
+	}
+}
+
+// tai config show (shown inline in the README) on a fresh HOME: every
+// setting is the default and it says which file it looked for; once the
+// user writes their config file, the value is shown with that file.
+func TestConfigShow(t *testing.T) {
+	u := newUser(t)
+	o := u.must(u.home, "tai config show")
+	userFile := filepath.Join(u.home, ".config", "tai", "config.toml")
+	if !strings.Contains(o.stdout, "no config file (looked for "+userFile) {
+		t.Errorf("config show does not say it looked for %s:\n%s", userFile, o)
+	}
+	rows := 0
+	for _, l := range strings.Split(o.stdout, "\n") {
+		if strings.HasPrefix(l, "defaults.") {
+			rows++
+			if !strings.HasSuffix(l, "(default)") {
+				t.Errorf("on a fresh HOME, %q is not the default", l)
+			}
+		}
+	}
+	if rows == 0 {
+		t.Errorf("config show lists no setting:\n%s", o)
+	}
+
+	// The output default, not a policy setting: the file's effect is the subject.
+	writeFile(t, userFile, "[defaults]\noutput = \"json\"\n")
+	o = u.must(u.home, "tai config show")
+	if !regexp.MustCompile(`(?m)^defaults\.output +json +` + regexp.QuoteMeta(userFile) + `$`).MatchString(o.stdout) {
+		t.Errorf("config show does not give defaults.output json from %s:\n%s", userFile, o)
 	}
 }

@@ -30,6 +30,7 @@ func TestRealAgentFleet(t *testing.T) {
 	plan := filepath.Join(w.dir, "plan.yaml")
 	script := filepath.Join(w.dir, "after.yaml")
 	writeFile(t, script, "steps:\n  - write: {path: after.txt, content: \"after\\n\", ask: false}\n  - text: done\n")
+	// policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	writeFile(t, plan, fmt.Sprintf(`name: real
 policy: {approve: all}
 tasks:

@@ -43,6 +43,8 @@ type readmeCase struct {
 	check func(t *testing.T, w *world, o outcome)
 }
 
+// readmeCases are the README's own lines, run as written: their --approve,
+// --ask, --deny and --mode policy is the README's.
 var readmeCases = []readmeCase{
 	{
 		agent: "qwen", line: readme(`tai run --agent qwen --approve all "add a README"`), script: "write.json",

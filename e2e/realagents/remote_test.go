@@ -32,6 +32,7 @@ func TestRealAgentRemoteWorker(t *testing.T) {
 	wdir := filepath.Join(".tai", "rw")
 	w := newWorldAt(t, a, exe, "approve", modelScript(t, "write.json"), filepath.Join(wdir, "state", "worktrees", run, "hello", "1"))
 	plan := filepath.Join(w.dir, "plan.yaml")
+	// policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	writeFile(t, plan, fmt.Sprintf(`name: real-remote
 policy: {approve: all}
 tasks:

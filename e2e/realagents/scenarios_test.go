@@ -181,6 +181,7 @@ func scenarioDeny(t *testing.T, a agent, exe, _ string) {
 		script, prompt = "write.json", "Create hello.txt"
 	}
 	w := newWorld(t, a, exe, "deny", modelScript(t, script))
+	// --approve deny: the denial is the scenario.
 	o := w.run("--approve", "deny", "-o", "json", prompt)
 	r := w.jsonResult(o)
 	if o.code != 5 || r.Status != "denied" {
@@ -264,6 +265,7 @@ func scenarioInterrupt(t *testing.T, a agent, exe string, inTool bool) {
 	// question, not how fast.
 	script, args := suiteScript(t, "slow-model.json"), []string{"--cancel-grace", "30s", "-o", "stream-json", "Take your time."}
 	if inTool {
+		// --approve all: the long tool must start to be interrupted.
 		script, args = suiteScript(t, "slow-tool.json"), []string{"--cancel-grace", "30s", "--approve", "all", "-o", "stream-json", "Run the long job."}
 	}
 	scenario := "interrupt"

@@ -79,6 +79,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // that change nothing.
 func noopRepo(b *testing.B) string {
 	b.Helper()
+	// policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	plan := fmt.Sprintf("name: noop\npolicy: {approve: all}\nconcurrency: %d\ntasks:\n", benchSlots)
 	for i := range benchTasks {
 		plan += fmt.Sprintf("  - {id: n%d, script: noop.yaml, prompt: noop}\n", i)

@@ -116,6 +116,7 @@ func testHubCoordinates(t *testing.T, kind coordinatorKind) {
 	files := map[string]string{
 		"gate.yaml":  fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, %q]}\n  - text: gate passed\n", "cat "+gate+" >/dev/null; echo gate > gate.txt"),
 		"after.yaml": "steps:\n  - write: {path: after.txt, content: \"after\\n\"}\n  - text: after done\n",
+		// policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 		"plan.yaml": `name: hub
 policy: {approve: all}
 tasks:
@@ -263,6 +264,7 @@ tasks:
 
 	// Submitted without --detach, the run is followed to its end and its
 	// exit code is the run's.
+	// policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	files2 := "name: hub2\npolicy: {approve: all}\ntasks:\n  - {id: s0, script: s0.yaml, prompt: again}\n"
 	if err := os.WriteFile(filepath.Join(repo, "plan2.yaml"), []byte(files2), 0o644); err != nil {
 		t.Fatal(err)

@@ -155,12 +155,12 @@ func testHubAsks(t *testing.T, kind coordinatorKind) {
 	}
 	files := map[string]string{
 		"deploy.yaml": "steps:\n  - permission: {title: deploy, kind: execute, command: \"make deploy\"}\n  - text: deployed\n",
-		"plan.yaml":   "name: asks\npolicy: {approve: ask}\ntasks:\n  - {id: d, script: deploy.yaml, prompt: deploy}\n",
+		"plan.yaml":   "name: asks\npolicy: {approve: ask}\ntasks:\n  - {id: d, script: deploy.yaml, prompt: deploy}\n", // policy approve: ask: the question answered through the hub is the subject.
 		// paint asks a question in its first session (and marks that it
 		// asked); its next session paints with the answer.
 		"ask.yaml":  "steps:\n  - write: {path: asked, content: \"1\\n\"}\n  - text: \"Which colour should I use?\"\n",
 		"done.yaml": "steps:\n  - write: {path: colour.txt, content: \"blue\\n\"}\n  - text: \"Painted it blue.\"\n",
-		"question.yaml": fmt.Sprintf("name: q\npolicy: {approve: all}\ntasks:\n  - {id: paint, prompt: paint it, agent_cmd: %q}\n",
+		"question.yaml": fmt.Sprintf("name: q\npolicy: {approve: all}\ntasks:\n  - {id: paint, prompt: paint it, agent_cmd: %q}\n", // policy approve: all: only paint's question should wait; its write then lands.
 			"sh -c 'if [ -e asked ]; then exec \"$0\" agent builtin --script done.yaml; else exec \"$0\" agent builtin --script ask.yaml; fi' "+taiBin),
 	}
 	for f, c := range files {

@@ -171,6 +171,7 @@ func testFleet(t *testing.T, hub hubKind) {
 		t.Cleanup(func() { unblock(filepath.Join(fifos, f)) })
 	}
 	files := map[string]string{"README": "hi\n"}
+	// policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	plan := "name: remote\npolicy: {approve: all}\ntasks:\n"
 	var simple []string
 	for i := range 6 {
@@ -458,7 +459,7 @@ func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
 	url := taiHub(e)
 	repo := planRepo(t, map[string]string{
 		"s.yaml":    "steps:\n  - write: {path: s.txt, content: \"s\\n\"}\n  - text: done\n",
-		"plan.yaml": "name: killmerge\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
+		"plan.yaml": "name: killmerge\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", // policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	})
 	// --dir: a directory of this test's own, removed with it (the default
 	// is TestHubIsClosedByDefault's).
@@ -523,7 +524,7 @@ func TestWorkerRefusesARedirectedGitDir(t *testing.T) {
 		"printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = touch %s\\n' > evil/config && echo 'gitdir: evil' > .git", marker)
 	repo := planRepo(t, map[string]string{
 		"s.yaml":    fmt.Sprintf("steps:\n  - write: {path: work.txt, content: \"work\\n\"}\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", sh),
-		"plan.yaml": "name: gitdir\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
+		"plan.yaml": "name: gitdir\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", // policy approve: all: the tasks write and run commands, which the default approve-reads denies; the redirected git dir is the subject.
 	})
 	// --dir: a directory of this test's own, removed with it (the default
 	// is TestHubIsClosedByDefault's).

@@ -67,6 +67,7 @@ func TestHubIsClosedByDefault(t *testing.T) {
 	if err := os.WriteFile(scr, []byte(fmt.Sprintf("steps:\n  - run: {command: /bin/sh, args: [-c, %q]}\n  - text: done\n", tryHub(secrets, url))), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// --approve all: the probe command must run.
 	run := e.cmd(taiBin, "run", "--agent-cmd", taiBin+" agent builtin --script "+scr, "--approve", "all", "-o", "json", "go")
 	run.Dir = ws
 	if out, err := run.CombinedOutput(); err != nil {
@@ -87,7 +88,7 @@ func TestHubIsClosedByDefault(t *testing.T) {
 	// does not.
 	repo := planRepo(t, map[string]string{
 		"s.yaml":    fmt.Sprintf("steps:\n  - write: {path: r.sh, content: %q}\n  - run: {command: sh, args: [r.sh]}\n  - text: done\n", tryHub(secrets, url)),
-		"plan.yaml": "name: closed\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
+		"plan.yaml": "name: closed\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", // policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	})
 	// The worker as the README starts it: no --dir (its worktrees then go
 	// to the data directory, which its agents may write, not tai's state).
@@ -137,7 +138,7 @@ func TestWorkerAgentEnvLacksTaisSecrets(t *testing.T) {
 	url := firstLine(e, e.cmd(taiBin, "hub", "--listen", "127.0.0.1:0"))
 	repo := planRepo(t, map[string]string{
 		"s.yaml":    "steps:\n  - run: {command: sh, args: [-c, \"env > env.txt\"]}\n  - text: done\n",
-		"plan.yaml": "name: env\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n",
+		"plan.yaml": "name: env\npolicy: {approve: all}\ntasks:\n  - {id: s, script: s.yaml, prompt: go}\n", // policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	})
 	// --dir: the test reads the task's audit log there.
 	wdir := t.TempDir()

@@ -73,7 +73,7 @@ func TestWorkerSaysWhatItIsAndHandsBackOnStop(t *testing.T) {
 	sh := fmt.Sprintf("if [ -e wip.txt ]; then rm wip.txt; echo slow > slow.txt; else echo wip > wip.txt; exec cat %s >/dev/null; fi", fifo)
 	repo := planRepo(t, map[string]string{
 		"slow.yaml": fmt.Sprintf("steps:\n  - run: {command: sh, args: [-c, %q]}\n  - text: done\n", sh),
-		"plan.yaml": "name: stop\npolicy: {approve: all}\ntasks:\n  - {id: slow, script: slow.yaml, prompt: go}\n",
+		"plan.yaml": "name: stop\npolicy: {approve: all}\ntasks:\n  - {id: slow, script: slow.yaml, prompt: go}\n", // policy approve: all: the tasks write and run commands, which the default approve-reads denies.
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // a guard against a hang only
 	defer cancel()

@@ -67,6 +67,9 @@ func claudeArgs(exe string, extra ...string) []string {
 	return []string{"--agent", "claude", "--driver", "stream-json", "--agent-cmd", cmd}
 }
 
+// TestClaude drives the claude CLI through tai; its cases name their
+// setting: --approve all where the write must land, --approve deny and
+// --mode acceptEdits where that policy is the case's subject.
 func TestClaude(t *testing.T) {
 	exe := claudeExe(t)
 	t.Logf("claude CLI %s (@anthropic-ai/claude-code %s)", exe, ClaudeCodeVersion)
@@ -221,6 +224,8 @@ const rmScript = `{"turns":[
 // refused, the denial is in the result and tai exits 5. A call tai does not
 // object to runs without anyone being asked, is listed in files_written,
 // and the Stop hook puts the CLI's own transcript in the audit log.
+// --approve all (or --mode acceptEdits) with a --deny rule: the deny
+// policy is the subject, everything else is allowed.
 func TestClaudeHooks(t *testing.T) {
 	exe := claudeExe(t)
 	tests := []struct {

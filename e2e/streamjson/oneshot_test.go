@@ -50,7 +50,7 @@ var oneshotAgents = []oneshotAgent{
 		cmd: func(exe string, yolo bool) string {
 			c := exe + " --output-format stream-json -m gemini-2.5-flash"
 			if yolo {
-				c += " --yolo"
+				c += " --yolo" // gemini's own switch, not tai's: the yolo cases are about it
 			}
 			return c
 		},
@@ -196,6 +196,7 @@ func TestOneShot(t *testing.T) {
 			})
 			for _, c := range writeCases[a.name] {
 				t.Run(c.name, func(t *testing.T) {
+					// --approve all: tai allows the write, so what the CLI's own mode does is the subject.
 					w, o := run(t, oneshotWriteScript, c.yolo, c.ask, "--approve", "all", "--output", "stream-json", "create hello.txt")
 					if o.code != c.code {
 						t.Fatalf("exit %d, want %d\nstdout: %s", o.code, c.code, tailStr(o.stdout, 3000))

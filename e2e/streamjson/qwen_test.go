@@ -41,6 +41,8 @@ const qwenWriteScript = `{"ignore":["SUGGESTION MODE","memory extraction"],"turn
   {"text":"I'll create hello.txt.","tool":{"write_file":{"file_path":"{{CWD}}/hello.txt","content":"hello\n"}}},
   {"text":"Created hello.txt."}],"untooled":{"text":"ok"},"default":{"text":"Done."}}`
 
+// TestQwen drives qwen under --approve all, --approve deny and its own
+// --mode auto-edit: which policy decides the write is the subject.
 func TestQwen(t *testing.T) {
 	tests := []struct {
 		name  string

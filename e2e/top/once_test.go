@@ -88,6 +88,7 @@ func TestTopOnceTellsAFleetsTasksApart(t *testing.T) {
 	write(t, filepath.Join(repo, "README"), "hi\n")
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-q", "-m", "init")
+	// policy approve: all: the tasks write; telling them apart is the subject.
 	write(t, filepath.Join(repo, "plan.yaml"), `name: alike
 goal: two tasks named alike that work on
 policy: {approve: all}

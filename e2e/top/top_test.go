@@ -90,6 +90,7 @@ func write(t *testing.T, p, s string) {
 // and the audit log records the human and the channel of each.
 func TestTopAnswersAFleetAsk(t *testing.T) {
 	tmp, state, repo := setup(t)
+	// policy approve: ask (reads allowed): the asks tai top answers are the subject.
 	write(t, filepath.Join(tmp, "plan.yaml"), `name: asks
 goal: two tasks that ask before writing
 policy: {approve: ask, allow: ["read"]}
@@ -227,6 +228,7 @@ func env(tmp string) string {
 // terminal and in tai top: a typed answer in tai top reaches the agent.
 func TestTopAnswersAFleetQuestion(t *testing.T) {
 	tmp, state, repo := setup(t)
+	// policy approve: all: only the task's question should wait; answering it is the subject.
 	write(t, filepath.Join(tmp, "plan.yaml"), "name: q\ngoal: a question\npolicy: {approve: all}\ntasks:\n  - {id: license, script: q.yaml, prompt: add a license}\n")
 	write(t, filepath.Join(tmp, "q.yaml"), "steps:\n  - text: \"Which license should I use, MIT or Apache-2.0?\"\n")
 	x := tmux{t: t, sock: filepath.Join(tmp, "tmux.sock")}
@@ -356,6 +358,7 @@ func TestTopAnswersAnElicitation(t *testing.T) {
 // task's reservation) and in tai top, usage against the limits.
 func TestTopShowsTheBudget(t *testing.T) {
 	tmp, _, repo := setup(t)
+	// policy approve: ask (reads allowed): the task waits at its ask while top shows the budget.
 	write(t, filepath.Join(tmp, "plan.yaml"), `name: budget
 goal: a task under a budget that asks
 policy: {approve: ask, allow: ["read"]}
