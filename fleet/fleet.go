@@ -111,7 +111,9 @@ const (
 	EventBlocked      EventKind = "blocked"
 	EventCancelled    EventKind = "cancelled"
 	EventWarning      EventKind = "warning"
-	EventCheck        EventKind = "check" // the plan's check starts, confined or not
+	EventCheck        EventKind = "check"  // the plan's check starts, confined or not
+	EventScored       EventKind = "scored" // merge: false: a finished task's check result
+	EventPicked       EventKind = "picked" // tai compare pick: the task merged as the winner
 )
 
 // Fleet is a run in progress.

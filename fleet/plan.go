@@ -29,6 +29,8 @@ import (
 //	target: tai-fleet/demo         # branch results are fast-forwarded into (never a checked-out one)
 //	check: "go test ./..."         # run in each task's worktree after rebasing, before merging, confined like a task
 //	check_sandbox: off             # only if the check cannot run confined: tai warns
+//	check_timeout: 10m             # a check still running then is killed and fails
+//	merge: false                   # keep every result on its branch, scored by the check (tai compare)
 //	concurrency: 4
 //	fail_fast: false
 //	max_questions: 3
@@ -62,7 +64,12 @@ type Plan struct {
 	Check  string `yaml:"check" json:"check,omitempty"`
 	// CheckSandbox "off" runs the check unconfined (tai warns); "" confines
 	// it as the tasks' agents are.
-	CheckSandbox string    `yaml:"check_sandbox" json:"check_sandbox,omitempty"`
+	CheckSandbox string `yaml:"check_sandbox" json:"check_sandbox,omitempty"`
+	// CheckTimeout kills a check still running after it; the check fails.
+	CheckTimeout Duration `yaml:"check_timeout" json:"check_timeout,omitempty"`
+	// Merge false keeps each finished task on its branch, with its check
+	// run there as its score, for a pick (tai compare); nil merges.
+	Merge        *bool     `yaml:"merge" json:"merge,omitempty"`
 	Concurrency  int       `yaml:"concurrency" json:"concurrency,omitempty"`
 	FailFast     bool      `yaml:"fail_fast" json:"fail_fast,omitempty"`
 	MaxQuestions int       `yaml:"max_questions" json:"max_questions,omitempty"`
@@ -190,7 +197,7 @@ func (es PlanErrors) Error() string {
 func planKeys(kind string) []string {
 	switch kind {
 	case "plan":
-		return []string{"name", "goal", "base", "target", "check", "check_sandbox", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "answerer", "tasks"}
+		return []string{"name", "goal", "base", "target", "check", "check_sandbox", "check_timeout", "merge", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "answerer", "tasks"}
 	case "agent":
 		return []string{"agent", "agent_cmd", "script", "driver", "model", "mode"}
 	case "answerer":
