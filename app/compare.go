@@ -288,9 +288,9 @@ func best(cs []Candidate, checked bool) (string, string) {
 		how = "passed the check"
 	}
 	if len(tied) > 1 {
-		return "", fmt.Sprintf("tie: %s %s with the same diff size (+/- %d in %d files)", strings.Join(tied, ", "), how, size(win), win.Files)
+		return "", fmt.Sprintf("tie: %s %s with the same diff size (+/- %d in %d file(s))", strings.Join(tied, ", "), how, size(win), win.Files)
 	}
-	return win.Agent, fmt.Sprintf("%s %s with the smallest diff (+/- %d in %d files)", win.Agent, how, size(win), win.Files)
+	return win.Agent, fmt.Sprintf("%s %s with the smallest diff (+/- %d in %d file(s))", win.Agent, how, size(win), win.Files)
 }
 
 // countDenials counts, per task, the permission decisions of a run's
