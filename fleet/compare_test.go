@@ -1,0 +1,86 @@
+package fleet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/quartz"
+
+	"github.com/tai-dev/tai/audit"
+)
+
+// merge: false keeps each finished task on its branch and scores it by
+// the check; a check still running at check_timeout (on the injected
+// clock) is killed and scores as failed, timed out. Then Pick merges one
+// through the merge queue.
+func TestNoMergeScoresAndPick(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	fixture(t, pd, map[string]string{
+		"a.yaml":    "steps:\n  - write: {path: a.txt, content: \"a\\n\"}\n",
+		"b.yaml":    "steps:\n  - write: {path: hang, content: \"b\\n\"}\n",
+		"plan.yaml": "policy: {approve: all}\nmerge: false\ncheck: \"if test -f hang; then exec sleep 600; fi\"\ncheck_timeout: 10m\nconcurrency: 1\ntasks:\n  - {id: a, script: a.yaml, prompt: go}\n  - {id: b, script: b.yaml, prompt: go}\n",
+	})
+	clk := quartz.NewMock(t)
+	trap := clk.Trap().AfterFunc("fleet", "check")
+	defer trap.Close()
+	var dir string
+	done := make(chan runOut, 1)
+	var once sync.Once
+	aScored := make(chan struct{})
+	go func() {
+		done <- runPlan(t, repo, pd, func(o *Options) {
+			o.Clock = clk
+			once.Do(func() { dir = o.Dir })
+			prog := o.Progress
+			o.Progress = func(e Event) {
+				prog(e)
+				if e.Kind == EventScored && e.Task == "a" {
+					close(aScored)
+				}
+			}
+		})
+	}()
+	ctx := context.Background()
+	// a's check ends by itself; b's is stopped by the clock alone.
+	trap.MustWait(ctx).MustRelease(ctx)
+	trap.MustWait(ctx).MustRelease(ctx)
+	<-aScored
+	clk.Advance(10 * time.Minute).MustWait(ctx)
+	out := <-done
+	if out.st.ExitCode != 0 {
+		t.Fatalf("exit %d: %+v", out.st.ExitCode, out.st.Tasks)
+	}
+	a, b := out.st.Tasks["a"], out.st.Tasks["b"]
+	if a.Status != StatusDone || a.Check == nil || !a.Check.Passed {
+		t.Errorf("a: %s %+v", a.Status, a.Check)
+	}
+	if b.Status != StatusDone || b.Check == nil || b.Check.Passed || !b.Check.TimedOut {
+		t.Errorf("b: %s %+v", b.Status, b.Check)
+	}
+	if tip := run(t, repo, "git", "rev-parse", out.st.Target); tip != out.st.Base {
+		t.Fatalf("merge: false merged: target at %s, base %s", tip, out.st.Base)
+	}
+
+	log, err := audit.Open(filepath.Join(dir, "audit.jsonl"), audit.Options{Run: "r", TruncatePartial: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	if _, err := Pick(ctx, Options{RunID: "r", Dir: dir, Audit: log}, "nope"); err == nil {
+		t.Error("picked a task the run does not have")
+	}
+	st, err := Pick(ctx, Options{RunID: "r", Dir: dir, Audit: log}, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Tasks["a"].Status != StatusMerged || run(t, repo, "git", "show", st.Target+":a.txt") != "a" {
+		t.Fatalf("a: %s", st.Tasks["a"].Status)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".tai", "worktrees", "r", "b")); err != nil {
+		t.Errorf("b's worktree is gone: %v", err)
+	}
+}
