@@ -540,7 +540,20 @@ func NewCmdCompare(std IO, g *Globals) *cobra.Command {
 	fl.StringVar(&cf.Fleet.JUnit, "junit", "", "write a JUnit XML report here: one case per candidate")
 	addTaskSandbox(fl, &cf.Fleet.Sandbox)
 	addSandboxWrite(fl, &cf.Fleet.SandboxWrite)
-	c.AddCommand(newCmdComparePick(std, g))
+	c.AddCommand(newCmdComparePick(std, g), newCmdCompareHistory(std))
+	return c
+}
+
+func newCmdCompareHistory(std IO) *cobra.Command {
+	var o outputFlag
+	c := &cobra.Command{
+		Use:     "history",
+		Short:   "Show, per repository, which agent each earlier compare picked, whether it passed its check, and its cost",
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return CompareHistory(o.asJSON(), std) },
+		Example: "  tai compare history\n  tai compare history -o json",
+	}
+	o.add(c)
 	return c
 }
 

@@ -150,6 +150,21 @@ func TestCompareScoresAndPicksBest(t *testing.T) {
 	if !picked {
 		t.Errorf("no picked event for a in the audit log")
 	}
+
+	// The history reads the pick back from the audit log.
+	out, errOut, code := runTai(t, repo, "compare", "history", "-o", "json")
+	var wins []struct {
+		Repo, Run, Agent string
+		CheckPassed      *bool `json:"check_passed"`
+		Tokens           int64
+		Candidates       int
+	}
+	if err := json.Unmarshal([]byte(out), &wins); err != nil || code != 0 || len(wins) != 1 {
+		t.Fatalf("history: exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	if w := wins[0]; w.Run != "cmp1" || w.Agent != "a" || w.CheckPassed == nil || !*w.CheckPassed || w.Tokens != 40 || w.Candidates != 3 || w.Repo == "" {
+		t.Errorf("history: %+v", w)
+	}
 }
 
 // Two candidates with the same check result and the same diff size: a
