@@ -123,6 +123,9 @@ func Compare(ctx context.Context, cf CompareFlags, args []string, std IO) error 
 	if f.Repo == "" {
 		f.Repo = wd
 	}
+	if _, err := worktree.Open(ctx, f.Repo); err != nil {
+		return exitcode.Usagef("compare: %s is not in a git repository: a compare runs in the current directory's repository unless -C names one", f.Repo)
+	}
 	f.report = func(ctx context.Context, o fleet.Options, st *fleet.State, std IO) error {
 		return reportCompare(ctx, cf, o, st, std)
 	}

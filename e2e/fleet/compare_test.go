@@ -274,3 +274,37 @@ func TestComparePickAfterCrash(t *testing.T) {
 		t.Errorf("target has %q", got)
 	}
 }
+
+// Bad input is refused with a clear message and exit 2, before anything
+// runs: no run directory is left behind.
+func TestCompareBadInput(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	a := filepath.Join(pd, "a.yaml")
+	write(t, a, writes("x.txt", "x\n"))
+	for _, tc := range []struct {
+		name string
+		dir  string
+		args []string
+		want string
+	}{
+		{"one candidate", repo, []string{"compare", "--script", a, "go"}, "two candidates or more"},
+		{"two of one name", repo, []string{"compare", "--script", "x=" + a, "--script", "x=" + a, "go"}, "two candidates are named x"},
+		{"no prompt", repo, []string{"compare", "--script", a, "--script", a}, "needs a prompt"},
+		{"unknown preset", repo, []string{"compare", "--agents", "nosuch,builtin", "go"}, `unknown agent "nosuch"`},
+		{"missing script", repo, []string{"compare", "--script", a, "--script", filepath.Join(pd, "nope.yaml"), "go"}, "nope.yaml"},
+		{"not a repository", pd, []string{"compare", "--script", a, "--script", "b=" + a, "go"}, "not in a git repository"},
+		{"--pick other", repo, []string{"compare", "--script", a, "--script", "b=" + a, "--pick", "first", "go"}, "--pick takes best"},
+		{"pick of no run", repo, []string{"compare", "pick", "nope", "a"}, "there is no run nope"},
+		{"pick without agent", repo, []string{"compare", "pick", "nope"}, "RUN AGENT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, code := runTai(t, tc.dir, tc.args...)
+			if code != 2 || !strings.Contains(errOut, tc.want) {
+				t.Errorf("exit %d, want 2 and %q\n%s\n%s", code, tc.want, out, errOut)
+			}
+		})
+	}
+	if ents, _ := os.ReadDir(filepath.Join(stateDir, "tai", "fleet")); len(ents) != 0 {
+		t.Errorf("refused compares left run directories: %v", ents)
+	}
+}
