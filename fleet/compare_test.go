@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,5 +83,64 @@ func TestNoMergeScoresAndPick(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, ".tai", "worktrees", "r", "b")); err != nil {
 		t.Errorf("b's worktree is gone: %v", err)
+	}
+}
+
+// A plan task with compare: runs once per candidate, ID-NAME, scored and
+// kept, while the plan's other tasks merge as usual; one candidate is
+// then picked, and only one.
+func TestPlanCompareTask(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	fixture(t, pd, map[string]string{
+		"o.yaml": "steps:\n  - write: {path: other.txt, content: \"o\\n\"}\n",
+		"a.yaml": "steps:\n  - write: {path: fix.txt, content: \"a\\n\"}\n",
+		"b.yaml": "steps:\n  - write: {path: bad.txt, content: \"b\\n\"}\n",
+		// policy: the scripts write files headless.
+		"plan.yaml": "policy: {approve: all}\ncheck: \"test ! -f bad.txt\"\ntasks:\n  - {id: other, script: o.yaml, prompt: go}\n" +
+			"  - id: fix\n    prompt: fix it\n    compare: [{id: a, script: a.yaml}, {id: b, script: b.yaml}]\n",
+	})
+	var dir string
+	out := runPlan(t, repo, pd, func(o *Options) { dir = o.Dir })
+	if out.st.ExitCode != 0 {
+		t.Fatalf("exit %d: %+v", out.st.ExitCode, out.st.Tasks)
+	}
+	a, b := out.st.Tasks["fix-a"], out.st.Tasks["fix-b"]
+	if out.st.Tasks["other"].Status != StatusMerged || a.Status != StatusDone || b.Status != StatusDone ||
+		a.Check == nil || !a.Check.Passed || b.Check == nil || b.Check.Passed {
+		t.Fatalf("other %s, fix-a %s %+v, fix-b %s %+v", out.st.Tasks["other"].Status, a.Status, a.Check, b.Status, b.Check)
+	}
+	log, err := audit.Open(filepath.Join(dir, "audit.jsonl"), audit.Options{Run: "r", TruncatePartial: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	ctx := context.Background()
+	if _, err := Pick(ctx, Options{RunID: "r", Dir: dir, Audit: log}, "other"); err == nil {
+		t.Error("picked a task that is no candidate")
+	}
+	if _, err := Pick(ctx, Options{RunID: "r", Dir: dir, Audit: log}, "fix-a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Pick(ctx, Options{RunID: "r", Dir: dir, Audit: log}, "fix-b"); err == nil {
+		t.Error("a second candidate of one compare was picked")
+	}
+	for _, f := range []string{"other.txt", "fix.txt"} {
+		run(t, repo, "git", "cat-file", "-e", out.st.Target+":"+f)
+	}
+}
+
+// Nothing may depend on a compared task: which result it has is known
+// only once one is picked.
+func TestPlanCompareErrors(t *testing.T) {
+	for _, tc := range []struct{ plan, want string }{
+		{"tasks:\n  - {id: fix, prompt: go, compare: [claude, codex]}\n  - {id: next, prompt: go, depends_on: [fix]}\n", "nothing can depend on it"},
+		{"tasks:\n  - {id: fix, prompt: go, compare: [claude]}\n", "two agents or more"},
+		{"tasks:\n  - {id: fix, prompt: go, agent: claude, compare: [claude, codex]}\n", "names the agents"},
+		{"tasks:\n  - {id: fix, prompt: go, compare: [nosuch, codex]}\n", `unknown agent "nosuch"`},
+	} {
+		_, err := ParsePlan([]byte(tc.plan), "plan.yaml")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want %q", tc.plan, err, tc.want)
+		}
 	}
 }

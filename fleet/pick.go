@@ -58,8 +58,12 @@ func Pick(ctx context.Context, o Options, task string) (*State, error) {
 		sort.Strings(ids)
 		return nil, exitcode.Usagef("run %s has no candidate %q (it has: %v)", o.RunID, task, ids)
 	}
+	if t.Merges(f.plan) {
+		return nil, exitcode.Usagef("task %s of run %s is not a compare's candidate: the fleet merges it itself (tai fleet resume %s)", task, o.RunID, o.RunID)
+	}
 	for _, id := range st.Order {
-		if st.Tasks[id].Status == StatusMerged && st.Tasks[id].Branch != "" {
+		other := f.plan.Task(id)
+		if other != nil && other.CompareOf == t.CompareOf && !other.Merges(f.plan) && st.Tasks[id].Status == StatusMerged && st.Tasks[id].Branch != "" {
 			return nil, exitcode.Usagef("run %s has a pick already: %s is merged into %s", o.RunID, id, st.Target)
 		}
 	}

@@ -120,7 +120,7 @@ func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, se
 
 // finishTask merges a done task, or, under merge: false, scores it.
 func (f *fleet) finishTask(ctx context.Context, t *Task) {
-	if f.plan.Merges() {
+	if t.Merges(f.plan) {
 		f.merge(ctx, t)
 		return
 	}

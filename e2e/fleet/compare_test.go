@@ -308,3 +308,32 @@ func TestCompareBadInput(t *testing.T) {
 		t.Errorf("refused compares left run directories: %v", ents)
 	}
 }
+
+// The plan form: a task with compare: runs once per candidate in tai
+// fleet run, next to the plan's other tasks, scored and kept; tai compare
+// pick merges the chosen one.
+func TestPlanCompareThenPick(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	write(t, filepath.Join(pd, "a.yaml"), writes("fix.txt", "a\n"))
+	write(t, filepath.Join(pd, "b.yaml"), writes("fix.txt", "b\nand more\n"))
+	// policy: the scripts write files headless.
+	write(t, filepath.Join(pd, "plan.yaml"), "policy: {approve: all}\ncheck: \"test -f fix.txt\"\ntasks:\n"+
+		"  - id: fix\n    prompt: fix it\n    compare: [{id: a, script: a.yaml}, {id: b, script: b.yaml}]\n")
+	out, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "pc", "-o", "json", filepath.Join(pd, "plan.yaml"))
+	var s summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != 0 || len(s.Tasks) != 2 {
+		t.Fatalf("exit %d, %v\n%s\n%s", code, err, out, errOut)
+	}
+	for _, ts := range s.Tasks {
+		if ts.Status != "done" || (ts.ID != "fix-a" && ts.ID != "fix-b") {
+			t.Errorf("task %s: %s", ts.ID, ts.Status)
+		}
+	}
+	if got, base := git(t, repo, "rev-parse", s.Target), git(t, repo, "rev-parse", "main"); got != base {
+		t.Fatalf("a compare's candidate was merged by the fleet")
+	}
+	out, errOut, code = runTai(t, repo, "compare", "pick", "pc", "fix-b")
+	if code != 0 || git(t, repo, "show", s.Target+":fix.txt") != "b\nand more" {
+		t.Fatalf("pick: exit %d\n%s%s", code, out, errOut)
+	}
+}
