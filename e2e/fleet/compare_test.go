@@ -337,3 +337,21 @@ func TestPlanCompareThenPick(t *testing.T) {
 		t.Fatalf("pick: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// Candidates from commands, as in tai run: NAME=CMD names one, the other
+// is named by its place.
+func TestCompareAgentCmd(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	write(t, filepath.Join(pd, "a.yaml"), writes("x.txt", "one\n"))
+	write(t, filepath.Join(pd, "b.yaml"), writes("y.txt", "one\ntwo\n"))
+	// --approve all: the candidates write files headless.
+	r, errOut, code := compare(t, repo, "--approve", "all",
+		"--agent-cmd", "mine="+taiBin+" agent builtin --script "+filepath.Join(pd, "a.yaml"),
+		"--agent-cmd", taiBin+" agent builtin --script "+filepath.Join(pd, "b.yaml"), "do it")
+	if code != 0 || len(r.Candidates) != 2 || r.Best != "mine" {
+		t.Fatalf("exit %d: %+v\n%s", code, r, errOut)
+	}
+	if c := r.Candidates[candidate(t, r, "cmd2")]; c.Status != "done" || c.Insertions != 2 {
+		t.Errorf("cmd2: %+v", c)
+	}
+}
