@@ -203,3 +203,37 @@ func TestCapACPClientFeatures(t *testing.T) {
 		}
 	}
 }
+
+// The compare result's example decodes into CompareResult, carries
+// every field, and each field is documented.
+func TestCapCompareResult(t *testing.T) {
+	doc := readCap(t)
+	ex := blocks(doc, "compare")
+	if len(ex) != 1 {
+		t.Fatalf("want one compare example, found %d", len(ex))
+	}
+	var r CompareResult
+	if err := strict(ex[0], &r); err != nil {
+		t.Fatalf("compare example does not decode: %v", err)
+	}
+	sec := doc[strings.Index(doc, "## 10. The compare result"):]
+	var top, cand map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(ex[0]), &top)
+	var cands []map[string]json.RawMessage
+	_ = json.Unmarshal(top["candidates"], &cands)
+	cand = cands[0]
+	for _, typ := range []struct {
+		t  reflect.Type
+		ex map[string]json.RawMessage
+	}{{reflect.TypeOf(CompareResult{}), top}, {reflect.TypeOf(Candidate{}), cand}} {
+		for i := 0; i < typ.t.NumField(); i++ {
+			name, _, _ := strings.Cut(typ.t.Field(i).Tag.Get("json"), ",")
+			if !strings.Contains(sec, "`"+name+"`") {
+				t.Errorf("compare field %q is not documented in cap.md", name)
+			}
+			if _, ok := typ.ex[name]; !ok && name != "reason" {
+				t.Errorf("compare example lacks %q", name)
+			}
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/fleet"
 )
 
 // FleetFlags are `tai fleet run` and `tai fleet resume`'s flags.
@@ -33,6 +34,9 @@ type FleetFlags struct {
 	// and follows it; Detach then returns at once.
 	Submit bool
 	Detach bool
+	// report, if set, replaces the fleet's summary once the run ended
+	// (tai compare); o.Audit is the run's open log.
+	report func(ctx context.Context, o fleet.Options, st *fleet.State, std IO) error
 }
 
 // FleetPlanFlags are `tai fleet plan`'s flags.

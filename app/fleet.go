@@ -155,6 +155,9 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 		return exitcode.With(exitcode.Code(sum.ExitCode), fmt.Errorf("fleet: %w", err))
 	}
 	stream.result(summaryOf(st, log.Path()))
+	if f.report != nil {
+		return f.report(ctx, o, st, std)
+	}
 	return reportFleet(f, o.Dir, st, log.Path(), std)
 }
 

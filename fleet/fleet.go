@@ -2,7 +2,9 @@
 // git worktree, at most N at a time, under one budget, with the results of
 // finished tasks routed into their dependents' prompts, agents' questions
 // routed to an answerer agent (then a human), and finished branches merged
-// back in dependency order through a fast-forward-only merge queue. Its
+// back in dependency order through a fast-forward-only merge queue (or,
+// with merge: false, kept on their branches and scored by the plan's
+// check, for one to be picked: tai compare). Its
 // state is persisted atomically after every step, so a run killed even by
 // SIGKILL resumes without redoing finished tasks.
 package fleet
@@ -111,7 +113,9 @@ const (
 	EventBlocked      EventKind = "blocked"
 	EventCancelled    EventKind = "cancelled"
 	EventWarning      EventKind = "warning"
-	EventCheck        EventKind = "check" // the plan's check starts, confined or not
+	EventCheck        EventKind = "check"  // the plan's check starts, confined or not
+	EventScored       EventKind = "scored" // merge: false: a finished task's check result
+	EventPicked       EventKind = "picked" // tai compare pick: the task merged as the winner
 )
 
 // Fleet is a run in progress.

@@ -87,7 +87,7 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 		return
 	}
 	defer func() { _ = h.Release(ctx) }()
-	head, err := f.wt.Integrate(ctx, h.Record, st.Target, f.plan.CheckFunc(f.o.Sandbox, f.checkStarted(t.ID)))
+	head, err := f.wt.Integrate(ctx, h.Record, st.Target, f.check(t.ID))
 	var ce *worktree.ConflictError
 	switch {
 	case errors.As(err, &ce):
@@ -105,6 +105,60 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 		f.setTask(t.ID, func(x *TaskState) { x.Status, x.Head = StatusMerged, head })
 		f.emit(EventMerged, t.ID, fmt.Sprintf("%s -> %s at %.12s", ts.Branch, st.Target, head), map[string]any{"branch": ts.Branch, "target": st.Target, "head": head})
 	}
+}
+
+// Merges says whether finished tasks are merged (merge: not false).
+func (p *Plan) Merges() bool { return p.Merge == nil || *p.Merge }
+
+// ErrCheckTimeout: the check ran past the plan's check_timeout and was
+// killed.
+var ErrCheckTimeout = errors.New("check timed out")
+
+// check is the plan's check for task (nil without one), killed at the
+// plan's check_timeout by the fleet's clock.
+func (f *fleet) check(task string) func(ctx context.Context, dir string) error {
+	run := f.plan.CheckFunc(f.o.Sandbox, f.checkStarted(task))
+	limit := time.Duration(f.plan.CheckTimeout)
+	if run == nil || limit <= 0 {
+		return run
+	}
+	return func(ctx context.Context, dir string) error {
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		t := f.clock.AfterFunc(limit, func() { cancel(ErrCheckTimeout) }, "fleet", "check")
+		defer t.Stop()
+		err := run(ctx, dir)
+		if err != nil && errors.Is(context.Cause(ctx), ErrCheckTimeout) {
+			return fmt.Errorf("%s: %w: killed after %s", f.plan.Check, ErrCheckTimeout, limit)
+		}
+		return err
+	}
+}
+
+// score runs, under merge: false, the plan's check in a finished task's
+// worktree and records the result as the task's score; the task stays
+// done, on its branch, for a pick.
+func (f *fleet) score(ctx context.Context, t *Task) {
+	ts := f.st.task(t.ID)
+	if ts.Check != nil || ts.Branch == "" || f.plan.Check == "" {
+		return
+	}
+	ctx = context.WithoutCancel(ctx) // a score half-taken is no score
+	st := f.st.snapshot()
+	h, err := f.wt.Create(ctx, f.o.RunID, t.ID, st.Target, st.Target, worktree.Owner{PID: os.Getpid(), Command: f.o.Command})
+	if err != nil {
+		f.setTask(t.ID, func(x *TaskState) { x.Check = &CheckResult{Output: "worktree: " + err.Error()} })
+		return
+	}
+	defer func() { _ = h.Release(ctx) }()
+	err = f.check(t.ID)(ctx, h.Path)
+	res := &CheckResult{Passed: err == nil, TimedOut: errors.Is(err, ErrCheckTimeout)}
+	if err != nil {
+		res.Output = truncate(err.Error(), 2000)
+	}
+	f.setTask(t.ID, func(x *TaskState) { x.Check = res })
+	f.emit(EventScored, t.ID, map[bool]string{true: "check passed", false: "check failed"}[res.Passed],
+		map[string]any{"passed": res.Passed, "timed_out": res.TimedOut, "output": res.Output})
 }
 
 // checkStarted records in the audit log, as an event, how the plan's

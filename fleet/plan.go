@@ -29,6 +29,8 @@ import (
 //	target: tai-fleet/demo         # branch results are fast-forwarded into (never a checked-out one)
 //	check: "go test ./..."         # run in each task's worktree after rebasing, before merging, confined like a task
 //	check_sandbox: off             # only if the check cannot run confined: tai warns
+//	check_timeout: 10m             # a check still running then is killed and fails
+//	merge: false                   # keep every result on its branch, scored by the check (tai compare)
 //	concurrency: 4
 //	fail_fast: false
 //	max_questions: 3
@@ -48,6 +50,9 @@ import (
 //	    policy: {approve: reads, allow: ["execute:go test *"]}
 //	    budget: {tokens: 2000, turns: 3}
 //	    retries: 1
+//	  - id: fix
+//	    prompt: "Fix the flaky test"
+//	    compare: [claude, {id: mine, agent_cmd: "my-agent --acp"}]  # tasks fix-claude, fix-mine: scored, kept; tai compare pick RUN fix-claude
 //
 // Everything a task needs is checked when the plan is loaded, before
 // anything runs: keys, ids and dependencies, agents (a known preset or an
@@ -62,7 +67,12 @@ type Plan struct {
 	Check  string `yaml:"check" json:"check,omitempty"`
 	// CheckSandbox "off" runs the check unconfined (tai warns); "" confines
 	// it as the tasks' agents are.
-	CheckSandbox string    `yaml:"check_sandbox" json:"check_sandbox,omitempty"`
+	CheckSandbox string `yaml:"check_sandbox" json:"check_sandbox,omitempty"`
+	// CheckTimeout kills a check still running after it; the check fails.
+	CheckTimeout Duration `yaml:"check_timeout" json:"check_timeout,omitempty"`
+	// Merge false keeps each finished task on its branch, with its check
+	// run there as its score, for a pick (tai compare); nil merges.
+	Merge        *bool     `yaml:"merge" json:"merge,omitempty"`
 	Concurrency  int       `yaml:"concurrency" json:"concurrency,omitempty"`
 	FailFast     bool      `yaml:"fail_fast" json:"fail_fast,omitempty"`
 	MaxQuestions int       `yaml:"max_questions" json:"max_questions,omitempty"`
@@ -118,10 +128,41 @@ type Task struct {
 	Policy     *Policy  `yaml:"policy" json:"policy,omitempty"`
 	Budget     Limits   `yaml:"budget" json:"budget"`
 	Retries    int      `yaml:"retries" json:"retries,omitempty"`
+	// Compare runs the task once per agent (compare: [claude, {id: b,
+	// script: b.yaml}]), as tasks ID-AGENT that are scored, not merged;
+	// tai compare pick RUN ID-AGENT merges one.
+	Compare []CompareAgent `yaml:"compare" json:"compare,omitempty"`
+	// CompareOf names the task a candidate was made from by compare:
+	// (set by the plan's loading, kept in the run's plan copy); such a
+	// task is never merged by the fleet.
+	CompareOf string `yaml:"compare_of" json:"compare_of,omitempty"`
 
 	Line int `yaml:"-" json:"-"`
 
 	policyLine int // where its policy: is, for errors
+}
+
+// CompareAgent is one candidate of a task's compare: a preset name, or
+// a mapping with an id and an agent spec.
+type CompareAgent struct {
+	ID        string `yaml:"id" json:"id,omitempty"`
+	AgentSpec `yaml:",inline"`
+}
+
+// UnmarshalYAML reads "claude" as {agent: claude}.
+func (c *CompareAgent) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		c.Agent = n.Value
+		return nil
+	}
+	type plain CompareAgent
+	return n.Decode((*plain)(c))
+}
+
+// MarshalYAML writes the mapping form.
+func (c CompareAgent) MarshalYAML() (any, error) {
+	type plain CompareAgent
+	return plain(c), nil
 }
 
 // Limits are budget limits; zero means none.
@@ -190,7 +231,7 @@ func (es PlanErrors) Error() string {
 func planKeys(kind string) []string {
 	switch kind {
 	case "plan":
-		return []string{"name", "goal", "base", "target", "check", "check_sandbox", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "answerer", "tasks"}
+		return []string{"name", "goal", "base", "target", "check", "check_sandbox", "check_timeout", "merge", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "answerer", "tasks"}
 	case "agent":
 		return []string{"agent", "agent_cmd", "script", "driver", "model", "mode"}
 	case "answerer":
@@ -200,7 +241,7 @@ func planKeys(kind string) []string {
 	case "budget":
 		return []string{"tokens", "turns", "wall_time", "cost", "soft"}
 	case "task":
-		return []string{"id", "agent", "agent_cmd", "script", "driver", "model", "mode", "prompt", "prompt_file", "depends_on", "worktree", "owns", "policy", "budget", "retries"}
+		return []string{"id", "agent", "agent_cmd", "script", "driver", "model", "mode", "prompt", "prompt_file", "depends_on", "worktree", "owns", "policy", "budget", "retries", "compare", "compare_of"}
 	}
 	return nil
 }
@@ -270,12 +311,58 @@ func parsePlan(data []byte, file, dir string) (*Plan, error) {
 			}
 		}
 	}
+	p.expandCompare(add)
 	p.validate(add)
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	return p, nil
 }
+
+// expandCompare replaces each task with a compare: list by one task per
+// candidate, ID-NAME (NAME the candidate's id, else its preset, else
+// cmdN), the same prompt, owns, policy and budget, marked CompareOf.
+func (p *Plan) expandCompare(add func(int, string, ...any)) {
+	var tasks []Task
+	compared := map[string]bool{}
+	for _, t := range p.Tasks {
+		if len(t.Compare) == 0 {
+			tasks = append(tasks, t)
+			continue
+		}
+		compared[t.ID] = true
+		if len(t.Compare) < 2 {
+			add(t.Line, "task %q: compare: needs two agents or more", t.ID)
+		}
+		if t.Agent != "" || t.AgentCmd != "" || t.Script != "" {
+			add(t.Line, "task %q: compare: names the agents; the task has no agent:, agent_cmd: or script: of its own", t.ID)
+		}
+		for i, c := range t.Compare {
+			name := c.ID
+			if name == "" {
+				name = c.Agent
+			}
+			if name == "" {
+				name = fmt.Sprintf("cmd%d", i+1)
+			}
+			n := t
+			n.ID, n.AgentSpec, n.Compare, n.CompareOf = t.ID+"-"+name, c.AgentSpec, nil, t.ID
+			tasks = append(tasks, n)
+		}
+	}
+	for _, t := range tasks {
+		for _, d := range t.DependsOn {
+			if compared[d] {
+				add(t.Line, "task %q: depends_on %q, a compare: nothing can depend on it (its result is the one picked later)", t.ID, d)
+			}
+		}
+	}
+	p.Tasks = tasks
+}
+
+// Merges says whether the fleet merges this task when it is done: not
+// under merge: false, nor a compare's candidate.
+func (t *Task) Merges(p *Plan) bool { return p.Merges() && t.CompareOf == "" }
 
 // yamlLine is the "line N: " the YAML decoder puts before its messages.
 var yamlLine = lazyre.New(`^(?:yaml: )?line (\d+): `)

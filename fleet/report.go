@@ -267,10 +267,17 @@ func JUnit(w io.Writer, st State) error {
 		if ts.Message != "" {
 			out.WriteString("message:\n" + truncate(ts.Message, 4000) + "\n")
 		}
+		if ts.Check != nil {
+			fmt.Fprintf(&out, "check passed: %v\n", ts.Check.Passed)
+		}
 		c.SystemOut = out.String()
-		switch ts.Status {
-		case StatusMerged, StatusDone:
-		case StatusSkipped:
+		switch {
+		case (ts.Status == StatusMerged || ts.Status == StatusDone) && ts.Check != nil && !ts.Check.Passed:
+			// merge: false: the score is the check's.
+			c.Failure = &failure{Message: "check failed: " + truncate(ts.Check.Output, 500), Type: "check", Text: ts.Check.Output}
+			s.Failures++
+		case ts.Status == StatusMerged || ts.Status == StatusDone:
+		case ts.Status == StatusSkipped:
 			c.Skipped = &skipped{Message: ts.Reason}
 			s.Skipped++
 		default:

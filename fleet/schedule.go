@@ -65,7 +65,7 @@ func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, se
 	if succeeded(f.st.task(id).Status) {
 		// Finished before an interruption: only a pending merge is left.
 		if f.st.task(id).Status == StatusDone {
-			f.merge(ctx, t)
+			f.finishTask(ctx, t)
 		}
 		return
 	}
@@ -111,11 +111,20 @@ func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, se
 	res.Release(spent)
 	_ = f.st.update(func(st *State) { st.Usage = f.meter.Used() })
 	if f.st.task(id).Status == StatusDone {
-		f.merge(ctx, t)
+		f.finishTask(ctx, t)
 	}
 	if !succeeded(f.st.task(id).Status) {
 		f.failFast(cancel, id)
 	}
+}
+
+// finishTask merges a done task, or, under merge: false, scores it.
+func (f *fleet) finishTask(ctx context.Context, t *Task) {
+	if t.Merges(f.plan) {
+		f.merge(ctx, t)
+		return
+	}
+	f.score(ctx, t)
 }
 
 func (f *fleet) failFast(cancel context.CancelCauseFunc, id string) {

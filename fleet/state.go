@@ -36,6 +36,14 @@ const (
 // succeeded: dependents may start.
 func succeeded(s TaskStatus) bool { return s == StatusMerged || s == StatusDone }
 
+// CheckResult is a task's score under merge: false: the plan's check run,
+// confined, in its worktree.
+type CheckResult struct {
+	Passed   bool   `json:"passed"`
+	TimedOut bool   `json:"timed_out,omitempty"`
+	Output   string `json:"output,omitempty"` // the end of its output, when it failed
+}
+
 // QA is one question a task asked and its answer.
 type QA struct {
 	Question  string `json:"question"`
@@ -59,6 +67,7 @@ type TaskState struct {
 	SessionID     string             `json:"session_id,omitempty"`
 	Message       string             `json:"message,omitempty"`
 	Diff          *worktree.DiffStat `json:"diff,omitempty"`
+	Check         *CheckResult       `json:"check,omitempty"` // a plan with merge: false: the check's run in its worktree
 	Questions     []QA               `json:"questions,omitempty"`
 	ConflictFiles []string           `json:"conflict_files,omitempty"`
 	Started       time.Time          `json:"started,omitzero"`

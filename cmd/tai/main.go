@@ -140,6 +140,7 @@ var commands = []struct {
 	{"hub", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdHub(std, g, nil) }},
 	{"worker", func(std app.IO, g *app.Globals) *cobra.Command { return app.NewCmdWorker(std, g, nil) }},
 	{"fleet", app.NewCmdFleet},
+	{"compare", app.NewCmdCompare},
 	{"worktree", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdWorktree(std) }},
 	{"sessions", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdSessions(std, nil) }},
 	{"config", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdConfig(std) }},
