@@ -37,8 +37,9 @@ type TTYPrompter struct {
 	// the terminal (tai's own output shows it there): it is then not
 	// repeated.
 	Shown func(toolCallID string) bool
-	// Root is the workspace: a diff names its files relative to it ("":
-	// whole, as a fleet's tasks each have their own).
+	// Root is the workspace: a diff names its files relative to it. A
+	// question whose context carries its own (WithWorkspace: a fleet's
+	// task, each in its own worktree) uses that one instead.
 	Root string
 
 	mu    sync.Mutex // one question on screen at a time
@@ -84,6 +85,33 @@ func WithAsker(ctx context.Context, who string) context.Context {
 func askerOf(ctx context.Context) string {
 	s, _ := ctx.Value(askerKey{}).(string)
 	return s
+}
+
+// workspaceKey carries the asking engine's workspace to the prompter.
+type workspaceKey struct{}
+
+// WithWorkspace gives the workspace a question's paths are relative to,
+// for a prompter shared by engines with different ones (a fleet's tasks).
+func WithWorkspace(ctx context.Context, root string) context.Context {
+	if root == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, workspaceKey{}, root)
+}
+
+// WorkspaceOf is the workspace WithWorkspace gave, or "": a relay passes
+// it on with the question.
+func WorkspaceOf(ctx context.Context) string {
+	r, _ := ctx.Value(workspaceKey{}).(string)
+	return r
+}
+
+// rootFor is the workspace a question's diffs are relative to.
+func (p *TTYPrompter) rootFor(ctx context.Context) string {
+	if r := WorkspaceOf(ctx); r != "" {
+		return r
+	}
+	return p.Root
 }
 
 const choices = "  [y] allow once  [a] allow always  [n] deny once  [d] deny always > "
@@ -236,7 +264,7 @@ func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 			fmt.Fprintf(p.Out, "    (the diff of %s is shown above)\n", c.Path)
 			continue
 		}
-		lines, err := render.UnifiedDiff(c, p.Root)
+		lines, err := render.UnifiedDiff(c, p.rootFor(ctx))
 		if err != nil {
 			fmt.Fprintf(p.Out, "    %s: %v\n", c.Path, err)
 			continue

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +244,36 @@ func TestTTYPrompterShowsWhatRuns(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A prompter shared by engines with their own workspaces (a fleet's tasks,
+// each in its own worktree) names a diff's files relative to the asking
+// engine's workspace, not by whole path.
+func TestSharedPrompterDiffRelativeToEachWorkspace(t *testing.T) {
+	root := t.TempDir()
+	var out strings.Builder
+	p := &TTYPrompter{In: strings.NewReader("n\nn\n"), Out: &out} // no Root: shared
+	mem := NewMemory(ScopeRun)
+	for _, task := range []string{"lint", "docs"} {
+		ws := filepath.Join(root, "wt", task)
+		e, err := NewEngine(Config{Mode: Ask}, Options{Workspace: ws, Home: filepath.Join(root, "home"), Prompter: p, Asker: "task " + task, Memory: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Reset()
+		old := "old\n"
+		path := filepath.Join(ws, "src", task+".go")
+		req := driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc-" + task, Kind: "edit", Title: "Edit " + task,
+			Locations: []driver.Location{{Path: path}},
+			Content:   []driver.ToolContent{{Type: "diff", Path: path, OldText: &old, NewText: "new\n"}}}}
+		if _, err := e.Decide(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"--- a/src/" + task + ".go", "+++ b/src/" + task + ".go"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("task %s: the question lacks %q:\n%s", task, want, out.String())
+			}
+		}
 	}
 }

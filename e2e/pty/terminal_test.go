@@ -151,6 +151,33 @@ func TestFleetQuestionTakesOneKey(t *testing.T) {
 	}
 }
 
+// A fleet's question shows a write's diff with the file named inside the
+// task's worktree (b/src/hello.txt), as tai run does, not by the
+// worktree's whole path: each task has its own, and one prompter serves all.
+func TestFleetQuestionDiffIsWorkspaceRelative(t *testing.T) {
+	t.Parallel()
+	ws, env := asUser(t)
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		gitIn(t, ws, a...)
+	}
+	plans := filepath.Join(ws, "plans")
+	writeFile(t, filepath.Join(plans, "plan.yaml"), "name: reldiff\ntasks:\n  - {id: hello, script: hello.yaml, prompt: write it}\n")
+	writeFile(t, filepath.Join(plans, "hello.yaml"), "steps:\n  - write: {path: src/hello.txt, content: \"hi\\n\"}\n  - text: \"written\"\n")
+	gitIn(t, ws, "add", "-A")
+	gitIn(t, ws, "commit", "-q", "-m", "init")
+	u := startInTerminalEnv(t, ws, env, "fleet", "run", filepath.Join(plans, "plan.yaml"))
+	u.waitFor("[d] deny always > ")
+	screen := u.screen()
+	u.typ("y")
+	u.waitFor("allow once")
+	if code := u.exit(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, u.screen())
+	}
+	if !strings.Contains(screen, "+++ b/src/hello.txt") {
+		t.Fatalf("the diff's header does not name src/hello.txt in the task's worktree:\n%s", screen)
+	}
+}
+
 func gitIn(t *testing.T, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", args...)
