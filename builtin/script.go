@@ -77,13 +77,14 @@ type Step struct {
 	ElicitURL  *ElicitURLStep  // elicit_url: {message, url, complete?} → elicitation/create (url) [+ elicitation/complete]
 
 	// Fault injection.
-	Crash       *CrashStep       // crash: {code, stderr?} → Serve returns *CrashError (the process should exit with code)
-	Hang        *HangStep        // hang: true → block until the connection ends, ignoring session/cancel
-	Garbage     *GarbageStep     // garbage: "text" → a raw non-JSON line on stdout
-	Big         *BigStep         // big: {bytes} → one agent_message_chunk of that many text bytes, streamed
-	LateUpdates *LateUpdatesStep // late_updates: N → N agent_message_chunks after the session/prompt response
-	Outside     *OutsideStep     // outside: {path} → fs/read_text_file outside the workspace; expects a refusal
-	Flood       *FloodStep       // flood: {count} → count mixed updates as fast as possible
+	Crash          *CrashStep          // crash: {code, stderr?} → Serve returns *CrashError (the process should exit with code)
+	Hang           *HangStep           // hang: true → block until the connection ends, ignoring session/cancel
+	Garbage        *GarbageStep        // garbage: "text" → a raw non-JSON line on stdout
+	Big            *BigStep            // big: {bytes} → one agent_message_chunk of that many text bytes, streamed
+	LateUpdates    *LateUpdatesStep    // late_updates: N → N agent_message_chunks after the session/prompt response
+	LatePermission *LatePermissionStep // late_permission: {title, kind?, cue?} → session/request_permission after the response, no turn running
+	Outside        *OutsideStep        // outside: {path} → fs/read_text_file outside the workspace; expects a refusal
+	Flood          *FloodStep          // flood: {count} → count mixed updates as fast as possible
 	// Extension: {update: {...}} → that session/update verbatim (a kind
 	// newer than the client, say); {method, params} → that request to the
 	// client, its answer said as text. For proxies' pass-through tests.
@@ -207,6 +208,15 @@ type BigStep struct {
 // LateUpdatesStep sends Count agent_message_chunks after the prompt response.
 type LateUpdatesStep struct{ Count int }
 
+// LatePermissionStep asks for permission (as permission: does) after the
+// turn's response, when no turn runs: an eager or hostile agent. With Cue
+// (a named pipe, relative to the session cwd) it asks only once a writer
+// has opened the pipe, so that a test says when.
+type LatePermissionStep struct {
+	PermissionStep `yaml:",inline"`
+	Cue            string `yaml:"cue"`
+}
+
 // OutsideStep asks the client to read Path, which should be outside the
 // workspace; a well-behaved client refuses and the refusal is reported.
 type OutsideStep struct {
@@ -233,30 +243,31 @@ type ExtensionStep struct {
 
 // Step kind names, as used in script files.
 const (
-	KindText        = "text"
-	KindThought     = "thought"
-	KindPlan        = "plan"
-	KindPlanStatus  = "plan_status"
-	KindRead        = "read"
-	KindWrite       = "write"
-	KindRun         = "run"
-	KindPermission  = "permission"
-	KindSwitchMode  = "switch_mode"
-	KindCommands    = "commands"
-	KindDelay       = "delay"
-	KindUsage       = "usage"
-	KindInfo        = "info"
-	KindStop        = "stop"
-	KindCrash       = "crash"
-	KindHang        = "hang"
-	KindGarbage     = "garbage"
-	KindBig         = "big"
-	KindLateUpdates = "late_updates"
-	KindOutside     = "outside"
-	KindFlood       = "flood"
-	KindElicitForm  = "elicit_form"
-	KindElicitURL   = "elicit_url"
-	KindExtension   = "extension"
+	KindText           = "text"
+	KindThought        = "thought"
+	KindPlan           = "plan"
+	KindPlanStatus     = "plan_status"
+	KindRead           = "read"
+	KindWrite          = "write"
+	KindRun            = "run"
+	KindPermission     = "permission"
+	KindSwitchMode     = "switch_mode"
+	KindCommands       = "commands"
+	KindDelay          = "delay"
+	KindUsage          = "usage"
+	KindInfo           = "info"
+	KindStop           = "stop"
+	KindCrash          = "crash"
+	KindHang           = "hang"
+	KindGarbage        = "garbage"
+	KindBig            = "big"
+	KindLateUpdates    = "late_updates"
+	KindLatePermission = "late_permission"
+	KindOutside        = "outside"
+	KindFlood          = "flood"
+	KindElicitForm     = "elicit_form"
+	KindElicitURL      = "elicit_url"
+	KindExtension      = "extension"
 	// KindSpendAfterCancel is the spend_after_cancel step.
 	KindSpendAfterCancel = "spend_after_cancel"
 )
@@ -296,6 +307,7 @@ func (s Step) kinds() []string {
 	add(s.Garbage != nil, KindGarbage)
 	add(s.Big != nil, KindBig)
 	add(s.LateUpdates != nil, KindLateUpdates)
+	add(s.LatePermission != nil, KindLatePermission)
 	add(s.Outside != nil, KindOutside)
 	add(s.Flood != nil, KindFlood)
 	add(s.ElicitForm != nil, KindElicitForm)
@@ -442,6 +454,10 @@ func (s Step) validate() error {
 	case s.LateUpdates != nil:
 		if s.LateUpdates.Count < 0 {
 			return errors.New("count must not be negative")
+		}
+	case s.LatePermission != nil:
+		if s.LatePermission.Title == "" {
+			return errors.New("title is required")
 		}
 	case s.Outside != nil:
 		if s.Outside.Path == "" {
@@ -601,7 +617,7 @@ func stripLinePrefix(s string) string {
 var stepKinds = []string{
 	KindText, KindThought, KindPlan, KindPlanStatus, KindRead, KindWrite, KindRun, KindPermission,
 	KindSwitchMode, KindCommands, KindDelay, KindUsage, KindInfo, KindStop, KindCrash, KindHang,
-	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel, KindExtension,
+	KindGarbage, KindBig, KindLateUpdates, KindLatePermission, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel, KindExtension,
 }
 
 // parseStep decodes one step mapping. The returned Step has its kind set as
@@ -736,6 +752,9 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 	case KindLateUpdates:
 		st.LateUpdates = &LateUpdatesStep{}
 		return decodeStrict(v, &st.LateUpdates.Count)
+	case KindLatePermission:
+		st.LatePermission = &LatePermissionStep{}
+		return decodeStrict(v, st.LatePermission)
 	case KindOutside:
 		st.Outside = &OutsideStep{}
 		if v.Kind == yaml.ScalarNode {

@@ -41,6 +41,10 @@ type TTYPrompter struct {
 	// question whose context carries its own (WithWorkspace: a fleet's
 	// task, each in its own worktree) uses that one instead.
 	Root string
+	// Hold, if set, takes the terminal for the question's time: chat's
+	// line editor, so that a question asked between turns waits for the
+	// line being typed instead of being written over it.
+	Hold func(ctx context.Context) (release func(), err error)
 
 	mu    sync.Mutex // one question on screen at a time
 	start sync.Once
@@ -122,6 +126,13 @@ func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (An
 	in := p.input()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.Hold != nil {
+		release, err := p.Hold(ctx)
+		if err != nil {
+			return DenyOnce, err
+		}
+		defer release()
+	}
 	p.show(ctx, req)
 
 	// One key on a terminal: raw mode while the question is open.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,5 +276,26 @@ func TestSharedPrompterDiffRelativeToEachWorkspace(t *testing.T) {
 				t.Errorf("task %s: the question lacks %q:\n%s", task, want, out.String())
 			}
 		}
+	}
+}
+
+// A question whose terminal is held (chat: a line is being typed) writes
+// nothing until it has it, and gives up with its context.
+func TestTTYPrompterWaitsForHold(t *testing.T) {
+	var out strings.Builder
+	wait := make(chan struct{})
+	p := &TTYPrompter{In: strings.NewReader("y\n"), Out: &out, Hold: func(ctx context.Context) (func(), error) {
+		close(wait)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-wait; cancel() }()
+	a, err := p.Ask(ctx, driver.PermissionRequest{ToolCall: driver.ToolCall{Title: "Deploy", Kind: "other"}})
+	if !errors.Is(err, context.Canceled) || a != DenyOnce {
+		t.Fatalf("got %v %v, want deny once and the context's end", a, err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("written while the terminal was held: %q", out.String())
 	}
 }
