@@ -54,7 +54,14 @@ func NewCmdAgents(std IO) *cobra.Command {
 		Short: "List the known agents and whether each is installed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return Agents(std.Out, o.asJSON())
+			if o.asJSON() {
+				return Agents(std.Out, true)
+			}
+			w, flush := fitTerminal(std) // one row a line on a narrow terminal
+			if err := Agents(w, false); err != nil {
+				return err
+			}
+			return flush()
 		},
 		Example: "  tai agents\n  tai agents -o json   # for scripts: each agent, its driver and whether it is installed",
 	}
