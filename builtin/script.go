@@ -77,14 +77,17 @@ type Step struct {
 	ElicitURL  *ElicitURLStep  // elicit_url: {message, url, complete?} → elicitation/create (url) [+ elicitation/complete]
 
 	// Fault injection.
-	Crash          *CrashStep          // crash: {code, stderr?} → Serve returns *CrashError (the process should exit with code)
-	Hang           *HangStep           // hang: true → block until the connection ends, ignoring session/cancel
-	Garbage        *GarbageStep        // garbage: "text" → a raw non-JSON line on stdout
-	Big            *BigStep            // big: {bytes} → one agent_message_chunk of that many text bytes, streamed
-	LateUpdates    *LateUpdatesStep    // late_updates: N → N agent_message_chunks after the session/prompt response
-	LatePermission *LatePermissionStep // late_permission: {title, kind?, cue?} → session/request_permission after the response, no turn running
-	Outside        *OutsideStep        // outside: {path} → fs/read_text_file outside the workspace; expects a refusal
-	Flood          *FloodStep          // flood: {count} → count mixed updates as fast as possible
+	Crash       *CrashStep       // crash: {code, stderr?} → Serve returns *CrashError (the process should exit with code)
+	Hang        *HangStep        // hang: true → block until the connection ends, ignoring session/cancel
+	Garbage     *GarbageStep     // garbage: "text" → a raw non-JSON line on stdout
+	Big         *BigStep         // big: {bytes} → one agent_message_chunk of that many text bytes, streamed
+	LateUpdates *LateUpdatesStep // late_updates: N → N agent_message_chunks after the session/prompt response
+	Outside     *OutsideStep     // outside: {path} → fs/read_text_file outside the workspace; expects a refusal
+	Flood       *FloodStep       // flood: {count} → count mixed updates as fast as possible
+
+	// late_permission: {title, kind?, cue?} → session/request_permission
+	// after the response, when no turn runs (an eager or hostile agent).
+	LatePermission *LatePermissionStep
 	// Extension: {update: {...}} → that session/update verbatim (a kind
 	// newer than the client, say); {method, params} → that request to the
 	// client, its answer said as text. For proxies' pass-through tests.
@@ -241,33 +244,35 @@ type ExtensionStep struct {
 	Params map[string]any `yaml:"params"`
 }
 
+// KindLatePermission is late_permission's name in script files.
+const KindLatePermission = "late_permission"
+
 // Step kind names, as used in script files.
 const (
-	KindText           = "text"
-	KindThought        = "thought"
-	KindPlan           = "plan"
-	KindPlanStatus     = "plan_status"
-	KindRead           = "read"
-	KindWrite          = "write"
-	KindRun            = "run"
-	KindPermission     = "permission"
-	KindSwitchMode     = "switch_mode"
-	KindCommands       = "commands"
-	KindDelay          = "delay"
-	KindUsage          = "usage"
-	KindInfo           = "info"
-	KindStop           = "stop"
-	KindCrash          = "crash"
-	KindHang           = "hang"
-	KindGarbage        = "garbage"
-	KindBig            = "big"
-	KindLateUpdates    = "late_updates"
-	KindLatePermission = "late_permission"
-	KindOutside        = "outside"
-	KindFlood          = "flood"
-	KindElicitForm     = "elicit_form"
-	KindElicitURL      = "elicit_url"
-	KindExtension      = "extension"
+	KindText        = "text"
+	KindThought     = "thought"
+	KindPlan        = "plan"
+	KindPlanStatus  = "plan_status"
+	KindRead        = "read"
+	KindWrite       = "write"
+	KindRun         = "run"
+	KindPermission  = "permission"
+	KindSwitchMode  = "switch_mode"
+	KindCommands    = "commands"
+	KindDelay       = "delay"
+	KindUsage       = "usage"
+	KindInfo        = "info"
+	KindStop        = "stop"
+	KindCrash       = "crash"
+	KindHang        = "hang"
+	KindGarbage     = "garbage"
+	KindBig         = "big"
+	KindLateUpdates = "late_updates"
+	KindOutside     = "outside"
+	KindFlood       = "flood"
+	KindElicitForm  = "elicit_form"
+	KindElicitURL   = "elicit_url"
+	KindExtension   = "extension"
 	// KindSpendAfterCancel is the spend_after_cancel step.
 	KindSpendAfterCancel = "spend_after_cancel"
 )
