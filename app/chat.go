@@ -49,7 +49,7 @@ func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
 	state := chat.NewState()
 	in := chatInput(std, state.Complete)
 	defer in.close()
-	f.termIn, f.above = in.term, in.above
+	f.termIn, f.above, f.hold = in.term, in.above, in.hold
 	logErr := std.Err
 	if in.above != nil {
 		logErr = in.above(std.Err)
@@ -221,6 +221,7 @@ type lineReader struct {
 	// On a terminal: its one reader, and the writer above the line typed.
 	term  *ttyin.Input
 	above func(io.Writer) io.Writer
+	hold  func(context.Context) (func(), error) // a question between turns waits for the line typed
 }
 
 // chatInput is the line editor on a terminal (raw only while a line is
@@ -257,5 +258,5 @@ func chatInput(std IO, complete chat.Completer) lineReader {
 		return func() { _ = term.Restore(fd, old) }, nil
 	}}
 	return lineReader{read: func() (string, error) { return ed.ReadLine(chatPrompt) },
-		close: func() {}, term: tin, above: ed.Above}
+		close: func() {}, term: tin, above: ed.Above, hold: ed.Hold}
 }

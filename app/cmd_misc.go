@@ -54,7 +54,14 @@ func NewCmdAgents(std IO) *cobra.Command {
 		Short: "List the known agents and whether each is installed",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return Agents(std.Out, o.asJSON())
+			if o.asJSON() {
+				return Agents(std.Out, true)
+			}
+			w, flush := fitTerminal(std) // one row a line on a narrow terminal
+			if err := Agents(w, false); err != nil {
+				return err
+			}
+			return flush()
 		},
 		Example: "  tai agents\n  tai agents -o json   # for scripts: each agent, its driver and whether it is installed",
 	}
@@ -146,7 +153,7 @@ func NewCmdAudit(std IO, showF AuditShowFunc) *cobra.Command {
 			"which also fails a log without its run.end entry.",
 		Example: "  tai audit verify --complete ~/.local/state/tai/audit/run-20261130-162447-e9495a.jsonl\n" +
 			"  tai audit verify -o json RUN_ID",
-		Args: cobra.ExactArgs(1),
+		Args: oneArg("audit verify", "the log to verify: tai audit verify FILE|RUN_ID (tai sessions and tai fleet list show the runs)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return AuditVerify(args[0], complete, vo.asJSON(), std)
 		},
@@ -158,7 +165,7 @@ func NewCmdAudit(std IO, showF AuditShowFunc) *cobra.Command {
 	show := &cobra.Command{
 		Use:   "show FILE|RUN_ID",
 		Short: "Render a log readably, filtered by session, task and kind",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("audit show", "the log to show: tai audit show FILE|RUN_ID (tai sessions and tai fleet list show the runs)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return showF(args[0], f, o.asJSON(), std)
 		},
@@ -256,7 +263,7 @@ func NewCmdSessions(std IO, runF SessionsFunc) *cobra.Command {
 	rm := &cobra.Command{
 		Use:   "rm ID",
 		Short: "Delete one of the agent's own sessions (ACP session/delete)",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg("sessions rm", "the session to delete: tai sessions rm ID --agent NAME (tai sessions --agent NAME lists them)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return SessionsRm(cmd.Context(), rf, args[0], std)
 		},

@@ -74,11 +74,13 @@ type RunFlags struct {
 
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	chat     bool            // tai chat: the prompts come as lines
-	// termIn and above are chat's terminal: its one reader, shared by the
-	// line editor and the questions, and the writer that prints the
-	// session's output above the line being typed (nil: not a terminal).
+	// termIn, above and hold are chat's terminal: its one reader, shared
+	// by the line editor and the questions, the writer that prints the
+	// session's output above the line being typed, and what takes the
+	// terminal for a question (nil: not a terminal).
 	termIn   *ttyin.Input
 	above    func(io.Writer) io.Writer
+	hold     func(context.Context) (func(), error)
 	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
 	// editorForms is that editor's elicitation forms (nil: it shows none).
 	editorForms elicit.Answerer

@@ -387,7 +387,9 @@ func DoctorCmd(ctx context.Context, dir string, asJSON bool, std IO) error {
 	if asJSON {
 		return printJSON(std.Out, d)
 	}
-	w := bufio.NewWriter(std.Out)
+	out, flush := fitTerminal(std) // one row a line on a narrow terminal
+	defer flush()
+	w := bufio.NewWriter(out)
 	defer w.Flush()
 	fmt.Fprintln(w, d.Tai.String())
 	fmt.Fprintln(w, "\nAgents:")

@@ -103,16 +103,17 @@ func printRuns(std IO, runs []FleetRunInfo, asJSON bool) error {
 		fmt.Fprintln(std.Err, "no fleet runs yet: tai fleet run PLAN.yaml")
 		return nil
 	}
-	fmt.Fprintf(std.Out, "%-34s %-12s %5s  %-28s %8s  %s\n", "RUN", "STATUS", "TASKS", "COUNTS", "TOKENS", "CREATED")
+	out, flush := fitTerminal(std) // one row a line on a narrow terminal
+	fmt.Fprintf(out, "%-34s %-12s %5s  %-28s %8s  %s\n", "RUN", "STATUS", "TASKS", "COUNTS", "TOKENS", "CREATED")
 	for _, r := range runs {
 		var cs []string
 		for k, v := range r.Counts {
 			cs = append(cs, fmt.Sprintf("%d %s", v, k))
 		}
 		sort.Strings(cs)
-		fmt.Fprintf(std.Out, "%-34s %-12s %5d  %-28s %8d  %s\n", r.Run, r.Status, r.Tasks, strings.Join(cs, ", "), r.Tokens, r.Created.Local().Format("2006-01-02 15:04"))
+		fmt.Fprintf(out, "%-34s %-12s %5d  %-28s %8d  %s\n", r.Run, r.Status, r.Tasks, strings.Join(cs, ", "), r.Tokens, r.Created.Local().Format("2006-01-02 15:04"))
 	}
-	return nil
+	return flush()
 }
 
 // latestFleetRun is the newest run, for `tai fleet status` without one.

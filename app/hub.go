@@ -550,7 +550,7 @@ func followedResult(st *fleet.State, output string, std IO) error {
 type follower struct{ h *human }
 
 func (f follower) Permission(ctx context.Context, a remote.HumanAsk) (policy.Answer, error) {
-	return f.h.Ask(policy.WithAsker(ctx, "task "+a.Task), *a.Permission)
+	return f.h.Ask(policy.WithWorkspace(policy.WithAsker(ctx, "task "+a.Task), a.Workspace), *a.Permission)
 }
 
 func (f follower) Question(ctx context.Context, a remote.HumanAsk) (string, error) {

@@ -60,12 +60,18 @@ func osFile(v any) (*os.File, bool) {
 type checkedOut struct {
 	w io.Writer
 
-	mu  sync.Mutex
-	err error
+	mu   sync.Mutex
+	err  error
+	pipe bool // a write failed with EPIPE
 }
 
 func (c *checkedOut) Write(b []byte) (int, error) {
 	n, err := c.w.Write(b)
+	if errors.Is(err, syscall.EPIPE) {
+		c.mu.Lock()
+		c.pipe = true
+		c.mu.Unlock()
+	}
 	if err != nil && !errors.Is(err, syscall.EPIPE) {
 		c.mu.Lock()
 		if c.err == nil {
@@ -74,6 +80,13 @@ func (c *checkedOut) Write(b []byte) (int, error) {
 		c.mu.Unlock()
 	}
 	return n, err
+}
+
+// closedPipe says whether a write found the reader gone.
+func (c *checkedOut) closedPipe() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pipe
 }
 
 // failed is the first write error, nil if none.
@@ -96,6 +109,12 @@ func OutputChecked(std IO, err error) error {
 	c, ok := std.Out.(*checkedOut)
 	if !ok {
 		return err
+	}
+	if c.closedPipe() && (err == nil || errors.Is(err, syscall.EPIPE) && exitcode.Of(err) != exitcode.OutputClosed) {
+		// The reader left (`tai agents | head -1`): its choice, not an
+		// error to report; the code is SIGPIPE's, as tai run's, so that a
+		// pipeline sees the output was not all read.
+		return exitcode.Said(exitcode.OutputClosed)
 	}
 	werr := c.failed()
 	if werr == nil {

@@ -167,7 +167,7 @@ func (b *runBuild) askers() error {
 			if f.termIn != nil {
 				in = f.termIn // chat's editor reads the same terminal: one reader for both
 			}
-			b.tp = &policy.TTYPrompter{In: in, Out: tty}
+			b.tp = &policy.TTYPrompter{In: in, Out: tty, Hold: f.hold}
 			b.prompter = b.tp
 			b.form = &elicit.Form{In: tty, Out: tty, Lines: b.tp} // one reader of the terminal for both
 		}

@@ -203,7 +203,9 @@ func Sessions(ctx context.Context, f SessionsFlags, std IO) error {
 			fmt.Fprintf(std.Err, "no sessions in %s\n", ws)
 			return nil
 		}
-		tw := tabwriter.NewWriter(std.Out, 0, 4, 2, ' ', 0)
+		tout, flush := fitTerminal(std) // one row a line on a narrow terminal
+		defer flush()
+		tw := tabwriter.NewWriter(tout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "WHEN\tAGENT\tDRIVER\tSESSION\tSTATUS\tRESUMABLE\tPROMPT")
 		for _, r := range out {
 			res := "no"

@@ -84,6 +84,10 @@ type Step struct {
 	LateUpdates *LateUpdatesStep // late_updates: N → N agent_message_chunks after the session/prompt response
 	Outside     *OutsideStep     // outside: {path} → fs/read_text_file outside the workspace; expects a refusal
 	Flood       *FloodStep       // flood: {count} → count mixed updates as fast as possible
+
+	// late_permission: {title, kind?, cue?} → session/request_permission
+	// after the response, when no turn runs (an eager or hostile agent).
+	LatePermission *LatePermissionStep
 	// Extension: {update: {...}} → that session/update verbatim (a kind
 	// newer than the client, say); {method, params} → that request to the
 	// client, its answer said as text. For proxies' pass-through tests.
@@ -207,6 +211,15 @@ type BigStep struct {
 // LateUpdatesStep sends Count agent_message_chunks after the prompt response.
 type LateUpdatesStep struct{ Count int }
 
+// LatePermissionStep asks for permission (as permission: does) after the
+// turn's response, when no turn runs: an eager or hostile agent. With Cue
+// (a named pipe, relative to the session cwd) it asks only once a writer
+// has opened the pipe, so that a test says when.
+type LatePermissionStep struct {
+	PermissionStep `yaml:",inline"`
+	Cue            string `yaml:"cue"`
+}
+
 // OutsideStep asks the client to read Path, which should be outside the
 // workspace; a well-behaved client refuses and the refusal is reported.
 type OutsideStep struct {
@@ -230,6 +243,9 @@ type ExtensionStep struct {
 	Method string         `yaml:"method"`
 	Params map[string]any `yaml:"params"`
 }
+
+// KindLatePermission is late_permission's name in script files.
+const KindLatePermission = "late_permission"
 
 // Step kind names, as used in script files.
 const (
@@ -296,6 +312,7 @@ func (s Step) kinds() []string {
 	add(s.Garbage != nil, KindGarbage)
 	add(s.Big != nil, KindBig)
 	add(s.LateUpdates != nil, KindLateUpdates)
+	add(s.LatePermission != nil, KindLatePermission)
 	add(s.Outside != nil, KindOutside)
 	add(s.Flood != nil, KindFlood)
 	add(s.ElicitForm != nil, KindElicitForm)
@@ -442,6 +459,10 @@ func (s Step) validate() error {
 	case s.LateUpdates != nil:
 		if s.LateUpdates.Count < 0 {
 			return errors.New("count must not be negative")
+		}
+	case s.LatePermission != nil:
+		if s.LatePermission.Title == "" {
+			return errors.New("title is required")
 		}
 	case s.Outside != nil:
 		if s.Outside.Path == "" {
@@ -601,7 +622,7 @@ func stripLinePrefix(s string) string {
 var stepKinds = []string{
 	KindText, KindThought, KindPlan, KindPlanStatus, KindRead, KindWrite, KindRun, KindPermission,
 	KindSwitchMode, KindCommands, KindDelay, KindUsage, KindInfo, KindStop, KindCrash, KindHang,
-	KindGarbage, KindBig, KindLateUpdates, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel, KindExtension,
+	KindGarbage, KindBig, KindLateUpdates, KindLatePermission, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel, KindExtension,
 }
 
 // parseStep decodes one step mapping. The returned Step has its kind set as
@@ -736,6 +757,9 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 	case KindLateUpdates:
 		st.LateUpdates = &LateUpdatesStep{}
 		return decodeStrict(v, &st.LateUpdates.Count)
+	case KindLatePermission:
+		st.LatePermission = &LatePermissionStep{}
+		return decodeStrict(v, st.LatePermission)
 	case KindOutside:
 		st.Outside = &OutsideStep{}
 		if v.Kind == yaml.ScalarNode {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -24,6 +25,8 @@ type turn struct {
 	ctx  context.Context // cancelled by session/cancel, session/close, $/cancel_request or conn close
 	stop acp.StopReason
 	late int // late_updates to send after the response
+	// latePerms are late_permission steps, asked after the response.
+	latePerms []*LatePermissionStep
 }
 
 func (a *agent) prompt(ctx context.Context, params json.RawMessage) (any, error) {
@@ -87,8 +90,28 @@ func (a *agent) prompt(ctx context.Context, params json.RawMessage) (any, error)
 			}
 		})
 	}
+	for _, lp := range t.latePerms {
+		a.afterResponse(ctx, func() { a.latePermission(s, lp) })
+	}
 	a.log.Debug("builtin agent: turn done", "session", s.id, "stopReason", t.stop)
 	return acp.PromptResponse{StopReason: t.stop}, nil
+}
+
+// latePermission asks lp outside any turn: the agent's lifetime bounds
+// it, not a turn's.
+func (a *agent) latePermission(s *session, lp *LatePermissionStep) {
+	if lp.Cue != "" {
+		f, err := os.Open(s.abs(lp.Cue)) // a named pipe: blocks until a writer opens it
+		if err != nil {
+			a.log.Warn("builtin agent: late_permission cue", "err", err)
+			return
+		}
+		f.Close()
+	}
+	t := &turn{a: a, s: s, ctx: a.ctx, stop: acp.StopEndTurn}
+	if err := t.permission(&lp.PermissionStep); err != nil {
+		a.log.Warn("builtin agent: late permission", "err", err)
+	}
 }
 
 func truncate(s string, n int) string {
@@ -221,6 +244,9 @@ func (t *turn) step(st Step) error {
 		return t.a.streamBig(t.s, st.Big.Bytes, id)
 	case st.LateUpdates != nil:
 		t.late += st.LateUpdates.Count
+		return nil
+	case st.LatePermission != nil:
+		t.latePerms = append(t.latePerms, st.LatePermission)
 		return nil
 	case st.Outside != nil:
 		return t.outside(st.Outside)

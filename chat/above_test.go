@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"context"
+	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -65,5 +67,54 @@ func TestAbove(t *testing.T) {
 	}
 	if got := term.String(); !strings.HasSuffix(got, "> hi\x1b[K\r\nhalf") {
 		t.Fatalf("the held end after the line: %q", got)
+	}
+}
+
+// Hold takes the terminal for a question: not while a line is typed (a
+// question asked then waits for the line, or gives up with its context),
+// and the next line's prompt waits for the question to be done.
+func TestHold(t *testing.T) {
+	in, keys := io.Pipe()
+	var term syncBuf
+	e := &Editor{In: in, Out: &term}
+	done := make(chan string)
+	go func() {
+		l, _ := e.ReadLine("> ")
+		done <- l
+	}()
+	_, _ = io.WriteString(keys, "hi")
+	for !strings.HasSuffix(term.String(), "> hi\x1b[K") { // the editor drew what was typed
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := e.Hold(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Hold during a line: %v, want it to wait until its context ends", err)
+	}
+	held := make(chan func())
+	go func() {
+		release, err := e.Hold(context.Background())
+		if err != nil {
+			t.Error(err)
+		}
+		held <- release
+	}()
+	_, _ = io.WriteString(keys, "\r")
+	if l := <-done; l != "hi" {
+		t.Fatalf("the line: %q", l)
+	}
+	release := <-held
+	go func() {
+		l, _ := e.ReadLine("> ")
+		done <- l
+	}()
+	_, _ = io.WriteString(&term, "the question\n")
+	release()
+	release() // once is enough; again is harmless
+	_, _ = io.WriteString(keys, "next\r")
+	if l := <-done; l != "next" {
+		t.Fatalf("the next line: %q", l)
+	}
+	if got := term.String(); !strings.Contains(got, "the question\n\r> ") {
+		t.Fatalf("the next prompt was drawn before the question was done: %q", got)
 	}
 }

@@ -5,6 +5,7 @@ package chat
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -48,6 +49,30 @@ type Editor struct {
 	mu      sync.Mutex // the terminal: one writer at a time
 	active  *lineState // a copy of the line being typed, as drawn; nil outside ReadLine
 	partial []byte     // text written Above while active, its line not ended yet
+
+	// turn is held by the line being typed, or by a Hold (a permission
+	// question): one of them has the terminal's input and its last line.
+	turn     chan struct{}
+	turnOnce sync.Once
+}
+
+func (e *Editor) turnCh() chan struct{} {
+	e.turnOnce.Do(func() { e.turn = make(chan struct{}, 1) })
+	return e.turn
+}
+
+// Hold takes the terminal for a question that reads its own answer (a
+// permission asked between turns): it waits until the line being typed
+// is entered, and ReadLine waits for release. A question must not be
+// written over the prompt, nor its answer keys go into the line.
+func (e *Editor) Hold(ctx context.Context) (release func(), err error) {
+	select {
+	case e.turnCh() <- struct{}{}:
+		var once sync.Once
+		return func() { once.Do(func() { <-e.turnCh() }) }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // Above returns a writer for text that w (the same terminal as Out) shows
@@ -116,11 +141,13 @@ func (e *Editor) write(s string) {
 
 // begin makes st the line being typed: raw mode on, the prompt drawn.
 func (e *Editor) begin(st *lineState) error {
+	e.turnCh() <- struct{}{} // released by end
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.Raw != nil {
 		restore, err := e.Raw()
 		if err != nil {
+			<-e.turnCh()
 			return err
 		}
 		st.restore = restore
@@ -144,6 +171,7 @@ func (e *Editor) end(st *lineState, s string) {
 	if st.restore != nil {
 		st.restore()
 	}
+	<-e.turnCh()
 }
 
 // redraw draws the line; the caller holds e.mu.

@@ -455,6 +455,9 @@ func TestPlanValidation(t *testing.T) {
 		{"bad plan policy", "policy: {non_interactive: maybe}\ntasks:\n  - {id: a, prompt: x}\n", []string{`plan.yaml:1: policy: `, "maybe"}},
 		{"bad check_sandbox", "check: make test\ncheck_sandbox: no\ntasks:\n  - {id: a, prompt: x}\n", []string{`plan.yaml:2: check_sandbox "no": the only value is off`}},
 		{"check_sandbox off", "check: make test\ncheck_sandbox: off\ntasks:\n  - {id: a, prompt: x}\n", nil},
+		{"badly indented key in a task, at its line", "name: p\ntasks:\n  - id: a\n    prompt: x\n   agent: builtin\n", []string{`plan.yaml:5: did not find expected '-' indicator (in the block that starts at line 3)`}},
+		{"badly indented key in a task's policy, at its line", "tasks:\n  - id: a\n    prompt: x\n    policy:\n      allow:\n        - read\n       deny: [x]\n", []string{`plan.yaml:7: did not find expected key (in the block that starts at line 5)`}},
+		{"unclosed flow list, at its line", "tasks:\n  - id: a\n    prompt: [x\n", []string{`plan.yaml:3: did not find expected ',' or ']'`}},
 		{"valid", "budget: {wall_time: 5m}\ntasks:\n  - {id: a, prompt: x}\n  - {id: b, prompt: \"{{ .Tasks.a.Diff }}\", depends_on: [a], worktree: \"shared:a\"}\n", nil},
 	}
 	for _, tt := range tests {

@@ -271,7 +271,7 @@ func ParsePlan(data []byte, file string) (*Plan, error) {
 func parsePlan(data []byte, file, dir string) (*Plan, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		line, msg := yamlSyntax(err)
+		line, msg := yamlSyntax(data, err)
 		return nil, &PlanError{File: file, Line: line, Msg: msg}
 	}
 	if len(doc.Content) == 0 {
@@ -375,8 +375,10 @@ var yamlParserProblems = []string{"did not find expected <stream-start>", "did n
 	"found duplicate %YAML directive", "found incompatible YAML document"}
 
 // yamlSyntax is a plan's YAML syntax error as a line (0: unknown) and the
-// message without the decoder's prefixes.
-func yamlSyntax(err error) (int, string) {
+// message without the decoder's prefixes. The decoder's parser errors give
+// the line where the enclosing block starts (its context mark), not the bad
+// line, so those are located by badLine.
+func yamlSyntax(data []byte, err error) (int, string) {
 	msg := err.Error()
 	m := yamlLine().FindStringSubmatch(msg)
 	if m == nil {
@@ -387,10 +389,32 @@ func yamlSyntax(err error) (int, string) {
 	for _, p := range yamlParserProblems {
 		if strings.HasSuffix(msg, p) {
 			line++
+			if bad := badLine(data, line); bad > line {
+				return bad, fmt.Sprintf("%s (in the block that starts at line %d)", msg, line)
+			}
 			break
 		}
 	}
 	return line, msg
+}
+
+// maxBadLineScan bounds badLine's parses (each of a prefix), so a large plan
+// with an error far from its block's start costs at most this many.
+const maxBadLineScan = 500
+
+// badLine is the first line, from the block starting at from, whose prefix
+// of the plan no longer parses: the line the parser stumbled on. A prefix of
+// a block document ends its blocks cleanly, so only a bad line fails it.
+// 0 when none is found.
+func badLine(data []byte, from int) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for n := max(from, 1); n <= len(lines) && n < from+maxBadLineScan; n++ {
+		var v yaml.Node
+		if yaml.Unmarshal(bytes.Join(lines[:n], nil), &v) != nil {
+			return n
+		}
+	}
+	return 0
 }
 
 // yamlTypeError places one of the decoder's type errors ("line 5: cannot

@@ -425,6 +425,12 @@ func (e *Engine) modeDefault(f *facts) (verdict, why string) {
 	return "", fmt.Sprintf("mode %s asks for every request", e.mode)
 }
 
+// askContext tells a prompter shared by several engines (a fleet's tasks)
+// whose question it is and the workspace its paths are relative to.
+func (e *Engine) askContext(ctx context.Context) context.Context {
+	return WithWorkspace(WithAsker(ctx, e.asker), e.ws.root)
+}
+
 // askFor answers an ask: from memory, the answerer, the human, or the
 // non-interactive rule. by and why say who asked for the ask.
 func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRequest, f *facts, by driver.Provenance, why string) (Decision, error) {
@@ -435,7 +441,7 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		var ans Answer
 		var via string
 		var err error
-		actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: string(by), Why: why})
+		actx := withAskInfo(e.askContext(ctx), AskInfo{By: string(by), Why: why})
 		if vp, ok := e.answerer.(ViaPrompter); ok {
 			// The answerer raced a human channel (the cap-speak parent and
 			// the feed): a human who answered first is recorded as one.
@@ -472,7 +478,7 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 	if m, ok := e.mem.Lookup(d.Key); ok {
 		return e.finish(d, req, f, m.Allow, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
-	actx := withAskInfo(WithAsker(ctx, e.asker), AskInfo{By: string(by), Why: why})
+	actx := withAskInfo(e.askContext(ctx), AskInfo{By: string(by), Why: why})
 	var ans Answer
 	var rel *Relayed
 	var via string

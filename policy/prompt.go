@@ -37,9 +37,14 @@ type TTYPrompter struct {
 	// the terminal (tai's own output shows it there): it is then not
 	// repeated.
 	Shown func(toolCallID string) bool
-	// Root is the workspace: a diff names its files relative to it ("":
-	// whole, as a fleet's tasks each have their own).
+	// Root is the workspace: a diff names its files relative to it. A
+	// question whose context carries its own (WithWorkspace: a fleet's
+	// task, each in its own worktree) uses that one instead.
 	Root string
+	// Hold, if set, takes the terminal for the question's time: chat's
+	// line editor, so that a question asked between turns waits for the
+	// line being typed instead of being written over it.
+	Hold func(ctx context.Context) (release func(), err error)
 
 	mu    sync.Mutex // one question on screen at a time
 	start sync.Once
@@ -86,6 +91,33 @@ func askerOf(ctx context.Context) string {
 	return s
 }
 
+// workspaceKey carries the asking engine's workspace to the prompter.
+type workspaceKey struct{}
+
+// WithWorkspace gives the workspace a question's paths are relative to,
+// for a prompter shared by engines with different ones (a fleet's tasks).
+func WithWorkspace(ctx context.Context, root string) context.Context {
+	if root == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, workspaceKey{}, root)
+}
+
+// WorkspaceOf is the workspace WithWorkspace gave, or "": a relay passes
+// it on with the question.
+func WorkspaceOf(ctx context.Context) string {
+	r, _ := ctx.Value(workspaceKey{}).(string)
+	return r
+}
+
+// rootFor is the workspace a question's diffs are relative to.
+func (p *TTYPrompter) rootFor(ctx context.Context) string {
+	if r := WorkspaceOf(ctx); r != "" {
+		return r
+	}
+	return p.Root
+}
+
 const choices = "  [y] allow once  [a] allow always  [n] deny once  [d] deny always > "
 
 // Ask shows the request and waits for an answer. A context that ends first
@@ -94,6 +126,13 @@ func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (An
 	in := p.input()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.Hold != nil {
+		release, err := p.Hold(ctx)
+		if err != nil {
+			return DenyOnce, err
+		}
+		defer release()
+	}
 	p.show(ctx, req)
 
 	// One key on a terminal: raw mode while the question is open.
@@ -236,7 +275,7 @@ func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 			fmt.Fprintf(p.Out, "    (the diff of %s is shown above)\n", c.Path)
 			continue
 		}
-		lines, err := render.UnifiedDiff(c, p.Root)
+		lines, err := render.UnifiedDiff(c, p.rootFor(ctx))
 		if err != nil {
 			fmt.Fprintf(p.Out, "    %s: %v\n", c.Path, err)
 			continue

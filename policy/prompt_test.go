@@ -2,7 +2,9 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -243,5 +245,57 @@ func TestTTYPrompterShowsWhatRuns(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A prompter shared by engines with their own workspaces (a fleet's tasks,
+// each in its own worktree) names a diff's files relative to the asking
+// engine's workspace, not by whole path.
+func TestSharedPrompterDiffRelativeToEachWorkspace(t *testing.T) {
+	root := t.TempDir()
+	var out strings.Builder
+	p := &TTYPrompter{In: strings.NewReader("n\nn\n"), Out: &out} // no Root: shared
+	mem := NewMemory(ScopeRun)
+	for _, task := range []string{"lint", "docs"} {
+		ws := filepath.Join(root, "wt", task)
+		e, err := NewEngine(Config{Mode: Ask}, Options{Workspace: ws, Home: filepath.Join(root, "home"), Prompter: p, Asker: "task " + task, Memory: mem})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Reset()
+		old := "old\n"
+		path := filepath.Join(ws, "src", task+".go")
+		req := driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc-" + task, Kind: "edit", Title: "Edit " + task,
+			Locations: []driver.Location{{Path: path}},
+			Content:   []driver.ToolContent{{Type: "diff", Path: path, OldText: &old, NewText: "new\n"}}}}
+		if _, err := e.Decide(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"--- a/src/" + task + ".go", "+++ b/src/" + task + ".go"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("task %s: the question lacks %q:\n%s", task, want, out.String())
+			}
+		}
+	}
+}
+
+// A question whose terminal is held (chat: a line is being typed) writes
+// nothing until it has it, and gives up with its context.
+func TestTTYPrompterWaitsForHold(t *testing.T) {
+	var out strings.Builder
+	wait := make(chan struct{})
+	p := &TTYPrompter{In: strings.NewReader("y\n"), Out: &out, Hold: func(ctx context.Context) (func(), error) {
+		close(wait)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-wait; cancel() }()
+	a, err := p.Ask(ctx, driver.PermissionRequest{ToolCall: driver.ToolCall{Title: "Deploy", Kind: "other"}})
+	if !errors.Is(err, context.Canceled) || a != DenyOnce {
+		t.Fatalf("got %v %v, want deny once and the context's end", a, err)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("written while the terminal was held: %q", out.String())
 	}
 }

@@ -46,6 +46,9 @@ type Ask struct {
 	Head       string                    `json:"head,omitempty"`
 	Patch      string                    `json:"patch,omitempty"`
 	Permission *driver.PermissionRequest `json:"permission,omitempty"`
+	// Workspace is the task's worktree on the worker: the question's diff
+	// names its files relative to it.
+	Workspace string `json:"workspace,omitempty"`
 	// Key is what the worker's policy remembers a permission's "always"
 	// under (policy.MemoryKey, workspace-relative): the coordinator
 	// remembers it for the run, as a local fleet's memory does.
@@ -147,7 +150,7 @@ func (p prompter) Ask(ctx context.Context, req driver.PermissionRequest) (policy
 
 // AskVia says which of the coordinator's channels answered.
 func (p prompter) AskVia(ctx context.Context, req driver.PermissionRequest) (policy.Answer, string, error) {
-	a := Ask{Kind: AskPermission, Permission: &req}
+	a := Ask{Kind: AskPermission, Permission: &req, Workspace: policy.WorkspaceOf(ctx)}
 	if p.key != nil {
 		a.Key = p.key(req)
 	}
@@ -274,7 +277,7 @@ func (c *coordinator) askPermission(ctx context.Context, a Ask) Ask {
 	}
 	title := a.Permission.ToolCall.Title
 	c.emit("permission.asked", a.Task, a.Worker+": "+title, map[string]any{"attempt": a.Attempt, "worker": a.Worker})
-	pctx := policy.WithAsker(ctx, "task "+a.Task)
+	pctx := policy.WithWorkspace(policy.WithAsker(ctx, "task "+a.Task), a.Workspace)
 	var err error
 	if vp, ok := c.o.Prompter.(policy.ViaPrompter); ok {
 		a.Verdict, a.Via, err = vp.AskVia(pctx, *a.Permission)

@@ -49,6 +49,7 @@ type HumanAsk struct {
 	Since      time.Time                 `json:"since"`
 	Question   string                    `json:"question,omitempty"`
 	Permission *driver.PermissionRequest `json:"permission,omitempty"`
+	Workspace  string                    `json:"workspace,omitempty"` // the task's worktree, for the diff's file names
 
 	Verdict policy.Answer `json:"verdict,omitempty"` // a permission's answer (the follower's, or the winner's when closed)
 	Answer  string        `json:"answer,omitempty"`  // a question's
@@ -84,7 +85,7 @@ func (s Submitter) Ask(ctx context.Context, req driver.PermissionRequest) (polic
 
 // AskVia implements policy.ViaPrompter.
 func (s Submitter) AskVia(ctx context.Context, req driver.PermissionRequest) (policy.Answer, string, error) {
-	got, err := s.ask(ctx, HumanAsk{Kind: AskPermission, Permission: &req, Task: taskOf(ctx)})
+	got, err := s.ask(ctx, HumanAsk{Kind: AskPermission, Permission: &req, Task: taskOf(ctx), Workspace: policy.WorkspaceOf(ctx)})
 	if err != nil {
 		return policy.DenyOnce, "", err
 	}

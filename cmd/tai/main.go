@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"slices"
@@ -72,7 +73,10 @@ func notifySignals() (context.Context, <-chan struct{}) {
 // command ran (an unknown command, a bad argument count) is a usage error;
 // a command's own error keeps its code.
 func execute(ctx context.Context, root *cobra.Command) error {
-	err := root.ExecuteContext(ctx)
+	c, err := root.ExecuteContextC(ctx)
+	if word, ok := root.Annotations[unknownKey]; ok && err == nil {
+		return unknownSubcommandError(c, word)
+	}
 	var r ran
 	if err == nil || errors.As(err, &r) {
 		return err
@@ -216,8 +220,60 @@ func newRootCmd(std app.IO, g *app.Globals) *cobra.Command {
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(std.Out)
 	root.SetErr(std.Err)
+	refuseUnknownSubcommand(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return exitcode.With(exitcode.Usage, err)
 	})
 	return root
+}
+
+// unknownKey is the root's annotation that holds a refused subcommand word.
+const unknownKey = "tai.unknown-subcommand"
+
+// refuseUnknownSubcommand makes a group (tai fleet, tai audit) given a
+// word that is none of its commands a usage error, as the root's unknown
+// command is: cobra would print the group's help and exit 0, and a typo
+// (tai fleet check plan.yaml) would look like success. cobra shows the
+// help of a command that does not run, with the command line's args: the
+// help function sees the word and leaves it for execute to refuse.
+func refuseUnknownSubcommand(root *cobra.Command) {
+	help := root.HelpFunc()
+	root.SetHelpFunc(func(c *cobra.Command, args []string) {
+		if word, ok := unknownSubcommand(c, args); ok {
+			if root.Annotations == nil {
+				root.Annotations = map[string]string{}
+			}
+			root.Annotations[unknownKey] = word
+			return
+		}
+		help(c, args)
+	})
+}
+
+// unknownSubcommand is the word after group c's path on its command line.
+func unknownSubcommand(c *cobra.Command, args []string) (string, bool) {
+	if !c.HasParent() || c.Runnable() || !c.HasSubCommands() {
+		return "", false
+	}
+	var words []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			words = append(words, a)
+		}
+	}
+	path := strings.Fields(c.CommandPath())[1:]
+	if len(words) <= len(path) || !slices.Equal(words[:len(path)], path) {
+		return "", false
+	}
+	return words[len(path)], true
+}
+
+// unknownSubcommandError is the usage error for the word group c was
+// given.
+func unknownSubcommandError(c *cobra.Command, word string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", word, c.CommandPath())
+	if s := c.SuggestionsFor(word); len(s) > 0 {
+		msg += fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	return exitcode.Usagef("%s; see %s --help", msg, c.CommandPath())
 }

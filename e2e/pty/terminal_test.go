@@ -8,6 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/tai-dev/tai/audit"
 )
 
 // asUser is a user's world for tai on a terminal: a workspace, a HOME of
@@ -149,6 +152,107 @@ func TestFleetQuestionTakesOneKey(t *testing.T) {
 	}
 	if strings.Count(u.screen(), "deny always > ") != 1 {
 		t.Fatalf("asked more than once:\n%s", u.screen())
+	}
+}
+
+// A fleet's question shows a write's diff with the file named inside the
+// task's worktree (b/src/hello.txt), as tai run does, not by the
+// worktree's whole path: each task has its own, and one prompter serves all.
+func TestFleetQuestionDiffIsWorkspaceRelative(t *testing.T) {
+	t.Parallel()
+	ws, env := asUser(t)
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"}} {
+		gitIn(t, ws, a...)
+	}
+	plans := filepath.Join(ws, "plans")
+	writeFile(t, filepath.Join(plans, "plan.yaml"), "name: reldiff\ntasks:\n  - {id: hello, script: hello.yaml, prompt: write it}\n")
+	writeFile(t, filepath.Join(plans, "hello.yaml"), "steps:\n  - write: {path: src/hello.txt, content: \"hi\\n\"}\n  - text: \"written\"\n")
+	gitIn(t, ws, "add", "-A")
+	gitIn(t, ws, "commit", "-q", "-m", "init")
+	u := startInTerminalEnv(t, ws, env, "fleet", "run", filepath.Join(plans, "plan.yaml"))
+	u.waitFor("[d] deny always > ")
+	screen := u.screen()
+	u.typ("y")
+	u.waitFor("allow once")
+	if code := u.exit(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, u.screen())
+	}
+	if !strings.Contains(screen, "+++ b/src/hello.txt") {
+		t.Fatalf("the diff's header does not name src/hello.txt in the task's worktree:\n%s", screen)
+	}
+}
+
+// An agent that asks for permission when no turn runs, while a line is
+// being typed, does not get its question written over the prompt, nor
+// answered by the keys typed into the line: the question waits for the
+// line, and as no turn runs to ask for, it is cancelled (in the audit log)
+// without a word on the screen but the session's one line above the prompt.
+func TestChatPermissionBetweenTurnsLeavesTheLineAlone(t *testing.T) {
+	t.Parallel()
+	ws, env := asUser(t)
+	cue := filepath.Join(ws, "cue")
+	if err := syscall.Mkfifo(cue, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ws, "late.yaml"), "steps:\n  - text: \"first reply\"\n  - late_permission: {title: \"Deploy the site\", cue: cue}\n")
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	u := startInTerminalEnv(t, ws, env, "chat", "--audit", auditPath, "--agent-cmd", taiBin+" agent builtin --script late.yaml")
+	u.waitFor("tai› ")
+	u.typ("go\r")
+	u.waitFor("first reply")
+	u.waitFor("turn ended: end_turn")
+	u.waitForCount("tai› ", 2)
+	// A line being typed (a slash command: a turn of the script would ask
+	// again, and wait for the cue).
+	u.typ("/echo all")
+	u.waitFor("tai› /echo all")
+	open(t, cue) // the agent asks now, no turn running
+	waitAudit(t, u, auditPath, audit.KindPermissionDecision)
+	u.typ(" set\r")
+	u.waitFor("all set")
+	u.waitForCount("turn ended: end_turn", 2)
+	u.typ("\x04")
+	if code := u.exit(); code != 0 {
+		t.Fatalf("exit %d\n%s", code, u.screen())
+	}
+	for _, s := range []string{"deny always > ", "(cancelled)"} {
+		if strings.Contains(u.screen(), s) {
+			t.Fatalf("the question was written over the line being typed (%q):\n%s", s, u.screen())
+		}
+	}
+	var decisions, prompts []string
+	for _, e := range readAudit(t, auditPath) {
+		switch e.Kind {
+		case audit.KindPermissionDecision:
+			decisions = append(decisions, string(e.Data))
+		case audit.KindPrompt:
+			prompts = append(prompts, string(e.Data))
+		}
+	}
+	if len(decisions) != 1 || !strings.Contains(decisions[0], "cancel") {
+		t.Fatalf("decisions %v, want the one ask cancelled", decisions)
+	}
+	if len(prompts) != 2 || !strings.Contains(prompts[1], "/echo all set") {
+		t.Fatalf("prompts %v, want the second to be the line typed whole", prompts)
+	}
+}
+
+// waitAudit waits until the audit log holds an entry of kind.
+func waitAudit(t *testing.T, u *userTTY, path, kind string) {
+	t.Helper()
+	for i := 0; ; i++ {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), `"kind":"`+kind+`"`) {
+			return
+		}
+		select {
+		case <-u.done:
+			t.Fatalf("tai exited before the audit log had %s:\n%s", kind, u.screen())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if i > 4500 {
+			t.Fatalf("the audit log never had %s:\n%s", kind, b)
+		}
 	}
 }
 
