@@ -12,10 +12,10 @@ import (
 	"github.com/tai-dev/tai/preset"
 )
 
-// userEnv is a user-like environment: a HOME of its own with the XDG
+// versionsUserEnv is a user-like environment: a HOME of its own with the XDG
 // directories under it, and PATH with bin first (then the system's, for
 // npx and git).
-func userEnv(home, bin string, extra ...string) []string {
+func versionsUserEnv(home, bin string, extra ...string) []string {
 	env := []string{"HOME=" + home, "NO_COLOR=1", "LANG=C.UTF-8",
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
 		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"), "XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
@@ -91,7 +91,7 @@ command = "npx -y @agentclientprotocol/claude-agent-acp@0.2.0"
 name = "local-codex"
 command = "codex-acp"
 `)
-	env := userEnv(home, filepath.Join(prefix, "bin"))
+	env := versionsUserEnv(home, filepath.Join(prefix, "bin"))
 
 	o := build.Run(t, taiBin, ws, env, "agents", "-o", "json")
 	if o.Code != 0 {
@@ -202,7 +202,7 @@ func TestDoctorStateDirCannotBeCreated(t *testing.T) {
 			t.Parallel()
 			home := t.TempDir()
 			state := tc.state(t)
-			env := userEnv(home, filepath.Join(home, "bin"), "XDG_STATE_HOME="+state)
+			env := versionsUserEnv(home, filepath.Join(home, "bin"), "XDG_STATE_HOME="+state)
 			o := build.Run(t, taiBin, home, env, "doctor", "-o", "json")
 			var d struct {
 				Dirs []struct {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/jsonrpc"
 )
 
@@ -99,15 +100,15 @@ func FromError(err error, now time.Time) (Limit, bool) {
 	if qe, ok := As(err); ok {
 		return qe.Limit, true
 	}
-	var re *jsonrpc.Error
-	if !errors.As(err, &re) {
+	msg, data, ok := rpcError(err)
+	if !ok {
 		return FromText(err.Error(), now)
 	}
 	var d errorData
-	if len(re.Data) > 0 {
-		_ = json.Unmarshal(re.Data, &d) // data of another shape: the text decides
+	if len(data) > 0 {
+		_ = json.Unmarshal(data, &d) // data of another shape: the text decides
 	}
-	msg := strings.TrimPrefix(re.Message, "Internal error: ")
+	msg = strings.TrimPrefix(msg, "Internal error: ")
 	for _, k := range []string{d.ErrorKind, d.Type, d.Code, d.Kind} {
 		kind, ok := rateKinds[strings.ToLower(k)]
 		if !ok {
@@ -137,6 +138,20 @@ func FromError(err error, now time.Time) (Limit, bool) {
 		return l, true
 	}
 	return Limit{}, false
+}
+
+// rpcError is the message and data of the agent's JSON-RPC error in err:
+// a driver's RemoteError, or the connection's own error.
+func rpcError(err error) (string, json.RawMessage, bool) {
+	var de *driver.RemoteError
+	if errors.As(err, &de) {
+		return de.Message, de.Data, true
+	}
+	var re *jsonrpc.Error
+	if errors.As(err, &re) {
+		return re.Message, re.Data, true
+	}
+	return "", nil, false
 }
 
 // jsonTime reads a reset time given as an RFC3339 string, a Retry-After

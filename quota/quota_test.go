@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/jsonrpc"
 )
 
@@ -70,6 +71,9 @@ func TestFromError(t *testing.T) {
 	}{
 		// claude-agent-acp 0.101.0: RequestError.internalError({errorKind}, result text).
 		{"claude-agent-acp rate_limit", rpcErr(-32603, "Internal error: You've hit your limit · resets 3pm (UTC)", map[string]any{"errorKind": "rate_limit"}),
+			true, KindUsage, "acp_error", time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC)},
+		// What tai's ACP driver makes of it.
+		{"driver remote error", &driver.RemoteError{Method: "session/prompt", Code: -32603, Message: "Internal error: You've hit your limit · resets 3pm (UTC)", Data: json.RawMessage(`{"errorKind":"rate_limit"}`)},
 			true, KindUsage, "acp_error", time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC)},
 		// The ACP quotas RFD draft: quotaExceeded with resetsAt.
 		{"rfd quotaExceeded", rpcErr(-32000, "Quota exceeded", map[string]any{"type": "quotaExceeded", "resetsAt": "2026-12-07T11:00:00Z"}),

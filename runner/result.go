@@ -18,12 +18,15 @@ import (
 // Result is the one document `tai run --output json` prints, and the last
 // frame of --output stream-json (with "type":"result").
 type Result struct {
-	Status     string `json:"status"` // ok | denied | error | timeout | interrupted | output_closed | no_session | usage
+	Status     string `json:"status"` // ok | denied | error | timeout | interrupted | output_closed | no_session | usage | parked
 	RunID      string `json:"run_id,omitempty"`
 	Audit      string `json:"audit,omitempty"` // the audit log's path
 	StopReason string `json:"stop_reason,omitempty"`
 	SessionID  string `json:"session_id,omitempty"`
 	Resumable  bool   `json:"resumable"` // the agent can load or resume SessionID later
+	// Parked, on status "parked", says which limit stopped the run, when
+	// it resets, whose account it is and the session to resume.
+	Parked *Parked `json:"parked,omitempty"`
 	Agent      string `json:"agent"`
 	Driver     string `json:"driver"`
 	Cwd        string `json:"cwd,omitempty"`
