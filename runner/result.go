@@ -26,11 +26,11 @@ type Result struct {
 	Resumable  bool   `json:"resumable"` // the agent can load or resume SessionID later
 	// Parked, on status "parked", says which limit stopped the run, when
 	// it resets, whose account it is and the session to resume.
-	Parked *Parked `json:"parked,omitempty"`
-	Agent      string `json:"agent"`
-	Driver     string `json:"driver"`
-	Cwd        string `json:"cwd,omitempty"`
-	Message    string `json:"message"` // the agent's text of the last turn
+	Parked  *Parked `json:"parked,omitempty"`
+	Agent   string  `json:"agent"`
+	Driver  string  `json:"driver"`
+	Cwd     string  `json:"cwd,omitempty"`
+	Message string  `json:"message"` // the agent's text of the last turn
 	// Turns are every turn's text and stop reason, in order, where the
 	// run kept them (Options.TurnResults: tai chat); the last is Message's.
 	Turns        []TurnResult                `json:"turns,omitempty"`
