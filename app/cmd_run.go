@@ -17,33 +17,27 @@ import (
 
 // RunFlags are `tai run`'s flags.
 type RunFlags struct {
-	Agent          string
-	AgentCmd       string
-	AgentCmdSet    bool // --agent-cmd was given (an empty one is refused)
-	Driver         string
-	Cwd            string
-	Approve        string
-	NonInteractive string
-	AllowDenials   bool
-	Mode           string
-	Model          string
-	Set            []string
-	Resume         string
-	Continue       bool
-	Fork           string
-	AddDir         []string
-	Auth           string
-	MCP            []string
-	Files          []string
-	EmbedFiles     bool
-	Timeout        time.Duration
-	CancelGrace    time.Duration
-	// WaitQuota is --wait-quota[=DURATION]: at the agent's usage limit,
-	// wait up to that long for the reset and resume (0: end parked).
-	WaitQuota time.Duration
-	// MaxResumes is --max-resumes: at most that many resumes after a
-	// limit (0: the policy's quota_resumes, else runner's default).
-	MaxResumes      int
+	Agent           string
+	AgentCmd        string
+	AgentCmdSet     bool // --agent-cmd was given (an empty one is refused)
+	Driver          string
+	Cwd             string
+	Approve         string
+	NonInteractive  string
+	AllowDenials    bool
+	Mode            string
+	Model           string
+	Set             []string
+	Resume          string
+	Continue        bool
+	Fork            string
+	AddDir          []string
+	Auth            string
+	MCP             []string
+	Files           []string
+	EmbedFiles      bool
+	Timeout         time.Duration
+	CancelGrace     time.Duration
 	Output          string
 	Trace           string
 	Verbose         bool
@@ -77,6 +71,13 @@ type RunFlags struct {
 	Changed func(flag string) bool
 
 	Feed FeedFlags
+
+	// WaitQuota is --wait-quota[=DURATION]: at the agent's usage limit,
+	// wait up to that long for the reset and resume (0: end parked).
+	WaitQuota time.Duration
+	// MaxResumes is --max-resumes: at most that many resumes after a
+	// limit (0: the policy's quota_resumes, else runner's default).
+	MaxResumes int
 
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	chat     bool            // tai chat: the prompts come as lines

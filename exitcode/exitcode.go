@@ -25,15 +25,16 @@ const (
 	PermissionDenied Code = 5
 	BudgetExceeded   Code = 6
 	MergeConflict    Code = 7
-	// Parked is 75, sysexits' EX_TEMPFAIL ("try again later"): the agent
-	// hit its account's usage or rate limit and the run stopped with its
-	// session kept, to be resumed at the reset.
-	Parked      Code = 75
-	Interrupted Code = 130
+	Interrupted      Code = 130
 	// OutputClosed is 141, the code of a process killed by SIGPIPE, which
 	// is what shells and scripts expect of a writer whose reader left
 	// (`tai run … | head -3`); tai is not killed, it ends the run cleanly.
 	OutputClosed Code = 141
+
+	// Parked is 75, sysexits' EX_TEMPFAIL ("try again later"): the agent
+	// hit its account's usage or rate limit and the run stopped with its
+	// session kept, to be resumed at the reset.
+	Parked Code = 75
 )
 
 // Info documents one code.

@@ -24,13 +24,10 @@ type Result struct {
 	StopReason string `json:"stop_reason,omitempty"`
 	SessionID  string `json:"session_id,omitempty"`
 	Resumable  bool   `json:"resumable"` // the agent can load or resume SessionID later
-	// Parked, on status "parked", says which limit stopped the run, when
-	// it resets, whose account it is and the session to resume.
-	Parked  *Parked `json:"parked,omitempty"`
-	Agent   string  `json:"agent"`
-	Driver  string  `json:"driver"`
-	Cwd     string  `json:"cwd,omitempty"`
-	Message string  `json:"message"` // the agent's text of the last turn
+	Agent      string `json:"agent"`
+	Driver     string `json:"driver"`
+	Cwd        string `json:"cwd,omitempty"`
+	Message    string `json:"message"` // the agent's text of the last turn
 	// Turns are every turn's text and stop reason, in order, where the
 	// run kept them (Options.TurnResults: tai chat); the last is Message's.
 	Turns        []TurnResult                `json:"turns,omitempty"`
@@ -51,6 +48,10 @@ type Result struct {
 	DurationMS  int64        `json:"duration_ms"`
 	ExitCode    int          `json:"exit_code"`
 	Error       string       `json:"error,omitempty"`
+
+	// Parked, on status "parked", says which limit stopped the run, when
+	// it resets, whose account it is and the session to resume.
+	Parked *Parked `json:"parked,omitempty"`
 
 	// LastSeq is the sequence number of the last event, so that the result
 	// frame can follow it.
