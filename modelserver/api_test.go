@@ -3,8 +3,11 @@ package modelserver
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 const longText = "Hello from the scripted model, with a sentence long enough to be split into several chunks. Ünïcödé too."
@@ -152,6 +155,9 @@ func TestAPIErrors(t *testing.T) {
 					} else {
 						must(t, retry == "", "unexpected retry-after %q", retry)
 					}
+					if c.status == 429 {
+						checkLimitHeaders(t, api, r.header, string(r.body))
+					}
 					// The error consumed its turn: the retry gets the next one.
 					r = f.call(t, api, stream, reqOpts{tools: tools("t")})
 					must(t, r.status == 200 && r.text == "recovered", "retry: %d %q", r.status, r.text)
@@ -172,4 +178,21 @@ func canonCalls(t *testing.T, calls []gotCall) []gotCall {
 		out[i].Args = string(mustMarshal(v))
 	}
 	return out
+}
+
+// checkLimitHeaders: a 429 carries each provider's own word for when the
+// limit resets, as real agents read it (the OpenAI and Anthropic SDKs'
+// headers, Gemini's google.rpc.RetryInfo).
+func checkLimitHeaders(t *testing.T, api string, h http.Header, body string) {
+	t.Helper()
+	switch api {
+	case apiChat, apiResponses:
+		must(t, h.Get("x-ratelimit-remaining-requests") == "0" && h.Get("x-ratelimit-reset-requests") == "1s" &&
+			h.Get("x-ratelimit-limit-tokens") != "", "openai rate-limit headers %v", h)
+	case apiAnthropic:
+		_, err := time.Parse(time.RFC3339, h.Get("anthropic-ratelimit-requests-reset"))
+		must(t, err == nil && h.Get("anthropic-ratelimit-requests-remaining") == "0", "anthropic rate-limit headers %v", h)
+	case apiGemini:
+		must(t, strings.Contains(body, `"@type":"type.googleapis.com/google.rpc.RetryInfo"`) && strings.Contains(body, `"retryDelay":"1s"`), "gemini body %s", body)
+	}
 }

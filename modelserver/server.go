@@ -322,6 +322,9 @@ type provider struct {
 	parse func(r *http.Request, body []byte) (*apiRequest, error)
 	write func(w http.ResponseWriter, r *http.Request, out *sseWriter, req *apiRequest, rp *reply) error
 	fail  func(w http.ResponseWriter, status int, msg string, retryAfter time.Duration)
+	// limitHeaders, if set, adds the provider's rate-limit headers to a
+	// 429: the limit is used up and resets retryAfter from now.
+	limitHeaders func(h http.Header, now time.Time, retryAfter time.Duration)
 }
 
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *LogEntry, p provider) {
@@ -356,6 +359,9 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *LogEntr
 		msg := rp.errMsg
 		if msg == "" {
 			msg = defaultErrorMessage(rp.errStatus)
+		}
+		if rp.errStatus == http.StatusTooManyRequests && p.limitHeaders != nil {
+			p.limitHeaders(w.Header(), s.now(), rp.retryAfter)
 		}
 		p.fail(w, rp.errStatus, msg, rp.retryAfter)
 		return
