@@ -51,6 +51,7 @@ type Server struct {
 	script   *Script
 	next     int // index of the next scripted turn
 	requests int // requests received, all endpoints
+	answered int // generation requests answered before a script's limit
 	calls    int // tool call ids handed out since the last rewind
 	srv      *http.Server
 
@@ -235,7 +236,7 @@ func (s *Server) SetScript(sc *Script) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script = sc
-	s.next, s.calls = 0, 0
+	s.next, s.calls, s.answered = 0, 0, 0
 	return nil
 }
 
@@ -251,7 +252,7 @@ func (s *Server) Reset() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.next, s.calls = 0, 0
+	s.next, s.calls, s.answered = 0, 0, 0
 	return nil
 }
 
