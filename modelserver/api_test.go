@@ -217,6 +217,10 @@ func TestScriptLimitAfterRequestsUntilATime(t *testing.T) {
 			f.srv.mu.Unlock()
 			r = f.call(t, api, false, reqOpts{tools: tools("t")})
 			must(t, r.status == 200 && r.text == "two", "after the reset: %d %q", r.status, r.text)
+			// retry_after overrides what the 429s say.
+			f = newFixture(t, `{"limit":{"retry_after":2},"turns":[{"text":"one"}]}`)
+			r = f.call(t, api, false, reqOpts{tools: tools("t")})
+			must(t, r.status == 429 && r.header.Get("Retry-After") == "2", "retry_after: %d %q", r.status, r.header.Get("Retry-After"))
 		})
 	}
 }

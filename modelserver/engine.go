@@ -130,6 +130,9 @@ func (s *Server) plan(req *apiRequest, n int) *reply {
 			if !l.Until.IsZero() {
 				rp.retryAfter = max(l.Until.Sub(rp.created), time.Second)
 			}
+			if l.RetryAfter > 0 {
+				rp.retryAfter = l.RetryAfter
+			}
 			return rp
 		}
 		s.answered++

@@ -46,6 +46,11 @@ type Limit struct {
 	After   int       // requests answered before the limit (0: from the first)
 	Until   time.Time // when it clears (script: "until", RFC 3339)
 	Message string    // the error message ("" = the default 429 text)
+	// RetryAfter, when set, is what the 429s say instead of the time to
+	// Until: a short one lets a real agent's own retries run out while
+	// the limit holds (qwen-code 0.24.4 retries a 429 7 times, waiting
+	// what Retry-After says, capped).
+	RetryAfter time.Duration
 }
 
 // Turn is one scripted model answer.
@@ -424,7 +429,7 @@ func argsJSON(v any) (json.RawMessage, error) {
 func limitFromValue(v any) (*Limit, error) {
 	o, ok := v.(*object)
 	if !ok {
-		return nil, fmt.Errorf("want an object {after, until, message}, got %s", kindOf(v))
+		return nil, fmt.Errorf("want an object {after, until, message, retry_after}, got %s", kindOf(v))
 	}
 	l := &Limit{}
 	for _, k := range o.keys {
@@ -443,9 +448,11 @@ func limitFromValue(v any) (*Limit, error) {
 			}
 		case "message":
 			l.Message, err = asString(v)
+		case "retry_after":
+			l.RetryAfter, err = asDuration(v, time.Second)
 		default:
 			if !commentKey(k) {
-				return nil, fmt.Errorf("unknown key %q (want after, until, message)", k)
+				return nil, fmt.Errorf("unknown key %q (want after, until, message, retry_after)", k)
 			}
 		}
 		if err != nil {
