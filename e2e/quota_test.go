@@ -61,7 +61,7 @@ func TestUsageLimitParksAndWaitQuotaResumes(t *testing.T) {
 		reason  string
 	}{
 		{name: "parks at the limit", limit: `{resets_at: "` + later.Format(time.RFC3339) + `"}`,
-			code: 75, status: "parked", reason: "--wait-quota"},
+			code: 75, status: "parked", reason: "without --wait-quota the run parks: resume it with tai run --resume builtin-"},
 		{name: "wait-quota resumes the same session", limit: `{resets_at: "` + past.Format(time.RFC3339) + `", times: 1}`,
 			flags: []string{"--wait-quota=1h"}, code: 0, status: "ok", resumes: 1},
 		{name: "the policy's quota = wait resumes too", limit: `{resets_at: "` + past.Format(time.RFC3339) + `", times: 1}`,

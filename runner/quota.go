@@ -54,7 +54,7 @@ type parkedError struct {
 	parked Parked
 }
 
-func (e *parkedError) Error() string { return e.limit.Error() + "; parked: " + e.parked.Reason }
+func (e *parkedError) Error() string { return e.limit.Error() + "; " + e.parked.Reason }
 func (e *parkedError) Unwrap() error { return e.limit }
 
 // quotaTurn runs a turn; on a usage limit it waits for the reset and
@@ -89,7 +89,7 @@ func (r *run) quotaTurn(ctx context.Context, sess Session, prompt []driver.Conte
 		wait = max(wait, 0)
 		switch {
 		case q.Wait <= 0:
-			p.Reason = "the agent hit its limit (pass --wait-quota to wait for the reset and resume)"
+			p.Reason = "without --wait-quota the run parks: resume it with tai run --resume " + p.Session
 		case resumes >= maxResumes:
 			p.Reason = fmt.Sprintf("the run already resumed %d time(s), its limit (--max-resumes)", resumes)
 		case waited+wait > q.Wait:
