@@ -100,6 +100,13 @@ func FromError(err error, now time.Time) (Limit, bool) {
 	if qe, ok := As(err); ok {
 		return qe.Limit, true
 	}
+	var rl rateLimited
+	if errors.As(err, &rl) {
+		if l, ok := FromRateLimitInfo(rl.RateLimitInfo(), now); ok {
+			l.Message = err.Error()
+			return l, true
+		}
+	}
 	msg, data, ok := rpcError(err)
 	if !ok {
 		return FromText(err.Error(), now)
@@ -138,6 +145,13 @@ func FromError(err error, now time.Time) (Limit, bool) {
 		return l, true
 	}
 	return Limit{}, false
+}
+
+// rateLimited is an error that carries the Claude rate_limit_info that
+// rejected the turn (the stream-json driver's TurnError).
+type rateLimited interface {
+	error
+	RateLimitInfo() json.RawMessage
 }
 
 // rpcError is the message and data of the agent's JSON-RPC error in err:

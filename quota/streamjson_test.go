@@ -23,6 +23,10 @@ func TestStreamJSONTurnErrorIsALimit(t *testing.T) {
 		{"usage limit", &streamjson.TurnError{Dialect: "claude", Subtype: "success", TerminalReason: "api_error", APIErrorStatus: 429,
 			Message: "You've hit your limit · resets 3pm (UTC)"}, true, time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC)},
 		{"bare 429", &streamjson.TurnError{Dialect: "claude", Subtype: "success", TerminalReason: "api_error", APIErrorStatus: 429}, true, time.Time{}},
+		// After a rejected rate_limit_event its resetsAt (Unix seconds) wins.
+		{"rate_limit_info", &streamjson.TurnError{Dialect: "claude", Subtype: "success", TerminalReason: "api_error", APIErrorStatus: 429,
+			Message: "You've hit your limit · resets 3pm (UTC)", RateLimit: []byte(`{"status":"rejected","resetsAt":1796652000,"rateLimitType":"five_hour"}`)},
+			true, time.Unix(1796652000, 0).UTC()},
 		{"overloaded", &streamjson.TurnError{Dialect: "claude", Subtype: "success", TerminalReason: "api_error", APIErrorStatus: 529, Message: "Overloaded"}, false, time.Time{}},
 	}
 	for _, tt := range tests {
