@@ -214,7 +214,9 @@ func (b *runBuild) resolve(cwd string, addDirs []string) error {
 	o.RunID, o.Sinks = b.o.RunID, b.o.Sinks
 	o.Logger, o.Version, o.Timeout, o.CancelGrace = b.logger, Version, f.Timeout, f.CancelGrace
 	o.ResumeID, o.AuthMethod, o.MaxLineBytes, o.MaxMessageBytes = f.Resume, f.Auth, f.MaxLineBytes, f.MaxMessageBytes
-	o.Quota = b.quota(r)
+	if o.Quota, err = b.quota(r); err != nil {
+		return err
+	}
 	b.o = o
 	return nil
 }
@@ -226,8 +228,11 @@ const DefaultQuotaWait = 24 * time.Hour
 // quota is what the run does at the agent's usage limit: --wait-quota
 // and --max-resumes, else the policy's quota and quota_resumes; and whose
 // account it is (a hash of the credentials the agent's preset names).
-func (b *runBuild) quota(r agentspec.Resolved) runner.QuotaOptions {
+func (b *runBuild) quota(r agentspec.Resolved) (runner.QuotaOptions, error) {
 	f := b.f
+	if f.WaitQuota < 0 || f.MaxResumes < 0 {
+		return runner.QuotaOptions{}, exitcode.Usagef("--wait-quota and --max-resumes must not be negative")
+	}
 	env := r.Options.Env
 	if env == nil {
 		env = b.std.Env()
@@ -249,7 +254,7 @@ func (b *runBuild) quota(r agentspec.Resolved) runner.QuotaOptions {
 	if q.MaxResumes == 0 {
 		q.MaxResumes = r.Policy.QuotaResumes
 	}
-	return q
+	return q, nil
 }
 
 // session is --continue (the last resumable session of this agent, driver

@@ -162,3 +162,17 @@ func count(entries []audit.Entry, kind string) int {
 	}
 	return n
 }
+
+// A negative --wait-quota or --max-resumes is a usage error (exit 2)
+// naming them, before any agent starts. User-like HOME, default sandbox.
+func TestWaitQuotaBadValues(t *testing.T) {
+	for _, flag := range []string{"--wait-quota=-1h", "--max-resumes=-1"} {
+		t.Run(flag, func(t *testing.T) {
+			tmp := t.TempDir()
+			o := build.Run(t, taiBin, tmp, userEnv(t, tmp), "run", "--agent", "builtin", "--no-notify", flag, "hi")
+			if o.Code != 2 || !strings.Contains(o.Stderr, "--wait-quota and --max-resumes must not be negative") {
+				t.Fatalf("exit %d\n%s", o.Code, o.Stderr)
+			}
+		})
+	}
+}
