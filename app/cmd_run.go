@@ -72,6 +72,13 @@ type RunFlags struct {
 
 	Feed FeedFlags
 
+	// WaitQuota is --wait-quota[=DURATION]: at the agent's usage limit,
+	// wait up to that long for the reset and resume (0: end parked).
+	WaitQuota time.Duration
+	// MaxResumes is --max-resumes: at most that many resumes after a
+	// limit (0: the policy's quota_resumes, else runner's default).
+	MaxResumes int
+
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	chat     bool            // tai chat: the prompts come as lines
 	// termIn, above and hold are chat's terminal: its one reader, shared
@@ -222,6 +229,9 @@ func addRunFlags(c *cobra.Command, f *RunFlags) {
 	fl.StringArrayVarP(&f.Files, "file", "f", nil, "attach a file to the prompt (repeatable)")
 	fl.BoolVar(&f.EmbedFiles, "embed", false, "embed --file contents in the prompt instead of linking them")
 	fl.DurationVar(&f.Timeout, "timeout", 0, "cancel the run after this long (exit 3)")
+	fl.DurationVar(&f.WaitQuota, "wait-quota", 0, "at the agent's usage limit, wait up to this long for the reset and resume the same session (alone: "+DefaultQuotaWait.String()+"; else the run ends parked, exit 75)")
+	fl.Lookup("wait-quota").NoOptDefVal = DefaultQuotaWait.String()
+	fl.IntVar(&f.MaxResumes, "max-resumes", 0, "resume at most this many times after usage limits (default: the policy's quota_resumes, else 3)")
 	addCancelGrace(fl, &f.CancelGrace)
 	fl.StringVarP(&f.Output, "output", "o", "text", "output: text | json | stream-json")
 	fl.StringVar(&f.Trace, "trace", "", "write the raw wire transcript (secrets redacted) to this file")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
@@ -18,6 +19,7 @@ import (
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/quota"
 	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/render"
 	"github.com/tai-dev/tai/runner"
@@ -212,8 +214,47 @@ func (b *runBuild) resolve(cwd string, addDirs []string) error {
 	o.RunID, o.Sinks = b.o.RunID, b.o.Sinks
 	o.Logger, o.Version, o.Timeout, o.CancelGrace = b.logger, Version, f.Timeout, f.CancelGrace
 	o.ResumeID, o.AuthMethod, o.MaxLineBytes, o.MaxMessageBytes = f.Resume, f.Auth, f.MaxLineBytes, f.MaxMessageBytes
+	if o.Quota, err = b.quota(r); err != nil {
+		return err
+	}
 	b.o = o
 	return nil
+}
+
+// DefaultQuotaWait is how long --wait-quota (or the policy's quota =
+// "wait") waits for usage limits to reset, in all, when not told.
+const DefaultQuotaWait = 24 * time.Hour
+
+// quota is what the run does at the agent's usage limit: --wait-quota
+// and --max-resumes, else the policy's quota and quota_resumes; and whose
+// account it is (a hash of the credentials the agent's preset names).
+func (b *runBuild) quota(r agentspec.Resolved) (runner.QuotaOptions, error) {
+	f := b.f
+	if f.WaitQuota < 0 || f.MaxResumes < 0 {
+		return runner.QuotaOptions{}, exitcode.Usagef("--wait-quota and --max-resumes must not be negative")
+	}
+	env := r.Options.Env
+	if env == nil {
+		env = b.std.Env()
+	}
+	home, _ := b.std.lookup("HOME")
+	agent := r.Preset.Known()
+	if agent == "" {
+		agent = r.Options.Agent
+	}
+	q := runner.QuotaOptions{
+		Account:    quota.AccountOf(agent, r.Preset.Credentials(), env, home),
+		Wait:       f.WaitQuota,
+		MaxResumes: f.MaxResumes,
+	}
+	given := f.Changed != nil && f.Changed("wait-quota")
+	if !given && r.Policy.Quota == policy.QuotaWait {
+		q.Wait = DefaultQuotaWait
+	}
+	if q.MaxResumes == 0 {
+		q.MaxResumes = r.Policy.QuotaResumes
+	}
+	return q, nil
 }
 
 // session is --continue (the last resumable session of this agent, driver
@@ -345,7 +386,7 @@ func (b *runBuild) sinks() {
 	o.Elicitor = elicitChain(cfg.Elicit, b.form, f.editorForms, f.prompter != nil, f.answerer, b.feed, ni) // the cap-speak parent itself answers elicitations
 	o.RunInfo = map[string]any{"approve": string(b.res.Engine.Mode()), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": cfg.Path, "rules": len(cfg.Rules), "floor": !cfg.NoFloor, "remember": string(cfg.Remember),
-		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "output": f.Output,
+		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "wait_quota": f.WaitQuota.String(), "output": f.Output,
 		"sandbox": f.Sandbox, "net_allow": f.NetAllow, "sandbox_write": f.SandboxWrite}
 }
 

@@ -29,6 +29,9 @@ const (
 	KindProcessExit        = "process.exit"
 	KindError              = "error"
 	KindBudget             = "budget"
+	KindQuotaWait          = "quota.wait"   // a turn hit a usage limit and the run waits for its reset
+	KindQuotaResume        = "quota.resume" // ...and resumes the same session after it
+	KindRunParked          = "run.parked"   // the run ended at a usage limit, its session kept
 	KindFleet              = "fleet"
 	KindFeedRefused        = "feed.refused" // a request on the live feed from inside a sandbox, or without its secret
 

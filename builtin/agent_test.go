@@ -832,3 +832,29 @@ func TestRunAsk(t *testing.T) {
 		t.Errorf("text = %q", text)
 	}
 }
+
+// A limit step fails the prompt as claude-agent-acp does at a usage
+// limit, for its first times prompts only; the turn's text before it is
+// sent, and nothing after it runs.
+func TestLimitStep(t *testing.T) {
+	c := startAgent(t, clientOpts{script: mustScript(t, "- text: working\n- limit: {resets_at: \"2026-12-07T15:00:00Z\", times: 1}\n- text: done\n")})
+	c.initialize(fullCaps)
+	sess := c.newSession()
+	prompt := func() error {
+		return c.call(acp.MethodSessionPrompt, acp.PromptRequest{SessionId: sess.SessionId, Prompt: []acp.ContentBlock{acp.TextBlock("go")}}, nil)
+	}
+	var re *jsonrpc.Error
+	if err := prompt(); !errors.As(err, &re) || re.Code != jsonrpc.CodeInternalError ||
+		re.Message != "Internal error: You've hit your limit · resets 2026-12-07T15:00:00Z" || string(re.Data) != `{"errorKind":"rate_limit"}` {
+		t.Fatalf("prompt at the limit = %v (%+v)", err, re)
+	}
+	if strings.Contains(c.messageText(), "done") {
+		t.Fatal("steps ran after the limit")
+	}
+	if err := prompt(); err != nil {
+		t.Fatalf("prompt after the limit cleared: %v", err)
+	}
+	if !strings.Contains(c.messageText(), "done") {
+		t.Fatalf("the second turn did not finish: %q", c.messageText())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -96,6 +97,9 @@ type Step struct {
 	// this usage_update anyway and hang like hang: (an agent that goes on
 	// spending after it was told to stop)
 	SpendAfterCancel *UsageStep
+	// limit: {message?, resets_at?, times?} → the prompt fails the way
+	// claude-agent-acp fails a turn at a usage limit
+	Limit *LimitStep
 }
 
 // TextStep streams Text as Chunks chunks (default 1).
@@ -197,6 +201,18 @@ type CrashStep struct {
 	Stderr string `yaml:"stderr"`
 }
 
+// LimitStep fails the prompt as an agent at its usage limit does:
+// claude-agent-acp 0.101.0 answers session/prompt with a JSON-RPC
+// internal error (-32603) whose data is {errorKind: "rate_limit"} and
+// whose message is the CLI's text ("You've hit your limit · resets 3pm").
+// Times > 0 fails only the session's first Times prompts that reach the
+// step (the limit then clears); 0 fails every one.
+type LimitStep struct {
+	Message  string `yaml:"message"`   // default: "You've hit your limit" [+ " · resets RESETS_AT"]
+	ResetsAt string `yaml:"resets_at"` // RFC3339, put in the message
+	Times    int    `yaml:"times"`
+}
+
 // HangStep blocks the turn until the connection ends (or Serve's ctx is done).
 type HangStep struct{}
 
@@ -275,6 +291,7 @@ const (
 	KindExtension   = "extension"
 	// KindSpendAfterCancel is the spend_after_cancel step.
 	KindSpendAfterCancel = "spend_after_cancel"
+	KindLimit            = "limit"
 )
 
 // Kind returns the kind name of the step ("" if no field is set; the first
@@ -315,6 +332,7 @@ func (s Step) kinds() []string {
 	add(s.LatePermission != nil, KindLatePermission)
 	add(s.Outside != nil, KindOutside)
 	add(s.Flood != nil, KindFlood)
+	add(s.Limit != nil, KindLimit)
 	add(s.ElicitForm != nil, KindElicitForm)
 	add(s.ElicitURL != nil, KindElicitURL)
 	add(s.Extension != nil, KindExtension)
@@ -447,6 +465,15 @@ func (s Step) validate() error {
 	case s.Crash != nil:
 		if s.Crash.Code < 0 || s.Crash.Code > 255 {
 			return fmt.Errorf("exit code %d is out of range [0, 255]", s.Crash.Code)
+		}
+	case s.Limit != nil:
+		if s.Limit.Times < 0 {
+			return errors.New("times must not be negative")
+		}
+		if s.Limit.ResetsAt != "" {
+			if _, err := time.Parse(time.RFC3339, s.Limit.ResetsAt); err != nil {
+				return fmt.Errorf("resets_at: %w", err)
+			}
 		}
 	case s.Garbage != nil:
 		if strings.ContainsAny(s.Garbage.Line, "\r\n") {
@@ -622,7 +649,7 @@ func stripLinePrefix(s string) string {
 var stepKinds = []string{
 	KindText, KindThought, KindPlan, KindPlanStatus, KindRead, KindWrite, KindRun, KindPermission,
 	KindSwitchMode, KindCommands, KindDelay, KindUsage, KindInfo, KindStop, KindCrash, KindHang,
-	KindGarbage, KindBig, KindLateUpdates, KindLatePermission, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel, KindExtension,
+	KindGarbage, KindBig, KindLateUpdates, KindLatePermission, KindOutside, KindFlood, KindElicitForm, KindElicitURL, KindSpendAfterCancel, KindExtension, KindLimit,
 }
 
 // parseStep decodes one step mapping. The returned Step has its kind set as
@@ -785,6 +812,13 @@ func decodeStepValue(st *Step, kind string, v, chunks *yaml.Node) error {
 	case KindExtension:
 		st.Extension = &ExtensionStep{}
 		return decodeStrict(v, st.Extension)
+	case KindLimit:
+		st.Limit = &LimitStep{}
+		if v.Kind == yaml.ScalarNode { // limit: "You've hit your limit · resets 3pm"
+			st.Limit.Message = v.Value
+			return nil
+		}
+		return decodeStrict(v, st.Limit)
 	}
 	return nil
 }

@@ -43,6 +43,7 @@ type session struct {
 	plan      []acp.PlanEntry
 	commands  []Command
 	seq       int // tool call and message ids
+	limitHits int // prompts that reached a limit step
 
 	turnCancel context.CancelFunc // nil when no turn is running
 }

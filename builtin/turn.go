@@ -68,7 +68,10 @@ func (a *agent) prompt(ctx context.Context, params json.RawMessage) (any, error)
 		err = t.play(a.script.Steps)
 	}
 	var ce *CrashError
+	var le *limitError
 	switch {
+	case errors.As(err, &le):
+		return nil, le.rpc // answered verbatim, as the agent it plays does
 	case errors.As(err, &ce):
 		<-a.ctx.Done() // a crashed agent answers nothing; Serve is tearing down
 		return nil, err
@@ -258,6 +261,8 @@ func (t *turn) step(st Step) error {
 		return t.elicitURL(st.ElicitURL)
 	case st.Extension != nil:
 		return t.extension(st.Extension)
+	case st.Limit != nil:
+		return t.limit(st.Limit)
 	}
 	return fmt.Errorf("empty step")
 }
@@ -429,3 +434,30 @@ func (t *turn) extension(x *ExtensionStep) error {
 	}
 	return t.say(fmt.Sprintf("extension %s answered: %s", x.Method, res))
 }
+
+// limit fails the turn with the error an agent at its usage limit
+// answers session/prompt with (see LimitStep), unless the session has
+// already met it Times times.
+func (t *turn) limit(ls *LimitStep) error {
+	t.s.mu.Lock()
+	t.s.limitHits++
+	hits := t.s.limitHits
+	t.s.mu.Unlock()
+	if ls.Times > 0 && hits > ls.Times {
+		return nil
+	}
+	msg := ls.Message
+	if msg == "" {
+		msg = "You've hit your limit"
+		if ls.ResetsAt != "" {
+			msg += " · resets " + ls.ResetsAt
+		}
+	}
+	data, _ := json.Marshal(map[string]string{"errorKind": "rate_limit"})
+	return &limitError{&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + msg, Data: data}}
+}
+
+// limitError carries a limit step's answer out of the script.
+type limitError struct{ rpc *jsonrpc.Error }
+
+func (e *limitError) Error() string { return e.rpc.Error() }

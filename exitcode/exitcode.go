@@ -30,6 +30,11 @@ const (
 	// is what shells and scripts expect of a writer whose reader left
 	// (`tai run … | head -3`); tai is not killed, it ends the run cleanly.
 	OutputClosed Code = 141
+
+	// Parked is 75, sysexits' EX_TEMPFAIL ("try again later"): the agent
+	// hit its account's usage or rate limit and the run stopped with its
+	// session kept, to be resumed at the reset.
+	Parked Code = 75
 )
 
 // Info documents one code.
@@ -49,6 +54,7 @@ var All = []Info{
 	{PermissionDenied, "permission_denied", "a permission was denied (unless --allow-denials), or an ask could not be answered"},
 	{BudgetExceeded, "budget_exceeded", "a token, turn, time or cost budget ran out"},
 	{MergeConflict, "merge_conflict", "a fleet branch could not be merged back"},
+	{Parked, "parked", "the agent hit a usage or rate limit: the run stopped with its session kept (the result names the reset time, the account and the session to resume)"},
 	{Interrupted, "interrupted", "interrupted by Ctrl-C or SIGTERM"},
 	{OutputClosed, "output_closed", "stdout was closed (its reader exited); the turn was cancelled and the audit log and session record finished"},
 }

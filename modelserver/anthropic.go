@@ -34,7 +34,7 @@ type anthropicFormat struct {
 	Schema json.RawMessage `json:"schema"`
 }
 
-var anthropicProvider = provider{parse: parseAnthropic, write: writeAnthropic, fail: anthropicError}
+var anthropicProvider = provider{parse: parseAnthropic, write: writeAnthropic, fail: anthropicError, limitHeaders: anthropicLimitHeaders}
 
 func parseAnthropic(_ *http.Request, body []byte) (*apiRequest, error) {
 	var b anthropicBody
@@ -183,4 +183,15 @@ func anthropicError(w http.ResponseWriter, status int, msg string, retryAfter ti
 	}
 	setRetryAfter(w, status, retryAfter)
 	writeJSON(w, status, obj("type", "error", "error", obj("type", typ, "message", msg), "request_id", nil))
+}
+
+// anthropicLimitHeaders are the Messages API's rate-limit headers on a
+// 429: each limit used up, resetting (RFC 3339) when retry-after says.
+func anthropicLimitHeaders(h http.Header, now time.Time, retryAfter time.Duration) {
+	reset := now.Add(retryAfter).UTC().Format(time.RFC3339)
+	for _, l := range []string{"requests", "tokens", "input-tokens", "output-tokens"} {
+		h.Set("anthropic-ratelimit-"+l+"-limit", "50")
+		h.Set("anthropic-ratelimit-"+l+"-remaining", "0")
+		h.Set("anthropic-ratelimit-"+l+"-reset", reset)
+	}
 }

@@ -3,8 +3,11 @@ package modelserver
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 const longText = "Hello from the scripted model, with a sentence long enough to be split into several chunks. Ünïcödé too."
@@ -152,6 +155,9 @@ func TestAPIErrors(t *testing.T) {
 					} else {
 						must(t, retry == "", "unexpected retry-after %q", retry)
 					}
+					if c.status == 429 {
+						checkLimitHeaders(t, api, r.header, string(r.body), time.Second)
+					}
 					// The error consumed its turn: the retry gets the next one.
 					r = f.call(t, api, stream, reqOpts{tools: tools("t")})
 					must(t, r.status == 200 && r.text == "recovered", "retry: %d %q", r.status, r.text)
@@ -172,4 +178,59 @@ func canonCalls(t *testing.T, calls []gotCall) []gotCall {
 		out[i].Args = string(mustMarshal(v))
 	}
 	return out
+}
+
+// checkLimitHeaders: a 429 carries each provider's own word for when the
+// limit resets, as real agents read it (the OpenAI and Anthropic SDKs'
+// headers, Gemini's google.rpc.RetryInfo).
+func checkLimitHeaders(t *testing.T, api string, h http.Header, body string, reset time.Duration) {
+	t.Helper()
+	switch api {
+	case apiChat, apiResponses:
+		must(t, h.Get("x-ratelimit-remaining-requests") == "0" && h.Get("x-ratelimit-reset-requests") == reset.String() &&
+			h.Get("x-ratelimit-limit-tokens") != "", "openai rate-limit headers %v", h)
+	case apiAnthropic:
+		_, err := time.Parse(time.RFC3339, h.Get("anthropic-ratelimit-requests-reset"))
+		must(t, err == nil && h.Get("anthropic-ratelimit-requests-remaining") == "0", "anthropic rate-limit headers %v", h)
+	case apiGemini:
+		must(t, strings.Contains(body, `"@type":"type.googleapis.com/google.rpc.RetryInfo"`) && strings.Contains(body, fmt.Sprintf(`"retryDelay":"%ds"`, int(reset.Seconds()))), "gemini body %s", body)
+	}
+}
+
+// A script's limit answers the first requests, then refuses every one
+// with the dialect's 429 (Retry-After the time to its until, no turn
+// consumed) until the clock passes until; the script then goes on.
+func TestScriptLimitAfterRequestsUntilATime(t *testing.T) {
+	for _, api := range allAPIs {
+		t.Run(api, func(t *testing.T) {
+			until := time.Unix(1700000000, 0).Add(90 * time.Second).UTC().Format(time.RFC3339)
+			f := newFixture(t, `{"limit":{"after":1,"until":"`+until+`"},"turns":[{"text":"one"},{"text":"two"}]}`)
+			r := f.call(t, api, false, reqOpts{tools: tools("t")})
+			must(t, r.status == 200 && r.text == "one", "first: %d %q", r.status, r.text)
+			for range 2 {
+				r = f.call(t, api, false, reqOpts{tools: tools("t")})
+				must(t, r.status == 429 && r.header.Get("Retry-After") == "90", "limited: %d retry-after %q %s", r.status, r.header.Get("Retry-After"), r.body)
+				checkLimitHeaders(t, api, r.header, string(r.body), 90*time.Second)
+			}
+			f.srv.mu.Lock()
+			f.srv.now = func() time.Time { return time.Unix(1700000000, 0).Add(2 * time.Minute) }
+			f.srv.mu.Unlock()
+			r = f.call(t, api, false, reqOpts{tools: tools("t")})
+			must(t, r.status == 200 && r.text == "two", "after the reset: %d %q", r.status, r.text)
+			// retry_after overrides what the 429s say.
+			f = newFixture(t, `{"limit":{"retry_after":2},"turns":[{"text":"one"}]}`)
+			r = f.call(t, api, false, reqOpts{tools: tools("t")})
+			must(t, r.status == 429 && r.header.Get("Retry-After") == "2", "retry_after: %d %q", r.status, r.header.Get("Retry-After"))
+		})
+	}
+}
+
+func TestScriptLimitErrors(t *testing.T) {
+	for _, bad := range []string{
+		`{"limit":{"after":-1}}`, `{"limit":{"after":1.5}}`, `{"limit":{"until":"3pm"}}`, `{"limit":{"sometimes":1}}`, `{"limit":3}`,
+	} {
+		if _, err := ParseScript([]byte(bad), ""); err == nil || !strings.Contains(err.Error(), "limit") {
+			t.Errorf("ParseScript(%s) = %v, want a limit error", bad, err)
+		}
+	}
 }

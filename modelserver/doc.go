@@ -28,7 +28,8 @@
 //	  "consume":  "tooled",
 //	  "ignore":   ["SUGGESTION MODE"],
 //	  "cwd":      "/abs/repo",
-//	  "models":   ["fake-model"]
+//	  "models":   ["fake-model"],
+//	  "limit":    {"after": 2, "until": "2026-12-07T15:00:00Z", "message": "...", "retry_after": 1}
 //	}
 //
 // A "tool" map lists per-agent-family alternatives: the first name, in
@@ -42,6 +43,16 @@
 // "match" do not consume a turn; they get "untooled", else "default", else
 // "OK.". Requests for structured output get the turn's "json", else text
 // that is valid JSON, else a value synthesised from the requested schema.
+//
+// A 429 (an error turn, or the "limit") says when it resets as each
+// provider does: Retry-After and Retry-After-Ms; OpenAI's
+// x-ratelimit-{limit,remaining,reset}-{requests,tokens}; Anthropic's
+// anthropic-ratelimit-*-reset (RFC 3339) and a rate_limit_error body;
+// Gemini's RESOURCE_EXHAUSTED with a google.rpc.RetryInfo retryDelay. The
+// "limit" is an account at its usage limit: after "after" requests every
+// request gets that 429, consuming no turn, until "until" (none: never);
+// then the script goes on. Its 429s say the time to "until" unless
+// "retry_after" (seconds) says otherwise.
 //
 // Control endpoints: POST /_script (body: a new script; rewinds),
 // POST /_reset (reload the script file; rewinds), GET /_state.

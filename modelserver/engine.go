@@ -123,6 +123,20 @@ func (s *Server) plan(req *apiRequest, n int) *reply {
 	cwd := s.cwdLocked()
 	consumeAll := sc.Consume == ConsumeAll
 
+	if l := sc.Limit; l != nil {
+		if s.answered >= l.After && (l.Until.IsZero() || rp.created.Before(l.Until)) {
+			rp.reason = "limited"
+			rp.errStatus, rp.errMsg, rp.retryAfter = http.StatusTooManyRequests, l.Message, time.Hour
+			if !l.Until.IsZero() {
+				rp.retryAfter = max(l.Until.Sub(rp.created), time.Second)
+			}
+			if l.RetryAfter > 0 {
+				rp.retryAfter = l.RetryAfter
+			}
+			return rp
+		}
+		s.answered++
+	}
 	var t *Turn
 	side := func(reason string) {
 		rp.reason = reason

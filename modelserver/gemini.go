@@ -3,7 +3,9 @@ package modelserver
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -142,5 +144,11 @@ func geminiError(w http.ResponseWriter, status int, msg string, retryAfter time.
 		code = "DEADLINE_EXCEEDED"
 	}
 	setRetryAfter(w, status, retryAfter)
+	if status == http.StatusTooManyRequests && retryAfter > 0 {
+		// As the Gemini API says when to retry: a google.rpc.RetryInfo.
+		retry := obj("@type", "type.googleapis.com/google.rpc.RetryInfo", "retryDelay", strconv.Itoa(int(math.Ceil(retryAfter.Seconds())))+"s")
+		writeJSON(w, status, obj("error", obj("code", status, "message", msg, "status", code, "details", []any{retry})))
+		return
+	}
 	writeJSON(w, status, obj("error", obj("code", status, "message", msg, "status", code)))
 }

@@ -41,7 +41,7 @@ type chatBody struct {
 	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
-var chatProvider = provider{parse: parseChat, write: writeChat, fail: openAIError}
+var chatProvider = provider{parse: parseChat, write: writeChat, fail: openAIError, limitHeaders: openAILimitHeaders}
 
 func parseChat(_ *http.Request, body []byte) (*apiRequest, error) {
 	var b chatBody
@@ -213,4 +213,15 @@ func setRetryAfter(w http.ResponseWriter, status int, d time.Duration) {
 	}
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
 	w.Header().Set("Retry-After-Ms", strconv.FormatInt(d.Milliseconds(), 10))
+}
+
+// openAILimitHeaders are OpenAI's rate-limit headers on a 429: requests
+// and tokens used up, resetting in retryAfter (its "1m30s" form).
+func openAILimitHeaders(h http.Header, _ time.Time, retryAfter time.Duration) {
+	reset := retryAfter.Round(time.Millisecond).String()
+	for _, l := range []string{"requests", "tokens"} {
+		h.Set("x-ratelimit-limit-"+l, "60")
+		h.Set("x-ratelimit-remaining-"+l, "0")
+		h.Set("x-ratelimit-reset-"+l, reset)
+	}
 }

@@ -34,6 +34,23 @@ type Script struct {
 	Ignore   []string    // tooled requests whose body contains any of these do not consume
 	Cwd      string      // value of {{CWD}}; "" means Options.Cwd
 	Models   []string    // served by the model-list endpoints; nil means DefaultModels
+	Limit    *Limit      // an account's usage limit: 429s after some requests, until a time
+}
+
+// Limit makes the server an account at its usage limit: once After
+// generation requests were answered, every one is refused with the
+// dialect's 429 (its rate-limit headers, Retry-After the time to Until)
+// until Until, without consuming a turn; then the script goes on. A zero
+// Until never clears.
+type Limit struct {
+	After   int       // requests answered before the limit (0: from the first)
+	Until   time.Time // when it clears (script: "until", RFC 3339)
+	Message string    // the error message ("" = the default 429 text)
+	// RetryAfter, when set, is what the 429s say instead of the time to
+	// Until: a short one lets a real agent's own retries run out while
+	// the limit holds (qwen-code 0.24.4 retries a 429 7 times, waiting
+	// what Retry-After says, capped).
+	RetryAfter time.Duration
 }
 
 // Turn is one scripted model answer.
@@ -252,9 +269,11 @@ func scriptFromValue(root any) (*Script, error) {
 			s.Models, err = asStrings(v)
 		case "cwd":
 			s.Cwd, err = asString(v)
+		case "limit":
+			s.Limit, err = limitFromValue(v)
 		default:
 			if !commentKey(k) {
-				return nil, fmt.Errorf("unknown key %q (want turns, default, untooled, consume, ignore, cwd, models)", k)
+				return nil, fmt.Errorf("unknown key %q (want turns, default, untooled, consume, ignore, cwd, models, limit)", k)
 			}
 		}
 		if err != nil {
@@ -405,6 +424,42 @@ func argsJSON(v any) (json.RawMessage, error) {
 		return marshalValue(v)
 	}
 	return nil, fmt.Errorf("want an object, or a string for freeform tools, got %s", kindOf(v))
+}
+
+func limitFromValue(v any) (*Limit, error) {
+	o, ok := v.(*object)
+	if !ok {
+		return nil, fmt.Errorf("want an object {after, until, message, retry_after}, got %s", kindOf(v))
+	}
+	l := &Limit{}
+	for _, k := range o.keys {
+		var err error
+		switch v := o.vals[k]; k {
+		case "after":
+			var f float64
+			if f, err = asNumber(v); err == nil && (f < 0 || f != math.Trunc(f)) {
+				err = errors.New("want a whole number of requests, not negative")
+			}
+			l.After = int(f)
+		case "until":
+			var u string
+			if u, err = asString(v); err == nil {
+				l.Until, err = time.Parse(time.RFC3339, u)
+			}
+		case "message":
+			l.Message, err = asString(v)
+		case "retry_after":
+			l.RetryAfter, err = asDuration(v, time.Second)
+		default:
+			if !commentKey(k) {
+				return nil, fmt.Errorf("unknown key %q (want after, until, message, retry_after)", k)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	return l, nil
 }
 
 func asString(v any) (string, error) {

@@ -51,6 +51,7 @@ type Server struct {
 	script   *Script
 	next     int // index of the next scripted turn
 	requests int // requests received, all endpoints
+	answered int // generation requests answered before a script's limit
 	calls    int // tool call ids handed out since the last rewind
 	srv      *http.Server
 
@@ -235,7 +236,7 @@ func (s *Server) SetScript(sc *Script) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script = sc
-	s.next, s.calls = 0, 0
+	s.next, s.calls, s.answered = 0, 0, 0
 	return nil
 }
 
@@ -251,7 +252,7 @@ func (s *Server) Reset() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.next, s.calls = 0, 0
+	s.next, s.calls, s.answered = 0, 0, 0
 	return nil
 }
 
@@ -322,6 +323,9 @@ type provider struct {
 	parse func(r *http.Request, body []byte) (*apiRequest, error)
 	write func(w http.ResponseWriter, r *http.Request, out *sseWriter, req *apiRequest, rp *reply) error
 	fail  func(w http.ResponseWriter, status int, msg string, retryAfter time.Duration)
+	// limitHeaders, if set, adds the provider's rate-limit headers to a
+	// 429: the limit is used up and resets retryAfter from now.
+	limitHeaders func(h http.Header, now time.Time, retryAfter time.Duration)
 }
 
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *LogEntry, p provider) {
@@ -356,6 +360,9 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *LogEntr
 		msg := rp.errMsg
 		if msg == "" {
 			msg = defaultErrorMessage(rp.errStatus)
+		}
+		if rp.errStatus == http.StatusTooManyRequests && p.limitHeaders != nil {
+			p.limitHeaders(w.Header(), s.now(), rp.retryAfter)
 		}
 		p.fail(w, rp.errStatus, msg, rp.retryAfter)
 		return

@@ -56,6 +56,29 @@ type Config struct {
 	// Limits cap each process tree tai launches for an agent (limits =
 	// {pids, memory}).
 	Limits Limits
+	// Quota is what a run does at the agent's usage limit (quota =
+	// "park" | "wait"; "" = park); QuotaResumes bounds the resumes after
+	// one (quota_resumes = N; 0 = the default).
+	Quota        QuotaAction
+	QuotaResumes int
+}
+
+// QuotaAction is what a run does when the agent hits its usage limit.
+type QuotaAction string
+
+// The quota actions.
+const (
+	QuotaPark QuotaAction = "park" // end the run parked, its session kept
+	QuotaWait QuotaAction = "wait" // wait for the reset and resume the session
+)
+
+// ParseQuotaAction reads a quota action.
+func ParseQuotaAction(s string) (QuotaAction, error) {
+	switch a := QuotaAction(s); a {
+	case QuotaPark, QuotaWait:
+		return a, nil
+	}
+	return "", fmt.Errorf("%q is not park or wait", s)
 }
 
 // Flags are the command-line additions to a policy. Empty fields keep the
@@ -223,6 +246,14 @@ func Parse(name string, data []byte) (Config, error) {
 			c.WriteRoots, err = p.list(v, errAt)
 		case "limits":
 			c.Limits, err = parseLimits(v, errAt)
+		case "quota":
+			c.Quota, err = parseStr(p, k, v, errAt, ParseQuotaAction)
+		case "quota_resumes":
+			n, ok := v.(int64)
+			if !ok || n < 1 || n > 1000 {
+				return c, errAt("quota_resumes must be a number from 1 to 1000, not %v", v)
+			}
+			c.QuotaResumes = int(n)
 		case "rule":
 			tables, ok := v.([]map[string]any)
 			if !ok {
@@ -264,7 +295,7 @@ func Parse(name string, data []byte) (Config, error) {
 }
 
 var topKeys = []string{"version", "mode", "non_interactive", "remember", "default_mode", "mode_after_plan", "floor",
-	"floor_disable", "protected_branches", "write_roots", "rule", "elicit", "limits"}
+	"floor_disable", "protected_branches", "write_roots", "rule", "elicit", "limits", "quota", "quota_resumes"}
 
 var ruleKeys = []string{"id", "effect", "kind", "tool", "path", "command", "url", "mode", "outside_workspace", "reason"}
 

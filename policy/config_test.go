@@ -163,6 +163,8 @@ func TestParseErrors(t *testing.T) {
 		{"rule not a table array", "rule = \"x\"\n", 1, "", "array of tables"},
 		{"outside_workspace type", "[[rule]]\neffect = \"deny\"\noutside_workspace = \"yes\"\n", 3, `"rule-1"`, "true or false"},
 		{"version", "version = 2\n", 1, "", "version 1"},
+		{"bad quota", "quota = \"retry\"\n", 1, "", "not park or wait"},
+		{"bad quota_resumes", "\nquota_resumes = 0\n", 2, "", "from 1 to 1000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -371,5 +373,12 @@ func TestTTYPrompterUnrequested(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "The agent did not ask, but wants tai to Write /w/a.go") {
 		t.Fatalf("prompt %q", out.String())
+	}
+}
+
+func TestParseQuota(t *testing.T) {
+	c, err := Parse("p.toml", []byte("quota = \"wait\"\nquota_resumes = 5\n"))
+	if err != nil || c.Quota != QuotaWait || c.QuotaResumes != 5 {
+		t.Fatalf("Parse = %+v, %v", c, err)
 	}
 }

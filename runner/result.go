@@ -18,7 +18,7 @@ import (
 // Result is the one document `tai run --output json` prints, and the last
 // frame of --output stream-json (with "type":"result").
 type Result struct {
-	Status     string `json:"status"` // ok | denied | error | timeout | interrupted | output_closed | no_session | usage
+	Status     string `json:"status"` // ok | denied | error | timeout | interrupted | output_closed | no_session | usage | parked
 	RunID      string `json:"run_id,omitempty"`
 	Audit      string `json:"audit,omitempty"` // the audit log's path
 	StopReason string `json:"stop_reason,omitempty"`
@@ -48,6 +48,10 @@ type Result struct {
 	DurationMS  int64        `json:"duration_ms"`
 	ExitCode    int          `json:"exit_code"`
 	Error       string       `json:"error,omitempty"`
+
+	// Parked, on status "parked", says which limit stopped the run, when
+	// it resets, whose account it is and the session to resume.
+	Parked *Parked `json:"parked,omitempty"`
 
 	// LastSeq is the sequence number of the last event, so that the result
 	// frame can follow it.

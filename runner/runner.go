@@ -27,6 +27,7 @@ import (
 	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/quota"
 	"github.com/tai-dev/tai/sandbox"
 )
 
@@ -130,6 +131,9 @@ type Options struct {
 	Cols, Rows int
 	Version    string
 	Clock      quartz.Clock
+	// Quota says what to do when the agent hits its usage limit: end
+	// parked (the default), or wait for the reset and resume.
+	Quota QuotaOptions
 	// Sandbox, if set, starts the agent and the commands tai serves it
 	// through tai's launcher (package sandbox), Cwd being a write root
 	// besides Sandbox.Write. nil starts them directly (a binary that is not
@@ -203,6 +207,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			"status": res.Status, "exit_code": res.ExitCode, "stop_reason": res.StopReason, "error": res.Error,
 			"duration_ms": res.DurationMS, "denials": len(res.Denials), "files_written": len(res.FilesWritten),
 		}
+		if res.Parked != nil {
+			r.audit.append(audit.KindRunParked, res.SessionID, res.Parked)
+			end["parked"] = res.Parked
+		}
 		if res.Sandbox != nil && res.Sandbox.Limits != nil {
 			// What the limits caught is known at the end.
 			end["limits"] = res.Sandbox.Limits
@@ -225,6 +233,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res.LastSeq = st.nextSeq() - 1
 	if res.ExitCode != 0 && err == nil {
 		err = exitcode.With(exitcode.Code(res.ExitCode), errors.New(res.Error))
+	} else if res.Parked != nil {
+		err = exitcode.With(exitcode.Parked, err)
 	}
 	return res, err
 }
@@ -416,7 +426,7 @@ func (r *run) run(ctx context.Context) error {
 		return r.attach(runCtx, sess)
 	}
 	if len(o.Prompt) > 0 {
-		if err := r.turn(runCtx, sess, o.Prompt, o.Turns == nil); err != nil {
+		if err := r.quotaTurn(runCtx, sess, o.Prompt, o.Turns == nil); err != nil {
 			return err
 		}
 	}
@@ -426,7 +436,7 @@ func (r *run) run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if err := r.turn(runCtx, sess, p, false); err != nil {
+			if err := r.quotaTurn(runCtx, sess, p, false); err != nil {
 				return err
 			}
 		case <-o.Interrupts: // nothing running: nothing to interrupt
@@ -625,6 +635,9 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, l
 		return context.Cause(ctx)
 	}
 	if out.err != nil {
+		if l, ok := quota.FromError(out.err, r.o.Clock.Now()); ok {
+			return &quota.Error{Limit: l, Err: out.err}
+		}
 		return out.err
 	}
 	if r.modes != nil {
@@ -742,7 +755,12 @@ func (r *run) finish(err error) Result {
 	promptFail := r.promptFail
 	r.mu.Unlock()
 	code := exitcode.Of(err)
+	var pe *parkedError
 	switch {
+	case errors.As(err, &pe):
+		code, res.Status = exitcode.Parked, "parked"
+		p := pe.parked
+		res.Parked = &p
 	case promptFail != nil:
 		code = exitcode.PermissionDenied
 		res.Status = "denied"

@@ -73,6 +73,10 @@ type claudeDecoder struct {
 	streamed   map[string]bool
 	lastCost   float64
 	lastTokens map[string][2]int64
+	// rejected is the rate_limit_info of the last rate_limit_event that
+	// said "rejected" (nil once one allows again): a turn that then ends
+	// on an error ended on that limit, which says when it resets.
+	rejected json.RawMessage
 }
 
 func newClaude(d *decoder) lineDecoder {
@@ -107,8 +111,29 @@ func (d *claudeDecoder) decode(line []byte, typ, subtype string, f *Frame) {
 	case "control_cancel_request":
 		f.CancelID = l.RequestID
 	case "keep_alive":
+	case "rate_limit_event":
+		d.rateLimitEvent(line)
+		f.raw(typ, line)
 	default:
 		f.raw(typ, line)
+	}
+}
+
+// rateLimitEvent keeps a rejected rate_limit_info for the turn's result.
+func (d *claudeDecoder) rateLimitEvent(line []byte) {
+	var ev struct {
+		Info json.RawMessage `json:"rate_limit_info"`
+	}
+	_ = json.Unmarshal(line, &ev)
+	var info struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(ev.Info, &info)
+	switch info.Status {
+	case "rejected":
+		d.rejected = bytes.Clone(ev.Info)
+	case "allowed", "allowed_warning":
+		d.rejected = nil
 	}
 }
 
@@ -316,6 +341,9 @@ func (d *claudeDecoder) claudeResult(line []byte, f *Frame) *Result {
 		res.IsError = true // an error_* subtype is never a success
 	}
 	res.StopReason = claudeStop(r.Subtype, r.TerminalReason, r.StopReason, res.IsError)
+	if res.IsError {
+		res.RateLimit = d.rejected
+	}
 
 	// Per-turn usage: the CLI's own per-result figures when it has them,
 	// else the difference of its cumulative ones, else the turn's main

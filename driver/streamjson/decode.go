@@ -66,6 +66,9 @@ type Result struct {
 	Usage *driver.Usage
 	// SessionCost is the session's cumulative cost (USD), 0 if unknown.
 	SessionCost float64
+	// RateLimit is Claude's rate_limit_info that rejected the turn (an
+	// error after a rejected rate_limit_event), nil otherwise.
+	RateLimit json.RawMessage `json:",omitempty"`
 }
 
 // ControlRequest is a request from the agent.

@@ -244,3 +244,39 @@ func TestDecodeFileWrites(t *testing.T) {
 		})
 	}
 }
+
+// A turn that ends on an error after a rejected rate_limit_event (the
+// claude CLI at its usage limit; claude-agent-sdk 0.101.0's
+// SDKRateLimitEvent) carries that rate_limit_info, which says when the
+// limit resets; one that an allowed event followed, or a success, does
+// not.
+func TestDecodeRateLimitRejection(t *testing.T) {
+	const rejected = `{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1796652000,"rateLimitType":"five_hour"},"uuid":"u","session_id":"s"}`
+	const allowed = `{"type":"rate_limit_event","rate_limit_info":{"status":"allowed"},"uuid":"u","session_id":"s"}`
+	const failed = `{"type":"result","subtype":"success","is_error":true,"terminal_reason":"api_error","api_error_status":429,"result":"You've hit your limit · resets 3pm"}`
+	const ok = `{"type":"result","subtype":"success","is_error":false,"stop_reason":"end_turn"}`
+	tests := []struct {
+		name  string
+		lines []string
+		want  bool
+	}{
+		{"rejected then error", []string{rejected, failed}, true},
+		{"allowed again", []string{rejected, allowed, failed}, false},
+		{"rejected then success", []string{rejected, ok}, false},
+		{"error alone", []string{failed}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDecoder(DialectClaude)
+			var r *Result
+			for _, l := range tt.lines {
+				if f := d.decode([]byte(l)); f.Result != nil {
+					r = f.Result
+				}
+			}
+			if r == nil || (r.RateLimit != nil) != tt.want {
+				t.Fatalf("result %+v, want rate limit %v", r, tt.want)
+			}
+		})
+	}
+}

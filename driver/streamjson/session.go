@@ -45,7 +45,13 @@ type TurnError struct {
 	TerminalReason string
 	APIErrorStatus int
 	Message        string
+	// RateLimit is the rate_limit_info that rejected the turn, if any.
+	RateLimit json.RawMessage
 }
+
+// RateLimitInfo is the rate_limit_info that rejected the turn (nil: none),
+// for quota.FromError.
+func (e *TurnError) RateLimitInfo() json.RawMessage { return e.RateLimit }
 
 func (e *TurnError) Error() string {
 	var b strings.Builder
@@ -668,7 +674,7 @@ func (s *Session) turnResult(r *Result) (driver.TurnResult, error) {
 	res := driver.TurnResult{StopReason: r.StopReason, Usage: r.Usage}
 	if r.IsError {
 		return res, &TurnError{Dialect: s.d.Name, Subtype: r.Subtype, TerminalReason: r.TerminalReason,
-			APIErrorStatus: r.APIErrorStatus, Message: r.Message}
+			APIErrorStatus: r.APIErrorStatus, Message: r.Message, RateLimit: r.RateLimit}
 	}
 	return res, nil
 }

@@ -56,6 +56,7 @@ const (
   {"text":"Created hello.txt."}],"default":{"text":"Done."}}`
 	slowScript  = `{"turns":[{"text":"this answer takes a very long time","delay":120}],"default":{"text":"late"}}`
 	errorScript = `{"turns":[{"error":500,"message":"scripted failure"}],"default":{"error":500,"message":"scripted failure"}}`
+	limitScript = `{"limit":{"until":"2099-01-01T00:00:00Z"},"turns":[{"text":"never"}]}`
 )
 
 // claudeRun is a tai run of the real claude CLI over stream-json.
@@ -154,6 +155,15 @@ func TestClaude(t *testing.T) {
 			checks: []check{func(t *testing.T, w *world, o outcome) {
 				if r := w.result(o); !strings.Contains(r.Error, "is_error") && !strings.Contains(r.Error, "reported an error") {
 					t.Errorf("error = %q, want the CLI's reported error", r.Error)
+				}
+			}}},
+		// The account at its limit: the model answers Anthropic's 429
+		// rate_limit_error until 2099 (CLAUDE_CODE_MAX_RETRIES=0: the CLI
+		// does not retry), and the run parks (exit 75) with the session.
+		{name: "usage-limit", script: limitScript, env: []string{"CLAUDE_CODE_MAX_RETRIES=0"}, args: []string{"--output", "json", "hit the limit"}, code: 75, status: "parked",
+			checks: []check{func(t *testing.T, w *world, o outcome) {
+				if !strings.Contains(o.stdout, `"parked": {`) || !strings.Contains(o.stdout, `"account": {`) {
+					t.Errorf("no parked details:\n%s", tailStr(o.stdout, 3000))
 				}
 			}}},
 		{name: "max-turns", script: writeScript, cliArgs: []string{"--max-turns", "1"}, args: []string{"--approve", "all", "--output", "json", "create hello.txt"},

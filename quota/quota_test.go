@@ -1,0 +1,177 @@
+package quota
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/jsonrpc"
+)
+
+// now is a fixed Monday 10:00 UTC.
+var now = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+
+func TestParseReset(t *testing.T) {
+	paris, _ := time.LoadLocation("Europe/Paris")
+	tests := []struct {
+		name, text string
+		want       time.Time
+		ok         bool
+	}{
+		{"retry-after seconds", "120", now.Add(2 * time.Minute), true},
+		{"retry-after date", "Mon, 07 Dec 2026 11:30:00 GMT", time.Date(2026, 12, 7, 11, 30, 0, 0, time.UTC), true},
+		{"unix seconds", "1796644800", time.Unix(1796644800, 0).UTC(), true},
+		{"rfc3339", "quota resets at 2026-12-07T12:00:00Z.", time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC), true},
+		{"in h m", "Please try again in 2h 5m.", now.Add(2*time.Hour + 5*time.Minute), true},
+		{"in words", "Rate limit reached. Please try again in 1 hour and 30 minutes", now.Add(90 * time.Minute), true},
+		{"in seconds", "Please retry in 7.5s.", now.Add(7500 * time.Millisecond), true},
+		// Claude CLI usage limit text (claude-agent-sdk 0.101.0 prefix "You've hit your").
+		{"claude resets pm zone", "You've hit your limit · resets 3pm (Europe/Paris)", time.Date(2026, 12, 7, 15, 0, 0, 0, paris), true},
+		{"claude resets earlier today is tomorrow", "You've hit your limit · resets 9am", time.Date(2026, 12, 8, 9, 0, 0, 0, time.UTC), true},
+		// codex-acp 0.16.0: "You've hit your usage limit. … Try again at …".
+		{"codex try again at", "You've hit your usage limit. Try again at 3:15 PM.", time.Date(2026, 12, 7, 15, 15, 0, 0, time.UTC), true},
+		{"24h clock", "resets at 18:30", time.Date(2026, 12, 7, 18, 30, 0, 0, time.UTC), true},
+		{"bare hour is no time", "resets 3", time.Time{}, false},
+		{"nothing", "the model is overloaded", time.Time{}, false},
+		{"empty", "", time.Time{}, false},
+		{"bad hour", "resets 13pm", time.Time{}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ParseReset(tt.text, now)
+			if ok != tt.ok || !got.Equal(tt.want) {
+				t.Fatalf("ParseReset(%q) = %v, %v; want %v, %v", tt.text, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+func rpcErr(code int, msg string, data any) error {
+	e := &jsonrpc.Error{Code: code, Message: msg}
+	if data != nil {
+		e.Data, _ = json.Marshal(data)
+	}
+	return fmt.Errorf("session/prompt: %w", e)
+}
+
+func TestFromError(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		ok     bool
+		kind   Kind
+		source string
+		resets time.Time
+	}{
+		// claude-agent-acp 0.101.0: RequestError.internalError({errorKind}, result text).
+		{"claude-agent-acp rate_limit", rpcErr(-32603, "Internal error: You've hit your limit · resets 3pm (UTC)", map[string]any{"errorKind": "rate_limit"}),
+			true, KindUsage, "acp_error", time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC)},
+		// What tai's ACP driver makes of it.
+		{"driver remote error", &driver.RemoteError{Method: "session/prompt", Code: -32603, Message: "Internal error: You've hit your limit · resets 3pm (UTC)", Data: json.RawMessage(`{"errorKind":"rate_limit"}`)},
+			true, KindUsage, "acp_error", time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC)},
+		// The ACP quotas RFD draft: quotaExceeded with resetsAt.
+		{"rfd quotaExceeded", rpcErr(-32000, "Quota exceeded", map[string]any{"type": "quotaExceeded", "resetsAt": "2026-12-07T11:00:00Z"}),
+			true, KindUsage, "quota_exceeded", time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)},
+		{"retryAfter seconds", rpcErr(-32603, "Internal error", map[string]any{"errorKind": "rate_limit", "retryAfter": 60}),
+			true, KindRate, "acp_error", now.Add(time.Minute)},
+		// qwen/gemini forward the provider's error text.
+		{"gemini text", rpcErr(-32603, "Internal error", map[string]any{"details": "[429 Too Many Requests] RESOURCE_EXHAUSTED: Quota exceeded for quota metric 'Generate Content API requests per minute'"}),
+			true, KindUsage, "acp_error", time.Time{}},
+		{"openai text", rpcErr(-32603, "429 Rate limit reached for gpt-4o. Please try again in 20s.", nil),
+			true, KindRate, "acp_error", now.Add(20 * time.Second)},
+		{"plain error text", errors.New("You've hit your usage limit. Try again at 3:15 PM."), true, KindUsage, "text", time.Date(2026, 12, 7, 15, 15, 0, 0, time.UTC)},
+		{"not a limit", rpcErr(-32603, "Internal error: boom", map[string]any{"errorKind": "server_error"}), false, "", "", time.Time{}},
+		{"a number is not 429", errors.New("wrote 14290 bytes"), false, "", "", time.Time{}},
+		{"odd data", rpcErr(-32603, "Internal error", []int{1, 2}), false, "", "", time.Time{}},
+		{"nil", nil, false, "", "", time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, ok := FromError(tt.err, now)
+			if ok != tt.ok {
+				t.Fatalf("FromError ok = %v, want %v (%+v)", ok, tt.ok, l)
+			}
+			if !ok {
+				return
+			}
+			if l.Kind != tt.kind || l.Source != tt.source || !l.ResetsAt.Equal(tt.resets) {
+				t.Fatalf("FromError = %+v; want kind %s source %s resets %v", l, tt.kind, tt.source, tt.resets)
+			}
+		})
+	}
+}
+
+func TestFromErrorKeepsLimit(t *testing.T) {
+	want := Limit{Kind: KindRate, Source: "text"}
+	err := fmt.Errorf("turn: %w", &Error{Limit: want})
+	if got, ok := FromError(err, now); !ok || got != want {
+		t.Fatalf("FromError = %+v, %v", got, ok)
+	}
+}
+
+func TestFromRateLimitInfo(t *testing.T) {
+	tests := []struct {
+		name, raw string
+		ok        bool
+		resets    time.Time
+	}{
+		// claude-agent-sdk 0.101.0 SDKRateLimitInfo: resetsAt in Unix seconds.
+		{"rejected", `{"status":"rejected","resetsAt":1796652000,"rateLimitType":"five_hour"}`, true, time.Unix(1796652000, 0).UTC()},
+		{"warning", `{"status":"allowed_warning","resetsAt":1796652000}`, false, time.Time{}},
+		{"garbage", `[`, false, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, ok := FromRateLimitInfo(json.RawMessage(tt.raw), now)
+			if ok != tt.ok || !l.ResetsAt.Equal(tt.resets) {
+				t.Fatalf("got %+v, %v", l, ok)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	tests := []struct {
+		attempt int
+		want    time.Duration
+	}{{0, time.Minute}, {1, 2 * time.Minute}, {3, 8 * time.Minute}, {10, time.Hour}, {1000, time.Hour}}
+	for _, tt := range tests {
+		if got := Backoff(tt.attempt, time.Minute, time.Hour); got != tt.want {
+			t.Errorf("Backoff(%d) = %v, want %v", tt.attempt, got, tt.want)
+		}
+	}
+}
+
+func TestAccountOf(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".codex/auth.json"), []byte(`{"token":"s3cret"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := Credentials{Env: []string{"OPENAI_API_KEY"}, Files: []string{".codex/auth.json", ".codex/missing"}}
+	a := AccountOf("codex", c, []string{"OPENAI_API_KEY=sk-one"}, home)
+	b := AccountOf("codex", c, []string{"OPENAI_API_KEY=sk-two"}, home)
+	same := AccountOf("codex", c, []string{"OPENAI_API_KEY=sk-one"}, home)
+	none := AccountOf("codex", c, nil, "")
+	if a.ID == b.ID || a.ID != same.ID || !strings.HasPrefix(a.ID, "sha256:") {
+		t.Fatalf("ids: %s %s %s", a.ID, b.ID, same.ID)
+	}
+	if none.ID != "none" {
+		t.Fatalf("no credentials: %+v", none)
+	}
+	js, _ := json.Marshal(a)
+	if strings.Contains(string(js), "sk-one") || strings.Contains(string(js), "s3cret") {
+		t.Fatalf("the account shows a secret: %s", js)
+	}
+	if got := strings.Join(a.From, ","); got != "$OPENAI_API_KEY,~/.codex/auth.json" {
+		t.Fatalf("from = %s", got)
+	}
+}
