@@ -195,10 +195,13 @@ func Resolve(s Spec) (Resolved, error) {
 	if len(s.Env) > 0 || s.BaseEnv != nil {
 		o.Env = append(env, s.Env...)
 	}
-	if known, ok := preset.Lookup(a.Preset.Known()); ok && len(known.AskEnv) > 0 {
+	if known, ok := preset.Lookup(a.Preset.Known()); ok && len(known.AskEnv) > 0 && o.Driver != "stream-json" {
 		// In place of the user's own setting of it: a launcher that execs
 		// directly passes duplicates on, and which one a program reads
-		// is its own choice.
+		// is its own choice. Not for a one-shot stream-json run: it has
+		// no channel to ask tai on (opencode run rejects what it would
+		// ask), so the agent's own setting stands and tai's sandbox
+		// confines what it does.
 		if o.Env == nil {
 			o.Env = env
 		}

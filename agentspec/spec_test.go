@@ -69,6 +69,16 @@ func TestResolve(t *testing.T) {
 				t.Errorf("argv %q model %q: want -m gemini-2.5-flash last, and no model config option to set", o.Argv, o.Model)
 			}
 		}},
+		{name: "opencode is made to ask where it can ask tai", spec: Spec{Agent: Agent{Name: "opencode"}}, check: func(t *testing.T, r Resolved) {
+			if !slices.ContainsFunc(r.Options.Env, func(kv string) bool { return strings.HasPrefix(kv, "OPENCODE_PERMISSION=") }) {
+				t.Errorf("env has no OPENCODE_PERMISSION over ACP")
+			}
+		}},
+		{name: "opencode's one-shot run is not: it cannot ask", spec: Spec{Agent: Agent{Name: "opencode", Command: "opencode run --format json", Driver: "stream-json"}}, check: func(t *testing.T, r Resolved) {
+			if slices.ContainsFunc(r.Options.Env, func(kv string) bool { return strings.HasPrefix(kv, "OPENCODE_PERMISSION=") }) {
+				t.Errorf("stream-json env sets OPENCODE_PERMISSION: opencode run would reject every write")
+			}
+		}},
 		{name: "an A2A URL", spec: Spec{Agent: Agent{Command: "http://127.0.0.1:9/a2a"}}, check: func(t *testing.T, r Resolved) {
 			if r.Options.Driver != "a2a" || r.Options.Agent != "127.0.0.1:9" {
 				t.Errorf("driver %q agent %q", r.Options.Driver, r.Options.Agent)
