@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -442,13 +441,19 @@ func writeCompareDiff(ctx context.Context, w io.Writer, r CompareResult, which s
 			branch[c.Agent] = c.Branch
 		}
 	}
+	// Through worktree's one hardened git: the branches are the agents'
+	// work, and their .gitattributes must run no diff driver.
+	m, err := worktree.Open(ctx, r.Repo)
+	if err != nil {
+		return fmt.Errorf("compare: --diff: %w", err)
+	}
 	gitDiff := func(from, to string) error {
-		cmd := exec.CommandContext(ctx, "git", "-C", r.Repo, "diff", "--no-color", "--no-ext-diff", from, to, "--")
-		cmd.Stdout, cmd.Stderr = w, io.Discard
-		if err := cmd.Run(); err != nil {
+		out, err := m.Git().Run(ctx, m.Repo, "diff", "--no-color", from, to, "--")
+		if err != nil {
 			return fmt.Errorf("compare: --diff: git diff %s %s: %w", from, to, err)
 		}
-		return nil
+		_, err = io.WriteString(w, out)
+		return err
 	}
 	if which == "all" {
 		for _, c := range r.Candidates {
