@@ -207,9 +207,6 @@ func (b *runBuild) resolve(cwd string, addDirs []string) error {
 	}
 	b.res = r
 	o := r.Options
-	if b.tp != nil {
-		b.tp.Root = o.Cwd // the terminal's diffs name files from the workspace
-	}
 	f := b.f
 	o.RunID, o.Sinks = b.o.RunID, b.o.Sinks
 	o.Logger, o.Version, o.Timeout, o.CancelGrace = b.logger, Version, f.Timeout, f.CancelGrace

@@ -37,10 +37,6 @@ type TTYPrompter struct {
 	// the terminal (tai's own output shows it there): it is then not
 	// repeated.
 	Shown func(toolCallID string) bool
-	// Root is the workspace: a diff names its files relative to it. A
-	// question whose context carries its own (WithWorkspace: a fleet's
-	// task, each in its own worktree) uses that one instead.
-	Root string
 	// Hold, if set, takes the terminal for the question's time: chat's
 	// line editor, so that a question asked between turns waits for the
 	// line being typed instead of being written over it.
@@ -104,18 +100,11 @@ func WithWorkspace(ctx context.Context, root string) context.Context {
 }
 
 // WorkspaceOf is the workspace WithWorkspace gave, or "": a relay passes
-// it on with the question.
+// it on with the question. The engine gives its own with every ask, so a
+// prompter's diffs name files from the asking task's workspace.
 func WorkspaceOf(ctx context.Context) string {
 	r, _ := ctx.Value(workspaceKey{}).(string)
 	return r
-}
-
-// rootFor is the workspace a question's diffs are relative to.
-func (p *TTYPrompter) rootFor(ctx context.Context) string {
-	if r := WorkspaceOf(ctx); r != "" {
-		return r
-	}
-	return p.Root
 }
 
 const choices = "  [y] allow once  [a] allow always  [n] deny once  [d] deny always > "
@@ -275,7 +264,7 @@ func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 			fmt.Fprintf(p.Out, "    (the diff of %s is shown above)\n", c.Path)
 			continue
 		}
-		lines, err := render.UnifiedDiff(c, p.rootFor(ctx))
+		lines, err := render.UnifiedDiff(c, WorkspaceOf(ctx))
 		if err != nil {
 			fmt.Fprintf(p.Out, "    %s: %v\n", c.Path, err)
 			continue

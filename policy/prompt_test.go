@@ -254,7 +254,7 @@ func TestTTYPrompterShowsWhatRuns(t *testing.T) {
 func TestSharedPrompterDiffRelativeToEachWorkspace(t *testing.T) {
 	root := t.TempDir()
 	var out strings.Builder
-	p := &TTYPrompter{In: strings.NewReader("n\nn\n"), Out: &out} // no Root: shared
+	p := &TTYPrompter{In: strings.NewReader("n\nn\n"), Out: &out} // shared: each ask carries its workspace
 	mem := NewMemory(ScopeRun)
 	for _, task := range []string{"lint", "docs"} {
 		ws := filepath.Join(root, "wt", task)
