@@ -146,6 +146,28 @@ type fleet struct {
 // ExitCode is the process's: 0, 1 (a task failed), 6 (budget), 7 (merge
 // conflict), 130 (interrupted), 2 (usage).
 func Run(ctx context.Context, o Options) (*State, error) {
+	f, unlock, err := openRun(&o, true, "fleet run %s is already running in another process")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := f.init(ctx); err != nil {
+		return nil, err
+	}
+	st, err := f.run(ctx)
+	if serr := f.st.err(); serr != nil && err == nil {
+		// Nothing was merged after the failed write: what is merged is in
+		// the target, and resume finds it there.
+		err = exitcode.With(exitcode.AgentError, fmt.Errorf("the fleet stopped: its state could not be saved (%w); nothing more was merged after that; free the space, then: tai fleet resume %s", serr, o.RunID))
+	}
+	return st, err
+}
+
+// openRun fills o's defaults, takes the run's lock, and makes the fleet
+// that runs in it, for Run and Pick alike. create makes the run's
+// directory (a new run); busy is the refusal when another process holds
+// the lock (%s: the run id).
+func openRun(o *Options, create bool, busy string) (*fleet, func(), error) {
 	if o.Clock == nil {
 		o.Clock = quartz.NewReal()
 	}
@@ -159,33 +181,24 @@ func Run(ctx context.Context, o Options) (*State, error) {
 		o.writeState = testWriteState
 	}
 	if !worktree.ValidName(o.RunID) {
-		return nil, exitcode.Usagef("invalid run id %q", o.RunID)
+		return nil, nil, exitcode.Usagef("invalid run id %q", o.RunID)
 	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("fleet: %w", err)
+	if create {
+		if err := os.MkdirAll(o.Dir, 0o700); err != nil {
+			return nil, nil, fmt.Errorf("fleet: %w", err)
+		}
 	}
 	lk := flock.New(filepath.Join(o.Dir, "run.lock"))
 	got, err := lk.TryLock()
 	if err != nil {
-		return nil, fmt.Errorf("fleet: %w", err)
+		return nil, nil, fmt.Errorf("fleet: %w", err)
 	}
 	if !got {
-		return nil, exitcode.Usagef("fleet run %s is already running in another process", o.RunID)
+		return nil, nil, exitcode.Usagef(busy, o.RunID)
 	}
-	defer func() { _ = lk.Unlock() }()
-
-	f := &fleet{o: o, clock: o.Clock, log: o.Logger, memory: policy.NewMemory(policy.ScopeRun), done: map[string]chan struct{}{},
+	f := &fleet{o: *o, clock: o.Clock, log: o.Logger, memory: policy.NewMemory(policy.ScopeRun), done: map[string]chan struct{}{},
 		running: map[string]*Task{}, stop: func(error) {}}
-	if err := f.init(ctx); err != nil {
-		return nil, err
-	}
-	st, err := f.run(ctx)
-	if serr := f.st.err(); serr != nil && err == nil {
-		// Nothing was merged after the failed write: what is merged is in
-		// the target, and resume finds it there.
-		err = exitcode.With(exitcode.AgentError, fmt.Errorf("the fleet stopped: its state could not be saved (%w); nothing more was merged after that; free the space, then: tai fleet resume %s", serr, o.RunID))
-	}
-	return st, err
+	return f, func() { _ = lk.Unlock() }, nil
 }
 
 func (f *fleet) init(ctx context.Context) error {

@@ -3,17 +3,10 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sort"
-
-	"log/slog"
-
-	"github.com/coder/quartz"
-	"github.com/gofrs/flock"
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
-	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -24,30 +17,12 @@ import (
 // branches stay until tai worktree gc. o needs RunID and Audit (the run's
 // log, continued).
 func Pick(ctx context.Context, o Options, task string) (*State, error) {
-	if o.Clock == nil {
-		o.Clock = quartz.NewReal()
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Dir == "" {
-		o.Dir = RunDir(o.RunID)
-	}
-	if !worktree.ValidName(o.RunID) {
-		return nil, exitcode.Usagef("invalid run id %q", o.RunID)
-	}
-	lk := flock.New(filepath.Join(o.Dir, "run.lock"))
-	got, err := lk.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("fleet: %w", err)
-	}
-	if !got {
-		return nil, exitcode.Usagef("run %s is still running: pick once it ends", o.RunID)
-	}
-	defer func() { _ = lk.Unlock() }()
 	o.Resume = true
-	f := &fleet{o: o, clock: o.Clock, log: o.Logger, memory: policy.NewMemory(policy.ScopeRun), done: map[string]chan struct{}{},
-		running: map[string]*Task{}, stop: func(error) {}}
+	f, unlock, err := openRun(&o, false, "run %s is still running: pick once it ends")
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := f.load(); err != nil {
 		return nil, err
 	}
