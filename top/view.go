@@ -277,30 +277,26 @@ func Match(filter string, fields ...string) bool {
 	return false
 }
 
-func filterQueue(q []Item, filter string) []Item {
+// filtered keeps the xs whose fields match filter (all, for none).
+func filtered[T any](xs []T, filter string, fields func(T) []string) []T {
 	if filter == "" {
-		return q
+		return xs
 	}
-	var out []Item
-	for _, it := range q {
-		if Match(filter, it.Agent, it.Task, it.Run, string(it.Chip), it.Status) {
-			out = append(out, it)
+	var out []T
+	for _, x := range xs {
+		if Match(filter, fields(x)...) {
+			out = append(out, x)
 		}
 	}
 	return out
 }
 
+func filterQueue(q []Item, filter string) []Item {
+	return filtered(q, filter, func(it Item) []string { return []string{it.Agent, it.Task, it.Run, string(it.Chip), it.Status} })
+}
+
 func filterRows(rows []Row, filter string) []Row {
-	if filter == "" {
-		return rows
-	}
-	var out []Row
-	for _, r := range rows {
-		if Match(filter, r.agent(), r.taskID(), r.Run, r.state()) {
-			out = append(out, r)
-		}
-	}
-	return out
+	return filtered(rows, filter, func(r Row) []string { return []string{r.agent(), r.taskID(), r.Run, r.state()} })
 }
 
 // KeyMap is the help screen (?): every key of the list and the peeks.
