@@ -20,6 +20,7 @@ import (
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/internal/cut"
 	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/worktree"
@@ -412,7 +413,7 @@ func writeCompareTable(w io.Writer, r CompareResult) {
 			status += ": " + c.Reason
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t+%d -%d\t%d\t%.4g\t%s\t%d\t%s\n", safetext.Line(c.Agent), check, c.Files, c.Insertions, c.Deletions,
-			c.Tokens, c.Cost, (time.Duration(c.ElapsedMS) * time.Millisecond).Round(100*time.Millisecond), c.Denials, safetext.Line(truncateText(status, 60)))
+			c.Tokens, c.Cost, (time.Duration(c.ElapsedMS) * time.Millisecond).Round(100*time.Millisecond), c.Denials, safetext.Line(cut.End(status, 61)))
 	}
 	_ = tw.Flush()
 	switch {
@@ -423,13 +424,6 @@ func writeCompareTable(w io.Writer, r CompareResult) {
 	default:
 		fmt.Fprintf(w, "best: none (%s)\n", r.Why)
 	}
-}
-
-func truncateText(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // writeCompareDiff writes each candidate's diff against the base

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"io"
 
-	"charm.land/lipgloss/v2"
+	"github.com/tai-dev/tai/internal/cut"
 )
 
 // fitTerminal is where a command's table goes: on a terminal, each line
@@ -55,13 +55,8 @@ func (f *lineFitter) flush() error {
 // fitLine cuts s to w display columns, its last one "…" when cut. The last
 // column is left empty: a line that fills it wraps on some terminals.
 func fitLine(s string, w int) string {
-	w--
-	if w <= 0 || lipgloss.Width(s) <= w {
+	if w <= 1 {
 		return s
 	}
-	r := []rune(s)
-	for len(r) > 0 && lipgloss.Width(string(r))+1 > w {
-		r = r[:len(r)-1]
-	}
-	return string(r) + "…"
+	return cut.End(s, w-1)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/coder/quartz"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/internal/cut"
 )
 
 // The status line: on a terminal, while the agent is silent in a turn, a
@@ -109,7 +110,7 @@ func activityOf(ev driver.Event) string {
 		}
 		return "writing"
 	case driver.EventToolCall:
-		return "tool: " + cutLine(ev.ToolCall.Title, 50)
+		return "tool: " + cut.End(ev.ToolCall.Title, 50)
 	case driver.EventUsage:
 		if u := ev.Usage; u.ContextUsed > 0 {
 			return fmt.Sprintf("%d tokens", u.ContextUsed)
@@ -118,14 +119,6 @@ func activityOf(ev driver.Event) string {
 		return "planning"
 	}
 	return ""
-}
-
-func cutLine(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }
 
 // TurnStarted starts the status line's clock for a turn whose prompt was

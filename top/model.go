@@ -12,6 +12,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/feed"
+	"github.com/tai-dev/tai/internal/cut"
 	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/policy"
 )
@@ -305,16 +306,16 @@ func (m *Model) Screen() string {
 	case modeKeys:
 		return KeyMap(m.width, m.color)
 	case modePeek:
-		return Peek(m.peek, m.in, m.now(), m.width, m.color) + "\n" + clip(m.status, m.width)
+		return Peek(m.peek, m.in, m.now(), m.width, m.color) + "\n" + cut.End(m.status, m.width)
 	case modeFollow:
 		lines := m.follow
 		if n := m.height - 2; n > 0 && len(lines) > n {
 			lines = lines[len(lines)-n:]
 		}
 		var b strings.Builder
-		b.WriteString(clip(m.followTitle, m.width) + "\n")
+		b.WriteString(cut.End(m.followTitle, m.width) + "\n")
 		for _, l := range lines {
-			b.WriteString(clip(l, m.width) + "\n")
+			b.WriteString(cut.End(l, m.width) + "\n")
 		}
 		return b.String()
 	}
@@ -323,7 +324,7 @@ func (m *Model) Screen() string {
 	if m.mode == modeFilter {
 		status = "filter (agent, task, fleet, status): " + safetext.Line(m.filter) + "█ · enter keep · esc clear"
 	}
-	return s + "\n" + clip(status, m.width)
+	return s + "\n" + cut.End(status, m.width)
 }
 
 // View implements tea.Model.

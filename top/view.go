@@ -16,6 +16,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/feed"
+	"github.com/tai-dev/tai/internal/cut"
 	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/render"
 )
@@ -177,23 +178,8 @@ func newStyles(color bool) styles {
 	return s
 }
 
-// clip cuts s to w display columns.
-func clip(s string, w int) string {
-	if w <= 0 {
-		return ""
-	}
-	if lipgloss.Width(s) <= w {
-		return s
-	}
-	r := []rune(s)
-	for len(r) > 0 && lipgloss.Width(string(r))+1 > w {
-		r = r[:len(r)-1]
-	}
-	return string(r) + "…"
-}
-
 func pad(s string, w int) string {
-	s = clip(s, w)
+	s = cut.End(s, w)
 	return s + strings.Repeat(" ", max(w-lipgloss.Width(s), 0))
 }
 
@@ -238,12 +224,12 @@ func Frame(runs []feed.State, o Opts) string {
 	if o.Filter != "" {
 		title += fmt.Sprintf(" · filter %q: %d of %d shown", o.Filter, len(q)+len(rows), len(allQ)+len(allRows))
 	}
-	f.b = append(f.b, f.st.title.Render(clip(title, width)))
+	f.b = append(f.b, f.st.title.Render(cut.End(title, width)))
 	f.queue(q)
 	f.b = append(f.b, "")
 	f.sessions(runs, rows)
 	if len(runs) == 0 {
-		f.b = append(f.b, f.st.dim.Render(clip("no tai is running on this machine (tai run, tai fleet run and tai chat show up here)", width)))
+		f.b = append(f.b, f.st.dim.Render(cut.End("no tai is running on this machine (tai run, tai fleet run and tai chat show up here)", width)))
 	}
 	help := "↑/↓ select · enter peek · y once · a always (run) · f always (fleet) · n deny · l follow · / filter · ? keys · q quit"
 	if width < 120 {
@@ -258,7 +244,7 @@ func Frame(runs []feed.State, o Opts) string {
 			b = b[:o.Height-1]
 		}
 	}
-	b = append(b, f.st.dim.Render(clip(help, width)))
+	b = append(b, f.st.dim.Render(cut.End(help, width)))
 	return strings.Join(b, "\n")
 }
 
@@ -320,15 +306,15 @@ func KeyMap(width int, color bool) string {
 		{" ", "ctrl+d decline, ctrl+x cancel"},
 		{"in a URL", "a accept, d decline, c cancel"},
 	}
-	b := []string{st.title.Render(clip("tai top · keys", width)), ""}
+	b := []string{st.title.Render(cut.End("tai top · keys", width)), ""}
 	for _, k := range keys {
 		if k[0] == "" {
 			b = append(b, "")
 			continue
 		}
-		b = append(b, clip(fmt.Sprintf("  %-14s %s", k[0], k[1]), width))
+		b = append(b, cut.End(fmt.Sprintf("  %-14s %s", k[0], k[1]), width))
 	}
-	b = append(b, "", st.dim.Render(clip("esc or ? back · q quit", width)))
+	b = append(b, "", st.dim.Render(cut.End("esc or ? back · q quit", width)))
 	return strings.Join(b, "\n")
 }
 
@@ -349,7 +335,7 @@ func (f *frame) item(s string) {
 	if selected {
 		cursor = "▸ " // visible without colour too
 	}
-	s = clip(cursor+s, f.width)
+	s = cut.End(cursor+s, f.width)
 	if selected {
 		s = f.st.sel.Render(s)
 	}
@@ -362,7 +348,7 @@ func (f *frame) queue(q []Item) {
 	if len(q) == 0 {
 		return
 	}
-	f.b = append(f.b, "", f.st.head.Render(clip("  ATTENTION (oldest first)", f.width)))
+	f.b = append(f.b, "", f.st.head.Render(cut.End("  ATTENTION (oldest first)", f.width)))
 	for _, it := range q {
 		chip := fmt.Sprintf("%-8s", it.Chip)
 		if cs, ok := f.st.chips[it.Chip]; ok && f.idx != f.sel {
@@ -407,7 +393,7 @@ func layoutFor(width int) layout {
 // line names it, counts its tasks and gives its budget.
 func (f *frame) sessions(runs []feed.State, rows []Row) {
 	lo := layoutFor(f.width)
-	f.b = append(f.b, f.st.head.Render(clip("  "+lo.header(), f.width)))
+	f.b = append(f.b, f.st.head.Render(cut.End("  "+lo.header(), f.width)))
 	for _, r := range runs {
 		var mine []Row
 		for _, row := range rows {
@@ -418,9 +404,9 @@ func (f *frame) sessions(runs []feed.State, rows []Row) {
 		if len(mine) == 0 && len(rows) > 0 {
 			continue // filtered out
 		}
-		f.b = append(f.b, f.st.dim.Render(clip("  "+groupLine(r), f.width)))
+		f.b = append(f.b, f.st.dim.Render(cut.End("  "+groupLine(r), f.width)))
 		if r.Budget != nil {
-			f.b = append(f.b, clip("     budget: "+budgetLine(*r.Budget), f.width))
+			f.b = append(f.b, cut.End("     budget: "+budgetLine(*r.Budget), f.width))
 		}
 		for _, row := range mine {
 			f.item(lo.line(row, f.now))
@@ -468,7 +454,7 @@ func (lo layout) header() string {
 // cols lays out one line's cells in the layout's columns.
 func (lo layout) cols(agent, task, state, driver, model, el, tok, cost, diff, last, where, activity string) string {
 	var b strings.Builder
-	b.WriteString(pad(agent, 12) + " " + pad(clipMiddle(task, lo.task), lo.task) + " " + pad(state, 8) + " ")
+	b.WriteString(pad(agent, 12) + " " + pad(cut.Middle(task, lo.task), lo.task) + " " + pad(state, 8) + " ")
 	if lo.driver {
 		b.WriteString(pad(driver, 6) + " ")
 	}
@@ -484,7 +470,7 @@ func (lo layout) cols(agent, task, state, driver, model, el, tok, cost, diff, la
 	}
 	fmt.Fprintf(&b, "%5s ", last)
 	if lo.worktree > 0 {
-		b.WriteString(pad(clipLeft(where, lo.worktree), lo.worktree) + " ")
+		b.WriteString(pad(cut.Start(where, lo.worktree), lo.worktree) + " ")
 	}
 	b.WriteString(" " + activity)
 	return strings.TrimRight(b.String(), " ")
@@ -530,37 +516,6 @@ func (lo layout) line(r Row, now time.Time) string {
 		fmt.Sprintf("+%d/-%d", s.Added, s.Removed), age(now, s.LastEvent), where, s.Activity)
 }
 
-// clipMiddle cuts s to w columns in its middle: tasks named alike
-// (frontend-login, frontend-logout) differ at their ends.
-func clipMiddle(s string, w int) string {
-	if lipgloss.Width(s) <= w || w < 5 {
-		return clip(s, w)
-	}
-	r := []rune(s)
-	if len(r) != lipgloss.Width(s) { // wide runes: cut at the end
-		return clip(s, w)
-	}
-	head := (w - 1) / 2
-	tail := w - 1 - head
-	return string(r[:head]) + "…" + string(r[len(r)-tail:])
-}
-
-// clipLeft cuts s to w columns from the left: a path's end (the worktree's
-// own directory) is what tells it from the others.
-func clipLeft(s string, w int) string {
-	if w <= 0 {
-		return ""
-	}
-	if lipgloss.Width(s) <= w {
-		return s
-	}
-	r := []rune(s)
-	for len(r) > 0 && lipgloss.Width(string(r))+1 > w {
-		r = r[1:]
-	}
-	return "…" + string(r)
-}
-
 func shortRun(r string) string {
 	if len(r) > 12 {
 		return "…" + r[len(r)-6:]
@@ -576,7 +531,7 @@ func Peek(it Item, in Input, now time.Time, width int, color bool) string {
 	var b []string
 	add := func(s string) {
 		for _, l := range strings.Split(s, "\n") {
-			b = append(b, clip(l, width))
+			b = append(b, cut.End(l, width))
 		}
 	}
 	who := it.Run
