@@ -195,20 +195,18 @@ func Resolve(s Spec) (Resolved, error) {
 	if len(s.Env) > 0 || s.BaseEnv != nil {
 		o.Env = append(env, s.Env...)
 	}
-	if known, ok := preset.Lookup(a.Preset.Known()); ok && len(known.AskEnv) > 0 && o.Driver != "stream-json" {
+	if known, ok := preset.Lookup(a.Preset.Known()); ok && len(known.AskEnv[o.Driver]) > 0 {
 		// In place of the user's own setting of it: a launcher that execs
 		// directly passes duplicates on, and which one a program reads
-		// is its own choice. Not for a one-shot stream-json run: it has
-		// no channel to ask tai on (opencode run rejects what it would
-		// ask), so the agent's own setting stands and tai's sandbox
-		// confines what it does.
+		// is its own choice.
+		ask := known.AskEnv[o.Driver]
 		if o.Env == nil {
 			o.Env = env
 		}
 		o.Env = append(slices.DeleteFunc(o.Env, func(kv string) bool {
 			k, _, _ := strings.Cut(kv, "=")
-			return slices.ContainsFunc(known.AskEnv, func(a string) bool { return strings.HasPrefix(a, k+"=") })
-		}), known.AskEnv...)
+			return slices.ContainsFunc(ask, func(a string) bool { return strings.HasPrefix(a, k+"=") })
+		}), ask...)
 	}
 	if r.Policy, r.NonInteractive, err = loadPolicy(s.Policy); err != nil {
 		return r, stageErr(StagePolicy, err)

@@ -41,12 +41,14 @@ type Preset struct {
 	// for the result's and tai doctor's confinement. codex's (bubblewrap)
 	// cannot start under tai's: Landlock forbids the mounts it makes.
 	OwnSandbox string `json:"own_sandbox,omitempty"`
-	// AskEnv is the environment that makes an agent without session
-	// modes ask before it edits or runs a command, where its own default
-	// is to ask nothing: tai sets it on every launch (over the user's
-	// variable of that name), so that tai's policy decides those calls,
-	// as the starting-mode rule makes agents with modes ask.
-	AskEnv []string `json:"ask_env,omitempty"`
+	// AskEnv is, by driver, the environment that makes an agent without
+	// session modes ask before it edits or runs a command, where its own
+	// default is to ask nothing: tai sets it on every launch with that
+	// driver (over the user's variable of that name), so that tai's
+	// policy decides those calls, as the starting-mode rule makes agents
+	// with modes ask. Only drivers whose asks reach tai have one: an agent
+	// run one-shot with no way to ask would refuse what it would ask.
+	AskEnv map[string][]string `json:"ask_env,omitempty"`
 	// Kind is the known agent a custom command runs (Recognize): its
 	// state directories, config files, modes and quirks are that preset's.
 	Kind string `json:"kind,omitempty"`
@@ -106,6 +108,9 @@ const copilotModes = "https://agentclientprotocol.com/protocol/session-modes#"
 
 // streamJSON is the stream-json driver's name (package driver/streamjson).
 const streamJSON = "stream-json"
+
+// opencodeAsks makes opencode ask before edits, commands and fetches.
+var opencodeAsks = []string{`OPENCODE_PERMISSION={"edit":"ask","bash":"ask","webfetch":"ask"}`}
 
 // ptyDriver is the PTY driver's name (package driver/pty): the agent's
 // interactive TUI, driven through a pseudo-terminal.
@@ -167,7 +172,8 @@ func All() []Preset {
 			Fallback: []string{"npx", "-y", "opencode-ai", "acp"}, Package: "opencode-ai",
 			// opencode has no ACP modes, and by default asks for nothing;
 			// OPENCODE_PERMISSION is merged over its config's permissions.
-			AskEnv:  []string{`OPENCODE_PERMISSION={"edit":"ask","bash":"ask","webfetch":"ask"}`},
+			// Not for `opencode run` (stream-json): it has no way to ask.
+			AskEnv:  map[string][]string{"acp": opencodeAsks, ptyDriver: opencodeAsks},
 			Drivers: map[string][]string{streamJSON: {"opencode", "run", "--format", "json"}, ptyDriver: {"opencode"}}},
 		{Name: "copilot", Description: "GitHub Copilot CLI", Driver: "acp", Binary: "copilot", Args: []string{"--acp", "--stdio"},
 			Fallback: []string{"npx", "-y", "@github/copilot", "--acp", "--stdio"}, Package: "@github/copilot",
