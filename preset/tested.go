@@ -195,7 +195,7 @@ func (p Preset) InstalledVersion(path string) (string, bool) {
 // packageVersion is the version in the package.json at path when it is
 // the named package's.
 func packageVersion(path, name string) (string, bool) {
-	b, err := readlimit.ReadFile(path, maxPackageJSON)
+	b, err := readlimit.ReadRegularFile(path, maxPackageJSON)
 	if err != nil {
 		return "", false
 	}

@@ -3,10 +3,11 @@ package quota
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/tai-dev/tai/internal/readlimit"
 )
 
 // Credentials are where an agent keeps what identifies its account: the
@@ -30,7 +31,8 @@ type Account struct {
 }
 
 // AccountOf identifies agent's account from the credentials it reads, as
-// set in env (KEY=VALUE) and under home. Unreadable files count as absent.
+// set in env (KEY=VALUE) and under home. Unreadable files count as absent,
+// as do a FIFO or device in a file's place (the agent writes its state).
 func AccountOf(agent string, c Credentials, env []string, home string) Account {
 	h := sha256.New()
 	var from []string
@@ -46,7 +48,7 @@ func AccountOf(agent string, c Credentials, env []string, home string) Account {
 		if home == "" {
 			break
 		}
-		b, err := os.ReadFile(filepath.Join(home, f))
+		b, err := readlimit.ReadRegularFile(filepath.Join(home, f), readlimit.Config)
 		if err != nil {
 			continue
 		}

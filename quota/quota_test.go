@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -173,5 +174,28 @@ func TestAccountOf(t *testing.T) {
 	}
 	if got := strings.Join(a.From, ","); got != "$OPENAI_API_KEY,~/.codex/auth.json" {
 		t.Fatalf("from = %s", got)
+	}
+}
+
+// The agent writes its own state, credentials included: a FIFO it put in
+// a credentials file's place counts as absent at once; reading it would
+// block tai's next run before it starts.
+func TestAccountOfIgnoresAFIFO(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(home, ".codex", "auth.json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan Account, 1)
+	go func() { done <- AccountOf("codex", Credentials{Files: []string{".codex/auth.json"}}, nil, home) }()
+	select {
+	case a := <-done:
+		if a.ID != "none" || len(a.From) != 0 {
+			t.Errorf("account %+v: a FIFO is no credential", a)
+		}
+	case <-time.After(time.Minute): // a hang guard only
+		t.Fatal("AccountOf blocked on a FIFO")
 	}
 }

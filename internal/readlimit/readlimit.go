@@ -1,7 +1,8 @@
 // Package readlimit reads the files tai reads for itself (policy and config
 // TOML, --mcp @FILE, plans, scripts) with a size limit, so that a huge or
-// endless file (/dev/zero, a FIFO) is an error at once instead of memory
-// growing until the process is killed.
+// endless file (/dev/zero, a pipe without end) is an error at once instead
+// of memory growing until the process is killed; and the files an agent
+// may have written only when they are regular files (ReadRegularFile).
 package readlimit
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // Limits for the files tai reads. Each is far above any real file of its
@@ -45,6 +47,26 @@ func ReadFile(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	return Read(f, path, max)
+}
+
+// ReadRegularFile is ReadFile for a file an agent may have written (its
+// credentials, an installed package.json): only a regular file is read.
+// A FIFO or device put in its place is refused without blocking, where
+// ReadFile would wait for a writer or read without end.
+func ReadRegularFile(path string, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s): not read", path, fi.Mode().Type())
+	}
 	return Read(f, path, max)
 }
 

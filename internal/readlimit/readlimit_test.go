@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -39,5 +40,40 @@ func TestReadFile(t *testing.T) {
 	}
 	if _, err := ReadFile(filepath.Join(dir, "nope"), 1); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// A file an agent may have written is read only when it is a regular file:
+// a FIFO in its place is refused at once (ReadFile would wait for a
+// writer), a device too (it would read without end), a symlink to a
+// regular file is followed.
+func TestReadRegularFile(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small")
+	if err := os.WriteFile(small, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(small, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		ok         bool
+	}{
+		{"regular", small, true},
+		{"symlink to regular", link, true},
+		{"fifo", fifo, false},
+		{"device", "/dev/zero", false},
+		{"directory", dir, false},
+	} {
+		b, err := ReadRegularFile(tc.path, Config)
+		if tc.ok != (err == nil) || tc.ok && string(b) != "0123456789" {
+			t.Errorf("%s: %q %v", tc.name, b, err)
+		}
 	}
 }
