@@ -41,7 +41,7 @@ func (r *run) startRefused(err error, stderr string) error {
 		return err
 	}
 	home, _ := os.UserHomeDir()
-	msg := startMessage(what, r.sb.Denials(stderr, home))
+	msg := startMessage(what, r.sb.Denials(stderr, home), home)
 	r.col.mu.Lock()
 	r.col.res.Errors = append(r.col.res.Errors, driver.ErrorInfo{Code: StartRefusedCode, Message: msg})
 	r.col.mu.Unlock()
@@ -50,11 +50,19 @@ func (r *run) startRefused(err error, stderr string) error {
 
 // startMessage is what startRefused says: the refused paths, and the
 // flag that opens a directory; --sandbox off when nothing can be named.
-func startMessage(what string, ds []sandbox.Denial) string {
+// The paths are the agent's words: a handful are named, and no directory
+// that would open the whole home (or /, or a top-level one) is offered to
+// the flag, whatever the agent printed.
+func startMessage(what string, ds []sandbox.Denial, home string) string {
+	const most = 5
 	var b strings.Builder
 	fmt.Fprintf(&b, "the agent %s under the sandbox", what)
 	var named, open []string
 	for _, d := range ds {
+		if len(named) == most {
+			named = append(named, fmt.Sprintf("and %d more", len(ds)-most))
+			break
+		}
 		switch {
 		case d.Hidden:
 			named = append(named, d.Path+" (read: a secret path, hidden whatever the flags)")
@@ -62,7 +70,7 @@ func startMessage(what string, ds []sandbox.Denial) string {
 			named = append(named, d.Path+" (write: tai's own files, never the agent's)")
 		default:
 			named = append(named, d.Path+" (write)")
-			if dir := writeRootFor(d.Path); !slices.Contains(open, dir) {
+			if dir := writeRootFor(d.Path); offerable(dir, home) && !slices.Contains(open, dir) {
 				open = append(open, dir)
 			}
 		}
@@ -78,6 +86,22 @@ func startMessage(what string, ds []sandbox.Denial) string {
 	}
 	b.WriteString(" If it needs a directory outside the workspace: --sandbox-write DIR (or write_roots in the policy); --sandbox off as the last resort.")
 	return b.String()
+}
+
+// offerable: dir is narrow enough to offer to --sandbox-write on an
+// agent's word: not /, not a top-level directory, not home nor one above.
+func offerable(dir, home string) bool {
+	dir = filepath.Clean(dir)
+	if strings.Count(dir, "/") < 2 {
+		return false
+	}
+	if home != "" {
+		h := filepath.Clean(home)
+		if dir == h || strings.HasPrefix(h, dir+"/") {
+			return false
+		}
+	}
+	return true
 }
 
 // writeRootFor is the directory to open for a refused path: the path
