@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -305,23 +304,16 @@ func countDenials(path string) map[string]int {
 		return n
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), audit.MaxLineSize)
-	for sc.Scan() {
-		var e struct {
-			Kind string `json:"kind"`
-			Task string `json:"task"`
-			Data struct {
-				Decision string `json:"decision"`
-			} `json:"data"`
+	_ = audit.Read(f, func(_ int, e audit.Entry) error {
+		var d audit.PermissionDecision
+		if e.Kind != audit.KindPermissionDecision || e.Task == "" || json.Unmarshal(e.Data, &d) != nil {
+			return nil
 		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Kind != audit.KindPermissionDecision || e.Task == "" {
-			continue
-		}
-		if d := e.Data.Decision; d != "allow" && d != "cancelled" && d != "" {
+		if d.Decision != "allow" && d.Decision != "cancelled" && d.Decision != "" {
 			n[e.Task]++
 		}
-	}
+		return nil
+	})
 	return n
 }
 

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -52,39 +51,31 @@ func picksIn(path string) []CompareWin {
 	defer f.Close()
 	var out []CompareWin
 	scored := map[string]bool{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), audit.MaxLineSize)
-	for sc.Scan() {
-		var e struct {
-			TS   time.Time `json:"ts"`
-			Kind string    `json:"kind"`
-			Run  string    `json:"run"`
-			Data struct {
-				Event       string      `json:"event"`
-				Task        string      `json:"task"`
-				Detail      string      `json:"detail"`
-				Agent       string      `json:"agent"`
-				Status      string      `json:"status"`
-				Repo        string      `json:"repo"`
-				CheckPassed *bool       `json:"check_passed"`
-				Usage       fleet.Usage `json:"usage"`
-			} `json:"data"`
+	_ = audit.Read(f, func(_ int, e audit.Entry) error {
+		var d struct {
+			Event       string      `json:"event"`
+			Task        string      `json:"task"`
+			Agent       string      `json:"agent"`
+			Status      string      `json:"status"`
+			Repo        string      `json:"repo"`
+			CheckPassed *bool       `json:"check_passed"`
+			Usage       fleet.Usage `json:"usage"`
 		}
-		if json.Unmarshal(sc.Bytes(), &e) != nil || e.Kind != audit.KindFleet {
-			continue
+		if e.Kind != audit.KindFleet || json.Unmarshal(e.Data, &d) != nil {
+			return nil
 		}
-		d := e.Data
 		switch fleet.EventKind(d.Event) {
 		case fleet.EventStarted:
 			scored[d.Task] = true
 		case fleet.EventPicked:
 			if d.Status != string(fleet.StatusMerged) {
-				continue // a pick whose merge failed (its check, a conflict) won nothing
+				return nil // a pick whose merge failed (its check, a conflict) won nothing
 			}
 			out = append(out, CompareWin{Repo: d.Repo, Run: e.Run, Agent: d.Task, Command: d.Agent,
-				CheckPassed: d.CheckPassed, Tokens: d.Usage.Tokens, Cost: d.Usage.Cost, Candidates: len(scored), Time: e.TS})
+				CheckPassed: d.CheckPassed, Tokens: d.Usage.Tokens, Cost: d.Usage.Cost, Candidates: len(scored), Time: e.Time})
 		}
-	}
+		return nil
+	})
 	return out
 }
 

@@ -38,6 +38,7 @@ type compareResult struct {
 		Insertions int    `json:"insertions"`
 		OwnsHeld   *bool  `json:"owns_held"`
 		Tokens     int64  `json:"tokens"`
+		Denials    int    `json:"denials"`
 		Branch     string `json:"branch"`
 	} `json:"candidates"`
 }
@@ -353,5 +354,17 @@ func TestCompareAgentCmd(t *testing.T) {
 	}
 	if c := r.Candidates[candidate(t, r, "cmd2")]; c.Status != "done" || c.Insertions != 2 {
 		t.Errorf("cmd2: %+v", c)
+	}
+}
+
+// Denials are scored from the run's audit log: under the default policy
+// (approve-reads, no terminal) a candidate's write is refused and counted
+// against it, and the one that only reads has none.
+func TestCompareCountsDenials(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	args := scripts(t, pd, map[string]string{"a": writes("x.txt", "one\n"), "b": "steps:\n  - read: README\n  - text: \"read\"\n"})
+	r, _, _ := compare(t, repo, append(args, "do it")...)
+	if a, b := r.Candidates[candidate(t, r, "a")], r.Candidates[candidate(t, r, "b")]; a.Denials != 1 || b.Denials != 0 {
+		t.Fatalf("denials: a %d (want 1), b %d (want 0)\n%+v", a.Denials, b.Denials, r)
 	}
 }
