@@ -67,20 +67,20 @@ type Candidate struct {
 
 // CompareResult is `tai compare -o json`'s document.
 type CompareResult struct {
-	Run        string      `json:"run"`
-	Status     string      `json:"status"` // the fleet's: done | failed | interrupted
-	ExitCode   int         `json:"exit_code"`
-	Repo       string      `json:"repo"`
-	Base       string      `json:"base"`
-	Target     string      `json:"target"`
-	Check      string      `json:"check,omitempty"`
-	Candidates []Candidate `json:"candidates"`
-	Best       string      `json:"best,omitempty"` // by the check, then the smallest diff; "" on a tie or none
-	Why        string      `json:"why"`            // how best was chosen, or why none was
-	Picked     string      `json:"picked,omitempty"`
-	State      string      `json:"state"`
-	Audit      string      `json:"audit"`
-	Error      string      `json:"error,omitempty"`
+	Run        string          `json:"run"`
+	Status     fleet.RunStatus `json:"status"`
+	ExitCode   int             `json:"exit_code"`
+	Repo       string          `json:"repo"`
+	Base       string          `json:"base"`
+	Target     string          `json:"target"`
+	Check      string          `json:"check,omitempty"`
+	Candidates []Candidate     `json:"candidates"`
+	Best       string          `json:"best,omitempty"` // by the check, then the smallest diff; "" on a tie or none
+	Why        string          `json:"why"`            // how best was chosen, or why none was
+	Picked     string          `json:"picked,omitempty"`
+	State      string          `json:"state"`
+	Audit      string          `json:"audit"`
+	Error      string          `json:"error,omitempty"`
 }
 
 // Compare runs `tai compare PROMPT`.

@@ -337,7 +337,7 @@ func reportFleet(f FleetFlags, dir string, st *fleet.State, auditPath string, st
 // Summary is `tai fleet run --output json`'s document.
 type Summary struct {
 	Run      string                   `json:"run"`
-	Status   string                   `json:"status"`
+	Status   fleet.RunStatus          `json:"status"`
 	ExitCode int                      `json:"exit_code"`
 	Target   string                   `json:"target"`
 	Base     string                   `json:"base"`
@@ -382,8 +382,8 @@ func FleetStatus(run string, asJSON bool, std IO) error {
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet status: %w", err))
 	}
-	status := st.Status
-	if status == "running" && st.PID != 0 && !alive(st.PID) {
+	status := string(st.Status)
+	if st.Status == fleet.RunRunning && st.PID != 0 && !alive(st.PID) {
 		status = "interrupted (resume with: tai fleet resume " + run + ")"
 	}
 	printStatus(std, st, status, filepath.Join(fleet.RunDir(run), "audit.jsonl"), asJSON)

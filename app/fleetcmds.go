@@ -55,12 +55,12 @@ func fleetRuns() ([]FleetRunInfo, error) {
 		if err != nil {
 			continue // a run that never saved its state
 		}
-		info := FleetRunInfo{Run: st.Run, Status: st.Status, Tasks: len(st.Order), Counts: map[string]int{}, Tokens: st.Usage.Tokens,
+		info := FleetRunInfo{Run: st.Run, Status: string(st.Status), Tasks: len(st.Order), Counts: map[string]int{}, Tokens: st.Usage.Tokens,
 			Target: st.Target, Created: st.Created, Updated: st.Updated}
-		if st.Status == "running" {
+		if st.Status == fleet.RunRunning {
 			info.Live = st.PID != 0 && alive(st.PID)
 			if !info.Live {
-				info.Status = "interrupted"
+				info.Status = string(fleet.RunInterrupted)
 			}
 		}
 		for _, id := range st.Order {

@@ -583,8 +583,8 @@ func FleetStatusNATS(ctx context.Context, n NATSFlags, run string, asJSON bool, 
 		fmt.Fprintf(std.Out, "fleet %s: submitted %s, waiting for the hub's coordinator (tai hub --coordinate)\n", run, rec.Created.Local().Format(time.RFC3339))
 		return nil
 	}
-	status := st.Status
-	if rec.Submitted && status == "running" {
+	status := string(st.Status)
+	if rec.Submitted && st.Status == fleet.RunRunning {
 		status = "running (coordinated by the hub)"
 	}
 	printStatus(std, st, status, "", asJSON)
@@ -601,8 +601,8 @@ func remoteRuns(ctx context.Context, bus *remote.Bus) ([]FleetRunInfo, error) {
 	for _, rec := range recs {
 		info := FleetRunInfo{Run: rec.Run, Status: "submitted", Counts: map[string]int{}, Target: rec.Target, Created: rec.Created}
 		if _, st, err := remote.LoadRun(ctx, bus, rec.Run); err == nil && st != nil {
-			info.Status, info.Tasks, info.Tokens, info.Updated = st.Status, len(st.Order), st.Usage.Tokens, st.Updated
-			info.Live = rec.Finished.IsZero() && st.Status == "running"
+			info.Status, info.Tasks, info.Tokens, info.Updated = string(st.Status), len(st.Order), st.Usage.Tokens, st.Updated
+			info.Live = rec.Finished.IsZero() && st.Status == fleet.RunRunning
 			for _, id := range st.Order {
 				if t := st.Tasks[id]; t != nil {
 					info.Counts[string(t.Status)]++

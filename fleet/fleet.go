@@ -116,7 +116,24 @@ const (
 	EventCheck        EventKind = "check"  // the plan's check starts, confined or not
 	EventScored       EventKind = "scored" // merge: false: a finished task's check result
 	EventPicked       EventKind = "picked" // tai compare pick: the task merged as the winner
+
+	// A fleet over NATS: the coordinator's events about its workers.
+	EventOffered         EventKind = "offered"          // the task is on the work queue, its lease open
+	EventReoffered       EventKind = "reoffered"        // its message was gone while its lease was open: put back
+	EventAccepted        EventKind = "accepted"         // the lease holder's result was taken
+	EventPermissionAsked EventKind = "permission.asked" // a worker's agent waits for a human's decision
 )
+
+// EventKinds lists the fleet's own event kinds (a worker's, forwarded, are
+// WorkerEvent's).
+var EventKinds = []EventKind{EventRunStart, EventRunEnd, EventStarted, EventFinished, EventFailed, EventRefused, EventAsked,
+	EventAnswered, EventAnswererPass, EventMerged, EventConflict, EventSkipped, EventBudget, EventRetry, EventBlocked,
+	EventCancelled, EventWarning, EventCheck, EventScored, EventPicked, EventOffered, EventReoffered, EventAccepted,
+	EventPermissionAsked}
+
+// WorkerEvent is the kind of a worker's event (its own word, such as
+// "claimed") as its coordinator records it: "worker.claimed".
+func WorkerEvent(kind string) EventKind { return EventKind("worker." + kind) }
 
 // Fleet is a run in progress.
 type fleet struct {
@@ -243,7 +260,7 @@ func (f *fleet) init(ctx context.Context) error {
 		inTarget = f.mergedInGit(ctx)
 	}
 	return f.st.update(func(st *State) {
-		st.Status, st.PID, st.ExitCode = "running", os.Getpid(), 0
+		st.Status, st.PID, st.ExitCode = RunRunning, os.Getpid(), 0
 		if o.Resume {
 			st.Resumes++
 		}
@@ -401,7 +418,7 @@ func (f *fleet) setTask(id string, fn func(t *TaskState)) {
 // finish computes the run's outcome and saves it.
 func (f *fleet) finish(ctx, runCtx context.Context) *State {
 	code := exitcode.OK
-	status := "done"
+	status := RunDone
 	st := f.st.snapshot()
 	rank := func(c exitcode.Code) int {
 		switch c {
@@ -441,9 +458,9 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 		}
 	}
 	if ctx.Err() != nil {
-		code, status = exitcode.Interrupted, "interrupted"
+		code, status = exitcode.Interrupted, RunInterrupted
 	} else if code != exitcode.OK {
-		status = "failed"
+		status = RunFailed
 	}
 	if code == exitcode.OK && f.st.err() == nil {
 		f.cleanup(ctx, st)

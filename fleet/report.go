@@ -312,7 +312,7 @@ func NextStep(st State) string {
 				id, ts.Worktree, st.Target, resume)
 		}
 	}
-	if st.Status == "interrupted" || st.ExitCode == 130 {
+	if st.Status == RunInterrupted || st.ExitCode == 130 {
 		return resume
 	}
 	return ""

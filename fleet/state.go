@@ -33,6 +33,24 @@ const (
 	StatusCanceled TaskStatus = "cancelled"
 )
 
+// TaskStatuses lists every task status, in a task's life order.
+var TaskStatuses = []TaskStatus{StatusPending, StatusWaiting, StatusRunning, StatusAsking, StatusDone, StatusMerged, StatusFailed,
+	StatusConflict, StatusRefused, StatusBudget, StatusBlocked, StatusSkipped, StatusCanceled}
+
+// RunStatus is where a fleet run is in its life.
+type RunStatus string
+
+// Run statuses.
+const (
+	RunRunning     RunStatus = "running"
+	RunDone        RunStatus = "done"   // every task succeeded
+	RunFailed      RunStatus = "failed" // a task did not (exit code says how)
+	RunInterrupted RunStatus = "interrupted"
+)
+
+// RunStatuses lists every run status.
+var RunStatuses = []RunStatus{RunRunning, RunDone, RunFailed, RunInterrupted}
+
 // succeeded: dependents may start.
 func succeeded(s TaskStatus) bool { return s == StatusMerged || s == StatusDone }
 
@@ -84,7 +102,7 @@ type State struct {
 	Repo     string                `json:"repo"`
 	Base     string                `json:"base"`
 	Target   string                `json:"target"`
-	Status   string                `json:"status"` // running | done | failed | interrupted
+	Status   RunStatus             `json:"status"`
 	ExitCode int                   `json:"exit_code"`
 	PID      int                   `json:"pid"`
 	Created  time.Time             `json:"created"`

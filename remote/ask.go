@@ -238,7 +238,7 @@ func (c *coordinator) answerAsk(ctx context.Context, key string, a Ask) Ask {
 		return c.askPermission(withHumanKey(ctx, key), a)
 	case AskQuestion:
 		c.setTask(a.Task, func(x *fleet.TaskState) { x.Status = fleet.StatusAsking })
-		c.emit(string(fleet.EventAsked), a.Task, lastLine(a.Question), map[string]any{"question": a.Question, "attempt": a.Attempt, "worker": a.Worker})
+		c.emit(fleet.EventAsked, a.Task, lastLine(a.Question), map[string]any{"question": a.Question, "attempt": a.Attempt, "worker": a.Worker})
 		dir, cleanup := c.askWorktree(ctx, a)
 		defer cleanup()
 		ans, by, used, err := fleet.Answer(withHumanKey(ctx, key), c.plan, a.Task, dir, a.Question, a.Patch, fleet.AnswerOptions{RunID: c.o.RunID, Audit: c.o.Audit,
@@ -247,11 +247,11 @@ func (c *coordinator) answerAsk(ctx context.Context, key string, a Ask) Ask {
 		c.setTask(a.Task, func(x *fleet.TaskState) { x.Status = fleet.StatusRunning })
 		if err != nil {
 			a.Error = err.Error()
-			c.emit(string(fleet.EventAnswererPass), a.Task, "nobody could answer: "+err.Error(), nil)
+			c.emit(fleet.EventAnswererPass, a.Task, "nobody could answer: "+err.Error(), nil)
 			return a
 		}
 		a.Answer, a.DecidedBy = ans, by
-		c.emit(string(fleet.EventAnswered), a.Task, by+": "+lastLine(ans), map[string]any{"question": a.Question, "answer": ans, "decided_by": by})
+		c.emit(fleet.EventAnswered, a.Task, by+": "+lastLine(ans), map[string]any{"question": a.Question, "answer": ans, "decided_by": by})
 		return a
 	}
 	a.Error = fmt.Sprintf("unknown ask kind %q", a.Kind)
@@ -276,7 +276,7 @@ func (c *coordinator) askPermission(ctx context.Context, a Ask) Ask {
 		return a
 	}
 	title := a.Permission.ToolCall.Title
-	c.emit("permission.asked", a.Task, a.Worker+": "+title, map[string]any{"attempt": a.Attempt, "worker": a.Worker})
+	c.emit(fleet.EventPermissionAsked, a.Task, a.Worker+": "+title, map[string]any{"attempt": a.Attempt, "worker": a.Worker})
 	pctx := policy.WithWorkspace(policy.WithAsker(ctx, "task "+a.Task), a.Workspace)
 	var err error
 	if vp, ok := c.o.Prompter.(policy.ViaPrompter); ok {

@@ -194,7 +194,7 @@ func (c *coordinator) init(ctx context.Context) error {
 		}
 	}
 	c.meter = fleet.NewMeter(c.plan.Budget, max(c.plan.Concurrency, 1), c.st.Usage, func(dim string, used, limit float64) {
-		c.emit("budget", "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim), nil)
+		c.emit(fleet.EventBudget, "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim), nil)
 	})
 	return c.save()
 }
@@ -293,7 +293,7 @@ func (c *coordinator) initialState(ctx context.Context) fleet.State {
 	o := c.o
 	st := fleet.State{Version: 1, Run: o.RunID, Plan: filepath.Join(o.Dir, "plan.json"), PlanFrom: c.plan.File, Repo: c.wt.Repo,
 		Base: c.rec.Base, Target: c.rec.Target, Created: c.rec.Created, Order: c.plan.Order(), Tasks: map[string]*fleet.TaskState{},
-		Status: "running", PID: os.Getpid()}
+		Status: fleet.RunRunning, PID: os.Getpid()}
 	if old, err := fleet.LoadState(o.Dir); err == nil && o.Resume {
 		st.Resumes = old.Resumes + 1
 	}
@@ -432,12 +432,12 @@ func (c *coordinator) snapshot() fleet.State {
 }
 
 // emit records a fleet event (audit log, progress, the events stream).
-func (c *coordinator) emit(kind, task, detail string, data map[string]any) {
+func (c *coordinator) emit(kind fleet.EventKind, task, detail string, data map[string]any) {
 	c.emitAt(c.clock.Now(), kind, task, detail, data)
 }
 
 // emitAt records an event that happened at t (a worker's, forwarded).
-func (c *coordinator) emitAt(t time.Time, kind, task, detail string, data map[string]any) {
+func (c *coordinator) emitAt(t time.Time, kind fleet.EventKind, task, detail string, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
@@ -446,7 +446,7 @@ func (c *coordinator) emitAt(t time.Time, kind, task, detail string, data map[st
 		data["detail"] = detail
 	}
 	k := audit.KindFleet
-	if kind == "budget" {
+	if kind == fleet.EventBudget {
 		k = audit.KindBudget
 	}
 	// The audit log, then the progress line, then the event stream: the
@@ -457,18 +457,18 @@ func (c *coordinator) emitAt(t time.Time, kind, task, detail string, data map[st
 	}
 	c.evMu.Lock()
 	if c.o.Progress != nil {
-		c.o.Progress(fleet.Event{Time: t, Kind: fleet.EventKind(kind), Task: task, Detail: detail, State: c.snapshot()})
+		c.o.Progress(fleet.Event{Time: t, Kind: kind, Task: task, Detail: detail, State: c.snapshot()})
 	}
 	c.evMu.Unlock()
-	c.bus.Event(context.Background(), EventMsg{Time: t.UTC(), Run: c.o.RunID, Task: task, Kind: kind, Detail: detail})
+	c.bus.Event(context.Background(), EventMsg{Time: t.UTC(), Run: c.o.RunID, Task: task, Kind: string(kind), Detail: detail})
 }
 
 func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
 	st := c.snapshot()
-	c.emit("run.start", "", fmt.Sprintf("%d task(s) over NATS, target %s, workers clone %s", len(st.Tasks), st.Target, c.rec.RepoURL),
+	c.emit(fleet.EventRunStart, "", fmt.Sprintf("%d task(s) over NATS, target %s, workers clone %s", len(st.Tasks), st.Target, c.rec.RepoURL),
 		map[string]any{"run": st.Run, "resume": c.o.Resume, "base": st.Base, "target": st.Target, "repo_url": c.rec.RepoURL})
 	if w := c.plan.CheckWarning(); w != "" {
-		c.emit(string(fleet.EventWarning), "", w, map[string]any{"check": c.plan.Check, "check_sandbox": c.plan.CheckSandbox})
+		c.emit(fleet.EventWarning, "", w, map[string]any{"check": c.plan.Check, "check_sandbox": c.plan.CheckSandbox})
 	}
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -575,7 +575,7 @@ func (c *coordinator) forward(m jetstream.Msg) {
 		}
 		return
 	}
-	c.emitAt(ev.Time, "worker."+ev.Kind, ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
+	c.emitAt(ev.Time, fleet.WorkerEvent(string(ev.Kind)), ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
 }
 
 // consumeResults reads workers' results and settles each by the lease.
@@ -633,7 +633,7 @@ func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
 			if mine && r.Lost {
 				why = fmt.Sprintf("attempt %d by %s reports it lost its lease", r.Attempt, r.Worker)
 			}
-			c.emit("refused", r.Task, "stale result: "+why, map[string]any{"attempt": r.Attempt, "worker": r.Worker, "lease_attempt": l.Attempt, "head": r.Head})
+			c.emit(fleet.EventRefused, r.Task, "stale result: "+why, map[string]any{"attempt": r.Attempt, "worker": r.Worker, "lease_attempt": l.Attempt, "head": r.Head})
 			return nil
 		}
 		next := Lease{State: LeaseAccepted, Worker: r.Worker, Attempt: r.Attempt, Head: r.Head, Status: r.Outcome.Status, Reason: r.Outcome.Reason,
@@ -656,7 +656,7 @@ func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
 
 // hand announces an accepted result and hands it to its task.
 func (c *coordinator) hand(ch chan Lease, r ResultMsg, l Lease) {
-	c.emit("accepted", r.Task, fmt.Sprintf("attempt %d by %s: %s", r.Attempt, r.Worker, l.Status),
+	c.emit(fleet.EventAccepted, r.Task, fmt.Sprintf("attempt %d by %s: %s", r.Attempt, r.Worker, l.Status),
 		map[string]any{"attempt": r.Attempt, "worker": r.Worker, "head": r.Head, "audit_head": r.AuditHead, "audit_seq": r.AuditSeq, "usage": r.Outcome.Usage})
 	if c.handed == nil {
 		c.handed = map[string]bool{}
@@ -743,7 +743,7 @@ func (c *coordinator) ensureOffered(ctx context.Context, id string, now bool) {
 		return
 	}
 	if err := c.bus.Publish(ctx, subj, tm, jetstream.WithMsgID(fmt.Sprintf("%s/%s/%d", c.o.RunID, id, rev))); err == nil {
-		c.emit("reoffered", id, fmt.Sprintf("no message on the queue and the lease (attempt %d) is open", l.Attempt), nil)
+		c.emit(fleet.EventReoffered, id, fmt.Sprintf("no message on the queue and the lease (attempt %d) is open", l.Attempt), nil)
 	}
 }
 
@@ -838,7 +838,7 @@ func (c *coordinator) schedule(ctx context.Context, id string) {
 			c.setTask(id, func(x *fleet.TaskState) {
 				x.Status, x.Reason = fleet.StatusSkipped, fmt.Sprintf("dependency %s %s", d, ds.Status)
 			})
-			c.emit("skipped", id, "dependency "+d+" "+string(ds.Status), nil)
+			c.emit(fleet.EventSkipped, id, "dependency "+d+" "+string(ds.Status), nil)
 			return
 		}
 	}
@@ -857,7 +857,7 @@ func (c *coordinator) schedule(ctx context.Context, id string) {
 				c.setTask(id, func(x *fleet.TaskState) {
 					x.Status, x.Reason, x.ExitCode = fleet.StatusRefused, err.Error(), int(exitcode.BudgetExceeded)
 				})
-				c.emit("refused", id, err.Error(), nil)
+				c.emit(fleet.EventRefused, id, err.Error(), nil)
 			} else {
 				c.setTask(id, func(x *fleet.TaskState) { x.Status, x.Reason = fleet.StatusCanceled, causeText(ctx) })
 			}
@@ -866,7 +866,7 @@ func (c *coordinator) schedule(ctx context.Context, id string) {
 		if err := c.offer(ctx, t, ts.Status); err != nil {
 			res.Release(fleet.Usage{})
 			c.setTask(id, func(x *fleet.TaskState) { x.Status, x.Reason = fleet.StatusFailed, err.Error() })
-			c.emit("failed", id, "offering: "+err.Error(), nil)
+			c.emit(fleet.EventFailed, id, "offering: "+err.Error(), nil)
 			return
 		}
 		select {
@@ -895,7 +895,7 @@ func (c *coordinator) schedule(ctx context.Context, id string) {
 	if accepted.State == LeaseAccepted {
 		c.merge(ctx, t, accepted)
 	} else {
-		c.emit("failed", id, accepted.Reason, nil)
+		c.emit(fleet.EventFailed, id, accepted.Reason, nil)
 	}
 }
 
@@ -935,7 +935,7 @@ func (c *coordinator) offer(ctx context.Context, t *fleet.Task, prev fleet.TaskS
 		return err
 	}
 	c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Started = fleet.StatusWaiting, c.clock.Now().UTC() })
-	c.emit("offered", t.ID, "agent "+AgentToken(c.spec(t.AgentSpec)), map[string]any{"base": tm.Base})
+	c.emit(fleet.EventOffered, t.ID, "agent "+AgentToken(c.spec(t.AgentSpec)), map[string]any{"base": tm.Base})
 	return nil
 }
 
@@ -948,7 +948,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 	branch := worktree.Branch(c.o.RunID, t.ID)
 	fail := func(status fleet.TaskStatus, code exitcode.Code, reason string) {
 		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Reason, x.ExitCode = status, reason, int(code) })
-		c.emit("failed", t.ID, "merge: "+reason, nil)
+		c.emit(fleet.EventFailed, t.ID, "merge: "+reason, nil)
 		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Status, x.Reason = LeaseFinal, status, reason })
 	}
 	if l.Head != "" && c.wt.IsAncestor(ctx, l.Head, "refs/heads/"+c.rec.Target) {
@@ -965,7 +965,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		// An accepted attempt already in the target may be one a killed
 		// coordinator merged, and recorded, before it marked the lease.
 		if c.recorded[t.ID] != l.Attempt {
-			c.emit("merged", t.ID, fmt.Sprintf("attempt %d -> %s at %.12s (no changes)", l.Attempt, c.rec.Target, head),
+			c.emit(fleet.EventMerged, t.ID, fmt.Sprintf("attempt %d -> %s at %.12s (no changes)", l.Attempt, c.rec.Target, head),
 				map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
 		}
 		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
@@ -1002,7 +1002,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		return
 	}
 	head, err := c.wt.Integrate(ctx, h.Record, c.rec.Target, c.plan.CheckFunc(c.o.Sandbox, func(dir string, st sandbox.Status) {
-		c.emit(string(fleet.EventCheck), t.ID, fleet.CheckDetail(c.plan.Check, st), map[string]any{"check": c.plan.Check, "dir": dir, "sandbox": st})
+		c.emit(fleet.EventCheck, t.ID, fleet.CheckDetail(c.plan.Check, st), map[string]any{"check": c.plan.Check, "dir": dir, "sandbox": st})
 	}))
 	var ce *worktree.ConflictError
 	switch {
@@ -1010,14 +1010,14 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		c.setTask(t.ID, func(x *fleet.TaskState) {
 			x.Status, x.ConflictFiles, x.ExitCode, x.Reason = fleet.StatusConflict, ce.Files, int(exitcode.MergeConflict), ce.Error()
 		})
-		c.emit("conflict", t.ID, strings.Join(ce.Files, ", "), map[string]any{"files": ce.Files})
+		c.emit(fleet.EventConflict, t.ID, strings.Join(ce.Files, ", "), map[string]any{"files": ce.Files})
 		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Status, x.Reason = LeaseFinal, fleet.StatusConflict, ce.Error() })
 	case err != nil:
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 	default:
 		if c.pushTo != "" {
 			if _, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
-				c.emit("warning", t.ID, "pushing the target: "+err.Error(), nil)
+				c.emit(fleet.EventWarning, t.ID, "pushing the target: "+err.Error(), nil)
 			}
 		}
 		var diff *worktree.DiffStat
@@ -1030,7 +1030,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		// Recorded before the lease says merged: a coordinator killed
 		// between the two leaves the lease accepted, and its successor
 		// finds the attempt in the target and the merge in the audit log.
-		c.emit("merged", t.ID, fmt.Sprintf("attempt %d -> %s at %.12s", l.Attempt, c.rec.Target, head),
+		c.emit(fleet.EventMerged, t.ID, fmt.Sprintf("attempt %d -> %s at %.12s", l.Attempt, c.rec.Target, head),
 			map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
 		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
 		_ = h.Release(ctx)
@@ -1061,7 +1061,7 @@ func recordedMerges(path string) map[string]int {
 			Task    string `json:"task"`
 			Attempt int    `json:"attempt"`
 		}
-		if json.Unmarshal(e.Data, &d) == nil && d.Event == "merged" && d.Task != "" {
+		if json.Unmarshal(e.Data, &d) == nil && d.Event == string(fleet.EventMerged) && d.Task != "" {
 			out[d.Task] = d.Attempt
 		}
 		return nil
@@ -1125,18 +1125,18 @@ func (c *coordinator) finish(ctx context.Context) *fleet.State {
 			code = k
 		}
 	}
-	status := "done"
+	status := fleet.RunDone
 	switch {
 	case ctx.Err() != nil || code == exitcode.Interrupted:
-		code, status = exitcode.Interrupted, "interrupted"
+		code, status = exitcode.Interrupted, fleet.RunInterrupted
 	case code != exitcode.OK:
-		status = "failed"
+		status = fleet.RunFailed
 	}
 	c.mu.Lock()
 	c.st.Status, c.st.ExitCode, c.st.PID, c.st.Usage = status, int(code), 0, c.meter.Used()
 	c.mu.Unlock()
 	_ = c.save()
-	if status != "interrupted" {
+	if status != fleet.RunInterrupted {
 		// The run is over: a hub's coordinator does not adopt it again.
 		rec := c.rec
 		rec.Finished, rec.Status, rec.ExitCode = c.clock.Now().UTC(), status, int(code)
@@ -1146,7 +1146,7 @@ func (c *coordinator) finish(ctx context.Context) *fleet.State {
 			}
 		}
 	}
-	c.emit("run.end", "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
+	c.emit(fleet.EventRunEnd, "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
 	_ = c.bus.NC.Flush()
 	_ = c.o.Audit.Append(audit.KindRunEnd, "", map[string]any{"fleet": c.o.RunID, "status": status, "exit_code": int(code)})
 	final := c.snapshot()

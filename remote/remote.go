@@ -93,10 +93,10 @@ type RunRecord struct {
 	// asks policy or the answerer leave to a human to them and to its live
 	// feed. Without one, the plan's non-interactive rule holds and an
 	// unanswered question ends its task blocked: nobody waits.
-	Human    bool      `json:"human,omitempty"`
-	Finished time.Time `json:"finished,omitzero"`
-	Status   string    `json:"status,omitempty"` // done | failed | interrupted, once finished
-	ExitCode int       `json:"exit_code,omitempty"`
+	Human    bool            `json:"human,omitempty"`
+	Finished time.Time       `json:"finished,omitzero"`
+	Status   fleet.RunStatus `json:"status,omitempty"` // once finished
+	ExitCode int             `json:"exit_code,omitempty"`
 }
 
 // TaskMsg offers a task.
@@ -139,7 +139,7 @@ type EventMsg struct {
 	Task    string    `json:"task,omitempty"`
 	Worker  string    `json:"worker,omitempty"`
 	Attempt int       `json:"attempt,omitempty"`
-	Kind    string    `json:"event"`
+	Kind    string    `json:"event"` // a worker's own word, or a fleet.EventKind (the coordinator's)
 	Detail  string    `json:"detail,omitempty"`
 	// Frame is a task's session event (Kind "frame"): what a local fleet
 	// writes to its frames, for tai fleet logs.

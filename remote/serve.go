@@ -129,11 +129,11 @@ func Serve(ctx context.Context, o ServeOptions) error {
 					// It cannot be coordinated here (its repository is not
 					// on this host, say): it ends, and whoever follows it
 					// hears why.
-					rec.Finished, rec.Status, rec.ExitCode = time.Now().UTC(), "failed", int(exitcode.Usage)
+					rec.Finished, rec.Status, rec.ExitCode = time.Now().UTC(), fleet.RunFailed, int(exitcode.Usage)
 					if data, jerr := json.Marshal(rec); jerr == nil {
 						_, _ = o.Bus.Runs.Put(context.WithoutCancel(ctx), rec.Run, data)
 					}
-					o.Bus.Event(ctx, EventMsg{Time: time.Now().UTC(), Run: rec.Run, Kind: "run.end", Detail: "the hub could not coordinate it: " + err.Error()})
+					o.Bus.Event(ctx, EventMsg{Time: time.Now().UTC(), Run: rec.Run, Kind: string(fleet.EventRunEnd), Detail: "the hub could not coordinate it: " + err.Error()})
 					_ = o.Bus.NC.Flush()
 				}
 				return
