@@ -14,7 +14,6 @@ import (
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/cut"
 	"github.com/tai-dev/tai/internal/safetext"
-	"github.com/tai-dev/tai/policy"
 )
 
 // Source is where tai top gets its runs and sends its answers: the live
@@ -334,9 +333,6 @@ func (m *Model) View() tea.View {
 	v.WindowTitle = "tai top"
 	return v
 }
-
-// answers are the keys' answers, for the help line and tests.
-var _ = policy.ViaDashboard
 
 // typing edits the answer to a question: enter sends it, esc goes back.
 func (m *Model) typing(msg tea.KeyPressMsg) (tea.Model, tea.Cmd) {
