@@ -31,7 +31,6 @@ import (
 	"github.com/tai-dev/tai/internal/ttyin"
 	"github.com/tai-dev/tai/notify"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/sandbox"
 )
@@ -172,7 +171,7 @@ func makeRunDir(dir string) (bool, error) {
 // openFleetAudit opens the run's one audit log; a resume continues its
 // chain (repairing a last line cut by kill -9).
 func openFleetAudit(o fleet.Options, logger *slog.Logger, std IO) (*audit.Log, error) {
-	red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(std.Env())})
+	red, err := newRedactor(std.Env(), nil, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,6 @@ import (
 	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/remote"
 	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
@@ -198,7 +197,7 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 		if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 			return nil, err
 		}
-		red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(os.Environ())})
+		red, err := newRedactor(os.Environ(), nil, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -34,7 +34,6 @@ import (
 	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/render"
 	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/sessions"
@@ -349,7 +348,7 @@ func parseMCP(s string) ([]driver.MCPServer, error) {
 // {"ts":..., "dir":"in"|"out", "line": <the message>}. env is the
 // environment whose secret values it masks.
 func traceWriter(path string, env, patterns []string, mcp []driver.MCPServer) (*tracefile.Writer, error) {
-	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(mcp)...), Patterns: patterns})
+	red, err := newRedactor(env, mcp, patterns)
 	if err != nil {
 		return nil, fmt.Errorf("--trace: %w", err)
 	}

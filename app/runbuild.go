@@ -17,10 +17,8 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/readlimit"
-	"github.com/tai-dev/tai/internal/tracefile"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/quota"
-	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/render"
 	"github.com/tai-dev/tai/runner"
 )
@@ -394,7 +392,7 @@ func (b *runBuild) auditLog() error {
 	if env == nil {
 		env = b.std.Env()
 	}
-	red, err := redact.New(redact.Options{Literals: append(redact.SecretEnvLiterals(env), tracefile.MCPLiterals(b.o.MCPServers)...), Patterns: b.f.Redact})
+	red, err := newRedactor(env, b.o.MCPServers, b.f.Redact)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("--redact: %w", err))
 	}

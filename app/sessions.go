@@ -16,7 +16,6 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/safetext"
-	"github.com/tai-dev/tai/redact"
 	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/sessions"
 )
@@ -124,7 +123,7 @@ func promptExcerpt(prompt []driver.Content, env []string) string {
 	if env == nil {
 		env = os.Environ()
 	}
-	if red, err := redact.New(redact.Options{Literals: redact.SecretEnvLiterals(env)}); err == nil {
+	if red, err := newRedactor(env, nil, nil); err == nil {
 		text = red.String(text)
 	}
 	if r := []rune(text); len(r) > 80 {

@@ -16,11 +16,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/tai-dev/tai/driver"
 	schema "github.com/tai-dev/tai/protocol/acp"
 	"github.com/tai-dev/tai/redact"
 )
@@ -283,39 +281,4 @@ func withText(line []byte, text string) []byte {
 		return []byte(`"` + redact.Replacement + `"`)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-}
-
-// MCPLiterals returns the secrets of MCP servers as literals to redact:
-// every env and header value whatever its name (DB_URL carries a password
-// as surely as DB_PASSWORD), and the value of every argument that follows,
-// or is joined to, a flag whose name looks secret (--api-key K,
-// --token=K). Values too short to redact as literals are left to the
-// patterns.
-func MCPLiterals(servers []driver.MCPServer) []string {
-	var out []string
-	add := func(v string) {
-		if len(v) >= redact.MinLiteralLen {
-			out = append(out, v)
-		}
-	}
-	for _, s := range servers {
-		for _, v := range s.Env {
-			add(v)
-		}
-		for _, v := range s.Headers {
-			add(v)
-		}
-		for i, a := range s.Args {
-			name, value, joined := strings.Cut(strings.TrimLeft(a, "-"), "=")
-			if !strings.HasPrefix(a, "-") || !redact.LooksSecret(strings.ReplaceAll(name, "-", "_")) {
-				continue
-			}
-			if joined {
-				add(value)
-			} else if i+1 < len(s.Args) {
-				add(s.Args[i+1])
-			}
-		}
-	}
-	return out
 }
