@@ -257,15 +257,8 @@ func (p *Plan) CheckFunc(sb *agentspec.Sandbox, started func(dir string, st sand
 		// Output a child outside the tree still holds (none can leave
 		// the cgroup) does not hold Wait for more than this.
 		cmd.WaitDelay = time.Second
-		launch, err := sb.Wrap(cmd)
-		if err == nil {
-			err = launch.Started(cmd.Start())
-		}
+		launch, err := sb.Start(cmd, nil)
 		if err != nil {
-			if cmd.Process != nil {
-				_ = cmd.Wait()
-				launch.Release()
-			}
 			return fmt.Errorf("%s: %w", p.Check, err)
 		}
 		stop := context.AfterFunc(ctx, launch.Kill)

@@ -611,6 +611,29 @@ func setEnv(env []string, k, v string) []string {
 	return append(out, k+"="+v)
 }
 
+// Start starts cmd through the launcher: Wrap, start (nil: cmd.Start; a
+// pty's start, say), then Started. On failure a launcher that did start
+// has been waited for and released, so no zombie or cgroup is left and the
+// caller has only its own ends of cmd's stdio to close. A nil Sandbox
+// starts cmd as it is.
+func (s *Sandbox) Start(cmd *exec.Cmd, start func() error) (*Proc, error) {
+	p, err := s.Wrap(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if start == nil {
+		start = cmd.Start
+	}
+	if err := p.Started(start()); err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Wait()
+			p.Release()
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
 // Started is called after cmd.Start with its error: it waits for the
 // launcher to say that the agent runs, confined, or why not. On error the
 // launcher is gone or going (the caller still waits for cmd).

@@ -192,17 +192,10 @@ func (s *Session) spawn() error {
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, s.stderr
 	cmd.WaitDelay = s.cfg.StopGrace
-	launch, err := s.cfg.Sandbox.Wrap(cmd)
-	if err == nil {
-		err = launch.Started(cmd.Start())
-	}
+	launch, err := s.cfg.Sandbox.Start(cmd, nil)
 	if err != nil {
 		for _, f := range []*os.File{outR, outW, inR, inW} {
 			f.Close()
-		}
-		if cmd.Process != nil {
-			_ = cmd.Wait()
-			launch.Release()
 		}
 		return fmt.Errorf("starting agent %s: %w", s.cfg.Argv[0], err)
 	}

@@ -60,17 +60,10 @@ func startProcess(sb *sandbox.Sandbox, argv, env []string, cwd string, keepStdin
 		p.stderr.Fwd = func(b []byte) { _, _ = stderrTo.Write(b) }
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, p.stderr
-	launch, err := sb.Wrap(cmd)
-	if err == nil {
-		err = launch.Started(cmd.Start())
-	}
+	launch, err := sb.Start(cmd, nil)
 	if err != nil {
 		for _, f := range []*os.File{outR, outW, inR, inW} {
 			f.Close()
-		}
-		if cmd.Process != nil {
-			_ = cmd.Wait()
-			launch.Release()
 		}
 		return nil, fmt.Errorf("starting agent %s: %w", argv[0], err)
 	}

@@ -259,17 +259,10 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (string, error)
 		return "", ErrClosed
 	}
 	start := time.Now()
-	launch, err := m.sandbox.Wrap(cmd)
-	if err == nil {
-		err = launch.Started(cmd.Start())
-	}
+	launch, err := m.sandbox.Start(cmd, nil)
 	pw.Close() // the child has its copy; EOF comes when all holders exit
 	if err != nil {
 		pr.Close()
-		if cmd.Process != nil {
-			_ = cmd.Wait()
-			launch.Release()
-		}
 		return "", fmt.Errorf("terminal: start %q: %w", req.Command, err)
 	}
 	t := &term{

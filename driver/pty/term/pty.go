@@ -79,16 +79,12 @@ func Start(o Options) (*Process, error) {
 	// Pdeathsig: a TUI never sees stdin EOF, so if tai is killed -9 the
 	// agent must not live on.
 	cmd.SysProcAttr = agentproc.Session()
-	launch, err := o.Sandbox.Wrap(cmd)
+	var ptmx *os.File
+	launch, err := o.Sandbox.Start(cmd, func() (err error) {
+		ptmx, err = pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}, cmd.SysProcAttr)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("starting %s in a pty: %w", o.Argv[0], err)
-	}
-	ptmx, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: uint16(o.Cols), Rows: uint16(o.Rows)}, cmd.SysProcAttr)
-	if err = launch.Started(err); err != nil {
-		if cmd.Process != nil {
-			_ = cmd.Wait()
-			launch.Release()
-		}
 		if ptmx != nil {
 			ptmx.Close()
 		}
