@@ -434,7 +434,7 @@ func writeCompareDiff(ctx context.Context, w io.Writer, r CompareResult, which s
 		return fmt.Errorf("compare: --diff: %w", err)
 	}
 	gitDiff := func(from, to string) error {
-		out, err := m.Git().Run(ctx, m.Repo, "diff", "--no-color", from, to, "--")
+		out, err := m.Patch(ctx, m.Repo, from+".."+to, 0)
 		if err != nil {
 			return fmt.Errorf("compare: --diff: git diff %s %s: %w", from, to, err)
 		}

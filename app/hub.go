@@ -385,11 +385,11 @@ func remoteURL(ctx context.Context, f FleetFlags, plan *fleet.Plan) (string, err
 	if dir == "" {
 		dir = "."
 	}
-	out, err := (&worktree.Git{}).Run(ctx, dir, "remote", "get-url", f.Remote)
+	url, err := (&worktree.Git{}).RemoteURL(ctx, dir, f.Remote)
 	if err != nil {
 		return "", exitcode.Usagef("--remote %s: not a remote of the repository: %v", f.Remote, err)
 	}
-	return strings.TrimSpace(out), nil
+	return url, nil
 }
 
 func openBus(ctx context.Context, n NATSFlags, name string, std IO) (*remote.Bus, func(), error) {

@@ -64,7 +64,7 @@ func Subject(prompt string) string {
 // tasks of run whose commits are there: task id → the newest such commit.
 func mergedTrailers(ctx context.Context, wt *worktree.Manager, run, base, target string) (map[string]string, error) {
 	format := fmt.Sprintf("%%H %%(trailers:key=%s,valueonly,separator=%%x2C) %%(trailers:key=%s,valueonly,separator=%%x2C)", TrailerRun, TrailerTask)
-	out, err := wt.Git().Run(ctx, wt.Repo, "log", "--format="+format, base+".."+"refs/heads/"+target)
+	out, err := wt.History(ctx, format, base+".."+"refs/heads/"+target)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s's history: %w", target, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 
@@ -60,7 +59,7 @@ func readGitConfig(dir string, opts, env []string) gitConf {
 	// Through tai's one git wrapper, with the command's own environment
 	// over its fixed one: what that command's git would read.
 	g := &worktree.Git{Env: env}
-	out, err := g.Run(context.Background(), dir, append(slices.Clip(opts), "config", "--list", "-z")...)
+	out, err := g.ConfigList(context.Background(), dir, opts...)
 	if err != nil {
 		// Outside a repository git still lists the user's config; an error
 		// means a config it cannot read.

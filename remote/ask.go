@@ -318,7 +318,7 @@ func (c *coordinator) askWorktree(ctx context.Context, a Ask) (string, func()) {
 	if a.Head != "" {
 		ref := attemptRef(c.o.RunID, a.Task, a.Attempt)
 		if c.rec.RepoURL != c.wt.Repo {
-			_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+ref+":"+ref)
+			_ = c.wt.NetGit().Fetch(ctx, c.rec.RepoURL, "+"+ref+":"+ref)
 		}
 		if _, err := c.wt.RevParse(ctx, a.Head+"^{commit}"); err == nil {
 			at = a.Head
@@ -328,14 +328,12 @@ func (c *coordinator) askWorktree(ctx context.Context, a Ask) (string, func()) {
 	if err != nil {
 		return c.o.Dir, func() {}
 	}
-	if _, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "add", "--detach", "--force", dir, at); err != nil {
+	if err := c.wt.NetGit().AddDetached(ctx, dir, at); err != nil {
 		c.log.Warn("the answerer's worktree", "err", err)
 		return dir, func() { _ = os.RemoveAll(dir) }
 	}
 	return dir, func() {
-		_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "remove", "--force", "--force", dir)
-		_ = os.RemoveAll(dir)
-		_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "prune")
+		_ = c.wt.NetGit().RemoveWorktree(ctx, dir)
 	}
 }
 

@@ -5,9 +5,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tai-dev/tai/worktree"
 )
 
 // A resumed attempt carries its checkpoint onto the base it was offered:
@@ -19,13 +22,15 @@ func TestCheckpointOnMovedBase(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	repo := t.TempDir()
+	// The fixture is made as a user makes a repository; tai's git is g.
 	run := func(args ...string) string {
 		t.Helper()
-		out, err := git(ctx, repo, args...)
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		out, err := cmd.Output()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("git %v: %v", args, err)
 		}
-		return strings.TrimSpace(out)
+		return strings.TrimSpace(string(out))
 	}
 	commit := func(files map[string]string, msg string) string {
 		t.Helper()
@@ -45,9 +50,10 @@ func TestCheckpointOnMovedBase(t *testing.T) {
 	run("checkout", "-q", "main")
 	b2 := commit(map[string]string{"s1.txt": "s1\n"}, "s1 merged")
 
+	g := &worktree.Git{Repo: repo, CommonDir: filepath.Join(repo, ".git")}
 	tree := func(rev string) string { return run("ls-tree", "-r", "--name-only", rev) }
 	t.Run("moved target", func(t *testing.T) {
-		start, from := checkpointOnBase(ctx, repo, ck, b2, log)
+		start, from := checkpointOnBase(ctx, g, ck, b2, log)
 		if got := tree(start); got != "a.txt\ns0.txt\ns1.txt" {
 			t.Fatalf("start %s (%s) holds %q", start, from, got)
 		}
@@ -59,13 +65,13 @@ func TestCheckpointOnMovedBase(t *testing.T) {
 		}
 	})
 	t.Run("same base", func(t *testing.T) {
-		if start, _ := checkpointOnBase(ctx, repo, ck, b1, log); start != ck {
+		if start, _ := checkpointOnBase(ctx, g, ck, b1, log); start != ck {
 			t.Fatalf("start %s, want the checkpoint %s", start, ck)
 		}
 	})
 	t.Run("conflict starts over from the target", func(t *testing.T) {
 		b3 := commit(map[string]string{"a.txt": "a\nfrom s2\n"}, "s2 merged")
-		if start, from := checkpointOnBase(ctx, repo, ck, b3, log); start != b3 || !strings.Contains(from, "conflicts") {
+		if start, from := checkpointOnBase(ctx, g, ck, b3, log); start != b3 || !strings.Contains(from, "conflicts") {
 			t.Fatalf("start %s (%s), want the target %s", start, from, b3)
 		}
 	})

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -106,22 +105,22 @@ func (c *coordinator) cloneRepo(ctx context.Context) (*worktree.Manager, error) 
 		if err := os.MkdirAll(c.o.Clones, 0o700); err != nil {
 			return nil, err
 		}
-		if _, err := git(ctx, "", "clone", "--quiet", "--no-checkout", c.rec.RepoURL, tmp); err != nil {
+		if err := (&worktree.Git{Network: true}).Clone(ctx, c.rec.RepoURL, tmp, false); err != nil {
 			return nil, err
 		}
 		if err := os.Rename(tmp, dir); err != nil {
 			return nil, err
 		}
 	}
-	if _, err := git(ctx, dir, "fetch", "--quiet", c.rec.RepoURL, "+refs/heads/*:refs/remotes/origin/*"); err != nil {
-		return nil, err
-	}
-	// The target as the repository has it (a resumed run's merges so far).
-	_, _ = git(ctx, dir, "fetch", "--quiet", c.rec.RepoURL, "+refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target)
 	wt, err := worktree.Open(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
+	if err := wt.NetGit().Fetch(ctx, c.rec.RepoURL, "+refs/heads/*:refs/remotes/origin/*"); err != nil {
+		return nil, err
+	}
+	// The target as the repository has it (a resumed run's merges so far).
+	_ = wt.NetGit().Fetch(ctx, c.rec.RepoURL, "+refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target)
 	if !wt.IsAncestor(ctx, c.rec.Base, c.rec.Base) {
 		return nil, fmt.Errorf("%s does not have the run's base %.12s (push it there)", c.rec.RepoURL, c.rec.Base)
 	}
@@ -274,7 +273,7 @@ func (c *coordinator) readyTarget(ctx context.Context) error {
 	}
 	if c.pushTo != "" {
 		// Workers fetch the target from there.
-		if _, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
+		if err := c.wt.NetGit().Push(ctx, c.wt.Repo, c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
 			return fmt.Errorf("pushing the target to %s: %w", c.pushTo, err)
 		}
 	}
@@ -684,7 +683,7 @@ func (c *coordinator) checkRef(ctx context.Context, r ResultMsg) error {
 	got, err := c.wt.RevParse(ctx, want)
 	if err != nil {
 		if c.rec.RepoURL != c.wt.Repo {
-			if _, ferr := c.wt.NetGit().Run(ctx, c.wt.Repo, "fetch", "--quiet", c.rec.RepoURL, "+"+want+":"+want); ferr != nil {
+			if ferr := c.wt.NetGit().Fetch(ctx, c.rec.RepoURL, "+"+want+":"+want); ferr != nil {
 				return fmt.Errorf("fetching %s: %w", want, ferr)
 			}
 			got, err = c.wt.RevParse(ctx, want)
@@ -798,23 +797,7 @@ func (c *coordinator) result(ctx context.Context, id string) fleet.TaskResult {
 // diffStat is the change of a commit range (worktree.Manager.Diff is a
 // worktree's, untracked files included).
 func (c *coordinator) diffStat(ctx context.Context, rng string) (worktree.DiffStat, error) {
-	var d worktree.DiffStat
-	out, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "diff", "--numstat", "--no-renames", rng)
-	if err != nil {
-		return d, err
-	}
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.SplitN(l, "\t", 3)
-		if len(f) != 3 {
-			continue
-		}
-		a, _ := strconv.Atoi(f[0])
-		del, _ := strconv.Atoi(f[1])
-		d.Files = append(d.Files, worktree.FileStat{Path: f[2], Added: a, Deleted: del})
-		d.Insertions += a
-		d.Deletions += del
-	}
-	return d, nil
+	return c.wt.Git().NumStat(ctx, c.wt.Repo, rng)
 }
 
 // schedule waits for a task's dependencies, reserves its budget, offers
@@ -972,7 +955,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		return
 	}
 	c.dropStaleRefLock(branch)
-	if _, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "update-ref", "refs/heads/"+branch, l.Head); err != nil {
+	if err := c.wt.SetBranch(ctx, branch, l.Head); err != nil {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 		return
 	}
@@ -984,10 +967,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		// attempt's ref and the branch): make it again.
 		p := c.wt.Path(c.o.RunID, t.ID)
 		c.log.Warn("remaking the merge worktree", "task", t.ID, "err", err)
-		_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "unlock", p)
-		_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "remove", "--force", "--force", p)
-		_ = os.RemoveAll(p)
-		_, _ = c.wt.NetGit().Run(ctx, c.wt.Repo, "worktree", "prune")
+		_ = c.wt.NetGit().RemoveWorktree(ctx, p)
 		h, err = c.wt.Create(ctx, c.o.RunID, t.ID, l.Head, c.rec.Target, owner)
 	}
 	if err != nil {
@@ -1016,7 +996,7 @@ func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
 		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
 	default:
 		if c.pushTo != "" {
-			if _, err := c.wt.NetGit().Run(ctx, c.wt.Repo, "push", "--quiet", c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
+			if err := c.wt.NetGit().Push(ctx, c.wt.Repo, c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
 				c.emit(fleet.EventWarning, t.ID, "pushing the target: "+err.Error(), nil)
 			}
 		}

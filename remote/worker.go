@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -469,20 +468,19 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 	if err != nil {
 		return fail(err)
 	}
+	cg := w.cloneGit(clone)
 	start, from := tm.Base, "the target"
 	if attempt > 1 {
-		if prev := w.lastCheckpoint(ctx, clone, tm, attempt); prev != "" {
-			start, from = checkpointOnBase(ctx, clone, prev, tm.Base, log)
+		if prev := w.lastCheckpoint(ctx, cg, tm, attempt); prev != "" {
+			start, from = checkpointOnBase(ctx, cg, prev, tm.Base, log)
 		}
 	}
 	dir := filepath.Join(w.o.State, "worktrees", tm.Run, tm.Task, strconv.Itoa(attempt))
-	cg := w.cloneGit(clone)
 	w.wtMu.Lock()
 	if _, err := os.Stat(dir); err == nil {
-		_ = os.RemoveAll(dir) // left by a worker killed here before
-		_, _ = cg.Run(ctx, clone, "worktree", "prune")
+		_ = cg.RemoveWorktree(ctx, dir) // left by a worker killed here before
 	}
-	_, err = cg.Run(ctx, clone, "worktree", "add", "--detach", "--force", dir, start)
+	err = cg.AddDetached(ctx, dir, start)
 	w.wtMu.Unlock()
 	if err != nil {
 		return fail(err)
@@ -509,10 +507,10 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 			}
 			cwdMu.Unlock()
 			head, patch := "", ""
-			if out, err := cg.Run(ctx, dir, "rev-parse", "HEAD"); err == nil && strings.TrimSpace(out) != tm.Base {
-				head = strings.TrimSpace(out)
+			if h, err := cg.Head(ctx, dir); err == nil && h != tm.Base {
+				head = h
 			}
-			if out, err := cg.Run(ctx, dir, "diff", "--no-color", tm.Base); err == nil {
+			if out, err := cg.Patch(ctx, dir, tm.Base, 0); err == nil {
 				patch = truncate(out, 16<<10)
 			}
 			w.event(ctx, tm, attempt, "asked", lastLine(q))
@@ -544,7 +542,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 		res.Ref = attemptRef(tm.Run, tm.Task, attempt)
 	}
 	w.wtMu.Lock()
-	_, _ = cg.Run(context.WithoutCancel(ctx), clone, "worktree", "remove", "--force", dir)
+	_ = cg.RemoveWorktree(context.WithoutCancel(ctx), dir)
 	w.wtMu.Unlock()
 	return res
 }
@@ -586,51 +584,38 @@ func (w *worker) clone(ctx context.Context, tm TaskMsg, attempt int) (string, er
 		if err := os.MkdirAll(w.o.Clones, 0o755); err != nil {
 			return "", err
 		}
-		if _, err := git(ctx, "", "clone", "--bare", "--quiet", tm.RepoURL, tmp); err != nil {
+		if err := (&worktree.Git{Network: true}).Clone(ctx, tm.RepoURL, tmp, true); err != nil {
 			return "", err
 		}
 		if err := os.Rename(tmp, dir); err != nil {
 			return "", err
 		}
 	}
-	if attempt == 1 {
-		if _, err := git(ctx, dir, "cat-file", "-e", tm.Base+"^{commit}"); err == nil {
-			return dir, nil // a first attempt starts from the base, which the clone has
-		}
+	g := w.cloneGit(dir)
+	if attempt == 1 && g.HasCommit(ctx, tm.Base) {
+		return dir, nil // a first attempt starts from the base, which the clone has
 	}
 	prefix := fmt.Sprintf("refs/tai/%s/%s/", tm.Run, tm.Task)
-	if _, err := git(ctx, dir, "fetch", "--quiet", tm.RepoURL, "+refs/heads/"+tm.Target+":refs/heads/"+tm.Target, "+"+prefix+"*:"+prefix+"*"); err != nil {
+	if err := g.Fetch(ctx, tm.RepoURL, "+refs/heads/"+tm.Target+":refs/heads/"+tm.Target, "+"+prefix+"*:"+prefix+"*"); err != nil {
 		return "", err
 	}
 	return dir, nil
 }
 
 // lastCheckpoint is the newest earlier attempt's pushed work, if any.
-func (w *worker) lastCheckpoint(ctx context.Context, clone string, tm TaskMsg, attempt int) string {
-	out, err := git(ctx, clone, "for-each-ref", "--format=%(refname) %(objectname)", fmt.Sprintf("refs/tai/%s/%s/", tm.Run, tm.Task))
+func (w *worker) lastCheckpoint(ctx context.Context, g *worktree.Git, tm TaskMsg, attempt int) string {
+	refs, err := g.Refs(ctx, fmt.Sprintf("refs/tai/%s/%s/", tm.Run, tm.Task))
 	if err != nil {
 		return ""
 	}
-	type ref struct {
-		n   int
-		sha string
-	}
-	var refs []ref
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		name, sha, ok := strings.Cut(line, " ")
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(name[strings.LastIndexByte(name, '/')+1:])
-		if err == nil && n < attempt {
-			refs = append(refs, ref{n, sha})
+	best, sha := 0, ""
+	for _, r := range refs {
+		n, err := strconv.Atoi(r.Name[strings.LastIndexByte(r.Name, '/')+1:])
+		if err == nil && n < attempt && n > best {
+			best, sha = n, r.ID
 		}
 	}
-	if len(refs) == 0 {
-		return ""
-	}
-	sort.Slice(refs, func(i, j int) bool { return refs[i].n > refs[j].n })
-	return refs[0].sha
+	return sha
 }
 
 // checkpointOnBase is where an attempt resumes an earlier one's checkpoint:
@@ -641,31 +626,26 @@ func (w *worker) lastCheckpoint(ctx context.Context, clone string, tm TaskMsg, a
 // bare checkpoint would revert everything merged meanwhile. The two are
 // merged three-way (base: where they forked); when they conflict, the
 // attempt starts over from the target, losing only its own earlier work.
-func checkpointOnBase(ctx context.Context, clone, checkpoint, base string, log *slog.Logger) (start, from string) {
-	if _, err := git(ctx, clone, "merge-base", "--is-ancestor", base, checkpoint); err == nil {
+func checkpointOnBase(ctx context.Context, g *worktree.Git, checkpoint, base string, log *slog.Logger) (start, from string) {
+	if g.IsAncestor(ctx, base, checkpoint) {
 		return checkpoint, "the last checkpoint" // it already holds the base
 	}
-	out, err := git(ctx, clone, "merge-tree", "--write-tree", "--no-messages", base, checkpoint)
-	tree, _, _ := strings.Cut(strings.TrimSpace(out), "\n")
-	if err != nil || tree == "" {
+	c, err := g.Carry(ctx, checkpoint, base, "tai checkpoint carried onto the target")
+	switch {
+	case errors.Is(err, worktree.ErrCarryConflict):
 		log.Warn("the last checkpoint does not merge with the moved target; starting from the target", "checkpoint", checkpoint, "err", err)
 		return base, "the target (the last checkpoint conflicts with it)"
-	}
-	c, err := git(ctx, clone, "commit-tree", tree, "-p", base, "-m", "tai checkpoint carried onto the target")
-	if err != nil {
+	case err != nil:
 		log.Warn("carrying the last checkpoint onto the target", "err", err)
 		return base, "the target"
 	}
-	return strings.TrimSpace(c), "the last checkpoint, carried onto the moved target"
+	return c, "the last checkpoint, carried onto the moved target"
 }
 
 // checkpoint commits the worktree as it is and pushes it as the attempt's
 // ref, so a next attempt can start from there.
 func (w *worker) checkpoint(ctx context.Context, g *worktree.Git, dir string, tm TaskMsg, attempt int) error {
-	if changed, err := g.AddAll(ctx, dir); err != nil || !changed {
-		return err
-	}
-	if _, err := g.Run(ctx, dir, "commit", "-q", "--no-verify", "-m", fmt.Sprintf("tai checkpoint %s/%s attempt %d", tm.Run, tm.Task, attempt)); err != nil {
+	if changed, err := g.CommitAll(ctx, dir, fmt.Sprintf("tai checkpoint %s/%s attempt %d", tm.Run, tm.Task, attempt)); err != nil || !changed {
 		return err
 	}
 	err := push(ctx, g, dir, tm.RepoURL, attemptRef(tm.Run, tm.Task, attempt))
@@ -678,23 +658,10 @@ func (w *worker) checkpoint(ctx context.Context, g *worktree.Git, dir string, tm
 // finalCommit squashes the attempt's work (checkpoints included) into one
 // commit on the base and pushes it.
 func (w *worker) finalCommit(ctx context.Context, g *worktree.Git, dir string, tm TaskMsg, attempt int, out fleet.TaskOutcome) (string, error) {
-	if _, err := g.AddAll(ctx, dir); err != nil {
-		return "", err
-	}
-	if _, err := g.Run(ctx, dir, "reset", "-q", "--soft", tm.Base); err != nil {
-		return "", err
-	}
-	if _, err := g.Run(ctx, dir, "diff", "--cached", "--quiet"); err != nil {
-		msg := fleet.CommitMessage(tm.Run, tm.Task, tm.Prompt, out.Message)
-		if _, err := g.Run(ctx, dir, "commit", "-q", "--no-verify", "-m", msg); err != nil {
-			return "", err
-		}
-	}
-	rev, err := g.Run(ctx, dir, "rev-parse", "HEAD")
+	head, err := g.Squash(ctx, dir, tm.Base, fleet.CommitMessage(tm.Run, tm.Task, tm.Prompt, out.Message))
 	if err != nil {
 		return "", err
 	}
-	head := strings.TrimSpace(rev)
 	if head == tm.Base {
 		return head, nil // no change: nothing to push
 	}
@@ -710,7 +677,7 @@ func (w *worker) finalCommit(ctx context.Context, g *worktree.Git, dir string, t
 func push(ctx context.Context, g *worktree.Git, dir, url, ref string) error {
 	var err error
 	for range 3 {
-		if _, err = g.Run(ctx, dir, "push", "-q", url, "+HEAD:"+ref); err == nil || ctx.Err() != nil {
+		if err = g.Push(ctx, dir, url, "+HEAD:"+ref); err == nil || ctx.Err() != nil {
 			return err
 		}
 	}
@@ -726,20 +693,6 @@ func truncate(s string, n int) string {
 
 // identity is tai's, for a worker's clone has no user.
 var identity = []string{"GIT_AUTHOR_NAME=tai", "GIT_AUTHOR_EMAIL=tai@localhost", "GIT_COMMITTER_NAME=tai", "GIT_COMMITTER_EMAIL=tai@localhost"}
-
-// git runs git through tai's hardened runner (worktree.Git) in repo, a
-// repository's top level or a bare clone ("" for none: a clone), with
-// tai's identity. In an agent's worktree, git runs through the runner of
-// its repository (cloneGit), which checks the worktree's gitdir.
-func git(ctx context.Context, repo string, args ...string) (string, error) {
-	g := &worktree.Git{Repo: repo, CommonDir: repo, Env: identity, Network: true}
-	if repo != "" {
-		if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
-			g.CommonDir = filepath.Join(repo, ".git")
-		}
-	}
-	return g.Run(ctx, repo, args...)
-}
 
 // cloneGit is the runner of the worker's bare clone and of the tasks'
 // worktrees made from it, under its worktrees directory: the agents write

@@ -176,14 +176,16 @@ func sigOf(p string) fileSig {
 // ErrAgentConfig is git config read from a file an agent can write.
 var ErrAgentConfig = errors.New("git config comes from a file inside an agent's worktree")
 
-// Run runs git in dir (Repo, a linked worktree of it, or for the zero Git
-// any directory) and returns its standard output.
-func (g *Git) Run(ctx context.Context, dir string, args ...string) (string, error) {
-	return g.RunInput(ctx, dir, nil, args...)
+// run runs git in dir (Repo, a linked worktree of it, or for the zero Git
+// any directory) and returns its standard output. It is this package's
+// own: other packages run git through the named operations (ops.go), so
+// none composes a git command line of its own.
+func (g *Git) run(ctx context.Context, dir string, args ...string) (string, error) {
+	return g.runInput(ctx, dir, nil, args...)
 }
 
-// RunInput is Run with stdin as git's standard input.
-func (g *Git) RunInput(ctx context.Context, dir string, stdin []byte, args ...string) (string, error) {
+// runInput is run with stdin as git's standard input.
+func (g *Git) runInput(ctx context.Context, dir string, stdin []byte, args ...string) (string, error) {
 	pre, err := g.prefix(ctx, dir, runsDrivers(args))
 	if err != nil {
 		return "", err
@@ -258,7 +260,7 @@ var ErrEmbedded = errors.New("a git repository inside the worktree")
 // its top, not ignored) is refused, since git would add it as a gitlink,
 // a commit id without its files, and read that repository to do so.
 func (g *Git) AddAll(ctx context.Context, dir string) (bool, error) {
-	out, err := g.Run(ctx, dir, "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--no-renames")
+	out, err := g.run(ctx, dir, "status", "--porcelain=v1", "-z", "--untracked-files=normal", "--no-renames")
 	if err != nil {
 		return false, err
 	}
@@ -283,7 +285,7 @@ func (g *Git) AddAll(ctx context.Context, dir string) (bool, error) {
 			return false, fmt.Errorf("refusing to commit in %s: %w: %s has a .git (an embedded repository, which git would add as a gitlink without its files); remove it or ignore the directory", dir, ErrEmbedded, rel)
 		}
 	}
-	if _, err := g.Run(ctx, dir, "add", "-A"); err != nil {
+	if _, err := g.run(ctx, dir, "add", "-A"); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -496,7 +498,7 @@ func (m *Manager) git(ctx context.Context, dir string, args ...string) (string, 
 }
 
 func (m *Manager) gitIn(ctx context.Context, dir string, stdin []byte, args ...string) (string, error) {
-	return m.Git().RunInput(ctx, dir, stdin, args...)
+	return m.Git().runInput(ctx, dir, stdin, args...)
 }
 
 // Git is the manager's git runner: every worktree under Root is an

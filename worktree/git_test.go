@@ -101,8 +101,59 @@ func TestGitRunsNoProgramTheConfigNames(t *testing.T) {
 	if err := m.ResetHard(ctx, h.Path, "HEAD"); err != nil {
 		t.Fatal(err)
 	}
+	// A worker's operations (checkpoint, final commit, push, carry).
+	g := m.NetGit()
+	write(t, filepath.Join(h.Path, "y.txt"), "y\n")
+	if made, err := g.CommitAll(ctx, h.Path, "checkpoint"); err != nil || !made {
+		t.Fatalf("CommitAll: %v %v", made, err)
+	}
+	write(t, filepath.Join(h.Path, "z.txt"), "z\n")
+	head, err := g.Squash(ctx, h.Path, h.Base, "final")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := t.TempDir()
+	sh(t, bare, "git", "init", "-q", "--bare")
+	if err := g.Push(ctx, h.Path, bare, "+HEAD:refs/heads/x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Carry(ctx, head, "main", "carried"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Patch(ctx, m.Repo, h.Base+".."+head, 0); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("tai's git ran a program the repository's config names")
+	}
+}
+
+// A named operation's values are never git's options: a URL, a ref or a
+// revision starting with "-" is refused before git runs (a fetch from
+// --upload-pack=CMD runs CMD).
+func TestNamedOperationsRefuseOptions(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	m := open(t, repo)
+	marker := filepath.Join(t.TempDir(), "ran")
+	evil := "--upload-pack=touch " + marker
+	g := m.NetGit()
+	for name, err := range map[string]error{
+		"clone":  (&Git{Network: true}).Clone(ctx, evil, filepath.Join(t.TempDir(), "c"), true),
+		"fetch":  g.Fetch(ctx, evil, "+refs/heads/main:refs/x"),
+		"spec":   g.Fetch(ctx, repo, "--upload-pack=x"),
+		"push":   g.Push(ctx, repo, "--receive-pack=touch "+marker, "HEAD:refs/x"),
+		"branch": m.SetBranch(ctx, "x", "--stdin"),
+		"add":    g.AddDetached(ctx, "--lock", "HEAD"),
+		"config": func() error { _, err := g.ConfigList(ctx, repo, "--exec-path=/tmp"); return err }(),
+		"patch":  func() error { _, err := g.Patch(ctx, repo, "--output=/tmp/x", 0); return err }(),
+	} {
+		if !errors.Is(err, ErrOption) {
+			t.Errorf("%s: %v, want ErrOption", name, err)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("git ran a command given as a value")
 	}
 }
 
@@ -192,20 +243,27 @@ func TestCommitRefusesAnEmbeddedRepository(t *testing.T) {
 	}
 }
 
-// Every git tai runs goes through Git: no package but this one starts a
-// git process itself (tests aside).
+// Every git tai runs goes through this package's one hardened runner, and
+// outside it only through the named operations (ops.go): a raw git
+// command line composed elsewhere skipped the hardening once (a NATS
+// worker's helper), and an agent ran its commands outside the sandbox
+// through it. Git's run is unexported, so the compiler refuses a raw
+// Run; this test finds the other ways in: exec of "git" by name, and a
+// Run or RunInput called on a Git (should one come back).
 func TestEveryGitCallGoesThroughGit(t *testing.T) {
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fset := token.NewFileSet()
+	var found []string
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
 		if d.IsDir() {
+			// worktree is the runner; e2e is the user's side (its tests
+			// make repositories with the user's git).
 			if rel == "worktree" || rel == "e2e" || rel == "testdata" || strings.HasPrefix(d.Name(), ".") && rel != "." {
 				return filepath.SkipDir
 			}
@@ -214,31 +272,115 @@ func TestEveryGitCallGoesThroughGit(t *testing.T) {
 		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(fset, p, nil, 0)
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, 0)
 		if err != nil {
 			return err
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || (sel.Sel.Name != "Command" && sel.Sel.Name != "CommandContext") {
-				return true
-			}
-			for _, a := range call.Args {
-				if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					if s, _ := strconv.Unquote(lit.Value); s == "git" {
-						t.Errorf("%s: runs git itself; use worktree.Git", fset.Position(call.Pos()))
-					}
-				}
-			}
-			return true
-		})
+		for _, w := range rawGit(f) {
+			found = append(found, rel+": "+w)
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range found {
+		t.Errorf("%s: run git through worktree's named operations (worktree/ops.go)", f)
+	}
+}
+
+// TestRawGit: what rawGit finds, and what it leaves.
+func TestRawGit(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want int
+	}{
+		{`exec.Command("git", "push")`, 1},
+		{`exec.CommandContext(ctx, "git", "fetch")`, 1},
+		{`exec.LookPath("git")`, 1},
+		{`c.wt.NetGit().Run(ctx, dir, "push")`, 1},
+		{`m.Git().RunInput(ctx, dir, nil, "apply")`, 1},
+		{`(&worktree.Git{}).Run(ctx, dir, "remote")`, 1},
+		{`g := &worktree.Git{Repo: r}; g.Run(ctx, r, "fetch")`, 1},
+		{`exec.Command("ls", "git")`, 0},
+		{`c.wt.NetGit().Fetch(ctx, url, spec)`, 0},
+		{`cmd.Run()`, 0},
+	} {
+		f, err := parser.ParseFile(token.NewFileSet(), "x.go", "package x\nfunc f() {\n"+c.src+"\n}\n", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rawGit(f); len(got) != c.want {
+			t.Errorf("%s: found %v, want %d", c.src, got, c.want)
+		}
+	}
+}
+
+// rawGit lists the places in f that run git other than by a named
+// operation.
+func rawGit(f *ast.File) []string {
+	var out []string
+	gits := map[string]bool{} // names bound to a Git in f (by name: enough for a check)
+	isGit := func(e ast.Expr) bool {
+		switch x := e.(type) {
+		case *ast.ParenExpr:
+			e = x.X
+		case *ast.StarExpr:
+			e = x.X
+		}
+		if u, ok := e.(*ast.UnaryExpr); ok {
+			e = u.X
+		}
+		switch x := e.(type) {
+		case *ast.Ident:
+			return gits[x.Name]
+		case *ast.CompositeLit:
+			sel, ok := x.Type.(*ast.SelectorExpr)
+			return ok && sel.Sel.Name == "Git"
+		case *ast.CallExpr:
+			sel, ok := x.Fun.(*ast.SelectorExpr)
+			return ok && (sel.Sel.Name == "Git" || sel.Sel.Name == "NetGit") && len(x.Args) == 0
+		case *ast.SelectorExpr:
+			return x.Sel.Name == "Git" // a *worktree.Git type
+		}
+		return false
+	}
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.AssignStmt:
+			for i, r := range x.Rhs {
+				if id, ok := x.Lhs[min(i, len(x.Lhs)-1)].(*ast.Ident); ok && isGit(r) {
+					gits[id.Name] = true
+				}
+			}
+		case *ast.Field:
+			if isGit(x.Type) {
+				for _, id := range x.Names {
+					gits[id.Name] = true
+				}
+			}
+		case *ast.CallExpr:
+			sel, ok := x.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			switch sel.Sel.Name {
+			case "Command", "CommandContext", "LookPath":
+				for _, a := range x.Args {
+					if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						if s, _ := strconv.Unquote(lit.Value); s == "git" {
+							out = append(out, "exec of git")
+						}
+						break
+					}
+				}
+			case "Run", "RunInput":
+				if isGit(sel.X) {
+					out = append(out, "a raw git command line ("+sel.Sel.Name+")")
+				}
+			}
+		}
+		return true
+	})
+	return out
 }

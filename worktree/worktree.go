@@ -49,7 +49,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -805,23 +804,11 @@ func (d DiffStat) Summary() string {
 // Diff returns the change of the worktree at dir (committed, staged,
 // unstaged and untracked) against base.
 func (m *Manager) Diff(ctx context.Context, dir, base string) (DiffStat, error) {
-	var d DiffStat
-	out, err := m.git(ctx, dir, "diff", "--numstat", "--no-renames", base)
+	d, err := m.Git().NumStat(ctx, dir, base)
 	if err != nil {
-		return d, fmt.Errorf("worktree: %w", err)
+		return d, err
 	}
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		f := strings.SplitN(l, "\t", 3)
-		if len(f) != 3 {
-			continue
-		}
-		a, _ := strconv.Atoi(f[0])
-		del, _ := strconv.Atoi(f[1])
-		d.Files = append(d.Files, FileStat{Path: f[2], Added: a, Deleted: del})
-		d.Insertions += a
-		d.Deletions += del
-	}
-	out, err = m.git(ctx, dir, "ls-files", "--others", "--exclude-standard")
+	out, err := m.git(ctx, dir, "ls-files", "--others", "--exclude-standard")
 	if err != nil {
 		return d, fmt.Errorf("worktree: %w", err)
 	}
@@ -839,14 +826,7 @@ func (m *Manager) Diff(ctx context.Context, dir, base string) (DiffStat, error) 
 // Patch returns the unified diff of the worktree at dir against base,
 // cut to max bytes (0 = no cut).
 func (m *Manager) Patch(ctx context.Context, dir, base string, max int) (string, error) {
-	out, err := m.git(ctx, dir, "diff", "--no-color", base)
-	if err != nil {
-		return "", fmt.Errorf("worktree: %w", err)
-	}
-	if max > 0 && len(out) > max {
-		out = out[:max] + "\n[... diff cut at " + strconv.Itoa(max) + " bytes]\n"
-	}
-	return out, nil
+	return m.Git().Patch(ctx, dir, base, max)
 }
 
 // Dirty reports whether the worktree at dir has uncommitted changes.
