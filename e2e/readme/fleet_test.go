@@ -135,7 +135,7 @@ func TestHubWorkerFleet(t *testing.T) {
 	// 127.0.0.1:0, not :4222: 4222 may be taken on the test machine; tai
 	// hub prints the URL it got as its first line.
 	hub := u.start(u.home, readme(`tai hub --listen 127.0.0.1:4222 --store ~/tai-hub`), "127.0.0.1:4222", "127.0.0.1:0")
-	url := hub.line(t)
+	url := hub.Line(t)
 	if !strings.HasPrefix(url, "nats://127.0.0.1:") {
 		t.Fatalf("tai hub's first line is not its URL: %q", url)
 	}
@@ -175,8 +175,8 @@ func TestHubWorkerFleet(t *testing.T) {
 		t.Errorf("fleet list --nats does not list %s:\n%s", sub, o)
 	}
 	for name, d := range map[string]*daemon{"the coordinator": coord, "the worker": worker, "the hub": hub} {
-		if err := d.stop(); err != nil && !strings.Contains(err.Error(), "signal") && !strings.Contains(err.Error(), "exit status") {
-			t.Errorf("%s did not stop on SIGTERM: %v\n%s", name, err, d.stderr.String())
+		if err := d.Stop(); err != nil && !strings.Contains(err.Error(), "signal") && !strings.Contains(err.Error(), "exit status") {
+			t.Errorf("%s did not stop on SIGTERM: %v\n%s", name, err, d.Stderr.String())
 		}
 	}
 
@@ -191,7 +191,7 @@ func TestHubWorkerFleet(t *testing.T) {
 		l.Close()
 	}
 	hub2 := u.start(u.home, readme(`tai hub --coordinate --store ~/tai-hub`))
-	if got := hub2.line(t); got != "nats://127.0.0.1:4222" {
+	if got := hub2.Line(t); got != "nats://127.0.0.1:4222" {
 		t.Errorf("tai hub --coordinate: first line %q, want its URL nats://127.0.0.1:4222", got)
 	}
 	// It still has the first hub's runs: the store is the same.

@@ -171,13 +171,13 @@ func TestTopOnce(t *testing.T) {
 	// it is stopped. Its first frame says the run (and its feed) is up.
 	writeFile(t, filepath.Join(u.home, "hang.yaml"), "steps:\n  - text: waiting\n  - hang: true\n")
 	live := u.start(ws, "tai run --agent-cmd 'tai agent builtin --script ../hang.yaml' -o stream-json go")
-	sc := bufio.NewScanner(live.stdout)
+	sc := bufio.NewScanner(live.Stdout)
 	up := false
 	for !up && sc.Scan() {
 		up = strings.Contains(sc.Text(), `"text":"waiting"`)
 	}
 	if !up {
-		t.Fatalf("the live run did not start; stderr:\n%s", live.stderr.String())
+		t.Fatalf("the live run did not start; stderr:\n%s", live.Stderr.String())
 	}
 	o := u.must(u.home, readme(`tai top --once --width 100`))
 	if !strings.Contains(o.stdout, "1 run") {

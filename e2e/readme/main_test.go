@@ -9,10 +9,7 @@
 package readme_test
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,9 +17,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
+	"github.com/tai-dev/tai/e2e/internal/userenv"
 )
 
 var (
@@ -75,49 +72,8 @@ type user struct {
 func newUser(t *testing.T) *user {
 	t.Helper()
 	binaries(t)
-	home := t.TempDir()
-	bin := filepath.Join(home, "bin")
-	rt := filepath.Join(home, "run")
-	for _, d := range []string{bin, filepath.Join(home, "tmp")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.MkdirAll(rt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, target := range map[string]string{"tai": taiBin, "nats-server": natsServer} {
-		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeFile(t, filepath.Join(home, ".gitconfig"), "[user]\n\temail = user@example.com\n\tname = A User\n[init]\n\tdefaultBranch = main\n")
-	env := []string{
-		"HOME=" + home,
-		"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH"),
-		"TMPDIR=" + filepath.Join(home, "tmp"),
-		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
-		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
-		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
-		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
-		"XDG_RUNTIME_DIR=" + rt,
-		"SHELL=/bin/sh", "LANG=C.UTF-8", "NO_COLOR=1",
-	}
-	// The user's Go caches stay theirs (the first command builds tai
-	// with them), and the race detector's settings reach a race build.
-	for _, k := range []string{"USER", "LOGNAME", "GORACE", "GOCOVERDIR", "GOCACHE", "GOMODCACHE", "GOPATH", "GOFLAGS", "GOTOOLCHAIN"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
-		if _, ok := os.LookupEnv(k); !ok {
-			if out, err := exec.Command("go", "env", k).Output(); err == nil {
-				env = append(env, k+"="+strings.TrimSpace(string(out)))
-			}
-		}
-	}
-	return &user{t: t, home: home, env: env}
+	x := userenv.New(t, taiBin, natsServer)
+	return &user{t: t, home: x.Home, env: x.Env}
 }
 
 func (u *user) state(parts ...string) string {
@@ -195,12 +151,7 @@ func (u *user) must(dir, line string, subs ...string) outcome {
 }
 
 // daemon is a long-running README command (a hub, a worker).
-type daemon struct {
-	cmd    *exec.Cmd
-	stdout *bufio.Reader
-	stderr *build.Buffer
-	done   chan error
-}
+type daemon = userenv.Daemon
 
 // start starts a README line in its own process group, stopped with
 // SIGTERM (then SIGKILL) when the test ends.
@@ -210,47 +161,7 @@ func (u *user) start(dir, line string, subs ...string) *daemon {
 	cmd := exec.Command("/bin/sh", "-c", "exec "+line)
 	cmd.Dir, cmd.Env = dir, u.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		u.t.Fatal(err)
-	}
-	d := &daemon{cmd: cmd, stdout: bufio.NewReader(out), stderr: &build.Buffer{}, done: make(chan error, 1)}
-	cmd.Stderr = d.stderr
-	if err := cmd.Start(); err != nil {
-		u.t.Fatal(err)
-	}
-	go func() { d.done <- cmd.Wait() }()
-	u.t.Cleanup(func() { d.stop() })
-	return d
-}
-
-// stop ends the daemon with SIGTERM, as a user's Ctrl-C would, and waits
-// for it; SIGKILL only if it ignores that for a minute (a hang guard).
-func (d *daemon) stop() error {
-	_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case err := <-d.done:
-		d.done <- err
-		return err
-	case <-time.After(time.Minute):
-		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-		err := <-d.done
-		d.done <- err
-		return errors.New("did not stop on SIGTERM")
-	}
-}
-
-// line reads the daemon's next stdout line.
-func (d *daemon) line(t *testing.T) string {
-	t.Helper()
-	s, err := d.stdout.ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		t.Fatal(err)
-	}
-	if s == "" {
-		t.Fatalf("%v ended its output before a line; stderr:\n%s", d.cmd.Args, d.stderr.String())
-	}
-	return strings.TrimSpace(s)
+	return userenv.Start(u.t, cmd)
 }
 
 func writeFile(t *testing.T, path, body string) {
