@@ -43,11 +43,93 @@ func rebaseState(gd string) string {
 // nor aborts it, since it may hold resolutions in progress.
 var ErrForeignRebase = errors.New("worktree is in the middle of a rebase tai did not start")
 
+// A kill during `git worktree add` leaves a half-made worktree: its
+// directory partly checked out, its gitdir under <common dir>/worktrees/
+// with the index lock of the checkout git runs in it, and its "locked"
+// file ("initializing", or tai's reason). Nothing there yet is an
+// agent's (Create had not returned), so the next Create, which holds the
+// worktree's flock the killed tai held, removes it whole and adds it
+// again; the branch, and every commit on it, stays. The journal of an add
+// is beside the worktree's flock: the gitdir it names does not exist
+// before the add, and the agent cannot write there.
+
+// addJournal is the journal of an add of task's worktree in run.
+func (m *Manager) addJournal(run, task string) string {
+	return strings.TrimSuffix(m.lockPath(run, task), ".lock") + ".adding"
+}
+
+// addWorktree runs `git worktree add args...` for task's worktree in run
+// under its journal. The caller holds the worktree's flock and the
+// repository's lock. A git that returns, even with an error, has cleaned
+// up after itself (git removes a failed add's worktree): only a kill
+// leaves the journal.
+func (m *Manager) addWorktree(ctx context.Context, run, task string, args ...string) error {
+	j := m.addJournal(run, task)
+	if err := WriteFileAtomic(j, []byte(opAdd+" "+m.Path(run, task)+"\n"), 0o644); err != nil {
+		return fmt.Errorf("worktree: journal: %w", err)
+	}
+	_, err := m.git(ctx, m.Repo, append([]string{"worktree", "add"}, args...)...)
+	if rerr := os.Remove(j); rerr != nil && err == nil {
+		return fmt.Errorf("worktree: journal: %w", rerr)
+	}
+	if err != nil {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	return nil
+}
+
+// recoverAdd removes the worktree a killed tai's add left half made, as
+// its journal says: the gitdir registered for the worktree's path, locks
+// and all, and the directory. The caller holds the worktree's flock (so
+// the tai that wrote the journal is dead, and its git got the parent-death
+// signal) and the repository's lock (so no other tai adds meanwhile).
+// Without a journal it does nothing: a worktree, locked or not, that tai's
+// add did not leave is somebody else's.
+func (m *Manager) recoverAdd(run, task string) error {
+	j := m.addJournal(run, task)
+	if _, err := os.Lstat(j); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("worktree: journal: %w", err)
+	}
+	path := m.Path(run, task)
+	dotgit := filepath.Join(path, ".git")
+	admin := filepath.Join(m.CommonDir, "worktrees")
+	ents, err := os.ReadDir(admin)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("worktree: %w", err)
+	}
+	removed := []string{}
+	for _, e := range ents {
+		gd := filepath.Join(admin, e.Name())
+		b, err := os.ReadFile(filepath.Join(gd, "gitdir"))
+		if err != nil {
+			continue
+		}
+		if p := filepath.Clean(strings.TrimSpace(string(b))); p != dotgit && !sameFile(p, dotgit) {
+			continue
+		}
+		if err := os.RemoveAll(gd); err != nil {
+			return fmt.Errorf("worktree: removing the gitdir a killed tai's add left: %w", err)
+		}
+		removed = append(removed, gd)
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("worktree: removing the worktree a killed tai's add left: %w", err)
+	}
+	if err := os.Remove(j); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("worktree: journal: %w", err)
+	}
+	m.logger().Info("removed the worktree a killed tai's add left half made", "worktree", path, "gitdir", removed)
+	return nil
+}
+
 // The operations a worktree journal names.
 const (
 	opIntegrate = "integrate" // a rebase onto a target: HEAD detached, rebase state
 	opCommit    = "commit"    // git add and commit: the index lock
 	opReset     = "reset"     // git reset --hard: the index lock
+	opAdd       = "add"       // git worktree add: a half-made worktree (addJournal)
 )
 
 // beginWorktree writes the journal of op (and its target, for an

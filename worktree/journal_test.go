@@ -274,3 +274,72 @@ func TestCreateTakesBackAWorktreeAKilledCommitLeft(t *testing.T) {
 		})
 	}
 }
+
+// A tai killed during `git worktree add` leaves a half-made worktree: its
+// gitdir with the checkout's index lock and git's "locked" file, and the
+// add's journal. The next Create removes it and adds the worktree again,
+// after which git works there (the NATS coordinator's reset --hard hit
+// that lock); the branch keeps its commits. Without the journal, the lock
+// is not tai's to remove. The state is made as the kill leaves it: no kill
+// timing.
+func TestCreateUndoesAKilledAdd(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		journal bool
+		commit  bool // the branch has a commit of its own (a resumed task's)
+	}{
+		{"new branch", true, false},
+		{"branch with commits", true, true},
+		{"no journal", false, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			repo := newRepo(t)
+			m := open(t, repo)
+			path, branch := m.Path("r", "a"), Branch("r", "a")
+			want := sh(t, repo, "git", "rev-parse", "HEAD")
+			if c.commit {
+				sh(t, repo, "git", "branch", branch)
+				want = commitOn(t, repo, branch, "mine.txt", "mine\n")
+			}
+			if c.journal {
+				write(t, m.addJournal("r", "a"), opAdd+" "+path+"\n")
+			}
+			if c.commit {
+				sh(t, repo, "git", "worktree", "add", "-q", path, branch)
+			} else {
+				sh(t, repo, "git", "worktree", "add", "-q", "-b", branch, path, "HEAD")
+			}
+			gd := gitDirOf(t, m, path)
+			write(t, filepath.Join(gd, "index.lock"), "")
+			write(t, filepath.Join(gd, "locked"), "initializing")
+
+			h, err := m.Create(ctx, "r", "a", "HEAD", "main", Owner{PID: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Release(ctx)
+			gd = gitDirOf(t, m, h.Path)
+			if _, err := os.Stat(filepath.Join(gd, "index.lock")); err == nil != !c.journal {
+				t.Fatalf("index.lock there: %v, want %v", err == nil, !c.journal)
+			}
+			if !c.journal {
+				return // the lock is somebody else's: Create left it
+			}
+			if _, err := os.Stat(m.addJournal("r", "a")); err == nil {
+				t.Fatal("the add's journal is left")
+			}
+			if err := m.ResetHard(ctx, h.Path, "HEAD"); err != nil {
+				t.Fatal(err)
+			}
+			if got := sh(t, repo, "git", "rev-parse", branch); got != want {
+				t.Fatalf("%s at %s, want %s", branch, got, want)
+			}
+			if c.commit {
+				if _, err := os.Stat(filepath.Join(h.Path, "mine.txt")); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -297,6 +297,9 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 			_ = lk.Unlock()
 		}
 	}()
+	if err := m.recoverAdd(run, task); err != nil {
+		return nil, err
+	}
 
 	_, statErr := os.Stat(path)
 	dirExists := statErr == nil
@@ -368,12 +371,12 @@ func (m *Manager) Create(ctx context.Context, run, task, base, target string, ow
 		if exists {
 			// The branch survived its directory: check it out again, with
 			// its commits.
-			if _, err := m.git(ctx, m.Repo, "worktree", "add", path, branch); err != nil {
-				return nil, fmt.Errorf("worktree: %w", err)
+			if err := m.addWorktree(ctx, run, task, path, branch); err != nil {
+				return nil, err
 			}
 		} else {
-			if _, err := m.git(ctx, m.Repo, "worktree", "add", "-b", branch, path, sha); err != nil {
-				return nil, fmt.Errorf("worktree: %w", err)
+			if err := m.addWorktree(ctx, run, task, "-b", branch, path, sha); err != nil {
+				return nil, err
 			}
 			recErr = os.ErrNotExist
 		}
@@ -423,7 +426,7 @@ func (m *Manager) createFresh(ctx context.Context, run, task, base, target, reas
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return rec, false, fmt.Errorf("worktree: %w", err)
 	}
-	if _, err := m.git(ctx, m.Repo, "worktree", "add", "-q", "--no-track", "--lock", "--reason", reason, "-b", branch, path, base); err != nil {
+	if err := m.addWorktree(ctx, run, task, "-q", "--no-track", "--lock", "--reason", reason, "-b", branch, path, base); err != nil {
 		var ge *GitError
 		if errors.As(err, &ge) && strings.Contains(ge.Stderr, "reason") && strings.Contains(ge.Stderr, "unknown") {
 			m.noAddReason.Store(true) // before git 2.35
