@@ -314,12 +314,15 @@ func TestKill9ThenResume(t *testing.T) {
 
 // kill -9 while tai's git works in a task's worktree: while it rebases
 // the finished task onto the target (git's rebase left half-done, HEAD
-// detached), or while it commits the task's work (git's index lock left).
-// Resume undoes what the killed git left and merges, with every commit.
+// detached), while it commits the task's work (git's index lock left), or
+// while it adds the task's worktree (the checkout's index lock left in the
+// new gitdir). Resume undoes what the killed git left and merges, with
+// every commit.
 func TestKill9InGitThenResume(t *testing.T) {
 	for _, c := range []struct{ sub, left string }{
 		{killgit.Rebase, "rebase-merge"},
 		{killgit.Add, "index.lock"},
+		{killgit.WorktreeAdd, "index.lock"},
 	} {
 		t.Run(c.sub, func(t *testing.T) {
 			repo, pd := gitRepo(t), t.TempDir()

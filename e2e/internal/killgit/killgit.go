@@ -20,10 +20,15 @@ const (
 	// Add: git add is killed holding the index lock. The stand-in makes
 	// the lock as git add does first, then SIGKILLs tai, and waits.
 	Add = "add"
+	// WorktreeAdd: git worktree add is killed while it checks the new
+	// worktree out, holding the index lock in the new gitdir. The stand-in
+	// runs the real add, leaves the lock as the killed checkout does,
+	// then SIGKILLs tai, and waits.
+	WorktreeAdd = "worktree add"
 )
 
 // Dir makes a directory holding a git that stands in for the real one:
-// the first run of the git command sub (Rebase or Add, by any process)
+// the first run of the git command sub (Rebase, Add or WorktreeAdd, by any process)
 // kills the process that ran git, that is tai. Every other git command,
 // and every later one, is the real git's. Put Dir first in tai's PATH.
 func Dir(t testing.TB, sub string) string {
@@ -33,11 +38,17 @@ func Dir(t testing.TB, sub string) string {
 		t.Fatal(err)
 	}
 	var kill string
+	word, match := sub, "true"
 	switch sub {
 	case Rebase:
 		kill = fmt.Sprintf(`exec %s "$@" -x "kill -9 $PPID; exec sleep 600"`, real)
 	case Add:
 		kill = `: > "$gd/index.lock"; kill -9 $PPID; exec sleep 600`
+	case WorktreeAdd:
+		// git runs from the repository's top level (cwd): its gitdirs are
+		// under .git/worktrees.
+		word, match = "worktree", `case " $* " in *" worktree add "*) true ;; *) false ;; esac`
+		kill = fmt.Sprintf(`%s "$@" || exit; for d in .git/worktrees/*/; do : > "${d}index.lock"; done; kill -9 $PPID; exec sleep 600`, real)
 	default:
 		t.Fatalf("killgit: no way to kill tai in git %s", sub)
 	}
@@ -56,12 +67,12 @@ for a; do
 	*) sub="$a"; break ;;
 	esac
 done
-if [ "$sub" = %[3]s ] && [ ! -e %[1]s ]; then
+if [ "$sub" = %[3]s ] && [ ! -e %[1]s ] && %[5]s; then
 	: > %[1]s
 	%[4]s
 fi
 exec %[2]s "$@"
-`, mark, real, sub, kill)
+`, mark, real, word, kill, match)
 	if err := os.WriteFile(filepath.Join(bin, "git"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
