@@ -451,10 +451,21 @@ func appendNew(list []string, s string) []string {
 	return append(list, s)
 }
 
-// The coordinator is killed in the middle of a merge (git's rebase left
-// half-done in its merge worktree); a resumed coordinator undoes it and
-// merges.
+// The coordinator is killed in the middle of a merge: in git's rebase
+// (left half-done in its merge worktree), or in the git worktree add that
+// makes that worktree (the checkout's index lock left in the new gitdir,
+// as found under load in TestFleetOverNATS). A resumed coordinator undoes
+// it and merges.
 func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
+	for _, c := range []struct{ sub, left string }{
+		{killgit.Rebase, "rebase-merge"},
+		{killgit.WorktreeAdd, "index.lock"},
+	} {
+		t.Run(c.sub, func(t *testing.T) { testCoordinatorKilledInGit(t, c.sub, c.left) })
+	}
+}
+
+func testCoordinatorKilledInGit(t *testing.T, sub, left string) {
 	e := &env{t: t, state: t.TempDir()}
 	url := taiHub(e)
 	repo := planRepo(t, map[string]string{
@@ -468,15 +479,15 @@ func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
 	e.start(w)
 
 	coord := e.cmd(taiBin, "fleet", "run", "--nats", url, "--run-id", "k", "-C", repo, filepath.Join(repo, "plan.yaml"))
-	coord.Env = killgit.Env(t, coord.Env, killgit.Rebase)
+	coord.Env = killgit.Env(t, coord.Env, sub)
 	out, _ := coord.CombinedOutput()
-	_ = syscall.Kill(-coord.Process.Pid, syscall.SIGKILL) // the exec step's sleep
+	_ = syscall.Kill(-coord.Process.Pid, syscall.SIGKILL) // the stand-in's sleep
 	if ws, ok := coord.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("the coordinator was not killed in its rebase: %v\n%s", coord.ProcessState, out)
+		t.Fatalf("the coordinator was not killed in git %s: %v\n%s", sub, coord.ProcessState, out)
 	}
-	left, _ := filepath.Glob(filepath.Join(repo, ".git", "worktrees", "*", "rebase-merge"))
-	if len(left) != 1 {
-		t.Fatalf("no rebase left half-done: %v\n%s", left, out)
+	glob := filepath.Join(repo, ".git", "worktrees", "*", left)
+	if found, _ := filepath.Glob(glob); len(found) != 1 {
+		t.Fatalf("no %s left: %v\n%s", left, found, out)
 	}
 
 	out, err := e.cmd(taiBin, "fleet", "resume", "k", "--nats", url).CombinedOutput()
@@ -486,8 +497,8 @@ func TestCoordinatorKilledInAMergeResumes(t *testing.T) {
 	if got := git(t, repo, "show", "tai-fleet/k:s.txt"); got != "s" {
 		t.Fatalf("s.txt on the target: %q\n%s", got, out)
 	}
-	if left, _ := filepath.Glob(filepath.Join(repo, ".git", "worktrees", "*", "rebase-merge")); len(left) != 0 {
-		t.Fatalf("rebase state left: %v", left)
+	if found, _ := filepath.Glob(glob); len(found) != 0 {
+		t.Fatalf("%s left: %v", left, found)
 	}
 }
 

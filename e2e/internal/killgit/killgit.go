@@ -37,6 +37,7 @@ func Dir(t testing.TB, sub string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bin, mark := t.TempDir(), filepath.Join(t.TempDir(), "killed")
 	var kill string
 	word, match := sub, "true"
 	switch sub {
@@ -45,14 +46,14 @@ func Dir(t testing.TB, sub string) string {
 	case Add:
 		kill = `: > "$gd/index.lock"; kill -9 $PPID; exec sleep 600`
 	case WorktreeAdd:
-		// git runs from the repository's top level (cwd): its gitdirs are
-		// under .git/worktrees.
+		// An add git refuses (the branch exists) is not the one to kill
+		// in: the next add is. git runs from the repository's top level
+		// (cwd): its gitdirs are under .git/worktrees.
 		word, match = "worktree", `case " $* " in *" worktree add "*) true ;; *) false ;; esac`
-		kill = fmt.Sprintf(`%s "$@" || exit; for d in .git/worktrees/*/; do : > "${d}index.lock"; done; kill -9 $PPID; exec sleep 600`, real)
+		kill = fmt.Sprintf(`%s "$@" || { rc=$?; rm -f %s; exit $rc; }; for d in .git/worktrees/*/; do : > "${d}index.lock"; done; kill -9 $PPID; exec sleep 600`, real, mark)
 	default:
 		t.Fatalf("killgit: no way to kill tai in git %s", sub)
 	}
-	bin, mark := t.TempDir(), filepath.Join(t.TempDir(), "killed")
 	// The subcommand is the first argument that is not a global option
 	// (tai's git runs as git --no-pager --git-dir=D --work-tree=W -C D
 	// -c k=v ... SUB ...).
