@@ -172,11 +172,18 @@ func stageErr(s Stage, err error) error {
 // Resolve resolves a Spec: the agent's command and driver, the policy
 // engine, and the sandbox built from the policy in force.
 func Resolve(s Spec) (Resolved, error) {
-	var r Resolved
 	a, err := ResolveAgent(s.Agent)
 	if err != nil {
-		return r, stageErr(StageAgent, err)
+		return Resolved{}, stageErr(StageAgent, err)
 	}
+	return ResolveFound(s, a)
+}
+
+// ResolveFound is Resolve for an agent its front end has already found
+// (ResolveAgent, from s.Agent), so that one command finds it once.
+func ResolveFound(s Spec, a ResolvedAgent) (Resolved, error) {
+	var r Resolved
+	var err error
 	r.Preset = a.Preset
 	o := runner.Options{Agent: a.Preset.Name, Argv: a.Argv, Driver: a.Driver, Quirks: a.Preset.Quirks,
 		Cwd: s.Cwd, AddDirs: s.AddDirs, Model: s.Agent.Model, Mode: s.Agent.Mode, AllowDenials: s.Policy.AllowDenials,

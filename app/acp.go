@@ -10,7 +10,6 @@ import (
 	"github.com/tai-dev/tai/acpserver"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
-	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/runner"
 )
 
@@ -18,18 +17,16 @@ import (
 // agent the run flags name. Each of the editor's sessions is one run, with
 // its own audit log and session record; what the policy leaves open is
 // asked in the editor.
-func ACP(ctx context.Context, f RunFlags, std IO) error {
-	f, err := applyConfig(f)
+func ACP(ctx context.Context, o RunOptions) error {
+	r, err := resolveRun(o)
 	if err != nil {
 		return err
 	}
+	std, f := o.IO, r.f
 	logger := newLogger(std.Err, f.Verbose)
 	// The flags are checked once up front, so that a bad one is a usage
-	// error before the editor is served (no audit log for the check).
-	check := f
-	check.NoAudit, check.Trace, check.prompter = true, "", noPrompter{}
-	probe, cleanup, err := buildRun(check, nil, std, logger)
-	cleanup()
+	// error before the editor is served.
+	probe, err := checkRun(o, r, logger)
 	if err != nil {
 		return err
 	}
@@ -46,7 +43,7 @@ func ACP(ctx context.Context, f RunFlags, std IO) error {
 	err = acpserver.Serve(ctx, std.In, std.Out, acpserver.Options{
 		Trace: editorTrace,
 		Run: func(ctx context.Context, spec acpserver.Spec, h acpserver.Hooks) error {
-			return acpSession(ctx, f, spec, h, std, logger)
+			return acpSession(ctx, o, r, spec, h, logger)
 		},
 		Cwd: probe.Cwd, Agent: probe.Agent, Version: Version, Logger: logger, MaxLineBytes: f.MaxLineBytes,
 		List: func(ctx context.Context, cwd string) ([]driver.SessionSummary, error) {
@@ -61,15 +58,15 @@ func ACP(ctx context.Context, f RunFlags, std IO) error {
 }
 
 // acpSession runs one editor session until the editor closes it.
-func acpSession(ctx context.Context, f RunFlags, spec acpserver.Spec, h acpserver.Hooks, std IO, logger *slog.Logger) error {
+func acpSession(ctx context.Context, o RunOptions, r resolvedRun, spec acpserver.Spec, h acpserver.Hooks, logger *slog.Logger) error {
+	f := &r.f
 	f.Cwd, f.Resume, f.Continue = spec.Cwd, spec.ResumeID, false
-	f.prompter, f.editorForms = h.Prompter, h.Elicitor
+	o.prompter, o.editorForms = h.Prompter, h.Elicitor
 	// The editor shows what happened; denials are answers, not failures.
 	f.Output, f.AllowDenials = OutputJSON, true
 	// stdin and stdout are the editor's: the run has neither.
-	sub := std
-	sub.In, sub.Out = eofReader{}, std.Err
-	opts, cleanup, err := buildRun(f, nil, sub, logger)
+	o.IO.In, o.IO.Out = eofReader{}, o.IO.Err
+	opts, cleanup, err := buildRun(o, r, nil, logger)
 	defer cleanup()
 	if err != nil {
 		return err
@@ -108,13 +105,6 @@ func keptSessions(ctx context.Context, cwd, agent, drv string) ([]driver.Session
 		out = append(out, driver.SessionSummary{ID: r.SessionID, Cwd: r.Workspace, Title: r.Prompt, UpdatedAt: r.Time.UTC().Format(time.RFC3339)})
 	}
 	return out, nil
-}
-
-// noPrompter stands for the editor while the flags are checked.
-type noPrompter struct{}
-
-func (noPrompter) Ask(context.Context, driver.PermissionRequest) (policy.Answer, error) {
-	return policy.DenyOnce, policy.ErrNoAnswer
 }
 
 // eofReader is a stdin that has ended: stdin is the editor's.

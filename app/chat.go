@@ -31,31 +31,39 @@ const chatPrompt = "tai› "
 // history and Tab completion; Ctrl-C cancels the running turn (or drops
 // the line being typed), Ctrl-D ends the session. From a pipe, each line
 // is one prompt.
-func Chat(ctx context.Context, f RunFlags, args []string, std IO) error {
+func Chat(ctx context.Context, o RunOptions, args []string) error {
+	r, err := resolveRun(o)
+	if err != nil {
+		notStarted(o.IO, o.Flags.Output, o.Flags.Agent, err) // -o json promises one document
+		return err
+	}
+	return runChat(ctx, o, r, args)
+}
+
+// runChat is Chat with its command line resolved (tai chat's, or tai run's
+// with no prompt on a terminal).
+func runChat(ctx context.Context, o RunOptions, r resolvedRun, args []string) error {
 	// -o json promises one document, also for a chat refused before it
 	// started.
 	refused := func(err error) error {
-		notStarted(std, f.Output, f.Agent, err)
+		notStarted(o.IO, o.Flags.Output, o.Flags.Agent, err)
 		return err
 	}
-	f, err := applyConfig(f)
-	if err != nil {
-		return refused(err)
-	}
+	std, f := o.IO, r.f
 	if f.Output == OutputStreamJSON || f.InputFormat == "stream-json" {
 		return refused(exitcode.Usagef("chat reads prompts from the terminal or a pipe: for stream-json use tai --cap-speak stream-json"))
 	}
-	f.chat = true
+	o.chat = true
 	state := chat.NewState()
 	in := chatInput(std, state.Complete)
 	defer in.close()
-	f.termIn, f.above, f.hold = in.term, in.above, in.hold
+	o.termIn, o.above, o.hold = in.term, in.above, in.hold
 	logErr := std.Err
 	if in.above != nil {
 		logErr = in.above(std.Err)
 	}
 	logger := newLogger(logErr, f.Verbose)
-	opts, cleanup, err := buildRun(f, args, std, logger)
+	opts, cleanup, err := buildRun(o, r, args, logger)
 	defer cleanup()
 	if err != nil {
 		return refused(err)

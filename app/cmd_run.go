@@ -3,11 +3,13 @@ package app
 import (
 	"context"
 	"io"
+	"runtime"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
@@ -78,6 +80,25 @@ type RunFlags struct {
 	// MaxResumes is --max-resumes: at most that many resumes after a
 	// limit (0: the policy's quota_resumes, else runner's default).
 	MaxResumes int
+}
+
+// RunOptions are what tai run, tai chat and tai acp run with: their flags
+// and the dependencies the command fills in where it is built (gh's
+// Options). The front end that runs the session adds who answers the
+// agent where the terminal does not.
+type RunOptions struct {
+	Flags RunFlags
+	IO    IO
+	// SetProcs sets how many threads run Go code at once
+	// (runtime.GOMAXPROCS): the whole process's, so only the command
+	// tai's main builds sets it; nil (a test running a command in
+	// process) leaves it as it is.
+	SetProcs func(n int)
+	// LoadConfig reads the user's and the workspace's configuration
+	// (nil: loadConfig); FindAgent finds the agent the flags name (nil:
+	// agentspec.ResolveAgent). Both run once per command (resolveRun).
+	LoadConfig func(workspace string) (config.Config, error)
+	FindAgent  func(agentspec.Agent) (agentspec.ResolvedAgent, error)
 
 	answerer policy.Prompter // the parent, under --input-format stream-json
 	chat     bool            // tai chat: the prompts come as lines
@@ -91,7 +112,6 @@ type RunFlags struct {
 	prompter policy.Prompter // the human where the terminal is not: an editor, under tai acp
 	// editorForms is that editor's elicitation forms (nil: it shows none).
 	editorForms elicit.Answerer
-	cfg         config.Config // the user's and the project's configuration
 }
 
 // FeedFlags are the live feed's flags (tai run, tai fleet run).
@@ -113,16 +133,17 @@ type Globals struct {
 }
 
 // RunFunc is what `tai run`, `tai chat` and `tai acp` do once their flags
-// are parsed into RunFlags. A constructor given nil runs the command; a
+// are parsed into RunOptions. A constructor given nil runs the command; a
 // test gives its own to see the options without a process.
-type RunFunc func(ctx context.Context, f RunFlags, args []string, std IO) error
+type RunFunc func(ctx context.Context, o RunOptions, args []string) error
 
 // NewCmdRun is `tai run`.
 func NewCmdRun(std IO, g *Globals, runF RunFunc) *cobra.Command {
 	if runF == nil {
 		runF = Run
 	}
-	var f RunFlags
+	o := RunOptions{IO: std, SetProcs: func(n int) { runtime.GOMAXPROCS(n) }}
+	f := &o.Flags
 	c := &cobra.Command{
 		Use:   "run [flags] PROMPT...",
 		Short: "Run one prompt turn against an agent and stream it",
@@ -135,10 +156,10 @@ func NewCmdRun(std IO, g *Globals, runF RunFunc) *cobra.Command {
 			if err := f.fromCommand(cmd, g, std); err != nil {
 				return err
 			}
-			return runF(cmd.Context(), f, args, std)
+			return runF(cmd.Context(), o, args)
 		},
 	}
-	addRunFlags(c, &f)
+	addRunFlags(c, f)
 	return c
 }
 
@@ -161,7 +182,7 @@ func NewCmdChat(std IO, g *Globals, runF RunFunc) *cobra.Command {
 // the agent they name.
 func NewCmdACP(std IO, g *Globals, runF RunFunc) *cobra.Command {
 	if runF == nil {
-		runF = func(ctx context.Context, f RunFlags, _ []string, std IO) error { return ACP(ctx, f, std) }
+		runF = func(ctx context.Context, o RunOptions, _ []string) error { return ACP(ctx, o) }
 	}
 	c := NewCmdRun(std, g, runF)
 	c.Use, c.Short = "acp [run flags]", "Be an ACP agent on stdin/stdout in front of any agent, with tai's policy in between"

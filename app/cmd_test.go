@@ -101,8 +101,11 @@ func TestRunFlagsToOptions(t *testing.T) {
 				std, _, _ := testIO(nil)
 				var got RunFlags
 				var gotArgs []string
-				runF := func(_ context.Context, f RunFlags, args []string, _ IO) error {
-					got, gotArgs = f, args
+				runF := func(_ context.Context, o RunOptions, args []string) error {
+					got, gotArgs = o.Flags, args
+					if o.SetProcs == nil {
+						t.Error("the command set no SetProcs")
+					}
 					return nil
 				}
 				g := &Globals{}
@@ -133,7 +136,7 @@ func TestRunFlagsToOptions(t *testing.T) {
 func TestACPTakesNoArguments(t *testing.T) {
 	std, _, _ := testIO(nil)
 	g := &Globals{}
-	err := execute(t, NewCmdACP(std, g, func(context.Context, RunFlags, []string, IO) error { t.Fatal("ran"); return nil }), g, "hi")
+	err := execute(t, NewCmdACP(std, g, func(context.Context, RunOptions, []string) error { t.Fatal("ran"); return nil }), g, "hi")
 	if err == nil || !strings.Contains(err.Error(), "unknown command") {
 		t.Fatalf("err = %v", err)
 	}
@@ -145,7 +148,7 @@ func TestRunWorkdirFromIO(t *testing.T) {
 	std, _, _ := testIO(nil)
 	std.Getwd = func() (string, error) { return "", errors.New("gone") }
 	g := &Globals{}
-	err := execute(t, NewCmdRun(std, g, func(context.Context, RunFlags, []string, IO) error { t.Fatal("ran"); return nil }), g, "hi")
+	err := execute(t, NewCmdRun(std, g, func(context.Context, RunOptions, []string) error { t.Fatal("ran"); return nil }), g, "hi")
 	if exitcode.Of(err) != exitcode.Usage || !strings.Contains(err.Error(), "working directory: gone") {
 		t.Fatalf("err = %v", err)
 	}

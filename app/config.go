@@ -2,7 +2,6 @@ package app
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,18 +53,9 @@ func loadConfig(workspace string) (config.Config, error) {
 	return c, nil
 }
 
-// applyConfig gives the run flags not given on the command line the
-// config's defaults. changed reports whether a flag was given.
-func applyConfig(f RunFlags) (RunFlags, error) {
-	ws := f.Cwd
-	if ws == "" {
-		ws, _ = os.Getwd()
-	}
-	cfg, err := loadConfig(ws)
-	if err != nil {
-		return f, err
-	}
-	f.cfg = cfg
+// applyConfig gives the run flags not given on the command line (f.Changed)
+// cfg's defaults.
+func applyConfig(f RunFlags, cfg config.Config) RunFlags {
 	changed := f.Changed
 	if changed == nil {
 		changed = func(string) bool { return true } // called from code: the flags are what they are
@@ -81,7 +71,7 @@ func applyConfig(f RunFlags) (RunFlags, error) {
 	set("driver", &f.Driver, config.KeyDriver)
 	set("approve", &f.Approve, config.KeyApprove)
 	set("output", &f.Output, config.KeyOutput)
-	return f, nil
+	return f
 }
 
 // configView is `tai config show -o json`.

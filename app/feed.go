@@ -35,11 +35,10 @@ func openFeed(run string, kind feed.Kind, ff FeedFlags, logger *slog.Logger, std
 			}
 		}
 	}
+	if err := ff.check(); err != nil {
+		return lf, func() {}, err
+	}
 	if ff.NotifyURL != "" {
-		u, err := url.Parse(ff.NotifyURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return lf, func() {}, fmt.Errorf("--notify-url wants an http(s) URL, not %q", ff.NotifyURL)
-		}
 		senders = append(senders, notify.Webhook{URL: ff.NotifyURL})
 	}
 	closeNotes := func() {}
@@ -48,10 +47,6 @@ func openFeed(run string, kind feed.Kind, ff FeedFlags, logger *slog.Logger, std
 		lf.notify, closeNotes = n.Notify, n.Close
 	}
 	if ff.NoFeed {
-		if ff.Listen != "" {
-			closeNotes()
-			return lf, func() {}, fmt.Errorf("--listen needs the feed (drop --no-feed)")
-		}
 		return lf, closeNotes, nil
 	}
 	onAsk := func(a feed.Ask) {
@@ -86,6 +81,20 @@ func openFeed(run string, kind feed.Kind, ff FeedFlags, logger *slog.Logger, std
 		fmt.Fprintf(stderr, "tai: live feed of %s on http://%s (Authorization: Bearer %s)\n", run, addr, tok)
 	}
 	return lf, closeAll, nil
+}
+
+// check refuses feed flags no run can mean.
+func (ff FeedFlags) check() error {
+	if ff.NotifyURL != "" {
+		u, err := url.Parse(ff.NotifyURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--notify-url wants an http(s) URL, not %q", ff.NotifyURL)
+		}
+	}
+	if ff.NoFeed && ff.Listen != "" {
+		return fmt.Errorf("--listen needs the feed (drop --no-feed)")
+	}
+	return nil
 }
 
 // guardFeed makes the feed serve what the run's audit log would keep

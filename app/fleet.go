@@ -22,6 +22,7 @@ import (
 
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
@@ -560,7 +561,13 @@ func FleetPlan(ctx context.Context, f FleetPlanFlags, goal string, std IO) error
 		rf.Approve = "reads"
 	}
 	logger := newLogger(std.Err, false)
-	opts, cleanup, err := buildRun(rf, []string{planPrompt + goal}, std, logger)
+	// The drafting agent is the flags' alone: no config applies.
+	ro := RunOptions{Flags: rf, IO: std, LoadConfig: func(string) (config.Config, error) { return config.Config{}, nil }}
+	r, err := resolveRun(ro)
+	if err != nil {
+		return fmt.Errorf("fleet plan: %w", err)
+	}
+	opts, cleanup, err := buildRun(ro, r, []string{planPrompt + goal}, logger)
 	defer cleanup()
 	if err != nil {
 		return fmt.Errorf("fleet plan: %w", err)

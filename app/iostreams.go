@@ -3,12 +3,8 @@ package app
 import (
 	"io"
 	"os"
-	"runtime"
-	"sync/atomic"
 
 	"golang.org/x/term"
-
-	"github.com/tai-dev/tai/driver"
 )
 
 // IO is everything a command takes from its process, injected so that a
@@ -34,10 +30,6 @@ type IO struct {
 	// IsTerminal says whether a stream is a terminal; nil asks the file
 	// behind it.
 	IsTerminal func(stream any) bool
-	// SetProcs sets how many threads run Go code at once
-	// (runtime.GOMAXPROCS): the whole process's, so only System sets it;
-	// nil (tests running commands in process) leaves it as it is.
-	SetProcs func(n int)
 }
 
 // System is the process's IO. Its Out keeps its first write error (see
@@ -48,50 +40,7 @@ func System(stdoutClosed bool) IO {
 		out = closedStdout{}
 	}
 	return IO{In: os.Stdin, Out: &checkedOut{w: out}, Err: os.Stderr, LookupEnv: os.LookupEnv, Environ: os.Environ, Getwd: os.Getwd,
-		OpenTTY: openDevTTY, IsTerminal: isTTY, SetProcs: func(n int) { runtime.GOMAXPROCS(n) }}
-}
-
-// oneAgent sets the process up for a command that drives one agent. Its
-// hot path is one chain (the agent's reader, the session, the sinks), so
-// one thread runs Go code: with more, every hand-off between goroutines
-// wakes an idle thread, and the GC's idle workers take the cores the
-// agent needs (the flood ran 2-4% faster this way on 2 cores, and 6% with
-// a permission every 10 updates). A GOMAXPROCS in the environment wins.
-func (s IO) oneAgent() {
-	if _, set := s.lookup("GOMAXPROCS"); !set && s.SetProcs != nil {
-		s.SetProcs(1)
-	}
-}
-
-// streamEvents is how many events an agent sends before oneAgentStreaming
-// sets the process up.
-const streamEvents = 1000
-
-// oneAgentStreaming is a sink that calls oneAgent at the agent's
-// streamEvents-th event, once it streams. The switch stops the world and
-// flushes the other thread's memory caches (1.4 ms and ~50 page faults
-// here): made at the start, it was a sixth of the way from main to the
-// agent's start, which a run of few events never pays back.
-func (s IO) oneAgentStreaming() driver.Sink {
-	return newCountdown(streamEvents, s.oneAgent)
-}
-
-// countdown calls then at its left-th event.
-type countdown struct {
-	left atomic.Int64
-	then func()
-}
-
-func newCountdown(n int64, then func()) *countdown {
-	c := &countdown{then: then}
-	c.left.Store(n)
-	return c
-}
-
-func (c *countdown) Emit(driver.Event) {
-	if c.left.Add(-1) == 0 {
-		c.then()
-	}
+		OpenTTY: openDevTTY, IsTerminal: isTTY}
 }
 
 func openDevTTY() (*os.File, error) { return os.OpenFile("/dev/tty", os.O_RDWR, 0) }

@@ -23,8 +23,8 @@ func TestRunOneThreadOnceStreaming(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			std, _, _ := testIO(tc.env)
 			var got []int
-			std.SetProcs = func(n int) { got = append(got, n) }
-			sink := std.oneAgentStreaming()
+			o := RunOptions{IO: std, SetProcs: func(n int) { got = append(got, n) }}
+			sink := o.oneAgentStreaming()
 			for range streamEvents - 1 {
 				sink.Emit(driver.Event{})
 			}
@@ -46,9 +46,9 @@ func TestRunOneThreadOnceStreaming(t *testing.T) {
 func TestRunFewEventsKeepsThreads(t *testing.T) {
 	std, _, _ := testIO(map[string]string{"XDG_STATE_HOME": t.TempDir()})
 	var got []int
-	std.SetProcs = func(n int) { got = append(got, n) }
+	o := RunOptions{Flags: RunFlags{Agent: "builtin", Cwd: t.TempDir(), Output: "bogus"}, IO: std, SetProcs: func(n int) { got = append(got, n) }}
 	// A bad output mode: the run fails before any agent starts.
-	if err := Run(context.Background(), RunFlags{Agent: "builtin", Cwd: t.TempDir(), Output: "bogus"}, []string{"hi"}, std); err == nil {
+	if err := Run(context.Background(), o, []string{"hi"}); err == nil {
 		t.Fatal("a bad --output ran")
 	}
 	if got != nil {

@@ -24,7 +24,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
@@ -53,15 +52,20 @@ const (
 // With -o json or stream-json, stdout carries one result document
 // whatever happens: a run refused before it started (an unknown agent, a
 // bad policy) gets one too, with its status and error.
-func Run(ctx context.Context, f RunFlags, args []string, std IO) error {
-	if wantsChat(f, args, std) {
-		std.oneAgent() // its start waits on a human anyway
-		return Chat(ctx, f, args, std)
+func Run(ctx context.Context, o RunOptions, args []string) error {
+	r, err := resolveRun(o)
+	if err != nil {
+		notStarted(o.IO, o.Flags.Output, o.Flags.Agent, err)
+		return err
+	}
+	if wantsChat(r, args, o.IO) {
+		o.oneAgent() // its start waits on a human anyway
+		return runChat(ctx, o, r, args)
 	}
 	ran := false
-	err := runOnce(ctx, f, args, std, &ran)
+	err = runOnce(ctx, o, r, args, &ran)
 	if err != nil && !ran {
-		notStarted(std, f.Output, f.Agent, err)
+		notStarted(o.IO, o.Flags.Output, o.Flags.Agent, err)
 	}
 	return err
 }
@@ -120,15 +124,13 @@ func CommandLineRefused(std IO, args []string, err error) {
 
 // runOnce is Run's one run; ran says whether it got as far as a result
 // of its own.
-func runOnce(ctx context.Context, f RunFlags, args []string, std IO, ran *bool) error {
+func runOnce(ctx context.Context, o RunOptions, r resolvedRun, args []string, ran *bool) error {
 	ctx, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
+	std, f := o.IO, r.f
 	widenPipe(std.Out)
 	std.Out = &closedOut{w: std.Out, stop: func() { stopRun(exitcode.ErrOutputClosed) }}
-	f, err := applyConfig(f)
-	if err != nil {
-		return err
-	}
+	o.IO = std
 	logger := newLogger(std.Err, f.Verbose)
 	var frames *render.Frames
 	if f.Output == OutputStreamJSON {
@@ -142,16 +144,16 @@ func runOnce(ctx context.Context, f RunFlags, args []string, std IO, ran *bool) 
 			return exitcode.Usagef("--input-format stream-json needs --output stream-json (tai --cap-speak stream-json sets both)")
 		}
 		conn = capspeak.New(frames, logger, Version)
-		f.answerer = conn
+		o.answerer = conn
 	default:
 		return exitcode.Usagef("--input-format must be text or stream-json, not %q", f.InputFormat)
 	}
-	opts, cleanup, err := buildRun(f, args, std, logger)
+	opts, cleanup, err := buildRun(o, r, args, logger)
 	defer cleanup()
 	if err != nil {
 		return err
 	}
-	opts.Sinks = append(opts.Sinks, std.oneAgentStreaming())
+	opts.Sinks = append(opts.Sinks, o.oneAgentStreaming())
 	var text *render.Text // buffered: flushed once the run is over
 	for _, s := range opts.Sinks {
 		if t, ok := s.(*render.Text); ok {
@@ -208,17 +210,13 @@ func runEnd(res runner.Result, failed bool) error {
 
 // wantsChat: no prompt on a terminal, for a driver without a terminal UI
 // of its own, is an interactive session (tai chat).
-func wantsChat(f RunFlags, args []string, std IO) bool {
+func wantsChat(r resolvedRun, args []string, std IO) bool {
+	f := r.f
 	if len(args) > 0 || f.Resume != "" || f.Continue || f.Fork != "" || len(f.Files) > 0 ||
 		f.InputFormat == "stream-json" || !std.InTTY() || !std.OutTTY() {
 		return false
 	}
-	cf, err := applyConfig(f)
-	if err != nil {
-		return false
-	}
-	a, err := agentspec.ResolveAgent(cf.agent())
-	return err == nil && a.Driver != "pty"
+	return r.agent.Driver != "pty"
 }
 
 // newLogger is the logger of tai's own diagnostics: with -v every record

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
+	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/exitcode"
@@ -23,12 +24,13 @@ import (
 	"github.com/tai-dev/tai/runner"
 )
 
-// buildRun turns flags into runner options: the flags become an agent
-// Spec (package agentspec, the resolver every front end shares), and the
-// run's own parts (prompt, session, sinks, audit log, trace) are added
-// around what it resolves. cleanup is always safe to call.
-func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Options, func(), error) {
-	b := &runBuild{f: f, std: std, logger: logger}
+// buildRun turns a resolved command line into runner options: the flags
+// become an agent Spec (package agentspec, the resolver every front end
+// shares) for the agent already found, and the run's own parts (prompt,
+// session, sinks, audit log, trace) are added around what it resolves.
+// cleanup is always safe to call.
+func buildRun(ro RunOptions, r resolvedRun, args []string, logger *slog.Logger) (runner.Options, func(), error) {
+	b := &runBuild{f: r.f, r: r, deps: ro, std: ro.IO, logger: logger}
 	err := b.build(args)
 	return b.o, b.cleanup, err
 }
@@ -36,6 +38,8 @@ func buildRun(f RunFlags, args []string, std IO, logger *slog.Logger) (runner.Op
 // runBuild is buildRun in progress.
 type runBuild struct {
 	f       RunFlags
+	r       resolvedRun
+	deps    RunOptions // who answers where the terminal does not, chat's terminal
 	std     IO
 	logger  *slog.Logger
 	closers []func()
@@ -57,19 +61,6 @@ func (b *runBuild) cleanup() {
 
 func (b *runBuild) build(args []string) error {
 	f := b.f
-	if err := checkRunFlags(f); err != nil {
-		return err
-	}
-	switch f.Output {
-	case "", OutputText, OutputJSON, OutputStreamJSON:
-	default:
-		return exitcode.Usagef("--output must be text, json or stream-json, not %q", f.Output)
-	}
-	// The agent (its driver decides what --continue and --fork can do)
-	// first, then the workspace, as tai run has always reported them.
-	if _, err := agentspec.ResolveAgent(f.agent()); err != nil {
-		return err
-	}
 	cwd, addDirs, err := workspaceOf(f, b.std)
 	if err != nil {
 		return err
@@ -94,9 +85,35 @@ func (b *runBuild) build(args []string) error {
 	return b.agentOutput()
 }
 
-// agent is the agent the flags name.
-func (f RunFlags) agent() agentspec.Agent {
-	return agentspec.Agent{Name: f.Agent, Command: f.AgentCmd, Driver: f.Driver, Model: f.Model, Mode: f.Mode, Custom: f.cfg.Agents}
+// checkRun is buildRun's checks alone, for tai acp before it serves the
+// editor, so that a bad flag is a usage error then and not in each
+// session: the workspace, the feed's flags, the policy and the sandbox,
+// --wait-quota, --continue and --fork, --pty-size, --set, --mcp and
+// --redact. It opens nothing: no terminal, feed, audit log or trace. Its
+// options are the agent's as resolved (Agent, Driver, Cwd).
+func checkRun(ro RunOptions, r resolvedRun, logger *slog.Logger) (runner.Options, error) {
+	b := &runBuild{f: r.f, r: r, deps: ro, std: ro.IO, logger: logger}
+	cwd, addDirs, err := workspaceOf(b.f, b.std)
+	if err != nil {
+		return b.o, err
+	}
+	if err := b.f.Feed.check(); err != nil {
+		return b.o, exitcode.With(exitcode.Usage, err)
+	}
+	for _, step := range []func() error{func() error { return b.resolve(cwd, addDirs) }, b.session, b.settings} {
+		if err := step(); err != nil {
+			return b.o, err
+		}
+	}
+	if _, err := newRedactor(nil, b.o.MCPServers, b.f.Redact); err != nil {
+		return b.o, exitcode.With(exitcode.Usage, fmt.Errorf("--redact: %w", err))
+	}
+	return b.o, nil
+}
+
+// agent is the agent the flags name, among the config's agents.
+func (f RunFlags) agent(custom []config.Agent) agentspec.Agent {
+	return agentspec.Agent{Name: f.Agent, Command: f.AgentCmd, Driver: f.Driver, Model: f.Model, Mode: f.Mode, Custom: custom}
 }
 
 // auditPath is the run's audit log ("" with --no-audit).
@@ -111,7 +128,7 @@ func (f RunFlags) auditPath(runID string) string {
 }
 
 // spec is the run's agent Spec.
-func (f RunFlags) spec(cwd string, addDirs []string, runID string) agentspec.Spec {
+func (f RunFlags) spec(custom []config.Agent, cwd string, addDirs []string, runID string) agentspec.Spec {
 	pol := agentspec.Policy{File: f.Policy, UserFile: true, Approve: f.Approve, Allow: f.Allow, Ask: f.Ask, Deny: f.Deny,
 		Remember: f.Remember, NonInteractive: f.NonInteractive, AllowDenials: f.AllowDenials}
 	sb := &agentspec.Sandbox{Mode: f.Sandbox, NetAllow: f.NetAllow, Write: f.SandboxWrite}
@@ -121,7 +138,7 @@ func (f RunFlags) spec(cwd string, addDirs []string, runID string) agentspec.Spe
 			pol.Protected = append(pol.Protected, f.Audit)
 		}
 	}
-	return agentspec.Spec{Agent: f.agent(), Cwd: cwd, AddDirs: addDirs, Env: f.Env, Policy: pol, Sandbox: sb}
+	return agentspec.Spec{Agent: f.agent(custom), Cwd: cwd, AddDirs: addDirs, Env: f.Env, Policy: pol, Sandbox: sb}
 }
 
 // workspaceOf is --cwd (default the working directory) and --add-dir,
@@ -158,16 +175,16 @@ func workspaceOf(f RunFlags, std IO) (string, []string, error) {
 // askers are who answers the agent's asks: an editor (tai acp), else the
 // terminal, and the cap-speak parent; the live feed races both.
 func (b *runBuild) askers() error {
-	f := b.f
-	b.prompter, b.answerer = f.prompter, f.answerer
+	f, d := b.f, b.deps
+	b.prompter, b.answerer = d.prompter, d.answerer
 	if f.Output != OutputStreamJSON && b.prompter == nil { // else no tty is opened (and left open)
 		if tty, ok := b.std.TTY(); ok {
 			b.closers = append(b.closers, func() { tty.Close() })
 			var in io.Reader = tty
-			if f.termIn != nil {
-				in = f.termIn // chat's editor reads the same terminal: one reader for both
+			if d.termIn != nil {
+				in = d.termIn // chat's editor reads the same terminal: one reader for both
 			}
-			b.tp = &policy.TTYPrompter{In: in, Out: tty, Hold: f.hold}
+			b.tp = &policy.TTYPrompter{In: in, Out: tty, Hold: d.hold}
 			b.prompter = b.tp
 			b.form = &elicit.Form{In: tty, Out: tty, Lines: b.tp} // one reader of the terminal for both
 		}
@@ -180,15 +197,15 @@ func (b *runBuild) askers() error {
 	if b.feed = lf.srv; b.feed != nil {
 		b.o.Sinks = append(b.o.Sinks, b.feed.Sink(""))
 		switch {
-		case b.tp != nil && f.prompter == nil:
+		case b.tp != nil && d.prompter == nil:
 			b.prompter = withFeed(b.tp, b.feed) // the terminal's asks
-		case f.prompter != nil:
+		case d.prompter != nil:
 			// tai acp: the editor and the feed, whichever answers first.
-			b.prompter = policy.Race{{Name: policy.ViaEditor, Prompter: f.prompter}, b.feed.Channel()}
+			b.prompter = policy.Race{{Name: policy.ViaEditor, Prompter: d.prompter}, b.feed.Channel()}
 		}
-		if f.answerer != nil {
+		if d.answerer != nil {
 			// The cap-speak parent and the feed: whoever answers first.
-			b.answerer = policy.Race{{Name: policy.ViaParent, Prompter: f.answerer}, b.feed.Channel()}
+			b.answerer = policy.Race{{Name: policy.ViaParent, Prompter: d.answerer}, b.feed.Channel()}
 		}
 	}
 	return nil
@@ -196,10 +213,10 @@ func (b *runBuild) askers() error {
 
 // resolve resolves the run's Spec and takes its options.
 func (b *runBuild) resolve(cwd string, addDirs []string) error {
-	spec := b.f.spec(cwd, addDirs, b.o.RunID)
+	spec := b.f.spec(b.r.cfg.Agents, cwd, addDirs, b.o.RunID)
 	spec.BaseEnv = b.std.Env()
 	spec.Policy.Prompter, spec.Policy.Answerer = b.prompter, b.answerer
-	r, err := agentspec.Resolve(spec)
+	r, err := agentspec.ResolveFound(spec, b.r.agent)
 	if err != nil {
 		return err
 	}
@@ -283,7 +300,7 @@ func (b *runBuild) session() error {
 func (b *runBuild) prompt(args []string) error {
 	f, o := b.f, &b.o
 	text := strings.Join(args, " ")
-	if text == "-" && f.answerer != nil {
+	if text == "-" && b.deps.answerer != nil {
 		return exitcode.Usagef("with --input-format stream-json, stdin carries the conversation: pass the first prompt as arguments, or none")
 	}
 	if text == "-" {
@@ -306,7 +323,7 @@ func (b *runBuild) prompt(args []string) error {
 		}
 		o.Prompt = append(o.Prompt, c)
 	}
-	if len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && f.answerer == nil && f.prompter == nil && !f.chat {
+	if d := b.deps; len(o.Prompt) == 0 && o.ResumeID == "" && o.ForkID == "" && d.answerer == nil && d.prompter == nil && !d.chat {
 		return b.attach()
 	}
 	return nil
@@ -359,11 +376,11 @@ func (b *runBuild) settings() error {
 // sinks are the text renderer (on the screen tai owns) and the
 // elicitation chain, and what the audit log records of the settings.
 func (b *runBuild) sinks() {
-	f, o := b.f, &b.o
-	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil && f.prompter == nil { // attached, the screen is the TUI's
+	f, d, o := b.f, b.deps, &b.o
+	if (f.Output == "" || f.Output == OutputText) && o.Attach == nil && d.prompter == nil { // attached, the screen is the TUI's
 		out := b.std.Out
-		if f.above != nil {
-			out = f.above(out) // chat: above the line being typed
+		if d.above != nil {
+			out = d.above(out) // chat: above the line being typed
 		}
 		text := render.NewText(out, b.std.ColorOn(b.std.Out))
 		text.Verbose = f.Verbose
@@ -378,7 +395,7 @@ func (b *runBuild) sinks() {
 		}
 	}
 	cfg, ni := b.res.Policy, b.res.NonInteractive
-	o.Elicitor = elicitChain(cfg.Elicit, b.form, f.editorForms, f.prompter != nil, f.answerer, b.feed, ni) // the cap-speak parent itself answers elicitations
+	o.Elicitor = elicitChain(cfg.Elicit, b.form, d.editorForms, d.prompter != nil, d.answerer, b.feed, ni) // the cap-speak parent itself answers elicitations
 	o.RunInfo = map[string]any{"approve": string(b.res.Engine.Mode()), "non_interactive": string(ni), "allow_denials": f.AllowDenials,
 		"policy": cfg.Path, "rules": len(cfg.Rules), "floor": !cfg.NoFloor, "remember": string(cfg.Remember),
 		"mode": f.Mode, "model": f.Model, "set": f.Set, "resume": o.ResumeID, "fork": f.Fork, "continue": f.Continue, "timeout": f.Timeout.String(), "wait_quota": f.WaitQuota.String(), "output": f.Output,

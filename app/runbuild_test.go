@@ -35,8 +35,7 @@ func TestRunSpec(t *testing.T) {
 			}
 		}},
 		{"agent, policy and sandbox flags", RunFlags{Agent: "mine", Driver: "acp", Model: "m", Mode: "plan", Approve: "all", Deny: []string{"read"},
-			NonInteractive: "fail", Remember: "run", AllowDenials: true, Policy: "p.toml", Sandbox: "on", NetAllow: []string{"h:1"}, Env: []string{"K=V"},
-			cfg: config.Config{Agents: custom}}, func(t *testing.T, s agentspec.Spec) {
+			NonInteractive: "fail", Remember: "run", AllowDenials: true, Policy: "p.toml", Sandbox: "on", NetAllow: []string{"h:1"}, Env: []string{"K=V"}}, func(t *testing.T, s agentspec.Spec) {
 			a, p, sb := s.Agent, s.Policy, s.Sandbox
 			if a.Name != "mine" || a.Driver != "acp" || a.Model != "m" || a.Mode != "plan" || len(a.Custom) != 1 {
 				t.Errorf("agent %+v", a)
@@ -51,7 +50,7 @@ func TestRunSpec(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := tt.f.spec("/ws", []string{"/more"}, "run-x")
+			s := tt.f.spec(custom, "/ws", []string{"/more"}, "run-x")
 			if s.Cwd != "/ws" || !slices.Equal(s.AddDirs, []string{"/more"}) {
 				t.Errorf("cwd %q add dirs %q", s.Cwd, s.AddDirs)
 			}
