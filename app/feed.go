@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
+	"strings"
+	"syscall"
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/feed"
+	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/notify"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
+	"github.com/tai-dev/tai/web"
 )
 
 // liveFeed is a run's feed and its notifications.
@@ -50,10 +55,10 @@ func openFeed(run string, kind feed.Kind, ff FeedFlags, logger *slog.Logger, std
 		return lf, closeNotes, nil
 	}
 	onAsk := func(a feed.Ask) {
-		lf.notify(notify.Notice{Kind: "ask", Run: run, Task: a.Task, Title: a.Request.ToolCall.Title, Since: a.Since})
+		lf.notify(notify.Notice{Kind: "ask", Run: run, Task: a.Task, Title: a.Request.ToolCall.Title, Since: a.Since, Link: webLink(run, a.ID)})
 	}
 	onElicit := func(e feed.Elicitation) {
-		lf.notify(notify.Notice{Kind: "elicitation", Run: run, Task: e.Task, Title: e.Request.Message, Since: e.Since})
+		lf.notify(notify.Notice{Kind: "elicitation", Run: run, Task: e.Task, Title: e.Request.Message, Since: e.Since, Link: webLink(run, e.ID)})
 	}
 	srv, err := feed.Open(feed.Options{Run: run, Kind: kind, Logger: logger, OnAsk: onAsk, OnElicit: onElicit})
 	if err != nil {
@@ -98,8 +103,10 @@ func (ff FeedFlags) check() error {
 }
 
 // guardFeed makes the feed serve what the run's audit log would keep
-// (redacted by red) and record there every request it refuses.
-func guardFeed(srv *feed.Server, log *audit.Log, red *redact.Redactor) {
+// (redacted by red) and record there every request it refuses, every
+// answer given through it (by which channel, from which client) and a
+// cancel, which calls cancel (nil: the feed cannot cancel this run).
+func guardFeed(srv *feed.Server, log *audit.Log, red *redact.Redactor, cancel func()) {
 	if srv == nil {
 		return
 	}
@@ -109,7 +116,23 @@ func guardFeed(srv *feed.Server, log *audit.Log, red *redact.Redactor) {
 	srv.SetRedactor(red)
 	if log != nil {
 		srv.OnRefuse(func(r feed.Refusal) { _ = log.Append(audit.KindFeedRefused, "", r) })
+		srv.OnAnswer(func(a feed.Answered) { _ = log.AppendTask(audit.KindFeedAnswered, "", a.Task, a) })
 	}
+	if cancel == nil {
+		return
+	}
+	srv.OnCancel(func(c feed.Cancel) {
+		if log != nil {
+			_ = log.Append(audit.KindFeedCancel, "", c)
+		}
+		cancel()
+	})
+}
+
+// interruptSelf stops this tai as ctrl-c at its terminal would: a run
+// stops its agents and ends as interrupted (a feed's cancel).
+func interruptSelf() {
+	_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
 }
 
 // withFeed makes the feed a channel of the terminal's asks: whichever
@@ -120,4 +143,15 @@ func withFeed(terminal policy.Prompter, srv *feed.Server) policy.Prompter {
 		return terminal
 	}
 	return policy.Race{{Name: policy.ViaTerminal, Prompter: terminal}, srv.Channel()}
+}
+
+// webLink is the item id of run on tai serve's page, while one serves it
+// (web.URLFile says where); "" otherwise.
+func webLink(run, id string) string {
+	b, err := readlimit.ReadRegularFile(web.URLFile(), 4096)
+	base := strings.TrimSpace(string(b))
+	if err != nil || (!strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://")) {
+		return ""
+	}
+	return base + "/#" + web.ItemAnchor(run, id)
 }

@@ -124,7 +124,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))
 	}
-	guardFeed(lf.srv, log, log.Redactor())
+	guardFeed(lf.srv, log, log.Redactor(), interruptSelf)
 	stream, closeStream, err := fleetFrames(&o, f.Output, lf.srv, std)
 	if err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet: %w", err))

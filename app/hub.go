@@ -218,7 +218,7 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 			logger.Warn("the run's live feed", "run", run, "err", err)
 		}
 		srv := lf.srv
-		guardFeed(srv, log, red)
+		guardFeed(srv, log, red, nil) // one of the hub's runs: an interrupt would stop them all
 		if srv != nil {
 			stream.publish = srv.Publish
 		}

@@ -414,7 +414,7 @@ func (b *runBuild) auditLog() error {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("--redact: %w", err))
 	}
 	if path == "" {
-		guardFeed(b.feed, nil, red) // the feed is redacted as a log would be
+		guardFeed(b.feed, nil, red, interruptSelf) // the feed is redacted as a log would be
 		return nil
 	}
 	log, err := audit.Open(path, audit.Options{Run: b.o.RunID, Redactor: red, Logger: b.logger})
@@ -427,7 +427,7 @@ func (b *runBuild) auditLog() error {
 		}
 	})
 	b.o.Audit = log
-	guardFeed(b.feed, log, red)
+	guardFeed(b.feed, log, red, interruptSelf)
 	return nil
 }
 

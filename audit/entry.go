@@ -33,7 +33,10 @@ const (
 	KindQuotaResume        = "quota.resume" // ...and resumes the same session after it
 	KindRunParked          = "run.parked"   // the run ended at a usage limit, its session kept
 	KindFleet              = "fleet"
-	KindFeedRefused        = "feed.refused" // a request on the live feed from inside a sandbox, or without its secret
+	KindFeedRefused        = "feed.refused"  // a request on the live feed from inside a sandbox, or without its secret
+	KindFeedAnswered       = "feed.answered" // a human answered through the live feed: the channel (via) and the client's address
+	KindFeedCancel         = "feed.cancel"   // a human cancelled the run through the live feed
+	KindWebRefused         = "web.refused"   // tai serve refused a request: no token, a cross-site POST, a sandboxed peer
 
 	KindElicitationRequest  = "elicitation.request"
 	KindElicitationAnswer   = "elicitation.answer" // with its provenance; secret fields redacted

@@ -38,7 +38,10 @@ const (
 // AnswerBody is POST /asks/ID's body.
 type AnswerBody struct {
 	Answer string `json:"answer"`        // once | always | deny | never
-	Via    string `json:"via,omitempty"` // dashboard (tai top) or feed (default)
+	Via    string `json:"via,omitempty"` // dashboard (tai top), web (tai serve) or feed (default)
+	// Client is the address of the person answering (tai serve's browser),
+	// for the run's audit log.
+	Client string `json:"client,omitempty"`
 }
 
 // AskFrame is the ask.opened frame: a question is waiting.
@@ -150,27 +153,18 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("answer %q: want once, always, deny or never", body.Answer))
 		return
 	}
-	via, ok := clientVia(body.Via)
-	if !ok {
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("via %q: want dashboard or feed", body.Via))
+	via, client, err := clientOf(body.Via, body.Client)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.asks.answer(w, id, ans, via); !ok {
+	a, ok := s.asks.answer(w, id, ans, via)
+	s.mu.Unlock()
+	if !ok {
 		return
 	}
+	s.answered(Answered{Item: "ask", ID: id, Task: a.Task, Answer: answerName(ans), Via: via, Client: client})
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "answer": answerName(ans), "via": via})
-}
-
-// clientVia is the channel a client says it is ("" = feed).
-func clientVia(v string) (string, bool) {
-	switch v {
-	case "":
-		return policy.ViaFeed, true
-	case policy.ViaFeed, policy.ViaDashboard:
-		return v, true
-	}
-	return "", false
 }

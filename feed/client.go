@@ -17,6 +17,9 @@ import (
 
 // Client talks to one run's feed.
 type Client struct {
+	// From is the address of the person this client answers for (tai
+	// serve's browser): sent with every answer, for the run's audit log.
+	From   string
 	base   string
 	token  string
 	tokErr error // the feed secret could not be read: said with a refusal
@@ -101,7 +104,7 @@ func (c *Client) State(ctx context.Context) (State, error) {
 // Answer answers a pending ask: once, always, deny or never, via
 // dashboard or feed.
 func (c *Client) Answer(ctx context.Context, id, answer, via string) error {
-	b, _ := json.Marshal(AnswerBody{Answer: answer, Via: via})
+	b, _ := json.Marshal(AnswerBody{Answer: answer, Via: via, Client: c.From})
 	resp, err := c.do(ctx, http.MethodPost, "/asks/"+id, bytes.NewReader(b), map[string]string{"Content-Type": "application/json"})
 	if err != nil {
 		return err
@@ -178,7 +181,7 @@ func (c *Client) Events(ctx context.Context, lastID uint64, fn func(Event) error
 // AnswerQuestion answers a pending question with text, via dashboard or
 // feed.
 func (c *Client) AnswerQuestion(ctx context.Context, id, text, via string) error {
-	b, _ := json.Marshal(QuestionBody{Text: text, Via: via})
+	b, _ := json.Marshal(QuestionBody{Text: text, Via: via, Client: c.From})
 	resp, err := c.do(ctx, http.MethodPost, "/questions/"+id, bytes.NewReader(b), map[string]string{"Content-Type": "application/json"})
 	if err != nil {
 		return err
@@ -191,11 +194,23 @@ func (c *Client) AnswerQuestion(ctx context.Context, id, text, via string) error
 // values), decline or cancel, via dashboard or feed. An invalid form is a
 // 400 whose message says what is wrong; the elicitation stays pending.
 func (c *Client) AnswerElicitation(ctx context.Context, id, action string, content map[string]any, via string) error {
-	b, err := json.Marshal(ElicitationBody{Action: action, Content: content, Via: via})
+	b, err := json.Marshal(ElicitationBody{Action: action, Content: content, Via: via, Client: c.From})
 	if err != nil {
 		return fmt.Errorf("feed: %w", err)
 	}
 	resp, err := c.do(ctx, http.MethodPost, "/elicitations/"+id, bytes.NewReader(b), map[string]string{"Content-Type": "application/json"})
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// Cancel stops the run as an interrupt at its terminal would, via the
+// client's channel.
+func (c *Client) Cancel(ctx context.Context, via string) error {
+	b, _ := json.Marshal(CancelBody{Via: via, Client: c.From})
+	resp, err := c.do(ctx, http.MethodPost, "/cancel", bytes.NewReader(b), map[string]string{"Content-Type": "application/json"})
 	if err != nil {
 		return err
 	}

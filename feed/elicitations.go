@@ -30,7 +30,9 @@ type ElicitationBody struct {
 	// Content is an accepted form's values by field name, checked against
 	// the request's fields (defaults filled in).
 	Content map[string]any `json:"content,omitempty"`
-	Via     string         `json:"via,omitempty"` // dashboard (tai top) or feed (default)
+	Via     string         `json:"via,omitempty"` // dashboard (tai top), web (tai serve) or feed (default)
+	// Client is the address of the person answering (AnswerBody.Client).
+	Client string `json:"client,omitempty"`
 }
 
 // ElicitFrame is the elicit.opened frame: an elicitation waits.
@@ -126,17 +128,17 @@ func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, fmt.Sprintf("action %q: want accept, decline or cancel", body.Action))
 		return
 	}
-	via, ok := clientVia(body.Via)
-	if !ok {
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("via %q: want dashboard or feed", body.Via))
+	via, client, err := clientOf(body.Via, body.Client)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	el, ok := s.elicits.get(id)
 	if ok && action == driver.ElicitAccept && el.Request.Mode == driver.ElicitForm {
 		content, err := elicit.Validate(el.Request, body.Content)
 		if err != nil {
+			s.mu.Unlock()
 			httpError(w, http.StatusBadRequest, "the form is not valid: "+err.Error())
 			return
 		}
@@ -144,9 +146,12 @@ func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 	} else {
 		body.Content = nil // only an accepted form has values
 	}
-	if _, ok := s.elicits.answer(w, id, elicitReply{Action: action, Content: body.Content}, via); !ok {
+	el, ok = s.elicits.answer(w, id, elicitReply{Action: action, Content: body.Content}, via)
+	s.mu.Unlock()
+	if !ok {
 		return
 	}
+	s.answered(Answered{Item: "elicitation", ID: id, Task: el.Task, Answer: string(action), Via: via, Client: client})
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "action": string(action), "via": via})
 }

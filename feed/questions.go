@@ -3,7 +3,6 @@ package feed
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -22,7 +21,9 @@ type Question struct {
 // QuestionBody is POST /questions/ID's body.
 type QuestionBody struct {
 	Text string `json:"text"`          // the answer; not empty
-	Via  string `json:"via,omitempty"` // dashboard or feed (default)
+	Via  string `json:"via,omitempty"` // dashboard, web or feed (default)
+	// Client is the address of the person answering (AnswerBody.Client).
+	Client string `json:"client,omitempty"`
 }
 
 // QuestionFrame is the question.opened frame.
@@ -86,16 +87,18 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "an empty answer answers nothing")
 		return
 	}
-	via, ok := clientVia(body.Via)
-	if !ok {
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("via %q: want dashboard or feed", body.Via))
+	via, client, err := clientOf(body.Via, body.Client)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.questions.answer(w, id, body.Text, via); !ok {
+	q, ok := s.questions.answer(w, id, body.Text, via)
+	s.mu.Unlock()
+	if !ok {
 		return
 	}
+	s.answered(Answered{Item: "question", ID: id, Task: q.Task, Via: via, Client: client})
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "via": via})
 }

@@ -91,6 +91,8 @@ type Server struct {
 	mu       sync.Mutex
 	red      *redact.Redactor // what is served is redacted (SetRedactor)
 	onRefuse func(Refusal)
+	onAnswer func(Answered)
+	onCancel func(Cancel)
 	frames   ring
 	lazy     lazyFrames // frames after the ring's, while no stream reads
 	payload  lazyPayload
@@ -428,6 +430,7 @@ func (s *Server) handler(tcp bool) http.Handler {
 		mux.HandleFunc("POST /asks/{id}", s.answer)
 		mux.HandleFunc("POST /questions/{id}", s.answerQuestion)
 		mux.HandleFunc("POST /elicitations/{id}", s.answerElicitation)
+		mux.HandleFunc("POST /cancel", s.cancel)
 		return mux
 	})
 	return s.guard(tcp, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { routes().ServeHTTP(w, r) }))

@@ -29,6 +29,9 @@ type Notice struct {
 	Task  string    `json:"task,omitempty"`
 	Title string    `json:"title"`
 	Since time.Time `json:"since"`
+	// Link is the item on tai serve's page, while one serves it (no token
+	// in it: the browser's cookie holds that).
+	Link string `json:"link,omitempty"`
 }
 
 // line is the notice as a person reads it: every part may be an agent's
@@ -97,6 +100,9 @@ func (w Webhook) Send(ctx context.Context, batch []Notice) error {
 		return fmt.Errorf("--notify-url: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if l := batch[0].Link; l != "" {
+		req.Header.Set("Click", l) // ntfy-style topics open it when the notification is tapped
+	}
 	c := w.Client
 	if c == nil {
 		c = http.DefaultClient

@@ -17,6 +17,7 @@ const (
 	ViaFeed      = "feed"      // another client of the live feed
 	ViaParent    = "parent"    // the cap-speak parent (decided_by answerer)
 	ViaEditor    = "editor"    // the ACP client of tai acp
+	ViaWeb       = "web"       // tai serve's page, through the live feed
 )
 
 // ViaPrompter is a Prompter that also says by which channel the human

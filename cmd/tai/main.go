@@ -150,6 +150,7 @@ var commands = []struct {
 	{"config", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdConfig(std) }},
 	{"doctor", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdDoctor(std) }},
 	{"top", func(std app.IO, _ *app.Globals) *cobra.Command { return app.NewCmdTop(std) }},
+	{"serve", app.NewCmdServe},
 }
 
 // newRoot is the command tree that runs args, from app's per-command

@@ -1,0 +1,190 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/feed"
+	"github.com/tai-dev/tai/policy"
+)
+
+const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func notConfined(net.Conn) (bool, string) { return false, "" }
+
+// fixture is one live run's feed in a temp directory and the page over it.
+type fixture struct {
+	feed *feed.Server
+	ts   *httptest.Server
+	asks chan feed.Ask // each ask as it opens
+	mu   sync.Mutex
+	ans  []feed.Answered
+}
+
+func newFixture(t *testing.T, confined func(net.Conn) (bool, string)) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	f := &fixture{asks: make(chan feed.Ask, 16)}
+	fs, err := feed.Open(feed.Options{Run: "r1", Dir: dir, Confined: notConfined, OnAsk: func(a feed.Ask) { f.asks <- a }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fs.Close() })
+	f.feed = fs
+	fs.OnAnswer(func(a feed.Answered) { f.mu.Lock(); f.ans = append(f.ans, a); f.mu.Unlock() })
+	srv, err := New(Options{Feeds: dir, Token: testToken, Confined: confined})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ts = httptest.NewUnstartedServer(srv)
+	f.ts.Config.ConnContext = srv.ConnContext
+	f.ts.Start()
+	t.Cleanup(f.ts.Close)
+	return f
+}
+
+// ask puts a permission request to the feed; the answer comes on the channel.
+func (f *fixture) ask(t *testing.T, title string) <-chan [2]string {
+	t.Helper()
+	out := make(chan [2]string, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ch := f.feed.Channel()
+	go func() {
+		a, via, err := ch.Prompter.(policy.ViaPrompter).AskVia(ctx, driver.PermissionRequest{ID: "p1",
+			ToolCall: driver.ToolCall{ID: "tc1", Title: title, Kind: driver.KindExecute, RawInput: []byte(`{"command":"rm -rf build"}`)}})
+		if err != nil {
+			out <- [2]string{"error", err.Error()}
+			return
+		}
+		out <- [2]string{fmt.Sprint(a), via}
+	}()
+	<-f.asks
+	return out
+}
+
+func (f *fixture) do(t *testing.T, method, path string, form url.Values, hdr map[string]string) *http.Response {
+	t.Helper()
+	var body *strings.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	} else {
+		body = strings.NewReader("")
+	}
+	req, err := http.NewRequest(method, f.ts.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func TestTokenAndCSRF(t *testing.T) {
+	f := newFixture(t, notConfined)
+	answer := f.ask(t, "<script>alert(1)</script> deploy")
+	cookie := cookieName + "=" + testToken
+	csrf := csrfToken(testToken)
+	origin := f.ts.URL
+	post := url.Values{"answer": {"once"}, "csrf": {csrf}}
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		form   url.Values
+		hdr    map[string]string
+		code   int
+	}{
+		{"no token", "GET", "/", nil, nil, http.StatusUnauthorized},
+		{"no token, api", "GET", "/api/runs", nil, nil, http.StatusUnauthorized},
+		{"a wrong link", "GET", "/?token=nope", nil, nil, http.StatusUnauthorized},
+		{"a wrong cookie", "GET", "/", nil, map[string]string{"Cookie": cookieName + "=x"}, http.StatusUnauthorized},
+		{"the cookie", "GET", "/", nil, map[string]string{"Cookie": cookie}, http.StatusOK},
+		{"a bearer token", "GET", "/api/runs", nil, map[string]string{"Authorization": "Bearer " + testToken}, http.StatusOK},
+		{"a POST without the token", "POST", "/api/runs/r1/asks/ask-1", post, map[string]string{"Origin": origin}, http.StatusUnauthorized},
+		{"a POST without CSRF", "POST", "/api/runs/r1/asks/ask-1", url.Values{"answer": {"once"}},
+			map[string]string{"Cookie": cookie, "Origin": origin}, http.StatusForbidden},
+		{"a cross-site POST", "POST", "/api/runs/r1/asks/ask-1", post,
+			map[string]string{"Cookie": cookie, "Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"a same-site POST of another origin", "POST", "/api/runs/r1/asks/ask-1", post,
+			map[string]string{"Cookie": cookie, "Origin": "http://127.0.0.1:1", "Sec-Fetch-Site": "same-site"}, http.StatusForbidden},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := f.do(t, tt.method, tt.path, tt.form, tt.hdr)
+			if resp.StatusCode != tt.code {
+				t.Fatalf("%s %s: %d, want %d", tt.method, tt.path, resp.StatusCode, tt.code)
+			}
+			if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") {
+				t.Errorf("CSP %q", csp)
+			}
+		})
+	}
+	select {
+	case a := <-answer:
+		t.Fatalf("a refused POST answered: %v", a)
+	default:
+	}
+
+	// The link signs in: an HttpOnly, SameSite=Strict cookie.
+	resp := f.do(t, "GET", "/?token="+testToken, nil, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the link: %d", resp.StatusCode)
+	}
+	ck := resp.Cookies()
+	if len(ck) != 1 || ck[0].Value != testToken || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("the link's cookie: %+v", ck)
+	}
+
+	// The page shows the ask, escaped, with its command.
+	page := f.do(t, "GET", "/", nil, map[string]string{"Cookie": cookie})
+	var b strings.Builder
+	if _, err := io.Copy(&b, page.Body); err != nil {
+		t.Fatal(err)
+	}
+	if html := b.String(); strings.Contains(html, "<script>alert") || !strings.Contains(html, "&lt;script&gt;") || !strings.Contains(html, "rm -rf build") {
+		t.Fatalf("the page does not show the ask escaped with its command:\n%s", html)
+	}
+
+	// The page's own POST answers it, via web, from the browser's address.
+	resp = f.do(t, "POST", "/api/runs/r1/asks/ask-1", post, map[string]string{"Cookie": cookie, "Origin": origin, "Sec-Fetch-Site": "same-origin"})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the answer: %d", resp.StatusCode)
+	}
+	if got := <-answer; got[1] != policy.ViaWeb {
+		t.Fatalf("answered %v, want via web", got)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.ans) != 1 || f.ans[0].Via != policy.ViaWeb || !strings.HasPrefix(f.ans[0].Client, "127.0.0.1:") || f.ans[0].Answer != "once" {
+		t.Fatalf("the feed heard %+v", f.ans)
+	}
+}
+
+func TestConfinedPeerRefused(t *testing.T) {
+	f := newFixture(t, func(net.Conn) (bool, string) { return true, "pid 42 is in an agent's cgroup" })
+	resp := f.do(t, "GET", "/?token="+testToken, nil, nil)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a sandboxed peer with the token: %d, want 403", resp.StatusCode)
+	}
+}
+
