@@ -105,7 +105,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"age":        func(time.Time) string { return "" },
 	"itemData":   func(pageData, QueueItem) any { return nil },
 	"runData":    func(pageData, feed.State) any { return nil },
-	"elicitData": func(pageData, QueueItem, *feed.Elicitation) any { return nil },
+	"elicitData": func(itemData, *feed.Elicitation) any { return nil },
 }).ParseFS(templateFS, "templates/*.html"))
 
 // itemID is a queue item's anchor: a notification links to it.
@@ -146,7 +146,7 @@ func (s *Server) page(w http.ResponseWriter, code int, name string, d pageData) 
 			"age":        func(t time.Time) string { return age(now, t) },
 			"itemData":   func(p pageData, q QueueItem) any { return itemData{p, q} },
 			"runData":    func(p pageData, st feed.State) any { return runData{p, st, top.Rows([]feed.State{st}), errNoPause} },
-			"elicitData": func(p pageData, q QueueItem, el *feed.Elicitation) any { return elicitData{p, q, el} },
+			"elicitData": func(it itemData, el *feed.Elicitation) any { return elicitData{it.pageData, it.Item, el} },
 		})
 	}
 	var b bytes.Buffer

@@ -167,8 +167,8 @@ func TestTokenAndCSRF(t *testing.T) {
 
 	// The page's own POST answers it, via web, from the browser's address.
 	resp = f.do(t, "POST", "/api/runs/r1/asks/ask-1", post, map[string]string{"Cookie": cookie, "Origin": origin, "Sec-Fetch-Site": "same-origin"})
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Fatalf("the answer: %d", resp.StatusCode)
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || strings.Contains(loc, "note=") {
+		t.Fatalf("the answer: %d, to %s", resp.StatusCode, loc)
 	}
 	if got := <-answer; got[1] != policy.ViaWeb {
 		t.Fatalf("answered %v, want via web", got)

@@ -44,7 +44,7 @@ var pending = map[string]string{}
 
 // sourcesWithCases are the directories whose tests run README lines,
 // relative to this package.
-var sourcesWithCases = []string{".", "../realagents"}
+var sourcesWithCases = []string{".", "../realagents", "../web"}
 
 // TestREADMECommandsCovered: every command line of the README's ```sh
 // blocks (and any `tai …` line of its other fenced blocks) is run by a
@@ -81,7 +81,7 @@ func TestREADMECommandsCovered(t *testing.T) {
 		case run && excepted:
 			t.Errorf("README.md:%d: %q is run by a test (%s) and listed in notRunnable: drop the exception", l.n, l.text, covered[l.text])
 		case !run && !excepted:
-			t.Errorf("README.md:%d: no test runs %q as written: add a case marked readme(`…`) (e2e/readme, or e2e/realagents for a real agent), or an entry with the reason in notRunnable", l.n, l.text)
+			t.Errorf("README.md:%d: no test runs %q as written: add a case marked readme(`…`) (e2e/readme, e2e/realagents for a real agent, e2e/web for tai serve), or an entry with the reason in notRunnable", l.n, l.text)
 		}
 	}
 	for line := range notRunnable {

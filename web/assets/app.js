@@ -10,17 +10,22 @@
 
   if (page === 'index') {
     var main = document.getElementById('main');
-    var busy = false, again = false, editing = false;
-    // A form being filled is not replaced under the user's fingers.
-    main.addEventListener('input', function () { editing = true; });
-    main.addEventListener('submit', function () { editing = false; });
+    var busy = false, again = false;
     var refresh = function () {
-      if (busy || editing) { again = true; return; }
+      if (busy) { again = true; return; }
       busy = true;
       fetch('/?fragment=main' + (location.search ? '&' + location.search.slice(1) : ''), { credentials: 'same-origin' })
         .then(function (r) { if (!r.ok) throw new Error(r.status); return r.text(); })
         .then(function (html) {
-          main.innerHTML = html; // rendered and escaped by the server
+          var next = document.createElement('div');
+          next.innerHTML = html; // rendered and escaped by the server
+          // An item still waiting keeps its node: a form being filled is
+          // not replaced under the user's fingers.
+          next.querySelectorAll('article.item').forEach(function (n) {
+            var old = document.getElementById(n.id);
+            if (old && main.contains(old)) n.replaceWith(old);
+          });
+          main.replaceChildren.apply(main, Array.prototype.slice.call(next.childNodes));
           var s = document.getElementById('summary');
           if (s) s.textContent = main.querySelectorAll('article.item').length + ' waiting · ' + main.querySelectorAll('article.run').length + ' running';
           body.setAttribute('data-refreshed', String(Date.now()));
