@@ -82,6 +82,9 @@ type HubFlags struct {
 	// NATS, with Coordinate: coordinate on this server instead of
 	// starting one.
 	NATS NATSFlags
+	// Web, when its Listen is set (--serve), serves tai serve's page on
+	// the hub too, with the hub's runs.
+	Web ServeFlags
 }
 
 // WorkerFlags are `tai worker`'s flags.
@@ -327,6 +330,9 @@ func NewCmdHub(std IO, g *Globals, runF HubFunc) *cobra.Command {
 	c.Flags().StringVar(&f.Server, "nats-server", "", "the nats-server program to run (or TAI_NATS_SERVER; default: nats-server on PATH, then next to tai)")
 	c.Flags().BoolVar(&f.Coordinate, "coordinate", false, "also coordinate the runs submitted to the hub (tai fleet run --nats URL --submit), resuming unfinished ones on restart")
 	f.NATS.addFlags(c.Flags(), "with --coordinate: coordinate on this NATS server instead of starting one")
+	c.Flags().StringVar(&f.Web.Listen, "serve", "", "also serve tai serve's page, with the hub's runs, on this address (--serve=ADDR; --serve alone: "+DefaultServeAddr+")")
+	c.Flags().Lookup("serve").NoOptDefVal = DefaultServeAddr
+	f.Web.addTLSFlags(c)
 	return c
 }
 

@@ -117,6 +117,11 @@ func Hub(ctx context.Context, f HubFlags, std IO) error {
 			return err
 		}
 		defer nc.Close()
+		stop, err := f.serveWeb(ctx, nc, logger, std)
+		if err != nil {
+			return err
+		}
+		defer stop()
 		return serveRuns(ctx, nc, f.NATS.URL, logger, std)
 	}
 	store := f.Store
@@ -157,6 +162,11 @@ func Hub(ctx context.Context, f HubFlags, std IO) error {
 		return exitcode.With(exitcode.AgentError, fmt.Errorf("hub: %w", err))
 	}
 	defer nc.Close()
+	stop, err := f.serveWeb(ctx, nc, logger, std)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	if f.Coordinate {
 		err = serveRuns(ctx, nc, h.URL(), logger, std)
 	} else {
@@ -689,4 +699,34 @@ func fleetLogsNATS(ctx context.Context, f FleetLogsFlags, run, task string, std 
 		return err
 	}
 	return nil
+}
+
+// serveWeb serves tai serve's page when --serve is given: the runs with a
+// feed on this host (those the hub coordinates among them) and, shown
+// only, the other runs on the bus.
+func (f HubFlags) serveWeb(ctx context.Context, nc *nats.Conn, logger *slog.Logger, std IO) (func(), error) {
+	if f.Web.Listen == "" {
+		if f.Web.TLSCert != "" || f.Web.SelfSigned {
+			return nil, exitcode.Usagef("hub: --tls-cert and --tls-self-signed go with --serve")
+		}
+		return func() {}, nil
+	}
+	bus, err := remote.Open(ctx, nc)
+	if err != nil {
+		return nil, exitcode.With(exitcode.AgentError, fmt.Errorf("hub: %w", err))
+	}
+	f.Web.Verbose = f.Verbose
+	return startWeb(ctx, f.Web, func(ctx context.Context) ([]feed.State, error) {
+		infos, err := remoteRuns(ctx, bus)
+		if err != nil {
+			return nil, err
+		}
+		var out []feed.State
+		for _, in := range infos {
+			if in.Live {
+				out = append(out, feed.State{Run: in.Run, Kind: feed.KindFleet, Started: in.Created})
+			}
+		}
+		return out, nil
+	}, logger, std)
 }

@@ -66,7 +66,14 @@ func newUser(t *testing.T) *user {
 // and its base URL.
 func (u *user) serve(t *testing.T, args ...string) (link, base string) {
 	t.Helper()
-	cmd := exec.Command(taiBin, append([]string{"serve"}, args...)...)
+	return u.page(t, append([]string{"serve"}, args...)...)
+}
+
+// page starts tai with args (tai serve, tai hub --serve) and returns the
+// page's link and base URL, as it printed them.
+func (u *user) page(t *testing.T, args ...string) (link, base string) {
+	t.Helper()
+	cmd := exec.Command(taiBin, args...)
 	cmd.Dir, cmd.Env = u.ws, u.env
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -420,5 +427,41 @@ func TestRefusedWithoutTokenOrCrossSite(t *testing.T) {
 	all := strings.Join(reasons, "\n")
 	if !strings.Contains(all, "no valid token") || !strings.Contains(all, "cross-origin") {
 		t.Fatalf("tai serve's audit log lacks the refusals:\n%s", all)
+	}
+}
+
+// tai hub --serve serves the same page and API beside its NATS server:
+// a live run on the hub's host is in its queue.
+func TestHubServesThePage(t *testing.T) {
+	if _, err := exec.LookPath("nats-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no nats-server on PATH: .ci/run installs Debian's")
+		}
+		t.Skip("no nats-server on PATH (apt-get install nats-server)")
+	}
+	u := newUser(t)
+	link, base := u.page(t, "hub", "--listen", "127.0.0.1:0", "--store", filepath.Join(u.root, "store"), "--serve=127.0.0.1:0")
+	// --approve ask: an ask for the hub's page to list.
+	r := u.run(t, askScript, "--approve", "ask")
+	var runs apiRuns
+	for {
+		api(t, base, tokenOf(link), "/api/runs", &runs)
+		if len(runs.Queue) > 0 {
+			break
+		}
+		select {
+		case <-r.done:
+			t.Fatalf("the run ended before the hub's page listed its ask:\n%s", r.screen.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if runs.Queue[0].Kind != "ask" {
+		t.Fatalf("queue %+v", runs.Queue)
+	}
+	if _, err := r.tty.Write([]byte("n")); err != nil {
+		t.Fatal(err)
+	}
+	if res := r.result(t); len(res.Permissions) != 1 || res.Permissions[0].Via != "terminal" {
+		t.Fatalf("decisions %+v", res.Permissions)
 	}
 }
