@@ -187,4 +187,3 @@ func TestConfinedPeerRefused(t *testing.T) {
 		t.Fatalf("a sandboxed peer with the token: %d, want 403", resp.StatusCode)
 	}
 }
-
