@@ -11,6 +11,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -70,6 +71,8 @@ type Options struct {
 	// from the agent's preset and the task's policy); nil starts agents
 	// without tai's launcher (tests whose binary is not tai).
 	Sandbox *agentspec.Sandbox
+	// Executor runs the tasks; nil runs them here, each in its worktree.
+	Executor Executor
 
 	writeState func(path string, data []byte) error // tests: a full disk
 }
@@ -146,6 +149,7 @@ type fleet struct {
 	clock  quartz.Clock
 	log    *slog.Logger
 
+	ex      Executor
 	stop    context.CancelCauseFunc // ends the run (set by run)
 	evMu    sync.Mutex
 	mergeMu sync.Mutex // the merge queue: one branch at a time
@@ -163,7 +167,9 @@ type fleet struct {
 // ExitCode is the process's: 0, 1 (a task failed), 6 (budget), 7 (merge
 // conflict), 130 (interrupted), 2 (usage).
 func Run(ctx context.Context, o Options) (*State, error) {
-	f, unlock, err := openRun(&o, true, "fleet run %s is already running in another process")
+	f, unlock, err := openRun(&o, true, func(run string) error {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet run %s is %w", run, ErrBusy))
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -180,11 +186,14 @@ func Run(ctx context.Context, o Options) (*State, error) {
 	return st, err
 }
 
+// ErrBusy: another process runs (or coordinates) the run.
+var ErrBusy = errors.New("already running in another process")
+
 // openRun fills o's defaults, takes the run's lock, and makes the fleet
 // that runs in it, for Run and Pick alike. create makes the run's
 // directory (a new run); busy is the refusal when another process holds
-// the lock (%s: the run id).
-func openRun(o *Options, create bool, busy string) (*fleet, func(), error) {
+// the lock.
+func openRun(o *Options, create bool, busy func(run string) error) (*fleet, func(), error) {
 	if o.Clock == nil {
 		o.Clock = quartz.NewReal()
 	}
@@ -211,15 +220,21 @@ func openRun(o *Options, create bool, busy string) (*fleet, func(), error) {
 		return nil, nil, fmt.Errorf("fleet: %w", err)
 	}
 	if !got {
-		return nil, nil, exitcode.Usagef(busy, o.RunID)
+		return nil, nil, busy(o.RunID)
 	}
 	f := &fleet{o: *o, clock: o.Clock, log: o.Logger, memory: policy.NewMemory(policy.ScopeRun), done: map[string]chan struct{}{},
-		running: map[string]*Task{}, stop: func(error) {}}
+		running: map[string]*Task{}, stop: func(error) {}, ex: o.Executor}
+	if f.ex == nil {
+		f.ex = local{f}
+	}
 	return f, func() { _ = lk.Unlock() }, nil
 }
 
 func (f *fleet) init(ctx context.Context) error {
 	o := f.o
+	if op, ok := f.ex.(Opener); ok {
+		return f.open(ctx, op)
+	}
 	if err := f.load(); err != nil {
 		return err
 	}
@@ -246,15 +261,7 @@ func (f *fleet) init(ctx context.Context) error {
 			return err
 		}
 	}
-	conc := o.Concurrency
-	if conc == 0 {
-		conc = f.plan.Concurrency
-	}
-	if conc == 0 {
-		conc = DefaultConcurrency
-	}
-	f.plan.Concurrency = conc
-	f.plan.FailFast = f.plan.FailFast || o.FailFast
+	f.settle()
 	var inTarget map[string]string
 	if o.Resume {
 		inTarget = f.mergedInGit(ctx)
@@ -283,13 +290,48 @@ func (f *fleet) init(ctx context.Context) error {
 	})
 }
 
+// open opens a run an Opener keeps.
+func (f *fleet) open(ctx context.Context, op Opener) error {
+	f.newStore()
+	opened, err := op.Open(ctx, &Engine{f})
+	if err != nil {
+		return err
+	}
+	f.plan, f.wt, f.st.st = opened.Plan, opened.Repo, opened.State
+	f.settle()
+	return f.st.update(func(*State) {})
+}
+
+// settle fills the plan's concurrency and fail-fast from the run's
+// options.
+func (f *fleet) settle() {
+	conc := f.o.Concurrency
+	if conc == 0 {
+		conc = f.plan.Concurrency
+	}
+	if conc == 0 {
+		conc = DefaultConcurrency
+	}
+	f.plan.Concurrency = conc
+	f.plan.FailFast = f.plan.FailFast || f.o.FailFast
+}
+
+// newStore makes the run's state store (its state.json, and the
+// executor's record of it if it keeps one).
+func (f *fleet) newStore() {
+	f.st = &store{path: filepath.Join(f.o.Dir, "state.json"), now: func() time.Time { return f.clock.Now() }, write: f.o.writeState,
+		onFail: func(err error) { f.stop(err) }}
+	if r, ok := f.ex.(Recorder); ok {
+		f.st.saved = r.Saved
+	}
+}
+
 // load opens the run's state store: a resumed run's state and plan copy,
 // or the new run's plan.
 func (f *fleet) load() error {
 	o := f.o
-	statePath := filepath.Join(o.Dir, "state.json")
-	f.st = &store{path: statePath, now: func() time.Time { return f.clock.Now() }, write: o.writeState,
-		onFail: func(err error) { f.stop(err) }}
+	f.newStore()
+	statePath := f.st.path
 	if !o.Resume {
 		if _, err := os.Stat(statePath); err == nil {
 			return exitcode.Usagef("fleet run %s exists already (use tai fleet resume %s)", o.RunID, o.RunID)
@@ -388,6 +430,13 @@ func (f *fleet) merged(a AgentSpec) AgentSpec {
 
 // emit records a fleet event in the audit log and tells the progress sink.
 func (f *fleet) emit(kind EventKind, task, detail string, data map[string]any) {
+	f.emitAt(f.clock.Now(), kind, task, detail, data)
+}
+
+// emitAt records an event that happened at t: the audit log, then the
+// progress sink, then the executor's record (a network round trip comes
+// last: a process killed in it has shown what it recorded).
+func (f *fleet) emitAt(t time.Time, kind EventKind, task, detail string, data map[string]any) {
 	if data == nil {
 		data = map[string]any{}
 	}
@@ -402,10 +451,15 @@ func (f *fleet) emit(kind EventKind, task, detail string, data map[string]any) {
 	if err := f.o.Audit.Append(auditKind, "", data); err != nil {
 		f.log.Error("audit", "err", err)
 	}
+	ev := Event{Time: t, Kind: kind, Task: task, Detail: detail}
 	f.evMu.Lock()
-	defer f.evMu.Unlock()
 	if f.o.Progress != nil {
-		f.o.Progress(Event{Time: f.clock.Now(), Kind: kind, Task: task, Detail: detail, State: f.st.snapshot()})
+		ev.State = f.st.snapshot()
+		f.o.Progress(ev)
+	}
+	f.evMu.Unlock()
+	if r, ok := f.ex.(Recorder); ok {
+		r.Emitted(ev)
 	}
 }
 
@@ -445,7 +499,8 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 			c = exitcode.BudgetExceeded
 		case StatusSkipped:
 			c = exitcode.AgentError
-		case StatusCanceled, StatusPending, StatusWaiting:
+		case StatusCanceled, StatusPending, StatusWaiting, StatusRunning, StatusAsking:
+			// Not run, or still out there (on a worker) when the run stopped.
 			c = exitcode.Of(context.Cause(runCtx))
 			if c == exitcode.OK {
 				c = exitcode.Interrupted
@@ -457,9 +512,10 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 			code = c
 		}
 	}
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil || code == exitcode.Interrupted:
 		code, status = exitcode.Interrupted, RunInterrupted
-	} else if code != exitcode.OK {
+	case code != exitcode.OK:
 		status = RunFailed
 	}
 	if code == exitcode.OK && f.st.err() == nil {
@@ -468,6 +524,9 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 	_ = f.st.update(func(s *State) {
 		s.Status, s.ExitCode, s.PID, s.Usage = status, int(code), 0, f.meter.Used()
 	})
+	if fin, ok := f.ex.(Finisher); ok {
+		fin.Finished(ctx, f.st.snapshot())
+	}
 	f.emit(EventRunEnd, "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
 	// The log of a fleet run ends like a single run's, so audit verify
 	// sees it complete.

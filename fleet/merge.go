@@ -59,11 +59,6 @@ func (f *fleet) mergedInGit(ctx context.Context) map[string]string {
 // merge integrates a finished task's branch into the target: one at a
 // time, rebase in the task's worktree, check, fast-forward only.
 func (f *fleet) merge(ctx context.Context, t *Task) {
-	ts := f.st.task(t.ID)
-	if ts.Branch == "" {
-		f.setTask(t.ID, func(x *TaskState) { x.Status = StatusMerged })
-		return
-	}
 	f.mergeMu.Lock()
 	defer f.mergeMu.Unlock()
 	if err := f.st.err(); err != nil {
@@ -72,6 +67,21 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx) // a merge is short and must not stop half-way
+	m, _ := f.ex.(Merger)
+	if m != nil {
+		if merged, err := m.PrepareMerge(ctx, &TaskRun{Engine: &Engine{f}, Task: t, Prev: f.st.task(t.ID)}); err != nil || merged {
+			if err != nil {
+				f.mergeFailed(ctx, m, t.ID, err)
+			}
+			return
+		}
+		defer func() { m.MergeEnded(ctx, f.st.task(t.ID)) }()
+	}
+	ts := f.st.task(t.ID)
+	if ts.Branch == "" {
+		f.setTask(t.ID, func(x *TaskState) { x.Status = StatusMerged })
+		return
+	}
 	st := f.st.snapshot()
 	owner := worktree.Owner{PID: os.Getpid(), Command: f.o.Command}
 	wtTask := t.ID
@@ -80,10 +90,7 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 	}
 	h, err := f.wt.Create(ctx, f.o.RunID, wtTask, st.Target, st.Target, owner)
 	if err != nil {
-		f.setTask(t.ID, func(x *TaskState) {
-			x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
-		})
-		f.emit(EventFailed, t.ID, "merge: "+err.Error(), nil)
+		f.mergeFailed(ctx, nil, t.ID, err)
 		return
 	}
 	defer func() { _ = h.Release(ctx) }()
@@ -97,13 +104,26 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 		})
 		f.emit(EventConflict, t.ID, strings.Join(ce.Files, ", "), map[string]any{"files": ce.Files, "branch": ts.Branch, "target": st.Target})
 	case err != nil:
-		f.setTask(t.ID, func(x *TaskState) {
-			x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
-		})
-		f.emit(EventFailed, t.ID, "merge: "+err.Error(), nil)
+		f.mergeFailed(ctx, nil, t.ID, err)
 	default:
 		f.setTask(t.ID, func(x *TaskState) { x.Status, x.Head = StatusMerged, head })
-		f.emit(EventMerged, t.ID, fmt.Sprintf("%s -> %s at %.12s", ts.Branch, st.Target, head), map[string]any{"branch": ts.Branch, "target": st.Target, "head": head})
+		what, data := ts.Branch, map[string]any{"branch": ts.Branch}
+		if m != nil {
+			what, data = m.Merged(f.st.task(t.ID))
+		}
+		data["target"], data["head"] = st.Target, head
+		f.emit(EventMerged, t.ID, fmt.Sprintf("%s -> %s at %.12s", what, st.Target, head), data)
+	}
+}
+
+// mergeFailed records that task id's merge failed (m, if set, is told).
+func (f *fleet) mergeFailed(ctx context.Context, m Merger, id string, err error) {
+	f.setTask(id, func(x *TaskState) {
+		x.Status, x.Reason, x.ExitCode = StatusFailed, err.Error(), int(exitcode.AgentError)
+	})
+	f.emit(EventFailed, id, "merge: "+err.Error(), nil)
+	if m != nil {
+		m.MergeEnded(ctx, f.st.task(id))
 	}
 }
 

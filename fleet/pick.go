@@ -18,7 +18,7 @@ import (
 // log, continued).
 func Pick(ctx context.Context, o Options, task string) (*State, error) {
 	o.Resume = true
-	f, unlock, err := openRun(&o, false, "run %s is still running: pick once it ends")
+	f, unlock, err := openRun(&o, false, func(run string) error { return exitcode.Usagef("run %s is still running: pick once it ends", run) })
 	if err != nil {
 		return nil, err
 	}

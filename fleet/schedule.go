@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
@@ -19,8 +20,12 @@ func (f *fleet) run(ctx context.Context) (*State, error) {
 		f.emit(EventBudget, "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim),
 			map[string]any{"level": "soft", "dimension": dim, "used": used, "limit": limit})
 	})
-	f.emit(EventRunStart, "", fmt.Sprintf("%d task(s), concurrency %d, target %s", len(st.Tasks), f.plan.Concurrency, st.Target),
-		map[string]any{"run": st.Run, "resume": f.o.Resume, "plan": st.PlanFrom, "base": st.Base, "target": st.Target})
+	detail, data := fmt.Sprintf("%d task(s), concurrency %d, target %s", len(st.Tasks), f.plan.Concurrency, st.Target),
+		map[string]any{"run": st.Run, "resume": f.o.Resume, "plan": st.PlanFrom, "base": st.Base, "target": st.Target}
+	if d, ok := f.ex.(Describer); ok {
+		detail, data = d.Describe(st)
+	}
+	f.emit(EventRunStart, "", detail, data)
 	if w := f.plan.CheckWarning(); w != "" {
 		f.emit(EventWarning, "", w, map[string]any{"check": f.plan.Check, "check_sandbox": f.plan.CheckSandbox})
 	}
@@ -44,6 +49,11 @@ func (f *fleet) run(ctx context.Context) (*State, error) {
 	for _, id := range st.Order {
 		f.done[id] = make(chan struct{})
 	}
+	bgCtx, stopBg := context.WithCancel(runCtx)
+	var bg sync.WaitGroup
+	if sv, ok := f.ex.(Server); ok {
+		bg.Go(func() { sv.Serve(bgCtx) })
+	}
 	sem := semaphore.NewWeighted(int64(f.plan.Concurrency))
 	var g errgroup.Group
 	for _, id := range st.Order {
@@ -54,20 +64,24 @@ func (f *fleet) run(ctx context.Context) (*State, error) {
 		})
 	}
 	_ = g.Wait()
-
-	final := f.finish(ctx, runCtx)
-	return final, nil
+	stopBg()
+	bg.Wait()
+	return f.finish(ctx, runCtx), nil
 }
 
 // schedule waits for a task's dependencies, then runs and merges it.
 func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, sem *semaphore.Weighted, id string) {
 	t := f.plan.Task(id)
-	if succeeded(f.st.task(id).Status) {
+	prev := f.st.task(id)
+	if succeeded(prev.Status) {
 		// Finished before an interruption: only a pending merge is left.
-		if f.st.task(id).Status == StatusDone {
+		if prev.Status == StatusDone {
 			f.finishTask(ctx, t)
 		}
 		return
+	}
+	if ended(prev.Status) {
+		return // an Opener's task that ended before its run was resumed
 	}
 	for _, d := range t.DependsOn {
 		select {
@@ -106,7 +120,7 @@ func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, se
 		f.setTask(id, func(ts *TaskState) { ts.Status, ts.Reason = StatusCanceled, causeText(ctx) })
 		return
 	}
-	spent := f.runTask(ctx, t, res)
+	spent := f.ex.Run(ctx, &TaskRun{Engine: &Engine{f}, Task: t, Res: res, Prev: prev})
 	sem.Release(1)
 	res.Release(spent)
 	_ = f.st.update(func(st *State) { st.Usage = f.meter.Used() })
@@ -125,6 +139,15 @@ func (f *fleet) finishTask(ctx context.Context, t *Task) {
 		return
 	}
 	f.score(ctx, t)
+}
+
+// ended: the task ended without success, for good.
+func ended(s TaskStatus) bool {
+	switch s {
+	case StatusFailed, StatusBlocked, StatusBudget, StatusConflict, StatusRefused, StatusSkipped:
+		return true
+	}
+	return false
 }
 
 func (f *fleet) failFast(cancel context.CancelCauseFunc, id string) {

@@ -127,6 +127,7 @@ type store struct {
 	now    func() time.Time
 	write  func(path string, data []byte) error // default worktree.WriteFileAtomic
 	onFail func(error)                          // called once, on the first failed write
+	saved  func(State)                          // if set, told of each save (a copy)
 	mu     sync.Mutex
 	st     *State
 	failed error
@@ -154,6 +155,9 @@ func (s *store) update(fn func(st *State)) error {
 	s.mu.Unlock()
 	if first != nil {
 		first(err)
+	}
+	if err == nil && s.saved != nil {
+		s.saved(s.snapshot())
 	}
 	return err
 }

@@ -38,11 +38,7 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 		defer func() { _ = h.Release(context.WithoutCancel(ctx)) }()
 		f.setTask(t.ID, func(ts *TaskState) { ts.Branch, ts.Worktree, ts.Base = h.Branch, h.Path, h.Base })
 	}
-	results := map[string]TaskResult{}
-	for _, d := range t.DependsOn {
-		results[d] = f.result(ctx, d)
-	}
-	if r.prompt, err = RenderPrompt(t, f.plan, results); err != nil {
+	if r.prompt, err = f.prompt(ctx, t); err != nil {
 		return r.end(taskEnd{StatusFailed, exitcode.Usage, err.Error()})
 	}
 	f.emit(EventStarted, t.ID, fmt.Sprintf("agent %s in %s", f.agentLabel(t.AgentSpec), cwd), map[string]any{"worktree": cwd, "attempt": r.prev.Attempts + 1})
@@ -367,6 +363,15 @@ func (f *fleet) workspace(ctx context.Context, t *Task) (string, *worktree.Handl
 		}
 		return h.Path, h, nil
 	}
+}
+
+// prompt is t's prompt, with its dependencies' results.
+func (f *fleet) prompt(ctx context.Context, t *Task) (string, error) {
+	results := map[string]TaskResult{}
+	for _, d := range t.DependsOn {
+		results[d] = f.result(ctx, d)
+	}
+	return RenderPrompt(t, f.plan, results)
 }
 
 // result is what a finished task gives its dependents.
