@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/coder/quartz"
-	"github.com/gofrs/flock"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tai-dev/tai/agentspec"
@@ -24,7 +23,6 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
-	"github.com/tai-dev/tai/sandbox"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -64,15 +62,28 @@ type CoordinatorOptions struct {
 }
 
 // ErrBusy: another process coordinates the run.
-var ErrBusy = errors.New("already being coordinated by another process")
+var ErrBusy = fleet.ErrBusy
 
+// engine is the fleet run the coordinator executes tasks for: a
+// *fleet.Engine (tests: a stand-in).
+type engine interface {
+	Task(id string) fleet.TaskState
+	SetTask(id string, fn func(*fleet.TaskState))
+	Emit(kind fleet.EventKind, task, detail string, data map[string]any)
+	EmitAt(t time.Time, kind fleet.EventKind, task, detail string, data map[string]any)
+	Prompt(ctx context.Context, t *fleet.Task) (string, error)
+}
+
+// coordinator is fleet's executor over NATS: it offers each task the
+// fleet hands it on the work queue (its lease first), fences its lease,
+// and hands back the accepted attempt's result; the fleet merges it.
 type coordinator struct {
 	o     CoordinatorOptions
 	bus   *Bus
 	rec   RunRecord
 	plan  *fleet.Plan
 	wt    *worktree.Manager
-	meter *fleet.Meter
+	e     engine // set by Open
 	clock quartz.Clock
 	log   *slog.Logger
 
@@ -82,16 +93,16 @@ type coordinator struct {
 	humanTurn chan struct{}
 
 	mu      sync.Mutex
-	st      fleet.State
-	evMu    sync.Mutex
-	mergeMu sync.Mutex
-	done    map[string]chan struct{}
-	results map[string]chan Lease // accepted results, to their task's goroutine
-	handed  map[string]bool       // tasks whose result went on results (settle's goroutine only)
-	pushTo  string                // where the target goes after each merge (a clone's origin)
+	limits  map[string]fleet.Limits // each offered task's reservation, for its offers again
+	workers map[string]string       // the worker of each task's accepted attempt, for its merged event
+	results map[string]chan Lease   // accepted results, to their task's goroutine
+	handed  map[string]bool         // tasks whose result went on results (settle's goroutine only)
+	pushTo  string                  // where the target goes after each merge (a clone's origin)
 	// recorded: the attempt of each task whose merge this run's audit log
 	// records already (read on resume).
 	recorded map[string]int
+	// The run's durable consumers (made by Open, pulled by Serve).
+	evCons, resCons jetstream.Consumer
 }
 
 // cloneRepo is this host's clone of the run's repository (made once, then
@@ -128,11 +139,12 @@ func (c *coordinator) cloneRepo(ctx context.Context) (*worktree.Manager, error) 
 	return wt, nil
 }
 
-// Coordinate runs (or resumes) a fleet whose tasks workers run: it
-// schedules the DAG, reserves each task's budget before offering it,
-// accepts only the attempt holding a task's lease, and merges through the
-// fast-forward queue. Its state is JetStream's; state.json mirrors it for
-// tai fleet status.
+// Coordinate runs (or resumes) a fleet whose tasks workers run: fleet's
+// engine schedules the DAG, reserves each task's budget, and merges
+// through its fast-forward queue; the coordinator is its executor (it
+// offers each task and accepts only the attempt holding the task's
+// lease). Its state is JetStream's; state.json mirrors it for tai fleet
+// status.
 func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error) {
 	if o.Clock == nil {
 		o.Clock = quartz.NewReal()
@@ -143,59 +155,86 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error)
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
-	if !worktree.ValidName(o.RunID) {
-		return nil, exitcode.Usagef("invalid run id %q", o.RunID)
-	}
-	if o.Dir == "" {
+	if o.Dir == "" && worktree.ValidName(o.RunID) {
 		o.Dir = fleet.RunDir(o.RunID)
 	}
-	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
-		return nil, fmt.Errorf("remote: %w", err)
+	c := &coordinator{o: o, bus: o.Bus, clock: o.Clock, log: o.Logger, results: map[string]chan Lease{}, limits: map[string]fleet.Limits{},
+		workers: map[string]string{}, mem: policy.NewMemory(policy.ScopeRun), humanTurn: make(chan struct{}, 1)}
+	st, err := fleet.Run(ctx, fleet.Options{RunID: o.RunID, Dir: o.Dir, Resume: o.Resume, Audit: o.Audit, Progress: o.Progress,
+		Prompter: o.Prompter, TaskSink: o.TaskSink, AskHuman: o.AskHuman, Command: o.Command, Version: o.Version, Clock: o.Clock,
+		Logger: o.Logger, Exe: o.Exe, Sandbox: o.Sandbox, Executor: c})
+	if err == nil && ctx.Err() == nil {
+		purgeHuman(context.WithoutCancel(ctx), c.bus, o.RunID) // its asks are over
 	}
-	lk := flock.New(filepath.Join(o.Dir, "run.lock"))
-	got, err := lk.TryLock()
-	if err != nil {
-		return nil, fmt.Errorf("remote: %w", err)
-	}
-	if !got {
-		return nil, exitcode.With(exitcode.Usage, fmt.Errorf("fleet run %s is %w", o.RunID, ErrBusy))
-	}
-	defer func() { _ = lk.Unlock() }()
-	c := &coordinator{o: o, bus: o.Bus, clock: o.Clock, log: o.Logger, done: map[string]chan struct{}{}, results: map[string]chan Lease{},
-		mem: policy.NewMemory(policy.ScopeRun), humanTurn: make(chan struct{}, 1)}
-	if err := c.init(ctx); err != nil {
-		return nil, err
-	}
-	return c.run(ctx)
+	return st, err
 }
 
-// init loads (on resume) or creates the run's record, readies the target,
-// and rebuilds the run's state from what JetStream knows.
-func (c *coordinator) init(ctx context.Context) error {
+// Open loads (on resume) or creates the run's record, readies the target,
+// rebuilds the run's state from what JetStream knows, and makes the run's
+// consumers (fleet.Opener).
+func (c *coordinator) Open(ctx context.Context, e *fleet.Engine) (fleet.Opened, error) {
+	c.e = e
+	st, err := c.open(ctx)
+	if err != nil {
+		return fleet.Opened{}, err
+	}
+	return fleet.Opened{Plan: c.plan, Repo: c.wt, State: st}, nil
+}
+
+func (c *coordinator) open(ctx context.Context) (*fleet.State, error) {
 	o := c.o
 	load := c.create
 	if o.Resume {
 		load = c.load
 	}
 	if err := load(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if err := c.readyTarget(ctx); err != nil {
-		return err
+		return nil, err
 	}
-	c.st = c.initialState(ctx)
+	st := c.initialState(ctx)
 	if o.Resume {
 		c.recorded = recordedMerges(o.Audit.Path())
 	}
 	for _, t := range c.plan.Tasks {
+		c.results[t.ID] = make(chan Lease, 1)
 		if err := c.bus.SetLease(ctx, AgentToken(c.spec(t.AgentSpec)), c.o.Lease); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	c.meter = fleet.NewMeter(c.plan.Budget, max(c.plan.Concurrency, 1), c.st.Usage, func(dim string, used, limit float64) {
-		c.emit(fleet.EventBudget, "", fmt.Sprintf("soft limit: the fleet has used %.4g of %.4g %s", used, limit, dim), nil)
-	})
-	return c.save()
+	// Workers' events go into this run's audit log as they come, through
+	// a durable consumer: a resumed coordinator forwards those that came
+	// while none was running, and none twice.
+	var err error
+	c.evCons, err = c.bus.Events.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "fwd-" + strings.ReplaceAll(token(c.o.RunID), "%", "_"),
+		FilterSubject: EventFilter(c.o.RunID), AckPolicy: jetstream.AckAllPolicy, AckWait: time.Minute, MaxDeliver: -1})
+	if err != nil {
+		return nil, fmt.Errorf("remote: events consumer: %w", err)
+	}
+	c.resCons, err = c.bus.Results.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "coord-" + strings.ReplaceAll(token(c.o.RunID), "%", "_"),
+		FilterSubject: resultSubject(c.o.RunID), AckPolicy: jetstream.AckExplicitPolicy, AckWait: resultAckWait, MaxDeliver: -1})
+	if err != nil {
+		return nil, fmt.Errorf("remote: results consumer: %w", err)
+	}
+	return &st, nil
+}
+
+// Describe is the run.start event's detail (fleet.Describer).
+func (c *coordinator) Describe(st fleet.State) (string, map[string]any) {
+	return fmt.Sprintf("%d task(s) over NATS, target %s, workers clone %s", len(st.Tasks), st.Target, c.rec.RepoURL),
+		map[string]any{"run": st.Run, "resume": c.o.Resume, "base": st.Base, "target": st.Target, "repo_url": c.rec.RepoURL}
+}
+
+// Serve pulls the workers' results, events and asks, and re-offers lost
+// messages, until ctx ends (fleet.Server).
+func (c *coordinator) Serve(ctx context.Context) {
+	var bg sync.WaitGroup
+	bg.Go(func() { c.consumeResults(ctx, c.resCons) })
+	bg.Go(func() { c.sweep(ctx) })
+	bg.Go(func() { c.serveAsks(ctx) })
+	bg.Go(func() { c.forwardEvents(ctx, c.evCons) })
+	bg.Wait()
 }
 
 // load reads a resumed run's record and plan from JetStream, and opens
@@ -374,23 +413,10 @@ func (c *coordinator) spec(a fleet.AgentSpec) fleet.AgentSpec {
 	return a
 }
 
-func (c *coordinator) save() error {
-	c.mu.Lock()
-	c.st.Updated = c.clock.Now().UTC()
-	data, err := json.MarshalIndent(&c.st, "", "  ")
-	c.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	// The bus has it too, for tai fleet status --nats on any host.
-	c.pubState()
-	return worktree.WriteFileAtomic(filepath.Join(c.o.Dir, "state.json"), data, 0o600)
-}
-
-// pubState puts the run's state in the state bucket, its messages cut to
-// keep it under the message cap.
-func (c *coordinator) pubState() {
-	s := c.snapshot()
+// Saved puts the run's state in the state bucket, for tai fleet status
+// --nats on any host, its messages cut to keep it under the message cap
+// (fleet.Recorder).
+func (c *coordinator) Saved(s fleet.State) {
 	for _, t := range s.Tasks {
 		t.Message = truncate(t.Message, 2<<10)
 	}
@@ -403,114 +429,21 @@ func (c *coordinator) pubState() {
 	}
 }
 
-func (c *coordinator) task(id string) fleet.TaskState {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return *c.st.Tasks[id]
-}
-
-func (c *coordinator) setTask(id string, fn func(t *fleet.TaskState)) {
-	c.mu.Lock()
-	fn(c.st.Tasks[id])
-	c.mu.Unlock()
-	if err := c.save(); err != nil {
-		c.log.Error("saving fleet state", "err", err)
+// Emitted puts the run's event on its events stream (fleet.Recorder).
+func (c *coordinator) Emitted(ev fleet.Event) {
+	c.bus.Event(context.Background(), EventMsg{Time: ev.Time.UTC(), Run: c.o.RunID, Task: ev.Task, Kind: string(ev.Kind), Detail: ev.Detail})
+	if ev.Kind == fleet.EventRunEnd {
+		_ = c.bus.NC.Flush()
 	}
 }
 
-func (c *coordinator) snapshot() fleet.State {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s := c.st
-	s.Tasks = map[string]*fleet.TaskState{}
-	for k, v := range c.st.Tasks {
-		cp := *v
-		s.Tasks[k] = &cp
-	}
-	return s
-}
+func (c *coordinator) task(id string) fleet.TaskState { return c.e.Task(id) }
+
+func (c *coordinator) setTask(id string, fn func(t *fleet.TaskState)) { c.e.SetTask(id, fn) }
 
 // emit records a fleet event (audit log, progress, the events stream).
 func (c *coordinator) emit(kind fleet.EventKind, task, detail string, data map[string]any) {
-	c.emitAt(c.clock.Now(), kind, task, detail, data)
-}
-
-// emitAt records an event that happened at t (a worker's, forwarded).
-func (c *coordinator) emitAt(t time.Time, kind fleet.EventKind, task, detail string, data map[string]any) {
-	if data == nil {
-		data = map[string]any{}
-	}
-	data["event"], data["task"] = kind, task
-	if detail != "" {
-		data["detail"] = detail
-	}
-	k := audit.KindFleet
-	if kind == fleet.EventBudget {
-		k = audit.KindBudget
-	}
-	// The audit log, then the progress line, then the event stream: the
-	// two local records come first and together, so a coordinator killed
-	// in the network round trip has shown what it recorded.
-	if err := c.o.Audit.Append(k, "", data); err != nil {
-		c.log.Error("audit", "err", err)
-	}
-	c.evMu.Lock()
-	if c.o.Progress != nil {
-		c.o.Progress(fleet.Event{Time: t, Kind: kind, Task: task, Detail: detail, State: c.snapshot()})
-	}
-	c.evMu.Unlock()
-	c.bus.Event(context.Background(), EventMsg{Time: t.UTC(), Run: c.o.RunID, Task: task, Kind: string(kind), Detail: detail})
-}
-
-func (c *coordinator) run(ctx context.Context) (*fleet.State, error) {
-	st := c.snapshot()
-	c.emit(fleet.EventRunStart, "", fmt.Sprintf("%d task(s) over NATS, target %s, workers clone %s", len(st.Tasks), st.Target, c.rec.RepoURL),
-		map[string]any{"run": st.Run, "resume": c.o.Resume, "base": st.Base, "target": st.Target, "repo_url": c.rec.RepoURL})
-	if w := c.plan.CheckWarning(); w != "" {
-		c.emit(fleet.EventWarning, "", w, map[string]any{"check": c.plan.Check, "check_sandbox": c.plan.CheckSandbox})
-	}
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	for _, id := range st.Order {
-		c.done[id] = make(chan struct{})
-		c.results[id] = make(chan Lease, 1)
-	}
-	// Workers' events go into this run's audit log as they come, through
-	// a durable consumer: a resumed coordinator forwards those that came
-	// while none was running, and none twice.
-	evCons, err := c.bus.Events.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "fwd-" + strings.ReplaceAll(token(c.o.RunID), "%", "_"),
-		FilterSubject: EventFilter(c.o.RunID), AckPolicy: jetstream.AckAllPolicy, AckWait: time.Minute, MaxDeliver: -1})
-	if err != nil {
-		return nil, fmt.Errorf("remote: events consumer: %w", err)
-	}
-
-	cons, err := c.bus.Results.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "coord-" + strings.ReplaceAll(token(c.o.RunID), "%", "_"),
-		FilterSubject: resultSubject(c.o.RunID), AckPolicy: jetstream.AckExplicitPolicy, AckWait: resultAckWait, MaxDeliver: -1})
-	if err != nil {
-		return nil, fmt.Errorf("remote: results consumer: %w", err)
-	}
-	var bg sync.WaitGroup
-	bgCtx, stopBg := context.WithCancel(runCtx)
-	bg.Go(func() { c.consumeResults(bgCtx, cons) })
-	bg.Go(func() { c.sweep(bgCtx) })
-	bg.Go(func() { c.serveAsks(bgCtx) })
-	bg.Go(func() { c.forwardEvents(bgCtx, evCons) })
-
-	var g sync.WaitGroup
-	for _, id := range st.Order {
-		g.Go(func() {
-			defer close(c.done[id])
-			c.schedule(runCtx, id)
-		})
-	}
-	g.Wait()
-	stopBg()
-	bg.Wait()
-	end := c.finish(ctx)
-	if ctx.Err() == nil {
-		purgeHuman(context.WithoutCancel(ctx), c.bus, c.o.RunID) // its asks are over
-	}
-	return end, nil
+	c.e.Emit(kind, task, detail, data)
 }
 
 // forwardEvents records workers' events as the run's: fleet events in the
@@ -574,7 +507,7 @@ func (c *coordinator) forward(m jetstream.Msg) {
 		}
 		return
 	}
-	c.emitAt(ev.Time, fleet.WorkerEvent(string(ev.Kind)), ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
+	c.e.EmitAt(ev.Time, fleet.WorkerEvent(ev.Kind), ev.Task, ev.Worker+": "+ev.Detail, map[string]any{"worker": ev.Worker, "attempt": ev.Attempt, "forwarded": true})
 }
 
 // consumeResults reads workers' results and settles each by the lease.
@@ -711,7 +644,7 @@ func (c *coordinator) sweep(ctx context.Context) {
 			return
 		case <-tk.C:
 		}
-		for _, id := range c.st.Order {
+		for _, id := range c.plan.Order() {
 			ts := c.task(id)
 			if ts.Status != fleet.StatusRunning && ts.Status != fleet.StatusWaiting {
 				continue
@@ -732,12 +665,18 @@ func (c *coordinator) ensureOffered(ctx context.Context, id string, now bool) {
 	if !open && !(now && l.State == LeaseClaimed && c.clock.Now().After(l.Deadline)) {
 		return
 	}
+	c.mu.Lock()
+	limits, handed := c.limits[id]
+	c.mu.Unlock()
+	if !handed {
+		return // the fleet has not handed it over (yet): it offers it then
+	}
 	t := c.plan.Task(id)
 	subj := taskSubject(AgentToken(c.spec(t.AgentSpec)), c.o.RunID, id)
 	if _, err := c.bus.Tasks.GetLastMsgForSubject(ctx, subj); err == nil || !errors.Is(err, jetstream.ErrMsgNotFound) {
 		return // still queued (or the server cannot say)
 	}
-	tm, err := c.taskMsg(ctx, t)
+	tm, err := c.taskMsg(ctx, t, limits)
 	if err != nil {
 		return
 	}
@@ -748,12 +687,8 @@ func (c *coordinator) ensureOffered(ctx context.Context, id string, now bool) {
 
 // taskMsg renders a task's offer: its prompt with its dependencies'
 // results, and the target's commit now (they are merged into it).
-func (c *coordinator) taskMsg(ctx context.Context, t *fleet.Task) (TaskMsg, error) {
-	results := map[string]fleet.TaskResult{}
-	for _, d := range t.DependsOn {
-		results[d] = c.result(ctx, d)
-	}
-	prompt, err := fleet.RenderPrompt(t, c.plan, results)
+func (c *coordinator) taskMsg(ctx context.Context, t *fleet.Task, limits fleet.Limits) (TaskMsg, error) {
+	prompt, err := c.e.Prompt(ctx, t)
 	if err != nil {
 		return TaskMsg{}, err
 	}
@@ -762,36 +697,7 @@ func (c *coordinator) taskMsg(ctx context.Context, t *fleet.Task) (TaskMsg, erro
 		return TaskMsg{}, err
 	}
 	return TaskMsg{Run: c.o.RunID, Task: t.ID, Plan: c.rec.Plan, PlanDir: c.rec.PlanDir, Prompt: prompt, RepoURL: c.rec.RepoURL,
-		Target: c.rec.Target, Base: base, Limits: c.meter.Want(t.Budget), Lease: c.o.Lease, Interactive: c.o.Prompter != nil}, nil
-}
-
-// result is what a dependent's prompt template sees of task id, as in a
-// local fleet: its message, branch, status, and the diff of its accepted
-// attempt (Base..the attempt's ref; the branch is gone once merged).
-func (c *coordinator) result(ctx context.Context, id string) fleet.TaskResult {
-	ds := c.task(id)
-	r := fleet.TaskResult{Message: ds.Message, Branch: ds.Branch, Status: ds.Status, Diff: "no changes"}
-	ref := attemptRef(c.o.RunID, id, ds.Attempts)
-	if ds.Base == "" || ds.Attempts == 0 {
-		return r
-	}
-	if _, err := c.wt.RevParse(ctx, ref); err != nil {
-		return r // the attempt changed nothing: it pushed no ref
-	}
-	rng := ds.Base + ".." + ref
-	d, err := c.diffStat(ctx, rng)
-	if err != nil {
-		c.log.Warn("a dependency's diff", "task", id, "err", err)
-		return r
-	}
-	r.Diff = d.Summary()
-	for _, f := range d.Files {
-		r.Files = append(r.Files, f.Path)
-	}
-	if p, err := c.wt.Patch(ctx, c.wt.Repo, rng, 16<<10); err == nil {
-		r.Patch = p
-	}
-	return r
+		Target: c.rec.Target, Base: base, Limits: limits, Lease: c.o.Lease, Interactive: c.o.Prompter != nil}, nil
 }
 
 // diffStat is the change of a commit range (worktree.Manager.Diff is a
@@ -800,113 +706,61 @@ func (c *coordinator) diffStat(ctx context.Context, rng string) (worktree.DiffSt
 	return c.wt.Git().NumStat(ctx, c.wt.Repo, rng)
 }
 
-// schedule waits for a task's dependencies, reserves its budget, offers
-// it, waits for the accepted result, and merges it.
-func (c *coordinator) schedule(ctx context.Context, id string) {
-	t := c.plan.Task(id)
-	ts := c.task(id)
-	if ts.Status == fleet.StatusMerged || isFinal(ts.Status) {
-		return
-	}
-	for _, d := range t.DependsOn {
-		select {
-		case <-c.done[d]:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			c.setTask(id, func(x *fleet.TaskState) { x.Status, x.Reason = fleet.StatusCanceled, causeText(ctx) })
-			return
-		}
-		if ds := c.task(d); ds.Status != fleet.StatusMerged {
-			c.setTask(id, func(x *fleet.TaskState) {
-				x.Status, x.Reason = fleet.StatusSkipped, fmt.Sprintf("dependency %s %s", d, ds.Status)
-			})
-			c.emit(fleet.EventSkipped, id, "dependency "+d+" "+string(ds.Status), nil)
-			return
-		}
+// Run offers a task the fleet handed over, waits for the attempt holding
+// its lease to report, and records that result as the task's
+// (fleet.Executor). A task offered before the coordinator stopped is out
+// there already: it is offered again only if its message went missing.
+func (c *coordinator) Run(ctx context.Context, r *fleet.TaskRun) fleet.Usage {
+	t := r.Task
+	c.mu.Lock()
+	c.limits[t.ID] = r.Res.Limits
+	c.mu.Unlock()
+	if err := c.offer(ctx, t, r.Prev.Status, r.Res.Limits); err != nil {
+		c.setTask(t.ID, func(x *fleet.TaskState) {
+			x.Status, x.Reason, x.ExitCode = fleet.StatusFailed, err.Error(), int(exitcode.AgentError)
+		})
+		c.emit(fleet.EventFailed, t.ID, "offering: "+err.Error(), nil)
+		return fleet.Usage{}
 	}
 	var accepted Lease
-	if ts.Status == fleet.StatusDone {
-		l, _, err := c.bus.GetLease(ctx, c.o.RunID, id)
-		if err != nil {
-			c.setTask(id, func(x *fleet.TaskState) { x.Status, x.Reason = fleet.StatusFailed, err.Error() })
-			return
-		}
-		accepted = l
-	} else {
-		res, err := c.meter.Reserve(ctx, id, t.Budget)
-		if err != nil {
-			if errors.Is(err, fleet.ErrBudget) {
-				c.setTask(id, func(x *fleet.TaskState) {
-					x.Status, x.Reason, x.ExitCode = fleet.StatusRefused, err.Error(), int(exitcode.BudgetExceeded)
-				})
-				c.emit(fleet.EventRefused, id, err.Error(), nil)
-			} else {
-				c.setTask(id, func(x *fleet.TaskState) { x.Status, x.Reason = fleet.StatusCanceled, causeText(ctx) })
-			}
-			return
-		}
-		if err := c.offer(ctx, t, ts.Status); err != nil {
-			res.Release(fleet.Usage{})
-			c.setTask(id, func(x *fleet.TaskState) { x.Status, x.Reason = fleet.StatusFailed, err.Error() })
-			c.emit(fleet.EventFailed, id, "offering: "+err.Error(), nil)
-			return
-		}
-		select {
-		case accepted = <-c.results[id]:
-		case <-ctx.Done():
-			res.Release(fleet.Usage{})
-			c.setTask(id, func(x *fleet.TaskState) { x.Reason = "coordinator stopped: " + causeText(ctx) })
-			return
-		}
-		res.Release(accepted.Usage)
-		c.mu.Lock()
-		c.st.Usage = c.meter.Used()
-		c.mu.Unlock()
+	select {
+	case accepted = <-c.results[t.ID]:
+	case <-ctx.Done():
+		// Still out there: a resumed coordinator takes its result.
+		c.setTask(t.ID, func(x *fleet.TaskState) { x.Reason = "coordinator stopped: " + context.Cause(ctx).Error() })
+		return fleet.Usage{}
 	}
-	c.setTask(id, func(x *fleet.TaskState) {
+	c.setTask(t.ID, func(x *fleet.TaskState) {
 		x.Attempts, x.Usage, x.Message, x.Head, x.Status, x.Reason = accepted.Attempt, accepted.Usage, accepted.Message, accepted.Head, accepted.Status, accepted.Reason
 		x.Questions, x.Base = accepted.Questions, accepted.Base
 		x.Finished = c.clock.Now().UTC()
-		if accepted.Status != fleet.StatusDone {
+		x.ExitCode = 0
+		if accepted.State != LeaseAccepted {
+			if x.Status == fleet.StatusDone {
+				x.Status = fleet.StatusFailed // its ref did not check out
+			}
 			x.ExitCode = int(exitcode.AgentError)
 			if accepted.Status == fleet.StatusBudget {
 				x.ExitCode = int(exitcode.BudgetExceeded)
 			}
 		}
 	})
-	if accepted.State == LeaseAccepted {
-		c.merge(ctx, t, accepted)
-	} else {
-		c.emit(fleet.EventFailed, id, accepted.Reason, nil)
+	if accepted.State != LeaseAccepted {
+		c.emit(fleet.EventFailed, t.ID, accepted.Reason, nil)
 	}
-}
-
-func isFinal(s fleet.TaskStatus) bool {
-	switch s {
-	case fleet.StatusFailed, fleet.StatusBlocked, fleet.StatusBudget, fleet.StatusConflict, fleet.StatusRefused, fleet.StatusSkipped:
-		return true
-	}
-	return false
-}
-
-func causeText(ctx context.Context) string {
-	if c := context.Cause(ctx); c != nil {
-		return c.Error()
-	}
-	return "cancelled"
+	return accepted.Usage
 }
 
 // offer puts the task on the queue, its lease first (so a worker finds
 // it), with a message id the server deduplicates on.
-func (c *coordinator) offer(ctx context.Context, t *fleet.Task, prev fleet.TaskStatus) error {
+func (c *coordinator) offer(ctx context.Context, t *fleet.Task, prev fleet.TaskStatus, limits fleet.Limits) error {
 	if prev == fleet.StatusRunning || prev == fleet.StatusWaiting {
 		// Offered before the coordinator stopped: it is out there already,
 		// unless its message went missing.
 		c.ensureOffered(ctx, t.ID, true)
 		return nil
 	}
-	tm, err := c.taskMsg(ctx, t)
+	tm, err := c.taskMsg(ctx, t, limits)
 	if err != nil {
 		return err
 	}
@@ -922,104 +776,87 @@ func (c *coordinator) offer(ctx context.Context, t *fleet.Task, prev fleet.TaskS
 	return nil
 }
 
-// merge integrates an accepted attempt's commit into the target through
-// the fast-forward queue, and records it in the lease.
-func (c *coordinator) merge(ctx context.Context, t *fleet.Task, l Lease) {
-	c.mergeMu.Lock()
-	defer c.mergeMu.Unlock()
-	ctx = context.WithoutCancel(ctx)
-	branch := worktree.Branch(c.o.RunID, t.ID)
-	fail := func(status fleet.TaskStatus, code exitcode.Code, reason string) {
-		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Reason, x.ExitCode = status, reason, int(code) })
-		c.emit(fleet.EventFailed, t.ID, "merge: "+reason, nil)
-		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Status, x.Reason = LeaseFinal, status, reason })
+// PrepareMerge puts a done task's accepted attempt on its branch for
+// fleet's merge queue (fleet.Merger), from its lease: also the merge of a
+// task accepted before a coordinator restart. An attempt that changed
+// nothing (its head is in the target's history) has nothing to integrate:
+// it is merged here, with no worktree made.
+func (c *coordinator) PrepareMerge(ctx context.Context, r *fleet.TaskRun) (bool, error) {
+	id := r.Task.ID
+	l, _, err := c.bus.GetLease(ctx, c.o.RunID, id)
+	if err != nil {
+		return false, err
 	}
-	if l.Head != "" && c.wt.IsAncestor(ctx, l.Head, "refs/heads/"+c.rec.Target) {
-		// The attempt changed nothing (its head is in the target's
-		// history): there is nothing to integrate, and no worktree to make.
-		head, err := c.wt.RevParse(ctx, "refs/heads/"+c.rec.Target)
+	c.mu.Lock()
+	c.workers[id] = l.Worker
+	c.mu.Unlock()
+	target := "refs/heads/" + c.rec.Target
+	if l.Head != "" && c.wt.IsAncestor(ctx, l.Head, target) {
+		head, err := c.wt.RevParse(ctx, target)
 		if err != nil {
-			fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
-			return
+			return false, err
 		}
-		c.setTask(t.ID, func(x *fleet.TaskState) {
+		c.setTask(id, func(x *fleet.TaskState) {
 			x.Status, x.Head, x.ExitCode, x.Diff, x.Worktree = fleet.StatusMerged, head, 0, &worktree.DiffStat{}, ""
 		})
 		// An accepted attempt already in the target may be one a killed
 		// coordinator merged, and recorded, before it marked the lease.
-		if c.recorded[t.ID] != l.Attempt {
-			c.emit(fleet.EventMerged, t.ID, fmt.Sprintf("attempt %d -> %s at %.12s (no changes)", l.Attempt, c.rec.Target, head),
+		if c.recorded[id] != l.Attempt {
+			c.emit(fleet.EventMerged, id, fmt.Sprintf("attempt %d -> %s at %.12s (no changes)", l.Attempt, c.rec.Target, head),
 				map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
 		}
-		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
-		return
+		c.finalLease(ctx, id, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
+		return true, nil
+	}
+	branch := worktree.Branch(c.o.RunID, id)
+	// The merge worktree is the coordinator's scratch space (the work is
+	// in the attempt's ref): one a killed coordinator left, half made or
+	// behind the branch, is made again.
+	if p := c.wt.Path(c.o.RunID, id); fileExists(p) {
+		_ = c.wt.NetGit().RemoveWorktree(ctx, p)
 	}
 	c.dropStaleRefLock(branch)
 	if err := c.wt.SetBranch(ctx, branch, l.Head); err != nil {
-		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
-		return
+		return false, err
 	}
-	owner := worktree.Owner{PID: os.Getpid(), Command: c.o.Command}
-	h, err := c.wt.Create(ctx, c.o.RunID, t.ID, l.Head, c.rec.Target, owner)
-	if err != nil {
-		// A coordinator killed while making this worktree leaves it half
-		// made. It is the coordinator's scratch space (the work is in the
-		// attempt's ref and the branch): make it again.
-		p := c.wt.Path(c.o.RunID, t.ID)
-		c.log.Warn("remaking the merge worktree", "task", t.ID, "err", err)
-		_ = c.wt.NetGit().RemoveWorktree(ctx, p)
-		h, err = c.wt.Create(ctx, c.o.RunID, t.ID, l.Head, c.rec.Target, owner)
-	}
-	if err != nil {
-		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
-		return
-	}
-	defer func() { _ = h.Release(ctx) }()
-	// A worktree kept from before a restart may be behind the branch (what
-	// a coordinator killed in it left, Create has undone).
-	if err := c.wt.ResetHard(ctx, h.Path, l.Head); err != nil {
-		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
-		return
-	}
-	head, err := c.wt.Integrate(ctx, h.Record, c.rec.Target, c.plan.CheckFunc(c.o.Sandbox, func(dir string, st sandbox.Status) {
-		c.emit(fleet.EventCheck, t.ID, fleet.CheckDetail(c.plan.Check, st), map[string]any{"check": c.plan.Check, "dir": dir, "sandbox": st})
-	}))
-	var ce *worktree.ConflictError
-	switch {
-	case errors.As(err, &ce):
-		c.setTask(t.ID, func(x *fleet.TaskState) {
-			x.Status, x.ConflictFiles, x.ExitCode, x.Reason = fleet.StatusConflict, ce.Files, int(exitcode.MergeConflict), ce.Error()
-		})
-		c.emit(fleet.EventConflict, t.ID, strings.Join(ce.Files, ", "), map[string]any{"files": ce.Files})
-		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Status, x.Reason = LeaseFinal, fleet.StatusConflict, ce.Error() })
-	case err != nil:
-		fail(fleet.StatusFailed, exitcode.AgentError, err.Error())
-	default:
-		if c.pushTo != "" {
-			if err := c.wt.NetGit().Push(ctx, c.wt.Repo, c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
-				c.emit(fleet.EventWarning, t.ID, "pushing the target: "+err.Error(), nil)
-			}
-		}
-		var diff *worktree.DiffStat
-		if l.Base != "" {
-			if d, err := c.diffStat(ctx, l.Base+".."+l.Head); err == nil {
-				diff = &d
-			}
-		}
-		c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Head, x.ExitCode, x.Diff = fleet.StatusMerged, head, 0, diff })
-		// Recorded before the lease says merged: a coordinator killed
-		// between the two leaves the lease accepted, and its successor
-		// finds the attempt in the target and the merge in the audit log.
-		c.emit(fleet.EventMerged, t.ID, fmt.Sprintf("attempt %d -> %s at %.12s", l.Attempt, c.rec.Target, head),
-			map[string]any{"attempt": l.Attempt, "worker": l.Worker, "head": head, "target": c.rec.Target})
-		c.finalLease(ctx, t.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, head })
-		_ = h.Release(ctx)
-		if rec, err := c.wt.Lookup(c.o.RunID, t.ID); err == nil {
-			if err := c.wt.Remove(ctx, rec, worktree.RemoveOptions{Targets: []string{c.rec.Target}}); err == nil {
-				c.setTask(t.ID, func(x *fleet.TaskState) { x.Worktree = "" })
-			}
+	var diff *worktree.DiffStat
+	if l.Base != "" {
+		if d, err := c.diffStat(ctx, l.Base+".."+l.Head); err == nil {
+			diff = &d
 		}
 	}
+	c.setTask(id, func(x *fleet.TaskState) { x.Branch, x.Base, x.Diff = branch, l.Base, diff })
+	return false, nil
+}
+
+// Merged names the accepted attempt in the merged event (fleet.Merger).
+func (c *coordinator) Merged(ts fleet.TaskState) (string, map[string]any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprintf("attempt %d", ts.Attempts), map[string]any{"attempt": ts.Attempts, "worker": c.workers[ts.ID]}
+}
+
+// MergeEnded pushes the target where the workers fetch it, and records
+// the merge's end in the task's lease (fleet.Merger). The merged event is
+// in the audit log before the lease says merged: a coordinator killed
+// between the two leaves the lease accepted, and its successor finds the
+// attempt in the target and the merge in the audit log.
+func (c *coordinator) MergeEnded(ctx context.Context, ts fleet.TaskState) {
+	if ts.Status != fleet.StatusMerged {
+		c.finalLease(ctx, ts.ID, func(x *Lease) { x.State, x.Status, x.Reason = LeaseFinal, ts.Status, ts.Reason })
+		return
+	}
+	if c.pushTo != "" {
+		if err := c.wt.NetGit().Push(ctx, c.wt.Repo, c.pushTo, "refs/heads/"+c.rec.Target+":refs/heads/"+c.rec.Target); err != nil {
+			c.emit(fleet.EventWarning, ts.ID, "pushing the target: "+err.Error(), nil)
+		}
+	}
+	c.finalLease(ctx, ts.ID, func(x *Lease) { x.State, x.Head = LeaseMerged, ts.Head })
+}
+
+func fileExists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }
 
 // recordedMerges reads the merges an audit log records, task to attempt.
@@ -1083,52 +920,17 @@ func (c *coordinator) finalLease(ctx context.Context, id string, fn func(*Lease)
 	c.log.Error("lease", "task", id, "err", "still changing after 10 tries")
 }
 
-func (c *coordinator) finish(ctx context.Context) *fleet.State {
-	code := exitcode.OK
-	rank := map[exitcode.Code]int{exitcode.OK: 0, exitcode.AgentError: 1, exitcode.BudgetExceeded: 2, exitcode.MergeConflict: 3, exitcode.Interrupted: 4}
-	st := c.snapshot()
-	for _, id := range st.Order {
-		var k exitcode.Code
-		switch st.Tasks[id].Status {
-		case fleet.StatusMerged:
-			continue
-		case fleet.StatusConflict:
-			k = exitcode.MergeConflict
-		case fleet.StatusRefused, fleet.StatusBudget:
-			k = exitcode.BudgetExceeded
-		case fleet.StatusPending, fleet.StatusWaiting, fleet.StatusRunning, fleet.StatusCanceled, fleet.StatusDone:
-			k = exitcode.Interrupted
-		default:
-			k = exitcode.AgentError
-		}
-		if rank[k] > rank[code] {
-			code = k
+// Finished records a run that is over in its record, so that a hub's
+// coordinator does not adopt it again (fleet.Finisher).
+func (c *coordinator) Finished(ctx context.Context, st fleet.State) {
+	if st.Status == fleet.RunInterrupted {
+		return
+	}
+	rec := c.rec
+	rec.Finished, rec.Status, rec.ExitCode = c.clock.Now().UTC(), st.Status, st.ExitCode
+	if data, err := json.Marshal(rec); err == nil {
+		if _, err := c.bus.Runs.Put(context.WithoutCancel(ctx), c.o.RunID, data); err != nil {
+			c.log.Warn("recording the run's end", "err", err)
 		}
 	}
-	status := fleet.RunDone
-	switch {
-	case ctx.Err() != nil || code == exitcode.Interrupted:
-		code, status = exitcode.Interrupted, fleet.RunInterrupted
-	case code != exitcode.OK:
-		status = fleet.RunFailed
-	}
-	c.mu.Lock()
-	c.st.Status, c.st.ExitCode, c.st.PID, c.st.Usage = status, int(code), 0, c.meter.Used()
-	c.mu.Unlock()
-	_ = c.save()
-	if status != fleet.RunInterrupted {
-		// The run is over: a hub's coordinator does not adopt it again.
-		rec := c.rec
-		rec.Finished, rec.Status, rec.ExitCode = c.clock.Now().UTC(), status, int(code)
-		if data, err := json.Marshal(rec); err == nil {
-			if _, err := c.bus.Runs.Put(context.WithoutCancel(ctx), c.o.RunID, data); err != nil {
-				c.log.Warn("recording the run's end", "err", err)
-			}
-		}
-	}
-	c.emit(fleet.EventRunEnd, "", fmt.Sprintf("%s (exit %d)", status, code), map[string]any{"status": status, "exit_code": int(code)})
-	_ = c.bus.NC.Flush()
-	_ = c.o.Audit.Append(audit.KindRunEnd, "", map[string]any{"fleet": c.o.RunID, "status": status, "exit_code": int(code)})
-	final := c.snapshot()
-	return &final
 }

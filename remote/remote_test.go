@@ -273,10 +273,49 @@ func settleCoordinator(t *testing.T, b *Bus, progress func(fleet.Event), ids []s
 	if tasks == nil {
 		tasks = map[string]*fleet.TaskState{}
 	}
-	c := &coordinator{o: CoordinatorOptions{RunID: "r", Audit: log, Progress: progress}, bus: b, results: results, st: fleet.State{Tasks: tasks}}
+	c := &coordinator{o: CoordinatorOptions{RunID: "r", Audit: log, Progress: progress}, bus: b, results: results,
+		e: &fakeEngine{tasks: tasks, progress: progress}}
 	c.clock, c.log = quartz.NewReal(), slog.New(slog.DiscardHandler)
 	return c
 }
+
+// fakeEngine stands in for the fleet run settle reports to: the tasks'
+// state, and its events to progress.
+type fakeEngine struct {
+	mu       sync.Mutex
+	tasks    map[string]*fleet.TaskState
+	progress func(fleet.Event)
+}
+
+func (e *fakeEngine) Task(id string) fleet.TaskState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t := e.tasks[id]; t != nil {
+		return *t
+	}
+	return fleet.TaskState{ID: id}
+}
+
+func (e *fakeEngine) SetTask(id string, fn func(*fleet.TaskState)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.tasks[id] == nil {
+		e.tasks[id] = &fleet.TaskState{ID: id}
+	}
+	fn(e.tasks[id])
+}
+
+func (e *fakeEngine) Emit(kind fleet.EventKind, task, detail string, data map[string]any) {
+	e.EmitAt(time.Now(), kind, task, detail, data)
+}
+
+func (e *fakeEngine) EmitAt(t time.Time, kind fleet.EventKind, task, detail string, _ map[string]any) {
+	if e.progress != nil {
+		e.progress(fleet.Event{Time: t, Kind: kind, Task: task, Detail: detail})
+	}
+}
+
+func (e *fakeEngine) Prompt(context.Context, *fleet.Task) (string, error) { return "", nil }
 
 // A result from an attempt that lost its lease is refused, whatever the
 // server did with its ack; the holder's result is accepted once.
