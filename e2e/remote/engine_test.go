@@ -22,7 +22,9 @@ func TestFleetOverNATSRunsOnFleetsEngine(t *testing.T) {
 	e, _ := userEnv(t)
 	// --listen: a free port (4222 may be taken on the test machine).
 	url := firstLine(e, e.cmd(taiBin, "hub", "--listen", "127.0.0.1:0"))
-	write := func(f string) string { return "steps:\n  - write: {path: " + f + ", content: \"x\\n\"}\n  - text: done\n" }
+	write := func(f string) string {
+		return "steps:\n  - write: {path: " + f + ", content: \"x\\n\"}\n  - text: done\n"
+	}
 	repo := planRepo(t, map[string]string{
 		"a.yaml": write("a.txt"), "b.yaml": write("b.txt"), "c.yaml": write("c.txt"),
 		// policy approve: all: the tasks write files, which the default approve-reads denies.
