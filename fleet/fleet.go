@@ -7,6 +7,12 @@
 // check, for one to be picked: tai compare). Its
 // state is persisted atomically after every step, so a run killed even by
 // SIGKILL resumes without redoing finished tasks.
+//
+// It is tai's one fleet engine: the scheduler, the budget (meter and
+// reservations), the state, the events, the answerer, the merge queue and
+// the check are here, and an Executor runs each task. The local executor
+// (runTask) runs the task's agent on this host; package remote's runs it
+// on a worker over NATS, through the hooks in executor.go.
 package fleet
 
 import (

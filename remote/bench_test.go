@@ -71,7 +71,7 @@ func BenchmarkNoopTasks(b *testing.B) {
 				offered := map[string]time.Time{}
 				t0 := time.Now()
 				st, err := Coordinate(context.Background(), CoordinatorOptions{Bus: bus, Plan: plan, RunID: fmt.Sprintf("bench%d", i), Dir: b.TempDir(),
-					Lease: 10 * time.Second, Audit: log, Progress: func(ev fleet.Event) {
+					Concurrency: n, Lease: 10 * time.Second, Audit: log, Progress: func(ev fleet.Event) {
 						mu.Lock()
 						defer mu.Unlock()
 						switch ev.Kind {

@@ -35,11 +35,16 @@ type CoordinatorOptions struct {
 	Repo  string // a directory in the repository; default the plan's
 	// RepoURL is where workers clone and push: the --remote's URL, else
 	// the repository itself by path.
-	RepoURL  string
-	Lease    time.Duration
-	Resume   bool
-	Audit    *audit.Log // required
-	Progress func(fleet.Event)
+	RepoURL string
+	Lease   time.Duration
+	Resume  bool
+	// Concurrency and FailFast override the plan's, as fleet.Options':
+	// how many tasks are out on the queue at once (default the plan's,
+	// else fleet.DefaultConcurrency).
+	Concurrency int
+	FailFast    bool
+	Audit       *audit.Log // required
+	Progress    func(fleet.Event)
 	// TaskSink, if set, gets each task's session events as its worker
 	// reports them (fleet.Options.TaskSink).
 	TaskSink func(task string) driver.Sink
@@ -160,7 +165,8 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error)
 	}
 	c := &coordinator{o: o, bus: o.Bus, clock: o.Clock, log: o.Logger, results: map[string]chan Lease{}, limits: map[string]fleet.Limits{},
 		workers: map[string]string{}, mem: policy.NewMemory(policy.ScopeRun), humanTurn: make(chan struct{}, 1)}
-	st, err := fleet.Run(ctx, fleet.Options{RunID: o.RunID, Dir: o.Dir, Resume: o.Resume, Audit: o.Audit, Progress: o.Progress,
+	st, err := fleet.Run(ctx, fleet.Options{RunID: o.RunID, Dir: o.Dir, Resume: o.Resume, Concurrency: o.Concurrency, FailFast: o.FailFast,
+		Audit: o.Audit, Progress: o.Progress,
 		Prompter: o.Prompter, TaskSink: o.TaskSink, AskHuman: o.AskHuman, Command: o.Command, Version: o.Version, Clock: o.Clock,
 		Logger: o.Logger, Exe: o.Exe, Sandbox: o.Sandbox, Executor: c})
 	if err == nil && ctx.Err() == nil {

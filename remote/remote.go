@@ -6,6 +6,13 @@
 // repository) and as small messages on a results stream; the coordinator
 // accepts only the attempt that holds the lease, since the server accepts
 // an ack that arrives after redelivery (nats-server#4786).
+//
+// remote keeps only what NATS has: the bus, leases, heartbeats and the
+// sweep, the worker, clone/fetch/push, and the hub with its coordinator
+// loop. The coordinator is fleet's NATS executor (fleet.Executor and its
+// hooks): fleet schedules, reserves budgets, records the state and events,
+// and merges; the coordinator offers each task, fences its lease, and hands
+// back the accepted attempt, whose commit fleet's merge queue integrates.
 package remote
 
 import (
