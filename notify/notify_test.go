@@ -102,6 +102,13 @@ func TestWebhook(t *testing.T) {
 	if ns, _ := body["notices"].([]any); len(ns) != 2 || !strings.HasPrefix(body["text"].(string), "2 things wait for you") {
 		t.Fatalf("body %v", body)
 	}
+	// A notice with a link to tai serve's page: ntfy-style topics open it on a tap.
+	var click string
+	linked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { click = r.Header.Get("Click") }))
+	defer linked.Close()
+	if err := (Webhook{URL: linked.URL}).Send(context.Background(), []Notice{{Kind: "ask", Run: "r", Title: "a", Link: "http://h:1/#item-r-ask-1"}}); err != nil || click != "http://h:1/#item-r-ask-1" {
+		t.Fatalf("the Click header %q (%v)", click, err)
+	}
 	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
 	defer failing.Close()
 	if err := (Webhook{URL: failing.URL}).Send(context.Background(), []Notice{{Title: "a"}}); err == nil {

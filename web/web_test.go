@@ -31,6 +31,10 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, confined func(net.Conn) (bool, string)) *fixture {
+	return newFixtureTB(t, confined)
+}
+
+func newFixtureTB(t testing.TB, confined func(net.Conn) (bool, string)) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	f := &fixture{asks: make(chan feed.Ask, 16)}

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -273,14 +274,25 @@ const askScript = `steps:
 // A real tai run asks; the page, opened once with the link on a phone's
 // viewport, shows the ask with its command; a tap on "Allow once" answers
 // it: the run goes on and ends 0, its decision is the human's via web, and
-// its audit log has the answer with the browser's address. tai serve is
-// run as the README has it.
+// its audit log has the answer with the browser's address; its
+// notification links to the ask on the page. tai serve is run as the
+// README has it.
 func TestAnswerAnAskFromAPhone(t *testing.T) {
 	u := newUser(t)
 	link, base := u.serve(t, strings.Fields(strings.TrimPrefix(readme(`tai serve`), "tai serve"))...)
+	var mu sync.Mutex
+	var notices []string
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		mu.Lock()
+		notices = append(notices, req.Header.Get("Click")+" "+string(b))
+		mu.Unlock()
+	}))
+	defer hook.Close()
 	// --approve ask: the run must ask a human, so that the page has
-	// something to answer.
-	r := u.run(t, askScript, "--approve", "ask")
+	// something to answer; --notify-url: the notification's link is
+	// checked.
+	r := u.run(t, askScript, "--approve", "ask", "--notify-url", hook.URL)
 	ctx := browser(t)
 	within(t, ctx, "the ask on the page",
 		chromedp.Navigate(link),
@@ -323,6 +335,44 @@ func TestAnswerAnAskFromAPhone(t *testing.T) {
 	}
 	if !strings.HasPrefix(base, "http://127.0.0.1:") {
 		t.Errorf("tai serve is not on loopback by default: %s", base)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := base + "/#item-" + e.Run + "-ask-1"
+	if len(notices) == 0 || !strings.HasPrefix(notices[0], want+" ") || !strings.Contains(notices[0], `"link":"`+want+`"`) {
+		t.Errorf("the notification does not link to the ask (%s): %q", want, notices)
+	}
+}
+
+// A run's page follows its transcript live and cancels it: the run ends
+// interrupted, and its audit log records the cancel via web.
+func TestFollowAndCancelARun(t *testing.T) {
+	u := newUser(t)
+	link, base := u.serve(t, "--listen", "127.0.0.1:0")
+	// --approve ask: the run waits on its ask while the page cancels it.
+	r := u.run(t, askScript, "--approve", "ask")
+	ctx := browser(t)
+	within(t, ctx, "the ask on the page", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`article.item.ask`)))
+	var runs apiRuns
+	api(t, base, tokenOf(link), "/api/runs", &runs)
+	if len(runs.Runs) != 1 {
+		t.Fatalf("runs %+v", runs.Runs)
+	}
+	within(t, ctx, "the transcript", chromedp.Navigate(base+"/runs/"+runs.Runs[0].Run),
+		chromedp.WaitVisible(chromedp.CSS(`#transcript div`)))
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#transcript`)))
+	if err != nil || !strings.Contains(text, "asks: deploy <b>prod</b>") {
+		t.Fatalf("the transcript %q: %v", text, err)
+	}
+	screenshot(t, ctx, "phone-run.png")
+	within(t, ctx, "cancelling", chromedp.Click(chromedp.CSS(`#cancel`)), chromedp.WaitVisible(chromedp.CSS(`body[data-page="index"]`)))
+	res := r.result(t)
+	if res.ExitCode != 130 {
+		t.Fatalf("exit %d after a cancel, want 130 (interrupted)\n%s", res.ExitCode, r.screen.String())
+	}
+	e, ok := auditlog.First(auditlog.Read(t, res.Audit), audit.KindFeedCancel)
+	if !ok || !strings.Contains(string(e.Data), `"via":"web"`) {
+		t.Fatalf("no cancel via web in the audit log: %s", e.Data)
 	}
 }
 
