@@ -254,7 +254,7 @@ func (k sink) Emit(ev driver.Event) {
 			ss.started = *ev.Started
 			ss.mode = ev.Started.CurrentMode
 			ss.config = ev.Started.Config
-			ss.out.rawOK = ev.Started.Driver == "acp"
+			ss.out.rawOK = ev.Started.Driver == driver.ACP
 		}
 		if ev.Session != "" {
 			ss.id = ev.Session

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tai-dev/tai/config"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/preset"
 )
@@ -17,7 +18,7 @@ import (
 type ResolvedAgent struct {
 	Preset preset.Preset
 	Argv   []string
-	Driver string
+	Driver driver.Name
 }
 
 // ResolveAgent finds the agent a names and the command that starts it

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/tai-dev/tai/config"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
@@ -54,7 +55,7 @@ type Agent struct {
 	// Command is a command line, or an A2A agent's URL (--agent-cmd,
 	// agent_cmd). With a preset's Name it runs with that preset's quirks.
 	Command string
-	Driver  string // "" is the agent's own
+	Driver  driver.Name // "" is the agent's own
 	Model   string
 	Mode    string // the session mode to set; "" is the policy's default
 	// Script is the built-in agent's script (a plan's script:).

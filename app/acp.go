@@ -89,7 +89,7 @@ func acpSession(ctx context.Context, o RunOptions, r resolvedRun, spec acpserver
 
 // keptSessions lists the resumable sessions tai kept for a workspace, newest
 // first, one entry per session.
-func keptSessions(ctx context.Context, cwd, agent, drv string) ([]driver.SessionSummary, error) {
+func keptSessions(ctx context.Context, cwd, agent string, drv driver.Name) ([]driver.SessionSummary, error) {
 	recs, _, err := sessionStore().List(ctx, cwd)
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func keptSessions(ctx context.Context, cwd, agent, drv string) ([]driver.Session
 	var out []driver.SessionSummary
 	for i := len(recs) - 1; i >= 0; i-- {
 		r := recs[i]
-		if !r.Resumable || r.Agent != agent || r.Driver != drv || seen[r.SessionID] {
+		if !r.Resumable || r.Agent != agent || r.Driver != string(drv) || seen[r.SessionID] {
 			continue
 		}
 		seen[r.SessionID] = true

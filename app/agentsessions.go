@@ -24,12 +24,12 @@ const agentSessionTimeout = 2 * time.Minute
 // connectAgent launches an ACP agent and stops after initialize: the
 // connection then asks the agent about its own sessions.
 func connectAgent(ctx context.Context, f SessionsFlags, std IO) (*acp.Session, string, error) {
-	r, err := resolveRun(RunOptions{Flags: RunFlags{Agent: f.Agent, AgentCmd: f.AgentCmd, Cwd: f.Cwd, Driver: "acp"}, IO: std})
+	r, err := resolveRun(RunOptions{Flags: RunFlags{Agent: f.Agent, AgentCmd: f.AgentCmd, Cwd: f.Cwd, Driver: string(driver.ACP)}, IO: std})
 	if err != nil {
 		return nil, "", err
 	}
 	p, argv := r.agent.Preset, r.agent.Argv
-	if p.Driver != "" && p.Driver != "acp" && f.AgentCmd == "" {
+	if p.Driver != "" && p.Driver != driver.ACP && f.AgentCmd == "" {
 		return nil, "", exitcode.Usagef("agent %s is driven over %s: only ACP agents list their sessions (session/list)", p.Name, p.Driver)
 	}
 	var env []string

@@ -68,7 +68,7 @@ func runChat(ctx context.Context, o RunOptions, r resolvedRun, args []string) er
 	if err != nil {
 		return refused(err)
 	}
-	if opts.Driver == "pty" {
+	if opts.Driver == driver.PTY {
 		return refused(exitcode.Usagef("the pty driver has the agent's own terminal UI: use tai run --driver pty with no prompt to attach to it"))
 	}
 	c := &chatSession{

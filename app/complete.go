@@ -14,7 +14,13 @@ import (
 
 // DriverNames returns the drivers this build has, for completion and
 // errors.
-func DriverNames() []string { return runner.Drivers() }
+func DriverNames() []string {
+	var out []string
+	for _, d := range runner.Drivers() {
+		out = append(out, string(d))
+	}
+	return out
+}
 
 // SessionIDs returns the ids of the sessions tai ran in workspace (""
 // = the current directory), newest first and each once, with what it was

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/tai-dev/tai/config"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/preset"
@@ -32,8 +33,8 @@ func loadConfig(workspace string) (config.Config, error) {
 				bad = fmt.Errorf("must be text, json or stream-json")
 			}
 		case config.KeyDriver:
-			if !slices.Contains(runner.Drivers(), v.Value) {
-				bad = fmt.Errorf("unknown driver (drivers: %s)", strings.Join(runner.Drivers(), ", "))
+			if !slices.Contains(runner.Drivers(), driver.Name(v.Value)) {
+				bad = fmt.Errorf("unknown driver (drivers: %s)", runner.DriverList())
 			}
 		case config.KeyApprove:
 			_, bad = policy.ParseMode(v.Value)
@@ -47,7 +48,7 @@ func loadConfig(workspace string) (config.Config, error) {
 			return c, exitcode.Usagef("config: %s: agent %q has the name of a preset; name it something else", a.From, a.Name)
 		}
 		if a.Driver != "" && !slices.Contains(runner.Drivers(), a.Driver) {
-			return c, exitcode.Usagef("config: %s: agent %q: unknown driver %q (drivers: %s)", a.From, a.Name, a.Driver, strings.Join(runner.Drivers(), ", "))
+			return c, exitcode.Usagef("config: %s: agent %q: unknown driver %q (drivers: %s)", a.From, a.Name, a.Driver, runner.DriverList())
 		}
 	}
 	return c, nil
@@ -117,7 +118,7 @@ func ConfigShow(workspace string, asJSON bool, std IO) error {
 	for _, a := range v.Agents {
 		d := a.Command
 		if a.Driver != "" {
-			d += " (" + a.Driver + ")"
+			d += " (" + string(a.Driver) + ")"
 		}
 		if len(a.Quirks) > 0 {
 			d += " quirks=" + strings.Join(a.Quirks, ",")

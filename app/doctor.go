@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tai-dev/tai/config"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/secretenv"
 	"github.com/tai-dev/tai/internal/statedir"
 	"github.com/tai-dev/tai/policy"
@@ -200,9 +201,9 @@ func doctorAgents(ctx context.Context) []DoctorAgent {
 	out := make([]DoctorAgent, len(ps))
 	var wg sync.WaitGroup
 	for i, p := range ps {
-		drivers := []string{p.Driver}
+		drivers := []string{string(p.Driver)}
 		for d := range p.Drivers {
-			drivers = append(drivers, d)
+			drivers = append(drivers, string(d))
 		}
 		sort.Strings(drivers[1:])
 		a := DoctorAgent{Name: p.Name, Package: p.Package, Drivers: drivers}
@@ -235,7 +236,7 @@ func doctorAgents(ctx context.Context) []DoctorAgent {
 	for _, r := range rows {
 		if r.Source == SourceConfig {
 			out = append(out, DoctorAgent{Name: r.Name, Installed: r.Installed, Path: r.Path, Package: r.Package,
-				AgentVersion: r.AgentVersion, Drivers: []string{r.Driver}, Note: "from " + r.From})
+				AgentVersion: r.AgentVersion, Drivers: []string{string(r.Driver)}, Note: "from " + r.From})
 		}
 	}
 	if err != nil {
@@ -273,16 +274,16 @@ func toolVersion(ctx context.Context, path string) (version, note string) {
 func doctorDrivers() []DoctorDriver {
 	var out []DoctorDriver
 	for _, name := range runner.Drivers() {
-		d := DoctorDriver{Name: name, Works: true}
+		d := DoctorDriver{Name: string(name), Works: true}
 		switch name {
-		case "pty":
+		case driver.PTY:
 			if ptm, tty, err := pty.Open(); err != nil {
 				d.Works, d.Note = false, "no pseudo-terminal: "+err.Error()
 			} else {
 				ptm.Close()
 				tty.Close()
 			}
-		case "a2a":
+		case driver.A2A:
 			d.Note = "needs the agent's URL reachable"
 		}
 		out = append(out, d)

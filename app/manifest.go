@@ -64,9 +64,9 @@ func BuildManifest() Manifest {
 		Name:    "tai",
 		Version: Version,
 		Protocols: map[string][]string{
-			"acp":           {"1"},
-			streamjson.Name: streamjson.Dialects(),
-			a2a.Name:        a2a.Dialects(),
+			"acp":                   {"1"},
+			string(streamjson.Name): streamjson.Dialects(),
+			string(a2a.Name):        a2a.Dialects(),
 		},
 		Drivers: []DriverInfo{{Name: "acp", Features: []string{
 			"initialize", "authenticate", "session/new", "session/load", "session/resume", "session/list", "session/close",
@@ -74,7 +74,7 @@ func BuildManifest() Manifest {
 			"fs/read_text_file", "fs/write_text_file", "terminal", "request_permission", "mcp_servers",
 			"resource", "resource_link", "$/cancel_request", "elicitation/create", "elicitation/complete",
 			"additional_directories", "session/delete", "session/fork",
-		}}, {Name: streamjson.Name, Features: streamjson.Features}, {Name: pty.Name, Features: pty.Features}, {Name: a2a.Name, Features: a2a.Features}},
+		}}, {Name: string(streamjson.Name), Features: streamjson.Features}, {Name: string(pty.Name), Features: pty.Features}, {Name: string(a2a.Name), Features: a2a.Features}},
 		NonInteractive: []string{string(policy.NonInteractiveDeny), string(policy.NonInteractiveFail)},
 		Outputs:        []string{OutputText, OutputJSON, OutputStreamJSON},
 		Inputs:         []string{"text", "stream-json"},
@@ -83,7 +83,7 @@ func BuildManifest() Manifest {
 			Default: string(sandbox.ModeAuto), Available: sandbox.ABI() > 0, LandlockABI: sandbox.ABI()},
 	}
 	for _, p := range preset.All() {
-		m.Presets = append(m.Presets, PresetInfo{Name: p.Name, Driver: p.Driver})
+		m.Presets = append(m.Presets, PresetInfo{Name: p.Name, Driver: string(p.Driver)})
 	}
 	for _, mo := range policy.Modes {
 		m.PolicyModes = append(m.PolicyModes, string(mo))

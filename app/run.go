@@ -216,7 +216,7 @@ func wantsChat(r resolvedRun, args []string, std IO) bool {
 		f.InputFormat == "stream-json" || !std.InTTY() || !std.OutTTY() {
 		return false
 	}
-	return r.agent.Driver != "pty"
+	return r.agent.Driver != driver.PTY
 }
 
 // newLogger is the logger of tai's own diagnostics: with -v every record

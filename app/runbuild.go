@@ -113,7 +113,7 @@ func checkRun(ro RunOptions, r resolvedRun, logger *slog.Logger) (runner.Options
 
 // agent is the agent the flags name, among the config's agents.
 func (f RunFlags) agent(custom []config.Agent) agentspec.Agent {
-	return agentspec.Agent{Name: f.Agent, Command: f.AgentCmd, Driver: f.Driver, Model: f.Model, Mode: f.Mode, Custom: custom}
+	return agentspec.Agent{Name: f.Agent, Command: f.AgentCmd, Driver: driver.Name(f.Driver), Model: f.Model, Mode: f.Mode, Custom: custom}
 }
 
 // auditPath is the run's audit log ("" with --no-audit).
@@ -287,7 +287,7 @@ func (b *runBuild) session() error {
 		switch {
 		case f.Resume != "" || f.Continue:
 			return exitcode.Usagef("--fork starts a new session from another: it does not go with --resume or --continue")
-		case b.o.Driver != "acp":
+		case b.o.Driver != driver.ACP:
 			return exitcode.Usagef("--fork needs an ACP agent (session/fork); the %s driver has none", b.o.Driver)
 		}
 		b.o.ForkID = f.Fork
@@ -334,7 +334,7 @@ func (b *runBuild) prompt(args []string) error {
 func (b *runBuild) attach() error {
 	ut, tty := attachTerminal(b.std.In, b.std.Out)
 	switch {
-	case b.o.Driver != "pty":
+	case b.o.Driver != driver.PTY:
 		return exitcode.Usagef("no prompt: pass it as arguments, or - to read it from stdin (or use --driver pty on a terminal to attach to the agent's TUI)")
 	case !tty:
 		return exitcode.Usagef("no prompt: pass it as arguments, or - to read it from stdin; attaching to the TUI needs a terminal on stdin and stdout")

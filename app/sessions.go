@@ -31,8 +31,8 @@ func sessionStore() *sessions.Store {
 
 // continueSession finds the session --continue resumes: the newest
 // resumable one of this agent over this driver in this workspace.
-func continueSession(ctx context.Context, workspace, agent, drv string) (string, error) {
-	r, err := sessionStore().Last(ctx, workspace, agent, drv)
+func continueSession(ctx context.Context, workspace, agent string, drv driver.Name) (string, error) {
+	r, err := sessionStore().Last(ctx, workspace, agent, string(drv))
 	if errors.Is(err, sessions.ErrNone) {
 		return "", exitcode.With(exitcode.NoSession, fmt.Errorf("--continue: no resumable %s session (driver %s) in %s; `tai sessions` lists what there is",
 			agent, drv, workspace))
@@ -76,12 +76,12 @@ func (s *startRecorder) Emit(ev driver.Event) {
 	}
 	caps := ev.Started.Capabilities
 	r := sessions.Record{
-		Time: time.Now().UTC(), Workspace: s.o.Cwd, Agent: s.o.Agent, Driver: ev.Started.Driver, SessionID: ev.Session,
+		Time: time.Now().UTC(), Workspace: s.o.Cwd, Agent: s.o.Agent, Driver: string(ev.Started.Driver), SessionID: ev.Session,
 		RunID: s.o.RunID, Resumable: caps.LoadSession || caps.ResumeSession, Resumed: s.o.ResumeID,
 		Status: sessions.StatusRunning, ExitCode: -1,
 	}
 	if r.Driver == "" {
-		r.Driver = s.o.Driver
+		r.Driver = string(s.o.Driver)
 	}
 	go func() {
 		defer close(s.done)
@@ -97,12 +97,12 @@ func recordSession(ctx context.Context, o runner.Options, res runner.Result, exc
 		return
 	}
 	r := sessions.Record{
-		Time: time.Now().UTC(), Workspace: o.Cwd, Agent: o.Agent, Driver: res.Driver, SessionID: res.SessionID,
+		Time: time.Now().UTC(), Workspace: o.Cwd, Agent: o.Agent, Driver: string(res.Driver), SessionID: res.SessionID,
 		RunID: o.RunID, Resumable: res.Resumable, Resumed: o.ResumeID, Status: res.Status, ExitCode: res.ExitCode,
 		Prompt: excerpt, Audit: res.Audit,
 	}
 	if r.Driver == "" {
-		r.Driver = o.Driver
+		r.Driver = string(o.Driver)
 	}
 	if err := sessionStore().Add(ctx, r); err != nil {
 		logger.Warn("could not keep the session id with the workspace; --continue will not find it", "err", err)

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/runner"
 )
@@ -23,8 +24,8 @@ func checkRunFlags(f RunFlags) error {
 	case f.AgentCmdSet && strings.TrimSpace(f.AgentCmd) == "":
 		return exitcode.Usagef("--agent-cmd is empty: name the command to launch (or drop it for --agent)")
 	}
-	if f.Driver != "" && !slices.Contains(runner.Drivers(), f.Driver) {
-		return exitcode.Usagef("unknown driver %q (drivers: %s)", f.Driver, strings.Join(runner.Drivers(), ", "))
+	if f.Driver != "" && !slices.Contains(runner.Drivers(), driver.Name(f.Driver)) {
+		return exitcode.Usagef("unknown driver %q (drivers: %s)", f.Driver, runner.DriverList())
 	}
 	for _, kv := range f.Env {
 		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {

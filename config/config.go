@@ -29,6 +29,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/policy"
 )
@@ -61,11 +62,11 @@ const (
 
 // Agent is a custom agent preset.
 type Agent struct {
-	Name    string   `toml:"name" json:"name"`
-	Command string   `toml:"command" json:"command"`
-	Driver  string   `toml:"driver" json:"driver,omitempty"`
-	Quirks  []string `toml:"quirks" json:"quirks,omitempty"`
-	From    string   `toml:"-" json:"from"`
+	Name    string      `toml:"name" json:"name"`
+	Command string      `toml:"command" json:"command"`
+	Driver  driver.Name `toml:"driver" json:"driver,omitempty"`
+	Quirks  []string    `toml:"quirks" json:"quirks,omitempty"`
+	From    string      `toml:"-" json:"from"`
 }
 
 // Value is one setting and where it came from.

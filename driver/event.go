@@ -91,7 +91,7 @@ type Event struct {
 // SessionStarted describes a session once its handshake is done.
 type SessionStarted struct {
 	Agent        string         `json:"agent"`
-	Driver       string         `json:"driver"`
+	Driver       Name           `json:"driver"`
 	Cwd          string         `json:"cwd"`
 	AgentName    string         `json:"agent_name,omitempty"`
 	AgentVersion string         `json:"agent_version,omitempty"`

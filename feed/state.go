@@ -136,7 +136,7 @@ func (s *state) event(task string, ev driver.Event) {
 	switch ev.Type {
 	case driver.EventSessionStarted:
 		st := ev.Started
-		ss.Agent, ss.Driver, ss.Cwd = st.Agent, st.Driver, st.Cwd
+		ss.Agent, ss.Driver, ss.Cwd = st.Agent, string(st.Driver), st.Cwd
 		ss.model(st.Config)
 	case driver.EventConfigOptions:
 		ss.model(ev.Config)

@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tai-dev/tai/builtin"
+	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/textdist"
 	"github.com/tai-dev/tai/policy"
@@ -92,12 +93,12 @@ type Plan struct {
 
 // AgentSpec says which agent runs and how.
 type AgentSpec struct {
-	Agent    string `yaml:"agent" json:"agent,omitempty"`
-	AgentCmd string `yaml:"agent_cmd" json:"agent_cmd,omitempty"`
-	Script   string `yaml:"script" json:"script,omitempty"` // built-in agent script
-	Driver   string `yaml:"driver" json:"driver,omitempty"`
-	Model    string `yaml:"model" json:"model,omitempty"`
-	Mode     string `yaml:"mode" json:"mode,omitempty"`
+	Agent    string      `yaml:"agent" json:"agent,omitempty"`
+	AgentCmd string      `yaml:"agent_cmd" json:"agent_cmd,omitempty"`
+	Script   string      `yaml:"script" json:"script,omitempty"` // built-in agent script
+	Driver   driver.Name `yaml:"driver" json:"driver,omitempty"`
+	Model    string      `yaml:"model" json:"model,omitempty"`
+	Mode     string      `yaml:"mode" json:"mode,omitempty"`
 }
 
 // Policy is a plan's or task's permission policy.

@@ -19,13 +19,13 @@ import (
 
 // Preset is a known agent.
 type Preset struct {
-	Name        string   `json:"name"`
-	Description string   `json:"description"`
-	Driver      string   `json:"driver"`
-	Binary      string   `json:"binary"`         // looked up in PATH to decide "installed"
-	Args        []string `json:"args,omitempty"` // arguments after Binary
-	Fallback    []string `json:"fallback,omitempty"`
-	Package     string   `json:"package,omitempty"` // npm package, for the install hint
+	Name        string      `json:"name"`
+	Description string      `json:"description"`
+	Driver      driver.Name `json:"driver"`
+	Binary      string      `json:"binary"`         // looked up in PATH to decide "installed"
+	Args        []string    `json:"args,omitempty"` // arguments after Binary
+	Fallback    []string    `json:"fallback,omitempty"`
+	Package     string      `json:"package,omitempty"` // npm package, for the install hint
 	// Quirks are the fixes the driver applies for this agent; they live
 	// with the preset, so every front end gets them.
 	Quirks driver.Quirks `json:"quirks"`
@@ -33,7 +33,7 @@ type Preset struct {
 	Builtin bool `json:"builtin,omitempty"`
 	// Drivers are the agent's commands for drivers other than Driver (the
 	// default): the binary (looked up in PATH) and its arguments.
-	Drivers map[string][]string `json:"drivers,omitempty"`
+	Drivers map[driver.Name][]string `json:"drivers,omitempty"`
 	// Modes names the agent's self-approving modes and the mode in which
 	// it asks (policy.SelfApproving); unset, the general rule applies.
 	Modes driver.ModeRule `json:"modes,omitzero"`
@@ -48,7 +48,7 @@ type Preset struct {
 	// policy decides those calls, as the starting-mode rule makes agents
 	// with modes ask. Only drivers whose asks reach tai have one: an agent
 	// run one-shot with no way to ask would refuse what it would ask.
-	AskEnv map[string][]string `json:"ask_env,omitempty"`
+	AskEnv map[driver.Name][]string `json:"ask_env,omitempty"`
 	// Kind is the known agent a custom command runs (Recognize): its
 	// state directories, config files, modes and quirks are that preset's.
 	Kind string `json:"kind,omitempty"`
@@ -106,30 +106,23 @@ func Recognize(argv []string) (Preset, bool) {
 // copilotModes prefixes Copilot's mode ids.
 const copilotModes = "https://agentclientprotocol.com/protocol/session-modes#"
 
-// streamJSON is the stream-json driver's name (package driver/streamjson).
-const streamJSON = "stream-json"
-
 // opencodeAsks makes opencode ask before edits, commands and fetches.
 var opencodeAsks = []string{`OPENCODE_PERMISSION={"edit":"ask","bash":"ask","webfetch":"ask"}`}
-
-// ptyDriver is the PTY driver's name (package driver/pty): the agent's
-// interactive TUI, driven through a pseudo-terminal.
-const ptyDriver = "pty"
 
 // CommandFor returns the argv that launches the agent for the named driver:
 // Command for its default driver, else the binary of its Drivers entry
 // found in PATH.
-func (p Preset) CommandFor(driver string) ([]string, error) {
-	if driver == "" || driver == p.Driver {
+func (p Preset) CommandFor(drv driver.Name) ([]string, error) {
+	if drv == "" || drv == p.Driver {
 		return p.Command()
 	}
-	argv, ok := p.Drivers[driver]
+	argv, ok := p.Drivers[drv]
 	if !ok {
-		return nil, fmt.Errorf("agent %q has no %s command", p.Name, driver)
+		return nil, fmt.Errorf("agent %q has no %s command", p.Name, drv)
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		return nil, fmt.Errorf("agent %q (%s driver) is not installed: %s not found in PATH", p.Name, driver, argv[0])
+		return nil, fmt.Errorf("agent %q (%s driver) is not installed: %s not found in PATH", p.Name, drv, argv[0])
 	}
 	return append([]string{path}, argv[1:]...), nil
 }
@@ -137,55 +130,55 @@ func (p Preset) CommandFor(driver string) ([]string, error) {
 // All returns the presets, sorted by name.
 func All() []Preset {
 	out := []Preset{
-		{Name: "builtin", Description: "tai's built-in scripted agent (no model, no API key)", Driver: "acp", Builtin: true,
+		{Name: "builtin", Description: "tai's built-in scripted agent (no model, no API key)", Driver: driver.ACP, Builtin: true,
 			Modes: driver.ModeRule{SelfApproving: []string{"auto"}, Asking: "default"}},
-		{Name: "claude", Description: "Claude Code through the ACP adapter", Driver: "acp", Binary: "claude-agent-acp",
+		{Name: "claude", Description: "Claude Code through the ACP adapter", Driver: driver.ACP, Binary: "claude-agent-acp",
 			Fallback: []string{"npx", "-y", "@agentclientprotocol/claude-agent-acp"}, Package: "@agentclientprotocol/claude-agent-acp",
 			Quirks: driver.Quirks{IgnoresStdinEOF: true},
-			Drivers: map[string][]string{streamJSON: {"claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"},
-				ptyDriver: {"claude"}},
+			Drivers: map[driver.Name][]string{driver.StreamJSON: {"claude", "-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose"},
+				driver.PTY: {"claude"}},
 			// claude-agent-acp 0.101 starts in auto ("Claude handles
 			// permission decisions").
 			Modes: driver.ModeRule{SelfApproving: []string{"auto", "bypassPermissions"}, Asking: "default"}},
-		{Name: "codex", Description: "OpenAI Codex through codex-acp", Driver: "acp", Binary: "codex-acp",
+		{Name: "codex", Description: "OpenAI Codex through codex-acp", Driver: driver.ACP, Binary: "codex-acp",
 			Fallback: []string{"npx", "-y", "@agentclientprotocol/codex-acp"}, Package: "@agentclientprotocol/codex-acp",
 			Quirks:  driver.Quirks{IgnoresStdinEOF: true},
-			Drivers: map[string][]string{streamJSON: {"codex", "exec", "--json"}, ptyDriver: {"codex"}},
+			Drivers: map[driver.Name][]string{driver.StreamJSON: {"codex", "exec", "--json"}, driver.PTY: {"codex"}},
 			// codex-acp 2.x starts in agent ("Auto review": a model
 			// approves); in workspace-write codex edits the workspace
 			// without asking; read-only asks for every edit.
 			Modes:      driver.ModeRule{SelfApproving: []string{"agent", "agent-full-access", "workspace-write"}, Asking: "read-only"},
 			OwnSandbox: "bubblewrap"},
-		{Name: "gemini", Description: "Gemini CLI", Driver: "acp", Binary: "gemini", Args: []string{"--acp"},
+		{Name: "gemini", Description: "Gemini CLI", Driver: driver.ACP, Binary: "gemini", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@google/gemini-cli", "--acp"}, Package: "@google/gemini-cli",
 			Quirks:  driver.Quirks{NoClientFS: true},
-			Drivers: map[string][]string{streamJSON: {"gemini", "--output-format", "stream-json"}, ptyDriver: {"gemini"}},
+			Drivers: map[driver.Name][]string{driver.StreamJSON: {"gemini", "--output-format", "stream-json"}, driver.PTY: {"gemini"}},
 			Modes:   driver.ModeRule{SelfApproving: []string{"yolo"}, Asking: "default"}, ModelFlag: "-m"},
-		{Name: "qwen", Description: "Qwen Code", Driver: "acp", Binary: "qwen", Args: []string{"--acp"},
+		{Name: "qwen", Description: "Qwen Code", Driver: driver.ACP, Binary: "qwen", Args: []string{"--acp"},
 			Fallback: []string{"npx", "-y", "@qwen-code/qwen-code", "--acp"}, Package: "@qwen-code/qwen-code",
-			Drivers: map[string][]string{streamJSON: {"qwen", "--input-format", "stream-json", "--output-format", "stream-json", "--approval-mode", "default"},
-				ptyDriver: {"qwen", "--approval-mode", "default"}},
+			Drivers: map[driver.Name][]string{driver.StreamJSON: {"qwen", "--input-format", "stream-json", "--output-format", "stream-json", "--approval-mode", "default"},
+				driver.PTY: {"qwen", "--approval-mode", "default"}},
 			// auto: an LLM classifier approves; auto-edit, like claude's
 			// acceptEdits, still asks before commands.
 			Modes: driver.ModeRule{SelfApproving: []string{"auto", "yolo"}, Asking: "default"}},
-		{Name: "opencode", Description: "OpenCode", Driver: "acp", Binary: "opencode", Args: []string{"acp"},
+		{Name: "opencode", Description: "OpenCode", Driver: driver.ACP, Binary: "opencode", Args: []string{"acp"},
 			Fallback: []string{"npx", "-y", "opencode-ai", "acp"}, Package: "opencode-ai",
 			// opencode has no ACP modes, and by default asks for nothing;
 			// OPENCODE_PERMISSION is merged over its config's permissions.
 			// Not for `opencode run` (stream-json): it has no way to ask.
-			AskEnv:  map[string][]string{"acp": opencodeAsks, ptyDriver: opencodeAsks},
-			Drivers: map[string][]string{streamJSON: {"opencode", "run", "--format", "json"}, ptyDriver: {"opencode"}}},
-		{Name: "copilot", Description: "GitHub Copilot CLI", Driver: "acp", Binary: "copilot", Args: []string{"--acp", "--stdio"},
+			AskEnv:  map[driver.Name][]string{driver.ACP: opencodeAsks, driver.PTY: opencodeAsks},
+			Drivers: map[driver.Name][]string{driver.StreamJSON: {"opencode", "run", "--format", "json"}, driver.PTY: {"opencode"}}},
+		{Name: "copilot", Description: "GitHub Copilot CLI", Driver: driver.ACP, Binary: "copilot", Args: []string{"--acp", "--stdio"},
 			Fallback: []string{"npx", "-y", "@github/copilot", "--acp", "--stdio"}, Package: "@github/copilot",
-			Drivers: map[string][]string{ptyDriver: {"copilot"}},
+			Drivers: map[driver.Name][]string{driver.PTY: {"copilot"}},
 			// Its modes are ACP's URLs: agent (the conversational agent,
 			// which asks before acting) is its asking mode; autopilot acts
 			// on its own.
 			Modes: driver.ModeRule{SelfApproving: []string{copilotModes + "autopilot"}, Asking: copilotModes + "agent"}},
-		{Name: "goose", Description: "Block's goose", Driver: "acp", Binary: "goose", Args: []string{"acp"}},
-		{Name: "kimi", Description: "Moonshot Kimi CLI", Driver: "acp", Binary: "kimi", Args: []string{"acp"}},
-		{Name: "cursor", Description: "Cursor agent CLI", Driver: "acp", Binary: "cursor-agent", Args: []string{"acp"},
-			Drivers: map[string][]string{streamJSON: {"cursor-agent", "-p", "--output-format", "stream-json"}}},
+		{Name: "goose", Description: "Block's goose", Driver: driver.ACP, Binary: "goose", Args: []string{"acp"}},
+		{Name: "kimi", Description: "Moonshot Kimi CLI", Driver: driver.ACP, Binary: "kimi", Args: []string{"acp"}},
+		{Name: "cursor", Description: "Cursor agent CLI", Driver: driver.ACP, Binary: "cursor-agent", Args: []string{"acp"},
+			Drivers: map[driver.Name][]string{driver.StreamJSON: {"cursor-agent", "-p", "--output-format", "stream-json"}}},
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	// The npx fallback installs the tested release (tested.tsv), not
@@ -271,7 +264,7 @@ func Custom(cmdline string) (Preset, []string, error) {
 	}
 	// A URL is an A2A agent's endpoint, not a command.
 	if u, err := url.Parse(argv[0]); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
-		return Preset{Name: u.Host, Description: "A2A agent at " + argv[0], Driver: "a2a", Binary: argv[0]}, argv, nil
+		return Preset{Name: u.Host, Description: "A2A agent at " + argv[0], Driver: driver.A2A, Binary: argv[0]}, argv, nil
 	}
 	name := filepath.Base(argv[0])
 	if name == "npx" || name == "node" || name == "uvx" {
@@ -282,7 +275,7 @@ func Custom(cmdline string) (Preset, []string, error) {
 			}
 		}
 	}
-	p := Preset{Name: name, Description: "custom command", Driver: "acp", Binary: argv[0]}
+	p := Preset{Name: name, Description: "custom command", Driver: driver.ACP, Binary: argv[0]}
 	if known, ok := Recognize(argv); ok {
 		// A known agent by another command: its state directories (which
 		// it needs under the sandbox), config files, modes and quirks.

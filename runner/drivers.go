@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/driver/a2a"
@@ -23,7 +24,7 @@ type Session interface {
 // drivers is the table of the drivers this build can run, the default
 // (ACP) first: each name and how it launches a session.
 var drivers = []struct {
-	name   string
+	name   driver.Name
 	launch func(ctx context.Context, l driver.Launch) (Session, error)
 }{
 	{acp.Name, func(ctx context.Context, l driver.Launch) (Session, error) { return acp.Launch(ctx, l) }},
@@ -33,17 +34,29 @@ var drivers = []struct {
 }
 
 // Drivers lists the drivers this build can run.
-func Drivers() []string {
-	out := make([]string, len(drivers))
+func Drivers() []driver.Name {
+	out := make([]driver.Name, len(drivers))
 	for i, d := range drivers {
 		out[i] = d.name
 	}
 	return out
 }
 
-func known(name string) bool { return slices.Contains(Drivers(), name) }
+// DriverList is Drivers as one line, for errors: "acp, stream-json, ...".
+func DriverList() string {
+	var b strings.Builder
+	for i, d := range Drivers() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(string(d))
+	}
+	return b.String()
+}
 
-func (r *run) driverName() string {
+func known(name driver.Name) bool { return slices.Contains(Drivers(), name) }
+
+func (r *run) driverName() driver.Name {
 	if r.o.Driver == "" {
 		return acp.Name
 	}
@@ -52,7 +65,7 @@ func (r *run) driverName() string {
 
 // startDriver starts a session with the named driver (ACP when the name
 // is not in the table: the runner checked it before).
-func startDriver(ctx context.Context, name string, l driver.Launch) (Session, error) {
+func startDriver(ctx context.Context, name driver.Name, l driver.Launch) (Session, error) {
 	for _, d := range drivers {
 		if d.name == name {
 			return d.launch(ctx, l)

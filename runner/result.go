@@ -18,16 +18,16 @@ import (
 // Result is the one document `tai run --output json` prints, and the last
 // frame of --output stream-json (with "type":"result").
 type Result struct {
-	Status     string `json:"status"` // ok | denied | error | timeout | interrupted | output_closed | no_session | usage | parked
-	RunID      string `json:"run_id,omitempty"`
-	Audit      string `json:"audit,omitempty"` // the audit log's path
-	StopReason string `json:"stop_reason,omitempty"`
-	SessionID  string `json:"session_id,omitempty"`
-	Resumable  bool   `json:"resumable"` // the agent can load or resume SessionID later
-	Agent      string `json:"agent"`
-	Driver     string `json:"driver"`
-	Cwd        string `json:"cwd,omitempty"`
-	Message    string `json:"message"` // the agent's text of the last turn
+	Status     string      `json:"status"` // ok | denied | error | timeout | interrupted | output_closed | no_session | usage | parked
+	RunID      string      `json:"run_id,omitempty"`
+	Audit      string      `json:"audit,omitempty"` // the audit log's path
+	StopReason string      `json:"stop_reason,omitempty"`
+	SessionID  string      `json:"session_id,omitempty"`
+	Resumable  bool        `json:"resumable"` // the agent can load or resume SessionID later
+	Agent      string      `json:"agent"`
+	Driver     driver.Name `json:"driver"`
+	Cwd        string      `json:"cwd,omitempty"`
+	Message    string      `json:"message"` // the agent's text of the last turn
 	// Turns are every turn's text and stop reason, in order, where the
 	// run kept them (Options.TurnResults: tai chat); the last is Message's.
 	Turns        []TurnResult                `json:"turns,omitempty"`

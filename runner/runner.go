@@ -33,10 +33,10 @@ import (
 
 // Options configure a run.
 type Options struct {
-	Agent  string   // label of the agent (preset name or command)
-	Argv   []string // command that starts it
-	Env    []string // its environment; nil = tai's
-	Driver string   // only "acp" for now
+	Agent  string      // label of the agent (preset name or command)
+	Argv   []string    // command that starts it
+	Env    []string    // its environment; nil = tai's
+	Driver driver.Name // "" is ACP
 
 	Quirks driver.Quirks // the agent's (its preset's)
 	// OwnSandbox names the agent's own sandbox ("" = none): the result's
@@ -328,7 +328,7 @@ func (d decider) unrecorded(req driver.PermissionRequest) (driver.PermissionDeci
 func (r *run) run(ctx context.Context) error {
 	o := r.o
 	if !known(r.driverName()) {
-		return exitcode.Usagef("driver %q is not available in this build (available: %s)", o.Driver, strings.Join(Drivers(), ", "))
+		return exitcode.Usagef("driver %q is not available in this build (available: %s)", o.Driver, DriverList())
 	}
 	cwd, err := filepath.Abs(o.Cwd)
 	if err != nil {

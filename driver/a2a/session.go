@@ -45,7 +45,7 @@ import (
 )
 
 // Name is this driver's name in presets and the capability manifest.
-const Name = "a2a"
+const Name = driver.A2A
 
 // Features are what the capability manifest lists for this driver.
 var Features = []string{

@@ -29,7 +29,7 @@ import (
 )
 
 // Name is this driver's name in presets and the capability manifest.
-const Name = "acp"
+const Name = driver.ACP
 
 // Config says what to launch and how.
 type Config struct {

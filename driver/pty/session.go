@@ -38,7 +38,7 @@ import (
 )
 
 // Name is this driver's name in presets and the capability manifest.
-const Name = "pty"
+const Name = driver.PTY
 
 // Features are what the capability manifest lists for this driver.
 var Features = []string{

@@ -35,7 +35,7 @@ import (
 )
 
 // Name is this driver's name in presets and the capability manifest.
-const Name = "stream-json"
+const Name = driver.StreamJSON
 
 // TurnError is a turn the agent reported as failed (is_error, an error_*
 // result, turn.failed): an API error, a crash mid-turn. The run exits 1.
