@@ -37,6 +37,11 @@
 //     commands (fsmonitor, hooks, pager, editor, external diff, textconv,
 //     credential helpers, ssh) turned off: agents write in these
 //     repositories.
+//   - Other packages run git only through the named operations of Git
+//     and Manager (clone, fetch, push, checkpoint, squash, diff, ...):
+//     Git's run is unexported, so none composes a git command line.
+//   - A git worktree add is journaled: the next Create removes what a
+//     killed tai's add left half made (journal.go).
 //   - Changes to the set of worktrees (add, lock, unlock, prune, remove)
 //     and reads of it are serialised per repository, across processes.
 package worktree
