@@ -109,6 +109,9 @@ func (m *Manager) recoverAdd(run, task string) error {
 		if p := filepath.Clean(strings.TrimSpace(string(b))); p != dotgit && !sameFile(p, dotgit) {
 			continue
 		}
+		if err := notHeld(gd); err != nil {
+			return err
+		}
 		if err := os.RemoveAll(gd); err != nil {
 			return fmt.Errorf("worktree: removing the gitdir a killed tai's add left: %w", err)
 		}
@@ -121,6 +124,21 @@ func (m *Manager) recoverAdd(run, task string) error {
 		return fmt.Errorf("worktree: journal: %w", err)
 	}
 	m.logger().Info("removed the worktree a killed tai's add left half made", "worktree", path, "gitdir", removed)
+	return nil
+}
+
+// ErrLockHeld is a lock a killed tai's git left that a live process still
+// holds open: a git that outlived it (a child of the killed git, which
+// the parent-death signal does not reach). tai removes no such lock; the
+// next try, once that git is done, finds it gone.
+var ErrLockHeld = errors.New("a live process holds the lock a killed tai's git left")
+
+// notHeld checks that no live process has the git dir gd's locks open.
+func notHeld(gd string) error {
+	locks := []string{filepath.Join(gd, "index.lock"), filepath.Join(gd, "HEAD.lock")}
+	if who := openedBy(locks...); who != "" {
+		return fmt.Errorf("worktree: %s: %w (%s); try again when it is done", gd, ErrLockHeld, who)
+	}
 	return nil
 }
 
@@ -166,6 +184,9 @@ func (m *Manager) recoverWorktree(ctx context.Context, dir, gd, branch string) (
 		return false, fmt.Errorf("worktree: journal: %w", err)
 	}
 	op, _, _ := strings.Cut(strings.TrimSpace(string(j)), " ")
+	if err := notHeld(gd); err != nil {
+		return true, err
+	}
 	for _, l := range []string{"index.lock", "HEAD.lock"} {
 		if err := os.Remove(filepath.Join(gd, l)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return true, fmt.Errorf("worktree: removing a killed tai's lock: %w", err)

@@ -287,10 +287,12 @@ func TestCreateUndoesAKilledAdd(t *testing.T) {
 		name    string
 		journal bool
 		commit  bool // the branch has a commit of its own (a resumed task's)
+		held    bool // a live process (a git that outlived tai) has the lock open
 	}{
-		{"new branch", true, false},
-		{"branch with commits", true, true},
-		{"no journal", false, false},
+		{"new branch", true, false, false},
+		{"branch with commits", true, true, false},
+		{"no journal", false, false, false},
+		{"lock held open", true, false, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -313,6 +315,21 @@ func TestCreateUndoesAKilledAdd(t *testing.T) {
 			gd := gitDirOf(t, m, path)
 			write(t, filepath.Join(gd, "index.lock"), "")
 			write(t, filepath.Join(gd, "locked"), "initializing")
+			if c.held {
+				// This process stands in for the live git: the lock is
+				// refused until it closes it.
+				f, err := os.Open(filepath.Join(gd, "index.lock"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := m.Create(ctx, "r", "a", "HEAD", "main", Owner{PID: 1}); !errors.Is(err, ErrLockHeld) {
+					t.Fatalf("Create with the lock held open: %v, want ErrLockHeld", err)
+				}
+				if _, err := os.Stat(filepath.Join(gd, "index.lock")); err != nil {
+					t.Fatalf("the held lock was removed: %v", err)
+				}
+				f.Close()
+			}
 
 			h, err := m.Create(ctx, "r", "a", "HEAD", "main", Owner{PID: 1})
 			if err != nil {
