@@ -213,10 +213,7 @@ func newCmdFleetStatus(std IO) *cobra.Command {
 		Short: "Show where a fleet run stands (default: the latest run)",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if n.URL != "" {
-				return FleetStatusNATS(cmd.Context(), n, firstArg(args), o.asJSON(), std)
-			}
-			return FleetStatus(firstArg(args), o.asJSON(), std)
+			return FleetStatus(cmd.Context(), n, firstArg(args), o.asJSON(), std)
 		},
 		Example: "  tai fleet status   # the latest run\n  tai fleet status fleet-20261201-104627-9f2c1a -o json",
 	}
@@ -256,10 +253,7 @@ func newCmdFleetList(std IO) *cobra.Command {
 		Short: "List the fleet runs, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if n.URL != "" {
-				return FleetListNATS(cmd.Context(), n, o.asJSON(), std)
-			}
-			return FleetList(o.asJSON(), std)
+			return FleetList(cmd.Context(), n, o.asJSON(), std)
 		},
 		Example: "  tai fleet list\n  tai fleet list -o json",
 	}

@@ -363,7 +363,7 @@ func TestCommandsReturnErrors(t *testing.T) {
 		{"worker without nats", func(std IO) error { return Worker(ctx, WorkerFlags{}, std) }, exitcode.Usage, "worker: --nats URL is required"},
 		{"hub token file", func(std IO) error { return Hub(ctx, HubFlags{TokenFile: dir + "/none"}, std) }, exitcode.Usage, "hub: --nats-token-file: "},
 		{"fleet run no plan", func(std IO) error { return FleetRun(ctx, FleetFlags{}, dir+"/none.yaml", std) }, exitcode.Usage, "fleet run: "},
-		{"fleet status no run", func(std IO) error { return FleetStatus("nosuch", false, std) }, exitcode.Usage, "fleet status: "},
+		{"fleet status no run", func(std IO) error { return FleetStatus(context.Background(), NATSFlags{}, "nosuch", false, std) }, exitcode.Usage, "fleet status: "},
 		{"worktree list not a repo", func(std IO) error { return WorktreeList(ctx, WorktreeFlags{Repo: dir}, std) }, exitcode.Usage, "worktree list: "},
 		{"worktree gc not a repo", func(std IO) error { return WorktreeGC(ctx, WorktreeFlags{Repo: dir}, std) }, exitcode.Usage, "worktree gc: "},
 		{"top without a terminal", func(std IO) error { return Top(ctx, TopFlags{}, std) }, exitcode.Usage, "top needs a terminal"},

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -369,24 +368,28 @@ func writeSummary(w io.Writer, st *fleet.State, auditPath string) {
 	_ = enc.Encode(s)
 }
 
-// FleetStatus runs `tai fleet status [RUN]` (default: the latest run).
-func FleetStatus(run string, asJSON bool, std IO) error {
+// FleetStatus runs `tai fleet status [RUN]` (default: the latest run;
+// --nats: a run on that server, from the state its coordinator publishes).
+func FleetStatus(ctx context.Context, n NATSFlags, run string, asJSON bool, std IO) error {
+	s, closeStore, err := fleetStore(ctx, n, "tai fleet status", std)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	if run == "" {
-		latest, err := latestFleetRun()
-		if err != nil {
+		if run, err = latestRun(ctx, s, n); err != nil {
 			return err
 		}
-		run = latest
 	}
-	st, err := fleet.LoadState(fleet.RunDir(run))
+	v, err := s.View(ctx, run)
 	if err != nil {
-		return exitcode.With(exitcode.Usage, fmt.Errorf("fleet status: %w", err))
+		return fmt.Errorf("fleet status: %w", err)
 	}
-	status := string(st.Status)
-	if st.Status == fleet.RunRunning && st.PID != 0 && !alive(st.PID) {
-		status = "interrupted (resume with: tai fleet resume " + run + ")"
+	if v.State == nil {
+		fmt.Fprintf(std.Out, "fleet %s: submitted %s, waiting for the hub's coordinator (tai hub --coordinate)\n", run, v.Submitted.Local().Format(time.RFC3339))
+		return nil
 	}
-	printStatus(std, st, status, filepath.Join(fleet.RunDir(run), "audit.jsonl"), asJSON)
+	printStatus(std, v.State, v.Status, v.Audit, asJSON)
 	return nil
 }
 
@@ -404,14 +407,6 @@ func printStatus(std IO, st *fleet.State, status, auditPath string, asJSON bool)
 	for _, r := range fleet.TableRowsWidth(*st, time.Now(), outputWidth(std), nil) {
 		fmt.Fprintln(std.Out, safetext.Line(r)) // a row may quote an agent (a reason, a detail)
 	}
-}
-
-func alive(pid int) bool {
-	p, err := os.FindProcess(pid)
-	if err != nil {
-		return false
-	}
-	return p.Signal(syscall.Signal(0)) == nil
 }
 
 // human asks at the terminal. Permission asks go through policy's

@@ -1,87 +1,61 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/tai-dev/tai/exitcode"
-	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/internal/safetext"
-	"github.com/tai-dev/tai/internal/statedir"
+	"github.com/tai-dev/tai/remote"
 )
 
 // framesFile is where a fleet run keeps its stream-json frames, for
 // `tai fleet logs`.
-const framesFile = "frames.jsonl"
+const framesFile = fleet.FramesFile
 
 // FleetRunInfo is one row of `tai fleet list`.
-type FleetRunInfo struct {
-	Run     string         `json:"run"`
-	Status  string         `json:"status"` // running | done | failed | interrupted | ...
-	Live    bool           `json:"live"`   // its process is running (tai top sees it)
-	Tasks   int            `json:"tasks"`
-	Counts  map[string]int `json:"counts"`
-	Tokens  int64          `json:"tokens"`
-	Target  string         `json:"target"`
-	Created time.Time      `json:"created"`
-	Updated time.Time      `json:"updated"`
-}
+type FleetRunInfo = fleet.RunInfo
 
-// fleetRuns reads every fleet run's state, newest first.
-func fleetRuns() ([]FleetRunInfo, error) {
-	dir := statedir.Dir("fleet")
-	ents, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+// fleetStore is where fleet status, list and logs read runs: this host's
+// state directory, or with --nats the NATS server's buckets and events
+// stream. name is the command, as the server sees the connection.
+func fleetStore(ctx context.Context, n NATSFlags, name string, std IO) (fleet.RunStore, func(), error) {
+	if n.URL == "" {
+		return fleet.FileStore{}, func() {}, nil
 	}
+	bus, closeBus, err := openBus(ctx, n, name, std)
 	if err != nil {
-		return nil, fmt.Errorf("listing fleet runs: %w", err)
+		return nil, nil, err
 	}
-	var out []FleetRunInfo
-	for _, e := range ents {
-		if !e.IsDir() {
-			continue
-		}
-		st, err := fleet.LoadState(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue // a run that never saved its state
-		}
-		info := FleetRunInfo{Run: st.Run, Status: string(st.Status), Tasks: len(st.Order), Counts: map[string]int{}, Tokens: st.Usage.Tokens,
-			Target: st.Target, Created: st.Created, Updated: st.Updated}
-		if st.Status == fleet.RunRunning {
-			info.Live = st.PID != 0 && alive(st.PID)
-			if !info.Live {
-				info.Status = string(fleet.RunInterrupted)
-			}
-		}
-		for _, id := range st.Order {
-			if t := st.Tasks[id]; t != nil {
-				info.Counts[string(t.Status)]++
-			}
-		}
-		out = append(out, info)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Created.Equal(out[j].Created) {
-			return out[i].Created.After(out[j].Created)
-		}
-		return out[i].Run > out[j].Run
-	})
-	return out, nil
+	return remote.Store{Bus: bus}, closeBus, nil
 }
 
-// FleetList runs `tai fleet list`.
-func FleetList(asJSON bool, std IO) error {
-	runs, err := fleetRuns()
+// latestRun is the store's newest run, for status and logs without one.
+func latestRun(ctx context.Context, s fleet.RunStore, n NATSFlags) (string, error) {
+	run, err := fleet.Latest(ctx, s)
+	if errors.Is(err, fleet.ErrNoRuns) {
+		if n.URL != "" {
+			return "", exitcode.Usagef("no fleet runs on this NATS server")
+		}
+		return "", exitcode.Usagef("no fleet runs yet: tai fleet run PLAN.yaml")
+	}
+	return run, err
+}
+
+// FleetList runs `tai fleet list` (--nats: the runs on that server).
+func FleetList(ctx context.Context, n NATSFlags, asJSON bool, std IO) error {
+	s, closeStore, err := fleetStore(ctx, n, "tai fleet list", std)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	runs, err := s.Runs(ctx)
 	if err != nil {
 		return err
 	}
@@ -116,37 +90,24 @@ func printRuns(std IO, runs []FleetRunInfo, asJSON bool) error {
 	return flush()
 }
 
-// latestFleetRun is the newest run, for `tai fleet status` without one.
-func latestFleetRun() (string, error) {
-	runs, err := fleetRuns()
-	if err != nil {
-		return "", err
-	}
-	if len(runs) == 0 {
-		return "", exitcode.Usagef("no fleet runs yet: tai fleet run PLAN.yaml")
-	}
-	return runs[0].Run, nil
-}
-
 // FleetLogs runs `tai fleet logs [RUN] [TASK] [-f]`: the run's frames
 // (one task's, with TASK), as lines or (-o json) as the frames
-// themselves. -f follows a live run through its feed until it ends.
+// themselves. -f follows a live run until it ends.
 func FleetLogs(ctx context.Context, f FleetLogsFlags, run, task string, std IO) error {
-	if f.NATS.URL != "" {
-		return fleetLogsNATS(ctx, f, run, task, std)
+	s, closeStore, err := fleetStore(ctx, f.NATS, "tai fleet logs", std)
+	if err != nil {
+		return err
 	}
+	defer closeStore()
 	if run == "" {
-		r, err := latestFleetRun()
-		if err != nil {
+		if run, err = latestRun(ctx, s, f.NATS); err != nil {
 			return err
 		}
-		run = r
 	}
-	dir := fleet.RunDir(run)
-	if _, err := fleet.LoadState(dir); err != nil {
-		return exitcode.With(exitcode.Usage, err)
+	if err := s.Frames(ctx, run, f.Follow, logShower(f, task, std)); err != nil {
+		return fmt.Errorf("fleet logs: %w", err)
 	}
-	return fleetLogsFrom(ctx, f, run, dir, logShower(f, task, std), std)
+	return nil
 }
 
 // logShower prints a frame as tai fleet logs does (one task's, with task).
@@ -164,50 +125,6 @@ func logShower(f FleetLogsFlags, task string, std IO) func([]byte) {
 			fmt.Fprintln(std.Out, safetext.Line(l)) // titles, messages, details: the agents' words
 		}
 	}
-}
-
-// fleetLogsFrom prints a local run's frames, or follows its live feed.
-func fleetLogsFrom(ctx context.Context, f FleetLogsFlags, run, dir string, show func([]byte), std IO) error {
-	if f.Follow {
-		if ep, ok := liveFeedOf(run); ok {
-			c := feed.Dial(ep.Path)
-			defer c.Close()
-			_, err := c.Events(ctx, 0, func(ev feed.Event) error {
-				if ev.Name == "" {
-					show(ev.Data)
-				}
-				return nil
-			})
-			if err != nil && !errors.Is(err, feed.ErrEnded) && ctx.Err() == nil {
-				return err
-			}
-			return nil
-		}
-	}
-	fh, err := os.Open(filepath.Join(dir, framesFile))
-	if err != nil {
-		return fmt.Errorf("fleet run %s has no frames (a run from before tai kept them?): %w", run, err)
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		show(sc.Bytes())
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return nil
-}
-
-func liveFeedOf(run string) (feed.Endpoint, bool) {
-	eps, _ := feed.List(feed.DefaultDir())
-	for _, ep := range eps {
-		if ep.Run == run {
-			return ep, true
-		}
-	}
-	return feed.Endpoint{}, false
 }
 
 // logFrame is what fleet logs shows of a frame.

@@ -12,31 +12,15 @@ import (
 
 // Fleet stream-json frame types (cap.md §7).
 const (
-	FleetEventFrameType  = "fleet.event"
-	FleetResultFrameType = "fleet.result"
+	FleetEventFrameType  = fleet.EventFrameType
+	FleetResultFrameType = fleet.ResultFrameType
 )
 
-// TaskFrame is a task's session frame in a fleet's stream: the cap.md
-// frame tagged with the run and the task. Its seq is the fleet stream's.
-type TaskFrame struct {
-	Run  string `json:"run"`
-	Task string `json:"task"`
-	driver.Event
-}
+// TaskFrame is a task's session frame in a fleet's stream.
+type TaskFrame = fleet.TaskFrame
 
-// FleetEventFrame is the fleet's own progress: a task started, finished,
-// merged, hit a conflict or its budget, asked...
-type FleetEventFrame struct {
-	Type   string      `json:"type"` // fleet.event
-	Run    string      `json:"run"`
-	Seq    uint64      `json:"seq"`
-	Ts     time.Time   `json:"ts"`
-	Event  string      `json:"event"` // fleet.Event's kind: started | finished | failed | merged | conflict | budget | asked | answered | ...
-	Task   string      `json:"task,omitempty"`
-	Detail string      `json:"detail,omitempty"`
-	Status string      `json:"status,omitempty"` // the task's status after the event
-	Usage  fleet.Usage `json:"usage"`            // the fleet's usage so far
-}
+// FleetEventFrame is the fleet's own progress.
+type FleetEventFrame = fleet.EventFrame
 
 // FleetResultFrame is the last frame: the fleet's summary (as --output json
 // prints it).

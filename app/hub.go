@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -566,141 +564,6 @@ func (f follower) Question(ctx context.Context, a remote.HumanAsk) (string, erro
 	return f.h.askQuestion(ctx, a.Task, a.Question)
 }
 
-// FleetStatusNATS runs `tai fleet status [RUN] --nats URL`: the state the
-// run's coordinator publishes, from any host.
-func FleetStatusNATS(ctx context.Context, n NATSFlags, run string, asJSON bool, std IO) error {
-	bus, closeBus, err := openBus(ctx, n, "tai fleet status", std)
-	if err != nil {
-		return err
-	}
-	defer closeBus()
-	if run == "" {
-		runs, err := remoteRuns(ctx, bus)
-		if err != nil {
-			return err
-		}
-		if len(runs) == 0 {
-			return exitcode.Usagef("no fleet runs on this NATS server")
-		}
-		run = runs[0].Run
-	}
-	rec, st, err := remote.LoadRun(ctx, bus, run)
-	if err != nil {
-		return err
-	}
-	if st == nil {
-		fmt.Fprintf(std.Out, "fleet %s: submitted %s, waiting for the hub's coordinator (tai hub --coordinate)\n", run, rec.Created.Local().Format(time.RFC3339))
-		return nil
-	}
-	status := string(st.Status)
-	if rec.Submitted && st.Status == fleet.RunRunning {
-		status = "running (coordinated by the hub)"
-	}
-	printStatus(std, st, status, "", asJSON)
-	return nil
-}
-
-// remoteRuns is every run on the bus, newest first.
-func remoteRuns(ctx context.Context, bus *remote.Bus) ([]FleetRunInfo, error) {
-	recs, err := remote.ListRuns(ctx, bus)
-	if err != nil {
-		return nil, err
-	}
-	var out []FleetRunInfo
-	for _, rec := range recs {
-		info := FleetRunInfo{Run: rec.Run, Status: "submitted", Counts: map[string]int{}, Target: rec.Target, Created: rec.Created}
-		if _, st, err := remote.LoadRun(ctx, bus, rec.Run); err == nil && st != nil {
-			info.Status, info.Tasks, info.Tokens, info.Updated = string(st.Status), len(st.Order), st.Usage.Tokens, st.Updated
-			info.Live = rec.Finished.IsZero() && st.Status == fleet.RunRunning
-			for _, id := range st.Order {
-				if t := st.Tasks[id]; t != nil {
-					info.Counts[string(t.Status)]++
-				}
-			}
-		}
-		out = append(out, info)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Created.Equal(out[j].Created) {
-			return out[i].Created.After(out[j].Created)
-		}
-		return out[i].Run > out[j].Run
-	})
-	return out, nil
-}
-
-// FleetListNATS runs `tai fleet list --nats URL`.
-func FleetListNATS(ctx context.Context, n NATSFlags, asJSON bool, std IO) error {
-	bus, closeBus, err := openBus(ctx, n, "tai fleet list", std)
-	if err != nil {
-		return err
-	}
-	defer closeBus()
-	runs, err := remoteRuns(ctx, bus)
-	if err != nil {
-		return err
-	}
-	return printRuns(std, runs, asJSON)
-}
-
-// fleetLogsNATS is tai fleet logs for a run over NATS: its events stream,
-// the coordinator's events and the workers' task frames, shown as a local
-// run's frames are; -f follows until the run finishes.
-func fleetLogsNATS(ctx context.Context, f FleetLogsFlags, run, task string, std IO) error {
-	bus, closeBus, err := openBus(ctx, f.NATS, "tai fleet logs", std)
-	if err != nil {
-		return err
-	}
-	defer closeBus()
-	if run == "" {
-		runs, err := remoteRuns(ctx, bus)
-		if err != nil {
-			return err
-		}
-		if len(runs) == 0 {
-			return exitcode.Usagef("no fleet runs on this NATS server")
-		}
-		run = runs[0].Run
-	}
-	if _, _, err := remote.LoadRun(ctx, bus, run); err != nil {
-		return err
-	}
-	show := logShower(f, task, std)
-	var seq uint64
-	err = remote.Events(ctx, bus, run, f.Follow, func(ev remote.EventMsg) error {
-		seq++
-		var frame any
-		switch {
-		case ev.Kind == remote.KindFrame:
-			var de driver.Event
-			if json.Unmarshal(ev.Frame, &de) != nil {
-				return nil
-			}
-			de.Seq = seq
-			frame = TaskFrame{Run: ev.Run, Task: ev.Task, Event: de}
-		case ev.Worker != "":
-			return nil // the coordinator's worker.* events say it
-		default:
-			frame = FleetEventFrame{Type: FleetEventFrameType, Run: ev.Run, Seq: seq, Ts: ev.Time, Event: ev.Kind, Task: ev.Task, Detail: ev.Detail}
-		}
-		data, err := json.Marshal(frame)
-		if err != nil {
-			return err
-		}
-		show(data)
-		if f.Follow && ev.Kind == "run.end" && ev.Task == "" {
-			if rec, _, err := remote.LoadRun(ctx, bus, run); err == nil && !rec.Finished.IsZero() {
-				return remote.ErrStop
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return nil
-}
-
 // serveWeb serves tai serve's page when --serve is given: the runs with a
 // feed on this host (those the hub coordinates among them) and, shown
 // only, the other runs on the bus.
@@ -717,7 +580,7 @@ func (f HubFlags) serveWeb(ctx context.Context, nc *nats.Conn, logger *slog.Logg
 	}
 	f.Web.Verbose = f.Verbose
 	return startWeb(ctx, f.Web, func(ctx context.Context) ([]feed.State, error) {
-		infos, err := remoteRuns(ctx, bus)
+		infos, err := remote.Store{Bus: bus}.Runs(ctx)
 		if err != nil {
 			return nil, err
 		}

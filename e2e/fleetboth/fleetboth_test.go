@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -120,7 +121,7 @@ func (w *world) fleetRun(run string) (summary, build.Outcome) {
 	w.t.Helper()
 	args := append([]string{"fleet", "run", "--run-id", run, "-o", "json"}, w.args...)
 	o := build.Run(w.t, taiBin, w.repo, w.u.Env, append(args, "plan.yaml")...)
-	return w.result(o), o
+	return w.runResult(o), o
 }
 
 func (w *world) result(o build.Outcome) summary {
@@ -133,6 +134,14 @@ func (w *world) result(o build.Outcome) summary {
 	for _, ts := range s.Tasks {
 		s.byID[ts.ID] = ts
 	}
+	return s
+}
+
+// runResult is a fleet run's or resume's result, whose exit code is
+// tai's.
+func (w *world) runResult(o build.Outcome) summary {
+	w.t.Helper()
+	s := w.result(o)
 	if s.ExitCode != o.Code {
 		w.t.Errorf("the result says exit %d, tai exited %d", s.ExitCode, o.Code)
 	}
@@ -155,6 +164,81 @@ func (w *world) wantStatuses(s summary, o build.Outcome, code int, want map[stri
 	}
 	if o.Code != code {
 		w.t.Fatalf("exit %d, want %d; statuses %v\nstderr:\n%s", o.Code, code, got, o.Stderr)
+	}
+}
+
+// readFlags are the flags that send `tai fleet status`, `list` and
+// `logs` where the executor keeps its runs: --nats URL, or none.
+func (w *world) readFlags() []string {
+	if i := slices.Index(w.args, "--nats"); i >= 0 {
+		return w.args[i : i+2]
+	}
+	return nil
+}
+
+// tai runs a tai command from the repository, to its end; it must exit
+// 0.
+func (w *world) tai(args ...string) build.Outcome {
+	w.t.Helper()
+	o := build.Run(w.t, taiBin, w.repo, w.u.Env, args...)
+	if o.Code != 0 {
+		w.t.Fatalf("tai %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), o.Code, o.Stdout, o.Stderr)
+	}
+	return o
+}
+
+// readBack reads the finished run s back as a user does, with the
+// executor's store (one reader, fleet.RunStore): fleet status (of the
+// latest run, and by name) shows the result's statuses, fleet list its
+// row, fleet logs RUN TASK that task's frames only.
+func (w *world) readBack(s summary) {
+	t := w.t
+	t.Helper()
+	for _, args := range [][]string{{"fleet", "status", "-o", "json"}, {"fleet", "status", s.Run, "-o", "json"}} {
+		got := w.result(w.tai(append(args, w.readFlags()...)...))
+		if got.Run != s.Run || got.Status != s.Status || !maps.Equal(got.statuses(), s.statuses()) {
+			t.Errorf("tai %s: run %s %s %v, want %s %s %v", strings.Join(args, " "), got.Run, got.Status, got.statuses(), s.Run, s.Status, s.statuses())
+		}
+	}
+	var runs []struct {
+		Run, Status, Target string
+		Tasks               int
+		Counts              map[string]int
+		Live                bool
+	}
+	o := w.tai(append([]string{"fleet", "list", "-o", "json"}, w.readFlags()...)...)
+	if err := json.Unmarshal([]byte(o.Stdout), &runs); err != nil || len(runs) != 1 {
+		t.Fatalf("fleet list -o json: %v\n%s", err, o.Stdout)
+	}
+	want := map[string]int{}
+	for _, st := range s.statuses() {
+		want[string(st)]++
+	}
+	if r := runs[0]; r.Run != s.Run || r.Status != s.Status || r.Tasks != len(s.Tasks) || !maps.Equal(r.Counts, want) || r.Target != s.Target || r.Live {
+		t.Errorf("fleet list: %+v, want run %s %s, %d tasks %v on %s, not live", r, s.Run, s.Status, len(s.Tasks), want, s.Target)
+	}
+	text := w.tai(append([]string{"fleet", "list"}, w.readFlags()...)...).Stdout
+	if !regexp.MustCompile(`(?m)^` + s.Run + ` +` + s.Status + ` +` + fmt.Sprint(len(s.Tasks)) + ` `).MatchString(text) {
+		t.Errorf("fleet list's row for %s:\n%s", s.Run, text)
+	}
+	// A run the store does not hold: a usage error naming it, from the
+	// command that was asked, whichever the store.
+	for _, cmd := range []string{"status", "logs"} {
+		o := build.Run(t, taiBin, w.repo, w.u.Env, append([]string{"fleet", cmd, "nosuch"}, w.readFlags()...)...)
+		if o.Code != 2 || !strings.HasPrefix(o.Stderr, "tai: fleet "+cmd+": ") || !strings.Contains(o.Stderr, "nosuch") || strings.Count(o.Stderr, "\n") != 1 {
+			t.Errorf("fleet %s nosuch: exit %d, want 2 and one line \"tai: fleet %s: ...nosuch...\"; stderr:\n%s", cmd, o.Code, cmd, o.Stderr)
+		}
+	}
+	logs := w.tai(append([]string{"fleet", "logs", s.Run, "c"}, w.readFlags()...)...).Stdout
+	for _, l := range strings.Split(strings.TrimSpace(logs), "\n") {
+		if f := strings.Fields(l); len(f) < 2 || f[1] != "c" {
+			t.Errorf("fleet logs %s c shows another's line: %q", s.Run, l)
+		}
+	}
+	for _, want := range []*regexp.Regexp{regexp.MustCompile(`(?m) c +merged `), regexp.MustCompile(`(?m) c +agent: done$`)} {
+		if !want.MatchString(logs) {
+			t.Errorf("fleet logs %s c lacks %s:\n%s", s.Run, want, logs)
+		}
 	}
 }
 
@@ -242,6 +326,7 @@ var scenarios = []scenario{
 			if c < 0 || slices.Index(order, "a") > c || slices.Index(order, "b") > c {
 				t.Errorf("c merged before its dependencies: %v", order)
 			}
+			w.readBack(s)
 		},
 	},
 	{
@@ -516,7 +601,7 @@ func testKill9Resume(t *testing.T, w *world) {
 
 	args := append([]string{"fleet", "resume", "kill9", "-o", "json"}, w.args...)
 	o := build.Run(t, taiBin, w.repo, w.u.Env, args...)
-	s := w.result(o)
+	s := w.runResult(o)
 	if o.Code != 0 || s.Counts[fleet.StatusMerged] != 5 {
 		t.Fatalf("resume: exit %d, statuses %v\nstderr:\n%s", o.Code, s.statuses(), o.Stderr)
 	}
