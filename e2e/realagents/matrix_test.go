@@ -72,7 +72,7 @@ func (w *world) writeMatrix(row *matrixRow) {
 		return
 	}
 	if p, ok := preset.Lookup(row.Agent); ok {
-		row.Driver = p.Driver
+		row.Driver = string(p.Driver)
 	}
 	b, err := json.Marshal(row)
 	if err != nil {
