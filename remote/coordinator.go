@@ -353,8 +353,27 @@ func (c *coordinator) initialState(ctx context.Context) fleet.State {
 		}
 		fromLease(ts, l)
 		st.Usage = addUsage(st.Usage, l.Usage)
+		if l.State == LeaseMerged || l.State == LeaseAccepted {
+			ts.Diff = c.attemptDiff(ctx, id, l)
+		}
 	}
 	return st
+}
+
+// attemptDiff is the change of task id's accepted attempt, what its
+// dependents' prompts show of it: Base..its pushed ref (none: it changed
+// nothing: "no changes"). nil when there is none or it cannot be read.
+func (c *coordinator) attemptDiff(ctx context.Context, id string, l Lease) *worktree.DiffStat {
+	ref := attemptRef(c.o.RunID, id, l.Attempt)
+	if _, err := c.wt.RevParse(ctx, ref); err != nil || l.Base == "" {
+		return nil
+	}
+	d, err := c.diffStat(ctx, l.Base+".."+ref)
+	if err != nil {
+		c.log.Warn("a dependency's diff", "task", id, "err", err)
+		return nil
+	}
+	return &d
 }
 
 // fromLease sets a task's state from its lease.

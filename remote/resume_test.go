@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -80,5 +81,64 @@ func TestResumeRecordsAKilledCoordinatorsMergeOnce(t *testing.T) {
 	unmark()
 	if merged, _ := coordinate(filepath.Join(t.TempDir(), "audit.jsonl"), true); merged["t00"] != 1 {
 		t.Errorf("resumed without the merge in the audit log: recorded %d times, want 1", merged["t00"])
+	}
+}
+
+// A dependent offered by a resumed coordinator gets the result of a
+// dependency merged before the restart as a local fleet's dependent does:
+// the diff of its accepted attempt, from JetStream's record of it.
+func TestResumedDependentGetsItsMergedDependencysDiff(t *testing.T) {
+	h := startHub(t)
+	repo, plan := dagRepo(t, 4) // t03 depends on t00
+	for i := range plan.Tasks {
+		if plan.Tasks[i].ID == "t03" {
+			plan.Tasks[i].Prompt = "after: {{ .Tasks.t00.Diff }}"
+		}
+	}
+	stop := startWorkers(t, h.url, 1, 5*time.Second)
+	b := openBus(t, h.url, "coordinator")
+	runDir := t.TempDir()
+	log, err := audit.Open(filepath.Join(runDir, "audit.jsonl"), audit.Options{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	// The first coordinator stops as soon as t00 is merged, before t03 is
+	// offered.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := Coordinate(ctx, CoordinatorOptions{Bus: b, Plan: plan, Repo: repo, RunID: "r", Dir: runDir, Lease: 5 * time.Second, Audit: log,
+		Logger: testLogger(), Progress: func(ev fleet.Event) {
+			if ev.Kind == fleet.EventMerged && ev.Task == "t00" {
+				cancel()
+			}
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	stop() // nobody takes t03 from the queue: its offer is read below
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	var prompt string
+	if _, err := Coordinate(ctx, CoordinatorOptions{Bus: b, RunID: "r", Dir: runDir, Resume: true, Lease: 5 * time.Second, Audit: log,
+		Logger: testLogger(), Progress: func(ev fleet.Event) {
+			if ev.Kind != fleet.EventOffered || ev.Task != "t03" {
+				return
+			}
+			defer cancel()
+			m, err := b.Tasks.GetLastMsgForSubject(ctx, taskSubject("builtin", "r", "t03"))
+			if err != nil {
+				t.Errorf("t03's offer: %v", err)
+				return
+			}
+			var tm TaskMsg
+			if err := json.Unmarshal(m.Data, &tm); err != nil {
+				t.Errorf("t03's offer: %v", err)
+			}
+			prompt = tm.Prompt
+		}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "after: 1 file(s) changed, +1 -0: f00.txt"; prompt != want {
+		t.Errorf("t03's prompt %q, want %q", prompt, want)
 	}
 }
