@@ -264,6 +264,7 @@ func (m *Manager) Remove(ctx context.Context, rec Record, o RemoveOptions) error
 	}
 	_ = os.Remove(m.recordPath(rec.Run, rec.Task))
 	_ = os.Remove(m.lockPath(rec.Run, rec.Task))
+	_ = os.Remove(m.addJournal(rec.Run, rec.Task)) // a killed add's, of a worktree now gone
 	for _, d := range []string{filepath.Dir(rec.Path), filepath.Dir(m.recordPath(rec.Run, rec.Task)), filepath.Dir(m.lockPath(rec.Run, rec.Task))} {
 		_ = os.Remove(d) // only if empty
 	}
