@@ -32,10 +32,11 @@ import (
 	"github.com/tai-dev/tai/e2e/internal/build"
 )
 
-var taiBin string
+var taiBin, probeBin string
 
 func TestMain(m *testing.M) {
-	build.Main(m, "tai-e2e-web-", func(_ string, bins []string) { taiBin = bins[0] }, build.Tai)
+	build.Main(m, "tai-e2e-web-", func(_ string, bins []string) { taiBin, probeBin = bins[0], bins[1] },
+		build.Tai, "github.com/tai-dev/tai/e2e/internal/webprobe")
 }
 
 // readme marks a README command line that a test runs as written.
@@ -513,5 +514,77 @@ func TestHubServesThePage(t *testing.T) {
 	}
 	if res := r.result(t); len(res.Permissions) != 1 || res.Permissions[0].Via != "terminal" {
 		t.Fatalf("decisions %+v", res.Permissions)
+	}
+}
+
+// A hostile agent under the default sandbox cannot use the page: it cannot
+// read the token file, and with the token leaked to it every request it
+// makes (the API, the link, the cookie, an answer) is refused as coming
+// from inside a sandbox, and recorded; the ask stays the human's.
+func TestAgentCannotUseThePage(t *testing.T) {
+	u := newUser(t)
+	link, base := u.serve(t, "--listen", "127.0.0.1:0")
+	// --approve ask: the victim's ask is what the probe tries to answer.
+	victim := u.run(t, askScript, "--approve", "ask")
+	var runs apiRuns
+	for len(runs.Queue) == 0 {
+		select {
+		case <-victim.done:
+			t.Fatalf("the victim ended before asking:\n%s", victim.screen.String())
+		default:
+		}
+		api(t, base, tokenOf(link), "/api/runs", &runs)
+	}
+	report := filepath.Join(u.ws, "probe.json")
+	tokenFile := filepath.Join(u.home, ".local", "state", "tai", "secrets", "web-token")
+	script := fmt.Sprintf("steps:\n  - run: {command: %q, args: [%q, %q, %q, %q, %q]}\n  - text: \"probed\"\n",
+		probeBin, report, tokenFile, base, tokenOf(link), runs.Queue[0].Run+"/"+runs.Queue[0].ID)
+	// --approve all: the attacker's probe command must run.
+	att := u.run(t, script, "--approve", "all")
+	if res := att.result(t); res.ExitCode != 0 {
+		t.Fatalf("the attacker's run: exit %d\n%s", res.ExitCode, att.screen.String())
+	}
+	b, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatalf("the probe left no report: %v\n%s", err, att.screen.String())
+	}
+	var pr struct {
+		Token    string         `json:"token"`
+		TokenErr string         `json:"token_err"`
+		Requests map[string]int `json:"requests"`
+	}
+	if err := json.Unmarshal(b, &pr); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("probe: %s", b)
+	if pr.Token != "" || pr.TokenErr == "" {
+		t.Errorf("the agent read the page's token file: %q", pr.Token)
+	}
+	if len(pr.Requests) != 4 {
+		t.Fatalf("the probe did not try the page: %s", b)
+	}
+	for req, code := range pr.Requests {
+		if code != http.StatusForbidden {
+			t.Errorf("%s from inside the sandbox: %d, want 403", req, code)
+		}
+	}
+	api(t, base, tokenOf(link), "/api/runs", &runs)
+	if len(runs.Queue) == 0 || runs.Queue[0].Kind != "ask" {
+		t.Fatalf("the probe answered the ask: queue %+v", runs.Queue)
+	}
+	if _, err := victim.tty.Write([]byte("n")); err != nil {
+		t.Fatal(err)
+	}
+	if res := victim.result(t); len(res.Permissions) != 1 || res.Permissions[0].Via != "terminal" {
+		t.Fatalf("victim decisions %+v", res.Permissions)
+	}
+	var inside int
+	for _, e := range auditlog.Read(t, filepath.Join(u.home, ".local", "state", "tai", "audit", "web.jsonl")) {
+		if e.Kind == audit.KindWebRefused && strings.Contains(string(e.Data), "inside an agent's sandbox") {
+			inside++
+		}
+	}
+	if inside < 4 {
+		t.Errorf("tai serve's audit log has %d refusals from inside the sandbox, want 4", inside)
 	}
 }
