@@ -13,6 +13,7 @@ package web
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,8 +106,12 @@ func New(o Options) (*Server, error) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.h.ServeHTTP(w, r) }
 
 // ConnContext is the http.Server's ConnContext: it keeps each connection
-// for the peer check.
+// for the peer check (a TLS connection's own TCP connection: the peer is
+// found by its socket).
 func (s *Server) ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	return context.WithValue(ctx, connKey{}, c)
 }
 

@@ -9,6 +9,7 @@ package web_test
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -248,6 +249,46 @@ func api(t *testing.T, base, token, path string, v any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitQueue waits until the page's queue holds something, and returns the
+// page's runs: it checks /api/runs again on each event of the page's
+// stream (a frame of a run, a run started), so it never polls.
+func waitQueue(t *testing.T, base, token string, r *run) apiRuns {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	go func() {
+		select {
+		case <-r.done: // a run that ended asks nothing more
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	events := bufio.NewReader(resp.Body)
+	for {
+		var runs apiRuns
+		api(t, base, token, "/api/runs", &runs)
+		if len(runs.Queue) > 0 {
+			return runs
+		}
+		for {
+			line, err := events.ReadString('\n')
+			if err != nil {
+				t.Fatalf("nothing waits on the page (%v); the run's terminal:\n%s", err, r.screen.String())
+			}
+			if line == "\n" {
+				break // one event read
+			}
+		}
 	}
 }
 
@@ -494,18 +535,7 @@ func TestHubServesThePage(t *testing.T) {
 	link, base := u.page(t, "hub", "--listen", "127.0.0.1:0", "--store", filepath.Join(u.root, "store"), "--serve=127.0.0.1:0")
 	// --approve ask: an ask for the hub's page to list.
 	r := u.run(t, askScript, "--approve", "ask")
-	var runs apiRuns
-	for {
-		api(t, base, tokenOf(link), "/api/runs", &runs)
-		if len(runs.Queue) > 0 {
-			break
-		}
-		select {
-		case <-r.done:
-			t.Fatalf("the run ended before the hub's page listed its ask:\n%s", r.screen.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	runs := waitQueue(t, base, tokenOf(link), r)
 	if runs.Queue[0].Kind != "ask" {
 		t.Fatalf("queue %+v", runs.Queue)
 	}
@@ -526,15 +556,7 @@ func TestAgentCannotUseThePage(t *testing.T) {
 	link, base := u.serve(t, "--listen", "127.0.0.1:0")
 	// --approve ask: the victim's ask is what the probe tries to answer.
 	victim := u.run(t, askScript, "--approve", "ask")
-	var runs apiRuns
-	for len(runs.Queue) == 0 {
-		select {
-		case <-victim.done:
-			t.Fatalf("the victim ended before asking:\n%s", victim.screen.String())
-		default:
-		}
-		api(t, base, tokenOf(link), "/api/runs", &runs)
-	}
+	runs := waitQueue(t, base, tokenOf(link), victim)
 	report := filepath.Join(u.ws, "probe.json")
 	tokenFile := filepath.Join(u.home, ".local", "state", "tai", "secrets", "web-token")
 	script := fmt.Sprintf("steps:\n  - run: {command: %q, args: [%q, %q, %q, %q, %q]}\n  - text: \"probed\"\n",
@@ -586,5 +608,33 @@ func TestAgentCannotUseThePage(t *testing.T) {
 	}
 	if inside < 4 {
 		t.Errorf("tai serve's audit log has %d refusals from inside the sandbox, want 4", inside)
+	}
+}
+
+// --tls-self-signed serves HTTPS with a certificate made at start, whose
+// fingerprint tai serve prints; the cookie the link sets is Secure.
+func TestSelfSignedTLS(t *testing.T) {
+	u := newUser(t)
+	link, base := u.serve(t, "--listen", "127.0.0.1:0", "--tls-self-signed")
+	if !strings.HasPrefix(base, "https://127.0.0.1:") {
+		t.Fatalf("base %s, want https", base)
+	}
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, // the certificate is made at start: the user checks its fingerprint
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ck := resp.Cookies(); resp.StatusCode != http.StatusOK || len(ck) != 1 || !ck[0].Secure || !ck[0].HttpOnly {
+		t.Fatalf("the link over TLS: %s, cookies %+v", resp.Status, ck)
+	}
+	resp, err = c.Get(base + "/api/runs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token over TLS: %s", resp.Status)
 	}
 }
