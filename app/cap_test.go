@@ -237,3 +237,30 @@ func TestCapCompareResult(t *testing.T) {
 		}
 	}
 }
+
+// The compare history's example decodes into CompareWin, carries every
+// field, and each field is documented after it.
+func TestCapCompareHistory(t *testing.T) {
+	doc := readCap(t)
+	ex := blocks(doc, "compare-history")
+	if len(ex) != 1 {
+		t.Fatalf("want one compare history example, found %d", len(ex))
+	}
+	var wins []CompareWin
+	if err := strict(ex[0], &wins); err != nil || len(wins) != 1 {
+		t.Fatalf("compare history example does not decode into one CompareWin: %v", err)
+	}
+	var got []map[string]json.RawMessage
+	_ = json.Unmarshal([]byte(ex[0]), &got)
+	sec := doc[strings.Index(doc, "```json compare-history"):]
+	typ := reflect.TypeOf(CompareWin{})
+	for i := 0; i < typ.NumField(); i++ {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if !strings.Contains(sec, "`"+name+"`") {
+			t.Errorf("compare history field %q is not documented in cap.md", name)
+		}
+		if _, ok := got[0][name]; !ok {
+			t.Errorf("compare history example lacks %q", name)
+		}
+	}
+}

@@ -296,7 +296,9 @@ func best(cs []Candidate, checked bool) (string, string) {
 }
 
 // countDenials counts, per task, the permission decisions of a run's
-// audit log that refused the agent.
+// audit log that refused the agent: as a run's result does, not tai's own
+// check of the mode the agent started in (a refused self-approving mode
+// is replaced by the asking one; the agent asked nothing).
 func countDenials(path string) map[string]int {
 	n := map[string]int{}
 	f, err := os.Open(path)
@@ -306,7 +308,7 @@ func countDenials(path string) map[string]int {
 	defer f.Close()
 	_ = audit.Read(f, func(_ int, e audit.Entry) error {
 		var d audit.PermissionDecision
-		if e.Kind != audit.KindPermissionDecision || e.Task == "" || json.Unmarshal(e.Data, &d) != nil {
+		if e.Kind != audit.KindPermissionDecision || e.Task == "" || json.Unmarshal(e.Data, &d) != nil || d.RequestID == policy.StartModeRequest {
 			return nil
 		}
 		if d.Decision != "allow" && d.Decision != "cancelled" && d.Decision != "" {
@@ -505,7 +507,7 @@ func NewCmdCompare(std IO, g *Globals) *cobra.Command {
 			"tai compare pick RUN AGENT, or --pick best (the check, then the smallest diff; a tie picks none).\n" +
 			"Exit 0 if every candidate finished (and --pick best merged one); 1 a candidate failed, or --pick best found a tie\n" +
 			"or no passing candidate; 6 a budget ran out; 7 the pick's merge conflicted; 130 interrupted.",
-		Example: "  tai compare --agents claude,codex,qwen --check \"go test ./...\" \"fix the flaky test in store_test.go\"\n" +
+		Example: "  tai compare --agents claude,codex,qwen --approve all --check \"go test ./...\" \"fix the flaky test in store_test.go\"\n" +
 			"  tai compare --script a=a.yaml --script b=b.yaml --check ./check.sh --diff a,b \"add a LICENSE\"\n" +
 			"  tai compare pick compare-20261207-043000-1a2b3c codex",
 		RunE: func(cmd *cobra.Command, args []string) error {

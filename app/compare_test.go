@@ -1,10 +1,14 @@
 package app
 
 import (
+	"maps"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/fleet"
+	"github.com/tai-dev/tai/policy"
 )
 
 func TestCompareBest(t *testing.T) {
@@ -47,5 +51,37 @@ func TestSplitNamed(t *testing.T) {
 		if n, v := splitNamed(tc.in, "cmd1"); n != tc.name || v != tc.val {
 			t.Errorf("splitNamed(%q) = %q, %q", tc.in, n, v)
 		}
+	}
+}
+
+// A candidate's denials are the agent's requests the policy refused, as a
+// run's result counts them: tai's own refusal of the self-approving mode
+// an agent starts in (qwen's auto, codex's agent) is not one of them.
+func TestCountDenials(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(path, audit.Options{Run: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []struct {
+		task string
+		d    audit.PermissionDecision
+	}{
+		{"a", audit.PermissionDecision{RequestID: "1", Decision: "deny", DecidedBy: "default"}},
+		{"a", audit.PermissionDecision{RequestID: policy.StartModeRequest, Decision: "deny", DecidedBy: "default"}},
+		{"b", audit.PermissionDecision{RequestID: policy.StartModeRequest, Decision: "deny", DecidedBy: "default"}},
+		{"b", audit.PermissionDecision{RequestID: "2", Decision: "allow", DecidedBy: "rule:x"}},
+		{"c", audit.PermissionDecision{RequestID: "3", Decision: "cancelled", DecidedBy: "human"}},
+		{"", audit.PermissionDecision{RequestID: "4", Decision: "deny", DecidedBy: "default"}},
+	} {
+		if err := log.AppendTask(audit.KindPermissionDecision, "s", e.task, e.d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := log.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := countDenials(path), map[string]int{"a": 1}; !maps.Equal(got, want) {
+		t.Errorf("countDenials = %v, want %v", got, want)
 	}
 }

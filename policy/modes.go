@@ -311,13 +311,18 @@ func (e *Engine) selfApproving(session, mode string) bool {
 	return SelfApproving(m, e.modeRule)
 }
 
+// StartModeRequest is the request id of CheckStartMode's decision: tai's
+// own check of the mode a session starts in, not one of the agent's
+// requests, so not a denial of the agent's when it refuses.
+const StartModeRequest = "start-mode"
+
 // CheckStartMode decides whether a session may be in mode, the mode it
 // starts in (or the --mode tai was told to set), before its first prompt.
 // A mode that is not self-approving is allowed without a decision
 // (Explained). A self-approving one is decided like a switch_mode request
 // to it: only an allow rule naming it allows it.
 func (e *Engine) CheckStartMode(ctx context.Context, session, mode string) (ModeDecision, error) {
-	d := driver.PermissionDecision{RequestID: "start-mode", ToolKind: driver.KindSwitchMode,
+	d := driver.PermissionDecision{RequestID: StartModeRequest, ToolKind: driver.KindSwitchMode,
 		Title: fmt.Sprintf("start in mode %s", mode)}
 	if !e.selfApproving(session, mode) {
 		d.Outcome, d.OptionID, d.OptionKind, d.Verdict = driver.OutcomeSelected, "allow", driver.OptionAllowOnce, driver.VerdictAllow
@@ -326,8 +331,8 @@ func (e *Engine) CheckStartMode(ctx context.Context, session, mode string) (Mode
 	}
 	raw, _ := json.Marshal(map[string]string{"to": mode})
 	req := driver.PermissionRequest{
-		ID: "start-mode", Session: session,
-		ToolCall: driver.ToolCall{ID: "start-mode", Kind: driver.KindSwitchMode, Name: "start_mode", RawInput: raw,
+		ID: StartModeRequest, Session: session,
+		ToolCall: driver.ToolCall{ID: StartModeRequest, Kind: driver.KindSwitchMode, Name: "start_mode", RawInput: raw,
 			Title: fmt.Sprintf("start in mode %s, in which the agent approves its own requests", mode)},
 		Options: []driver.PermissionOption{
 			{ID: "allow", Name: "Allow", Kind: driver.OptionAllowOnce},

@@ -27,8 +27,6 @@ var notRunnable = map[string]string{
 	`eval "$(scripts/install-agents.sh | sed 's/^/export /')"`: "it downloads the agents from npm (the network); " +
 		"CI runs it before the suite, and e2e/realagents runs with what it exported",
 	`go test ./e2e/realagents -v`: "it is the real-agent suite itself",
-	`tai compare --agents claude,codex,qwen --check "go test ./..." "fix the flaky test in store_test.go"`: "it needs " +
-		"three real agents and a Go project with that test; TestCompare runs the same command with three built-in-agent scripts",
 	`tai top`: "the interactive terminal UI: e2e/top drives it in tmux; the frame it draws is what `tai top --once` " +
 		"prints (TestTopOnce)",
 	`tai top --feed http://127.0.0.1:7777 --token-file tok`: "the interactive terminal UI, as `tai top`; e2e/top's " +

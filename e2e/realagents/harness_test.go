@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +42,8 @@ type world struct {
 	audit    string // tai --audit
 	// stderr of the last tai run, for failure reports.
 	lastStderr string
+	// moreModels are the model servers of a compare's other agents.
+	moreModels []int
 }
 
 // newWorld sets up a run of agent a, whose executable is exe, in scenario
@@ -381,7 +384,7 @@ func (w *world) leftovers(agentPgid int) []leftover {
 	self := os.Getpid()
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self || pid == w.modelPid {
+		if err != nil || pid == self || pid == w.modelPid || slices.Contains(w.moreModels, pid) {
 			continue
 		}
 		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
