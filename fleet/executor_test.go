@@ -58,7 +58,8 @@ func (x *fakeExecutor) PrepareMerge(ctx context.Context, r *TaskRun) (bool, erro
 	head := gitOut(x.repo, "commit-tree", newTree, "-p", tgt, "-m", "task "+r.Task.ID)
 	branch := worktree.Branch(r.RunID(), r.Task.ID)
 	gitOut(x.repo, "update-ref", "refs/heads/"+branch, head)
-	r.SetTask(r.Task.ID, func(ts *TaskState) { ts.Branch, ts.Base, ts.Head = branch, tgt, head })
+	d := &worktree.DiffStat{Files: []worktree.FileStat{{Path: r.Task.ID + ".txt", Added: 1}}, Insertions: 1}
+	r.SetTask(r.Task.ID, func(ts *TaskState) { ts.Branch, ts.Base, ts.Head, ts.Diff = branch, tgt, head, d })
 	return false, nil
 }
 
@@ -96,7 +97,8 @@ func gitRun(dir string, env []string, stdin string, args ...string) string {
 // hands each ready task over with its budget reserved, renders dependents'
 // prompts from what the executor recorded, skips the dependents of a task
 // the executor ended failed, and merges the executor's done tasks through
-// its own merge queue, telling the executor how each merge ended.
+// its own merge queue, telling the executor how each merge ended; a done
+// task whose change is outside its owns is failed there, not merged.
 func TestFleetRunsThroughAnExecutor(t *testing.T) {
 	repo, pd := gitRepo(t), t.TempDir()
 	fixture(t, pd, map[string]string{"plan.yaml": `name: ex
@@ -105,10 +107,11 @@ tasks:
   - {id: b, prompt: "after {{ .Tasks.a.Message }}", depends_on: [a]}
   - {id: c, prompt: "do c"}
   - {id: d, prompt: "after c", depends_on: [c]}
+  - {id: e, prompt: "do e", owns: ["docs/**"]}
 `})
 	x := &fakeExecutor{repo: repo, outcome: map[string]TaskStatus{"c": StatusFailed}, prompts: map[string]string{}, ended: map[string]TaskStatus{}}
 	out := runPlan(t, repo, pd, func(o *Options) { o.Executor = x })
-	want := map[string]TaskStatus{"a": StatusMerged, "b": StatusMerged, "c": StatusFailed, "d": StatusSkipped}
+	want := map[string]TaskStatus{"a": StatusMerged, "b": StatusMerged, "c": StatusFailed, "d": StatusSkipped, "e": StatusFailed}
 	for id, s := range want {
 		if got := out.st.Tasks[id].Status; got != s {
 			t.Errorf("%s: %s, want %s", id, got, s)
@@ -123,7 +126,10 @@ tasks:
 	if x.prompts["b"] != "after made a" {
 		t.Errorf("b's prompt %q", x.prompts["b"])
 	}
-	if x.ended["a"] != StatusMerged || x.ended["b"] != StatusMerged {
+	if e := out.st.Tasks["e"]; !strings.HasPrefix(e.Reason, "changed files outside its owns: e.txt (kept on branch tai/r/e") {
+		t.Errorf("e: %q", e.Reason)
+	}
+	if x.ended["a"] != StatusMerged || x.ended["b"] != StatusMerged || x.ended["e"] != StatusFailed {
 		t.Errorf("merges ended: %v", x.ended)
 	}
 	if log := run(t, repo, "git", "log", "--format=%s", "tai-fleet/r"); log != "task b\ntask a\ninit" {
@@ -138,7 +144,7 @@ tasks:
 	if strings.Join(merged, ", ") != "a: attempt 1 -> tai-fleet/r, b: attempt 1 -> tai-fleet/r" {
 		t.Errorf("merged events %v", merged)
 	}
-	if out.st.Usage.Tokens != 30 {
-		t.Errorf("usage %+v, want the three runs' 30 tokens", out.st.Usage)
+	if out.st.Usage.Tokens != 40 {
+		t.Errorf("usage %+v, want the four runs' 40 tokens", out.st.Usage)
 	}
 }

@@ -76,6 +76,15 @@ func (f *fleet) merge(ctx context.Context, t *Task) {
 			return
 		}
 		defer func() { m.MergeEnded(ctx, f.st.task(t.ID)) }()
+		// The local executor checks owns where it commits (keep); an
+		// executor's task arrives here with its change recorded.
+		if ts := f.st.task(t.ID); ts.Diff != nil {
+			if why := outsideOwns(t, ts.Diff, ts.Branch); why != "" {
+				f.setTask(t.ID, func(x *TaskState) { x.Status, x.Reason, x.ExitCode = StatusFailed, why, int(exitcode.AgentError) })
+				f.emit(EventFailed, t.ID, why, map[string]any{"exit_code": int(exitcode.AgentError)})
+				return
+			}
+		}
 	}
 	ts := f.st.task(t.ID)
 	if ts.Branch == "" {

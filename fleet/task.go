@@ -236,8 +236,17 @@ func (r *taskRun) keep(ctx context.Context) *taskEnd {
 		return &taskEnd{StatusFailed, exitcode.AgentError, err.Error()}
 	}
 	f.setTask(id, func(ts *TaskState) { ts.Head, ts.Diff = head, &d })
-	if len(t.Owns) == 0 {
-		return nil
+	if why := outsideOwns(t, &d, f.st.task(id).Branch); why != "" {
+		return &taskEnd{StatusFailed, exitcode.AgentError, why}
+	}
+	return nil
+}
+
+// outsideOwns says why a task whose change is d may not be merged: it
+// changed files outside its owns ("" when it did not, or has no owns).
+func outsideOwns(t *Task, d *worktree.DiffStat, branch string) string {
+	if len(t.Owns) == 0 || d == nil {
+		return ""
 	}
 	owns, _ := policy.CompilePathSet(t.Owns) // checked with the plan
 	var outside []string
@@ -246,11 +255,10 @@ func (r *taskRun) keep(ctx context.Context) *taskEnd {
 			outside = append(outside, fs.Path)
 		}
 	}
-	if len(outside) > 0 {
-		return &taskEnd{StatusFailed, exitcode.AgentError, fmt.Sprintf("changed files outside its owns: %s (kept on branch %s, not merged)",
-			strings.Join(outside, ", "), f.st.task(id).Branch)}
+	if len(outside) == 0 {
+		return ""
 	}
-	return nil
+	return fmt.Sprintf("changed files outside its owns: %s (kept on branch %s, not merged)", strings.Join(outside, ", "), branch)
 }
 
 // end records how the task ended, and says so.

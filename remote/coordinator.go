@@ -844,13 +844,16 @@ func (c *coordinator) PrepareMerge(ctx context.Context, r *fleet.TaskRun) (bool,
 	if err := c.wt.SetBranch(ctx, branch, l.Head); err != nil {
 		return false, err
 	}
-	var diff *worktree.DiffStat
-	if l.Base != "" {
-		if d, err := c.diffStat(ctx, l.Base+".."+l.Head); err == nil {
-			diff = &d
-		}
+	// Its change, which the merge queue checks against the task's owns: a
+	// change that cannot be read is not merged.
+	if l.Base == "" {
+		return false, fmt.Errorf("attempt %d's result names no base commit", l.Attempt)
 	}
-	c.setTask(id, func(x *fleet.TaskState) { x.Branch, x.Base, x.Diff = branch, l.Base, diff })
+	d, err := c.diffStat(ctx, l.Base+".."+l.Head)
+	if err != nil {
+		return false, err
+	}
+	c.setTask(id, func(x *fleet.TaskState) { x.Branch, x.Base, x.Diff = branch, l.Base, &d })
 	return false, nil
 }
 

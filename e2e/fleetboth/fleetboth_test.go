@@ -280,10 +280,7 @@ func TestBothExecutors(t *testing.T) {
 // known are the sub-tests today's NATS engine fails, each naming how it
 // differs from the local fleet (issue 32: the coordinator's own scheduler
 // and merge queue give way to fleet's engine with a NATS executor).
-var known = map[string]string{
-	"owns/nats": "issue 32: the NATS coordinator does not check a task's owns: a task that changed src/main.go outside owns [docs/**] " +
-		"was accepted and merged (exit 0), where a local fleet fails it (exit 1, \"changed files outside its owns\") and keeps its branch unmerged",
-}
+var known = map[string]string{}
 
 var scenarios = []scenario{
 	{
