@@ -1,8 +1,6 @@
 package app
 
 import (
-	"os"
-
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/exitcode"
@@ -31,7 +29,7 @@ func resolveRun(o RunOptions) (resolvedRun, error) {
 	}
 	ws := o.Flags.Cwd
 	if ws == "" {
-		ws, _ = os.Getwd()
+		ws, _ = o.IO.Wd()
 	}
 	cfg, err := load(ws)
 	if err != nil {
