@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
-	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/protocol/acp"
 )
 
@@ -56,7 +56,7 @@ func (e editorElicitor) Answer(ctx context.Context, req driver.ElicitationReques
 	if err := ss.srv.conn.Call(ctx, acp.MethodElicitationCreate, params, &res); err != nil {
 		return driver.ElicitationAnswer{}, fmt.Errorf("asking the editor: %w", err)
 	}
-	ans := driver.ElicitationAnswer{DecidedBy: elicit.ByHuman, Via: policy.ViaEditor, Reason: "answered in the editor (ACP elicitation/create)"}
+	ans := driver.ElicitationAnswer{DecidedBy: elicit.ByHuman, Via: string(ask.ViaEditor), Reason: "answered in the editor (ACP elicitation/create)"}
 	switch {
 	case res.Accept != nil:
 		ans.Action, ans.Content = driver.ElicitAccept, res.Accept.Content

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
-	"github.com/tai-dev/tai/policy"
 )
 
 // formsEditor is an editor that shows forms only; asked, it waits for the
@@ -23,7 +23,7 @@ func (e formsEditor) Answer(ctx context.Context, req driver.ElicitationRequest) 
 type feedAnswers struct{}
 
 func (feedAnswers) Answer(_ context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
-	return driver.ElicitationAnswer{Action: driver.ElicitDecline, DecidedBy: elicit.ByHuman, Via: policy.ViaDashboard}, nil
+	return driver.ElicitationAnswer{Action: driver.ElicitDecline, DecidedBy: elicit.ByHuman, Via: string(ask.ViaDashboard)}, nil
 }
 
 // Under tai acp a mode the editor shows races editor and feed; one it
@@ -31,10 +31,10 @@ func (feedAnswers) Answer(_ context.Context, req driver.ElicitationRequest) (dri
 // declined at once.
 func TestEditorOrFeed(t *testing.T) {
 	ed := formsEditor{asked: make(chan driver.ElicitMode, 2)}
-	eo := editorOrFeed{editor: ed, feed: elicit.Channel{Via: policy.ViaFeed, A: feedAnswers{}}}
+	eo := editorOrFeed{editor: ed, feed: elicit.Channel(ask.ViaFeed, feedAnswers{})}
 	for _, m := range []driver.ElicitMode{driver.ElicitURL, driver.ElicitForm} {
 		ans, err := eo.Answer(context.Background(), driver.ElicitationRequest{Mode: m})
-		if err != nil || ans.Via != policy.ViaDashboard || ans.Action != driver.ElicitDecline {
+		if err != nil || ans.Via != string(ask.ViaDashboard) || ans.Action != driver.ElicitDecline {
 			t.Fatalf("%s: %+v, %v", m, ans, err)
 		}
 	}

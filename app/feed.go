@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/internal/readlimit"
@@ -142,7 +143,7 @@ func withFeed(terminal policy.Prompter, srv *feed.Server) policy.Prompter {
 	if terminal == nil || srv == nil {
 		return terminal
 	}
-	return policy.Race{{Name: policy.ViaTerminal, Prompter: terminal}, srv.Channel()}
+	return policy.Race(policy.Channel(ask.ViaTerminal, terminal), srv.Channel())
 }
 
 // webLink is the item id of run on tai serve's page, while one serves it

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tai-dev/tai/ask"
+	"github.com/tai-dev/tai/ask/tty"
 	"github.com/tai-dev/tai/internal/lazyre"
 	"io"
 	"log/slog"
@@ -221,18 +223,25 @@ func fleetTable(run, output string, std IO) *fleet.Table {
 }
 
 // withHuman puts a human behind the fleet, when there is a terminal:
-// permission asks (one "always" answers every task of the run) and
+// permission asks (one "always" answers every task of the run), forms and
 // questions nobody else could answer. tai top answers the same asks
-// through the feed: the first answer wins.
+// through the feed: each is one ask race, the first answer wins. Every
+// waiting task asks at once; the terminal shows them one at a time.
 func withHuman(o *fleet.Options, tty *os.File, table *fleet.Table, srv *feed.Server) {
 	h := newHuman(tty)
-	h.table, h.feed = table, srv
-	o.Prompter, o.AskHuman = withFeed(h, srv), h.askQuestion
-	// An elicitation the answerer escalates is a form, at the terminal
-	// and as the feed's ELICIT: the first answer wins.
+	h.table = table
+	o.Prompter = withFeed(h, srv)
+	o.AskHuman = func(ctx context.Context, task, q string) (string, error) {
+		chans := []ask.QuestionChannel{{Via: ask.ViaTerminal, Ask: h.askQuestion}}
+		if srv != nil {
+			chans = append(chans, srv.Questions())
+		}
+		text, _, err := ask.AskQuestion(ctx, ask.Question{Task: task, Text: q}, chans...)
+		return strings.TrimSpace(text), err
+	}
 	o.ElicitHuman = humanForm{h: h, form: &elicit.Form{In: tty, Out: tty, Lines: h.prompt}}
 	if srv != nil {
-		o.ElicitHuman = elicit.Race{{Via: policy.ViaTerminal, A: o.ElicitHuman}, srv.Elicitor()}
+		o.ElicitHuman = elicit.Race(elicit.Channel(ask.ViaTerminal, o.ElicitHuman), srv.Elicitor())
 	}
 }
 
@@ -409,98 +418,81 @@ func printStatus(std IO, st *fleet.State, status, auditPath string, asJSON bool)
 	}
 }
 
-// human asks at the terminal. Permission asks go through policy's
-// TTYPrompter, one key as in tai run; questions and forms read lines from
-// the same reader of the terminal, one at a time.
+// human asks at the terminal. Permission asks go through the terminal's
+// one-key prompter, as in tai run; questions and forms read lines from
+// the same reader of the terminal. The tasks ask at once: each waits for
+// its turn on the screen, and one answered elsewhere meanwhile (tai top)
+// leaves without being shown.
 type human struct {
-	table  *fleet.Table // the live table, held while a question is on screen
-	feed   *feed.Server // nil: no feed
-	mu     sync.Mutex
+	table  *fleet.Table  // the live table, held while a question is on screen
+	turn   chan struct{} // one question on screen at a time; full while one is
 	out    io.Writer
-	prompt *policy.TTYPrompter
+	prompt *tty.Prompter
 }
 
-func newHuman(tty *os.File) *human {
-	return &human{out: tty, prompt: &policy.TTYPrompter{In: ttyin.New(tty), Out: tty}}
+func newHuman(t *os.File) *human {
+	return &human{out: t, turn: make(chan struct{}, 1), prompt: &tty.Prompter{In: ttyin.New(t), Out: t}}
+}
+
+// take waits for the screen until ctx ends, then shows task's what on the
+// table (which keeps off the screen until the question is answered: it
+// must not draw over it).
+func (h *human) take(ctx context.Context, task, what string) (release func(), err error) {
+	select {
+	case h.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if h.table != nil {
+		h.table.Hold(task, what)
+	}
+	return func() {
+		if h.table != nil {
+			h.table.Release()
+		}
+		<-h.turn
+	}, nil
 }
 
 func (h *human) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.table != nil {
-		// The table shows who asks, then keeps off the screen until the
-		// question is answered: it must not draw over the options.
-		h.table.Hold(strings.TrimPrefix(policy.AskerOf(ctx), "task "), "permission: "+req.ToolCall.Title)
-		defer h.table.Release()
+	release, err := h.take(ctx, strings.TrimPrefix(policy.AskerOf(ctx), "task "), "permission: "+req.ToolCall.Title)
+	if err != nil {
+		return policy.DenyOnce, err
 	}
+	defer release()
 	return h.prompt.Ask(ctx, req)
 }
 
-// humanForm is a task's form on the fleet's terminal, which shows one
-// prompt at a time, the table held meanwhile.
+// humanForm is a task's form on the fleet's terminal.
 type humanForm struct {
 	h    *human
 	form *elicit.Form
 }
 
 func (f humanForm) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
-	f.h.mu.Lock()
-	defer f.h.mu.Unlock()
 	task := strings.TrimPrefix(policy.AskerOf(ctx), "task ")
-	if f.h.table != nil {
-		f.h.table.Hold(task, "form: "+req.Message)
-		defer f.h.table.Release()
+	release, err := f.h.take(ctx, task, "form: "+req.Message)
+	if err != nil {
+		return driver.ElicitationAnswer{}, err
 	}
+	defer release()
 	fmt.Fprintf(f.h.out, "\n[tai fleet] task %s asks:\n", task)
 	return f.form.Answer(ctx, req)
 }
 
-func (h *human) askQuestion(ctx context.Context, task, q string) (string, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.table != nil {
-		h.table.Hold(task, "question: "+lastQuestionLine(q))
-		defer h.table.Release()
+// askQuestion is the terminal's channel of a task's question: an empty
+// line leaves the task blocked.
+func (h *human) askQuestion(ctx context.Context, q ask.Question) (string, ask.Via, error) {
+	release, err := h.take(ctx, q.Task, "question: "+lastQuestionLine(q.Text))
+	if err != nil {
+		return "", ask.ViaTerminal, err
 	}
-	// tai top may answer it too, through the feed: the first answer wins.
-	type fromFeed struct{ text, via string }
-	feedAns := make(chan fromFeed, 1)
-	qctx, cancel := context.WithCancel(ctx)
-	winner := "" // set before cancel: the feed's question says who answered
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	if h.feed != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if text, via, err := h.feed.AskQuestion(qctx, task, q, func() string { return winner }); err == nil {
-				feedAns <- fromFeed{text, via}
-				cancel() // the terminal's read ends, taking nothing
-			}
-		}()
+	defer release()
+	l, err := h.prompt.ReadLine(ctx, fmt.Sprintf("\n[tai fleet] task %s asks:\n%s\nyour answer (empty = leave it blocked): ", q.Task, q.Text), false)
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintf(h.out, "\n  %s\n", ask.Note(ctx)) // another channel answered first
 	}
-	l, err := h.prompt.ReadLine(qctx, fmt.Sprintf("\n[tai fleet] task %s asks:\n%s\nyour answer (empty = leave it blocked): ", task, q), false)
-	if err == nil {
-		winner = policy.ViaTerminal
-		cancel()
-		return strings.TrimSpace(l), nil
-	}
-	select {
-	case a := <-feedAns:
-		fmt.Fprintf(h.out, "\n  (answered via %s)\n", a.via)
-		return strings.TrimSpace(a.text), nil
-	default:
-	}
-	if ctx.Err() != nil {
-		// Another channel answered first (a hub's feed, for a run this
-		// terminal follows): say so, as a permission prompt does.
-		if elsewhere := (*policy.AnsweredElsewhere)(nil); errors.As(context.Cause(ctx), &elsewhere) {
-			fmt.Fprintf(h.out, "\n  (answered via %s)\n", elsewhere.Via)
-		}
-		return "", ctx.Err()
-	}
-	return "", err
+	return l, ask.ViaTerminal, err
 }
 
 // planPrompt asks an agent for a plan.

@@ -10,12 +10,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/tai-dev/tai/agentspec"
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
@@ -273,45 +273,13 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 // its feed. The first answer wins; the other channel withdraws, saying
 // who answered.
 func hubHuman(sub remote.Submitter, srv *feed.Server) (policy.Prompter, func(ctx context.Context, task, q string) (string, error)) {
-	if srv == nil {
-		return sub.Named(), sub.AskQuestion
+	perms, questions := []policy.PermissionChannel{sub.Channel()}, []ask.QuestionChannel{sub.Questions()}
+	if srv != nil {
+		perms, questions = append(perms, srv.Channel()), append(questions, srv.Questions())
 	}
-	return policy.Race{sub.Named(), srv.Channel()}, func(ctx context.Context, task, q string) (string, error) {
-		type answer struct {
-			text, via string
-			err       error
-		}
-		qctx, cancel := context.WithCancelCause(ctx)
-		results := make(chan answer, 2)
-		winner := "" // set before cancel: the feed's question says who answered
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			text, err := sub.AskQuestion(qctx, task, q)
-			results <- answer{text, remote.ViaSubmitter, err}
-		})
-		wg.Go(func() {
-			text, via, err := srv.AskQuestion(qctx, task, q, func() string { return winner })
-			results <- answer{text, via, err}
-		})
-		defer wg.Wait()
-		var errs []error
-		for range 2 {
-			select {
-			case a := <-results:
-				if a.err != nil {
-					errs = append(errs, a.err) // the other channel may still answer
-					continue
-				}
-				winner = a.via
-				cancel(&policy.AnsweredElsewhere{Via: a.via})
-				return a.text, nil
-			case <-ctx.Done():
-				cancel(context.Cause(ctx))
-				return "", ctx.Err()
-			}
-		}
-		cancel(nil)
-		return "", errors.Join(errs...)
+	return policy.Race(perms...), func(ctx context.Context, task, q string) (string, error) {
+		text, _, err := ask.AskQuestion(ctx, ask.Question{Task: task, Text: q}, questions...)
+		return text, err
 	}
 }
 
@@ -561,7 +529,8 @@ func (f follower) Permission(ctx context.Context, a remote.HumanAsk) (policy.Ans
 }
 
 func (f follower) Question(ctx context.Context, a remote.HumanAsk) (string, error) {
-	return f.h.askQuestion(ctx, a.Task, a.Question)
+	text, _, err := f.h.askQuestion(ctx, ask.Question{Task: a.Task, Text: a.Question})
+	return strings.TrimSpace(text), err
 }
 
 // serveWeb serves tai serve's page when --serve is given: the runs with a

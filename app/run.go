@@ -24,6 +24,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/capspeak"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
@@ -237,24 +238,24 @@ func newLogger(w io.Writer, verbose bool) *slog.Logger {
 // with no feed either, nobody can answer and the chain declines at once.
 func elicitChain(rules []policy.ElicitRule, form *elicit.Form, editor elicit.Answerer, inEditor bool, parent policy.Prompter, srv *feed.Server, ni policy.NonInteractive) *elicit.Chain {
 	c := &elicit.Chain{Rules: rules, Fail: ni == policy.NonInteractiveFail}
-	raced := func(ch elicit.Channel) elicit.Answerer {
+	raced := func(via ask.Via, a elicit.Answerer) elicit.Answerer {
 		if srv == nil {
-			return ch.A
+			return a
 		}
-		return elicit.Race{ch, srv.Elicitor()}
+		return elicit.Race(elicit.Channel(via, a), srv.Elicitor())
 	}
 	switch {
 	case form != nil:
-		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: raced(elicit.Channel{Via: policy.ViaTerminal, A: form})})
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: raced(ask.ViaTerminal, form)})
 	case editor != nil && srv != nil:
 		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: editorOrFeed{editor: editor, feed: srv.Elicitor()}})
 	case editor != nil:
 		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: editor})
 	case inEditor && srv != nil:
-		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: elicit.Race{srv.Elicitor()}})
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByHuman, A: elicit.Race(srv.Elicitor())})
 	}
 	if p, ok := parent.(elicit.Answerer); ok {
-		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: raced(elicit.Channel{Via: policy.ViaParent, A: p})})
+		c.Links = append(c.Links, elicit.Link{By: elicit.ByParent, A: raced(ask.ViaParent, p)})
 	}
 	return c
 }
@@ -263,7 +264,7 @@ func elicitChain(rules []policy.ElicitRule, form *elicit.Form, editor elicit.Ans
 // the editor shows, and leaves the feed alone for one it does not.
 type editorOrFeed struct {
 	editor elicit.Answerer
-	feed   elicit.Channel
+	feed   elicit.FormChannel
 }
 
 // modeOfferer is an editor that says which elicitation modes it shows.
@@ -273,9 +274,9 @@ type modeOfferer interface {
 
 func (e editorOrFeed) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
 	if o, ok := e.editor.(modeOfferer); ok && !o.Offers(req.Mode) {
-		return elicit.Race{e.feed}.Answer(ctx, req)
+		return elicit.Race(e.feed).Answer(ctx, req)
 	}
-	return elicit.Race{{Via: policy.ViaEditor, A: e.editor}, e.feed}.Answer(ctx, req)
+	return elicit.Race(elicit.Channel(ask.ViaEditor, e.editor), e.feed).Answer(ctx, req)
 }
 
 // fileContent turns --file into a prompt block: embedded text when asked

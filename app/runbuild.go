@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tai-dev/tai/agentspec"
+	"github.com/tai-dev/tai/ask"
+	"github.com/tai-dev/tai/ask/tty"
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/config"
 	"github.com/tai-dev/tai/driver"
@@ -46,8 +48,8 @@ type runBuild struct {
 	o       runner.Options
 	res     agentspec.Resolved
 
-	tp       *policy.TTYPrompter // the terminal's asks, when there is one
-	form     *elicit.Form        // the terminal's elicitation forms
+	tp       *tty.Prompter // the terminal's asks, when there is one
+	form     *elicit.Form  // the terminal's elicitation forms
 	prompter policy.Prompter
 	answerer policy.Prompter // the cap-speak parent, raced with the feed
 	feed     *feed.Server
@@ -178,15 +180,15 @@ func (b *runBuild) askers() error {
 	f, d := b.f, b.deps
 	b.prompter, b.answerer = d.prompter, d.answerer
 	if f.Output != OutputStreamJSON && b.prompter == nil { // else no tty is opened (and left open)
-		if tty, ok := b.std.TTY(); ok {
-			b.closers = append(b.closers, func() { tty.Close() })
-			var in io.Reader = tty
+		if t, ok := b.std.TTY(); ok {
+			b.closers = append(b.closers, func() { t.Close() })
+			var in io.Reader = t
 			if d.termIn != nil {
 				in = d.termIn // chat's editor reads the same terminal: one reader for both
 			}
-			b.tp = &policy.TTYPrompter{In: in, Out: tty, Hold: d.hold}
+			b.tp = &tty.Prompter{In: in, Out: t, Hold: d.hold}
 			b.prompter = b.tp
-			b.form = &elicit.Form{In: tty, Out: tty, Lines: b.tp} // one reader of the terminal for both
+			b.form = &elicit.Form{In: t, Out: t, Lines: b.tp} // one reader of the terminal for both
 		}
 	}
 	lf, closeFeed, err := openFeed(b.o.RunID, feed.KindRun, f.Feed, b.logger, b.std)
@@ -201,11 +203,11 @@ func (b *runBuild) askers() error {
 			b.prompter = withFeed(b.tp, b.feed) // the terminal's asks
 		case d.prompter != nil:
 			// tai acp: the editor and the feed, whichever answers first.
-			b.prompter = policy.Race{{Name: policy.ViaEditor, Prompter: d.prompter}, b.feed.Channel()}
+			b.prompter = policy.Race(policy.Channel(ask.ViaEditor, d.prompter), b.feed.Channel())
 		}
 		if d.answerer != nil {
 			// The cap-speak parent and the feed: whoever answers first.
-			b.answerer = policy.Race{{Name: policy.ViaParent, Prompter: d.answerer}, b.feed.Channel()}
+			b.answerer = policy.Race(policy.Channel(ask.ViaParent, d.answerer), b.feed.Channel())
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/render"
@@ -27,7 +28,7 @@ type Form struct {
 	// Open opens a URL (nil: $BROWSER or xdg-open).
 	Open func(url string) error
 	// Lines, if set, reads the lines instead of In: the terminal's
-	// permission prompter (policy.TTYPrompter), which owns its input, so
+	// permission prompter (tty.Prompter), which owns its input, so
 	// that the two never compete for what is typed.
 	Lines LineReader
 
@@ -179,8 +180,8 @@ func (f *Form) Answer(ctx context.Context, req driver.ElicitationRequest) (drive
 // gone is the answer of a form the terminal did not finish: another
 // channel answered (the terminal says so) or the read failed.
 func (f *Form) gone(ctx context.Context, err error) driver.ElicitationAnswer {
-	if note, ok := withdrawn(ctx); ok {
-		fmt.Fprintf(f.Out, "\n  (%s)\n", note)
+	if _, ok := ask.Elsewhere(ctx); ok {
+		fmt.Fprintf(f.Out, "\n  %s\n", ask.Note(ctx))
 	}
 	return driver.ElicitationAnswer{Action: driver.ElicitCancel, Reason: "the terminal gave no answer: " + err.Error()}
 }

@@ -47,7 +47,7 @@ func TestRaceWithdrawsTheForm(t *testing.T) {
 		return n, err
 	})}
 	other := gated{out: out, seen: seen, ans: driver.ElicitationAnswer{Action: driver.ElicitAccept, Content: map[string]any{"database": "prod", "port": 80}, DecidedBy: ByHuman}}
-	r := Race{{Via: "terminal", A: f}, {Via: "dashboard", A: other}}
+	r := Race(Channel("terminal", f), Channel("dashboard", other))
 	ans, err := r.Answer(context.Background(), form)
 	if err != nil || ans.Via != "dashboard" || ans.Action != driver.ElicitAccept || ans.Content["database"] != "prod" {
 		t.Fatalf("race: %+v, %v", ans, err)
@@ -73,13 +73,13 @@ func (w writerFunc) Write(p []byte) (int, error) { return w(p) }
 func TestRaceFirstAnswer(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		chans   Race
+		chans   Answerer
 		wantVia string
 		wantErr error
 	}{
-		{"one channel", Race{{Via: "parent", A: &fixed{ans: driver.ElicitationAnswer{Action: driver.ElicitDecline}}}}, "parent", nil},
-		{"abstains", Race{{Via: "parent", A: &fixed{err: ErrPass}}}, "parent", ErrPass},
-		{"none", Race{}, "", ErrPass},
+		{"one channel", Race(Channel("parent", &fixed{ans: driver.ElicitationAnswer{Action: driver.ElicitDecline}})), "parent", nil},
+		{"abstains", Race(Channel("parent", &fixed{err: ErrPass})), "parent", ErrPass},
+		{"none", Race(), "", ErrPass},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ans, err := tc.chans.Answer(context.Background(), form)

@@ -6,27 +6,27 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/internal/safetext"
-	"github.com/tai-dev/tai/policy"
 )
 
 // Answered is a human's answer given through the feed, as the run's audit
 // log records it (OnAnswer): which item, the answer, the channel and, for
 // tai serve's page, the browser's address.
 type Answered struct {
-	Item   string `json:"item"` // ask, question, elicitation
-	ID     string `json:"id"`
-	Task   string `json:"task,omitempty"`
-	Answer string `json:"answer,omitempty"` // once|always|deny|never, accept|decline|cancel; a question's text is not repeated
-	Via    string `json:"via"`
-	Client string `json:"client,omitempty"`
+	Item   string  `json:"item"` // ask, question, elicitation
+	ID     string  `json:"id"`
+	Task   string  `json:"task,omitempty"`
+	Answer string  `json:"answer,omitempty"` // once|always|deny|never, accept|decline|cancel; a question's text is not repeated
+	Via    ask.Via `json:"via"`
+	Client string  `json:"client,omitempty"`
 }
 
 // Cancel is a human's request, through the feed, to stop the run (POST
 // /cancel), as the run's audit log records it.
 type Cancel struct {
-	Via    string `json:"via"`
-	Client string `json:"client,omitempty"`
+	Via    ask.Via `json:"via"`
+	Client string  `json:"client,omitempty"`
 }
 
 // CancelBody is POST /cancel's body.
@@ -66,7 +66,7 @@ const maxClient = 256
 // clientOf checks a body's via and client: the channel a client says it is
 // ("" = feed) and the address of the person behind it (tai serve's
 // browser), kept to one short line since it goes into the audit log.
-func clientOf(via, client string) (string, string, error) {
+func clientOf(via, client string) (ask.Via, string, error) {
 	v, ok := clientVia(via)
 	if !ok {
 		return "", "", fmt.Errorf("via %q: want dashboard, web or feed", via)
@@ -78,12 +78,12 @@ func clientOf(via, client string) (string, string, error) {
 }
 
 // clientVia is the channel a client says it is ("" = feed).
-func clientVia(v string) (string, bool) {
-	switch v {
+func clientVia(v string) (ask.Via, bool) {
+	switch via := ask.Via(v); via {
 	case "":
-		return policy.ViaFeed, true
-	case policy.ViaFeed, policy.ViaDashboard, policy.ViaWeb:
-		return v, true
+		return ask.ViaFeed, true
+	case ask.ViaFeed, ask.ViaDashboard, ask.ViaWeb:
+		return via, true
 	}
 	return "", false
 }
@@ -110,5 +110,5 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	fn(Cancel{Via: via, Client: client})
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"cancelled": s.o.Run, "via": via})
+	_ = json.NewEncoder(w).Encode(map[string]string{"cancelled": s.o.Run, "via": string(via)})
 }

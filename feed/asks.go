@@ -3,12 +3,12 @@ package feed
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
 )
@@ -100,8 +100,8 @@ func answerName(a policy.Answer) string {
 // Channel is the feed as one channel of the policy's ask race: a question
 // put to it waits in /state (and an ask.opened frame) until a client
 // answers it with POST /asks/ID, or another channel answers first.
-func (s *Server) Channel() policy.Named {
-	return policy.Named{Name: policy.ViaFeed, Prompter: channel{s}}
+func (s *Server) Channel() policy.PermissionChannel {
+	return policy.Channel(ask.ViaFeed, channel{s})
 }
 
 type channel struct{ s *Server }
@@ -112,7 +112,7 @@ func (c channel) Ask(ctx context.Context, req driver.PermissionRequest) (policy.
 }
 
 // AskVia implements policy.ViaPrompter: the via is the client's.
-func (c channel) AskVia(ctx context.Context, req driver.PermissionRequest) (policy.Answer, string, error) {
+func (c channel) AskVia(ctx context.Context, req driver.PermissionRequest) (policy.Answer, ask.Via, error) {
 	s := c.s
 	info := policy.AskInfoOf(ctx)
 	task := strings.TrimPrefix(policy.AskerOf(ctx), "task ")
@@ -122,18 +122,16 @@ func (c channel) AskVia(ctx context.Context, req driver.PermissionRequest) (poli
 	if s.o.OnAsk != nil {
 		s.o.OnAsk(e.item)
 	}
-	return s.asks.wait(ctx, e, func(cause error) (*policy.Answer, string) {
-		var elsewhere *policy.AnsweredElsewhere
-		if errors.As(cause, &elsewhere) {
-			return &elsewhere.Answer, elsewhere.Via
-		}
-		return nil, ""
-	})
+	a, via, err := s.asks.wait(ctx, e)
+	if err != nil {
+		return policy.DenyOnce, via, err
+	}
+	return a, via, nil
 }
 
 // askClosed is the ask.closed frame of an answer or a withdrawal.
-func (s *Server) askClosed(a Ask, ans *policy.Answer, via, reason string) any {
-	c := AskClosed{Type: FrameAskClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: a.ID, Task: a.Task, Via: via, Reason: reason}
+func (s *Server) askClosed(a Ask, ans *policy.Answer, via ask.Via, reason string) any {
+	c := AskClosed{Type: FrameAskClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: a.ID, Task: a.Task, Via: string(via), Reason: reason}
 	if ans != nil {
 		c.Answer = answerName(*ans)
 	}
@@ -166,5 +164,5 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request) {
 	}
 	s.answered(Answered{Item: "ask", ID: id, Task: a.Task, Answer: answerName(ans), Via: via, Client: client})
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "answer": answerName(ans), "via": via})
+	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "answer": answerName(ans), "via": string(via)})
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/policy"
@@ -41,18 +42,18 @@ func TestElicitationRace(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		byFeed  bool
-		wantVia string
+		wantVia ask.Via
 		want    driver.ElicitationAnswer
 	}{
-		{"dashboard answers", true, policy.ViaDashboard, driver.ElicitationAnswer{Action: driver.ElicitAccept, Content: map[string]any{"database": "staging", "port": int64(5432)}, DecidedBy: "human"}},
-		{"terminal answers", false, policy.ViaTerminal, driver.ElicitationAnswer{Action: driver.ElicitDecline}},
+		{"dashboard answers", true, ask.ViaDashboard, driver.ElicitationAnswer{Action: driver.ElicitAccept, Content: map[string]any{"database": "staging", "port": int64(5432)}, DecidedBy: "human"}},
+		{"terminal answers", false, ask.ViaTerminal, driver.ElicitationAnswer{Action: driver.ElicitDecline}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t, t.TempDir(), "run-elicit")
 			c := Dial(s.Path())
 			defer c.Close()
 			term := form{asked: make(chan struct{}, 1), answer: make(chan driver.ElicitationAnswer)}
-			race := elicit.Race{{Via: policy.ViaTerminal, A: term}, s.Elicitor()}
+			race := elicit.Race(elicit.Channel(ask.ViaTerminal, term), s.Elicitor())
 			type out struct {
 				a   driver.ElicitationAnswer
 				err error
@@ -81,27 +82,27 @@ func TestElicitationRace(t *testing.T) {
 				t.Fatal("an invalid form took the elicitation")
 			}
 			if tc.byFeed {
-				if err := c.AnswerElicitation(context.Background(), id, "accept", map[string]any{"database": "staging", "port": 5432}, policy.ViaDashboard); err != nil {
+				if err := c.AnswerElicitation(context.Background(), id, "accept", map[string]any{"database": "staging", "port": 5432}, string(ask.ViaDashboard)); err != nil {
 					t.Fatal(err)
 				}
 			} else {
 				term.answer <- driver.ElicitationAnswer{Action: driver.ElicitDecline}
 			}
 			r := <-res
-			tc.want.Via = tc.wantVia
+			tc.want.Via = string(tc.wantVia)
 			r.a.Reason = ""
 			if r.err != nil || !equalJSON(r.a, tc.want) {
 				t.Fatalf("got %+v, %v; want %+v", r.a, r.err, tc.want)
 			}
 			_, data = waitFrame(t, c, at, FrameElicitClosed)
 			var closed ElicitClosed
-			if err := json.Unmarshal(data, &closed); err != nil || closed.Via != tc.wantVia || closed.ID != id || closed.Action != string(tc.want.Action) {
+			if err := json.Unmarshal(data, &closed); err != nil || closed.Via != string(tc.wantVia) || closed.ID != id || closed.Action != string(tc.want.Action) {
 				t.Fatalf("elicit.closed %s: %v", data, err)
 			}
 			if strings.Contains(string(data), "staging") {
 				t.Fatalf("the closing frame carries the form's values: %s", data)
 			}
-			if err := c.AnswerElicitation(context.Background(), id, "decline", nil, ""); !errors.As(err, &se) || se.Code != 409 || !strings.Contains(se.Msg, tc.wantVia) {
+			if err := c.AnswerElicitation(context.Background(), id, "decline", nil, ""); !errors.As(err, &se) || se.Code != 409 || !strings.Contains(se.Msg, string(tc.wantVia)) {
 				t.Fatalf("a second answer: %v", err)
 			}
 			if st, _ := c.State(context.Background()); len(st.Elicitations) != 0 {

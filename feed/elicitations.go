@@ -3,12 +3,12 @@ package feed
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/elicit"
 	"github.com/tai-dev/tai/policy"
@@ -72,8 +72,8 @@ type elicitReply struct {
 // elicit.Race): the request waits in /state (and an elicit.opened frame)
 // until a client answers it with POST /elicitations/ID, or another
 // channel answers first. Its answers are a human's, with the client's via.
-func (s *Server) Elicitor() elicit.Channel {
-	return elicit.Channel{Via: policy.ViaFeed, A: elicitor{s}}
+func (s *Server) Elicitor() elicit.FormChannel {
+	return elicit.Channel(ask.ViaFeed, elicitor{s})
 }
 
 type elicitor struct{ s *Server }
@@ -89,22 +89,16 @@ func (e elicitor) Answer(ctx context.Context, req driver.ElicitationRequest) (dr
 	if s.o.OnElicit != nil {
 		s.o.OnElicit(ent.item)
 	}
-	r, via, err := s.elicits.wait(ctx, ent, func(cause error) (*elicitReply, string) {
-		var elsewhere *elicit.AnsweredElsewhere
-		if errors.As(cause, &elsewhere) {
-			return &elicitReply{Action: elsewhere.Action}, elsewhere.Via
-		}
-		return nil, ""
-	})
+	r, via, err := s.elicits.wait(ctx, ent)
 	if err != nil {
 		return driver.ElicitationAnswer{}, err
 	}
-	return driver.ElicitationAnswer{Action: r.Action, Content: r.Content, DecidedBy: elicit.ByHuman, Via: via,
-		Reason: "answered via " + via}, nil
+	return driver.ElicitationAnswer{Action: r.Action, Content: r.Content, DecidedBy: elicit.ByHuman, Via: string(via),
+		Reason: "answered via " + string(via)}, nil
 }
 
-func (s *Server) elicitClosed(el Elicitation, r *elicitReply, via, reason string) any {
-	c := ElicitClosed{Type: FrameElicitClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: el.ID, Task: el.Task, Via: via, Reason: reason}
+func (s *Server) elicitClosed(el Elicitation, r *elicitReply, via ask.Via, reason string) any {
+	c := ElicitClosed{Type: FrameElicitClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: el.ID, Task: el.Task, Via: string(via), Reason: reason}
 	if r != nil {
 		c.Action = string(r.Action)
 	}
@@ -153,5 +147,5 @@ func (s *Server) answerElicitation(w http.ResponseWriter, r *http.Request) {
 	}
 	s.answered(Answered{Item: "elicitation", ID: id, Task: el.Task, Answer: string(action), Via: via, Client: client})
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "action": string(action), "via": via})
+	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "action": string(action), "via": string(via)})
 }

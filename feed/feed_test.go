@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
 )
@@ -182,20 +183,20 @@ func TestAskRace(t *testing.T) {
 		byFeed  bool
 		answer  string
 		want    policy.Answer
-		wantVia string
+		wantVia ask.Via
 	}{
-		{"dashboard answers", true, "always", policy.AllowAlways, policy.ViaDashboard},
-		{"terminal answers", false, "", policy.DenyOnce, policy.ViaTerminal},
+		{"dashboard answers", true, "always", policy.AllowAlways, ask.ViaDashboard},
+		{"terminal answers", false, "", policy.DenyOnce, ask.ViaTerminal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := open(t, t.TempDir(), "run-ask")
 			c := Dial(s.Path())
 			defer c.Close()
 			term := prompter{asked: make(chan struct{}, 1), answer: make(chan policy.Answer)}
-			race := policy.Race{{Name: policy.ViaTerminal, Prompter: term}, s.Channel()}
+			race := policy.Race(policy.Channel(ask.ViaTerminal, term), s.Channel()).(policy.ViaPrompter)
 			type out struct {
 				a   policy.Answer
-				via string
+				via ask.Via
 				err error
 			}
 			res := make(chan out)
@@ -214,7 +215,7 @@ func TestAskRace(t *testing.T) {
 				t.Fatalf("state %+v, %v", st, err)
 			}
 			if tc.byFeed {
-				if err := c.Answer(context.Background(), opened.Ask.ID, tc.answer, policy.ViaDashboard); err != nil {
+				if err := c.Answer(context.Background(), opened.Ask.ID, tc.answer, string(ask.ViaDashboard)); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -227,11 +228,11 @@ func TestAskRace(t *testing.T) {
 			// Everyone sees it answered, and nobody can answer it again.
 			_, data = waitFrame(t, c, at, FrameAskClosed)
 			var closed AskClosed
-			if err := json.Unmarshal(data, &closed); err != nil || closed.Via != tc.wantVia || closed.ID != opened.Ask.ID {
+			if err := json.Unmarshal(data, &closed); err != nil || closed.Via != string(tc.wantVia) || closed.ID != opened.Ask.ID {
 				t.Fatalf("ask.closed %s: %v", data, err)
 			}
 			var se *StatusError
-			if err := c.Answer(context.Background(), opened.Ask.ID, "once", ""); !errors.As(err, &se) || se.Code != 409 || !strings.Contains(se.Msg, tc.wantVia) {
+			if err := c.Answer(context.Background(), opened.Ask.ID, "once", ""); !errors.As(err, &se) || se.Code != 409 || !strings.Contains(se.Msg, string(tc.wantVia)) {
 				t.Fatalf("a second answer: %v", err)
 			}
 			if st, _ := c.State(context.Background()); len(st.Asks) != 0 {
@@ -462,10 +463,13 @@ func TestQuestions(t *testing.T) {
 	s := open(t, t.TempDir(), "fleet-q")
 	c := Dial(s.Path())
 	defer c.Close()
-	type out struct{ text, via string }
+	type out struct {
+		text string
+		via  ask.Via
+	}
 	res := make(chan out)
 	go func() {
-		text, via, err := s.AskQuestion(context.Background(), "license", "MIT or Apache-2.0?", nil)
+		text, via, err := s.AskQuestion(context.Background(), ask.Question{Task: "license", Text: "MIT or Apache-2.0?"})
 		if err != nil {
 			t.Error(err)
 		}
@@ -495,14 +499,14 @@ func TestQuestions(t *testing.T) {
 	}
 
 	// Answered at the terminal: withdrawn here, saying by whom.
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	done := make(chan error)
 	go func() {
-		_, _, err := s.AskQuestion(ctx, "license", "really?", func() string { return "terminal" })
+		_, _, err := s.AskQuestion(ctx, ask.Question{Task: "license", Text: "really?"})
 		done <- err
 	}()
 	at, _ = waitFrame(t, c, at, FrameQuestionOpened)
-	cancel()
+	cancel(&ask.AnsweredElsewhere{Via: ask.ViaTerminal, Answer: "Apache-2.0"})
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}

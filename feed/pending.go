@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sort"
 	"time"
+
+	"github.com/tai-dev/tai/ask"
 )
 
 // pendings is the feed's registry of one kind of item waiting for a human
@@ -19,7 +21,10 @@ type pendings[T, A any] struct {
 	items  map[string]*entry[T, A]
 	// closed is the frame that says an item was answered (ans set) or
 	// withdrawn (reason set).
-	closed func(item T, ans *A, via, reason string) any
+	closed func(item T, ans *A, via ask.Via, reason string) any
+	// fromRace is the answer another channel of the race gave (an
+	// ask.AnsweredElsewhere's Answer), when it is one of this kind.
+	fromRace func(any) (A, bool)
 	// word names an answer in a 409 ("already answered via dashboard: once").
 	word func(A) string
 }
@@ -33,17 +38,18 @@ type entry[T, A any] struct {
 
 type reply[A any] struct {
 	a   A
-	via string
+	via ask.Via
 }
 
 // closedItem is what the feed remembers of an answered or withdrawn item,
 // for the 409s of late POSTs.
 type closedItem struct {
-	answer, via, reason string
+	answer, reason string
+	via            ask.Via
 }
 
-func newPendings[T, A any](s *Server, what, prefix string, closed func(T, *A, string, string) any, word func(A) string) *pendings[T, A] {
-	return &pendings[T, A]{s: s, what: what, prefix: prefix, items: map[string]*entry[T, A]{}, closed: closed, word: word}
+func newPendings[T, A any](s *Server, what, prefix string, closed func(T, *A, ask.Via, string) any, word func(A) string, fromRace func(any) (A, bool)) *pendings[T, A] {
+	return &pendings[T, A]{s: s, what: what, prefix: prefix, items: map[string]*entry[T, A]{}, closed: closed, word: word, fromRace: fromRace}
 }
 
 // open adds an item, built with its id and time, and publishes the frame
@@ -61,9 +67,9 @@ func (p *pendings[T, A]) open(build func(id string, since time.Time) T, opened f
 }
 
 // wait waits for e's answer until ctx ends; then e is withdrawn, and the
-// closing frame says what elsewhere makes of ctx's cause: the answer
-// another channel gave (and by which), or why it was withdrawn.
-func (p *pendings[T, A]) wait(ctx context.Context, e *entry[T, A], elsewhere func(cause error) (*A, string)) (A, string, error) {
+// closing frame says what ctx's cause says: the answer another channel of
+// the race gave (and by which), or why it was withdrawn.
+func (p *pendings[T, A]) wait(ctx context.Context, e *entry[T, A]) (A, ask.Via, error) {
 	select {
 	case r := <-e.reply:
 		return r.a, r.via, nil // answer() closed it
@@ -82,9 +88,12 @@ func (p *pendings[T, A]) wait(ctx context.Context, e *entry[T, A], elsewhere fun
 	}
 	delete(p.items, e.id)
 	var ans *A
-	var via, reason string
-	if elsewhere != nil {
-		ans, via = elsewhere(context.Cause(ctx))
+	var via ask.Via
+	var reason string
+	if el, ok := ask.Elsewhere(ctx); ok {
+		if a, ok := p.fromRace(el.Answer); ok {
+			ans, via = &a, el.Via
+		}
 	}
 	c := closedItem{via: via}
 	if ans != nil {
@@ -104,7 +113,7 @@ func (p *pendings[T, A]) wait(ctx context.Context, e *entry[T, A], elsewhere fun
 
 // answer hands a client's answer to the item id, if it is pending; else
 // it writes the 404 or 409 and returns false.
-func (p *pendings[T, A]) answer(w http.ResponseWriter, id string, a A, via string) (T, bool) {
+func (p *pendings[T, A]) answer(w http.ResponseWriter, id string, a A, via ask.Via) (T, bool) {
 	s := p.s
 	e, ok := p.items[id]
 	if !ok {

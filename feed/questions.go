@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/tai-dev/tai/ask"
 )
 
 // Question is an agent's question put to a human (a fleet task's, once
@@ -51,29 +53,27 @@ const (
 	FrameQuestionClosed = "question.closed"
 )
 
+// Questions is the feed as one channel of a question's race: the
+// question waits in /state (and a question.opened frame) until a client
+// answers it with POST /questions/ID, or another channel answers first.
+func (s *Server) Questions() ask.QuestionChannel {
+	return ask.QuestionChannel{Via: ask.ViaFeed, Ask: s.AskQuestion}
+}
+
 // AskQuestion puts a question to the feed's clients until one answers
-// (the answer and its channel) or ctx ends (another channel answered:
-// closed says by which, "" for a withdrawal).
-func (s *Server) AskQuestion(ctx context.Context, task, text string, closed func() string) (string, string, error) {
+// (the answer and its channel) or ctx ends.
+func (s *Server) AskQuestion(ctx context.Context, q ask.Question) (string, ask.Via, error) {
 	e := s.questions.open(func(id string, since time.Time) Question {
-		return Question{ID: id, Task: task, Since: since, Text: text}
+		return Question{ID: id, Task: q.Task, Since: since, Text: q.Text}
 	}, func(q Question) any {
 		return QuestionFrame{Type: FrameQuestionOpened, Run: s.o.Run, Ts: q.Since, Question: q}
 	})
-	return s.questions.wait(ctx, e, func(error) (*string, string) {
-		if closed != nil {
-			if via := closed(); via != "" {
-				var unknown string // the other channel's text is its own
-				return &unknown, via
-			}
-		}
-		return nil, ""
-	})
+	return s.questions.wait(ctx, e)
 }
 
 // questionClosed is the question.closed frame.
-func (s *Server) questionClosed(q Question, _ *string, via, reason string) any {
-	return QuestionClosed{Type: FrameQuestionClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: q.ID, Task: q.Task, Via: via, Reason: reason}
+func (s *Server) questionClosed(q Question, _ *string, via ask.Via, reason string) any {
+	return QuestionClosed{Type: FrameQuestionClosed, Run: s.o.Run, Ts: s.o.Clock.Now().UTC(), ID: q.ID, Task: q.Task, Via: string(via), Reason: reason}
 }
 
 func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
@@ -100,5 +100,5 @@ func (s *Server) answerQuestion(w http.ResponseWriter, r *http.Request) {
 	}
 	s.answered(Answered{Item: "question", ID: id, Task: q.Task, Via: via, Client: client})
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "via": via})
+	_ = json.NewEncoder(w).Encode(map[string]string{"id": id, "via": string(via)})
 }

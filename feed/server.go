@@ -32,6 +32,7 @@ import (
 
 	"github.com/coder/quartz"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/redact"
@@ -156,9 +157,18 @@ func Open(o Options) (*Server, error) {
 	s := &Server{o: o, path: filepath.Join(o.Dir, o.Run+SocketExt), started: o.Clock.Now().UTC(),
 		frames: ring{maxFrames: o.MaxFrames, maxBytes: o.IdleBytes, recycle: true}, done: map[string]closedItem{},
 		secret: secret, red: redact.Default()}
-	s.asks = newPendings(s, "ask", "ask-", s.askClosed, answerName)
-	s.questions = newPendings(s, "question", "q-", s.questionClosed, func(string) string { return "an answer" })
-	s.elicits = newPendings(s, "elicitation", "el-", s.elicitClosed, func(r elicitReply) string { return string(r.Action) })
+	s.asks = newPendings(s, "ask", "ask-", s.askClosed, answerName, func(a any) (policy.Answer, bool) {
+		ans, _, ok := policy.ElsewhereAnswer(&ask.AnsweredElsewhere{Answer: a})
+		return ans, ok
+	})
+	s.questions = newPendings(s, "question", "q-", s.questionClosed, func(string) string { return "an answer" }, func(a any) (string, bool) {
+		text, ok := a.(string)
+		return text, ok
+	})
+	s.elicits = newPendings(s, "elicitation", "el-", s.elicitClosed, func(r elicitReply) string { return string(r.Action) }, func(a any) (elicitReply, bool) {
+		ans, ok := a.(driver.ElicitationAnswer)
+		return elicitReply{Action: ans.Action}, ok
+	})
 	s.st.init()
 	// The path names this run: a socket is there only if this run id was
 	// used before, so the dial (the first of the process: costly) is only

@@ -31,9 +31,7 @@ func (f *fleet) answer(ctx context.Context, t *Task, cwd string, h *worktree.Han
 		return "", "", spent, err
 	}
 	if f.o.AskHuman != nil {
-		f.humanMu.Lock()
 		ans, err := f.o.AskHuman(ctx, t.ID, q)
-		f.humanMu.Unlock()
 		if err == nil && strings.TrimSpace(ans) != "" {
 			return strings.TrimSpace(ans), string(driver.ByHuman), spent, nil
 		}

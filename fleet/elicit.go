@@ -26,15 +26,14 @@ func (f *fleet) elicitor(t *Task, cwd string, spent *spend) driver.Elicitor {
 }
 
 // taskHuman puts a task's elicitation to the run's human, tagged with the
-// task (the feed's elicitation says it), one at a time on the terminal.
+// task (the feed's elicitation says it). Tasks ask at once; the terminal
+// shows one at a time itself.
 type taskHuman struct {
 	f *fleet
 	t *Task
 }
 
 func (h taskHuman) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
-	h.f.humanMu.Lock()
-	defer h.f.humanMu.Unlock()
 	return h.f.o.ElicitHuman.Answer(policy.WithAsker(ctx, "task "+h.t.ID), req)
 }
 

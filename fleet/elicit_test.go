@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
 )
@@ -21,7 +22,7 @@ func (h *formHuman) Answer(ctx context.Context, req driver.ElicitationRequest) (
 	h.mu.Lock()
 	h.tasks = append(h.tasks, policy.AskerOf(ctx))
 	h.mu.Unlock()
-	return driver.ElicitationAnswer{Action: driver.ElicitAccept, Content: map[string]any{"colour": "red"}, Via: policy.ViaFeed}, nil
+	return driver.ElicitationAnswer{Action: driver.ElicitAccept, Content: map[string]any{"colour": "red"}, Via: string(ask.ViaFeed)}, nil
 }
 
 // A form the answerer cannot fill in goes to the human as a form (the

@@ -59,7 +59,9 @@ type Options struct {
 	// feed, stream-json output), by task id.
 	TaskSink func(task string) driver.Sink
 	// AskHuman asks a human a question an agent asked and the answerer
-	// could not answer; nil = headless (the task ends blocked).
+	// could not answer; nil = headless (the task ends blocked). Every
+	// waiting task asks at once: the human (tai top, the terminal in turn)
+	// answers each on its own.
 	AskHuman func(ctx context.Context, task, question string) (string, error)
 	// ElicitHuman answers, as a form, an elicitation the answerer could not
 	// (the terminal's form raced with the feed, tagged with the task by
@@ -162,7 +164,6 @@ type fleet struct {
 	runMu   sync.Mutex
 	running map[string]*Task // tasks whose agent is working, for the owns: overlap warning
 	done    map[string]chan struct{}
-	humanMu sync.Mutex
 
 	// A task run by a remote worker (RunTaskIn) or answered for one (Answer).
 	ask   func(ctx context.Context, q string) (string, string, Usage, error) // routes questions to the coordinator

@@ -1,15 +1,12 @@
 package policy
 
 import (
-	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tai-dev/tai/driver"
 )
@@ -245,134 +242,6 @@ func TestParseRuleFlag(t *testing.T) {
 	}
 	if _, err := (Config{}).WithFlags(Flags{Approve: "sometimes"}); err == nil {
 		t.Error("WithFlags accepted a bad --approve")
-	}
-}
-
-func TestTTYPrompter(t *testing.T) {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	p := &TTYPrompter{In: inR, Out: outW}
-	old := "old line"
-	req := driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc", Kind: "execute", Title: "Run tests",
-		RawInput:  rawJSON(map[string]any{"command": "go test ./..."}),
-		Locations: []driver.Location{{Path: "/w/a.go"}},
-		Content:   []driver.ToolContent{{Type: "diff", Path: "/w/a.go", OldText: &old, NewText: "new line"}}}}
-
-	// Read the screen in the background; it holds everything written so far.
-	screen := make(chan string, 100)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := outR.Read(buf)
-			if n > 0 {
-				screen <- string(buf[:n])
-			}
-			if err != nil {
-				close(screen)
-				return
-			}
-		}
-	}()
-	// waitFor returns the screen from the start of a new question to s.
-	waitFor := func(s string) string {
-		t.Helper()
-		var seen strings.Builder
-		deadline := time.After(5 * time.Second)
-		for {
-			if i := strings.LastIndex(seen.String(), "The agent asks to"); i >= 0 && strings.Contains(seen.String()[i:], s) {
-				return seen.String()[i:]
-			}
-			select {
-			case chunk := <-screen:
-				seen.WriteString(chunk)
-			case <-deadline:
-				t.Fatalf("screen never showed %q; got %q", s, seen.String())
-			}
-		}
-	}
-	type result struct {
-		a   Answer
-		err error
-	}
-	ask := func(ctx context.Context) chan result {
-		ch := make(chan result, 1)
-		go func() {
-			a, err := p.Ask(ctx, req)
-			ch <- result{a, err}
-		}()
-		return ch
-	}
-
-	for _, tt := range []struct {
-		typed string
-		want  Answer
-	}{{"y\n", AllowOnce}, {"always\n", AllowAlways}, {"huh?\nn\n", DenyOnce}, {"D\n", DenyAlways}} {
-		ch := ask(context.Background())
-		got := waitFor("deny always > ")
-		for _, s := range []string{"Run tests", "[execute]", "$ go test ./...", "/w/a.go", "-old line", "+new line"} {
-			if !strings.Contains(got, s) {
-				t.Errorf("prompt lacks %q: %q", s, got)
-			}
-		}
-		if _, err := io.WriteString(inW, tt.typed); err != nil {
-			t.Fatal(err)
-		}
-		r := <-ch
-		if r.err != nil || r.a != tt.want {
-			t.Fatalf("typed %q: got %v, %v; want %v", tt.typed, r.a, r.err, tt.want)
-		}
-	}
-
-	// A cancelled question does not swallow the answer to the next one.
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := ask(ctx)
-	waitFor("deny always > ")
-	cancel()
-	if r := <-ch; !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("cancelled ask: %v", r.err)
-	}
-	ch = ask(context.Background())
-	waitFor("deny always > ")
-	io.WriteString(inW, "a\n")
-	if r := <-ch; r.err != nil || r.a != AllowAlways {
-		t.Fatalf("after a cancel: %v %v", r.a, r.err)
-	}
-
-	// The engine with the TTY: the human's answer, remembered.
-	ws, home := testWS(t)
-	e := engine(t, Config{}, Flags{}, Options{Workspace: ws, Home: home, Prompter: p})
-	dch := make(chan driver.PermissionDecision, 1)
-	go func() {
-		d, _ := e.Decide(context.Background(), execReq("make"))
-		dch <- d
-	}()
-	waitFor("deny always > ")
-	io.WriteString(inW, "a\n")
-	if d := <-dch; d.Verdict != driver.VerdictAllow || d.DecidedBy != driver.ByHuman || !strings.Contains(d.Reason, `remembered for the session as "execute:make"`) {
-		t.Fatalf("decision %+v", d)
-	}
-	check(t, e, execReq("make"), want{"allow", driver.ByRemembered})
-
-	// The terminal closes: the question fails, nothing hangs.
-	inW.Close()
-	if _, err := p.Ask(context.Background(), req); err == nil {
-		t.Fatal("ask on a closed terminal succeeded")
-	}
-	outW.Close()
-}
-
-// A request tai made up for a call the agent made without asking says so.
-func TestTTYPrompterUnrequested(t *testing.T) {
-	var out strings.Builder
-	p := &TTYPrompter{In: strings.NewReader("n\n"), Out: &out}
-	req := driver.PermissionRequest{ID: "tai-1", Unrequested: true, ToolCall: driver.ToolCall{Kind: "edit", Title: "Write /w/a.go",
-		Locations: []driver.Location{{Path: "/w/a.go"}}}}
-	a, err := p.Ask(context.Background(), req)
-	if err != nil || a != DenyOnce {
-		t.Fatalf("got %v, %v", a, err)
-	}
-	if !strings.Contains(out.String(), "The agent did not ask, but wants tai to Write /w/a.go") {
-		t.Fatalf("prompt %q", out.String())
 	}
 }
 

@@ -71,9 +71,16 @@ type Memory struct {
 	entries map[string]Remembered
 	stamp   fileStamp
 
-	// turn lets one engine at a time ask the human, so that engines
-	// sharing the memory (and usually the terminal) ask once per key.
-	turn chan struct{}
+	// turns lets one engine at a time ask the human for a key, so that
+	// engines sharing the memory ask once per key; asks for different
+	// keys are put at once.
+	turns map[string]*turn
+}
+
+// turn is a key's right to ask: held by one ask, waited for by the others.
+type turn struct {
+	held    chan struct{} // buffered 1: full while held
+	waiters int           // asks holding or waiting: the turn goes with the last
 }
 
 // fileStamp identifies a version of the file. Every write renames a new
@@ -93,7 +100,7 @@ func NewMemory(scope Scope) *Memory {
 	if scope == "" {
 		scope = ScopeSession
 	}
-	return &Memory{scope: scope, entries: map[string]Remembered{}, turn: make(chan struct{}, 1)}
+	return &Memory{scope: scope, entries: map[string]Remembered{}, turns: map[string]*turn{}}
 }
 
 // memoryFile is the persistent file's format.
@@ -342,17 +349,42 @@ func (m *Memory) write(ctx context.Context, workspace string, changes map[string
 	return nil
 }
 
-// acquireTurn waits for the right to ask the human.
-func (m *Memory) acquireTurn(ctx context.Context) error {
+// acquireTurn waits for the right to ask the human for key. Every
+// successful acquireTurn is followed by one releaseTurn(key).
+func (m *Memory) acquireTurn(ctx context.Context, key string) error {
+	m.mu.Lock()
+	t := m.turns[key]
+	if t == nil {
+		t = &turn{held: make(chan struct{}, 1)}
+		m.turns[key] = t
+	}
+	t.waiters++
+	m.mu.Unlock()
 	select {
-	case m.turn <- struct{}{}:
+	case t.held <- struct{}{}:
 		return nil
 	case <-ctx.Done():
+		m.leaveTurn(key, t)
 		return ctx.Err()
 	}
 }
 
-func (m *Memory) releaseTurn() { <-m.turn }
+// releaseTurn gives key's turn to the next ask waiting for it.
+func (m *Memory) releaseTurn(key string) {
+	m.mu.Lock()
+	t := m.turns[key]
+	m.mu.Unlock()
+	<-t.held
+	m.leaveTurn(key, t)
+}
+
+func (m *Memory) leaveTurn(key string, t *turn) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if t.waiters--; t.waiters == 0 {
+		delete(m.turns, key)
+	}
+}
 
 // MemoryKey is what an "always" answer is remembered under. It names the
 // thing allowed, not the agent or tool that asked, so one answer serves

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 )
 
@@ -239,7 +240,7 @@ func NewEngine(cfg Config, o Options) (*Engine, error) {
 	}
 	if e.mem == nil {
 		e.mem = NewMemory(ScopeSession)
-	} else if e.mem.turn == nil {
+	} else if e.mem.turns == nil {
 		return nil, errors.New("policy: Options.Memory must come from NewMemory, OpenMemory or OpenWorkspaceMemory")
 	}
 	if e.now == nil {
@@ -438,16 +439,12 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		return e.finish(d, req, f, m.Allow, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
 	if e.answerer != nil {
-		var ans Answer
-		var via string
-		var err error
 		actx := withAskInfo(e.askContext(ctx), AskInfo{By: string(by), Why: why})
-		if vp, ok := e.answerer.(ViaPrompter); ok {
-			// The answerer raced a human channel (the cap-speak parent and
-			// the feed): a human who answered first is recorded as one.
-			ans, via, err = vp.AskVia(actx, req)
-		} else {
-			ans, err = e.answerer.Ask(actx, req)
+		// The answerer may race a human channel (the cap-speak parent and
+		// the feed): a human who answered first is recorded as one.
+		rep, via, err := askReply(actx, e.answerer, req)
+		if err == nil && rep.Refusal != nil {
+			err = rep.Refusal
 		}
 		switch {
 		case errors.Is(err, ErrNoAnswer):
@@ -456,11 +453,11 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		case err != nil:
 			// A judge that cannot judge must not let things through.
 			return e.finish(d, req, f, false, driver.ByAnswerer, fmt.Sprintf("%s; the answerer failed: %v", why, err)), nil
-		case via == ViaDashboard || via == ViaFeed:
-			d.Via = via
-			return e.finish(d, req, f, ans.allows(), driver.ByHuman, "answered via "+via+"; asked because "+why), nil
+		case via == ask.ViaDashboard || via == ask.ViaFeed:
+			d.Via = string(via)
+			return e.finish(d, req, f, rep.Answer.allows(), driver.ByHuman, "answered via "+string(via)+"; asked because "+why), nil
 		default:
-			return e.finish(d, req, f, ans.allows(), driver.ByAnswerer, "answered by the answerer; asked because "+why), nil
+			return e.finish(d, req, f, rep.Answer.allows(), driver.ByAnswerer, "answered by the answerer; asked because "+why), nil
 		}
 	}
 	if e.prompter == nil {
@@ -469,42 +466,26 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		}
 		return e.finish(d, req, f, false, by, why+"; no terminal to ask on: denied (--non-interactive deny)"), nil
 	}
-	// One engine at a time asks the human; whoever waited looks at the
-	// memory again, since the answer it needs may have just been given.
-	if err := e.mem.acquireTurn(ctx); err != nil {
+	// Asks for the same thing wait for each other, so that one "always"
+	// answers them all; the others are asked at once (a fleet's tasks, in
+	// tai top and at the terminal in turn).
+	if err := e.mem.acquireTurn(ctx, d.Key); err != nil {
 		return cancelled(d, "the turn was cancelled"), nil
 	}
-	defer e.mem.releaseTurn()
+	defer e.mem.releaseTurn(d.Key)
 	if m, ok := e.mem.Lookup(d.Key); ok {
 		return e.finish(d, req, f, m.Allow, driver.ByRemembered, e.rememberedReason(m)), nil
 	}
 	actx := withAskInfo(e.askContext(ctx), AskInfo{By: string(by), Why: why})
-	var ans Answer
-	var rel *Relayed
-	var via string
-	var err error
+	rep, via, err := askReply(actx, e.prompter, req)
+	ans, rel := rep.Answer, rep.Relayed
 	where := "at the terminal"
-	if w, ok := e.prompter.(interface{ Where() string }); ok {
-		where = w.Where()
+	if rep.Where != "" {
+		where = rep.Where
 	}
-	switch p := e.prompter.(type) {
-	case Race:
-		res := p.race(actx, req)
-		ans, via, rel, err = res.a, res.via, res.rel, res.err
-		if res.where != "" {
-			where = res.where
-		}
-	case RelayingPrompter:
-		ans, rel, err = p.AskRelayed(actx, req)
-	case ViaPrompter:
-		ans, via, err = p.AskVia(actx, req)
-	default:
-		ans, err = e.prompter.Ask(actx, req)
-	}
-	var refusal *Refusal
-	if err != nil && ctx.Err() == nil && errors.As(err, &refusal) {
-		d.Via = via
-		return e.finish(d, req, f, false, driver.ByHuman, fmt.Sprintf("refused %s, which answered with an error (%v); asked because %s", where, refusal.Err, why)), nil
+	if err == nil && rep.Refusal != nil {
+		d.Via = string(via)
+		return e.finish(d, req, f, false, driver.ByHuman, fmt.Sprintf("refused %s, which answered with an error (%v); asked because %s", where, rep.Refusal.Err, why)), nil
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -512,11 +493,11 @@ func (e *Engine) askFor(ctx context.Context, d Decision, req driver.PermissionRe
 		}
 		return cancelled(d, "prompt failed"), fmt.Errorf("asking for permission: %w", err)
 	}
-	if via != "" && via != ViaTerminal && via != ViaEditor {
-		where = "via " + via // another channel of the race answered first
+	if via != "" && via != ask.ViaTerminal && via != ask.ViaEditor {
+		where = "via " + string(via) // another channel of the race answered first
 	}
 	reason := "answered " + where + "; asked because " + why
-	d.Via = via
+	d.Via = string(via)
 	if rel != nil {
 		// Another tai's policy answered: its provenance is the decision's,
 		// and its "always" is its own to keep.

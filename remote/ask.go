@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
@@ -58,7 +59,7 @@ type Ask struct {
 	Answer    string        `json:"answer,omitempty"`     // a question's
 	DecidedBy string        `json:"decided_by,omitempty"` // answerer | human
 	Verdict   policy.Answer `json:"verdict,omitempty"`    // a permission's
-	Via       string        `json:"via,omitempty"`        // the channel a human answered on
+	Via       ask.Via       `json:"via,omitempty"`        // the channel a human answered on
 	Usage     fleet.Usage   `json:"usage"`                // what the answerer spent
 	Error     string        `json:"error,omitempty"`      // nobody could answer
 }
@@ -149,7 +150,7 @@ func (p prompter) Ask(ctx context.Context, req driver.PermissionRequest) (policy
 }
 
 // AskVia says which of the coordinator's channels answered.
-func (p prompter) AskVia(ctx context.Context, req driver.PermissionRequest) (policy.Answer, string, error) {
+func (p prompter) AskVia(ctx context.Context, req driver.PermissionRequest) (policy.Answer, ask.Via, error) {
 	a := Ask{Kind: AskPermission, Permission: &req, Workspace: policy.WorkspaceOf(ctx)}
 	if p.key != nil {
 		a.Key = p.key(req)

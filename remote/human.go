@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/policy"
 )
@@ -25,10 +26,6 @@ import (
 // only open ones; a restarted coordinator takes an answer given while none
 // ran). Only KV operations of NATS 2.9.
 const BucketHuman = "tai_human"
-
-// ViaSubmitter is the channel of the human who submitted the run and
-// follows it at a terminal, as a decision's "via".
-const ViaSubmitter = "submitter"
 
 // HumanState is where a human ask stands.
 type HumanState string
@@ -53,7 +50,7 @@ type HumanAsk struct {
 
 	Verdict policy.Answer `json:"verdict,omitempty"` // a permission's answer (the follower's, or the winner's when closed)
 	Answer  string        `json:"answer,omitempty"`  // a question's
-	Via     string        `json:"via,omitempty"`     // closed: the channel that answered first
+	Via     ask.Via       `json:"via,omitempty"`     // closed: the channel that answered first
 	Reason  string        `json:"reason,omitempty"`  // closed with no answer: why
 }
 
@@ -66,16 +63,24 @@ func withHumanKey(ctx context.Context, key string) context.Context {
 }
 
 // Submitter is the human following a hub-coordinated run, as a channel
-// of its coordinator's asks: a policy.Prompter (and ViaPrompter) for
-// permission asks, AskQuestion for questions. Asks reach it only from
-// the coordinator answering a worker's ask.
+// of its coordinator's ask races: Channel for permission asks, Questions
+// for questions. Asks reach it only from the coordinator answering a
+// worker's ask.
 type Submitter struct {
 	Bus *Bus
 	Run string
 }
 
-// Named is the submitter as a channel of a policy.Race.
-func (s Submitter) Named() policy.Named { return policy.Named{Name: ViaSubmitter, Prompter: s} }
+// Channel is the submitter as a channel of a permission race.
+func (s Submitter) Channel() policy.PermissionChannel { return policy.Channel(ask.ViaSubmitter, s) }
+
+// Questions is the submitter as a channel of a question's race.
+func (s Submitter) Questions() ask.QuestionChannel {
+	return ask.QuestionChannel{Via: ask.ViaSubmitter, Ask: func(ctx context.Context, q ask.Question) (string, ask.Via, error) {
+		text, err := s.AskQuestion(ctx, q.Task, q.Text)
+		return text, ask.ViaSubmitter, err
+	}}
+}
 
 // Ask implements policy.Prompter.
 func (s Submitter) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
@@ -84,19 +89,19 @@ func (s Submitter) Ask(ctx context.Context, req driver.PermissionRequest) (polic
 }
 
 // AskVia implements policy.ViaPrompter.
-func (s Submitter) AskVia(ctx context.Context, req driver.PermissionRequest) (policy.Answer, string, error) {
+func (s Submitter) AskVia(ctx context.Context, req driver.PermissionRequest) (policy.Answer, ask.Via, error) {
 	got, err := s.ask(ctx, HumanAsk{Kind: AskPermission, Permission: &req, Task: taskOf(ctx), Workspace: policy.WorkspaceOf(ctx)})
 	if err != nil {
 		return policy.DenyOnce, "", err
 	}
-	return got.Verdict, ViaSubmitter, nil
+	return got.Verdict, ask.ViaSubmitter, nil
 }
 
 // Where says where the submitter answers, for the decision's reason.
 func (Submitter) Where() string { return "at the submitter's terminal" }
 
 // AskQuestion puts a task's question to the submitter until it answers or
-// ctx ends (its cause a *policy.AnsweredElsewhere when another channel
+// ctx ends (its cause an *ask.AnsweredElsewhere when another channel
 // answered first).
 func (s Submitter) AskQuestion(ctx context.Context, task, q string) (string, error) {
 	got, err := s.ask(ctx, HumanAsk{Kind: AskQuestion, Task: task, Question: q})
@@ -176,15 +181,18 @@ func (s Submitter) ask(ctx context.Context, h HumanAsk) (HumanAsk, error) {
 	}
 }
 
-// close withdraws h, telling the follower who answered (cause is a
-// *policy.AnsweredElsewhere) or why not. It writes over a follower's
+// close withdraws h, telling the follower who answered (cause is an
+// *ask.AnsweredElsewhere) or why not. It writes over a follower's
 // answer that came too late: the race has its winner.
 func (s Submitter) close(ctx context.Context, key string, rev uint64, h HumanAsk, cause error) {
 	h.State = HumanClosed
-	var elsewhere *policy.AnsweredElsewhere
+	var elsewhere *ask.AnsweredElsewhere
 	switch {
 	case errors.As(cause, &elsewhere):
-		h.Via, h.Verdict = elsewhere.Via, elsewhere.Answer
+		h.Via = elsewhere.Via
+		if h.Kind == AskPermission {
+			h.Verdict, _, _ = policy.ElsewhereAnswer(cause)
+		}
 	case cause != nil:
 		h.Reason = cause.Error()
 	default:
@@ -211,7 +219,7 @@ func purgeHuman(ctx context.Context, b *Bus, run string) {
 }
 
 // HumanAnswerer is the human at the follower's terminal. Each call's ctx
-// ends when the ask is withdrawn, its cause a *policy.AnsweredElsewhere
+// ends when the ask is withdrawn, its cause an *ask.AnsweredElsewhere
 // when another channel answered first.
 type HumanAnswerer interface {
 	Permission(ctx context.Context, a HumanAsk) (policy.Answer, error)
@@ -223,13 +231,22 @@ type HumanAnswerer interface {
 func withdrawnBy(a HumanAsk) error {
 	switch {
 	case a.State == HumanAnswered: // at another following terminal
-		return &policy.AnsweredElsewhere{Via: ViaSubmitter, Answer: a.Verdict}
+		return elsewhereOf(a, ask.ViaSubmitter)
 	case a.State == HumanClosed && a.Via != "":
-		return &policy.AnsweredElsewhere{Via: a.Via, Answer: a.Verdict}
+		return elsewhereOf(a, a.Via)
 	case a.State == HumanClosed && a.Reason != "":
 		return errors.New(a.Reason)
 	}
 	return errors.New("the ask was withdrawn")
+}
+
+// elsewhereOf is the withdrawal of a, answered via via: what a race's
+// loser hears.
+func elsewhereOf(a HumanAsk, via ask.Via) *ask.AnsweredElsewhere {
+	if a.Kind == AskQuestion {
+		return &ask.AnsweredElsewhere{Via: via}
+	}
+	return &ask.AnsweredElsewhere{Via: via, Word: a.Verdict.Word(), Answer: a.Verdict}
 }
 
 // FollowAsks puts run's asks that wait for a human to h as they come

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
@@ -116,7 +117,7 @@ func TestSubmitterAnswersTheRunsAsks(t *testing.T) {
 	follow(t, b, "sub", human)
 	st, _ := coordinate(t, h.url, plan, "sub", func(o *CoordinatorOptions) {
 		sub := Submitter{Bus: o.Bus, Run: "sub"}
-		o.Prompter, o.AskHuman = sub.Named(), sub.AskQuestion
+		o.Prompter, o.AskHuman = sub, sub.AskQuestion
 	})
 	for _, id := range []string{"w", "paint"} {
 		if got := st.Tasks[id].Status; got != fleet.StatusMerged {
@@ -201,12 +202,12 @@ func TestSubmitterWithdrawsWhenAnotherChannelAnswers(t *testing.T) {
 	if a := <-human.asked; a.Task != "w" || a.Permission == nil || a.Permission.ToolCall.Title != "deploy" {
 		t.Fatalf("asked %+v", a)
 	}
-	cancel(&policy.AnsweredElsewhere{Via: policy.ViaDashboard, Answer: policy.AllowAlways})
+	cancel(&ask.AnsweredElsewhere{Via: ask.ViaDashboard, Word: policy.AllowAlways.Word(), Answer: policy.AllowAlways})
 	if err := <-got; !errors.Is(err, context.Canceled) {
 		t.Errorf("AskVia: %v", err)
 	}
-	var elsewhere *policy.AnsweredElsewhere
-	if cause := <-human.withdrawn; !errors.As(cause, &elsewhere) || elsewhere.Via != policy.ViaDashboard || elsewhere.Answer != policy.AllowAlways {
+	var elsewhere *ask.AnsweredElsewhere
+	if cause := <-human.withdrawn; !errors.As(cause, &elsewhere) || elsewhere.Via != ask.ViaDashboard || elsewhere.Answer != policy.AllowAlways {
 		t.Errorf("the follower's prompt was withdrawn with %v", cause)
 	}
 }
@@ -228,7 +229,7 @@ func TestFirstFollowerAnswerWins(t *testing.T) {
 	defer cancel(nil)
 	type res struct {
 		a   policy.Answer
-		via string
+		via ask.Via
 		err error
 	}
 	got := make(chan res, 1)
@@ -239,7 +240,7 @@ func TestFirstFollowerAnswerWins(t *testing.T) {
 	<-fast.asked
 	<-slow.asked // both terminals show it before the first answers
 	close(fast.release)
-	if r := <-got; r.err != nil || r.a != policy.DenyAlways || r.via != ViaSubmitter {
+	if r := <-got; r.err != nil || r.a != policy.DenyAlways || r.via != ask.ViaSubmitter {
 		t.Fatalf("AskVia: %v via %q, %v", r.a, r.via, r.err)
 	}
 	if cause := <-slow.withdrawn; cause == nil {
@@ -264,7 +265,7 @@ func TestSubmitterKeepsAnAnswerGivenMeanwhile(t *testing.T) {
 	ctx, cancel := askKeyCtx(key)
 	defer cancel(nil)
 	a, via, err := Submitter{Bus: b, Run: "re"}.AskVia(ctx, deploy)
-	if err != nil || a != policy.AllowAlways || via != ViaSubmitter {
+	if err != nil || a != policy.AllowAlways || via != ask.ViaSubmitter {
 		t.Fatalf("AskVia: %v via %q, %v", a, via, err)
 	}
 }

@@ -30,7 +30,7 @@ type auditSink struct {
 // not given. The decision's event then adds nothing, unless the driver
 // changed the decision meanwhile (a cancel), when it is written too.
 func (a *auditSink) decided(session string, d driver.PermissionDecision) error {
-	err := a.log.Append(audit.KindPermissionDecision, session, decisionEntry(&d))
+	err := a.log.AppendTask(audit.KindPermissionDecision, session, a.task, decisionEntry(&d))
 	if err != nil {
 		a.fail(err)
 		return err

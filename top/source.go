@@ -8,9 +8,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/feed"
-	"github.com/tai-dev/tai/policy"
 )
 
 // FeedSource reads the live feeds in Dir or, with Addr, the one feed a
@@ -69,13 +69,13 @@ func (s FeedSource) client(run string) (*feed.Client, error) {
 }
 
 // Answer answers through the run's feed, as the dashboard.
-func (s FeedSource) Answer(ctx context.Context, run, ask, answer string) error {
+func (s FeedSource) Answer(ctx context.Context, run, id, answer string) error {
 	c, err := s.client(run)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	return c.Answer(ctx, ask, answer, policy.ViaDashboard)
+	return c.Answer(ctx, id, answer, string(ask.ViaDashboard))
 }
 
 // AnswerQuestion answers through the run's feed, as the dashboard.
@@ -85,7 +85,7 @@ func (s FeedSource) AnswerQuestion(ctx context.Context, run, question, text stri
 		return err
 	}
 	defer c.Close()
-	return c.AnswerQuestion(ctx, question, text, policy.ViaDashboard)
+	return c.AnswerQuestion(ctx, question, text, string(ask.ViaDashboard))
 }
 
 // AnswerElicitation answers through the run's feed, as the dashboard.
@@ -95,7 +95,7 @@ func (s FeedSource) AnswerElicitation(ctx context.Context, run, id, action strin
 		return err
 	}
 	defer c.Close()
-	return c.AnswerElicitation(ctx, id, action, content, policy.ViaDashboard)
+	return c.AnswerElicitation(ctx, id, action, content, string(ask.ViaDashboard))
 }
 
 // Follow streams the session's transcript from the start of the run.

@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/feed"
-	"github.com/tai-dev/tai/policy"
 )
 
 // The answers take the feed's JSON bodies (cap.md §7) or the page's
@@ -27,8 +27,8 @@ func (s *Server) postAsk(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.act(w, r, func(ctx context.Context, c *feed.Client) error {
-		return c.Answer(ctx, r.PathValue("id"), body.Answer, policy.ViaWeb)
-	}, map[string]string{"id": r.PathValue("id"), "answer": body.Answer, "via": policy.ViaWeb})
+		return c.Answer(ctx, r.PathValue("id"), body.Answer, string(ask.ViaWeb))
+	}, map[string]string{"id": r.PathValue("id"), "answer": body.Answer, "via": string(ask.ViaWeb)})
 }
 
 func (s *Server) postQuestion(w http.ResponseWriter, r *http.Request) {
@@ -37,8 +37,8 @@ func (s *Server) postQuestion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.act(w, r, func(ctx context.Context, c *feed.Client) error {
-		return c.AnswerQuestion(ctx, r.PathValue("id"), body.Text, policy.ViaWeb)
-	}, map[string]string{"id": r.PathValue("id"), "via": policy.ViaWeb})
+		return c.AnswerQuestion(ctx, r.PathValue("id"), body.Text, string(ask.ViaWeb))
+	}, map[string]string{"id": r.PathValue("id"), "via": string(ask.ViaWeb)})
 }
 
 func (s *Server) postElicitation(w http.ResponseWriter, r *http.Request) {
@@ -63,16 +63,16 @@ func (s *Server) postElicitation(w http.ResponseWriter, r *http.Request) {
 				return &feed.StatusError{Code: http.StatusBadRequest, Msg: err.Error()}
 			}
 		}
-		return c.AnswerElicitation(ctx, id, body.Action, body.Content, policy.ViaWeb)
-	}, map[string]string{"id": id, "action": body.Action, "via": policy.ViaWeb})
+		return c.AnswerElicitation(ctx, id, body.Action, body.Content, string(ask.ViaWeb))
+	}, map[string]string{"id": id, "action": body.Action, "via": string(ask.ViaWeb)})
 }
 
 func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 	if !s.decode(w, r, &feed.CancelBody{}, nil) {
 		return
 	}
-	s.act(w, r, func(ctx context.Context, c *feed.Client) error { return c.Cancel(ctx, policy.ViaWeb) },
-		map[string]string{"cancelled": r.PathValue("run"), "via": policy.ViaWeb})
+	s.act(w, r, func(ctx context.Context, c *feed.Client) error { return c.Cancel(ctx, string(ask.ViaWeb)) },
+		map[string]string{"cancelled": r.PathValue("run"), "via": string(ask.ViaWeb)})
 }
 
 // errNoPause: pausing a fleet is not there yet (tai fleet pause).

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/feed"
-	"github.com/tai-dev/tai/policy"
 )
 
 const testToken = "0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -64,13 +64,13 @@ func (f *fixture) ask(t *testing.T, title string) <-chan [2]string {
 	t.Cleanup(cancel)
 	ch := f.feed.Channel()
 	go func() {
-		a, via, err := ch.Prompter.(policy.ViaPrompter).AskVia(ctx, driver.PermissionRequest{ID: "p1",
+		rep, via, err := ch.Ask(ctx, driver.PermissionRequest{ID: "p1",
 			ToolCall: driver.ToolCall{ID: "tc1", Title: title, Kind: driver.KindExecute, RawInput: []byte(`{"command":"rm -rf build"}`)}})
 		if err != nil {
 			out <- [2]string{"error", err.Error()}
 			return
 		}
-		out <- [2]string{fmt.Sprint(a), via}
+		out <- [2]string{fmt.Sprint(rep.Answer), string(via)}
 	}()
 	<-f.asks
 	return out
@@ -174,12 +174,12 @@ func TestTokenAndCSRF(t *testing.T) {
 	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || strings.Contains(loc, "note=") {
 		t.Fatalf("the answer: %d, to %s", resp.StatusCode, loc)
 	}
-	if got := <-answer; got[1] != policy.ViaWeb {
+	if got := <-answer; got[1] != string(ask.ViaWeb) {
 		t.Fatalf("answered %v, want via web", got)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.ans) != 1 || f.ans[0].Via != policy.ViaWeb || !strings.HasPrefix(f.ans[0].Client, "127.0.0.1:") || f.ans[0].Answer != "once" {
+	if len(f.ans) != 1 || f.ans[0].Via != ask.ViaWeb || !strings.HasPrefix(f.ans[0].Client, "127.0.0.1:") || f.ans[0].Answer != "once" {
 		t.Fatalf("the feed heard %+v", f.ans)
 	}
 }

@@ -1,8 +1,12 @@
-package policy
+// Package tty asks a person at a terminal: a permission request answered
+// by one key (y, a, n, d) in raw mode, and lines (a form's fields, a
+// fleet task's question) read from the same reader of the terminal. It is
+// the terminal channel of an ask race (package ask); policy decides and
+// never prompts.
+package tty
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,15 +17,17 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/safetext"
 	"github.com/tai-dev/tai/internal/ttyin"
+	"github.com/tai-dev/tai/policy"
 	"github.com/tai-dev/tai/render"
 )
 
-// TTYPrompter asks at a terminal: it shows the tool call (title, kind,
+// Prompter asks at a terminal: it shows the tool call (title, kind,
 // command, locations, diff) and reads one of allow once / allow always /
-// deny once / deny always. One TTYPrompter may serve several engines: it
+// deny once / deny always. One Prompter may serve several engines: it
 // shows one question at a time.
 //
 // On a terminal the question is answered by one key (y, a, n, d), read
@@ -30,7 +36,7 @@ import (
 // shared line stream) answers with a line: the key or its word (yes,
 // always, no, never). An answer that is not understood is asked again,
 // saying why.
-type TTYPrompter struct {
+type Prompter struct {
 	In  io.Reader // the terminal (/dev/tty), not stdin: stdin may hold the prompt
 	Out io.Writer // the terminal
 	// Shown, if set, reports whether the tool call's diff is already on
@@ -42,8 +48,8 @@ type TTYPrompter struct {
 	// line being typed instead of being written over it.
 	Hold func(ctx context.Context) (release func(), err error)
 
-	mu    sync.Mutex // one question on screen at a time
 	start sync.Once
+	turn  chan struct{} // one question on screen at a time; full while one is
 	in    *ttyin.Input
 }
 
@@ -51,8 +57,9 @@ type TTYPrompter struct {
 // editor reads the same), else the prompter's own. Either way one reader
 // reads the terminal, so a question abandoned by a cancel does not
 // swallow what is typed next.
-func (p *TTYPrompter) input() *ttyin.Input {
+func (p *Prompter) input() *ttyin.Input {
 	p.start.Do(func() {
+		p.turn = make(chan struct{}, 1)
 		if in, ok := p.In.(*ttyin.Input); ok {
 			p.in = in
 		} else {
@@ -62,8 +69,20 @@ func (p *TTYPrompter) input() *ttyin.Input {
 	return p.in
 }
 
+// take waits for the screen until ctx ends: a question withdrawn while it
+// waits (answered in tai top) goes at once, never shown.
+func (p *Prompter) take(ctx context.Context) (release func(), err error) {
+	p.input()
+	select {
+	case p.turn <- struct{}{}:
+		return func() { <-p.turn }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
 // rawFd is the terminal's descriptor when the input is one.
-func (p *TTYPrompter) rawFd() (int, bool) {
+func (p *Prompter) rawFd() (int, bool) {
 	fd, ok := p.input().Fd()
 	if !ok || !term.IsTerminal(int(fd)) {
 		return 0, false
@@ -71,54 +90,21 @@ func (p *TTYPrompter) rawFd() (int, bool) {
 	return int(fd), true
 }
 
-// askerKey carries who asks (fleet: the task) to the prompter.
-type askerKey struct{}
-
-// WithAsker names who a question is for ("task lint"), shown with it.
-func WithAsker(ctx context.Context, who string) context.Context {
-	if who == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, askerKey{}, who)
-}
-
-func askerOf(ctx context.Context) string {
-	s, _ := ctx.Value(askerKey{}).(string)
-	return s
-}
-
-// workspaceKey carries the asking engine's workspace to the prompter.
-type workspaceKey struct{}
-
-// WithWorkspace gives the workspace a question's paths are relative to,
-// for a prompter shared by engines with different ones (a fleet's tasks).
-func WithWorkspace(ctx context.Context, root string) context.Context {
-	if root == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, workspaceKey{}, root)
-}
-
-// WorkspaceOf is the workspace WithWorkspace gave, or "": a relay passes
-// it on with the question. The engine gives its own with every ask, so a
-// prompter's diffs name files from the asking task's workspace.
-func WorkspaceOf(ctx context.Context) string {
-	r, _ := ctx.Value(workspaceKey{}).(string)
-	return r
-}
-
 const choices = "  [y] allow once  [a] allow always  [n] deny once  [d] deny always > "
 
 // Ask shows the request and waits for an answer. A context that ends first
 // (the turn was cancelled) abandons the question.
-func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (Answer, error) {
+func (p *Prompter) Ask(ctx context.Context, req driver.PermissionRequest) (policy.Answer, error) {
 	in := p.input()
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	release, err := p.take(ctx)
+	if err != nil {
+		return policy.DenyOnce, err
+	}
+	defer release()
 	if p.Hold != nil {
 		release, err := p.Hold(ctx)
 		if err != nil {
-			return DenyOnce, err
+			return policy.DenyOnce, err
 		}
 		defer release()
 	}
@@ -145,16 +131,11 @@ func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (An
 		b, err := in.Next(ctx)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			in.Unread(b)
-			var elsewhere *AnsweredElsewhere
-			if errors.As(context.Cause(ctx), &elsewhere) {
-				fmt.Fprintf(out, "\n  (%s)\n", elsewhere.Error()) // another channel answered first
-			} else {
-				fmt.Fprintln(out, "\n  (cancelled)")
-			}
-			return DenyOnce, ctxErr
+			fmt.Fprintf(out, "\n  %s\n", ask.Note(ctx)) // another channel answered first, or the turn ended
+			return policy.DenyOnce, ctxErr
 		}
 		if err != nil {
-			return DenyOnce, fmt.Errorf("reading the answer: %w", err)
+			return policy.DenyOnce, fmt.Errorf("reading the answer: %w", err)
 		}
 		if raw {
 			ans, done, err := p.key(out, b, restore)
@@ -186,7 +167,7 @@ func (p *TTYPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (An
 
 // key handles keys typed in raw mode: the first answer key answers;
 // Ctrl-C interrupts tai as it would outside raw mode.
-func (p *TTYPrompter) key(out io.Writer, keys []byte, restore func()) (Answer, bool, error) {
+func (p *Prompter) key(out io.Writer, keys []byte, restore func()) (policy.Answer, bool, error) {
 	for _, k := range keys {
 		switch k {
 		case '\r', '\n', ' ':
@@ -195,13 +176,13 @@ func (p *TTYPrompter) key(out io.Writer, keys []byte, restore func()) (Answer, b
 			restore()
 			fmt.Fprintln(out, "^C")
 			_ = syscall.Kill(os.Getpid(), syscall.SIGINT)
-			return DenyOnce, true, fmt.Errorf("reading the answer: %w", context.Canceled)
+			return policy.DenyOnce, true, fmt.Errorf("reading the answer: %w", context.Canceled)
 		case 0x04: // Ctrl-D
 			fmt.Fprintln(out)
-			return DenyOnce, true, fmt.Errorf("reading the answer: %w", io.EOF)
+			return policy.DenyOnce, true, fmt.Errorf("reading the answer: %w", io.EOF)
 		}
 		if ans, ok := parseAnswer(strings.ToLower(string(rune(k)))); ok {
-			fmt.Fprintln(out, answerWord(ans))
+			fmt.Fprintln(out, ans.Word())
 			return ans, true, nil
 		}
 		shown := fmt.Sprintf("%q", string(rune(k)))
@@ -222,12 +203,12 @@ func discardTypeAhead(fd int, in *ttyin.Input) {
 	in.Discard()
 }
 
-func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
+func (p *Prompter) show(ctx context.Context, req driver.PermissionRequest) {
 	// Every string shown is the agent's: escaped, so that none can move
 	// the cursor, erase or reorder what is on the screen (render.SafeToolCall).
 	tc := render.SafeToolCall(req.ToolCall)
 	who := ""
-	if a := askerOf(ctx); a != "" {
+	if a := policy.AskerOf(ctx); a != "" {
 		who = "[" + safetext.Line(a) + "] "
 	}
 	verb := "asks to"
@@ -250,7 +231,7 @@ func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 	switch {
 	case hasCmd:
 		fmt.Fprintf(p.Out, "    \x1b[1m$ %s\x1b[0m\n", strings.ReplaceAll(cmd, "\n", "\n      "))
-	case normKind(string(req.ToolCall.Kind)) == kindExecute:
+	case strings.EqualFold(strings.TrimSpace(string(req.ToolCall.Kind)), string(driver.KindExecute)):
 		fmt.Fprintln(p.Out, "    \x1b[1m(command not given by the agent)\x1b[0m")
 	}
 	for _, l := range tc.Locations {
@@ -264,7 +245,7 @@ func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 			fmt.Fprintf(p.Out, "    (the diff of %s is shown above)\n", c.Path)
 			continue
 		}
-		lines, err := render.UnifiedDiff(c, WorkspaceOf(ctx))
+		lines, err := render.UnifiedDiff(c, policy.WorkspaceOf(ctx))
 		if err != nil {
 			fmt.Fprintf(p.Out, "    %s: %v\n", c.Path, err)
 			continue
@@ -288,30 +269,18 @@ func (p *TTYPrompter) show(ctx context.Context, req driver.PermissionRequest) {
 // maxPromptDiff bounds the diff a question shows.
 const maxPromptDiff = 40
 
-func parseAnswer(word string) (Answer, bool) {
+func parseAnswer(word string) (policy.Answer, bool) {
 	switch word {
 	case "y", "yes":
-		return AllowOnce, true
+		return policy.AllowOnce, true
 	case "a", "always":
-		return AllowAlways, true
+		return policy.AllowAlways, true
 	case "n", "no":
-		return DenyOnce, true
+		return policy.DenyOnce, true
 	case "d", "never":
-		return DenyAlways, true
+		return policy.DenyAlways, true
 	}
 	return 0, false
-}
-
-func answerWord(a Answer) string {
-	switch a {
-	case AllowOnce:
-		return "allow once"
-	case AllowAlways:
-		return "allow always"
-	case DenyAlways:
-		return "deny always"
-	}
-	return "deny once"
 }
 
 // crlf writes \n as \r\n, for a terminal in raw mode.

@@ -1,8 +1,10 @@
-package policy
+package tty
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/policy"
 )
 
 // ptyScreen is the terminal side of a real PTY: what the prompter wrote,
@@ -82,14 +85,14 @@ func (s *ptyScreen) typ(keys string) {
 // On a real terminal one key answers, without Enter; a key that is not an
 // answer is asked again, saying why; keys typed before the question do
 // not answer it; the asker is named; the terminal is left as it was.
-func TestTTYPrompterOneKeyInRawMode(t *testing.T) {
+func TestPrompterOneKeyInRawMode(t *testing.T) {
 	scr, tty := newPTY(t)
-	p := &TTYPrompter{In: tty, Out: tty}
+	p := &Prompter{In: tty, Out: tty}
 	old := "old line\n"
 	req := driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc", Kind: "edit", Title: "Edit a.go",
 		Content: []driver.ToolContent{{Type: "diff", Path: "/w/a.go", OldText: &old, NewText: "new line\n"}}}}
 	type result struct {
-		a   Answer
+		a   policy.Answer
 		err error
 	}
 	ask := func(ctx context.Context) chan result {
@@ -104,7 +107,7 @@ func TestTTYPrompterOneKeyInRawMode(t *testing.T) {
 	// A stray key typed before the question (echoed: the terminal has it).
 	scr.typ("y")
 	scr.waitFor("y")
-	ch := ask(WithAsker(context.Background(), "task lint"))
+	ch := ask(policy.WithAsker(context.Background(), "task lint"))
 	got := scr.waitFor("deny always > ")
 	for _, s := range []string{"? [task lint] The agent asks to Edit a.go", "-old line", "+new line", "@@ -1 +1 @@"} {
 		if !strings.Contains(got, s) {
@@ -119,7 +122,7 @@ func TestTTYPrompterOneKeyInRawMode(t *testing.T) {
 		t.Errorf("no reason for the re-prompt:\n%q", got)
 	}
 	scr.typ("a") // one key, no Enter
-	if r := <-ch; r.err != nil || r.a != AllowAlways {
+	if r := <-ch; r.err != nil || r.a != policy.AllowAlways {
 		t.Fatalf("got %v %v, want allow always (the stray y must not answer)", r.a, r.err)
 	}
 	scr.waitFor("allow always")
@@ -139,18 +142,18 @@ func TestTTYPrompterOneKeyInRawMode(t *testing.T) {
 		t.Errorf("diff repeated:\n%s", got)
 	}
 	scr.typ("n")
-	if r := <-ch; r.err != nil || r.a != DenyOnce {
+	if r := <-ch; r.err != nil || r.a != policy.DenyOnce {
 		t.Fatalf("got %v %v, want deny once", r.a, r.err)
 	}
 }
 
 // Line input (not a terminal): the key or its word, then Enter; what is
 // not understood is asked again, saying why.
-func TestTTYPrompterLinesSayWhy(t *testing.T) {
+func TestPrompterLinesSayWhy(t *testing.T) {
 	var out strings.Builder
-	p := &TTYPrompter{In: strings.NewReader("huh?\n\nalways\n"), Out: &out}
+	p := &Prompter{In: strings.NewReader("huh?\n\nalways\n"), Out: &out}
 	a, err := p.Ask(context.Background(), driver.PermissionRequest{ToolCall: driver.ToolCall{Title: "deploy"}})
-	if err != nil || a != AllowAlways {
+	if err != nil || a != policy.AllowAlways {
 		t.Fatalf("got %v %v", a, err)
 	}
 	for _, s := range []string{`"huh?" is not an answer: type y, a, n or d`, "(no answer: type y, a, n or d, then Enter)"} {
@@ -163,32 +166,11 @@ func TestTTYPrompterLinesSayWhy(t *testing.T) {
 	}
 }
 
-type askerSeen struct{ who []string }
-
-func (a *askerSeen) Ask(ctx context.Context, _ driver.PermissionRequest) (Answer, error) {
-	a.who = append(a.who, askerOf(ctx))
-	return AllowOnce, nil
-}
-
-// An engine that shares its prompter (a fleet's tasks) names whose
-// question it is.
-func TestEngineNamesTheAsker(t *testing.T) {
-	ws, home := testWS(t)
-	p := &askerSeen{}
-	e := engine(t, Config{}, Flags{Approve: "ask"}, Options{Workspace: ws, Home: home, Prompter: p, Asker: "task lint"})
-	if d, err := e.Decide(context.Background(), execReq("make")); err != nil || d.DecidedBy != driver.ByHuman {
-		t.Fatalf("%+v %v", d, err)
-	}
-	if len(p.who) != 1 || p.who[0] != "task lint" {
-		t.Fatalf("asker %q", p.who)
-	}
-}
-
 // The question shows what the request would run, as tai would run it, and
 // no string of the agent's can act on the terminal: a title that erases
 // itself and the command after it shows the escapes, and the command
 // from the raw input is always on screen.
-func TestTTYPrompterShowsWhatRuns(t *testing.T) {
+func TestPrompterShowsWhatRuns(t *testing.T) {
 	for _, tt := range []struct {
 		name  string
 		tc    driver.ToolCall
@@ -221,8 +203,8 @@ func TestTTYPrompterShowsWhatRuns(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var out strings.Builder
-			p := &TTYPrompter{In: strings.NewReader("n\n"), Out: &out}
-			if a, err := p.Ask(context.Background(), driver.PermissionRequest{ToolCall: tt.tc}); err != nil || a != DenyOnce {
+			p := &Prompter{In: strings.NewReader("n\n"), Out: &out}
+			if a, err := p.Ask(context.Background(), driver.PermissionRequest{ToolCall: tt.tc}); err != nil || a != policy.DenyOnce {
 				t.Fatalf("got %v %v", a, err)
 			}
 			screen := out.String()
@@ -254,11 +236,11 @@ func TestTTYPrompterShowsWhatRuns(t *testing.T) {
 func TestSharedPrompterDiffRelativeToEachWorkspace(t *testing.T) {
 	root := t.TempDir()
 	var out strings.Builder
-	p := &TTYPrompter{In: strings.NewReader("n\nn\n"), Out: &out} // shared: each ask carries its workspace
-	mem := NewMemory(ScopeRun)
+	p := &Prompter{In: strings.NewReader("n\nn\n"), Out: &out} // shared: each ask carries its workspace
+	mem := policy.NewMemory(policy.ScopeRun)
 	for _, task := range []string{"lint", "docs"} {
 		ws := filepath.Join(root, "wt", task)
-		e, err := NewEngine(Config{Mode: Ask}, Options{Workspace: ws, Home: filepath.Join(root, "home"), Prompter: p, Asker: "task " + task, Memory: mem})
+		e, err := policy.NewEngine(policy.Config{Mode: policy.Ask}, policy.Options{Workspace: ws, Home: filepath.Join(root, "home"), Prompter: p, Asker: "task " + task, Memory: mem})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,10 +263,10 @@ func TestSharedPrompterDiffRelativeToEachWorkspace(t *testing.T) {
 
 // A question whose terminal is held (chat: a line is being typed) writes
 // nothing until it has it, and gives up with its context.
-func TestTTYPrompterWaitsForHold(t *testing.T) {
+func TestPrompterWaitsForHold(t *testing.T) {
 	var out strings.Builder
 	wait := make(chan struct{})
-	p := &TTYPrompter{In: strings.NewReader("y\n"), Out: &out, Hold: func(ctx context.Context) (func(), error) {
+	p := &Prompter{In: strings.NewReader("y\n"), Out: &out, Hold: func(ctx context.Context) (func(), error) {
 		close(wait)
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -292,10 +274,145 @@ func TestTTYPrompterWaitsForHold(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-wait; cancel() }()
 	a, err := p.Ask(ctx, driver.PermissionRequest{ToolCall: driver.ToolCall{Title: "Deploy", Kind: "other"}})
-	if !errors.Is(err, context.Canceled) || a != DenyOnce {
+	if !errors.Is(err, context.Canceled) || a != policy.DenyOnce {
 		t.Fatalf("got %v %v, want deny once and the context's end", a, err)
 	}
 	if out.Len() != 0 {
 		t.Fatalf("written while the terminal was held: %q", out.String())
+	}
+}
+
+func TestPrompter(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &Prompter{In: inR, Out: outW}
+	old := "old line"
+	req := driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc", Kind: "execute", Title: "Run tests",
+		RawInput:  json.RawMessage(`{"command":"go test ./..."}`),
+		Locations: []driver.Location{{Path: "/w/a.go"}},
+		Content:   []driver.ToolContent{{Type: "diff", Path: "/w/a.go", OldText: &old, NewText: "new line"}}}}
+
+	// Read the screen in the background; it holds everything written so far.
+	screen := make(chan string, 100)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := outR.Read(buf)
+			if n > 0 {
+				screen <- string(buf[:n])
+			}
+			if err != nil {
+				close(screen)
+				return
+			}
+		}
+	}()
+	// waitFor returns the screen from the start of a new question to s.
+	waitFor := func(s string) string {
+		t.Helper()
+		var seen strings.Builder
+		deadline := time.After(5 * time.Second)
+		for {
+			if i := strings.LastIndex(seen.String(), "The agent asks to"); i >= 0 && strings.Contains(seen.String()[i:], s) {
+				return seen.String()[i:]
+			}
+			select {
+			case chunk := <-screen:
+				seen.WriteString(chunk)
+			case <-deadline:
+				t.Fatalf("screen never showed %q; got %q", s, seen.String())
+			}
+		}
+	}
+	type result struct {
+		a   policy.Answer
+		err error
+	}
+	ask := func(ctx context.Context) chan result {
+		ch := make(chan result, 1)
+		go func() {
+			a, err := p.Ask(ctx, req)
+			ch <- result{a, err}
+		}()
+		return ch
+	}
+
+	for _, tt := range []struct {
+		typed string
+		want  policy.Answer
+	}{{"y\n", policy.AllowOnce}, {"always\n", policy.AllowAlways}, {"huh?\nn\n", policy.DenyOnce}, {"D\n", policy.DenyAlways}} {
+		ch := ask(context.Background())
+		got := waitFor("deny always > ")
+		for _, s := range []string{"Run tests", "[execute]", "$ go test ./...", "/w/a.go", "-old line", "+new line"} {
+			if !strings.Contains(got, s) {
+				t.Errorf("prompt lacks %q: %q", s, got)
+			}
+		}
+		if _, err := io.WriteString(inW, tt.typed); err != nil {
+			t.Fatal(err)
+		}
+		r := <-ch
+		if r.err != nil || r.a != tt.want {
+			t.Fatalf("typed %q: got %v, %v; want %v", tt.typed, r.a, r.err, tt.want)
+		}
+	}
+
+	// A cancelled question does not swallow the answer to the next one.
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := ask(ctx)
+	waitFor("deny always > ")
+	cancel()
+	if r := <-ch; !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("cancelled ask: %v", r.err)
+	}
+	ch = ask(context.Background())
+	waitFor("deny always > ")
+	io.WriteString(inW, "a\n")
+	if r := <-ch; r.err != nil || r.a != policy.AllowAlways {
+		t.Fatalf("after a cancel: %v %v", r.a, r.err)
+	}
+
+	// The engine with the TTY: the human's answer, remembered.
+	root := t.TempDir()
+	e, err := policy.NewEngine(policy.Config{Mode: policy.Ask}, policy.Options{Workspace: filepath.Join(root, "ws"), Home: filepath.Join(root, "home"), Prompter: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	makeReq := driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{ID: "tc", Kind: driver.KindExecute, Title: "Run a command",
+		RawInput: json.RawMessage(`{"command":"make"}`)}, Options: []driver.PermissionOption{{ID: "allow", Kind: "allow_once"}, {ID: "reject", Kind: "reject_once"}}}
+	dch := make(chan driver.PermissionDecision, 1)
+	go func() {
+		d, _ := e.Decide(context.Background(), makeReq)
+		dch <- d
+	}()
+	waitFor("deny always > ")
+	io.WriteString(inW, "a\n")
+	if d := <-dch; d.Verdict != driver.VerdictAllow || d.DecidedBy != driver.ByHuman || !strings.Contains(d.Reason, `remembered for the session as "execute:make"`) {
+		t.Fatalf("decision %+v", d)
+	}
+	if d, err := e.Decide(context.Background(), makeReq); err != nil || d.Verdict != driver.VerdictAllow || d.DecidedBy != driver.ByRemembered {
+		t.Fatalf("the remembered decision %+v %v", d, err)
+	}
+
+	// The terminal closes: the question fails, nothing hangs.
+	inW.Close()
+	if _, err := p.Ask(context.Background(), req); err == nil {
+		t.Fatal("ask on a closed terminal succeeded")
+	}
+	outW.Close()
+}
+
+// A request tai made up for a call the agent made without asking says so.
+func TestPrompterUnrequested(t *testing.T) {
+	var out strings.Builder
+	p := &Prompter{In: strings.NewReader("n\n"), Out: &out}
+	req := driver.PermissionRequest{ID: "tai-1", Unrequested: true, ToolCall: driver.ToolCall{Kind: "edit", Title: "Write /w/a.go",
+		Locations: []driver.Location{{Path: "/w/a.go"}}}}
+	a, err := p.Ask(context.Background(), req)
+	if err != nil || a != policy.DenyOnce {
+		t.Fatalf("got %v, %v", a, err)
+	}
+	if !strings.Contains(out.String(), "The agent did not ask, but wants tai to Write /w/a.go") {
+		t.Fatalf("prompt %q", out.String())
 	}
 }

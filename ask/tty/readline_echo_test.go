@@ -1,4 +1,4 @@
-package policy
+package tty
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestReadLineSecretPromptAfterEchoOff(t *testing.T) {
 	defer ptm.Close()
 	defer tty.Close()
 	probe := &testutil.EchoProbe{FD: int(tty.Fd()), Marker: "token> "}
-	p := &TTYPrompter{In: tty, Out: probe}
+	p := &Prompter{In: tty, Out: probe}
 	go func() { _, _ = ptm.Write([]byte("s3cret\r")) }()
 	go func() { _, _ = io.Copy(io.Discard, ptm) }() // what the terminal shows
 	s, err := p.ReadLine(context.Background(), "token> ", true)

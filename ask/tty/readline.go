@@ -1,4 +1,4 @@
-package policy
+package tty
 
 import (
 	"bytes"
@@ -21,10 +21,13 @@ import (
 // question on screen to be answered first. The prompt is written only
 // then, and for a secret after raw mode is on: keys typed the moment the
 // prompt shows are not echoed.
-func (p *TTYPrompter) ReadLine(ctx context.Context, prompt string, secret bool) (string, error) {
+func (p *Prompter) ReadLine(ctx context.Context, prompt string, secret bool) (string, error) {
 	in := p.input()
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	release, err := p.take(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer release()
 	var restore func()
 	if fd, ok := p.rawFd(); ok && secret {
 		if st, err := term.MakeRaw(fd); err == nil {

@@ -1,4 +1,4 @@
-package policy
+package tty
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/policy"
 )
 
 // The terminal's form reads its lines through the prompter: after an ask,
@@ -14,10 +15,10 @@ import (
 func TestReadLineSharesTheTerminal(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	p := &TTYPrompter{In: pr, Out: io.Discard}
+	p := &Prompter{In: pr, Out: io.Discard}
 	go func() { _, _ = io.WriteString(pw, "y\nprod\n") }()
 	a, err := p.Ask(context.Background(), driver.PermissionRequest{ID: "1", ToolCall: driver.ToolCall{Title: "deploy"}})
-	if err != nil || a != AllowOnce {
+	if err != nil || a != policy.AllowOnce {
 		t.Fatalf("ask: %v, %v", a, err)
 	}
 	if s, err := p.ReadLine(context.Background(), "", false); err != nil || s != "prod" {

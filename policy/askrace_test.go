@@ -2,11 +2,10 @@ package policy
 
 import (
 	"context"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
 )
 
@@ -37,82 +36,17 @@ func (c *chanPrompter) Ask(ctx context.Context, req driver.PermissionRequest) (A
 	}
 }
 
-func TestRaceFirstChannelWins(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		winner int
-		answer Answer
-	}{
-		{"terminal first", 0, AllowOnce},
-		{"dashboard first", 1, DenyAlways},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			term, dash := newChanPrompter(), newChanPrompter()
-			chans := []*chanPrompter{term, dash}
-			r := Race{{ViaTerminal, term}, {ViaDashboard, dash}}
-			done := make(chan struct{})
-			var got Answer
-			var via string
-			var err error
-			go func() {
-				defer close(done)
-				got, via, err = r.AskVia(context.Background(), driver.PermissionRequest{ID: "1"})
-			}()
-			<-term.asked
-			<-dash.asked
-			chans[tc.winner].answer <- tc.answer
-			<-done
-			if err != nil || got != tc.answer || via != r[tc.winner].Name {
-				t.Fatalf("got %v via %q, %v; want %v via %q", got, via, err, tc.answer, r[tc.winner].Name)
-			}
-			loser := chans[1-tc.winner]
-			var ae *AnsweredElsewhere
-			if cause := <-loser.ended; !errors.As(cause, &ae) || ae.Via != r[tc.winner].Name || ae.Answer != tc.answer {
-				t.Fatalf("the loser saw %v, want answered via %s", cause, r[tc.winner].Name)
-			}
-		})
-	}
-}
-
-func TestRaceFailingChannelEndsIt(t *testing.T) {
-	term, dash := newChanPrompter(), newChanPrompter()
-	term.err = io.EOF
-	_, via, err := Race{{ViaTerminal, term}, {ViaDashboard, dash}}.AskVia(context.Background(), driver.PermissionRequest{})
-	if !errors.Is(err, io.EOF) || via != ViaTerminal {
-		t.Fatalf("got via %q, %v; want the terminal's EOF", via, err)
-	}
-	if cause := <-dash.ended; cause == nil {
-		t.Fatal("the dashboard's question was not withdrawn")
-	}
-}
-
-func TestRaceCancelled(t *testing.T) {
-	term, dash := newChanPrompter(), newChanPrompter()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() {
-		_, _, err := Race{{ViaTerminal, term}, {ViaDashboard, dash}}.AskVia(ctx, driver.PermissionRequest{})
-		done <- err
-	}()
-	<-term.asked
-	<-dash.asked
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("got %v, want cancelled", err)
-	}
-}
-
 // The engine records the channel: decided_by human, via dashboard.
 func TestEngineRecordsVia(t *testing.T) {
 	dash := newChanPrompter()
 	term := newChanPrompter()
-	e := New(Ask, NonInteractiveDeny, Race{{ViaTerminal, term}, {ViaDashboard, dash}})
+	e := New(Ask, NonInteractiveDeny, Race(Channel(ask.ViaTerminal, term), Channel(ask.ViaDashboard, dash)))
 	done := decideWrite(t, e)
 	<-term.asked
 	<-dash.asked
 	dash.answer <- AllowOnce
 	d := <-done
-	if d.DecidedBy != driver.ByHuman || d.Via != ViaDashboard || d.Verdict != driver.VerdictAllow || !strings.Contains(d.Reason, "via dashboard") {
+	if d.DecidedBy != driver.ByHuman || d.Via != string(ask.ViaDashboard) || d.Verdict != driver.VerdictAllow || !strings.Contains(d.Reason, "via dashboard") {
 		t.Fatalf("decision %+v", d)
 	}
 }
@@ -124,14 +58,14 @@ func TestAnswererRace(t *testing.T) {
 		name    string
 		parent  bool
 		wantBy  driver.Provenance
-		wantVia string
+		wantVia ask.Via
 	}{
 		{"parent answers", true, driver.ByAnswerer, ""},
-		{"dashboard answers", false, driver.ByHuman, ViaDashboard},
+		{"dashboard answers", false, driver.ByHuman, ask.ViaDashboard},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			parent, dash := newChanPrompter(), newChanPrompter()
-			e, err := NewEngine(Config{Mode: Ask, NonInteractive: NonInteractiveDeny}, Options{Answerer: Race{{ViaParent, parent}, {ViaDashboard, dash}}})
+			e, err := NewEngine(Config{Mode: Ask, NonInteractive: NonInteractiveDeny}, Options{Answerer: Race(Channel(ask.ViaParent, parent), Channel(ask.ViaDashboard, dash))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +78,7 @@ func TestAnswererRace(t *testing.T) {
 				dash.answer <- AllowOnce
 			}
 			d := <-done
-			if d.DecidedBy != tc.wantBy || d.Via != tc.wantVia || d.Verdict != driver.VerdictAllow {
+			if d.DecidedBy != tc.wantBy || ask.Via(d.Via) != tc.wantVia || d.Verdict != driver.VerdictAllow {
 				t.Fatalf("decision %+v", d)
 			}
 		})
@@ -177,17 +111,17 @@ func TestEditorRace(t *testing.T) {
 		editor     bool
 		rel        *Relayed
 		wantBy     driver.Provenance
-		wantVia    string
+		wantVia    ask.Via
 		wantReason string
 	}{
-		{"editor answers", true, nil, driver.ByHuman, ViaEditor, "answered in the editor"},
-		{"a tai editor relays", true, &Relayed{By: "rule:r1", Reason: "rule r1 allows"}, ByRelayed("rule:r1"), ViaEditor, "decided in the editor by rule:r1"},
-		{"dashboard answers", false, nil, driver.ByHuman, ViaDashboard, "answered via dashboard"},
+		{"editor answers", true, nil, driver.ByHuman, ask.ViaEditor, "answered in the editor"},
+		{"a tai editor relays", true, &Relayed{By: "rule:r1", Reason: "rule r1 allows"}, ByRelayed("rule:r1"), ask.ViaEditor, "decided in the editor by rule:r1"},
+		{"dashboard answers", false, nil, driver.ByHuman, ask.ViaDashboard, "answered via dashboard"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ed := relayingEditor{newChanPrompter(), tc.rel}
 			dash := newChanPrompter()
-			e := New(Ask, NonInteractiveDeny, Race{{ViaEditor, ed}, {ViaDashboard, dash}})
+			e := New(Ask, NonInteractiveDeny, Race(Channel(ask.ViaEditor, ed), Channel(ask.ViaDashboard, dash)))
 			done := decideWrite(t, e)
 			<-ed.asked
 			<-dash.asked
@@ -197,7 +131,7 @@ func TestEditorRace(t *testing.T) {
 				dash.answer <- AllowOnce
 			}
 			d := <-done
-			if d.DecidedBy != tc.wantBy || d.Via != tc.wantVia || d.Verdict != driver.VerdictAllow || !strings.Contains(d.Reason, tc.wantReason) {
+			if d.DecidedBy != tc.wantBy || ask.Via(d.Via) != tc.wantVia || d.Verdict != driver.VerdictAllow || !strings.Contains(d.Reason, tc.wantReason) {
 				t.Fatalf("decision %+v", d)
 			}
 		})
