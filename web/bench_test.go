@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
-	"github.com/tai-dev/tai/policy"
 )
 
 // benchFixture is newFixture for a benchmark: a live feed, the page over
@@ -53,12 +53,13 @@ func report(b *testing.B, what string, ds []time.Duration) {
 func (f *fixture) askAsync(ctx context.Context) <-chan string {
 	out := make(chan string, 1)
 	go func() {
-		_, via, err := f.feed.Channel().Prompter.(policy.ViaPrompter).AskVia(ctx, driver.PermissionRequest{ID: "p",
+		_, via, err := f.feed.Channel().Ask(ctx, driver.PermissionRequest{ID: "p",
 			ToolCall: driver.ToolCall{ID: "tc", Title: "deploy", Kind: driver.KindExecute, RawInput: []byte(`{"command":"make deploy"}`)}})
 		if err != nil {
-			via = err.Error()
+			out <- err.Error()
+			return
 		}
-		out <- via
+		out <- string(via)
 	}()
 	return out
 }
@@ -116,7 +117,7 @@ func BenchmarkClickToAnswer(b *testing.B) {
 			b.Fatal(err)
 		}
 		resp.Body.Close()
-		if via := <-done; via != policy.ViaWeb {
+		if via := <-done; via != string(ask.ViaWeb) {
 			b.Fatalf("answered %q", via)
 		}
 		ds = append(ds, time.Since(start))
