@@ -534,6 +534,7 @@ func NewCmdCompare(std IO, g *Globals) *cobra.Command {
 	fl.IntVarP(&cf.Fleet.Concurrency, "concurrency", "j", 0, "candidates at a time (default 4)")
 	fl.StringVarP(&cf.Fleet.Output, "output", "o", "text", "output: text (a table) | json (one document)")
 	fl.StringVar(&cf.Fleet.JUnit, "junit", "", "write a JUnit XML report here: one case per candidate")
+	cf.Fleet.NATS.addFlags(fl, "a NATS server with JetStream (nats://host:4222): tai workers there run the candidates, each on one that has its agent")
 	addTaskSandbox(fl, &cf.Fleet.Sandbox)
 	addSandboxWrite(fl, &cf.Fleet.SandboxWrite)
 	c.AddCommand(newCmdComparePick(std, g), newCmdCompareHistory(std))

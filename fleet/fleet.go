@@ -305,6 +305,15 @@ func (f *fleet) open(ctx context.Context, op Opener) error {
 		return err
 	}
 	f.plan, f.wt, f.st.st = opened.Plan, opened.Repo, opened.State
+	// The plan copy here too, as a local run has: tai compare pick works
+	// from this host's copy of the run.
+	b, err := marshalPlan(f.plan)
+	if err == nil {
+		err = worktree.WriteFileAtomic(filepath.Join(f.o.Dir, "plan.yaml"), b, 0o600)
+	}
+	if err != nil {
+		f.log.Warn("the plan copy (tai compare pick needs it)", "err", err)
+	}
 	f.settle()
 	return f.st.update(func(*State) {})
 }

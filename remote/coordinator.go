@@ -772,8 +772,36 @@ func (c *coordinator) Run(ctx context.Context, r *fleet.TaskRun) fleet.Usage {
 	})
 	if accepted.State != LeaseAccepted {
 		c.emit(fleet.EventFailed, t.ID, accepted.Reason, nil)
+	} else if !t.Merges(c.plan) {
+		// Kept, not merged (a compare's candidate): its work comes home on
+		// its branch, where the engine scores it and a pick takes it.
+		if err := c.keep(ctx, t.ID, accepted); err != nil {
+			c.setTask(t.ID, func(x *fleet.TaskState) {
+				x.Status, x.Reason, x.ExitCode = fleet.StatusFailed, "bringing its work home: "+err.Error(), int(exitcode.AgentError)
+			})
+			c.emit(fleet.EventFailed, t.ID, "bringing its work home: "+err.Error(), nil)
+		}
 	}
 	return accepted.Usage
+}
+
+// keep puts an accepted attempt that is not merged on the task's branch
+// here, with its change against its base.
+func (c *coordinator) keep(ctx context.Context, id string, l Lease) error {
+	if l.Base == "" || l.Head == "" {
+		return fmt.Errorf("attempt %d's result names no base or head commit", l.Attempt)
+	}
+	branch := worktree.Branch(c.o.RunID, id)
+	c.dropStaleRefLock(branch)
+	if err := c.wt.SetBranch(ctx, branch, l.Head); err != nil {
+		return err
+	}
+	d, err := c.diffStat(ctx, l.Base+".."+l.Head)
+	if err != nil {
+		return err
+	}
+	c.setTask(id, func(x *fleet.TaskState) { x.Branch, x.Base, x.Diff = branch, l.Base, &d })
+	return nil
 }
 
 // offer puts the task on the queue, its lease first (so a worker finds
