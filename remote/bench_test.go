@@ -114,7 +114,7 @@ func BenchmarkNoopTasks(b *testing.B) {
 					b.Fatal(err)
 				}
 				t0 := time.Now()
-				st, err := fleet.Run(context.Background(), fleet.Options{Plan: plan, RunID: fmt.Sprintf("bench%d", i), Dir: b.TempDir(), Concurrency: n, Audit: log, Exe: exe})
+				st, err := fleet.Run(context.Background(), fleet.Options{Plan: plan, Repo: plan.Dir, RunID: fmt.Sprintf("bench%d", i), Dir: b.TempDir(), Concurrency: n, Audit: log, Exe: exe})
 				total += time.Since(t0)
 				_ = log.Close()
 				if err != nil || st.ExitCode != 0 {
