@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -189,5 +190,51 @@ func TestConfinedPeerRefused(t *testing.T) {
 	resp := f.do(t, "GET", "/?token="+testToken, nil, nil)
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("a sandboxed peer with the token: %d, want 403", resp.StatusCode)
+	}
+}
+
+func TestFormContent(t *testing.T) {
+	one, five := 1.0, 5.0
+	req := driver.ElicitationRequest{Mode: driver.ElicitForm, Fields: []driver.ElicitField{
+		{Name: "db", Type: "string", Enum: []string{"dev", "prod"}},
+		{Name: "n", Type: "integer", Minimum: &one, Maximum: &five},
+		{Name: "ratio", Type: "number"},
+		{Name: "ok", Type: "boolean"},
+		{Name: "tags", Type: "array", Enum: []string{"a", "b"}},
+		{Name: "note", Type: "string"},
+	}}
+	for _, c := range []struct {
+		name string
+		form url.Values
+		want string
+		err  string
+	}{
+		{"typed", url.Values{"f.db": {"prod"}, "f.n": {"3"}, "f.ratio": {"0.5"}, "f.ok": {"true"}, "f.tags": {"a", "b"}, "f.note": {" x "}},
+			`{"db":"prod","n":3,"note":" x ","ok":true,"ratio":0.5,"tags":["a","b"]}`, ""},
+		{"empty fields left to the feed's defaults", url.Values{}, `{"ok":false}`, ""},
+		{"not a whole number", url.Values{"f.n": {"2.5"}}, "", "not a whole number"},
+		{"not a number", url.Values{"f.ratio": {"half"}}, "", "not a number"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := formContent(req, c.form)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				return
+			}
+			b, _ := json.Marshal(got)
+			if err != nil || string(b) != c.want {
+				t.Fatalf("got %s (%v), want %s", b, err, c.want)
+			}
+		})
+	}
+}
+
+func TestPauseNotAvailable(t *testing.T) {
+	f := newFixture(t, notConfined)
+	resp := f.do(t, "POST", "/api/runs/r1/pause", nil, map[string]string{"Authorization": "Bearer " + testToken})
+	if resp.StatusCode != http.StatusNotImplemented {
+		t.Fatalf("pause: %d, want 501", resp.StatusCode)
 	}
 }
