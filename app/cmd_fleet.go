@@ -111,7 +111,7 @@ func NewCmdFleet(std IO, g *Globals) *cobra.Command {
 	parent := &cobra.Command{Use: "fleet", Short: "Run a plan of agent tasks in git worktrees, under one budget"}
 	parent.Example = "  tai fleet plan \"add a LICENSE\"   # draft a plan\n  tai fleet run plan.yaml\n  tai fleet status"
 	parent.AddCommand(NewCmdFleetRun(std, g, nil), NewCmdFleetResume(std, g, nil), newCmdFleetStatus(std), newCmdFleetPlan(std),
-		newCmdFleetList(std), newCmdFleetLogs(std))
+		newCmdFleetList(std), newCmdFleetLogs(std), newCmdFleetPause(std))
 	return parent
 }
 
@@ -127,7 +127,8 @@ func NewCmdFleetRun(std IO, g *Globals, runF FleetFunc) *cobra.Command {
 		Long: "Run a plan's tasks as a DAG, each with its agent in its own git worktree (branch tai/RUN/TASK),\n" +
 			"at most --concurrency at a time, under the plan's budget. Finished branches are rebased and\n" +
 			"fast-forwarded into the plan's target branch one at a time, never through your checkout.\n" +
-			"Exit 0 if every task merged; 1 a task failed; 6 a budget ran out; 7 a merge conflict; 130 interrupted.",
+			"A task at its account's usage limit parks the account's tasks until the reset (the plan's quota: bounds it).\n" +
+			"Exit 0 if every task merged; 1 a task failed; 6 a budget ran out; 7 a merge conflict; 75 parked; 130 interrupted.",
 		Example: "  tai fleet run plan.yaml\n  tai fleet run -j 8 --output json --junit fleet.xml plan.yaml",
 		Args:    oneArg("fleet run", "a plan file: tai fleet run PLAN.yaml (tai fleet plan \"GOAL\" drafts one)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -151,8 +152,11 @@ func NewCmdFleetResume(std IO, g *Globals, runF FleetFunc) *cobra.Command {
 	var f FleetFlags
 	c := &cobra.Command{
 		Use:   "resume [flags] RUN",
-		Short: "Continue an interrupted fleet run without redoing finished tasks",
-		Args:  oneArg("fleet resume", "the run to resume: tai fleet resume RUN (tai fleet list shows the runs)"),
+		Short: "Continue an interrupted fleet run without redoing finished tasks; release a running one's parks",
+		Long: "Continue an interrupted (or parked) fleet run without redoing finished tasks: parked tasks resume\n" +
+			"their own sessions, and an account parked at a usage limit keeps its reset time. Of a run that is\n" +
+			"running, it releases every park now (after tai fleet pause, or a limit you know has reset).",
+		Args: oneArg("fleet resume", "the run to resume: tai fleet resume RUN (tai fleet list shows the runs)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Verbose = g.Verbose
 			return runF(cmd.Context(), f, args[0], std)

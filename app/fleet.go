@@ -52,6 +52,17 @@ func FleetRun(ctx context.Context, f FleetFlags, planPath string, std IO) error 
 
 // FleetResume runs `tai fleet resume RUN`.
 func FleetResume(ctx context.Context, f FleetFlags, run string, std IO) error {
+	if f.NATS.URL == "" {
+		// A run that is running is released by hand: its parks end now.
+		sent, err := sendHand(run, fleet.HandResume)
+		if err != nil {
+			return exitcode.With(exitcode.Usage, err)
+		}
+		if sent {
+			fmt.Fprintf(std.Out, "fleet run %s: its parked tasks resume now\n", run)
+			return nil
+		}
+	}
 	return runFleet(ctx, f, fleet.Options{RunID: run, Resume: true, Command: "tai fleet resume " + run}, std)
 }
 
@@ -144,6 +155,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	if f.NATS.URL != "" {
 		st, err = runRemote(ctx, f, o, log, std)
 	} else {
+		defer listenHands(&o)()
 		st, err = fleet.Run(ctx, o)
 	}
 	if err != nil {
@@ -686,6 +698,10 @@ func waitsFor(e fleet.Event) (string, bool) {
 		return "budget", true
 	case "conflict":
 		return "conflict", true
+	case "parked", "resumed":
+		if e.Task == "" { // the account's, once for all its tasks
+			return string(e.Kind), true
+		}
 	}
 	return "", false
 }

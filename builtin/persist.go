@@ -24,6 +24,7 @@ type savedSession struct {
 	Title     string       `json:"title,omitempty"`
 	UpdatedAt time.Time    `json:"updated_at"`
 	Seq       int          `json:"seq"`
+	LimitHits int          `json:"limit_hits,omitempty"` // a limit step's times count over processes, as an account's limit does
 	History   []savedEntry `json:"history,omitempty"`
 }
 
@@ -43,7 +44,7 @@ func (a *agent) save(s *session) {
 		return
 	}
 	s.mu.Lock()
-	ss := savedSession{ID: s.id, Cwd: s.cwd, Mode: s.mode, Model: s.model, Title: s.title, UpdatedAt: s.updatedAt, Seq: s.seq}
+	ss := savedSession{ID: s.id, Cwd: s.cwd, Mode: s.mode, Model: s.model, Title: s.title, UpdatedAt: s.updatedAt, Seq: s.seq, LimitHits: s.limitHits}
 	for _, h := range s.history {
 		e := savedEntry{BigBytes: h.bigBytes, MessageID: h.messageID}
 		if h.bigBytes == 0 {
@@ -83,7 +84,7 @@ func (a *agent) loadSaved(id string) (*session, error) {
 		return nil, fmt.Errorf("saved session %s: %w", id, err)
 	}
 	s := newSession(ss.ID, ss.Cwd, a.script)
-	s.mode, s.model, s.title, s.updatedAt, s.seq = ss.Mode, ss.Model, ss.Title, ss.UpdatedAt, ss.Seq
+	s.mode, s.model, s.title, s.updatedAt, s.seq, s.limitHits = ss.Mode, ss.Model, ss.Title, ss.UpdatedAt, ss.Seq, ss.LimitHits
 	for _, e := range ss.History {
 		h := historyEntry{bigBytes: e.BigBytes, messageID: e.MessageID}
 		if e.Update != nil {

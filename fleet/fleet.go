@@ -27,6 +27,7 @@ import (
 
 	"github.com/coder/quartz"
 	"github.com/gofrs/flock"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/tai-dev/tai/agentspec"
 	"github.com/tai-dev/tai/audit"
@@ -82,6 +83,10 @@ type Options struct {
 	// Executor runs the tasks; nil runs them here, each in its worktree.
 	Executor Executor
 
+	// Hands, if set, parks every account (HandPause) or releases every
+	// park (HandResume) by hand: tai fleet pause and resume.
+	Hands <-chan Hand
+
 	writeState func(path string, data []byte) error // tests: a full disk
 }
 
@@ -133,6 +138,8 @@ const (
 	EventReoffered       EventKind = "reoffered"        // its message was gone while its lease was open: put back
 	EventAccepted        EventKind = "accepted"         // the lease holder's result was taken
 	EventPermissionAsked EventKind = "permission.asked" // a worker's agent waits for a human's decision
+	EventParked          EventKind = "parked"           // an account (no task) or a task parked at a usage limit, or by hand
+	EventResumed         EventKind = "resumed"          // an account released (no task), or a task resumed
 )
 
 // EventKinds lists the fleet's own event kinds (a worker's, forwarded, are
@@ -164,6 +171,8 @@ type fleet struct {
 	runMu   sync.Mutex
 	running map[string]*Task // tasks whose agent is working, for the owns: overlap warning
 	done    map[string]chan struct{}
+	slots   *semaphore.Weighted // the run's concurrency
+	parks   *parks
 
 	// A task run by a remote worker (RunTaskIn) or answered for one (Answer).
 	ask   func(ctx context.Context, q string) (string, string, Usage, error) // routes questions to the coordinator
@@ -441,6 +450,9 @@ func (f *fleet) merged(a AgentSpec) AgentSpec {
 	if a.Mode == "" {
 		a.Mode = d.Mode
 	}
+	if a.Account == "" {
+		a.Account = d.Account
+	}
 	return a
 }
 
@@ -493,15 +505,17 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 	rank := func(c exitcode.Code) int {
 		switch c {
 		case exitcode.Interrupted:
-			return 4
+			return 5
 		case exitcode.MergeConflict:
-			return 3
+			return 4
 		case exitcode.BudgetExceeded:
-			return 2
+			return 3
+		case exitcode.Parked: // try again later: below what needs a fix
+			return 1
 		case exitcode.OK:
 			return 0
 		}
-		return 1
+		return 2
 	}
 	for _, id := range st.Order {
 		ts := st.Tasks[id]
@@ -515,6 +529,8 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 			c = exitcode.BudgetExceeded
 		case StatusSkipped:
 			c = exitcode.AgentError
+		case StatusParked:
+			c = exitcode.Parked
 		case StatusCanceled, StatusPending, StatusWaiting, StatusRunning, StatusAsking:
 			// Not run, or still out there (on a worker) when the run stopped.
 			c = exitcode.Of(context.Cause(runCtx))
@@ -531,6 +547,8 @@ func (f *fleet) finish(ctx, runCtx context.Context) *State {
 	switch {
 	case ctx.Err() != nil || code == exitcode.Interrupted:
 		code, status = exitcode.Interrupted, RunInterrupted
+	case code == exitcode.Parked:
+		status = RunParked
 	case code != exitcode.OK:
 		status = RunFailed
 	}

@@ -80,6 +80,7 @@ type Plan struct {
 	Defaults     AgentSpec `yaml:"defaults" json:"defaults"`
 	Policy       Policy    `yaml:"policy" json:"policy"`
 	Budget       Limits    `yaml:"budget" json:"budget"`
+	Quota        Quota     `yaml:"quota" json:"quota"`
 	Answerer     *Answerer `yaml:"answerer" json:"answerer,omitempty"`
 	Tasks        []Task    `yaml:"tasks" json:"tasks"`
 
@@ -99,6 +100,10 @@ type AgentSpec struct {
 	Driver   driver.Name `yaml:"driver" json:"driver,omitempty"`
 	Model    string      `yaml:"model" json:"model,omitempty"`
 	Mode     string      `yaml:"mode" json:"mode,omitempty"`
+	// Account names whose usage limit the task spends: tasks of one
+	// account park together. Default: the agent and a hash of the
+	// credentials its preset names (quota.AccountOf).
+	Account string `yaml:"account" json:"account,omitempty"`
 }
 
 // Policy is a plan's or task's permission policy.
@@ -232,17 +237,19 @@ func (es PlanErrors) Error() string {
 func planKeys(kind string) []string {
 	switch kind {
 	case "plan":
-		return []string{"name", "goal", "base", "target", "check", "check_sandbox", "check_timeout", "merge", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "answerer", "tasks"}
+		return []string{"name", "goal", "base", "target", "check", "check_sandbox", "check_timeout", "merge", "concurrency", "fail_fast", "max_questions", "defaults", "policy", "budget", "quota", "answerer", "tasks"}
 	case "agent":
-		return []string{"agent", "agent_cmd", "script", "driver", "model", "mode"}
+		return []string{"agent", "agent_cmd", "script", "driver", "model", "mode", "account"}
 	case "answerer":
 		return []string{"agent", "agent_cmd", "script", "driver", "model", "mode", "prompt"}
 	case "policy":
 		return []string{"approve", "non_interactive", "allow", "ask", "deny", "allow_denials"}
 	case "budget":
 		return []string{"tokens", "turns", "wall_time", "cost", "soft"}
+	case "quota":
+		return []string{"wait", "max_resumes", "stagger"}
 	case "task":
-		return []string{"id", "agent", "agent_cmd", "script", "driver", "model", "mode", "prompt", "prompt_file", "depends_on", "worktree", "owns", "policy", "budget", "retries", "compare", "compare_of"}
+		return []string{"id", "agent", "agent_cmd", "script", "driver", "model", "mode", "account", "prompt", "prompt_file", "depends_on", "worktree", "owns", "policy", "budget", "retries", "compare", "compare_of"}
 	}
 	return nil
 }
@@ -502,6 +509,8 @@ func checkKeys(n *yaml.Node, kind, where string, add func(int, string, ...any)) 
 			checkKeys(v, "policy", where+"policy: ", add)
 		case k.Value == "budget":
 			checkKeys(v, "budget", where+"budget: ", add)
+		case kind == "plan" && k.Value == "quota":
+			checkKeys(v, "quota", "quota: ", add)
 		case kind == "plan" && k.Value == "answerer":
 			checkKeys(v, "answerer", "answerer: ", add)
 		case kind == "plan" && k.Value == "tasks":
@@ -553,6 +562,9 @@ func (p *Plan) validate(add adder) {
 		add(p.lines["check_sandbox"], "check_sandbox %q: the only value is off (leave it out to confine the check)", p.CheckSandbox)
 	}
 	checkLimits(add, 0, "", p.Budget)
+	if q := p.Quota; q.Wait < 0 || q.MaxResumes < 0 || q.Stagger < 0 {
+		add(p.lines["quota"], "quota: wait, max_resumes and stagger must be >= 0")
+	}
 	p.checkAgent(add, p.lines["defaults"], "defaults: ", p.Defaults)
 	if p.Answerer != nil {
 		p.checkAgent(add, p.lines["answerer"], "answerer: ", p.Answerer.AgentSpec)

@@ -54,12 +54,18 @@ func (f *fleet) run(ctx context.Context) (*State, error) {
 	if sv, ok := f.ex.(Server); ok {
 		bg.Go(func() { sv.Serve(bgCtx) })
 	}
-	sem := semaphore.NewWeighted(int64(f.plan.Concurrency))
+	f.initParks()
+	f.slots = semaphore.NewWeighted(int64(f.plan.Concurrency))
+	if f.o.Hands != nil {
+		handsDone := make(chan struct{})
+		defer close(handsDone)
+		go f.watchHands(handsDone)
+	}
 	var g errgroup.Group
 	for _, id := range st.Order {
 		g.Go(func() error {
 			defer close(f.done[id])
-			f.schedule(runCtx, cancel, sem, id)
+			f.schedule(runCtx, cancel, id)
 			return nil
 		})
 	}
@@ -70,7 +76,7 @@ func (f *fleet) run(ctx context.Context) (*State, error) {
 }
 
 // schedule waits for a task's dependencies, then runs and merges it.
-func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, sem *semaphore.Weighted, id string) {
+func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, id string) {
 	t := f.plan.Task(id)
 	prev := f.st.task(id)
 	if succeeded(prev.Status) {
@@ -115,19 +121,26 @@ func (f *fleet) schedule(ctx context.Context, cancel context.CancelCauseFunc, se
 		f.failFast(cancel, id)
 		return
 	}
-	if err := sem.Acquire(ctx, 1); err != nil {
+	if err := f.acquire(ctx, id); err != nil {
 		res.Release(Usage{})
+		var pe *parkEnded
+		if errors.As(err, &pe) {
+			f.setTask(id, func(ts *TaskState) {
+				ts.Status, ts.Reason, ts.ExitCode = StatusParked, "not launched: "+pe.Error(), int(exitcode.Parked)
+			})
+			return
+		}
 		f.setTask(id, func(ts *TaskState) { ts.Status, ts.Reason = StatusCanceled, causeText(ctx) })
 		return
 	}
 	spent := f.ex.Run(ctx, &TaskRun{Engine: &Engine{f}, Task: t, Res: res, Prev: prev})
-	sem.Release(1)
+	f.slots.Release(1)
 	res.Release(spent)
 	_ = f.st.update(func(st *State) { st.Usage = f.meter.Used() })
 	if f.st.task(id).Status == StatusDone {
 		f.finishTask(ctx, t)
 	}
-	if !succeeded(f.st.task(id).Status) {
+	if s := f.st.task(id).Status; !succeeded(s) && s != StatusParked {
 		f.failFast(cancel, id)
 	}
 }

@@ -30,11 +30,12 @@ const (
 	StatusBudget   TaskStatus = "budget"   // stopped at its hard budget limit (partial work kept)
 	StatusBlocked  TaskStatus = "blocked"  // asked a question nobody could answer
 	StatusSkipped  TaskStatus = "skipped"  // a dependency did not succeed
+	StatusParked   TaskStatus = "parked"   // its account is at a usage limit: waiting for the reset, its session kept
 	StatusCanceled TaskStatus = "cancelled"
 )
 
 // TaskStatuses lists every task status, in a task's life order.
-var TaskStatuses = []TaskStatus{StatusPending, StatusWaiting, StatusRunning, StatusAsking, StatusDone, StatusMerged, StatusFailed,
+var TaskStatuses = []TaskStatus{StatusPending, StatusWaiting, StatusRunning, StatusAsking, StatusParked, StatusDone, StatusMerged, StatusFailed,
 	StatusConflict, StatusRefused, StatusBudget, StatusBlocked, StatusSkipped, StatusCanceled}
 
 // RunStatus is where a fleet run is in its life.
@@ -46,10 +47,11 @@ const (
 	RunDone        RunStatus = "done"   // every task succeeded
 	RunFailed      RunStatus = "failed" // a task did not (exit code says how)
 	RunInterrupted RunStatus = "interrupted"
+	RunParked      RunStatus = "parked" // tasks wait for their account's reset, past the plan's quota: budget (exit 75)
 )
 
 // RunStatuses lists every run status.
-var RunStatuses = []RunStatus{RunRunning, RunDone, RunFailed, RunInterrupted}
+var RunStatuses = []RunStatus{RunRunning, RunDone, RunFailed, RunInterrupted, RunParked}
 
 // succeeded: dependents may start.
 func succeeded(s TaskStatus) bool { return s == StatusMerged || s == StatusDone }
@@ -88,9 +90,13 @@ type TaskState struct {
 	Check         *CheckResult       `json:"check,omitempty"` // a plan with merge: false: the check's run in its worktree
 	Questions     []QA               `json:"questions,omitempty"`
 	ConflictFiles []string           `json:"conflict_files,omitempty"`
-	Started       time.Time          `json:"started,omitzero"`
-	Finished      time.Time          `json:"finished,omitzero"`
-	ElapsedMS     int64              `json:"elapsed_ms"`
+	// Account is whose usage limit the task spends (see AccountPark).
+	Account string `json:"account,omitempty"`
+	// Park is the session a parked task resumes at the reset.
+	Park      *TaskPark `json:"park,omitempty"`
+	Started   time.Time `json:"started,omitzero"`
+	Finished  time.Time `json:"finished,omitzero"`
+	ElapsedMS int64     `json:"elapsed_ms"`
 }
 
 // State is a fleet run's persisted state: $XDG_STATE_HOME/tai/fleet/<run>/state.json.
@@ -111,6 +117,14 @@ type State struct {
 	Usage    Usage                 `json:"usage"`
 	Order    []string              `json:"order"`
 	Tasks    map[string]*TaskState `json:"tasks"`
+	// Parks are the accounts parked now, with their reset times: a
+	// coordinator that dies while they are parked resumes with the same
+	// timers.
+	Parks map[string]*AccountPark `json:"parks,omitempty"`
+	// QuotaResumes and QuotaWaitedMS are what the plan's quota: budget
+	// has spent: the parks released, and how long they lasted in all.
+	QuotaResumes  int   `json:"quota_resumes,omitempty"`
+	QuotaWaitedMS int64 `json:"quota_waited_ms,omitempty"`
 }
 
 // RunDir is where a fleet run keeps its state, plan copy and audit log:
@@ -184,6 +198,13 @@ func (s *store) snapshot() State {
 	for k, v := range s.st.Tasks {
 		t := *v
 		c.Tasks[k] = &t
+	}
+	if s.st.Parks != nil {
+		c.Parks = map[string]*AccountPark{}
+		for k, v := range s.st.Parks {
+			p := *v
+			c.Parks[k] = &p
+		}
 	}
 	return c
 }

@@ -26,6 +26,7 @@ import (
 // task's branch. It returns what it spent.
 func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 	r := &taskRun{f: f, t: t, res: res, prev: f.st.task(t.ID), start: f.clock.Now()}
+	r.acct = r.prev.Account
 	f.setTask(t.ID, func(ts *TaskState) {
 		ts.Status, ts.Started, ts.Finished, ts.Questions, ts.Reason = StatusRunning, r.start.UTC(), time.Time{}, nil, ""
 	})
@@ -41,7 +42,6 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 	if r.prompt, err = f.prompt(ctx, t); err != nil {
 		return r.end(taskEnd{StatusFailed, exitcode.Usage, err.Error()})
 	}
-	f.emit(EventStarted, t.ID, fmt.Sprintf("agent %s in %s", f.agentLabel(t.AgentSpec), cwd), map[string]any{"worktree": cwd, "attempt": r.prev.Attempts + 1})
 	defer f.track(t)()
 
 	taskCtx, cancelTask := context.WithCancelCause(ctx)
@@ -69,6 +69,10 @@ type taskRun struct {
 	prompt string
 	spent  Usage
 	last   runner.Result // the last turn's
+	acct   string        // whose usage limit it spends
+	parks  int           // turns that ended parked (not failed attempts)
+	// announced: the started event is out.
+	announced bool
 }
 
 // taskEnd is how a task ends when it does not finish.
@@ -90,19 +94,40 @@ type next struct {
 func (r *taskRun) turns(ctx, taskCtx context.Context, cancelTask context.CancelCauseFunc) *taskEnd {
 	f, t := r.f, r.t
 	n := next{prompt: r.prompt}
+	if tp := r.prev.Park; tp != nil {
+		// Parked when the run stopped: it resumes where it was.
+		n = r.resumeNext(ctx, tp, n)
+		f.emit(EventResumed, t.ID, "resumed after the run's restart", map[string]any{"account": r.acct, "session": tp.Session, "resumable": tp.Resumable})
+	}
 	for attempt := 1; ; attempt++ {
 		if err := r.res.CanTurn(r.spent); err != nil {
 			return &taskEnd{StatusBudget, exitcode.BudgetExceeded, err.Error()}
 		}
-		f.setTask(t.ID, func(ts *TaskState) { ts.Attempts++; ts.Status = StatusRunning })
-		res, turnSpent, err := f.turn(taskCtx, cancelTask, t, r.res, r.spent, r.cwd, n.prompt, n.resume, attempt)
-		r.spent, r.last = r.spent.add(turnSpent), res
-		f.setTask(t.ID, func(ts *TaskState) {
-			ts.Usage, ts.SessionID, ts.Message, ts.ExitCode = r.prev.Usage.add(r.spent), res.SessionID, res.Message, res.ExitCode
-		})
+		// Each turn can be cancelled on its own when its account parks;
+		// one that would start while it is parked does not start.
+		turnCtx, cancelTurn := context.WithCancelCause(taskCtx)
+		leave := f.enterTurn(r.acct, t.ID, cancelTurn, r.started)
+		var res runner.Result
+		var err error
+		_, parkedNow := context.Cause(turnCtx).(*parkCause)
+		if !parkedNow {
+			f.setTask(t.ID, func(ts *TaskState) { ts.Attempts++; ts.Status = StatusRunning })
+			var turnSpent Usage
+			res, turnSpent, err = f.turn(turnCtx, cancelTask, t, r.res, r.spent, r.cwd, n.prompt, n.resume, attempt)
+			r.spent, r.last = r.spent.add(turnSpent), res
+			f.setTask(t.ID, func(ts *TaskState) {
+				ts.Usage, ts.SessionID, ts.Message, ts.ExitCode = r.prev.Usage.add(r.spent), res.SessionID, res.Message, res.ExitCode
+			})
+		}
+		leave()
+		l, parked := parkedBy(turnCtx, res, err, f.clock.Now())
+		cancelTurn(nil)
 		var e *taskEnd
-		if err != nil || res.ExitCode != 0 {
-			n, e = r.failed(ctx, taskCtx, res, err, n, attempt)
+		if parked && taskCtx.Err() == nil {
+			r.parks++
+			n, e = r.park(ctx, res, l, n, !parkedNow)
+		} else if err != nil || res.ExitCode != 0 {
+			n, e = r.failed(ctx, taskCtx, res, err, n, attempt-r.parks)
 		} else if q := strings.TrimSpace(res.Message); strings.HasSuffix(q, "?") {
 			n, e = r.asked(taskCtx, res, q, n)
 		} else {
@@ -112,6 +137,16 @@ func (r *taskRun) turns(ctx, taskCtx context.Context, cancelTask context.CancelC
 			return e
 		}
 	}
+}
+
+// started says the task's agent starts, once: as its first turn enters,
+// never while its account is parked.
+func (r *taskRun) started() {
+	if r.announced {
+		return
+	}
+	r.announced = true
+	r.f.emit(EventStarted, r.t.ID, fmt.Sprintf("agent %s in %s", r.f.agentLabel(r.t.AgentSpec), r.cwd), map[string]any{"worktree": r.cwd, "attempt": r.prev.Attempts + 1})
 }
 
 // failed decides what follows a failed turn: the task's end, or the
@@ -278,6 +313,8 @@ func (r *taskRun) end(e taskEnd) Usage {
 		kind = EventBlocked
 	case StatusCanceled:
 		kind = EventCancelled
+	case StatusParked:
+		kind = EventParked
 	}
 	f.emit(kind, id, e.reason, map[string]any{"exit_code": int(e.code)})
 	return r.spent
@@ -287,7 +324,7 @@ func (r *taskRun) end(e taskEnd) Usage {
 func (r *taskRun) done() Usage {
 	f, id := r.f, r.t.ID
 	f.setTask(id, func(ts *TaskState) {
-		ts.Status, ts.ExitCode = StatusDone, 0
+		ts.Status, ts.ExitCode, ts.Park = StatusDone, 0, nil
 		ts.Finished = f.clock.Now().UTC()
 		ts.ElapsedMS = f.clock.Since(r.start).Milliseconds()
 	})
@@ -411,6 +448,10 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 	opts.Elicitor = f.elicitor(t, cwd, elicitSpent)
 	opts.Prompt = []driver.Content{driver.TextContent(prompt)}
 	opts.ResumeID = resume
+	if f.parks != nil {
+		// At a limit the turn ends parked; the fleet parks its account.
+		opts.Quota = runner.QuotaOptions{Account: f.account(f.st.task(t.ID).Account), ParkReason: "the fleet parks the task with its account"}
+	}
 	opts.Audit, opts.AuditTask = f.o.Audit, t.ID
 	opts.RunID = fmt.Sprintf("%s/%s/%d", f.o.RunID, t.ID, attempt)
 	opts.RunInfo = map[string]any{"fleet": f.o.RunID, "task": t.ID, "approve": string(eng.Mode()), "attempt": attempt}

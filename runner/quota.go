@@ -21,6 +21,9 @@ type QuotaOptions struct {
 	Wait time.Duration
 	// MaxResumes bounds the resumes after a limit (0: DefaultMaxResumes).
 	MaxResumes int
+	// ParkReason is why a run that does not wait parks, in its caller's
+	// words (a fleet's); default: how to resume it with tai run.
+	ParkReason string
 	// Backoff and BackoffMax space the resumes when the agent gave no
 	// reset time (quota.Backoff). Defaults 1m and 30m.
 	Backoff, BackoffMax time.Duration
@@ -88,6 +91,8 @@ func (r *run) quotaTurn(ctx context.Context, sess Session, prompt []driver.Conte
 		}
 		wait = max(wait, 0)
 		switch {
+		case q.Wait <= 0 && q.ParkReason != "":
+			p.Reason = q.ParkReason
 		case q.Wait <= 0:
 			p.Reason = "without --wait-quota the run parks: resume it with tai run --resume " + p.Session
 		case resumes >= maxResumes:
