@@ -317,9 +317,13 @@ func TestFleetParkSurvivesKill9AndResumesByHand(t *testing.T) {
 	// the release by hand would hit the limit (3h away) and park again.
 	plan := parkPlan(t, pd, resets, "quota: {stagger: 1ms}\n", true)
 	sc := startFleet(t, taiAccount(t, repo, "fleet", "run", "--run-id", "park9", "-C", repo, plan))
-	// Killed once both are parked (each in its worktree, or not launched).
-	for _, id := range []string{"t3", "t4"} {
-		until(t, sc, id, "parked")
+	// Killed once both are parked (each in its worktree, or not launched),
+	// in either order.
+	for seen := map[string]bool{}; !seen["t3"] || !seen["t4"]; {
+		f := strings.Fields(until(t, sc, "parked"))
+		if len(f) >= 3 && f[2] == "parked" {
+			seen[f[1]] = true
+		}
 	}
 	first := readState(t, "park9")
 	if len(first.Parks) != 1 {
