@@ -214,6 +214,11 @@ func testFleet(t *testing.T, hub hubKind) {
 	e.start(coord)
 
 	merged, started, attempt := map[string]int{}, map[string][]string{}, map[string]string{}
+	// lost counts the attempts tai said it took back: a worker that saw
+	// its lease go, or a late result the coordinator refused. On a busy
+	// machine a live worker can miss its 2s lease; the promise is then that
+	// the task runs again openly, never twice in silence, and merges once.
+	lost := map[string]int{}
 	// record counts what every coordinator reports. An attempt of a or b
 	// that does not start from the checkpoint would block on its FIFO
 	// until the guard: after a task's second start, every further one is
@@ -226,6 +231,8 @@ func testFleet(t *testing.T, hub hubKind) {
 		case "merged":
 			merged[ev.task]++
 			attempt[ev.task] = strings.Fields(ev.detail)[1]
+		case "worker.lease.lost", "refused":
+			lost[ev.task]++
 		case "worker.started":
 			started[ev.task] = appendNew(started[ev.task], ev.detail)
 			if (ev.task == "a" || ev.task == "b") && len(started[ev.task]) == 2 {
@@ -280,7 +287,9 @@ func testFleet(t *testing.T, hub hubKind) {
 	resume := e.cmd(taiBin, "fleet", "resume", "r", "--nats", url)
 	lines = pipeLines(t, resume)
 	e.start(resume)
-	go letReadersThrough(ctx, filepath.Join(fifos, "last"), 1)
+	// Every reader: an attempt of last that lost its lease to a busy
+	// machine is followed by another, which must not block.
+	go letReadersThrough(ctx, filepath.Join(fifos, "last"), -1)
 	for {
 		ev, ok := nextEvent(ctx, t, lines)
 		if !ok {
@@ -298,18 +307,24 @@ func testFleet(t *testing.T, hub hubKind) {
 		if merged[id] != 1 {
 			t.Errorf("task %s merged %d times", id, merged[id])
 		}
-		// No finished task ran twice: the merged attempt is the first,
-		// but for the killed and the stopped one.
-		want := "1"
-		if id == "a" || id == "b" {
-			want = "2"
-		}
-		if attempt[id] != want {
-			t.Errorf("task %s merged from attempt %s, want %s", id, attempt[id], want)
+		// No task ran twice in silence: it started once, but for the
+		// killed a and the stopped b, and for an attempt tai said it took
+		// back (lost); the merged attempt is the last one started.
+		designed, taken := 1, lost[id]
+		switch id {
+		case "a":
+			designed = 2 // its first worker was killed
+		case "b":
+			designed, taken = 2, taken-1 // its first worker was stopped, and its late result refused
 		}
 		// "last" may have started while no coordinator was there to see it.
-		if id != "last" && fmt.Sprint(len(started[id])) != want {
-			t.Errorf("task %s started %d times, want %s: %q", id, len(started[id]), want, started[id])
+		if id != "last" {
+			if n := len(started[id]); n < designed || n-designed > taken {
+				t.Errorf("task %s started %d times, want %d (+%d taken back): %q", id, n, designed, taken, started[id])
+			}
+			if want := fmt.Sprint(len(started[id])); attempt[id] != want {
+				t.Errorf("task %s merged from attempt %s, want the last started, %s", id, attempt[id], want)
+			}
 		}
 		if got := git(t, repo, "show", "tai-fleet/r:"+id+".txt"); got != id {
 			t.Errorf("%s.txt on the target: %q", id, got)
