@@ -2,9 +2,11 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tai-dev/tai/ask"
 	"github.com/tai-dev/tai/driver"
@@ -77,5 +79,44 @@ func TestFleetElicitationEscalatesAsAForm(t *testing.T) {
 				t.Errorf("task status %s", s)
 			}
 		})
+	}
+}
+
+// barrierHuman answers a form only once n are waiting on it at once.
+type barrierHuman struct {
+	n       int
+	mu      sync.Mutex
+	waiting int
+	all     chan struct{}
+}
+
+func (h *barrierHuman) Answer(ctx context.Context, req driver.ElicitationRequest) (driver.ElicitationAnswer, error) {
+	h.mu.Lock()
+	if h.waiting++; h.waiting == h.n {
+		close(h.all)
+	}
+	h.mu.Unlock()
+	select {
+	case <-h.all:
+		return driver.ElicitationAnswer{Action: driver.ElicitAccept, Content: map[string]any{"colour": "red"}, Via: string(ask.ViaFeed)}, nil
+	case <-ctx.Done():
+		return driver.ElicitationAnswer{}, ctx.Err()
+	case <-time.After(time.Minute): // only guards a hang: a form waiting behind another
+		return driver.ElicitationAnswer{}, errors.New("the other tasks' forms never came")
+	}
+}
+
+// A fleet's tasks put their forms to the human at once (tai top lists
+// them all, each answered on its own), not one behind the other.
+func TestFleetTasksAskAtOnce(t *testing.T) {
+	form := "steps:\n  - elicit_form:\n      message: \"Which colour?\"\n      schema:\n        properties:\n          colour: {type: string}\n  - text: \"done\"\n"
+	repo, pd := gitRepo(t), t.TempDir()
+	fixture(t, pd, map[string]string{"form.yaml": form,
+		// policy approve: all: only the forms wait for the human.
+		"plan.yaml": "policy: {approve: all}\nconcurrency: 3\ntasks:\n  - {id: a, script: form.yaml, prompt: go}\n  - {id: b, script: form.yaml, prompt: go}\n  - {id: c, script: form.yaml, prompt: go}\n"})
+	h := &barrierHuman{n: 3, all: make(chan struct{})}
+	out := runPlan(t, repo, pd, func(o *Options) { o.ElicitHuman = h })
+	if n := strings.Count(out.audit, `"content":{"colour":"red"},"decided_by":"human"`); n != 3 {
+		t.Fatalf("%d forms answered by the human at once, want 3:\n%s", n, out.audit)
 	}
 }
