@@ -68,8 +68,6 @@ var (
 	forkBomb       = lazyre.New(`([A-Za-z_:.][\w:.]*)\s*\(\)\s*\{\s*([\w:.]+)\s*\|\s*([\w:.]+)\s*&`)
 	deviceRedirect = lazyre.New(`>\s*/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d)`)
 	downloadPipe   = lazyre.New(`\b(curl|wget|fetch|aria2c|nc|ncat|socat|xh|http)\b[^|]*\|.*\b(sh|bash|zsh|dash|ksh|fish|python[0-9.]*|perl|ruby|node|php|source|eval)\b`)
-
-	diskDevice = lazyre.New(`^/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d|sr\d|disk/by-|block/)`)
 )
 
 // isSafeDevice reports whether /dev/s is harmless to write to.
@@ -158,6 +156,13 @@ func (e *Engine) floorLine(sl *shellLine, raw string) (id, why string) {
 	return "", ""
 }
 
+// readEnv is what the shell reader is told of the place a line runs in,
+// and of what the floor reads: the programs it looks at, and the
+// interpreter programs that run what they read.
+func readEnv(home, cwd string) shellEnv {
+	return shellEnv{home: home, cwd: cwd, watched: floorName, runsInput: runsCode}
+}
+
 // floorName reports whether the floor looks at a program of this name.
 func floorName(name string) bool {
 	switch name {
@@ -166,12 +171,6 @@ func floorName(name string) bool {
 		return true
 	}
 	return isFormatter(name) || isPartitioner(name) || runsProgram(name)
-}
-
-// runsProgram reports whether a program runs its input or arguments as a
-// program of its own: shells, eval, source and interpreters.
-func runsProgram(name string) bool {
-	return isShell(name) || name == "eval" || name == "source" || name == "." || interpreter(name) != ""
 }
 
 // floorCmd checks one simple command.
@@ -223,7 +222,7 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool, lineConf gitConf) (id
 				return "floor-git-force-push", v.why
 			}
 			if v.shell != "" && c.depth < maxShellDepth {
-				sl := parseShellAt(v.shell, shellEnv{home: e.ws.home}, []string{cwd}, c.depth+1)
+				sl := parseShellAt(v.shell, readEnv(e.ws.home, ""), []string{cwd}, c.depth+1)
 				if id, why := e.floorLine(sl, v.shell); id != "" {
 					return id, why + " (run by a git alias)"
 				}
@@ -383,7 +382,7 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 		}
 	}
 	for _, l := range fedLines {
-		if readsProgram(parseShellAt(l, shellEnv{home: e.ws.home}, c.cwds, c.depth+1)) && hit("floor-unknown-command") {
+		if readsProgram(parseShellAt(l, readEnv(e.ws.home, ""), c.cwds, c.depth+1)) && hit("floor-unknown-command") {
 			return "floor-unknown-command", fmt.Sprintf("%s prints into %q, which runs what it reads: commands not known before it runs", c.name, l)
 		}
 		lines = append(lines, l)
@@ -393,7 +392,7 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 		lines = append(lines, codeInterpolation().ReplaceAllString(m[1]+m[2]+m[3], "$$unknown"))
 	}
 	for _, l := range lines {
-		sl := parseShellAt(l, shellEnv{home: e.ws.home, cwd: ""}, c.cwds, c.depth+1)
+		sl := parseShellAt(l, readEnv(e.ws.home, ""), c.cwds, c.depth+1)
 		if id, why := e.floorLine(sl, l); id != "" {
 			return id, why + " (run by " + c.name + ")"
 		}

@@ -65,7 +65,7 @@ func FuzzFloorJoined(f *testing.F) {
 		}
 		// Never panics, whatever the line.
 		floor(x)
-		if sl := parseShell(x, shellEnv{home: home, cwd: ws}); !sl.ok && allowSegments(sl) != nil {
+		if sl := parseShell(x, readEnv(home, ws)); !sl.ok && allowSegments(sl) != nil {
 			t.Fatalf("%q does not parse but has allow segments", x)
 		}
 		// Requests carry JSON: the engine sees valid UTF-8.
@@ -90,7 +90,7 @@ func FuzzFloorJoined(f *testing.F) {
 		// A line the parser reads whole, and the floor denies, is denied
 		// wherever it is put: in a script, a subshell, a group, a
 		// substitution, a function, behind a wrapper.
-		if sl := parseShell(x, shellEnv{home: home, cwd: ws}); sl.ok && !strings.HasSuffix(x, "\\") && maxDepth(sl) <= 1 && floor(x) != "" {
+		if sl := parseShell(x, readEnv(home, ws)); sl.ok && !strings.HasSuffix(x, "\\") && maxDepth(sl) <= 1 && floor(x) != "" {
 			for _, line := range []string{
 				"sh -c " + shQuote(x),
 				"eval " + shQuote(x),
@@ -143,7 +143,7 @@ func FuzzFloorSeesEveryCommand(f *testing.F) {
 		if err != nil || !commentsAgree(file, x) {
 			return
 		}
-		sl := parseShell(x, shellEnv{cwd: "/w", home: "/h"})
+		sl := parseShell(x, readEnv("/h", "/w"))
 		if !sl.ok || len(sl.cmds) >= maxShellCommands {
 			return
 		}

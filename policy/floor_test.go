@@ -399,7 +399,7 @@ func TestParseShell(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
-			sl := parseShell(tt.line, shellEnv{})
+			sl := parseShell(tt.line, readEnv("", ""))
 			if !sl.ok {
 				t.Fatal("did not parse")
 			}
@@ -438,7 +438,7 @@ func TestStripWrappers(t *testing.T) {
 		"flock -w 5 /tmp/lock make":             "make",
 	}
 	for in, want := range tests {
-		sl := parseShell(in, shellEnv{})
+		sl := parseShell(in, readEnv("", ""))
 		if len(sl.cmds) == 0 {
 			t.Errorf("%q: no command", in)
 			continue

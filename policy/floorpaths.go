@@ -8,60 +8,6 @@ import "strings"
 // option may be abbreviated (rm --rec); disk writers and formatters are
 // known by what they write.
 
-// procPath resolves an absolute path as the kernel walks it, for a
-// process whose working directory is cwd: "." and ".." and repeated
-// slashes go, /proc/<pid>/root (and thread-self's) is /, and
-// /proc/self/cwd (thread-self/cwd, /proc/$$/cwd) is cwd. false when the
-// path goes through a working directory that cannot be told: another
-// process's, or an unknown one.
-func procPath(p, cwd string) (string, bool) {
-	var stack []string
-	for _, c := range strings.Split(p, "/") {
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			if len(stack) > 0 {
-				stack = stack[:len(stack)-1]
-			}
-			continue
-		}
-		stack = append(stack, c)
-		// /proc/X/root, /proc/X/cwd, /proc/X/task/N/root and cwd
-		n := len(stack)
-		if stack[0] != "proc" || !(n == 3 || n == 5 && stack[2] == "task") {
-			continue
-		}
-		link, pid := stack[n-1], stack[1]
-		switch link {
-		case "root":
-			stack = stack[:0]
-		case "cwd":
-			if pid != "self" && pid != "thread-self" && pid != unknownMark || cwd == "" || cwd == cwdUnknown {
-				return "", false
-			}
-			stack = append(stack[:0], strings.Split(strings.Trim(cwd, "/"), "/")...)
-		}
-	}
-	return "/" + strings.Join(stack, "/"), true
-}
-
-// diskPath reads v as a path onto a disk device (/dev/sda, //dev/sda,
-// /proc/self/root/dev/sda, /dev/disk/by-id/...): the device, or "".
-func diskPath(v string) string {
-	if !strings.HasPrefix(v, "/") {
-		return ""
-	}
-	p, ok := procPath(v, "")
-	if !ok {
-		return ""
-	}
-	if diskDevice().MatchString(p) {
-		return p
-	}
-	return ""
-}
-
 // rmLongOpts and the like are the tools' long options, for abbreviations.
 var (
 	rmLongOpts    = []string{"recursive", "force", "interactive", "one-file-system", "no-preserve-root", "preserve-root", "dir", "verbose", "help", "version"}

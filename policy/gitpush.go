@@ -673,24 +673,3 @@ func splitGitCmdline(s string) ([]string, bool) {
 	}
 	return out, true
 }
-
-// longOpts resolves a long option name as getopt_long and git's
-// parse-options do: the option of that exact name, else every option it
-// abbreviates. More than one is an ambiguity the tool refuses today, but
-// a newer version (with another option) may tell apart: the caller reads
-// them all, the most dangerous reading.
-func longOpts(name string, opts []string) []string {
-	if name == "" {
-		return nil
-	}
-	var out []string
-	for _, o := range opts {
-		if o == name {
-			return []string{o}
-		}
-		if strings.HasPrefix(o, name) {
-			out = append(out, o)
-		}
-	}
-	return out
-}

@@ -457,7 +457,7 @@ func (e *Engine) facts(req driver.PermissionRequest) *facts {
 	if tcmd != "" && tcmd != f.command {
 		f.lines = append(f.lines, tcmd)
 	}
-	env := shellEnv{home: e.ws.home, cwd: f.cwd}
+	env := readEnv(e.ws.home, f.cwd)
 	for _, l := range f.lines {
 		sl := parseShell(l, env)
 		f.shell = append(f.shell, sl)
@@ -541,23 +541,6 @@ func newWorkspace(root, home string, extra []string) (workspace, error) {
 		}
 	}
 	return w, nil
-}
-
-func expandHome(p, home string) string {
-	if home == "" {
-		return p
-	}
-	switch {
-	case p == "~" || p == "$HOME" || p == "${HOME}":
-		return home
-	case strings.HasPrefix(p, "~/"):
-		return filepath.Join(home, p[2:])
-	case strings.HasPrefix(p, "$HOME/"):
-		return filepath.Join(home, p[6:])
-	case strings.HasPrefix(p, "${HOME}/"):
-		return filepath.Join(home, p[8:])
-	}
-	return p
 }
 
 // fact places p, relative to cwd (else the workspace root).

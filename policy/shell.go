@@ -46,6 +46,14 @@ const cwdUnknown = "\x00cwd"
 type shellEnv struct {
 	home string // expands ~ and $HOME
 	cwd  string // absolute; "" when no workspace is known
+
+	// watched reports whether the reader's caller looks at a program of
+	// this name: a line that does not parse keeps every such command, and
+	// only a bounded number of others. nil: every program is watched.
+	watched func(name string) bool
+	// runsInput reports whether an interpreter's program runs code it
+	// reads: fed a download, it runs the download. nil: none does.
+	runsInput func(code string) bool
 }
 
 // shWord is one word of a command after quote removal.
@@ -623,7 +631,7 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 			cmd.pipeShell = true
 		case reads && in.hasText:
 			cmd.code = append(cmd.code, in.text)
-		case in.fetched && slices.ContainsFunc(cmd.code, runsCode):
+		case in.fetched && p.r.env.runsInput != nil && slices.ContainsFunc(cmd.code, p.r.env.runsInput):
 			// curl ... | python3 -c 'exec(sys.stdin.read())': the program
 			// runs what it reads.
 			cmd.pipeShell = true
@@ -1943,7 +1951,7 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 				// rm, mv or chmod of a piece reads all that follows it
 				// (a later one reads less), others up to a bound.
 				switch {
-				case info.script == nil && len(argv) > 0 && argv[0].static() && !floorName(c.name):
+				case info.script == nil && len(argv) > 0 && argv[0].static() && r.env.watched != nil && !r.env.watched(c.name):
 					continue
 				case isSupersetName(c.name):
 					if seen[c.name] {
