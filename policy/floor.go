@@ -9,6 +9,7 @@ import (
 
 	"github.com/tai-dev/tai/internal/lazyre"
 	"github.com/tai-dev/tai/internal/statedir"
+	"github.com/tai-dev/tai/policy/shell"
 )
 
 // FloorRule describes one rule of the built-in deny floor.
@@ -117,14 +118,14 @@ func (e *Engine) floorCheck(f *facts) (id, why string) {
 	return "", ""
 }
 
-// floorLine checks one command line, as read by parseShell; raw is the
+// floorLine checks one command line, as read by shell.Parse; raw is the
 // line as written.
-func (e *Engine) floorLine(sl *shellLine, raw string) (id, why string) {
+func (e *Engine) floorLine(sl *shell.Line, raw string) (id, why string) {
 	hit := func(rid string) bool { return !e.floor.off[rid] }
-	if hit("floor-fork-bomb") && len(sl.bombs) > 0 {
-		return "floor-fork-bomb", "a fork bomb (" + sl.bombs[0] + " starts copies of itself)"
+	if hit("floor-fork-bomb") && len(sl.Bombs) > 0 {
+		return "floor-fork-bomb", "a fork bomb (" + sl.Bombs[0] + " starts copies of itself)"
 	}
-	if !sl.ok {
+	if !sl.OK {
 		// Not all of the line parsed: its text is searched as well.
 		const guessed = " (the line does not parse: read at its most dangerous)"
 		if hit("floor-fork-bomb") {
@@ -142,12 +143,12 @@ func (e *Engine) floorLine(sl *shellLine, raw string) (id, why string) {
 		}
 	}
 	lineConf := gitConf{} // what a git config earlier in the line set
-	for _, c := range sl.cmds {
-		if c.name == "git" {
-			gitConfigWrites(c.argv[1:], lineConf)
+	for _, c := range sl.Cmds {
+		if c.Name == "git" {
+			gitConfigWrites(c.Argv[1:], lineConf)
 		}
 		if id, why := e.floorCmd(c, hit, lineConf); id != "" {
-			if c.guess {
+			if c.Guess {
 				why += " (the line does not parse: read at its most dangerous)"
 			}
 			return id, why
@@ -159,8 +160,8 @@ func (e *Engine) floorLine(sl *shellLine, raw string) (id, why string) {
 // readEnv is what the shell reader is told of the place a line runs in,
 // and of what the floor reads: the programs it looks at, and the
 // interpreter programs that run what they read.
-func readEnv(home, cwd string) shellEnv {
-	return shellEnv{home: home, cwd: cwd, watched: floorName, runsInput: runsCode}
+func readEnv(home, cwd string) shell.Env {
+	return shell.Env{Home: home, Cwd: cwd, Watched: floorName, RunsInput: runsCode}
 }
 
 // floorName reports whether the floor looks at a program of this name.
@@ -170,59 +171,59 @@ func floorName(name string) bool {
 		"tee", "cp", "install", "ddrescue", "rsync", "sed", "gsed", "tmux", "screen":
 		return true
 	}
-	return isFormatter(name) || isPartitioner(name) || runsProgram(name)
+	return isFormatter(name) || isPartitioner(name) || shell.RunsProgram(name)
 }
 
 // floorCmd checks one simple command.
-func (e *Engine) floorCmd(c *shCmd, hit func(string) bool, lineConf gitConf) (id, why string) {
+func (e *Engine) floorCmd(c *shell.Cmd, hit func(string) bool, lineConf gitConf) (id, why string) {
 	if hit("floor-pipe-shell") {
-		if c.pipeShell {
-			return "floor-pipe-shell", fmt.Sprintf("a download (or a decoded blob) piped into %s", c.name)
+		if c.PipeShell {
+			return "floor-pipe-shell", fmt.Sprintf("a download (or a decoded blob) piped into %s", c.Name)
 		}
-		if c.fetchSub && (c.name == "" || runsProgram(c.name)) {
+		if c.FetchSub && (c.Name == "" || shell.RunsProgram(c.Name)) {
 			return "floor-pipe-shell", "a download (or a decoded blob) run through a substitution"
 		}
 	}
-	if hit("floor-dd-device") && c.devRedir != "" {
-		return "floor-dd-device", "a redirection onto the disk device " + c.devRedir
+	if hit("floor-dd-device") && c.DevRedir != "" {
+		return "floor-dd-device", "a redirection onto the disk device " + c.DevRedir
 	}
-	if len(c.argv) == 0 {
-		if c.unknownRun != "" && hit("floor-unknown-command") {
-			return "floor-unknown-command", c.unknownRun
+	if len(c.Argv) == 0 {
+		if c.UnknownRun != "" && hit("floor-unknown-command") {
+			return "floor-unknown-command", c.UnknownRun
 		}
 		return "", ""
 	}
-	name, args := c.name, c.argv[1:]
+	name, args := c.Name, c.Argv[1:]
 	switch {
 	case (name == "rm" || name == "") && hit("floor-rm-root"):
 		// A program whose name cannot be known is read as rm.
-		if t, ok := e.rmTarget(args, c.cwds); ok {
+		if t, ok := e.rmTarget(args, c.Cwds); ok {
 			return "floor-rm-root", fmt.Sprintf("rm -r of %s", t)
 		}
 	case name == "find" && hit("floor-rm-root"):
-		if t, ok := e.findDelete(args, c.cwds); ok {
+		if t, ok := e.findDelete(args, c.Cwds); ok {
 			return "floor-rm-root", fmt.Sprintf("find %s deleting", t)
 		}
 	case name == "mv" && hit("floor-rm-root"):
-		if t, ok := e.mvSource(args, c.cwds); ok {
+		if t, ok := e.mvSource(args, c.Cwds); ok {
 			return "floor-rm-root", fmt.Sprintf("mv of %s", t)
 		}
 	case (name == "chmod" || name == "chown" || name == "chgrp") && hit("floor-chmod-root"):
-		if t, ok := e.chmodTarget(args, c.cwds); ok {
+		if t, ok := e.chmodTarget(args, c.Cwds); ok {
 			return "floor-chmod-root", fmt.Sprintf("recursive %s of %s", name, t)
 		}
 	case (name == "git" || name == "git-push" || name == "git-send-pack") && hit("floor-git-force-push"):
 		if sub, ok := strings.CutPrefix(name, "git-"); ok {
 			// git's own programs, run by path (/usr/lib/git-core/git-push).
-			args = append([]shWord{lit(sub)}, args...)
+			args = append([]shell.Word{shell.Lit(sub)}, args...)
 		}
-		for _, cwd := range c.cwds {
-			v := e.readGit(args, cwd, c.env, lineConf)
+		for _, cwd := range c.Cwds {
+			v := e.readGit(args, cwd, c.Env, lineConf)
 			if v.why != "" {
 				return "floor-git-force-push", v.why
 			}
-			if v.shell != "" && c.depth < maxShellDepth {
-				sl := parseShellAt(v.shell, readEnv(e.ws.home, ""), []string{cwd}, c.depth+1)
+			if v.shell != "" && c.Depth < shell.MaxDepth {
+				sl := shell.ParseAt(v.shell, readEnv(e.ws.home, ""), []string{cwd}, c.Depth+1)
 				if id, why := e.floorLine(sl, v.shell); id != "" {
 					return id, why + " (run by a git alias)"
 				}
@@ -231,25 +232,25 @@ func (e *Engine) floorCmd(c *shCmd, hit func(string) bool, lineConf gitConf) (id
 	case isFormatter(name) && hit("floor-mkfs"):
 		return "floor-mkfs", name + " makes or wipes a filesystem"
 	case isPartitioner(name) && hit("floor-mkfs"):
-		if dev, ok := partitions(args, c.cwds); ok {
+		if dev, ok := partitions(args, c.Cwds); ok {
 			return "floor-mkfs", name + " on the disk device " + dev
 		}
 	case hit("floor-dd-device"):
-		if dev := e.rawWrite(name, args, c.cwds); dev != "" {
+		if dev := e.rawWrite(name, args, c.Cwds); dev != "" {
 			return "floor-dd-device", name + " onto the disk device " + dev
 		}
 	}
-	for _, code := range c.code {
+	for _, code := range c.Code {
 		if id, why := e.floorCode(code, c, hit); id != "" {
 			return id, why
 		}
 	}
 	if hit("floor-unknown-command") {
 		switch {
-		case c.unknownRun != "":
-			return "floor-unknown-command", c.unknownRun
-		case !c.argv[0].static():
-			return "floor-unknown-command", fmt.Sprintf("the command %s is not known before it runs (it may be any command)", c.argv[0].src)
+		case c.UnknownRun != "":
+			return "floor-unknown-command", c.UnknownRun
+		case !c.Argv[0].Static():
+			return "floor-unknown-command", fmt.Sprintf("the command %s is not known before it runs (it may be any command)", c.Argv[0].Src)
 		}
 	}
 	return "", ""
@@ -310,28 +311,28 @@ func runsCode(code string) bool {
 // floorCode checks a program given to an interpreter (python3 -c CODE):
 // a tree deletion whose target is dangerous or not a literal, a command it
 // runs, a fork loop, a disk device it opens.
-func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, why string) {
+func (e *Engine) floorCode(code string, c *shell.Cmd, hit func(string) bool) (id, why string) {
 	if hit("floor-rm-root") {
 		for _, m := range codeTreeDelete().FindAllStringSubmatchIndex(code, -1) {
-			if t, ok := e.codeTarget(code, m[1], c.cwds); ok {
-				return "floor-rm-root", fmt.Sprintf("%s deleting the tree %s", c.name, t)
+			if t, ok := e.codeTarget(code, m[1], c.Cwds); ok {
+				return "floor-rm-root", fmt.Sprintf("%s deleting the tree %s", c.Name, t)
 			}
 		}
 		if strings.Contains(code, "recursive") {
 			for _, m := range codeRecursiveRm().FindAllStringIndex(code, -1) {
-				if t, ok := e.codeTarget(code, m[1], c.cwds); ok {
-					return "floor-rm-root", fmt.Sprintf("%s deleting the tree %s", c.name, t)
+				if t, ok := e.codeTarget(code, m[1], c.Cwds); ok {
+					return "floor-rm-root", fmt.Sprintf("%s deleting the tree %s", c.Name, t)
 				}
 			}
 		}
 	}
 	if hit("floor-fork-bomb") && codeForkBomb().MatchString(code) {
-		return "floor-fork-bomb", c.name + " forking in a loop"
+		return "floor-fork-bomb", c.Name + " forking in a loop"
 	}
 	if hit("floor-dd-device") && codeDisk().MatchString(code) {
-		return "floor-dd-device", c.name + " opening a disk device"
+		return "floor-dd-device", c.Name + " opening a disk device"
 	}
-	if c.depth >= maxShellDepth {
+	if c.Depth >= shell.MaxDepth {
 		return "", ""
 	}
 	var lines []string
@@ -339,7 +340,7 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 		l, ok := codeCommand(code, m[1])
 		if !ok {
 			if runsShell(strings.TrimSpace(code[m[0]:m[1]])) && !codeCallEmpty(code, m[1]) && hit("floor-unknown-command") {
-				return "floor-unknown-command", fmt.Sprintf("%s runs a command not known before it runs (%s)", c.name, strings.TrimSpace(code[m[0]:m[1]]))
+				return "floor-unknown-command", fmt.Sprintf("%s runs a command not known before it runs (%s)", c.Name, strings.TrimSpace(code[m[0]:m[1]]))
 			}
 			continue
 		}
@@ -352,7 +353,7 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 		lines = append(lines, l)
 	}
 	var fedLines []string // commands that run what the program prints into them
-	if c.name != "" && interpreter(c.name) == "perl" {
+	if c.Name != "" && shell.Interpreter(c.Name) == "perl" {
 		for _, m := range codePerlOpen().FindAllStringIndex(code, -1) {
 			mode, ok := codeString(code, m[1])
 			if !ok {
@@ -373,17 +374,17 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 			}
 		}
 	}
-	if interpreter(c.name) == "awk" {
+	if shell.Interpreter(c.Name) == "awk" {
 		for _, m := range codeAwkPipeOut().FindAllStringSubmatch(code, -1) {
-			fedLines = append(fedLines, unescapeDouble(m[1]))
+			fedLines = append(fedLines, shell.UnescapeDouble(m[1]))
 		}
 		for _, m := range codeAwkPipeIn().FindAllStringSubmatch(code, -1) {
-			lines = append(lines, unescapeDouble(m[1]))
+			lines = append(lines, shell.UnescapeDouble(m[1]))
 		}
 	}
 	for _, l := range fedLines {
-		if readsProgram(parseShellAt(l, readEnv(e.ws.home, ""), c.cwds, c.depth+1)) && hit("floor-unknown-command") {
-			return "floor-unknown-command", fmt.Sprintf("%s prints into %q, which runs what it reads: commands not known before it runs", c.name, l)
+		if readsProgram(shell.ParseAt(l, readEnv(e.ws.home, ""), c.Cwds, c.Depth+1)) && hit("floor-unknown-command") {
+			return "floor-unknown-command", fmt.Sprintf("%s prints into %q, which runs what it reads: commands not known before it runs", c.Name, l)
 		}
 		lines = append(lines, l)
 	}
@@ -392,9 +393,9 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 		lines = append(lines, codeInterpolation().ReplaceAllString(m[1]+m[2]+m[3], "$$unknown"))
 	}
 	for _, l := range lines {
-		sl := parseShellAt(l, readEnv(e.ws.home, ""), c.cwds, c.depth+1)
+		sl := shell.ParseAt(l, readEnv(e.ws.home, ""), c.Cwds, c.Depth+1)
 		if id, why := e.floorLine(sl, l); id != "" {
-			return id, why + " (run by " + c.name + ")"
+			return id, why + " (run by " + c.Name + ")"
 		}
 	}
 	return "", ""
@@ -402,18 +403,18 @@ func (e *Engine) floorCode(code string, c *shCmd, hit func(string) bool) (id, wh
 
 // readsProgram reports whether a line runs a shell or an interpreter that
 // reads its program from its standard input.
-func readsProgram(sl *shellLine) bool {
-	for _, c := range sl.cmds {
-		if len(c.argv) == 0 {
+func readsProgram(sl *shell.Line) bool {
+	for _, c := range sl.Cmds {
+		if len(c.Argv) == 0 {
 			continue
 		}
-		if isShell(c.name) {
-			if script, file, reads := shellArgs(c.argv[1:]); script == nil && (reads || file != nil && (file.val == "-" || file.val == "/dev/stdin")) {
+		if shell.IsShell(c.Name) {
+			if script, file, reads := shell.ScriptArgs(c.Argv[1:]); script == nil && (reads || file != nil && (file.Val == "-" || file.Val == "/dev/stdin")) {
 				return true
 			}
 		}
-		if f := interpreter(c.name); f != "" {
-			if _, reads := interpreterCode(f, c.argv[1:]); reads {
+		if f := shell.Interpreter(c.Name); f != "" {
+			if _, reads := shell.InterpreterCode(f, c.Argv[1:]); reads {
 				return true
 			}
 		}
@@ -429,7 +430,7 @@ func (e *Engine) codeTarget(code string, k int, cwds []string) (string, bool) {
 	if !ok || codeContinues(code, codeStringEnd(code, k)) {
 		return "a path not known before it runs", true
 	}
-	return e.dangerous(shWord{src: v, val: v, glob: -1}, cwds)
+	return e.dangerous(shell.Word{Src: v, Val: v, Glob: -1}, cwds)
 }
 
 // codeCommand reads the command line a call at code[k:] runs: a string
@@ -514,7 +515,7 @@ func codeCommand(code string, k int) (string, bool) {
 
 // codeUnknown stands in an argv read from code for an argument that is
 // not a literal.
-const codeUnknown = unknownMark
+const codeUnknown = shell.Unknown
 
 // codeArgv renders an argv read from code as a command line, with the
 // arguments that are not literals as $unknown.
@@ -572,7 +573,7 @@ func codeString(code string, k int) (string, bool) {
 			b.WriteByte(code[i])
 		case c == q:
 			v := b.String()
-			if strings.Contains(v, unknownMark) || q != '\'' && (strings.Contains(v, "$") || strings.Contains(v, "#{")) || fstring && strings.Contains(v, "{") {
+			if strings.Contains(v, shell.Unknown) || q != '\'' && (strings.Contains(v, "$") || strings.Contains(v, "#{")) || fstring && strings.Contains(v, "{") {
 				return "", false
 			}
 			return v, true
@@ -615,8 +616,8 @@ func (e *Engine) cd(cwd string, args []string) string {
 	if len(args) == 0 {
 		return e.ws.home
 	}
-	d := expandHome(args[0], e.ws.home)
-	if strings.HasPrefix(d, "$") || d == "-" || strings.Contains(d, unknownMark) || cwd == cwdUnknown {
+	d := shell.ExpandHome(args[0], e.ws.home)
+	if strings.HasPrefix(d, "$") || d == "-" || strings.Contains(d, shell.Unknown) || cwd == shell.CwdUnknown {
 		return ""
 	}
 	if filepath.IsAbs(d) {
@@ -633,24 +634,24 @@ func (e *Engine) cd(cwd string, args []string) string {
 // workspace root or a parent of it. A glob counts as its directory: rm -rf
 // ~/* empties home. A target whose value cannot be known before the
 // command runs ($X, $(...)) counts as dangerous: it may be any of them.
-func (e *Engine) dangerous(w shWord, cwds []string) (string, bool) {
-	if !w.static() {
-		return w.src + " (not known before it runs)", true
+func (e *Engine) dangerous(w shell.Word, cwds []string) (string, bool) {
+	if !w.Static() {
+		return w.Src + " (not known before it runs)", true
 	}
-	arg := w.src
+	arg := w.Src
 	if strings.ContainsAny(arg, "$`") {
-		arg += " = " + w.val // $(echo /), $X set in the line
+		arg += " = " + w.Val // $(echo /), $X set in the line
 	}
-	t := w.val
-	if w.glob >= 0 {
-		t = t[:w.glob]
+	t := w.Val
+	if w.Glob >= 0 {
+		t = t[:w.Glob]
 		if j := strings.LastIndexByte(t, '/'); j >= 0 {
 			t = t[:j+1]
 		} else {
 			t = "."
 		}
 	}
-	t = expandHome(t, e.ws.home)
+	t = shell.ExpandHome(t, e.ws.home)
 	if t == "" {
 		return "", false
 	}
@@ -664,13 +665,13 @@ func (e *Engine) dangerous(w shWord, cwds []string) (string, bool) {
 			switch cwd {
 			case "": // no workspace: a relative path cannot be placed
 				continue
-			case cwdUnknown:
+			case shell.CwdUnknown:
 				return arg + " (in a directory not known before it runs)", true
 			}
 			p = cwd + "/" + t
 		}
 		// As the kernel walks it: /proc/self/cwd is cwd, /proc/self/root is /.
-		r, ok := procPath(p, cwd)
+		r, ok := shell.ProcPath(p, cwd)
 		if !ok {
 			return arg + " (through a directory not known before it runs)", true
 		}
@@ -696,15 +697,15 @@ func (e *Engine) dangerous(w shWord, cwds []string) (string, bool) {
 
 // rmTarget returns a dangerous target of a recursive rm. An unquoted
 // word whose value cannot be known may hold -r as well as the target.
-func (e *Engine) rmTarget(args []shWord, cwds []string) (string, bool) {
+func (e *Engine) rmTarget(args []shell.Word, cwds []string) (string, bool) {
 	recursive := false
-	var targets []shWord
+	var targets []shell.Word
 	opts := true
 	for _, w := range args {
-		a := w.val
+		a := w.Val
 		switch {
-		case !w.static():
-			recursive = recursive || w.split
+		case !w.Static():
+			recursive = recursive || w.Split
 			targets = append(targets, w)
 		case opts && a == "--":
 			opts = false
@@ -729,25 +730,25 @@ func (e *Engine) rmTarget(args []shWord, cwds []string) (string, bool) {
 
 // findDelete returns a dangerous root of a find that deletes everything it
 // walks.
-func (e *Engine) findDelete(args []shWord, cwds []string) (string, bool) {
+func (e *Engine) findDelete(args []shell.Word, cwds []string) (string, bool) {
 	deletes := false
 	for i, w := range args {
-		a := w.val
+		a := w.Val
 		switch {
 		case a == "-delete":
 			deletes = true
 		case a == "-exec" || a == "-execdir" || a == "-ok" || a == "-okdir":
-			if argv, _ := stripWrappers(args[i+1:]); len(argv) > 0 && (path.Base(argv[0].val) == "rm" || !argv[0].static()) {
+			if argv, _ := shell.StripWrappers(args[i+1:]); len(argv) > 0 && (path.Base(argv[0].Val) == "rm" || !argv[0].Static()) {
 				deletes = true
 			}
-		case isNameFilter(a):
+		case shell.IsNameFilter(a):
 			return "", false // a targeted clean-up (find . -name '*.o' -delete), not a wipe
 		}
 	}
 	if !deletes {
 		return "", false
 	}
-	roots, _ := findRoots(args)
+	roots, _ := shell.FindRoots(args)
 	for _, r := range roots {
 		if why, ok := e.dangerous(r, cwds); ok {
 			return why, true
@@ -760,13 +761,13 @@ func (e *Engine) findDelete(args []shWord, cwds []string) (string, bool) {
 // or a parent of it, or the workspace root. A glob counts only when it
 // empties / or home (mv *.go pkg/ is fine); a source that cannot be known
 // is let through.
-func (e *Engine) mvSource(args []shWord, cwds []string) (string, bool) {
-	var pos []shWord
+func (e *Engine) mvSource(args []shell.Word, cwds []string) (string, bool) {
+	var pos []shell.Word
 	target := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		switch v := a.val; {
-		case !a.static():
+		switch v := a.Val; {
+		case !a.Static():
 			pos = append(pos, a)
 		case v == "--":
 			pos = append(pos, args[i+1:]...)
@@ -790,16 +791,16 @@ func (e *Engine) mvSource(args []shWord, cwds []string) (string, bool) {
 		pos = pos[:len(pos)-1]
 	}
 	for _, w := range pos {
-		if !w.static() {
+		if !w.Static() {
 			continue
 		}
 		why, ok := e.dangerous(w, cwds)
 		if !ok {
 			continue
 		}
-		if w.glob >= 0 {
-			prefix := w.val[:w.glob]
-			dir := expandHome(prefix[:strings.LastIndexByte(prefix, '/')+1], e.ws.home)
+		if w.Glob >= 0 {
+			prefix := w.Val[:w.Glob]
+			dir := shell.ExpandHome(prefix[:strings.LastIndexByte(prefix, '/')+1], e.ws.home)
 			if d := filepath.Clean(dir); !filepath.IsAbs(dir) || d != "/" && !isAncestorOrSelf(d, e.ws.home) {
 				continue
 			}
@@ -810,13 +811,13 @@ func (e *Engine) mvSource(args []shWord, cwds []string) (string, bool) {
 }
 
 // chmodTarget returns a dangerous target of a recursive chmod/chown/chgrp.
-func (e *Engine) chmodTarget(args []shWord, cwds []string) (string, bool) {
+func (e *Engine) chmodTarget(args []shell.Word, cwds []string) (string, bool) {
 	recursive := false
-	var rest []shWord
+	var rest []shell.Word
 	for _, w := range args {
-		a := w.val
+		a := w.Val
 		switch {
-		case !w.static():
+		case !w.Static():
 			rest = append(rest, w)
 		case strings.HasPrefix(a, "--"):
 			recursive = recursive || hasLongOpt(a, chmodLongOpts, "recursive")

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/tai-dev/tai/policy/shell"
 )
 
 // fuzzDenied are commands the floor denies, written so that they are
@@ -65,7 +67,7 @@ func FuzzFloorJoined(f *testing.F) {
 		}
 		// Never panics, whatever the line.
 		floor(x)
-		if sl := parseShell(x, readEnv(home, ws)); !sl.ok && allowSegments(sl) != nil {
+		if sl := shell.Parse(x, readEnv(home, ws)); !sl.OK && allowSegments(sl) != nil {
 			t.Fatalf("%q does not parse but has allow segments", x)
 		}
 		// Requests carry JSON: the engine sees valid UTF-8.
@@ -90,7 +92,7 @@ func FuzzFloorJoined(f *testing.F) {
 		// A line the parser reads whole, and the floor denies, is denied
 		// wherever it is put: in a script, a subshell, a group, a
 		// substitution, a function, behind a wrapper.
-		if sl := parseShell(x, readEnv(home, ws)); sl.ok && !strings.HasSuffix(x, "\\") && maxDepth(sl) <= 1 && floor(x) != "" {
+		if sl := shell.Parse(x, readEnv(home, ws)); sl.OK && !strings.HasSuffix(x, "\\") && maxDepth(sl) <= 1 && floor(x) != "" {
 			for _, line := range []string{
 				"sh -c " + shQuote(x),
 				"eval " + shQuote(x),
@@ -116,10 +118,10 @@ func FuzzFloorJoined(f *testing.F) {
 	})
 }
 
-func maxDepth(sl *shellLine) int {
+func maxDepth(sl *shell.Line) int {
 	d := 0
-	for _, c := range sl.cmds {
-		d = max(d, c.depth)
+	for _, c := range sl.Cmds {
+		d = max(d, c.Depth)
 	}
 	return d
 }
@@ -139,18 +141,19 @@ func FuzzFloorSeesEveryCommand(f *testing.F) {
 		if len(x) > 4096 {
 			return
 		}
-		file, err := parseBash(x)
-		if err != nil || !commentsAgree(file, x) {
+		sl := shell.Parse(x, readEnv("/h", "/w"))
+		if !sl.OK || len(sl.Cmds) >= shell.MaxCommands {
 			return
 		}
-		sl := parseShell(x, readEnv("/h", "/w"))
-		if !sl.ok || len(sl.cmds) >= maxShellCommands {
-			return
+		// The reader parsed the whole line (OK), so the parser does too.
+		file, err := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(true)).Parse(strings.NewReader(x), "")
+		if err != nil {
+			t.Fatalf("%q: read as parsed, but the parser says: %v", x, err)
 		}
 		read := map[int]bool{}
-		for _, c := range sl.cmds {
-			if c.depth == 0 {
-				read[c.at] = true
+		for _, c := range sl.Cmds {
+			if c.Depth == 0 {
+				read[c.At] = true
 			}
 		}
 		syntax.Walk(file, func(n syntax.Node) bool {
@@ -204,33 +207,33 @@ func FuzzFloorReadsGit(f *testing.F) {
 			reads++
 			return gitConf{"alias.x": {aliasX}, "alias.y": {aliasY}}
 		}
-		var words []shWord
+		var words []shell.Word
 		for _, w := range strings.Fields(args) {
-			words = append(words, lit(w))
+			words = append(words, shell.Lit(w))
 		}
 		v := e.readGitWith(words, ws, nil, nil, conf)
 		if reads > 1 {
 			t.Fatalf("the config was read %d times", reads)
 		}
 		_ = v
-		mirror := append([]shWord{lit("push"), lit("--mirror"), lit("origin"), lit("--")}, words...)
+		mirror := append([]shell.Word{shell.Lit("push"), shell.Lit("--mirror"), shell.Lit("origin"), shell.Lit("--")}, words...)
 		if v := e.readGitWith(mirror, ws, nil, nil, conf); v.why == "" {
 			t.Fatalf("git %v is not refused", mirror)
 		}
 	})
 }
 
-// FuzzFloorPaths checks the path and sed readers: no panic; procPath
+// FuzzFloorPaths checks the path and sed readers: no panic; shell.ProcPath
 // gives a clean absolute path.
 func FuzzFloorPaths(f *testing.F) {
 	for _, s := range []string{"/proc/self/cwd/../x", "//dev/sda", "/proc/1/root/proc/self/cwd", "s/a/b/e", "1e ls", `s/\/e/x/`, "a\\", "/x/,/y/!e"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		sedRuns(s)
+		shell.SedRuns(s)
 		splitGitCmdline(s)
-		if p, ok := procPath("/"+s, "/w"); ok && (path.Clean(p) != p || !path.IsAbs(p)) {
-			t.Fatalf("procPath(%q) = %q", "/"+s, p)
+		if p, ok := shell.ProcPath("/"+s, "/w"); ok && (path.Clean(p) != p || !path.IsAbs(p)) {
+			t.Fatalf("shell.ProcPath(%q) = %q", "/"+s, p)
 		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/policy/shell"
 )
 
 // floorLines is the bypass table: shell lines and the floor rule each must
@@ -399,14 +400,14 @@ func TestParseShell(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
-			sl := parseShell(tt.line, readEnv("", ""))
-			if !sl.ok {
+			sl := shell.Parse(tt.line, readEnv("", ""))
+			if !sl.OK {
 				t.Fatal("did not parse")
 			}
 			var got []string
-			for _, c := range sl.cmds {
-				x := c.text
-				if c.wrapper {
+			for _, c := range sl.Cmds {
+				x := c.Text
+				if c.Wrapper {
 					x = "*" + x
 				}
 				got = append(got, x)
@@ -438,13 +439,13 @@ func TestStripWrappers(t *testing.T) {
 		"flock -w 5 /tmp/lock make":             "make",
 	}
 	for in, want := range tests {
-		sl := parseShell(in, readEnv("", ""))
-		if len(sl.cmds) == 0 {
+		sl := shell.Parse(in, readEnv("", ""))
+		if len(sl.Cmds) == 0 {
 			t.Errorf("%q: no command", in)
 			continue
 		}
-		if got := sl.cmds[0].norm; got != want {
-			t.Errorf("stripWrappers(%q) = %q, want %q", in, got, want)
+		if got := sl.Cmds[0].Norm; got != want {
+			t.Errorf("shell.StripWrappers(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/policy/shell"
 )
 
 // floorVariants are lines the floor must read as the shell, the kernel and
@@ -287,14 +288,14 @@ func TestProcPath(t *testing.T) {
 		{"/proc/self/task/12/cwd/a", "/w", "/w/a", true},
 		{"/proc/1/root/proc/self/cwd", "/w", "/w", true},
 		{"/proc/1/cwd", "/w", "", false},
-		{"/proc/self/cwd", cwdUnknown, "", false},
+		{"/proc/self/cwd", shell.CwdUnknown, "", false},
 		{"/proc/self/fd/3", "/w", "/proc/self/fd/3", true},
 		{"/a/./b/../c", "", "/a/c", true},
 		{"/..", "", "/", true},
 	} {
-		got, ok := procPath(tt.in, tt.cwd)
+		got, ok := shell.ProcPath(tt.in, tt.cwd)
 		if ok != tt.ok || ok && got != tt.want {
-			t.Errorf("procPath(%q, %q) = %q, %v; want %q, %v", tt.in, tt.cwd, got, ok, tt.want, tt.ok)
+			t.Errorf("shell.ProcPath(%q, %q) = %q, %v; want %q, %v", tt.in, tt.cwd, got, ok, tt.want, tt.ok)
 		}
 	}
 }
@@ -312,11 +313,11 @@ func TestLongOpts(t *testing.T) {
 		{"", ""},
 		{"preserve-root", "preserve-root"},
 	} {
-		if got := strings.Join(longOpts(tt.in, rmLongOpts), ","); got != tt.want {
-			t.Errorf("longOpts(%q) = %q, want %q", tt.in, got, tt.want)
+		if got := strings.Join(shell.LongOpts(tt.in, rmLongOpts), ","); got != tt.want {
+			t.Errorf("shell.LongOpts(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
-	if got := strings.Join(longOpts("re", chmodLongOpts), ","); got != "reference,recursive" {
+	if got := strings.Join(shell.LongOpts("re", chmodLongOpts), ","); got != "reference,recursive" {
 		t.Errorf("ambiguous: %q", got)
 	}
 }
@@ -352,13 +353,13 @@ func TestSedRuns(t *testing.T) {
 		{"$e ls\np", "ls"},
 		{`s/x\/e/y/`, "-"},
 	} {
-		got := sedRuns(tt.in)
+		got := shell.SedRuns(tt.in)
 		g := "-"
 		if len(got) > 0 {
 			g = got[0]
 		}
 		if g != tt.want {
-			t.Errorf("sedRuns(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("shell.SedRuns(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }

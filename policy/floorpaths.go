@@ -1,6 +1,10 @@
 package policy
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/tai-dev/tai/policy/shell"
+)
 
 // This file reads the paths and options of the commands the floor judges
 // as the kernel and the tools do: a path through /proc/self/root or
@@ -21,7 +25,7 @@ var (
 // may be the long option want.
 func hasLongOpt(a string, opts []string, want string) bool {
 	name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-	for _, o := range longOpts(name, opts) {
+	for _, o := range shell.LongOpts(name, opts) {
 		if o == want {
 			return true
 		}
@@ -50,14 +54,14 @@ func isPartitioner(name string) bool {
 
 // partitions returns the disk device a partitioner is given, unless it
 // only lists (fdisk -l, parted -l).
-func partitions(args []shWord, cwds []string) (string, bool) {
+func partitions(args []shell.Word, cwds []string) (string, bool) {
 	dev := ""
 	for _, a := range args {
-		switch a.val {
+		switch a.Val {
 		case "-l", "--list", "-L", "print", "--print":
 			return "", false
 		}
-		if d := diskPath(a.val); d != "" && dev == "" {
+		if d := shell.DiskPath(a.Val); d != "" && dev == "" {
 			dev = d
 		}
 	}
@@ -67,30 +71,30 @@ func partitions(args []shWord, cwds []string) (string, bool) {
 // rawWrite returns the disk device a program writes raw, or "": dd (and
 // dcfldd, dc3dd) of=, shred's files, tee's, and the destination of cp,
 // install, ddrescue and rsync.
-func (e *Engine) rawWrite(name string, args []shWord, cwds []string) string {
+func (e *Engine) rawWrite(name string, args []shell.Word, cwds []string) string {
 	var targets []string
 	switch name {
 	case "dd", "dcfldd", "dc3dd":
 		for _, a := range args {
 			for _, k := range []string{"of=", "hof=", "of1=", "hofs=", "ofs="} {
-				if v, ok := strings.CutPrefix(a.val, k); ok {
+				if v, ok := strings.CutPrefix(a.Val, k); ok {
 					targets = append(targets, v)
 				}
 			}
 		}
 	case "shred", "tee", "blkdiscard":
 		for _, a := range args {
-			targets = append(targets, a.val)
+			targets = append(targets, a.Val)
 		}
 	case "cp", "install", "ddrescue", "rsync", "pv":
 		var pos []string
 		for i := 0; i < len(args); i++ {
-			v := args[i].val
+			v := args[i].Val
 			switch {
 			case v == "-t" && i+1 < len(args):
-				return diskPath(args[i+1].val)
+				return shell.DiskPath(args[i+1].Val)
 			case strings.HasPrefix(v, "--target-directory=") || strings.HasPrefix(v, "-t") && len(v) > 2:
-				return diskPath(strings.TrimPrefix(strings.TrimPrefix(v, "--target-directory="), "-t"))
+				return shell.DiskPath(strings.TrimPrefix(strings.TrimPrefix(v, "--target-directory="), "-t"))
 			case strings.HasPrefix(v, "-") && len(v) > 1:
 			default:
 				pos = append(pos, v)
@@ -104,7 +108,7 @@ func (e *Engine) rawWrite(name string, args []shWord, cwds []string) string {
 		}
 	}
 	for _, t := range targets {
-		if d := diskPath(t); d != "" && !isSafeDevice(strings.TrimPrefix(d, "/dev/")) {
+		if d := shell.DiskPath(t); d != "" && !isSafeDevice(strings.TrimPrefix(d, "/dev/")) {
 			return d
 		}
 	}
@@ -114,27 +118,27 @@ func (e *Engine) rawWrite(name string, args []shWord, cwds []string) string {
 // gitConfigWrites records in conf what a `git config KEY VALUE` (or git
 // config set) of the line sets: a later git command of the same line reads
 // it. A value not known before it runs is kept unknown.
-func gitConfigWrites(args []shWord, conf gitConf) {
+func gitConfigWrites(args []shell.Word, conf gitConf) {
 	i := 0
-	for i < len(args) && strings.HasPrefix(args[i].val, "-") {
-		if v := args[i].val; v == "-C" || v == "-c" || v == "--git-dir" || v == "--work-tree" {
+	for i < len(args) && strings.HasPrefix(args[i].Val, "-") {
+		if v := args[i].Val; v == "-C" || v == "-c" || v == "--git-dir" || v == "--work-tree" {
 			i++
 		}
 		i++
 	}
-	if i >= len(args) || args[i].val != "config" {
+	if i >= len(args) || args[i].Val != "config" {
 		return
 	}
-	var pos []shWord
+	var pos []shell.Word
 	for _, a := range args[i+1:] {
 		switch {
-		case a.val == "set" && len(pos) == 0:
-		case strings.HasPrefix(a.val, "-"):
+		case a.Val == "set" && len(pos) == 0:
+		case strings.HasPrefix(a.Val, "-"):
 		default:
 			pos = append(pos, a)
 		}
 	}
-	if len(pos) == 2 && pos[0].static() {
-		conf.add(pos[0].val, pos[1].val)
+	if len(pos) == 2 && pos[0].Static() {
+		conf.add(pos[0].Val, pos[1].Val)
 	}
 }

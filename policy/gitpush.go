@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tai-dev/tai/policy/shell"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -125,7 +126,7 @@ type gitVerdict struct {
 
 // readGit reads a git command line (args after "git") run in cwd. lineC
 // holds settings an earlier `git config` of the same line made.
-func (e *Engine) readGit(words []shWord, cwd string, env map[string]string, lineC gitConf) gitVerdict {
+func (e *Engine) readGit(words []shell.Word, cwd string, env map[string]string, lineC gitConf) gitVerdict {
 	return e.readGitWith(words, cwd, env, lineC, readGitConfig)
 }
 
@@ -133,14 +134,14 @@ func (e *Engine) readGit(words []shWord, cwd string, env map[string]string, line
 const maxGitEnvConfig = 64
 
 // readGitWith is readGit with the config read by readConf.
-func (e *Engine) readGitWith(words []shWord, cwd string, env map[string]string, lineC gitConf, readConf func(dir string, opts, env []string) gitConf) gitVerdict {
+func (e *Engine) readGitWith(words []shell.Word, cwd string, env map[string]string, lineC gitConf, readConf func(dir string, opts, env []string) gitConf) gitVerdict {
 	g := &gitLine{cwd: cwd, cmdC: gitConf{}}
 	for k, v := range lineC {
 		g.cmdC[k] = append([]string(nil), v...)
 	}
 	for k, v := range env {
 		switch {
-		case strings.Contains(v, unknownMark):
+		case strings.Contains(v, shell.Unknown):
 			g.unknown = true
 		case k == "GIT_CONFIG_PARAMETERS":
 			// 'key=value' or 'key'='value', as git writes it for -c.
@@ -170,7 +171,7 @@ func (e *Engine) readGitWith(words []shWord, cwd string, env map[string]string, 
 		}
 	}
 	g.conf = sync.OnceValue(func() gitConf {
-		if g.cwd == "" || g.cwd == cwdUnknown {
+		if g.cwd == "" || g.cwd == shell.CwdUnknown {
 			return nil
 		}
 		return readConf(g.cwd, g.opts, g.env)
@@ -181,33 +182,33 @@ func (e *Engine) readGitWith(words []shWord, cwd string, env map[string]string, 
 			return gitVerdict{}
 		}
 		sub := rest[0]
-		if !sub.static() {
+		if !sub.Static() {
 			// A subcommand known only when it runs may be a push.
 			return gitVerdict{why: "a git command not known before it runs (it may be a forced push)"}
 		}
-		if sub.val == "push" || sub.val == "send-pack" {
+		if sub.Val == "push" || sub.Val == "send-pack" {
 			// send-pack is push's plumbing, with the same --force, --all,
 			// --mirror and refspecs.
 			return gitVerdict{why: e.gitPush(g, rest[1:])}
 		}
-		if gitCommon[sub.val] || expansions == maxGitAliases {
+		if gitCommon[sub.Val] || expansions == maxGitAliases {
 			return gitVerdict{}
 		}
-		alias, ok := g.setting("alias." + sub.val)
+		alias, ok := g.setting("alias." + sub.Val)
 		if !ok {
-			if v, set := g.setting("help.autocorrect"); set && autocorrects(v) && editDistance(sub.val, "push") <= 2 {
+			if v, set := g.setting("help.autocorrect"); set && autocorrects(v) && editDistance(sub.Val, "push") <= 2 {
 				// git runs the command it guesses a typo meant.
 				return gitVerdict{why: e.gitPush(g, rest[1:])}
 			}
 			if g.unknown {
-				return gitVerdict{why: "git " + sub.val + " with a config not known before it runs (it may be an alias of a forced push)"}
+				return gitVerdict{why: "git " + sub.Val + " with a config not known before it runs (it may be an alias of a forced push)"}
 			}
 			return gitVerdict{}
 		}
 		if script, ok := strings.CutPrefix(alias, "!"); ok {
 			// git runs it with sh -c, its arguments after it.
 			for _, w := range rest[1:] {
-				script += " " + joinArgv([]string{w.text()})
+				script += " " + joinArgv([]string{w.Text()})
 			}
 			return gitVerdict{shell: script}
 		}
@@ -215,9 +216,9 @@ func (e *Engine) readGitWith(words []shWord, cwd string, env map[string]string, 
 		if !ok || len(fields) == 0 {
 			return gitVerdict{} // git refuses a badly quoted alias
 		}
-		exp := make([]shWord, 0, len(fields)+len(rest)-1)
+		exp := make([]shell.Word, 0, len(fields)+len(rest)-1)
 		for _, f := range fields {
-			exp = append(exp, lit(f))
+			exp = append(exp, shell.Lit(f))
 		}
 		words = append(exp, rest[1:]...)
 	}
@@ -226,20 +227,20 @@ func (e *Engine) readGitWith(words []shWord, cwd string, env map[string]string, 
 // gitGlobals reads git's global options (git [opts] SUBCOMMAND ...) into
 // g, as git's handle_options does (no abbreviations); false when git would
 // refuse them.
-func (e *Engine) gitGlobals(g *gitLine, words []shWord) ([]shWord, bool) {
+func (e *Engine) gitGlobals(g *gitLine, words []shell.Word) ([]shell.Word, bool) {
 	for len(words) > 0 {
 		w := words[0]
-		if !w.static() {
+		if !w.Static() {
 			return words, true
 		}
-		a := w.val
+		a := w.Val
 		if !strings.HasPrefix(a, "-") {
 			return words, true
 		}
 		words = words[1:]
-		next := func() (shWord, bool) {
+		next := func() (shell.Word, bool) {
 			if len(words) == 0 {
-				return shWord{}, false
+				return shell.Word{}, false
 			}
 			n := words[0]
 			words = words[1:]
@@ -251,24 +252,24 @@ func (e *Engine) gitGlobals(g *gitLine, words []shWord) ([]shWord, bool) {
 			if !ok {
 				return nil, false
 			}
-			if !d.static() {
+			if !d.Static() {
 				g.unknown = true
 			}
-			if d.val != "" {
-				g.cwd = e.cd(g.cwd, []string{d.val})
+			if d.Val != "" {
+				g.cwd = e.cd(g.cwd, []string{d.Val})
 			}
 		case a == "-c":
 			kv, ok := next()
 			if !ok {
 				return nil, false
 			}
-			if !kv.static() {
+			if !kv.Static() {
 				// A setting not known before it runs may be an alias or
 				// push.default.
 				g.unknown = true
 				continue
 			}
-			k, v, _ := strings.Cut(kv.val, "=")
+			k, v, _ := strings.Cut(kv.Val, "=")
 			g.cmdC.add(k, v)
 		case strings.HasPrefix(a, "--config-env"):
 			if a == "--config-env" {
@@ -280,7 +281,7 @@ func (e *Engine) gitGlobals(g *gitLine, words []shWord) ([]shWord, bool) {
 			if !ok {
 				return nil, false
 			}
-			g.opts = append(g.opts, a+"="+d.val)
+			g.opts = append(g.opts, a+"="+d.Val)
 		case strings.HasPrefix(a, "--git-dir=") || strings.HasPrefix(a, "--work-tree="):
 			g.opts = append(g.opts, a)
 		case a == "--namespace" || a == "--super-prefix":
@@ -301,10 +302,10 @@ var pushOpts = []string{"verbose", "quiet", "repo", "all", "branches", "mirror",
 var pushArgOpts = map[string]bool{"repo": true, "recurse-submodules": true, "receive-pack": true, "exec": true, "push-option": true}
 
 // gitPush explains why a push is refused, or "".
-func (e *Engine) gitPush(g *gitLine, words []shWord) string {
+func (e *Engine) gitPush(g *gitLine, words []shell.Word) string {
 	var force, del, mirror, all, prune, dry bool
 	repo := ""
-	var pos []shWord
+	var pos []shell.Word
 	set := func(name string, on bool) {
 		switch name {
 		case "force", "force-with-lease":
@@ -323,15 +324,15 @@ func (e *Engine) gitPush(g *gitLine, words []shWord) string {
 	}
 	for i := 0; i < len(words); i++ {
 		w := words[i]
-		if !w.static() {
-			if strings.HasPrefix(w.val, unknownMark) {
+		if !w.Static() {
+			if strings.HasPrefix(w.Val, shell.Unknown) {
 				// It may be --mirror, --force, or a forced refspec.
-				return "a push with an argument not known before it runs (" + w.src + "): it may force or mirror"
+				return "a push with an argument not known before it runs (" + w.Src + "): it may force or mirror"
 			}
 			pos = append(pos, w)
 			continue
 		}
-		a := w.val
+		a := w.Val
 		switch {
 		case a == "--":
 			pos = append(pos, words[i+1:]...)
@@ -339,10 +340,10 @@ func (e *Engine) gitPush(g *gitLine, words []shWord) string {
 		case strings.HasPrefix(a, "--"):
 			name, val, hasVal := strings.Cut(a[2:], "=")
 			on := true
-			names := longOpts(name, pushOpts)
+			names := shell.LongOpts(name, pushOpts)
 			if len(names) == 0 {
 				if n, ok := strings.CutPrefix(name, "no-"); ok {
-					names, on = longOpts(n, pushOpts), false
+					names, on = shell.LongOpts(n, pushOpts), false
 				}
 			}
 			for _, n := range names {
@@ -354,7 +355,7 @@ func (e *Engine) gitPush(g *gitLine, words []shWord) string {
 			if len(names) == 1 && pushArgOpts[names[0]] && !hasVal && on && i+1 < len(words) {
 				i++
 				if names[0] == "repo" {
-					repo = words[i].val
+					repo = words[i].Val
 				}
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
@@ -385,10 +386,10 @@ func (e *Engine) gitPush(g *gitLine, words []shWord) string {
 	}
 	remote := repo
 	if remote == "" && len(pos) > 0 {
-		remote, pos = pos[0].val, pos[1:]
+		remote, pos = pos[0].Val, pos[1:]
 	}
 	cur := ""
-	if g.cwd != "" && g.cwd != cwdUnknown {
+	if g.cwd != "" && g.cwd != shell.CwdUnknown {
 		cur = gitBranch(g.cwd)
 	}
 	if remote == "" {
@@ -415,8 +416,8 @@ func (e *Engine) gitPush(g *gitLine, words []shWord) string {
 	}
 	if g.unknown && !all {
 		for _, w := range pos {
-			if !strings.Contains(w.val, ":") {
-				return "a push of " + w.text() + " with a config not known before it runs (the remote's push mapping may force it)"
+			if !strings.Contains(w.Val, ":") {
+				return "a push of " + w.Text() + " with a config not known before it runs (the remote's push mapping may force it)"
 			}
 		}
 		if len(pos) == 0 {
@@ -450,11 +451,11 @@ func (e *Engine) gitPush(g *gitLine, words []shWord) string {
 			}
 		}
 		for _, s := range specs {
-			pos = append(pos, lit(s))
+			pos = append(pos, shell.Lit(s))
 		}
 	}
 	for _, w := range pos {
-		r := w.val
+		r := w.Val
 		if strings.HasPrefix(r, "^") {
 			continue // a negative refspec pushes nothing
 		}
@@ -600,7 +601,7 @@ func refMap(src, dst, ref string) string {
 // (a wildcard) or a part not known before it runs stays in: it matches
 // any text (see protectedMatch). Refs outside refs/heads/ are no branch.
 func gitDstBranches(dst, cur string) []string {
-	dst = strings.ReplaceAll(dst, unknownMark, "*")
+	dst = strings.ReplaceAll(dst, shell.Unknown, "*")
 	switch {
 	case dst == "HEAD" || dst == "@":
 		return []string{cur}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/internal/lazyre"
+	"github.com/tai-dev/tai/policy/shell"
 )
 
 // ---- patterns ----
@@ -143,7 +144,7 @@ func compileTextPattern(s string, fold bool) (textPattern, error) {
 		p.re = re
 		return p, nil
 	}
-	p.glob = collapse(s)
+	p.glob = shell.Collapse(s)
 	if p.glob == "" {
 		return p, fmt.Errorf("empty pattern")
 	}
@@ -157,7 +158,7 @@ func (p textPattern) match(s string) bool {
 	if p.re != nil {
 		return p.re.MatchString(s)
 	}
-	s = collapse(s)
+	s = shell.Collapse(s)
 	if p.fold {
 		s = strings.ToLower(s)
 	}
@@ -215,13 +216,13 @@ type facts struct {
 	kind     string
 	tool     string // the tool's name, else its title
 	paths    []pathFact
-	writes   bool         // it changes files: an edit, delete or move kind, or a diff
-	command  string       // the command line, from raw_input (else the title)
-	lines    []string     // every command line worth checking for a deny: command and the title's
-	cwd      string       // the command's working directory, absolute; "" unknown
-	shell    []*shellLine // lines, as read by the shell parser
-	allowSeg []string     // the simple commands an allow rule must all match
-	denySeg  []string     // every simple command, as written and normalized
+	writes   bool          // it changes files: an edit, delete or move kind, or a diff
+	command  string        // the command line, from raw_input (else the title)
+	lines    []string      // every command line worth checking for a deny: command and the title's
+	cwd      string        // the command's working directory, absolute; "" unknown
+	shell    []*shell.Line // lines, as read by the shell parser
+	allowSeg []string      // the simple commands an allow rule must all match
+	denySeg  []string      // every simple command, as written and normalized
 	url      string
 	mode     string // switch_mode: the mode the session would move to
 	target   string // switch_mode: the mode raw_input asks for
@@ -345,18 +346,18 @@ func rawCommand(m map[string]any) string {
 // flag cluster holding c, like -lc). Arguments after SCRIPT are its $0, $1,
 // ...: the script reads them as words it cannot know.
 func argvScript(argv []string) (string, bool) {
-	if !isShell(path.Base(argv[0])) {
+	if !shell.IsShell(path.Base(argv[0])) {
 		return "", false
 	}
-	words := make([]shWord, len(argv)-1)
+	words := make([]shell.Word, len(argv)-1)
 	for i, a := range argv[1:] {
-		words[i] = lit(a)
+		words[i] = shell.Lit(a)
 	}
-	script, _, _ := shellArgs(words)
+	script, _, _ := shell.ScriptArgs(words)
 	if script == nil {
 		return "", false
 	}
-	return script.val, true
+	return script.Val, true
 }
 
 // titleCommand is the command an execute call's title shows. Other kinds'
@@ -459,15 +460,15 @@ func (e *Engine) facts(req driver.PermissionRequest) *facts {
 	}
 	env := readEnv(e.ws.home, f.cwd)
 	for _, l := range f.lines {
-		sl := parseShell(l, env)
+		sl := shell.Parse(l, env)
 		f.shell = append(f.shell, sl)
-		f.denySeg = append(f.denySeg, collapse(l))
-		for _, c := range sl.cmds {
-			if c.text != "" {
-				f.denySeg = append(f.denySeg, c.text)
+		f.denySeg = append(f.denySeg, shell.Collapse(l))
+		for _, c := range sl.Cmds {
+			if c.Text != "" {
+				f.denySeg = append(f.denySeg, c.Text)
 			}
-			if c.norm != "" && c.norm != c.text {
-				f.denySeg = append(f.denySeg, c.norm)
+			if c.Norm != "" && c.Norm != c.Text {
+				f.denySeg = append(f.denySeg, c.Norm)
 			}
 		}
 	}
@@ -491,16 +492,16 @@ func (e *Engine) facts(req driver.PermissionRequest) *facts {
 // command, with shell wrappers (sh -c, eval) replaced by their scripts, so
 // that an allow for "go test *" never lets "go test ./... && rm -rf x"
 // through. A line that does not parse has none: no allow covers it.
-func allowSegments(sl *shellLine) []string {
-	if !sl.ok {
+func allowSegments(sl *shell.Line) []string {
+	if !sl.OK {
 		return nil
 	}
 	var out []string
-	for _, c := range sl.cmds {
-		if c.wrapper || c.text == "" {
+	for _, c := range sl.Cmds {
+		if c.Wrapper || c.Text == "" {
 			continue
 		}
-		out = append(out, c.text)
+		out = append(out, c.Text)
 	}
 	return out
 }
@@ -527,7 +528,7 @@ func newWorkspace(root, home string, extra []string) (workspace, error) {
 		w.real = resolveExisting(w.root)
 	}
 	for _, x := range extra {
-		x = expandHome(x, home)
+		x = shell.ExpandHome(x, home)
 		if !filepath.IsAbs(x) {
 			if w.root == "" {
 				return w, fmt.Errorf("write root %q is relative and no workspace is known", x)

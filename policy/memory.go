@@ -21,6 +21,7 @@ import (
 	"github.com/tai-dev/tai/internal/atomicfile"
 	"github.com/tai-dev/tai/internal/readlimit"
 	"github.com/tai-dev/tai/internal/statedir"
+	"github.com/tai-dev/tai/policy/shell"
 )
 
 // Scope says how far a human's "always" answer reaches.
@@ -408,7 +409,7 @@ func memoryKey(f *facts) string {
 	switch f.kind {
 	case kindExecute:
 		if f.command != "" {
-			return f.kind + ":" + collapse(f.command)
+			return f.kind + ":" + shell.Collapse(f.command)
 		}
 	case kindFetch:
 		if f.url != "" {

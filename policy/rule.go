@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tai-dev/tai/policy/shell"
 )
 
 // Effect is what a rule does to the requests it matches.
@@ -299,7 +301,7 @@ func (r *rule) matchCommand(f *facts) bool {
 		return false
 	}
 	for _, s := range f.allowSeg {
-		if hasOutputRedirect(s) || !anyText(r.commands, s) {
+		if shell.HasOutputRedirect(s) || !anyText(r.commands, s) {
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-package policy
+package shell
 
 import (
 	"path/filepath"
@@ -14,13 +14,13 @@ import (
 // diskDevice matches a disk device's path.
 var diskDevice = lazyre.New(`^/dev/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk\d|rdisk\d|md\d|dm-\d|mapper/|loop\d|nbd\d|sr\d|disk/by-|block/)`)
 
-// procPath resolves an absolute path as the kernel walks it, for a
+// ProcPath resolves an absolute path as the kernel walks it, for a
 // process whose working directory is cwd: "." and ".." and repeated
 // slashes go, /proc/<pid>/root (and thread-self's) is /, and
 // /proc/self/cwd (thread-self/cwd, /proc/$$/cwd) is cwd. false when the
 // path goes through a working directory that cannot be told: another
 // process's, or an unknown one.
-func procPath(p, cwd string) (string, bool) {
+func ProcPath(p, cwd string) (string, bool) {
 	var stack []string
 	for _, c := range strings.Split(p, "/") {
 		switch c {
@@ -43,7 +43,7 @@ func procPath(p, cwd string) (string, bool) {
 		case "root":
 			stack = stack[:0]
 		case "cwd":
-			if pid != "self" && pid != "thread-self" && pid != unknownMark || cwd == "" || cwd == cwdUnknown {
+			if pid != "self" && pid != "thread-self" && pid != Unknown || cwd == "" || cwd == CwdUnknown {
 				return "", false
 			}
 			stack = append(stack[:0], strings.Split(strings.Trim(cwd, "/"), "/")...)
@@ -52,13 +52,13 @@ func procPath(p, cwd string) (string, bool) {
 	return "/" + strings.Join(stack, "/"), true
 }
 
-// diskPath reads v as a path onto a disk device (/dev/sda, //dev/sda,
+// DiskPath reads v as a path onto a disk device (/dev/sda, //dev/sda,
 // /proc/self/root/dev/sda, /dev/disk/by-id/...): the device, or "".
-func diskPath(v string) string {
+func DiskPath(v string) string {
 	if !strings.HasPrefix(v, "/") {
 		return ""
 	}
-	p, ok := procPath(v, "")
+	p, ok := ProcPath(v, "")
 	if !ok {
 		return ""
 	}
@@ -68,13 +68,13 @@ func diskPath(v string) string {
 	return ""
 }
 
-// runsProgram reports whether a program runs its input or arguments as a
+// RunsProgram reports whether a program runs its input or arguments as a
 // program of its own: shells, eval, source and interpreters.
-func runsProgram(name string) bool {
-	return isShell(name) || name == "eval" || name == "source" || name == "." || interpreter(name) != ""
+func RunsProgram(name string) bool {
+	return IsShell(name) || name == "eval" || name == "source" || name == "." || Interpreter(name) != ""
 }
 
-func expandHome(p, home string) string {
+func ExpandHome(p, home string) string {
 	if home == "" {
 		return p
 	}
@@ -91,12 +91,12 @@ func expandHome(p, home string) string {
 	return p
 }
 
-// longOpts resolves a long option name as getopt_long and git's
+// LongOpts resolves a long option name as getopt_long and git's
 // parse-options do: the option of that exact name, else every option it
 // abbreviates. More than one is an ambiguity the tool refuses today, but
 // a newer version (with another option) may tell apart: the caller reads
 // them all, the most dangerous reading.
-func longOpts(name string, opts []string) []string {
+func LongOpts(name string, opts []string) []string {
 	if name == "" {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package policy
+package shell
 
 import (
 	"fmt"
@@ -25,124 +25,124 @@ import (
 // it at its most dangerous. A line that does not parse is read word by
 // word, with every word a possible command (see guess).
 
-// maxShellDepth bounds the recursion into nested scripts (sh -c, eval).
-const maxShellDepth = 4
+// MaxDepth bounds the recursion into nested scripts (sh -c, eval).
+const MaxDepth = 4
 
-// maxShellCommands bounds the commands read from one line.
-const maxShellCommands = 2048
+// MaxCommands bounds the commands read from one line.
+const MaxCommands = 2048
 
 // maxExpandedWords bounds the words of a command xargs or find -exec
 // runs, once its items are put in.
 const maxExpandedWords = 4096
 
-// unknownMark stands in a word's value for a part that cannot be known
+// Unknown stands in a word's value for a part that cannot be known
 // before the command runs.
-const unknownMark = "\x00"
+const Unknown = "\x00"
 
-// cwdUnknown is a working directory a cd went to that cannot be known.
-const cwdUnknown = "\x00cwd"
+// CwdUnknown is a working directory a cd went to that cannot be known.
+const CwdUnknown = "\x00cwd"
 
-// shellEnv is what the reader knows of the place a line runs in.
-type shellEnv struct {
-	home string // expands ~ and $HOME
-	cwd  string // absolute; "" when no workspace is known
+// Env is what the reader knows of the place a line runs in.
+type Env struct {
+	Home string // expands ~ and $HOME
+	Cwd  string // absolute; "" when no workspace is known
 
-	// watched reports whether the reader's caller looks at a program of
+	// Watched reports whether the reader's caller looks at a program of
 	// this name: a line that does not parse keeps every such command, and
 	// only a bounded number of others. nil: every program is watched.
-	watched func(name string) bool
-	// runsInput reports whether an interpreter's program runs code it
+	Watched func(name string) bool
+	// RunsInput reports whether an interpreter's program runs code it
 	// reads: fed a download, it runs the download. nil: none does.
-	runsInput func(code string) bool
+	RunsInput func(code string) bool
 }
 
-// shWord is one word of a command after quote removal.
-type shWord struct {
-	src    string // as written
+// Word is one word of a command after quote removal.
+type Word struct {
+	Src    string // as written
 	script string // for a word that is not static: its script text (see scriptText)
-	val    string // its value; unknown parts are unknownMark
-	glob   int    // index in val of the first unquoted glob character; -1 none
-	split  bool   // an unquoted unknown part: it may split into several words, options too
+	Val    string // its value; unknown parts are Unknown
+	Glob   int    // index in val of the first unquoted glob character; -1 none
+	Split  bool   // an unquoted unknown part: it may split into several words, options too
 }
 
-func (w shWord) static() bool { return !strings.Contains(w.val, unknownMark) }
+func (w Word) Static() bool { return !strings.Contains(w.Val, Unknown) }
 
-// text is the word for rule matching: its value when known, else as written.
-func (w shWord) text() string {
-	if w.static() {
-		return w.val
+// Text is the word for rule matching: its value when known, else as written.
+func (w Word) Text() string {
+	if w.Static() {
+		return w.Val
 	}
-	return w.src
+	return w.Src
 }
 
-func lit(s string) shWord { return shWord{src: s, val: s, glob: -1} }
+func Lit(s string) Word { return Word{Src: s, Val: s, Glob: -1} }
 
 // stream is what a command reads on its standard input, as far as known.
 type stream struct {
-	fetched bool     // it comes from a download (curl, wget, ...)
-	text    string   // its text, when hasText
-	hasText bool     // echo/printf of static words, a here-string, a heredoc
-	items   []shWord // the paths find prints; nil when not from find
+	fetched bool   // it comes from a download (curl, wget, ...)
+	text    string // its text, when hasText
+	hasText bool   // echo/printf of static words, a here-string, a heredoc
+	items   []Word // the paths find prints; nil when not from find
 }
 
-// shCmd is one simple command a line would run.
-type shCmd struct {
-	text    string   // as written, white space collapsed
-	norm    string   // argv as text: wrappers stripped, quotes removed
-	argv    []shWord // the program and its arguments, wrappers stripped
-	name    string   // base name of argv[0]; "" when not known
-	depth   int      // nesting of scripts (sh -c, eval)
-	wrapper bool     // it runs a script whose commands follow: allow rules look at those
-	cwds    []string // the directories it may run in
-	guess   bool     // read from a line that does not parse
-	at      int      // offset of its first word in its script; -1 when it has none there
+// Cmd is one simple command a line would run.
+type Cmd struct {
+	Text    string   // as written, white space collapsed
+	Norm    string   // argv as text: wrappers stripped, quotes removed
+	Argv    []Word   // the program and its arguments, wrappers stripped
+	Name    string   // base name of argv[0]; "" when not known
+	Depth   int      // nesting of scripts (sh -c, eval)
+	Wrapper bool     // it runs a script whose commands follow: allow rules look at those
+	Cwds    []string // the directories it may run in
+	Guess   bool     // read from a line that does not parse
+	At      int      // offset of its first word in its script; -1 when it has none there
 
-	pipeShell bool     // it runs, as a program, what a download wrote on its input
-	fetchSub  bool     // a substitution in its words runs a download
-	devRedir  string   // it redirects onto this disk device
-	code      []string // the programs it gives an interpreter (python3 -c CODE)
-	// unknownRun says what it runs that cannot be known before it runs
+	PipeShell bool     // it runs, as a program, what a download wrote on its input
+	FetchSub  bool     // a substitution in its words runs a download
+	DevRedir  string   // it redirects onto this disk device
+	Code      []string // the programs it gives an interpreter (python3 -c CODE)
+	// UnknownRun says what it runs that cannot be known before it runs
 	// (sed's e command, awk printing into sh, a root shell reading the
 	// terminal): the floor reads that at its most dangerous.
-	unknownRun string
-	// env is what the line puts in its environment (FOO=1 cmd, env FOO=1
-	// cmd, export FOO=1): values, unknown parts unknownMark. Only names
+	UnknownRun string
+	// Env is what the line puts in its environment (FOO=1 cmd, Env FOO=1
+	// cmd, export FOO=1): values, unknown parts Unknown. Only names
 	// that change what a program the floor reads does are kept (gitEnvKey).
-	env map[string]string
+	Env map[string]string
 }
 
-// shellLine is what was read from one command line.
-type shellLine struct {
-	ok    bool // parsed whole; false: some of it was guessed at
-	cmds  []*shCmd
-	bombs []string // functions that fork copies of themselves
+// Line is what was read from one command line.
+type Line struct {
+	OK    bool // parsed whole; false: some of it was guessed at
+	Cmds  []*Cmd
+	Bombs []string // functions that fork copies of themselves
 }
 
-// parseShell reads line.
-func parseShell(line string, env shellEnv) *shellLine {
-	return parseShellAt(line, env, []string{env.cwd}, 0)
+// Parse reads line.
+func Parse(line string, env Env) *Line {
+	return ParseAt(line, env, []string{env.Cwd}, 0)
 }
 
-// parseShellAt reads a script run in one of cwds, depth scripts deep.
-func parseShellAt(line string, env shellEnv, cwds []string, depth int) *shellLine {
-	sl := &shellLine{ok: true}
+// ParseAt reads a script run in one of cwds, depth scripts deep.
+func ParseAt(line string, env Env, cwds []string, depth int) *Line {
+	sl := &Line{OK: true}
 	r := &reader{env: env, line: sl}
 	r.script(line, cwds, stream{}, depth)
 	if r.overflow {
 		// Too many commands to follow: the whole line is read as one that
 		// does not parse.
-		sl.cmds = nil
+		sl.Cmds = nil
 		r.guess(line, cwds, depth)
 	}
 	return sl
 }
 
 type reader struct {
-	env      shellEnv
-	line     *shellLine
-	overflow bool     // more than maxShellCommands
+	env      Env
+	line     *Line
+	overflow bool     // more than MaxCommands
 	funcs    []string // the functions whose bodies are being read
-	vars     map[string]*shWord
+	vars     map[string]*Word
 	exports  map[string]string // exported in the line, for gitEnvKey names
 }
 
@@ -151,7 +151,7 @@ func (r *reader) script(src string, cwds []string, in stream, depth int) {
 	if r.overflow {
 		return
 	}
-	if depth > maxShellDepth {
+	if depth > MaxDepth {
 		r.guess(src, cwds, depth)
 		return
 	}
@@ -210,7 +210,7 @@ func (p *part) stmtText(s *syntax.Stmt) string {
 	if a < 0 || b > len(p.src) || a > b {
 		return ""
 	}
-	return collapse(p.src[a:b])
+	return Collapse(p.src[a:b])
 }
 
 func (p *part) slice(n syntax.Node) string {
@@ -234,11 +234,11 @@ func (p *part) stmts(list []*syntax.Stmt, cwds []string, in stream) []string {
 // stmt reads one statement. It returns the directories it may leave the
 // shell in when it succeeds and when it fails, and its simple command when
 // it is one.
-func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok, fail []string, main *shCmd) {
+func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok, fail []string, main *Cmd) {
 	if s == nil || p.r.overflow {
 		return cwds, cwds, nil
 	}
-	if len(p.r.line.cmds) >= maxShellCommands {
+	if len(p.r.line.Cmds) >= MaxCommands {
 		p.r.overflow = true
 		return cwds, cwds, nil
 	}
@@ -253,7 +253,7 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 	}
 	switch c := s.Cmd.(type) {
 	case nil: // > file: only redirections
-		p.add(&shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device})
+		p.add(&Cmd{Text: p.stmtText(s), Depth: p.depth, Cwds: cwds, DevRedir: redir.device})
 	case *syntax.CallExpr:
 		return p.call(s, c, cwds, in, forking, redir)
 	case *syntax.BinaryCmd:
@@ -325,9 +325,9 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 		p.stmt(c.Stmt, cwds, in, true)
 		return cwds, cwds, nil
 	case *syntax.DeclClause:
-		var words []shWord
+		var words []Word
 		if c.Variant != nil {
-			words = append(words, lit(c.Variant.Value))
+			words = append(words, Lit(c.Variant.Value))
 		}
 		for _, a := range c.Args {
 			p.assign(a, cwds)
@@ -335,9 +335,9 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 				if p.r.exports == nil {
 					p.r.exports = map[string]string{}
 				}
-				v := unknownMark // export NAME: a value from outside the line
+				v := Unknown // export NAME: a value from outside the line
 				if a.Value != nil {
-					v = p.word(a.Value).val
+					v = p.word(a.Value).Val
 				}
 				p.r.exports[a.Name.Value] = v
 			}
@@ -345,9 +345,9 @@ func (p *part) stmt(s *syntax.Stmt, cwds []string, in stream, forking bool) (ok,
 				words = append(words, p.word(a.Value))
 			}
 		}
-		dc := &shCmd{text: p.stmtText(s), argv: words, norm: wordsText(words), depth: p.depth, cwds: cwds, devRedir: redir.device}
+		dc := &Cmd{Text: p.stmtText(s), Argv: words, Norm: wordsText(words), Depth: p.depth, Cwds: cwds, DevRedir: redir.device}
 		if c.Variant != nil {
-			dc.name = c.Variant.Value
+			dc.Name = c.Variant.Value
 		}
 		p.add(dc)
 		return cwds, cwds, nil
@@ -416,7 +416,7 @@ func (p *part) redirect(rd *syntax.Redirect, cwds []string, out *redirs) {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll, syntax.AppAll,
 		syntax.RdrAllClob, syntax.AppAllClob, syntax.RdrInOut, syntax.DplOut:
 		if rd.Word != nil {
-			if d := diskPath(p.word(rd.Word).val); d != "" {
+			if d := DiskPath(p.word(rd.Word).Val); d != "" {
 				out.device = d
 			}
 		}
@@ -424,47 +424,47 @@ func (p *part) redirect(rd *syntax.Redirect, cwds []string, out *redirs) {
 }
 
 // call reads a simple command.
-func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream, forking bool, redir redirs) (ok, fail []string, main *shCmd) {
+func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream, forking bool, redir redirs) (ok, fail []string, main *Cmd) {
 	for _, a := range c.Assigns {
 		p.assign(a, cwds)
 	}
-	words := make([]shWord, 0, len(c.Args))
+	words := make([]Word, 0, len(c.Args))
 	for _, w := range c.Args {
 		if f, ok := p.fields(w); ok {
 			// $x, with x set to "rm -rf /": the words it splits into.
 			for _, v := range f {
-				words = append(words, lit(v))
+				words = append(words, Lit(v))
 			}
 			continue
 		}
 		words = append(words, p.braces(w)...)
 	}
-	cmd := &shCmd{text: p.stmtText(s), depth: p.depth, cwds: cwds, devRedir: redir.device, at: -1}
+	cmd := &Cmd{Text: p.stmtText(s), Depth: p.depth, Cwds: cwds, DevRedir: redir.device, At: -1}
 	for _, a := range c.Assigns {
 		if a.Name != nil && gitEnvKey(a.Name.Value) {
 			v := "" // HOME= git ...
 			if a.Value != nil {
-				v = p.word(a.Value).val
+				v = p.word(a.Value).Val
 			}
 			cmd.setEnv(a.Name.Value, v)
 		}
 	}
 	if len(c.Args) > 0 {
-		cmd.at = int(c.Args[0].Pos().Offset())
+		cmd.At = int(c.Args[0].Pos().Offset())
 	}
 	for _, w := range c.Args {
 		if p.fetches(w) {
-			cmd.fetchSub = true
+			cmd.FetchSub = true
 		}
 	}
 	for _, rd := range s.Redirs {
 		if rd.Word != nil && rd.Op != syntax.RdrIn && p.fetches(rd.Word) {
-			cmd.fetchSub = true
+			cmd.FetchSub = true
 		}
 	}
 	if len(words) > 0 {
-		if n := words[0]; n.static() && slices.Contains(p.r.funcs, n.val) && forking {
-			p.r.line.bombs = append(p.r.line.bombs, n.val)
+		if n := words[0]; n.Static() && slices.Contains(p.r.funcs, n.Val) && forking {
+			p.r.line.Bombs = append(p.r.line.Bombs, n.Val)
 		}
 	}
 	ok, fail = p.run(cmd, words, cwds, in)
@@ -476,55 +476,55 @@ func (p *part) call(s *syntax.Stmt, c *syntax.CallExpr, cwds []string, in stream
 
 // run fills in cmd for the words it runs, adds it, and adds the commands it
 // runs in turn. It returns the directories a cd leaves.
-func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fail []string) {
-	argv, wi := stripWrappers(words)
+func (p *part) run(cmd *Cmd, words []Word, cwds []string, in stream) (ok, fail []string) {
+	argv, wi := StripWrappers(words)
 	if wi.cwd != nil {
-		cwds = p.r.cd(cwds, []shWord{*wi.cwd})
-		cmd.cwds = cwds
+		cwds = p.r.cd(cwds, []Word{*wi.cwd})
+		cmd.Cwds = cwds
 	}
-	cmd.argv = argv
-	cmd.norm = wordsText(argv)
-	if len(argv) > 0 && argv[0].static() {
-		cmd.name = path.Base(argv[0].val)
+	cmd.Argv = argv
+	cmd.Norm = wordsText(argv)
+	if len(argv) > 0 && argv[0].Static() {
+		cmd.Name = path.Base(argv[0].Val)
 	}
 	for k, v := range p.r.exports {
-		if _, set := cmd.env[k]; !set {
+		if _, set := cmd.Env[k]; !set {
 			cmd.setEnv(k, v)
 		}
 	}
 	for _, a := range words[:len(words)-len(argv)] {
-		if k, v, ok := strings.Cut(a.val, "="); ok && isAssignment(a.val) && gitEnvKey(k) {
+		if k, v, ok := strings.Cut(a.Val, "="); ok && isAssignment(a.Val) && gitEnvKey(k) {
 			cmd.setEnv(k, v) // env FOO=1 cmd, sudo FOO=1 cmd
 		}
 	}
 	p.add(cmd)
 	if wi.script != nil {
-		cmd.wrapper = len(argv) == 0
+		cmd.Wrapper = len(argv) == 0
 		p.nested(p.scriptOf(*wi.script), cwds, in)
 	}
 	if len(argv) == 0 {
 		return cwds, cwds
 	}
 	args := argv[1:]
-	switch name := cmd.name; {
+	switch name := cmd.Name; {
 	case name == "cd" || name == "pushd":
 		return p.r.cd(cwds, args), cwds
 	case name == "popd":
-		return []string{cwdUnknown}, cwds
-	case isShell(name):
-		script, file, reads := shellArgs(args)
+		return []string{CwdUnknown}, cwds
+	case IsShell(name):
+		script, file, reads := ScriptArgs(args)
 		switch {
 		case script != nil:
-			cmd.wrapper = true
+			cmd.Wrapper = true
 			p.nested(p.scriptOf(*script), cwds, stream{})
 		case reads && in.fetched:
-			cmd.pipeShell = true
+			cmd.PipeShell = true
 		case reads && in.hasText:
 			p.nested(in.text, cwds, stream{})
-		case file != nil && file.static() && (file.val == "/dev/stdin" || file.val == "-") && in.fetched:
-			cmd.pipeShell = true
+		case file != nil && file.Static() && (file.Val == "/dev/stdin" || file.Val == "-") && in.fetched:
+			cmd.PipeShell = true
 		case reads && wi.root:
-			cmd.unknownRun = "a shell run as another user (" + words[0].text() + ") reading commands the floor cannot see"
+			cmd.UnknownRun = "a shell run as another user (" + words[0].Text() + ") reading commands the floor cannot see"
 		}
 	case name == "tmux" || name == "screen":
 		p.detached(cmd, name, args, cwds)
@@ -535,20 +535,20 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 		for i, a := range args {
 			parts[i] = p.scriptOf(a)
 		}
-		cmd.wrapper = true
+		cmd.Wrapper = true
 		p.nested(strings.Join(parts, " "), cwds, stream{})
 	case name == "trap":
-		if len(args) > 1 && args[0].static() && !strings.HasPrefix(args[0].val, "-") {
-			cmd.wrapper = true
+		if len(args) > 1 && args[0].Static() && !strings.HasPrefix(args[0].Val, "-") {
+			cmd.Wrapper = true
 			p.nested(p.scriptOf(args[0]), cwds, stream{})
 		}
 	case name == "git":
 		// git -c alias.x='!cmd', -c core.pager=cmd and the like run cmd.
-		for i := 0; i+1 < len(args) && args[i].static() && strings.HasPrefix(args[i].val, "-"); i++ {
-			if args[i].val != "-c" {
+		for i := 0; i+1 < len(args) && args[i].Static() && strings.HasPrefix(args[i].Val, "-"); i++ {
+			if args[i].Val != "-c" {
 				continue
 			}
-			key, val, _ := strings.Cut(args[i+1].val, "=")
+			key, val, _ := strings.Cut(args[i+1].Val, "=")
 			key = strings.ToLower(key)
 			if script, ok := strings.CutPrefix(val, "!"); ok && strings.HasPrefix(key, "alias.") {
 				p.nested(script, cwds, stream{})
@@ -560,21 +560,21 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 	case name == "parallel":
 		// parallel CMD ::: ARGS runs CMD once per argument.
 		for i, a := range args {
-			if a.val == ":::" || a.val == "::::" {
+			if a.Val == ":::" || a.Val == "::::" {
 				items := args[i+1:]
-				if len(items) > 256 || a.val == "::::" { // :::: names files of arguments
-					items = []shWord{{src: "(parallel arguments)", val: unknownMark, glob: -1}}
+				if len(items) > 256 || a.Val == "::::" { // :::: names files of arguments
+					items = []Word{{Src: "(parallel arguments)", Val: Unknown, Glob: -1}}
 				}
 				for _, it := range items {
-					sub := &shCmd{text: wordsText(args[:i]), depth: p.depth, cwds: cwds}
-					p.run(sub, append(append([]shWord(nil), args[:i]...), it), cwds, stream{})
+					sub := &Cmd{Text: wordsText(args[:i]), Depth: p.depth, Cwds: cwds}
+					p.run(sub, append(append([]Word(nil), args[:i]...), it), cwds, stream{})
 				}
 				break
 			}
 		}
 	case name == "source" || name == ".":
-		if len(args) > 0 && args[0].static() && (args[0].val == "/dev/stdin" || args[0].val == "-") && in.fetched {
-			cmd.pipeShell = true
+		if len(args) > 0 && args[0].Static() && (args[0].Val == "/dev/stdin" || args[0].Val == "-") && in.fetched {
+			cmd.PipeShell = true
 		}
 	case name == "xargs":
 		inner, repl := xargsArgs(args)
@@ -582,27 +582,27 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 		if items == nil {
 			if in.hasText && !in.fetched {
 				for _, f := range strings.Fields(in.text) {
-					items = append(items, lit(f))
+					items = append(items, Lit(f))
 				}
 			} else {
 				// Each item is one argument: it may be any path, but is
 				// not taken for options.
-				items = []shWord{{src: "(xargs input)", val: unknownMark, glob: -1}}
+				items = []Word{{Src: "(xargs input)", Val: Unknown, Glob: -1}}
 			}
 		}
 		if len(inner) == 0 {
-			inner = []shWord{lit("echo")}
+			inner = []Word{Lit("echo")}
 		}
 		if len(items)*len(inner) > maxExpandedWords {
 			// Too many to list: one item that may be any of them.
-			items = []shWord{{src: "(xargs input)", val: unknownMark, glob: -1}}
+			items = []Word{{Src: "(xargs input)", Val: Unknown, Glob: -1}}
 		}
-		var run []shWord
+		var run []Word
 		if repl != "" {
 			for _, w := range inner {
-				if strings.Contains(w.val, repl) {
+				if strings.Contains(w.Val, repl) {
 					for _, it := range items {
-						run = append(run, shWord{src: w.src, val: strings.ReplaceAll(w.val, repl, it.val), glob: -1})
+						run = append(run, Word{Src: w.Src, Val: strings.ReplaceAll(w.Val, repl, it.Val), Glob: -1})
 					}
 					continue
 				}
@@ -611,40 +611,40 @@ func (p *part) run(cmd *shCmd, words []shWord, cwds []string, in stream) (ok, fa
 		} else {
 			run = append(append(run, inner...), items...)
 		}
-		sub := &shCmd{text: wordsText(inner), depth: p.depth, cwds: cwds}
+		sub := &Cmd{Text: wordsText(inner), Depth: p.depth, Cwds: cwds}
 		p.run(sub, run, cwds, stream{})
-		if in.fetched && runsProgram(sub.name) {
-			sub.pipeShell = true // curl x | xargs sh -c: the download is the script
+		if in.fetched && RunsProgram(sub.Name) {
+			sub.PipeShell = true // curl x | xargs sh -c: the download is the script
 		}
 	case name == "find":
 		for _, ex := range findExecs(args) {
-			sub := &shCmd{text: wordsText(ex.written), depth: p.depth, cwds: cwds}
+			sub := &Cmd{Text: wordsText(ex.written), Depth: p.depth, Cwds: cwds}
 			p.run(sub, ex.run, cwds, stream{})
 		}
-	case interpreter(name) != "":
-		code, reads := interpreterCode(interpreter(name), args)
+	case Interpreter(name) != "":
+		code, reads := InterpreterCode(Interpreter(name), args)
 		for _, c := range code {
-			cmd.code = append(cmd.code, c.val)
+			cmd.Code = append(cmd.Code, c.Val)
 		}
 		switch {
 		case reads && in.fetched:
-			cmd.pipeShell = true
+			cmd.PipeShell = true
 		case reads && in.hasText:
-			cmd.code = append(cmd.code, in.text)
-		case in.fetched && p.r.env.runsInput != nil && slices.ContainsFunc(cmd.code, p.r.env.runsInput):
+			cmd.Code = append(cmd.Code, in.text)
+		case in.fetched && p.r.env.RunsInput != nil && slices.ContainsFunc(cmd.Code, p.r.env.RunsInput):
 			// curl ... | python3 -c 'exec(sys.stdin.read())': the program
 			// runs what it reads.
-			cmd.pipeShell = true
+			cmd.PipeShell = true
 		}
 	}
 	return cwds, cwds
 }
 
-func (c *shCmd) setEnv(k, v string) {
-	if c.env == nil {
-		c.env = map[string]string{}
+func (c *Cmd) setEnv(k, v string) {
+	if c.Env == nil {
+		c.Env = map[string]string{}
 	}
-	c.env[k] = v
+	c.Env[k] = v
 }
 
 // gitEnvKey reports whether an environment variable changes the config
@@ -668,21 +668,21 @@ const maxDetachedWords = 64
 // differ by subcommand and version: rather than parse them, every suffix of
 // the arguments is read as the command (tmux runs it with sh -c, screen
 // execs it), which covers the real one whatever the options were.
-func (p *part) detached(cmd *shCmd, name string, args []shWord, cwds []string) {
+func (p *part) detached(cmd *Cmd, name string, args []Word, cwds []string) {
 	if len(args) > maxDetachedWords {
-		cmd.unknownRun = name + " with more arguments than the floor follows"
+		cmd.UnknownRun = name + " with more arguments than the floor follows"
 		return
 	}
-	cmd.wrapper = true
+	cmd.Wrapper = true
 	for i := range args {
-		if name == "screen" && args[i].static() && strings.HasPrefix(args[i].val, "-") {
-			if args[i].val == "-X" && i+1 < len(args) {
-				p.nested(p.scriptOf(lit(wordsText(args[i+2:]))), cwds, stream{}) // -X stuff KEYS: typed into a shell
+		if name == "screen" && args[i].Static() && strings.HasPrefix(args[i].Val, "-") {
+			if args[i].Val == "-X" && i+1 < len(args) {
+				p.nested(p.scriptOf(Lit(wordsText(args[i+2:]))), cwds, stream{}) // -X stuff KEYS: typed into a shell
 			}
 			continue
 		}
 		if name == "screen" {
-			sub := &shCmd{text: wordsText(args[i:]), depth: p.depth, cwds: cwds}
+			sub := &Cmd{Text: wordsText(args[i:]), Depth: p.depth, Cwds: cwds}
 			p.run(sub, slices.Clone(args[i:]), cwds, stream{})
 			continue
 		}
@@ -697,12 +697,12 @@ func (p *part) detached(cmd *shCmd, name string, args []shWord, cwds []string) {
 // sed reads GNU sed's script for the commands it runs: e COMMAND runs
 // COMMAND; e alone, and s///e, run text made from the input, which cannot
 // be known.
-func (p *part) sed(cmd *shCmd, args []shWord, cwds []string, in stream) {
+func (p *part) sed(cmd *Cmd, args []Word, cwds []string, in stream) {
 	var scripts []string
 	explicit := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		v := a.val
+		v := a.Val
 		switch {
 		case v == "-e" || v == "--expression":
 			if i+1 < len(args) {
@@ -743,20 +743,20 @@ func (p *part) sed(cmd *shCmd, args []shWord, cwds []string, in stream) {
 		}
 	}
 	for _, sc := range scripts {
-		for _, run := range sedRuns(sc) {
+		for _, run := range SedRuns(sc) {
 			if run == "" {
-				cmd.unknownRun = "sed runs text made from its input as a command (its e command or s///e)"
+				cmd.UnknownRun = "sed runs text made from its input as a command (its e command or s///e)"
 				continue
 			}
-			cmd.wrapper = true
+			cmd.Wrapper = true
 			p.nested(run, cwds, stream{})
 		}
 	}
 }
 
-// sedRuns returns the commands a sed script runs: the command of e CMD,
+// SedRuns returns the commands a sed script runs: the command of e CMD,
 // or "" for one made at run time (e alone, the e flag of s).
-func sedRuns(sc string) []string {
+func SedRuns(sc string) []string {
 	var out []string
 	for i := 0; i < len(sc); {
 		// Skip separators and an address (a number, $, /re/, \cREc, ranges, !).
@@ -831,8 +831,8 @@ func sedDelim(sc string, i int, d byte) int {
 	return len(sc)
 }
 
-func (p *part) add(c *shCmd) {
-	p.r.line.cmds = append(p.r.line.cmds, c)
+func (p *part) add(c *Cmd) {
+	p.r.line.Cmds = append(p.r.line.Cmds, c)
 }
 
 // nested reads a script a command runs.
@@ -872,12 +872,12 @@ func (p *part) fetches(node syntax.Node) bool {
 		case *syntax.CmdSubst, *syntax.ProcSubst:
 			syntax.Walk(x, func(m syntax.Node) bool {
 				if ce, ok := m.(*syntax.CallExpr); ok && len(ce.Args) > 0 {
-					words := make([]shWord, len(ce.Args))
+					words := make([]Word, len(ce.Args))
 					for i, w := range ce.Args {
 						words[i] = p.word(w)
 					}
-					argv, _ := stripWrappers(words)
-					if len(argv) > 0 && isFetcher(path.Base(argv[0].val)) {
+					argv, _ := StripWrappers(words)
+					if len(argv) > 0 && isFetcher(path.Base(argv[0].Val)) {
 						found = true
 					}
 				}
@@ -914,11 +914,11 @@ func (p *part) assign(a *syntax.Assign, cwds []string) {
 
 // setVar records a variable's value; nil, or a second assignment, makes it
 // unknown (the reader does not follow control flow).
-func (r *reader) setVar(name string, w *shWord) {
+func (r *reader) setVar(name string, w *Word) {
 	if r.vars == nil {
-		r.vars = map[string]*shWord{}
+		r.vars = map[string]*Word{}
 	}
-	if _, seen := r.vars[name]; seen || w == nil || !w.static() {
+	if _, seen := r.vars[name]; seen || w == nil || !w.Static() {
 		r.vars[name] = nil
 		return
 	}
@@ -926,27 +926,27 @@ func (r *reader) setVar(name string, w *shWord) {
 }
 
 // cd follows a cd: the directories the shell may be in after it succeeds.
-func (r *reader) cd(cwds []string, args []shWord) []string {
-	for len(args) > 0 && args[0].static() && strings.HasPrefix(args[0].val, "-") && len(args[0].val) > 1 {
-		stop := args[0].val == "--"
+func (r *reader) cd(cwds []string, args []Word) []string {
+	for len(args) > 0 && args[0].Static() && strings.HasPrefix(args[0].Val, "-") && len(args[0].Val) > 1 {
+		stop := args[0].Val == "--"
 		args = args[1:]
 		if stop {
 			break
 		}
 	}
 	if len(args) == 0 {
-		if r.env.home == "" {
-			return []string{cwdUnknown}
+		if r.env.Home == "" {
+			return []string{CwdUnknown}
 		}
-		return []string{r.env.home}
+		return []string{r.env.Home}
 	}
 	a := args[0]
-	if !a.static() || a.glob >= 0 || a.val == "-" {
-		return []string{cwdUnknown}
+	if !a.Static() || a.Glob >= 0 || a.Val == "-" {
+		return []string{CwdUnknown}
 	}
-	d := expandHome(a.val, r.env.home)
+	d := ExpandHome(a.Val, r.env.Home)
 	if strings.HasPrefix(d, "~") {
-		return []string{cwdUnknown}
+		return []string{CwdUnknown}
 	}
 	if path.IsAbs(d) {
 		return []string{path.Clean(d)}
@@ -954,8 +954,8 @@ func (r *reader) cd(cwds []string, args []shWord) []string {
 	var out []string
 	for _, c := range cwds {
 		switch c {
-		case "", cwdUnknown:
-			out = append(out, cwdUnknown)
+		case "", CwdUnknown:
+			out = append(out, CwdUnknown)
 		default:
 			out = append(out, path.Join(c, d))
 		}
@@ -972,53 +972,53 @@ func union(a, b []string) []string {
 		}
 	}
 	if len(out) > 16 { // too many to follow: any of them, or anywhere
-		out = append(out[:15], cwdUnknown)
+		out = append(out[:15], CwdUnknown)
 	}
 	return out
 }
 
 // output is what a pipeline stage writes for the next one.
-func output(c *shCmd, in stream) stream {
+func output(c *Cmd, in stream) stream {
 	out := stream{fetched: in.fetched}
 	if c == nil {
 		return out
 	}
-	if isFetcher(c.name) || c.fetchSub {
+	if isFetcher(c.Name) || c.FetchSub {
 		out.fetched = true
 	}
-	args := c.argv
+	args := c.Argv
 	if len(args) > 0 {
 		args = args[1:]
 	}
-	switch c.name {
+	switch c.Name {
 	case "echo", "printf":
-		for len(args) > 0 && c.name == "echo" && args[0].static() && strings.HasPrefix(args[0].val, "-") {
+		for len(args) > 0 && c.Name == "echo" && args[0].Static() && strings.HasPrefix(args[0].Val, "-") {
 			args = args[1:]
 		}
 		vals := make([]string, 0, len(args))
 		for _, a := range args {
-			if !a.static() {
+			if !a.Static() {
 				return out
 			}
-			vals = append(vals, a.val)
+			vals = append(vals, a.Val)
 		}
 		out.text = strings.ReplaceAll(strings.Join(vals, " "), `\n`, "\n")
 		out.hasText = true
 	case "cat", "tee":
-		if c.name == "cat" && len(args) > 0 {
+		if c.Name == "cat" && len(args) > 0 {
 			return out
 		}
 		out.text, out.hasText, out.items = in.text, in.hasText, in.items
 	case "find":
-		roots, filtered := findRoots(args)
+		roots, filtered := FindRoots(args)
 		for _, r := range roots {
 			if filtered {
-				r = shWord{src: r.src, val: strings.TrimSuffix(r.val, "/") + "/{}", glob: -1, split: r.split}
+				r = Word{Src: r.Src, Val: strings.TrimSuffix(r.Val, "/") + "/{}", Glob: -1, Split: r.Split}
 			}
 			out.items = append(out.items, r)
 		}
 		if out.items == nil {
-			out.items = []shWord{}
+			out.items = []Word{}
 		}
 	}
 	return out
@@ -1027,11 +1027,11 @@ func output(c *shCmd, in stream) stream {
 // ---- words ----
 
 // word evaluates a word as far as it can be known without running anything.
-func (p *part) word(w *syntax.Word) shWord {
+func (p *part) word(w *syntax.Word) Word {
 	if w == nil {
-		return shWord{glob: -1}
+		return Word{Glob: -1}
 	}
-	out := shWord{src: p.slice(w), glob: -1}
+	out := Word{Src: p.slice(w), Glob: -1}
 	var b strings.Builder
 	for i, part := range w.Parts {
 		switch x := part.(type) {
@@ -1040,8 +1040,8 @@ func (p *part) word(w *syntax.Word) shWord {
 			if i == 0 && strings.HasPrefix(v, "~") {
 				// ~ and ~/x are expanded later; ~user cannot be known.
 				if rest := v[1:]; rest != "" && !strings.HasPrefix(rest, "/") {
-					b.WriteString(unknownMark)
-					out.split = false
+					b.WriteString(Unknown)
+					out.Split = false
 					continue
 				}
 			}
@@ -1054,8 +1054,8 @@ func (p *part) word(w *syntax.Word) shWord {
 						b.WriteByte(v[j])
 					}
 				case c == '*' || c == '?' || c == '[':
-					if out.glob < 0 {
-						out.glob = b.Len()
+					if out.Glob < 0 {
+						out.Glob = b.Len()
 					}
 					b.WriteByte(c)
 				default:
@@ -1066,7 +1066,7 @@ func (p *part) word(w *syntax.Word) shWord {
 			if x.Dollar {
 				v, ok := ansiC(x.Value)
 				if !ok {
-					b.WriteString(unknownMark)
+					b.WriteString(Unknown)
 					continue
 				}
 				b.WriteString(v)
@@ -1077,14 +1077,14 @@ func (p *part) word(w *syntax.Word) shWord {
 			for _, q := range x.Parts {
 				switch y := q.(type) {
 				case *syntax.Lit:
-					b.WriteString(unescapeDouble(y.Value))
+					b.WriteString(UnescapeDouble(y.Value))
 				case *syntax.ParamExp:
 					b.WriteString(p.param(y, false, &out))
 				case *syntax.CmdSubst:
 					v, _ := p.substValue(y)
 					b.WriteString(v)
 				default:
-					b.WriteString(unknownMark)
+					b.WriteString(Unknown)
 				}
 			}
 		case *syntax.ParamExp:
@@ -1092,21 +1092,21 @@ func (p *part) word(w *syntax.Word) shWord {
 		case *syntax.ProcSubst:
 			b.WriteString("/dev/fd/63")
 		case *syntax.ExtGlob:
-			if out.glob < 0 {
-				out.glob = b.Len()
+			if out.Glob < 0 {
+				out.Glob = b.Len()
 			}
 			b.WriteString(p.slice(x))
 		case *syntax.CmdSubst:
 			v, known := p.substValue(x)
 			b.WriteString(v)
-			out.split = out.split || !known
+			out.Split = out.Split || !known
 		default: // $((...)), brace expansions
-			b.WriteString(unknownMark)
-			out.split = true
+			b.WriteString(Unknown)
+			out.Split = true
 		}
 	}
-	out.val = b.String()
-	if !out.static() {
+	out.Val = b.String()
+	if !out.Static() {
 		out.script = p.scriptText(w)
 	}
 	return out
@@ -1116,22 +1116,22 @@ func (p *part) word(w *syntax.Word) shWord {
 const maxBraceWords = 256
 
 // braces evaluates a word after brace expansion: {rm,-rf,/} is three words.
-func (p *part) braces(w *syntax.Word) []shWord {
+func (p *part) braces(w *syntax.Word) []Word {
 	src := p.slice(w)
 	if !strings.Contains(src, "{") {
-		return []shWord{p.word(w)}
+		return []Word{p.word(w)}
 	}
 	cp := &syntax.Word{Parts: slices.Clone(w.Parts)}
 	if !syntax.SplitBraces(cp) {
-		return []shWord{p.word(w)}
+		return []Word{p.word(w)}
 	}
-	var out []shWord
+	var out []Word
 	for ew, err := range expand.BracesSeq(nil, cp) {
 		if err != nil || len(out) == maxBraceWords {
-			return []shWord{{src: src, val: unknownMark, glob: -1, split: true}}
+			return []Word{{Src: src, Val: Unknown, Glob: -1, Split: true}}
 		}
 		x := p.word(ew)
-		x.src = src
+		x.Src = src
 		out = append(out, x)
 	}
 	return out
@@ -1142,52 +1142,52 @@ func (p *part) braces(w *syntax.Word) []shWord {
 // (ROOT itself unless it selects by name). Else it is unknown.
 func (p *part) substValue(cs *syntax.CmdSubst) (string, bool) {
 	if len(cs.Stmts) != 1 || len(cs.Stmts[0].Redirs) > 0 {
-		return unknownMark, false
+		return Unknown, false
 	}
 	ce, ok := cs.Stmts[0].Cmd.(*syntax.CallExpr)
 	if !ok || len(ce.Assigns) > 0 {
-		return unknownMark, false
+		return Unknown, false
 	}
-	words := make([]shWord, len(ce.Args))
+	words := make([]Word, len(ce.Args))
 	for i, w := range ce.Args {
 		words[i] = p.word(w)
 	}
-	argv, info := stripWrappers(words)
-	if len(argv) == 0 || !argv[0].static() || info.cwd != nil || info.script != nil || !allStatic(argv) {
-		return unknownMark, false
+	argv, info := StripWrappers(words)
+	if len(argv) == 0 || !argv[0].Static() || info.cwd != nil || info.script != nil || !allStatic(argv) {
+		return Unknown, false
 	}
 	args := argv[1:]
-	switch path.Base(argv[0].val) {
+	switch path.Base(argv[0].Val) {
 	case "pwd":
 		if len(p.here) == 1 && path.IsAbs(p.here[0]) {
 			return p.here[0], true
 		}
 	case "echo":
-		if len(args) == 1 && !strings.HasPrefix(args[0].val, "-") && !strings.ContainsAny(args[0].val, " \t\n*?[") {
-			return args[0].val, true
+		if len(args) == 1 && !strings.HasPrefix(args[0].Val, "-") && !strings.ContainsAny(args[0].Val, " \t\n*?[") {
+			return args[0].Val, true
 		}
 	case "find":
-		roots, filtered := findRoots(args)
-		if r := roots[0].val; len(roots) == 1 && !strings.HasPrefix(r, "-") && roots[0].glob < 0 && !strings.ContainsAny(r, " \t\n") {
+		roots, filtered := FindRoots(args)
+		if r := roots[0].Val; len(roots) == 1 && !strings.HasPrefix(r, "-") && roots[0].Glob < 0 && !strings.ContainsAny(r, " \t\n") {
 			if filtered {
 				return strings.TrimSuffix(r, "/") + "/{}", true
 			}
 			return r, true
 		}
 	}
-	return unknownMark, false
+	return Unknown, false
 }
 
 // param is the value of a parameter expansion: $HOME and variables set once
 // in the line to a known value; else unknown.
-func (p *part) param(x *syntax.ParamExp, unquoted bool, w *shWord) string {
+func (p *part) param(x *syntax.ParamExp, unquoted bool, w *Word) string {
 	if plainParam(x) {
 		name := x.Param.Value
-		if v, ok := p.r.vars[name]; ok && v != nil && !(unquoted && strings.ContainsAny(v.val, " \t\n*?[")) {
-			return v.val
+		if v, ok := p.r.vars[name]; ok && v != nil && !(unquoted && strings.ContainsAny(v.Val, " \t\n*?[")) {
+			return v.Val
 		}
-		if _, set := p.r.vars[name]; !set && name == "HOME" && p.r.env.home != "" {
-			return p.r.env.home
+		if _, set := p.r.vars[name]; !set && name == "HOME" && p.r.env.Home != "" {
+			return p.r.env.Home
 		}
 		if _, set := p.r.vars[name]; !set && name == "PWD" && len(p.here) == 1 && path.IsAbs(p.here[0]) {
 			return p.here[0]
@@ -1196,9 +1196,9 @@ func (p *part) param(x *syntax.ParamExp, unquoted bool, w *shWord) string {
 	if unquoted || multiWord(x) {
 		// "$@" and "${a[@]}" are as many words as they hold, quoted or
 		// not: options, a command and its arguments.
-		w.split = true
+		w.Split = true
 	}
-	return unknownMark
+	return Unknown
 }
 
 // multiWord reports whether a parameter expansion makes several words
@@ -1228,10 +1228,10 @@ func (p *part) fields(w *syntax.Word) ([]string, bool) {
 		return nil, false
 	}
 	v := p.r.vars[x.Param.Value]
-	if v == nil || strings.ContainsAny(v.val, "*?[") {
+	if v == nil || strings.ContainsAny(v.Val, "*?[") {
 		return nil, false
 	}
-	return strings.Fields(v.val), true
+	return strings.Fields(v.Val), true
 }
 
 func plainParam(x *syntax.ParamExp) bool {
@@ -1239,7 +1239,7 @@ func plainParam(x *syntax.ParamExp) bool {
 		x.Repl == nil && x.Exp == nil && x.NestedParam == nil && len(x.Modifiers) == 0 && x.Names == 0
 }
 
-func unescapeDouble(v string) string {
+func UnescapeDouble(v string) string {
 	if !strings.Contains(v, `\`) {
 		return v
 	}
@@ -1336,7 +1336,7 @@ func (p *part) scriptText(w *syntax.Word) string {
 		case *syntax.DblQuoted:
 			for _, q := range x.Parts {
 				if l, ok := q.(*syntax.Lit); ok {
-					b.WriteString(unescapeDouble(l.Value))
+					b.WriteString(UnescapeDouble(l.Value))
 				} else {
 					b.WriteString(p.paramScript(q))
 				}
@@ -1353,23 +1353,23 @@ func (p *part) scriptText(w *syntax.Word) string {
 func (p *part) paramScript(part syntax.WordPart) string {
 	if x, ok := part.(*syntax.ParamExp); ok && plainParam(x) {
 		if v := p.r.vars[x.Param.Value]; v != nil {
-			return v.val
+			return v.Val
 		}
 	}
 	return p.slice(part)
 }
 
 // scriptOf is the script of a word already evaluated.
-func (p *part) scriptOf(w shWord) string {
-	if w.static() {
-		return w.val
+func (p *part) scriptOf(w Word) string {
+	if w.Static() {
+		return w.Val
 	}
 	if w.script != "" {
 		return w.script
 	}
 	// A word the reader made (what xargs reads, put in for {}): its
 	// unknown parts are a variable of the script, not text as written.
-	return strings.ReplaceAll(w.val, unknownMark, "${__tai_unknown}")
+	return strings.ReplaceAll(w.Val, Unknown, "${__tai_unknown}")
 }
 
 // rawText is a heredoc's body as written.
@@ -1403,16 +1403,16 @@ func unescapeUnquoted(v string) string {
 	return b.String()
 }
 
-func wordsText(ws []shWord) string {
+func wordsText(ws []Word) string {
 	parts := make([]string, len(ws))
 	for i, w := range ws {
-		parts[i] = w.text()
+		parts[i] = w.Text()
 	}
-	return collapse(strings.Join(parts, " "))
+	return Collapse(strings.Join(parts, " "))
 }
 
-// collapse trims s and turns every run of white space into one space.
-func collapse(s string) string {
+// Collapse trims s and turns every run of white space into one space.
+func Collapse(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
@@ -1478,25 +1478,25 @@ var wrapperSpecs = sync.OnceValue(func() map[string]wrapperSpec {
 
 // wrapInfo is what the wrappers stripped from a command said.
 type wrapInfo struct {
-	cwd    *shWord // env -C DIR, sudo -D DIR
-	script *shWord // env -S, su -c, flock -c, runuser -c, script -c, watch's command
-	root   bool    // it runs its command as another user (sudo, su, doas): a shell it starts reading the terminal runs what the floor cannot see
+	cwd    *Word // env -C DIR, sudo -D DIR
+	script *Word // env -S, su -c, flock -c, runuser -c, script -c, watch's command
+	root   bool  // it runs its command as another user (sudo, su, doas): a shell it starts reading the terminal runs what the floor cannot see
 }
 
-// stripWrappers returns the command words without variable assignments and
+// StripWrappers returns the command words without variable assignments and
 // wrappers (sudo -u root FOO=1 rm -rf / is rm -rf /).
-func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
+func StripWrappers(w []Word) ([]Word, wrapInfo) {
 	var info wrapInfo
 	for len(w) > 0 {
 		first := w[0]
-		if !first.static() {
+		if !first.Static() {
 			return w, info
 		}
-		if isAssignment(first.val) {
+		if isAssignment(first.Val) {
 			w = w[1:]
 			continue
 		}
-		name := path.Base(first.val)
+		name := path.Base(first.Val)
 		spec, ok := wrapperSpecs()[name]
 		if !ok {
 			return w, info
@@ -1504,22 +1504,22 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 		w = w[1:]
 		info.root = info.root || name == "sudo" || name == "doas" || name == "su" || name == "runuser"
 		shellFlag := false // sudo -s, sudo -i, doas -s: a shell, not a command
-		for len(w) > 0 && w[0].static() && strings.HasPrefix(w[0].val, "-") && w[0].val != "-" {
-			opt := w[0].val
+		for len(w) > 0 && w[0].Static() && strings.HasPrefix(w[0].Val, "-") && w[0].Val != "-" {
+			opt := w[0].Val
 			w = w[1:]
 			if opt == "--" {
 				break
 			}
-			var arg *shWord
+			var arg *Word
 			if strings.HasPrefix(opt, "--") {
 				key, val, hasVal := strings.Cut(opt, "=")
 				// An abbreviation, read as getopt_long does (sudo --sh).
-				if full := longOpts(key[2:], spec.long); len(full) == 1 {
+				if full := LongOpts(key[2:], spec.long); len(full) == 1 {
 					key = "--" + full[0]
 				}
 				shellFlag = shellFlag || name == "sudo" && (key == "--shell" || key == "--login")
 				if hasVal {
-					a := lit(val)
+					a := Lit(val)
 					arg = &a
 				} else if slices.Contains(spec.longArgs, key) && len(w) > 0 {
 					a := w[0]
@@ -1534,7 +1534,7 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 						continue
 					}
 					if i+1 < len(opt) {
-						a := lit(opt[i+1:])
+						a := Lit(opt[i+1:])
 						arg = &a
 					} else if len(w) > 0 {
 						a := w[0]
@@ -1558,7 +1558,7 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 			}
 		}
 		if name == "env" {
-			for len(w) > 0 && w[0].static() && isAssignment(w[0].val) {
+			for len(w) > 0 && w[0].Static() && isAssignment(w[0].Val) {
 				w = w[1:]
 			}
 		}
@@ -1567,13 +1567,13 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 		}
 		if shellFlag && len(w) == 0 {
 			// sudo -s alone starts the user's shell, reading its input.
-			return []shWord{lit("sh")}, info
+			return []Word{Lit("sh")}, info
 		}
 		if name == "su" || name == "flock" {
 			// su [user] -c CMD, flock FILE -c CMD: the command is a script;
 			// su without one starts a shell that reads the terminal.
 			for i := 0; i+1 < len(w); i++ {
-				if v := w[i].val; v == "-c" || v == "--command" {
+				if v := w[i].Val; v == "-c" || v == "--command" {
 					s := w[i+1]
 					info.script = &s
 				}
@@ -1582,7 +1582,7 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 				return nil, info
 			}
 			if name == "su" {
-				return []shWord{lit("sh")}, info // a shell, reading its input
+				return []Word{Lit("sh")}, info // a shell, reading its input
 			}
 		}
 		if info.script != nil && (name == "su" || name == "runuser" || name == "script") {
@@ -1590,9 +1590,9 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 		}
 		if name == "watch" && len(w) > 0 {
 			// watch runs its arguments through sh -c.
-			s := lit(wordsText(w))
+			s := Lit(wordsText(w))
 			if !allStatic(w) {
-				s.val = wordsText(w) + unknownMark
+				s.Val = wordsText(w) + Unknown
 			}
 			info.script = &s
 			return nil, info
@@ -1601,9 +1601,9 @@ func stripWrappers(w []shWord) ([]shWord, wrapInfo) {
 	return w, info
 }
 
-func allStatic(ws []shWord) bool {
+func allStatic(ws []Word) bool {
 	for _, w := range ws {
-		if !w.static() {
+		if !w.Static() {
 			return false
 		}
 	}
@@ -1635,9 +1635,9 @@ func isGitCommandKey(s string) bool {
 	return false
 }
 
-// isShell reports whether s is a shell: a program whose -c argument is a
+// IsShell reports whether s is a shell: a program whose -c argument is a
 // command line, and which runs what is piped into it.
-func isShell(s string) bool {
+func IsShell(s string) bool {
 	switch s {
 	case "sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "mksh", "csh", "tcsh", "yash", "posh", "rbash":
 		return true
@@ -1645,16 +1645,16 @@ func isShell(s string) bool {
 	return false
 }
 
-// shellArgs reads a shell's arguments: the script of -c (any flag cluster
+// ScriptArgs reads a shell's arguments: the script of -c (any flag cluster
 // holding c, like -lc), else the script file, else whether it reads its
 // script from standard input.
-func shellArgs(args []shWord) (script, file *shWord, readsStdin bool) {
+func ScriptArgs(args []Word) (script, file *Word, readsStdin bool) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if !a.static() {
+		if !a.Static() {
 			return nil, &a, false
 		}
-		v := a.val
+		v := a.Val
 		switch {
 		case v == "--" || v == "-":
 			if i+1 < len(args) && v == "--" {
@@ -1668,7 +1668,7 @@ func shellArgs(args []shWord) (script, file *shWord, readsStdin bool) {
 		case strings.HasPrefix(v, "-") || strings.HasPrefix(v, "+"):
 			if strings.Contains(v[1:], "c") {
 				j := i + 1
-				if j < len(args) && args[j].val == "--" {
+				if j < len(args) && args[j].Val == "--" {
 					j++ // bash -c -- SCRIPT
 				}
 				if j < len(args) {
@@ -1688,9 +1688,9 @@ func shellArgs(args []shWord) (script, file *shWord, readsStdin bool) {
 }
 
 // xargsArgs returns the command xargs runs and its replace string (-I).
-func xargsArgs(args []shWord) (inner []shWord, repl string) {
-	for len(args) > 0 && args[0].static() && strings.HasPrefix(args[0].val, "-") && args[0].val != "-" {
-		a := args[0].val
+func xargsArgs(args []Word) (inner []Word, repl string) {
+	for len(args) > 0 && args[0].Static() && strings.HasPrefix(args[0].Val, "-") && args[0].Val != "-" {
+		a := args[0].Val
 		args = args[1:]
 		switch {
 		case a == "--":
@@ -1702,7 +1702,7 @@ func xargsArgs(args []shWord) (inner []shWord, repl string) {
 		case strings.HasPrefix(a, "--replace="):
 			repl = strings.TrimPrefix(a, "--replace=")
 		case a == "-I" && len(args) > 0:
-			repl, args = args[0].val, args[1:]
+			repl, args = args[0].Val, args[1:]
 		case strings.HasPrefix(a, "-I"):
 			repl = a[2:]
 		case strings.HasPrefix(a, "--"):
@@ -1718,32 +1718,32 @@ func xargsArgs(args []shWord) (inner []shWord, repl string) {
 
 // findExec is a command find runs: as written, and with {} standing for
 // the paths find walks.
-type findExec struct{ written, run []shWord }
+type findExec struct{ written, run []Word }
 
 // findExecs returns the commands of find's -exec, -execdir, -ok and
 // -okdir.
-func findExecs(args []shWord) []findExec {
-	roots, filtered := findRoots(args)
+func findExecs(args []Word) []findExec {
+	roots, filtered := FindRoots(args)
 	if len(roots)*len(args) > maxExpandedWords {
-		roots = []shWord{{src: "(find roots)", val: unknownMark, glob: -1}}
+		roots = []Word{{Src: "(find roots)", Val: Unknown, Glob: -1}}
 	}
 	var out []findExec
 	for i := 0; i < len(args); i++ {
-		switch args[i].val {
+		switch args[i].Val {
 		case "-exec", "-execdir", "-ok", "-okdir":
 		default:
 			continue
 		}
-		var cmd []shWord
+		var cmd []Word
 		j := i + 1
 		for ; j < len(args); j++ {
-			if v := args[j].val; v == ";" || v == "+" && j > i+1 && args[j-1].val == "{}" {
+			if v := args[j].Val; v == ";" || v == "+" && j > i+1 && args[j-1].Val == "{}" {
 				break
 			}
-			if args[j].val == "{}" {
+			if args[j].Val == "{}" {
 				for _, r := range roots {
 					if filtered {
-						r = shWord{src: r.src, val: strings.TrimSuffix(r.val, "/") + "/{}", glob: -1, split: r.split}
+						r = Word{Src: r.Src, Val: strings.TrimSuffix(r.Val, "/") + "/{}", Glob: -1, Split: r.Split}
 					}
 					cmd = append(cmd, r)
 				}
@@ -1759,9 +1759,9 @@ func findExecs(args []shWord) []findExec {
 	return out
 }
 
-// isNameFilter reports whether s is a find predicate that selects files
+// IsNameFilter reports whether s is a find predicate that selects files
 // by name or path.
-func isNameFilter(s string) bool {
+func IsNameFilter(s string) bool {
 	switch s {
 	case "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex":
 		return true
@@ -1769,12 +1769,12 @@ func isNameFilter(s string) bool {
 	return false
 }
 
-// findRoots returns the paths find starts from, and whether its predicates
+// FindRoots returns the paths find starts from, and whether its predicates
 // select by name (so that it does not act on the roots themselves).
-func findRoots(args []shWord) (roots []shWord, filtered bool) {
+func FindRoots(args []Word) (roots []Word, filtered bool) {
 	i := 0
 	for ; i < len(args); i++ {
-		a := args[i].val
+		a := args[i].Val
 		if a == "-H" || a == "-L" || a == "-P" || strings.HasPrefix(a, "-O") || strings.HasPrefix(a, "-D") {
 			continue
 		}
@@ -1784,15 +1784,15 @@ func findRoots(args []shWord) (roots []shWord, filtered bool) {
 		roots = append(roots, args[i])
 	}
 	for ; i < len(args); i++ {
-		if isNameFilter(args[i].val) || args[i].val == "-mindepth" {
+		if IsNameFilter(args[i].Val) || args[i].Val == "-mindepth" {
 			filtered = true
 		}
-		if v := args[i].val; v == "-exec" || v == "-execdir" || v == "-ok" || v == "-okdir" {
+		if v := args[i].Val; v == "-exec" || v == "-execdir" || v == "-ok" || v == "-okdir" {
 			break // the rest is the command
 		}
 	}
 	if len(roots) == 0 {
-		roots = []shWord{lit(".")}
+		roots = []Word{Lit(".")}
 	}
 	return roots, filtered
 }
@@ -1811,9 +1811,9 @@ func isFetcher(s string) bool {
 
 // ---- interpreters ----
 
-// interpreter returns the family of an interpreter's name ("python",
+// Interpreter returns the family of an Interpreter's name ("python",
 // "perl", ...), or "".
-func interpreter(name string) string {
+func Interpreter(name string) string {
 	switch {
 	case strings.HasPrefix(name, "python"), strings.HasPrefix(name, "pypy"):
 		return "python"
@@ -1835,29 +1835,29 @@ func interpreter(name string) string {
 	return ""
 }
 
-// interpreterCode returns the program text an interpreter is given on its
+// InterpreterCode returns the program text an interpreter is given on its
 // command line, and whether it reads its program from standard input.
-func interpreterCode(family string, args []shWord) (code []shWord, readsStdin bool) {
+func InterpreterCode(family string, args []Word) (code []Word, readsStdin bool) {
 	codeOpts := map[string]string{"python": "c", "perl": "eE", "ruby": "e", "node": "ep", "php": "rR", "lua": "e", "other": "ec"}[family]
 	argOpts := map[string]string{"python": "mWXQ", "perl": "IMm", "ruby": "IrCEFxKT", "node": "r", "php": "cdzfFtb", "lua": "l", "awk": "vFf", "other": ""}[family]
 	script := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if !a.static() {
+		if !a.Static() {
 			if family == "awk" && !script {
 				return append(code, a), false
 			}
 			script = true
 			continue
 		}
-		v := a.val
+		v := a.Val
 		switch {
 		case family == "node" && (v == "--eval" || v == "--print" || v == "eval") && i+1 < len(args):
 			code = append(code, args[i+1])
 			i++
 		case family == "node" && (strings.HasPrefix(v, "--eval=") || strings.HasPrefix(v, "--print=")):
 			_, c, _ := strings.Cut(v, "=")
-			code = append(code, lit(c))
+			code = append(code, Lit(c))
 		case v == "-":
 			return code, len(code) == 0
 		case v == "--":
@@ -1870,7 +1870,7 @@ func interpreterCode(family string, args []shWord) (code []shWord, readsStdin bo
 			for k := 1; k < len(v); k++ {
 				if strings.IndexByte(codeOpts, v[k]) >= 0 {
 					if k+1 < len(v) {
-						code = append(code, lit(v[k+1:]))
+						code = append(code, Lit(v[k+1:]))
 					} else if i+1 < len(args) {
 						code = append(code, args[i+1])
 						i++
@@ -1904,10 +1904,10 @@ func interpreterCode(family string, args []shWord) (code []shWord, readsStdin bo
 // dangerous: quotes are dropped, every operator splits, and every word may
 // start a command.
 func (r *reader) guess(src string, cwds []string, depth int) {
-	r.line.ok = false
+	r.line.OK = false
 	if strings.Contains(src, "cd") || strings.Contains(src, "pushd") {
 		// A cd may have gone anywhere.
-		cwds = union(cwds, []string{cwdUnknown})
+		cwds = union(cwds, []string{CwdUnknown})
 	}
 	// Two readings: a substitution's text as commands of their own, and
 	// the substitution as an unknown word of the command around it.
@@ -1917,72 +1917,72 @@ func (r *reader) guess(src string, cwds []string, depth int) {
 	}
 	codeSeen := false
 	for _, piece := range pieces {
-		var words []shWord
+		var words []Word
 		// Commas split too: {rm,-rf,/} may be a brace expansion.
 		for _, f := range strings.FieldsFunc(piece, func(c rune) bool { return c == ',' || unicode.IsSpace(c) }) {
 			if f == "--" {
 				continue // so that no option is read as a path
 			}
-			w := lit(f)
-			w.glob = strings.IndexAny(f, "*?[")
+			w := Lit(f)
+			w.Glob = strings.IndexAny(f, "*?[")
 			if strings.Contains(f, "$") {
-				w.val, w.split = unknownMark, true
+				w.Val, w.Split = Unknown, true
 			}
 			words = append(words, w)
 		}
 		seen := map[string]bool{}
 		others := 0
 		for i := range words {
-			argv, info := stripWrappers(words[i:])
-			c := &shCmd{argv: argv, depth: depth, cwds: cwds, guess: true}
-			if len(argv) > 0 && argv[0].static() {
-				c.name = path.Base(argv[0].val)
+			argv, info := StripWrappers(words[i:])
+			c := &Cmd{Argv: argv, Depth: depth, Cwds: cwds, Guess: true}
+			if len(argv) > 0 && argv[0].Static() {
+				c.Name = path.Base(argv[0].Val)
 			}
 			if i < guessTexts {
 				// Rules look at the piece and at the commands its first
 				// words may start.
-				c.norm = wordsText(argv)
-				c.text = c.norm
+				c.Norm = wordsText(argv)
+				c.Text = c.Norm
 				if i == 0 {
-					c.text = collapse(piece)
+					c.Text = Collapse(piece)
 				}
 			} else {
 				// Further on, only what the floor looks at: the first
 				// rm, mv or chmod of a piece reads all that follows it
 				// (a later one reads less), others up to a bound.
 				switch {
-				case info.script == nil && len(argv) > 0 && argv[0].static() && r.env.watched != nil && !r.env.watched(c.name):
+				case info.script == nil && len(argv) > 0 && argv[0].Static() && r.env.Watched != nil && !r.env.Watched(c.Name):
 					continue
-				case isSupersetName(c.name):
-					if seen[c.name] {
+				case isSupersetName(c.Name):
+					if seen[c.Name] {
 						continue
 					}
-					seen[c.name] = true
+					seen[c.Name] = true
 				default:
 					if others++; others > guessTexts {
 						continue
 					}
 				}
 			}
-			if interpreter(c.name) != "" && !codeSeen {
+			if Interpreter(c.Name) != "" && !codeSeen {
 				// Its program cannot be told apart from the rest: all
 				// of the text, quotes kept, is read as its program.
-				c.code = append(c.code, src)
+				c.Code = append(c.Code, src)
 				codeSeen = true
 			}
 			if info.script != nil {
-				c.code = append(c.code, info.script.val)
+				c.Code = append(c.Code, info.script.Val)
 			}
-			r.line.cmds = append(r.line.cmds, c)
-			if c.name == "xargs" && len(argv) > 1 {
+			r.line.Cmds = append(r.line.Cmds, c)
+			if c.Name == "xargs" && len(argv) > 1 {
 				// What xargs reads is one more argument, not known.
 				inner, _ := xargsArgs(argv[1:])
-				inner = append(slices.Clone(inner), shWord{src: "(xargs input)", val: unknownMark, glob: -1})
-				x := &shCmd{argv: inner, depth: depth, cwds: cwds, guess: true}
-				if inner[0].static() {
-					x.name = path.Base(inner[0].val)
+				inner = append(slices.Clone(inner), Word{Src: "(xargs input)", Val: Unknown, Glob: -1})
+				x := &Cmd{Argv: inner, Depth: depth, Cwds: cwds, Guess: true}
+				if inner[0].Static() {
+					x.Name = path.Base(inner[0].Val)
 				}
-				r.line.cmds = append(r.line.cmds, x)
+				r.line.Cmds = append(r.line.Cmds, x)
 			}
 		}
 	}
@@ -2008,10 +2008,10 @@ func isSupersetName(s string) bool {
 	return false
 }
 
-// hasOutputRedirect reports whether a simple command writes to a file with
+// HasOutputRedirect reports whether a simple command writes to a file with
 // >, >> or &> outside quotes. Redirections to /dev/null and between file
 // descriptors (2>&1) do not count.
-func hasOutputRedirect(s string) bool {
+func HasOutputRedirect(s string) bool {
 	var quote byte
 	for i := 0; i < len(s); i++ {
 		c := s[i]

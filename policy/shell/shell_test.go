@@ -1,4 +1,4 @@
-package policy
+package shell
 
 import (
 	"testing"
@@ -26,7 +26,7 @@ func TestHasOutputRedirect(t *testing.T) {
 		"cmd <input.txt":               false,
 		"cmd < in > /dev/null 2>&1 &&": false,
 	} {
-		if got := hasOutputRedirect(in); got != want {
+		if got := HasOutputRedirect(in); got != want {
 			t.Errorf("hasOutputRedirect(%q) = %v, want %v", in, got, want)
 		}
 	}
