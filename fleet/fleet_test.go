@@ -449,6 +449,8 @@ func TestPlanValidation(t *testing.T) {
 		{"bad duration", "budget: {wall_time: soon}\ntasks:\n  - {id: a, prompt: x}\n", []string{`duration "soon"`}},
 		{"unknown agent, at its task's line", "tasks:\n  - {id: a, prompt: x}\n  - {id: b, prompt: x, agent: claud}\n", []string{`plan.yaml:3: task "b": unknown agent "claud"`}},
 		{"unknown default agent", "defaults: {agent: nope}\ntasks:\n  - {id: a, prompt: x}\n", []string{`plan.yaml:1: defaults: unknown agent "nope"`}},
+		{"unknown driver, at its task's line", "tasks:\n  - {id: a, prompt: x}\n  - {id: b, prompt: x, driver: telepathy}\n", []string{`plan.yaml:3: task "b": unknown driver "telepathy" (drivers: acp, stream-json, pty, a2a)`}},
+		{"unknown default driver", "defaults: {driver: xyz}\ntasks:\n  - {id: a, prompt: x}\n", []string{`plan.yaml:1: defaults: unknown driver "xyz"`}},
 		{"missing script file", "tasks:\n  - {id: a, prompt: x}\n  - {id: b, prompt: x, script: missing.yaml}\n", []string{`plan.yaml:3: task "b": script: `, "missing.yaml"}},
 		{"bad task policy, at its policy's line", "tasks:\n  - id: a\n    prompt: x\n    policy: {approve: sometimes}\n", []string{`plan.yaml:4: task "a": policy: `, "sometimes"}},
 		{"bad task policy rule", "tasks:\n  - id: a\n    prompt: x\n    policy:\n      allow: [\"explode:*\"]\n", []string{`plan.yaml:4: task "a": policy: `}},

@@ -625,6 +625,13 @@ func (p *Plan) checkAgent(add adder, line int, where string, a AgentSpec) {
 			add(line, "%sscript is only for the built-in agent, not %s", where, a.Agent)
 		}
 	}
+	if a.Driver != "" && !a.Driver.Known() {
+		known := make([]string, 0, len(driver.Names()))
+		for _, n := range driver.Names() {
+			known = append(known, string(n))
+		}
+		add(line, "%sunknown driver %q (drivers: %s)", where, a.Driver, strings.Join(known, ", "))
+	}
 	if a.Script != "" {
 		if _, err := builtin.LoadScript(p.path(a.Script)); err != nil {
 			add(line, "%sscript: %v", where, err)

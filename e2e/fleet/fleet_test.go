@@ -728,6 +728,24 @@ func TestPlanCheckedBeforeAnythingRuns(t *testing.T) {
 	}
 }
 
+// A task's unknown driver is refused when the plan loads (exit 2, naming
+// the task and the drivers), not when that task comes to run.
+func TestPlanUnknownDriverRefusedAtLoad(t *testing.T) {
+	repo, pd := gitRepo(t), t.TempDir()
+	plan := filepath.Join(pd, "plan.yaml")
+	write(t, plan, "tasks:\n  - {id: first, prompt: go}\n  - {id: later, prompt: go, depends_on: [first], driver: telepathy}\n")
+	_, errOut, code := runTai(t, repo, "fleet", "run", "--run-id", "drv", "-C", repo, plan)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\n%s", code, errOut)
+	}
+	if w := plan + `:3: task "later": unknown driver "telepathy" (drivers: acp, stream-json, pty, a2a)`; !strings.Contains(errOut, w) {
+		t.Errorf("stderr lacks %q:\n%s", w, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".tai")); err == nil {
+		t.Fatal("a worktree was made for a plan that does not load")
+	}
+}
+
 // `tai fleet plan "goal"` works with its default agent, and the plan it
 // saves runs.
 func TestFleetPlanDefaultAgent(t *testing.T) {
