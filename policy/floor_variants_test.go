@@ -274,32 +274,6 @@ func gitT(t *testing.T, dir string, args ...string) {
 	}
 }
 
-func TestProcPath(t *testing.T) {
-	for _, tt := range []struct {
-		in, cwd, want string
-		ok            bool
-	}{
-		{"//dev/sda", "", "/dev/sda", true},
-		{"/proc/self/root/dev/sda", "", "/dev/sda", true},
-		{"/proc/self/cwd/", "/w", "/w", true},
-		{"/proc/self/cwd/a/..", "/w/x", "/w/x", true},
-		{"/proc/self/cwd/..", "/w/x", "/w", true},
-		{"/proc/thread-self/cwd", "/w", "/w", true},
-		{"/proc/self/task/12/cwd/a", "/w", "/w/a", true},
-		{"/proc/1/root/proc/self/cwd", "/w", "/w", true},
-		{"/proc/1/cwd", "/w", "", false},
-		{"/proc/self/cwd", shell.CwdUnknown, "", false},
-		{"/proc/self/fd/3", "/w", "/proc/self/fd/3", true},
-		{"/a/./b/../c", "", "/a/c", true},
-		{"/..", "", "/", true},
-	} {
-		got, ok := shell.ProcPath(tt.in, tt.cwd)
-		if ok != tt.ok || ok && got != tt.want {
-			t.Errorf("shell.ProcPath(%q, %q) = %q, %v; want %q, %v", tt.in, tt.cwd, got, ok, tt.want, tt.ok)
-		}
-	}
-}
-
 func TestLongOpts(t *testing.T) {
 	for _, tt := range []struct {
 		in   string
@@ -337,29 +311,6 @@ func TestSplitGitCmdline(t *testing.T) {
 		got, ok := splitGitCmdline(tt.in)
 		if ok != tt.ok || strings.Join(got, "|") != tt.want {
 			t.Errorf("splitGitCmdline(%q) = %q, %v", tt.in, got, ok)
-		}
-	}
-}
-
-func TestSedRuns(t *testing.T) {
-	for _, tt := range []struct{ in, want string }{
-		{"e", ""},
-		{"1e rm -rf /", "rm -rf /"},
-		{"s/a/b/e", ""},
-		{"s/a/b/g", "-"},
-		{"s|e|x|g", "-"},
-		{"/e/d", "-"},
-		{"a e text", "-"},
-		{"$e ls\np", "ls"},
-		{`s/x\/e/y/`, "-"},
-	} {
-		got := shell.SedRuns(tt.in)
-		g := "-"
-		if len(got) > 0 {
-			g = got[0]
-		}
-		if g != tt.want {
-			t.Errorf("shell.SedRuns(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
