@@ -743,7 +743,7 @@ func (p *part) sed(cmd *Cmd, args []Word, cwds []string, in stream) {
 		}
 	}
 	for _, sc := range scripts {
-		for _, run := range SedRuns(sc) {
+		for _, run := range sedRuns(sc) {
 			if run == "" {
 				cmd.UnknownRun = "sed runs text made from its input as a command (its e command or s///e)"
 				continue
@@ -754,9 +754,9 @@ func (p *part) sed(cmd *Cmd, args []Word, cwds []string, in stream) {
 	}
 }
 
-// SedRuns returns the commands a sed script runs: the command of e CMD,
+// sedRuns returns the commands a sed script runs: the command of e CMD,
 // or "" for one made at run time (e alone, the e flag of s).
-func SedRuns(sc string) []string {
+func sedRuns(sc string) []string {
 	var out []string
 	for i := 0; i < len(sc); {
 		// Skip separators and an address (a number, $, /re/, \cREc, ranges, !).

@@ -71,13 +71,13 @@ func TestSedRuns(t *testing.T) {
 		{"$e ls\np", "ls"},
 		{`s/x\/e/y/`, "-"},
 	} {
-		got := SedRuns(tt.in)
+		got := sedRuns(tt.in)
 		g := "-"
 		if len(got) > 0 {
 			g = got[0]
 		}
 		if g != tt.want {
-			t.Errorf("SedRuns(%q) = %q, want %q", tt.in, got, tt.want)
+			t.Errorf("sedRuns(%q) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
