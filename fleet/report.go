@@ -217,6 +217,8 @@ func TableRowsWidth(st State, now time.Time, width int, waiting map[string]strin
 			wait = "answer: " + truncate(lastLine(ts.Reason), 40)
 		case ts.Status == StatusConflict:
 			wait = "resolve: " + strings.Join(ts.ConflictFiles, ",")
+		case ts.Status == StatusParked:
+			wait = parkedNote(st, ts, now)
 		}
 		rows = append(rows, row(id, ts.Agent, string(ts.Status), fmt.Sprint(ts.Usage.Turns), fmt.Sprint(ts.Usage.Tokens),
 			fmt.Sprintf("%.4g", ts.Usage.Cost), el.Round(time.Second).String(), wait))
@@ -316,4 +318,18 @@ func NextStep(st State) string {
 		return resume
 	}
 	return ""
+}
+
+// parkedNote is what a parked task waits for: its account's reset, as a
+// countdown, or a release by hand.
+func parkedNote(st State, ts *TaskState, now time.Time) string {
+	p := st.Parks[ts.Account]
+	switch {
+	case p == nil:
+		return "tai fleet resume (" + ts.Account + ")"
+	case p.ByHand || p.ResetsAt.IsZero():
+		return "tai fleet resume (" + p.Account + " paused)"
+	}
+	left := max(p.ResetsAt.Sub(now), 0).Round(time.Second)
+	return "reset in " + left.String() + " (" + p.Account + ")"
 }

@@ -132,3 +132,30 @@ func TestTableUsesTheWidth(t *testing.T) {
 		}
 	}
 }
+
+// A parked task's row says what it waits for: its account's reset as a
+// countdown, or a release by hand.
+func TestTableShowsParkedTasks(t *testing.T) {
+	now := time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		park *AccountPark
+		want string
+	}{
+		{name: "at a limit", park: &AccountPark{Account: "claude:sha256:ab", ResetsAt: now.Add(2*time.Hour + 13*time.Minute)}, want: "reset in 2h13m0s (claude:sha256:ab)"},
+		{name: "paused by hand", park: &AccountPark{Account: "claude:sha256:ab", ByHand: true}, want: "tai fleet resume (claude:sha256:ab paused)"},
+		{name: "ended parked", want: "tai fleet resume (claude:sha256:ab)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := State{Order: []string{"api"}, Tasks: map[string]*TaskState{"api": {ID: "api", Agent: "claude", Status: StatusParked, Account: "claude:sha256:ab"}}}
+			if tt.park != nil {
+				st.Parks = map[string]*AccountPark{tt.park.Account: tt.park}
+			}
+			rows := TableRowsWidth(st, now, 160, nil)
+			if len(rows) != 2 || !strings.Contains(rows[1], "parked") || !strings.HasSuffix(rows[1], tt.want) {
+				t.Fatalf("rows:\n%s\nwant the row to end with %q", strings.Join(rows, "\n"), tt.want)
+			}
+		})
+	}
+}
