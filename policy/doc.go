@@ -108,7 +108,7 @@
 //
 // Deny and ask rules match when any path, or any simple command, matches;
 // allow rules only when all do. Command lines are read by a shell parser
-// (mvdan.cc/sh): every simple command of a list, pipeline, subshell, group,
+// (package shell, on mvdan.cc/sh): every simple command of a list, pipeline, subshell, group,
 // if/while/for/case and function body counts, and so do the commands of
 // $(...), `...`, <(...), of sh -c, eval, su -c and env -S scripts, of
 // scripts fed to a shell by a pipe, here-string or heredoc, and the
