@@ -350,6 +350,18 @@ func (m *Memory) write(ctx context.Context, workspace string, changes map[string
 	return nil
 }
 
+// Turn waits for the right to ask the human for key, so that asks for
+// the same thing wait for each other (one "always" answers them all) and
+// asks for different things reach the human at once. The engine takes it
+// for every ask; a hub's coordinator takes it for its workers' asks. It
+// returns the release, to be called once.
+func (m *Memory) Turn(ctx context.Context, key string) (release func(), err error) {
+	if err := m.acquireTurn(ctx, key); err != nil {
+		return nil, err
+	}
+	return func() { m.releaseTurn(key) }, nil
+}
+
 // acquireTurn waits for the right to ask the human for key. Every
 // successful acquireTurn is followed by one releaseTurn(key).
 func (m *Memory) acquireTurn(ctx context.Context, key string) error {

@@ -259,27 +259,26 @@ func (c *coordinator) answerAsk(ctx context.Context, key string, a Ask) Ask {
 	return a
 }
 
-// askPermission puts a permission ask to the coordinator's human, one at
-// a time as a local fleet's engines do, unless an "always" answer for the
-// same thing is remembered for the run; an "always" answer is.
+// askPermission puts a permission ask to the coordinator's human, unless
+// an "always" answer for the same thing is remembered for the run; an
+// "always" answer is. As in a local fleet, asks for the same thing wait
+// for each other and the others reach the human at once.
 func (c *coordinator) askPermission(ctx context.Context, a Ask) Ask {
 	if a.remembered(c.mem) {
 		return a
 	}
-	select {
-	case c.humanTurn <- struct{}{}:
-		defer func() { <-c.humanTurn }()
-	case <-ctx.Done():
-		a.Error = "asking for permission: " + ctx.Err().Error()
+	release, err := c.mem.Turn(ctx, a.Key)
+	if err != nil {
+		a.Error = "asking for permission: " + err.Error()
 		return a
 	}
+	defer release()
 	if a.remembered(c.mem) { // given while this ask waited its turn
 		return a
 	}
 	title := a.Permission.ToolCall.Title
 	c.emit(fleet.EventPermissionAsked, a.Task, a.Worker+": "+title, map[string]any{"attempt": a.Attempt, "worker": a.Worker})
 	pctx := policy.WithWorkspace(policy.WithAsker(ctx, "task "+a.Task), a.Workspace)
-	var err error
 	if vp, ok := c.o.Prompter.(policy.ViaPrompter); ok {
 		a.Verdict, a.Via, err = vp.AskVia(pctx, *a.Permission)
 	} else {

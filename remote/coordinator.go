@@ -92,10 +92,9 @@ type coordinator struct {
 	clock quartz.Clock
 	log   *slog.Logger
 
-	// mem holds the run's "always" answers, by policy memory key;
-	// humanTurn lets one permission ask at a time reach the human.
-	mem       *policy.Memory
-	humanTurn chan struct{}
+	// mem holds the run's "always" answers, by policy memory key, and
+	// the turns of asks for the same thing.
+	mem *policy.Memory
 
 	mu      sync.Mutex
 	limits  map[string]fleet.Limits // each offered task's reservation, for its offers again
@@ -164,7 +163,7 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error)
 		o.Dir = fleet.RunDir(o.RunID)
 	}
 	c := &coordinator{o: o, bus: o.Bus, clock: o.Clock, log: o.Logger, results: map[string]chan Lease{}, limits: map[string]fleet.Limits{},
-		workers: map[string]string{}, mem: policy.NewMemory(policy.ScopeRun), humanTurn: make(chan struct{}, 1)}
+		workers: map[string]string{}, mem: policy.NewMemory(policy.ScopeRun)}
 	st, err := fleet.Run(ctx, fleet.Options{RunID: o.RunID, Dir: o.Dir, Resume: o.Resume, Concurrency: o.Concurrency, FailFast: o.FailFast,
 		Audit: o.Audit, Progress: o.Progress,
 		Prompter: o.Prompter, TaskSink: o.TaskSink, AskHuman: o.AskHuman, Command: o.Command, Version: o.Version, Clock: o.Clock,
