@@ -477,7 +477,7 @@ func (r *taskRun) park(ctx context.Context, res runner.Result, l *quota.Limit, n
 	f.setTask(id, func(ts *TaskState) {
 		ts.Status, ts.Park, ts.Reason = StatusParked, tp, "its account "+r.acct+" is parked"
 	})
-	f.emit(EventParked, id, "parked with its account "+r.acct, map[string]any{"account": r.acct})
+	f.emit(EventParked, id, "parked with its account "+r.acct+f.parkedUntil(r.acct), map[string]any{"account": r.acct})
 	f.slots.Release(1)
 	err := f.awaitAccount(ctx, r.acct)
 	if aerr := f.slots.Acquire(context.WithoutCancel(ctx), 1); aerr != nil {
@@ -530,7 +530,7 @@ func (f *fleet) acquire(ctx context.Context, id string) error {
 			f.setTask(id, func(ts *TaskState) {
 				ts.Status, ts.Reason = StatusParked, "not launched: its account "+key+" is parked"
 			})
-			f.emit(EventParked, id, "not launched: its account "+key+" is parked", map[string]any{"account": key})
+			f.emit(EventParked, id, "not launched: its account "+key+" is parked"+f.parkedUntil(key), map[string]any{"account": key})
 		}
 		if err := f.awaitAccount(ctx, key); err != nil {
 			return err
@@ -575,4 +575,15 @@ func Coordinator(dir string) (int, bool) {
 		return 0, false
 	}
 	return st.PID, syscall.Kill(st.PID, 0) == nil
+}
+
+// parkedUntil is " until RESET" for an account parked at a limit, for a
+// task's parked event (tai top and the frames show it), else "".
+func (f *fleet) parkedUntil(key string) string {
+	f.parks.mu.Lock()
+	defer f.parks.mu.Unlock()
+	if pk := f.parks.accts[key]; pk != nil && !pk.ByHand && !pk.ResetsAt.IsZero() {
+		return " until " + pk.ResetsAt.Format(time.RFC3339)
+	}
+	return ""
 }

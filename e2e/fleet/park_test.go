@@ -320,9 +320,13 @@ func TestFleetParkSurvivesKill9AndResumesByHand(t *testing.T) {
 	// Killed once both are parked (each in its worktree, or not launched),
 	// in either order.
 	for seen := map[string]bool{}; !seen["t3"] || !seen["t4"]; {
-		f := strings.Fields(until(t, sc, "parked"))
-		if len(f) >= 3 && f[2] == "parked" {
+		l := until(t, sc, "parked")
+		if f := strings.Fields(l); len(f) >= 3 && f[2] == "parked" {
 			seen[f[1]] = true
+			// tai top and the frames show a parked task's reset.
+			if f[1] != "fleet" && !strings.Contains(l, "until "+resets.Format(time.RFC3339)) {
+				t.Errorf("a task's parked event without its reset: %s", l)
+			}
 		}
 	}
 	first := readState(t, "park9")
