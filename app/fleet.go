@@ -155,7 +155,7 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	if f.NATS.URL != "" {
 		st, err = runRemote(ctx, f, o, log, std)
 	} else {
-		defer listenHands(&o)()
+		feedHands(&o, lf.srv, log)
 		st, err = fleet.Run(ctx, o)
 	}
 	if err != nil {

@@ -2,65 +2,70 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tai-dev/tai/ask"
+	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/feed"
 	"github.com/tai-dev/tai/fleet"
 )
 
-// A fleet run's coordinator parks every account at SIGUSR1 (tai fleet
-// pause) and releases every park at SIGUSR2 (tai fleet resume of a run
-// that is running). Landlock's signal scope keeps the agents from
-// sending them, where the kernel has it.
-var handSignals = map[os.Signal]fleet.Hand{syscall.SIGUSR1: fleet.HandPause, syscall.SIGUSR2: fleet.HandResume}
-
-// listenHands turns the signals into o.Hands; the returned func stops it.
-// It is set before the run writes its pid, so a signal is never the
-// default one (which ends the process).
-func listenHands(o *fleet.Options) func() {
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGUSR1, syscall.SIGUSR2)
+// feedHands makes the fleet's live feed the one way to pause or release
+// it by hand (POST /pause, /release: tai fleet pause and resume, tai
+// serve's page): the feed's guard refuses a sandboxed peer and a client
+// without the user's secret, so an agent cannot pause or release its own
+// fleet (a signal could, where Landlock has no signal scope). Each hand is
+// recorded in the audit log with who asked. Without a feed (--no-feed)
+// nothing parks by hand.
+func feedHands(o *fleet.Options, srv *feed.Server, log *audit.Log) {
+	if srv == nil {
+		return
+	}
 	hands := make(chan fleet.Hand, 4)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				select {
-				case hands <- handSignals[s]:
-				default: // one pending is enough
-				}
-			case <-done:
-				return
-			}
+	srv.OnHand(func(h feed.Hand) {
+		if log != nil {
+			_ = log.Append(audit.KindFeedHand, "", h)
 		}
-	}()
+		fh := fleet.HandPause
+		if h.Action == feed.HandRelease {
+			fh = fleet.HandResume
+		}
+		select {
+		case hands <- fh:
+		default: // four pending are enough: the next one decides the same
+		}
+	})
 	o.Hands = hands
-	return func() { signal.Stop(sigs); close(done) }
 }
 
-// sendHand signals the run's running coordinator; false when none runs it.
+// handTimeout bounds a hand's request: the feed answers at once.
+const handTimeout = 30 * time.Second
+
+// sendHand pauses or releases the run's running coordinator through its
+// live feed, via the terminal; false when no coordinator runs it.
 func sendHand(run string, h fleet.Hand) (bool, error) {
-	pid, ok := fleet.Coordinator(fleet.RunDir(run))
-	if !ok {
+	if _, ok := fleet.Coordinator(fleet.RunDir(run)); !ok {
 		return false, nil
 	}
-	// The pid is the run's lock holder's, as it wrote it: a tai.
-	self, _ := os.Executable()
-	if exe, err := os.Readlink(filepath.Join("/proc", fmt.Sprint(pid), "exe")); err == nil && self != "" && exe != self {
-		return false, fmt.Errorf("fleet run %s: pid %d is %s, not tai", run, pid, exe)
-	}
-	sig := syscall.SIGUSR1
+	action := feed.HandPause
 	if h == fleet.HandResume {
-		sig = syscall.SIGUSR2
+		action = feed.HandRelease
 	}
-	if err := syscall.Kill(pid, sig); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), handTimeout)
+	defer cancel()
+	c := feed.Dial(filepath.Join(feed.DefaultDir(), run+feed.SocketExt))
+	defer c.Close()
+	if err := c.Hand(ctx, action, string(ask.ViaTerminal)); err != nil {
+		var se *feed.StatusError
+		if !errors.As(err, &se) {
+			return false, fmt.Errorf("fleet run %s: its live feed does not answer (a run with --no-feed is paused and released by no hand): %w", run, err)
+		}
 		return false, fmt.Errorf("fleet run %s: %w", run, err)
 	}
 	return true, nil

@@ -36,6 +36,7 @@ const (
 	KindFeedRefused        = "feed.refused"  // a request on the live feed from inside a sandbox, or without its secret
 	KindFeedAnswered       = "feed.answered" // a human answered through the live feed: the channel (via) and the client's address
 	KindFeedCancel         = "feed.cancel"   // a human cancelled the run through the live feed
+	KindFeedHand           = "feed.hand"     // a human paused or released a fleet by hand through the live feed (tai fleet pause/resume, the page)
 	KindWebRefused         = "web.refused"   // tai serve refused a request: no token, a cross-site POST, a sandboxed peer
 
 	KindElicitationRequest  = "elicitation.request"

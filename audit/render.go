@@ -95,7 +95,7 @@ var kindWidth = func() int {
 	for _, k := range []string{KindRunStart, KindRunEnd, KindSessionStart, KindSessionEnd, KindPrompt, KindTurnEnd, KindScreenFinal,
 		KindAgentStop, KindAttach, KindDetach, KindPermissionRequest, KindPermissionDecision, KindFileWrite, KindTerminalStart,
 		KindTerminal, KindModeChange, KindProcessStart, KindProcessExit, KindError, KindBudget, KindFleet, KindFeedRefused,
-		KindFeedAnswered, KindFeedCancel, KindWebRefused,
+		KindFeedAnswered, KindFeedCancel, KindFeedHand, KindWebRefused,
 		KindElicitationRequest, KindElicitationAnswer, KindElicitationComplete} {
 		n = max(n, len(k))
 	}

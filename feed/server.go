@@ -94,6 +94,7 @@ type Server struct {
 	onRefuse func(Refusal)
 	onAnswer func(Answered)
 	onCancel func(Cancel)
+	onHand   func(Hand)
 	frames   ring
 	lazy     lazyFrames // frames after the ring's, while no stream reads
 	payload  lazyPayload
@@ -441,6 +442,8 @@ func (s *Server) handler(tcp bool) http.Handler {
 		mux.HandleFunc("POST /questions/{id}", s.answerQuestion)
 		mux.HandleFunc("POST /elicitations/{id}", s.answerElicitation)
 		mux.HandleFunc("POST /cancel", s.cancel)
+		mux.HandleFunc("POST /pause", s.hand(HandPause))
+		mux.HandleFunc("POST /release", s.hand(HandRelease))
 		return mux
 	})
 	return s.guard(tcp, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { routes().ServeHTTP(w, r) }))

@@ -297,3 +297,79 @@ func abstractName(t *testing.T) string {
 	}
 	return "tai-feedguard-" + hex.EncodeToString(b)
 }
+
+// A fleet's task whose agent (default sandbox, user-like HOME, no --dir)
+// runs feedprobe tries to pause and release its own fleet through the
+// fleet's live feed: both are refused (403) and recorded in the fleet's
+// audit log with the sandbox as the reason; no hand reaches the fleet
+// (no feed.hand entry, no park by hand) and the task merges.
+func TestAgentCannotPauseItsFleet(t *testing.T) {
+	if sandbox.ABI() < 1 {
+		t.Skip("the kernel has no Landlock")
+	}
+	root := t.TempDir()
+	home, repo, rt, state := filepath.Join(root, "home"), filepath.Join(root, "repo"), filepath.Join(root, "rt"), filepath.Join(root, "state")
+	for _, d := range []string{home, repo} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := append(os.Environ(), "NO_COLOR=1", "HOME="+home, "XDG_RUNTIME_DIR="+rt, "XDG_STATE_HOME="+state,
+		"XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache"))
+	for _, a := range [][]string{{"init", "-q", "-b", "main"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "T"},
+		{"commit", "-q", "--allow-empty", "-m", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", repo}, a...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", a, err, out)
+		}
+	}
+	pd := filepath.Join(root, "plan")
+	if err := os.MkdirAll(pd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The report goes into the task's worktree, merged with its branch.
+	writeFile(t, pd, "probe.yaml", fmt.Sprintf("steps:\n  - run: {command: %q, args: [probe.json, %q]}\n  - text: \"probed\"\n",
+		probeBin, abstractName(t)))
+	// policy approve: all: the probe's command must run.
+	plan := writeFile(t, pd, "plan.yaml", "name: pauseprobe\npolicy: {approve: all}\ntasks:\n  - {id: probe, script: probe.yaml, prompt: probe}\n")
+	res := build.Run(t, taiBin, repo, env, "fleet", "run", "--run-id", "pauseprobe", "-o", "json", plan)
+	var sum struct {
+		Target string `json:"target"`
+		Audit  string `json:"audit"`
+	}
+	if err := json.Unmarshal([]byte(res.Stdout), &sum); err != nil || res.Code != 0 {
+		t.Fatalf("fleet run: exit %d (%v)\n%s\n%s", res.Code, err, res.Stdout, res.Stderr)
+	}
+	out, err := exec.Command("git", "-C", repo, "show", sum.Target+":probe.json").Output()
+	if err != nil {
+		t.Fatalf("the probe's report on %s: %v", sum.Target, err)
+	}
+	var pr probeReport
+	if err := json.Unmarshal(out, &pr); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("probe: %s", out)
+	for _, p := range []string{"/pause", "/release"} {
+		if code, ok := pr.Requests["pauseprobe.sock POST "+p]; !ok || code != 403 {
+			t.Errorf("POST %s on its fleet's feed: %d (tried: %v), want 403", p, code, ok)
+		}
+	}
+	refused := map[string]bool{}
+	for _, e := range auditlog.Read(t, sum.Audit) {
+		switch e.Kind {
+		case audit.KindFeedHand:
+			t.Errorf("a hand reached the fleet: %s", e.Data)
+		case audit.KindFeedRefused:
+			var ref feed.Refusal
+			if err := json.Unmarshal(e.Data, &ref); err == nil && strings.Contains(ref.Reason, "sandbox") {
+				refused[ref.Path] = true
+			}
+		case audit.KindFleet:
+			if strings.Contains(string(e.Data), "by hand") {
+				t.Errorf("the fleet parked by hand: %s", e.Data)
+			}
+		}
+	}
+	if !refused["/pause"] || !refused["/release"] {
+		t.Errorf("the fleet's audit log records refusals of %v, want /pause and /release", refused)
+	}
+}

@@ -306,7 +306,8 @@ func until(t *testing.T, sc *bufio.Scanner, want ...string) string {
 // brings the park back with the same reset time (its timer, not a new
 // one), nothing launched; tai fleet resume of the run that is running
 // releases it by hand, and every task resumes its own session and
-// merges. tai fleet pause parks a running run by hand. Default sandbox,
+// merges. tai fleet pause parks a running run by hand. Both go through
+// the run's live feed, recorded in its audit log. Default sandbox,
 // user-like HOME; the reset is hours away, so only the hands end the
 // park (no clock is waited on).
 func TestFleetParkSurvivesKill9AndResumesByHand(t *testing.T) {
@@ -381,6 +382,21 @@ func TestFleetParkSurvivesKill9AndResumesByHand(t *testing.T) {
 	}
 	// The parked tasks resumed their own sessions: one session per task.
 	entries := auditlog.Read(t, filepath.Join(stateDir, "tai", "fleet", "park9", "audit.jsonl"))
+	// The pause and the releases went through the run's live feed, each
+	// recorded with who asked: the CLI, at its terminal.
+	hands := map[string]int{}
+	for _, e := range entries {
+		if e.Kind == audit.KindFeedHand {
+			var h struct{ Action, Via string }
+			if err := json.Unmarshal(e.Data, &h); err != nil || h.Via != "terminal" {
+				t.Errorf("a hand %s (%v), want via terminal", e.Data, err)
+			}
+			hands[h.Action]++
+		}
+	}
+	if hands["pause"] != 1 || hands["release"] < 1 {
+		t.Errorf("the audit log records hands %v, want one pause and a release", hands)
+	}
 	sessions := map[string]map[string]bool{}
 	for _, e := range entries {
 		if e.Kind == audit.KindPrompt && e.Task != "" {

@@ -5,7 +5,8 @@
 // /proc/net/unix, reads the feed secret, reads each feed's /state and
 // /events and answers the asks it finds; it SIGSTOPs tai (and at once
 // SIGCONTs it, should that work); it connects to the abstract Unix socket
-// named by its second argument. With a third and fourth, a feed's
+// named by its second argument. It tries to pause and release its own
+// fleet by hand (POST /pause, /release) on every feed it finds. With a third and fourth, a feed's
 // --listen address and its token (as if they leaked into a file the agent
 // reads), it tries that feed on TCP too.
 package main
@@ -147,6 +148,10 @@ func probe(r *Report, sock string, dial func(context.Context) (net.Conn, error),
 		return b
 	}
 	do(http.MethodGet, "/events", nil)
+	// A fleet's pause and release by hand: an agent must not park or
+	// release its own fleet.
+	do(http.MethodPost, "/pause", []byte(`{"via":"terminal"}`))
+	do(http.MethodPost, "/release", []byte(`{"via":"web"}`))
 	var st struct{ Asks []struct{ ID string } }
 	_ = json.Unmarshal(do(http.MethodGet, "/state", nil), &st)
 	ids := []string{"ask-1"}
