@@ -651,7 +651,12 @@ func publishTask(srv *feed.Server, e fleet.Event, b fleetBudget) {
 	if t == nil {
 		return
 	}
-	srv.SetTask(feed.Task{ID: t.ID, Agent: t.Agent, Status: string(t.Status), Detail: e.Detail, Branch: t.Branch, Updated: e.Time.UTC(), Budget: b.task(t)})
+	ft := feed.Task{ID: t.ID, Agent: t.Agent, Status: string(t.Status), Detail: e.Detail, Branch: t.Branch, Updated: e.Time.UTC(),
+		Budget: b.task(t), Account: t.Account}
+	if p := e.State.Parks[t.Account]; t.Status == fleet.StatusParked && p != nil && !p.ByHand {
+		ft.ResetsAt = p.ResetsAt.UTC()
+	}
+	srv.SetTask(ft)
 }
 
 func lastQuestionLine(q string) string {

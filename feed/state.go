@@ -70,6 +70,11 @@ type Task struct {
 	// Budget is the task's: what it may spend (its own budget, or its
 	// share of the fleet's) and what it spent.
 	Budget *Budget `json:"budget,omitempty"`
+	// Account is whose usage limit the task spends; ResetsAt, while the
+	// task is parked, is when its account's limit clears (zero: paused
+	// by hand, until tai fleet resume). tai top counts down to it.
+	Account  string    `json:"account,omitempty"`
+	ResetsAt time.Time `json:"resets_at,omitzero"`
 }
 
 // Limits are budget limits; zero means none.

@@ -28,7 +28,7 @@ func safeRun(r feed.State) feed.State {
 		return s
 	})
 	r.Tasks = mapped(r.Tasks, func(t feed.Task) feed.Task {
-		t.ID, t.Agent, t.Status, t.Detail, t.Branch = l(t.ID), l(t.Agent), l(t.Status), l(t.Detail), l(t.Branch)
+		t.ID, t.Agent, t.Status, t.Detail, t.Branch, t.Account = l(t.ID), l(t.Agent), l(t.Status), l(t.Detail), l(t.Branch), l(t.Account)
 		return t
 	})
 	r.Asks = mapped(r.Asks, safeAsk)

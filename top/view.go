@@ -408,6 +408,9 @@ func (f *frame) sessions(runs []feed.State, rows []Row) {
 		if r.Budget != nil {
 			f.b = append(f.b, cut.End("     budget: "+budgetLine(*r.Budget), f.width))
 		}
+		for _, l := range parkLines(r, f.now) {
+			f.b = append(f.b, cut.End("     "+l, f.width))
+		}
 		for _, row := range mine {
 			f.item(lo.line(row, f.now))
 		}
@@ -491,10 +494,63 @@ func (r Row) taskID() string {
 }
 
 func (r Row) state() string {
-	if r.Session.ID == "" && r.Task != nil {
+	if r.Task != nil && (r.Session.ID == "" || r.Task.Status == taskParked) {
 		return r.Task.Status
 	}
 	return string(r.Session.State)
+}
+
+// taskParked is a fleet task's status while its account is parked.
+const taskParked = "parked"
+
+// activity is what the row's session does, or what its parked task
+// waits for: the countdown to its account's reset (live: the model's
+// clock renders it), or a release by hand. The account is on the fleet's
+// parked line (parkLines): too long for this column.
+func (r Row) activity(now time.Time) string {
+	if t := r.Task; t != nil && t.Status == taskParked {
+		return parkWait(*t, now)
+	}
+	return r.Session.Activity
+}
+
+func parkWait(t feed.Task, now time.Time) string {
+	if t.ResetsAt.IsZero() {
+		return "paused by hand"
+	}
+	return "reset in " + max(t.ResetsAt.Sub(now), 0).Round(time.Second).String()
+}
+
+// parkLines are a fleet's parked accounts, one line each: the account,
+// the countdown to its reset (or the release by hand it waits for) and
+// its parked tasks.
+func parkLines(r feed.State, now time.Time) []string {
+	var order []string
+	tasks := map[string][]string{}
+	wait := map[string]string{}
+	for _, t := range r.Tasks {
+		if t.Status != taskParked {
+			continue
+		}
+		if _, ok := tasks[t.Account]; !ok {
+			order = append(order, t.Account)
+			wait[t.Account] = parkWait(t, now)
+		}
+		tasks[t.Account] = append(tasks[t.Account], t.ID)
+	}
+	var out []string
+	for _, a := range order {
+		w := wait[a]
+		if w == "paused by hand" {
+			w += " until tai fleet resume"
+		}
+		acct := a
+		if acct == "" {
+			acct = "an account"
+		}
+		out = append(out, fmt.Sprintf("parked: %s %s (%s)", acct, w, strings.Join(tasks[a], ", ")))
+	}
+	return out
 }
 
 // line is one session's row of the table.
@@ -513,7 +569,7 @@ func (lo layout) line(r Row, now time.Time) string {
 		el = age(now, s.Started)
 	}
 	return lo.cols(r.agent(), r.taskID(), r.state(), s.Driver, s.Model, el, tokens(s.Tokens, tb), cost(s.Cost, tb),
-		fmt.Sprintf("+%d/-%d", s.Added, s.Removed), age(now, s.LastEvent), where, s.Activity)
+		fmt.Sprintf("+%d/-%d", s.Added, s.Removed), age(now, s.LastEvent), where, r.activity(now))
 }
 
 func shortRun(r string) string {

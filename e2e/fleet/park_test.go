@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -333,6 +334,22 @@ func TestFleetParkSurvivesKill9AndResumesByHand(t *testing.T) {
 	first := readState(t, "park9")
 	if len(first.Parks) != 1 {
 		t.Fatalf("parks %+v", first.Parks)
+	}
+	// tai top shows the account parked, with the countdown to its reset
+	// and its tasks. The feed learns of a task's park just after the
+	// progress line: polled until it has, or the deadline.
+	for acct := range first.Parks {
+		re := regexp.MustCompile(`parked: ` + regexp.QuoteMeta(acct) + ` reset in (2h59m\d+s|3h0m0s) \(t[34], t[34]\)`)
+		for deadline, tries := time.Now().Add(time.Minute), 1; ; tries++ {
+			top, errOut, _ := runCmd(t, taiAccount(t, repo, "top", "--once", "--width", "250"))
+			if re.MatchString(top) {
+				t.Logf("tai top, try %d:\n%s", tries, top)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tai top does not show %s's countdown:\n%s\n%s", acct, top, errOut)
+			}
+		}
 	}
 	_ = syscall.Kill(-parkPid(t, "park9"), syscall.SIGKILL)
 
