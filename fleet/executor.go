@@ -2,8 +2,11 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/tai-dev/tai/exitcode"
+	"github.com/tai-dev/tai/quota"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -128,3 +131,42 @@ func (e *Engine) EmitAt(t time.Time, kind EventKind, task, detail string, data m
 
 // Prompt is task t's prompt, with its dependencies' results.
 func (e *Engine) Prompt(ctx context.Context, t *Task) (string, error) { return e.f.prompt(ctx, t) }
+
+// ParkEnd is how a parked task ends without resuming: parked past the
+// plan's quota: budget, or interrupted.
+type ParkEnd struct {
+	Status TaskStatus
+	Code   exitcode.Code
+	Reason string
+}
+
+func (e *ParkEnd) Error() string { return e.Reason }
+
+// Park parks task id as a local task at a usage limit is parked: on its
+// own limit l (nil: it stopped because its account parked), its account
+// parks (every running turn of it cancelled, none of its tasks launched
+// until the reset); tp is the session it resumes. The task's slot goes
+// to other accounts' tasks while it waits. It returns nil when the task
+// resumes (its account released, its stagger slot come), else *ParkEnd.
+func (e *Engine) Park(ctx context.Context, id string, l *quota.Limit, tp *TaskPark) error {
+	if te := e.f.parkTask(ctx, id, e.f.st.task(id).Account, l, tp, tp != nil); te != nil {
+		return &ParkEnd{Status: te.status, Code: te.code, Reason: te.reason}
+	}
+	return nil
+}
+
+// EnterTurn registers a running attempt of task id with its account, so
+// that a park of the account calls cancel (an executor's: tell the worker
+// to stop at a turn boundary and hand back parked); an attempt that would
+// start while the account is parked is cancelled at once. The returned
+// func unregisters it.
+func (e *Engine) EnterTurn(id string, cancel context.CancelCauseFunc) func() {
+	return e.f.enterTurn(e.f.st.task(id).Account, id, cancel, func() {})
+}
+
+// ParkedCause says whether err is the cause EnterTurn's cancel got: the
+// task's account parked.
+func ParkedCause(err error) bool {
+	var pc *parkCause
+	return errors.As(err, &pc)
+}

@@ -127,11 +127,15 @@ type parked struct {
 	timer    *quartz.Timer
 }
 
+func newParks() *parks {
+	return &parks{accts: map[string]*parked{}, turns: map[string]map[string]context.CancelCauseFunc{}, next: map[string]time.Time{}, who: map[string]quota.Account{}}
+}
+
 // initParks computes each task's account and brings back the parks a
 // previous coordinator left: those at a limit keep their reset time;
 // those by hand are released (resuming the run is the release).
 func (f *fleet) initParks() {
-	f.parks = &parks{accts: map[string]*parked{}, turns: map[string]map[string]context.CancelCauseFunc{}, next: map[string]time.Time{}, who: map[string]quota.Account{}}
+	f.parks = newParks()
 	st := f.st.snapshot()
 	for _, t := range f.plan.Tasks {
 		if ts := st.Tasks[t.ID]; ts != nil {
@@ -457,9 +461,6 @@ func parkedBy(turnCtx context.Context, res runner.Result, err error, now time.Ti
 // A turn that did not run (ran false) is sent as it was after the wait.
 func (r *taskRun) park(ctx context.Context, res runner.Result, l *quota.Limit, n next, ran bool) (next, *taskEnd) {
 	f, id := r.f, r.t.ID
-	if l != nil {
-		f.parkAt(id, r.acct, *l)
-	}
 	if ran && res.SessionID == "" && n.resume == "" {
 		ran = false // stopped before its agent had a session: nothing to resume
 	}
@@ -474,32 +475,51 @@ func (r *taskRun) park(ctx context.Context, res runner.Result, l *quota.Limit, n
 			tp.Session, tp.Resumable = n.resume, true
 		}
 	}
+	if e := f.parkTask(ctx, id, r.acct, l, tp, ran); e != nil {
+		return n, e
+	}
+	if !ran {
+		return n, nil
+	}
+	return r.resumeNext(ctx, tp, n), nil
+}
+
+// parkTask parks task id (and, on its own limit l, its account acct) with
+// the session tp it resumes (says: it resumes one, for its resumed
+// event), gives its slot to other accounts' tasks
+// while it waits, and returns when it resumes (nil: its slot taken back),
+// or how it ends: parked past the plan's quota: budget, or interrupted.
+// The local executor's turns and a remote one's results share it.
+func (f *fleet) parkTask(ctx context.Context, id, acct string, l *quota.Limit, tp *TaskPark, says bool) *taskEnd {
+	if l != nil {
+		f.parkAt(id, acct, *l)
+	}
 	f.setTask(id, func(ts *TaskState) {
-		ts.Status, ts.Park, ts.Reason = StatusParked, tp, "its account "+r.acct+" is parked"
+		ts.Status, ts.Park, ts.Reason = StatusParked, tp, "its account "+acct+" is parked"
 	})
-	f.emit(EventParked, id, "parked with its account "+r.acct+f.parkedUntil(r.acct), map[string]any{"account": r.acct})
+	f.emit(EventParked, id, "parked with its account "+acct+f.parkedUntil(acct), map[string]any{"account": acct})
 	f.slots.Release(1)
-	err := f.awaitAccount(ctx, r.acct)
+	err := f.awaitAccount(ctx, acct)
 	if aerr := f.slots.Acquire(context.WithoutCancel(ctx), 1); aerr != nil {
 		err = errors.Join(err, aerr)
 	}
 	var pe *parkEnded
 	switch {
 	case errors.As(err, &pe):
-		return n, &taskEnd{StatusParked, exitcode.Parked, pe.Error()}
+		return &taskEnd{StatusParked, exitcode.Parked, pe.Error()}
 	case err != nil:
-		return n, interrupted(ctx, ctx)
+		return interrupted(ctx, ctx)
 	}
 	f.setTask(id, func(ts *TaskState) { ts.Status, ts.Reason = StatusRunning, "" })
-	if !ran {
-		return n, nil
+	if tp == nil || !says {
+		return nil
 	}
 	how := "in its own session " + tp.Session
 	if !tp.Resumable {
 		how = "in a new session told what was done so far (its agent cannot resume one)"
 	}
-	f.emit(EventResumed, id, "resumed "+how, map[string]any{"account": r.acct, "session": tp.Session, "resumable": tp.Resumable})
-	return r.resumeNext(ctx, tp, n), nil
+	f.emit(EventResumed, id, "resumed "+how, map[string]any{"account": acct, "session": tp.Session, "resumable": tp.Resumable})
+	return nil
 }
 
 // resumeNext is the turn that resumes a parked task.
@@ -517,8 +537,17 @@ func (r *taskRun) resumeNext(ctx context.Context, tp *TaskPark, n next) next {
 			diff = p
 		}
 	}
-	p := fmt.Sprintf("%s\n\n---\nA usage limit stopped an earlier session on this task; this is a new one. What was done so far (the diff of your workspace):\n%s\n\nContinue the task from there.", full, diff)
-	return next{prompt: p, full: full}
+	return next{prompt: ResumePrompt(full, diff), full: full}
+}
+
+// ResumePrompt is the prompt of a new session that takes over a parked
+// task whose session cannot be resumed: the task, and what was done so
+// far (diff: the workspace's diff, "" for none).
+func ResumePrompt(task, diff string) string {
+	if strings.TrimSpace(diff) == "" {
+		diff = "(no changes yet)"
+	}
+	return fmt.Sprintf("%s\n\n---\nA usage limit stopped an earlier session on this task; this is a new one. What was done so far (the diff of your workspace):\n%s\n\nContinue the task from there.", task, diff)
 }
 
 // acquire waits until the task's account is not parked and a slot is

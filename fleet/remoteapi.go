@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/quota"
 	"github.com/tai-dev/tai/runner"
 )
 
@@ -41,6 +43,14 @@ type TaskRunOptions struct {
 	// TaskSink, if set, gets the task's session events (as
 	// Options.TaskSink's does).
 	TaskSink driver.Sink
+	// Resume is the session of a parked attempt this one continues (its
+	// first turn sends runner.ContinuePrompt there); Full is the prompt of
+	// a new session when that session is gone (ResumePrompt: the task and
+	// what was done so far).
+	Resume, Full string
+	// Park is closed when the task's account parks (the coordinator's
+	// word): the turn running stops, and the attempt ends parked.
+	Park <-chan struct{}
 }
 
 // TaskOutcome is what a task run by RunTaskIn ended with.
@@ -53,6 +63,19 @@ type TaskOutcome struct {
 	Usage     Usage      `json:"usage"`
 	Turns     int        `json:"turns"`
 	Questions []QA       `json:"questions,omitempty"` // what it asked and the answers it got
+	// Park says where a parked attempt (Status parked) stopped: the
+	// limit it hit (none: stopped because its account parked), its
+	// account, and the session it resumes.
+	Park *OutcomePark `json:"park,omitempty"`
+}
+
+// OutcomePark is a remote attempt's park: what the coordinator parks the
+// task's account on, and the session the task resumes.
+type OutcomePark struct {
+	Limit     *quota.Limit  `json:"limit,omitempty"`
+	Account   quota.Account `json:"account"`
+	Session   string        `json:"session,omitempty"`
+	Resumable bool          `json:"resumable,omitempty"`
 }
 
 // RunTaskIn runs task id of plan in cwd with the rendered prompt, within
@@ -80,8 +103,12 @@ func RunTaskIn(ctx context.Context, plan *Plan, id, cwd, prompt string, limits L
 	taskCtx, cancelTask := context.WithCancelCause(ctx)
 	defer cancelTask(nil)
 	defer wallTimer(o.Clock, time.Duration(limits.WallTime), id, cancelTask)()
-	r := &remoteRun{f: f, t: t, res: res, cwd: cwd, prompt: prompt, attempt: o.Attempt}
-	return r.turns(ctx, taskCtx, cancelTask)
+	r := &remoteRun{f: f, t: t, res: res, cwd: cwd, prompt: prompt, attempt: o.Attempt, acct: f.account(f.accountKey(t.AgentSpec)), park: o.Park}
+	n := next{prompt: prompt}
+	if o.Resume != "" {
+		n = next{prompt: runner.ContinuePrompt, resume: o.Resume, full: cmp.Or(o.Full, prompt)}
+	}
+	return r.turns(ctx, taskCtx, cancelTask, n)
 }
 
 // remoteFleet is the fleet a remote task runs in: just this task's plan,
@@ -89,7 +116,7 @@ func RunTaskIn(ctx context.Context, plan *Plan, id, cwd, prompt string, limits L
 func remoteFleet(plan *Plan, o TaskRunOptions) *fleet {
 	f := &fleet{o: Options{RunID: o.RunID, Audit: o.Audit, Exe: o.Exe, Version: o.Version, CancelGrace: o.CancelGrace, Clock: o.Clock, Logger: o.Logger,
 		Sandbox: o.Sandbox, Prompter: o.Prompter},
-		plan: plan, memory: policy.NewMemory(policy.ScopeRun), clock: o.Clock, log: o.Logger, stop: func(error) {}}
+		plan: plan, memory: policy.NewMemory(policy.ScopeRun), clock: o.Clock, log: o.Logger, stop: func(error) {}, parks: newParks()}
 	if o.TaskSink != nil {
 		f.o.TaskSink = func(string) driver.Sink { return o.TaskSink }
 	}
@@ -109,21 +136,39 @@ type remoteRun struct {
 	cwd     string
 	prompt  string
 	attempt int // the lease's: turn run ids are attempt*100+turn
+	acct    quota.Account
+	park    <-chan struct{} // closed when the account parks
 	out     TaskOutcome
 }
 
 // turns runs turns until the agent is done, as taskRun.turns does.
-func (r *remoteRun) turns(ctx, taskCtx context.Context, cancelTask context.CancelCauseFunc) TaskOutcome {
+func (r *remoteRun) turns(ctx, taskCtx context.Context, cancelTask context.CancelCauseFunc, n next) TaskOutcome {
 	out := &r.out
-	n := next{prompt: r.prompt}
 	for turn := 1; ; turn++ {
 		if err := r.res.CanTurn(out.Usage); err != nil {
 			return r.end(&taskEnd{StatusBudget, exitcode.BudgetExceeded, err.Error()})
 		}
-		res, u, err := r.f.turn(taskCtx, cancelTask, r.t, r.res, out.Usage, r.cwd, n.prompt, n.resume, r.attempt*100+turn)
-		out.Usage, out.Turns = out.Usage.add(u), out.Turns+1
-		out.Message, out.SessionID, out.ExitCode = res.Message, res.SessionID, res.ExitCode
+		// The turn stops when the account parks; one that would start
+		// parked does not start.
+		turnCtx, cancelTurn := context.WithCancelCause(taskCtx)
+		stop := r.onPark(cancelTurn)
+		var res runner.Result
+		var err error
+		if turnCtx.Err() == nil {
+			var u Usage
+			res, u, err = r.f.turn(turnCtx, cancelTask, r.t, r.res, out.Usage, r.cwd, n.prompt, n.resume, r.attempt*100+turn)
+			out.Usage, out.Turns = out.Usage.add(u), out.Turns+1
+			out.Message, out.SessionID, out.ExitCode = res.Message, res.SessionID, res.ExitCode
+		}
+		stop()
+		l, parked := parkedBy(turnCtx, res, err, r.f.clock.Now())
+		cancelTurn(nil)
 		var e *taskEnd
+		if parked && taskCtx.Err() == nil {
+			// At a limit the attempt ends parked: the coordinator parks
+			// its account and offers it again at the reset.
+			return r.parked(res, l, n)
+		}
 		if err != nil || res.ExitCode != 0 {
 			n, e = r.failed(ctx, taskCtx, res, err, n, turn)
 		} else if q := strings.TrimSpace(out.Message); strings.HasSuffix(q, "?") {
@@ -181,6 +226,50 @@ func (r *remoteRun) asked(ctx, taskCtx context.Context, res runner.Result, q str
 	}
 	out.Questions = append(out.Questions, QA{Question: q, Answer: ans, DecidedBy: by})
 	return answerNext(r.prompt, q, by, ans, res), nil
+}
+
+// onPark cancels the turn (cancel) when the account parks, until the
+// returned func is called.
+func (r *remoteRun) onPark(cancel context.CancelCauseFunc) func() {
+	if r.park == nil {
+		return func() {}
+	}
+	why := &parkCause{r.acct.Agent + ":" + r.acct.ID}
+	select {
+	case <-r.park:
+		cancel(why)
+		return func() {}
+	default:
+	}
+	done := make(chan struct{})
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		select {
+		case <-r.park:
+			cancel(why)
+		case <-done:
+		}
+	}()
+	return func() { close(done); <-exited }
+}
+
+// parked ends an attempt at a usage limit: its outcome names the limit,
+// the account and the session to resume.
+func (r *remoteRun) parked(res runner.Result, l *quota.Limit, n next) TaskOutcome {
+	p := &OutcomePark{Limit: l, Account: r.acct, Session: res.SessionID, Resumable: res.Resumable && res.SessionID != ""}
+	if p.Session == "" && n.resume != "" {
+		p.Session, p.Resumable = n.resume, true // it ended before the agent named the session it resumed
+	}
+	if !p.Resumable {
+		p.Session = ""
+	}
+	r.out.Park = p
+	reason := "its account " + r.acct.Agent + ":" + r.acct.ID + " is at a usage limit"
+	if l != nil && l.Message != "" {
+		reason += ": " + l.Message
+	}
+	return r.end(&taskEnd{StatusParked, exitcode.Parked, reason})
 }
 
 // end puts how the attempt ended in its outcome.

@@ -17,6 +17,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/quota"
 	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/worktree"
 )
@@ -437,6 +438,15 @@ func (f *fleet) result(ctx context.Context, id string) TaskResult {
 	return r
 }
 
+// taskAccount is whose usage limit task t spends: the run's record of it,
+// or, in a remote worker's fleet (no run state), its plan's.
+func (f *fleet) taskAccount(t *Task) quota.Account {
+	if f.st == nil {
+		return f.account(f.accountKey(t.AgentSpec))
+	}
+	return f.account(f.st.task(t.ID).Account)
+}
+
 // turn runs one agent session in cwd with prompt, stopping it when the
 // task goes over its budget.
 func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t *Task, res *Reservation, before Usage, cwd, prompt, resume string, attempt int) (runner.Result, Usage, error) {
@@ -450,7 +460,7 @@ func (f *fleet) turn(ctx context.Context, cancelTask context.CancelCauseFunc, t 
 	opts.ResumeID = resume
 	if f.parks != nil {
 		// At a limit the turn ends parked; the fleet parks its account.
-		opts.Quota = runner.QuotaOptions{Account: f.account(f.st.task(t.ID).Account), ParkReason: "the fleet parks the task with its account"}
+		opts.Quota = runner.QuotaOptions{Account: f.taskAccount(t), ParkReason: "the fleet parks the task with its account"}
 	}
 	opts.Audit, opts.AuditTask = f.o.Audit, t.ID
 	opts.RunID = fmt.Sprintf("%s/%s/%d", f.o.RunID, t.ID, attempt)

@@ -23,6 +23,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/quota"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -77,6 +78,8 @@ type engine interface {
 	Emit(kind fleet.EventKind, task, detail string, data map[string]any)
 	EmitAt(t time.Time, kind fleet.EventKind, task, detail string, data map[string]any)
 	Prompt(ctx context.Context, t *fleet.Task) (string, error)
+	Park(ctx context.Context, id string, l *quota.Limit, tp *fleet.TaskPark) error
+	EnterTurn(id string, cancel context.CancelCauseFunc) func()
 }
 
 // coordinator is fleet's executor over NATS: it offers each task the
@@ -100,7 +103,7 @@ type coordinator struct {
 	limits  map[string]fleet.Limits // each offered task's reservation, for its offers again
 	workers map[string]string       // the worker of each task's accepted attempt, for its merged event
 	results map[string]chan Lease   // accepted results, to their task's goroutine
-	handed  map[string]bool         // tasks whose result went on results (settle's goroutine only)
+	handed  map[string]int          // the attempt of each task whose result went on results (settle's goroutine only)
 	pushTo  string                  // where the target goes after each merge (a clone's origin)
 	// recorded: the attempt of each task whose merge this run's audit log
 	// records already (read on resume).
@@ -389,6 +392,11 @@ func fromLease(ts *fleet.TaskState, l Lease) {
 		ts.Status = fleet.StatusRunning
 	case LeaseOffered:
 		ts.Status = fleet.StatusWaiting
+	case LeaseParked:
+		ts.Status = fleet.StatusParked
+		if p := l.Park; p != nil {
+			ts.Park = &fleet.TaskPark{Session: p.Session, Resumable: p.Resumable}
+		}
 	}
 }
 
@@ -574,11 +582,11 @@ func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
 		}
 		mine := l.Attempt == r.Attempt && l.Worker == r.Worker
 		switch {
-		case mine && (l.State == LeaseAccepted || l.State == LeaseMerged || l.State == LeaseFinal):
+		case mine && (l.State == LeaseAccepted || l.State == LeaseMerged || l.State == LeaseFinal || l.State == LeaseParked):
 			// A redelivered result, settled already. Settled by this
 			// coordinator's write whose reply was lost (a timeout), it
 			// was never handed to its task, which still waits for it.
-			if l.State != LeaseMerged && !c.handed[r.Task] {
+			if l.State != LeaseMerged && c.handed[r.Task] != r.Attempt {
 				if st := c.task(r.Task).Status; st == fleet.StatusRunning || st == fleet.StatusWaiting {
 					c.hand(ch, r, l)
 				}
@@ -594,8 +602,15 @@ func (c *coordinator) settle(ctx context.Context, r ResultMsg) error {
 		}
 		next := Lease{State: LeaseAccepted, Worker: r.Worker, Attempt: r.Attempt, Head: r.Head, Status: r.Outcome.Status, Reason: r.Outcome.Reason,
 			Usage: r.Outcome.Usage, Message: truncate(r.Outcome.Message, 16<<10), Base: r.Base, Questions: r.Outcome.Questions}
-		if r.Outcome.Status != fleet.StatusDone {
+		switch {
+		case r.Outcome.Status == fleet.StatusParked:
+			// Its account is at a limit: Run parks it, and offers it
+			// again at the reset, from this attempt's work and session.
+			next.State, next.Park = LeaseParked, r.Outcome.Park
+		case r.Outcome.Status != fleet.StatusDone:
 			next.State = LeaseFinal
+		}
+		if next.State != LeaseAccepted {
 		} else if err := c.checkRef(ctx, r); err != nil {
 			next.State, next.Status, next.Reason = LeaseFinal, fleet.StatusFailed, err.Error()
 		}
@@ -615,9 +630,9 @@ func (c *coordinator) hand(ch chan Lease, r ResultMsg, l Lease) {
 	c.emit(fleet.EventAccepted, r.Task, fmt.Sprintf("attempt %d by %s: %s", r.Attempt, r.Worker, l.Status),
 		map[string]any{"attempt": r.Attempt, "worker": r.Worker, "head": r.Head, "audit_head": r.AuditHead, "audit_seq": r.AuditSeq, "usage": r.Outcome.Usage})
 	if c.handed == nil {
-		c.handed = map[string]bool{}
+		c.handed = map[string]int{}
 	}
-	c.handed[r.Task] = true
+	c.handed[r.Task] = r.Attempt
 	select {
 	case ch <- l:
 	default:
@@ -734,31 +749,78 @@ func (c *coordinator) diffStat(ctx context.Context, rng string) (worktree.DiffSt
 // its lease to report, and records that result as the task's
 // (fleet.Executor). A task offered before the coordinator stopped is out
 // there already: it is offered again only if its message went missing.
+// An attempt that reports parked (its account at a usage limit) parks
+// the task in the engine, as a local one is; when its account is
+// released the task is offered again, from that attempt's work and
+// session. While an attempt runs, a park of its account tells its worker
+// to stop it and report it parked (parkLease).
 func (c *coordinator) Run(ctx context.Context, r *fleet.TaskRun) fleet.Usage {
 	t := r.Task
 	c.mu.Lock()
 	c.limits[t.ID] = r.Res.Limits
 	c.mu.Unlock()
-	if err := c.offer(ctx, t, r.Prev.Status, r.Res.Limits); err != nil {
-		c.setTask(t.ID, func(x *fleet.TaskState) {
-			x.Status, x.Reason, x.ExitCode = fleet.StatusFailed, err.Error(), int(exitcode.AgentError)
+	prev := r.Prev.Status
+	var spent fleet.Usage
+	for {
+		if err := c.offer(ctx, t, prev, r.Res.Limits); err != nil {
+			c.setTask(t.ID, func(x *fleet.TaskState) {
+				x.Status, x.Reason, x.ExitCode = fleet.StatusFailed, err.Error(), int(exitcode.AgentError)
+			})
+			c.emit(fleet.EventFailed, t.ID, "offering: "+err.Error(), nil)
+			return spent
+		}
+		leave := c.e.EnterTurn(t.ID, func(cause error) {
+			if fleet.ParkedCause(cause) {
+				c.parkLease(context.WithoutCancel(ctx), t.ID, cause.Error())
+			}
 		})
-		c.emit(fleet.EventFailed, t.ID, "offering: "+err.Error(), nil)
-		return fleet.Usage{}
+		var accepted Lease
+		select {
+		case accepted = <-c.results[t.ID]:
+		case <-ctx.Done():
+			leave()
+			// Still out there: a resumed coordinator takes its result.
+			c.setTask(t.ID, func(x *fleet.TaskState) { x.Reason = "coordinator stopped: " + context.Cause(ctx).Error() })
+			return spent
+		}
+		leave()
+		spent = addUsage(spent, accepted.Usage)
+		if accepted.State != LeaseParked {
+			c.accepted(ctx, t, accepted, spent)
+			return spent
+		}
+		prev = fleet.StatusParked
+		var l *quota.Limit
+		tp := &fleet.TaskPark{}
+		if p := accepted.Park; p != nil {
+			l, tp.Session, tp.Resumable = p.Limit, p.Session, p.Resumable
+		}
+		c.setTask(t.ID, func(x *fleet.TaskState) {
+			x.Attempts, x.Usage, x.Message, x.Head, x.Base = accepted.Attempt, spent, accepted.Message, accepted.Head, accepted.Base
+		})
+		err := c.e.Park(ctx, t.ID, l, tp)
+		var pe *fleet.ParkEnd
+		switch {
+		case errors.As(err, &pe):
+			c.setTask(t.ID, func(x *fleet.TaskState) {
+				x.Status, x.Reason, x.ExitCode, x.Finished = pe.Status, pe.Reason, int(pe.Code), c.clock.Now().UTC()
+			})
+			return spent
+		case err != nil:
+			return spent
+		}
 	}
-	var accepted Lease
-	select {
-	case accepted = <-c.results[t.ID]:
-	case <-ctx.Done():
-		// Still out there: a resumed coordinator takes its result.
-		c.setTask(t.ID, func(x *fleet.TaskState) { x.Reason = "coordinator stopped: " + context.Cause(ctx).Error() })
-		return fleet.Usage{}
-	}
+}
+
+// accepted records an accepted (or final) attempt as the task's; spent is
+// what the task's attempts in this run spent in all.
+func (c *coordinator) accepted(ctx context.Context, t *fleet.Task, accepted Lease, spent fleet.Usage) {
 	c.setTask(t.ID, func(x *fleet.TaskState) {
-		x.Attempts, x.Usage, x.Message, x.Head, x.Status, x.Reason = accepted.Attempt, accepted.Usage, accepted.Message, accepted.Head, accepted.Status, accepted.Reason
+		x.Attempts, x.Usage, x.Message, x.Head, x.Status, x.Reason = accepted.Attempt, spent, accepted.Message, accepted.Head, accepted.Status, accepted.Reason
 		x.Questions, x.Base = accepted.Questions, accepted.Base
 		x.Finished = c.clock.Now().UTC()
 		x.ExitCode = 0
+		x.Park = nil
 		if accepted.State != LeaseAccepted {
 			if x.Status == fleet.StatusDone {
 				x.Status = fleet.StatusFailed // its ref did not check out
@@ -781,7 +843,29 @@ func (c *coordinator) Run(ctx context.Context, r *fleet.TaskRun) fleet.Usage {
 			c.emit(fleet.EventFailed, t.ID, "bringing its work home: "+err.Error(), nil)
 		}
 	}
-	return accepted.Usage
+}
+
+// parkLease tells the worker of task id's attempt that its account
+// parked: Parking on its claim (or on its offer, for the worker that
+// claims it), by compare-and-swap. Its worker stops the attempt and
+// reports it parked; a lease that is settled already is left alone.
+func (c *coordinator) parkLease(ctx context.Context, id, why string) {
+	for range 10 {
+		l, rev, err := c.bus.GetLease(ctx, c.o.RunID, id)
+		if err != nil || (l.State != LeaseClaimed && l.State != LeaseOffered) || l.Parking != "" {
+			return
+		}
+		l.Parking = why
+		if _, err = c.bus.PutLease(ctx, c.o.RunID, id, l, rev); err == nil {
+			c.emit(fleet.EventParked, id, fmt.Sprintf("told attempt %d (%s) to stop and hand back parked: %s", l.Attempt, cmpOr(l.Worker, "not claimed yet"), why),
+				map[string]any{"attempt": l.Attempt, "worker": l.Worker})
+			return
+		}
+		if !isConflict(err) {
+			c.log.Warn("parking a lease", "task", id, "err", err)
+			return
+		}
+	}
 }
 
 // keep puts an accepted attempt that is not merged on the task's branch
@@ -817,7 +901,12 @@ func (c *coordinator) offer(ctx context.Context, t *fleet.Task, prev fleet.TaskS
 		return err
 	}
 	rev, err := c.bus.PutLease(ctx, c.o.RunID, t.ID, Lease{State: LeaseOffered}, 0)
-	if err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		// A parked attempt's task, offered again: from its work and
+		// session.
+		rev, tm.Resume, err = c.unpark(ctx, t.ID)
+	}
+	if err != nil {
 		return err
 	}
 	if err := c.bus.Publish(ctx, taskSubject(AgentToken(c.spec(t.AgentSpec)), c.o.RunID, t.ID), tm, jetstream.WithMsgID(fmt.Sprintf("%s/%s/%d", c.o.RunID, t.ID, rev))); err != nil {
@@ -826,6 +915,33 @@ func (c *coordinator) offer(ctx context.Context, t *fleet.Task, prev fleet.TaskS
 	c.setTask(t.ID, func(x *fleet.TaskState) { x.Status, x.Started = fleet.StatusWaiting, c.clock.Now().UTC() })
 	c.emit(fleet.EventOffered, t.ID, "agent "+AgentToken(c.spec(t.AgentSpec)), map[string]any{"base": tm.Base})
 	return nil
+}
+
+// unpark offers a parked task's lease again (the next claim is the next
+// attempt) and names the parked attempt the offer resumes; a lease that
+// is not parked is left as it is (rev 0).
+func (c *coordinator) unpark(ctx context.Context, id string) (uint64, *Resume, error) {
+	for range 10 {
+		l, rev, err := c.bus.GetLease(ctx, c.o.RunID, id)
+		if err != nil {
+			return 0, nil, err
+		}
+		if l.State != LeaseParked {
+			return 0, nil, nil
+		}
+		rs := &Resume{Attempt: l.Attempt, Worker: l.Worker}
+		if l.Park != nil {
+			rs.Session, rs.Resumable = l.Park.Session, l.Park.Resumable
+		}
+		nrev, err := c.bus.PutLease(ctx, c.o.RunID, id, Lease{State: LeaseOffered, Attempt: l.Attempt}, rev)
+		if err == nil {
+			return nrev, rs, nil
+		}
+		if !isConflict(err) {
+			return 0, nil, err
+		}
+	}
+	return 0, nil, fmt.Errorf("the parked lease of %s kept changing", id)
 }
 
 // PrepareMerge puts a done task's accepted attempt on its branch for

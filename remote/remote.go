@@ -62,6 +62,10 @@ const (
 	LeaseAccepted LeaseState = "accepted" // the coordinator took attempt Attempt's result
 	LeaseMerged   LeaseState = "merged"   // in the target
 	LeaseFinal    LeaseState = "final"    // accepted, not merged (failed, blocked, ...)
+	// LeaseParked: the coordinator took attempt Attempt's parked result
+	// (its account at a usage limit; Park names the session it resumes);
+	// it offers the task again when the account is released.
+	LeaseParked LeaseState = "parked"
 )
 
 // Lease is a task's record in the leases bucket.
@@ -78,6 +82,13 @@ type Lease struct {
 	// Base is the commit the attempt started from: Base..Head is its work.
 	Base      string     `json:"base,omitempty"`
 	Questions []fleet.QA `json:"questions,omitempty"`
+	// Parking, on a claim (or an offer), is the coordinator's word that
+	// the task's account parked: its worker stops the attempt at once
+	// (the session kept, the work pushed) and reports it parked. Written
+	// by compare-and-swap, as the claim is, and kept by the holder's beats.
+	Parking string `json:"parking,omitempty"`
+	// Park, on a parked lease, is where the attempt stopped.
+	Park *fleet.OutcomePark `json:"park,omitempty"`
 }
 
 // RunRecord is what a coordinator needs to resume a run from JetStream.
@@ -121,6 +132,18 @@ type TaskMsg struct {
 	// Interactive: the coordinator has a human for permission asks; a
 	// worker sends them there (else policy's non-interactive rule holds).
 	Interactive bool `json:"interactive,omitempty"`
+	// Resume, on a task offered again after its account's park, is the
+	// session the parked attempt left (its work is the attempt's pushed
+	// ref, which this attempt starts from).
+	Resume *Resume `json:"resume,omitempty"`
+}
+
+// Resume is a parked attempt a new one continues.
+type Resume struct {
+	Attempt   int    `json:"attempt"`
+	Worker    string `json:"worker"`
+	Session   string `json:"session,omitempty"`
+	Resumable bool   `json:"resumable,omitempty"`
 }
 
 // ResultMsg reports an attempt's end. The work itself is the commit Head,

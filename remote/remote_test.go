@@ -20,6 +20,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/quota"
 )
 
 // TestMain doubles as the built-in agent: workers launch
@@ -316,6 +317,10 @@ func (e *fakeEngine) EmitAt(t time.Time, kind fleet.EventKind, task, detail stri
 }
 
 func (e *fakeEngine) Prompt(context.Context, *fleet.Task) (string, error) { return "", nil }
+
+func (e *fakeEngine) Park(context.Context, string, *quota.Limit, *fleet.TaskPark) error { return nil }
+
+func (e *fakeEngine) EnterTurn(string, context.CancelCauseFunc) func() { return func() {} }
 
 // A result from an attempt that lost its lease is refused, whatever the
 // server did with its ack; the holder's result is accepted once.

@@ -199,33 +199,36 @@ func pause(ctx context.Context, clock quartz.Clock) {
 // claim takes the task's lease: a new attempt when it was offered or its
 // holder let it run out. It returns the attempt, or 0 and what to do with
 // the message.
-func (w *worker) claim(ctx context.Context, tm TaskMsg, lease time.Duration) (int, uint64, func(jetstream.Msg), error) {
+func (w *worker) claim(ctx context.Context, tm TaskMsg, lease time.Duration) (int, uint64, string, func(jetstream.Msg), error) {
 	for {
 		l, rev, err := w.bus.GetLease(ctx, tm.Run, tm.Task)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, 0, func(m jetstream.Msg) { _ = m.Term() }, nil // no such run (any more)
+			return 0, 0, "", func(m jetstream.Msg) { _ = m.Term() }, nil // no such run (any more)
 		}
 		if err != nil {
-			return 0, 0, nil, err
+			return 0, 0, "", nil, err
 		}
 		now := w.clock.Now()
 		switch l.State {
-		case LeaseAccepted, LeaseMerged, LeaseFinal:
-			// Done already: the message is a redelivery of settled work.
-			return 0, 0, func(m jetstream.Msg) { _ = m.Ack() }, nil
+		case LeaseAccepted, LeaseMerged, LeaseFinal, LeaseParked:
+			// Done already (parked: offered again by a new message when its
+			// account is released): a redelivery of settled work.
+			return 0, 0, "", func(m jetstream.Msg) { _ = m.Ack() }, nil
 		case LeaseClaimed:
 			if now.Before(l.Deadline) {
 				wait := l.Deadline.Sub(now)
-				return 0, 0, func(m jetstream.Msg) { _ = m.NakWithDelay(wait) }, nil
+				return 0, 0, "", func(m jetstream.Msg) { _ = m.NakWithDelay(wait) }, nil
 			}
 		}
-		next := Lease{State: LeaseClaimed, Worker: w.o.Name, Attempt: l.Attempt + 1, Deadline: now.Add(lease)}
+		// An offer its account's park reached: the attempt hands back
+		// parked before its first turn.
+		next := Lease{State: LeaseClaimed, Worker: w.o.Name, Attempt: l.Attempt + 1, Deadline: now.Add(lease), Parking: l.Parking}
 		nrev, err := w.bus.PutLease(ctx, tm.Run, tm.Task, next, rev)
 		if err == nil {
-			return next.Attempt, nrev, nil, nil
+			return next.Attempt, nrev, next.Parking, nil, nil
 		}
 		if !isConflict(err) {
-			return 0, 0, nil, err
+			return 0, 0, "", nil, err
 		}
 		// Someone else wrote it first: look again.
 	}
@@ -248,6 +251,43 @@ type held struct {
 	task   string
 	dur    time.Duration
 	clock  quartz.Clock
+	// parked is closed when the coordinator says the task's account
+	// parked (Parking on the lease): the attempt stops and reports parked.
+	parked   chan struct{}
+	parkOnce sync.Once
+}
+
+func (h *held) park() { h.parkOnce.Do(func() { close(h.parked) }) }
+
+// watch closes parked as soon as the lease, still this attempt's claim,
+// says its account parked; it returns when ctx ends.
+func (h *held) watch(ctx context.Context) {
+	h.mu.Lock()
+	attempt, worker := h.lease.Attempt, h.lease.Worker
+	h.mu.Unlock()
+	kw, err := h.bus.Leases.Watch(ctx, leaseKey(h.run, h.task))
+	if err != nil {
+		return // the beats still see it (put)
+	}
+	defer func() { _ = kw.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-kw.Updates():
+			if !ok {
+				return
+			}
+			if e == nil {
+				continue // the end of the initial values
+			}
+			var l Lease
+			if json.Unmarshal(e.Value(), &l) == nil && l.State == LeaseClaimed && l.Attempt == attempt && l.Worker == worker && l.Parking != "" {
+				h.park()
+				return
+			}
+		}
+	}
 }
 
 // beat refreshes the lease by compare-and-swap: it fails, and the attempt
@@ -303,6 +343,12 @@ func (h *held) put(ctx context.Context, l Lease) bool {
 		if cur.State != LeaseClaimed || cur.Attempt != h.lease.Attempt || cur.Worker != h.lease.Worker {
 			break
 		}
+		if cur.Parking != "" {
+			// The coordinator parked the task's account: the beats keep
+			// its word, and the attempt stops.
+			l.Parking, h.lease.Parking = cur.Parking, cur.Parking
+			h.park()
+		}
 		h.rev = rev
 	}
 	h.lost = true
@@ -336,7 +382,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	if lease <= 0 {
 		lease = w.o.Lease
 	}
-	attempt, rev, settle, err := w.claim(ctx, tm, lease)
+	attempt, rev, parking, settle, err := w.claim(ctx, tm, lease)
 	if err != nil {
 		w.log.Warn("claiming", "task", tm.Task, "err", err)
 		_ = msg.Nak()
@@ -351,8 +397,11 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	log := w.log.With("run", tm.Run, "task", tm.Task, "attempt", attempt)
 	taskCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	h := &held{rev: rev, lease: Lease{State: LeaseClaimed, Worker: w.o.Name, Attempt: attempt}, onLost: cancel, bus: w.bus,
-		run: tm.Run, task: tm.Task, dur: lease, clock: w.clock}
+	h := &held{rev: rev, lease: Lease{State: LeaseClaimed, Worker: w.o.Name, Attempt: attempt, Parking: parking}, onLost: cancel, bus: w.bus,
+		run: tm.Run, task: tm.Task, dur: lease, clock: w.clock, parked: make(chan struct{})}
+	if parking != "" {
+		h.park()
+	}
 	h.lease.Deadline = w.clock.Now().Add(lease)
 
 	res := w.attempt(taskCtx, ctx, tm, attempt, lease, msg, h, log)
@@ -462,6 +511,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 			cwdMu.Unlock()
 		}
 	})
+	beats.Go(func() { h.watch(beatCtx) })
 	defer func() { stopBeats(); beats.Wait() }()
 
 	clone, err := w.clone(ctx, tm, attempt)
@@ -520,7 +570,23 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 		ro.Prompter = prompter{k: k, key: memoryKeys(dir)}
 	}
 	ro.TaskSink = frameSink{w: w, tm: tm, attempt: attempt}
-	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, tm.Prompt, tm.Limits, ro)
+	ro.Park = h.parked
+	prompt := tm.Prompt
+	if rs := tm.Resume; rs != nil {
+		// A parked attempt's task: its session if the agent still has it
+		// (a new session told what was done, if not), from its work.
+		patch, _ := cg.Patch(ctx, dir, tm.Base, 16<<10)
+		ro.Full = fleet.ResumePrompt(tm.Prompt, patch)
+		how := fmt.Sprintf("resumes parked attempt %d (on %s) in its own session %s", rs.Attempt, rs.Worker, rs.Session)
+		if rs.Resumable && rs.Session != "" {
+			ro.Resume = rs.Session
+		} else {
+			prompt = ro.Full
+			how = fmt.Sprintf("resumes parked attempt %d (on %s) in a new session told what was done so far (its agent cannot resume one)", rs.Attempt, rs.Worker)
+		}
+		w.event(ctx, tm, attempt, "resumed", how)
+	}
+	out := fleet.RunTaskIn(ctx, &plan, tm.Task, dir, prompt, tm.Limits, ro)
 	_ = alog.Append(audit.KindRunEnd, "", map[string]any{"fleet": tm.Run, "task": tm.Task, "attempt": attempt, "status": out.Status})
 	res.AuditSeq, res.AuditHead = alog.Head()
 	_ = alog.Close()

@@ -85,6 +85,7 @@ type summary struct {
 	Tasks    []*fleet.TaskState          `json:"tasks"`
 	Counts   map[fleet.TaskStatus]int    `json:"counts"`
 	Error    string                      `json:"error"`
+	Audit    string                      `json:"audit"`
 	byID     map[string]*fleet.TaskState `json:"-"`
 }
 
@@ -111,6 +112,7 @@ type scenario struct {
 	name   string
 	files  map[string]string // the repository's, plan.yaml among them
 	shared bool              // the agents meet in a directory outside their worktrees
+	env    []string          // the user's environment has these too (tai, its hub and workers)
 	// run runs the fleet and checks it.
 	run func(t *testing.T, w *world)
 }
@@ -257,6 +259,7 @@ func TestBothExecutors(t *testing.T) {
 						t.Skip(why)
 					}
 					u := userenv.New(t, taiBin, natsServer)
+					u.Env = append(u.Env, sc.env...)
 					w := &world{t: t, u: u, ex: ex.name}
 					if sc.shared {
 						w.shared = filepath.Join(u.Home, "shared")
