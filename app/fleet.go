@@ -152,10 +152,10 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	watchFleet(&o, stream, lf, logger)
 
 	var st *fleet.State
+	feedHands(&o, lf.srv, log)
 	if f.NATS.URL != "" {
 		st, err = runRemote(ctx, f, o, log, std)
 	} else {
-		feedHands(&o, lf.srv, log)
 		st, err = fleet.Run(ctx, o)
 	}
 	if err != nil {

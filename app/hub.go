@@ -346,7 +346,7 @@ func runRemote(ctx context.Context, f FleetFlags, o fleet.Options, log *audit.Lo
 	}
 	return remote.Coordinate(ctx, remote.CoordinatorOptions{Bus: bus, Plan: o.Plan, RunID: o.RunID, Dir: o.Dir, Repo: f.Repo, RepoURL: url,
 		Lease: f.Lease, Resume: o.Resume, Concurrency: o.Concurrency, FailFast: o.FailFast, Audit: log, Progress: o.Progress, TaskSink: o.TaskSink, Command: o.Command, Logger: o.Logger,
-		Prompter: o.Prompter, AskHuman: o.AskHuman, Version: o.Version, Sandbox: o.Sandbox})
+		Prompter: o.Prompter, AskHuman: o.AskHuman, Version: o.Version, Sandbox: o.Sandbox, Hands: o.Hands})
 }
 
 // remoteURL is --remote's URL, if given.

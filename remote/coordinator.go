@@ -62,6 +62,9 @@ type CoordinatorOptions struct {
 	Exe     string
 	Version string
 	Sandbox *agentspec.Sandbox
+	// Hands parks or releases the run's accounts by hand (tai fleet pause
+	// and resume through the run's live feed), as fleet.Options.Hands.
+	Hands <-chan fleet.Hand
 	// Clones is where a coordinator that adopts a run from another host
 	// (tai hub --coordinate) keeps its clones of the runs' repositories.
 	Clones string
@@ -170,7 +173,7 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error)
 	st, err := fleet.Run(ctx, fleet.Options{RunID: o.RunID, Dir: o.Dir, Resume: o.Resume, Concurrency: o.Concurrency, FailFast: o.FailFast,
 		Audit: o.Audit, Progress: o.Progress,
 		Prompter: o.Prompter, TaskSink: o.TaskSink, AskHuman: o.AskHuman, Command: o.Command, Version: o.Version, Clock: o.Clock,
-		Logger: o.Logger, Exe: o.Exe, Sandbox: o.Sandbox, Executor: c})
+		Logger: o.Logger, Exe: o.Exe, Sandbox: o.Sandbox, Executor: c, Hands: o.Hands})
 	if err == nil && ctx.Err() == nil {
 		purgeHuman(context.WithoutCancel(ctx), c.bus, o.RunID) // its asks are over
 	}
