@@ -163,6 +163,7 @@ type fleet struct {
 	memory *policy.Memory
 	clock  quartz.Clock
 	log    *slog.Logger
+	wall   *wallBudget // the fleet's wall time, held while an account is parked
 
 	ex      Executor
 	stop    context.CancelCauseFunc // ends the run (set by run)

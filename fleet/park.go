@@ -254,6 +254,7 @@ func (f *fleet) arm(p AccountPark, restored bool) {
 	}
 	pk := &parked{AccountPark: p, released: make(chan struct{})}
 	ps.accts[p.Account] = pk
+	f.wall.hold() // until its release: a park's time is the quota: budget's
 	if p.Ended != "" {
 		close(pk.released) // nobody waits: the tasks end parked
 	} else if !p.ByHand {
@@ -300,6 +301,7 @@ func (f *fleet) release(key, why string) {
 		return
 	}
 	delete(ps.accts, key)
+	f.wall.release()
 	if pk.timer != nil {
 		pk.timer.Stop()
 	}
@@ -475,7 +477,10 @@ func (r *taskRun) park(ctx context.Context, res runner.Result, l *quota.Limit, n
 			tp.Session, tp.Resumable = n.resume, true
 		}
 	}
-	if e := f.parkTask(ctx, id, r.acct, l, tp, ran); e != nil {
+	r.wall.hold() // its time parked is the quota: budget's, not its wall time's
+	e := f.parkTask(ctx, id, r.acct, l, tp, ran)
+	r.wall.release()
+	if e != nil {
 		return n, e
 	}
 	if !ran {

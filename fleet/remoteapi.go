@@ -102,7 +102,7 @@ func RunTaskIn(ctx context.Context, plan *Plan, id, cwd, prompt string, limits L
 	defer res.Release(Usage{})
 	taskCtx, cancelTask := context.WithCancelCause(ctx)
 	defer cancelTask(nil)
-	defer wallTimer(o.Clock, time.Duration(limits.WallTime), id, cancelTask)()
+	defer taskWall(o.Clock, time.Duration(limits.WallTime), id, cancelTask).stop()
 	r := &remoteRun{f: f, t: t, res: res, cwd: cwd, prompt: prompt, attempt: o.Attempt, acct: f.account(f.accountKey(t.AgentSpec)), park: o.Park}
 	n := next{prompt: prompt}
 	if o.Resume != "" {

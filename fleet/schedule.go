@@ -39,13 +39,14 @@ func (f *fleet) run(ctx context.Context) (*State, error) {
 	if err := f.st.err(); err != nil {
 		cancel(err)
 	}
-	if wall := f.meter.WallTime(); wall > 0 {
-		t := f.clock.AfterFunc(wall, func() {
-			f.emit(EventBudget, "", "fleet wall time "+wall.String()+" used up", map[string]any{"level": "hard", "dimension": "wall_time"})
-			cancel(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: the fleet's wall time of %s is used up", ErrBudget, wall)))
-		}, "fleet", "wall")
-		defer t.Stop()
-	}
+	// The fleet's wall time does not run while an account is parked
+	// (arm holds it, release lets go): the quota: budget bounds the wait.
+	wall := f.meter.WallTime()
+	f.wall = newWallBudget(f.clock, wall, func() {
+		f.emit(EventBudget, "", "fleet wall time "+wall.String()+" used up", map[string]any{"level": "hard", "dimension": "wall_time"})
+		cancel(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: the fleet's wall time of %s is used up", ErrBudget, wall)))
+	}, "fleet", "wall")
+	defer f.wall.stop()
 	for _, id := range st.Order {
 		f.done[id] = make(chan struct{})
 	}

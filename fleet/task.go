@@ -47,7 +47,8 @@ func (f *fleet) runTask(ctx context.Context, t *Task, res *Reservation) Usage {
 
 	taskCtx, cancelTask := context.WithCancelCause(ctx)
 	defer cancelTask(nil)
-	defer wallTimer(f.clock, time.Duration(t.Budget.WallTime), t.ID, cancelTask)()
+	r.wall = taskWall(f.clock, time.Duration(t.Budget.WallTime), t.ID, cancelTask)
+	defer r.wall.stop()
 	if e := r.turns(ctx, taskCtx, cancelTask); e != nil {
 		return r.end(*e)
 	}
@@ -72,6 +73,7 @@ type taskRun struct {
 	last   runner.Result // the last turn's
 	acct   string        // whose usage limit it spends
 	parks  int           // turns that ended parked (not failed attempts)
+	wall   *wallBudget   // its wall time, held while it is parked
 	// announced: the started event is out.
 	announced bool
 }
@@ -233,16 +235,12 @@ func interrupted(ctx, taskCtx context.Context) *taskEnd {
 	return nil
 }
 
-// wallTimer cancels the task when it has run for its wall time (none if
-// wall is 0); the returned func stops the timer.
-func wallTimer(clock quartz.Clock, wall time.Duration, id string, cancelTask context.CancelCauseFunc) func() {
-	if wall <= 0 {
-		return func() {}
-	}
-	tm := clock.AfterFunc(wall, func() {
+// taskWall cancels the task when it has run for its wall time, its time
+// parked not counted (none if wall is 0).
+func taskWall(clock quartz.Clock, wall time.Duration, id string, cancelTask context.CancelCauseFunc) *wallBudget {
+	return newWallBudget(clock, wall, func() {
 		cancelTask(exitcode.With(exitcode.BudgetExceeded, fmt.Errorf("%w: task %s ran for its wall time of %s", ErrBudget, id, wall)))
 	}, "fleet", "task-wall")
-	return func() { tm.Stop() }
 }
 
 // keep commits the work on the task's branch. A task that changed files
