@@ -346,6 +346,14 @@ func (c *coordinator) initialState(ctx context.Context) fleet.State {
 	if old, err := fleet.LoadState(o.Dir); err == nil && o.Resume {
 		st.Resumes = old.Resumes + 1
 	}
+	if o.Resume {
+		// The accounts parked when the coordinator stopped keep their
+		// reset times, and the quota: budget what it spent: the engine
+		// brings the parks back (as a local run's).
+		if old, ok := c.savedState(ctx); ok {
+			st.Parks, st.QuotaResumes, st.QuotaWaitedMS = old.Parks, old.QuotaResumes, old.QuotaWaitedMS
+		}
+	}
 	for _, t := range c.plan.Tasks {
 		st.Tasks[t.ID] = &fleet.TaskState{ID: t.ID, Agent: AgentToken(c.spec(t.AgentSpec)), Status: fleet.StatusPending,
 			Branch: worktree.Branch(o.RunID, t.ID)}
@@ -363,6 +371,20 @@ func (c *coordinator) initialState(ctx context.Context) fleet.State {
 		}
 	}
 	return st
+}
+
+// savedState is the run's state as its last coordinator saved it: in the
+// state bucket (any host), else this host's state.json.
+func (c *coordinator) savedState(ctx context.Context) (fleet.State, bool) {
+	var st fleet.State
+	if e, err := c.bus.State.Get(ctx, c.o.RunID); err == nil && json.Unmarshal(e.Value(), &st) == nil {
+		return st, true
+	}
+	old, err := fleet.LoadState(c.o.Dir)
+	if err != nil {
+		return fleet.State{}, false
+	}
+	return *old, true
 }
 
 // attemptDiff is the change of task id's accepted attempt, what its
@@ -763,6 +785,14 @@ func (c *coordinator) Run(ctx context.Context, r *fleet.TaskRun) fleet.Usage {
 	c.limits[t.ID] = r.Res.Limits
 	c.mu.Unlock()
 	prev := r.Prev.Status
+	if tp := r.Prev.Park; prev == fleet.StatusParked && tp != nil {
+		// Parked when the coordinator stopped: it resumes where it was.
+		how := "in its own session " + tp.Session
+		if !tp.Resumable {
+			how = "in a new session told what was done so far (its agent cannot resume one)"
+		}
+		c.emit(fleet.EventResumed, t.ID, "resumed after the run's restart, "+how, map[string]any{"account": r.Prev.Account, "session": tp.Session, "resumable": tp.Resumable})
+	}
 	var spent fleet.Usage
 	for {
 		if err := c.offer(ctx, t, prev, r.Res.Limits); err != nil {

@@ -131,13 +131,14 @@ func testParkResume(t *testing.T, w *world) {
 
 // Over NATS, the park is fleet-wide across workers and outlives one: two
 // workers run t3 and t4, which hit their account's limit (3h away): the
-// account parks, nothing of it is offered while it is, and a worker is
-// killed while parked. tai fleet resume RUN releases the running fleet by
+// account parks, nothing of it is offered while it is, and a worker and
+// the coordinator are killed while parked; tai fleet resume --nats brings
+// the park back with its timer. tai fleet resume RUN then releases the running fleet by
 // hand (through its live feed): every parked task is offered again and
 // resumes its own session on the worker left, from its parked attempt's
 // work, and all merge; nothing runs twice. Default sandbox, no --dir,
 // user-like HOME; only the hand ends the park (no clock is waited on).
-func TestNATSParkOutlivesAWorkerAndResumesByHand(t *testing.T) {
+func TestNATSParkOutlivesAWorkerAndTheCoordinator(t *testing.T) {
 	u := userenv.New(t, taiBin, natsServer)
 	u.Env = append(u.Env, "TAI_BUILTIN_ACCOUNT=sk-test-park-account") // one account for the six tasks
 	shared := filepath.Join(u.Home, "shared")
@@ -194,9 +195,25 @@ func TestNATSParkOutlivesAWorkerAndResumesByHand(t *testing.T) {
 			seen[f[1]] = true
 		}
 	}
-	// A worker dies while its task is parked.
+	// A worker dies while its task is parked, and so does the coordinator
+	// (kill -9): tai fleet resume --nats brings the park back with its
+	// reset time (its timer, not a new one), nothing offered.
 	_ = syscall.Kill(-w1.Cmd.Process.Pid, syscall.SIGKILL)
 	_ = w1.Stop()
+	_ = syscall.Kill(-d.Cmd.Process.Pid, syscall.SIGKILL)
+	_ = d.Stop()
+	d = userenv.Start(t, u.Command(repo, "tai", "fleet", "resume", "parkn", "--nats", url))
+	for f := line(); ; f = line() {
+		if f == nil {
+			t.Fatalf("the resumed run ended before its park came back; stderr:\n%s", d.Stderr.String())
+		}
+		if l := strings.Join(f, " "); len(f) >= 3 && f[1] == "fleet" && f[2] == "parked" {
+			if !strings.Contains(l, "its timer kept") || !strings.Contains(l, "until "+resets) {
+				t.Fatalf("the park came back with another timer: %s", l)
+			}
+			break
+		}
+	}
 	release := func() {
 		o := build.Run(t, taiBin, repo, u.Env, "fleet", "resume", "parkn")
 		if o.Code != 0 || !strings.Contains(o.Stdout, "resume now") {
