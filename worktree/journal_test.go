@@ -288,11 +288,19 @@ func TestCreateUndoesAKilledAdd(t *testing.T) {
 		journal bool
 		commit  bool // the branch has a commit of its own (a resumed task's)
 		held    bool // a live process (a git that outlived tai) has the lock open
+		// window is how far git got when it was killed: "" in the
+		// checkout; "no HEAD" before it wrote the gitdir's HEAD (nor
+		// checked anything out); "no gitdir" before it wrote the gitdir
+		// file that names the worktree.
+		window string
 	}{
-		{"new branch", true, false, false},
-		{"branch with commits", true, true, false},
-		{"no journal", false, false, false},
-		{"lock held open", true, false, true},
+		{"new branch", true, false, false, ""},
+		{"branch with commits", true, true, false, ""},
+		{"no journal", false, false, false, ""},
+		{"lock held open", true, false, true, ""},
+		{"killed before HEAD was written", true, false, false, "no HEAD"},
+		{"killed before HEAD was written, branch with commits", true, true, false, "no HEAD"},
+		{"killed before the gitdir file was written", true, false, false, "no gitdir"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -315,6 +323,30 @@ func TestCreateUndoesAKilledAdd(t *testing.T) {
 			gd := gitDirOf(t, m, path)
 			write(t, filepath.Join(gd, "index.lock"), "")
 			write(t, filepath.Join(gd, "locked"), "initializing")
+			if c.window != "" {
+				// git had made the worktree's directory and its .git file,
+				// and its gitdir with "locked": nothing checked out.
+				ents, err := os.ReadDir(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range ents {
+					if e.Name() != ".git" {
+						if err := os.RemoveAll(filepath.Join(path, e.Name())); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				drop := []string{"HEAD", "ORIG_HEAD", "index", "index.lock", "logs", "refs"}
+				if c.window == "no gitdir" {
+					drop = append(drop, "gitdir", "commondir")
+				}
+				for _, f := range drop {
+					if err := os.RemoveAll(filepath.Join(gd, f)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
 			if c.held {
 				// This process stands in for the live git: the lock is
 				// refused until it closes it.
