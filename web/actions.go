@@ -75,11 +75,17 @@ func (s *Server) postCancel(w http.ResponseWriter, r *http.Request) {
 		map[string]string{"cancelled": r.PathValue("run"), "via": string(ask.ViaWeb)})
 }
 
-// errNoPause: pausing a fleet is not there yet (tai fleet pause).
-const errNoPause = "pausing and releasing a fleet is not available yet in this tai"
-
-func (s *Server) postPause(w http.ResponseWriter, r *http.Request) {
-	s.done(w, r, &feed.StatusError{Code: http.StatusNotImplemented, Msg: errNoPause}, nil)
+// postHand pauses (HandPause) or releases (HandRelease) a fleet through
+// its feed, as tai fleet pause and resume do; the fleet's audit log
+// records it (feed.hand) as via web with the browser's address.
+func (s *Server) postHand(action feed.HandAction) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.decode(w, r, &feed.CancelBody{}, nil) {
+			return
+		}
+		s.act(w, r, func(ctx context.Context, c *feed.Client) error { return c.Hand(ctx, action, string(ask.ViaWeb)) },
+			map[string]string{string(action): r.PathValue("run"), "via": string(ask.ViaWeb)})
+	}
 }
 
 // decode reads a POST's body: JSON into v, or a form through fromForm.

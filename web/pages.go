@@ -122,9 +122,8 @@ type itemData struct {
 
 type runData struct {
 	pageData
-	Run     feed.State
-	Rows    []top.Row
-	NoPause string
+	Run  feed.State
+	Rows []top.Row
 }
 
 type elicitData struct {
@@ -145,7 +144,7 @@ func (s *Server) page(w http.ResponseWriter, code int, name string, d pageData) 
 		t.Funcs(template.FuncMap{
 			"age":        func(t time.Time) string { return age(now, t) },
 			"itemData":   func(p pageData, q QueueItem) any { return itemData{p, q} },
-			"runData":    func(p pageData, st feed.State) any { return runData{p, st, top.Rows([]feed.State{st}), errNoPause} },
+			"runData":    func(p pageData, st feed.State) any { return runData{p, st, top.Rows([]feed.State{st})} },
 			"elicitData": func(it itemData, el *feed.Elicitation) any { return elicitData{it.pageData, it.Item, el} },
 		})
 	}

@@ -96,8 +96,8 @@ func New(o Options) (*Server, error) {
 	mux.HandleFunc("POST /api/runs/{run}/questions/{id}", s.postQuestion)
 	mux.HandleFunc("POST /api/runs/{run}/elicitations/{id}", s.postElicitation)
 	mux.HandleFunc("POST /api/runs/{run}/cancel", s.postCancel)
-	mux.HandleFunc("POST /api/runs/{run}/pause", s.postPause)
-	mux.HandleFunc("POST /api/runs/{run}/release", s.postPause)
+	mux.HandleFunc("POST /api/runs/{run}/pause", s.postHand(feed.HandPause))
+	mux.HandleFunc("POST /api/runs/{run}/release", s.postHand(feed.HandRelease))
 	s.h = s.guard(mux)
 	return s, nil
 }

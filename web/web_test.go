@@ -231,10 +231,65 @@ func TestFormContent(t *testing.T) {
 	}
 }
 
-func TestPauseNotAvailable(t *testing.T) {
-	f := newFixture(t, notConfined)
-	resp := f.do(t, "POST", "/api/runs/r1/pause", nil, map[string]string{"Authorization": "Bearer " + testToken})
-	if resp.StatusCode != http.StatusNotImplemented {
-		t.Fatalf("pause: %d, want 501", resp.StatusCode)
+// A fleet is paused and released from the page through its feed, as via
+// web with the browser's address; a run that is not a fleet's says so
+// (the feed's 501); a form without its CSRF token is refused.
+func TestPauseAndReleaseAFleet(t *testing.T) {
+	dir := t.TempDir()
+	hands := make(chan feed.Hand, 4)
+	for run, fleet := range map[string]bool{"r1": false, "f1": true} {
+		fs, err := feed.Open(feed.Options{Run: run, Kind: map[bool]feed.Kind{false: feed.KindRun, true: feed.KindFleet}[fleet], Dir: dir, Confined: notConfined})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { fs.Close() })
+		if fleet {
+			fs.OnHand(func(h feed.Hand) { hands <- h })
+		}
+	}
+	srv, err := New(Options{Feeds: dir, Token: testToken, Confined: notConfined})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ConnContext = srv.ConnContext
+	ts.Start()
+	t.Cleanup(ts.Close)
+	f := &fixture{ts: ts}
+	bearer := map[string]string{"Authorization": "Bearer " + testToken}
+	cookie := map[string]string{"Cookie": cookieName + "=" + testToken, "Origin": ts.URL}
+	tests := []struct {
+		name, path string
+		form       url.Values
+		hdr        map[string]string
+		code       int
+		hand       feed.HandAction // what reached the fleet
+	}{
+		{"pause", "/api/runs/f1/pause", nil, bearer, http.StatusOK, feed.HandPause},
+		{"release", "/api/runs/f1/release", nil, bearer, http.StatusOK, feed.HandRelease},
+		{"the page's form", "/api/runs/f1/pause", url.Values{"csrf": {csrfToken(testToken)}, "return": {"/runs/f1"}}, cookie, http.StatusSeeOther, feed.HandPause},
+		{"a form without its CSRF token", "/api/runs/f1/pause", url.Values{"return": {"/runs/f1"}}, cookie, http.StatusForbidden, ""},
+		{"a single run", "/api/runs/r1/pause", nil, bearer, http.StatusNotImplemented, ""},
+		{"no such run", "/api/runs/nope/release", nil, bearer, http.StatusNotFound, ""},
+	}
+	for _, c := range tests {
+		t.Run(c.name, func(t *testing.T) {
+			resp := f.do(t, "POST", c.path, c.form, c.hdr)
+			if resp.StatusCode != c.code {
+				b, _ := io.ReadAll(resp.Body)
+				t.Fatalf("%s: %d %s, want %d", c.path, resp.StatusCode, b, c.code)
+			}
+			var got feed.Hand
+			select {
+			case got = <-hands:
+			default:
+			}
+			if got.Action != c.hand {
+				t.Fatalf("the fleet got %+v, want %q", got, c.hand)
+			}
+			if c.hand != "" && (got.Via != ask.ViaWeb || !strings.HasPrefix(got.Client, "127.0.0.1:")) {
+				t.Fatalf("the hand %+v: want via web with the browser's address", got)
+			}
+		})
 	}
 }
