@@ -155,13 +155,14 @@ func (e *Engine) Park(ctx context.Context, id string, l *quota.Limit, tp *TaskPa
 	return nil
 }
 
-// EnterTurn registers a running attempt of task id with its account, so
-// that a park of the account calls cancel (an executor's: tell the worker
-// to stop at a turn boundary and hand back parked); an attempt that would
-// start while the account is parked is cancelled at once. The returned
-// func unregisters it.
-func (e *Engine) EnterTurn(id string, cancel context.CancelCauseFunc) func() {
-	return e.f.enterTurn(e.f.st.task(id).Account, id, cancel, func() {})
+// EnterTurn registers an attempt of task id with its account, so that a
+// park of the account calls cancel (an executor's: tell the worker to
+// stop at a turn boundary and hand back parked), and calls start (the
+// offer) unless the account is parked: then start is not called, and
+// cancel is. start runs under the parks' lock, so that its events come
+// before the park's, or not at all. The returned func unregisters it.
+func (e *Engine) EnterTurn(id string, cancel context.CancelCauseFunc, start func()) func() {
+	return e.f.enterTurn(e.f.st.task(id).Account, id, cancel, start)
 }
 
 // ParkedCause says whether err is the cause EnterTurn's cancel got: the

@@ -265,16 +265,6 @@ func (f *fleet) arm(p AccountPark, restored bool) {
 	for _, c := range ps.turns[p.Account] {
 		cancels = append(cancels, c)
 	}
-	ps.mu.Unlock()
-	_ = f.st.update(func(s *State) {
-		if s.Parks == nil {
-			s.Parks = map[string]*AccountPark{}
-		}
-		s.Parks[p.Account] = &p
-	})
-	for _, c := range cancels {
-		c(&parkCause{p.Account})
-	}
 	detail := "account " + p.Account + " parked"
 	switch {
 	case p.ByHand:
@@ -287,8 +277,21 @@ func (f *fleet) arm(p AccountPark, restored bool) {
 	if restored {
 		detail += " (its timer kept from before the run stopped)"
 	}
+	// Said under the lock, as the release and a task's start are: the
+	// log's order is the real one (a launch is before the park or after
+	// its release, a past reset's release after the park).
 	f.emit(EventParked, "", detail, map[string]any{"account": p.Account, "resets_at": p.ResetsAt, "reason": p.Reason,
 		"by_hand": p.ByHand, "ended": p.Ended, "running": len(cancels)})
+	ps.mu.Unlock()
+	_ = f.st.update(func(s *State) {
+		if s.Parks == nil {
+			s.Parks = map[string]*AccountPark{}
+		}
+		s.Parks[p.Account] = &p
+	})
+	for _, c := range cancels {
+		c(&parkCause{p.Account})
+	}
 }
 
 // release ends an account's park: at its reset, or by hand.
@@ -300,6 +303,10 @@ func (f *fleet) release(key, why string) {
 		ps.mu.Unlock()
 		return
 	}
+	lasted := f.clock.Since(pk.Since)
+	// Said under the lock, before the account's tasks may start: the
+	// log's order is the real one (no launch between a park and this).
+	f.emit(EventResumed, "", "account "+key+" released: "+why, map[string]any{"account": key, "waited_ms": lasted.Milliseconds()})
 	delete(ps.accts, key)
 	f.wall.release()
 	if pk.timer != nil {
@@ -310,7 +317,6 @@ func (f *fleet) release(key, why string) {
 	}
 	ps.next[key] = f.clock.Now()
 	ps.mu.Unlock()
-	lasted := f.clock.Since(pk.Since)
 	_ = f.st.update(func(s *State) {
 		delete(s.Parks, key)
 		if !pk.ByHand {
@@ -318,7 +324,6 @@ func (f *fleet) release(key, why string) {
 			s.QuotaWaitedMS += lasted.Milliseconds()
 		}
 	})
-	f.emit(EventResumed, "", "account "+key+" released: "+why, map[string]any{"account": key, "waited_ms": lasted.Milliseconds()})
 }
 
 // hand parks every account by hand, or releases every park.

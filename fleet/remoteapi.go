@@ -76,6 +76,9 @@ type OutcomePark struct {
 	Account   quota.Account `json:"account"`
 	Session   string        `json:"session,omitempty"`
 	Resumable bool          `json:"resumable,omitempty"`
+	// Started: the agent had a session (a turn ran, or it resumed one):
+	// there is work to resume. Not: it parked before its first turn.
+	Started bool `json:"started,omitempty"`
 }
 
 // RunTaskIn runs task id of plan in cwd with the rendered prompt, within
@@ -257,7 +260,8 @@ func (r *remoteRun) onPark(cancel context.CancelCauseFunc) func() {
 // parked ends an attempt at a usage limit: its outcome names the limit,
 // the account and the session to resume.
 func (r *remoteRun) parked(res runner.Result, l *quota.Limit, n next) TaskOutcome {
-	p := &OutcomePark{Limit: l, Account: r.acct, Session: res.SessionID, Resumable: res.Resumable && res.SessionID != ""}
+	p := &OutcomePark{Limit: l, Account: r.acct, Session: res.SessionID, Resumable: res.Resumable && res.SessionID != "",
+		Started: res.SessionID != "" || n.resume != ""}
 	if p.Session == "" && n.resume != "" {
 		p.Session, p.Resumable = n.resume, true // it ended before the agent named the session it resumed
 	}

@@ -82,7 +82,7 @@ type engine interface {
 	EmitAt(t time.Time, kind fleet.EventKind, task, detail string, data map[string]any)
 	Prompt(ctx context.Context, t *fleet.Task) (string, error)
 	Park(ctx context.Context, id string, l *quota.Limit, tp *fleet.TaskPark) error
-	EnterTurn(id string, cancel context.CancelCauseFunc) func()
+	EnterTurn(id string, cancel context.CancelCauseFunc, start func()) func()
 }
 
 // coordinator is fleet's executor over NATS: it offers each task the
@@ -419,7 +419,7 @@ func fromLease(ts *fleet.TaskState, l Lease) {
 		ts.Status = fleet.StatusWaiting
 	case LeaseParked:
 		ts.Status = fleet.StatusParked
-		if p := l.Park; p != nil {
+		if p := l.Park; p != nil && p.Started {
 			ts.Park = &fleet.TaskPark{Session: p.Session, Resumable: p.Resumable}
 		}
 	}
@@ -795,18 +795,37 @@ func (c *coordinator) Run(ctx context.Context, r *fleet.TaskRun) fleet.Usage {
 	}
 	var spent fleet.Usage
 	for {
-		if err := c.offer(ctx, t, prev, r.Res.Limits); err != nil {
+		// Offered only while its account is not parked (a park after the
+		// offer reaches its worker through the lease).
+		offered := false
+		var err error
+		leave := c.e.EnterTurn(t.ID, func(cause error) {
+			if offered && fleet.ParkedCause(cause) {
+				c.parkLease(context.WithoutCancel(ctx), t.ID, cause.Error())
+			}
+		}, func() {
+			offered, err = true, c.offer(ctx, t, prev, r.Res.Limits)
+		})
+		if !offered {
+			// Its account parked as it was to be offered: it waits with it.
+			leave()
+			var tp *fleet.TaskPark
+			if prev == fleet.StatusParked {
+				tp = r.Prev.Park
+			}
+			if c.parkEnds(ctx, t.ID, c.e.Park(ctx, t.ID, nil, tp)) {
+				return spent
+			}
+			continue
+		}
+		if err != nil {
+			leave()
 			c.setTask(t.ID, func(x *fleet.TaskState) {
 				x.Status, x.Reason, x.ExitCode = fleet.StatusFailed, err.Error(), int(exitcode.AgentError)
 			})
 			c.emit(fleet.EventFailed, t.ID, "offering: "+err.Error(), nil)
 			return spent
 		}
-		leave := c.e.EnterTurn(t.ID, func(cause error) {
-			if fleet.ParkedCause(cause) {
-				c.parkLease(context.WithoutCancel(ctx), t.ID, cause.Error())
-			}
-		})
 		var accepted Lease
 		select {
 		case accepted = <-c.results[t.ID]:
@@ -824,25 +843,36 @@ func (c *coordinator) Run(ctx context.Context, r *fleet.TaskRun) fleet.Usage {
 		}
 		prev = fleet.StatusParked
 		var l *quota.Limit
-		tp := &fleet.TaskPark{}
+		var tp *fleet.TaskPark // nil: it parked before its agent had a session
 		if p := accepted.Park; p != nil {
-			l, tp.Session, tp.Resumable = p.Limit, p.Session, p.Resumable
+			l = p.Limit
+			if p.Started {
+				tp = &fleet.TaskPark{Session: p.Session, Resumable: p.Resumable}
+			}
 		}
 		c.setTask(t.ID, func(x *fleet.TaskState) {
 			x.Attempts, x.Usage, x.Message, x.Head, x.Base = accepted.Attempt, spent, accepted.Message, accepted.Head, accepted.Base
 		})
-		err := c.e.Park(ctx, t.ID, l, tp)
-		var pe *fleet.ParkEnd
-		switch {
-		case errors.As(err, &pe):
-			c.setTask(t.ID, func(x *fleet.TaskState) {
-				x.Status, x.Reason, x.ExitCode, x.Finished = pe.Status, pe.Reason, int(pe.Code), c.clock.Now().UTC()
-			})
-			return spent
-		case err != nil:
+		if c.parkEnds(ctx, t.ID, c.e.Park(ctx, t.ID, l, tp)) {
 			return spent
 		}
 	}
+}
+
+// parkEnds records how a parked task ends when the engine's Park says it
+// does not resume (err: *fleet.ParkEnd, or the run's end), and says so.
+func (c *coordinator) parkEnds(ctx context.Context, id string, err error) bool {
+	var pe *fleet.ParkEnd
+	switch {
+	case errors.As(err, &pe):
+		c.setTask(id, func(x *fleet.TaskState) {
+			x.Status, x.Reason, x.ExitCode, x.Finished = pe.Status, pe.Reason, int(pe.Code), c.clock.Now().UTC()
+		})
+		return true
+	case err != nil || ctx.Err() != nil:
+		return true
+	}
+	return false
 }
 
 // accepted records an accepted (or final) attempt as the task's; spent is
@@ -962,9 +992,9 @@ func (c *coordinator) unpark(ctx context.Context, id string) (uint64, *Resume, e
 		if l.State != LeaseParked {
 			return 0, nil, nil
 		}
-		rs := &Resume{Attempt: l.Attempt, Worker: l.Worker}
-		if l.Park != nil {
-			rs.Session, rs.Resumable = l.Park.Session, l.Park.Resumable
+		var rs *Resume // none: the attempt parked before its first turn
+		if p := l.Park; p != nil && p.Started {
+			rs = &Resume{Attempt: l.Attempt, Worker: l.Worker, Session: p.Session, Resumable: p.Resumable}
 		}
 		nrev, err := c.bus.PutLease(ctx, c.o.RunID, id, Lease{State: LeaseOffered, Attempt: l.Attempt}, rev)
 		if err == nil {

@@ -320,7 +320,10 @@ func (e *fakeEngine) Prompt(context.Context, *fleet.Task) (string, error) { retu
 
 func (e *fakeEngine) Park(context.Context, string, *quota.Limit, *fleet.TaskPark) error { return nil }
 
-func (e *fakeEngine) EnterTurn(string, context.CancelCauseFunc) func() { return func() {} }
+func (e *fakeEngine) EnterTurn(_ string, _ context.CancelCauseFunc, start func()) func() {
+	start()
+	return func() {}
+}
 
 // A result from an attempt that lost its lease is refused, whatever the
 // server did with its ack; the holder's result is accepted once.
