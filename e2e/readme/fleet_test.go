@@ -3,12 +3,14 @@ package readme_test
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // planRepo is a user's repository holding the shipped example
@@ -198,5 +200,67 @@ func TestHubWorkerFleet(t *testing.T) {
 	o = u.must(repo, "tai fleet list --nats nats://127.0.0.1:4222")
 	if !strings.Contains(o.stdout, sub) {
 		t.Errorf("the hub restarted on ~/tai-hub lost run %s:\n%s", sub, o)
+	}
+}
+
+// The README's pause and release by hand, on a running fleet whose one
+// task is parked at its account's usage limit (3h away, so only the
+// release lets it go on): the README line pauses the fleet, then releases
+// it, and the task resumes its own session and lands. Both hands are in
+// the run's audit log, asked from the terminal.
+func TestFleetPauseResume(t *testing.T) {
+	u := newUser(t)
+	repo := filepath.Join(u.home, "proj")
+	resets := time.Now().Add(3 * time.Hour).UTC().Format(time.RFC3339)
+	writeFile(t, filepath.Join(repo, "slow.yaml"), "steps:\n  - text: working\n  - limit: {resets_at: \""+resets+"\", times: 1}\n"+
+		"  - write: {path: slow.txt, content: \"slow\\n\"}\n  - text: done\n")
+	// policy approve: all, as the shipped example's: the task writes a
+	// file, which the default approve-reads denies with nobody to ask.
+	writeFile(t, filepath.Join(repo, "plan.yaml"), "name: parked\npolicy: {approve: all}\ntasks:\n  - {id: slow, script: slow.yaml, prompt: go}\n")
+	u.repo("proj")
+	fl := u.start(repo, "tai fleet run plan.yaml")
+	for l := fl.Line(t); !strings.Contains(l, " parked "); l = fl.Line(t) {
+	}
+	st := u.must(repo, "tai fleet status -o json")
+	var view struct {
+		Run string `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(st.stdout), &view); err != nil || view.Run == "" {
+		t.Fatalf("fleet status -o json names no run (%v):\n%s", err, st)
+	}
+	o := u.must(repo, readme(`tai fleet pause RUN; tai fleet resume RUN`), "RUN", view.Run)
+	if !strings.Contains(o.stdout, "park at once") || !strings.Contains(o.stdout, "resume now") {
+		t.Errorf("pause and resume did not say what they did:\n%s", o)
+	}
+	var rest strings.Builder
+	for {
+		l, err := fl.Stdout.ReadString('\n')
+		rest.WriteString(l)
+		if err != nil {
+			break
+		}
+	}
+	if err := fl.Wait(); err != nil {
+		t.Fatalf("the released fleet: %v\n%s\n%s", err, rest.String(), fl.Stderr.String())
+	}
+	if got := u.git(repo, "show", "tai-fleet/"+view.Run+":slow.txt"); got != "slow" {
+		t.Errorf("slow.txt on tai-fleet/%s: %q", view.Run, got)
+	}
+	a, err := os.ReadFile(u.state("fleet", view.Run, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hands []string
+	for _, l := range strings.Split(string(a), "\n") {
+		var e struct {
+			Kind string         `json:"kind"`
+			Data map[string]any `json:"data"`
+		}
+		if json.Unmarshal([]byte(l), &e) == nil && e.Kind == "feed.hand" {
+			hands = append(hands, fmt.Sprint(e.Data["action"], " via ", e.Data["via"]))
+		}
+	}
+	if strings.Join(hands, ", ") != "pause via terminal, release via terminal" {
+		t.Errorf("the run's audit log records hands %q, want the pause and the release via terminal", hands)
 	}
 }

@@ -171,6 +171,13 @@ func (d *Daemon) Stop() error {
 	}
 }
 
+// Wait waits for the daemon to end by itself, and says how it ended.
+func (d *Daemon) Wait() error {
+	err := <-d.done
+	d.done <- err
+	return err
+}
+
 // Line reads the daemon's next stdout line.
 func (d *Daemon) Line(t testing.TB) string {
 	t.Helper()
