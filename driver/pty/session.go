@@ -186,6 +186,7 @@ type turn struct {
 	due       time.Time
 	crAt      time.Time
 	crs       int
+	types     int // times the prompt was typed again (retype)
 	echoed    bool
 	before    []string
 	idle      []string // the whole screen before the paste
@@ -473,7 +474,9 @@ func (s *Session) turnWakeups(w *wakeup, now time.Time) {
 			// verdict, whose wake-ups are the screen's.)
 			w.add(t.due)
 		}
-		if t.echoed && quietAt.After(now) {
+		// An echoed prompt ends, and an emptied composer with no echo is
+		// typed again (retype), once quiet.
+		if (t.echoed || s.verdict.Composer == profile.ComposerEmpty) && quietAt.After(now) {
 			w.add(quietAt)
 		}
 	}
@@ -674,7 +677,7 @@ func (s *Session) turnSubmitted(t *turn, st string, v profile.Verdict, body []st
 	// screen ends the turn only after the quiet window, with the
 	// agent's processes at rest: a TUI starved of CPU may not have
 	// drawn its spinner yet.
-	if v.Composer != profile.ComposerDraft && !equalLines(body, t.before) {
+	if v.Composer != profile.ComposerDraft && !equalLines(body, t.before) && s.started(t, v, body, snap) {
 		t.echoed = true
 		if st == StatusIdle && now.Sub(s.set.lastOut) >= s.set.quiet && s.set.byProcess(now) == StatusIdle {
 			s.maybeEnd(st, body)
@@ -691,6 +694,10 @@ func (s *Session) turnSubmitted(t *turn, st string, v profile.Verdict, body []st
 	if now.Before(t.due) || st != StatusIdle {
 		return
 	}
+	if v.Composer == profile.ComposerEmpty {
+		s.retype(t, snap, now)
+		return
+	}
 	if t.crs > s.cfg.Retries {
 		s.endTurn("", "", fmt.Errorf("pty: %s did not take the prompt after %d CRs; last screen:\n%s", s.cfg.Agent, t.crs, lastRows(snap.Lines, 15)))
 		return
@@ -704,6 +711,52 @@ func (s *Session) turnSubmitted(t *turn, st string, v profile.Verdict, body []st
 	}
 	t.crs++
 	t.due = now.Add(s.cfg.Confirm)
+}
+
+// started says whether the screen shows that the agent took the prompt
+// when no working screen was seen: its echo in the transcript, or a reply.
+// A transcript that changed is no such sign by itself: a TUI still
+// starting redraws (opencode, on a busy machine, took the paste before
+// its input was up, lost it, then drew its home screen again), and a turn
+// read as over then ended end_turn with nothing done. A composer the
+// profile cannot read may still hold the prompt, so there a change is all
+// there is to go on.
+func (s *Session) started(t *turn, v profile.Verdict, body []string, snap term.Snapshot) bool {
+	if v.Composer == profile.ComposerUnknown {
+		return true
+	}
+	if s.prof.Reply(t.before, s.transcript(t, body), t.text) != "" {
+		return true
+	}
+	head := []rune(strings.Join(strings.Fields(t.text), " "))
+	head = head[:min(len(head), 16)]
+	for _, rows := range [][]string{s.scroll.since(t.scrollAt), snap.Lines} {
+		for _, l := range rows {
+			if strings.Contains(strings.Join(strings.Fields(l), " "), string(head)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// retype types the prompt again when it is gone from an empty composer
+// with no sign the agent took it (typed before the TUI read its input),
+// once the app is at rest: one that cleared its box and has not drawn the
+// echo yet (starved of CPU) must not get the prompt twice. After Retries
+// the turn fails: a turn with no sign it started is not end_turn.
+func (s *Session) retype(t *turn, snap term.Snapshot, now time.Time) {
+	if now.Sub(s.set.lastOut) < s.set.quiet || s.set.byProcess(now) != StatusIdle {
+		return
+	}
+	if t.types >= s.cfg.Retries {
+		s.endTurn("", "", fmt.Errorf("pty: %s showed no sign of taking the prompt after typing it %d times; last screen:\n%s", s.cfg.Agent, t.types+1, lastRows(snap.Lines, 15)))
+		return
+	}
+	t.types++
+	s.log.Info("pty: the prompt is gone from the input with no sign the agent took it; typing it again", "times", t.types)
+	t.phase = phaseWait
+	s.turnWait(t, StatusIdle, snap, now)
 }
 
 // turnRunning streams the reply as the TUI writes it, until idle.

@@ -132,6 +132,37 @@ func TestFakeTUI(t *testing.T) {
 	}
 }
 
+// A TUI that draws its idle screen before its input is up (opencode on a
+// busy machine) loses the prompt typed at it, then redraws: a transcript
+// that changed with no echo of the prompt and no reply is no sign the
+// turn started. The prompt is typed again once the app is at rest; a TUI
+// that never takes it fails the turn, saying so, instead of ending it
+// end_turn with nothing done.
+func TestFakeTUIPromptLostAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		name, deaf string
+		code       int
+		status     string
+		message    string
+		errWant    string
+	}{
+		{name: "retyped", deaf: "1", code: 0, status: "ok", message: "Hello from the fake TUI.\nIt spans two lines."},
+		{name: "never-taken", deaf: "always", code: 1, status: "error", errWant: "no sign of taking the prompt"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			auditPath := filepath.Join(dir, "audit.jsonl")
+			o := tai(t, dir, append(os.Environ(), "FAKETUI_DEAF="+tc.deaf), "run", "--agent-cmd", fakeBin, "--driver", "pty", "-o", "json", "--audit", auditPath, "say hi")
+			r := parse(t, o)
+			if r.Status != tc.status || r.Message != tc.message || (tc.code == 0) != (o.code == 0) || !strings.Contains(r.Error, tc.errWant) {
+				t.Fatalf("exit %d status %q stop %q message %q error %q; want status %q message %q error ~%q\nstderr:\n%s\nlast screen:\n%s",
+					o.code, r.Status, r.StopReason, r.Message, r.Error, tc.status, tc.message, tc.errWant, o.stderr, finalScreen(t, auditPath))
+			}
+		})
+	}
+}
+
 // stream-json carries the PTY-only frames: status (working, waiting, idle)
 // and screen.delta, and the decision of the picker.
 func TestFakeTUIFrames(t *testing.T) {

@@ -28,6 +28,12 @@
 // idle screen still up, keys typed in the gap are lost, and a new process
 // takes over, which drops keys until it turns bracketed paste on.
 //
+// FAKETUI_DEAF=1 draws its idle screen before its input is up, as
+// opencode does on a busy machine: the first keys it gets, and any that
+// come in the 300 ms after them, are dropped unread; then it draws a tip
+// row (the transcript changes, with no prompt taken). FAKETUI_DEAF=always
+// never reads a key.
+//
 // It runs in real time (it is the agent, not the test), with short frames.
 package main
 
@@ -155,6 +161,25 @@ func main() {
 		}
 	}
 	u.draw()
+	if os.Getenv("FAKETUI_DEAF") != "" {
+		if _, ok := <-keys; !ok {
+			return
+		}
+		for up := time.After(300 * time.Millisecond); up != nil; {
+			select {
+			case <-keys:
+			case <-up:
+				up = nil
+			}
+		}
+		u.transcript = append(u.transcript, "  Tip: type your question below.")
+		u.draw()
+		for os.Getenv("FAKETUI_DEAF") == "always" {
+			if _, ok := <-keys; !ok {
+				return
+			}
+		}
+	}
 	pasting := false
 	for {
 		select {
