@@ -133,7 +133,10 @@ func TestPauseAndReleaseAFleetFromThePage(t *testing.T) {
 	}
 
 	ctx := browser(t)
-	within(t, ctx, "the fleet's page", chromedp.Navigate(link), chromedp.Navigate(base+"/runs/webpause"),
+	// The link's page sets the cookie and then goes to the index by
+	// itself: navigating on before it has would abort one of the two.
+	within(t, ctx, "the fleet's page", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS(`body[data-page="index"]`)),
+		chromedp.Navigate(base+"/runs/webpause"),
 		chromedp.WaitVisible(chromedp.CSS(`button.pause`)))
 	screenshot(t, ctx, "phone-fleet.png")
 	within(t, ctx, "pausing", chromedp.Click(chromedp.CSS(`button.pause`)), chromedp.WaitVisible(chromedp.CSS(`body[data-page="run"]`)))
