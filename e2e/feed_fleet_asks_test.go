@@ -6,15 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 
 	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/feed"
@@ -67,26 +64,8 @@ func TestFleetAsksInParallel(t *testing.T) {
 	cmd.Dir, cmd.Env = repo, env
 	var stdout build.Buffer
 	cmd.Stdout = &stdout
-	tty, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tty.Close()
-	var screen build.Buffer
-	copied := make(chan struct{})
-	go func() { _, _ = io.Copy(&screen, tty); close(copied) }()
-
-	var ep feed.Endpoint
-	for deadline := time.Now().Add(time.Minute); ; {
-		if eps, _ := feed.List(filepath.Join(rt, "tai")); len(eps) == 1 {
-			ep = eps[0]
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no feed socket; terminal:\n%s", screen.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p := startOnPTY(t, cmd, rt)
+	screen, copied, ep := p.screen, p.copied, p.ep
 	c := feed.Dial(ep.Path)
 	defer c.Close()
 	opened := map[string]string{} // task → ask id
