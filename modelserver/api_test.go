@@ -221,13 +221,22 @@ func TestScriptLimitAfterRequestsUntilATime(t *testing.T) {
 			f = newFixture(t, `{"limit":{"retry_after":2},"turns":[{"text":"one"}]}`)
 			r = f.call(t, api, false, reqOpts{tools: tools("t")})
 			must(t, r.status == 429 && r.header.Get("Retry-After") == "2", "retry_after: %d %q", r.status, r.header.Get("Retry-After"))
+			// times clears the limit after that many refusals, though its
+			// until is far off.
+			f = newFixture(t, `{"limit":{"until":"2099-01-01T00:00:00Z","times":2},"turns":[{"text":"one"}]}`)
+			for range 2 {
+				r = f.call(t, api, false, reqOpts{tools: tools("t")})
+				must(t, r.status == 429, "times: refusal %d %s", r.status, r.body)
+			}
+			r = f.call(t, api, false, reqOpts{tools: tools("t")})
+			must(t, r.status == 200 && r.text == "one", "after its refusals: %d %q", r.status, r.text)
 		})
 	}
 }
 
 func TestScriptLimitErrors(t *testing.T) {
 	for _, bad := range []string{
-		`{"limit":{"after":-1}}`, `{"limit":{"after":1.5}}`, `{"limit":{"until":"3pm"}}`, `{"limit":{"sometimes":1}}`, `{"limit":3}`,
+		`{"limit":{"after":-1}}`, `{"limit":{"after":1.5}}`, `{"limit":{"until":"3pm"}}`, `{"limit":{"sometimes":1}}`, `{"limit":3}`, `{"limit":{"times":0}}`, `{"limit":{"times":1.5}}`,
 	} {
 		if _, err := ParseScript([]byte(bad), ""); err == nil || !strings.Contains(err.Error(), "limit") {
 			t.Errorf("ParseScript(%s) = %v, want a limit error", bad, err)

@@ -29,7 +29,7 @@
 //	  "ignore":   ["SUGGESTION MODE"],
 //	  "cwd":      "/abs/repo",
 //	  "models":   ["fake-model"],
-//	  "limit":    {"after": 2, "until": "2026-12-07T15:00:00Z", "message": "...", "retry_after": 1}
+//	  "limit":    {"after": 2, "until": "2026-12-07T15:00:00Z", "message": "...", "retry_after": 1, "times": 2}
 //	}
 //
 // A "tool" map lists per-agent-family alternatives: the first name, in
@@ -52,7 +52,8 @@
 // "limit" is an account at its usage limit: after "after" requests every
 // request gets that 429, consuming no turn, until "until" (none: never);
 // then the script goes on. Its 429s say the time to "until" unless
-// "retry_after" (seconds) says otherwise.
+// "retry_after" (seconds) says otherwise. "times" clears it after that many
+// refusals whatever the clock says (a test's resume finds it cleared).
 //
 // Control endpoints: POST /_script (body: a new script; rewinds),
 // POST /_reset (reload the script file; rewinds), GET /_state.

@@ -124,7 +124,8 @@ func (s *Server) plan(req *apiRequest, n int) *reply {
 	consumeAll := sc.Consume == ConsumeAll
 
 	if l := sc.Limit; l != nil {
-		if s.answered >= l.After && (l.Until.IsZero() || rp.created.Before(l.Until)) {
+		if s.answered >= l.After && (l.Until.IsZero() || rp.created.Before(l.Until)) && (l.Times == 0 || s.refused < l.Times) {
+			s.refused++
 			rp.reason = "limited"
 			rp.errStatus, rp.errMsg, rp.retryAfter = http.StatusTooManyRequests, l.Message, time.Hour
 			if !l.Until.IsZero() {

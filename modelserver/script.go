@@ -51,6 +51,11 @@ type Limit struct {
 	// the limit holds (qwen-code 0.24.4 retries a 429 7 times, waiting
 	// what Retry-After says, capped).
 	RetryAfter time.Duration
+	// Times, when > 0, clears the limit after that many refusals, whatever
+	// the clock says: a test's agent meets the limit, and its resume after
+	// the reset the 429s announced finds it cleared, on a machine of any
+	// speed (a real agent's first request may come after any "until").
+	Times int
 }
 
 // Turn is one scripted model answer.
@@ -429,7 +434,7 @@ func argsJSON(v any) (json.RawMessage, error) {
 func limitFromValue(v any) (*Limit, error) {
 	o, ok := v.(*object)
 	if !ok {
-		return nil, fmt.Errorf("want an object {after, until, message, retry_after}, got %s", kindOf(v))
+		return nil, fmt.Errorf("want an object {after, until, message, retry_after, times}, got %s", kindOf(v))
 	}
 	l := &Limit{}
 	for _, k := range o.keys {
@@ -450,9 +455,15 @@ func limitFromValue(v any) (*Limit, error) {
 			l.Message, err = asString(v)
 		case "retry_after":
 			l.RetryAfter, err = asDuration(v, time.Second)
+		case "times":
+			var f float64
+			if f, err = asNumber(v); err == nil && (f < 1 || f != math.Trunc(f)) {
+				err = errors.New("want a whole number of refusals, at least 1")
+			}
+			l.Times = int(f)
 		default:
 			if !commentKey(k) {
-				return nil, fmt.Errorf("unknown key %q (want after, until, message, retry_after)", k)
+				return nil, fmt.Errorf("unknown key %q (want after, until, message, retry_after, times)", k)
 			}
 		}
 		if err != nil {

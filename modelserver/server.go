@@ -52,6 +52,7 @@ type Server struct {
 	next     int // index of the next scripted turn
 	requests int // requests received, all endpoints
 	answered int // generation requests answered before a script's limit
+	refused  int // requests the script's limit refused
 	calls    int // tool call ids handed out since the last rewind
 	srv      *http.Server
 
@@ -236,7 +237,7 @@ func (s *Server) SetScript(sc *Script) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.script = sc
-	s.next, s.calls, s.answered = 0, 0, 0
+	s.next, s.calls, s.answered, s.refused = 0, 0, 0, 0
 	return nil
 }
 
@@ -252,7 +253,7 @@ func (s *Server) Reset() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.next, s.calls, s.answered = 0, 0, 0
+	s.next, s.calls, s.answered, s.refused = 0, 0, 0, 0
 	return nil
 }
 
