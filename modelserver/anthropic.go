@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -187,11 +188,31 @@ func anthropicError(w http.ResponseWriter, status int, msg string, retryAfter ti
 
 // anthropicLimitHeaders are the Messages API's rate-limit headers on a
 // 429: each limit used up, resetting (RFC 3339) when retry-after says.
-func anthropicLimitHeaders(h http.Header, now time.Time, retryAfter time.Duration) {
-	reset := now.Add(retryAfter).UTC().Format(time.RFC3339)
+// A subscription's usage window (window: five_hour, seven_day, ...) adds
+// the unified limiter's headers a Claude plan's 429 carries, from which
+// the claude CLI makes its rejected rate_limit_event (resetsAt) and its
+// "You've hit your limit · resets ..." message.
+func anthropicLimitHeaders(h http.Header, now time.Time, retryAfter time.Duration, window string) {
+	at := now.Add(retryAfter)
+	reset := at.UTC().Format(time.RFC3339)
 	for _, l := range []string{"requests", "tokens", "input-tokens", "output-tokens"} {
 		h.Set("anthropic-ratelimit-"+l+"-limit", "50")
 		h.Set("anthropic-ratelimit-"+l+"-remaining", "0")
 		h.Set("anthropic-ratelimit-"+l+"-reset", reset)
 	}
+	if window == "" {
+		return
+	}
+	unix := strconv.FormatInt(at.Unix(), 10)
+	h.Set("anthropic-ratelimit-unified-status", "rejected")
+	h.Set("anthropic-ratelimit-unified-reset", unix)
+	h.Set("anthropic-ratelimit-unified-representative-claim", window)
+	if w, ok := unifiedWindows[window]; ok {
+		h.Set("anthropic-ratelimit-unified-"+w+"-status", "rejected")
+		h.Set("anthropic-ratelimit-unified-"+w+"-reset", unix)
+		h.Set("anthropic-ratelimit-unified-"+w+"-utilization", "1.0")
+	}
 }
+
+// unifiedWindows names each plan window's header infix.
+var unifiedWindows = map[string]string{"five_hour": "5h", "seven_day": "7d"}

@@ -230,6 +230,18 @@ func TestScriptLimitAfterRequestsUntilATime(t *testing.T) {
 			}
 			r = f.call(t, api, false, reqOpts{tools: tools("t")})
 			must(t, r.status == 200 && r.text == "one", "after its refusals: %d %q", r.status, r.text)
+			// A plan's window: Anthropic's 429 is the unified limiter's too;
+			// a plain limit's is not.
+			must(t, r.header.Get("anthropic-ratelimit-unified-status") == "", "unified headers without a window: %v", r.header)
+			f = newFixture(t, `{"limit":{"until":"2099-01-01T00:00:00Z","window":"five_hour"},"turns":[{"text":"one"}]}`)
+			r = f.call(t, api, false, reqOpts{tools: tools("t")})
+			want := [][2]string{{"status", ""}, {"reset", ""}, {"representative-claim", ""}, {"5h-status", ""}}
+			if api == apiAnthropic {
+				want = [][2]string{{"status", "rejected"}, {"reset", "4070908800"}, {"representative-claim", "five_hour"}, {"5h-status", "rejected"}}
+			}
+			for _, w := range want {
+				must(t, r.status == 429 && r.header.Get("anthropic-ratelimit-unified-"+w[0]) == w[1], "window: %s = %q, want %q", w[0], r.header.Get("anthropic-ratelimit-unified-"+w[0]), w[1])
+			}
 		})
 	}
 }

@@ -54,6 +54,9 @@
 // then the script goes on. Its 429s say the time to "until" unless
 // "retry_after" (seconds) says otherwise. "times" clears it after that many
 // refusals whatever the clock says (a test's resume finds it cleared).
+// "window" (five_hour, seven_day, ...) makes Anthropic's 429s those of a
+// Claude plan's usage window: the anthropic-ratelimit-unified-* headers
+// (status rejected, reset in Unix seconds, the representative claim).
 //
 // Control endpoints: POST /_script (body: a new script; rewinds),
 // POST /_reset (reload the script file; rewinds), GET /_state.

@@ -94,6 +94,7 @@ type reply struct {
 	errStatus  int
 	errMsg     string
 	retryAfter time.Duration
+	window     string // a limit's plan window (Limit.Window)
 	delay      time.Duration
 	chunkDelay time.Duration
 	created    time.Time
@@ -127,7 +128,7 @@ func (s *Server) plan(req *apiRequest, n int) *reply {
 		if s.answered >= l.After && (l.Until.IsZero() || rp.created.Before(l.Until)) && (l.Times == 0 || s.refused < l.Times) {
 			s.refused++
 			rp.reason = "limited"
-			rp.errStatus, rp.errMsg, rp.retryAfter = http.StatusTooManyRequests, l.Message, time.Hour
+			rp.errStatus, rp.errMsg, rp.retryAfter, rp.window = http.StatusTooManyRequests, l.Message, time.Hour, l.Window
 			if !l.Until.IsZero() {
 				rp.retryAfter = max(l.Until.Sub(rp.created), time.Second)
 			}

@@ -217,7 +217,7 @@ func setRetryAfter(w http.ResponseWriter, status int, d time.Duration) {
 
 // openAILimitHeaders are OpenAI's rate-limit headers on a 429: requests
 // and tokens used up, resetting in retryAfter (its "1m30s" form).
-func openAILimitHeaders(h http.Header, _ time.Time, retryAfter time.Duration) {
+func openAILimitHeaders(h http.Header, _ time.Time, retryAfter time.Duration, _ string) {
 	reset := retryAfter.Round(time.Millisecond).String()
 	for _, l := range []string{"requests", "tokens"} {
 		h.Set("x-ratelimit-limit-"+l, "60")

@@ -56,6 +56,10 @@ type Limit struct {
 	// the reset the 429s announced finds it cleared, on a machine of any
 	// speed (a real agent's first request may come after any "until").
 	Times int
+	// Window, when set, is the Claude plan window that ran out
+	// (five_hour, seven_day, seven_day_opus, ...): Anthropic's 429s also
+	// carry the unified limiter's headers, as a subscription's do.
+	Window string
 }
 
 // Turn is one scripted model answer.
@@ -434,7 +438,7 @@ func argsJSON(v any) (json.RawMessage, error) {
 func limitFromValue(v any) (*Limit, error) {
 	o, ok := v.(*object)
 	if !ok {
-		return nil, fmt.Errorf("want an object {after, until, message, retry_after, times}, got %s", kindOf(v))
+		return nil, fmt.Errorf("want an object {after, until, message, retry_after, times, window}, got %s", kindOf(v))
 	}
 	l := &Limit{}
 	for _, k := range o.keys {
@@ -455,6 +459,8 @@ func limitFromValue(v any) (*Limit, error) {
 			l.Message, err = asString(v)
 		case "retry_after":
 			l.RetryAfter, err = asDuration(v, time.Second)
+		case "window":
+			l.Window, err = asString(v)
 		case "times":
 			var f float64
 			if f, err = asNumber(v); err == nil && (f < 1 || f != math.Trunc(f)) {
@@ -463,7 +469,7 @@ func limitFromValue(v any) (*Limit, error) {
 			l.Times = int(f)
 		default:
 			if !commentKey(k) {
-				return nil, fmt.Errorf("unknown key %q (want after, until, message, retry_after, times)", k)
+				return nil, fmt.Errorf("unknown key %q (want after, until, message, retry_after, times, window)", k)
 			}
 		}
 		if err != nil {

@@ -325,8 +325,9 @@ type provider struct {
 	write func(w http.ResponseWriter, r *http.Request, out *sseWriter, req *apiRequest, rp *reply) error
 	fail  func(w http.ResponseWriter, status int, msg string, retryAfter time.Duration)
 	// limitHeaders, if set, adds the provider's rate-limit headers to a
-	// 429: the limit is used up and resets retryAfter from now.
-	limitHeaders func(h http.Header, now time.Time, retryAfter time.Duration)
+	// 429: the limit is used up and resets retryAfter from now; window,
+	// when set, is the subscription plan's usage window that ran out.
+	limitHeaders func(h http.Header, now time.Time, retryAfter time.Duration, window string)
 }
 
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *LogEntry, p provider) {
@@ -363,7 +364,7 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *LogEntr
 			msg = defaultErrorMessage(rp.errStatus)
 		}
 		if rp.errStatus == http.StatusTooManyRequests && p.limitHeaders != nil {
-			p.limitHeaders(w.Header(), s.now(), rp.retryAfter)
+			p.limitHeaders(w.Header(), s.now(), rp.retryAfter, rp.window)
 		}
 		p.fail(w, rp.errStatus, msg, rp.retryAfter)
 		return
