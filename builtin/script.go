@@ -211,6 +211,9 @@ type LimitStep struct {
 	Message  string `yaml:"message"`   // default: "You've hit your limit" [+ " · resets RESETS_AT"]
 	ResetsAt string `yaml:"resets_at"` // RFC3339, put in the message
 	Times    int    `yaml:"times"`
+	// ErrorKind is the error data's errorKind (default rate_limit); "none"
+	// sends no data: an error that does not say it is a limit.
+	ErrorKind string `yaml:"error_kind"`
 }
 
 // HangStep blocks the turn until the connection ends (or Serve's ctx is done).

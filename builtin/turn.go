@@ -453,7 +453,14 @@ func (t *turn) limit(ls *LimitStep) error {
 			msg += " · resets " + ls.ResetsAt
 		}
 	}
-	data, _ := json.Marshal(map[string]string{"errorKind": "rate_limit"})
+	var data json.RawMessage
+	switch ls.ErrorKind {
+	case "none":
+	case "":
+		data, _ = json.Marshal(map[string]string{"errorKind": "rate_limit"})
+	default:
+		data, _ = json.Marshal(map[string]string{"errorKind": ls.ErrorKind})
+	}
 	return &limitError{&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + msg, Data: data}}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tai-dev/tai/driver"
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/internal/jsonw"
+	"github.com/tai-dev/tai/quota"
 	"github.com/tai-dev/tai/sandbox"
 )
 
@@ -101,6 +102,10 @@ type collector struct {
 	inTurn    bool
 	turns     []TurnResult
 	turnStop  string
+	// limit is what the turn's last quota_update said was used up (the
+	// ACP quotas draft), for a turn that then fails.
+	limit *quota.Limit
+	now   func() time.Time
 }
 
 func newCollector() *collector {
@@ -136,7 +141,36 @@ func (c *collector) Emit(ev driver.Event) {
 		c.res.Errors = append(c.res.Errors, *ev.Error)
 	case driver.EventElicitationAnswered:
 		c.res.Elicitations = append(c.res.Elicitations, *ev.ElicitationAnswer)
+	case driver.EventRaw:
+		if ev.Raw != nil && ev.Raw.Kind == quota.UpdateKind {
+			c.quotaUpdate(ev.Raw.Data)
+		}
 	}
+}
+
+// quotaUpdate keeps what a quota_update says is used up, and forgets it
+// when a later one says nothing is.
+func (c *collector) quotaUpdate(data []byte) {
+	now := time.Now
+	if c.now != nil {
+		now = c.now
+	}
+	if l, ok := quota.FromUpdate(data, now()); ok {
+		c.limit = &l
+	} else {
+		c.limit = nil
+	}
+}
+
+// turnLimit is what the running turn's quota_updates last said was used
+// up, if anything.
+func (c *collector) turnLimit() (quota.Limit, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.limit == nil {
+		return quota.Limit{}, false
+	}
+	return *c.limit, true
 }
 
 // sessionStarted records the session id, whether it can be resumed, and
@@ -236,7 +270,7 @@ func (c *collector) newTurn() {
 	if c.keepTurns && c.inTurn {
 		c.turns = append(c.turns, TurnResult{Message: c.message.String(), StopReason: c.turnStop})
 	}
-	c.inTurn, c.turnStop = true, ""
+	c.inTurn, c.turnStop, c.limit = true, "", nil
 	c.message.reset()
 	c.lastID, c.broken, c.starts = "", false, nil
 	c.mu.Unlock()

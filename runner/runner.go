@@ -165,6 +165,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	start := o.Clock.Now()
 	col := newCollector()
 	col.keepTurns = o.TurnResults
+	col.now = func() time.Time { return o.Clock.Now() }
 	if o.MaxMessageBytes <= 0 {
 		o.MaxMessageBytes = DefaultMaxMessageBytes
 	}
@@ -635,10 +636,7 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, l
 		return context.Cause(ctx)
 	}
 	if out.err != nil {
-		if l, ok := quota.FromError(out.err, r.o.Clock.Now()); ok {
-			return &quota.Error{Limit: l, Err: out.err}
-		}
-		return out.err
+		return r.limitOf(out.err)
 	}
 	if r.modes != nil {
 		// The mode changes of the turn are decided on the guard's own
@@ -652,6 +650,26 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, l
 	}
 	r.lateWindow(ctx, sess, last)
 	return nil
+}
+
+// limitOf is err as a quota.Error when the turn failed on a limit: its
+// error says so, or the agent's quota_update said a quota was used up
+// before it failed (which also gives the reset time an error's words may
+// lack).
+func (r *run) limitOf(err error) error {
+	hint, hinted := r.col.turnLimit()
+	l, ok := quota.FromError(err, r.o.Clock.Now())
+	switch {
+	case ok && hinted && l.ResetsAt.IsZero():
+		l.ResetsAt = hint.ResetsAt
+	case !ok && hinted:
+		l, ok = hint, true
+		l.Message = err.Error()
+	}
+	if !ok {
+		return err
+	}
+	return &quota.Error{Limit: l, Err: err}
 }
 
 // stopTurn cancels the running turn (pending permissions are answered
