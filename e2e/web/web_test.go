@@ -440,10 +440,20 @@ func TestFillAFormInTheBrowser(t *testing.T) {
 		chromedp.SetValue(chromedp.CSS(`select[name="f.database"]`), "prod"),
 		chromedp.SendKeys(chromedp.CSS(`input[name="f.replicas"]`), "3"),
 		chromedp.Click(chromedp.CSS(`input[name="f.confirm"]`)),
+		chromedp.Focus(chromedp.CSS(`input[name="f.replicas"]`)),
 	)
+	// Another run comes and asks while the form is being filled (--approve
+	// ask: it waits on its ask): the page refreshes around the form, which
+	// keeps its values and its focus (a phone keeps its keyboard up).
+	u.run(t, askScript, "--approve", "ask")
+	within(t, ctx, "the other run's ask", chromedp.WaitVisible(chromedp.CSS(`article.item.ask`)))
+	active, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.name + "=" + document.activeElement.value + " " + document.querySelector('select[name="f.database"]').value`))
+	if err != nil || active != "f.replicas=3 prod" {
+		t.Fatalf("after a refresh the focus and values are %q (%v), want the form as the user left it", active, err)
+	}
 	screenshot(t, ctx, "phone-form.png")
 	within(t, ctx, "submitting", chromedp.Click(chromedp.CSS(`article.item.elicitation button[value="accept"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#nothing`)))
+		chromedp.WaitNotPresent(chromedp.CSS(`article.item.elicitation`)))
 	res := r.result(t)
 	if res.ExitCode != 0 || !strings.Contains(res.Message, `database="prod"`) || !strings.Contains(res.Message, "replicas=3") || !strings.Contains(res.Message, "confirm=true") {
 		t.Fatalf("the agent got %q (exit %d)\n%s", res.Message, res.ExitCode, r.screen.String())

@@ -8,6 +8,38 @@
   var page = body.getAttribute('data-page');
   if (!window.EventSource) return;
 
+  // key names a node that stays across refreshes: an item or run by its
+  // id, a section by its heading.
+  var key = function (n) {
+    return n.nodeType === 1 ? (n.id || n.getAttribute('aria-labelledby') || '') : '';
+  };
+  // sync makes cur's children what next's are, without ever taking a kept
+  // node out of the document: an item still waiting stays as it is, so a
+  // form being filled keeps its values, its focus and the phone's
+  // keyboard; a run or section is brought up to date in place.
+  var sync = function (cur, next) {
+    var have = {}, keep = new Map();
+    Array.prototype.forEach.call(cur.childNodes, function (c) { var k = key(c); if (k) have[k] = c; });
+    var want = Array.prototype.slice.call(next.childNodes);
+    want.forEach(function (n) {
+      var o = have[key(n)];
+      if (o && o.tagName === n.tagName) keep.set(n, o);
+    });
+    var kept = new Set(keep.values());
+    Array.prototype.slice.call(cur.childNodes).forEach(function (c) { if (!kept.has(c)) cur.removeChild(c); });
+    var ref = cur.firstChild;
+    want.forEach(function (n) {
+      var o = keep.get(n);
+      if (!o) { cur.insertBefore(n, ref); return; }
+      if (o !== ref) cur.insertBefore(o, ref); // only when the order changed
+      ref = o.nextSibling;
+      if (o.matches('article.item')) return;
+      Array.prototype.slice.call(o.attributes).forEach(function (a) { if (!n.hasAttribute(a.name)) o.removeAttribute(a.name); });
+      Array.prototype.forEach.call(n.attributes, function (a) { o.setAttribute(a.name, a.value); });
+      sync(o, n);
+    });
+  };
+
   if (page === 'index') {
     var main = document.getElementById('main');
     var busy = false, again = false;
@@ -19,13 +51,7 @@
         .then(function (html) {
           var next = document.createElement('div');
           next.innerHTML = html; // rendered and escaped by the server
-          // An item still waiting keeps its node: a form being filled is
-          // not replaced under the user's fingers.
-          next.querySelectorAll('article.item').forEach(function (n) {
-            var old = document.getElementById(n.id);
-            if (old && main.contains(old)) n.replaceWith(old);
-          });
-          main.replaceChildren.apply(main, Array.prototype.slice.call(next.childNodes));
+          sync(main, next);
           var s = document.getElementById('summary');
           if (s) s.textContent = main.querySelectorAll('article.item').length + ' waiting · ' + main.querySelectorAll('article.run').length + ' running';
           body.setAttribute('data-refreshed', String(Date.now()));
