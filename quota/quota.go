@@ -36,7 +36,7 @@ type Limit struct {
 	// Message is the agent's own words for it.
 	Message string `json:"message,omitempty"`
 	// Source says which signal it was read from (acp_error, quota_exceeded,
-	// rate_limit_event, text).
+	// rate_limit_event, text, screen: a PTY TUI's limit screen).
 	Source string `json:"source"`
 }
 

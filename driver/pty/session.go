@@ -35,6 +35,7 @@ import (
 	"github.com/tai-dev/tai/driver/pty/profile"
 	"github.com/tai-dev/tai/driver/pty/term"
 	"github.com/tai-dev/tai/internal/agentproc"
+	"github.com/tai-dev/tai/quota"
 )
 
 // Name is this driver's name in presets and the capability manifest.
@@ -822,7 +823,9 @@ func (s *Session) maybeEnd(st string, body []string) {
 		stop = driver.StopCancelled
 	}
 	s.scroll.settle()
-	reply, src := s.prof.Reply(t.before, s.transcript(t, body), t.text), driver.ReplyProfile
+	transcript := s.transcript(t, body)
+	reply, src := s.prof.Reply(t.before, transcript, t.text), driver.ReplyProfile
+	limit, limited := s.prof.Limit(t.before, transcript, s.clock.Now())
 	if !t.cancelled && (testProfileMiss || profile.Implausible(reply, t.text)) {
 		// A release the profile was not tuned to: read the reply from
 		// what changed on screen instead.
@@ -831,12 +834,34 @@ func (s *Session) maybeEnd(st string, body []string) {
 			End: snap.Lines, Prompt: t.text, Notices: s.prof.Notices}); fb != "" {
 			s.log.Info("pty: the profile found no reply; using the screen diff", "agent", s.cfg.Agent)
 			reply, src = fb, driver.ReplyFallback
+			if !limited {
+				limit, limited = profile.FallbackLimit(fb, s.clock.Now())
+			}
 		}
 	}
 	if reply == "" {
 		src = ""
 	}
+	if limited && !t.cancelled {
+		// The TUI's provider refused the turn at a limit: the turn ends
+		// on it (the runner parks, or waits and types the continue
+		// prompt into this same session), its text kept as the reply.
+		s.log.Info("pty: the turn ended on a usage limit", "agent", s.cfg.Agent, "limit", limit.Message, "resets_at", limit.ResetsAt)
+		s.endTurnErr(reply, &quota.Error{Limit: limit})
+		return
+	}
 	s.endTurnFrom(stop, reply, src)
+}
+
+// endTurnErr ends the turn with err, after the reply the screen shows.
+func (s *Session) endTurnErr(reply string, err error) {
+	t := s.cur
+	s.cur = nil
+	s.record("m", []byte("turn-end"))
+	if text, replace := t.stream.final(reply); text != "" || replace {
+		s.emit(driver.Event{Type: driver.EventMessage, Message: &driver.MessageChunk{Role: driver.RoleAgent, MessageID: t.stream.id, Text: text, Replace: replace}})
+	}
+	t.done <- turnResult{err: err}
 }
 
 func (s *Session) endTurn(stop, reply string, err error) {

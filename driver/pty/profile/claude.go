@@ -26,7 +26,9 @@ func claude() *Profile {
 		Working:           []*regexp.Regexp{rx(`esc to interrupt`), rx(`^\s*[✻✽✶✳✢·*]\s+\w+…`)},
 		Composer:          rx(`^\s*[>❯]\s?(.*?)\s*$`),
 		ComposerUnderRule: true,
-		Placeholder:       rx(`^Try "`),
+		// After a failed request the box's hint is "Resend your message
+		// to try again" (2.1.332 against a 429).
+		Placeholder: rx(`^(?:Try "|Resend your message to try again$)`),
 		PickerHint: []*regexp.Regexp{rx(`Do you want to`), rx(`(?i)do you trust`), rx(`Esc to cancel`),
 			rx(`(?i)one you trust`)},
 		TrustHint: []*regexp.Regexp{rx(`(?i)do you trust the files`), rx(`(?i)one you trust`),
@@ -39,6 +41,13 @@ func claude() *Profile {
 		CancelKeys:  "\x1b",
 		ReplyPrefix: []string{"● "},
 		EchoPrefix:  "❯ ",
+		// A refused request is the turn's last row, as a reply row:
+		// "● API Error: Request rejected (429) · <the API's message>"
+		// (captured: testdata/claude/2.1.332/limit.screen); a plan's limit
+		// is the SDK's "You've hit your limit · resets 3pm" (its
+		// USAGE_LIMIT_ERROR_PREFIXES) or, older, "Claude usage limit
+		// reached".
+		LimitRows: []*regexp.Regexp{rx(`^\s*(?:●|⎿)\s+(?:API Error:|You(?:'|’)ve (?:hit|reached) your|You(?:'|’)re out of|Claude (?:AI )?usage limit reached)`)},
 		// Tool rows carry the reply's "●": "● Write(hello.txt)".
 		Chrome: []*regexp.Regexp{rx(`^\s*●\s+[A-Z]\w*(?: \w+)?\(.*\)\s*$`), rx(`^\s*⎿`), rx(`\? for shortcuts`),
 			rx(`esc to interrupt`), rx(`^\s*[✻✽✶✳✢·*]\s+\w+`), rx(`/effort\s*$`)},

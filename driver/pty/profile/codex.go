@@ -62,6 +62,11 @@ func codex() *Profile {
 		// when stopped.
 		TurnOpen: []*regexp.Regexp{rx(`^› \S`), rx(`^• \S`)},
 		TurnDone: []*regexp.Regexp{rx(`^\s*Worked for \S+ •`), rx(`^■ `)},
+		// An error cell "■ …": a 429 it gave up retrying is "■ exceeded
+		// retry limit, last status: 429 Too Many Requests" (captured:
+		// testdata/codex/0.171.0/limit.screen), a plan's limit "■ You've
+		// hit your usage limit. … try again at 3:15 PM."
+		LimitRows: []*regexp.Regexp{rx(`^■ `)},
 		Chrome: []*regexp.Regexp{
 			// Tool cells share the agent text's bullet.
 			rx(`^• (Ran|Running|Exited|Explored|Exploring|Edited|Editing|Added|Deleted|Called|Calling|Searched|Searching|Waiting for|Working|Updated Plan|Proposed Change|Change Approved|Viewed Image)\b`),

@@ -8,13 +8,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
+
+// goldenNow is the time the goldens' relative reset times count from.
+var goldenNow = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
 
 // TestGoldenScreens reads every testdata/<agent>/<version>/<case>.screen
 // (captured from the real TUI by testdata/capture.sh, or written by hand
 // for the fake TUI) and checks the profile's verdict against <case>.want:
 // key=value lines for state, composer, picker, options, selected,
-// toolkind, title, path.
+// toolkind, title, path, and the limit the turn ended on (limit,
+// limit_source, resets_at against goldenNow; none unless given).
 func TestGoldenScreens(t *testing.T) {
 	screens, err := filepath.Glob("../testdata/*/*/*.screen")
 	if err != nil {
@@ -54,11 +59,25 @@ func TestGoldenScreens(t *testing.T) {
 				got["title"] = v.Picker.Title
 				got["path"] = v.Picker.Path
 			}
+			// The limit the screen's turn ended on, if any: every screen
+			// without a limit= line must read as none (fail closed).
+			lines := strings.Split(string(b), "\n")
+			if l, ok := p.Limit(nil, p.Body(lines), goldenNow); ok {
+				got["limit"], got["limit_source"] = string(l.Kind), l.Source
+				if !l.ResetsAt.IsZero() {
+					got["resets_at"] = l.ResetsAt.UTC().Format(time.RFC3339)
+				}
+			}
+			wants := map[string]bool{}
 			for _, line := range strings.Split(strings.TrimSpace(string(wantB)), "\n") {
 				k, want, _ := strings.Cut(line, "=")
+				wants[k] = true
 				if got[k] != want {
 					t.Errorf("%s = %q, want %q (why: %s)", k, got[k], want, v.Why)
 				}
+			}
+			if !wants["limit"] && got["limit"] != "" {
+				t.Errorf("limit = %q, want none: the screen is no limit", got["limit"])
 			}
 		})
 	}

@@ -204,6 +204,11 @@ type Profile struct {
 	// tool call that follows. The verdict is then Unknown, not Idle, so
 	// only the agent's end-of-turn row (TurnDone) or quiescence ends it.
 	TurnOpen, TurnDone []*regexp.Regexp
+	// LimitRows match the first row of the TUI's own rendering of a
+	// request its provider refused at a usage or rate limit (claude's "●
+	// API Error: Request rejected (429) · …"); see Limit. None: the
+	// generic shapes.
+	LimitRows []*regexp.Regexp
 }
 
 var boxBottom = lazyre.New(`^\s*[╹└╰┗][▀─━]{8,}`)

@@ -1,0 +1,101 @@
+package pty
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tai-dev/tai/e2e/internal/auditlog"
+)
+
+// The Claude Code TUI on the PTY driver at its account's limit, as a user
+// runs it: the preset's own package (claude on PATH, no --agent-cmd), the
+// default sandbox, no --dir, the throw-away user-like HOME. The model
+// server answers Anthropic's 429 rate_limit_error; with
+// CLAUDE_CODE_MAX_RETRIES=0 the TUI does not back off by itself and shows
+// "● API Error: Request rejected (429) · <message>" as the turn's last
+// row, which the profile reads as the limit. Without --wait-quota the run
+// parks (exit 75) with the reset, the account and the session; with it,
+// tai waits for the reset the message names ("try again in 2s"), types
+// the continue prompt into the same live TUI, and the turn finishes.
+func TestRealClaudeLimit(t *testing.T) {
+	a := realAgents["claude"]
+	for _, tc := range []struct {
+		name, script string
+		args         []string
+		code         int
+		status       string
+		message      string
+		resumes      int
+	}{
+		{name: "parks", script: "limit-park.json", code: 75, status: "parked"},
+		{name: "wait-quota resumes the live session", script: "limit-resume.json", args: []string{"--wait-quota=10m"}, status: "ok",
+			message: "Hello from the scripted model.", resumes: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := a.start(t, "../../../e2e/pty/testdata/"+tc.script)
+			env := onPath(st.Env, filepath.Dir(st.Exe))
+			auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+			// --allow other: Claude's trust dialog for the throw-away
+			// repo is a tool call of kind other; the outcome is the limit's.
+			args := append([]string{"run", "--agent", "claude", "--driver", "pty", "--allow", "other", "-o", "json", "--audit", auditPath}, tc.args...)
+			o := tai(t, st.Repo, env, append(args, "Say hello.")...)
+			var r struct {
+				result
+				SessionID string `json:"session_id"`
+				Parked    *struct {
+					Kind    string `json:"kind"`
+					Source  string `json:"source"`
+					Message string `json:"message"`
+					Session string `json:"session"`
+					Account struct {
+						Agent string `json:"agent"`
+					} `json:"account"`
+				} `json:"parked"`
+			}
+			if err := json.Unmarshal([]byte(o.stdout), &r); err != nil {
+				t.Fatalf("exit %d, stdout not JSON (%v):\n%s\nstderr:\n%s", o.code, err, o.stdout, o.stderr)
+			}
+			if o.code != tc.code || r.Status != tc.status {
+				t.Fatalf("exit %d status %q error %q; want %d %q\nstderr:\n%s\nlast screen:\n%s", o.code, r.Status, r.Error, tc.code, tc.status, o.stderr, finalScreen(t, auditPath))
+			}
+			entries := auditlog.Read(t, auditPath)
+			count := map[string]int{}
+			for _, e := range entries {
+				count[e.Kind]++
+			}
+			if tc.status == "parked" {
+				p := r.Parked
+				if p == nil || p.Source != "screen" || p.Kind != "rate_limit" || p.Session == "" || p.Session != r.SessionID || p.Account.Agent != "claude" ||
+					!strings.Contains(p.Message, "429") {
+					t.Fatalf("parked %+v (session %q); want the TUI's 429 read from the screen, claude's account, the session", p, r.SessionID)
+				}
+			}
+			if tc.message != "" && r.Message != tc.message {
+				t.Errorf("message %q, want %q\nlast screen:\n%s", r.Message, tc.message, finalScreen(t, auditPath))
+			}
+			// The same session: one TUI process, the continue prompt typed
+			// into it after the wait.
+			if count["quota.wait"] != tc.resumes || count["quota.resume"] != tc.resumes || count["process.start"] != 1 || count["prompt"] != 1+tc.resumes {
+				t.Errorf("audit log: %d quota.wait, %d quota.resume, %d process.start, %d prompt; want %d, %d, 1, %d",
+					count["quota.wait"], count["quota.resume"], count["process.start"], count["prompt"], tc.resumes, tc.resumes, 1+tc.resumes)
+			}
+			checkNoLeftovers(t, st.Repo)
+		})
+	}
+}
+
+// onPath is env with dir first in its PATH: the preset finds the agent's
+// own executable there, as on a machine where its package is installed.
+func onPath(env []string, dir string) []string {
+	out := append([]string(nil), env...)
+	for i, kv := range out {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			out[i] = "PATH=" + dir + string(os.PathListSeparator) + v
+			return out
+		}
+	}
+	return append(out, "PATH="+dir)
+}
