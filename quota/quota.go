@@ -8,6 +8,8 @@ package quota
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
+	"regexp"
 	"strings"
 	"time"
 
@@ -36,7 +38,8 @@ type Limit struct {
 	// Message is the agent's own words for it.
 	Message string `json:"message,omitempty"`
 	// Source says which signal it was read from (acp_error, quota_exceeded,
-	// rate_limit_event, text, screen: a PTY TUI's limit screen).
+	// rate_limit_event, text, screen: a PTY TUI's limit screen,
+	// final_message).
 	Source string `json:"source"`
 }
 
@@ -107,7 +110,7 @@ func FromError(err error, now time.Time) (Limit, bool) {
 			return l, true
 		}
 	}
-	msg, data, ok := rpcError(err)
+	code, msg, data, ok := rpcError(err)
 	if !ok {
 		return FromText(err.Error(), now)
 	}
@@ -144,6 +147,46 @@ func FromError(err error, now time.Time) (Limit, bool) {
 		}
 		return l, true
 	}
+	// gemini-cli 0.61 and qwen-code 0.24.4 fail session/prompt with the
+	// HTTP status as the JSON-RPC code, whatever the provider's words.
+	if code == http.StatusTooManyRequests {
+		l := Limit{Kind: KindRate, Message: msg, Source: "acp_error"}
+		if t, ok := ParseReset(msg, now); ok {
+			l.ResetsAt = t
+		}
+		return l, true
+	}
+	return Limit{}, false
+}
+
+// finalReports are how agents that end a turn normally (end_turn) after
+// their retries of a 429 ran out word it, as the whole of the turn's
+// message: codex-acp 2.6.0 ("exceeded retry limit, last status: 429 Too
+// Many Requests") and Copilot CLI 1.0.102 ("Error: Failed to get response
+// from the AI model; retried 5 times (…) Last error: 429 …"). Anchored
+// at the start of the message, so that a model's answer about rate limits
+// is not taken for one.
+var finalReports = []*regexp.Regexp{
+	regexp.MustCompile(`(?is)^exceeded retry limit, last status: 429\b`),
+	regexp.MustCompile(`(?is)^error: failed to get response from the ai model;.*\blast error: 429\b`),
+}
+
+// FromFinalMessage reads a limit from the message of a turn that ended
+// without an error: an agent's own report that its requests were refused
+// at a limit (finalReports).
+func FromFinalMessage(text string, now time.Time) (Limit, bool) {
+	text = strings.TrimSpace(text)
+	for _, re := range finalReports {
+		if !re.MatchString(text) {
+			continue
+		}
+		l, ok := FromText(text, now)
+		if !ok {
+			l = Limit{Kind: KindRate, Message: text}
+		}
+		l.Source = "final_message"
+		return l, true
+	}
 	return Limit{}, false
 }
 
@@ -154,18 +197,18 @@ type rateLimited interface {
 	RateLimitInfo() json.RawMessage
 }
 
-// rpcError is the message and data of the agent's JSON-RPC error in err:
-// a driver's RemoteError, or the connection's own error.
-func rpcError(err error) (string, json.RawMessage, bool) {
+// rpcError is the code, message and data of the agent's JSON-RPC error
+// in err: a driver's RemoteError, or the connection's own error.
+func rpcError(err error) (int, string, json.RawMessage, bool) {
 	var de *driver.RemoteError
 	if errors.As(err, &de) {
-		return de.Message, de.Data, true
+		return de.Code, de.Message, de.Data, true
 	}
 	var re *jsonrpc.Error
 	if errors.As(err, &re) {
-		return re.Message, re.Data, true
+		return re.Code, re.Message, re.Data, true
 	}
-	return "", nil, false
+	return 0, "", nil, false
 }
 
 // jsonTime reads a reset time given as an RFC3339 string, a Retry-After

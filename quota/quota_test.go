@@ -86,6 +86,10 @@ func TestFromError(t *testing.T) {
 			true, KindUsage, "acp_error", time.Time{}},
 		{"openai text", rpcErr(-32603, "429 Rate limit reached for gpt-4o. Please try again in 20s.", nil),
 			true, KindRate, "acp_error", now.Add(20 * time.Second)},
+		// gemini-cli 0.61 and qwen-code 0.24.4 answer with the HTTP status
+		// as the code (quota/testdata); Gemini's own words for a 429 name
+		// no limit.
+		{"code 429", rpcErr(429, "Resource has been exhausted (e.g. check quota).", nil), true, KindRate, "acp_error", time.Time{}},
 		{"plain error text", errors.New("You've hit your usage limit. Try again at 3:15 PM."), true, KindUsage, "text", time.Date(2026, 12, 7, 15, 15, 0, 0, time.UTC)},
 		{"not a limit", rpcErr(-32603, "Internal error: boom", map[string]any{"errorKind": "server_error"}), false, "", "", time.Time{}},
 		{"a number is not 429", errors.New("wrote 14290 bytes"), false, "", "", time.Time{}},

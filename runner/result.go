@@ -276,6 +276,13 @@ func (c *collector) newTurn() {
 	c.mu.Unlock()
 }
 
+// turnMessage is the agent's text of the running turn so far.
+func (c *collector) turnMessage() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.message.String()
+}
+
 // availableModes is what the session said it offers (nil: it did not say).
 func (c *collector) availableModes() []string {
 	c.mu.Lock()

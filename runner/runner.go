@@ -638,6 +638,14 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, l
 	if out.err != nil {
 		return r.limitOf(out.err)
 	}
+	// Some agents end the turn normally once their retries of a 429 ran
+	// out, their report of it the turn's whole message (codex-acp,
+	// Copilot CLI): a limit all the same.
+	if out.res.StopReason == driver.StopEndTurn {
+		if l, ok := quota.FromFinalMessage(r.col.turnMessage(), r.o.Clock.Now()); ok {
+			return &quota.Error{Limit: l}
+		}
+	}
 	if r.modes != nil {
 		// The mode changes of the turn are decided on the guard's own
 		// goroutine; a denied one is switched back before the turn ends.

@@ -54,10 +54,18 @@ var agents = []agent{
 		// qwen-code 0.24 starts in auto (an LLM classifier approves); tai
 		// moves it to default, in which it asks.
 		modeID: "plan", startMode: "auto",
-		configure: func(t *testing.T, h paths, url, _ string) []string {
+		configure: func(t *testing.T, h paths, url, scenario string) []string {
+			// At a limit qwen-code 0.24.4 retries a 429 up to 10 times more,
+			// 60 s to 5 min apart (its stream rate-limit retry, silent on
+			// ACP); model.generationConfig.maxRetries bounds it, 0 gives up
+			// after its request-level retries (7, each Retry-After apart).
+			gen := ""
+			if scenario == "limit" {
+				gen = `, "generationConfig": {"maxRetries": 0}`
+			}
 			writeFile(t, filepath.Join(h.home, ".qwen", "settings.json"), `{
   "security": {"auth": {"selectedType": "openai"}},
-  "model": {"name": "fake-model"},
+  "model": {"name": "fake-model"`+gen+`},
   "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
   "ui": {"enableFollowupSuggestions": false},
   "memory": {"enableManagedAutoMemory": false},
@@ -80,7 +88,14 @@ var agents = []agent{
 		// A fixed model: "auto" routes through an extra JSON request.
 		args:   []string{"-m", "gemini-2.5-flash"},
 		modeID: "plan",
-		configure: func(t *testing.T, h paths, url, _ string) []string {
+		configure: func(t *testing.T, h paths, url, scenario string) []string {
+			// At a limit gemini-cli 0.61 tries a request 10 times, 5 s to
+			// 30 s apart whatever Retry-After says: general.maxAttempts
+			// bounds it.
+			attempts := ""
+			if scenario == "limit" {
+				attempts = `, "maxAttempts": 2`
+			}
 			// The shell tool on pipes, not node-pty: gemini's PTY path can
 			// finalize a command's output when the PTY reports its exit,
 			// before the last output was read, and send the model an
@@ -89,7 +104,7 @@ var agents = []agent{
 			writeFile(t, filepath.Join(h.home, ".gemini", "settings.json"), `{
   "security": {"auth": {"selectedType": "gemini-api-key"}},
   "tools": {"shell": {"enableInteractiveShell": false}},
-  "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+  "general": {"disableAutoUpdate": true, "disableUpdateNag": true`+attempts+`},
   "privacy": {"usageStatisticsEnabled": false},
   "telemetry": {"enabled": false}
 }`)

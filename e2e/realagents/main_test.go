@@ -9,6 +9,7 @@
 //	go test ./e2e/realagents                  # -v shows each agent × scenario
 //	go test ./e2e/realagents -run 'RealAgents/claude/'
 //	go test ./e2e/realagents -update-wire     # recapture driver/acp/testdata/wire
+//	go test ./e2e/realagents -run ParkAtLimit -update-quota   # recapture quota/testdata
 package realagents
 
 import (
@@ -33,6 +34,8 @@ var (
 	hasAudit bool
 
 	updateWire = flag.Bool("update-wire", false, "write the approve scenario's wire transcripts to driver/acp/testdata/wire")
+	// updateQuota rewrites quota/testdata from the park tests' runs.
+	updateQuota = flag.Bool("update-quota", false, "write each agent's limit transcript (TestRealAgentsParkAtLimit) to quota/testdata")
 )
 
 func TestMain(m *testing.M) {

@@ -1,57 +1,143 @@
 package realagents
 
 import (
+	"bytes"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/e2e/internal/auditlog"
 )
 
-// claude-agent-acp at its account's limit: the scripted model answers
-// Anthropic's 429 rate_limit_error until 2099; with
-// CLAUDE_CODE_MAX_RETRIES=0 (so that the CLI under the adapter does not
-// back off for minutes) the adapter fails session/prompt with its
-// JSON-RPC error, and tai parks the run (exit 75) with the session kept.
-// Default sandbox, no --dir, the suite's user-like HOME.
-func TestRealAgentParksAtLimit(t *testing.T) {
+// limitCases are the ACP agents at their account's limit: the scripted
+// model answers its dialect's 429 until 2099, each agent's own retries run
+// out (bounded as its users can bound them), and tai parks the run.
+var limitCases = []struct {
+	agent string
+	// retryAfter is what the 429s announce, in seconds (0: the time to
+	// 2099): short, so that agents that wait what it says give up soon.
+	retryAfter int
+	// env bounds the agent's own retries where its settings (agents.go,
+	// scenario "limit") do not.
+	env []string
+	// source is the signal tai reads the limit from (result parked.source).
+	source string
+	// resets: the agent passes the announced reset on, so the result has
+	// it (about retryAfter from the run).
+	resets bool
+}{
+	// claude-agent-acp 0.101: the CLI under it backs off for minutes
+	// unless CLAUDE_CODE_MAX_RETRIES bounds it; the adapter then fails
+	// session/prompt with errorKind rate_limit and the CLI's text.
+	{agent: "claude", env: []string{"CLAUDE_CODE_MAX_RETRIES=0"}, source: "acp_error"},
+	// codex-acp 2.6.0 retries the stream 5 times (stream_max_retries),
+	// Retry-After apart, then ends the turn (end_turn) with its error as
+	// the agent's message.
+	{agent: "codex", retryAfter: 1, source: "final_message"},
+	// gemini-cli 0.61 (general.maxAttempts: 2) fails session/prompt with
+	// JSON-RPC code 429 and the API's message, "Suggested retry after 1s."
+	{agent: "gemini", retryAfter: 1, source: "acp_error", resets: true},
+	// qwen-code 0.24.4 (model.generationConfig.maxRetries: 0) tries 7
+	// times, Retry-After apart, then fails session/prompt with code 429.
+	{agent: "qwen", retryAfter: 1, source: "acp_error"},
+	// opencode 1.18 retries, Retry-After apart, then fails session/prompt
+	// with -32603 and the provider's message.
+	{agent: "opencode", retryAfter: 1, source: "acp_error"},
+	// Copilot CLI 1.0.102 retries 5 times, then ends the turn (end_turn)
+	// with "Error: Failed to get response … Last error: 429 …".
+	{agent: "copilot", retryAfter: 1, source: "final_message"},
+}
+
+// Every ACP agent at its account's limit parks the run: exit 75, status
+// parked, the limit read from what the agent emitted, its account and the
+// session kept. Default sandbox, no --dir, the suite's user-like HOME.
+// With -update-quota the agent's side of the turn is saved under
+// quota/testdata, which quota's fixture test reads.
+func TestRealAgentsParkAtLimit(t *testing.T) {
 	need(t)
-	var a agent
-	for _, x := range agents {
-		if x.name == "claude" {
-			a = x
+	for _, tc := range limitCases {
+		t.Run(tc.agent, func(t *testing.T) {
+			var a agent
+			for _, x := range agents {
+				if x.name == tc.agent {
+					a = x
+				}
+			}
+			exe, version := a.installed(t)
+			limit := map[string]any{"until": "2099-01-01T00:00:00Z"}
+			if tc.retryAfter > 0 {
+				limit["retry_after"] = tc.retryAfter
+			}
+			b, _ := json.Marshal(map[string]any{"limit": limit, "turns": []any{map[string]string{"text": scriptedText}}})
+			script := filepath.Join(t.TempDir(), "limit.json")
+			writeFile(t, script, string(b))
+			w := newWorld(t, a, exe, "limit", script)
+			w.env = append(w.env, tc.env...)
+			start := time.Now()
+			o := w.run("-o", "json", "Say hello.")
+			if *updateQuota {
+				w.writeTrace(filepath.Join("..", "..", "quota", "testdata", a.name+"-"+version+".jsonl"), w.cleanTrace(turnOnly()))
+			}
+			var res struct {
+				Status    string `json:"status"`
+				SessionID string `json:"session_id"`
+				Error     string `json:"error"`
+				Parked    *struct {
+					Kind     string    `json:"kind"`
+					Source   string    `json:"source"`
+					Session  string    `json:"session"`
+					ResetsAt time.Time `json:"resets_at"`
+					Account  struct {
+						Agent string `json:"agent"`
+					} `json:"account"`
+				} `json:"parked"`
+			}
+			if err := json.Unmarshal([]byte(o.stdout), &res); err != nil {
+				t.Fatalf("exit %d, stdout not JSON: %v\n%s", o.code, err, tail(o.stdout, 2000))
+			}
+			if o.code != 75 || res.Status != "parked" || res.Parked == nil || res.Parked.Session != res.SessionID || res.SessionID == "" {
+				t.Fatalf("exit %d, status %s, error %q, parked %+v; want 75, parked\n%s", o.code, res.Status, res.Error, res.Parked, tail(o.stdout, 1500))
+			}
+			p := res.Parked
+			if p.Source != tc.source || p.Account.Agent != a.name {
+				t.Errorf("parked %+v, want it read from %s, for %s's account", *p, tc.source, a.name)
+			}
+			// The announced reset is retryAfter after the 429, itself
+			// between the run's start and now.
+			if tc.resets {
+				lo, hi := start.Add(time.Duration(tc.retryAfter)*time.Second-time.Second), time.Now().Add(time.Duration(tc.retryAfter)*time.Second+time.Second)
+				if p.ResetsAt.Before(lo) || p.ResetsAt.After(hi) {
+					t.Errorf("resets_at %v, want the announced %ds after a 429 of the run (%v .. %v)", p.ResetsAt, tc.retryAfter, lo, hi)
+				}
+			}
+			w.checkNoLeftovers()
+			t.Logf("%s parked (%s, %s): %s", a.name, p.Kind, p.Source, res.Error)
+		})
+	}
+}
+
+// turnOnly keeps what the agent said from the prompt on: its updates and
+// its answer to session/prompt, without the command lists and config
+// updates that do not bear on a limit.
+func turnOnly() func([]byte) bool {
+	prompted := false
+	return func(msg []byte) bool {
+		if bytes.Contains(msg, []byte(`"method":"session/prompt"`)) {
+			prompted = true
 		}
+		if !prompted {
+			return false
+		}
+		for _, skip := range []string{`"available_commands_update"`, `"config_option_update"`, `"current_mode_update"`, `"method":"session/close"`} {
+			if bytes.Contains(msg, []byte(skip)) {
+				return false
+			}
+		}
+		return !bytes.Contains(msg, []byte(`"result":{}`))
 	}
-	exe, _ := a.installed(t)
-	script := filepath.Join(t.TempDir(), "limit.json")
-	writeFile(t, script, `{"limit": {"until": "2099-01-01T00:00:00Z"}, "turns": [{"text": "`+scriptedText+`"}]}`)
-	w := newWorld(t, a, exe, "limit", script)
-	w.env = append(w.env, "CLAUDE_CODE_MAX_RETRIES=0")
-	o := w.run("-o", "json", "Say hello.")
-	var res struct {
-		Status    string `json:"status"`
-		SessionID string `json:"session_id"`
-		Error     string `json:"error"`
-		Parked    *struct {
-			Source  string `json:"source"`
-			Session string `json:"session"`
-			Account struct {
-				Agent string `json:"agent"`
-			} `json:"account"`
-		} `json:"parked"`
-	}
-	if err := json.Unmarshal([]byte(o.stdout), &res); err != nil {
-		t.Fatalf("exit %d, stdout not JSON: %v\n%s", o.code, err, tail(o.stdout, 2000))
-	}
-	if o.code != 75 || res.Status != "parked" || res.Parked == nil || res.Parked.Session != res.SessionID || res.SessionID == "" {
-		t.Fatalf("exit %d, status %s, error %q, parked %+v; want 75, parked", o.code, res.Status, res.Error, res.Parked)
-	}
-	if res.Parked.Source != "acp_error" || res.Parked.Account.Agent != "claude" {
-		t.Errorf("parked %+v, want it read from the adapter's error, for claude's account", *res.Parked)
-	}
-	t.Logf("error: %s", res.Error)
 }
 
 // claude-agent-acp (the claude preset) meets its account's limit and its

@@ -433,11 +433,21 @@ func (w *world) checkAudit(verdict string) {
 }
 
 // saveWire stores the run's wire transcript as a golden for
-// driver/acp's replay test: timestamps dropped, this run's directory and
-// the agents' install directory replaced by fixed ones, and string values over 2 KiB cut short (qwen
-// ships half a megabyte of skill bodies in one update's _meta).
+// driver/acp's replay test (see cleanTrace).
 func (w *world) saveWire(version string) {
+	path := filepath.Join("..", "..", "driver", "acp", "testdata", "wire", w.a.name+"-"+version+".jsonl")
+	w.writeTrace(path, w.cleanTrace(nil))
+	w.t.Logf("wrote %s (regenerate its summary: go test ./driver/acp -run Replay -update)", path)
+}
+
+// cleanTrace is the run's wire transcript as a fixture: timestamps
+// dropped, this run's directory and the agents' install directory replaced
+// by fixed ones, and string values over 2 KiB cut short (qwen ships half a
+// megabyte of skill bodies in one update's _meta). keep, when given, says
+// which messages stay.
+func (w *world) cleanTrace(keep func(msg []byte) bool) []byte {
 	t := w.t
+	t.Helper()
 	b, err := os.ReadFile(w.trace)
 	if err != nil {
 		t.Fatalf("reading the trace: %v", err)
@@ -454,6 +464,9 @@ func (w *world) saveWire(version string) {
 		if err := json.Unmarshal(line, &e); err != nil {
 			t.Fatalf("trace line is not JSON: %v", err)
 		}
+		if keep != nil && !keep(e.Line) {
+			continue
+		}
 		msg := bytes.ReplaceAll(e.Line, []byte(w.dir), []byte("/tmp/tai-wire"))
 		if d := os.Getenv("TAI_AGENTS_DIR"); d != "" {
 			msg = bytes.ReplaceAll(msg, []byte(d), []byte("/opt/tai-agents"))
@@ -463,14 +476,17 @@ func (w *world) saveWire(version string) {
 		}
 		fmt.Fprintf(&buf, `{"dir":%q,"line":%s}`+"\n", e.Dir, msg)
 	}
-	path := filepath.Join("..", "..", "driver", "acp", "testdata", "wire", w.a.name+"-"+version+".jsonl")
+	return buf.Bytes()
+}
+
+func (w *world) writeTrace(path string, b []byte) {
+	w.t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		w.t.Fatal(err)
 	}
-	t.Logf("wrote %s (regenerate its summary: go test ./driver/acp -run Replay -update)", path)
 }
 
 // trimLongStrings re-encodes one JSON value token by token, keeping the
