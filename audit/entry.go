@@ -29,9 +29,10 @@ const (
 	KindProcessExit        = "process.exit"
 	KindError              = "error"
 	KindBudget             = "budget"
-	KindQuotaWait          = "quota.wait"   // a turn hit a usage limit and the run waits for its reset
-	KindQuotaResume        = "quota.resume" // ...and resumes the same session after it
-	KindRunParked          = "run.parked"   // the run ended at a usage limit, its session kept
+	KindQuotaWait          = "quota.wait"     // a turn hit a usage limit and the run waits for its reset
+	KindQuotaResume        = "quota.resume"   // ...and resumes the same session after it
+	KindQuotaRelaunch      = "quota.relaunch" // ...after its agent died meanwhile: started again, its session loaded (or a new one told what was done)
+	KindRunParked          = "run.parked"     // the run ended at a usage limit, its session kept
 	KindFleet              = "fleet"
 	KindFeedRefused        = "feed.refused"  // a request on the live feed from inside a sandbox, or without its secret
 	KindFeedAnswered       = "feed.answered" // a human answered through the live feed: the channel (via) and the client's address

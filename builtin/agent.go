@@ -10,10 +10,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/tai-dev/tai/internal/atomicfile"
 	"github.com/tai-dev/tai/jsonrpc"
 	"github.com/tai-dev/tai/protocol/acp"
 )
@@ -213,7 +218,9 @@ type agent struct {
 	conn   *jsonrpc.Conn
 	ready  chan struct{} // closed once conn is set: handlers may run before NewConn returns
 
-	crashed  chan *CrashError
+	crashed chan *CrashError
+	// leaving: a limit step with exit ran; no prompt is answered any more.
+	leaving  atomic.Bool
 	handlers sync.WaitGroup // in-flight HandleRequest calls
 
 	bgMu     sync.Mutex
@@ -474,6 +481,7 @@ func (a *agent) newSession(ctx context.Context, params json.RawMessage) (any, er
 	}
 	s := newSession(newSessionID(), sa.Cwd, a.script)
 	s.addDirs = req.AdditionalDirectories
+	s.limitHits = a.accountHits()
 	a.mu.Lock()
 	a.sessions[s.id] = s
 	a.mu.Unlock()
@@ -629,6 +637,43 @@ func (a *agent) replay(s *session, h historyEntry) error {
 		return a.streamBig(s, h.bigBytes, h.messageID)
 	}
 	return a.notify(s, h.update)
+}
+
+// exitAfterLimit ends the agent after a limit step with exit: Serve
+// returns a *CrashError with code 0; forget deletes the saved session
+// first, so that no later process can load it.
+func (a *agent) exitAfterLimit(s *session, forget bool) {
+	if forget && a.opts.StateDir != "" {
+		// The limit is the account's: its count goes on in the next
+		// process's new sessions.
+		s.mu.Lock()
+		hits := s.limitHits
+		s.mu.Unlock()
+		if err := atomicfile.Write(filepath.Join(a.opts.StateDir, accountHitsFile), []byte(strconv.Itoa(hits)), 0o600); err != nil {
+			a.log.Warn("builtin agent: saving the limit's count", "err", err)
+		}
+		if err := os.Remove(filepath.Join(a.opts.StateDir, s.id+".json")); err != nil && !os.IsNotExist(err) {
+			a.log.Warn("builtin agent: forgetting the session", "session", s.id, "err", err)
+		}
+	}
+	a.crash(&CrashStep{})
+}
+
+// accountHitsFile, in StateDir, is the limit's count a forgotten session
+// left (limit: {exit: true, forget: true}); new sessions start from it.
+const accountHitsFile = "account-limit-hits"
+
+// accountHits is the count a forgotten session left, if any.
+func (a *agent) accountHits() int {
+	if a.opts.StateDir == "" {
+		return 0
+	}
+	b, err := os.ReadFile(filepath.Join(a.opts.StateDir, accountHitsFile))
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
 }
 
 // crash seals stdout, writes the crash text and makes Serve return ce.

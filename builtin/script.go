@@ -97,8 +97,9 @@ type Step struct {
 	// this usage_update anyway and hang like hang: (an agent that goes on
 	// spending after it was told to stop)
 	SpendAfterCancel *UsageStep
-	// limit: {message?, resets_at?, times?} → the prompt fails the way
-	// claude-agent-acp fails a turn at a usage limit
+	// limit: {message?, resets_at?, times?, error_kind?, exit?, forget?} →
+	// the prompt fails the way claude-agent-acp fails a turn at a usage
+	// limit (exit: then the agent exits)
 	Limit *LimitStep
 }
 
@@ -214,6 +215,13 @@ type LimitStep struct {
 	// ErrorKind is the error data's errorKind (default rate_limit); "none"
 	// sends no data: an error that does not say it is a limit.
 	ErrorKind string `yaml:"error_kind"`
+	// Exit: once the limit's answer is out, the agent answers nothing more
+	// and exits (code 0), as an agent that died while its run was parked;
+	// its session is saved, so a new process can load it. Forget (with
+	// exit) deletes the saved session too: a new process cannot load it,
+	// and its new sessions go on with the limit's count (the account's).
+	Exit   bool `yaml:"exit"`
+	Forget bool `yaml:"forget"`
 }
 
 // HangStep blocks the turn until the connection ends (or Serve's ctx is done).
@@ -472,6 +480,9 @@ func (s Step) validate() error {
 	case s.Limit != nil:
 		if s.Limit.Times < 0 {
 			return errors.New("times must not be negative")
+		}
+		if s.Limit.Forget && !s.Limit.Exit {
+			return errors.New("forget needs exit: true")
 		}
 		if s.Limit.ResetsAt != "" {
 			if _, err := time.Parse(time.RFC3339, s.Limit.ResetsAt); err != nil {

@@ -34,6 +34,10 @@ func (a *agent) prompt(ctx context.Context, params json.RawMessage) (any, error)
 	if err := decodeParams(params, &req); err != nil {
 		return nil, err
 	}
+	if a.leaving.Load() {
+		<-a.ctx.Done() // an agent on its way out answers nothing
+		return nil, a.ctx.Err()
+	}
 	s, err := a.mustSession(req.SessionId)
 	if err != nil {
 		return nil, err
@@ -71,6 +75,12 @@ func (a *agent) prompt(ctx context.Context, params json.RawMessage) (any, error)
 	var le *limitError
 	switch {
 	case errors.As(err, &le):
+		if le.step.Exit {
+			// No request is answered from now on, and the process ends
+			// once this answer is out.
+			a.leaving.Store(true)
+			a.afterResponse(ctx, func() { a.exitAfterLimit(s, le.step.Forget) })
+		}
 		return nil, le.rpc // answered verbatim, as the agent it plays does
 	case errors.As(err, &ce):
 		<-a.ctx.Done() // a crashed agent answers nothing; Serve is tearing down
@@ -461,10 +471,13 @@ func (t *turn) limit(ls *LimitStep) error {
 	default:
 		data, _ = json.Marshal(map[string]string{"errorKind": ls.ErrorKind})
 	}
-	return &limitError{&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + msg, Data: data}}
+	return &limitError{&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "Internal error: " + msg, Data: data}, ls}
 }
 
 // limitError carries a limit step's answer out of the script.
-type limitError struct{ rpc *jsonrpc.Error }
+type limitError struct {
+	rpc  *jsonrpc.Error
+	step *LimitStep
+}
 
 func (e *limitError) Error() string { return e.rpc.Error() }

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -172,6 +174,91 @@ func TestWaitQuotaBadValues(t *testing.T) {
 			o := build.Run(t, taiBin, tmp, userEnv(t, tmp), "run", "--agent", "builtin", "--no-notify", flag, "hi")
 			if o.Code != 2 || !strings.Contains(o.Stderr, "--wait-quota and --max-resumes must not be negative") {
 				t.Fatalf("exit %d\n%s", o.Code, o.Stderr)
+			}
+		})
+	}
+}
+
+// tai run --wait-quota when the agent died while the run waited for its
+// limit to reset (the built-in agent's limit step with exit: true answers
+// the prompt with the limit, then exits): at the reset tai starts the
+// agent again and takes its session back with the agent's own resume
+// (session/resume), or, when the agent no longer has it (forget: true), a
+// new session is given the task and what was done so far (the
+// workspace's git diff and new files). The result's resumed and the audit
+// log's quota.relaunch say which. Default sandbox, no --dir, a user-like
+// HOME; the reset is in the past, so no test waits on a clock.
+func TestWaitQuotaRelaunchesAnAgentThatDied(t *testing.T) {
+	past := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	tests := []struct {
+		name    string
+		forget  bool
+		resumed string
+	}{
+		{"its own session back", false, "session/resume"},
+		{"a new session told what was done", true, "new_session"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			ws := filepath.Join(tmp, "work")
+			if err := os.Mkdir(ws, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{{"init", "-q"}, {"-c", "user.email=t@tai.invalid", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "base"}} {
+				cmd := exec.Command("git", args...)
+				cmd.Dir = ws
+				if b, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("git %v: %v\n%s", args, err, b)
+				}
+			}
+			s := filepath.Join(tmp, "limit.yaml")
+			script := fmt.Sprintf("steps:\n  - write: {path: notes.txt, content: \"half done\\n\"}\n  - limit: {resets_at: %q, times: 1, exit: true, forget: %v}\n  - text: done\n", past, tt.forget)
+			if err := os.WriteFile(s, []byte(script), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			auditPath := filepath.Join(tmp, "audit.jsonl")
+			// --approve all: the agent's write before the limit must land;
+			// it is the work a new session is told of.
+			o := build.Run(t, taiBin, ws, userEnv(t, tmp), "run", "--agent-cmd", taiBin+" agent builtin --script "+s, "--approve", "all",
+				"--no-notify", "-o", "json", "--audit", auditPath, "--wait-quota=1h", "write the notes")
+			var r struct {
+				parkedResult
+				Resumed string `json:"resumed"`
+			}
+			if err := json.Unmarshal([]byte(o.Stdout), &r); err != nil {
+				t.Fatalf("exit %d, stdout not JSON (%v):\n%s\n%s", o.Code, err, o.Stdout, o.Stderr)
+			}
+			if o.Code != 0 || r.Status != "ok" || !strings.Contains(r.Message, "done") || r.Resumed != tt.resumed {
+				t.Fatalf("exit %d, status %s, message %q, resumed %q; want 0 ok done, resumed %s\n%s\n%s", o.Code, r.Status, r.Message, r.Resumed, tt.resumed, o.Stdout, o.Stderr)
+			}
+			entries := auditlog.Read(t, auditPath)
+			if e, ok := auditlog.First(entries, audit.KindQuotaRelaunch); !ok || !strings.Contains(string(e.Data), `"resumed":"`+tt.resumed+`"`) {
+				t.Errorf("quota.relaunch entry %s", e.Data)
+			}
+			if n := count(entries, audit.KindProcessStart); n != 2 {
+				t.Errorf("%d process.start entries, want 2 (the agent started again)", n)
+			}
+			var prompts []audit.Entry
+			for _, e := range entries {
+				if e.Kind == audit.KindPrompt {
+					prompts = append(prompts, e)
+				}
+			}
+			first, last := prompts[0], prompts[len(prompts)-1]
+			if last.Session != r.SessionID {
+				t.Errorf("the last prompt went to %s, the result names %s", last.Session, r.SessionID)
+			}
+			if !tt.forget {
+				for _, e := range prompts {
+					if e.Session != first.Session {
+						t.Errorf("a prompt went to session %s, not %s", e.Session, first.Session)
+					}
+				}
+				return
+			}
+			if last.Session == first.Session || !strings.Contains(string(last.Data), "write the notes") || !strings.Contains(string(last.Data), "notes.txt") {
+				t.Errorf("the new session's prompt (session %s, the first's %s): %s", last.Session, first.Session, last.Data)
 			}
 		})
 	}

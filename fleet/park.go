@@ -547,17 +547,7 @@ func (r *taskRun) resumeNext(ctx context.Context, tp *TaskPark, n next) next {
 			diff = p
 		}
 	}
-	return next{prompt: ResumePrompt(full, diff), full: full}
-}
-
-// ResumePrompt is the prompt of a new session that takes over a parked
-// task whose session cannot be resumed: the task, and what was done so
-// far (diff: the workspace's diff, "" for none).
-func ResumePrompt(task, diff string) string {
-	if strings.TrimSpace(diff) == "" {
-		diff = "(no changes yet)"
-	}
-	return fmt.Sprintf("%s\n\n---\nA usage limit stopped an earlier session on this task; this is a new one. What was done so far (the diff of your workspace):\n%s\n\nContinue the task from there.", task, diff)
+	return next{prompt: runner.ResumePrompt(full, diff), full: full}
 }
 
 // acquire waits until the task's account is not parked and a slot is

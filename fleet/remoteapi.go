@@ -45,7 +45,7 @@ type TaskRunOptions struct {
 	TaskSink driver.Sink
 	// Resume is the session of a parked attempt this one continues (its
 	// first turn sends runner.ContinuePrompt there); Full is the prompt of
-	// a new session when that session is gone (ResumePrompt: the task and
+	// a new session when that session is gone (runner.ResumePrompt: the task and
 	// what was done so far).
 	Resume, Full string
 	// Park is closed when the task's account parks (the coordinator's

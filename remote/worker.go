@@ -26,6 +26,7 @@ import (
 	"github.com/tai-dev/tai/exitcode"
 	"github.com/tai-dev/tai/fleet"
 	"github.com/tai-dev/tai/policy"
+	"github.com/tai-dev/tai/runner"
 	"github.com/tai-dev/tai/worktree"
 )
 
@@ -576,7 +577,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 		// A parked attempt's task: its session if the agent still has it
 		// (a new session told what was done, if not), from its work.
 		patch, _ := cg.Patch(ctx, dir, tm.Base, 16<<10)
-		ro.Full = fleet.ResumePrompt(tm.Prompt, patch)
+		ro.Full = runner.ResumePrompt(tm.Prompt, patch)
 		how := fmt.Sprintf("resumes parked attempt %d (on %s) in its own session %s", rs.Attempt, rs.Worker, rs.Session)
 		if rs.Resumable && rs.Session != "" {
 			ro.Resume = rs.Session

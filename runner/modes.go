@@ -75,6 +75,14 @@ func (g *modeGuard) start(ctx context.Context, sess modeSetter) {
 	go g.loop(ctx)
 }
 
+// use moves the guard to sess, which replaced the session it started
+// with (an agent relaunched after a limit).
+func (g *modeGuard) use(sess modeSetter) {
+	g.mu.Lock()
+	g.sess = sess
+	g.mu.Unlock()
+}
+
 // stop ends the guard once queued changes are decided.
 func (g *modeGuard) stop() {
 	g.mu.Lock()

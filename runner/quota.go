@@ -2,12 +2,16 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/driver/acp"
 	"github.com/tai-dev/tai/quota"
+	"github.com/tai-dev/tai/worktree"
 )
 
 // QuotaOptions say what a run does when the agent hits its usage limit.
@@ -62,21 +66,22 @@ func (e *parkedError) Unwrap() error { return e.limit }
 
 // quotaTurn runs a turn; on a usage limit it waits for the reset and
 // resumes the same session, within QuotaOptions' bounds, else ends the run
-// parked.
-func (r *run) quotaTurn(ctx context.Context, sess Session, prompt []driver.Content, last bool) error {
+// parked. An agent that died while the run waited is started again
+// (relaunch): *sess is then the new session.
+func (r *run) quotaTurn(ctx context.Context, sess *Session, prompt []driver.Content, last bool) error {
 	q := r.o.Quota
 	maxResumes := q.MaxResumes
 	if maxResumes <= 0 {
 		maxResumes = DefaultMaxResumes
 	}
 	var waited time.Duration
-	err := r.turn(ctx, sess, prompt, last)
+	err := r.turn(ctx, *sess, prompt, last)
 	for resumes := 0; ; resumes++ {
 		qe, ok := quota.As(err)
 		if !ok {
 			return err
 		}
-		p := Parked{Limit: qe.Limit, Account: q.Account, Session: sess.ID(), Resumes: resumes, WaitedMS: waited.Milliseconds()}
+		p := Parked{Limit: qe.Limit, Account: q.Account, Session: (*sess).ID(), Resumes: resumes, WaitedMS: waited.Milliseconds()}
 		now := r.o.Clock.Now()
 		wait := p.ResetsAt.Sub(now)
 		if p.ResetsAt.IsZero() {
@@ -103,7 +108,7 @@ func (r *run) quotaTurn(ctx context.Context, sess Session, prompt []driver.Conte
 		if p.Reason != "" {
 			return &parkedError{limit: qe, parked: p}
 		}
-		r.auditQuota(audit.KindQuotaWait, sess.ID(), map[string]any{
+		r.auditQuota(audit.KindQuotaWait, (*sess).ID(), map[string]any{
 			"limit": qe.Limit, "account": q.Account, "wait_ms": wait.Milliseconds(), "resume": resumes + 1,
 		})
 		if wait > 0 {
@@ -116,9 +121,165 @@ func (r *run) quotaTurn(ctx context.Context, sess Session, prompt []driver.Conte
 			}
 		}
 		waited += wait
-		r.auditQuota(audit.KindQuotaResume, sess.ID(), map[string]any{"resume": resumes + 1, "waited_ms": waited.Milliseconds()})
-		err = r.turn(ctx, sess, []driver.Content{{Type: "text", Text: ContinuePrompt}}, last)
+		r.auditQuota(audit.KindQuotaResume, (*sess).ID(), map[string]any{"resume": resumes + 1, "waited_ms": waited.Milliseconds()})
+		err = r.resumeTurn(ctx, sess, prompt, last)
 	}
+}
+
+// resumeTurn sends the continue prompt to the session after its limit
+// reset. An agent that died meanwhile (gone before the prompt, or dying
+// as it got it) is started again and its session reloaded (relaunch),
+// once per resume.
+func (r *run) resumeTurn(ctx context.Context, sess *Session, task []driver.Content, last bool) error {
+	if !exited(*sess) {
+		err := r.turn(ctx, *sess, []driver.Content{driver.TextContent(ContinuePrompt)}, last)
+		var exit *driver.AgentExitError
+		if _, limit := quota.As(err); limit || !errors.As(err, &exit) {
+			return err
+		}
+	}
+	next, prompt, err := r.relaunch(ctx, *sess, task)
+	if err != nil {
+		return err
+	}
+	*sess = next
+	return r.turn(ctx, next, prompt, last)
+}
+
+func exited(s Session) bool {
+	select {
+	case <-s.Exited():
+		return true
+	default:
+		return false
+	}
+}
+
+// How a relaunched agent took its session back (Result.Resumed).
+type Resumed string
+
+// The ways.
+const (
+	ResumedLoad       Resumed = "session/load"   // ACP: the history replayed
+	ResumedResume     Resumed = "session/resume" // ACP: without the replay
+	ResumedFlag       Resumed = "--resume"       // stream-json and terminal agents: the CLI's own
+	ResumedNewSession Resumed = "new_session"    // it could not: a new session told what was done
+)
+
+// resumeWay is how an agent with caps reloads a session: the ACP driver
+// prefers session/resume unless the replay is asked for (driver/acp).
+func resumeWay(d driver.Name, caps driver.Capabilities, replay bool) Resumed {
+	switch {
+	case !caps.LoadSession && !caps.ResumeSession:
+		return ResumedNewSession
+	case d != acp.Name:
+		return ResumedFlag
+	case caps.ResumeSession && !(replay && caps.LoadSession):
+		return ResumedResume
+	default:
+		return ResumedLoad
+	}
+}
+
+// relaunch starts the agent again after it died while the run waited for
+// its limit to reset, and takes the session back with the agent's own
+// resume (session/load or session/resume, --resume); where the agent
+// cannot (no such capability, or it no longer has the session) it starts
+// a new session told what was done so far: the task and the workspace's
+// diff. It says which in the result and the audit log, and returns the
+// session and the prompt that continues the work.
+func (r *run) relaunch(ctx context.Context, dead Session, task []driver.Content) (Session, []driver.Content, error) {
+	old := dead.ID()
+	way := resumeWay(r.driverName(), dead.Capabilities(), r.launch.LoadReplay)
+	r.closeSession(dead) // reaps it; what it said is in the log
+	l := r.launch
+	l.ForkID = ""
+	var why string
+	var sess Session
+	var err error
+	if way != ResumedNewSession {
+		l.ResumeID = old
+		sess, err = r.start(ctx, l)
+		switch {
+		case errors.Is(err, driver.ErrNoSession), errors.Is(err, driver.ErrUnsupported):
+			why = err.Error()
+			way = ResumedNewSession
+		case err != nil:
+			return nil, nil, r.interrupted(ctx, fmt.Errorf("%s exited while the run waited for its limit; starting it again to resume session %s: %w", r.o.Agent, old, err))
+		}
+	} else {
+		why = r.o.Agent + " can neither load nor resume a session"
+	}
+	prompt := []driver.Content{driver.TextContent(ContinuePrompt)}
+	if way == ResumedNewSession {
+		l.ResumeID = ""
+		if sess, err = r.start(ctx, l); err != nil {
+			return nil, nil, r.interrupted(ctx, fmt.Errorf("%s exited while the run waited for its limit; starting it again: %w", r.o.Agent, err))
+		}
+		prompt = r.takeOverPrompt(ctx, task)
+	}
+	if r.modes != nil {
+		r.modes.use(sess)
+	}
+	if err := r.configure(ctx, sess); err != nil {
+		r.closeSession(sess)
+		return nil, nil, r.interrupted(ctx, err)
+	}
+	r.setLive(sess)
+	r.col.resumed(way)
+	d := map[string]any{"session": old, "new_session": sess.ID(), "resumed": way, "reason": "the agent exited while the run waited for its limit to reset"}
+	if why != "" {
+		d["why_new"] = why
+	}
+	r.auditQuota(audit.KindQuotaRelaunch, sess.ID(), d)
+	r.o.Logger.Info("relaunched the agent after its limit", "agent", r.o.Agent, "session", old, "resumed", way)
+	return sess, prompt, nil
+}
+
+// takeOverPrompt is the first prompt of a new session that takes over a
+// session its agent lost: the task and the workspace's diff, then the
+// task's other blocks (files).
+func (r *run) takeOverPrompt(ctx context.Context, task []driver.Content) []driver.Content {
+	var text []string
+	var rest []driver.Content
+	for _, c := range task {
+		if c.Type == "text" {
+			text = append(text, c.Text)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	diff := workspaceDiff(ctx, r.launch.Cwd)
+	return append([]driver.Content{driver.TextContent(ResumePrompt(strings.Join(text, "\n"), diff))}, rest...)
+}
+
+// workspaceDiff is what was done in dir so far, if it is a git work tree:
+// its diff against HEAD and the files git does not track yet; "" for none.
+func workspaceDiff(ctx context.Context, dir string) string {
+	// Repo: the config's filter drivers (the agent may have written
+	// them) are turned off, as in every git call tai makes.
+	g := &worktree.Git{Repo: dir}
+	patch, err := g.Patch(ctx, dir, "HEAD", maxTakeOverDiff)
+	if err != nil {
+		return "(the workspace is not a git work tree with a commit: no diff)"
+	}
+	if untracked, err := g.Untracked(ctx, dir); err == nil && len(untracked) > 0 {
+		patch += "\nNew files, not tracked by git yet:\n  " + strings.Join(untracked, "\n  ") + "\n"
+	}
+	return patch
+}
+
+// maxTakeOverDiff bounds the diff a takeover prompt carries.
+const maxTakeOverDiff = 16 << 10
+
+// ResumePrompt is the prompt of a new session that takes over a task
+// whose session cannot be resumed after a usage limit: the task, and what
+// was done so far (diff: the workspace's diff, "" for none).
+func ResumePrompt(task, diff string) string {
+	if strings.TrimSpace(diff) == "" {
+		diff = "(no changes yet)"
+	}
+	return fmt.Sprintf("%s\n\n---\nA usage limit stopped an earlier session on this task; this is a new one. What was done so far (the diff of your workspace):\n%s\n\nContinue the task from there.", task, diff)
 }
 
 func (r *run) auditQuota(kind, session string, v any) {

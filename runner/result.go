@@ -53,6 +53,11 @@ type Result struct {
 	// Parked, on status "parked", says which limit stopped the run, when
 	// it resets, whose account it is and the session to resume.
 	Parked *Parked `json:"parked,omitempty"`
+	// Resumed says how the run took its session back after its agent
+	// died while the run waited for a usage limit to reset: session/load,
+	// session/resume, --resume, or new_session (a new session told what
+	// was done so far). Empty: it did not have to.
+	Resumed Resumed `json:"resumed,omitempty"`
 
 	// LastSeq is the sequence number of the last event, so that the result
 	// frame can follow it.
@@ -262,6 +267,13 @@ func (c *collector) usage() *driver.Usage {
 		c.res.Usage = &driver.Usage{}
 	}
 	return c.res.Usage
+}
+
+// resumed records how a relaunched agent took its session back.
+func (c *collector) resumed(way Resumed) {
+	c.mu.Lock()
+	c.res.Resumed = way
+	c.mu.Unlock()
 }
 
 // newTurn starts collecting the message of a new turn.

@@ -241,15 +241,17 @@ func Run(ctx context.Context, o Options) (Result, error) {
 }
 
 type run struct {
-	o     Options
-	col   *collector
-	st    *stamper
-	audit *auditSink
-	modes *modeGuard
-	sb    *sandbox.Sandbox // nil: processes start directly
+	o      Options
+	launch driver.Launch // how the agent was started: a relaunch's too
+	col    *collector
+	st     *stamper
+	audit  *auditSink
+	modes  *modeGuard
+	sb     *sandbox.Sandbox // nil: processes start directly
 
 	mu         sync.Mutex
-	promptFail error // the policy could not ask and was told to fail
+	cur        Session // the live session (Live), a relaunch's once there is one
+	promptFail error   // the policy could not ask and was told to fail
 	cause      func() error
 }
 
@@ -393,41 +395,37 @@ func (r *run) run(ctx context.Context) error {
 		w := o.StderrTo
 		stderr.Fwd = func(p []byte) { _, _ = w.Write(p) }
 	}
-	sess, err := startDriver(runCtx, r.driverName(), driver.Launch{
+	r.launch = driver.Launch{
 		Argv: o.Argv, Env: o.Env, Cwd: cwd, Agent: o.Agent,
 		Host:       driver.Host{Sink: r.st, Decider: dec, Files: svc, Terminals: svc, Elicitor: r.elicitor(onFail), Passthrough: o.Passthrough},
 		MCPServers: o.MCPServers, AuthMethod: o.AuthMethod, ResumeID: o.ResumeID, LoadReplay: o.LoadReplay, ForkID: o.ForkID, AddDirs: o.AddDirs,
 		Quirks:        o.Quirks,
 		ClientVersion: o.Version, Logger: o.Logger, Trace: o.Trace, MaxLineBytes: o.MaxLineBytes,
 		StderrTo: stderr, Clock: o.Clock, Cols: o.Cols, Rows: o.Rows, Sandbox: r.sb,
-	})
+	}
+	sess, err := r.start(runCtx, r.launch)
 	if err != nil {
 		return r.startRefused(r.interrupted(runCtx, fmt.Errorf("starting %s: %w", o.Agent, err)), stderr.String())
 	}
 	if r.modes != nil {
 		r.modes.start(runCtx, sess)
 	}
-	if r.audit != nil {
-		r.audit.append(audit.KindProcessStart, sess.ID(), audit.Process{Name: o.Agent, Path: o.Argv[0], Args: o.Argv[1:], PID: sess.Pid()})
-	}
-	defer func() {
-		_ = sess.Close(context.Background())
-		if r.audit != nil {
-			r.audit.append(audit.KindSessionEnd, sess.ID(), nil)
-		}
-	}()
+	// sess is the live session: a relaunch after a limit (quotaTurn)
+	// replaces it, and this closes the one live at the end.
+	defer func() { r.closeSession(sess) }()
 
 	if err := r.configure(runCtx, sess); err != nil {
 		return r.interrupted(runCtx, err)
 	}
+	r.setLive(sess)
 	if o.OnSession != nil {
-		o.OnSession(Live{r: r, sess: sess})
+		o.OnSession(Live{r: r})
 	}
 	if o.Attach != nil {
 		return r.attach(runCtx, sess)
 	}
 	if len(o.Prompt) > 0 {
-		if err := r.quotaTurn(runCtx, sess, o.Prompt, o.Turns == nil); err != nil {
+		if err := r.quotaTurn(runCtx, &sess, o.Prompt, o.Turns == nil); err != nil {
 			return err
 		}
 	}
@@ -437,7 +435,7 @@ func (r *run) run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if err := r.quotaTurn(runCtx, sess, p, false); err != nil {
+			if err := r.quotaTurn(runCtx, &sess, p, false); err != nil {
 				return err
 			}
 		case <-o.Interrupts: // nothing running: nothing to interrupt
@@ -450,6 +448,38 @@ func (r *run) run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// start starts the agent with l and records its process.
+func (r *run) start(ctx context.Context, l driver.Launch) (Session, error) {
+	sess, err := startDriver(ctx, r.driverName(), l)
+	if err != nil {
+		return nil, err
+	}
+	if r.audit != nil {
+		r.audit.append(audit.KindProcessStart, sess.ID(), audit.Process{Name: r.o.Agent, Path: l.Argv[0], Args: l.Argv[1:], PID: sess.Pid()})
+	}
+	return sess, nil
+}
+
+func (r *run) setLive(sess Session) {
+	r.mu.Lock()
+	r.cur = sess
+	r.mu.Unlock()
+}
+
+func (r *run) live() Session {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cur
+}
+
+// closeSession ends sess and its agent, and records the session's end.
+func (r *run) closeSession(sess Session) {
+	_ = sess.Close(context.Background())
+	if r.audit != nil {
+		r.audit.append(audit.KindSessionEnd, sess.ID(), nil)
+	}
 }
 
 // protected are tai's own files, which the host services never write: its

@@ -32,7 +32,8 @@ func TestMain(m *testing.M) {
 			// Deaf to stdin EOF, SIGTERM and SIGHUP: only a kill ends it.
 			signal.Ignore(syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 		}
-		_ = builtin.Serve(context.Background(), os.Stdin, os.Stdout, builtin.Options{Script: s})
+		// TAI_RUNNER_STATE keeps its sessions there, for a later process.
+		_ = builtin.Serve(context.Background(), os.Stdin, os.Stdout, builtin.Options{Script: s, StateDir: os.Getenv("TAI_RUNNER_STATE")})
 		if os.Getenv("TAI_RUNNER_STUBBORN") != "" {
 			select {}
 		}

@@ -202,6 +202,22 @@ func (g *Git) Patch(ctx context.Context, dir, rev string, max int) (string, erro
 	return out, nil
 }
 
+// Untracked are the files in dir git does not track and does not ignore,
+// relative to dir.
+func (g *Git) Untracked(ctx context.Context, dir string) ([]string, error) {
+	out, err := g.run(ctx, dir, "ls-files", "-z", "--others", "--exclude-standard", "--", ".")
+	if err != nil {
+		return nil, fmt.Errorf("worktree: %w", err)
+	}
+	var files []string
+	for _, f := range strings.Split(out, "\x00") {
+		if f != "" {
+			files = append(files, f)
+		}
+	}
+	return files, nil
+}
+
 // NumStat is git's diffstat of dir against rev (as Patch), tracked files
 // only.
 func (g *Git) NumStat(ctx context.Context, dir, rev string) (DiffStat, error) {
