@@ -2,9 +2,11 @@ package realagents
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -238,4 +240,74 @@ func promptsTo(t *testing.T, entries []audit.Entry, session string, n int) {
 	if got != n {
 		t.Errorf("%d prompts in the audit log, want %d", got, n)
 	}
+}
+
+// qwen-code 0.24.4 at a 429 whose Retry-After is an hour away: it waits
+// the hour before its next attempt (each of its 7, Retry-After apart, up
+// to 2^31-1 ms), and says nothing over ACP meanwhile, so tai cannot see the
+// limit: Ctrl-C ends the run interrupted, not parked. The model saw one
+// request; nothing came from qwen between the prompt and the cancel. (Its
+// settings, scenario "limit", set model.generationConfig.maxRetries: 0,
+// which bounds only the rounds of retries after those 7, not this wait.)
+// Default sandbox, no --dir, the suite's user-like HOME.
+func TestQwenWaitsOutALongRetryAfterSilently(t *testing.T) {
+	need(t)
+	var a agent
+	for _, x := range agents {
+		if x.name == "qwen" {
+			a = x
+		}
+	}
+	exe, _ := a.installed(t)
+	script := filepath.Join(t.TempDir(), "limit.json")
+	writeFile(t, script, `{"limit": {"until": "2099-01-01T00:00:00Z", "retry_after": 3600}, "turns": [{"text": "`+scriptedText+`"}]}`)
+	w := newWorld(t, a, exe, "limit", script)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd, out, errb := w.command(ctx, "-o", "json", "Say hello.")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting tai: %v", err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	refused := func() bool {
+		for _, e := range w.modelLog() {
+			if e.Status == 429 {
+				return true
+			}
+		}
+		return false
+	}
+	if !waitFor(exited, refused) {
+		_ = cmd.Process.Kill()
+		<-exited
+		w.finish(waitErr, out, errb)
+		t.Fatal("qwen never met the 429")
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatalf("SIGINT: %v", err)
+	}
+	<-exited
+	o := w.finish(waitErr, out, errb)
+	r := w.jsonResult(o)
+	if o.code != 130 || r.Status != "interrupted" {
+		t.Fatalf("exit %d, status %s, error %q; want 130 interrupted (qwen gave up on its own?)", o.code, r.Status, r.Error)
+	}
+	if n := len(w.modelLog()); n != 1 {
+		t.Errorf("the model saw %d requests, want 1: qwen waits the announced hour before its next", n)
+	}
+	// Nothing from qwen between the prompt and tai's session/cancel.
+	prompted := false
+	for _, line := range strings.Split(readFile(t, w.trace), "\n") {
+		switch {
+		case strings.Contains(line, `"method":"session/prompt"`):
+			prompted = true
+		case strings.Contains(line, `"method":"session/cancel"`):
+			prompted = false
+		case prompted && strings.Contains(line, `"dir":"in"`):
+			t.Errorf("qwen said something while it waited: %.300s", line)
+		}
+	}
+	w.checkNoLeftovers()
 }
