@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ type Limit struct {
 	Message string `json:"message,omitempty"`
 	// Source says which signal it was read from (acp_error, quota_exceeded,
 	// rate_limit_event, text, screen: a PTY TUI's limit screen,
-	// final_message).
+	// final_message; A2A: http_429, http_503, fields).
 	Source string `json:"source"`
 }
 
@@ -69,15 +70,18 @@ func As(err error) (*Error, bool) {
 	return qe, ok
 }
 
-// errorData is the part of a JSON-RPC error's data that says "limit":
-// the ACP quotas RFD draft's quotaExceeded (resetsAt), claude-agent-acp's
-// errorKind, and retry hints some agents add.
+// errorData is the part of a JSON-RPC error's data (or an A2A task's
+// metadata) that says "limit": the ACP quotas RFD draft's quotaExceeded
+// (resetsAt), claude-agent-acp's errorKind, and retry hints some agents
+// add.
 type errorData struct {
 	Type       string          `json:"type"`
 	Code       string          `json:"code"`
 	ErrorKind  string          `json:"errorKind"`
 	Kind       string          `json:"kind"`
+	Reason     string          `json:"reason"`
 	ResetsAt   json.RawMessage `json:"resetsAt"`
+	ResetAt    json.RawMessage `json:"resetAt"`
 	RetryAfter json.RawMessage `json:"retryAfter"`
 	Details    string          `json:"details"`
 }
@@ -90,6 +94,7 @@ var rateKinds = map[string]Kind{
 	"rate_limit": KindRate, "rate_limit_error": KindRate, "rate_limited": KindRate,
 	"quotaexceeded": KindUsage, "quota_exceeded": KindUsage, "usage_limit": KindUsage,
 	"usage_limit_reached": KindUsage, "resource_exhausted": KindRate,
+	"rate_limit_exceeded": KindRate, "too_many_requests": KindRate,
 }
 
 // FromError reads a limit from an agent's error: a JSON-RPC error's data
@@ -103,6 +108,10 @@ func FromError(err error, now time.Time) (Limit, bool) {
 	if qe, ok := As(err); ok {
 		return qe.Limit, true
 	}
+	var c Checked
+	if errors.As(err, &c) {
+		return Limit{}, false
+	}
 	var rl rateLimited
 	if errors.As(err, &rl) {
 		if l, ok := FromRateLimitInfo(rl.RateLimitInfo(), now); ok {
@@ -114,23 +123,45 @@ func FromError(err error, now time.Time) (Limit, bool) {
 	if !ok {
 		return FromText(err.Error(), now)
 	}
-	var d errorData
-	if len(data) > 0 {
-		_ = json.Unmarshal(data, &d) // data of another shape: the text decides
-	}
 	msg = strings.TrimPrefix(msg, "Internal error: ")
-	for _, k := range []string{d.ErrorKind, d.Type, d.Code, d.Kind} {
+	l, ok := fromFields(data, msg, "acp_error", now)
+	if !ok && code == http.StatusTooManyRequests {
+		// gemini-cli 0.61 and qwen-code 0.24.4 fail session/prompt with the
+		// HTTP status as the JSON-RPC code, whatever the provider's words.
+		l, ok = Limit{Kind: KindRate, Message: msg, Source: "acp_error"}, true
+		if t, rok := ParseReset(msg, now); rok {
+			l.ResetsAt = t
+		}
+	}
+	return l, ok
+}
+
+// FromFields reads a limit from the structured fields an agent attached
+// to a failure (an error's data, an A2A task's or status message's
+// metadata: a kind such as rate_limit or quotaExceeded, resetsAt,
+// retryAfter) together with its text, which decides when no field names
+// a limit. Fields of another shape are ignored.
+func FromFields(fields json.RawMessage, text string, now time.Time) (Limit, bool) {
+	return fromFields(fields, text, "fields", now)
+}
+
+// fromFields is FromFields with the source to report for a limit the
+// fields or the text name.
+func fromFields(fields json.RawMessage, msg, source string, now time.Time) (Limit, bool) {
+	var d errorData
+	if len(fields) > 0 {
+		_ = json.Unmarshal(fields, &d) // data of another shape: the text decides
+	}
+	for _, k := range []string{d.ErrorKind, d.Type, d.Code, d.Kind, d.Reason} {
 		kind, ok := rateKinds[strings.ToLower(k)]
 		if !ok {
 			continue
 		}
-		l := Limit{Kind: kind, Message: msg, Source: "acp_error"}
+		l := Limit{Kind: kind, Message: msg, Source: source}
 		if strings.EqualFold(k, "quotaExceeded") {
 			l.Source = "quota_exceeded"
 		}
-		if t, ok := jsonTime(d.ResetsAt, now); ok {
-			l.ResetsAt = t
-		} else if t, ok := jsonTime(d.RetryAfter, now); ok {
+		if t, ok := d.resets(now); ok {
 			l.ResetsAt = t
 		} else if t, ok := ParseReset(msg, now); ok {
 			l.ResetsAt = t
@@ -140,18 +171,9 @@ func FromError(err error, now time.Time) (Limit, bool) {
 		}
 		return l, true
 	}
-	if l, ok := FromText(msg+" "+d.Details, now); ok {
-		l.Source = "acp_error"
-		if t, ok := jsonTime(d.ResetsAt, now); ok {
-			l.ResetsAt = t
-		}
-		return l, true
-	}
-	// gemini-cli 0.61 and qwen-code 0.24.4 fail session/prompt with the
-	// HTTP status as the JSON-RPC code, whatever the provider's words.
-	if code == http.StatusTooManyRequests {
-		l := Limit{Kind: KindRate, Message: msg, Source: "acp_error"}
-		if t, ok := ParseReset(msg, now); ok {
+	if l, ok := FromText(strings.TrimSpace(msg+" "+d.Details), now); ok {
+		l.Source = source
+		if t, ok := d.resets(now); ok {
 			l.ResetsAt = t
 		}
 		return l, true
@@ -188,6 +210,50 @@ func FromFinalMessage(text string, now time.Time) (Limit, bool) {
 		return l, true
 	}
 	return Limit{}, false
+}
+
+// resets is the reset time the fields give: resetsAt, else retryAfter.
+func (d errorData) resets(now time.Time) (time.Time, bool) {
+	for _, raw := range []json.RawMessage{d.ResetsAt, d.ResetAt, d.RetryAfter} {
+		if t, ok := jsonTime(raw, now); ok {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// FromHTTP reads a limit from an HTTP answer that refused a request: 429
+// always is one, 503 only with a Retry-After or a body that names a limit
+// (else it is an outage). The reset is the Retry-After header's (seconds
+// or an HTTP date), else what the body's error (cause) says.
+func FromHTTP(status int, h http.Header, cause error, now time.Time) (Limit, bool) {
+	if status != http.StatusTooManyRequests && status != http.StatusServiceUnavailable {
+		return Limit{}, false
+	}
+	l, named := FromError(cause, now)
+	retry := strings.TrimSpace(h.Get("Retry-After"))
+	if !named && status == http.StatusServiceUnavailable && retry == "" {
+		return Limit{}, false
+	}
+	if !named {
+		l = Limit{Kind: KindRate}
+		if cause != nil {
+			l.Message = cause.Error()
+		}
+	}
+	l.Source = "http_" + strconv.Itoa(status)
+	if t, ok := ParseReset(retry, now); ok {
+		l.ResetsAt = t
+	}
+	return l, true
+}
+
+// Checked is an error its driver already read for a limit and found none
+// (a limit would be an *Error): FromError does not read its text, which
+// may hold ids ("task 5f429c…") that look like one.
+type Checked interface {
+	error
+	LimitChecked()
 }
 
 // rateLimited is an error that carries the Claude rate_limit_info that

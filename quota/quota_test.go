@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,10 +92,15 @@ func TestFromError(t *testing.T) {
 		// no limit.
 		{"code 429", rpcErr(429, "Resource has been exhausted (e.g. check quota).", nil), true, KindRate, "acp_error", time.Time{}},
 		{"plain error text", errors.New("You've hit your usage limit. Try again at 3:15 PM."), true, KindUsage, "text", time.Date(2026, 12, 7, 15, 15, 0, 0, time.UTC)},
+		// A server that mirrors the HTTP status in the JSON-RPC code.
+		{"code 429", rpcErr(429, "slow down, retry in 30s", nil), true, KindRate, "acp_error", now.Add(30 * time.Second)},
+		{"retryAfter beside a limit text", rpcErr(-32000, "Rate limit exceeded", map[string]any{"retryAfter": "2026-12-07T10:05:00Z"}),
+			true, KindRate, "acp_error", time.Date(2026, 12, 7, 10, 5, 0, 0, time.UTC)},
 		{"not a limit", rpcErr(-32603, "Internal error: boom", map[string]any{"errorKind": "server_error"}), false, "", "", time.Time{}},
 		{"a number is not 429", errors.New("wrote 14290 bytes"), false, "", "", time.Time{}},
 		{"odd data", rpcErr(-32603, "Internal error", []int{1, 2}), false, "", "", time.Time{}},
 		{"nil", nil, false, "", "", time.Time{}},
+		{"checked by its driver", fmt.Errorf("prompt: %w", checked{"task 5f429c1e ended failed: boom"}), false, "", "", time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,6 +117,82 @@ func TestFromError(t *testing.T) {
 		})
 	}
 }
+
+func TestFromHTTP(t *testing.T) {
+	hdr := func(retry string) http.Header {
+		h := http.Header{}
+		if retry != "" {
+			h.Set("Retry-After", retry)
+		}
+		return h
+	}
+	tests := []struct {
+		name   string
+		status int
+		retry  string
+		cause  error
+		ok     bool
+		kind   Kind
+		source string
+		resets time.Time
+	}{
+		{"429 retry-after seconds", 429, "90", errors.New("HTTP 429"), true, KindRate, "http_429", now.Add(90 * time.Second)},
+		{"429 retry-after date", 429, "Mon, 07 Dec 2026 11:30:00 GMT", nil, true, KindRate, "http_429", time.Date(2026, 12, 7, 11, 30, 0, 0, time.UTC)},
+		{"429 bare", 429, "", errors.New("HTTP 429"), true, KindRate, "http_429", time.Time{}},
+		// The JSON-RPC error in the 429's body says usage and when; Retry-After wins.
+		{"429 body usage", 429, "", rpcErr(-32000, "You've hit your usage limit. Try again at 3:15 PM.", nil),
+			true, KindUsage, "http_429", time.Date(2026, 12, 7, 15, 15, 0, 0, time.UTC)},
+		{"429 header beats body", 429, "60", rpcErr(-32000, "rate limit, retry in 2h", nil), true, KindRate, "http_429", now.Add(time.Minute)},
+		{"503 retry-after", 503, "120", errors.New("HTTP 503"), true, KindRate, "http_503", now.Add(2 * time.Minute)},
+		{"503 body limit", 503, "", rpcErr(-32000, "Quota exceeded", map[string]any{"resetsAt": "2026-12-07T12:00:00Z"}),
+			true, KindUsage, "http_503", time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)},
+		{"503 outage", 503, "", errors.New("HTTP 503: upstream down"), false, "", "", time.Time{}},
+		{"500", 500, "30", errors.New("HTTP 500"), false, "", "", time.Time{}},
+		{"429 unreadable retry-after", 429, "soon", nil, true, KindRate, "http_429", time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, ok := FromHTTP(tt.status, hdr(tt.retry), tt.cause, now)
+			if ok != tt.ok {
+				t.Fatalf("FromHTTP ok = %v, want %v (%+v)", ok, tt.ok, l)
+			}
+			if ok && (l.Kind != tt.kind || l.Source != tt.source || !l.ResetsAt.Equal(tt.resets)) {
+				t.Fatalf("FromHTTP = %+v; want kind %s source %s resets %v", l, tt.kind, tt.source, tt.resets)
+			}
+		})
+	}
+}
+
+func TestFromFields(t *testing.T) {
+	tests := []struct {
+		name, fields, text string
+		ok                 bool
+		kind               Kind
+		resets             time.Time
+	}{
+		{"kind and resetsAt", `{"errorKind":"rate_limit","resetsAt":"2026-12-07T11:00:00Z"}`, "failed", true, KindRate, time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)},
+		{"reason usage_limit, retryAfter seconds", `{"reason":"usage_limit","retryAfter":300}`, "stopped", true, KindUsage, now.Add(5 * time.Minute)},
+		{"text decides, metadata times it", `{"resetsAt":1796652000}`, "Rate limit exceeded", true, KindRate, time.Unix(1796652000, 0).UTC()},
+		{"text alone", ``, "You've hit your usage limit, try again in 10m", true, KindUsage, now.Add(10 * time.Minute)},
+		{"metadata of another shape", `["x"]`, "usage limit reached", true, KindUsage, time.Time{}},
+		{"a reset time alone is no limit", `{"resetsAt":1796652000}`, "the build failed", false, "", time.Time{}},
+		{"not a limit", `{"errorKind":"crash"}`, "boom", false, "", time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, ok := FromFields(json.RawMessage(tt.fields), tt.text, now)
+			if ok != tt.ok || ok && (l.Kind != tt.kind || !l.ResetsAt.Equal(tt.resets) || l.Source != "fields") {
+				t.Fatalf("FromFields = %+v, %v; want %v %s %v", l, ok, tt.ok, tt.kind, tt.resets)
+			}
+		})
+	}
+}
+
+// checked is an error its driver read for a limit already.
+type checked struct{ msg string }
+
+func (c checked) Error() string { return c.msg }
+func (checked) LimitChecked()   {}
 
 func TestFromErrorKeepsLimit(t *testing.T) {
 	want := Limit{Kind: KindRate, Source: "text"}

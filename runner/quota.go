@@ -98,6 +98,9 @@ func (r *run) quotaTurn(ctx context.Context, sess *Session, prompt []driver.Cont
 		switch {
 		case q.Wait <= 0 && q.ParkReason != "":
 			p.Reason = q.ParkReason
+		case q.Wait <= 0 && p.Session == "":
+			// An A2A agent refused the first prompt before it named a context.
+			p.Reason = "without --wait-quota the run parks; the agent named no session before its limit: run the prompt again"
 		case q.Wait <= 0:
 			p.Reason = "without --wait-quota the run parks: resume it with tai run --resume " + p.Session
 		case resumes >= maxResumes:

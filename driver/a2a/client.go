@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/quota"
 )
 
 // A2A error codes tai branches on (spec §2.5).
@@ -43,6 +45,13 @@ func (e *HTTPError) Error() string {
 	return s
 }
 
+// limited: err is the agent's usage or rate limit (an HTTP 429, a
+// JSON-RPC error that names one).
+func limited(err error, now time.Time) bool {
+	_, ok := quota.FromError(err, now)
+	return ok
+}
+
 // remoteCode is the JSON-RPC error code of err, or 0.
 func remoteCode(err error) int {
 	var re *driver.RemoteError
@@ -69,6 +78,7 @@ type client struct {
 	hc    *http.Client
 	trace func(dir string, b []byte)
 	max   int64
+	now   func() time.Time // the session's clock, for relative reset times
 	next  atomic.Int64
 }
 
@@ -118,14 +128,26 @@ func (c *client) post(ctx context.Context, ep endpoint, method string, params an
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		c.traceIn(b)
 		// Some servers put the JSON-RPC error in a 4xx/5xx body.
+		var herr error = &HTTPError{Method: method, URL: ep.url, Status: resp.StatusCode, Body: string(b[:min(len(b), 512)])}
 		var r rpcResponse
 		if json.Unmarshal(b, &r) == nil && r.Error != nil {
-			_, rerr := r.result(method)
-			return nil, rerr
+			_, herr = r.result(method)
 		}
-		return nil, &HTTPError{Method: method, URL: ep.url, Status: resp.StatusCode, Body: string(b[:min(len(b), 512)])}
+		// A 429 (or a 503 with Retry-After) is the agent's limit, whatever
+		// the call: it parks the run instead of failing it.
+		if l, ok := quota.FromHTTP(resp.StatusCode, resp.Header, herr, c.clock()); ok {
+			return nil, &quota.Error{Limit: l, Err: herr}
+		}
+		return nil, herr
 	}
 	return resp, nil
+}
+
+func (c *client) clock() time.Time {
+	if c.now == nil {
+		return time.Now()
+	}
+	return c.now()
 }
 
 func (c *client) traceIn(b []byte) {

@@ -18,7 +18,10 @@
 // A tai session is an A2A context (contextId), a turn is a task. A turn
 // ends when its task does: completed is end_turn, canceled is cancelled,
 // failed and rejected are a *TaskError, auth-required is an
-// *driver.AuthRequiredError. input-required is how an A2A agent asks: a
+// *driver.AuthRequiredError. The agent's usage or rate limit is a
+// *quota.Error, read with quota's readers: an HTTP 429 (or 503 with
+// Retry-After) on any call, a task that failed or was rejected saying so
+// in its status message or metadata. input-required is how an A2A agent asks: a
 // question offering yes/no is put to the Host's Decider as a permission
 // request and answered in the same task, so tai's policy decides and the
 // decision is audited; any other question ends the turn with stop reason
@@ -79,6 +82,11 @@ type TaskError struct {
 	Message string
 }
 
+// LimitChecked: the driver read the task's message and metadata for a
+// limit (a task at its limit is a *quota.Error): quota.FromError must not
+// read this error's text again, whose task id may hold "429".
+func (*TaskError) LimitChecked() {}
+
 func (e *TaskError) Error() string {
 	s := fmt.Sprintf("a2a: the agent's task %s ended %s", e.TaskID, e.State)
 	if e.Message != "" {
@@ -134,8 +142,9 @@ type Session struct {
 	confirmed bool // the dialect at epIdx answered: no more negotiation
 	contextID string
 	started   bool
-	turn      *turn  // the running turn, nil between turns
-	inputTask string // an input-required task the next prompt answers
+	turn      *turn       // the running turn, nil between turns
+	inputTask string      // an input-required task the next prompt answers
+	refused   *outMessage // a message refused at the limit, sent again with the next prompt
 	closed    bool
 
 	idle      chan struct{} // holds a token while no turn runs
@@ -195,7 +204,7 @@ func Start(ctx context.Context, l driver.Launch, o Options) (*Session, error) {
 		s.own = http.DefaultTransport.(*http.Transport).Clone()
 		hc = &http.Client{Transport: s.own}
 	}
-	s.c = &client{hc: hc, trace: l.Trace, max: l.MaxLineBytes}
+	s.c = &client{hc: hc, trace: l.Trace, max: l.MaxLineBytes, now: func() time.Time { return l.Clock.Now("a2a", "limit") }}
 	s.ctx, s.stop = context.WithCancel(context.Background())
 
 	if err := s.resolve(ctx, u); err != nil {

@@ -8,8 +8,10 @@ import (
 	"github.com/tai-dev/tai/internal/lazyre"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/tai-dev/tai/driver"
+	"github.com/tai-dev/tai/quota"
 )
 
 // RawKind is the kind of the raw events carrying what the agent sent that
@@ -49,6 +51,8 @@ type turn struct {
 	artifacts map[string]string // text shown so far, by task/artifact id
 	shown     map[string]bool   // status messages shown, by id or text
 	state     State             // the last state reported as a status event
+	meta      []json.RawMessage // the metadata that came with the status (its message's, its event's or task's)
+	sent      outMessage        // the message being sent
 	nMsg      int
 	questions int
 }
@@ -91,6 +95,13 @@ func (s *Session) Prompt(ctx context.Context, prompt []driver.Content) (driver.T
 	s.turn = t
 	msg := outMessage{ID: s.o.NewID(), ContextID: s.contextID, TaskID: s.inputTask, Content: prompt,
 		DraftTaskID: s.o.NewID(), DraftSessionID: s.draftSess}
+	if r := s.refused; r != nil {
+		// The agent refused the last prompt at its limit without taking
+		// it: it goes out again, ahead of this one (the continue prompt).
+		msg.Content = append(append([]driver.Content(nil), r.Content...), prompt...)
+		msg.TaskID = orDefault(msg.TaskID, r.TaskID)
+		s.refused = nil
+	}
 	s.inputTask = ""
 	s.mu.Unlock()
 	stopAfter := context.AfterFunc(s.ctx, func() { abort(errClosed) })
@@ -107,6 +118,7 @@ func (s *Session) Prompt(ctx context.Context, prompt []driver.Content) (driver.T
 func (t *turn) run(msg outMessage) (driver.TurnResult, error) {
 	s := t.s
 	for {
+		t.sent = msg
 		err := t.exchange(msg)
 		if err != nil {
 			return t.failed(err)
@@ -174,9 +186,11 @@ func (t *turn) exchange(msg outMessage) error {
 }
 
 // dropped: the stream ended without the task ending; follow picks it up.
+// A limit (an HTTP 429) is not: retrying it at once would only be refused.
 func dropped(err error) bool {
 	var re *driver.RemoteError
-	return !errors.As(err, &re) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	_, limit := quota.As(err)
+	return !errors.As(err, &re) && !limit && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
 // settled: the turn's task is over or waits for the client.
@@ -243,6 +257,9 @@ func (t *turn) follow() error {
 		}
 		if t.ctx.Err() != nil {
 			return t.ctx.Err()
+		}
+		if limited(err, s.clock.Now()) {
+			return err
 		}
 		if err != nil && !dropped(err) || notSpoken(err) {
 			break // -32004 (a task over, a server without it) and friends: poll
@@ -319,7 +336,7 @@ func (t *turn) apply(ev Event) {
 	case KindTask:
 		tk := ev.Task
 		t.learn(tk.ID, tk.ContextID)
-		t.setStatus(tk.Status)
+		t.setStatus(tk.Status, tk.Metadata)
 		for _, a := range tk.Artifacts {
 			t.artifact(tk.ID, a, false, true)
 		}
@@ -332,7 +349,7 @@ func (t *turn) apply(ev Event) {
 		t.message = true
 	case KindStatus:
 		t.learn(ev.TaskID, ev.ContextID)
-		t.setStatus(ev.Status)
+		t.setStatus(ev.Status, ev.Metadata)
 	case KindArtifact:
 		t.learn(ev.TaskID, ev.ContextID)
 		t.artifact(ev.TaskID, ev.Artifact, ev.Append, false)
@@ -342,8 +359,15 @@ func (t *turn) apply(ev Event) {
 	}
 }
 
-func (t *turn) setStatus(st Status) {
+func (t *turn) setStatus(st Status, meta json.RawMessage) {
 	t.status, t.seen = st, true
+	t.meta = t.meta[:0]
+	if st.Message != nil && len(st.Message.Metadata) > 0 {
+		t.meta = append(t.meta, st.Message.Metadata)
+	}
+	if len(meta) > 0 {
+		t.meta = append(t.meta, meta)
+	}
 	if st.Message != nil && st.Message.Role != roleUser {
 		t.showMessage(st.Message)
 	}
@@ -511,7 +535,48 @@ func (t *turn) failed(err error) (driver.TurnResult, error) {
 		}
 		return driver.TurnResult{}, fmt.Errorf("prompt: %w", cause)
 	}
+	if id == "" && limited(err, s.clock.Now()) {
+		// Refused at the limit before the agent took the message (no task):
+		// the next Prompt sends it again, so that a resume after the reset
+		// does not lose it.
+		s.mu.Lock()
+		sent := t.sent
+		s.refused = &sent
+		s.mu.Unlock()
+	}
 	return driver.TurnResult{}, fmt.Errorf("a2a: prompt: %w", err)
+}
+
+// taskError is the error of a task that failed or was rejected: a
+// *quota.Error when its status message or metadata says the agent hit its
+// limit (the reset from metadata such as resetsAt or retryAfter, else the
+// text), else a *TaskError.
+func (t *turn) taskError(id, msg string) error {
+	te := &TaskError{TaskID: id, State: t.status.State, Message: msg}
+	if l, ok := limitOf(msg, t.meta, t.s.clock.Now()); ok {
+		return &quota.Error{Limit: l, Err: te}
+	}
+	return te
+}
+
+// limitOf is the limit a failure's text and metadata objects name, the
+// first one that gives a reset time preferred.
+func limitOf(text string, metas []json.RawMessage, now time.Time) (quota.Limit, bool) {
+	var found quota.Limit
+	ok := false
+	for _, m := range append(metas, nil) {
+		l, k := quota.FromFields(m, text, now)
+		if !k {
+			continue
+		}
+		if !l.ResetsAt.IsZero() {
+			return l, true
+		}
+		if !ok {
+			found, ok = l, true
+		}
+	}
+	return found, ok
 }
 
 // finish maps the task's last state to the turn's end and emits it.
@@ -539,10 +604,10 @@ func (t *turn) finish() (driver.TurnResult, error) {
 		err = &driver.AuthRequiredError{Message: orDefault(msg, "the agent's task "+id+" is auth-required")}
 	case st == StateRejected:
 		res.StopReason = StopRejected
-		err = &TaskError{TaskID: id, State: st, Message: msg}
+		err = t.taskError(id, msg)
 	default: // failed, and states tai does not know
 		res.StopReason = StopFailed
-		err = &TaskError{TaskID: id, State: st, Message: msg}
+		err = t.taskError(id, msg)
 	}
 	if st.Interrupted() {
 		s.mu.Lock()

@@ -113,7 +113,10 @@ type Message struct {
 	ContextID string
 	TaskID    string
 	Parts     []Part
-	Raw       json.RawMessage
+	// Metadata is the message's metadata object as sent (a failure's
+	// limit fields: quota.FromFields).
+	Metadata json.RawMessage
+	Raw      json.RawMessage
 }
 
 type wireMessage struct {
@@ -123,6 +126,7 @@ type wireMessage struct {
 	SessionID string            `json:"sessionId"` // draft
 	TaskID    string            `json:"taskId"`
 	Parts     []json.RawMessage `json:"parts"`
+	Metadata  json.RawMessage   `json:"metadata"`
 }
 
 func (w *wireMessage) message(raw json.RawMessage) *Message {
@@ -130,7 +134,7 @@ func (w *wireMessage) message(raw json.RawMessage) *Message {
 		return nil
 	}
 	return &Message{ID: w.MessageID, Role: normRole(w.Role), ContextID: orDefault(w.ContextID, w.SessionID), TaskID: w.TaskID,
-		Parts: decodeParts(w.Parts), Raw: raw}
+		Parts: decodeParts(w.Parts), Metadata: w.Metadata, Raw: raw}
 }
 
 // Status is a task's status.
@@ -190,18 +194,20 @@ type Task struct {
 	ContextID string
 	Status    Status
 	Artifacts []Artifact
+	Metadata  json.RawMessage
 }
 
 type wireTask struct {
-	ID        string         `json:"id"`
-	ContextID string         `json:"contextId"`
-	SessionID string         `json:"sessionId"` // draft
-	Status    wireStatus     `json:"status"`
-	Artifacts []wireArtifact `json:"artifacts"`
+	ID        string          `json:"id"`
+	ContextID string          `json:"contextId"`
+	SessionID string          `json:"sessionId"` // draft
+	Status    wireStatus      `json:"status"`
+	Artifacts []wireArtifact  `json:"artifacts"`
+	Metadata  json.RawMessage `json:"metadata"`
 }
 
 func (w wireTask) task() *Task {
-	t := &Task{ID: w.ID, ContextID: orDefault(w.ContextID, w.SessionID), Status: w.Status.status()}
+	t := &Task{ID: w.ID, ContextID: orDefault(w.ContextID, w.SessionID), Status: w.Status.status(), Metadata: w.Metadata}
 	for _, a := range w.Artifacts {
 		t.Artifacts = append(t.Artifacts, a.artifact())
 	}
@@ -231,20 +237,22 @@ type Event struct {
 	Artifact  Artifact
 	Append    bool // KindArtifact: concatenate onto the artifact with this ID
 	LastChunk bool
+	Metadata  json.RawMessage // KindStatus and KindArtifact: the event's
 
 	Raw json.RawMessage
 }
 
 type wireUpdate struct {
-	TaskID    string        `json:"taskId"`
-	ID        string        `json:"id"` // draft
-	ContextID string        `json:"contextId"`
-	SessionID string        `json:"sessionId"` // draft
-	Status    wireStatus    `json:"status"`
-	Final     bool          `json:"final"`
-	Artifact  *wireArtifact `json:"artifact"`
-	Append    *bool         `json:"append"`
-	LastChunk *bool         `json:"lastChunk"`
+	TaskID    string          `json:"taskId"`
+	ID        string          `json:"id"` // draft
+	ContextID string          `json:"contextId"`
+	SessionID string          `json:"sessionId"` // draft
+	Status    wireStatus      `json:"status"`
+	Final     bool            `json:"final"`
+	Artifact  *wireArtifact   `json:"artifact"`
+	Append    *bool           `json:"append"`
+	LastChunk *bool           `json:"lastChunk"`
+	Metadata  json.RawMessage `json:"metadata"`
 }
 
 // wrappers are 1.0's StreamResponse members.
@@ -318,6 +326,7 @@ func decodeKind(kind string, raw json.RawMessage) Event {
 		}
 		ev.TaskID = orDefault(w.TaskID, w.ID)
 		ev.ContextID = orDefault(w.ContextID, w.SessionID)
+		ev.Metadata = w.Metadata
 		if kind == KindStatus {
 			ev.Status, ev.Final = w.Status.status(), w.Final
 			break
