@@ -3,6 +3,7 @@ package pty
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,4 +99,82 @@ func onPath(env []string, dir string) []string {
 		}
 	}
 	return append(out, "PATH="+dir)
+}
+
+// A fleet task on the Claude Code TUI (the preset's package, driver pty)
+// hits its account's limit: the account parks until the reset the
+// message names, and the task, whose PTY session cannot be loaded again,
+// resumes in a new session told the task and the diff so far (fleet's
+// ResumePrompt); it creates its file and merges. Default sandbox, no
+// --dir, user-like HOME.
+func TestRealClaudeFleetParksAndResumes(t *testing.T) {
+	a := realAgents["claude"]
+	st := a.start(t, "../../../e2e/pty/testdata/limit-fleet.json")
+	env := onPath(st.Env, filepath.Dir(st.Exe))
+	run(t, st.Repo, "git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "init")
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	// policy approve: all: Claude's trust dialog for the task's worktree
+	// is a tool call that the default approve-reads would deny.
+	// stagger 1ms: the default 10s between an account's resumes is only a wait here.
+	if err := os.WriteFile(plan, []byte("name: ptypark\npolicy: {approve: all}\nquota: {stagger: 1ms}\ntasks:\n"+
+		"  - {id: hello, agent: claude, driver: pty, prompt: \"Create hello.txt\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := tai(t, st.Repo, env, "fleet", "run", "-o", "json", plan)
+	var s struct {
+		Status string         `json:"status"`
+		Target string         `json:"target"`
+		Audit  string         `json:"audit"`
+		Counts map[string]int `json:"counts"`
+	}
+	if err := json.Unmarshal([]byte(o.stdout), &s); err != nil {
+		t.Fatalf("exit %d, stdout not JSON (%v):\n%s\nstderr:\n%s", o.code, err, o.stdout, o.stderr)
+	}
+	if o.code != 0 || s.Counts["merged"] != 1 {
+		t.Fatalf("exit %d, status %s, counts %v; want 0, merged\nstderr:\n%s", o.code, s.Status, s.Counts, o.stderr)
+	}
+	var parked, resumed, sessions int
+	var resumePrompt bool
+	for _, e := range auditlog.Read(t, s.Audit) {
+		switch e.Kind {
+		case "fleet":
+			var ev struct {
+				Event, Task, Detail string
+				Resumable           bool
+			}
+			_ = json.Unmarshal(e.Data, &ev)
+			switch {
+			case ev.Task == "hello" && ev.Event == "parked":
+				parked++
+			case ev.Task == "hello" && ev.Event == "resumed":
+				resumed++
+				if ev.Resumable || !strings.Contains(ev.Detail, "new session") {
+					t.Errorf("resumed %+v: want a new session (a PTY session cannot be loaded)", ev)
+				}
+			}
+		case "session.start":
+			sessions++
+		case "prompt":
+			resumePrompt = resumePrompt || strings.Contains(string(e.Data), "A usage limit stopped an earlier session")
+		}
+	}
+	if parked != 1 || resumed != 1 || sessions != 2 || !resumePrompt {
+		t.Errorf("task parked %d, resumed %d times, %d sessions, resume prompt sent %v; want 1, 1, 2, true\nstderr:\n%s", parked, resumed, sessions, resumePrompt, o.stderr)
+	}
+	if files := run(t, st.Repo, "git", "ls-tree", "--name-only", s.Target); !strings.Contains(files, "hello.txt") {
+		t.Errorf("hello.txt is not on the target %s:\n%s", s.Target, files)
+	}
+	checkNoLeftovers(t, st.Repo)
+}
+
+// run runs a command in dir and returns its output; failing, it fails the test.
+func run(t *testing.T, dir string, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	return string(out)
 }
