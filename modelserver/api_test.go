@@ -230,6 +230,15 @@ func TestScriptLimitAfterRequestsUntilATime(t *testing.T) {
 			}
 			r = f.call(t, api, false, reqOpts{tools: tools("t")})
 			must(t, r.status == 200 && r.text == "one", "after its refusals: %d %q", r.status, r.text)
+			// tooled: a side request (no tools: a session title) passes and
+			// spends no refusal; the turn's request is refused.
+			f = newFixture(t, `{"limit":{"times":1,"tooled":true},"turns":[{"text":"one"}]}`)
+			r = f.call(t, api, false, reqOpts{})
+			must(t, r.status == 200, "tooled: a side request got %d %s", r.status, r.body)
+			r = f.call(t, api, false, reqOpts{tools: tools("t")})
+			must(t, r.status == 429, "tooled: the turn's request got %d", r.status)
+			r = f.call(t, api, false, reqOpts{tools: tools("t")})
+			must(t, r.status == 200 && r.text == "one", "tooled, after its refusal: %d %q", r.status, r.text)
 			// A plan's window: Anthropic's 429 is the unified limiter's too;
 			// a plain limit's is not.
 			must(t, r.header.Get("anthropic-ratelimit-unified-status") == "", "unified headers without a window: %v", r.header)
@@ -248,7 +257,7 @@ func TestScriptLimitAfterRequestsUntilATime(t *testing.T) {
 
 func TestScriptLimitErrors(t *testing.T) {
 	for _, bad := range []string{
-		`{"limit":{"after":-1}}`, `{"limit":{"after":1.5}}`, `{"limit":{"until":"3pm"}}`, `{"limit":{"sometimes":1}}`, `{"limit":3}`, `{"limit":{"times":0}}`, `{"limit":{"times":1.5}}`,
+		`{"limit":{"after":-1}}`, `{"limit":{"after":1.5}}`, `{"limit":{"until":"3pm"}}`, `{"limit":{"sometimes":1}}`, `{"limit":3}`, `{"limit":{"times":0}}`, `{"limit":{"times":1.5}}`, `{"limit":{"tooled":1}}`,
 	} {
 		if _, err := ParseScript([]byte(bad), ""); err == nil || !strings.Contains(err.Error(), "limit") {
 			t.Errorf("ParseScript(%s) = %v, want a limit error", bad, err)

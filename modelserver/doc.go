@@ -29,7 +29,7 @@
 //	  "ignore":   ["SUGGESTION MODE"],
 //	  "cwd":      "/abs/repo",
 //	  "models":   ["fake-model"],
-//	  "limit":    {"after": 2, "until": "2026-12-07T15:00:00Z", "message": "...", "retry_after": 1, "times": 2}
+//	  "limit":    {"after": 2, "until": "2026-12-07T15:00:00Z", "message": "...", "retry_after": 1, "times": 2, "tooled": true}
 //	}
 //
 // A "tool" map lists per-agent-family alternatives: the first name, in
@@ -54,6 +54,8 @@
 // then the script goes on. Its 429s say the time to "until" unless
 // "retry_after" (seconds) says otherwise. "times" clears it after that many
 // refusals whatever the clock says (a test's resume finds it cleared).
+// "tooled": true limits only requests that offer tools (an agent's turns),
+// not its side requests (a session title).
 // "window" (five_hour, seven_day, ...) makes Anthropic's 429s those of a
 // Claude plan's usage window: the anthropic-ratelimit-unified-* headers
 // (status rejected, reset in Unix seconds, the representative claim).

@@ -125,7 +125,7 @@ func (s *Server) plan(req *apiRequest, n int) *reply {
 	consumeAll := sc.Consume == ConsumeAll
 
 	if l := sc.Limit; l != nil {
-		if s.answered >= l.After && (l.Until.IsZero() || rp.created.Before(l.Until)) && (l.Times == 0 || s.refused < l.Times) {
+		if s.answered >= l.After && (l.Until.IsZero() || rp.created.Before(l.Until)) && (l.Times == 0 || s.refused < l.Times) && (!l.Tooled || len(req.tools) > 0) {
 			s.refused++
 			rp.reason = "limited"
 			rp.errStatus, rp.errMsg, rp.retryAfter, rp.window = http.StatusTooManyRequests, l.Message, time.Hour, l.Window

@@ -56,6 +56,10 @@ type Limit struct {
 	// the reset the 429s announced finds it cleared, on a machine of any
 	// speed (a real agent's first request may come after any "until").
 	Times int
+	// Tooled limits only the requests that offer tools (an agent's turns),
+	// not its side requests (a session title): with Times, the refusals
+	// are the turn's, whichever request an agent happens to send first.
+	Tooled bool
 	// Window, when set, is the Claude plan window that ran out
 	// (five_hour, seven_day, seven_day_opus, ...): Anthropic's 429s also
 	// carry the unified limiter's headers, as a subscription's do.
@@ -438,7 +442,7 @@ func argsJSON(v any) (json.RawMessage, error) {
 func limitFromValue(v any) (*Limit, error) {
 	o, ok := v.(*object)
 	if !ok {
-		return nil, fmt.Errorf("want an object {after, until, message, retry_after, times, window}, got %s", kindOf(v))
+		return nil, fmt.Errorf("want an object {after, until, message, retry_after, times, tooled, window}, got %s", kindOf(v))
 	}
 	l := &Limit{}
 	for _, k := range o.keys {
@@ -461,6 +465,8 @@ func limitFromValue(v any) (*Limit, error) {
 			l.RetryAfter, err = asDuration(v, time.Second)
 		case "window":
 			l.Window, err = asString(v)
+		case "tooled":
+			l.Tooled, err = asBool(v)
 		case "times":
 			var f float64
 			if f, err = asNumber(v); err == nil && (f < 1 || f != math.Trunc(f)) {
@@ -469,7 +475,7 @@ func limitFromValue(v any) (*Limit, error) {
 			l.Times = int(f)
 		default:
 			if !commentKey(k) {
-				return nil, fmt.Errorf("unknown key %q (want after, until, message, retry_after, times, window)", k)
+				return nil, fmt.Errorf("unknown key %q (want after, until, message, retry_after, times, tooled, window)", k)
 			}
 		}
 		if err != nil {
@@ -477,6 +483,14 @@ func limitFromValue(v any) (*Limit, error) {
 		}
 	}
 	return l, nil
+}
+
+func asBool(v any) (bool, error) {
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("want true or false, got %s", kindOf(v))
+	}
+	return b, nil
 }
 
 func asString(v any) (string, error) {

@@ -144,8 +144,10 @@ func turnOnly() func([]byte) bool {
 
 // claude-agent-acp (the claude preset) meets its account's limit and its
 // own session goes on after the reset. The model answers Anthropic's 429
-// once (times: 1, so the resume finds it cleared on a machine of any
-// speed), its message announcing the reset a few seconds away; the
+// to the turn once (times: 1, so the resume finds it cleared on a machine
+// of any speed; tooled: the adapter's title request, sent alongside, is
+// not the one refused), its message announcing the reset a few seconds
+// away; the
 // adapter fails session/prompt with it (CLAUDE_CODE_MAX_RETRIES=0: the CLI
 // under it does not back off on its own). With --wait-quota tai waits for
 // the reset and sends the continue prompt to the same session; without it
@@ -165,7 +167,7 @@ func TestRealAgentResumesAfterLimit(t *testing.T) {
 	}
 	exe, _ := a.installed(t)
 	const done = "Resumed and finished."
-	script := `{"limit": {"times": 1, "retry_after": 3, "message": "Usage limit reached; try again in 3 seconds."}, "turns": [{"text": "` + done + `"}], "default": {"text": "` + done + `"}}`
+	script := `{"limit": {"times": 1, "tooled": true, "retry_after": 3, "message": "Usage limit reached; try again in 3 seconds."}, "turns": [{"text": "` + done + `"}], "default": {"text": "` + done + `"}}`
 	type res struct {
 		Status    string `json:"status"`
 		SessionID string `json:"session_id"`
