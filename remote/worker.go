@@ -263,19 +263,27 @@ func (h *held) park() { h.parkOnce.Do(func() { close(h.parked) }) }
 // watch closes parked as soon as the lease, still this attempt's claim,
 // says its account parked; it returns when ctx ends.
 func (h *held) watch(ctx context.Context) {
-	h.mu.Lock()
-	attempt, worker := h.lease.Attempt, h.lease.Worker
-	h.mu.Unlock()
 	kw, err := h.bus.Leases.Watch(ctx, leaseKey(h.run, h.task))
 	if err != nil {
 		return // the beats still see it (put)
 	}
 	defer func() { _ = kw.Stop() }()
+	h.follow(ctx, kw.Updates())
+}
+
+// follow reads the lease's values until one is this attempt's claim with
+// the coordinator's Parking on it: it keeps that word (as the beats do)
+// and closes parked. Another attempt's claim, a claim of another worker,
+// an offer or a settled lease with Parking is not this attempt's to stop.
+func (h *held) follow(ctx context.Context, updates <-chan jetstream.KeyValueEntry) {
+	h.mu.Lock()
+	attempt, worker := h.lease.Attempt, h.lease.Worker
+	h.mu.Unlock()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case e, ok := <-kw.Updates():
+		case e, ok := <-updates:
 			if !ok {
 				return
 			}
@@ -284,6 +292,9 @@ func (h *held) watch(ctx context.Context) {
 			}
 			var l Lease
 			if json.Unmarshal(e.Value(), &l) == nil && l.State == LeaseClaimed && l.Attempt == attempt && l.Worker == worker && l.Parking != "" {
+				h.mu.Lock()
+				h.lease.Parking = l.Parking
+				h.mu.Unlock()
 				h.park()
 				return
 			}
