@@ -101,6 +101,9 @@ func (r *run) quotaTurn(ctx context.Context, sess *Session, prompt []driver.Cont
 		case q.Wait <= 0 && p.Session == "":
 			// An A2A agent refused the first prompt before it named a context.
 			p.Reason = "without --wait-quota the run parks; the agent named no session before its limit: run the prompt again"
+		case q.Wait <= 0 && !resumable((*sess).Capabilities()):
+			// A PTY TUI: its session lives as long as its process.
+			p.Reason = "without --wait-quota the run parks; the agent cannot resume its session in a new run (it can neither load nor resume one): after the reset run the prompt again, or pass --wait-quota to wait in the live session"
 		case q.Wait <= 0:
 			p.Reason = "without --wait-quota the run parks: resume it with tai run --resume " + p.Session
 		case resumes >= maxResumes:
@@ -290,3 +293,7 @@ func (r *run) auditQuota(kind, session string, v any) {
 		r.audit.append(kind, session, v)
 	}
 }
+
+// resumable says whether a new run can take the session back (tai run
+// --resume).
+func resumable(c driver.Capabilities) bool { return c.LoadSession || c.ResumeSession }

@@ -21,9 +21,13 @@ import (
 // parks (exit 75) with the reset, the account and the session; with it,
 // tai waits for the reset the message names ("try again in 2s"), types
 // the continue prompt into the same live TUI, and the turn finishes.
-func TestRealClaudeLimit(t *testing.T) {
-	a := realAgents["claude"]
+//
+// The GitHub Copilot TUI retries the 429 five times by itself, then shows
+// "✗ Failed to get response from the AI model; … Last error: 429 …": it
+// parks too.
+func TestRealTUILimit(t *testing.T) {
 	for _, tc := range []struct {
+		agent        string
 		name, script string
 		args         []string
 		code         int
@@ -31,17 +35,19 @@ func TestRealClaudeLimit(t *testing.T) {
 		message      string
 		resumes      int
 	}{
-		{name: "parks", script: "limit-park.json", code: 75, status: "parked"},
-		{name: "wait-quota resumes the live session", script: "limit-resume.json", args: []string{"--wait-quota=10m"}, status: "ok",
+		{agent: "claude", name: "parks", script: "limit-park.json", code: 75, status: "parked"},
+		{agent: "claude", name: "wait-quota resumes the live session", script: "limit-resume.json", args: []string{"--wait-quota=10m"}, status: "ok",
 			message: "Hello from the scripted model.", resumes: 1},
+		{agent: "copilot", name: "parks", script: "limit-park.json", code: 75, status: "parked"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		t.Run(tc.agent+" "+tc.name, func(t *testing.T) {
+			a := realAgents[tc.agent]
 			st := a.start(t, "../../../e2e/pty/testdata/"+tc.script)
 			env := onPath(st.Env, filepath.Dir(st.Exe))
 			auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
-			// --allow other: Claude's trust dialog for the throw-away
+			// --allow other: the TUI's trust dialog for the throw-away
 			// repo is a tool call of kind other; the outcome is the limit's.
-			args := append([]string{"run", "--agent", "claude", "--driver", "pty", "--allow", "other", "-o", "json", "--audit", auditPath}, tc.args...)
+			args := append([]string{"run", "--agent", tc.agent, "--driver", "pty", "--allow", "other", "-o", "json", "--audit", auditPath}, tc.args...)
 			o := tai(t, st.Repo, env, append(args, "Say hello.")...)
 			var r struct {
 				result
@@ -50,6 +56,7 @@ func TestRealClaudeLimit(t *testing.T) {
 					Kind    string `json:"kind"`
 					Source  string `json:"source"`
 					Message string `json:"message"`
+					Reason  string `json:"reason"`
 					Session string `json:"session"`
 					Account struct {
 						Agent string `json:"agent"`
@@ -69,9 +76,14 @@ func TestRealClaudeLimit(t *testing.T) {
 			}
 			if tc.status == "parked" {
 				p := r.Parked
-				if p == nil || p.Source != "screen" || p.Kind != "rate_limit" || p.Session == "" || p.Session != r.SessionID || p.Account.Agent != "claude" ||
+				if p == nil || p.Source != "screen" || p.Kind != "rate_limit" || p.Session == "" || p.Session != r.SessionID || p.Account.Agent != tc.agent ||
 					!strings.Contains(p.Message, "429") {
-					t.Fatalf("parked %+v (session %q); want the TUI's 429 read from the screen, claude's account, the session", p, r.SessionID)
+					t.Fatalf("parked %+v (session %q); want the TUI's 429 read from the screen, its account, the session", p, r.SessionID)
+				}
+				// A PTY session dies with its TUI: the reason must not
+				// offer tai run --resume.
+				if strings.Contains(p.Reason, "--resume") || !strings.Contains(p.Reason, "cannot resume its session") {
+					t.Errorf("parked reason %q; want it to say the session cannot be resumed", p.Reason)
 				}
 			}
 			if tc.message != "" && r.Message != tc.message {

@@ -43,7 +43,13 @@ func copilot() *Profile {
 		// ends in its diff stats ("● Create hello.txt +1"; 1.0.80 adds its
 		// duration far right, "+1      11s"), and notices.
 		Chrome: []*regexp.Regexp{rx(`^\s*●\s+\S.*\s\+\d+(?:\s+-\d+)?(?:\s{2,}(?:\d+m\s*)?[\d.]+s)?\s*$`), rx(`^\s*●\s+Operation cancelled by user`),
-			rx(`^\s*[○└│╭╰]`)},
-		Notices: []*regexp.Regexp{rx(`^\s*●\s+(?:MCP Servers|Tip:|No copilot-instructions)`)},
+			rx(`^\s*[○└│╭╰]`),
+			// The workspace row over the composer: "/tmp/repo [⎇ main]".
+			rx(`^\s?[~/]\S*(?: \[⎇ [^\]]*\])?\s*$`)},
+		// A request it gave up on is "✗ Failed to get response from the
+		// AI model; retried 5 times (…) Last error: 429 …" (captured:
+		// testdata/copilot/1.0.102/limit.screen), above the workspace row.
+		LimitRows: []*regexp.Regexp{rx(`^\s*✗ `)},
+		Notices:   []*regexp.Regexp{rx(`^\s*●\s+(?:MCP Servers|Tip:|No copilot-instructions)`)},
 	}
 }
