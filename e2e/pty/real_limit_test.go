@@ -190,3 +190,57 @@ func run(t *testing.T, dir string, name string, args ...string) string {
 	}
 	return string(out)
 }
+
+// A TUI without limit rows of its own (the fake TUI: the generic shapes)
+// ends its turn on its provider's refusal, "✕ [API Error: 429 Too Many
+// Requests. Please try again in 1s.]": the run parks, or with
+// --wait-quota waits the second and types the continue prompt into the
+// same TUI. An answer that talks about a 429 and rate limits is a reply,
+// not a limit (fail closed). Default sandbox, no --dir.
+func TestFakeTUILimit(t *testing.T) {
+	for _, tc := range []struct {
+		name, prompt string
+		args         []string
+		code         int
+		status       string
+		message      string
+		resumes      int
+	}{
+		{name: "parks", prompt: "hit the limit", code: 75, status: "parked"},
+		{name: "wait-quota resumes the live session", prompt: "hit the limit", args: []string{"--wait-quota=1h"}, status: "ok",
+			message: "Hello from the fake TUI.\nIt spans two lines.", resumes: 1},
+		{name: "an answer about rate limits is no limit", prompt: "ratelimit-talk", status: "ok",
+			message: "A 429 Too Many Requests means you hit the rate limit; try again in 2s."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+			args := append([]string{"run", "--agent-cmd", fakeBin, "--driver", "pty", "-o", "json", "--audit", auditPath}, tc.args...)
+			o := tai(t, dir, os.Environ(), append(args, tc.prompt)...)
+			var r struct {
+				result
+				Parked *struct {
+					Source   string `json:"source"`
+					ResetsAt string `json:"resets_at"`
+				} `json:"parked"`
+			}
+			if err := json.Unmarshal([]byte(o.stdout), &r); err != nil {
+				t.Fatalf("exit %d, stdout not JSON (%v):\n%s\nstderr:\n%s", o.code, err, o.stdout, o.stderr)
+			}
+			if o.code != tc.code || r.Status != tc.status || r.Message != tc.message && tc.message != "" {
+				t.Fatalf("exit %d status %q message %q error %q; want %d %q %q\nstderr:\n%s", o.code, r.Status, r.Message, r.Error, tc.code, tc.status, tc.message, o.stderr)
+			}
+			if tc.status == "parked" && (r.Parked == nil || r.Parked.Source != "screen" || r.Parked.ResetsAt == "") {
+				t.Fatalf("parked %+v; want read from the screen with the reset it names", r.Parked)
+			}
+			count := map[string]int{}
+			for _, e := range auditlog.Read(t, auditPath) {
+				count[e.Kind]++
+			}
+			if count["quota.wait"] != tc.resumes || count["quota.resume"] != tc.resumes || count["process.start"] != 1 {
+				t.Errorf("audit log: %d quota.wait, %d quota.resume, %d process.start; want %d, %d, 1",
+					count["quota.wait"], count["quota.resume"], count["process.start"], tc.resumes, tc.resumes)
+			}
+		})
+	}
+}

@@ -21,6 +21,10 @@
 //	"typeout" goes idle (no spinner), then types its reply out a word
 //	         every 80 ms, as Copilot does on a busy machine
 //	"long"   replies with 150 numbered rows, 7 per frame: more than a screen
+//	"limit"  the first time: ends the turn on its provider's refusal, the
+//	         error row "✕ [API Error: 429 Too Many Requests. Please try
+//	         again in 1s.]" (later prompts get the default reply)
+//	"ratelimit-talk" an answer that talks about a 429 and rate limits
 //	else     "Hello from the fake TUI."
 //
 // FAKETUI_RESTART=1 starts with a trust dialog whose answer restarts the
@@ -107,6 +111,10 @@ func (u *ui) draw() {
 // reply is the marker of the agent's text rows. FAKETUI_MARKER changes it,
 // as a release the profile was not tuned to would.
 var reply = "  ◆ "
+
+// limitShown: the "limit" refusal was shown; the process's next turns
+// get through, as after a reset.
+var limitShown bool
 
 func main() {
 	if m := os.Getenv("FAKETUI_MARKER"); m != "" {
@@ -363,6 +371,21 @@ func start(u *ui) func(*ui, string) {
 			case strings.HasPrefix(key, "tick") && len(u.typing) > 0 && u.frame%2 == 0:
 				u.transcript[len(u.transcript)-1] += u.typing[0]
 				u.typing = u.typing[1:]
+			}
+		}
+	case strings.Contains(prompt, "ratelimit-talk"):
+		return func(u *ui, key string) {
+			if key == "tick8" {
+				u.working = ""
+				u.transcript = append(u.transcript, reply+"A 429 Too Many Requests means you hit the rate limit; try again in 2s.")
+			}
+		}
+	case strings.Contains(prompt, "limit") && !limitShown:
+		limitShown = true
+		return func(u *ui, key string) {
+			if key == "tick8" {
+				u.working = ""
+				u.transcript = append(u.transcript, "  ✕ [API Error: 429 Too Many Requests. Please try again in 1s.]")
 			}
 		}
 	case strings.Contains(prompt, "slow"):
