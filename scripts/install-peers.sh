@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the third-party ACP peers tai's e2e tests run against, pinned, into
+# Installs the third-party ACP (and A2A) peers tai's e2e tests run against, pinned, into
 # a cache directory outside the clone (default ~/.cache/tai-peers). A second
 # run reuses the cache. Prints the env lines the tests read.
 set -euo pipefail
@@ -31,7 +31,17 @@ if [ ! -x "$ACPX" ]; then
     npm install --no-audit --no-fund --loglevel=error acpx@0.19.1 >&2)
 fi
 
+# The A2A JavaScript SDK's server (with express, its peer) for the A2A agents
+# e2e/a2a writes on it (e2e/a2a/testdata).
+A2A_JS_DIR="$CACHE/a2a-js-1.3.0"
+if [ ! -f "$A2A_JS_DIR/node_modules/@a2a-js/sdk/package.json" ] || [ ! -f "$A2A_JS_DIR/node_modules/express/package.json" ]; then
+  mkdir -p "$A2A_JS_DIR"
+  (cd "$A2A_JS_DIR" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm install --no-audit --no-fund --loglevel=error @a2a-js/sdk@1.3.0 express@5.3.0 >&2)
+fi
+
 echo "TAI_TS_AGENT=$TS_AGENT"
 echo "TAI_TS_CLIENT=$(dirname "$TS_AGENT")/client.js"
 echo "TAI_ACPX=$ACPX"
 echo "TAI_GO_AGENT=$GO_AGENT"
+echo "TAI_A2A_JS=$A2A_JS_DIR"

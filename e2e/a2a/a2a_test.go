@@ -1,6 +1,7 @@
 // Package a2a runs the real tai binary against an A2A agent: a2a-go v2's
 // reference server, in this test process, serving its 1.0 JSON-RPC
-// handler and the 0.3 one behind a union agent card.
+// handler and the 0.3 one behind a union agent card; and, for the usage
+// limit tests, an agent on @a2a-js/sdk's server (testdata, run with node).
 //
 //	go test ./e2e/a2a
 package a2a

@@ -1,6 +1,7 @@
 package a2a
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -178,15 +180,44 @@ func count(entries []audit.Entry, kind string) int {
 	return n
 }
 
+// limitPeer is an A2A agent at its limit (limitAgent's behaviour): its
+// URL, and what a context of it took.
+type limitPeer struct {
+	url  string
+	took func(t *testing.T, contextID string) []string
+}
+
 // An A2A agent at its limit parks the run (exit 75, status parked, the
 // reset its task's metadata gave, the account, the contextId as the
 // session); tai run --resume CONTEXT continues that context after the
 // reset, and --wait-quota waits and sends the continue prompt in the same
-// context. A 429 on the first message/send (no context yet) parks too;
-// with --wait-quota the refused prompt goes out again with the continue
-// prompt. Every run: default sandbox, no --dir, a user-like HOME.
+// context. A 429 on the first send (no context yet) parks too; with
+// --wait-quota the refused prompt goes out again with the continue prompt.
+// Against two real A2A servers: a2a-go's (blocking sends) and
+// @a2a-js/sdk's (streaming). Every run: default sandbox, no --dir, a
+// user-like HOME.
 func TestA2ALimitParksAndResumes(t *testing.T) {
-	g, url := limitServer(t)
+	peers := []struct {
+		name  string
+		start func(t *testing.T) limitPeer
+	}{
+		{"a2a-go", func(t *testing.T) limitPeer {
+			g, url := limitServer(t)
+			return limitPeer{url: url, took: func(_ *testing.T, c string) []string { return g.took(c) }}
+		}},
+		{"a2a-js", jsLimitServer},
+	}
+	for _, pr := range peers {
+		t.Run(pr.name, func(t *testing.T) {
+			limitCases(t, pr.start(t))
+		})
+	}
+}
+
+// limitCases are the runs TestA2ALimitParksAndResumes makes against one
+// server.
+func limitCases(t *testing.T, lp limitPeer) {
+	url := lp.url
 	later := time.Now().Add(3 * time.Hour).UTC().Truncate(time.Second)
 	past := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
 
@@ -208,7 +239,7 @@ func TestA2ALimitParksAndResumes(t *testing.T) {
 		if again.ExitCode != 0 || again.SessionID != p.Session || again.Message != "resumed: go on" {
 			t.Fatalf("resumed: %+v", again)
 		}
-		if took := g.took(p.Session); len(took) != 2 || took[1] != "go on" {
+		if took := lp.took(t, p.Session); len(took) != 2 || took[1] != "go on" {
 			t.Errorf("the context took %q", took)
 		}
 	})
@@ -222,7 +253,7 @@ func TestA2ALimitParksAndResumes(t *testing.T) {
 		if count(log, audit.KindQuotaResume) != 1 {
 			t.Errorf("%d quota.resume entries", count(log, audit.KindQuotaResume))
 		}
-		if took := g.took(r.SessionID); len(took) != 2 || !strings.HasPrefix(took[1], "The usage limit that stopped you has reset") {
+		if took := lp.took(t, r.SessionID); len(took) != 2 || !strings.HasPrefix(took[1], "The usage limit that stopped you has reset") {
 			t.Errorf("the context took %q", took)
 		}
 	})
@@ -249,4 +280,62 @@ func TestA2ALimitParksAndResumes(t *testing.T) {
 			t.Errorf("%d quota.resume entries", count(log, audit.KindQuotaResume))
 		}
 	})
+}
+
+// jsLimitServer runs testdata/limit-agent.cjs, the same agent on
+// @a2a-js/sdk's server (installed by scripts/install-peers.sh into
+// $TAI_A2A_JS), until the test ends.
+func jsLimitServer(t *testing.T) limitPeer {
+	t.Helper()
+	dir := os.Getenv("TAI_A2A_JS")
+	if dir == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("TAI_A2A_JS is not set: .ci/run must install the peers (scripts/install-peers.sh)")
+		}
+		t.Skip("skipping: TAI_A2A_JS not set; run scripts/install-peers.sh and export its output")
+	}
+	script, err := filepath.Abs(filepath.Join("testdata", "limit-agent.cjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", script)
+	cmd.Env = append(os.Environ(), "TAI_A2A_JS="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdin, err := cmd.StdinPipe() // its end ends the agent
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
+	if err != nil || !ok {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("the @a2a-js/sdk agent did not start (%q, %v):\n%s", line, err, stderr.String())
+	}
+	return limitPeer{url: url, took: func(t *testing.T, contextID string) []string {
+		t.Helper()
+		resp, err := http.Get(url + "/took?context=" + contextID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var took []string
+		if err := json.NewDecoder(resp.Body).Decode(&took); err != nil {
+			t.Fatal(err)
+		}
+		return took
+	}}
 }
