@@ -457,7 +457,12 @@ func (r *run) start(ctx context.Context, l driver.Launch) (Session, error) {
 		return nil, err
 	}
 	if r.audit != nil {
-		r.audit.append(audit.KindProcessStart, sess.ID(), audit.Process{Name: r.o.Agent, Path: l.Argv[0], Args: l.Argv[1:], PID: sess.Pid()})
+		argv := l.Argv
+		// What really ran: a driver may add flags (--resume SESSION).
+		if a, ok := sess.(interface{ Argv() []string }); ok && len(a.Argv()) > 0 {
+			argv = a.Argv()
+		}
+		r.audit.append(audit.KindProcessStart, sess.ID(), audit.Process{Name: r.o.Agent, Path: argv[0], Args: argv[1:], PID: sess.Pid()})
 	}
 	return sess, nil
 }

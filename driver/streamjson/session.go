@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -101,6 +102,7 @@ type Session struct {
 	// the session, for the others the current turn's.
 	procMu sync.Mutex
 	proc   *process
+	argv   []string // what the duplex process was started with (flags added)
 
 	wmu sync.Mutex // stdin writes
 
@@ -204,7 +206,7 @@ func (s *Session) startDuplex(ctx context.Context) error {
 		return err
 	}
 	s.procMu.Lock()
-	s.proc = p
+	s.proc, s.argv = p, argv
 	s.procMu.Unlock()
 	s.log.Debug("agent started", "pid", p.pid(), "argv", argv)
 	go s.read(p, true)
@@ -872,6 +874,15 @@ func (s *Session) CurrentMode() string {
 }
 
 // Pid is the running process's id (0 between one-shot turns).
+// Argv is the command the session's process was started with, the flags
+// the dialect adds (--resume, --session-id) included; nil for a dialect
+// that starts a process per turn.
+func (s *Session) Argv() []string {
+	s.procMu.Lock()
+	defer s.procMu.Unlock()
+	return slices.Clone(s.argv)
+}
+
 func (s *Session) Pid() int {
 	s.procMu.Lock()
 	defer s.procMu.Unlock()

@@ -1,6 +1,7 @@
 package streamjson
 
 import (
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,11 +70,20 @@ func TestClaudeUsageLimitResumes(t *testing.T) {
 		}
 		entries := auditlog.Read(t, w.audit)
 		checkOneSession(t, entries, first.SessionID, 2)
-		// The second process resumed the CLI's own session: --resume SESSION
-		// (the audit log's process.start has the preset's command; the
-		// driver adds the flag, as -v's "agent started" line shows).
-		if !strings.Contains(o.stderr, "--resume "+first.SessionID) {
-			t.Errorf("the resumed run did not start the CLI with --resume %s:\n%s", first.SessionID, tailStr(o.stderr, 3000))
+		// The second process resumed the CLI's own session: --resume
+		// SESSION, in the command the audit log says was started.
+		var starts []string
+		for _, e := range entries {
+			if e.Kind == audit.KindProcessStart {
+				var p audit.Process
+				if err := json.Unmarshal(e.Data, &p); err != nil {
+					t.Fatal(err)
+				}
+				starts = append(starts, strings.Join(p.Args, " "))
+			}
+		}
+		if len(starts) != 2 || strings.Contains(starts[0], "--resume") || !strings.Contains(starts[1], "--resume "+first.SessionID) {
+			t.Errorf("the processes started: %q; want the second with --resume %s", starts, first.SessionID)
 		}
 	})
 }
