@@ -290,6 +290,10 @@ type ConfigValue struct {
 type SessionInfo struct {
 	Title     *string `json:"title,omitempty"`
 	UpdatedAt *string `json:"updated_at,omitempty"`
+	// Meta is the update's _meta, where some agents report a request's
+	// failure and their retries (quota.FromRetryNotice); not part of the
+	// event's output.
+	Meta map[string]any `json:"-"`
 }
 
 // Usage is token and cost accounting. Context figures (Used/Size) come from

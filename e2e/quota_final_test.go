@@ -65,3 +65,38 @@ func TestAgentsLimitReportParks(t *testing.T) {
 		})
 	}
 }
+
+// An agent that says it retries a request refused at a 429 and then
+// waits in silence (codex-acp 2.6.0 waits what the 429's Retry-After
+// announced, hours at a usage limit; the built-in agent sends codex's
+// notice and waits an hour) is cancelled after tai's grace (30 s) and the
+// run parks, its session kept. Default sandbox, no --dir, a user-like
+// HOME; the test takes the grace, the agent would take the hour.
+func TestAgentRetryingALimitInSilenceParks(t *testing.T) {
+	tmp := t.TempDir()
+	ws := filepath.Join(tmp, "work")
+	if err := os.Mkdir(ws, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := filepath.Join(tmp, "retry.yaml")
+	script := `steps:
+  - extension: {update: {sessionUpdate: session_info_update, _meta: {codex: {error: {message: "Reconnecting... 1/5", codexErrorInfo: {responseStreamDisconnected: {httpStatusCode: 429}}, additionalDetails: "exceeded retry limit, last status: 429 Too Many Requests", willRetry: true}}}}}
+  - delay: 3600
+`
+	if err := os.WriteFile(s, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auditPath := filepath.Join(tmp, "audit.jsonl")
+	o := build.Run(t, taiBin, ws, userEnv(t, tmp),
+		"run", "--agent-cmd", taiBin+" agent builtin --script "+s, "--no-notify", "-o", "json", "--audit", auditPath, "go")
+	var r parkedResult
+	if err := json.Unmarshal([]byte(o.Stdout), &r); err != nil {
+		t.Fatalf("exit %d, stdout not JSON (%v):\n%s\n%s", o.Code, err, o.Stdout, o.Stderr)
+	}
+	if o.Code != 75 || r.Status != "parked" || r.Parked == nil || r.Parked.Source != "retry_notice" || r.Parked.Session != r.SessionID || r.SessionID == "" {
+		t.Fatalf("exit %d, status %s, parked %+v; want 75, parked from the retry notice\n%s", o.Code, r.Status, r.Parked, o.Stdout)
+	}
+	if _, ok := auditlog.First(auditlog.Read(t, auditPath), audit.KindRunParked); !ok {
+		t.Error("no run.parked entry in the audit log")
+	}
+}

@@ -19,6 +19,9 @@ type turnEnd struct {
 	err        *driver.RemoteError
 	stopReason string
 	message    string
+	// notice is the _meta of the turn's last session_info_update with
+	// one, unless a message came after it.
+	notice map[string]any
 }
 
 // promptEnds reads a transcript (`tai run --trace`, as e2e/realagents
@@ -37,6 +40,7 @@ func promptEnds(t *testing.T, path string) []turnEnd {
 			Update struct {
 				SessionUpdate string          `json:"sessionUpdate"`
 				Content       json.RawMessage `json:"content"` // a tool call's is a list
+				Meta          map[string]any  `json:"_meta"`
 			} `json:"update"`
 		} `json:"params"`
 		Result *struct {
@@ -51,6 +55,7 @@ func promptEnds(t *testing.T, path string) []turnEnd {
 	var ends []turnEnd
 	prompts := map[string]bool{}
 	var text strings.Builder
+	var notice map[string]any
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -66,6 +71,11 @@ func promptEnds(t *testing.T, path string) []turnEnd {
 		case e.Dir == "out" && m.Method == "session/prompt":
 			prompts[string(m.ID)] = true
 			text.Reset()
+			notice = nil
+		case e.Dir == "in" && m.Method == "session/update" && m.Params.Update.SessionUpdate == "session_info_update" && m.Params.Update.Meta != nil:
+			if _, ok := quota.FromRetryNotice(m.Params.Update.Meta, time.Time{}); ok {
+				notice = m.Params.Update.Meta
+			}
 		case e.Dir == "in" && m.Method == "session/update" && m.Params.Update.SessionUpdate == "agent_message_chunk":
 			var c struct {
 				Text string `json:"text"`
@@ -74,12 +84,13 @@ func promptEnds(t *testing.T, path string) []turnEnd {
 				t.Fatalf("%s: an agent_message_chunk's content: %v", path, err)
 			}
 			text.WriteString(c.Text)
+			notice = nil
 		case e.Dir == "in" && m.Method == "" && prompts[string(m.ID)]:
 			switch {
 			case m.Error != nil:
 				ends = append(ends, turnEnd{err: &driver.RemoteError{Method: "session/prompt", Code: m.Error.Code, Message: m.Error.Message, Data: m.Error.Data}})
 			case m.Result != nil:
-				ends = append(ends, turnEnd{stopReason: m.Result.StopReason, message: text.String()})
+				ends = append(ends, turnEnd{stopReason: m.Result.StopReason, message: text.String(), notice: notice})
 			}
 		}
 	}
@@ -89,14 +100,17 @@ func promptEnds(t *testing.T, path string) []turnEnd {
 	return ends
 }
 
-// limitOf is what tai's runner reads from a turn's end: the error, or
-// the message of a turn that ended normally.
+// limitOf is what tai's runner reads from a turn's end: the error, the
+// message of a turn that ended normally, or the retry notice a turn tai
+// cancelled was left on (after the runner's grace).
 func limitOf(end turnEnd, now time.Time) (quota.Limit, bool) {
-	if end.err != nil {
+	switch {
+	case end.err != nil:
 		return quota.FromError(end.err, now)
-	}
-	if end.stopReason == driver.StopEndTurn {
+	case end.stopReason == driver.StopEndTurn:
 		return quota.FromFinalMessage(end.message, now)
+	case end.stopReason == driver.StopCancelled && end.notice != nil:
+		return quota.FromRetryNotice(end.notice, now)
 	}
 	return quota.Limit{}, false
 }
@@ -118,6 +132,9 @@ func TestRealAgentFixtures(t *testing.T) {
 		// end_turn, "exceeded retry limit, last status: 429 Too Many
 		// Requests" after five session_info_update _meta.codex.error.
 		{"codex-2.6.0.jsonl", quota.KindRate, "final_message", time.Time{}},
+		// An hour's Retry-After: one "Reconnecting... 1/5" notice, then
+		// silence until tai's session/cancel after its grace.
+		{"codex-2.6.0-long-retry-after.jsonl", quota.KindRate, "retry_notice", time.Time{}},
 		// JSON-RPC code 429, "Suggested retry after 1s." (the RetryInfo).
 		{"gemini-0.61.0.jsonl", quota.KindRate, "acp_error", now.Add(time.Second)},
 		// JSON-RPC code 429, "Rate limit exceeded. Try again later."
@@ -127,6 +144,8 @@ func TestRealAgentFixtures(t *testing.T) {
 		// end_turn, "Error: Failed to get response from the AI model; …
 		// Last error: 429 …".
 		{"copilot-1.0.102.jsonl", quota.KindRate, "final_message", time.Time{}},
+		// An hour's Retry-After: no retry, end_turn with "Error: 429 …".
+		{"copilot-1.0.102-long-retry-after.jsonl", quota.KindRate, "final_message", time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -171,6 +190,7 @@ func TestFromFinalMessage(t *testing.T) {
 		ok         bool
 	}{
 		{"codex", "exceeded retry limit, last status: 429 Too Many Requests\n\n", true},
+		{"copilot at once", "Error: 429 Rate limit exceeded.", true},
 		{"copilot", "Error: Failed to get response from the AI model; retried 5 times (total retry wait time: 5.43 seconds) Last error: 429 Rate limit exceeded.", true},
 		{"an answer about 429", "HTTP 429 Too Many Requests means you hit a rate limit; back off and retry.", false},
 		{"an answer quoting codex later", "When codex says \"exceeded retry limit, last status: 429\" it gave up.", false},

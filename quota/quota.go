@@ -185,12 +185,15 @@ func fromFields(fields json.RawMessage, msg, source string, now time.Time) (Limi
 // their retries of a 429 ran out word it, as the whole of the turn's
 // message: codex-acp 2.6.0 ("exceeded retry limit, last status: 429 Too
 // Many Requests") and Copilot CLI 1.0.102 ("Error: Failed to get response
-// from the AI model; retried 5 times (…) Last error: 429 …"). Anchored
+// from the AI model; retried 5 times (…) Last error: 429 …", or "Error:
+// 429 …" when the 429's Retry-After is too far to retry). Anchored
 // at the start of the message, so that a model's answer about rate limits
 // is not taken for one.
 var finalReports = []*regexp.Regexp{
 	regexp.MustCompile(`(?is)^exceeded retry limit, last status: 429\b`),
 	regexp.MustCompile(`(?is)^error: failed to get response from the ai model;.*\blast error: 429\b`),
+	// Copilot CLI 1.0.102 when the 429's Retry-After is too far to retry.
+	regexp.MustCompile(`(?is)^error: 429\b`),
 }
 
 // FromFinalMessage reads a limit from the message of a turn that ended

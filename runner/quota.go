@@ -31,7 +31,16 @@ type QuotaOptions struct {
 	// Backoff and BackoffMax space the resumes when the agent gave no
 	// reset time (quota.Backoff). Defaults 1m and 30m.
 	Backoff, BackoffMax time.Duration
+	// RetryGrace is how long a turn may stay on an agent's notice that it
+	// retries a request refused at a 429 (quota.FromRetryNotice) before
+	// tai cancels it and parks (default DefaultRetryGrace): a short rate
+	// limit clears within it, while an agent waiting out a usage limit's
+	// Retry-After would hold the turn for hours.
+	RetryGrace time.Duration
 }
+
+// DefaultRetryGrace is QuotaOptions.RetryGrace unless set.
+const DefaultRetryGrace = 30 * time.Second
 
 // DefaultMaxResumes is how many times a run resumes after a limit unless
 // told otherwise.

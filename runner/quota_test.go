@@ -199,3 +199,68 @@ func firstOf(entries []audit.Entry, kind string) (audit.Entry, bool) {
 	}
 	return audit.Entry{}, false
 }
+
+// An agent that says it retries a request refused at a 429 and then waits
+// in silence (codex-acp 2.6.0 waits what Retry-After announced: hours at a
+// usage limit) is cancelled after the grace on the injected clock and the
+// run parks; one that goes on after its notice is left alone. No real
+// time passes: the agent's wait is an hour, cancelled by tai.
+func TestRetryNoticeParksAfterTheGrace(t *testing.T) {
+	const notice = `  - extension: {update: {sessionUpdate: session_info_update, _meta: {codex: {error: {message: "Reconnecting... 1/5", codexErrorInfo: {responseStreamDisconnected: {httpStatusCode: 429}}, additionalDetails: "exceeded retry limit, last status: 429 Too Many Requests", willRetry: true}}}}}
+`
+	tests := []struct {
+		name, steps string
+		parks       bool
+	}{
+		{"silent after the notice", notice + "  - delay: 3600\n", true},
+		{"goes on after the notice", notice + "  - text: recovered\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			clk := quartz.NewMock(t)
+			argv, env := agent(t, "steps:\n"+tt.steps)
+			if !tt.parks {
+				// The notice and the turn's end may reach the runner in
+				// either order: the grace may start or not, and never ends.
+				o, err := Run(ctx, Options{
+					Agent: "retrying", Argv: argv, Env: env, Cwd: t.TempDir(),
+					Prompt:  []driver.Content{driver.TextContent("go")},
+					Decider: policy.New(policy.ApproveAll, policy.NonInteractiveDeny, nil),
+					Clock:   clk, LateWindow: time.Millisecond,
+				})
+				if err != nil || o.Status != "ok" || o.Message != "recovered" {
+					t.Fatalf("result %+v err %v; want ok", o, err)
+				}
+				return
+			}
+			trap := clk.Trap().NewTimer("runner", "quota-retry-grace")
+			defer trap.Close()
+			type out struct {
+				res Result
+				err error
+			}
+			done := make(chan out, 1)
+			go func() {
+				res, err := Run(context.Background(), Options{
+					Agent: "retrying", Argv: argv, Env: env, Cwd: t.TempDir(),
+					Prompt:  []driver.Content{driver.TextContent("go")},
+					Decider: policy.New(policy.ApproveAll, policy.NonInteractiveDeny, nil),
+					Clock:   clk, LateWindow: time.Millisecond,
+				})
+				done <- out{res, err}
+			}()
+			call := trap.MustWait(ctx)
+			if call.Duration != DefaultRetryGrace {
+				t.Errorf("grace %s, want %s", call.Duration, DefaultRetryGrace)
+			}
+			call.MustRelease(ctx)
+			clk.Advance(DefaultRetryGrace).MustWait(ctx)
+			o := <-done
+			if o.res.Status != "parked" || o.res.Parked == nil || o.res.Parked.Source != "retry_notice" || o.res.Parked.Kind != "rate_limit" {
+				t.Fatalf("result %+v parked %+v err %v; want parked from the retry notice", o.res, o.res.Parked, o.err)
+			}
+		})
+	}
+}

@@ -111,13 +111,19 @@ type collector struct {
 	// ACP quotas draft), for a turn that then fails.
 	limit *quota.Limit
 	now   func() time.Time
+	// retry is the limit of the agent's last notice that it retries a
+	// refused request (quota.FromRetryNotice), until the agent goes on
+	// (a message or a tool call); notices is signalled at each such
+	// notice, for the runner's grace.
+	retry   *quota.Limit
+	notices chan struct{}
 }
 
 func newCollector() *collector {
 	return &collector{res: Result{
 		Permissions: []driver.PermissionDecision{}, Denials: []driver.PermissionDecision{},
 		FilesWritten: []driver.FileWrite{}, Terminals: []driver.TerminalExit{}, Errors: []driver.ErrorInfo{},
-	}}
+	}, notices: make(chan struct{}, 1)}
 }
 
 func (c *collector) Emit(ev driver.Event) {
@@ -129,9 +135,15 @@ func (c *collector) Emit(ev driver.Event) {
 	case driver.EventSessionStarted:
 		c.sessionStarted(ev.Session, ev.Started)
 	case driver.EventMessage:
+		c.retry = nil
 		c.messageChunk(ev.Message)
 	case driver.EventToolCall, driver.EventPermissionAsked, driver.EventElicitationAsked:
+		c.retry = nil
 		c.broken = true
+	case driver.EventSessionInfo:
+		if ev.Info != nil && ev.Info.Meta != nil {
+			c.retryNotice(ev.Info.Meta)
+		}
 	case driver.EventPermissionDecided:
 		c.decided(*ev.Decision)
 	case driver.EventFileWritten:
@@ -165,6 +177,35 @@ func (c *collector) quotaUpdate(data []byte) {
 	} else {
 		c.limit = nil
 	}
+}
+
+// retryNotice keeps the limit of an agent's notice that it retries a
+// request refused at a 429, and tells the runner.
+func (c *collector) retryNotice(meta map[string]any) {
+	now := time.Now
+	if c.now != nil {
+		now = c.now
+	}
+	l, ok := quota.FromRetryNotice(meta, now())
+	if !ok {
+		return
+	}
+	c.retry = &l
+	select {
+	case c.notices <- struct{}{}:
+	default: // one pending signal is enough: the runner reads retrying()
+	}
+}
+
+// retrying is the limit of the running turn's last retry notice, while
+// the agent has not gone on since.
+func (c *collector) retrying() (quota.Limit, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.retry == nil {
+		return quota.Limit{}, false
+	}
+	return *c.retry, true
 }
 
 // turnLimit is what the running turn's quota_updates last said was used
@@ -282,7 +323,11 @@ func (c *collector) newTurn() {
 	if c.keepTurns && c.inTurn {
 		c.turns = append(c.turns, TurnResult{Message: c.message.String(), StopReason: c.turnStop})
 	}
-	c.inTurn, c.turnStop, c.limit = true, "", nil
+	c.inTurn, c.turnStop, c.limit, c.retry = true, "", nil, nil
+	select {
+	case <-c.notices: // a notice of the last turn
+	default:
+	}
 	c.message.reset()
 	c.lastID, c.broken, c.starts = "", false, nil
 	c.mu.Unlock()

@@ -654,21 +654,56 @@ func (r *run) turn(ctx context.Context, sess Session, prompt []driver.Content, l
 		done <- turnOutcome{res, err}
 	}()
 	var out turnOutcome
-	select {
-	case out = <-done:
-	case <-r.o.Interrupts:
-		// The parent stops this turn only; the next prompt still runs.
-		var killed bool
-		if out, killed = r.stopTurn(sess, done); killed {
-			return fmt.Errorf("%s did not stop within %s of the interrupt", r.o.Agent, r.o.CancelGrace)
+	// grace runs from the agent's last notice that it retries a request
+	// refused at a 429; at its end a turn still on that notice is parked.
+	var grace *quartz.Timer
+	var graceC <-chan time.Time
+	defer func() {
+		if grace != nil {
+			grace.Stop()
 		}
-		if cause := context.Cause(ctx); cause != nil {
-			return cause
+	}()
+wait:
+	for {
+		select {
+		case out = <-done:
+			break wait
+		case <-r.o.Interrupts:
+			// The parent stops this turn only; the next prompt still runs.
+			var killed bool
+			if out, killed = r.stopTurn(sess, done); killed {
+				return fmt.Errorf("%s did not stop within %s of the interrupt", r.o.Agent, r.o.CancelGrace)
+			}
+			if cause := context.Cause(ctx); cause != nil {
+				return cause
+			}
+			break wait
+		case <-ctx.Done():
+			// Ctrl-C or timeout: the whole run ends.
+			r.stopTurn(sess, done)
+			return context.Cause(ctx)
+		case <-r.col.notices:
+			d := r.o.Quota.RetryGrace
+			if d <= 0 {
+				d = DefaultRetryGrace
+			}
+			if grace == nil {
+				grace = r.o.Clock.NewTimer(d, "runner", "quota-retry-grace")
+				graceC = grace.C
+			} else {
+				grace.Reset(d, "runner", "quota-retry-grace")
+			}
+		case <-graceC:
+			l, ok := r.col.retrying()
+			if !ok {
+				continue // the agent went on after its retry
+			}
+			// The agent waits out the limit in silence: stop the turn
+			// (its session is kept) and park.
+			_, killed := r.stopTurn(sess, done)
+			r.o.Logger.Info("the agent kept retrying a request refused at its limit; parking", "killed", killed)
+			return &quota.Error{Limit: l}
 		}
-	case <-ctx.Done():
-		// Ctrl-C or timeout: the whole run ends.
-		r.stopTurn(sess, done)
-		return context.Cause(ctx)
 	}
 	if out.err != nil {
 		return r.limitOf(out.err)

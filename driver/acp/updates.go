@@ -116,6 +116,7 @@ func (s *Session) apply(u schema.SessionUpdate) {
 		if t, ok := u.SessionInfoUpdate.UpdatedAt.Get(); ok {
 			info.UpdatedAt = &t
 		}
+		info.Meta = u.SessionInfoUpdate.Meta
 		s.emitLocked(driver.Event{Type: driver.EventSessionInfo, Info: info})
 	case u.UsageUpdate != nil:
 		us := &driver.Usage{ContextUsed: u.UsageUpdate.Used, ContextSize: u.UsageUpdate.Size}

@@ -18,6 +18,7 @@ import (
 // model answers its dialect's 429 until 2099, each agent's own retries run
 // out (bounded as its users can bound them), and tai parks the run.
 var limitCases = []struct {
+	name  string // the subtest's name, when not the agent's
 	agent string
 	// retryAfter is what the 429s announce, in seconds (0: the time to
 	// 2099): short, so that agents that wait what it says give up soon.
@@ -39,6 +40,10 @@ var limitCases = []struct {
 	// Retry-After apart, then ends the turn (end_turn) with its error as
 	// the agent's message.
 	{agent: "codex", retryAfter: 1, source: "final_message"},
+	// With an hour's Retry-After codex-acp says "Reconnecting... 1/5"
+	// (_meta.codex.error, willRetry, httpStatusCode 429) and waits the
+	// hour: tai cancels the turn after its grace (30 s) and parks.
+	{name: "codex-long-retry-after", agent: "codex", retryAfter: 3600, source: "retry_notice"},
 	// gemini-cli 0.61 (general.maxAttempts: 2) fails session/prompt with
 	// JSON-RPC code 429 and the API's message, "Suggested retry after 1s."
 	{agent: "gemini", retryAfter: 1, source: "acp_error", resets: true},
@@ -51,6 +56,9 @@ var limitCases = []struct {
 	// Copilot CLI 1.0.102 retries 5 times, then ends the turn (end_turn)
 	// with "Error: Failed to get response … Last error: 429 …".
 	{agent: "copilot", retryAfter: 1, source: "final_message"},
+	// With an hour's Retry-After Copilot does not retry: it ends the turn
+	// at once with "Error: 429 …".
+	{name: "copilot-long-retry-after", agent: "copilot", retryAfter: 3600, source: "final_message"},
 }
 
 // Every ACP agent at its account's limit parks the run: exit 75, status
@@ -61,7 +69,11 @@ var limitCases = []struct {
 func TestRealAgentsParkAtLimit(t *testing.T) {
 	need(t)
 	for _, tc := range limitCases {
-		t.Run(tc.agent, func(t *testing.T) {
+		name := tc.name
+		if name == "" {
+			name = tc.agent
+		}
+		t.Run(name, func(t *testing.T) {
 			var a agent
 			for _, x := range agents {
 				if x.name == tc.agent {
@@ -81,7 +93,8 @@ func TestRealAgentsParkAtLimit(t *testing.T) {
 			start := time.Now()
 			o := w.run("-o", "json", "Say hello.")
 			if *updateQuota {
-				w.writeTrace(filepath.Join("..", "..", "quota", "testdata", a.name+"-"+version+".jsonl"), w.cleanTrace(turnOnly()))
+				file := a.name + "-" + version + strings.TrimPrefix(name, a.name) + ".jsonl"
+				w.writeTrace(filepath.Join("..", "..", "quota", "testdata", file), w.cleanTrace(turnOnly()))
 			}
 			var res struct {
 				Status    string `json:"status"`
