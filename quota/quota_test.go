@@ -19,6 +19,25 @@ import (
 // now is a fixed Monday 10:00 UTC.
 var now = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
 
+// A clock time shown to the minute that is the minute now running is
+// that minute's end, not the same time tomorrow: Claude Code shows a
+// reset 40 s away as "resets 10:04am" at 10:04:30.
+func TestParseResetThisMinute(t *testing.T) {
+	at := time.Date(2026, 12, 7, 10, 4, 30, 0, time.UTC)
+	for _, tt := range []struct {
+		text string
+		want time.Time
+	}{
+		{"You've hit your 5-hour limit · resets 10:04am (UTC)", time.Date(2026, 12, 7, 10, 5, 0, 0, time.UTC)},
+		{"You've hit your 5-hour limit · resets 10:03am (UTC)", time.Date(2026, 12, 8, 10, 3, 0, 0, time.UTC)},
+		{"You've hit your 5-hour limit · resets 10:05am (UTC)", time.Date(2026, 12, 7, 10, 5, 0, 0, time.UTC)},
+	} {
+		if got, ok := ParseReset(tt.text, at); !ok || !got.Equal(tt.want) {
+			t.Errorf("ParseReset(%q) at %s = %v, %v; want %v", tt.text, at.Format("15:04:05"), got, ok, tt.want)
+		}
+	}
+}
+
 func TestParseReset(t *testing.T) {
 	paris, _ := time.LoadLocation("Europe/Paris")
 	tests := []struct {

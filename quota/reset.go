@@ -110,7 +110,13 @@ func nextClock(m []string, now time.Time) (time.Time, bool) {
 	}
 	n := now.In(loc)
 	t := time.Date(n.Year(), n.Month(), n.Day(), hour, minute, 0, 0, loc)
-	if !t.After(n) {
+	switch {
+	case t.After(n):
+	case n.Sub(t) < time.Minute:
+		// Shown to the minute (Claude Code's "resets 12:04pm"), the reset
+		// lies within the minute now running: at its end, not tomorrow.
+		t = t.Add(time.Minute)
+	default:
 		t = t.AddDate(0, 0, 1)
 	}
 	return t, true

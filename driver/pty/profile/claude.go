@@ -43,11 +43,13 @@ func claude() *Profile {
 		EchoPrefix:  "❯ ",
 		// A refused request is the turn's last row, as a reply row:
 		// "● API Error: Request rejected (429) · <the API's message>"
-		// (captured: testdata/claude/2.1.332/limit.screen); a plan's limit
-		// is the SDK's "You've hit your limit · resets 3pm" (its
-		// USAGE_LIMIT_ERROR_PREFIXES) or, older, "Claude usage limit
-		// reached".
-		LimitRows: []*regexp.Regexp{rx(`^\s*(?:●|⎿)\s+(?:API Error:|You(?:'|’)ve (?:hit|reached) your|You(?:'|’)re out of|Claude (?:AI )?usage limit reached)`)},
+		// (captured: testdata/claude/2.1.332/limit.screen). A plan's limit
+		// (a subscription's token, the API's unified rate-limit headers)
+		// is "⎿  You've hit your 5-hour limit · resets 12:04pm (UTC)" then
+		// "● Usage limit reached · set to continue automatically at …"
+		// (usage-limit.screen; "⎿" is followed by a no-break space);
+		// older releases said "Claude usage limit reached".
+		LimitRows: []*regexp.Regexp{rx(`^\s*(?:●|⎿)[\s\x{a0}]+(?:API Error:|You(?:'|’)ve (?:hit|reached) your|You(?:'|’)re out of|(?:Claude (?:AI )?)?[Uu]sage limit reached)`)},
 		// Tool rows carry the reply's "●": "● Write(hello.txt)".
 		Chrome: []*regexp.Regexp{rx(`^\s*●\s+[A-Z]\w*(?: \w+)?\(.*\)\s*$`), rx(`^\s*⎿`), rx(`\? for shortcuts`),
 			rx(`esc to interrupt`), rx(`^\s*[✻✽✶✳✢·*]\s+\w+`), rx(`/effort\s*$`)},

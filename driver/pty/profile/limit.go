@@ -45,9 +45,23 @@ func (p *Profile) Limit(before, after []string, now time.Time) (quota.Limit, boo
 	if !p.limitRow(rows[start]) {
 		return quota.Limit{}, false
 	}
+	// A rendering may span blocks: claude's "⎿ You've hit your 5-hour
+	// limit · resets 12:04pm", a blank row, "● Usage limit reached · …".
+	for {
+		k := start - 1
+		for k >= 0 && strings.TrimSpace(rows[k]) == "" {
+			k--
+		}
+		if k < 0 || !p.limitRow(rows[k]) {
+			break
+		}
+		start = k
+	}
 	var text []string
 	for _, l := range rows[start:end] {
-		text = append(text, strings.TrimSpace(unbox(l)))
+		if l = strings.TrimSpace(unbox(l)); l != "" {
+			text = append(text, l)
+		}
 	}
 	l, ok := quota.FromText(strings.Join(text, " "), now)
 	if !ok {
