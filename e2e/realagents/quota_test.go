@@ -257,72 +257,74 @@ func promptsTo(t *testing.T, entries []audit.Entry, session string, n int) {
 	}
 }
 
-// qwen-code 0.24.4 at a 429 whose Retry-After is an hour away: it waits
-// the hour before its next attempt (each of its 7, Retry-After apart, up
-// to 2^31-1 ms), and says nothing over ACP meanwhile, so tai cannot see the
-// limit: Ctrl-C ends the run interrupted, not parked. The model saw one
-// request; nothing came from qwen between the prompt and the cancel. (Its
+// qwen-code 0.24.4 and opencode 1.18 at a 429 whose Retry-After is an
+// hour away: each waits the hour before its next attempt (qwen's 7 and
+// opencode's 5 retries each wait what Retry-After says, up to 2^31-1 ms;
+// opencode's AI SDK first tries 4 times in seconds), and says nothing over
+// ACP meanwhile, so tai cannot see the limit: Ctrl-C ends the run
+// interrupted, not parked. The model saw those requests and no more;
+// nothing came from the agent between the prompt and the cancel. (qwen's
 // settings, scenario "limit", set model.generationConfig.maxRetries: 0,
-// which bounds only the rounds of retries after those 7, not this wait.)
+// which bounds only its rounds of retries after those 7, not this wait.)
 // Default sandbox, no --dir, the suite's user-like HOME.
-func TestQwenWaitsOutALongRetryAfterSilently(t *testing.T) {
+func TestAgentsWaitOutALongRetryAfterSilently(t *testing.T) {
 	need(t)
-	var a agent
-	for _, x := range agents {
-		if x.name == "qwen" {
-			a = x
-		}
-	}
-	exe, _ := a.installed(t)
-	script := filepath.Join(t.TempDir(), "limit.json")
-	writeFile(t, script, `{"limit": {"until": "2099-01-01T00:00:00Z", "retry_after": 3600}, "turns": [{"text": "`+scriptedText+`"}]}`)
-	w := newWorld(t, a, exe, "limit", script)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd, out, errb := w.command(ctx, "-o", "json", "Say hello.")
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting tai: %v", err)
-	}
-	exited := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	refused := func() bool {
-		for _, e := range w.modelLog() {
-			if e.Status == 429 {
-				return true
+	for _, tc := range []struct {
+		agent    string
+		requests int // before the wait
+	}{{"qwen", 1}, {"opencode", 4}} {
+		t.Run(tc.agent, func(t *testing.T) {
+			var a agent
+			for _, x := range agents {
+				if x.name == tc.agent {
+					a = x
+				}
 			}
-		}
-		return false
+			exe, _ := a.installed(t)
+			script := filepath.Join(t.TempDir(), "limit.json")
+			writeFile(t, script, `{"limit": {"until": "2099-01-01T00:00:00Z", "retry_after": 3600}, "turns": [{"text": "`+scriptedText+`"}]}`)
+			w := newWorld(t, a, exe, "limit", script)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd, out, errb := w.command(ctx, "-o", "json", "Say hello.")
+			if err := cmd.Start(); err != nil {
+				t.Fatalf("starting tai: %v", err)
+			}
+			exited := make(chan struct{})
+			var waitErr error
+			go func() { waitErr = cmd.Wait(); close(exited) }()
+			if !waitFor(exited, func() bool { return len(w.modelLog()) >= tc.requests }) {
+				_ = cmd.Process.Kill()
+				<-exited
+				w.finish(waitErr, out, errb)
+				t.Fatalf("%s never made %d requests", a.name, tc.requests)
+			}
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatalf("SIGINT: %v", err)
+			}
+			<-exited
+			o := w.finish(waitErr, out, errb)
+			r := w.jsonResult(o)
+			if o.code != 130 || r.Status != "interrupted" {
+				t.Fatalf("exit %d, status %s, error %q; want 130 interrupted (%s gave up on its own?)", o.code, r.Status, r.Error, a.name)
+			}
+			if n := len(w.modelLog()); n != tc.requests {
+				t.Errorf("the model saw %d requests, want %d: %s waits the announced hour before its next", n, tc.requests, a.name)
+			}
+			// Nothing from the agent between the prompt and tai's cancel
+			// but its list of commands.
+			prompted := false
+			for _, line := range strings.Split(readFile(t, w.trace), "\n") {
+				switch {
+				case strings.Contains(line, `"method":"session/prompt"`):
+					prompted = true
+				case strings.Contains(line, `"method":"session/cancel"`):
+					prompted = false
+				case prompted && strings.Contains(line, `"dir":"in"`) && !strings.Contains(line, `"available_commands_update"`):
+					t.Errorf("%s said something while it waited: %.300s", a.name, line)
+				}
+			}
+			w.checkNoLeftovers()
+		})
 	}
-	if !waitFor(exited, refused) {
-		_ = cmd.Process.Kill()
-		<-exited
-		w.finish(waitErr, out, errb)
-		t.Fatal("qwen never met the 429")
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatalf("SIGINT: %v", err)
-	}
-	<-exited
-	o := w.finish(waitErr, out, errb)
-	r := w.jsonResult(o)
-	if o.code != 130 || r.Status != "interrupted" {
-		t.Fatalf("exit %d, status %s, error %q; want 130 interrupted (qwen gave up on its own?)", o.code, r.Status, r.Error)
-	}
-	if n := len(w.modelLog()); n != 1 {
-		t.Errorf("the model saw %d requests, want 1: qwen waits the announced hour before its next", n)
-	}
-	// Nothing from qwen between the prompt and tai's session/cancel.
-	prompted := false
-	for _, line := range strings.Split(readFile(t, w.trace), "\n") {
-		switch {
-		case strings.Contains(line, `"method":"session/prompt"`):
-			prompted = true
-		case strings.Contains(line, `"method":"session/cancel"`):
-			prompted = false
-		case prompted && strings.Contains(line, `"dir":"in"`):
-			t.Errorf("qwen said something while it waited: %.300s", line)
-		}
-	}
-	w.checkNoLeftovers()
 }
