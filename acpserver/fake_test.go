@@ -21,7 +21,7 @@ func (f *fakeSession) ID() string { return f.id }
 func (f *fakeSession) Capabilities() driver.Capabilities {
 	return driver.Capabilities{LoadSession: true}
 }
-func (f *fakeSession) Cancel(context.Context) error           { return nil }
+func (f *fakeSession) Cancel(context.Context, error) error    { return nil }
 func (f *fakeSession) Close(context.Context) error            { return nil }
 func (f *fakeSession) CurrentMode() string                    { return "default" }
 func (f *fakeSession) SetModel(context.Context, string) error { return driver.ErrUnsupported }

@@ -52,9 +52,17 @@ func FleetRun(ctx context.Context, f FleetFlags, planPath string, std IO) error 
 
 // FleetResume runs `tai fleet resume RUN`.
 func FleetResume(ctx context.Context, f FleetFlags, run string, std IO) error {
-	if f.NATS.URL == "" {
-		// A run that is running is released by hand: its parks end now.
-		sent, err := sendHand(run, fleet.HandResume)
+	{
+		// A run that is running is released by hand: its parks end now
+		// (over NATS through its coordinator there: the hub's, for a
+		// submitted run).
+		var sent bool
+		var err error
+		if f.NATS.URL != "" {
+			sent, err = busHand(ctx, f.NATS, run, fleet.HandResume, std)
+		} else {
+			sent, err = sendHand(run, fleet.HandResume)
+		}
 		if err != nil {
 			return exitcode.With(exitcode.Usage, err)
 		}
@@ -152,9 +160,9 @@ func runFleet(ctx context.Context, f FleetFlags, o fleet.Options, std IO) error 
 	watchFleet(&o, stream, lf, logger)
 
 	var st *fleet.State
-	feedHands(&o, lf.srv, log)
+	hands := feedHands(&o, lf.srv, log)
 	if f.NATS.URL != "" {
-		st, err = runRemote(ctx, f, o, log, std)
+		st, err = runRemote(ctx, f, o, log, hands, std)
 	} else {
 		st, err = fleet.Run(ctx, o)
 	}

@@ -227,6 +227,21 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 		}
 		srv := lf.srv
 		guardFeed(srv, log, red, nil) // one of the hub's runs: an interrupt would stop them all
+		// Paused and released by hand as a local fleet: through its live
+		// feed here (tai fleet pause on this host, the page of tai hub
+		// --serve) and through the bus (tai fleet pause RUN --nats URL).
+		hands := newHandEntry(log)
+		if srv != nil {
+			srv.OnHand(hands.apply)
+		}
+		stopHands, err := hands.serveBus(bus, run)
+		if err != nil {
+			closeFeed()
+			_ = frames.Close()
+			_ = log.Close()
+			return nil, err
+		}
+		o.Hands = hands.hands
 		if srv != nil {
 			stream.publish = srv.Publish
 		}
@@ -253,6 +268,7 @@ func serveRuns(ctx context.Context, nc *nats.Conn, url string, logger *slog.Logg
 			o.Prompter, o.AskHuman = hubHuman(remote.Submitter{Bus: bus, Run: run}, srv)
 		}
 		return func(st *fleet.State) {
+			stopHands()
 			if st != nil {
 				stream.result(summaryOf(st, log.Path()))
 			}
@@ -330,7 +346,7 @@ func Worker(ctx context.Context, f WorkerFlags, std IO) error {
 
 // runRemote coordinates a fleet run over NATS instead of running its
 // tasks here.
-func runRemote(ctx context.Context, f FleetFlags, o fleet.Options, log *audit.Log, std IO) (*fleet.State, error) {
+func runRemote(ctx context.Context, f FleetFlags, o fleet.Options, log *audit.Log, hands *handEntry, std IO) (*fleet.State, error) {
 	nc, err := f.NATS.connect("tai fleet "+o.RunID, std)
 	if err != nil {
 		return nil, err
@@ -339,6 +355,15 @@ func runRemote(ctx context.Context, f FleetFlags, o fleet.Options, log *audit.Lo
 	bus, err := remote.Open(ctx, nc)
 	if err != nil {
 		return nil, err
+	}
+	if hands != nil {
+		// tai fleet pause/resume RUN --nats URL from any host, as its
+		// live feed here.
+		stop, err := hands.serveBus(bus, o.RunID)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
 	}
 	url, err := remoteURL(ctx, f, o.Plan)
 	if err != nil {

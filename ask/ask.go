@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/tai-dev/tai/internal/safetext"
 )
 
 // Kind is what is asked.
@@ -75,10 +77,15 @@ func Elsewhere(ctx context.Context) (*AnsweredElsewhere, bool) {
 }
 
 // Note is the one line a terminal channel shows when its request goes
-// before it answered: "(answered via feed: accept)", else "(cancelled)".
+// before it answered: "(answered via feed: accept)"; "(withdrawn: WHY)"
+// when what withdrew it said why (its context's cause: "paused by hand
+// (tai fleet pause)"); else "(cancelled)".
 func Note(ctx context.Context) string {
 	if a, ok := Elsewhere(ctx); ok {
 		return "(" + a.Error() + ")"
+	}
+	if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+		return "(withdrawn: " + safetext.Line(c.Error()) + ")"
 	}
 	return "(cancelled)"
 }

@@ -179,4 +179,10 @@ func TestNote(t *testing.T) {
 	if got := Note(ctx); got != "(cancelled)" {
 		t.Fatalf("note %q", got)
 	}
+	// What withdrew it said why (a fleet's park).
+	ctx, cancel = context.WithCancelCause(context.Background())
+	cancel(errors.New("paused by hand (tai fleet pause)"))
+	if got := Note(ctx); got != "(withdrawn: paused by hand (tai fleet pause))" {
+		t.Fatalf("note %q", got)
+	}
 }

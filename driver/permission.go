@@ -1,6 +1,9 @@
 package driver
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // AskPermission is the permission round trip every driver makes: it emits
 // req as permission.asked, asks dec, and emits the decision as
@@ -16,7 +19,9 @@ func AskPermission(ctx context.Context, dec PermissionDecider, emit func(Event),
 	d, err := dec.Decide(ctx, req)
 	if err != nil || ctx.Err() != nil {
 		why := err
-		if why == nil {
+		if ctx.Err() != nil && (why == nil || errors.Is(why, context.Canceled) || errors.Is(why, context.DeadlineExceeded)) {
+			// Withdrawn: what withdrew it says why (a fleet's park, an
+			// interrupt), where its channels' bare context error does not.
 			why = context.Cause(ctx)
 		}
 		by := d.DecidedBy

@@ -65,8 +65,10 @@ type Session interface {
 	// of the turn have all been emitted when it returns.
 	Prompt(ctx context.Context, prompt []Content) (TurnResult, error)
 	// Cancel asks the agent to stop the running turn; Prompt then returns
-	// with StopCancelled.
-	Cancel(ctx context.Context) error
+	// with StopCancelled. cause says why (nil: context.Canceled): the
+	// permissions and questions the cancel withdraws say it wherever a
+	// person reads them (their contexts' cause).
+	Cancel(ctx context.Context, cause error) error
 	SetMode(ctx context.Context, modeID string) error
 	// SetConfigOption sets a config option; value is a string for selects
 	// and "true"/"false" for booleans.

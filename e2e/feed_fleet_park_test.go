@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/e2e/internal/build"
 	"github.com/tai-dev/tai/feed"
 )
@@ -20,7 +21,8 @@ import (
 // an account; "asker" waits on its ask when "limiter" hits the account's
 // usage limit. The park cancels asker's turn: its ask is withdrawn on the
 // feed (ask.closed with a reason, gone from /state, which tai top reads)
-// and at the terminal. Released by hand (the reset is hours away: no
+// and at the terminal, each saying why (the account parked at its usage
+// limit, and when it resets), as the audit log's decision does. Released by hand (the reset is hours away: no
 // clock is waited on), asker resumes its session and its ask comes again;
 // answered, both tasks merge. The
 // fleet runs from its repository with the default policy and sandbox and a
@@ -106,8 +108,9 @@ func TestFleetParkWithdrawsAndReasksAPendingAsk(t *testing.T) {
 	if !errors.Is(err, errStop) {
 		t.Fatalf("the feed: %v (%v)\nterminal:\n%s", err, trail, screen.String())
 	}
-	if withdrawn.ID != opened["asker"] || withdrawn.Answer != "" || withdrawn.Reason == "" {
-		t.Fatalf("asker's ask closed as %+v, want withdrawn with a reason (%v)", withdrawn, trail)
+	why := "parked at its usage limit (resets " + resets + ")"
+	if withdrawn.ID != opened["asker"] || withdrawn.Answer != "" || !strings.Contains(withdrawn.Reason, why) {
+		t.Fatalf("asker's ask closed as %+v, want withdrawn saying %q (%v)", withdrawn, why, trail)
 	}
 	t.Logf("withdrawn: %+v; trail %v", withdrawn, trail)
 	st, err := c.State(ctx)
@@ -118,8 +121,8 @@ func TestFleetParkWithdrawsAndReasksAPendingAsk(t *testing.T) {
 		t.Errorf("asks still pending on the feed after the park: %+v", st.Asks)
 	}
 
-	if !strings.Contains(screen.String(), "(cancelled)") {
-		t.Errorf("the fleet's terminal did not withdraw asker's ask:\n%s", screen.String())
+	if !strings.Contains(strings.Join(strings.Fields(screen.String()), " "), "(withdrawn: the account ") || !strings.Contains(screen.String(), "usage limit") {
+		t.Errorf("the fleet's terminal did not withdraw asker's ask saying why:\n%s", screen.String())
 	}
 
 	// Released by hand: asker's ask comes again (the resumed agent asks
@@ -150,6 +153,19 @@ func TestFleetParkWithdrawsAndReasksAPendingAsk(t *testing.T) {
 	var sum struct{ Target string }
 	if err := json.Unmarshal([]byte(stdout.String()), &sum); err != nil {
 		t.Fatalf("summary: %v\n%s", err, stdout.String())
+	}
+	// The audit log's decision on the withdrawn ask says why too.
+	withdrawnDecision := false
+	for _, e := range readAudit(t, filepath.Join(tmp, "home", ".local", "state", "tai", "fleet", "parkask", "audit.jsonl")) {
+		if e.Kind == audit.KindPermissionDecision && e.Task == "asker" && strings.Contains(string(e.Data), "cancel") {
+			withdrawnDecision = true
+			if !strings.Contains(string(e.Data), why) {
+				t.Errorf("asker's withdrawn decision in the audit log: %s, want it to say %q", e.Data, why)
+			}
+		}
+	}
+	if !withdrawnDecision {
+		t.Error("the audit log has no withdrawn decision of asker's")
 	}
 	for _, f := range []string{"asker.txt", "limiter.txt"} {
 		if err := exec.Command("git", "-C", repo, "cat-file", "-e", sum.Target+":"+f).Run(); err != nil {

@@ -86,6 +86,10 @@ type Options struct {
 	// Hands, if set, parks every account (HandPause) or releases every
 	// park (HandResume) by hand: tai fleet pause and resume.
 	Hands <-chan Hand
+	// KeepPauses: a run resumed by no person (a hub's coordinator adopting
+	// it again after a restart) keeps its parks by hand; only a release by
+	// hand ends them. Without it, resuming the run is their release.
+	KeepPauses bool
 
 	writeState func(path string, data []byte) error // tests: a full disk
 }

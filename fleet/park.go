@@ -100,10 +100,24 @@ const (
 	HandResume Hand = "resume"
 )
 
-// parkCause cancels the turns of an account that parked.
-type parkCause struct{ account string }
+// parkCause cancels the turns of an account that parked. What it says is
+// why, where a person reads it: a withdrawn ask's reason (the feed, tai
+// top, the terminal, the web page, the audit log), a parked lease.
+type parkCause struct{ why string }
 
-func (c *parkCause) Error() string { return "its account " + c.account + " parked" }
+func (c *parkCause) Error() string { return c.why }
+
+// causeOf is the cause that cancels the turns of p's account.
+func causeOf(p AccountPark) *parkCause {
+	if p.ByHand {
+		return &parkCause{"paused by hand (tai fleet pause)"}
+	}
+	why := "the account " + p.Account + " parked at its usage limit"
+	if !p.ResetsAt.IsZero() {
+		why += " (resets " + p.ResetsAt.UTC().Format(time.RFC3339) + ")"
+	}
+	return &parkCause{why}
+}
 
 // parkEnded is why a task of a parked account does not wait.
 type parkEnded struct{ p AccountPark }
@@ -133,7 +147,9 @@ func newParks() *parks {
 
 // initParks computes each task's account and brings back the parks a
 // previous coordinator left: those at a limit keep their reset time;
-// those by hand are released (resuming the run is the release).
+// those by hand are released (resuming the run is the release), unless
+// the run keeps its pauses (Options.KeepPauses: a hub's coordinator
+// adopting it again).
 func (f *fleet) initParks() {
 	f.parks = newParks()
 	st := f.st.snapshot()
@@ -151,7 +167,7 @@ func (f *fleet) initParks() {
 	for _, k := range keys {
 		p := st.Parks[k]
 		_ = f.st.update(func(s *State) { delete(s.Parks, k) })
-		if p.ByHand {
+		if p.ByHand && !f.o.KeepPauses {
 			if p.ResetsAt.IsZero() {
 				continue
 			}
@@ -274,7 +290,10 @@ func (f *fleet) arm(p AccountPark, restored bool) {
 	default:
 		detail += " until " + p.ResetsAt.Format(time.RFC3339)
 	}
-	if restored {
+	switch {
+	case restored && p.ByHand:
+		detail += " (kept from before its coordinator stopped)"
+	case restored:
 		detail += " (its timer kept from before the run stopped)"
 	}
 	// Said under the lock, as the release and a task's start are: the
@@ -290,7 +309,7 @@ func (f *fleet) arm(p AccountPark, restored bool) {
 		s.Parks[p.Account] = &p
 	})
 	for _, c := range cancels {
-		c(&parkCause{p.Account})
+		c(causeOf(p))
 	}
 }
 
@@ -430,13 +449,15 @@ func (f *fleet) enterTurn(key, task string, cancel context.CancelCauseFunc, star
 		ps.turns[key] = map[string]context.CancelCauseFunc{}
 	}
 	ps.turns[key][task] = cancel
-	parkedNow := ps.accts[key] != nil
-	if !parkedNow {
+	var why *parkCause
+	if pk := ps.accts[key]; pk != nil {
+		why = causeOf(pk.AccountPark)
+	} else {
 		start()
 	}
 	ps.mu.Unlock()
-	if parkedNow {
-		cancel(&parkCause{key})
+	if why != nil {
+		cancel(why)
 	}
 	return func() {
 		ps.mu.Lock()

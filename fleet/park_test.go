@@ -57,10 +57,15 @@ func TestParkCancelsTurnsAndStaggersResumes(t *testing.T) {
 	}
 	reset := clk.Now().Add(time.Hour)
 	f.parkAt("a", "acct", quota.Limit{Kind: quota.KindUsage, ResetsAt: reset, Message: "You've hit your limit"})
+	// Its cause says why, as the asks it withdraws say it.
+	why := "the account acct parked at its usage limit (resets " + reset.UTC().Format(time.RFC3339) + ")"
 	for id, c := range turnCtx {
 		var pc *parkCause
 		if errors.As(context.Cause(c), &pc) {
 			cancelled = append(cancelled, id)
+			if pc.Error() != why {
+				t.Errorf("%s's turn cancelled saying %q, want %q", id, pc.Error(), why)
+			}
 		}
 	}
 	if len(cancelled) != 2 {
@@ -128,7 +133,8 @@ func TestParkCancelsTurnsAndStaggersResumes(t *testing.T) {
 
 // A park's reset time is kept in the state: a new coordinator (a resumed
 // run) waits for the same reset; a park by hand is released by the
-// resume.
+// resume, unless the run keeps its pauses (a hub's coordinator adopting
+// it again): then only a release by hand ends it, whatever the clock.
 func TestParksOutliveTheCoordinator(t *testing.T) {
 	ctx := context.Background()
 	clk := quartz.NewMock(t)
@@ -140,13 +146,16 @@ func TestParksOutliveTheCoordinator(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
 		byHand bool
+		keep   bool          // Options.KeepPauses
 		wait   time.Duration // until the account is free
 	}{
 		{name: "at a limit: the same timer", wait: 2 * time.Hour},
 		{name: "by hand: released", byHand: true},
+		{name: "by hand, kept: until the hand", byHand: true, keep: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := parkFleet(t, clk, Quota{}, "a")
+			g.o.KeepPauses = tt.keep
 			st := saved
 			p := *saved.Parks["acct"]
 			if tt.byHand {
@@ -155,8 +164,18 @@ func TestParksOutliveTheCoordinator(t *testing.T) {
 			st.Parks = map[string]*AccountPark{"acct": &p}
 			g.st.st = &st
 			g.initParks()
-			if got := g.parked("acct"); got != (tt.wait > 0) {
+			if got := g.parked("acct"); got != (tt.wait > 0 || tt.keep) {
 				t.Fatalf("parked after the restart: %v", got)
+			}
+			if tt.keep {
+				clk.Advance(48 * time.Hour).MustWait(ctx)
+				if !g.parked("acct") {
+					t.Fatal("a pause by hand kept ended with the clock")
+				}
+				if c := g.st.snapshot().Parks["acct"]; c == nil || !c.ByHand {
+					t.Fatalf("the kept pause is not in the state as by hand: %+v", c)
+				}
+				g.hand(HandResume)
 			}
 			if tt.wait > 0 {
 				clk.Advance(tt.wait).MustWait(ctx)

@@ -51,6 +51,9 @@ type TaskRunOptions struct {
 	// Park is closed when the task's account parks (the coordinator's
 	// word): the turn running stops, and the attempt ends parked.
 	Park <-chan struct{}
+	// ParkWhy is the coordinator's word on why it parked (the withdrawn
+	// asks say it); "" or nil: its account parked.
+	ParkWhy func() string
 }
 
 // TaskOutcome is what a task run by RunTaskIn ended with.
@@ -106,7 +109,7 @@ func RunTaskIn(ctx context.Context, plan *Plan, id, cwd, prompt string, limits L
 	taskCtx, cancelTask := context.WithCancelCause(ctx)
 	defer cancelTask(nil)
 	defer taskWall(o.Clock, time.Duration(limits.WallTime), id, cancelTask).stop()
-	r := &remoteRun{f: f, t: t, res: res, cwd: cwd, prompt: prompt, attempt: o.Attempt, acct: f.account(f.accountKey(t.AgentSpec)), park: o.Park}
+	r := &remoteRun{f: f, t: t, res: res, cwd: cwd, prompt: prompt, attempt: o.Attempt, acct: f.account(f.accountKey(t.AgentSpec)), park: o.Park, parkWhy: o.ParkWhy}
 	n := next{prompt: prompt}
 	if o.Resume != "" {
 		n = next{prompt: runner.ContinuePrompt, resume: o.Resume, full: cmp.Or(o.Full, prompt)}
@@ -141,6 +144,7 @@ type remoteRun struct {
 	attempt int // the lease's: turn run ids are attempt*100+turn
 	acct    quota.Account
 	park    <-chan struct{} // closed when the account parks
+	parkWhy func() string   // why, as the coordinator said it
 	out     TaskOutcome
 }
 
@@ -237,10 +241,17 @@ func (r *remoteRun) onPark(cancel context.CancelCauseFunc) func() {
 	if r.park == nil {
 		return func() {}
 	}
-	why := &parkCause{r.acct.Agent + ":" + r.acct.ID}
+	why := func() error {
+		if r.parkWhy != nil {
+			if w := r.parkWhy(); w != "" {
+				return &parkCause{w}
+			}
+		}
+		return &parkCause{"its account " + r.acct.Agent + ":" + r.acct.ID + " parked"}
+	}
 	select {
 	case <-r.park:
-		cancel(why)
+		cancel(why())
 		return func() {}
 	default:
 	}
@@ -250,7 +261,7 @@ func (r *remoteRun) onPark(cancel context.CancelCauseFunc) func() {
 		defer close(exited)
 		select {
 		case <-r.park:
-			cancel(why)
+			cancel(why())
 		case <-done:
 		}
 	}()

@@ -65,6 +65,10 @@ type CoordinatorOptions struct {
 	// Hands parks or releases the run's accounts by hand (tai fleet pause
 	// and resume through the run's live feed), as fleet.Options.Hands.
 	Hands <-chan fleet.Hand
+	// KeepPauses: its parks by hand outlive a coordinator's restart
+	// (fleet.Options.KeepPauses): the hub's coordinator adopts its runs
+	// again on its own, which is nobody's release.
+	KeepPauses bool
 	// Clones is where a coordinator that adopts a run from another host
 	// (tai hub --coordinate) keeps its clones of the runs' repositories.
 	Clones string
@@ -173,7 +177,7 @@ func Coordinate(ctx context.Context, o CoordinatorOptions) (*fleet.State, error)
 	st, err := fleet.Run(ctx, fleet.Options{RunID: o.RunID, Dir: o.Dir, Resume: o.Resume, Concurrency: o.Concurrency, FailFast: o.FailFast,
 		Audit: o.Audit, Progress: o.Progress,
 		Prompter: o.Prompter, TaskSink: o.TaskSink, AskHuman: o.AskHuman, Command: o.Command, Version: o.Version, Clock: o.Clock,
-		Logger: o.Logger, Exe: o.Exe, Sandbox: o.Sandbox, Executor: c, Hands: o.Hands})
+		Logger: o.Logger, Exe: o.Exe, Sandbox: o.Sandbox, Executor: c, Hands: o.Hands, KeepPauses: o.KeepPauses})
 	if err == nil && ctx.Err() == nil {
 		purgeHuman(context.WithoutCancel(ctx), c.bus, o.RunID) // its asks are over
 	}

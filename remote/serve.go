@@ -111,7 +111,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		wg.Go(func() {
 			defer func() { mu.Lock(); delete(running, rec.Run); mu.Unlock() }()
 			log := o.Logger.With("run", rec.Run)
-			co := CoordinatorOptions{Bus: o.Bus, RunID: rec.Run, Resume: true, Logger: log, Command: "tai hub --coordinate"}
+			co := CoordinatorOptions{Bus: o.Bus, RunID: rec.Run, Resume: true, Logger: log, Command: "tai hub --coordinate", KeepPauses: true}
 			done := func(*fleet.State) {}
 			if o.Prepare != nil {
 				var err error

@@ -260,6 +260,13 @@ type held struct {
 
 func (h *held) park() { h.parkOnce.Do(func() { close(h.parked) }) }
 
+// parking is the coordinator's word on why the task parked ("" before).
+func (h *held) parking() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lease.Parking
+}
+
 // watch closes parked as soon as the lease, still this attempt's claim,
 // says its account parked; it returns when ctx ends.
 func (h *held) watch(ctx context.Context) {
@@ -582,7 +589,7 @@ func (w *worker) attempt(ctx, outer context.Context, tm TaskMsg, attempt int, le
 		ro.Prompter = prompter{k: k, key: memoryKeys(dir)}
 	}
 	ro.TaskSink = frameSink{w: w, tm: tm, attempt: attempt}
-	ro.Park = h.parked
+	ro.Park, ro.ParkWhy = h.parked, h.parking
 	prompt := tm.Prompt
 	if rs := tm.Resume; rs != nil {
 		// A parked attempt's task: its session if the agent still has it

@@ -671,7 +671,7 @@ wait:
 		case <-r.o.Interrupts:
 			// The parent stops this turn only; the next prompt still runs.
 			var killed bool
-			if out, killed = r.stopTurn(sess, done); killed {
+			if out, killed = r.stopTurn(sess, done, nil); killed {
 				return fmt.Errorf("%s did not stop within %s of the interrupt", r.o.Agent, r.o.CancelGrace)
 			}
 			if cause := context.Cause(ctx); cause != nil {
@@ -679,8 +679,9 @@ wait:
 			}
 			break wait
 		case <-ctx.Done():
-			// Ctrl-C or timeout: the whole run ends.
-			r.stopTurn(sess, done)
+			// Ctrl-C, timeout or a park: the whole run ends, and what it
+			// withdraws says why.
+			r.stopTurn(sess, done, context.Cause(ctx))
 			return context.Cause(ctx)
 		case <-r.col.notices:
 			d := r.o.Quota.RetryGrace
@@ -700,7 +701,7 @@ wait:
 			}
 			// The agent waits out the limit in silence: stop the turn
 			// (its session is kept) and park.
-			_, killed := r.stopTurn(sess, done)
+			_, killed := r.stopTurn(sess, done, &quota.Error{Limit: l})
 			r.o.Logger.Info("the agent kept retrying a request refused at its limit; parking", "killed", killed)
 			return &quota.Error{Limit: l}
 		}
@@ -751,18 +752,18 @@ func (r *run) limitOf(err error) error {
 }
 
 // stopTurn cancels the running turn (pending permissions are answered
-// cancelled) and waits for it to end; an agent that ignores the cancel is
+// cancelled, withdrawn with cause: why) and waits for it to end; an agent that ignores the cancel is
 // killed CancelGrace after the cancel, or as soon as Kill closes (killed):
 // the grace counts from the cancel, sending it included, and the kill
 // skips the drivers' own graceful steps.
-func (r *run) stopTurn(sess Session, done <-chan turnOutcome) (out turnOutcome, killed bool) {
+func (r *run) stopTurn(sess Session, done <-chan turnOutcome, cause error) (out turnOutcome, killed bool) {
 	t := r.o.Clock.NewTimer(r.o.CancelGrace, "runner", "cancel-grace")
 	defer t.Stop()
 	cctx, cancel := context.WithCancel(context.Background())
 	sent := make(chan struct{})
 	go func() {
 		defer close(sent)
-		if err := sess.Cancel(cctx); err != nil {
+		if err := sess.Cancel(cctx, cause); err != nil {
 			r.o.Logger.Debug("cancel failed", "err", err)
 		}
 	}()

@@ -509,7 +509,7 @@ func TestPeerCancel(t *testing.T) {
 			t.Run(card+map[bool]string{true: " streaming", false: " blocking"}[streaming], func(t *testing.T) {
 				p := newPeer(t, card, streaming)
 				s, sk := launch(t, p.srv.URL, nil, Options{})
-				if err := s.Cancel(t.Context()); err != nil {
+				if err := s.Cancel(t.Context(), nil); err != nil {
 					t.Fatalf("cancel between turns: %v", err)
 				}
 				type out struct {
@@ -527,7 +527,7 @@ func TestPeerCancel(t *testing.T) {
 					<-p.sawBody("slow down")
 				}
 				for range 2 { // idempotent
-					if err := s.Cancel(t.Context()); err != nil {
+					if err := s.Cancel(t.Context(), nil); err != nil {
 						t.Fatalf("cancel: %v", err)
 					}
 				}

@@ -376,7 +376,7 @@ func (s *Session) Capabilities() driver.Capabilities { return capabilities }
 // as soon as a stream names it; a blocking send, which names it only at
 // the end, is dropped instead (an error event says the agent was not
 // told).
-func (s *Session) Cancel(ctx context.Context) error {
+func (s *Session) Cancel(ctx context.Context, cause error) error {
 	s.mu.Lock()
 	t := s.turn
 	if t == nil {
@@ -384,6 +384,9 @@ func (s *Session) Cancel(ctx context.Context) error {
 		return nil
 	}
 	t.cancelled = true
+	if t.cause == nil {
+		t.cause = cause
+	}
 	id := t.taskID
 	send := id != "" && !t.cancelSent
 	t.cancelSent = t.cancelSent || send

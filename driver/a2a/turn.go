@@ -41,6 +41,7 @@ type turn struct {
 	// Guarded by s.mu: Cancel and Close read them.
 	taskID          string
 	cancelled       bool
+	cause           error // why it was cancelled (Cancel's cause), nil: not said
 	cancelSent      bool
 	cancelConfirmed bool
 
@@ -478,7 +479,14 @@ func (t *turn) ask(q, yes, no string) (string, error) {
 		{ID: no, Name: "No (" + no + ")", Kind: driver.OptionRejectOnce}}
 	req := driver.PermissionRequest{ID: id, Session: s.ID(), Options: opts,
 		ToolCall: driver.ToolCall{ID: id, Title: q, Kind: driver.KindOther, Status: "pending", Name: "a2a.input_required", RawInput: input}}
-	d, err := driver.AskPermission(t.ctx, s.l.Host.Decider, s.emit, req, func(error) string { return "the decision was cancelled" })
+	d, err := driver.AskPermission(t.ctx, s.l.Host.Decider, s.emit, req, func(error) string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if t.cause != nil {
+			return t.cause.Error() // the turn's cancel said why
+		}
+		return "the decision was cancelled"
+	})
 	if err != nil {
 		s.log.Warn("permission decision failed; cancelling the task", "err", err)
 	}

@@ -50,10 +50,8 @@ func (s *Session) elicit(ctx context.Context, params json.RawMessage) (any, erro
 	s.emit(driver.Event{Type: driver.EventElicitationAsked, Elicitation: &req})
 
 	// Abandoned with the turn, like a permission request.
-	ectx, cancel := context.WithCancel(ctx)
+	ectx, cancel := withTurn(ctx, s.turn.Load().ctx)
 	defer cancel()
-	stop := context.AfterFunc(s.turn.Load().ctx, cancel)
-	defer stop()
 	ans, err := s.cfg.Host.Elicitor.Elicit(ectx, req)
 	if err != nil {
 		s.log.Warn("elicitation failed; answering cancel", "err", err)

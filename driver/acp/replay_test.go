@@ -217,7 +217,7 @@ func replay(t reporter, lines []wireLine, name, agent string) string {
 		clock: quartz.NewReal(),
 		tools: map[string]*driver.ToolCall{},
 	}
-	s.turn.Store(&turnState{ctx: context.Background(), cancel: func() {}})
+	s.turn.Store(&turnState{ctx: context.Background(), cancel: func(error) {}})
 	// As in openSession: updates before session/new answers are held.
 	s.awaiting = true
 	for _, l := range lines {

@@ -249,10 +249,8 @@ func (s *Session) requestPermission(ctx context.Context, params json.RawMessage)
 	}
 	// The decision is abandoned when the agent withdraws the request
 	// ($/cancel_request) or the turn is cancelled.
-	dctx, cancel := context.WithCancel(ctx)
+	dctx, cancel := withTurn(ctx, s.turn.Load().ctx)
 	defer cancel()
-	stop := context.AfterFunc(s.turn.Load().ctx, cancel)
-	defer stop()
 	d, err := driver.AskPermission(dctx, s.cfg.Host.Decider, s.emit, req, nil)
 	if err != nil {
 		s.log.Warn("permission decision failed; answering cancelled", "err", err)

@@ -118,7 +118,18 @@ type Session struct {
 // cancelled or over.
 type turnState struct {
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
+}
+
+// withTurn is ctx, also done when the turn is, with the turn's cause (why
+// it was cancelled: what a withdrawn ask says).
+func withTurn(ctx, turn context.Context) (context.Context, func()) {
+	c, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(turn, func() { cancel(context.Cause(turn)) })
+	return c, func() {
+		stop()
+		cancel(nil)
+	}
 }
 
 // errClosedByTai is the cause given to the connection when tai ends the
@@ -156,7 +167,7 @@ func Start(ctx context.Context, cfg Config) (*Session, error) {
 		w := cfg.StderrTo
 		s.stderr.Fwd = func(p []byte) { _, _ = w.Write(p) }
 	}
-	s.turn.Store(&turnState{ctx: context.Background(), cancel: func() {}})
+	s.turn.Store(&turnState{ctx: context.Background(), cancel: func(error) {}})
 	if err := s.spawn(); err != nil {
 		return nil, err
 	}
@@ -577,8 +588,8 @@ func (s *Session) Prompt(ctx context.Context, prompt []driver.Content) (driver.T
 	if err != nil {
 		return driver.TurnResult{}, err
 	}
-	turn, endTurn := context.WithCancel(context.Background())
-	defer endTurn()
+	turn, endTurn := context.WithCancelCause(context.Background())
+	defer endTurn(nil)
 	s.turn.Store(&turnState{ctx: turn, cancel: endTurn})
 	var resp schema.PromptResponse
 	if err := s.call(ctx, schema.MethodSessionPrompt, schema.PromptRequest{SessionId: s.ID(), Prompt: blocks}, &resp); err != nil {
@@ -629,11 +640,12 @@ func (s *Session) promptBlocks(prompt []driver.Content) ([]schema.ContentBlock, 
 }
 
 // Cancel asks the agent to stop the running turn. Pending permission
-// requests are answered "cancelled", as the protocol requires.
-func (s *Session) Cancel(ctx context.Context) error {
+// requests are answered "cancelled", as the protocol requires; their
+// asks are withdrawn with cause.
+func (s *Session) Cancel(ctx context.Context, cause error) error {
 	// Cancelling the turn context makes every pending permission decision
 	// come back cancelled.
-	s.turn.Load().cancel()
+	s.turn.Load().cancel(cause)
 	return s.conn.Notify(ctx, schema.MethodSessionCancel, schema.CancelNotification{SessionId: s.ID()})
 }
 

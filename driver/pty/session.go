@@ -120,7 +120,8 @@ type Session struct {
 	sig      chan struct{} // output arrived
 	promptCh chan *turn
 	cancelCh chan struct{}
-	stop     chan struct{} // Close was called
+	cause    atomic.Pointer[error] // the last Cancel's cause: why a picker's ask is withdrawn
+	stop     chan struct{}         // Close was called
 	stopOnce sync.Once
 	exited   chan struct{} // the process is gone and the loop has ended
 	ready    chan struct{}
@@ -992,18 +993,23 @@ func (s *Session) pickerRequest(pk *profile.Picker) driver.PermissionRequest {
 	return req
 }
 
-// decidePicker asks the decider, cancelled if the session stops.
+// decidePicker asks the decider, cancelled if the session stops (saying
+// why its turn was cancelled, if it was).
 func (s *Session) decidePicker(req driver.PermissionRequest) driver.PermissionDecision {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	go func() {
 		select {
 		case <-s.stop:
-			cancel()
+			var why error
+			if c := s.cause.Load(); c != nil {
+				why = *c
+			}
+			cancel(why)
 		case <-ctx.Done():
 		}
 	}()
 	dec, _ := driver.AskPermission(ctx, s.cfg.Host.Decider, s.emit, req, nil)
-	cancel()
+	cancel(nil)
 	return dec
 }
 
@@ -1196,14 +1202,18 @@ func (s *Session) Prompt(ctx context.Context, prompt []driver.Content) (driver.T
 	case r := <-t.done:
 		return r.res, r.err
 	case <-ctx.Done():
-		_ = s.Cancel(context.Background())
+		_ = s.Cancel(context.Background(), context.Cause(ctx))
 		r := <-t.done
 		return r.res, r.err
 	}
 }
 
-// Cancel presses the profile's cancel keys (Esc for most) during a turn.
-func (s *Session) Cancel(ctx context.Context) error {
+// Cancel presses the profile's cancel keys (Esc for most) during a turn;
+// a picker's ask withdrawn after it says cause.
+func (s *Session) Cancel(ctx context.Context, cause error) error {
+	if cause != nil {
+		s.cause.Store(&cause)
+	}
 	select {
 	case s.cancelCh <- struct{}{}:
 	default:

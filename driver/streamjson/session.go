@@ -120,7 +120,7 @@ type Session struct {
 	turnDone    chan *Result
 	interrupted bool
 	turnCtx     context.Context
-	turnCancel  context.CancelFunc
+	turnCancel  context.CancelCauseFunc
 
 	readerDone chan struct{}
 	exited     chan struct{} // duplex: the process; one-shot: closed by Close
@@ -178,7 +178,7 @@ func Start(ctx context.Context, l driver.Launch, o Options) (*Session, error) {
 	s := &Session{l: l, o: o, d: d, log: l.Logger.With("agent", l.Agent, "dialect", d.Name), clock: l.Clock,
 		dec: newDecoder(d.Name), pending: map[string]chan ControlResponse{}, perms: map[string]*pendingPerm{},
 		exited: make(chan struct{}), readerDone: make(chan struct{}), startedCh: make(chan struct{}), mode: d.DefaultMode}
-	s.turnCtx, s.turnCancel = context.WithCancel(context.Background())
+	s.turnCtx, s.turnCancel = context.WithCancelCause(context.Background())
 	if !d.Duplex {
 		close(s.readerDone)
 		s.id = l.ResumeID
@@ -546,14 +546,16 @@ func (s *Session) registerPerm(c ControlRequest) (*pendingPerm, context.Context)
 		ToolUseID string `json:"tool_use_id"`
 	}
 	_ = json.Unmarshal(c.Request, &r)
-	ctx, cancel := context.WithCancel(context.Background())
-	pp := &pendingPerm{cancel: cancel}
+	ctx, cancelCause := context.WithCancelCause(context.Background())
+	pp := &pendingPerm{cancel: func() { cancelCause(nil) }}
 	s.mu.Lock()
 	s.perms[c.ID] = pp
 	if r.ToolUseID != "" {
 		s.dec.decided[r.ToolUseID] = true
 	}
-	stop := context.AfterFunc(s.turnCtx, cancel)
+	turn := s.turnCtx
+	// Withdrawn with the turn, saying why it was cancelled.
+	stop := context.AfterFunc(turn, func() { cancelCause(context.Cause(turn)) })
 	s.mu.Unlock()
 	pp.stop = stop
 	return pp, ctx
@@ -634,12 +636,12 @@ func (s *Session) Prompt(ctx context.Context, prompt []driver.Content) (driver.T
 	s.mu.Lock()
 	s.turnDone = done
 	s.interrupted = false
-	s.turnCtx, s.turnCancel = context.WithCancel(context.Background())
+	s.turnCtx, s.turnCancel = context.WithCancelCause(context.Background())
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		s.turnDone = nil
-		s.turnCancel()
+		s.turnCancel(nil)
 		s.mu.Unlock()
 	}()
 	if !s.d.Duplex {
@@ -706,7 +708,7 @@ func (s *Session) promptOnce(ctx context.Context, text string, done chan *Result
 	select {
 	case <-readDone:
 	case <-ctx.Done():
-		s.Cancel(context.Background()) //nolint:errcheck // best effort
+		s.Cancel(context.Background(), nil) //nolint:errcheck // best effort
 		<-readDone
 	}
 	<-p.exited
@@ -771,10 +773,10 @@ func promptContent(prompt []driver.Content) (string, []map[string]any, error) {
 // abandoned (answered deny with interrupt), then an interrupt control
 // request for duplex CLIs, SIGINT to the process group for the others.
 // Prompt then returns with StopCancelled.
-func (s *Session) Cancel(ctx context.Context) error {
+func (s *Session) Cancel(ctx context.Context, cause error) error {
 	s.mu.Lock()
 	s.interrupted = true
-	s.turnCancel()
+	s.turnCancel(cause)
 	s.mu.Unlock()
 	if !s.d.Duplex {
 		s.procMu.Lock()
@@ -902,7 +904,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closing = true
-		s.turnCancel()
+		s.turnCancel(nil)
 		s.mu.Unlock()
 		s.procMu.Lock()
 		p := s.proc

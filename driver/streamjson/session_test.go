@@ -236,7 +236,7 @@ func TestInterrupt(t *testing.T) {
 	}()
 	// Cancel once the turn is under way (its first message arrived).
 	k.wait(driver.EventMessage, 1)
-	if cerr := s.Cancel(context.Background()); cerr != nil {
+	if cerr := s.Cancel(context.Background(), nil); cerr != nil {
 		t.Fatal(cerr)
 	}
 	<-done
