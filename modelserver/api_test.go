@@ -251,6 +251,10 @@ func TestScriptLimitAfterRequestsUntilATime(t *testing.T) {
 			for _, w := range want {
 				must(t, r.status == 429 && r.header.Get("anthropic-ratelimit-unified-"+w[0]) == w[1], "window: %s = %q, want %q", w[0], r.header.Get("anthropic-ratelimit-unified-"+w[0]), w[1])
 			}
+			// The OpenAI dialects answer as the ChatGPT backend does.
+			if plan := strings.Contains(string(r.body), `"type":"usage_limit_reached"`) && strings.Contains(string(r.body), `"resets_at":4070908800`); plan != (api == apiChat || api == apiResponses) {
+				t.Errorf("window: the %s body %s", api, r.body)
+			}
 		})
 	}
 }

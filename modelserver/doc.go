@@ -58,7 +58,8 @@
 // not its side requests (a session title).
 // "window" (five_hour, seven_day, ...) makes Anthropic's 429s those of a
 // Claude plan's usage window: the anthropic-ratelimit-unified-* headers
-// (status rejected, reset in Unix seconds, the representative claim).
+// (status rejected, reset in Unix seconds, the representative claim), and
+// the OpenAI dialects' a ChatGPT plan's (usage_limit_reached, resets_at).
 //
 // Control endpoints: POST /_script (body: a new script; rewinds),
 // POST /_reset (reload the script file; rewinds), GET /_state.

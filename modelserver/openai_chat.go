@@ -41,7 +41,7 @@ type chatBody struct {
 	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
-var chatProvider = provider{parse: parseChat, write: writeChat, fail: openAIError, limitHeaders: openAILimitHeaders}
+var chatProvider = provider{parse: parseChat, write: writeChat, fail: openAIError, limitHeaders: openAILimitHeaders, planFail: chatGPTPlanError}
 
 func parseChat(_ *http.Request, body []byte) (*apiRequest, error) {
 	var b chatBody
@@ -203,6 +203,21 @@ func openAIError(w http.ResponseWriter, status int, msg string, retryAfter time.
 	}
 	setRetryAfter(w, status, retryAfter)
 	writeJSON(w, status, obj("error", obj("message", msg, "type", typ, "param", nil, "code", code)))
+}
+
+// chatGPTPlanError is the 429 of a ChatGPT plan's usage window, as the
+// ChatGPT backend answers codex signed in with ChatGPT: an error of type
+// usage_limit_reached with the plan and when the window resets (Unix
+// seconds), from which codex says "You've hit your usage limit ... try
+// again at ...".
+func chatGPTPlanError(w http.ResponseWriter, now time.Time, retryAfter time.Duration, window, msg string) {
+	if msg == "" {
+		msg = "The usage limit has been reached"
+	}
+	setRetryAfter(w, http.StatusTooManyRequests, retryAfter)
+	at := now.Add(retryAfter)
+	writeJSON(w, http.StatusTooManyRequests, obj("error", obj("type", "usage_limit_reached", "message", msg, "plan_type", "plus",
+		"resets_at", at.Unix(), "resets_in_seconds", int64(math.Ceil(retryAfter.Seconds())), "window", window)))
 }
 
 // setRetryAfter tells SDKs how long to back off on throttling statuses. The

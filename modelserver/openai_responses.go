@@ -27,7 +27,7 @@ type responsesBody struct {
 	ToolChoice json.RawMessage `json:"tool_choice"`
 }
 
-var responsesProvider = provider{parse: parseResponses, write: writeResponses, fail: openAIError, limitHeaders: openAILimitHeaders}
+var responsesProvider = provider{parse: parseResponses, write: writeResponses, fail: openAIError, limitHeaders: openAILimitHeaders, planFail: chatGPTPlanError}
 
 func parseResponses(_ *http.Request, body []byte) (*apiRequest, error) {
 	var b responsesBody

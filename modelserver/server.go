@@ -328,6 +328,10 @@ type provider struct {
 	// 429: the limit is used up and resets retryAfter from now; window,
 	// when set, is the subscription plan's usage window that ran out.
 	limitHeaders func(h http.Header, now time.Time, retryAfter time.Duration, window string)
+	// planFail, if set, writes the 429 of a subscription plan's usage
+	// window (a limit's window) where the provider's plans answer with a
+	// body of their own.
+	planFail func(w http.ResponseWriter, now time.Time, retryAfter time.Duration, window, msg string)
 }
 
 func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *LogEntry, p provider) {
@@ -365,6 +369,10 @@ func (s *Server) serveModel(w http.ResponseWriter, r *http.Request, rec *LogEntr
 		}
 		if rp.errStatus == http.StatusTooManyRequests && p.limitHeaders != nil {
 			p.limitHeaders(w.Header(), s.now(), rp.retryAfter, rp.window)
+		}
+		if rp.errStatus == http.StatusTooManyRequests && rp.window != "" && p.planFail != nil {
+			p.planFail(w, s.now(), rp.retryAfter, rp.window, rp.errMsg)
+			return
 		}
 		p.fail(w, rp.errStatus, msg, rp.retryAfter)
 		return

@@ -146,6 +146,10 @@ func TestRealAgentFixtures(t *testing.T) {
 		{"copilot-1.0.102.jsonl", quota.KindRate, "final_message", time.Time{}},
 		// An hour's Retry-After: no retry, end_turn with "Error: 429 …".
 		{"copilot-1.0.102-long-retry-after.jsonl", quota.KindRate, "final_message", time.Time{}},
+		// A ChatGPT plan's usage_limit_reached: no retry, -32603 "Internal
+		// error" with data {message: "You’ve hit your usage limit … try
+		// again at 2:14 PM.", codexErrorInfo: usageLimitExceeded}.
+		{"codex-2.6.0-plan.jsonl", quota.KindUsage, "acp_error", time.Date(2026, 12, 7, 14, 14, 0, 0, time.UTC)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

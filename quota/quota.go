@@ -84,6 +84,11 @@ type errorData struct {
 	ResetAt    json.RawMessage `json:"resetAt"`
 	RetryAfter json.RawMessage `json:"retryAfter"`
 	Details    string          `json:"details"`
+	// Message is the agent's own words where its JSON-RPC message is a
+	// generic "Internal error" (codex-acp); CodexErrorInfo is codex-acp's
+	// kind of error (usageLimitExceeded at a ChatGPT plan's limit).
+	Message        string `json:"message"`
+	CodexErrorInfo string `json:"codexErrorInfo"`
 }
 
 // rateKinds are the errorKind/type values that name a limit:
@@ -95,6 +100,7 @@ var rateKinds = map[string]Kind{
 	"quotaexceeded": KindUsage, "quota_exceeded": KindUsage, "usage_limit": KindUsage,
 	"usage_limit_reached": KindUsage, "resource_exhausted": KindRate,
 	"rate_limit_exceeded": KindRate, "too_many_requests": KindRate,
+	"usagelimitexceeded": KindUsage,
 }
 
 // FromError reads a limit from an agent's error: a JSON-RPC error's data
@@ -152,7 +158,14 @@ func fromFields(fields json.RawMessage, msg, source string, now time.Time) (Limi
 	if len(fields) > 0 {
 		_ = json.Unmarshal(fields, &d) // data of another shape: the text decides
 	}
-	for _, k := range []string{d.ErrorKind, d.Type, d.Code, d.Kind, d.Reason} {
+	if m := strings.TrimSpace(d.Message); m != "" && m != msg {
+		if generic := strings.TrimSpace(strings.TrimSuffix(msg, "Internal error")) == ""; generic {
+			msg = m
+		} else {
+			msg += ": " + m
+		}
+	}
+	for _, k := range []string{d.ErrorKind, d.Type, d.Code, d.Kind, d.Reason, d.CodexErrorInfo} {
 		kind, ok := rateKinds[strings.ToLower(k)]
 		if !ok {
 			continue

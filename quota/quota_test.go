@@ -96,6 +96,10 @@ func TestFromError(t *testing.T) {
 		// What tai's ACP driver makes of it.
 		{"driver remote error", &driver.RemoteError{Method: "session/prompt", Code: -32603, Message: "Internal error: You've hit your limit · resets 3pm (UTC)", Data: json.RawMessage(`{"errorKind":"rate_limit"}`)},
 			true, KindUsage, "acp_error", time.Date(2026, 12, 7, 15, 0, 0, 0, time.UTC)},
+		// codex-acp 2.6.0 at a ChatGPT plan's limit: a bare "Internal
+		// error" whose data holds codex's words and its error kind.
+		{"codex-acp usageLimitExceeded", rpcErr(-32603, "Internal error", map[string]any{"message": "You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 2:13 PM.", "codexErrorInfo": "usageLimitExceeded"}),
+			true, KindUsage, "acp_error", time.Date(2026, 12, 7, 14, 13, 0, 0, time.UTC)},
 		// The ACP quotas RFD draft: quotaExceeded with resetsAt.
 		{"rfd quotaExceeded", rpcErr(-32000, "Quota exceeded", map[string]any{"type": "quotaExceeded", "resetsAt": "2026-12-07T11:00:00Z"}),
 			true, KindUsage, "quota_exceeded", time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)},

@@ -31,6 +31,11 @@ var limitCases = []struct {
 	// resets: the agent passes the announced reset on, so the result has
 	// it (about retryAfter from the run).
 	resets bool
+	// window makes the 429 a subscription plan's (the model server's
+	// limit window): the limit clears until after the run, and the
+	// result's reset is that time to the minute, as the agent words it.
+	window string
+	until  time.Duration
 }{
 	// claude-agent-acp 0.101: the CLI under it backs off for minutes
 	// unless CLAUDE_CODE_MAX_RETRIES bounds it; the adapter then fails
@@ -59,6 +64,11 @@ var limitCases = []struct {
 	// With an hour's Retry-After Copilot does not retry: it ends the turn
 	// at once with "Error: 429 …".
 	{name: "copilot-long-retry-after", agent: "copilot", retryAfter: 3600, source: "final_message"},
+	// codex-acp at a ChatGPT plan's limit (usage_limit_reached with
+	// resets_at): no retry; session/prompt fails with codex's "You've hit
+	// your usage limit … try again at 2:13 PM" (codexErrorInfo
+	// usageLimitExceeded).
+	{name: "codex-plan", agent: "codex", window: "five_hour", until: 3 * time.Hour, source: "acp_error"},
 }
 
 // Every ACP agent at its account's limit parks the run: exit 75, status
@@ -82,6 +92,11 @@ func TestRealAgentsParkAtLimit(t *testing.T) {
 			}
 			exe, version := a.installed(t)
 			limit := map[string]any{"until": "2099-01-01T00:00:00Z"}
+			var until time.Time
+			if tc.until > 0 {
+				until = time.Now().Add(tc.until).UTC().Truncate(time.Second)
+				limit["until"], limit["window"] = until.Format(time.RFC3339), tc.window
+			}
 			if tc.retryAfter > 0 {
 				limit["retry_after"] = tc.retryAfter
 			}
@@ -127,6 +142,9 @@ func TestRealAgentsParkAtLimit(t *testing.T) {
 				if p.ResetsAt.Before(lo) || p.ResetsAt.After(hi) {
 					t.Errorf("resets_at %v, want the announced %ds after a 429 of the run (%v .. %v)", p.ResetsAt, tc.retryAfter, lo, hi)
 				}
+			}
+			if tc.window != "" && (p.Kind != "usage_limit" || !p.ResetsAt.Equal(until.Truncate(time.Minute))) {
+				t.Errorf("parked %s resetting %v; want a usage limit resetting %v, as the agent said", p.Kind, p.ResetsAt, until.Truncate(time.Minute))
 			}
 			w.checkNoLeftovers()
 			t.Logf("%s parked (%s, %s): %s", a.name, p.Kind, p.Source, res.Error)
