@@ -62,7 +62,14 @@ type Ask struct {
 	Via       ask.Via       `json:"via,omitempty"`        // the channel a human answered on
 	Usage     fleet.Usage   `json:"usage"`                // what the answerer spent
 	Error     string        `json:"error,omitempty"`      // nobody could answer
+	// Withdrawn: its worker gave it up before an answer came (its turn
+	// was cancelled), and why: the coordinator withdraws it from its
+	// human saying so (a park's "paused by hand (tai fleet pause)").
+	Withdrawn string `json:"withdrawn,omitempty"`
 }
+
+// errAskGone withdraws an ask whose worker deleted it without saying why.
+var errAskGone = errors.New("the task's worker gave the ask up")
 
 // kvToken makes a run or task name a key token: names hold [A-Za-z0-9_.-],
 // keys split on dots, and '=' is in neither.
@@ -100,12 +107,14 @@ func (k *asker) ask(ctx context.Context, a Ask) (Ask, error) {
 	// Answered or given up, the ask is gone: a coordinator resumed later
 	// must not answer it again.
 	defer func() { _ = k.bus.Asks.Delete(context.WithoutCancel(ctx), key) }()
-	if _, err := k.bus.Asks.Create(ctx, key, data); err != nil {
+	rev, err := k.bus.Asks.Create(ctx, key, data)
+	if err != nil {
 		return Ask{}, fmt.Errorf("remote: asking: %w", err)
 	}
 	for {
 		select {
 		case <-ctx.Done():
+			k.withdraw(context.WithoutCancel(ctx), key, rev, a, context.Cause(ctx))
 			return Ask{}, ctx.Err()
 		case e, ok := <-w.Updates():
 			if !ok {
@@ -122,6 +131,19 @@ func (k *asker) ask(ctx context.Context, a Ask) (Ask, error) {
 				return got, nil
 			}
 		}
+	}
+}
+
+// withdraw tells the coordinator why the ask under key (at rev) is given
+// up, unless it was answered meanwhile (best effort: the ask's deletion
+// withdraws it anyway).
+func (k *asker) withdraw(ctx context.Context, key string, rev uint64, a Ask, cause error) {
+	a.Withdrawn = "withdrawn"
+	if cause != nil {
+		a.Withdrawn = cause.Error()
+	}
+	if data, err := json.Marshal(a); err == nil {
+		_, _ = k.bus.Asks.Update(ctx, key, data, rev)
 	}
 }
 
@@ -180,8 +202,15 @@ func (c *coordinator) serveAsks(ctx context.Context) {
 	defer func() { _ = w.Stop() }()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	busy := map[string]bool{}
+	busy := map[string]context.CancelCauseFunc{} // the asks being answered: each withdrawn with its cause
 	var mu sync.Mutex
+	withdraw := func(key string, why error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cancel := busy[key]; cancel != nil {
+			cancel(why)
+		}
+	}
 	for {
 		var e jetstream.KeyValueEntry
 		select {
@@ -189,7 +218,11 @@ func (c *coordinator) serveAsks(ctx context.Context) {
 			return
 		case e = <-w.Updates():
 		}
-		if e == nil || e.Operation() != jetstream.KeyValuePut {
+		if e == nil {
+			continue
+		}
+		if e.Operation() != jetstream.KeyValuePut {
+			withdraw(e.Key(), errAskGone) // its worker gave it up
 			continue
 		}
 		var a Ask
@@ -197,18 +230,23 @@ func (c *coordinator) serveAsks(ctx context.Context) {
 			continue
 		}
 		key, rev := e.Key(), e.Revision()
+		if a.Withdrawn != "" {
+			withdraw(key, errors.New(a.Withdrawn))
+			continue
+		}
 		mu.Lock()
-		if busy[key] {
+		if busy[key] != nil {
 			mu.Unlock()
 			continue
 		}
-		busy[key] = true
+		actx, cancel := context.WithCancelCause(ctx)
+		busy[key] = cancel
 		mu.Unlock()
 		wg.Go(func() {
-			defer func() { mu.Lock(); delete(busy, key); mu.Unlock() }()
-			reply := c.answerAsk(ctx, key, a)
-			if ctx.Err() != nil {
-				return // answered by the next coordinator
+			defer func() { mu.Lock(); delete(busy, key); mu.Unlock(); cancel(nil) }()
+			reply := c.answerAsk(actx, key, a)
+			if actx.Err() != nil {
+				return // answered by the next coordinator, or withdrawn by its worker
 			}
 			reply.Answered = true
 			data, _ := json.Marshal(reply)
