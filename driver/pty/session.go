@@ -174,10 +174,14 @@ type Session struct {
 	rawSeen   bool // the TUI has read keys in raw mode
 	pasteSeen bool // with bracketed paste on
 	keysGap   bool // it did, then the terminal went back to canonical mode (keysLost)
-	gapPaste  bool // pasteSeen when the gap began
-	cur       *turn
-	pending   bool      // output not yet read into a verdict
-	firstPend time.Time // when the pending output began
+	// autoResume: the last turn ended on a limit and the TUI may offer to
+	// resume by itself at the reset (Profile.AutoResume): the offer is
+	// cancelled when it shows.
+	autoResume bool
+	gapPaste   bool // pasteSeen when the gap began
+	cur        *turn
+	pending    bool      // output not yet read into a verdict
+	firstPend  time.Time // when the pending output began
 }
 
 // turn is one prompt in flight.
@@ -547,6 +551,9 @@ func (s *Session) evaluate(now time.Time) {
 	if s.onPicker(v, snap, now) {
 		return
 	}
+	if s.cancelAutoResume(snap.Lines) {
+		return
+	}
 	s.checkReady(st, v, now)
 	t := s.cur
 	if t == nil {
@@ -562,6 +569,21 @@ func (s *Session) evaluate(now time.Time) {
 	case phaseRunning:
 		s.turnRunning(t, st, body, now)
 	}
+}
+
+// cancelAutoResume cancels the TUI's own resume at a limit's reset
+// (claude's "Continuing automatically at 12:04pm · Esc to cancel") when it
+// shows after a turn that ended on the limit, so that only the run resumes
+// the session, within --wait-quota and --max-resumes: the TUI's own is
+// unbounded, and both would send a turn. It says whether keys were sent.
+func (s *Session) cancelAutoResume(lines []string) bool {
+	if !s.autoResume || !s.prof.AutoResumes(lines) {
+		return false
+	}
+	s.autoResume = false
+	s.log.Info("pty: cancelling the agent's own resume at the reset: the run resumes it", "agent", s.cfg.Agent)
+	_ = s.send(s.prof.CancelKeys)
+	return true
 }
 
 // setStatus emits and publishes the coarse state when it changes.
@@ -848,7 +870,9 @@ func (s *Session) maybeEnd(st string, body []string) {
 		// on it (the runner parks, or waits and types the continue
 		// prompt into this same session), its text kept as the reply.
 		s.log.Info("pty: the turn ended on a usage limit", "agent", s.cfg.Agent, "limit", limit.Message, "resets_at", limit.ResetsAt)
+		s.autoResume = s.prof.AutoResume != nil
 		s.endTurnErr(reply, &quota.Error{Limit: limit})
+		s.cancelAutoResume(s.proc.Screen.Snapshot().Lines)
 		return
 	}
 	s.endTurnFrom(stop, reply, src)

@@ -5,9 +5,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tai-dev/tai/driver/pty"
 	"github.com/tai-dev/tai/e2e/internal/auditlog"
 )
 
@@ -34,17 +38,34 @@ func TestRealTUILimit(t *testing.T) {
 		status       string
 		message      string
 		resumes      int
+		// plan: a Claude plan's account (an OAuth token, no API key) at its
+		// 5-hour window (the model server's unified limiter headers):
+		// "⎿ You've hit your 5-hour limit · resets 11:11am (UTC)", and
+		// Claude's own offer to continue at the reset, which tai cancels
+		// (Esc) so that only the run resumes, within its bounds.
+		plan bool
+		kind string
 	}{
-		{agent: "claude", name: "parks", script: "limit-park.json", code: 75, status: "parked"},
+		{agent: "claude", name: "parks", script: "limit-park.json", code: 75, status: "parked", kind: "rate_limit"},
+		{agent: "claude", name: "plan parks", script: "limit-plan-park.json", code: 75, status: "parked", plan: true, kind: "usage_limit"},
+		{agent: "claude", name: "plan wait-quota resumes, not claude itself", script: "limit-plan-resume.json", args: []string{"--wait-quota=10m"},
+			status: "ok", message: "Hello from the scripted model.", resumes: 1, plan: true},
 		{agent: "claude", name: "wait-quota resumes the live session", script: "limit-resume.json", args: []string{"--wait-quota=10m"}, status: "ok",
 			message: "Hello from the scripted model.", resumes: 1},
-		{agent: "copilot", name: "parks", script: "limit-park.json", code: 75, status: "parked"},
+		{agent: "copilot", name: "parks", script: "limit-park.json", code: 75, status: "parked", kind: "rate_limit"},
 	} {
 		t.Run(tc.agent+" "+tc.name, func(t *testing.T) {
 			a := realAgents[tc.agent]
 			st := a.start(t, "../../../e2e/pty/testdata/"+tc.script)
 			env := onPath(st.Env, filepath.Dir(st.Exe))
+			if tc.plan {
+				env = slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") })
+				env = append(env, "CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-plan-test")
+			}
 			auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+			// The TUI's output, to see what it drew after the limit.
+			recPath := filepath.Join(t.TempDir(), "tui.rec")
+			env = append(env, "TAI_PTY_RECORD="+recPath)
 			// --allow other: the TUI's trust dialog for the throw-away
 			// repo is a tool call of kind other; the outcome is the limit's.
 			args := append([]string{"run", "--agent", tc.agent, "--driver", "pty", "--allow", "other", "-o", "json", "--audit", auditPath}, tc.args...)
@@ -53,12 +74,13 @@ func TestRealTUILimit(t *testing.T) {
 				result
 				SessionID string `json:"session_id"`
 				Parked    *struct {
-					Kind    string `json:"kind"`
-					Source  string `json:"source"`
-					Message string `json:"message"`
-					Reason  string `json:"reason"`
-					Session string `json:"session"`
-					Account struct {
+					Kind     string    `json:"kind"`
+					ResetsAt time.Time `json:"resets_at"`
+					Source   string    `json:"source"`
+					Message  string    `json:"message"`
+					Reason   string    `json:"reason"`
+					Session  string    `json:"session"`
+					Account  struct {
 						Agent string `json:"agent"`
 					} `json:"account"`
 				} `json:"parked"`
@@ -76,9 +98,13 @@ func TestRealTUILimit(t *testing.T) {
 			}
 			if tc.status == "parked" {
 				p := r.Parked
-				if p == nil || p.Source != "screen" || p.Kind != "rate_limit" || p.Session == "" || p.Session != r.SessionID || p.Account.Agent != tc.agent ||
-					!strings.Contains(p.Message, "429") {
+				if p == nil || p.Source != "screen" || p.Kind != tc.kind || p.Session == "" || p.Session != r.SessionID || p.Account.Agent != tc.agent ||
+					!tc.plan && !strings.Contains(p.Message, "429") {
 					t.Fatalf("parked %+v (session %q); want the TUI's 429 read from the screen, its account, the session", p, r.SessionID)
+				}
+				// The plan's reset is an hour away, shown to the minute.
+				if tc.plan && (p.ResetsAt.Before(time.Now().Add(58*time.Minute)) || p.ResetsAt.After(time.Now().Add(62*time.Minute))) {
+					t.Errorf("parked resets at %v; want the hour the limiter announced", p.ResetsAt)
 				}
 				// A PTY session dies with its TUI: the reason must not
 				// offer tai run --resume.
@@ -88,6 +114,9 @@ func TestRealTUILimit(t *testing.T) {
 			}
 			if tc.message != "" && r.Message != tc.message {
 				t.Errorf("message %q, want %q\nlast screen:\n%s", r.Message, tc.message, finalScreen(t, auditPath))
+			}
+			if tc.plan && tc.resumes > 0 && !drew(t, recPath, "Automatic continue cancelled") {
+				t.Errorf("claude's own continue at the reset was not cancelled (its screens are in %s)", recPath)
 			}
 			// The same session: one TUI process, the continue prompt typed
 			// into it after the wait.
@@ -243,4 +272,27 @@ func TestFakeTUILimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// drew says whether the TUI's recorded output (TAI_PTY_RECORD) drew text:
+// its output with escape sequences as spaces, runs of spaces as one.
+func drew(t *testing.T, recPath, text string) bool {
+	t.Helper()
+	f, err := os.Open(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunks, err := pty.ReadRecording(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for _, c := range chunks {
+		if c.Kind == "o" {
+			out = append(out, c.Data...)
+		}
+	}
+	plain := regexp.MustCompile(`\x1b(?:\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z]|.)`).ReplaceAllString(string(out), " ")
+	return strings.Contains(strings.Join(strings.Fields(plain), " "), text)
 }

@@ -50,6 +50,10 @@ func claude() *Profile {
 		// (usage-limit.screen; "⎿" is followed by a no-break space);
 		// older releases said "Claude usage limit reached".
 		LimitRows: []*regexp.Regexp{rx(`^\s*(?:●|⎿)[\s\x{a0}]+(?:API Error:|You(?:'|’)ve (?:hit|reached) your|You(?:'|’)re out of|(?:Claude (?:AI )?)?[Uu]sage limit reached)`)},
+		// At a plan's limit it offers to go on by itself at the reset,
+		// under the composer: "Continuing automatically at 12:04pm · Esc
+		// to cancel", then "… shortly · Esc to cancel".
+		AutoResume: rx(`Continuing automatically\b.*Esc to cancel`),
 		// Tool rows carry the reply's "●": "● Write(hello.txt)".
 		Chrome: []*regexp.Regexp{rx(`^\s*●\s+[A-Z]\w*(?: \w+)?\(.*\)\s*$`), rx(`^\s*⎿`), rx(`\? for shortcuts`),
 			rx(`esc to interrupt`), rx(`^\s*[✻✽✶✳✢·*]\s+\w+`), rx(`/effort\s*$`)},

@@ -19,7 +19,8 @@ var goldenNow = time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
 // for the fake TUI) and checks the profile's verdict against <case>.want:
 // key=value lines for state, composer, picker, options, selected,
 // toolkind, title, path, and the limit the turn ended on (limit,
-// limit_source, resets_at against goldenNow; none unless given).
+// limit_source, resets_at against goldenNow; none unless given), and
+// auto_resume: the TUI offers to resume by itself at the reset.
 func TestGoldenScreens(t *testing.T) {
 	screens, err := filepath.Glob("../testdata/*/*/*.screen")
 	if err != nil {
@@ -68,6 +69,9 @@ func TestGoldenScreens(t *testing.T) {
 					got["resets_at"] = l.ResetsAt.UTC().Format(time.RFC3339)
 				}
 			}
+			if p.AutoResumes(lines) {
+				got["auto_resume"] = "true"
+			}
 			wants := map[string]bool{}
 			for _, line := range strings.Split(strings.TrimSpace(string(wantB)), "\n") {
 				k, want, _ := strings.Cut(line, "=")
@@ -78,6 +82,9 @@ func TestGoldenScreens(t *testing.T) {
 			}
 			if !wants["limit"] && got["limit"] != "" {
 				t.Errorf("limit = %q, want none: the screen is no limit", got["limit"])
+			}
+			if !wants["auto_resume"] && got["auto_resume"] != "" {
+				t.Errorf("auto_resume = %q, want none: the screen offers no resume of its own", got["auto_resume"])
 			}
 		})
 	}

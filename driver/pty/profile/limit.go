@@ -87,3 +87,17 @@ func FallbackLimit(reply string, now time.Time) (quota.Limit, bool) {
 	var generic Profile
 	return generic.Limit(nil, strings.Split(reply, "\n"), now)
 }
+
+// AutoResumes says whether the screen shows the TUI's offer to resume by
+// itself at the reset (AutoResume).
+func (p *Profile) AutoResumes(lines []string) bool {
+	if p.AutoResume == nil {
+		return false
+	}
+	for _, l := range lines {
+		if p.AutoResume.MatchString(l) {
+			return true
+		}
+	}
+	return false
+}

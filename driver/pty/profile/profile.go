@@ -209,6 +209,11 @@ type Profile struct {
 	// API Error: Request rejected (429) · …"); see Limit. None: the
 	// generic shapes.
 	LimitRows []*regexp.Regexp
+	// AutoResume matches a row by which the TUI offers to resume the turn
+	// by itself at a limit's reset (claude's "Continuing automatically at
+	// 12:04pm · Esc to cancel"); tai cancels it with CancelKeys, as the
+	// run resumes the session itself, within its bounds.
+	AutoResume *regexp.Regexp
 }
 
 var boxBottom = lazyre.New(`^\s*[╹└╰┗][▀─━]{8,}`)
