@@ -3,11 +3,13 @@ package fleetboth_test
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tai-dev/tai/audit"
 	"github.com/tai-dev/tai/e2e/internal/auditlog"
@@ -238,5 +240,124 @@ func TestHubRunAgentCannotPauseItsOwnRun(t *testing.T) {
 	}
 	if hands := h.hands(); len(hands) != 0 {
 		t.Errorf("the run's audit log records hands %q, want none", hands)
+	}
+}
+
+// A pause by hand outlives the hub: a run the hub coordinates is paused
+// through it (tai fleet pause RUN --nats URL), then the hub (its
+// nats-server with it) is killed with kill -9 and started again on its
+// default store: its coordinator adopts the run again with the pause kept
+// (its parks are in the run's state in the KV; no clock or resume ends a
+// pause by hand), and only tai fleet resume RUN --nats URL releases it:
+// the task resumes its own session and merges. Default sandbox, no --dir,
+// user-like HOME.
+func TestHubRunPauseOutlivesTheHub(t *testing.T) {
+	u := userenv.New(t, taiBin, natsServer)
+	// A fixed port: the worker and the clients reach the restarted hub
+	// where they reached the first.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	url := "nats://" + addr
+	startHub := func() *userenv.Daemon {
+		d := userenv.Start(t, u.Command(u.Home, "tai", "hub", "--coordinate", "--listen", addr))
+		if got := d.Line(t); got != url {
+			t.Fatalf("tai hub's first line %q, want %s\n%s", got, url, d.Stderr.String())
+		}
+		return d
+	}
+	hub := startHub()
+	dir := t.TempDir()
+	gate, fifo := filepath.Join(dir, "go"), filepath.Join(dir, "started")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	go func() {
+		if _, err := os.ReadFile(fifo); err == nil { // blocks until the agent writes
+			close(started)
+		}
+	}()
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	// --sandbox-write: the agent writes the test's named pipe, outside its
+	// worktree.
+	u.Worker(url, "w1", sandboxWrite(dir)...)
+	repo := u.Repo("proj", map[string]string{
+		// The task says it runs through the named pipe, then waits until the
+		// test lets it go; once let go, it goes on at once.
+		"t1.yaml": fmt.Sprintf("steps:\n  - text: working\n  - run: {command: sh, args: [-c, '[ -e %[1]s ] || { echo t1 > %[2]s; until [ -e %[1]s ]; do sleep 0.05; done; }']}\n"+
+			"  - write: {path: t1.txt, content: \"t1\\n\"}\n  - text: done\n", gate, fifo),
+		// policy approve: all: the task writes a file and runs a command,
+		// which approve-reads denies.
+		"plan.yaml": "name: hubkeep\npolicy: {approve: all}\ntasks:\n  - {id: t1, script: t1.yaml, prompt: \"task t1\"}\n",
+	})
+	const run = "hubkeep"
+	if o := build.Run(t, taiBin, repo, u.Env, "fleet", "run", "--nats", url, "--detach", "--run-id", run, "plan.yaml"); o.Code != 0 {
+		t.Fatalf("tai fleet run --detach: exit %d\n%s\n%s", o.Code, o.Stdout, o.Stderr)
+	}
+	<-started
+	if o := build.Run(t, taiBin, repo, u.Env, "fleet", "pause", run, "--nats", url); o.Code != 0 {
+		t.Fatalf("tai fleet pause --nats: exit %d\n%s\n%s", o.Code, o.Stdout, o.Stderr)
+	}
+	follow := func() *hubRun {
+		return &hubRun{t: t, u: u, url: url, run: run, repo: repo, logs: userenv.Start(t, u.Command(repo, "tai", "fleet", "logs", run, "--nats", url, "-f", "-o", "json"))}
+	}
+	h := follow()
+	h.until("t1 parked", func(ev parkEvent) bool {
+		return ev.Event == "parked" && ev.Task == "t1" && strings.HasPrefix(ev.Detail, "parked with its account")
+	})
+	_ = h.logs.Stop()
+
+	_ = syscall.Kill(-hub.Cmd.Process.Pid, syscall.SIGKILL)
+	_ = hub.Wait()
+	// Its nats-server, killed with it, may hold the port a moment longer.
+	for i := 0; ; i++ {
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			l.Close()
+			break
+		}
+		if i == 3000 {
+			t.Fatalf("%s stayed taken after the hub was killed: %v", addr, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	startHub()
+	h = follow()
+	starts := 0 // the follower replays the run from its start: the second run.start is the restarted hub's
+	h.until("the pause kept by the restarted hub", func(ev parkEvent) bool {
+		if ev.Event == "run.start" {
+			starts++
+		}
+		if starts == 2 && (ev.Event == "offered" || ev.Event == "resumed") {
+			t.Fatalf("the restarted hub released the pause by itself: %s %s %s", ev.Event, ev.Task, ev.Detail)
+		}
+		return ev.Event == "parked" && ev.Task == "" && strings.Contains(ev.Detail, "by hand") && strings.Contains(ev.Detail, "kept from before its coordinator stopped")
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if o := build.Run(t, taiBin, repo, u.Env, "fleet", "resume", run, "--nats", url); o.Code != 0 || !strings.Contains(o.Stdout, "resume now") {
+		t.Fatalf("tai fleet resume --nats: exit %d\n%s\n%s", o.Code, o.Stdout, o.Stderr)
+	}
+	resumed := false
+	h.until("the run's end", func(ev parkEvent) bool {
+		if ev.Event == "resumed" && ev.Task == "t1" && strings.Contains(ev.Detail, "in its own session") {
+			resumed = true
+		}
+		return ev.Event == "run.end" && ev.Task == ""
+	})
+	if !resumed {
+		t.Error("t1 did not resume its own session")
+	}
+	if ts := fleetState(t, u, run).Tasks["t1"]; ts == nil || ts.Status != fleet.StatusMerged {
+		t.Errorf("t1: %+v", ts)
 	}
 }
