@@ -48,7 +48,7 @@ func (f *fleet) askAnswerer(ctx context.Context, t *Task, cwd string, h *worktre
 		if f.patch != "" {
 			diff = f.patch
 		} else if h != nil {
-			if p, err := f.wt.Patch(ctx, cwd, h.Base, 16<<10); err == nil {
+			if p, err := f.wt.WorkDiff(ctx, cwd, h.Base, 16<<10); err == nil {
 				diff = p
 			}
 		}

@@ -564,7 +564,7 @@ func (r *taskRun) resumeNext(ctx context.Context, tp *TaskPark, n next) next {
 	}
 	diff := "(no changes yet)"
 	if r.h != nil {
-		if p, err := r.f.wt.Patch(ctx, r.cwd, r.h.Base, 16<<10); err == nil && strings.TrimSpace(p) != "" {
+		if p, err := r.f.wt.WorkDiff(ctx, r.cwd, r.h.Base, 16<<10); err == nil && strings.TrimSpace(p) != "" {
 			diff = p
 		}
 	}

@@ -176,6 +176,11 @@ func (r *taskRun) failed(ctx, taskCtx context.Context, res runner.Result, err er
 		// The agent lost the session: the answer goes into a fresh one
 		// with the whole task again.
 		r.f.emit(EventRetry, r.t.ID, fmt.Sprintf("session %s could not be resumed; continuing in a new one", n.resume), nil)
+		if n.prompt == runner.ContinuePrompt {
+			// A park's resume: the new session is told what the lost one
+			// did (the worktree's diff), not only the task.
+			return r.resumeNext(ctx, &TaskPark{}, n), nil
+		}
 		return next{prompt: n.full, full: n.full}, nil
 	case attempt <= r.t.Retries:
 		r.f.emit(EventRetry, r.t.ID, fmt.Sprintf("attempt %d failed (%s); retrying", attempt, reason), nil)

@@ -274,12 +274,9 @@ func workspaceDiff(ctx context.Context, dir string) string {
 	// Repo: the config's filter drivers (the agent may have written
 	// them) are turned off, as in every git call tai makes.
 	g := &worktree.Git{Repo: dir}
-	patch, err := g.Patch(ctx, dir, "HEAD", maxTakeOverDiff)
+	patch, err := g.WorkDiff(ctx, dir, "HEAD", maxTakeOverDiff)
 	if err != nil {
 		return "(the workspace is not a git work tree with a commit: no diff)"
-	}
-	if untracked, err := g.Untracked(ctx, dir); err == nil && len(untracked) > 0 {
-		patch += "\nNew files, not tracked by git yet:\n  " + strings.Join(untracked, "\n  ") + "\n"
 	}
 	return patch
 }

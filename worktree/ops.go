@@ -202,6 +202,20 @@ func (g *Git) Patch(ctx context.Context, dir, rev string, max int) (string, erro
 	return out, nil
 }
 
+// WorkDiff is what was done in dir since rev: the diff of the files git
+// tracks (cut at max bytes, 0: whole) and the names of the new files it
+// does not track yet, which a diff leaves out.
+func (g *Git) WorkDiff(ctx context.Context, dir, rev string, max int) (string, error) {
+	patch, err := g.Patch(ctx, dir, rev, max)
+	if err != nil {
+		return "", err
+	}
+	if untracked, err := g.Untracked(ctx, dir); err == nil && len(untracked) > 0 {
+		patch += "\nNew files, not tracked by git yet:\n  " + strings.Join(untracked, "\n  ") + "\n"
+	}
+	return patch, nil
+}
+
 // Untracked are the files in dir git does not track and does not ignore,
 // relative to dir.
 func (g *Git) Untracked(ctx context.Context, dir string) ([]string, error) {

@@ -837,6 +837,11 @@ func (m *Manager) Patch(ctx context.Context, dir, base string, max int) (string,
 	return m.Git().Patch(ctx, dir, base, max)
 }
 
+// WorkDiff is what was done in the worktree at dir since base (Git.WorkDiff).
+func (m *Manager) WorkDiff(ctx context.Context, dir, base string, max int) (string, error) {
+	return m.Git().WorkDiff(ctx, dir, base, max)
+}
+
 // Dirty reports whether the worktree at dir has uncommitted changes.
 func (m *Manager) Dirty(ctx context.Context, dir string) (bool, error) {
 	out, err := m.git(ctx, dir, "status", "--porcelain", "--untracked-files=normal")
