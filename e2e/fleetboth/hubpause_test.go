@@ -144,10 +144,12 @@ func TestHubRunPausedAndReleasedByHand(t *testing.T) {
 	running := <-started
 	waiting := map[string]string{"t1": "t2", "t2": "t1"}[running]
 
+	asked := time.Now() // for the log only: how long a pause through the hub takes here
 	o := build.Run(t, taiBin, h.repo, h.u.Env, "fleet", "pause", h.run, "--nats", h.url)
 	if o.Code != 0 || !strings.Contains(o.Stdout, "park at once") {
 		t.Fatalf("tai fleet pause --nats: exit %d\n%s\n%s", o.Code, o.Stdout, o.Stderr)
 	}
+	t.Logf("tai fleet pause --nats answered in %v", time.Since(asked))
 	parked, held := false, false
 	h.until(running+" parked and "+waiting+" held", func(ev parkEvent) bool {
 		switch {
@@ -160,6 +162,7 @@ func TestHubRunPausedAndReleasedByHand(t *testing.T) {
 		}
 		return parked && held
 	})
+	t.Logf("%s handed back parked %v after the pause was asked", running, time.Since(asked))
 
 	// Let go before the release: the resumed tasks go on at once.
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
