@@ -14,7 +14,7 @@ var credentials = map[string]quota.Credentials{
 	"gemini":   {Env: []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"}, Files: []string{".gemini/oauth_creds.json"}},
 	"qwen":     {Env: []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"}, Files: []string{".qwen/oauth_creds.json"}},
 	"opencode": {Files: []string{".local/share/opencode/auth.json"}},
-	"copilot":  {Env: []string{"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"}},
+	"copilot":  {Env: []string{"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_API_KEY"}},
 	"cursor":   {Env: []string{"CURSOR_API_KEY"}},
 }
 

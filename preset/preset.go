@@ -142,8 +142,11 @@ func All() []Preset {
 			Modes: driver.ModeRule{SelfApproving: []string{"auto", "bypassPermissions"}, Asking: "default"}},
 		{Name: "codex", Description: "OpenAI Codex through codex-acp", Driver: driver.ACP, Binary: "codex-acp",
 			Fallback: []string{"npx", "-y", "@agentclientprotocol/codex-acp"}, Package: "@agentclientprotocol/codex-acp",
-			Quirks:  driver.Quirks{IgnoresStdinEOF: true},
-			Drivers: map[driver.Name][]string{driver.StreamJSON: {"codex", "exec", "--json"}, driver.PTY: {"codex"}},
+			Quirks: driver.Quirks{IgnoresStdinEOF: true},
+			// The TUI with --no-daemon: by default codex 0.171 starts a
+			// shared app server that outlives the TUI (a process left behind
+			// the run) and that the TUI cannot reach from tai's sandbox.
+			Drivers: map[driver.Name][]string{driver.StreamJSON: {"codex", "exec", "--json"}, driver.PTY: {"codex", "--no-daemon"}},
 			// codex-acp 2.x starts in agent ("Auto review": a model
 			// approves); in workspace-write codex edits the workspace
 			// without asking; read-only asks for every edit.

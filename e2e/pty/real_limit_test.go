@@ -53,6 +53,8 @@ func TestRealTUILimit(t *testing.T) {
 		{agent: "claude", name: "wait-quota resumes the live session", script: "limit-resume.json", args: []string{"--wait-quota=10m"}, status: "ok",
 			message: "Hello from the scripted model.", resumes: 1},
 		{agent: "copilot", name: "parks", script: "limit-park.json", code: 75, status: "parked", kind: "rate_limit"},
+		// The codex TUI as its preset starts it (codex on PATH).
+		{agent: "codex", name: "parks", script: "limit-park-short.json", code: 75, status: "parked", kind: "rate_limit"},
 	} {
 		t.Run(tc.agent+" "+tc.name, func(t *testing.T) {
 			a := realAgents[tc.agent]
