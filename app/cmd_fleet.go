@@ -155,8 +155,8 @@ func NewCmdFleetResume(std IO, g *Globals, runF FleetFunc) *cobra.Command {
 		Short: "Continue an interrupted fleet run without redoing finished tasks; release a running one's parks",
 		Long: "Continue an interrupted (or parked) fleet run without redoing finished tasks: parked tasks resume\n" +
 			"their own sessions, and an account parked at a usage limit keeps its reset time. Of a run that is\n" +
-			"running, it releases every park now (after tai fleet pause, or a limit you know has reset); with --nats URL,\n" +
-			"through its coordinator there (the hub's, for a run submitted with --submit or --detach).",
+			"running, it releases every park now (after tai fleet pause, or a limit you know has reset); with\n" +
+			"--nats URL, through its coordinator there (the hub's, for a run submitted with --submit or --detach).",
 		Args: oneArg("fleet resume", "the run to resume: tai fleet resume RUN (tai fleet list shows the runs)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Verbose = g.Verbose
