@@ -83,7 +83,11 @@ type errorData struct {
 	ResetsAt   json.RawMessage `json:"resetsAt"`
 	ResetAt    json.RawMessage `json:"resetAt"`
 	RetryAfter json.RawMessage `json:"retryAfter"`
-	Details    string          `json:"details"`
+	// The same, as snake_case payloads spell them.
+	ResetsAtSnake   json.RawMessage `json:"resets_at"`
+	ResetAtSnake    json.RawMessage `json:"reset_at"`
+	RetryAfterSnake json.RawMessage `json:"retry_after"`
+	Details         string          `json:"details"`
 	// Message is the agent's own words where its JSON-RPC message is a
 	// generic "Internal error" (codex-acp); CodexErrorInfo is codex-acp's
 	// kind of error (usageLimitExceeded at a ChatGPT plan's limit).
@@ -230,7 +234,7 @@ func FromFinalMessage(text string, now time.Time) (Limit, bool) {
 
 // resets is the reset time the fields give: resetsAt, else retryAfter.
 func (d errorData) resets(now time.Time) (time.Time, bool) {
-	for _, raw := range []json.RawMessage{d.ResetsAt, d.ResetAt, d.RetryAfter} {
+	for _, raw := range []json.RawMessage{d.ResetsAt, d.ResetsAtSnake, d.ResetAt, d.ResetAtSnake, d.RetryAfter, d.RetryAfterSnake} {
 		if t, ok := jsonTime(raw, now); ok {
 			return t, true
 		}

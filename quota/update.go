@@ -28,7 +28,12 @@ func FromUpdate(raw json.RawMessage, now time.Time) (Limit, bool) {
 		if !usedUp(o) {
 			return
 		}
-		at, _ := resetOf(o, now)
+		var at time.Time
+		if raw, err := json.Marshal(o); err == nil {
+			var d errorData
+			_ = json.Unmarshal(raw, &d) // a member of another type: the rest still read
+			at, _ = d.resets(now)
+		}
 		if !found || at.After(l.ResetsAt) {
 			l = Limit{Kind: KindUsage, ResetsAt: at, Source: UpdateKind, Message: nameOf(o)}
 		}
@@ -71,23 +76,6 @@ func usedUp(o map[string]any) bool {
 	used, uok := o["used"].(float64)
 	limit, lok := o["limit"].(float64)
 	return uok && lok && limit > 0 && used >= limit
-}
-
-func resetOf(o map[string]any, now time.Time) (time.Time, bool) {
-	for _, k := range []string{"resetsAt", "resets_at", "resetAt", "reset_at", "retryAfter", "retry_after"} {
-		v, ok := o[k]
-		if !ok {
-			continue
-		}
-		raw, err := json.Marshal(v)
-		if err != nil {
-			continue
-		}
-		if t, ok := jsonTime(raw, now); ok {
-			return t, true
-		}
-	}
-	return time.Time{}, false
 }
 
 func nameOf(o map[string]any) string {

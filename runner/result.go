@@ -123,7 +123,7 @@ func newCollector() *collector {
 	return &collector{res: Result{
 		Permissions: []driver.PermissionDecision{}, Denials: []driver.PermissionDecision{},
 		FilesWritten: []driver.FileWrite{}, Terminals: []driver.TerminalExit{}, Errors: []driver.ErrorInfo{},
-	}, notices: make(chan struct{}, 1)}
+	}, notices: make(chan struct{}, 1), now: time.Now}
 }
 
 func (c *collector) Emit(ev driver.Event) {
@@ -168,11 +168,7 @@ func (c *collector) Emit(ev driver.Event) {
 // quotaUpdate keeps what a quota_update says is used up, and forgets it
 // when a later one says nothing is.
 func (c *collector) quotaUpdate(data []byte) {
-	now := time.Now
-	if c.now != nil {
-		now = c.now
-	}
-	if l, ok := quota.FromUpdate(data, now()); ok {
+	if l, ok := quota.FromUpdate(data, c.now()); ok {
 		c.limit = &l
 	} else {
 		c.limit = nil
@@ -182,11 +178,7 @@ func (c *collector) quotaUpdate(data []byte) {
 // retryNotice keeps the limit of an agent's notice that it retries a
 // request refused at a 429, and tells the runner.
 func (c *collector) retryNotice(meta map[string]any) {
-	now := time.Now
-	if c.now != nil {
-		now = c.now
-	}
-	l, ok := quota.FromRetryNotice(meta, now())
+	l, ok := quota.FromRetryNotice(meta, c.now())
 	if !ok {
 		return
 	}
@@ -199,24 +191,20 @@ func (c *collector) retryNotice(meta map[string]any) {
 
 // retrying is the limit of the running turn's last retry notice, while
 // the agent has not gone on since.
-func (c *collector) retrying() (quota.Limit, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.retry == nil {
-		return quota.Limit{}, false
-	}
-	return *c.retry, true
-}
+func (c *collector) retrying() (quota.Limit, bool) { return c.limitOf(&c.retry) }
 
 // turnLimit is what the running turn's quota_updates last said was used
 // up, if anything.
-func (c *collector) turnLimit() (quota.Limit, bool) {
+func (c *collector) turnLimit() (quota.Limit, bool) { return c.limitOf(&c.limit) }
+
+// limitOf reads one of the collector's limits under its lock.
+func (c *collector) limitOf(p **quota.Limit) (quota.Limit, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.limit == nil {
+	if *p == nil {
 		return quota.Limit{}, false
 	}
-	return *c.limit, true
+	return **p, true
 }
 
 // sessionStarted records the session id, whether it can be resumed, and
